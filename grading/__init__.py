@@ -1,0 +1,1 @@
+"""Grading: the pure engine (grading.engine) and its Django glue (models, views, jobs)."""

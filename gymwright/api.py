@@ -1,0 +1,74 @@
+"""Project-wide API plumbing: pagination and the single error envelope.
+
+Every API error, whatever raised it, answers as
+    {"error": {"code": "...", "message": "...", "details": [{"pointer": "/checks/0/id", "message": "..."}]}}
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from gymwright.errors import DomainError
+
+
+class Pagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+def _flatten(detail, prefix: str = "") -> list[dict]:
+    """DRF error details → [{"pointer": "/field/0", "message": "..."}]."""
+    items: list[dict] = []
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            if key == "non_field_errors":
+                items += _flatten(value, prefix)
+            else:
+                items += _flatten(value, f"{prefix}/{str(key).replace('~', '~0').replace('/', '~1')}")
+    elif isinstance(detail, list):
+        if all(not isinstance(v, (dict, list)) for v in detail):
+            items += [{"pointer": prefix or "", "message": str(v)} for v in detail]
+        else:
+            for index, value in enumerate(detail):
+                items += _flatten(value, f"{prefix}/{index}")
+    else:
+        items.append({"pointer": prefix or "", "message": str(detail)})
+    return items
+
+
+def error_response(code: str, message: str, http_status: int, details: list[dict] | None = None,
+                   extra: dict | None = None) -> Response:
+    body = {"error": {"code": code, "message": message, "details": details or []}}
+    if extra:
+        body["error"].update(extra)
+    return Response(body, status=http_status)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        return error_response(exc.code, exc.message, exc.http_status, exc.details, exc.extra)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None  # a real bug: let Django log it and answer 500
+    if isinstance(exc, exceptions.ValidationError):
+        details = _flatten(exc.detail)
+        message = "; ".join(f"{d['pointer'] or '/'}: {d['message']}" for d in details[:5]) or "Invalid input."
+        return error_response("invalid", message, response.status_code, details)
+    code = getattr(exc, "default_code", "error")
+    detail = exc.detail if isinstance(getattr(exc, "detail", None), str) else str(getattr(exc, "detail", exc))
+    resp = error_response(str(code), str(detail), response.status_code)
+    for header in ("WWW-Authenticate", "Retry-After", "Allow"):
+        if header in response:
+            resp[header] = response[header]
+    return resp

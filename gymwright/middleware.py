@@ -1,0 +1,22 @@
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.http import JsonResponse
+
+# Paths an anonymous visitor may reach: the login page, static files, and the API
+# (which answers 401/403 through DRF in its own error envelope instead of redirecting).
+PUBLIC_PREFIXES = ("/accounts/login/", "/static/", "/api/", "/admin/login/", "/healthz")
+
+
+class LoginRequiredEverywhereMiddleware:
+    """Anonymous users see only the login page."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.user.is_authenticated and not request.path.startswith(PUBLIC_PREFIXES):
+            if request.headers.get("HX-Request"):
+                return JsonResponse({"error": {"code": "not_authenticated",
+                                               "message": "Log in first."}}, status=401)
+            return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
+        return self.get_response(request)

@@ -1,0 +1,217 @@
+"""Gymwright settings, read from environment variables with safe defaults.
+
+Every variable is listed in README.md ("Settings"). The defaults give the
+embedded setup that `make run` uses: SQLite, a file-backed Celery broker and the
+bubblewrap sandbox, everything under ./var.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return int(value)
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+DATA_DIR = Path(env_str("GYMWRIGHT_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    # A per-checkout key kept in the data directory: safe by default, stable across restarts.
+    _key_file = DATA_DIR / "secret_key"
+    try:
+        SECRET_KEY = _key_file.read_text().strip()
+    except FileNotFoundError:
+        import secrets
+
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        SECRET_KEY = secrets.token_urlsafe(50)
+        _key_file.write_text(SECRET_KEY)
+        _key_file.chmod(0o600)
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "authoring",
+    "grading",
+    "sandbox",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "gymwright.middleware.LoginRequiredEverywhereMiddleware",
+]
+
+ROOT_URLCONF = "gymwright.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "gymwright.wsgi.application"
+ASGI_APPLICATION = "gymwright.asgi.application"
+
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'gymwright.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL + a busy timeout let the web server and the worker share one SQLite file.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+         "transaction_mode": "IMMEDIATE"}
+    )
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "authoring:task_list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "static")))
+
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
+MEDIA_URL = "media/"
+
+# Uploads: one cap for every file (attachments, environment data, workspace files for dry runs).
+UPLOAD_MAX_BYTES = env_int("GYMWRIGHT_UPLOAD_MAX_MB", 50) * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # non-file form fields (a rubric JSON can be large)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "gymwright.uploads.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "gymwright.api.Pagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "gymwright.api.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
+                                 "rest_framework.renderers.BrowsableAPIRenderer"],
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Gymwright API",
+    "DESCRIPTION": "Environments, tasks, immutable task versions, grading and previews.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Celery. The default broker is kombu's filesystem transport under DATA_DIR: a real
+# broker that needs no server, so `make run` starts a real worker beside the web server.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = DATA_DIR / "broker"
+    for _sub in ("queue", "processed"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+elif CELERY_BROKER_URL.startswith("redis"):
+    # A task not acknowledged within this time is redelivered; longer than any rollout.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 7200)}
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
+
+# Sandboxes: "bubblewrap" (embedded default) or "docker" (DOCKER_HOST may be remote).
+SANDBOX_BACKEND = env_str("GYMWRIGHT_SANDBOX_BACKEND", "bubblewrap")
+SANDBOX_WORK_DIR = Path(env_str("GYMWRIGHT_SANDBOX_DIR", str(DATA_DIR / "sandboxes")))
+# A RUNNING rollout whose heartbeat is older than this is stale (its worker died).
+ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)
+
+# Models. Endpoints can also be configured in the admin (ModelEndpoint); these
+# environment variables are the fallback. Secrets are never stored in the database.
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
+JUDGE_MODEL = env_str("GYMWRIGHT_JUDGE_MODEL", "")
+POLICY_MODEL = env_str("GYMWRIGHT_POLICY_MODEL", "")
+JUDGE_CONCURRENCY = env_int("GYMWRIGHT_JUDGE_CONCURRENCY", 16)
+JUDGE_TIMEOUT_S = float(env_str("GYMWRIGHT_JUDGE_TIMEOUT_S", "60"))
+JUDGE_CACHE_DIR = Path(env_str("GYMWRIGHT_JUDGE_CACHE_DIR", str(DATA_DIR / "judge-cache")))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.server": {"level": "WARNING"}},
+}

@@ -1,0 +1,1 @@
+"""Sandboxes: the pure runtime (sandbox.runtime) and its Django glue (previews, rollouts)."""

@@ -1,0 +1,62 @@
+"""Real services for tests: skip with a how-to where one is missing, fail in CI.
+
+CI sets GYMWRIGHT_REQUIRE_SERVICES=1, which turns every such skip into a failure,
+so a missing service can never hide a gap.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+REQUIRED = os.environ.get("GYMWRIGHT_REQUIRE_SERVICES") == "1"
+
+
+def missing(what: str, how: str) -> None:
+    message = f"{what} is not available here ({how})"
+    if REQUIRED:
+        pytest.fail(f"{message}; GYMWRIGHT_REQUIRE_SERVICES=1 makes this a failure")
+    pytest.skip(message)
+
+
+def require_bwrap() -> str:
+    path = shutil.which("bwrap")
+    if not path:
+        missing("bubblewrap", "apt-get install bubblewrap")
+    probe = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True)
+    if probe.returncode != 0:
+        missing("bubblewrap namespaces", probe.stderr.decode(errors="replace").strip())
+    return path
+
+
+def require_docker():
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        client.ping()
+        return client
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
+        missing("a Docker engine", f"apt-get install docker.io and start dockerd: {exc}")
+
+
+def require_redis() -> str:
+    url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    try:
+        import redis
+
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except Exception as exc:  # noqa: BLE001
+        missing("Redis", f"start redis-server on 127.0.0.1:6379 or set TEST_REDIS_URL: {exc}")
+    return url
+
+
+def require_chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    missing("headless Chromium", "apt-get install chromium")
