@@ -1,0 +1,227 @@
+"""Authoring data: environments, tasks and their immutable versions, blobs, reviews, audit.
+
+Versions (EnvironmentVersion, TaskVersion) are append-only: a row is written once
+and never updated. `ImmutableQuerySet` refuses bulk updates and `save()` refuses
+to write an existing row, so no code path can change a version in place.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
+from django.core.validators import RegexValidator
+from django.db import models
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$",
+    "Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.",
+)
+
+
+class ImmutableRowError(Exception):
+    pass
+
+
+class ImmutableQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise ImmutableRowError(f"{self.model.__name__} rows are immutable; create a new version instead")
+
+    def bulk_update(self, *args, **kwargs):
+        raise ImmutableRowError(f"{self.model.__name__} rows are immutable; create a new version instead")
+
+
+class ImmutableModel(models.Model):
+    objects = ImmutableQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ImmutableRowError(f"{type(self).__name__} {self.pk} is immutable; create a new version instead")
+        super().save(*args, **kwargs)
+
+
+class Blob(models.Model):
+    """A content-addressed file. The same bytes are stored once, under their sha256."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    size = models.BigIntegerField()
+    file = models.FileField(upload_to="blobs/", max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.size} B)"
+
+
+class Tag(models.Model):
+    name = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Environment(models.Model):
+    """The mutable head of an environment; its content lives in EnvironmentVersion."""
+
+    slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="environments")
+    latest_version = models.ForeignKey("EnvironmentVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class EnvironmentVersion(ImmutableModel):
+    """One immutable version of an environment.
+
+    `spec` is the `environment` object of gymwright.task/v1 without id and version:
+    image, dockerfile, setup, network, limits, tools, custom_tools, files
+    ([{path, sha256}], shared data files) and checks_module (Python source or null).
+    """
+
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    spec = models.JSONField()
+    sha256 = models.CharField(max_length=64)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    message = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["environment_id", "-number"]
+        constraints = [models.UniqueConstraint(fields=["environment", "number"], name="env_version_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.environment.slug} v{self.number}"
+
+
+class Task(models.Model):
+    """The mutable head of a task: identity, status, tags, owner, pointer to the latest version."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        IN_REVIEW = "in_review", "In review"
+        CHANGES_REQUESTED = "changes_requested", "Changes requested"
+        APPROVED = "approved", "Approved"
+        ARCHIVED = "archived", "Archived"
+
+    slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
+    title = models.CharField(max_length=200)
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="tasks")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
+    tags = models.ManyToManyField(Tag, blank=True, related_name="tasks")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks")
+    latest_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "-updated_at"]),
+            models.Index(fields=["environment", "-updated_at"]),
+            models.Index(fields=["owner", "-updated_at"]),
+            models.Index(fields=["-updated_at", "-id"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class TaskVersion(ImmutableModel):
+    """One immutable version of a task: the whole gymwright.task/v1 document.
+
+    `sha256` is the hash of the canonical JSON of `spec`; `content_sha256` hashes the
+    content without its version number, so an unchanged save is recognised.
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    spec = models.JSONField()
+    sha256 = models.CharField(max_length=64)
+    content_sha256 = models.CharField(max_length=64)
+    environment_version = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT, related_name="task_versions")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    message = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_id", "-number"]
+        constraints = [models.UniqueConstraint(fields=["task", "number"], name="task_version_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.task.slug} v{self.number}"
+
+    @property
+    def rubric(self) -> dict:
+        return self.spec.get("rubric") or {}
+
+    @property
+    def prompt(self) -> str:
+        return self.spec.get("prompt") or ""
+
+
+class Review(models.Model):
+    """A reviewer's decision on one exact TaskVersion."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        REQUEST_CHANGES = "request_changes", "Request changes"
+        COMMENT = "comment", "Comment"
+
+    task_version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
+    decision = models.CharField(max_length=20, choices=Decision.choices)
+    comment = models.TextField(blank=True)
+    check_comments = models.JSONField(default=dict, blank=True)  # {check_id: comment}
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class AuditEvent(models.Model):
+    """Who did what to which object, when. Written by services, shown on the object's page."""
+
+    class Verb(models.TextChoices):
+        CREATE = "create", "created"
+        NEW_VERSION = "new_version", "saved a new version"
+        SUBMIT = "submit", "submitted for review"
+        APPROVE = "approve", "approved"
+        REQUEST_CHANGES = "request_changes", "requested changes"
+        COMMENT = "comment", "commented"
+        EXPORT = "export", "exported"
+        PREVIEW = "preview", "started a preview"
+        UPLOAD = "upload", "uploaded"
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    verb = models.CharField(max_length=20, choices=Verb.choices)
+    content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+    object_id = models.PositiveBigIntegerField()
+    target = GenericForeignKey("content_type", "object_id")
+    summary = models.CharField(max_length=300)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["content_type", "object_id", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.actor} {self.get_verb_display()} {self.summary}"
