@@ -12,5 +12,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("healthz", lambda request: HttpResponse("ok", content_type="text/plain")),
     path("api/", include("gymwright.api_urls")),
+    path("grading/", include("grading.urls")),
+    path("previews/", include("sandbox.urls")),
     path("", include("authoring.urls")),
 ]

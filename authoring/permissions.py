@@ -1,0 +1,43 @@
+"""Roles are groups: author, reviewer, admin. Superusers count as admin."""
+
+from __future__ import annotations
+
+AUTHOR, REVIEWER, ADMIN = "author", "reviewer", "admin"
+ROLES = (AUTHOR, REVIEWER, ADMIN)
+
+
+def roles_of(user) -> set[str]:
+    if not user or not user.is_authenticated or not user.is_active:
+        return set()
+    cached = getattr(user, "_gymwright_roles", None)
+    if cached is None:
+        cached = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+        if user.is_superuser:
+            cached.add(ADMIN)
+        user._gymwright_roles = cached
+    return cached
+
+
+def is_admin(user) -> bool:
+    return ADMIN in roles_of(user)
+
+
+def can_view(user) -> bool:
+    """Any member with a role may read every environment and task."""
+    return bool(roles_of(user))
+
+
+def can_author(user) -> bool:
+    return bool(roles_of(user) & {AUTHOR, ADMIN})
+
+
+def can_edit_task(user, task) -> bool:
+    return is_admin(user) or (AUTHOR in roles_of(user) and task.owner_id == user.id)
+
+
+def can_edit_environment(user, environment) -> bool:
+    return is_admin(user) or (AUTHOR in roles_of(user) and environment.owner_id == user.id)
+
+
+def can_review(user) -> bool:
+    return bool(roles_of(user) & {REVIEWER, ADMIN})

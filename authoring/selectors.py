@@ -1,0 +1,102 @@
+"""Reads. Each returns a queryset with its joins, or one object checked against the user."""
+
+from __future__ import annotations
+
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from authoring import permissions
+from authoring.models import AuditEvent, Environment, EnvironmentVersion, Task, TaskVersion
+from gymwright.errors import NotAllowed
+
+ACTIONS = ("view", "edit", "review")
+
+
+def _check(user, obj, action: str) -> None:
+    if not permissions.can_view(user):
+        raise Http404
+    if action == "edit":
+        allowed = (permissions.can_edit_task(user, obj) if isinstance(obj, Task)
+                   else permissions.can_edit_environment(user, obj))
+        if not allowed:
+            raise NotAllowed(f"You may not edit {obj.slug}: only its owner or an admin can.")
+    elif action == "review" and not permissions.can_review(user):
+        raise NotAllowed("Only reviewers and admins can review.")
+
+
+def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
+    """The task, if `user` may do `action` ("view", "edit", "review") to it.
+
+    Http404 when it does not exist or the user may not see it; NotAllowed when the
+    user may see it but not do `action`.
+    """
+    try:
+        task = (Task.objects.select_related("environment", "owner", "latest_version",
+                                            "latest_version__author", "latest_version__environment_version")
+                .prefetch_related("tags").get(slug=slug))
+    except Task.DoesNotExist:
+        raise Http404(f"No task {slug!r}")
+    _check(user, task, action)
+    return task
+
+
+def task_version_get_for_user(*, slug: str, number: int, user) -> TaskVersion:
+    task = task_get_for_user(slug=slug, user=user)
+    try:
+        version = (TaskVersion.objects.select_related("author", "environment_version",
+                                                      "environment_version__environment")
+                   .get(task=task, number=number))
+    except TaskVersion.DoesNotExist:
+        raise Http404(f"{slug} has no version {number}")
+    version.task = task
+    return version
+
+
+def environment_get_for_user(*, slug: str, user, action: str = "view") -> Environment:
+    try:
+        environment = Environment.objects.select_related("owner", "latest_version").get(slug=slug)
+    except Environment.DoesNotExist:
+        raise Http404(f"No environment {slug!r}")
+    _check(user, environment, action)
+    return environment
+
+
+def environment_list(*, user) -> QuerySet[Environment]:
+    if not permissions.can_view(user):
+        return Environment.objects.none()
+    return Environment.objects.select_related("owner", "latest_version", "latest_version__author")
+
+
+def environment_version_list(*, environment: Environment) -> QuerySet[EnvironmentVersion]:
+    return environment.versions.select_related("author").order_by("-number")
+
+
+def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag: str = "",
+              author: str = "") -> QuerySet[Task]:
+    """Tasks the user can see, filtered; a constant number of queries however many rows."""
+    if not permissions.can_view(user):
+        return Task.objects.none()
+    queryset = Task.objects.select_related("environment", "owner", "latest_version",
+                                           "latest_version__author").prefetch_related("tags")
+    if q:
+        queryset = queryset.filter(Q(slug__icontains=q) | Q(title__icontains=q))
+    if environment:
+        queryset = queryset.filter(environment__slug=environment)
+    if status:
+        queryset = queryset.filter(status=status)
+    if tag:
+        queryset = queryset.filter(tags__name=tag)
+    if author:
+        queryset = queryset.filter(owner__username=author)
+    return queryset.order_by("-updated_at", "-id")
+
+
+def task_version_list(*, task: Task) -> QuerySet[TaskVersion]:
+    return task.versions.select_related("author", "environment_version__environment").order_by("-number")
+
+
+def audit_events_for(obj, *, limit: int = 50) -> QuerySet[AuditEvent]:
+    content_type = ContentType.objects.get_for_model(type(obj))
+    return (AuditEvent.objects.filter(content_type=content_type, object_id=obj.pk)
+            .select_related("actor").order_by("-created_at", "-id")[:limit])
