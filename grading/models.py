@@ -1,0 +1,160 @@
+"""Stored grades: one Grade per graded answer, one CheckResult per check, reviewers' JudgeLabels.
+
+A Grade is written once by `grading.services.grade_record` from the engine's
+gymwright.grade/v1 document (kept verbatim in `document`); the columns repeat its
+numbers so that lists and statistics need no JSON parsing. Grades are not edited
+afterwards: a new grading makes a new Grade.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Grade(models.Model):
+    class Source(models.TextChoices):
+        DRY_RUN = "dry_run", "Dry run"
+        ROLLOUT = "rollout", "Rollout"
+
+    task_version = models.ForeignKey("authoring.TaskVersion", null=True, blank=True, on_delete=models.CASCADE,
+                                     related_name="grades")
+    # The Rollout points at its Grade from the sandbox app; this plain id only lets a
+    # grade be traced back without a circular dependency between the two apps.
+    rollout_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    reward = models.FloatField()
+    earned = models.FloatField()
+    max = models.FloatField()
+    passed = models.BooleanField()
+    gated = models.BooleanField(default=False)
+    complete = models.BooleanField(default=True)
+    document = models.JSONField(help_text="The gymwright.grade/v1 document, as the engine produced it.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["task_version", "source", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(reward__gte=0) & models.Q(reward__lte=1),
+                                   name="grade_reward_in_unit_interval"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Grade {self.pk}: {self.earned:g} / {self.max:g}, reward {self.reward:.2f}"
+
+    @property
+    def unscored_count(self) -> int:
+        return sum(1 for check in self.document.get("checks", []) if check.get("status") == "unscored")
+
+
+class CheckResult(models.Model):
+    class Status(models.TextChoices):
+        SCORED = "scored", "Scored"
+        UNSCORED = "unscored", "Unscored"
+
+    grade = models.ForeignKey(Grade, on_delete=models.CASCADE, related_name="check_results")
+    position = models.PositiveIntegerField(help_text="Order in the rubric, depth first (groups before children).")
+    depth = models.PositiveSmallIntegerField(default=0, help_text="0 for top-level checks, 1 for group children...")
+    parent_check_id = models.CharField(max_length=64, blank=True, default="")
+    check_id = models.CharField(max_length=64)
+    kind = models.CharField(max_length=32)
+    title = models.CharField(max_length=300, blank=True, default="")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    score = models.FloatField(null=True, blank=True)
+    points = models.FloatField()
+    awarded = models.FloatField(null=True, blank=True)
+    required = models.BooleanField(default=False)
+    explanation = models.TextField(blank=True, default="")
+    votes = models.JSONField(default=list, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["grade_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["grade", "check_id"], name="check_result_unique_check_per_grade"),
+            models.CheckConstraint(condition=models.Q(status="unscored") | models.Q(score__isnull=False),
+                                   name="check_result_scored_has_score"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.check_id} ({self.status})"
+
+    @property
+    def is_judged(self) -> bool:
+        return self.kind == "llm_judge"
+
+
+class JudgeLabel(models.Model):
+    """A reviewer's own verdict on one judged check: agrees with the judge or overrules it."""
+
+    class Verdict(models.TextChoices):
+        MET = "met", "Met"
+        NOT_MET = "not_met", "Not met"
+        SCORE = "score", "Score"
+
+    check_result = models.ForeignKey(CheckResult, on_delete=models.CASCADE, related_name="labels")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judge_labels")
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    score = models.FloatField(null=True, blank=True, help_text="The reviewer's score in [0, 1] for scaled judges.")
+    agrees = models.BooleanField(help_text="Whether the reviewer's verdict is the judge's verdict.")
+    comment = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["reviewer", "check_result"], name="judge_label_one_per_reviewer"),
+            models.CheckConstraint(
+                condition=~models.Q(verdict="score") | (models.Q(score__gte=0) & models.Q(score__lte=1)),
+                name="judge_label_score_verdict_has_score"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer} on {self.check_result}: {self.verdict}"
+
+
+class DryRun(models.Model):
+    """A dry-run grading that needs the judge, done by a worker.
+
+    Inputs are kept whole (the rubric as it was in the editor, unsaved; the answer;
+    workspace files in Django storage) so that any worker on any host can grade it.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        ERROR = "error", "Error"
+
+    task = models.ForeignKey("authoring.Task", null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="dry_runs")
+    task_version = models.ForeignKey("authoring.TaskVersion", null=True, blank=True, on_delete=models.CASCADE,
+                                     related_name="dry_runs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    rubric = models.JSONField()
+    answer = models.TextField(blank=True, default="")
+    # [{"path": "report.md", "name": "<storage name>", "size": 123}]
+    files = models.JSONField(default=list, blank=True)
+    # The deterministic part, graded in the request; judge checks in it are pending.
+    preview = models.JSONField(default=dict, blank=True)
+    grade = models.ForeignKey(Grade, null=True, blank=True, on_delete=models.SET_NULL, related_name="dry_runs")
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"DryRun {self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.ERROR}
