@@ -19,6 +19,12 @@ GRADE_SCHEMA = "gymwright.grade/v1"
 _CHILD_KEYS = ("checks", "children")
 
 
+def _engine_document(grade: Any) -> dict:
+    if hasattr(grade, "to_document"):
+        return grade.to_document()
+    return grade.model_dump(mode="json", by_alias=True)
+
+
 def _grade_document(grade: Any) -> dict:
     """The gymwright.grade/v1 dict of an engine Grade (pydantic) or of an already-plain dict."""
     if isinstance(grade, dict):
@@ -28,12 +34,18 @@ def _grade_document(grade: Any) -> dict:
         except ImportError:  # the engine not there yet: the shape checks below still hold
             EngineGrade = None
         if EngineGrade is not None:
+            from pydantic import ValidationError
+
             try:
-                document = EngineGrade.model_validate(grade).model_dump(mode="json")
-            except Exception as exc:  # pydantic.ValidationError: report it as a domain error
-                raise DomainError(f"Not a valid {GRADE_SCHEMA} document: {exc}", code="invalid_grade") from exc
+                document = _engine_document(EngineGrade.model_validate(grade))
+            except ValidationError as exc:
+                details = [{"pointer": "".join(f"/{part}" for part in error["loc"]), "message": error["msg"]}
+                           for error in exc.errors()]
+                summary = "; ".join(f"{d['pointer']}: {d['message']}" for d in details[:5])
+                raise DomainError(f"Not a valid {GRADE_SCHEMA} document: {summary}", code="invalid_grade",
+                                  details=details) from exc
     elif hasattr(grade, "model_dump"):
-        document = grade.model_dump(mode="json")
+        document = _engine_document(grade)
     else:
         raise DomainError(f"Expected a grade, got {type(grade).__name__}", code="invalid_grade")
     if document.get("schema", GRADE_SCHEMA) != GRADE_SCHEMA:
