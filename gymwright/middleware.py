@@ -20,3 +20,27 @@ class LoginRequiredEverywhereMiddleware:
                                                "message": "Log in first."}}, status=401)
             return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
         return self.get_response(request)
+
+
+class DomainErrorMiddleware:
+    """A safety net for HTML views: a DomainError that a view did not handle becomes a
+    clear 4xx page (or JSON for API/htmx callers), never a 500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from django.shortcuts import render
+
+        from gymwright.errors import DomainError
+
+        if not isinstance(exception, DomainError):
+            return None
+        body = {"error": {"code": exception.code, "message": exception.message, "details": exception.details}}
+        if request.path.startswith("/api/") or request.headers.get("HX-Request") or \
+                "application/json" in request.headers.get("Accept", ""):
+            return JsonResponse(body, status=exception.http_status)
+        return render(request, "error.html", {"error": exception}, status=exception.http_status)

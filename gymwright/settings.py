@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "authoring",
     "grading",
     "sandbox",
@@ -81,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "gymwright.middleware.LoginRequiredEverywhereMiddleware",
+    "gymwright.middleware.DomainErrorMiddleware",
 ]
 
 ROOT_URLCONF = "gymwright.urls"
@@ -169,6 +171,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI is served from the vendored sidecar package: no CDN is needed.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery. The default broker is kombu's filesystem transport under DATA_DIR: a real

@@ -1,0 +1,123 @@
+"""Comparing two task versions: text fields line by line, the rubric check by check."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LineDiff:
+    op: str  # "equal" | "delete" | "insert"
+    text: str
+
+
+@dataclass
+class FieldDiff:
+    name: str
+    changed: bool
+    lines: list[LineDiff] = field(default_factory=list)
+
+
+@dataclass
+class CheckDiff:
+    id: str
+    status: str  # "added" | "removed" | "changed" | "unchanged"
+    a: dict | None
+    b: dict | None
+    changes: list[dict] = field(default_factory=list)  # [{"key", "a", "b"}]
+    moved: bool = False
+
+
+def _lines(text: str) -> list[str]:
+    return (text or "").splitlines()
+
+
+def line_diff(a: str, b: str) -> list[LineDiff]:
+    out: list[LineDiff] = []
+    a_lines, b_lines = _lines(a), _lines(b)
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a_lines, b=b_lines, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out += [LineDiff("equal", line) for line in a_lines[i1:i2]]
+        else:
+            out += [LineDiff("delete", line) for line in a_lines[i1:i2]]
+            out += [LineDiff("insert", line) for line in b_lines[j1:j2]]
+    return out
+
+
+def _pretty(value) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _flatten_checks(checks: list, into: dict, order: list) -> None:
+    for check in checks or []:
+        if not isinstance(check, dict):
+            continue
+        into[check.get("id")] = check
+        order.append(check.get("id"))
+        if check.get("kind") == "group":
+            _flatten_checks(check.get("checks") or [], into, order)
+
+
+def rubric_diff(a: dict, b: dict) -> tuple[list[CheckDiff], list[dict]]:
+    """(per-check diffs in b's order with removed checks after, changes to rubric-level keys)."""
+    a_checks, a_order, b_checks, b_order = {}, [], {}, []
+    _flatten_checks((a or {}).get("checks"), a_checks, a_order)
+    _flatten_checks((b or {}).get("checks"), b_checks, b_order)
+    diffs: list[CheckDiff] = []
+    for position, check_id in enumerate(b_order):
+        new = b_checks[check_id]
+        old = a_checks.get(check_id)
+        if old is None:
+            diffs.append(CheckDiff(check_id, "added", None, new))
+            continue
+        strip = lambda c: {k: v for k, v in c.items() if k != "checks"}  # noqa: E731 - children diff on their own
+        old_s, new_s = strip(old), strip(new)
+        changes = [{"key": key, "a": _pretty(old_s.get(key)), "b": _pretty(new_s.get(key))}
+                   for key in sorted(set(old_s) | set(new_s)) if old_s.get(key) != new_s.get(key)]
+        moved = a_order.index(check_id) != position
+        diffs.append(CheckDiff(check_id, "changed" if changes else "unchanged", old, new, changes, moved))
+    for check_id in a_order:
+        if check_id not in b_checks:
+            diffs.append(CheckDiff(check_id, "removed", a_checks[check_id], None))
+    top_changes = [
+        {"key": key, "a": _pretty((a or {}).get(key)), "b": _pretty((b or {}).get(key))}
+        for key in sorted((set(a or {}) | set(b or {})) - {"checks"})
+        if (a or {}).get(key) != (b or {}).get(key)
+    ]
+    return diffs, top_changes
+
+
+TEXT_FIELDS = (("title", "Title"), ("prompt", "Prompt"))
+JSON_FIELDS = (("solution", "Solution"), ("files", "Files"), ("tags", "Tags"), ("metadata", "Metadata"),
+               ("environment", "Environment"))
+
+
+def task_version_diff(a_spec: dict, b_spec: dict) -> dict:
+    fields: list[FieldDiff] = []
+    for key, label in TEXT_FIELDS:
+        a_text, b_text = a_spec.get(key) or "", b_spec.get(key) or ""
+        fields.append(FieldDiff(label, a_text != b_text, line_diff(a_text, b_text)))
+    for key, label in JSON_FIELDS:
+        a_value, b_value = a_spec.get(key), b_spec.get(key)
+        fields.append(FieldDiff(label, a_value != b_value, line_diff(_pretty(a_value), _pretty(b_value))))
+    checks, rubric_changes = rubric_diff(a_spec.get("rubric") or {}, b_spec.get("rubric") or {})
+    summary = {status: sum(1 for c in checks if c.status == status) for status in ("added", "removed", "changed")}
+    return {"fields": fields, "checks": checks, "rubric_changes": rubric_changes, "summary": summary}
+
+
+def task_version_diff_json(a_spec: dict, b_spec: dict) -> dict:
+    """The same diff, as plain JSON for the API."""
+    diff = task_version_diff(a_spec, b_spec)
+    return {
+        "fields": [{"name": f.name, "changed": f.changed,
+                    "lines": [{"op": line.op, "text": line.text} for line in f.lines if f.changed]}
+                   for f in diff["fields"]],
+        "checks": [{"id": c.id, "status": c.status, "moved": c.moved, "changes": c.changes,
+                    "a": c.a, "b": c.b} for c in diff["checks"]],
+        "rubric_changes": diff["rubric_changes"],
+        "summary": diff["summary"],
+    }

@@ -1,0 +1,190 @@
+from __future__ import annotations
+
+import json
+
+from django import forms
+
+from authoring.models import Environment, Review, Task
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(item, initial) for item in data]
+        return [single(data, initial)] if data else []
+
+
+def parse_json_field(text: str, *, label: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise forms.ValidationError(f"{label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
+
+
+def pointer_to_form_field(pointer: str) -> str | None:
+    """Which form field a JSON pointer into the task document belongs to."""
+    head = pointer.split("/")[1] if pointer.startswith("/") and len(pointer) > 1 else ""
+    return {
+        "rubric": "rubric", "title": "title", "prompt": "prompt", "tags": "tags", "files": "files",
+        "solution": "solution_script", "metadata": "metadata", "slug": "slug", "environment": "environment",
+        "environment_version": "environment_version", "id": "slug",
+    }.get(head)
+
+
+class TaskForm(forms.Form):
+    """The task editor. The rubric arrives as raw JSON (the structured view writes it)."""
+
+    slug = forms.SlugField(max_length=64, help_text="Lowercase letters, digits and hyphens; cannot change later.")
+    environment = forms.ModelChoiceField(queryset=Environment.objects.none(), to_field_name="slug")
+    environment_version = forms.TypedChoiceField(required=False, coerce=int, empty_value=None,
+                                                 label="Environment version")
+    title = forms.CharField(max_length=200)
+    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}), help_text="Markdown shown to the agent.")
+    rubric = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "id": "rubric-json", "spellcheck": "false"}))
+    solution_script = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5}),
+                                      label="Reference solution script",
+                                      help_text="Shell commands run in the sandbox by the oracle policy.")
+    solution_answer = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                      label="Reference answer")
+    tags = forms.CharField(required=False, help_text="Comma-separated.")
+    metadata = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), initial="{}",
+                               help_text="Free-form JSON object.")
+    files = MultipleFileField(required=False, label="Attach files",
+                              help_text="Placed in the agent's workspace under their names.")
+    remove_files = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
+                                             label="Remove attached files")
+    message = forms.CharField(required=False, max_length=500, label="Change note")
+    base_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, editing: Task | None = None, environments=None, current_files=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.editing = editing
+        if environments is not None:
+            self.fields["environment"].queryset = environments
+        if editing is not None:
+            del self.fields["slug"]
+            del self.fields["environment"]
+            choices = [("", f"latest (v{editing.environment.latest_version.number})")]
+            choices += [(str(v.number), f"v{v.number}") for v in editing.environment.versions.order_by("-number")]
+            self.fields["environment_version"].choices = choices
+        else:
+            del self.fields["environment_version"]
+            del self.fields["remove_files"]
+        if "remove_files" in self.fields:
+            self.fields["remove_files"].choices = [(f["path"], f["path"]) for f in current_files]
+
+    def clean_rubric(self):
+        return parse_json_field(self.cleaned_data["rubric"], label="The rubric")
+
+    def clean_metadata(self):
+        text = (self.cleaned_data.get("metadata") or "").strip() or "{}"
+        value = parse_json_field(text, label="Metadata")
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Metadata must be a JSON object.")
+        return value
+
+    def clean_tags(self):
+        return sorted({t.strip().lower() for t in (self.cleaned_data.get("tags") or "").split(",") if t.strip()})
+
+    def content(self, *, current_files: list[dict]) -> dict:
+        data = self.cleaned_data
+        removed = set(data.get("remove_files") or [])
+        return {
+            "title": data["title"],
+            "prompt": data["prompt"],
+            "rubric": data["rubric"],
+            "solution": {"script": data.get("solution_script") or None, "answer": data.get("solution_answer") or None},
+            "files": [f for f in current_files if f["path"] not in removed],
+            "tags": data["tags"],
+            "metadata": data["metadata"],
+        }
+
+    def add_domain_errors(self, details: list[dict]) -> None:
+        """Puts each service error at the field its JSON pointer belongs to, pointer included."""
+        for detail in details:
+            pointer = detail.get("pointer", "")
+            name = pointer_to_form_field(pointer)
+            if name == "solution_script" and pointer.startswith("/solution/answer"):
+                name = "solution_answer"
+            message = f"{pointer}: {detail['message']}" if pointer else detail["message"]
+            if name in self.fields:
+                self.add_error(name, message)
+            else:
+                self.add_error(None, message)
+
+
+class EnvironmentForm(forms.Form):
+    slug = forms.SlugField(max_length=64)
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    image = forms.CharField(required=False, help_text="Container image (docker backend), e.g. python:3.12-slim.")
+    dockerfile = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
+                                 help_text="Instead of an image: built once and cached by content hash.")
+    setup = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                            help_text="Shell script run once when a sandbox starts.")
+    network = forms.ChoiceField(choices=[("none", "none"), ("allowed", "allowed")], initial="none")
+    cpus = forms.FloatField(min_value=0.1, max_value=64, initial=1)
+    memory_mb = forms.IntegerField(min_value=64, max_value=262144, initial=1024)
+    timeout_s = forms.IntegerField(min_value=1, max_value=86400, initial=600)
+    max_steps = forms.IntegerField(min_value=1, max_value=1000, initial=30)
+    tools = forms.MultipleChoiceField(choices=[(t, t) for t in ("bash", "read_file", "write_file", "list_files", "submit")],
+                                      widget=forms.CheckboxSelectMultiple,
+                                      initial=["bash", "read_file", "write_file", "list_files", "submit"])
+    custom_tools = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}), initial="[]",
+                                   help_text='JSON list: [{"name", "description", "parameters", "command"}].')
+    checks_module = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}),
+                                    help_text="Optional Python module `checks` for python checks (function: \"checks:fn\").")
+    files = MultipleFileField(required=False, label="Shared data files", help_text="Mounted read-only at /env.")
+    message = forms.CharField(required=False, max_length=500, label="Change note")
+    base_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, editing: Environment | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.editing = editing
+        if editing is not None:
+            del self.fields["slug"]
+
+    def clean_custom_tools(self):
+        text = (self.cleaned_data.get("custom_tools") or "").strip() or "[]"
+        value = parse_json_field(text, label="Custom tools")
+        if not isinstance(value, list):
+            raise forms.ValidationError("Custom tools must be a JSON list.")
+        return value
+
+    def spec(self, *, current_files: list[dict]) -> dict:
+        data = self.cleaned_data
+        return {
+            "image": data.get("image") or None,
+            "dockerfile": data.get("dockerfile") or None,
+            "setup": data.get("setup") or None,
+            "network": data["network"],
+            "limits": {"cpus": data["cpus"], "memory_mb": data["memory_mb"], "timeout_s": data["timeout_s"],
+                       "max_steps": data["max_steps"]},
+            "tools": list(data["tools"]),
+            "custom_tools": data["custom_tools"],
+            "files": current_files,
+            "checks_module": data.get("checks_module") or None,
+        }
+
+    def add_domain_errors(self, details: list[dict]) -> None:
+        for detail in details:
+            pointer = detail.get("pointer", "")
+            head = pointer.split("/")[1] if pointer.startswith("/") and len(pointer) > 1 else ""
+            name = {"limits": pointer.split("/")[2] if pointer.count("/") >= 2 else None}.get(head, head)
+            message = f"{pointer}: {detail['message']}" if pointer else detail["message"]
+            self.add_error(name if name in self.fields else None, message)
+
+
+class ReviewForm(forms.Form):
+    decision = forms.ChoiceField(choices=Review.Decision.choices)
+    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    version = forms.IntegerField(widget=forms.HiddenInput)

@@ -1,0 +1,421 @@
+"""Writes. Every change to authoring data goes through one of these functions.
+
+Versions are append-only: `task_version_create` and `environment_version_create`
+are the only code paths that make content, and they never update a version row.
+Saving on top of a version that is no longer the latest raises ConflictError;
+nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from typing import Any, Iterable
+
+from django.conf import settings
+from django.contrib.contenttypes.models import ContentType
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+
+from authoring import permissions
+from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Review, Tag, Task,
+                              TaskVersion)
+from gymwright.errors import ConflictError, DomainError, NotAllowed
+from grading.engine import canonical_json, content_sha256, validate_task
+
+TASK_SCHEMA = "gymwright.task/v1"
+ENVIRONMENT_KEYS = ("image", "dockerfile", "setup", "network", "limits", "tools", "custom_tools", "files",
+                    "checks_module")
+DEFAULT_ENVIRONMENT_SPEC: dict[str, Any] = {
+    "image": None, "dockerfile": None, "setup": None, "network": "none",
+    "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600, "max_steps": 30},
+    "tools": ["bash", "read_file", "write_file", "list_files", "submit"],
+    "custom_tools": [], "files": [], "checks_module": None,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Audit
+
+
+def audit_record(*, actor, verb: str, target, summary: str, data: dict | None = None) -> AuditEvent:
+    return AuditEvent.objects.create(
+        actor=actor if actor is not None and actor.is_authenticated else None,
+        verb=verb,
+        content_type=ContentType.objects.get_for_model(type(target)),
+        object_id=target.pk,
+        summary=summary[:300],
+        data=data or {},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Blobs and paths
+
+
+def safe_relative_path(name: str, *, field: str = "path") -> str:
+    """A normalised relative POSIX path, or DomainError saying what is wrong with it."""
+    def bad(why: str) -> DomainError:
+        return DomainError(f"{field}: {name!r} is not allowed: {why}.", details=[{"pointer": f"/{field}", "message": why}])
+
+    if not isinstance(name, str) or not name.strip():
+        raise bad("a file name is required")
+    if "\x00" in name or any(ord(ch) < 32 for ch in name):
+        raise bad("control characters in the name")
+    if "\\" in name:
+        raise bad("use forward slashes")
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        raise bad("it must be relative to the workspace")
+    parts = name.split("/")
+    if any(part == ".." for part in parts):
+        raise bad("'..' would leave the workspace")
+    normalised = posixpath.normpath(name)
+    if normalised in (".", "") or len(normalised) > 255:
+        raise bad("empty or longer than 255 characters")
+    return normalised
+
+
+def blob_store(*, data: bytes | None = None, uploaded_file=None) -> Blob:
+    """Stores bytes once under their sha256; returns the existing Blob for known content."""
+    if uploaded_file is not None:
+        if uploaded_file.size is not None and uploaded_file.size > settings.UPLOAD_MAX_BYTES:
+            raise upload_too_large_error(getattr(uploaded_file, "name", "file"))
+        digest = hashlib.sha256()
+        chunks = []
+        for chunk in uploaded_file.chunks():
+            digest.update(chunk)
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    assert data is not None
+    if len(data) > settings.UPLOAD_MAX_BYTES:
+        raise upload_too_large_error("file")
+    sha256 = hashlib.sha256(data).hexdigest()
+    existing = Blob.objects.filter(sha256=sha256).first()
+    if existing:
+        return existing
+    blob = Blob(sha256=sha256, size=len(data))
+    blob.file.save(f"{sha256[:2]}/{sha256}", ContentFile(data), save=False)
+    try:
+        with transaction.atomic():
+            blob.save()
+    except IntegrityError:  # stored concurrently by another request: same bytes, same name
+        return Blob.objects.get(sha256=sha256)
+    return blob
+
+
+def upload_too_large_error(name: str) -> DomainError:
+    cap_mb = settings.UPLOAD_MAX_BYTES // (1024 * 1024)
+    return DomainError(f"{name} is larger than the {cap_mb} MB upload limit.", code="upload_too_large",
+                       http_status=413, details=[{"pointer": "/files", "message": f"larger than {cap_mb} MB"}])
+
+
+def blob_read(*, sha256: str) -> bytes:
+    blob = Blob.objects.get(sha256=sha256)
+    with blob.file.open("rb") as handle:
+        return handle.read()
+
+
+def files_with_uploads(*, files: Iterable[dict], uploads: Iterable) -> list[dict]:
+    """The file list [{path, sha256}] with uploaded files added (same path → replaced)."""
+    by_path = {entry["path"]: entry for entry in files}
+    for upload in uploads:
+        path = safe_relative_path(upload.name, field="files")
+        blob = blob_store(uploaded_file=upload)
+        by_path[path] = {"path": path, "sha256": blob.sha256}
+    return [by_path[path] for path in sorted(by_path)]
+
+
+def _check_blobs_exist(files: list[dict], pointer: str) -> None:
+    known = set(Blob.objects.filter(sha256__in=[f.get("sha256") for f in files]).values_list("sha256", flat=True))
+    for index, entry in enumerate(files):
+        if entry.get("sha256") not in known:
+            raise DomainError(f"File {entry.get('path')!r} refers to content that was never uploaded.",
+                              details=[{"pointer": f"{pointer}/{index}/sha256", "message": "unknown content hash; upload the file"}])
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+
+def _issues_to_error(issues, *, prefix_from: str = "", prefix_to: str = "", message: str) -> DomainError:
+    details = []
+    for issue in issues:
+        pointer = issue.pointer
+        if prefix_from and pointer.startswith(prefix_from):
+            pointer = prefix_to + pointer[len(prefix_from):]
+        details.append({"pointer": pointer, "message": issue.message})
+    summary = "; ".join(f"{d['pointer'] or '/'}: {d['message']}" for d in details[:3])
+    return DomainError(f"{message}: {summary}", details=details)
+
+
+def environment_spec_validate(spec: dict) -> dict:
+    """The spec with defaults filled in, or DomainError with pointers into the spec."""
+    if not isinstance(spec, dict):
+        raise DomainError("The environment spec must be a JSON object.", details=[{"pointer": "", "message": "expected an object"}])
+    full = {**DEFAULT_ENVIRONMENT_SPEC, **spec}
+    document = _task_document(slug="environment-check", number=1, title="x", prompt="x",
+                              environment_id="environment-check", environment_number=1, environment_spec=full,
+                              files=[], solution={"script": None, "answer": None},
+                              rubric={"schema": "gymwright.rubric/v1", "checks": [
+                                  {"id": "c", "kind": "string_match", "points": 1, "expected": "x"}]},
+                              tags=[], metadata={})
+    issues = [issue for issue in validate_task(document) if issue.pointer.startswith("/environment")]
+    if issues:
+        raise _issues_to_error(issues, prefix_from="/environment", prefix_to="", message="Invalid environment")
+    _check_blobs_exist(full.get("files") or [], "/files")
+    return full
+
+
+def _task_document(*, slug, number, title, prompt, environment_id, environment_number, environment_spec,
+                   files, solution, rubric, tags, metadata) -> dict:
+    return {
+        "schema": TASK_SCHEMA,
+        "id": slug,
+        "version": number,
+        "title": title,
+        "prompt": prompt,
+        "environment": {"id": environment_id, "version": environment_number, **environment_spec},
+        "files": files,
+        "solution": solution,
+        "rubric": rubric,
+        "tags": tags,
+        "metadata": metadata,
+    }
+
+
+CONTENT_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata")
+
+
+def _task_content_defaults(content: dict) -> dict:
+    unknown = sorted(set(content) - set(CONTENT_KEYS) - {"environment_version"})
+    if unknown:
+        raise DomainError(f"Unknown field {unknown[0]!r}.", details=[{"pointer": f"/{k}", "message": "unknown field"} for k in unknown])
+    solution = content.get("solution") or {}
+    if isinstance(solution, dict):
+        solution = {"script": solution.get("script") or None, "answer": solution.get("answer") or None,
+                    **{k: v for k, v in solution.items() if k not in ("script", "answer")}}
+    tags = content.get("tags") or []
+    if isinstance(tags, list):
+        tags = sorted({str(t).strip().lower() for t in tags if str(t).strip()})
+    return {
+        "title": content.get("title", ""),
+        "prompt": content.get("prompt", ""),
+        "rubric": content.get("rubric"),
+        "solution": solution,
+        "files": content.get("files") or [],
+        "tags": tags,
+        "metadata": content.get("metadata") or {},
+    }
+
+
+def _build_task_document(*, task_slug: str, number: int, environment_version: EnvironmentVersion,
+                         content: dict) -> dict:
+    content = _task_content_defaults(content)
+    document = _task_document(
+        slug=task_slug, number=number, title=content["title"], prompt=content["prompt"],
+        environment_id=environment_version.environment.slug, environment_number=environment_version.number,
+        environment_spec=environment_version.spec, files=content["files"], solution=content["solution"],
+        rubric=content["rubric"], tags=content["tags"], metadata=content["metadata"],
+    )
+    issues = validate_task(document)
+    if issues:
+        raise _issues_to_error(issues, message="Invalid task")
+    if not str(content["title"]).strip():
+        raise DomainError("A title is required.", details=[{"pointer": "/title", "message": "required"}])
+    if isinstance(content["files"], list):
+        _check_blobs_exist(content["files"], "/files")
+    return document
+
+
+def _content_hash(document: dict) -> str:
+    return content_sha256({k: v for k, v in document.items() if k != "version"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Environments
+
+
+@transaction.atomic
+def environment_create(*, slug: str, name: str, author, spec: dict, description: str = "") -> Environment:
+    if not permissions.can_author(author):
+        raise NotAllowed("Only authors and admins can create environments.")
+    environment = Environment(slug=slug, name=name or slug, description=description, owner=author)
+    environment.full_clean(exclude=["latest_version"])
+    environment.save()
+    version, _ = environment_version_create(environment=environment, author=author, spec=spec, base_version=None,
+                                            message="created", _audit=False)
+    environment.latest_version = version
+    audit_record(actor=author, verb=AuditEvent.Verb.CREATE, target=environment, summary=f"environment {slug}")
+    return environment
+
+
+@transaction.atomic
+def environment_version_create(*, environment: Environment, author, spec: dict, base_version: int | None,
+                               message: str = "", _audit: bool = True) -> tuple[EnvironmentVersion, bool]:
+    """A new immutable EnvironmentVersion, or (latest, False) when the content is unchanged."""
+    environment = Environment.objects.select_for_update().get(pk=environment.pk)
+    latest = environment.latest_version
+    if latest is not None and base_version != latest.number:
+        raise ConflictError(f"{environment.slug} is at version {latest.number}; you edited version {base_version}.",
+                            extra={"latest_version": latest.number})
+    full = environment_spec_validate(spec)
+    sha256 = content_sha256(full)
+    if latest is not None and latest.sha256 == sha256:
+        return latest, False
+    number = (latest.number if latest else 0) + 1
+    try:
+        with transaction.atomic():
+            version = EnvironmentVersion.objects.create(environment=environment, number=number, spec=full,
+                                                        sha256=sha256, author=author, parent=latest,
+                                                        message=message[:500])
+    except IntegrityError:
+        raise ConflictError(f"{environment.slug} version {number} was just saved by someone else.",
+                            extra={"latest_version": number})
+    Environment.objects.filter(pk=environment.pk).update(latest_version=version)
+    environment.latest_version = version
+    if _audit:
+        audit_record(actor=author, verb=AuditEvent.Verb.NEW_VERSION, target=environment,
+                     summary=f"environment {environment.slug} v{number}", data={"version": number})
+    return version, True
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks
+
+
+def _set_tags(task: Task, names: list[str]) -> None:
+    existing = {tag.name: tag for tag in Tag.objects.filter(name__in=names)}
+    missing = [Tag(name=name) for name in names if name not in existing]
+    if missing:
+        Tag.objects.bulk_create(missing, ignore_conflicts=True)
+        existing = {tag.name: tag for tag in Tag.objects.filter(name__in=names)}
+    task.tags.set([existing[name] for name in names])
+
+
+@transaction.atomic
+def task_create(*, slug: str, environment: Environment, author, content: dict) -> Task:
+    """A new task and its version 1."""
+    if not permissions.can_author(author):
+        raise NotAllowed("Only authors and admins can create tasks.")
+    if Task.objects.filter(slug=slug).exists():
+        raise DomainError(f"A task called {slug!r} already exists.", details=[{"pointer": "/slug", "message": "already taken"}])
+    if environment.latest_version is None:
+        raise DomainError(f"Environment {environment.slug} has no version yet.", details=[{"pointer": "/environment", "message": "no version"}])
+    task = Task(slug=slug, title=str(content.get("title") or slug)[:200], environment=environment, owner=author)
+    try:
+        task.full_clean(exclude=["latest_version", "tags"])
+    except Exception as exc:  # django ValidationError → pointers
+        details = [{"pointer": f"/{field}", "message": " ".join(messages)}
+                   for field, messages in getattr(exc, "message_dict", {"slug": [str(exc)]}).items()]
+        raise DomainError("Invalid task: " + "; ".join(f"{d['pointer']}: {d['message']}" for d in details),
+                          details=details)
+    # Validate before the first write so a bad first version leaves nothing behind.
+    _build_task_document(task_slug=slug, number=1, environment_version=environment.latest_version, content=content)
+    task.save()
+    version, _ = task_version_create(task=task, author=author, content=content, base_version=None,
+                                     message="created", _audit=False)
+    task.latest_version = version
+    audit_record(actor=author, verb=AuditEvent.Verb.CREATE, target=task, summary=f"task {slug}")
+    return task
+
+
+@transaction.atomic
+def task_version_create(*, task: Task, author, content: dict, base_version: int | None,
+                        message: str = "", _audit: bool = True) -> tuple[TaskVersion, bool]:
+    """A new immutable TaskVersion from `content`, made on top of `base_version`.
+
+    `content` holds the editable parts: title, prompt, rubric, solution, files, tags,
+    metadata, and optionally environment_version (an EnvironmentVersion; default: the
+    environment's latest). Returns (version, True), or (latest, False) when nothing
+    changed. Raises ConflictError when `base_version` is not the latest version.
+    """
+    # Lock the head row so that two saves on the same base serialise: the second sees
+    # the first's version and gets a conflict instead of overwriting it.
+    task = Task.objects.select_for_update().select_related("environment").get(pk=task.pk)
+    latest = task.latest_version
+    if latest is not None and base_version != latest.number:
+        raise ConflictError(
+            f"{task.slug} is now at version {latest.number} (by {latest.author}); you edited version {base_version}.",
+            extra={"latest_version": latest.number, "base_version": base_version},
+        )
+    environment_version = content.get("environment_version") or task.environment.latest_version
+    if environment_version is None:
+        raise DomainError("The task's environment has no version.", details=[{"pointer": "/environment", "message": "no version"}])
+    if environment_version.environment_id != task.environment_id:
+        raise DomainError("That environment version belongs to another environment.",
+                          details=[{"pointer": "/environment_version", "message": "wrong environment"}])
+    number = (latest.number if latest else 0) + 1
+    document = _build_task_document(task_slug=task.slug, number=number, environment_version=environment_version,
+                                    content=content)
+    content_hash = _content_hash(document)
+    if latest is not None and latest.content_sha256 == content_hash:
+        return latest, False
+    try:
+        with transaction.atomic():
+            version = TaskVersion.objects.create(
+                task=task, number=number, spec=document, sha256=content_sha256(document),
+                content_sha256=content_hash, environment_version=environment_version, author=author,
+                parent=latest, message=message[:500],
+            )
+    except IntegrityError:
+        raise ConflictError(f"{task.slug} version {number} was just saved by someone else.",
+                            extra={"latest_version": number, "base_version": base_version})
+    new_status = Task.Status.DRAFT if task.status != Task.Status.ARCHIVED else task.status
+    Task.objects.filter(pk=task.pk).update(latest_version=version, title=document["title"][:200], status=new_status)
+    task.latest_version, task.title, task.status = version, document["title"][:200], new_status
+    _set_tags(task, document["tags"])
+    if _audit:
+        audit_record(actor=author, verb=AuditEvent.Verb.NEW_VERSION, target=task,
+                     summary=f"{task.slug} v{number}" + (f": {message}" if message else ""),
+                     data={"version": number, "sha256": version.sha256})
+    return version, True
+
+
+def task_version_content(version: TaskVersion) -> dict:
+    """The editable content of a version, as task_version_create takes it."""
+    spec = version.spec
+    return {key: spec.get(key) for key in CONTENT_KEYS}
+
+
+# ---------------------------------------------------------------------------------------------
+# Review
+
+
+@transaction.atomic
+def task_submit(*, task: Task, user) -> Task:
+    if not permissions.can_edit_task(user, task):
+        raise NotAllowed("Only the task's owner or an admin can submit it for review.")
+    if task.status not in (Task.Status.DRAFT, Task.Status.CHANGES_REQUESTED):
+        raise DomainError(f"{task.slug} is {task.get_status_display().lower()}; only drafts can be submitted.",
+                          code="invalid_state", http_status=409)
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.IN_REVIEW)
+    task.status = Task.Status.IN_REVIEW
+    audit_record(actor=user, verb=AuditEvent.Verb.SUBMIT, target=task,
+                 summary=f"{task.slug} v{task.latest_version.number}", data={"version": task.latest_version.number})
+    return task
+
+
+@transaction.atomic
+def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment: str = "",
+                  check_comments: dict | None = None) -> Review:
+    if not permissions.can_review(reviewer):
+        raise NotAllowed("Only reviewers and admins can review.")
+    if decision not in Review.Decision.values:
+        raise DomainError(f"Unknown decision {decision!r}.", details=[{"pointer": "/decision", "message": "unknown"}])
+    task = Task.objects.select_for_update().get(pk=task_version.task_id)
+    if decision != Review.Decision.COMMENT and task.latest_version_id != task_version.pk:
+        raise ConflictError(f"v{task_version.number} is no longer the latest version of {task.slug}; review the latest.",
+                            extra={"latest_version": task.latest_version.number if task.latest_version else None})
+    review = Review.objects.create(task_version=task_version, reviewer=reviewer, decision=decision,
+                                   comment=comment, check_comments=check_comments or {})
+    if decision == Review.Decision.APPROVE:
+        Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED)
+        verb = AuditEvent.Verb.APPROVE
+    elif decision == Review.Decision.REQUEST_CHANGES:
+        Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED)
+        verb = AuditEvent.Verb.REQUEST_CHANGES
+    else:
+        verb = AuditEvent.Verb.COMMENT
+    audit_record(actor=reviewer, verb=verb, target=task, summary=f"{task.slug} v{task_version.number}",
+                 data={"version": task_version.number, "comment": comment[:500]})
+    return review

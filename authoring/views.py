@@ -1,0 +1,380 @@
+"""HTML views: validate → call a service or selector → render. Bad input re-renders the form."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework.authtoken.models import Token
+
+from authoring import permissions, selectors, services
+from authoring.diff import task_version_diff
+from authoring.forms import EnvironmentForm, ReviewForm, TaskForm
+from authoring.markdown import render_markdown
+from authoring.models import Environment, Review, Tag, Task
+from gymwright.errors import ConflictError, DomainError, NotAllowed
+
+PAGE_SIZE = 50
+
+STARTER_RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.7,
+    "checks": [
+        {"id": "mentions_answer", "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"},
+    ],
+}
+
+
+def _forbidden(request, exc: NotAllowed):
+    return render(request, "authoring/forbidden.html", {"message": exc.message}, status=403)
+
+
+def _upload_too_large(request) -> bool:
+    return bool(getattr(request, "upload_too_large", False))
+
+
+# --------------------------------------------------------------------------------------------- tasks
+
+
+def task_list(request):
+    filters = {key: request.GET.get(key, "").strip()[:100] for key in ("q", "environment", "status", "tag", "author")}
+    queryset = selectors.task_list(user=request.user, **filters)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "authoring/task_list.html", {
+        "page": page,
+        "filters": filters,
+        "query": query.urlencode(),
+        "statuses": Task.Status.choices,
+        "environments": Environment.objects.order_by("slug").values_list("slug", flat=True),
+        "tags": Tag.objects.order_by("name").values_list("name", flat=True)[:200],
+        "can_author": permissions.can_author(request.user),
+    })
+
+
+def _task_form_context(form, **extra):
+    return {"form": form, "starter_rubric": json.dumps(STARTER_RUBRIC, indent=2), **extra}
+
+
+@require_http_methods(["GET", "POST"])
+def task_create(request):
+    if not permissions.can_author(request.user):
+        return _forbidden(request, NotAllowed("Only authors and admins can create tasks."))
+    environments = selectors.environment_list(user=request.user).filter(latest_version__isnull=False)
+    if request.method == "POST":
+        form = TaskForm(request.POST, request.FILES, environments=environments)
+        if _upload_too_large(request):
+            form.is_valid()
+            form.add_error("files", services.upload_too_large_error("An attached file").message)
+        elif form.is_valid():
+            try:
+                files = services.files_with_uploads(files=[], uploads=form.cleaned_data["files"])
+                task = services.task_create(slug=form.cleaned_data["slug"], environment=form.cleaned_data["environment"],
+                                            author=request.user, content=form.content(current_files=files))
+            except DomainError as exc:
+                form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
+            else:
+                messages.success(request, f"Created {task.slug} v1.")
+                return redirect("authoring:task_detail", slug=task.slug)
+        return render(request, "authoring/task_form.html", _task_form_context(form, creating=True), status=400)
+    initial = {"rubric": json.dumps(STARTER_RUBRIC, indent=2), "metadata": "{}"}
+    if environments.count() == 1:
+        initial["environment"] = environments.first()
+    form = TaskForm(initial=initial, environments=environments)
+    return render(request, "authoring/task_form.html", _task_form_context(form, creating=True))
+
+
+def task_detail(request, slug):
+    task = selectors.task_get_for_user(slug=slug, user=request.user)
+    version = task.latest_version
+    reviews = Review.objects.filter(task_version__task=task).select_related("reviewer", "task_version")[:20]
+    return render(request, "authoring/task_detail.html", {
+        "task": task,
+        "version": version,
+        "prompt_html": render_markdown(version.prompt) if version else "",
+        "rubric_json": json.dumps(version.rubric, indent=2) if version else "",
+        "checks": _flat_checks(version.rubric.get("checks", [])) if version else [],
+        "audit_events": selectors.audit_events_for(task),
+        "reviews": reviews,
+        "can_edit": permissions.can_edit_task(request.user, task),
+        "can_review": permissions.can_review(request.user),
+        "review_form": ReviewForm(initial={"version": version.number if version else None}),
+    })
+
+
+def _flat_checks(checks, depth=0):
+    out = []
+    for check in checks or []:
+        out.append({"depth": depth, "check": check})
+        if check.get("kind") == "group":
+            out += _flat_checks(check.get("checks"), depth + 1)
+    return out
+
+
+def _initial_from_version(version) -> dict:
+    spec = version.spec
+    solution = spec.get("solution") or {}
+    return {
+        "title": spec.get("title", ""),
+        "prompt": spec.get("prompt", ""),
+        "rubric": json.dumps(spec.get("rubric"), indent=2, ensure_ascii=False),
+        "solution_script": solution.get("script") or "",
+        "solution_answer": solution.get("answer") or "",
+        "tags": ", ".join(spec.get("tags") or []),
+        "metadata": json.dumps(spec.get("metadata") or {}, indent=2),
+        "base_version": version.number,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+def task_edit(request, slug):
+    try:
+        task = selectors.task_get_for_user(slug=slug, user=request.user, action="edit")
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
+    latest = task.latest_version
+    current_files = list(latest.spec.get("files") or [])
+    context = {"task": task, "version": latest, "creating": False}
+    if request.method != "POST":
+        form = TaskForm(initial=_initial_from_version(latest), editing=task, current_files=current_files)
+        return render(request, "authoring/task_form.html", _task_form_context(form, **context))
+
+    form = TaskForm(request.POST, request.FILES, editing=task, current_files=current_files)
+    if _upload_too_large(request):
+        form.is_valid()
+        form.add_error("files", services.upload_too_large_error("An attached file").message)
+        return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
+    if not form.is_valid():
+        return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
+    base_version = form.cleaned_data.get("base_version")
+    content = form.content(current_files=current_files)
+    env_number = form.cleaned_data.get("environment_version")
+    try:
+        if env_number:
+            content["environment_version"] = task.environment.versions.get(number=env_number)
+        content["files"] = services.files_with_uploads(files=content["files"], uploads=form.cleaned_data["files"])
+        version, created = services.task_version_create(task=task, author=request.user, content=content,
+                                                        base_version=base_version,
+                                                        message=form.cleaned_data.get("message") or "")
+    except ConflictError:
+        return _conflict(request, task=task, form=form, content=content, base_version=base_version)
+    except DomainError as exc:
+        form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
+        return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
+    except task.environment.versions.model.DoesNotExist:
+        form.add_error("environment_version", "No such environment version.")
+        return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
+    if created:
+        messages.success(request, f"Saved {task.slug} v{version.number}.")
+    else:
+        messages.info(request, f"Nothing changed; {task.slug} stays at v{version.number}.")
+    return redirect("authoring:task_detail", slug=task.slug)
+
+
+def _conflict(request, *, task, form, content, base_version):
+    """Both versions side by side; what the user typed stays in a form based on the latest."""
+    task.refresh_from_db()
+    latest = task.latest_version
+    mine_spec = {**latest.spec, **{k: v for k, v in content.items() if k != "environment_version"}}
+    data = request.POST.copy()
+    data["base_version"] = str(latest.number)
+    retry_form = TaskForm(data, editing=task, current_files=list(latest.spec.get("files") or []))
+    retry_form.is_valid()
+    base = task.versions.filter(number=base_version).first() if base_version else None
+    return render(request, "authoring/task_conflict.html", {
+        "task": task, "latest": latest, "base": base, "form": retry_form,
+        "theirs_diff": task_version_diff(base.spec if base else {}, latest.spec),
+        "mine_vs_latest": task_version_diff(latest.spec, mine_spec),
+        "starter_rubric": "",
+    }, status=409)
+
+
+def task_versions(request, slug):
+    task = selectors.task_get_for_user(slug=slug, user=request.user)
+    versions = selectors.task_version_list(task=task)
+    return render(request, "authoring/task_versions.html", {"task": task, "versions": versions})
+
+
+def task_version_detail(request, slug, number):
+    version = selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
+    if request.GET.get("format") == "json":
+        response = HttpResponse(json.dumps(version.spec, indent=2, ensure_ascii=False), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{slug}-v{number}.json"'
+        return response
+    return render(request, "authoring/task_version.html", {
+        "task": version.task, "version": version, "prompt_html": render_markdown(version.prompt),
+        "spec_json": json.dumps(version.spec, indent=2, ensure_ascii=False),
+    })
+
+
+def task_diff(request, slug):
+    task = selectors.task_get_for_user(slug=slug, user=request.user)
+    numbers = list(task.versions.order_by("number").values_list("number", flat=True))
+    try:
+        b = int(request.GET.get("b") or (numbers[-1] if numbers else 0))
+        a = int(request.GET.get("a") or (numbers[-2] if len(numbers) > 1 else b))
+    except ValueError:
+        return HttpResponseBadRequest("a and b must be version numbers")
+    version_a = selectors.task_version_get_for_user(slug=slug, number=a, user=request.user)
+    version_b = selectors.task_version_get_for_user(slug=slug, number=b, user=request.user)
+    return render(request, "authoring/task_diff.html", {
+        "task": task, "a": version_a, "b": version_b, "numbers": numbers,
+        "diff": task_version_diff(version_a.spec, version_b.spec),
+    })
+
+
+@require_POST
+def task_submit(request, slug):
+    task = selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        services.task_submit(task=task, user=request.user)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Submitted {task.slug} v{task.latest_version.number} for review.")
+    return redirect("authoring:task_detail", slug=slug)
+
+
+@require_POST
+def task_review(request, slug):
+    task = selectors.task_get_for_user(slug=slug, user=request.user)
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a decision.")
+        return redirect("authoring:task_detail", slug=slug)
+    try:
+        version = selectors.task_version_get_for_user(slug=slug, number=form.cleaned_data["version"], user=request.user)
+        services.review_create(task_version=version, reviewer=request.user, decision=form.cleaned_data["decision"],
+                               comment=form.cleaned_data.get("comment") or "")
+    except (DomainError, Http404) as exc:
+        messages.error(request, getattr(exc, "message", str(exc)))
+    else:
+        messages.success(request, "Review recorded.")
+    return redirect("authoring:task_detail", slug=slug)
+
+
+@require_POST
+def markdown_preview(request):
+    return HttpResponse(render_markdown(request.POST.get("prompt", "")[:500_000]))
+
+
+# --------------------------------------------------------------------------------------------- environments
+
+
+def environment_list(request):
+    return render(request, "authoring/environment_list.html", {
+        "environments": selectors.environment_list(user=request.user),
+        "can_author": permissions.can_author(request.user),
+    })
+
+
+def _environment_initial(environment) -> dict:
+    spec = environment.latest_version.spec
+    limits = spec.get("limits") or {}
+    return {
+        "name": environment.name, "description": environment.description,
+        "image": spec.get("image") or "", "dockerfile": spec.get("dockerfile") or "", "setup": spec.get("setup") or "",
+        "network": spec.get("network") or "none", "cpus": limits.get("cpus", 1), "memory_mb": limits.get("memory_mb", 1024),
+        "timeout_s": limits.get("timeout_s", 600), "max_steps": limits.get("max_steps", 30),
+        "tools": spec.get("tools") or [], "custom_tools": json.dumps(spec.get("custom_tools") or [], indent=2),
+        "checks_module": spec.get("checks_module") or "", "base_version": environment.latest_version.number,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+def environment_create(request):
+    if not permissions.can_author(request.user):
+        return _forbidden(request, NotAllowed("Only authors and admins can create environments."))
+    form = EnvironmentForm(request.POST or None, request.FILES or None)
+    if request.method == "POST":
+        if _upload_too_large(request):
+            form.is_valid()
+            form.add_error("files", services.upload_too_large_error("A data file").message)
+        elif form.is_valid():
+            try:
+                files = services.files_with_uploads(files=[], uploads=form.cleaned_data["files"])
+                environment = services.environment_create(
+                    slug=form.cleaned_data["slug"], name=form.cleaned_data["name"], author=request.user,
+                    description=form.cleaned_data.get("description") or "", spec=form.spec(current_files=files))
+            except DomainError as exc:
+                form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
+            except Exception as exc:  # slug uniqueness from full_clean
+                if hasattr(exc, "message_dict"):
+                    for field, errors in exc.message_dict.items():
+                        form.add_error(field if field in form.fields else None, errors)
+                else:
+                    raise
+            else:
+                messages.success(request, f"Created environment {environment.slug}.")
+                return redirect("authoring:environment_detail", slug=environment.slug)
+        return render(request, "authoring/environment_form.html", {"form": form, "creating": True}, status=400)
+    return render(request, "authoring/environment_form.html", {"form": form, "creating": True})
+
+
+def environment_detail(request, slug):
+    environment = selectors.environment_get_for_user(slug=slug, user=request.user)
+    return render(request, "authoring/environment_detail.html", {
+        "environment": environment,
+        "version": environment.latest_version,
+        "spec_json": json.dumps(environment.latest_version.spec, indent=2) if environment.latest_version else "",
+        "versions": selectors.environment_version_list(environment=environment),
+        "audit_events": selectors.audit_events_for(environment),
+        "tasks": environment.tasks.order_by("slug")[:100],
+        "can_edit": permissions.can_edit_environment(request.user, environment),
+    })
+
+
+@require_http_methods(["GET", "POST"])
+def environment_edit(request, slug):
+    try:
+        environment = selectors.environment_get_for_user(slug=slug, user=request.user, action="edit")
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
+    current_files = list(environment.latest_version.spec.get("files") or [])
+    if request.method != "POST":
+        form = EnvironmentForm(initial=_environment_initial(environment), editing=environment)
+        return render(request, "authoring/environment_form.html", {"form": form, "environment": environment})
+    form = EnvironmentForm(request.POST, request.FILES, editing=environment)
+    if _upload_too_large(request):
+        form.is_valid()
+        form.add_error("files", services.upload_too_large_error("A data file").message)
+    elif form.is_valid():
+        try:
+            files = services.files_with_uploads(files=current_files, uploads=form.cleaned_data["files"])
+            version, created = services.environment_version_create(
+                environment=environment, author=request.user, spec=form.spec(current_files=files),
+                base_version=form.cleaned_data.get("base_version"), message=form.cleaned_data.get("message") or "")
+        except ConflictError as exc:
+            form.add_error(None, exc.message + " Your changes are still below; reload the latest in another tab to compare.")
+            form.data = form.data.copy()
+            form.data["base_version"] = str(exc.extra.get("latest_version"))
+            return render(request, "authoring/environment_form.html", {"form": form, "environment": environment}, status=409)
+        except DomainError as exc:
+            form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
+        else:
+            messages.success(request, f"Saved {environment.slug} v{version.number}." if created else "Nothing changed.")
+            return redirect("authoring:environment_detail", slug=slug)
+    return render(request, "authoring/environment_form.html", {"form": form, "environment": environment}, status=400)
+
+
+# --------------------------------------------------------------------------------------------- account
+
+
+@require_http_methods(["GET", "POST"])
+def account(request):
+    token = Token.objects.filter(user=request.user).first()
+    new_key = None
+    if request.method == "POST":
+        if token:
+            token.delete()
+        token = Token.objects.create(user=request.user)
+        new_key = token.key
+        messages.success(request, "A new API token was created; the old one no longer works.")
+    return render(request, "authoring/account.html", {
+        "token": token, "new_key": new_key, "roles": sorted(permissions.roles_of(request.user)),
+    })
