@@ -1,0 +1,54 @@
+"""Gymwright's grading engine: rubric/task/grade formats, validation, checks, scoring, the LLM judge.
+
+Pure Python (pydantic, openai, httpx, pandas, openpyxl, rapidfuzz); never imports
+Django or the Django apps. See docs/internals.md for the contract and
+RUBRIC.md for the formats.
+"""
+
+from .judge import JudgeClient, JudgeConfig, JudgeRequest, JudgeResult
+from .models import (
+    CHECK_KINDS,
+    GRADE_SCHEMA,
+    RUBRIC_SCHEMA,
+    TASK_SCHEMA,
+    CheckGrade,
+    Environment,
+    FileRef,
+    Grade,
+    Rubric,
+    Task,
+)
+from .sandbox import CheckSandbox, ExecResult
+from .schema import canonical_json, content_sha256, json_schema
+from .scoring import grade
+from .validation import Issue, SpecError, parse_rubric, parse_task, validate_document, validate_rubric, validate_task
+
+__all__ = [
+    "CHECK_KINDS",
+    "GRADE_SCHEMA",
+    "RUBRIC_SCHEMA",
+    "TASK_SCHEMA",
+    "CheckGrade",
+    "CheckSandbox",
+    "Environment",
+    "ExecResult",
+    "FileRef",
+    "Grade",
+    "Issue",
+    "JudgeClient",
+    "JudgeConfig",
+    "JudgeRequest",
+    "JudgeResult",
+    "Rubric",
+    "SpecError",
+    "Task",
+    "canonical_json",
+    "content_sha256",
+    "grade",
+    "json_schema",
+    "parse_rubric",
+    "parse_task",
+    "validate_document",
+    "validate_rubric",
+    "validate_task",
+]

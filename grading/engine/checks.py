@@ -1,0 +1,547 @@
+"""Evaluation of single checks: what each kind reads and when it is met.
+
+Every evaluator returns an `Outcome` (a score in [0, 1] and an explanation) or
+raises `Unscored` with the reason the check could not be decided (no sandbox,
+no workspace, the command timed out, ...). A missing file is not a reason to
+leave a check unscored: the agent did not produce it, so the check scores 0.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import similarity
+from .models import (
+    CommandCheck,
+    FileContentCheck,
+    FileExistsCheck,
+    JsonFieldCheck,
+    NumberCheck,
+    PythonCheck,
+    RegexCheck,
+    StringMatchCheck,
+    TableCellCheck,
+    TextSimilarityCheck,
+)
+from .sandbox import CheckSandbox, ExecResult
+
+MAX_FILE_BYTES = 50 * 1024 * 1024
+
+
+class Unscored(Exception):
+    """The check cannot be decided; the message is the reason shown to the author."""
+
+
+class Missing(Exception):
+    """What the check reads does not exist (a file the agent did not write): the check scores 0."""
+
+
+@dataclass
+class Outcome:
+    score: float
+    explanation: str
+    votes: list | None = None
+
+
+@dataclass
+class GradingContext:
+    """Everything one `grade()` call reads, plus per-call caches (normalised texts, command output)."""
+
+    answer: str
+    trajectory: str | None = None
+    workspace: Path | None = None
+    sandbox: CheckSandbox | None = None
+    checks_module: str | None = None
+    _text_cache: dict = field(default_factory=dict)
+    _stdout_cache: dict = field(default_factory=dict)
+    _written: set = field(default_factory=set)
+
+    # ------------------------------------------------------------ files
+
+    def _local_path(self, relative: str) -> Path:
+        root = self.workspace.resolve()
+        path = (root / relative).resolve()
+        if path != root and not path.is_relative_to(root):
+            # Rubric paths are validated relative, so only a symlink the agent made can get here.
+            raise Missing(f"path {relative!r} resolves outside the workspace (a symlink?); refused")
+        return path
+
+    def read_bytes(self, relative: str) -> bytes:
+        """A workspace file's bytes; `Missing` if absent, `Unscored` if there is nowhere to read from."""
+        if self.workspace is not None:
+            path = self._local_path(relative)
+            if not path.is_file():
+                raise Missing(f"file {relative!r} does not exist in the workspace")
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise Unscored(f"file {relative!r} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+            return path.read_bytes()
+        if self.sandbox is not None:
+            try:
+                return self.sandbox.read_file(relative)
+            except FileNotFoundError:
+                raise Missing(f"file {relative!r} does not exist in the workspace") from None
+            except Exception as exc:  # noqa: BLE001 - a backend error is a reason, not a crash
+                raise Unscored(f"could not read {relative!r} from the sandbox: {exc}") from None
+        raise Unscored("needs the workspace files, and none were given")
+
+    def glob(self, pattern: str) -> list[str]:
+        if self.workspace is None:
+            raise Unscored("needs the workspace files, and none were given")
+        root = self.workspace.resolve()
+        found = []
+        for path in sorted(root.glob(pattern)):
+            resolved = path.resolve()
+            if resolved == root or resolved.is_relative_to(root):
+                found.append(path.relative_to(root).as_posix())
+        return found
+
+    # ------------------------------------------------------------ sandbox
+
+    def require_sandbox(self) -> CheckSandbox:
+        if self.sandbox is None:
+            raise Unscored("needs a sandbox to run in, and none was given")
+        return self.sandbox
+
+    def run(self, command: str, timeout_s: float) -> ExecResult:
+        """Run a shell command in the sandbox's workspace folder."""
+        sandbox = self.require_sandbox()
+        script = f"cd {_shell_quote(sandbox.workspace_path)} && {command}"
+        try:
+            return sandbox.exec(["sh", "-c", script], timeout_s=timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            raise Unscored(f"the sandbox could not run the command: {exc}") from None
+
+    def write_once(self, path: str, data: bytes) -> None:
+        if path not in self._written:
+            self.require_sandbox().write_file(path, data)
+            self._written.add(path)
+
+    def stdout_of(self, command: str) -> str:
+        if command not in self._stdout_cache:
+            result = self.run(command, timeout_s=STDOUT_TIMEOUT_S)
+            if result.timed_out or result.oom_killed or result.exit_code is None:
+                why = "timed out" if result.timed_out else "was killed (out of memory)" if result.oom_killed else "died"
+                raise Unscored(f"the command {command!r} {why}")
+            self._stdout_cache[command] = result.stdout
+        return self._stdout_cache[command]
+
+    # ------------------------------------------------------------ targets
+
+    def target_text(self, target: str) -> str:
+        """The text a check reads: the answer, the trajectory, a workspace file or a command's stdout."""
+        if target == "answer":
+            return self.answer
+        if target == "trajectory":
+            if self.trajectory is None:
+                raise Unscored("reads the trajectory, and none was given")
+            return self.trajectory
+        if target.startswith("file:"):
+            return self.read_bytes(target[5:]).decode("utf-8", errors="replace")
+        if target.startswith("stdout:"):
+            return self.stdout_of(target[7:])
+        raise Unscored(f"unknown target {target!r}")
+
+    def normalised(self, text: str, *, fold_case: bool, collapse_space: bool) -> str:
+        key = (id(text), fold_case, collapse_space)
+        cached = self._text_cache.get(key)
+        if cached is not None and cached[0] is text:
+            return cached[1]
+        value = text
+        if collapse_space:
+            value = _SPACE.sub(" ", value).strip()
+        if fold_case:
+            value = value.casefold()
+        self._text_cache[key] = (text, value)
+        return value
+
+    def tokens(self, text: str) -> list[str]:
+        key = (id(text), "tokens")
+        cached = self._text_cache.get(key)
+        if cached is not None and cached[0] is text:
+            return cached[1]
+        value = similarity.tokens(text)
+        self._text_cache[key] = (text, value)
+        return value
+
+
+STDOUT_TIMEOUT_S = 120
+_SPACE = re.compile(r"\s+")
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = text.replace("\n", "\\n")
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _num(value: float) -> str:
+    return f"{value:.12g}"
+
+
+def _binary(met: bool, explanation: str) -> Outcome:
+    return Outcome(1.0 if met else 0.0, explanation)
+
+
+# ---------------------------------------------------------------- text kinds
+
+
+def string_match(check: StringMatchCheck, ctx: GradingContext) -> Outcome:
+    text = ctx.normalised(ctx.target_text(check.target), fold_case=not check.case_sensitive, collapse_space=check.normalize_whitespace)
+    expected = check.expected
+    if check.normalize_whitespace:
+        expected = _SPACE.sub(" ", expected).strip()
+    if not check.case_sensitive:
+        expected = expected.casefold()
+    mode = check.mode
+    if mode == "equals":
+        met = text == expected
+    elif mode == "contains":
+        met = expected in text
+    elif mode == "not_contains":
+        met = expected not in text
+    elif mode == "starts_with":
+        met = text.startswith(expected)
+    else:
+        met = text.endswith(expected)
+    verb = mode.replace("_", " ")
+    return _binary(met, f"{check.target} {'' if met else 'does not satisfy: '}{verb} {_short(check.expected)}".strip())
+
+
+def regex(check: RegexCheck, ctx: GradingContext) -> Outcome:
+    text = ctx.target_text(check.target)
+    pattern = check.compiled()
+    if not check.must_match:
+        found = pattern.search(text)
+        if found:
+            return _binary(False, f"pattern matched {_short(found.group(0))} but must not match")
+        return _binary(True, "pattern does not match, as required")
+    if check.min_count == 1:
+        found = pattern.search(text)
+        return _binary(found is not None, f"matched {_short(found.group(0))}" if found else "pattern does not match")
+    count = 0
+    for _ in pattern.finditer(text):
+        count += 1
+        if count >= check.min_count:
+            break
+    met = count >= check.min_count
+    return _binary(met, f"{count}{'+' if met else ''} match(es), needed {check.min_count}")
+
+
+_NUMBER = re.compile(
+    r"(?<![\w.])([-+\u2212]?)((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(\s?%)?"
+)
+
+
+def find_number(text: str) -> tuple[float, bool, str] | None:
+    """The first number in `text`: (value, is_percent, matched text). Thousands commas are removed."""
+    found = _NUMBER.search(text)
+    if not found:
+        return None
+    sign, digits, exponent, percent = found.groups()
+    value = float(digits.replace(",", "") + (f"e{exponent}" if exponent else ""))
+    if sign in ("-", "\u2212"):
+        value = -value
+    return value, bool(percent), found.group(0)
+
+
+def number(check: NumberCheck, ctx: GradingContext) -> Outcome:
+    text = ctx.target_text(check.target)
+    pattern = check.compiled_extract()
+    if pattern is not None:
+        found = pattern.search(text)
+        if not found or found.group(1) is None:
+            return _binary(False, f"extract pattern {_short(check.extract)} does not match")
+        text = found.group(1)
+    parsed = find_number(text)
+    if parsed is None:
+        return _binary(False, "no number found" + (f" in {_short(text)}" if pattern is not None else ""))
+    value, is_percent, shown = parsed
+    allowed = max(check.tolerance, check.rel_tolerance * abs(check.expected))
+    candidates = [value, value / 100.0] if is_percent else [value]
+    met = any(abs(candidate - check.expected) <= allowed + 1e-12 * max(1.0, abs(check.expected)) for candidate in candidates)
+    return _binary(met, f"read {shown.strip()!s} ({'within' if met else 'not within'} ±{_num(allowed)} of {_num(check.expected)})")
+
+
+def _strip_fence(text: str) -> str:
+    stripped = text.strip()
+    found = re.fullmatch(r"```[a-zA-Z0-9_-]*\s*\n(.*)\n\s*```", stripped, re.DOTALL)
+    return found.group(1) if found else stripped
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: 1 == 1.0, but true != 1 and "1" != 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+_ABSENT = object()
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at an RFC 6901 pointer, or `_ABSENT`."""
+    if pointer == "":
+        return document
+    current = document
+    for raw in pointer[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(current, dict):
+            if token not in current:
+                return _ABSENT
+            current = current[token]
+        elif isinstance(current, list):
+            if not re.fullmatch(r"0|[1-9][0-9]*", token) or int(token) >= len(current):
+                return _ABSENT
+            current = current[int(token)]
+        else:
+            return _ABSENT
+    return current
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def json_field(check: JsonFieldCheck, ctx: GradingContext) -> Outcome:
+    text = ctx.target_text(check.target)
+    try:
+        document = json.loads(text)
+    except ValueError:
+        try:
+            document = json.loads(_strip_fence(text))
+        except ValueError as exc:
+            return _binary(False, f"{check.target} is not JSON ({exc})")
+    value = resolve_pointer(document, check.pointer)
+    if check.op == "exists":
+        return _binary(value is not _ABSENT, f"{'a' if value is not _ABSENT else 'no'} value at {check.pointer!r}")
+    if value is _ABSENT:
+        return _binary(False, f"no value at {check.pointer!r}")
+    shown = _short(json.dumps(value), 60)
+    if check.op == "eq":
+        met = json_equal(value, check.expected)
+    elif check.op == "ne":
+        met = not json_equal(value, check.expected)
+    elif check.op == "in":
+        met = isinstance(check.expected, list) and any(json_equal(value, item) for item in check.expected)
+    else:
+        if not _is_number(value) or not _is_number(check.expected):
+            return _binary(False, f"value {shown} at {check.pointer!r} is not a number")
+        met = {"lt": value < check.expected, "le": value <= check.expected, "gt": value > check.expected, "ge": value >= check.expected}[check.op]
+    return _binary(met, f"value {shown} at {check.pointer!r} {'satisfies' if met else 'fails'} {check.op} {_short(json.dumps(check.expected), 60)}")
+
+
+def text_similarity(check: TextSimilarityCheck, ctx: GradingContext) -> Outcome:
+    text = ctx.target_text(check.target)
+    if check.metric == "fuzzy":
+        value = similarity.fuzzy(text, check.reference)
+    else:
+        metric = similarity.rouge_l if check.metric == "rouge_l" else similarity.bleu
+        value = metric(ctx.tokens(text), similarity.tokens(check.reference))
+    met = value >= check.threshold
+    return _binary(met, f"{check.metric} similarity {value:.3f} {'≥' if met else '<'} threshold {check.threshold:g}")
+
+
+# ---------------------------------------------------------------- file kinds
+
+
+def file_exists(check: FileExistsCheck, ctx: GradingContext) -> Outcome:
+    if ctx.workspace is None and ctx.sandbox is not None and not any(ch in check.path for ch in "*?["):
+        try:
+            ctx.read_bytes(check.path)
+            return _binary(True, f"{check.path!r} exists")
+        except Missing:
+            return _binary(False, f"{check.path!r} does not exist")
+    matches = ctx.glob(check.path)
+    if matches:
+        more = f" (+{len(matches) - 1} more)" if len(matches) > 1 else ""
+        return _binary(True, f"found {matches[0]!r}{more}")
+    return _binary(False, f"no workspace path matches {check.path!r}")
+
+
+def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
+    try:
+        data = ctx.read_bytes(check.path)
+    except Missing as exc:
+        return _binary(False, str(exc))
+    if check.sha256 is not None:
+        import hashlib
+
+        digest = hashlib.sha256(data).hexdigest()
+        return _binary(digest == check.sha256, f"sha256 {'matches' if digest == check.sha256 else 'is ' + digest[:12] + '…, expected ' + check.sha256[:12] + '…'}")
+    text = data.decode("utf-8", errors="replace")
+    if check.contains is not None:
+        met = check.contains in text
+        return _binary(met, f"{check.path!r} {'contains' if met else 'does not contain'} {_short(check.contains)}")
+    if check.regex is not None:
+        found = check.compiled().search(text)
+        return _binary(found is not None, f"matched {_short(found.group(0))}" if found else f"{check.path!r} does not match the pattern")
+    met = text == check.equals
+    return _binary(met, f"{check.path!r} {'equals' if met else 'differs from'} the expected content")
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _cell_number(value: Any) -> float | None:
+    if _is_number(value):
+        return float(value)
+    text = _cell_text(value).replace(",", "").replace(" ", "")
+    percent = text.endswith("%")
+    text = text.rstrip("%").lstrip("$€£")
+    try:
+        number_value = float(text)
+    except ValueError:
+        return None
+    if math.isnan(number_value):
+        return None
+    return number_value / 100.0 if percent else number_value
+
+
+def read_table(data: bytes, path: str, sheet: str | int | None) -> list[list[Any]]:
+    """Rows of a CSV or XLSX file as lists of cell values (the header row included)."""
+    lower = path.lower()
+    if lower.endswith((".xlsx", ".xlsm")):
+        import openpyxl
+
+        try:
+            workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+        except Exception as exc:  # noqa: BLE001 - a corrupt upload is the agent's failure
+            raise Missing(f"{path!r} is not a readable XLSX file ({exc})") from None
+        try:
+            names = workbook.sheetnames
+            if sheet is None:
+                worksheet = workbook[names[0]]
+            elif isinstance(sheet, int):
+                if sheet >= len(names):
+                    raise Missing(f"{path!r} has no sheet #{sheet} (it has {len(names)})")
+                worksheet = workbook[names[sheet]]
+            else:
+                if sheet not in names:
+                    raise Missing(f"{path!r} has no sheet {sheet!r} (sheets: {', '.join(names)})")
+                worksheet = workbook[sheet]
+            return [list(row) for row in worksheet.iter_rows(values_only=True)]
+        finally:
+            workbook.close()
+    import pandas
+
+    try:
+        frame = pandas.read_csv(io.BytesIO(data), header=None, dtype=str, keep_default_na=False, sep=None, engine="python")
+    except Exception as exc:  # noqa: BLE001
+        raise Missing(f"{path!r} is not a readable CSV file ({exc})") from None
+    return frame.values.tolist()
+
+
+def _find_label(labels: list[Any], wanted: str) -> int | None:
+    texts = [_cell_text(label) for label in labels]
+    wanted = wanted.strip()
+    for index, text in enumerate(texts):
+        if text == wanted:
+            return index
+    folded = wanted.casefold()
+    for index, text in enumerate(texts):
+        if text.casefold() == folded:
+            return index
+    return None
+
+
+def table_cell(check: TableCellCheck, ctx: GradingContext) -> Outcome:
+    try:
+        rows = read_table(ctx.read_bytes(check.path), check.path, check.sheet)
+    except Missing as exc:
+        return _binary(False, str(exc))
+    if not rows:
+        return _binary(False, f"{check.path!r} is empty")
+    header, data_rows = rows[0], rows[1:]
+    if isinstance(check.column, int):
+        column = check.column
+    else:
+        column = _find_label(list(header), check.column)
+        if column is None:
+            return _binary(False, f"no column labelled {check.column!r} in the header row")
+    if isinstance(check.row, int):
+        row = check.row
+        if row >= len(data_rows):
+            return _binary(False, f"there is no data row {row} (the table has {len(data_rows)})")
+    else:
+        row = _find_label([r[0] if r else None for r in data_rows], check.row)
+        if row is None:
+            return _binary(False, f"no row labelled {check.row!r} in the first column")
+    values = data_rows[row]
+    if column >= len(values):
+        return _binary(False, f"row {check.row!r} has no column {check.column!r}")
+    value = values[column]
+    where = f"cell [{check.row!r}, {check.column!r}] = {_short(_cell_text(value), 40)}"
+    if isinstance(check.expected, str):
+        met = _cell_text(value) == check.expected.strip()
+        return _binary(met, f"{where}, expected {_short(check.expected, 40)}")
+    found = _cell_number(value)
+    if found is None:
+        return _binary(False, f"{where} is not a number")
+    met = abs(found - check.expected) <= check.tolerance + 1e-12 * max(1.0, abs(check.expected))
+    return _binary(met, f"{where} ({'within' if met else 'not within'} ±{_num(check.tolerance)} of {_num(check.expected)})")
+
+
+# ---------------------------------------------------------------- sandbox kinds
+
+
+def command(check: CommandCheck, ctx: GradingContext) -> Outcome:
+    result = ctx.run(check.run, timeout_s=check.timeout_s)
+    if result.timed_out:
+        raise Unscored(f"the command timed out after {check.timeout_s:g} s")
+    if result.oom_killed:
+        raise Unscored("the command was killed: out of memory")
+    if result.exit_code is None:
+        raise Unscored("the command died without an exit code")
+    met = result.exit_code == check.expect_exit
+    tail = (result.stderr or result.stdout).strip()[-300:]
+    detail = f"; output ends: {tail}" if tail and not met else ""
+    return _binary(met, f"exit code {result.exit_code}, expected {check.expect_exit}{detail}")
+
+
+def evaluate(check, ctx: GradingContext) -> Outcome:
+    """Run one non-group, non-judge check. Raises `Unscored`."""
+    if check.kind == "python":
+        from .pyrunner import python_check
+
+        handler = python_check
+    else:
+        handler = _HANDLERS.get(check.kind)
+        if handler is None:
+            raise Unscored(f"kind {check.kind!r} is not evaluated here")
+    try:
+        return handler(check, ctx)
+    except Missing as exc:
+        return _binary(False, str(exc))
+
+
+_HANDLERS = {
+    "string_match": string_match,
+    "regex": regex,
+    "number": number,
+    "json_field": json_field,
+    "file_exists": file_exists,
+    "file_content": file_content,
+    "table_cell": table_cell,
+    "text_similarity": text_similarity,
+    "command": command,
+}

@@ -1,0 +1,606 @@
+"""Pydantic v2 models of gymwright.rubric/v1, gymwright.task/v1 and gymwright.grade/v1.
+
+These models ARE the format contract (see RUBRIC.md). Every model forbids unknown
+keys and validates strictly (no "1" -> 1 coercion), so what the JSON Schema says
+and what the engine accepts are the same thing.
+
+Single-field rules (a regex that compiles, a safe relative path, a JSON pointer
+that is RFC 6901) are field validators here, so pydantic reports them at the
+field's own location. Rules across fields or checks (duplicate ids, one of
+`contains`/`regex`/`equals`/`sha256`, no positive points) live in
+`validation.py`, which also turns every error into an `Issue` with a JSON
+pointer. Use `parse_rubric` / `parse_task` rather than `Rubric.model_validate`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    WithJsonSchema,
+)
+
+RUBRIC_SCHEMA = "gymwright.rubric/v1"
+TASK_SCHEMA = "gymwright.task/v1"
+GRADE_SCHEMA = "gymwright.grade/v1"
+
+CHECK_ID_PATTERN = r"^[a-z0-9_]{1,64}$"
+TARGET_PATTERN = r"^(answer|trajectory|file:[\s\S]+|stdout:[\s\S]+)$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
+TOOL_NAME_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$"
+FUNCTION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
+REGEX_FLAGS_PATTERN = r"^[aimsx]*$"
+
+_REGEX_FLAG_BITS = {"a": re.ASCII, "i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+
+
+def regex_flags(letters: str) -> int:
+    """Turn flag letters (`a i m s x`, as in Python's inline flags) into `re` flag bits."""
+    bits = 0
+    for letter in letters:
+        bits |= _REGEX_FLAG_BITS[letter]
+    return bits
+
+
+# ---------------------------------------------------------------- field types
+
+
+def _nonzero(value: int | float) -> int | float:
+    if value == 0:
+        raise ValueError("points must not be 0: use a positive number for a reward, a negative one for a penalty")
+    return value
+
+
+def _finite(value: int | float) -> int | float:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("must be a finite number")
+    return value
+
+
+def safe_relative_path(value: str) -> str:
+    """Accept a workspace-relative POSIX path: not absolute, no `..`, no backslashes, no empty parts."""
+    problem = None
+    if not value:
+        problem = "is empty"
+    elif value.startswith("/") or re.match(r"^[A-Za-z]:", value):
+        problem = "is absolute"
+    elif "\\" in value:
+        problem = "contains a backslash"
+    elif "\x00" in value:
+        problem = "contains a NUL byte"
+    elif any(part == ".." for part in value.split("/")):
+        problem = "contains '..'"
+    elif any(part == "" for part in value.split("/")[:-1]):
+        problem = "contains an empty segment ('//')"
+    if problem:
+        raise ValueError(
+            f"path {value!r} {problem}; expected a path relative to the workspace such as 'out/report.md'"
+        )
+    return value
+
+
+def _compiles(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"regular expression does not compile: {exc}; expected a Python `re` pattern") from None
+    return value
+
+
+def _one_group_regex(value: str) -> str:
+    _compiles(value)
+    groups = re.compile(value).groups
+    if groups != 1:
+        raise ValueError(
+            f"extract must have exactly one capturing group around the number (it has {groups}), "
+            r"e.g. 'total: (\S+)'"
+        )
+    return value
+
+
+def is_json_pointer(value: str) -> bool:
+    """True if `value` is an RFC 6901 JSON pointer ("" or "/a/b", with `~` only as `~0`/`~1`)."""
+    if value == "":
+        return True
+    if not value.startswith("/"):
+        return False
+    return re.search(r"~(?![01])", value) is None
+
+
+def _json_pointer(value: str) -> str:
+    if not is_json_pointer(value):
+        raise ValueError(
+            f"{value!r} is not an RFC 6901 JSON pointer; expected '' for the whole document or "
+            "'/key/0/sub' (write '~' as '~0' and '/' inside a key as '~1')"
+        )
+    return value
+
+
+def _target(value: str) -> str:
+    if not re.fullmatch(TARGET_PATTERN, value):
+        raise ValueError(
+            f"target {value!r} is not understood; expected 'answer', 'trajectory', "
+            "'file:<workspace path>' or 'stdout:<command>'"
+        )
+    if value.startswith("file:"):
+        safe_relative_path(value[len("file:") :])
+    return value
+
+
+def _python_code(value: str) -> str:
+    try:
+        tree = ast.parse(value, "<check code>", "exec")
+    except SyntaxError as exc:
+        raise ValueError(f"code has a syntax error on line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ValueError(f"code cannot be parsed: {exc}") from None
+    if not any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "check" for node in tree.body):
+        raise ValueError("code must define a top-level function `check(ctx)` returning true/false or a number in [0, 1]")
+    return value
+
+
+def _checks_module_source(value: str) -> str:
+    try:
+        ast.parse(value, "checks.py", "exec")
+    except SyntaxError as exc:
+        raise ValueError(f"checks module has a syntax error on line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ValueError(f"checks module cannot be parsed: {exc}") from None
+    return value
+
+
+_NUMBER_SCHEMA = {"type": "number"}
+
+# Strict int-or-float: keeps 5 as 5 and 0.5 as 0.5 (documents round-trip unchanged), rejects true and "5".
+Number = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_finite), WithJsonSchema(_NUMBER_SCHEMA)]
+NonNegative = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_finite), Field(ge=0), WithJsonSchema({"type": "number", "minimum": 0})]
+Points = Annotated[
+    Union[StrictInt, StrictFloat],
+    AfterValidator(_finite),
+    AfterValidator(_nonzero),
+    WithJsonSchema(
+        {
+            "type": "number",
+            "not": {"const": 0},
+            "description": "Non-zero: positive = reward, negative = penalty (awarded when the bad behaviour is present).",
+        }
+    ),
+]
+CheckId = Annotated[
+    str,
+    Field(pattern=CHECK_ID_PATTERN, description="Unique in the whole rubric (groups included): [a-z0-9_]{1,64}."),
+]
+Target = Annotated[
+    str,
+    AfterValidator(_target),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": TARGET_PATTERN,
+            "default": "answer",
+            "description": "What the check reads: 'answer', 'trajectory', 'file:<workspace path>' or 'stdout:<command>'.",
+        }
+    ),
+]
+RelPath = Annotated[str, Field(min_length=1), AfterValidator(safe_relative_path)]
+Regex = Annotated[str, AfterValidator(_compiles)]
+JsonValue = Any
+
+
+class Strict(BaseModel):
+    """Base of every format model: unknown keys are errors, types are not coerced."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        validate_by_alias=True,
+        validate_by_name=True,
+        serialize_by_alias=True,
+    )
+
+
+# ---------------------------------------------------------------- checks
+
+
+class CheckBase(Strict):
+    id: CheckId
+    points: Points
+    title: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    required: StrictBool = Field(
+        default=False,
+        description="A gate: if this check scores below 1 the reward is 0 (gated). Not allowed on penalties.",
+    )
+    target: Target = "answer"
+
+
+class StringMatchCheck(CheckBase):
+    """Met when `mode` holds between the target text and `expected`."""
+
+    kind: Literal["string_match"]
+    expected: str
+    mode: Literal["equals", "contains", "not_contains", "starts_with", "ends_with"] = "contains"
+    case_sensitive: StrictBool = False
+    normalize_whitespace: StrictBool = Field(
+        default=True, description="Collapse runs of whitespace to one space and strip both ends before comparing."
+    )
+
+
+class RegexCheck(CheckBase):
+    """Met when `pattern` matches at least `min_count` times (or, with must_match false, never)."""
+
+    kind: Literal["regex"]
+    pattern: Regex
+    flags: str = Field(default="", pattern=REGEX_FLAGS_PATTERN, description="Letters from 'aimsx' (Python re flags).")
+    must_match: StrictBool = True
+    min_count: StrictInt = Field(default=1, ge=1)
+    _compiled: re.Pattern | None = PrivateAttr(default=None)
+
+    def compiled(self) -> re.Pattern:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, regex_flags(self.flags))
+        return self._compiled
+
+    def model_post_init(self, __context: Any) -> None:
+        self.compiled()
+
+
+class NumberCheck(CheckBase):
+    """Met when a number read from the target is within tolerance of `expected`.
+
+    The number is the first capture group of the first `extract` match, or else
+    the first number in the text. Thousands separators (1,234.5) are removed. A
+    percentage ("25%") is met if either 25 or 0.25 is within tolerance.
+    Tolerance is max(tolerance, rel_tolerance × |expected|).
+    """
+
+    kind: Literal["number"]
+    expected: Number
+    tolerance: NonNegative = 0
+    rel_tolerance: NonNegative = 0
+    extract: Annotated[str, AfterValidator(_one_group_regex)] | None = None
+    _compiled: re.Pattern | None = PrivateAttr(default=None)
+
+    def compiled_extract(self) -> re.Pattern | None:
+        if self.extract is not None and self._compiled is None:
+            self._compiled = re.compile(self.extract)
+        return self._compiled
+
+    def model_post_init(self, __context: Any) -> None:
+        self.compiled_extract()
+
+
+class JsonFieldCheck(CheckBase):
+    """Met when the target parses as JSON and the value at `pointer` satisfies `op` against `expected`."""
+
+    kind: Literal["json_field"]
+    pointer: Annotated[str, AfterValidator(_json_pointer)]
+    op: Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "exists"] = "eq"
+    expected: JsonValue = None
+
+
+class FileExistsCheck(CheckBase):
+    """Met when at least one workspace path matches the glob `path` (`**` crosses folders)."""
+
+    kind: Literal["file_exists"]
+    path: RelPath
+
+
+class FileContentCheck(CheckBase):
+    """Met when the workspace file at `path` contains / matches / equals / has the sha256 given (exactly one)."""
+
+    kind: Literal["file_content"]
+    path: RelPath
+    contains: str | None = None
+    regex: Regex | None = None
+    equals: str | None = None
+    sha256: Annotated[str, Field(pattern=SHA256_PATTERN)] | None = None
+    _compiled: re.Pattern | None = PrivateAttr(default=None)
+
+    def compiled(self) -> re.Pattern | None:
+        if self.regex is not None and self._compiled is None:
+            self._compiled = re.compile(self.regex)
+        return self._compiled
+
+    def model_post_init(self, __context: Any) -> None:
+        self.compiled()
+
+
+class TableCellCheck(CheckBase):
+    """Met when a CSV/XLSX cell equals `expected` (numbers within `tolerance`).
+
+    The first row is the header: `column` is a header label or a 0-based column
+    index. `row` is a label looked up in the first column, or a 0-based index
+    of the data rows (the row after the header is 0). `sheet` (XLSX only) is a
+    sheet name or 0-based index; the first sheet by default. String cells are
+    compared after stripping whitespace, case-sensitively.
+    """
+
+    kind: Literal["table_cell"]
+    path: RelPath
+    sheet: str | StrictInt | None = None
+    row: str | Annotated[StrictInt, Field(ge=0)]
+    column: str | Annotated[StrictInt, Field(ge=0)]
+    expected: Union[StrictInt, StrictFloat, str]
+    tolerance: NonNegative = 0
+
+
+class TextSimilarityCheck(CheckBase):
+    """Met when similarity(target, reference) ≥ threshold.
+
+    Metrics (all in [0, 1], on lower-cased text): `fuzzy` = rapidfuzz ratio of
+    whitespace-normalised text; `rouge_l` = ROUGE-L F1 over word tokens;
+    `bleu` = sentence BLEU-4 over word tokens with add-one smoothing for
+    2- to 4-grams and the brevity penalty.
+    """
+
+    kind: Literal["text_similarity"]
+    metric: Literal["fuzzy", "rouge_l", "bleu"] = "fuzzy"
+    reference: str
+    threshold: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+
+
+class CommandCheck(CheckBase):
+    """Met when `run` (a shell command, run in the workspace inside the sandbox) exits with `expect_exit`.
+
+    A command that times out or is killed is unscored, not failed.
+    """
+
+    kind: Literal["command"]
+    run: Annotated[str, Field(min_length=1)]
+    expect_exit: StrictInt = 0
+    timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 60
+
+
+class PythonCheck(CheckBase):
+    """Runs Python INSIDE the sandbox: `code` defining `check(ctx)`, or `function` ("checks:fn").
+
+    The function gets `ctx` with `answer`, `text` (the target text), `trajectory`,
+    `workspace` (path), `args` and `read(path)`; it returns true/false or a number
+    in [0, 1] used as the score. Exceptions, timeouts and any other return value
+    make the check unscored.
+    """
+
+    kind: Literal["python"]
+    code: Annotated[str, AfterValidator(_python_code)] | None = None
+    function: Annotated[str, Field(pattern=FUNCTION_PATTERN)] | None = None
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+    timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 60
+
+
+class JudgeScale(Strict):
+    min: Number = 0
+    max: Number = 10
+
+
+class LlmJudgeCheck(CheckBase):
+    """The judge model decides whether `criterion` is met (binary) or scores it on a scale.
+
+    `samples` independent verdicts are asked for (default: the rubric's judge.samples).
+    Binary: majority vote, a tie is NOT met. Scale: mean of the scores, normalised
+    to [0, 1] by (score − min) / (max − min). `model` names a judge model the
+    grading caller maps to a real one (JudgeConfig.models); unmapped names use
+    the configured default.
+    """
+
+    kind: Literal["llm_judge"]
+    criterion: Annotated[str, Field(min_length=1)]
+    reference: str | None = None
+    scale: Union[Literal["binary"], JudgeScale] = "binary"
+    samples: Annotated[StrictInt, Field(ge=1, le=25)] | None = None
+    model: str | None = None
+
+
+class GroupCheck(CheckBase):
+    """Aggregates its child checks into one score in [0, 1].
+
+    Each scored child contributes its "goodness": its score if its points are
+    positive, 1 − score if negative (a penalty child is good when not triggered).
+    `all`: 1 if every child's goodness is 1, else 0. `any`: 1 if at least one is 1,
+    else 0. `mean`: mean of goodness weighted by |points|. `min`: the lowest
+    goodness. Unscored children are left out; a group whose children are all
+    unscored is unscored. Children contribute to the reward only through their
+    group (their own points act as weights for `mean`), but a `required` child
+    still gates the whole grade.
+    """
+
+    kind: Literal["group"]
+    aggregate: Literal["all", "any", "mean", "min"] = "all"
+    checks: Annotated[list["Check"], Field(min_length=1)]
+
+
+Check = Annotated[
+    Union[
+        StringMatchCheck,
+        RegexCheck,
+        NumberCheck,
+        JsonFieldCheck,
+        FileExistsCheck,
+        FileContentCheck,
+        TableCellCheck,
+        TextSimilarityCheck,
+        CommandCheck,
+        PythonCheck,
+        LlmJudgeCheck,
+        GroupCheck,
+    ],
+    Field(discriminator="kind"),
+]
+
+CHECK_MODELS: dict[str, type[CheckBase]] = {
+    "string_match": StringMatchCheck,
+    "regex": RegexCheck,
+    "number": NumberCheck,
+    "json_field": JsonFieldCheck,
+    "file_exists": FileExistsCheck,
+    "file_content": FileContentCheck,
+    "table_cell": TableCellCheck,
+    "text_similarity": TextSimilarityCheck,
+    "command": CommandCheck,
+    "python": PythonCheck,
+    "llm_judge": LlmJudgeCheck,
+    "group": GroupCheck,
+}
+CHECK_KINDS = tuple(CHECK_MODELS)
+
+GroupCheck.model_rebuild()
+
+
+# ---------------------------------------------------------------- rubric
+
+
+class JudgeSettings(Strict):
+    model: str | None = Field(default=None, description="A judge model name the grading caller maps to a real model.")
+    samples: Annotated[StrictInt, Field(ge=1, le=25)] = 1
+    temperature: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=2), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 2})] = 0
+
+
+class Probe(Strict):
+    answer: str
+    max_reward: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+
+
+class Rubric(Strict):
+    """gymwright.rubric/v1. Build it with `parse_rubric`, which adds the cross-check rules."""
+
+    schema_: Literal["gymwright.rubric/v1"] = Field(alias="schema")
+    pass_threshold: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 0.7})] = 0.7
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    checks: list[Check]
+    probes: list[Probe] = Field(default_factory=list)
+
+    def iter_checks(self):
+        """Every check, depth first, groups before their children."""
+        stack = list(reversed(self.checks))
+        while stack:
+            check = stack.pop()
+            yield check
+            if isinstance(check, GroupCheck):
+                stack.extend(reversed(check.checks))
+
+    def to_document(self) -> dict:
+        """The rubric as a JSON-ready dict (what `parse_rubric` accepts back)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# ---------------------------------------------------------------- task
+
+
+class FileRef(Strict):
+    path: RelPath
+    sha256: Annotated[str, Field(pattern=SHA256_PATTERN)]
+
+
+class Limits(Strict):
+    cpus: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=64), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 64})] = 1
+    memory_mb: Annotated[StrictInt, Field(ge=16, le=262144)] = 2048
+    timeout_s: Annotated[StrictInt, Field(ge=1, le=86400)] = 600
+    max_steps: Annotated[StrictInt, Field(ge=1, le=10000)] = 40
+
+
+class CustomTool(Strict):
+    name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
+    description: str = ""
+    parameters: dict[str, JsonValue] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    command: Annotated[str, Field(min_length=1)]
+
+
+class Environment(Strict):
+    """The sandbox a task runs in. `files` are mounted at /env; `checks_module` is importable as `checks`."""
+
+    id: Annotated[str, Field(pattern=SLUG_PATTERN)] = "default"
+    version: Annotated[StrictInt, Field(ge=1)] = 1
+    image: str | None = None
+    dockerfile: str | None = None
+    setup: str | None = None
+    network: Literal["none", "egress"] = "none"
+    limits: Limits = Field(default_factory=Limits)
+    tools: list[Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]] = Field(
+        default_factory=lambda: ["bash", "read_file", "write_file", "submit"]
+    )
+    custom_tools: list[CustomTool] = Field(default_factory=list)
+    files: list[FileRef] = Field(default_factory=list)
+    checks_module: Annotated[str, AfterValidator(_checks_module_source)] | None = None
+
+
+class Solution(Strict):
+    script: str | None = None
+    answer: str | None = None
+
+
+class Task(Strict):
+    """gymwright.task/v1. Build it with `parse_task`."""
+
+    schema_: Literal["gymwright.task/v1"] = Field(alias="schema")
+    id: Annotated[str, Field(pattern=SLUG_PATTERN)]
+    version: Annotated[StrictInt, Field(ge=1)] = 1
+    title: str = ""
+    prompt: str
+    environment: Environment = Field(default_factory=Environment)
+    files: list[FileRef] = Field(default_factory=list)
+    solution: Solution | None = None
+    rubric: Rubric
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    def to_document(self) -> dict:
+        """The task as a JSON-ready dict (what `parse_task` accepts back)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# ---------------------------------------------------------------- grade
+
+
+class CheckGrade(Strict):
+    """The result of one check. `awarded` is points × score for scored top-level checks,
+    null for unscored checks and for children of a group (they count through the group)."""
+
+    id: str
+    kind: str
+    status: Literal["scored", "unscored"]
+    score: Annotated[float, Field(ge=0, le=1)] | None = None
+    points: Union[StrictInt, StrictFloat]
+    awarded: float | None = None
+    required: bool = False
+    explanation: str = ""
+    votes: list[Union[StrictBool, StrictInt, StrictFloat]] | None = None
+    duration_ms: int = 0
+    checks: list["CheckGrade"] | None = None
+
+
+class Grade(Strict):
+    schema_: Literal["gymwright.grade/v1"] = Field(default=GRADE_SCHEMA, alias="schema")
+    reward: Annotated[float, Field(ge=0, le=1)]
+    earned: float
+    max: float
+    passed: bool
+    gated: bool
+    complete: bool
+    checks: list[CheckGrade]
+    duration_ms: int = 0
+
+    def to_document(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)
+
+    def iter_checks(self):
+        """Every check result, depth first, groups before their children."""
+        stack = list(reversed(self.checks))
+        while stack:
+            result = stack.pop()
+            yield result
+            if result.checks:
+                stack.extend(reversed(result.checks))
+
+
+CheckGrade.model_rebuild()

@@ -1,0 +1,159 @@
+"""`python` checks: run the author's function INSIDE the sandbox and read back its result.
+
+The engine writes a small runner script (and the check code, and the
+environment's checks module) under /tmp in the sandbox, then runs it with a JSON
+payload on stdin. The runner builds `ctx`, calls `check(ctx)` or the named
+`module:function`, and prints one line `<nonce> {"ok": ..., ...}` on its real
+stdout (the function's own prints go to stderr). The nonce is fresh per call so
+output the checked code prints cannot pose as the result. Python check code is
+never executed in the engine's process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import secrets
+
+from .checks import GradingContext, Outcome, Unscored
+from .models import PythonCheck
+
+RUNNER_SOURCE = r'''
+import importlib, importlib.util, json, math, os, sys, traceback
+
+def _main():
+    payload = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    workspace = payload["workspace"]
+
+    class Context:
+        """What a python check sees: answer, text, trajectory, workspace, args, read(path)."""
+        def __init__(self):
+            self.answer = payload["answer"]
+            self.text = payload["text"]
+            self.trajectory = payload["trajectory"]
+            self.workspace = workspace
+            self.args = payload["args"]
+        def path(self, relative):
+            return os.path.join(workspace, relative)
+        def read(self, relative):
+            with open(os.path.join(workspace, relative), encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        def read_bytes(self, relative):
+            with open(os.path.join(workspace, relative), "rb") as handle:
+                return handle.read()
+        def exists(self, relative):
+            return os.path.exists(os.path.join(workspace, relative))
+        def __getitem__(self, key):
+            return getattr(self, key)
+
+    try:
+        os.chdir(workspace)
+    except OSError:
+        pass
+    try:
+        if payload.get("checks_module_path"):
+            spec = importlib.util.spec_from_file_location("checks", payload["checks_module_path"])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["checks"] = module
+            spec.loader.exec_module(module)
+        if payload.get("code_path"):
+            namespace = {"__name__": "gymwright_check"}
+            with open(payload["code_path"], encoding="utf-8") as handle:
+                exec(compile(handle.read(), "<check code>", "exec"), namespace)
+            function = namespace["check"]
+        else:
+            module_name, _, name = payload["function"].partition(":")
+            function = getattr(importlib.import_module(module_name), name)
+        value = function(Context())
+        if type(value).__module__ == "numpy" and hasattr(value, "item"):
+            value = value.item()
+        if isinstance(value, bool) or (isinstance(value, (int, float)) and math.isfinite(value)):
+            result = {"ok": True, "value": value}
+        else:
+            result = {"ok": True, "value": None, "bad": type(value).__name__ + " " + repr(value)[:200]}
+    except BaseException as exc:
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        result = {"ok": False, "error": (type(exc).__name__ + ": " + str(exc))[:500], "traceback": "".join(lines)[-2000:]}
+    real_stdout.write("\n" + payload["nonce"] + " " + json.dumps(result) + "\n")
+    real_stdout.flush()
+
+_main()
+'''
+
+_PYTHON = 'if command -v python3 >/dev/null 2>&1; then exec python3 "$0"; else exec python "$0"; fi'
+
+
+def _tmp_path(kind: str, source: str) -> str:
+    return f"/tmp/gymwright_{kind}_{hashlib.sha256(source.encode('utf-8')).hexdigest()[:16]}.py"
+
+
+def parse_result(stdout: str, nonce: str) -> dict | None:
+    """The runner's result object, from the last line starting with the nonce; None if absent or malformed."""
+    prefix = nonce + " "
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(prefix):
+            try:
+                result = json.loads(line[len(prefix) :])
+            except ValueError:
+                return None
+            return result if isinstance(result, dict) and isinstance(result.get("ok"), bool) else None
+    return None
+
+
+def python_check(check: PythonCheck, ctx: GradingContext) -> Outcome:
+    """Run a python check in the sandbox; raise `Unscored` on any failure to get a clean result."""
+    sandbox = ctx.require_sandbox()
+    text = ctx.target_text(check.target)
+    payload = {
+        "answer": ctx.answer,
+        "text": text,
+        "trajectory": ctx.trajectory,
+        "workspace": sandbox.workspace_path,
+        "args": check.args,
+        "nonce": "GYMWRIGHT-RESULT-" + secrets.token_hex(12),
+    }
+    try:
+        runner = _tmp_path("runner", RUNNER_SOURCE)
+        ctx.write_once(runner, RUNNER_SOURCE.encode("utf-8"))
+        if check.code is not None:
+            payload["code_path"] = _tmp_path("check", check.code)
+            ctx.write_once(payload["code_path"], check.code.encode("utf-8"))
+        else:
+            payload["function"] = check.function
+            if check.function.split(":", 1)[0] == "checks":
+                if ctx.checks_module is None:
+                    raise Unscored(f"calls {check.function!r}, but the environment has no checks module")
+                payload["checks_module_path"] = _tmp_path("checks", ctx.checks_module)
+                ctx.write_once(payload["checks_module_path"], ctx.checks_module.encode("utf-8"))
+    except Unscored:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise Unscored(f"could not copy the check into the sandbox: {exc}") from None
+    try:
+        result = sandbox.exec(
+            ["sh", "-c", _PYTHON, runner],
+            timeout_s=check.timeout_s,
+            stdin=json.dumps(payload).encode("utf-8"),
+        )
+    except Exception as exc:  # noqa: BLE001
+        raise Unscored(f"the sandbox could not run the check: {exc}") from None
+    if result.timed_out:
+        raise Unscored(f"the check timed out after {check.timeout_s:g} s")
+    if result.oom_killed:
+        raise Unscored("the check was killed: out of memory")
+    parsed = parse_result(result.stdout, payload["nonce"])
+    if parsed is None:
+        tail = result.stderr.strip()[-300:]
+        raise Unscored(f"the check printed no result (exit code {result.exit_code})" + (f": {tail}" if tail else ""))
+    if not parsed["ok"]:
+        raise Unscored(f"the check raised {parsed.get('error', 'an error')}")
+    value = parsed.get("value")
+    if isinstance(value, bool):
+        return Outcome(1.0 if value else 0.0, f"check returned {'true' if value else 'false'}")
+    if isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1:
+        return Outcome(float(value), f"check returned {value:g}")
+    shown = parsed.get("bad") or json.dumps(value)
+    raise Unscored(f"the check returned {shown}; expected true/false or a number in [0, 1]")

@@ -1,0 +1,34 @@
+"""The sandbox interface the engine needs to run `command` and `python` checks and `stdout:` targets.
+
+`sandbox.runtime` sandboxes implement this protocol (and more). The engine never
+runs check code in its own process: everything goes through `exec`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None        # None when killed before exiting (timeout)
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    timed_out: bool
+    oom_killed: bool
+    duration_ms: int
+
+
+@runtime_checkable
+class CheckSandbox(Protocol):
+    workspace_path: str   # absolute path of the workspace INSIDE the sandbox, e.g. "/workspace"
+
+    def exec(self, command: str | list[str], *, timeout_s: float | None = None,
+             stdin: bytes | None = None, env: dict[str, str] | None = None) -> ExecResult: ...
+
+    def write_file(self, path: str, data: bytes) -> None: ...   # path relative to the workspace, or absolute under /tmp
+
+    def read_file(self, path: str) -> bytes: ...

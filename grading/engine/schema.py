@@ -1,0 +1,68 @@
+"""Published JSON Schemas (draft 2020-12) and canonical JSON.
+
+The schemas are self-contained (`$defs` only, no remote refs) and avoid the
+keywords Ajv's strict 2020 mode rejects (pydantic's OpenAPI `discriminator` is
+removed; every check variant already pins `kind` with `const`).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from .models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA, Grade, Rubric, Task
+
+_MODELS = {"rubric": (Rubric, RUBRIC_SCHEMA), "task": (Task, TASK_SCHEMA), "grade": (Grade, GRADE_SCHEMA)}
+SCHEMA_NAMES = tuple(_MODELS)
+
+
+def _clean(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {key: _clean(value) for key, value in node.items() if key != "discriminator"}
+    if isinstance(node, list):
+        return [_clean(value) for value in node]
+    return node
+
+
+@lru_cache(maxsize=None)
+def _schema_text(name: str) -> str:
+    model, schema_id = _MODELS[name]
+    body = _clean(model.model_json_schema(mode="serialization" if name == "grade" else "validation", by_alias=True))
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://gymwright.dev/schema/{name}.json",
+        "description": f"{schema_id}: see RUBRIC.md. Rules across checks (unique ids, at least one positive "
+        "check, one of contains/regex/equals/sha256) are enforced by `python -m grading.engine validate`.",
+    }
+    body.pop("description", None)
+    schema.update(body)
+    return json.dumps(schema)
+
+
+def json_schema(name: str) -> dict:
+    """The JSON Schema of "rubric", "task" or "grade" (a fresh dict each call)."""
+    if name not in _MODELS:
+        raise ValueError(f"unknown schema {name!r}; expected one of {', '.join(SCHEMA_NAMES)}")
+    return json.loads(_schema_text(name))
+
+
+def _plain(data: Any) -> Any:
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json", by_alias=True)
+    return data
+
+
+def canonical_json(data: Any) -> str:
+    """Sorted keys, compact separators, UTF-8 (no \\u escapes), NaN/Infinity refused."""
+    return json.dumps(_plain(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def content_sha256(data: Any) -> str:
+    """sha256 hex of `canonical_json(data)` encoded as UTF-8."""
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()

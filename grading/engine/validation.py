@@ -1,0 +1,410 @@
+"""Validation of rubric and task documents into `Issue`s that carry RFC 6901 JSON pointers.
+
+Two passes, both always run so an author sees every problem at once:
+
+1. pydantic validation of the models (types, unknown keys, single-field rules);
+   each error's `loc` is turned into the pointer of the offending value in the
+   document (the tags and union-member labels pydantic inserts are dropped).
+2. rules across fields and checks, walked over the raw document (tolerant of
+   shape errors already reported): duplicate ids, one-of keys, no positive
+   points, a penalty marked required, inconsistent json_field op/expected,
+   scale min < max, duplicate file paths.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from .models import (
+    CHECK_ID_PATTERN,
+    CHECK_KINDS,
+    CHECK_MODELS,
+    FUNCTION_PATTERN,
+    RUBRIC_SCHEMA,
+    SHA256_PATTERN,
+    SLUG_PATTERN,
+    TASK_SCHEMA,
+    TOOL_NAME_PATTERN,
+    REGEX_FLAGS_PATTERN,
+    Rubric,
+    Task,
+)
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One validation error: `pointer` is the RFC 6901 pointer of the offending value."""
+
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.pointer or '/'}: {self.message}"
+
+
+class SpecError(Exception):
+    """A rubric or task document is invalid; `.issues` lists every problem."""
+
+    def __init__(self, issues: list[Issue]):
+        self.issues = list(issues)
+        super().__init__("; ".join(str(issue) for issue in self.issues) or "invalid document")
+
+
+def escape_pointer_token(token: str | int) -> str:
+    """Escape one reference token for a JSON pointer (RFC 6901: '~' → '~0', '/' → '~1')."""
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def make_pointer(tokens) -> str:
+    """Build a JSON pointer from reference tokens."""
+    return "".join("/" + escape_pointer_token(token) for token in tokens)
+
+
+_PATTERN_WORDS = {
+    CHECK_ID_PATTERN: "a check id: 1 to 64 lowercase letters, digits or underscores",
+    SHA256_PATTERN: "a sha256: 64 lowercase hex digits",
+    SLUG_PATTERN: "an id: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit",
+    TOOL_NAME_PATTERN: "a tool name: letters, digits, '_' or '-', starting with a letter or '_'",
+    FUNCTION_PATTERN: "'module:function', e.g. 'checks:totals_match'",
+    REGEX_FLAGS_PATTERN: "flag letters from 'aimsx', e.g. 'im'",
+}
+
+_TYPE_WORDS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "list_type": "a list",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+}
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        return "an object" if isinstance(value, dict) else "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _walk_loc(document: Any, loc: tuple, error_type: str) -> list:
+    """Map a pydantic `loc` onto real document keys, dropping discriminator tags and union labels."""
+    tokens: list = []
+    current = document
+    for index, component in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(current, list) and isinstance(component, int):
+            tokens.append(component)
+            current = current[component] if 0 <= component < len(current) else None
+        elif isinstance(current, dict) and isinstance(component, str) and component in current:
+            tokens.append(component)
+            current = current[component]
+        elif isinstance(current, dict) and isinstance(component, str) and last and error_type == "missing":
+            tokens.append(component)
+        # else: a discriminator tag ("regex") or union member label ("int", "JudgeScale"): not in the document
+    return tokens
+
+
+def _message(error: dict, tokens: list, document: Any) -> tuple[list, str]:
+    kind = error["type"]
+    value = error.get("input")
+    ctx = error.get("ctx") or {}
+    key = tokens[-1] if tokens else None
+    if kind == "missing":
+        return tokens, f"required key {key!r} is missing"
+    if kind == "extra_forbidden":
+        return tokens, f"unknown key {key!r}; remove it or check its spelling"
+    if kind == "union_tag_invalid":
+        return tokens + ["kind"], (
+            f"unknown check kind {ctx.get('tag')!r}; expected one of: {', '.join(CHECK_KINDS)}"
+        )
+    if kind == "union_tag_not_found":
+        return tokens + ["kind"], f"a check needs a 'kind', one of: {', '.join(CHECK_KINDS)}"
+    if kind == "literal_error":
+        return tokens, f"{_describe(value)} is not allowed here; expected {ctx.get('expected')}"
+    if kind == "string_pattern_mismatch":
+        words = _PATTERN_WORDS.get(ctx.get("pattern"), f"a string matching {ctx.get('pattern')}")
+        return tokens, f"{_describe(value)} is not {words}"
+    if kind == "too_short" and key == "checks":
+        return tokens, "a group needs at least one child check in 'checks'"
+    if kind == "too_short":
+        return tokens, f"must have at least {ctx.get('min_length')} item(s)"
+    if kind == "string_too_short":
+        return tokens, "must not be empty"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        words = {
+            "greater_than_equal": "≥ {ge}",
+            "greater_than": "> {gt}",
+            "less_than_equal": "≤ {le}",
+            "less_than": "< {lt}",
+        }[kind].format(**{k: ctx.get(k) for k in ("ge", "gt", "le", "lt")})
+        return tokens, f"{_describe(value)} is out of range; expected a number {words}"
+    if kind == "value_error":
+        message = str(ctx.get("error") or error.get("msg", ""))
+        return tokens, message.removeprefix("Value error, ")
+    if kind in _TYPE_WORDS:
+        return tokens, f"{_describe(value)} has the wrong type; expected {_TYPE_WORDS[kind]}"
+    return tokens, error.get("msg", "invalid value")
+
+
+def _pydantic_issues(exc: ValidationError, document: Any, prefix: list) -> list[Issue]:
+    by_pointer: dict[str, list[str]] = {}
+    for error in exc.errors(include_url=False):
+        tokens = _walk_loc(document, tuple(error["loc"]), error["type"])
+        tokens, message = _message(error, tokens, document)
+        pointer = make_pointer(prefix + tokens)
+        messages = by_pointer.setdefault(pointer, [])
+        if message not in messages:
+            messages.append(message)
+    issues = []
+    for pointer, messages in by_pointer.items():
+        if pointer.endswith("/scale") and len(messages) > 1:
+            messages = ['expected "binary" or an object {"min": <number>, "max": <number>}']
+        issues.append(Issue(pointer, _merge_union_messages(messages)))
+    return issues
+
+
+def _merge_union_messages(messages: list[str]) -> str:
+    """Several messages at one pointer come from the members of a union: say it once."""
+    if len(messages) == 1:
+        return messages[0]
+    wrong_type = [message.partition(" has the wrong type; expected ") for message in messages]
+    if all(sep for _, sep, _ in wrong_type):
+        wanted = [expected for _, _, expected in wrong_type]
+        if set(wanted) == {"an integer", "a number"}:
+            wanted = ["a number"]
+        return f"{wrong_type[0][0]} has the wrong type; expected {' or '.join(dict.fromkeys(wanted))}"
+    return " — or — ".join(messages)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
+    kind = check.get("kind")
+    points = check.get("points")
+    if check.get("required") is True and _is_number(points) and points < 0:
+        issues.append(
+            Issue(
+                make_pointer(pointer + ["required"]),
+                "a penalty (negative points) cannot be required: required means 'must score 1'; "
+                "remove required, or turn the check around (e.g. not_contains) and give it positive points",
+            )
+        )
+    if kind == "file_content":
+        given = [key for key in ("contains", "regex", "equals", "sha256") if check.get(key) is not None]
+        if len(given) != 1:
+            issues.append(
+                Issue(
+                    make_pointer(pointer),
+                    "a file_content check needs exactly one of 'contains', 'regex', 'equals', 'sha256' "
+                    f"(it has {', '.join(repr(key) for key in given) if given else 'none'})",
+                )
+            )
+    elif kind == "python":
+        given = [key for key in ("code", "function") if check.get(key) is not None]
+        if len(given) != 1:
+            issues.append(
+                Issue(
+                    make_pointer(pointer),
+                    "a python check needs exactly one of 'code' (defining check(ctx)) or 'function' ('checks:fn')",
+                )
+            )
+    elif kind == "json_field":
+        op = check.get("op", "eq")
+        expected = check.get("expected")
+        if op == "in" and not isinstance(expected, list):
+            issues.append(Issue(make_pointer(pointer + ["expected"]), "op 'in' needs 'expected' to be a list of allowed values"))
+        if op in ("lt", "le", "gt", "ge") and not _is_number(expected):
+            issues.append(Issue(make_pointer(pointer + ["expected"]), f"op {op!r} needs 'expected' to be a number"))
+    elif kind == "llm_judge":
+        scale = check.get("scale")
+        if isinstance(scale, dict):
+            low, high = scale.get("min", 0), scale.get("max", 10)
+            if _is_number(low) and _is_number(high) and not low < high:
+                issues.append(Issue(make_pointer(pointer + ["scale", "max"]), "scale max must be greater than scale min"))
+
+
+def rubric_semantic_issues(document: Any, prefix: list | None = None) -> list[Issue]:
+    """Rules across fields and checks, over the raw rubric document (shape errors are skipped)."""
+    prefix = list(prefix or [])
+    issues: list[Issue] = []
+    if not isinstance(document, dict):
+        return issues
+    checks = document.get("checks")
+    if not isinstance(checks, list):
+        return issues
+    seen: dict[str, str] = {}
+
+    def walk(items: list, pointer: list) -> None:
+        for index, check in enumerate(items):
+            if not isinstance(check, dict):
+                continue
+            here = pointer + [index]
+            check_id = check.get("id")
+            if isinstance(check_id, str):
+                if check_id in seen:
+                    issues.append(
+                        Issue(
+                            make_pointer(here + ["id"]),
+                            f"duplicate check id {check_id!r} (first used at {seen[check_id]}); ids must be unique in the rubric, groups included",
+                        )
+                    )
+                else:
+                    seen[check_id] = make_pointer(here + ["id"])
+            _check_rules(check, here, issues)
+            if check.get("kind") == "group" and isinstance(check.get("checks"), list):
+                walk(check["checks"], here + ["checks"])
+
+    walk(checks, prefix + ["checks"])
+    positive = sum(
+        check["points"]
+        for check in checks
+        if isinstance(check, dict) and _is_number(check.get("points")) and check["points"] > 0
+    )
+    # A check whose points are themselves invalid is already reported; don't pile on.
+    points_known = all(isinstance(check, dict) and _is_number(check.get("points")) for check in checks)
+    if positive <= 0 and points_known:
+        issues.append(
+            Issue(
+                make_pointer(prefix + ["checks"]),
+                "the rubric has no check with positive points, so no answer can earn a reward; add at least one",
+            )
+        )
+    return issues
+
+
+def _task_semantic_issues(document: Any) -> list[Issue]:
+    issues: list[Issue] = []
+    if not isinstance(document, dict):
+        return issues
+
+    def unique_paths(files: Any, pointer: list) -> None:
+        if not isinstance(files, list):
+            return
+        seen = set()
+        for index, entry in enumerate(files):
+            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+                if entry["path"] in seen:
+                    issues.append(Issue(make_pointer(pointer + [index, "path"]), f"duplicate file path {entry['path']!r}"))
+                seen.add(entry["path"])
+
+    unique_paths(document.get("files"), ["files"])
+    environment = document.get("environment")
+    if isinstance(environment, dict):
+        unique_paths(environment.get("files"), ["environment", "files"])
+        tools = environment.get("custom_tools")
+        if isinstance(tools, list):
+            names = set()
+            for index, tool in enumerate(tools):
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    if tool["name"] in names:
+                        issues.append(
+                            Issue(make_pointer(["environment", "custom_tools", index, "name"]), f"duplicate tool name {tool['name']!r}")
+                        )
+                    names.add(tool["name"])
+    issues.extend(rubric_semantic_issues(document.get("rubric"), ["rubric"]))
+    return issues
+
+
+def _not_an_object(document: Any, what: str, schema: str) -> list[Issue]:
+    return [Issue("", f"a {what} must be a JSON object with \"schema\": \"{schema}\", got {_describe(document)}")]
+
+
+def _validate(model, document: Any, semantic) -> tuple[Any, list[Issue]]:
+    parsed = None
+    issues: list[Issue] = []
+    try:
+        parsed = model.model_validate(document)
+    except ValidationError as exc:
+        issues.extend(_pydantic_issues(exc, document, []))
+    issues.extend(semantic(document))
+    return parsed, _sorted(issues)
+
+
+def _sorted(issues: list[Issue]) -> list[Issue]:
+    def key(issue: Issue):
+        return [int(token) if token.isdigit() else -1 for token in issue.pointer.split("/")[1:]]
+
+    # Document order where the pointer says it (list indexes), stable otherwise.
+    return sorted(issues, key=key)
+
+
+def validate_rubric(data: Any) -> list[Issue]:
+    """Every problem with a rubric document, each with its JSON pointer; [] when valid."""
+    if not isinstance(data, dict):
+        return _not_an_object(data, "rubric", RUBRIC_SCHEMA)
+    return _validate(Rubric, data, rubric_semantic_issues)[1]
+
+
+def validate_task(data: Any) -> list[Issue]:
+    """Every problem with a task document (its rubric included, under /rubric); [] when valid."""
+    if not isinstance(data, dict):
+        return _not_an_object(data, "task", TASK_SCHEMA)
+    return _validate(Task, data, _task_semantic_issues)[1]
+
+
+def parse_rubric(data: Any) -> Rubric:
+    """Parse a rubric document; raise `SpecError` listing every problem."""
+    if isinstance(data, Rubric):
+        data = data.to_document()
+    if not isinstance(data, dict):
+        raise SpecError(_not_an_object(data, "rubric", RUBRIC_SCHEMA))
+    parsed, issues = _validate(Rubric, data, rubric_semantic_issues)
+    if issues:
+        raise SpecError(issues)
+    return parsed
+
+
+def parse_task(data: Any) -> Task:
+    """Parse a task document; raise `SpecError` listing every problem."""
+    if isinstance(data, Task):
+        data = data.to_document()
+    if not isinstance(data, dict):
+        raise SpecError(_not_an_object(data, "task", TASK_SCHEMA))
+    parsed, issues = _validate(Task, data, _task_semantic_issues)
+    if issues:
+        raise SpecError(issues)
+    return parsed
+
+
+def validate_document(data: Any) -> list[Issue]:
+    """Validate a rubric or a task, chosen by its "schema" key."""
+    if isinstance(data, dict) and data.get("schema") == TASK_SCHEMA:
+        return validate_task(data)
+    if isinstance(data, dict) and data.get("schema") == RUBRIC_SCHEMA:
+        return validate_rubric(data)
+    if isinstance(data, dict) and "rubric" in data and "prompt" in data:
+        return validate_task(data)
+    if isinstance(data, dict) and "checks" in data:
+        return validate_rubric(data)
+    return [
+        Issue(
+            "/schema" if isinstance(data, dict) else "",
+            f"not a Gymwright document: expected \"schema\": \"{RUBRIC_SCHEMA}\" or \"{TASK_SCHEMA}\"",
+        )
+    ]
+
+
+__all__ = [
+    "Issue",
+    "SpecError",
+    "make_pointer",
+    "escape_pointer_token",
+    "parse_rubric",
+    "parse_task",
+    "validate_rubric",
+    "validate_task",
+    "validate_document",
+    "CHECK_MODELS",
+]
