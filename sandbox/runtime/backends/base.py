@@ -1,0 +1,174 @@
+"""The one interface every sandbox backend implements.
+
+A `Backend` starts sandboxes; a `Sandbox` is one isolated place where a
+rollout's commands run, with a writable workspace at `/workspace`, a writable
+`/tmp`, and read-only environment files under `/env`. It implements the
+`grading.engine.sandbox.CheckSandbox` protocol (so command and python checks run
+in the very sandbox the agent used), plus `list_files`, `snapshot` and `stop`.
+"""
+
+from __future__ import annotations
+
+import abc
+import posixpath
+import shlex
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..results import ExecResult
+from ..spec import SandboxError, SandboxSpec
+
+WORKSPACE = "/workspace"
+TMP = "/tmp"
+ENV_DIR = "/env"
+MAX_READ_BYTES = 64 * 1024 * 1024
+
+
+def shell_command(command: str | Sequence[str]) -> list[str]:
+    """A string is a shell command line (`/bin/sh -c`); a list is an argv, run as is."""
+    if isinstance(command, str):
+        return ["/bin/sh", "-c", command]
+    argv = [str(part) for part in command]
+    if not argv:
+        raise ValueError("empty command")
+    return argv
+
+
+def split_path(path: str, *, writable: bool) -> tuple[str, str]:
+    """Map a sandbox path to (root, relative path), refusing escapes.
+
+    Relative paths are under the workspace; absolute ones must be under
+    /workspace or /tmp (and, for reading, /env). Returns ("/workspace", "a/b").
+    """
+    if not path or "\x00" in path:
+        raise SandboxError(f"invalid path {path!r}", permanent=True)
+    full = path if path.startswith("/") else posixpath.join(WORKSPACE, path)
+    full = posixpath.normpath(full)
+    roots = (WORKSPACE, TMP) if writable else (WORKSPACE, TMP, ENV_DIR)
+    for root in roots:
+        if full == root or full.startswith(root + "/"):
+            rel = full[len(root):].lstrip("/")
+            if not rel:
+                raise SandboxError(f"{path!r} is a directory, not a file", permanent=True)
+            return root, rel
+    where = " or ".join(roots)
+    raise SandboxError(f"path {path!r} is outside {where}", permanent=True)
+
+
+class Sandbox(abc.ABC):
+    """One running sandbox. Use as a context manager, or call `stop()`.
+
+    Thread-safety: one caller at a time (the harness runs tool calls in
+    order); `stop()` may be called from any thread and is idempotent.
+    """
+
+    workspace_path: str = WORKSPACE
+
+    def __init__(self, spec: SandboxSpec):
+        self.spec = spec
+        self.id = uuid.uuid4().hex[:12]
+        self.started_at = time.time()
+        self.stopped = False
+
+    # -- the CheckSandbox protocol ---------------------------------------
+    @abc.abstractmethod
+    def exec(self, command: str | Sequence[str], *, timeout_s: float | None = None,
+             stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
+        """Run a command in the sandbox (cwd /workspace) and wait for it.
+
+        A string runs under `/bin/sh -c`. `timeout_s` (default
+        `spec.exec_timeout_s`) kills the whole process tree of the command;
+        the result then has `timed_out=True` and `exit_code=None`. stdout and
+        stderr are each kept up to `spec.output_cap` bytes (the rest is read
+        and discarded, `*_truncated=True`). Raises `SandboxError` only when the
+        sandbox itself fails, never for a failing command.
+        """
+
+    @abc.abstractmethod
+    def write_file(self, path: str, data: bytes) -> None:
+        """Write a file (relative to the workspace, or absolute under /workspace or /tmp),
+        creating parent directories."""
+
+    @abc.abstractmethod
+    def read_file(self, path: str) -> bytes:
+        """Read a file (relative to the workspace, or absolute under /workspace, /tmp, /env).
+        Raises `FileNotFoundError` when it does not exist."""
+
+    # -- more ------------------------------------------------------------
+    @abc.abstractmethod
+    def list_files(self) -> list[str]:
+        """Regular files in the workspace, as sorted paths relative to it."""
+
+    @abc.abstractmethod
+    def snapshot(self, dest: Path) -> Path:
+        """Copy the workspace's regular files and directories into `dest` (created).
+
+        Symlinks are not followed or copied: a sandbox must not make the
+        worker read its own files through a link.
+        """
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Kill everything in the sandbox and free its resources. Idempotent."""
+
+    def write_files(self, files: Mapping[str, bytes]) -> None:
+        for path, data in files.items():
+            self.write_file(path, data)
+
+    def run_setup(self) -> None:
+        """Run the environment's setup script once; a failure is permanent."""
+        if not self.spec.setup:
+            return
+        result = self.exec(self.spec.setup, timeout_s=self.spec.setup_timeout_s)
+        if result.exit_code != 0:
+            why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+            tail = (result.stderr or result.stdout)[-2000:]
+            raise SandboxError(f"setup script {why}: {tail}", permanent=True)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id}{' stopped' if self.stopped else ''}>"
+
+
+class Backend(abc.ABC):
+    """Starts sandboxes. `name` is what `get_backend()` and the CLI call it."""
+
+    name: str = ""
+
+    @abc.abstractmethod
+    def _create(self, spec: SandboxSpec) -> Sandbox:
+        """Create and start an empty sandbox."""
+
+    def start(self, spec: SandboxSpec, *, files: Mapping[str, bytes] | None = None,
+              env_files: Mapping[str, bytes] | None = None) -> Sandbox:
+        """Start a sandbox for `spec`: task `files` go into the workspace,
+        `env_files` (the environment's tools, data, checks module) under /env
+        read-only; then the setup script runs once. On any failure the
+        sandbox is stopped before the error propagates."""
+        sandbox = self._create(spec)
+        try:
+            self._install_env_files(sandbox, dict(env_files or {}))
+            if files:
+                sandbox.write_files(dict(files))
+            sandbox.run_setup()
+        except BaseException:
+            sandbox.stop()
+            raise
+        return sandbox
+
+    def _install_env_files(self, sandbox: Sandbox, env_files: dict[str, bytes]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the backend's own resources (clients). Sandboxes stay independent."""
+
+
+def quote(argv: Sequence[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,513 @@
+"""The docker backend (production): one container per rollout, exec'd into.
+
+The container runs the environment's image (or its Dockerfile, built once and
+cached as `gymwright-env:<sha of the Dockerfile>`) with `sleep infinity` under
+docker-init, as a non-root user, no capabilities, no-new-privileges, a
+read-only root, no network unless the environment allows it, and cgroup limits
+(memory = memory+swap, pids, CPUs). /workspace and /tmp are size-capped tmpfs
+mounts writable by the sandbox user; /env is a root-owned tmpfs the sandbox
+user can read but not change.
+
+Everything goes over the Docker API (DOCKER_HOST may be remote; nothing is
+bind-mounted from the worker). Files go in and out through exec'd `tar`/`cat`
+streams, because the archive API refuses a read-only root and does not see
+tmpfs mounts. So images need /bin/sh, cat and tar (busybox has them all).
+
+Timeouts: each exec records its pid (an exec'd process is its own process
+group leader) and on timeout a second exec kills that whole group. OOM: the
+exec API cannot report it, so when a command dies of SIGKILL (137) and did not
+time out, we read the container's memory cgroup OOM-kill counter
+(`memory.oom_control` on cgroup v1, `memory.events` on v2) and compare it with
+the last value seen; the container's `State.OOMKilled` is checked too.
+
+Every container carries labels `gymwright.sandbox=1`, `gymwright.owner=
+<host>:<pid>` and `gymwright.expires=<unix time>`; `reap_containers()` removes
+the ones left behind by a crashed worker.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import select
+import socket
+import struct
+import tarfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..results import ExecResult
+from ..spec import CappedBuffer, SandboxError, SandboxSpec
+from .base import ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, Sandbox, shell_command, split_path
+
+log = logging.getLogger(__name__)
+
+LABEL = "gymwright.sandbox"
+OWNER_LABEL = "gymwright.owner"
+EXPIRES_LABEL = "gymwright.expires"
+PID_DIR = "/tmp/.gymwright"
+# The exec'd shell records its pid, which is also its process group, removes
+# the pid files of execs that have finished (saving a round trip per exec),
+# then becomes the command.
+WRAPPER = 'echo $$ > "$1" 2>/dev/null; [ -n "$2" ] && rm -f $2; shift 2; exec "$@"'
+OOM_PROBE = ("cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
+             " || cat /sys/fs/cgroup/memory.events 2>/dev/null")
+KILL_GRACE_S = 3.0
+_build_locks: dict[str, threading.Lock] = {}
+_build_locks_guard = threading.Lock()
+
+
+def owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def docker_client(timeout: int = 120):
+    import docker
+
+    try:
+        return docker.from_env(timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - the SDK raises several types
+        raise SandboxError(f"cannot reach the Docker engine: {exc}") from exc
+
+
+class DockerBackend(Backend):
+    """Options: `client` (a docker.DockerClient; default from the environment,
+    honouring DOCKER_HOST), `user` ("65534:65534"), `default_image` (used when
+    the environment names neither image nor Dockerfile), `pull` (try to pull a
+    missing image; default True), `expires_grace_s` (added to the rollout
+    timeout for the expires label, leaving time for grading)."""
+
+    name = "docker"
+
+    def __init__(self, *, client=None, user: str = "65534:65534", default_image: str | None = None,
+                 pull: bool = True, expires_grace_s: float = 900.0):
+        self.client = client or docker_client()
+        self.user = user
+        self.default_image = default_image
+        self.pull = pull
+        self.expires_grace_s = expires_grace_s
+
+    # -- images ------------------------------------------------------------
+    def resolve_image(self, spec: SandboxSpec) -> str:
+        """The local image to run: built from the Dockerfile (once per content
+        hash, also across threads), or the named image (pulled if missing)."""
+        import docker.errors
+
+        tag = spec.dockerfile_tag()
+        if tag:
+            with _build_lock(tag):
+                try:
+                    self.client.images.get(tag)
+                    return tag
+                except docker.errors.ImageNotFound:
+                    pass
+                except docker.errors.APIError as exc:
+                    raise SandboxError(f"Docker engine error: {exc}") from exc
+                context = io.BytesIO()
+                with tarfile.open(fileobj=context, mode="w") as tar:
+                    data = spec.dockerfile.encode()
+                    info = tarfile.TarInfo("Dockerfile")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                context.seek(0)
+                try:
+                    self.client.images.build(fileobj=context, custom_context=True, tag=tag,
+                                             rm=True, forcerm=True,
+                                             labels={LABEL: "1", "gymwright.dockerfile": tag})
+                except docker.errors.BuildError as exc:
+                    tail = "".join(str(line.get("stream") or line.get("error") or "")
+                                   for line in list(exc.build_log)[-20:])
+                    raise SandboxError(f"Dockerfile does not build: {exc.msg}\n{tail}",
+                                       permanent=True) from exc
+                except docker.errors.APIError as exc:
+                    raise SandboxError(f"Docker build failed: {exc}") from exc
+                return tag
+        image = spec.image or self.default_image
+        if not image:
+            raise SandboxError("the environment names no image or Dockerfile", permanent=True)
+        try:
+            self.client.images.get(image)
+            return image
+        except docker.errors.ImageNotFound:
+            if not self.pull:
+                raise SandboxError(f"image {image!r} is not present on the engine",
+                                   permanent=True) from None
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"Docker engine error: {exc}") from exc
+        try:
+            self.client.images.pull(image)
+        except docker.errors.NotFound as exc:
+            raise SandboxError(f"image {image!r} does not exist: {exc}", permanent=True) from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot pull image {image!r}: {exc}") from exc
+        return image
+
+    # -- sandboxes ---------------------------------------------------------
+    def _create(self, spec: SandboxSpec) -> "DockerSandbox":
+        import docker.errors
+
+        image = self.resolve_image(spec)
+        uid, _, gid = self.user.partition(":")
+        gid = gid or uid
+        sandbox_id = uuid.uuid4().hex[:12]
+        expires = int(time.time() + spec.timeout_s + spec.setup_timeout_s + self.expires_grace_s)
+        tmpfs_opts = "rw,exec,nosuid,nodev"
+        try:
+            container = self.client.containers.run(
+                image, ["sleep", "infinity"], detach=True, init=True,
+                name=f"gymwright-{sandbox_id}", hostname="sandbox",
+                user=self.user, working_dir=WORKSPACE, entrypoint=[],
+                network_mode="bridge" if spec.network_allowed else "none",
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], read_only=True,
+                tmpfs={
+                    WORKSPACE: f"{tmpfs_opts},size={spec.workspace_mb}m,uid={uid},gid={gid},mode=0755",
+                    TMP: f"{tmpfs_opts},size={spec.tmp_mb}m,mode=1777",
+                    ENV_DIR: f"{tmpfs_opts},size={spec.workspace_mb}m,mode=0755",
+                },
+                mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
+                pids_limit=spec.pids, nano_cpus=int(spec.cpus * 1e9),
+                labels={LABEL: "1", OWNER_LABEL: owner_id(), EXPIRES_LABEL: str(expires),
+                        "gymwright.sandbox_id": sandbox_id},
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(f"image {image!r} vanished: {exc}") from exc
+        except docker.errors.APIError as exc:
+            permanent = exc.status_code is not None and 400 <= exc.status_code < 500 \
+                and exc.status_code != 409
+            raise SandboxError(f"cannot start container: {exc}", permanent=permanent) from exc
+        sandbox = DockerSandbox(self, spec, container, sandbox_id)
+        try:
+            sandbox._prepare()
+        except BaseException:
+            sandbox.stop()
+            raise
+        return sandbox
+
+    def _install_env_files(self, sandbox: Sandbox, env_files: dict[str, bytes]) -> None:
+        assert isinstance(sandbox, DockerSandbox)
+        if env_files:
+            entries = {}
+            for path, data in env_files.items():
+                full = path if path.startswith(ENV_DIR + "/") else f"{ENV_DIR}/{path.lstrip('/')}"
+                root, rel = split_path(full, writable=False)
+                entries[f"{root}/{rel}"] = data
+            # /env is root's: the sandbox user can read it but not change it.
+            sandbox._untar(entries, user="0:0", mode_for=lambda d: 0o755 if d[:2] == b"#!" else 0o644)
+
+
+def _build_lock(tag: str) -> threading.Lock:
+    with _build_locks_guard:
+        return _build_locks.setdefault(tag, threading.Lock())
+
+
+class DockerSandbox(Sandbox):
+    def __init__(self, backend: DockerBackend, spec: SandboxSpec, container, sandbox_id: str):
+        super().__init__(spec)
+        self.id = sandbox_id
+        self.backend = backend
+        self.api = backend.client.api
+        self.container = container
+        self.oom_seen = 0
+        self._lock = threading.Lock()
+        self._stale_pidfiles: list[str] = []
+
+    def _prepare(self) -> None:
+        code, _, err, _ = self._run(["mkdir", "-p", PID_DIR], timeout_s=30)
+        if code != 0:
+            raise SandboxError(f"the image has no usable /bin/sh or mkdir: {err.text()[-500:]}",
+                               permanent=True)
+        self.oom_seen = self._oom_count()
+
+    # -- low level ---------------------------------------------------------
+    def _run(self, argv: list[str], *, timeout_s: float, stdin: bytes | None = None,
+             env: Mapping[str, str] | None = None, user: str | None = None,
+             out_cap: int | None = None, err_cap: int | None = None, track: bool = False):
+        """One exec: returns (exit code or None, stdout buffer, stderr buffer, timed out)."""
+        import docker.errors
+
+        if self.stopped:
+            raise SandboxError("sandbox is stopped", permanent=True)
+        out = CappedBuffer(out_cap or self.spec.output_cap)
+        err = CappedBuffer(err_cap or self.spec.output_cap)
+        pidfile = None
+        if track:
+            pidfile = f"{PID_DIR}/{uuid.uuid4().hex}.pid"
+            stale, self._stale_pidfiles = self._stale_pidfiles, []
+            argv = ["/bin/sh", "-c", WRAPPER, "gymwright", pidfile, " ".join(stale), *argv]
+        try:
+            exec_id = self.api.exec_create(
+                self.container.id, argv, stdout=True, stderr=True, stdin=stdin is not None,
+                user=user or "", environment=dict(env) if env else None, workdir=WORKSPACE)["Id"]
+            raw = self.api.exec_start(exec_id, socket=True)
+        except docker.errors.NotFound as exc:
+            raise SandboxError(f"the sandbox container is gone: {exc}") from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker exec failed: {exc}") from exc
+        sock = getattr(raw, "_sock", raw)
+        writer = None
+        if stdin is not None:
+            writer = threading.Thread(target=_send_stdin, args=(sock, stdin), daemon=True)
+            writer.start()
+        deadline = time.monotonic() + timeout_s
+        timed_out = False
+        try:
+            timed_out = self._read_frames(sock, out, err, deadline, pidfile)
+        finally:
+            try:
+                sock.close()
+            except OSError:
+                pass
+            try:
+                raw.close()
+            except Exception:  # noqa: BLE001
+                pass
+        code = self._exit_code(exec_id)
+        if pidfile:
+            self._stale_pidfiles.append(pidfile)
+        return (None if timed_out else code), out, err, timed_out
+
+    def _read_frames(self, sock, out: CappedBuffer, err: CappedBuffer, deadline: float,
+                     pidfile: str | None) -> bool:
+        """Demultiplex the exec stream (8-byte headers: stream id, size) into
+        the capped buffers until EOF or the deadline. On the deadline, kill
+        the command's process group and give the stream a moment to end."""
+        buffers = {1: out, 2: err}
+        pending = b""
+        timed_out = False
+        hard_deadline = None
+        while True:
+            now = time.monotonic()
+            if not timed_out and now >= deadline:
+                timed_out = True
+                self._kill_group(pidfile)
+                hard_deadline = now + KILL_GRACE_S
+            if hard_deadline is not None and now >= hard_deadline:
+                break  # something holds the stream open; give up on it
+            limit = hard_deadline if timed_out else deadline
+            ready, _, _ = select.select([sock], [], [], max(0.0, min(limit - now, 1.0)))
+            if not ready:
+                continue
+            try:
+                chunk = sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            pending += chunk
+            while len(pending) >= 8:
+                stream, size = struct.unpack(">BxxxL", pending[:8])
+                if len(pending) < 8 + size:
+                    break
+                buffers.get(stream, err).write(pending[8:8 + size])
+                pending = pending[8 + size:]
+        return timed_out
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        # The stream can end a moment before the engine records the exit code.
+        for _ in range(100):
+            info = self.api.exec_inspect(exec_id)
+            if not info.get("Running"):
+                return info.get("ExitCode")
+            time.sleep(0.01)
+        return None
+
+    def _kill_group(self, pidfile: str | None) -> None:
+        if not pidfile:
+            return
+        script = f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && kill -9 -"$p" 2>/dev/null || kill -9 "$p"'
+        self._quiet(["/bin/sh", "-c", script])
+
+    def _quiet(self, argv: list[str]) -> None:
+        try:
+            exec_id = self.api.exec_create(self.container.id, argv, stdout=False, stderr=False)["Id"]
+            self.api.exec_start(exec_id, detach=False)
+        except Exception as exc:  # noqa: BLE001 - best effort housekeeping
+            log.debug("housekeeping exec %s failed: %s", argv, exc)
+
+    def _oom_count(self) -> int:
+        try:
+            exec_id = self.api.exec_create(self.container.id, ["/bin/sh", "-c", OOM_PROBE],
+                                           stdout=True, stderr=False)["Id"]
+            text = self.api.exec_start(exec_id).decode(errors="replace")
+        except Exception:  # noqa: BLE001
+            return self.oom_seen
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return self.oom_seen
+
+    # -- the interface -----------------------------------------------------
+    def exec(self, command, *, timeout_s=None, stdin=None, env=None) -> ExecResult:
+        timeout_s = self.spec.exec_timeout_s if timeout_s is None else float(timeout_s)
+        started = time.monotonic()
+        code, out, err, timed_out = self._run(shell_command(command), timeout_s=timeout_s,
+                                              stdin=stdin, env=env, track=True)
+        duration_ms = int((time.monotonic() - started) * 1000)
+        oom = False
+        if code == 137 and not timed_out:
+            count = self._oom_count()
+            oom = count > self.oom_seen
+            self.oom_seen = count
+            if not oom:
+                try:
+                    self.container.reload()
+                    oom = bool(self.container.attrs["State"].get("OOMKilled"))
+                except Exception:  # noqa: BLE001
+                    pass
+        return ExecResult(exit_code=code, stdout=out.text(), stderr=err.text(),
+                          stdout_truncated=out.truncated, stderr_truncated=err.truncated,
+                          timed_out=timed_out, oom_killed=oom, duration_ms=duration_ms)
+
+    def _untar(self, entries: Mapping[str, bytes], *, user: str | None = None, mode_for=None) -> None:
+        """Write files (absolute sandbox paths) through one `tar -x` exec."""
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            for path, data in entries.items():
+                info = tarfile.TarInfo(path.lstrip("/"))
+                info.size = len(data)
+                info.mode = mode_for(data) if mode_for else 0o644
+                info.mtime = int(time.time())
+                tar.addfile(info, io.BytesIO(data))
+        code, out, err, timed_out = self._run(["tar", "-x", "-f", "-", "-C", "/"], timeout_s=120,
+                                              stdin=archive.getvalue(), user=user)
+        if code != 0:
+            raise SandboxError(f"cannot write files into the sandbox (tar exit {code}): "
+                               f"{err.text()[-500:]}", permanent=code == 127)
+
+    def write_files(self, files: Mapping[str, bytes]) -> None:
+        entries = {}
+        for path, data in files.items():
+            root, rel = split_path(path, writable=True)
+            entries[f"{root}/{rel}"] = data
+        if entries:
+            self._untar(entries)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        root, rel = split_path(path, writable=True)
+        full = f"{root}/{rel}"
+        script = 'mkdir -p "$(dirname "$1")" && cat > "$1"'
+        code, _, err, _ = self._run(["/bin/sh", "-c", script, "gymwright", full], timeout_s=120,
+                                    stdin=data)
+        if code != 0:
+            raise SandboxError(f"cannot write {path!r}: {err.text()[-500:]}", permanent=True)
+
+    def read_file(self, path: str) -> bytes:
+        root, rel = split_path(path, writable=False)
+        full = f"{root}/{rel}"
+        script = '[ -f "$1" ] || exit 44; exec cat "$1"'
+        code, out, err, _ = self._run(["/bin/sh", "-c", script, "gymwright", full], timeout_s=120,
+                                      out_cap=MAX_READ_BYTES + 1)
+        if code == 44:
+            raise FileNotFoundError(path)
+        if code != 0:
+            raise SandboxError(f"cannot read {path!r}: {err.text()[-500:]}", permanent=True)
+        if out.truncated or out.total > MAX_READ_BYTES:
+            raise SandboxError(f"{path!r} is larger than {MAX_READ_BYTES} bytes", permanent=True)
+        return bytes(out.data)
+
+    def list_files(self) -> list[str]:
+        code, out, err, _ = self._run(["find", ".", "-type", "f"], timeout_s=60,
+                                      out_cap=16 * 1024 * 1024)
+        if code not in (0, 1):
+            raise SandboxError(f"cannot list the workspace: {err.text()[-500:]}")
+        names = [line[2:] if line.startswith("./") else line for line in out.text().splitlines()]
+        return sorted(n for n in names if n)
+
+    def snapshot(self, dest: Path) -> Path:
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        cap = self.spec.workspace_mb * 1024 * 1024 + 16 * 1024 * 1024
+        code, out, err, _ = self._run(["tar", "-c", "-f", "-", "-C", WORKSPACE, "."],
+                                      timeout_s=300, out_cap=cap)
+        if code not in (0, 1) or out.truncated:
+            raise SandboxError(f"cannot copy the workspace out (tar exit {code}): {err.text()[-500:]}")
+        with tarfile.open(fileobj=io.BytesIO(bytes(out.data)), mode="r:") as tar:
+            # Regular files and directories only: no links, devices or absolute paths.
+            members = [m for m in tar.getmembers() if m.isreg() or m.isdir()]
+            tar.extractall(dest, members=members, filter="data")
+        return dest
+
+    def stop(self) -> None:
+        with self._lock:
+            if self.stopped:
+                return
+            self.stopped = True
+        try:
+            self.container.remove(force=True)
+        except Exception as exc:  # noqa: BLE001 - the reaper is the safety net
+            log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
+
+
+def _send_stdin(sock, data: bytes) -> None:
+    try:
+        sock.sendall(data)
+    except OSError:
+        pass
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def reap_containers(client=None, *, older_than: float | None = None, now: float | None = None) -> list[str]:
+    """Remove sandbox containers left behind: expired (`gymwright.expires` in
+    the past), owned by a process of this host that no longer runs, or (when
+    `older_than` seconds is given) created longer ago than that. Returns the
+    removed container ids. Safe to run from cron or any worker."""
+    client = client or docker_client()
+    now = time.time() if now is None else now
+    host = socket.gethostname()
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+        labels = container.labels or {}
+        reason = None
+        try:
+            if float(labels.get(EXPIRES_LABEL, "inf")) < now:
+                reason = "expired"
+        except ValueError:
+            reason = "bad expires label"
+        owner_host, _, owner_pid = labels.get(OWNER_LABEL, "").rpartition(":")
+        if reason is None and owner_host == host and owner_pid.isdigit() \
+                and not _pid_alive(int(owner_pid)):
+            reason = "owner gone"
+        if reason is None and older_than is not None:
+            created = _created_ts(container)
+            if created is not None and now - created > older_than:
+                reason = "old"
+        if reason:
+            try:
+                container.remove(force=True)
+                removed.append(container.id)
+                log.info("reaped sandbox container %s (%s)", container.id[:12], reason)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("could not reap %s: %s", container.id[:12], exc)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _created_ts(container) -> float | None:
+    from datetime import datetime
+
+    raw = container.attrs.get("Created", "")
+    try:
+        # "2026-11-21T21:38:00.123456789Z": trim nanoseconds for fromisoformat.
+        base, _, frac = raw.rstrip("Z").partition(".")
+        return datetime.fromisoformat(base + "+00:00").timestamp()
+    except ValueError:
+        return None

@@ -1,0 +1,78 @@
+"""Backends for the sandbox tests: the same suite runs on bubblewrap and docker.
+
+Docker tests use images built locally (tests/support/images.py); nothing is
+pulled. Every container a test starts is removed at the end of the session
+even if a test forgot to stop its sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sandbox.runtime import SandboxSpec, get_backend
+from tests.support.services import require_bwrap, require_docker
+
+BACKENDS = ["bubblewrap", "docker"]
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    client = require_docker()
+    yield client
+    # Safety net: no container of this test process may outlive the session.
+    owner = f"{os.uname().nodename}:{os.getpid()}"
+    for container in client.containers.list(all=True, filters={"label": "gymwright.sandbox=1"}):
+        if container.labels.get("gymwright.owner") == owner:
+            container.remove(force=True)
+
+
+@pytest.fixture(scope="session")
+def busybox_image(docker_client):
+    from tests.support.images import busybox_image as build
+
+    return build(docker_client)
+
+
+@pytest.fixture(scope="session")
+def python_image(docker_client):
+    from tests.support.images import python_image as build
+
+    return build(docker_client)
+
+
+def make_backend(name: str, request):
+    if name == "bubblewrap":
+        require_bwrap()
+        return get_backend("bubblewrap")
+    client = request.getfixturevalue("docker_client")
+    image = request.getfixturevalue("busybox_image")
+    return get_backend("docker", client=client, default_image=image)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return make_backend(request.param, request)
+
+
+@pytest.fixture
+def python_backend(request, backend):
+    """A backend whose sandboxes have `python` (docker: the python test image)."""
+    if backend.name == "docker":
+        backend.default_image = request.getfixturevalue("python_image")
+    return backend
+
+
+@pytest.fixture
+def spec():
+    return SandboxSpec(memory_mb=256, pids=64, exec_timeout_s=30, output_cap=4096,
+                       workspace_mb=32, tmp_mb=32)
+
+
+@pytest.fixture
+def sandbox(backend, spec):
+    box = backend.start(spec, files={"hello.txt": b"hello\n", "data/n.csv": b"a,b\n1,2\n"},
+                        env_files={"tools/echo.sh": b"#!/bin/sh\ncat\n"})
+    yield box
+    box.stop()

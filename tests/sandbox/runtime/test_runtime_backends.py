@@ -1,0 +1,178 @@
+"""The sandbox interface, proved on both backends with the same tests."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sandbox.runtime import ExecResult, SandboxError, SandboxSpec
+from grading.engine.sandbox import CheckSandbox
+
+
+def test_it_reports_exit_code_stdout_and_stderr_separately(sandbox):
+    result = sandbox.exec("echo out; echo err >&2; exit 7")
+    assert isinstance(result, ExecResult)
+    assert (result.exit_code, result.stdout, result.stderr) == (7, "out\n", "err\n")
+    assert not (result.timed_out or result.oom_killed or result.stdout_truncated)
+    assert result.duration_ms >= 0
+
+
+def test_it_runs_an_argv_without_a_shell(sandbox):
+    result = sandbox.exec(["echo", "$HOME", "a b"])
+    assert result.stdout == "$HOME a b\n"
+
+
+def test_it_reports_a_missing_program_as_exit_127(sandbox):
+    assert sandbox.exec("no-such-program-here").exit_code == 127
+
+
+def test_it_reports_death_by_signal_as_128_plus_signal(sandbox):
+    assert sandbox.exec("kill -TERM $$").exit_code == 143
+
+
+def test_it_feeds_stdin_and_sets_env(sandbox):
+    result = sandbox.exec("cat; echo \"[$GREETING]\"", stdin=b"from stdin\n", env={"GREETING": "hi"})
+    assert result.stdout == "from stdin\n[hi]\n"
+
+
+def test_it_caps_each_stream_and_says_so(sandbox):
+    result = sandbox.exec("head -c 100000 /dev/zero | tr '\\0' a; head -c 10 /dev/zero | tr '\\0' b >&2")
+    assert result.exit_code == 0
+    assert result.stdout == "a" * 4096 and result.stdout_truncated
+    assert result.stderr == "b" * 10 and not result.stderr_truncated
+
+
+def test_it_streams_a_large_stdin_while_output_is_capped(sandbox):
+    data = b"x" * (2 * 1024 * 1024)
+    result = sandbox.exec("cat; echo done >&2", stdin=data)
+    assert result.exit_code == 0 and result.stderr == "done\n"
+    assert result.stdout_truncated and len(result.stdout) == 4096
+
+
+def test_it_runs_commands_in_the_workspace_with_the_task_files(sandbox):
+    assert sandbox.workspace_path == "/workspace"
+    result = sandbox.exec("pwd; cat hello.txt data/n.csv")
+    assert result.stdout == "/workspace\nhello\na,b\n1,2\n"
+
+
+def test_files_round_trip_through_the_workspace_and_tmp(sandbox):
+    sandbox.write_file("out/deep/r.txt", b"one")
+    sandbox.write_file("/tmp/scratch.bin", b"\x00\xff")
+    assert sandbox.exec("cat out/deep/r.txt /tmp/scratch.bin | od -An -c | tr -s ' '").stdout.split() \
+        == ["o", "n", "e", "\\0", "377"]
+    sandbox.exec("echo made > made.txt")
+    assert sandbox.read_file("made.txt") == b"made\n"
+    assert sandbox.read_file("/workspace/out/deep/r.txt") == b"one"
+    assert sandbox.read_file("/tmp/scratch.bin") == b"\x00\xff"
+    assert sandbox.list_files() == ["data/n.csv", "hello.txt", "made.txt", "out/deep/r.txt"]
+
+
+def test_the_sandbox_user_can_overwrite_files_written_in(sandbox):
+    sandbox.write_file("notes.txt", b"v1")
+    result = sandbox.exec("echo v2 > notes.txt && rm hello.txt")
+    assert result.exit_code == 0, result.stderr
+    assert sandbox.read_file("notes.txt") == b"v2\n"
+
+
+def test_reading_a_missing_file_raises_file_not_found(sandbox):
+    with pytest.raises(FileNotFoundError):
+        sandbox.read_file("nope.txt")
+
+
+@pytest.mark.parametrize("path", ["../etc/passwd", "/etc/passwd", "/workspace/../root/x", "/env/x"])
+def test_it_refuses_to_write_outside_the_workspace_and_tmp(sandbox, path):
+    with pytest.raises(SandboxError) as info:
+        sandbox.write_file(path, b"x")
+    assert info.value.permanent
+
+
+def test_environment_files_are_under_env_and_read_only(sandbox):
+    assert sandbox.read_file("/env/tools/echo.sh").startswith(b"#!/bin/sh")
+    result = sandbox.exec("echo piped | /env/tools/echo.sh; echo x > /env/tools/echo.sh")
+    assert result.stdout == "piped\n"
+    assert result.exit_code != 0
+    assert sandbox.read_file("/env/tools/echo.sh") == b"#!/bin/sh\ncat\n"
+
+
+def test_snapshot_copies_the_workspace(sandbox, tmp_path):
+    sandbox.exec("mkdir -p sub/empty && echo r > sub/r.txt")
+    dest = sandbox.snapshot(tmp_path / "snap")
+    assert (dest / "sub" / "r.txt").read_text() == "r\n"
+    assert (dest / "hello.txt").read_text() == "hello\n"
+    assert (dest / "sub" / "empty").is_dir()
+
+
+def test_a_timed_out_exec_is_killed_with_its_children_and_the_next_exec_works(sandbox):
+    started = time.monotonic()
+    result = sandbox.exec("(sleep 60; echo late > late.txt) & sleep 60", timeout_s=1)
+    assert result.timed_out and result.exit_code is None
+    assert time.monotonic() - started < 15
+    assert 900 <= result.duration_ms < 15000
+    assert sandbox.exec("echo still here").stdout == "still here\n"
+    assert "late.txt" not in sandbox.list_files()
+    ps = sandbox.exec("ps -o args 2>/dev/null || ps")
+    assert "sleep 60" not in ps.stdout
+
+
+def test_output_printed_before_a_timeout_is_kept(sandbox):
+    result = sandbox.exec("echo before; sleep 30", timeout_s=1)
+    assert result.timed_out and result.stdout == "before\n"
+
+
+def test_the_setup_script_runs_once_at_start(backend, spec):
+    setup_spec = spec.with_overrides(setup="echo ran >> /workspace/setup.log")
+    with backend.start(setup_spec) as box:
+        box.exec("true")
+        assert box.read_file("setup.log") == b"ran\n"
+
+
+def test_a_failing_setup_script_is_a_permanent_error_and_leaves_nothing_running(backend, spec):
+    with pytest.raises(SandboxError) as info:
+        backend.start(spec.with_overrides(setup="echo broken >&2; exit 3"))
+    assert info.value.permanent
+    assert "broken" in str(info.value)
+
+
+def test_stop_is_idempotent_and_a_stopped_sandbox_refuses_work(backend, spec):
+    box = backend.start(spec)
+    box.stop()
+    box.stop()
+    with pytest.raises(SandboxError):
+        box.exec("true")
+
+
+def test_it_is_a_context_manager_and_a_check_sandbox(backend, spec):
+    with backend.start(spec) as box:
+        assert isinstance(box, CheckSandbox)
+        assert box.exec("true").exit_code == 0
+    assert box.stopped
+
+
+def test_python_runs_inside_the_sandbox(python_backend, spec):
+    with python_backend.start(spec) as box:
+        result = box.exec(["python", "-c", "import sys, json; print(json.dumps(sys.version_info[:2] >= (3, 8)))"])
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout == "true\n"
+        assert box.exec("python3 -c 'print(1+1)'").stdout == "2\n"
+
+
+def test_the_spec_is_built_from_a_task_environment():
+    from grading.engine.models import Environment
+
+    env = Environment(image="python:3.12-slim", setup="pip install x", network="egress",
+                      limits={"cpus": 2, "memory_mb": 512, "timeout_s": 60, "max_steps": 5},
+                      custom_tools=[{"name": "ledger", "command": "python /env/l.py"}])
+    spec = SandboxSpec.from_environment(env, pids=32)
+    assert (spec.image, spec.setup, spec.network_allowed) == ("python:3.12-slim", "pip install x", True)
+    assert (spec.cpus, spec.memory_mb, spec.timeout_s, spec.max_steps, spec.pids) == (2, 512, 60, 5, 32)
+    assert spec.custom_tools[0]["name"] == "ledger"
+    assert spec.tools == ("bash", "read_file", "write_file", "submit")
+    assert SandboxSpec.from_environment({}).network_allowed is False
+
+
+def test_a_dockerfile_spec_has_a_content_addressed_tag():
+    one = SandboxSpec(dockerfile="FROM scratch\n").dockerfile_tag()
+    assert one == SandboxSpec(dockerfile="FROM scratch\n").dockerfile_tag()
+    assert one != SandboxSpec(dockerfile="FROM scratch\nENV A=1\n").dockerfile_tag()
+    assert one.startswith("gymwright-env:")
