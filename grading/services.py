@@ -6,13 +6,25 @@ Every function here is keyword-only, validates its input and raises DomainError
 
 from __future__ import annotations
 
+import json
+import logging
 import math
+import re
+import tempfile
+import uuid
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+from django.core.files.storage import default_storage
 from django.db import transaction
+from django.utils import timezone
 
-from gymwright.errors import DomainError
-from grading.models import CheckResult, Grade
+from grading.models import CheckResult, DryRun, Grade, JudgeLabel
+from gymwright.errors import DomainError, NotAllowed
+
+logger = logging.getLogger(__name__)
 
 GRADE_SCHEMA = "gymwright.grade/v1"
 # Keys that may hold a group's child check grades in a grade document.
@@ -168,3 +180,359 @@ def grade_record(*, grade: Any, task_version=None, source: str, user=None, rollo
             for position, (check, parent, depth, pointer) in enumerate(flat)]
     CheckResult.objects.bulk_create(rows)
     return stored
+
+
+# ---------------------------------------------------------------- the judge
+
+
+def _rubric_judge_model(rubric: Any) -> str | None:
+    judge = rubric.get("judge") if isinstance(rubric, dict) else getattr(rubric, "judge", None)
+    if judge is None:
+        return None
+    return judge.get("model") if isinstance(judge, dict) else getattr(judge, "model", None)
+
+
+def judge_config_for(rubric: Any):
+    """The engine's JudgeConfig for `rubric`'s judge model, or None when no judge endpoint is configured."""
+    from django.conf import settings
+
+    from grading.engine import JudgeConfig
+    from sandbox.endpoints import endpoint_config_for
+
+    from sandbox.models import ModelEndpoint
+
+    rubric_model = _rubric_judge_model(rubric)
+    endpoint = endpoint_config_for("judge", name=rubric_model)
+    if endpoint is None:
+        return None
+    # A check may name another judge endpoint (`"model": "strict-judge"`): those served
+    # from the same base URL map to their model ids; any other name uses the default.
+    models = dict(ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE, base_url=endpoint.base_url)
+                  .values_list("name", "model"))
+    if rubric_model:
+        models[rubric_model] = endpoint.model
+    extra = {}
+    if isinstance(endpoint.params.get("max_tokens"), int):
+        extra["max_tokens"] = endpoint.params["max_tokens"]
+    # One cache directory for every worker (settings.JUDGE_CACHE_DIR, shared storage
+    # when workers run on several hosts): the same question is asked of the model once.
+    return JudgeConfig(
+        base_url=endpoint.base_url,
+        model=endpoint.model,
+        api_key=endpoint.api_key,
+        concurrency=settings.JUDGE_CONCURRENCY,
+        timeout_s=settings.JUDGE_TIMEOUT_S,
+        cache_dir=str(settings.JUDGE_CACHE_DIR) if settings.JUDGE_CACHE_DIR else None,
+        models=models,
+        **extra,
+    )
+
+
+def judge_client_for(rubric: Any):
+    """A JudgeClient for `rubric`, or None when unconfigured (judge checks are then unscored, never faked)."""
+    from grading.engine import JudgeClient
+
+    config = judge_config_for(rubric)
+    return JudgeClient(config) if config is not None else None
+
+
+# ---------------------------------------------------------------- rubrics from the editor
+
+
+def rubric_parse(*, data: Any):
+    """The engine Rubric for `data`, or DomainError listing every problem with its JSON pointer."""
+    from grading.engine import SpecError, parse_rubric
+
+    if not isinstance(data, dict):
+        raise DomainError("The rubric must be a JSON object.", code="invalid_rubric",
+                          details=[{"pointer": "", "message": f"expected an object, got {type(data).__name__}"}])
+    try:
+        return parse_rubric(data)
+    except SpecError as exc:
+        details = [{"pointer": issue.pointer, "message": issue.message} for issue in exc.issues]
+        count = len(details)
+        raise DomainError(f"The rubric has {count} problem{'s' if count != 1 else ''}.", code="invalid_rubric",
+                          details=details) from None
+
+
+def rubric_from_text(*, text: str):
+    """Parse the raw JSON of the editor's rubric textarea, then the rubric itself."""
+    if not text or not text.strip():
+        raise DomainError("The rubric is empty.", code="invalid_rubric",
+                          details=[{"pointer": "", "message": "write a gymwright.rubric/v1 JSON object"}])
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        message = f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        raise DomainError(f"The rubric is {message}.", code="invalid_rubric",
+                          details=[{"pointer": "", "message": message}]) from None
+    return rubric_parse(data=data)
+
+
+def rubric_has_judge_checks(rubric) -> bool:
+    return any(check.kind == "llm_judge" for check in rubric.iter_checks())
+
+
+# ---------------------------------------------------------------- dry runs
+
+MAX_WORKSPACE_FILES = 200
+# A RUNNING dry run whose worker has said nothing for this long is stale (the worker died).
+def _dry_run_stale_after_s() -> float:
+    from django.conf import settings
+
+    return max(300.0, settings.JUDGE_TIMEOUT_S * 10)
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    """An uploaded file and where it goes in the dry run's workspace."""
+
+    path: str
+    upload: Any  # a Django File / UploadedFile
+
+
+@dataclass(frozen=True)
+class DryRunOutcome:
+    """Either a finished grade document (graded in the request) or a DryRun a worker finishes."""
+
+    document: dict | None = None
+    dry_run: DryRun | None = None
+
+
+def workspace_path_check(path: str) -> str:
+    """A workspace-relative POSIX path, or DomainError saying what is wrong with it."""
+    problem = None
+    cleaned = (path or "").strip()
+    if not cleaned:
+        problem = "is empty"
+    elif len(cleaned) > 255:
+        problem = "is longer than 255 characters"
+    elif "\x00" in cleaned or any(not char.isprintable() for char in cleaned):
+        problem = "contains control characters"
+    elif cleaned.startswith("/") or re.match(r"^[A-Za-z]:", cleaned):
+        problem = "is absolute"
+    elif "\\" in cleaned:
+        problem = "contains a backslash"
+    elif any(part in ("..", ".") for part in cleaned.split("/")):
+        problem = "contains '..' or '.' (paths must stay inside the workspace)"
+    elif any(part == "" for part in cleaned.split("/")):
+        problem = "contains an empty segment"
+    if problem:
+        raise DomainError(f"Workspace path {path!r} {problem}; use a relative path such as 'out/report.md'.",
+                          code="invalid_path", details=[{"pointer": "/files", "message": f"{path!r} {problem}"}])
+    return cleaned
+
+
+def answer_from_file(*, data: bytes, name: str = "answer file") -> str:
+    """The text of an uploaded answer file: UTF-8 (a BOM is dropped), or DomainError."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DomainError(
+            f"The {name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start}); "
+            "save it as UTF-8 or paste the answer instead.", code="invalid_answer",
+            details=[{"pointer": "/answer_file", "message": "not UTF-8"}]) from None
+    return text.removeprefix("\ufeff")
+
+
+def _workspace_files_check(files: list[WorkspaceFile]) -> list[WorkspaceFile]:
+    from django.conf import settings
+
+    if len(files) > MAX_WORKSPACE_FILES:
+        raise DomainError(f"Too many workspace files ({len(files)}); at most {MAX_WORKSPACE_FILES}.",
+                          code="too_many_files")
+    checked, seen, total = [], set(), 0
+    for item in files:
+        path = workspace_path_check(item.path)
+        if path in seen:
+            raise DomainError(f"Two workspace files have the path {path!r}.", code="invalid_path",
+                              details=[{"pointer": "/files", "message": f"duplicate path {path!r}"}])
+        seen.add(path)
+        total += item.upload.size or 0
+        if total > settings.UPLOAD_MAX_BYTES:
+            raise DomainError(f"The workspace files are larger than {_megabytes(settings.UPLOAD_MAX_BYTES)} in total.",
+                              code="too_large", http_status=413)
+        checked.append(WorkspaceFile(path=path, upload=item.upload))
+    return checked
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+def _write_workspace(root: Path, files: list[tuple[str, bytes | Any]]) -> Path:
+    for path, content in files:
+        destination = (root / path).resolve()
+        # workspace_path_check already refused '..'; this is the last line against symlink tricks.
+        if not destination.is_relative_to(root.resolve()):
+            raise DomainError(f"Workspace path {path!r} leaves the workspace.", code="invalid_path")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        with open(destination, "wb") as out:
+            if isinstance(content, bytes):
+                out.write(content)
+            else:
+                content.seek(0)
+                for chunk in content.chunks():
+                    out.write(chunk)
+    return root
+
+
+def _grade_deterministic(rubric, *, answer: str, files: list[WorkspaceFile]) -> dict:
+    """Grade without a judge or a sandbox: judge checks 'no judge model configured', command/python 'needs a sandbox'."""
+    from grading import engine
+
+    if not files:
+        return _engine_document(engine.grade(rubric, answer=answer, workspace=None, judge=None, sandbox=None))
+    with tempfile.TemporaryDirectory(prefix="gymwright-dry-run-") as tmp:
+        workspace = _write_workspace(Path(tmp), [(item.path, item.upload) for item in files])
+        return _engine_document(engine.grade(rubric, answer=answer, workspace=workspace, judge=None, sandbox=None))
+
+
+def dry_run_start(*, rubric_text: str, answer: str, files: list[WorkspaceFile] | None = None, user,
+                  task=None, task_version=None) -> DryRunOutcome:
+    """Grade a candidate answer against the rubric as it is in the editor (not saved).
+
+    Without judge checks, or with no judge configured, it grades at once and returns the
+    grade document. With judge checks and a judge, it stores a DryRun (inputs in the
+    database and Django storage, so any worker can take it), enqueues the job after
+    commit and returns the DryRun, whose `preview` holds the deterministic part.
+    """
+    rubric = rubric_from_text(text=rubric_text)
+    files = _workspace_files_check(list(files or []))
+    document = _grade_deterministic(rubric, answer=answer, files=files)
+    if not rubric_has_judge_checks(rubric) or judge_config_for(rubric) is None:
+        return DryRunOutcome(document=document)
+
+    from grading import tasks
+
+    folder = f"dry-runs/{uuid.uuid4().hex}"
+    stored_files = []
+    try:
+        for item in files:
+            item.upload.seek(0)
+            name = default_storage.save(f"{folder}/{item.path}", item.upload)
+            stored_files.append({"path": item.path, "name": name, "size": item.upload.size})
+        with transaction.atomic():
+            dry_run = DryRun(task=task, task_version=task_version, rubric=rubric.to_document(), answer=answer,
+                             files=stored_files, preview=document, created_by=user)
+            dry_run.full_clean()
+            dry_run.save()
+            transaction.on_commit(partial(tasks.dry_run_grade.delay, dry_run.id))
+    except Exception:
+        _delete_stored_files(stored_files)
+        raise
+    return DryRunOutcome(document=document, dry_run=dry_run)
+
+
+def _delete_stored_files(stored_files: list[dict]) -> None:
+    for item in stored_files:
+        try:
+            default_storage.delete(item["name"])
+        except OSError:  # already gone: nothing to clean up
+            logger.warning("could not delete dry-run file %s", item.get("name"))
+
+
+def dry_run_grade(*, dry_run_id: int) -> DryRun | None:
+    """Grade a queued DryRun with the judge and store its Grade. Returns None if another worker has it."""
+    from grading import engine
+
+    claimed = DryRun.objects.filter(id=dry_run_id, status=DryRun.Status.QUEUED).update(
+        status=DryRun.Status.RUNNING, started_at=timezone.now())
+    if claimed != 1:
+        return None  # already taken (a redelivered message) or gone
+    dry_run = DryRun.objects.select_related("task_version", "created_by").get(id=dry_run_id)
+    rubric = rubric_parse(data=dry_run.rubric)
+    judge = judge_client_for(rubric)
+    with tempfile.TemporaryDirectory(prefix="gymwright-dry-run-") as tmp:
+        workspace = None
+        if dry_run.files:
+            contents = []
+            for item in dry_run.files:
+                with default_storage.open(item["name"], "rb") as stored:
+                    contents.append((workspace_path_check(item["path"]), stored.read()))
+            workspace = _write_workspace(Path(tmp), contents)
+        result = engine.grade(rubric, answer=dry_run.answer, workspace=workspace, judge=judge, sandbox=None)
+    with transaction.atomic():
+        grade = grade_record(grade=result, task_version=dry_run.task_version, source=Grade.Source.DRY_RUN,
+                             user=dry_run.created_by)
+        DryRun.objects.filter(id=dry_run.id, status=DryRun.Status.RUNNING).update(
+            status=DryRun.Status.DONE, grade=grade, finished_at=timezone.now())
+    _delete_stored_files(dry_run.files)
+    dry_run.refresh_from_db()
+    return dry_run
+
+
+def dry_run_fail(*, dry_run_id: int, error: str) -> None:
+    """Mark an unfinished DryRun as failed with a reason the panel shows."""
+    with transaction.atomic():
+        dry_run = DryRun.objects.select_for_update().filter(id=dry_run_id).first()
+        if dry_run is None or dry_run.is_finished:
+            return
+        dry_run.status = DryRun.Status.ERROR
+        dry_run.error = (error or "grading failed")[:2000]
+        dry_run.finished_at = timezone.now()
+        dry_run.save(update_fields=["status", "error", "finished_at"])
+    _delete_stored_files(dry_run.files)
+
+
+def dry_run_fail_if_stale(*, dry_run: DryRun) -> DryRun:
+    """A RUNNING dry run whose worker went silent too long is failed, so the panel stops waiting."""
+    if dry_run.status == DryRun.Status.RUNNING and dry_run.started_at is not None:
+        if (timezone.now() - dry_run.started_at).total_seconds() > _dry_run_stale_after_s():
+            dry_run_fail(dry_run_id=dry_run.id, error="The worker grading this dry run stopped; run it again.")
+            dry_run.refresh_from_db()
+    return dry_run
+
+
+# ---------------------------------------------------------------- reviewers' judge labels
+
+# A scaled judge and a reviewer agree when their scores (in [0, 1]) are this close.
+SCORE_AGREEMENT_TOLERANCE = 0.1
+
+
+def judge_verdict_of(check_result: CheckResult) -> tuple[str, float | None]:
+    """The judge's verdict on a scored llm_judge check: ("met" | "not_met", None) or ("score", score)."""
+    votes = check_result.votes or []
+    binary = all(isinstance(vote, bool) for vote in votes) if votes else check_result.score in (0.0, 1.0)
+    if binary:
+        return (JudgeLabel.Verdict.MET if check_result.score >= 0.5 else JudgeLabel.Verdict.NOT_MET), None
+    return JudgeLabel.Verdict.SCORE, check_result.score
+
+
+@transaction.atomic
+def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, score: float | None = None,
+                       comment: str = "") -> JudgeLabel:
+    """Record (or replace) `reviewer`'s verdict on one judged check.
+
+    `verdict` is "agree" (the judge's own verdict), "met", "not_met", or "score" with
+    `score` in [0, 1] for scaled judges. One label per reviewer and check.
+    """
+    from authoring.permissions import can_review
+
+    if not can_review(reviewer):
+        raise NotAllowed("Only reviewers and admins can confirm or overrule the judge.")
+    if check_result.kind != "llm_judge":
+        raise DomainError(f"{check_result.check_id} is a {check_result.kind} check, not a judged one.",
+                          code="not_judged")
+    if check_result.status != CheckResult.Status.SCORED:
+        raise DomainError(f"The judge gave no verdict on {check_result.check_id} to confirm or overrule.",
+                          code="not_judged")
+    judge_verdict, judge_score = judge_verdict_of(check_result)
+    if verdict == "agree":
+        verdict, score = judge_verdict, judge_score
+    if verdict not in JudgeLabel.Verdict.values:
+        raise DomainError(f"Unknown verdict {verdict!r}: use agree, met, not_met or score.", code="invalid",
+                          details=[{"pointer": "/verdict", "message": "use agree, met, not_met or score"}])
+    if verdict == JudgeLabel.Verdict.SCORE:
+        if score is None or not 0 <= score <= 1:
+            raise DomainError("A score verdict needs a score between 0 and 1.", code="invalid",
+                              details=[{"pointer": "/score", "message": "a number between 0 and 1"}])
+        agrees = judge_score is not None and abs(score - judge_score) <= SCORE_AGREEMENT_TOLERANCE
+    else:
+        score = None
+        agrees = verdict == judge_verdict
+    label, _ = JudgeLabel.objects.update_or_create(
+        check_result=check_result, reviewer=reviewer,
+        defaults={"verdict": verdict, "score": score, "agrees": agrees, "comment": (comment or "").strip()},
+    )
+    return label

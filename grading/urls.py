@@ -1,4 +1,11 @@
 from django.urls import path
 
+from grading import views
+
 app_name = "grading"
-urlpatterns = []
+urlpatterns = [
+    path("dry-run/", views.dry_run_create, name="dry_run"),
+    path("dry-runs/<int:dry_run_id>/", views.dry_run_detail, name="dry_run_detail"),
+    path("grades/<int:grade_id>/", views.grade_detail, name="grade_detail"),
+    path("check-results/<int:check_result_id>/label/", views.judge_label_create, name="judge_label"),
+]

@@ -1,0 +1,59 @@
+from django.contrib import admin
+
+from grading.models import CheckResult, DryRun, Grade, JudgeLabel
+
+
+class CheckResultInline(admin.TabularInline):
+    model = CheckResult
+    extra = 0
+    can_delete = False
+    ordering = ["position"]
+    fields = ["position", "depth", "check_id", "kind", "status", "score", "points", "awarded", "explanation",
+              "duration_ms"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Grade)
+class GradeAdmin(admin.ModelAdmin):
+    list_display = ["id", "source", "task_version", "rollout_id", "earned", "max", "reward", "passed", "complete",
+                    "created_at"]
+    list_filter = ["source", "passed", "complete", "gated"]
+    search_fields = ["task_version__task__slug", "=rollout_id", "=id"]
+    list_select_related = ["task_version__task"]
+    raw_id_fields = ["task_version", "created_by"]
+    readonly_fields = ["task_version", "rollout_id", "source", "reward", "earned", "max", "passed", "gated",
+                       "complete", "document", "created_by", "created_at"]
+    inlines = [CheckResultInline]
+    date_hierarchy = "created_at"
+
+
+@admin.register(CheckResult)
+class CheckResultAdmin(admin.ModelAdmin):
+    list_display = ["id", "grade", "check_id", "kind", "status", "score", "awarded"]
+    list_filter = ["kind", "status"]
+    search_fields = ["check_id", "=grade__id"]
+    raw_id_fields = ["grade"]
+    readonly_fields = [field.name for field in CheckResult._meta.fields]
+
+
+@admin.register(JudgeLabel)
+class JudgeLabelAdmin(admin.ModelAdmin):
+    list_display = ["id", "check_result", "reviewer", "verdict", "score", "agrees", "created_at"]
+    list_filter = ["verdict", "agrees"]
+    search_fields = ["check_result__check_id", "reviewer__username", "comment"]
+    raw_id_fields = ["check_result", "reviewer"]
+    list_select_related = ["check_result", "reviewer"]
+
+
+@admin.register(DryRun)
+class DryRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "status", "task", "task_version", "created_by", "created_at", "finished_at", "grade"]
+    list_filter = ["status"]
+    search_fields = ["task__slug", "created_by__username", "error"]
+    raw_id_fields = ["task", "task_version", "grade", "created_by"]
+    readonly_fields = ["created_at", "started_at", "finished_at"]
+    list_select_related = ["task", "task_version", "created_by", "grade"]

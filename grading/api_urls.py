@@ -1,0 +1,10 @@
+from django.urls import path
+
+from grading import apis
+
+urlpatterns = [
+    path("schema/<str:name>.json", apis.format_schema, name="format-schema"),
+    path("rubrics/validate/", apis.rubric_validate, name="rubric-validate"),
+    path("grades/<int:grade_id>/", apis.grade_detail, name="grade-detail"),
+    path("check-results/<int:check_result_id>/labels/", apis.judge_label_create, name="judge-label-create"),
+]

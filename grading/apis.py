@@ -1,0 +1,132 @@
+"""REST API of the grading app: the public format schemas, rubric validation, stored grades."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+
+from django.http import HttpResponse, HttpResponseNotModified
+from rest_framework import serializers
+from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+
+from grading import selectors, services
+from gymwright.errors import DomainError
+
+SCHEMA_NAMES = ("rubric", "task", "grade")
+
+
+@lru_cache(maxsize=None)
+def _schema_body(name: str) -> tuple[bytes, str]:
+    """The engine's JSON Schema for `name`, serialised once per process, and its ETag."""
+    from grading.engine import json_schema
+
+    body = json.dumps(json_schema(name), indent=2, ensure_ascii=False).encode()
+    return body, f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+
+
+# Public: the browser editor (and anyone writing a rubric) validates against these, logged in or not.
+@api_view(["GET"])
+@authentication_classes([])
+@permission_classes([AllowAny])
+def format_schema(request, name: str):
+    if name not in SCHEMA_NAMES:
+        raise NotFound(f"No schema {name!r}; there are {', '.join(SCHEMA_NAMES)}.")
+    body, etag = _schema_body(name)
+    if request.headers.get("If-None-Match") == etag:
+        return HttpResponseNotModified(headers={"ETag": etag})
+    response = HttpResponse(body, content_type="application/schema+json")
+    response["ETag"] = etag
+    response["Cache-Control"] = "public, max-age=300"
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+class RubricValidateInput(serializers.Serializer):
+    rubric = serializers.JSONField(help_text="A gymwright.rubric/v1 document (an object), or its JSON text.")
+
+
+@api_view(["POST"])
+def rubric_validate(request):
+    """{rubric} → {valid, issues: [{pointer, message}]}: the schema rules plus the semantic ones."""
+    from grading.engine import validate_rubric
+
+    serializer = RubricValidateInput(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    rubric = serializer.validated_data["rubric"]
+    if isinstance(rubric, str):
+        try:
+            rubric = services.rubric_from_text(text=rubric).to_document()
+        except DomainError as error:
+            return Response({"valid": False, "issues": error.details})
+    if not isinstance(rubric, dict):
+        return Response({"valid": False, "issues": [{"pointer": "", "message": "expected a JSON object"}]})
+    issues = [{"pointer": issue.pointer, "message": issue.message} for issue in validate_rubric(rubric)]
+    return Response({"valid": not issues, "issues": issues})
+
+
+class JudgeLabelOutput(serializers.Serializer):
+    reviewer = serializers.CharField(source="reviewer.username")
+    verdict = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+    agrees = serializers.BooleanField()
+    comment = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class CheckResultOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    check_id = serializers.CharField()
+    parent_check_id = serializers.CharField()
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+    points = serializers.FloatField()
+    awarded = serializers.FloatField(allow_null=True)
+    explanation = serializers.CharField()
+    votes = serializers.JSONField()
+    duration_ms = serializers.IntegerField(allow_null=True)
+    labels = JudgeLabelOutput(many=True)
+
+
+class GradeOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    source = serializers.CharField()
+    task = serializers.CharField(source="task_version.task.slug", default=None)
+    version = serializers.IntegerField(source="task_version.number", default=None)
+    rollout_id = serializers.IntegerField(allow_null=True)
+    reward = serializers.FloatField()
+    earned = serializers.FloatField()
+    max = serializers.FloatField()
+    passed = serializers.BooleanField()
+    gated = serializers.BooleanField()
+    complete = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    document = serializers.JSONField()
+    check_results = CheckResultOutput(many=True)
+
+
+@api_view(["GET"])
+def grade_detail(request, grade_id: int):
+    grade = selectors.grade_get_for_user(grade_id=grade_id, user=request.user)
+    return Response(GradeOutput(grade).data)
+
+
+class JudgeLabelInput(serializers.Serializer):
+    verdict = serializers.ChoiceField(choices=["agree", "met", "not_met", "score"])
+    score = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
+    comment = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+@api_view(["POST"])
+def judge_label_create(request, check_result_id: int):
+    serializer = JudgeLabelInput(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    check_result = selectors.check_result_get_for_user(check_result_id=check_result_id, user=request.user,
+                                                       action="label")
+    label = services.judge_label_record(check_result=check_result, reviewer=request.user,
+                                        **serializer.validated_data)
+    return Response(JudgeLabelOutput(label).data, status=201)

@@ -1,0 +1,249 @@
+"""Reads for grading: permission-aware getters, the rows of a grade table, judge agreement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404
+
+from authoring import permissions
+from grading.models import CheckResult, DryRun, Grade, JudgeLabel
+from gymwright.errors import NotAllowed
+
+PENDING = "pending"
+
+
+def grade_get_for_user(*, grade_id: int, user) -> Grade:
+    if not permissions.can_view(user):
+        raise Http404
+    try:
+        return (Grade.objects.select_related("task_version", "task_version__task", "created_by")
+                .prefetch_related(_check_results_prefetch()).get(id=grade_id))
+    except Grade.DoesNotExist:
+        raise Http404(f"No grade {grade_id}")
+
+
+def _check_results_prefetch() -> Prefetch:
+    return Prefetch("check_results", queryset=CheckResult.objects.order_by("position").prefetch_related(
+        Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer").order_by("created_at", "id"))))
+
+
+def check_result_get_for_user(*, check_result_id: int, user, action: str = "view") -> CheckResult:
+    """The check result, if `user` may see it; NotAllowed for "label" unless a reviewer or admin."""
+    if not permissions.can_view(user):
+        raise Http404
+    try:
+        check_result = (CheckResult.objects.select_related("grade")
+                        .prefetch_related(Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer")))
+                        .get(id=check_result_id))
+    except CheckResult.DoesNotExist:
+        raise Http404(f"No check result {check_result_id}")
+    if action == "label" and not permissions.can_review(user):
+        raise NotAllowed("Only reviewers and admins can confirm or overrule the judge.")
+    return check_result
+
+
+def dry_run_get_for_user(*, dry_run_id: int, user) -> DryRun:
+    """A dry run is its author's scratch work: only they (or an admin) see it."""
+    try:
+        dry_run = DryRun.objects.select_related("grade", "task", "task_version").get(id=dry_run_id)
+    except DryRun.DoesNotExist:
+        raise Http404(f"No dry run {dry_run_id}")
+    if dry_run.created_by_id != getattr(user, "id", None) and not permissions.is_admin(user):
+        raise Http404(f"No dry run {dry_run_id}")
+    return dry_run
+
+
+def grades_for_task_version(*, task_version) -> QuerySet[Grade]:
+    return Grade.objects.filter(task_version=task_version).select_related("created_by").order_by("-created_at", "-id")
+
+
+# ---------------------------------------------------------------- the table
+
+
+def format_number(value: float | None) -> str:
+    if value is None:
+        return "–"
+    rounded = round(float(value), 2)
+    return f"{rounded:g}" if abs(rounded) < 1e15 else f"{rounded:.3g}"
+
+
+@dataclass
+class CheckRow:
+    check_id: str
+    kind: str
+    title: str
+    status: str  # scored | unscored | pending
+    score: float | None
+    points: float
+    awarded: float | None
+    explanation: str
+    depth: int
+    required: bool = False
+    votes: list = field(default_factory=list)
+    duration_ms: int | None = None
+    check_result: CheckResult | None = None
+    labels: list[JudgeLabel] = field(default_factory=list)
+
+    @property
+    def judged(self) -> bool:
+        return self.kind == "llm_judge"
+
+    @property
+    def indent_em(self) -> float:
+        return self.depth * 1.5
+
+    @property
+    def score_text(self) -> str:
+        return format_number(self.score)
+
+    @property
+    def points_text(self) -> str:
+        return format_number(self.points)
+
+    @property
+    def awarded_text(self) -> str:
+        return format_number(self.awarded)
+
+
+@dataclass
+class GradeTable:
+    rows: list[CheckRow]
+    reward: float
+    earned: float
+    max: float
+    passed: bool
+    gated: bool
+    complete: bool
+    grade: Grade | None = None
+
+    @property
+    def unscored(self) -> int:
+        return sum(1 for row in self.rows if row.status == "unscored")
+
+    @property
+    def pending(self) -> int:
+        return sum(1 for row in self.rows if row.status == PENDING)
+
+    @property
+    def summary(self) -> str:
+        """e.g. "12 / 15 points, reward 0.80, passed"."""
+        verdict = "passed" if self.passed else "not passed"
+        return f"{format_number(self.earned)} / {format_number(self.max)} points, reward {self.reward:.2f}, {verdict}"
+
+    @property
+    def caveats(self) -> list[str]:
+        notes = []
+        if self.gated:
+            notes.append("gated: a required check was not met, so the reward is 0")
+        if self.pending:
+            notes.append(f"{self.pending} judge check{'s' if self.pending != 1 else ''} pending")
+        if self.unscored:
+            notes.append(f"incomplete: {self.unscored} check{'s' if self.unscored != 1 else ''} unscored")
+        elif not self.complete and not self.pending:
+            notes.append("incomplete")
+        return notes
+
+
+def _rows_from_document(checks: list[dict], depth: int = 0) -> list[CheckRow]:
+    rows = []
+    for check in checks or []:
+        rows.append(CheckRow(
+            check_id=check.get("id", ""), kind=check.get("kind", ""), title=check.get("title") or "",
+            status=check.get("status", ""), score=check.get("score"), points=check.get("points", 0),
+            awarded=check.get("awarded"), explanation=check.get("explanation") or "", depth=depth,
+            required=bool(check.get("required")), votes=list(check.get("votes") or []),
+            duration_ms=check.get("duration_ms")))
+        rows += _rows_from_document(check.get("checks") or [], depth + 1)
+    return rows
+
+
+def _mark_judge_checks(rows: list[CheckRow], *, status: str, explanation: str) -> None:
+    """Judge checks (and the groups above them) are not graded yet: a worker is at it, or it failed."""
+    for index, row in enumerate(rows):
+        if not row.judged:
+            continue
+        row.status, row.score, row.awarded, row.explanation = status, None, None, explanation
+        depth = row.depth
+        for parent in reversed(rows[:index]):
+            if depth == 0:
+                break
+            if parent.depth < depth:
+                parent.status, parent.score, parent.awarded, parent.explanation = status, None, None, explanation
+                depth = parent.depth
+
+
+def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge_note: str = "") -> GradeTable:
+    """The rows and totals to show for a stored Grade, or for a grade document that was not stored.
+
+    With `pending_judge`, judge checks show as pending (a dry run whose judge part is still
+    running); with a `judge_note` they show as unscored for that reason (the judge job failed).
+    """
+    if isinstance(grade, Grade):
+        if "check_results" in getattr(grade, "_prefetched_objects_cache", {}):
+            results = sorted(grade.check_results.all(), key=lambda result: result.position)
+        else:  # a caller that did not prefetch (a list of rollouts): two queries for this grade
+            results = list(grade.check_results.order_by("position").prefetch_related(
+                Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer"))))
+        rows = [CheckRow(check_id=r.check_id, kind=r.kind, title=r.title, status=r.status, score=r.score,
+                         points=r.points, awarded=r.awarded, explanation=r.explanation, depth=r.depth,
+                         required=r.required, votes=list(r.votes or []), duration_ms=r.duration_ms,
+                         check_result=r, labels=list(r.labels.all()))
+                for r in results]
+        return GradeTable(rows=rows, reward=grade.reward, earned=grade.earned, max=grade.max, passed=grade.passed,
+                          gated=grade.gated, complete=grade.complete, grade=grade)
+    document = grade if isinstance(grade, dict) else grade.to_document()
+    rows = _rows_from_document(document.get("checks") or [])
+    if judge_note:
+        _mark_judge_checks(rows, status=CheckResult.Status.UNSCORED, explanation=judge_note)
+    elif pending_judge:
+        _mark_judge_checks(rows, status=PENDING, explanation="waiting for the judge")
+    return GradeTable(rows=rows, reward=document.get("reward", 0.0), earned=document.get("earned", 0.0),
+                      max=document.get("max", 0.0), passed=bool(document.get("passed")),
+                      gated=bool(document.get("gated")), complete=bool(document.get("complete", True)))
+
+
+# ---------------------------------------------------------------- judge–human agreement
+
+
+@dataclass(frozen=True)
+class Agreement:
+    labels: int
+    agreed: int
+    kappa: float | None  # Cohen's kappa on binary verdicts; None when undefined (too few or one class)
+
+    @property
+    def rate(self) -> float | None:
+        return self.agreed / self.labels if self.labels else None
+
+
+def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
+    """Cohen's kappa of two raters' binary verdicts; None when chance agreement is 1 (undefined)."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    observed = sum(1 for a, b in pairs if a == b) / n
+    p_a = sum(1 for a, _ in pairs if a) / n
+    p_b = sum(1 for _, b in pairs if b) / n
+    expected = p_a * p_b + (1 - p_a) * (1 - p_b)
+    if expected >= 1:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def judge_agreement(*, task_version=None, check_id: str | None = None) -> Agreement:
+    """How often reviewers agree with the judge, and Cohen's kappa on binary (met / not met) verdicts."""
+    labels = JudgeLabel.objects.select_related("check_result").filter(check_result__status=CheckResult.Status.SCORED)
+    if task_version is not None:
+        labels = labels.filter(check_result__grade__task_version=task_version)
+    if check_id:
+        labels = labels.filter(check_result__check_id=check_id)
+    pairs, agreed, total = [], 0, 0
+    for label in labels:
+        total += 1
+        agreed += int(label.agrees)
+        if label.verdict in (JudgeLabel.Verdict.MET, JudgeLabel.Verdict.NOT_MET):
+            pairs.append((label.check_result.score >= 0.5, label.verdict == JudgeLabel.Verdict.MET))
+    return Agreement(labels=total, agreed=agreed, kappa=cohen_kappa(pairs))

@@ -1,0 +1,118 @@
+"""HTML views of the grading app: the dry-run panel's endpoints, stored grades, judge labels.
+
+The dry-run endpoints answer HTML fragments (the panel swaps them in); every error a
+user can cause comes back as a fragment that says what is wrong, never a 500.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from authoring import permissions
+from authoring.selectors import task_get_for_user, task_version_get_for_user
+from grading import selectors, services
+from gymwright.errors import DomainError, NotAllowed
+
+
+def _error_fragment(request: HttpRequest, error: DomainError) -> HttpResponse:
+    return render(request, "grading/_dry_run_result.html", {"error": error}, status=error.http_status)
+
+
+def _task_context(request: HttpRequest):
+    """The task (and version) the panel sits on, if any, checked against the user."""
+    slug = request.POST.get("task", "").strip()
+    if not slug:
+        return None, None
+    number = request.POST.get("version", "").strip()
+    if number.isdigit():
+        version = task_version_get_for_user(slug=slug, number=int(number), user=request.user)
+        return version.task, version
+    return task_get_for_user(slug=slug, user=request.user), None
+
+
+@require_POST
+def dry_run_create(request: HttpRequest) -> HttpResponse:
+    """Grade the candidate answer against the rubric posted from the editor (unsaved)."""
+    post, uploads = request.POST, request.FILES  # parsing the body runs the capped upload handler
+    try:
+        if getattr(request, "upload_too_large", False):
+            raise DomainError(f"A file is larger than the upload limit ({settings.UPLOAD_MAX_BYTES // (1024 * 1024)} MB).",
+                              code="too_large", http_status=413)
+        if not permissions.can_view(request.user):
+            raise NotAllowed("You need a role (author, reviewer or admin) to grade answers.")
+        task, task_version = _task_context(request)
+        answer = post.get("answer", "")
+        if uploads.get("answer_file") is not None:
+            if answer.strip():
+                raise DomainError("Paste an answer or upload an answer file, not both.", code="invalid_answer")
+            answer = services.answer_from_file(data=uploads["answer_file"].read())
+        # The panel's script sends one "paths" entry per file (folder + name); without it,
+        # the folder field and the file's name make the path.
+        paths = post.getlist("paths")
+        folder = post.get("folder", "").strip().strip("/")
+        files = [services.WorkspaceFile(
+                     path=paths[index] if index < len(paths) and paths[index]
+                     else (f"{folder}/{upload.name}" if folder else upload.name),
+                     upload=upload)
+                 for index, upload in enumerate(uploads.getlist("files"))]
+        outcome = services.dry_run_start(rubric_text=post.get("rubric", ""), answer=answer, files=files,
+                                         user=request.user, task=task, task_version=task_version)
+    except DomainError as error:
+        return _error_fragment(request, error)
+    except Http404:
+        return _error_fragment(request, DomainError("That task or version does not exist.", code="not_found",
+                                                    http_status=404))
+    if outcome.dry_run is not None:
+        return render(request, "grading/_dry_run_result.html",
+                      {"dry_run": outcome.dry_run, "document": outcome.document, "pending_judge": True})
+    return render(request, "grading/_dry_run_result.html", {"document": outcome.document})
+
+
+@require_GET
+def dry_run_detail(request: HttpRequest, dry_run_id: int) -> HttpResponse:
+    """The panel polls this until the worker is done."""
+    try:
+        dry_run = selectors.dry_run_get_for_user(dry_run_id=dry_run_id, user=request.user)
+    except Http404:
+        return _error_fragment(request, DomainError("That dry run is gone.", code="not_found", http_status=404))
+    dry_run = services.dry_run_fail_if_stale(dry_run=dry_run)
+    context = {"dry_run": dry_run}
+    if dry_run.status == dry_run.Status.DONE and dry_run.grade_id:
+        context["grade"] = selectors.grade_get_for_user(grade_id=dry_run.grade_id, user=request.user)
+    else:
+        context.update(document=dry_run.preview, pending_judge=not dry_run.is_finished)
+    return render(request, "grading/_dry_run_result.html", context)
+
+
+@require_GET
+def grade_detail(request: HttpRequest, grade_id: int) -> HttpResponse:
+    grade = selectors.grade_get_for_user(grade_id=grade_id, user=request.user)
+    return render(request, "grading/grade_detail.html",
+                  {"grade": grade, "document_json": json.dumps(grade.document, indent=2, ensure_ascii=False)})
+
+
+@require_POST
+def judge_label_create(request: HttpRequest, check_result_id: int) -> HttpResponse:
+    """A reviewer agrees with or overrules the judge on one check; answers the row's label cell."""
+    try:
+        check_result = selectors.check_result_get_for_user(check_result_id=check_result_id, user=request.user,
+                                                           action="label")
+        score_text = request.POST.get("score", "").strip()
+        try:
+            score = float(score_text) if score_text else None
+        except ValueError:
+            raise DomainError("The score must be a number between 0 and 1.", code="invalid")
+        services.judge_label_record(check_result=check_result, reviewer=request.user,
+                                    verdict=request.POST.get("verdict", ""), score=score,
+                                    comment=request.POST.get("comment", ""))
+    except DomainError as error:
+        return render(request, "grading/_judge_labels.html", {"error": error}, status=error.http_status)
+    check_result = selectors.check_result_get_for_user(check_result_id=check_result_id, user=request.user)
+    return render(request, "grading/_judge_labels.html", {
+        "check_result": check_result, "labels": list(check_result.labels.all()),
+        "can_label": True, "saved": True})

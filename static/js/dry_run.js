@@ -1,0 +1,111 @@
+// Dry-run grading panel (templates/grading/_dry_run_panel.html).
+//
+// Posts the rubric CURRENTLY in the editor (the #rubric-json textarea, unsaved) with the
+// candidate answer and workspace files, and swaps the server's HTML fragment in. While a
+// judge job runs, the fragment polls itself with htmx (hx-trigger="every 1s").
+(function () {
+  "use strict";
+
+  function escapeHtml(text) {
+    return String(text).replace(/[&<>"']/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
+    });
+  }
+
+  function showError(result, message) {
+    result.innerHTML = '<div class="dry-run-output" data-status="invalid"><p class="error"><strong>' +
+      escapeHtml(message) + "</strong></p></div>";
+  }
+
+  function cleanFolder(value) {
+    return value.trim().replace(/^\/+/, "").replace(/\/+$/, "");
+  }
+
+  function init(panel) {
+    if (panel.dataset.dryRunReady) return;
+    panel.dataset.dryRunReady = "1";
+    var form = panel.querySelector("[data-dry-run-form]");
+    var result = panel.querySelector("[data-dry-run-result]");
+    var button = panel.querySelector("[data-dry-run-submit]");
+    var busy = panel.querySelector("[data-dry-run-busy]");
+    var maxBytes = parseInt(panel.dataset.maxBytes || "0", 10);
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      // Let the structured rubric editor write its state into the textarea first.
+      document.dispatchEvent(new CustomEvent("gymwright:rubric-sync"));
+      var source = document.querySelector(panel.dataset.rubricSource || "#rubric-json");
+      var body = new FormData();
+      form.querySelectorAll('input[type=hidden], textarea[name="answer"]').forEach(function (field) {
+        body.append(field.name, field.value);
+      });
+      body.append("rubric", source ? source.value : "");
+
+      var answerFile = form.querySelector("[data-dry-run-answer-file]").files[0];
+      var folder = cleanFolder(form.querySelector("[data-dry-run-folder]").value);
+      var files = Array.prototype.slice.call(form.querySelector("[data-dry-run-files]").files);
+      var total = files.reduce(function (sum, file) { return sum + file.size; }, 0);
+      if (maxBytes && (total > maxBytes || (answerFile && answerFile.size > maxBytes))) {
+        showError(result, "The files are larger than the upload limit (" +
+          Math.round(maxBytes / 1048576) + " MB).");
+        return;
+      }
+      if (answerFile) body.append("answer_file", answerFile, answerFile.name);
+      files.forEach(function (file) {
+        var relative = file.webkitRelativePath || file.name;
+        body.append("files", file, file.name);
+        body.append("paths", folder ? folder + "/" + relative : relative);
+      });
+
+      var csrf = form.querySelector("input[name=csrfmiddlewaretoken]");
+      button.disabled = true;
+      if (busy) busy.hidden = false;
+      fetch(form.action, {
+        method: "POST",
+        body: body,
+        credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf ? csrf.value : "", "HX-Request": "true" },
+      }).then(function (response) {
+        var type = response.headers.get("Content-Type") || "";
+        return response.text().then(function (text) {
+          if (type.indexOf("application/json") !== -1) {
+            var message = "The server refused the request (" + response.status + ").";
+            try { message = JSON.parse(text).error.message || message; } catch (e) { /* keep the default */ }
+            showError(result, message);
+          } else if (!text.trim()) {
+            showError(result, "The server answered " + response.status + " with no content.");
+          } else {
+            result.innerHTML = text;
+            if (window.htmx) window.htmx.process(result);
+          }
+        });
+      }).catch(function (error) {
+        showError(result, "Could not reach the server: " + error.message);
+      }).finally(function () {
+        button.disabled = false;
+        if (busy) busy.hidden = true;
+      });
+    });
+
+    // Ctrl/Cmd+Enter in the answer grades it.
+    form.querySelector('textarea[name="answer"]').addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    });
+  }
+
+  function initAll(root) {
+    (root || document).querySelectorAll("[data-dry-run]").forEach(init);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { initAll(); });
+  } else {
+    initAll();
+  }
+  document.addEventListener("htmx:load", function (event) {
+    if (event.detail && event.detail.elt && event.detail.elt.querySelectorAll) initAll(event.detail.elt);
+  });
+})();

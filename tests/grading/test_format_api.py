@@ -1,0 +1,93 @@
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from grading.engine import json_schema
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("name", ["rubric", "task", "grade"])
+def test_the_schema_is_the_engines_and_public(name, client):
+    response = client.get(f"/api/schema/{name}.json")  # anonymous
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/schema+json")
+    assert json.loads(response.content) == json_schema(name)
+    assert "ETag" in response and "public" in response["Cache-Control"]
+
+
+def test_an_unchanged_schema_answers_not_modified(client):
+    etag = client.get("/api/schema/rubric.json")["ETag"]
+
+    assert client.get("/api/schema/rubric.json", HTTP_IF_NONE_MATCH=etag).status_code == 304
+
+
+def test_a_schema_is_public_even_with_a_bad_token(client):
+    response = client.get("/api/schema/grade.json", HTTP_AUTHORIZATION="Token not-a-real-token")
+
+    assert response.status_code == 200
+
+
+def test_an_unknown_schema_is_a_404_in_the_error_envelope(client):
+    response = client.get("/api/schema/nonsense.json")
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_validate_needs_a_login():
+    response = APIClient().post("/api/rubrics/validate/", {"rubric": {}}, format="json")
+
+    assert response.status_code in (401, 403)
+    assert "error" in response.json()
+
+
+def _api(user):
+    api = APIClient()
+    api.force_authenticate(user)
+    return api
+
+
+def test_validate_accepts_a_good_rubric(author):
+    rubric = {"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 1, "expected": "42"}]}
+
+    response = _api(author).post("/api/rubrics/validate/", {"rubric": rubric}, format="json")
+
+    assert response.status_code == 200
+    assert response.json() == {"valid": True, "issues": []}
+
+
+def test_validate_reports_semantic_problems_with_pointers(author):
+    rubric = {"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "twice", "kind": "string_match", "points": 1, "expected": "a"},
+        {"id": "twice", "kind": "regex", "points": 1, "pattern": "(unclosed"},
+        {"id": "extra", "kind": "string_match", "points": 1, "expected": "b", "colour": "red"},
+    ]}
+
+    response = _api(author).post("/api/rubrics/validate/", {"rubric": rubric}, format="json")
+
+    body = response.json()
+    assert response.status_code == 200 and body["valid"] is False
+    pointers = {issue["pointer"] for issue in body["issues"]}
+    assert "/checks/1/id" in pointers  # duplicate id: a rule JSON Schema cannot express
+    assert "/checks/1/pattern" in pointers
+    assert any(p.startswith("/checks/2") for p in pointers)
+    assert all(issue["message"] for issue in body["issues"])
+
+
+def test_validate_reports_json_text_that_does_not_parse(author):
+    response = _api(author).post("/api/rubrics/validate/", {"rubric": '{"schema": '}, format="json")
+
+    body = response.json()
+    assert body["valid"] is False
+    assert body["issues"][0]["pointer"] == "" and "JSON" in body["issues"][0]["message"]
+
+
+def test_validate_without_a_rubric_is_a_400_in_the_envelope(author):
+    response = _api(author).post("/api/rubrics/validate/", {}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["pointer"] == "/rubric"
