@@ -1,0 +1,23 @@
+"""`manage.py reap_rollouts`: re-queue or fail rollouts whose worker died; remove orphaned containers.
+
+Safe to run from cron on any host, any number of times: every change is a conditional UPDATE.
+"""
+
+from django.core.management.base import BaseCommand
+
+from sandbox.services import rollouts_reap_stale
+
+
+class Command(BaseCommand):
+    help = "Re-queue (once) or fail rollouts whose worker stopped beating; remove orphaned sandbox containers."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--stale-after", type=float, default=None,
+                            help="Seconds without a heartbeat after which a rollout is stale "
+                                 "(default: GYMWRIGHT_ROLLOUT_STALE_AFTER_S).")
+
+    def handle(self, *args, stale_after=None, **options):
+        result = rollouts_reap_stale(stale_after_s=stale_after)
+        self.stdout.write(f"re-queued {len(result['requeued'])} {result['requeued']}, "
+                          f"failed {len(result['failed'])} {result['failed']}, "
+                          f"removed {result['containers_removed']} container(s)")

@@ -1,0 +1,190 @@
+"""Reads for previews. Permission goes through the task: whoever may view a task may see its previews."""
+
+from __future__ import annotations
+
+from django.db.models import Count, QuerySet
+from django.http import Http404
+
+from authoring.models import Task
+from authoring.selectors import task_get_for_user
+from sandbox.models import PreviewRun, Rollout
+
+# Heavy JSON columns a list never needs.
+ROLLOUT_HEAVY_FIELDS = ("trajectory", "workspace_files", "grade_document")
+
+
+def preview_run_get_for_user(*, preview_run_id: int, user) -> PreviewRun:
+    """The preview run, if `user` may view its task; Http404 otherwise."""
+    preview_run = (PreviewRun.objects.select_related("task_version", "task_version__task", "created_by")
+                   .filter(pk=preview_run_id).first())
+    if preview_run is None:
+        raise Http404(f"No preview {preview_run_id}")
+    task = task_get_for_user(slug=preview_run.task_version.task.slug, user=user)
+    preview_run.task_version.task = task
+    return preview_run
+
+
+def rollout_get_for_user(*, rollout_id: int, user) -> Rollout:
+    rollout = (Rollout.objects.select_related("preview_run", "preview_run__task_version",
+                                              "preview_run__task_version__task", "grade")
+               .filter(pk=rollout_id).first())
+    if rollout is None:
+        raise Http404(f"No rollout {rollout_id}")
+    task_get_for_user(slug=rollout.preview_run.task_version.task.slug, user=user)
+    return rollout
+
+
+def rollout_list(*, preview_run: PreviewRun) -> QuerySet[Rollout]:
+    return preview_run.rollouts.defer(*ROLLOUT_HEAVY_FIELDS).order_by("index")
+
+
+def preview_run_list_for_task(*, task: Task, limit: int | None = 10) -> list[PreviewRun]:
+    """Recent preview runs of any version of `task`, newest first, with live status counts."""
+    queryset = (PreviewRun.objects.filter(task_version__task=task).select_related("task_version", "created_by")
+                .order_by("-created_at", "-id"))
+    runs = list(queryset[:limit] if limit else queryset)
+    counts: dict[int, dict[str, int]] = {}
+    for row in (Rollout.objects.filter(preview_run__in=runs).values("preview_run_id", "status")
+                .annotate(count=Count("id"))):
+        counts.setdefault(row["preview_run_id"], {})[row["status"]] = row["count"]
+    for run in runs:
+        run.status_counts = counts.get(run.pk, {})
+        run.finished_count = sum(run.status_counts.get(s, 0) for s in Rollout.TERMINAL)
+    return runs
+
+
+def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | None = None) -> dict:
+    """Live counts per status, finished fraction, mean reward and pass rate so far."""
+    if rollouts is None:
+        rollouts = list(rollout_list(preview_run=preview_run))
+    counts = {status: 0 for status in Rollout.Status.values}
+    for rollout in rollouts:
+        counts[rollout.status] += 1
+    total = len(rollouts)
+    finished = sum(counts[s] for s in Rollout.TERMINAL)
+    graded = [r for r in rollouts if r.status == Rollout.Status.DONE and r.reward is not None]
+    passed = sum(1 for r in graded if r.passed)
+    return {
+        "counts": counts,
+        "total": total,
+        "finished": finished,
+        "percent": round(100 * finished / total) if total else 100,
+        "percent_by_status": {s: (100 * counts[s] / total if total else 0) for s in counts},
+        "graded": len(graded),
+        "passed": passed,
+        "mean_reward": (sum(r.reward for r in graded) / len(graded)) if graded else None,
+        "pass_rate": (passed / len(graded)) if graded else None,
+    }
+
+
+def rollout_check_rows(*, rollout: Rollout) -> list[dict]:
+    """The per-check grade table: stored CheckResult rows, else the grade document's checks."""
+    if rollout.grade_id:
+        return [
+            {"check_id": row.check_id, "kind": row.kind, "title": row.title, "status": row.status,
+             "score": row.score, "points": row.points, "awarded": row.awarded, "required": row.required,
+             "explanation": row.explanation, "depth": row.depth, "votes": row.votes, "duration_ms": row.duration_ms}
+            for row in rollout.grade.check_results.order_by("position")
+        ]
+    rows: list[dict] = []
+
+    def walk(checks, depth):
+        for check in checks or []:
+            if not isinstance(check, dict):
+                continue
+            rows.append({"check_id": check.get("id", ""), "kind": check.get("kind", ""),
+                         "title": check.get("title") or "", "status": check.get("status", ""),
+                         "score": check.get("score"), "points": check.get("points"),
+                         "awarded": check.get("awarded"), "required": bool(check.get("required")),
+                         "explanation": check.get("explanation") or "", "depth": depth,
+                         "votes": check.get("votes") or [], "duration_ms": check.get("duration_ms")})
+            walk(check.get("checks") or check.get("children"), depth + 1)
+
+    walk((rollout.grade_document or {}).get("checks"), 0)
+    return rows
+
+
+def _pretty(value) -> str:
+    import json
+
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in "{[":
+            try:
+                return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+            except ValueError:
+                return value
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _tool_output(value) -> str:
+    """A tool result: an exec result dict reads as its streams and exit code; anything else as JSON."""
+    if isinstance(value, dict) and ("stdout" in value or "exit_code" in value):
+        parts = []
+        if value.get("stdout"):
+            parts.append(str(value["stdout"]))
+        if value.get("stderr"):
+            parts.append("[stderr]\n" + str(value["stderr"]))
+        flags = [f"exit {value.get('exit_code')}"] + [name for name in ("timed_out", "oom_killed", "truncated")
+                                                     if value.get(name)]
+        parts.append("[" + ", ".join(flags) + "]")
+        return "\n".join(parts)
+    return _pretty(value)
+
+
+def trajectory_steps(trajectory: list) -> list[dict]:
+    """The trajectory as the viewer shows it: one entry per step with its text and tool calls.
+
+    Reads the runtime's step dicts loosely (chat messages with `tool_calls`, tool
+    results, or event-like steps with `tool`/`input`/`output`); whatever else a
+    step holds is kept in `raw` so nothing is hidden.
+    """
+    steps = []
+    for index, step in enumerate(trajectory or []):
+        if not isinstance(step, dict):
+            steps.append({"index": index, "role": "other", "text": _pretty(step), "calls": [], "raw": _pretty(step),
+                          "title": ""})
+            continue
+        role = step.get("role") or step.get("type") or step.get("kind") or "step"
+        text = step.get("content")
+        if isinstance(text, list):  # content parts
+            text = "\n".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in text)
+        calls = []
+        for call in step.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            calls.append({
+                "id": call.get("id", ""),
+                "name": call.get("name") or function.get("name") or "tool",
+                "input": _pretty(call.get("arguments", call.get("input", function.get("arguments")))),
+                "output": _tool_output(call["output"]) if "output" in call else (
+                    _tool_output(call["result"]) if "result" in call else None),
+            })
+        if step.get("tool") and not calls:
+            calls.append({"id": step.get("tool_call_id", ""), "name": step.get("tool"),
+                          "input": _pretty(step.get("input", step.get("arguments"))),
+                          "output": _tool_output(step.get("output", step.get("result")))
+                          if ("output" in step or "result" in step) else None})
+        output = None
+        if role == "tool" and not calls:
+            output = _tool_output(step.get("output", step.get("result", text)))
+            text = None
+        title = ", ".join(call["name"] for call in calls) or step.get("name") or ""
+        steps.append({
+            "index": step.get("step", index),
+            "role": str(role),
+            "name": step.get("name") or "",
+            "title": title,
+            "text": text if isinstance(text, str) else _pretty(text) if text is not None else "",
+            "output": output,
+            "calls": calls,
+            "error": step.get("error") or "",
+            "duration_ms": step.get("duration_ms"),
+            "usage": step.get("usage"),
+            "raw": _pretty(step),
+        })
+    return steps

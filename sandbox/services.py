@@ -1,0 +1,670 @@
+"""Writes for previews: creating preview runs, running and finishing rollouts, reaping.
+
+A rollout's life is a status machine held in its row:
+
+    queued → running → grading → done | error | cancelled
+
+Every transition is a conditional UPDATE on the expected status (and, once
+claimed, on the claim's attempt number), so a duplicate Celery message, a
+redelivery after a crash or a re-queue by the reaper can never make two
+workers write the same rollout: the loser's UPDATE matches no row and it walks
+away. The worker process never runs task code itself; everything the agent
+or the solution does runs inside a `sandbox.runtime` backend.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import socket
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from authoring import permissions
+from authoring.models import AuditEvent, TaskVersion
+from gymwright.errors import DomainError, NotAllowed
+from sandbox.models import PreviewRun, Rollout
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("bubblewrap", "docker")
+POLICY_KINDS = ("oracle", "nop", "probe", "model")
+PROBE_TEXT_MAX = 2000
+# Worker-side margin on top of the task's own timeout: sandbox start-up and setup, grading
+# (command checks, judge calls) and storing. The runtime enforces the task's limit itself;
+# Celery's limits only catch a job that hangs past all of that.
+TIME_LIMIT_MARGIN_S = 600
+HARD_TIME_LIMIT_EXTRA_S = 60
+# Workspace files kept on the rollout for the viewer: text contents up to this size each,
+# and no more than this in total (the listing itself is always complete up to MAX_FILES).
+WORKSPACE_FILE_CONTENT_MAX = 64 * 1024
+WORKSPACE_CONTENT_TOTAL_MAX = 1024 * 1024
+WORKSPACE_MAX_FILES = 500
+# Progress events arrive per step; the row is written at most this often (plus phase changes).
+PROGRESS_WRITE_INTERVAL_S = 0.5
+CANCEL_POLL_INTERVAL_S = 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Input
+
+
+def policy_normalize(policy: Any, *, probe_text: str | None = None) -> str:
+    """The canonical policy string ("oracle", "nop", "model", "probe:TEXT") or DomainError."""
+    if not isinstance(policy, str) or not policy.strip():
+        raise DomainError("Choose a policy: oracle, nop, probe or model.", code="invalid",
+                          details=[{"pointer": "/policy", "message": "required"}])
+    kind, sep, text = policy.partition(":")
+    kind = kind.strip().lower()
+    if kind not in POLICY_KINDS:
+        raise DomainError(f"Unknown policy {policy[:40]!r}: use oracle, nop, probe:TEXT or model.",
+                          details=[{"pointer": "/policy", "message": "unknown policy"}])
+    if kind == "probe":
+        if probe_text is not None and not sep:
+            text = probe_text
+        if len(text) > PROBE_TEXT_MAX:
+            raise DomainError(f"The probe text is longer than {PROBE_TEXT_MAX} characters.",
+                              details=[{"pointer": "/probe_text", "message": f"at most {PROBE_TEXT_MAX} characters"}])
+        return f"probe:{text}"
+    if sep:
+        raise DomainError(f"The {kind} policy takes no text after ':'.",
+                          details=[{"pointer": "/policy", "message": "unexpected text"}])
+    return kind
+
+
+def n_validate(n: Any) -> int:
+    if isinstance(n, bool):
+        n = None
+    try:
+        value = int(n)
+        if isinstance(n, float) and not n.is_integer():
+            raise ValueError
+    except (TypeError, ValueError):
+        raise DomainError("N must be a whole number of rollouts from 1 to 64.",
+                          details=[{"pointer": "/n", "message": "expected a whole number from 1 to 64"}])
+    if not 1 <= value <= PreviewRun.MAX_N:
+        raise DomainError(f"N must be from 1 to {PreviewRun.MAX_N}, not {value}.",
+                          details=[{"pointer": "/n", "message": f"must be from 1 to {PreviewRun.MAX_N}"}])
+    return value
+
+
+def _policy_check_runnable(*, policy: str, task_version: TaskVersion) -> None:
+    if policy == "oracle":
+        solution = task_version.spec.get("solution") or {}
+        if not (solution.get("script") or solution.get("answer")):
+            raise DomainError("This task version has no reference solution (script or answer), so the oracle "
+                              "policy has nothing to run. Add one, or preview with another policy.",
+                              details=[{"pointer": "/policy", "message": "no reference solution"}])
+    elif policy == "model":
+        from sandbox.endpoints import endpoint_config_for
+
+        if endpoint_config_for("policy") is None:
+            raise DomainError("No policy model is configured: add a ModelEndpoint with role 'policy' in the admin, "
+                              "or set OPENAI_BASE_URL and GYMWRIGHT_POLICY_MODEL.",
+                              code="no_policy_model", details=[{"pointer": "/policy", "message": "no model configured"}])
+
+
+def rollout_time_limits(task_version: TaskVersion) -> tuple[int, int]:
+    """(soft, hard) Celery time limits in seconds for one rollout of this version."""
+    limits = ((task_version.spec.get("environment") or {}).get("limits") or {})
+    try:
+        timeout_s = float(limits.get("timeout_s") or 600)
+    except (TypeError, ValueError):
+        timeout_s = 600.0
+    soft = int(math.ceil(timeout_s)) + TIME_LIMIT_MARGIN_S
+    return soft, soft + HARD_TIME_LIMIT_EXTRA_S
+
+
+# ---------------------------------------------------------------------------------------------
+# Preview runs
+
+
+@transaction.atomic
+def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, backend: str | None = None,
+                       probe_text: str | None = None) -> PreviewRun:
+    """A PreviewRun of `n` rollouts of `task_version` with `policy`; one Celery job per rollout
+    is enqueued once the transaction commits (never for rows a rollback removed)."""
+    if not permissions.can_view(user):
+        raise NotAllowed("Only members (authors, reviewers, admins) can start previews.")
+    policy = policy_normalize(policy, probe_text=probe_text)
+    n = n_validate(n)
+    backend = backend or settings.SANDBOX_BACKEND
+    if backend not in BACKENDS:
+        raise DomainError(f"Unknown sandbox backend {backend!r}: use bubblewrap or docker.",
+                          details=[{"pointer": "/backend", "message": "unknown backend"}])
+    _policy_check_runnable(policy=policy, task_version=task_version)
+
+    preview_run = PreviewRun(task_version=task_version, created_by=user, policy=policy, n=n, backend=backend)
+    preview_run.full_clean()
+    preview_run.save()
+    rollouts = Rollout.objects.bulk_create([Rollout(preview_run=preview_run, index=i) for i in range(n)])
+    if not all(r.pk for r in rollouts):  # backends without RETURNING ids
+        rollouts = list(preview_run.rollouts.order_by("index"))
+
+    from authoring.services import audit_record
+
+    audit_record(actor=user, verb=AuditEvent.Verb.PREVIEW, target=task_version.task,
+                 summary=f"{task_version.task.slug} v{task_version.number} with {preview_run.policy_label} × {n}",
+                 data={"preview_run": preview_run.pk, "version": task_version.number, "policy": policy, "n": n,
+                       "backend": backend})
+    soft, hard = rollout_time_limits(task_version)
+    rollout_ids = [r.pk for r in rollouts]
+    transaction.on_commit(lambda: _enqueue(rollout_ids, soft=soft, hard=hard))
+    return preview_run
+
+
+def _enqueue(rollout_ids: list[int], *, soft: int, hard: int, countdown: float | None = None) -> None:
+    from sandbox.tasks import rollout_run
+
+    for rollout_id in rollout_ids:
+        rollout_run.apply_async(args=[rollout_id], soft_time_limit=soft, time_limit=hard, countdown=countdown)
+
+
+@transaction.atomic
+def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
+    """Cancel: queued rollouts become cancelled now; running ones see the flag and stop."""
+    if not permissions.can_view(user):
+        raise NotAllowed("Only members can cancel previews.")
+    now = timezone.now()
+    PreviewRun.objects.filter(pk=preview_run.pk).update(cancel_requested=True)
+    Rollout.objects.filter(preview_run=preview_run, status=Rollout.Status.QUEUED).update(
+        status=Rollout.Status.CANCELLED, finished_at=now, error="cancelled before it started")
+    preview_run_refresh(preview_run_id=preview_run.pk)
+    preview_run.refresh_from_db()
+    return preview_run
+
+
+def wilson_interval(successes: int, total: int, z: float = 1.96) -> tuple[float, float] | None:
+    if total <= 0:
+        return None
+    p = successes / total
+    denominator = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021): 1 - C(n-c, k) / C(n, k)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def preview_run_summary(*, policy: str, rollouts: list[dict]) -> dict:
+    """Counts, mean reward, pass rate (Wilson 95 %), pass@k and the policy's verdict."""
+    counts = {status: 0 for status in Rollout.Status.values}
+    for rollout in rollouts:
+        counts[rollout["status"]] += 1
+    graded = [r for r in rollouts if r["status"] == Rollout.Status.DONE and r["reward"] is not None]
+    passed = sum(1 for r in graded if r["passed"])
+    summary: dict[str, Any] = {"counts": counts, "graded": len(graded), "passed": passed,
+                               "mean_reward": None, "pass_rate": None, "pass_rate_ci95": None, "pass_at_k": {},
+                               "verdict": None}
+    if graded:
+        summary["mean_reward"] = sum(r["reward"] for r in graded) / len(graded)
+        summary["pass_rate"] = passed / len(graded)
+        summary["pass_rate_ci95"] = wilson_interval(passed, len(graded))
+        summary["pass_at_k"] = {str(k): pass_at_k(len(graded), passed, k) for k in (1, 2, 4, 8, 16, 32, 64)
+                                if k <= len(graded)}
+        summary["verdict"] = _verdict(policy, summary["pass_rate"])
+    return summary
+
+
+def _verdict(policy: str, pass_rate: float) -> dict:
+    if policy == "oracle":
+        ok = pass_rate == 1.0
+        return {"ok": ok, "message": "the reference solution passes" if ok
+                else "the reference solution does not always pass: check the rubric or the solution"}
+    if policy == "nop" or policy.startswith("probe:"):
+        ok = pass_rate == 0.0
+        return {"ok": ok, "message": "does not pass, as it should" if ok
+                else "passes without solving the task: the rubric is too lenient"}
+    if pass_rate < 0.2:
+        return {"ok": False, "message": "too hard for this model (pass rate below 20 %)"}
+    if pass_rate > 0.5:
+        return {"ok": False, "message": "too easy for this model (pass rate above 50 %)"}
+    return {"ok": True, "message": "in the 20–50 % band"}
+
+
+def preview_run_refresh(*, preview_run_id: int) -> PreviewRun | None:
+    """Derive the run's status (and, when every rollout is terminal, its summary) from its rollouts."""
+    preview_run = PreviewRun.objects.filter(pk=preview_run_id).first()
+    if preview_run is None or preview_run.is_finished:
+        return preview_run
+    rows = list(Rollout.objects.filter(preview_run_id=preview_run_id).values("status", "reward", "passed"))
+    if rows and all(row["status"] in Rollout.TERMINAL for row in rows):
+        status = PreviewRun.Status.CANCELLED if preview_run.cancel_requested else PreviewRun.Status.DONE
+        summary = preview_run_summary(policy=preview_run.policy, rollouts=rows)
+        PreviewRun.objects.filter(pk=preview_run_id, status__in=[PreviewRun.Status.QUEUED, PreviewRun.Status.RUNNING]
+                                  ).update(status=status, summary=summary, finished_at=timezone.now())
+    elif any(row["status"] != Rollout.Status.QUEUED for row in rows):
+        PreviewRun.objects.filter(pk=preview_run_id, status=PreviewRun.Status.QUEUED).update(
+            status=PreviewRun.Status.RUNNING)
+    preview_run.refresh_from_db()
+    return preview_run
+
+
+# ---------------------------------------------------------------------------------------------
+# Rollouts: claim, progress, finish
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def rollout_claim(*, rollout_id: int, worker: str) -> int | None:
+    """Claim a queued rollout for `worker`; the claim's attempt number, or None if someone else has it."""
+    now = timezone.now()
+    claimed = Rollout.objects.filter(pk=rollout_id, status=Rollout.Status.QUEUED).update(
+        status=Rollout.Status.RUNNING, worker=worker[:200], attempts=F("attempts") + 1, started_at=now,
+        heartbeat_at=now, progress={"phase": "starting"}, error="")
+    if claimed != 1:
+        return None
+    row = Rollout.objects.filter(pk=rollout_id).values("attempts", "preview_run_id").get()
+    preview_run_refresh(preview_run_id=row["preview_run_id"])
+    return row["attempts"]
+
+
+def _mine(rollout_id: int, attempt: int):
+    """The rollout row, only while this claim still holds it."""
+    return Rollout.objects.filter(pk=rollout_id, attempts=attempt, status__in=Rollout.ACTIVE)
+
+
+def rollout_heartbeat(*, rollout_id: int, attempt: int, progress: dict | None = None, steps: int | None = None,
+                      phase_grading: bool = False) -> bool:
+    """Record that the claim is alive (and its progress). False when the claim was lost."""
+    changes: dict[str, Any] = {"heartbeat_at": timezone.now()}
+    if progress is not None:
+        changes["progress"] = progress
+    if steps is not None:
+        changes["steps"] = steps
+    if phase_grading:
+        return bool(Rollout.objects.filter(pk=rollout_id, attempts=attempt, status=Rollout.Status.RUNNING)
+                    .update(status=Rollout.Status.GRADING, **changes)) or _mine(rollout_id, attempt).exists()
+    return bool(_mine(rollout_id, attempt).update(**changes))
+
+
+def rollout_fail(*, rollout_id: int, reason: str, attempt: int | None = None) -> bool:
+    """Mark a not-yet-finished rollout as error with `reason`. With `attempt`, only that claim's."""
+    queryset = Rollout.objects.filter(pk=rollout_id)
+    if attempt is not None:
+        queryset = queryset.filter(attempts=attempt, status__in=Rollout.ACTIVE)
+    else:
+        queryset = queryset.filter(status__in=[Rollout.Status.QUEUED, *Rollout.ACTIVE])
+    now = timezone.now()
+    failed = queryset.update(status=Rollout.Status.ERROR, error=(reason or "failed without a reason")[:5000],
+                             finished_at=now, heartbeat_at=now)
+    if failed:
+        logger.warning("rollout %s failed: %s", rollout_id, reason)
+        preview_run_id = Rollout.objects.filter(pk=rollout_id).values_list("preview_run_id", flat=True).first()
+        preview_run_refresh(preview_run_id=preview_run_id)
+    return bool(failed)
+
+
+def rollout_requeue(*, rollout_id: int, attempt: int, note: str, countdown: float | None = None) -> bool:
+    """Put this claim's rollout back in the queue (a transient failure), with a new job."""
+    with transaction.atomic():
+        requeued = Rollout.objects.filter(pk=rollout_id, attempts=attempt, status__in=Rollout.ACTIVE).update(
+            status=Rollout.Status.QUEUED, worker="", heartbeat_at=None, progress={"note": note[:500]})
+        if requeued:
+            rollout = Rollout.objects.select_related("preview_run__task_version").get(pk=rollout_id)
+            soft, hard = rollout_time_limits(rollout.preview_run.task_version)
+            transaction.on_commit(lambda: _enqueue([rollout_id], soft=soft, hard=hard, countdown=countdown))
+    return bool(requeued)
+
+
+def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict:
+    """Rollouts whose worker stopped beating: re-queue once, then fail with "worker lost".
+
+    Also asks the docker backend to remove containers whose rollout is over, so a
+    dead worker leaves nothing running behind. Safe to run from any number of
+    processes at once: every change is a conditional UPDATE.
+    """
+    stale_after_s = settings.ROLLOUT_STALE_AFTER_S if stale_after_s is None else stale_after_s
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=stale_after_s)
+    stale = list(Rollout.objects.filter(status__in=Rollout.ACTIVE)
+                 .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
+                 .values("pk", "attempts", "worker"))
+    result = {"requeued": [], "failed": []}
+    for row in stale:
+        reason = f"worker lost: {row['worker'] or 'a worker'} stopped responding for more than {stale_after_s:g} s"
+        if row["attempts"] < Rollout.MAX_ATTEMPTS:
+            if rollout_requeue(rollout_id=row["pk"], attempt=row["attempts"], note=f"re-queued ({reason})"):
+                result["requeued"].append(row["pk"])
+                logger.warning("re-queued stale rollout %s (%s)", row["pk"], reason)
+        elif rollout_fail(rollout_id=row["pk"], attempt=row["attempts"], reason=reason):
+            result["failed"].append(row["pk"])
+    result["containers_removed"] = _reap_containers()
+    return result
+
+
+def _reap_containers() -> int:
+    """Docker only: remove sandbox containers left behind by a dead worker (or expired)."""
+    if settings.SANDBOX_BACKEND != "docker":
+        return 0
+    try:
+        from sandbox.runtime.backends.docker import reap_containers
+
+        return len(reap_containers() or [])
+    except Exception:  # noqa: BLE001 - the engine may be down; the next reap tries again
+        logger.exception("could not reap sandbox containers")
+        return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Rollouts: execute (in the worker)
+
+
+class _Heartbeat(threading.Thread):
+    """Beats every few seconds while the rollout runs, even through a long tool call,
+    so only a dead worker goes stale. Uses its own database connection."""
+
+    def __init__(self, rollout_id: int, attempt: int, interval_s: float):
+        super().__init__(daemon=True, name=f"rollout-{rollout_id}-heartbeat")
+        self.rollout_id, self.attempt, self.interval_s = rollout_id, attempt, interval_s
+        self.stop_event = threading.Event()
+        self.lost = False
+
+    def run(self) -> None:
+        try:
+            while not self.stop_event.wait(self.interval_s):
+                try:
+                    if not rollout_heartbeat(rollout_id=self.rollout_id, attempt=self.attempt):
+                        self.lost = True
+                        return
+                except Exception:  # noqa: BLE001 - a missed beat is not fatal; the next one may work
+                    logger.exception("heartbeat of rollout %s failed", self.rollout_id)
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(timeout=10)
+
+
+class _Progress:
+    """on_event and should_cancel for the runtime: throttled writes and reads."""
+
+    def __init__(self, rollout_id: int, attempt: int, preview_run_id: int):
+        self.rollout_id, self.attempt, self.preview_run_id = rollout_id, attempt, preview_run_id
+        self.last_write = 0.0
+        self.last_phase = None
+        self.steps = 0
+        self.grading = False
+        self.last_cancel_check = 0.0
+        self.cancelled = False
+        self.lost = False
+
+    def on_event(self, event: dict) -> None:
+        if not isinstance(event, dict):
+            return
+        phase = event.get("phase") or event.get("type") or event.get("event")
+        step = event.get("step")
+        if isinstance(step, int) and step > self.steps:
+            self.steps = step
+        grading = str(phase or "").startswith("grad")
+        now = time.monotonic()
+        if phase == self.last_phase and not grading and now - self.last_write < PROGRESS_WRITE_INTERVAL_S:
+            return
+        self.last_phase, self.last_write = phase, now
+        progress = {key: _jsonable(event[key]) for key in ("phase", "type", "event", "step", "tool", "message")
+                    if key in event}
+        if not rollout_heartbeat(rollout_id=self.rollout_id, attempt=self.attempt, progress=progress,
+                                 steps=self.steps, phase_grading=grading and not self.grading):
+            self.lost = True
+        self.grading = self.grading or grading
+
+    def should_cancel(self) -> bool:
+        if self.cancelled or self.lost:
+            return True
+        now = time.monotonic()
+        if now - self.last_cancel_check >= CANCEL_POLL_INTERVAL_S:
+            self.last_cancel_check = now
+            self.cancelled = PreviewRun.objects.filter(pk=self.preview_run_id, cancel_requested=True).exists()
+            if not self.cancelled and not _mine(self.rollout_id, self.attempt).exists():
+                self.lost = True  # reaped and re-queued elsewhere: stop doing work nobody will keep
+        return self.cancelled or self.lost
+
+
+def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
+    """Run one rollout end to end in this worker; returns what happened ("done", "error", "skipped", ...).
+
+    Claims the rollout (walks away when another worker has it), runs the episode
+    through `sandbox.runtime.run_rollout` with the configured backend, stores the
+    trajectory, workspace files and grade. Any exception becomes an error with
+    its reason; a transient sandbox failure re-queues the rollout once.
+    """
+    worker = worker or worker_name()
+    attempt = rollout_claim(rollout_id=rollout_id, worker=worker)
+    if attempt is None:
+        logger.info("rollout %s is not queued any more; another worker has it or it is finished", rollout_id)
+        return "skipped"
+    rollout = Rollout.objects.select_related("preview_run__task_version__task",
+                                             "preview_run__task_version__environment_version").get(pk=rollout_id)
+    preview_run = rollout.preview_run
+    heartbeat = _Heartbeat(rollout_id, attempt, interval_s=max(1.0, min(30.0, settings.ROLLOUT_STALE_AFTER_S / 4)))
+    heartbeat.start()
+    progress = _Progress(rollout_id, attempt, preview_run.pk)
+    started = time.monotonic()
+    try:
+        result = _run_in_sandbox(preview_run=preview_run, progress=progress)
+    except Exception as exc:  # noqa: BLE001 - every failure is stored with its reason
+        heartbeat.stop()
+        if _is_transient(exc) and attempt < Rollout.MAX_ATTEMPTS:
+            if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {_reason(exc)}",
+                               countdown=5):
+                return "requeued"
+        rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=_reason(exc))
+        return "error"
+    heartbeat.stop()
+    try:
+        return _rollout_store(rollout=rollout, attempt=attempt, result=result, progress=progress,
+                              duration_ms=int((time.monotonic() - started) * 1000))
+    except Exception as exc:  # noqa: BLE001
+        logger.exception("could not store rollout %s", rollout_id)
+        rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=f"could not store the result: {_reason(exc)}")
+        return "error"
+
+
+def _reason(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "SoftTimeLimitExceeded":
+        return "time limit exceeded: the rollout ran past the task's timeout plus the worker's margin"
+    message = str(exc).strip()
+    return f"{name}: {message}" if message else name
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return getattr(exc, "permanent", True) is False
+
+
+def _rollout_store(*, rollout: Rollout, attempt: int, result: Any, progress: _Progress, duration_ms: int) -> str:
+    preview_run = rollout.preview_run
+    grade = getattr(result, "grade", None)
+    grade_document = None
+    if grade is not None:
+        grade_document = grade.model_dump(mode="json") if hasattr(grade, "model_dump") else _jsonable(grade)
+    trajectory = _jsonable(getattr(result, "trajectory", None) or [])
+    prompt_tokens, completion_tokens = _token_counts(result, trajectory)
+    error = getattr(result, "error", None) or ""
+    cancelled = progress.cancelled or bool(getattr(result, "cancelled", False))
+    if progress.lost:
+        logger.info("rollout %s attempt %s lost its claim; discarding its result", rollout.pk, attempt)
+        return "lost"
+    if cancelled:
+        status = Rollout.Status.CANCELLED
+        error = error or "cancelled while running"
+    elif error and grade_document is None:
+        status = Rollout.Status.ERROR
+    else:
+        status = Rollout.Status.DONE
+    with transaction.atomic():
+        stored_grade = None
+        if grade_document is not None and status == Rollout.Status.DONE:
+            from grading.services import grade_record
+
+            stored_grade = grade_record(grade=grade if grade is not None else grade_document,
+                                        task_version=preview_run.task_version, source="rollout",
+                                        rollout_id=rollout.pk)
+        updated = _mine(rollout.pk, attempt).update(
+            status=status,
+            trajectory=trajectory,
+            answer=str(getattr(result, "answer", None) or ""),
+            workspace_files=_workspace_listing(getattr(result, "workspace_files", None) or {}),
+            grade=stored_grade,
+            grade_document=grade_document,
+            reward=grade_document.get("reward") if grade_document else None,
+            passed=grade_document.get("passed") if grade_document else None,
+            error=str(error)[:5000],
+            duration_ms=duration_ms,
+            steps=max(progress.steps, _step_count(trajectory)),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            finished_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            progress={"phase": "finished"},
+        )
+        if not updated:
+            # Reaped while finishing: the newer attempt owns the row; drop this grade too.
+            transaction.set_rollback(True)
+            return "lost"
+    preview_run_refresh(preview_run_id=preview_run.pk)
+    return status
+
+
+def _step_count(trajectory: list) -> int:
+    steps = [s.get("step") for s in trajectory if isinstance(s, dict) and isinstance(s.get("step"), int)]
+    return max(steps) if steps else sum(1 for s in trajectory if isinstance(s, dict) and s.get("role") == "assistant")
+
+
+def _token_counts(result: Any, trajectory: list) -> tuple[int, int]:
+    usage = getattr(result, "usage", None) or getattr(result, "tokens", None)
+    if isinstance(usage, dict):
+        return int(usage.get("prompt_tokens") or usage.get("input") or 0), int(
+            usage.get("completion_tokens") or usage.get("output") or 0)
+    prompt = completion = 0
+    for step in trajectory:
+        step_usage = step.get("usage") if isinstance(step, dict) else None
+        if isinstance(step_usage, dict):
+            prompt += int(step_usage.get("prompt_tokens") or 0)
+            completion += int(step_usage.get("completion_tokens") or 0)
+    return prompt, completion
+
+
+def _workspace_listing(files: dict) -> list[dict]:
+    listing, budget = [], WORKSPACE_CONTENT_TOTAL_MAX
+    for path in sorted(files)[:WORKSPACE_MAX_FILES]:
+        data = files[path]
+        if isinstance(data, str):
+            data = data.encode()
+        entry: dict[str, Any] = {"path": path, "size": len(data or b""), "content": None, "truncated": False}
+        if data is not None and b"\x00" not in data[:8192]:
+            shown = data[:WORKSPACE_FILE_CONTENT_MAX]
+            if len(shown) <= budget:
+                entry["content"] = shown.decode("utf-8", errors="replace")
+                entry["truncated"] = len(data) > len(shown)
+                budget -= len(shown)
+        listing.append(entry)
+    return listing
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON (dataclasses, pydantic models, bytes and the like turned into JSON types)."""
+    def default(obj):
+        if hasattr(obj, "model_dump"):
+            return obj.model_dump(mode="json")
+        if hasattr(obj, "__dataclass_fields__"):
+            from dataclasses import asdict
+
+            return asdict(obj)
+        if isinstance(obj, bytes):
+            return obj.decode("utf-8", errors="replace")
+        if isinstance(obj, (set, tuple)):
+            return list(obj)
+        return str(obj)
+
+    # PostgreSQL's jsonb refuses NUL characters in strings.
+    return json.loads(json.dumps(value, default=default).replace("\\u0000", "\\ufffd"))
+
+
+# -- the runtime, behind one function so tests can see exactly where the sandbox starts ----------
+
+
+def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """(workspace files, environment files) of a version, read from their blobs by sha256."""
+    from authoring.models import Blob
+
+    spec = task_version.spec
+    environment = spec.get("environment") or {}
+    wanted = [("task", entry) for entry in spec.get("files") or []]
+    wanted += [("env", entry) for entry in environment.get("files") or []]
+    blobs = {blob.sha256: blob for blob in Blob.objects.filter(sha256__in=[e.get("sha256") for _, e in wanted])}
+    files: dict[str, bytes] = {}
+    env_files: dict[str, bytes] = {}
+    for where, entry in wanted:
+        blob = blobs.get(entry.get("sha256"))
+        if blob is None:
+            raise DomainError(f"The content of file {entry.get('path')!r} ({str(entry.get('sha256'))[:12]}) is missing "
+                              "from storage.", code="missing_blob")
+        with blob.file.open("rb") as handle:
+            (files if where == "task" else env_files)[entry["path"]] = handle.read()
+    return files, env_files
+
+
+def judge_client_for(rubric: dict):
+    """A JudgeClient for the rubric's judge, or None (judge checks then come back unscored)."""
+    from sandbox.endpoints import endpoint_config_for
+
+    name = ((rubric or {}).get("judge") or {}).get("model")
+    config = endpoint_config_for("judge", name=name)
+    if config is None:
+        return None
+    from grading.engine import JudgeClient, JudgeConfig
+
+    return JudgeClient(JudgeConfig(base_url=config.base_url, model=config.model, api_key=config.api_key,
+                                   concurrency=settings.JUDGE_CONCURRENCY, timeout_s=settings.JUDGE_TIMEOUT_S,
+                                   cache_dir=str(settings.JUDGE_CACHE_DIR)))
+
+
+def policy_model_config():
+    from sandbox.endpoints import endpoint_config_for
+
+    config = endpoint_config_for("policy")
+    if config is None:
+        raise DomainError("No policy model is configured.", code="no_policy_model")
+    return {"base_url": config.base_url, "model": config.model, "api_key": config.api_key, "params": config.params}
+
+
+def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress):
+    from grading.engine import parse_task
+    from sandbox import runtime
+
+    task_version = preview_run.task_version
+    task = parse_task(task_version.spec)
+    files, env_files = task_files(task_version)
+    policy = runtime.make_policy(preview_run.policy, task=task,
+                                 model_config=policy_model_config() if preview_run.policy == "model" else None)
+    backend = runtime.get_backend(preview_run.backend, **_backend_options(preview_run.backend))
+    judge = judge_client_for(task_version.rubric)
+    if not connection.in_atomic_block:
+        # The worker is about to block for minutes; don't hold an idle connection meanwhile.
+        close_old_connections()
+    return runtime.run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files, judge=judge,
+                               on_event=progress.on_event, should_cancel=progress.should_cancel)
+
+
+def _backend_options(backend: str) -> dict:
+    if backend == "bubblewrap":
+        return {"work_dir": str(settings.SANDBOX_WORK_DIR)}
+    return {}

@@ -1,0 +1,83 @@
+"""Celery jobs for previews: interfaces only, the work is in sandbox.services.
+
+`rollout_run` takes a rollout id (JSON), and is safe to deliver twice: the
+service claims the row with a conditional UPDATE and walks away when it is
+not queued. Stale rollouts (their worker died) are reaped without Celery beat:
+once when a worker starts, then every half stale-period from that worker's own
+timer, at the end of every rollout job, and by `manage.py reap_rollouts`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from celery import Task, shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from sandbox import services
+
+logger = logging.getLogger(__name__)
+
+
+class RolloutTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        # Reached when the job itself blew up (database down mid-way, hard time limit in
+        # the parent process): the rollout must still say why it stopped.
+        rollout_id = (args or [None])[0] if args else kwargs.get("rollout_id")
+        if rollout_id is None:
+            return
+        try:
+            services.rollout_fail(rollout_id=int(rollout_id), reason=services._reason(exc))
+        except Exception:  # noqa: BLE001 - the reaper will get it
+            logger.exception("could not mark rollout %s as failed", rollout_id)
+
+
+@shared_task(bind=True, base=RolloutTask, name="sandbox.rollout_run", acks_late=True, ignore_result=True)
+def rollout_run(self, rollout_id: int) -> str:
+    outcome = services.rollout_execute(rollout_id=int(rollout_id), worker=f"{self.request.hostname}:{os.getpid()}")
+    _reap_quietly()
+    return outcome
+
+
+@shared_task(name="sandbox.rollouts_reap_stale", ignore_result=True)
+def rollouts_reap_stale() -> dict:
+    return services.rollouts_reap_stale()
+
+
+def _release_connection() -> None:
+    # Outside a request nothing closes a broken or idle connection for us; inside a
+    # transaction (eager jobs in tests) the connection is not ours to close.
+    if not connection.in_atomic_block:
+        close_old_connections()
+
+
+def _reap_quietly() -> None:
+    _release_connection()
+    try:
+        result = services.rollouts_reap_stale()
+        if result["requeued"] or result["failed"]:
+            logger.warning("reaped stale rollouts: %s", result)
+    except Exception:  # noqa: BLE001 - reaping is best effort; the next occasion retries
+        logger.exception("reaping stale rollouts failed")
+    finally:
+        _release_connection()
+
+
+def reap_interval_s() -> float:
+    return max(2.0, settings.ROLLOUT_STALE_AFTER_S / 2)
+
+
+@worker_ready.connect
+def _reap_from_worker(sender=None, **kwargs):
+    """Reap at start-up, then periodically from the worker's own event-loop timer.
+
+    The reap is a few indexed UPDATEs, cheap enough for the consumer's timer, and a
+    worker with every pool slot busy still reaps (a queued reap job would wait).
+    """
+    _reap_quietly()
+    timer = getattr(sender, "timer", None)
+    if timer is not None:
+        timer.call_repeatedly(reap_interval_s(), _reap_quietly)

@@ -1,0 +1,302 @@
+"""Preview services: creating runs, the rollout status machine, claims, cancel, reaping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from authoring.models import AuditEvent
+from gymwright.errors import DomainError, NotAllowed
+from sandbox import services
+from sandbox.models import PreviewRun, Rollout
+from tests.sandbox.factories import make_task
+
+GRADE_PASSED = {
+    "schema": "gymwright.grade/v1", "reward": 1.0, "earned": 4, "max": 4, "passed": True, "gated": False,
+    "complete": True,
+    "checks": [
+        {"id": "says_42", "kind": "string_match", "status": "scored", "score": 1.0, "points": 3, "awarded": 3,
+         "explanation": "contains '42'"},
+        {"id": "report_exists", "kind": "file_exists", "status": "scored", "score": 1.0, "points": 1, "awarded": 1,
+         "explanation": "answer.txt exists"},
+    ],
+}
+
+
+@dataclass
+class FakeResult:
+    trajectory: list = field(default_factory=lambda: [
+        {"step": 1, "role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "name": "bash", "arguments": {"command": "echo 42 > answer.txt"},
+             "output": {"exit_code": 0, "stdout": "", "stderr": ""}}]},
+        {"step": 2, "role": "assistant", "content": "42",
+         "tool_calls": [{"id": "c2", "name": "submit", "arguments": {"answer": "42"}}]},
+    ])
+    answer: str = "42"
+    grade: dict | None = field(default_factory=lambda: dict(GRADE_PASSED))
+    workspace_files: dict = field(default_factory=lambda: {"answer.txt": b"42\n", "blob.bin": b"\x00\x01"})
+    error: str | None = None
+
+
+def start(version, user, *, policy="oracle", n=2, enqueued=None, capture=None):
+    if capture is None:
+        return services.preview_run_create(task_version=version, user=user, policy=policy, n=n)
+    with capture(execute=True):
+        return services.preview_run_create(task_version=version, user=user, policy=policy, n=n)
+
+
+def test_a_preview_makes_n_queued_rollouts_and_enqueues_one_job_each_after_commit(
+        version, author, enqueued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=3)
+        assert enqueued == []  # nothing is sent before the rows are committed
+    for callback in callbacks:
+        callback()
+    rollouts = list(preview_run.rollouts.order_by("index"))
+    assert [r.status for r in rollouts] == ["queued"] * 3 and [r.index for r in rollouts] == [0, 1, 2]
+    assert sorted(rollout_id for rollout_id, _ in enqueued) == sorted(r.pk for r in rollouts)
+    soft, hard = services.rollout_time_limits(version)
+    assert all(options["soft_time_limit"] == soft and options["time_limit"] == hard for _, options in enqueued)
+    assert soft > 600 and hard > soft  # the task's 600 s timeout plus the worker's margin
+    event = AuditEvent.objects.get(verb=AuditEvent.Verb.PREVIEW)
+    assert event.actor == author and event.data["preview_run"] == preview_run.pk and event.data["n"] == 3
+
+
+@pytest.mark.parametrize("n", [0, 65, -1, "many", None, 2.5, True])
+def test_it_refuses_n_outside_1_to_64_with_a_clear_error(version, author, n, enqueued):
+    with pytest.raises(DomainError) as excinfo:
+        services.preview_run_create(task_version=version, user=author, policy="nop", n=n)
+    assert excinfo.value.details[0]["pointer"] == "/n" and "1" in excinfo.value.message and "64" in excinfo.value.message
+    assert not PreviewRun.objects.exists() and not Rollout.objects.exists()
+
+
+@pytest.mark.parametrize("policy", ["", "random", "oracle:x", None])
+def test_it_refuses_an_unknown_policy(version, author, policy):
+    with pytest.raises(DomainError) as excinfo:
+        services.preview_run_create(task_version=version, user=author, policy=policy, n=1)
+    assert excinfo.value.details[0]["pointer"] == "/policy"
+
+
+def test_a_probe_keeps_its_text_and_the_oracle_needs_a_reference_solution(author, version):
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="probe: Thought process:", n=1)
+    assert preview_run.policy == "probe: Thought process:"
+    bare = make_task(author=author, slug="no-solution", script=None, answer=None)
+    with pytest.raises(DomainError, match="no reference solution"):
+        services.preview_run_create(task_version=bare.latest_version, user=author, policy="oracle", n=1)
+
+
+def test_the_model_policy_needs_a_configured_endpoint(version, author, settings):
+    settings.OPENAI_BASE_URL = ""
+    with pytest.raises(DomainError) as excinfo:
+        services.preview_run_create(task_version=version, user=author, policy="model", n=1)
+    assert excinfo.value.code == "no_policy_model"
+
+
+def test_users_without_a_role_cannot_start_previews(version, nobody):
+    with pytest.raises(NotAllowed):
+        services.preview_run_create(task_version=version, user=nobody, policy="nop", n=1)
+
+
+def test_a_reviewer_may_start_a_preview(version, reviewer):
+    assert services.preview_run_create(task_version=version, user=reviewer, policy="nop", n=1).n == 1
+
+
+def test_a_rollout_claimed_twice_is_run_once(version, author, monkeypatch):
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+    assert services.rollout_claim(rollout_id=rollout.pk, worker="w1") == 1
+    assert services.rollout_claim(rollout_id=rollout.pk, worker="w2") is None
+    rollout.refresh_from_db()
+    assert rollout.status == "running" and rollout.worker == "w1" and rollout.attempts == 1
+    calls = []
+    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: calls.append(kw) or FakeResult())
+    assert services.rollout_execute(rollout_id=rollout.pk, worker="w3") == "skipped"
+    assert calls == []
+
+
+def test_executing_a_rollout_stores_trajectory_files_and_the_grade(version, author, monkeypatch):
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult())
+    assert services.rollout_execute(rollout_id=rollout.pk, worker="w1") == "done"
+    rollout.refresh_from_db()
+    assert rollout.status == "done" and rollout.reward == 1.0 and rollout.passed is True
+    assert rollout.answer == "42" and rollout.steps == 2 and rollout.duration_ms is not None
+    assert rollout.trajectory[0]["tool_calls"][0]["name"] == "bash"
+    files = {f["path"]: f for f in rollout.workspace_files}
+    assert files["answer.txt"]["content"] == "42\n" and files["blob.bin"]["content"] is None
+    assert rollout.grade is not None and rollout.grade.rollout_id == rollout.pk and rollout.grade.source == "rollout"
+    assert [c.check_id for c in rollout.grade.check_results.order_by("position")] == ["says_42", "report_exists"]
+    preview_run.refresh_from_db()
+    assert preview_run.status == "done" and preview_run.finished_at is not None
+    assert preview_run.summary["mean_reward"] == 1.0 and preview_run.summary["pass_rate"] == 1.0
+    assert preview_run.summary["verdict"]["ok"] is True
+
+
+def test_a_rollout_that_raises_is_an_error_that_says_why(version, author, monkeypatch):
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+
+    def boom(**kwargs):
+        raise RuntimeError("the image python:9 does not exist")
+
+    monkeypatch.setattr(services, "_run_in_sandbox", boom)
+    assert services.rollout_execute(rollout_id=rollout.pk) == "error"
+    rollout.refresh_from_db()
+    assert rollout.status == "error" and "python:9 does not exist" in rollout.error
+    preview_run.refresh_from_db()
+    assert preview_run.status == "done" and preview_run.summary["counts"]["error"] == 1
+
+
+def test_a_transient_sandbox_failure_is_retried_once_then_reported(version, author, monkeypatch, enqueued,
+                                                                    django_capture_on_commit_callbacks):
+    from sandbox.runtime.spec import SandboxError
+
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+
+    def flaky(**kwargs):
+        raise SandboxError("docker engine unreachable", permanent=False)
+
+    monkeypatch.setattr(services, "_run_in_sandbox", flaky)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.rollout_execute(rollout_id=rollout.pk) == "requeued"
+    rollout.refresh_from_db()
+    assert rollout.status == "queued" and [r for r, _ in enqueued] == [rollout.pk]
+    assert services.rollout_execute(rollout_id=rollout.pk) == "error"
+    rollout.refresh_from_db()
+    assert rollout.status == "error" and rollout.attempts == 2 and "unreachable" in rollout.error
+
+
+def test_an_error_in_the_result_without_a_grade_is_an_error(version, author, monkeypatch):
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult(grade=None, error="setup failed: exit 2"))
+    assert services.rollout_execute(rollout_id=rollout.pk) == "error"
+    rollout.refresh_from_db()
+    assert rollout.status == "error" and rollout.error == "setup failed: exit 2" and rollout.grade is None
+
+
+def _age(rollout_id, seconds):
+    Rollout.objects.filter(pk=rollout_id).update(heartbeat_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_stale_rollout_is_requeued_once_then_failed_as_worker_lost(version, author, settings, enqueued,
+                                                                     django_capture_on_commit_callbacks):
+    settings.ROLLOUT_STALE_AFTER_S = 60
+    preview_run = start(version, author, n=2)
+    stale, fresh = preview_run.rollouts.order_by("index")
+    services.rollout_claim(rollout_id=stale.pk, worker="dead")
+    services.rollout_claim(rollout_id=fresh.pk, worker="alive")
+    _age(stale.pk, 61)
+    _age(fresh.pk, 30)
+    with django_capture_on_commit_callbacks(execute=True):
+        result = services.rollouts_reap_stale()
+    assert result["requeued"] == [stale.pk] and result["failed"] == []
+    assert [r for r, _ in enqueued] == [stale.pk]
+    stale.refresh_from_db(), fresh.refresh_from_db()
+    assert stale.status == "queued" and fresh.status == "running"
+    assert "worker lost" in stale.progress["note"]
+    # Second life: claimed again, dies again → error, never back to the queue.
+    assert services.rollout_claim(rollout_id=stale.pk, worker="dead-again") == 2
+    _age(stale.pk, 61)
+    result = services.rollouts_reap_stale()
+    assert result["failed"] == [stale.pk]
+    stale.refresh_from_db()
+    assert stale.status == "error" and stale.error.startswith("worker lost")
+
+
+def test_a_worker_whose_claim_was_reaped_cannot_overwrite_the_new_attempt(version, author, monkeypatch, enqueued):
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+
+    def slow_then_reaped(**kwargs):
+        _age(rollout.pk, 10_000)
+        services.rollouts_reap_stale()  # another process decides this worker is dead
+        assert services.rollout_claim(rollout_id=rollout.pk, worker="second") == 2
+        return FakeResult()
+
+    monkeypatch.setattr(services, "_run_in_sandbox", slow_then_reaped)
+    assert services.rollout_execute(rollout_id=rollout.pk, worker="first") == "lost"
+    rollout.refresh_from_db()
+    assert rollout.status == "running" and rollout.worker == "second" and rollout.grade is None
+
+
+def test_the_reap_command_reports_what_it_did(version, author, capsys, enqueued):
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+    services.rollout_claim(rollout_id=rollout.pk, worker="gone")
+    _age(rollout.pk, 500)
+    call_command("reap_rollouts", "--stale-after", "100")
+    assert "re-queued 1" in capsys.readouterr().out
+    rollout.refresh_from_db()
+    assert rollout.status == "queued"
+
+
+def test_cancel_stops_queued_rollouts_and_flags_running_ones(version, author, monkeypatch):
+    preview_run = start(version, author, n=3)
+    first, second, third = preview_run.rollouts.order_by("index")
+    attempt = services.rollout_claim(rollout_id=first.pk, worker="w")
+    services.preview_run_cancel(preview_run=preview_run, user=author)
+    second.refresh_from_db(), third.refresh_from_db()
+    assert second.status == third.status == "cancelled"
+    preview_run.refresh_from_db()
+    assert preview_run.cancel_requested and preview_run.status == "running"  # one still running
+    progress = services._Progress(first.pk, attempt, preview_run.pk)
+    assert progress.should_cancel() is True
+    # The running one stops at its next poll; the runtime returns what it has.
+    Rollout.objects.filter(pk=first.pk).update(status="queued")  # re-run it through execute for the store path
+    Rollout.objects.filter(pk=first.pk).update(status="queued", attempts=0)
+
+    def run(*, preview_run, progress):
+        assert progress.should_cancel()
+        return FakeResult(grade=None, error="cancelled")
+
+    monkeypatch.setattr(services, "_run_in_sandbox", run)
+    assert services.rollout_execute(rollout_id=first.pk) == "cancelled"
+    preview_run.refresh_from_db()
+    assert preview_run.status == "cancelled" and preview_run.summary["counts"]["cancelled"] == 3
+    assert services.rollout_claim(rollout_id=second.pk, worker="late") is None
+
+
+def test_the_job_failure_hook_records_the_reason(version, author):
+    from sandbox.tasks import rollout_run
+
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+    services.rollout_claim(rollout_id=rollout.pk, worker="w")
+    from celery.exceptions import TimeLimitExceeded
+
+    rollout_run.on_failure(TimeLimitExceeded(660), "task-id", [rollout.pk], {}, None)
+    rollout.refresh_from_db()
+    assert rollout.status == "error" and "TimeLimitExceeded" in rollout.error
+
+
+def test_progress_events_move_the_rollout_to_grading_and_count_steps(version, author):
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+    attempt = services.rollout_claim(rollout_id=rollout.pk, worker="w")
+    progress = services._Progress(rollout.pk, attempt, preview_run.pk)
+    progress.on_event({"type": "step", "step": 3, "tool": "bash"})
+    rollout.refresh_from_db()
+    assert rollout.status == "running" and rollout.steps == 3 and rollout.progress["step"] == 3
+    progress.on_event({"phase": "grading"})
+    rollout.refresh_from_db()
+    assert rollout.status == "grading"
+
+
+def test_summary_counts_pass_rate_interval_and_pass_at_k():
+    rows = [{"status": "done", "reward": 1.0, "passed": True}, {"status": "done", "reward": 0.5, "passed": False},
+            {"status": "error", "reward": None, "passed": None}, {"status": "done", "reward": 0.0, "passed": False}]
+    summary = services.preview_run_summary(policy="model", rollouts=rows)
+    assert summary["counts"]["done"] == 3 and summary["counts"]["error"] == 1
+    assert summary["mean_reward"] == pytest.approx(0.5) and summary["pass_rate"] == pytest.approx(1 / 3)
+    low, high = summary["pass_rate_ci95"]
+    assert 0 < low < 1 / 3 < high < 1
+    assert summary["pass_at_k"]["1"] == pytest.approx(1 / 3) and summary["pass_at_k"]["2"] == pytest.approx(2 / 3)
+    assert summary["verdict"]["ok"] is True
+    assert services.preview_run_summary(policy="nop", rollouts=rows[:1])["verdict"]["ok"] is False
