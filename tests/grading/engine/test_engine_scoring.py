@@ -1,0 +1,185 @@
+"""Scoring rules of RUBRIC.md, with hand-computed expectations."""
+
+from __future__ import annotations
+
+import pytest
+
+from grading.engine import grade, parse_rubric
+
+
+def contains(check_id: str, expected: str, points: float, **extra) -> dict:
+    return {"id": check_id, "kind": "string_match", "mode": "contains", "expected": expected, "points": points, **extra}
+
+
+def judge(check_id: str, points: float, **extra) -> dict:
+    return {"id": check_id, "kind": "llm_judge", "criterion": "anything", "points": points, **extra}
+
+
+def run(checks, answer, **rubric_extra):
+    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": checks, **rubric_extra})
+    return grade(rubric, answer=answer)
+
+
+def by_id(result):
+    return {check.id: check for check in result.iter_checks()}
+
+
+def test_all_met_gives_reward_one():
+    result = run([contains("a", "x", 2), contains("b", "y", 3)], "x y")
+    assert (result.reward, result.earned, result.max) == (1.0, 5.0, 5.0)
+    assert result.passed and result.complete and not result.gated
+
+
+def test_partial_credit_is_earned_over_max():
+    # earned = 2 (a) + 0 (b) = 2; max = 5 -> 0.4
+    result = run([contains("a", "x", 2), contains("b", "y", 3)], "x")
+    assert result.reward == pytest.approx(0.4)
+    assert by_id(result)["a"].awarded == 2 and by_id(result)["b"].awarded == 0
+    assert not result.passed  # default threshold 0.7
+
+
+def test_a_triggered_penalty_subtracts_and_an_untriggered_one_does_not():
+    checks = [contains("good", "answer", 4), contains("bad", "unsafe", -3)]
+    # triggered: earned = 4 - 3 = 1, max = 4 -> 0.25
+    triggered = run(checks, "answer, unsafe")
+    assert (triggered.earned, triggered.max, triggered.reward) == (1.0, 4.0, 0.25)
+    assert by_id(triggered)["bad"].awarded == -3
+    clean = run(checks, "answer")
+    assert (clean.earned, clean.max, clean.reward) == (4.0, 4.0, 1.0)
+
+
+def test_reward_is_clipped_at_zero():
+    # earned = 0 - 10 = -10, max = 2 -> clip(-5) = 0
+    result = run([contains("good", "nope", 2), contains("bad", "unsafe", -10)], "unsafe")
+    assert result.earned == -10 and result.reward == 0.0
+
+
+def test_a_failed_required_check_gates_the_reward():
+    checks = [contains("gate", "must", 1, required=True), contains("rest", "x", 9)]
+    result = run(checks, "x")
+    assert result.gated and result.reward == 0.0 and not result.passed
+    assert result.earned == 9  # earned and max are still reported
+    passed = run(checks, "must x")
+    assert not passed.gated and passed.reward == 1.0
+
+
+def test_a_required_check_inside_a_group_gates_too():
+    group = {"id": "g", "kind": "group", "points": 1, "aggregate": "any",
+             "checks": [contains("needed", "must", 1, required=True), contains("other", "x", 1)]}
+    result = run([group, contains("rest", "x", 1)], "x")
+    assert by_id(result)["g"].score == 1.0  # any: "other" is met
+    assert result.gated and result.reward == 0.0
+
+
+def test_pass_threshold_is_inclusive():
+    checks = [contains("a", "x", 7), contains("b", "y", 3)]
+    assert run(checks, "x", pass_threshold=0.7).passed  # 0.7 >= 0.7
+    assert not run(checks, "x", pass_threshold=0.71).passed
+
+
+def test_unscored_checks_are_left_out_of_earned_and_max():
+    # judge checks without a judge are unscored: max counts only "a" (2)
+    result = run([contains("a", "x", 2), judge("j", 8), judge("pen", -5)], "x")
+    assert (result.earned, result.max, result.reward) == (2.0, 2.0, 1.0)
+    assert not result.complete
+    j = by_id(result)["j"]
+    assert j.status == "unscored" and j.score is None and j.awarded is None
+    assert j.explanation == "no judge model configured"
+
+
+def test_only_unscored_positive_checks_gives_zero_reward():
+    result = run([judge("j", 3), contains("bad", "x", -1)], "")
+    assert result.max == 0 and result.reward == 0.0 and not result.complete
+
+
+def test_an_unscored_required_check_does_not_gate_but_is_incomplete():
+    result = run([judge("j", 3, required=True), contains("a", "x", 1)], "x")
+    assert not result.gated and not result.complete and result.reward == 1.0
+
+
+def group(aggregate, *children, points=6, **extra):
+    return {"id": "g", "kind": "group", "points": points, "aggregate": aggregate, "checks": list(children), **extra}
+
+
+@pytest.mark.parametrize(
+    "aggregate, answer, expected",
+    [
+        ("all", "a b", 1.0),
+        ("all", "a", 0.0),
+        ("any", "b", 1.0),
+        ("any", "", 0.0),
+        # mean weighted by |points|: (1*1 + 3*0) / 4
+        ("mean", "a", 0.25),
+        ("mean", "b", 0.75),
+        ("min", "a", 0.0),
+        ("min", "a b", 1.0),
+    ],
+)
+def test_group_aggregates(aggregate, answer, expected):
+    result = run([group(aggregate, contains("ca", "a", 1), contains("cb", "b", 3))], answer)
+    g = by_id(result)["g"]
+    assert g.score == pytest.approx(expected)
+    assert g.awarded == pytest.approx(6 * expected)
+    assert result.reward == pytest.approx(expected)
+    assert by_id(result)["ca"].awarded is None  # children count through the group
+
+
+def test_a_penalty_child_is_good_when_not_triggered():
+    g = group("all", contains("ok", "ok", 1), contains("bad", "TODO", -1))
+    assert run([g], "ok").checks[0].score == 1.0
+    assert run([g], "ok TODO").checks[0].score == 0.0
+    mean = group("mean", contains("ok", "ok", 1), contains("bad", "TODO", -1))
+    assert run([mean], "ok TODO").checks[0].score == pytest.approx(0.5)
+
+
+def test_nested_groups_by_hand():
+    inner = {"id": "inner", "kind": "group", "points": 2, "aggregate": "mean",
+             "checks": [contains("i1", "a", 1), contains("i2", "b", 1)]}
+    outer = {"id": "outer", "kind": "group", "points": 4, "aggregate": "min",
+             "checks": [inner, contains("o1", "c", 1)]}
+    checks = [outer, contains("top", "d", 4)]
+    # answer "a c d": inner = mean(1, 0) = 0.5; outer = min(0.5, 1) = 0.5; earned = 4*0.5 + 4 = 6; max = 8
+    result = run(checks, "a c d")
+    ids = by_id(result)
+    assert ids["inner"].score == 0.5 and ids["outer"].score == 0.5
+    assert (result.earned, result.max, result.reward) == (6.0, 8.0, 0.75)
+    assert [child.id for child in ids["outer"].checks] == ["inner", "o1"]
+
+
+def test_a_group_leaves_unscored_children_out_and_is_unscored_if_all_are():
+    partial = group("all", contains("ca", "a", 1), judge("cj", 1))
+    result = run([partial], "a")
+    assert result.checks[0].status == "scored" and result.checks[0].score == 1.0
+    assert "1 unscored" in result.checks[0].explanation
+    assert not result.complete
+    empty = run([group("all", judge("j1", 1), judge("j2", 1)), contains("x", "x", 1)], "x")
+    assert by_id(empty)["g"].status == "unscored"
+    assert (empty.earned, empty.max) == (1.0, 1.0)
+
+
+def test_a_negative_group_is_a_penalty():
+    bad = group("any", contains("b1", "hack", 1), contains("b2", "cheat", 1), points=-5)
+    result = run([contains("ok", "ok", 5), bad], "ok cheat")
+    # group met (score 1) with -5 points: earned = 5 - 5 = 0
+    assert result.earned == 0 and result.reward == 0.0
+
+
+def test_grade_document_shape():
+    result = run([contains("a", "x", 2), group("all", contains("ca", "a", 1))], "x a")
+    document = result.to_document()
+    assert document["schema"] == "gymwright.grade/v1"
+    assert set(document) >= {"reward", "earned", "max", "passed", "gated", "complete", "checks"}
+    first = document["checks"][0]
+    assert {key: first[key] for key in ("id", "kind", "status", "score", "points", "awarded")} == {
+        "id": "a", "kind": "string_match", "status": "scored", "score": 1.0, "points": 2, "awarded": 2.0}
+    assert isinstance(first["duration_ms"], int) and isinstance(first["explanation"], str)
+    assert document["checks"][1]["checks"][0]["id"] == "ca"
+
+
+def test_grade_accepts_a_dict_rubric_and_validates_it():
+    from grading.engine import SpecError
+
+    result = grade({"schema": "gymwright.rubric/v1", "checks": [contains("a", "x", 1)]}, answer="x")
+    assert result.reward == 1.0
+    with pytest.raises(SpecError):
+        grade({"schema": "gymwright.rubric/v1", "checks": []}, answer="x")
