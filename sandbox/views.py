@@ -1,0 +1,133 @@
+"""Preview pages: start a preview, watch it live, read a rollout's trajectory and grade."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from authoring.selectors import task_version_get_for_user
+from gymwright.errors import DomainError
+from sandbox import selectors, services
+from sandbox.models import PreviewRun
+
+
+class PreviewStartForm(forms.Form):
+    POLICY_CHOICES = [("oracle", "oracle — the reference solution"), ("nop", "nop — does nothing"),
+                      ("probe", "probe — answers with the text below"), ("model", "model — the policy endpoint")]
+
+    policy = forms.ChoiceField(choices=POLICY_CHOICES, initial="oracle")
+    probe_text = forms.CharField(required=False, max_length=services.PROBE_TEXT_MAX, strip=False,
+                                 widget=forms.Textarea(attrs={"rows": 2}),
+                                 label="Probe text", help_text="Only for the probe policy: the answer it gives.")
+    n = forms.IntegerField(min_value=1, max_value=PreviewRun.MAX_N, initial=4, label="N (rollouts)",
+                           error_messages={"min_value": "N must be from 1 to 64.", "max_value": "N must be from 1 to 64.",
+                                           "invalid": "N must be a whole number from 1 to 64."})
+
+    def policy_string(self) -> str:
+        policy = self.cleaned_data["policy"]
+        return f"probe:{self.cleaned_data.get('probe_text') or ''}" if policy == "probe" else policy
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _apply_domain_error(form: forms.Form, exc: DomainError) -> None:
+    placed = False
+    for detail in exc.details:
+        field = detail.get("pointer", "").strip("/").split("/")[0]
+        if field in form.fields:
+            form.add_error(field, exc.message)
+            placed = True
+            break
+    if not placed:
+        form.add_error(None, exc.message)
+
+
+@require_http_methods(["GET", "POST"])
+def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    version = task_version_get_for_user(slug=slug, number=number, user=request.user)
+    form = PreviewStartForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            preview_run = services.preview_run_create(task_version=version, user=request.user,
+                                                      policy=form.policy_string(), n=form.cleaned_data["n"])
+        except DomainError as exc:
+            _apply_domain_error(form, exc)
+        else:
+            url = reverse("sandbox:preview_detail", args=[preview_run.pk])
+            if _is_htmx(request):
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = url
+                return response
+            return redirect(url)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "sandbox/preview_start.html",
+                  {"form": form, "task": version.task, "version": version}, status=status)
+
+
+def _detail_context(request: HttpRequest, preview_run: PreviewRun) -> dict:
+    rollouts = list(selectors.rollout_list(preview_run=preview_run))
+    return {
+        "preview_run": preview_run,
+        "task": preview_run.task_version.task,
+        "version": preview_run.task_version,
+        "rollouts": rollouts,
+        "progress": selectors.preview_run_progress(preview_run=preview_run, rollouts=rollouts),
+    }
+
+
+@require_GET
+def preview_detail(request: HttpRequest, preview_run_id: int) -> HttpResponse:
+    preview_run = selectors.preview_run_get_for_user(preview_run_id=preview_run_id, user=request.user)
+    context = _detail_context(request, preview_run)
+    selected = request.GET.get("rollout")
+    if selected and selected.isdigit():
+        rollout = next((r for r in context["rollouts"] if r.pk == int(selected)), None)
+        if rollout is not None:
+            rollout = selectors.rollout_get_for_user(rollout_id=rollout.pk, user=request.user)
+            context.update(_rollout_context(rollout))
+    return render(request, "sandbox/preview_detail.html", context)
+
+
+@require_GET
+def preview_progress(request: HttpRequest, preview_run_id: int) -> HttpResponse:
+    """The live part of the page; it keeps polling itself while the run is not finished."""
+    preview_run = selectors.preview_run_get_for_user(preview_run_id=preview_run_id, user=request.user)
+    return render(request, "sandbox/_preview_progress.html", _detail_context(request, preview_run))
+
+
+@require_POST
+def preview_cancel(request: HttpRequest, preview_run_id: int) -> HttpResponse:
+    preview_run = selectors.preview_run_get_for_user(preview_run_id=preview_run_id, user=request.user)
+    try:
+        services.preview_run_cancel(preview_run=preview_run, user=request.user)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Preview cancelled: queued rollouts will not run; running ones stop shortly.")
+    return redirect("sandbox:preview_detail", preview_run_id=preview_run.pk)
+
+
+def _rollout_context(rollout) -> dict:
+    return {
+        "rollout": rollout,
+        "check_rows": selectors.rollout_check_rows(rollout=rollout),
+        "trajectory_steps": selectors.trajectory_steps(rollout.trajectory or []),
+    }
+
+
+@require_GET
+def rollout_detail(request: HttpRequest, rollout_id: int) -> HttpResponse:
+    """A rollout's trajectory beside its grade: a fragment for the preview page, or a page of its own."""
+    rollout = selectors.rollout_get_for_user(rollout_id=rollout_id, user=request.user)
+    context = _rollout_context(rollout)
+    if _is_htmx(request):
+        return render(request, "sandbox/_rollout_detail.html", context)
+    context.update({"preview_run": rollout.preview_run, "task": rollout.preview_run.task_version.task,
+                    "version": rollout.preview_run.task_version})
+    return render(request, "sandbox/rollout_detail.html", context)

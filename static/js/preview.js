@@ -1,0 +1,55 @@
+// Preview pages: show the probe text only for the probe policy; keep the selected rollout
+// highlighted while the progress fragment re-renders every second; confirm a cancel.
+(function () {
+  "use strict";
+  var selectedId = null;
+
+  function syncProbe(form) {
+    var select = form.querySelector("select[name=policy]");
+    var probe = form.querySelector("[data-probe-text]");
+    if (select && probe) probe.hidden = select.value !== "probe";
+  }
+
+  function markSelected() {
+    document.querySelectorAll("tr.rollout-row").forEach(function (row) {
+      row.classList.toggle("selected", row.dataset.rolloutId === selectedId);
+    });
+  }
+
+  function init(root) {
+    root.querySelectorAll("form[data-preview-form]").forEach(function (form) {
+      syncProbe(form);
+      var select = form.querySelector("select[name=policy]");
+      if (select && !select.dataset.bound) {
+        select.dataset.bound = "1";
+        select.addEventListener("change", function () { syncProbe(form); });
+      }
+    });
+    var detail = document.getElementById("rollout-detail");
+    if (detail && !selectedId) selectedId = detail.dataset.rolloutId;
+    markSelected();
+  }
+
+  document.addEventListener("click", function (event) {
+    var row = event.target.closest && event.target.closest("tr.rollout-row");
+    if (row) {
+      selectedId = row.dataset.rolloutId;
+      markSelected();
+      // The row's link works without JavaScript; with htmx the panel loads in place.
+      if (window.htmx && event.target.closest("a")) event.preventDefault();
+    }
+  });
+
+  document.addEventListener("submit", function (event) {
+    if (event.target.id === "cancel-form" && !window.confirm("Cancel this preview? Queued rollouts will not run.")) {
+      event.preventDefault();
+    }
+  });
+
+  document.addEventListener("htmx:afterSwap", function () { init(document); });
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { init(document); });
+  } else {
+    init(document);
+  }
+})();

@@ -1,0 +1,110 @@
+"""Preview pages: start form, live progress fragment, rollout viewer, cancel, permissions."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from sandbox import services
+from sandbox.models import PreviewRun
+from tests.sandbox.test_services import FakeResult
+
+
+@pytest.fixture
+def client_author(client, author):
+    client.force_login(author)
+    return client
+
+
+def start_url(version):
+    return reverse("sandbox:preview_start", args=[version.task.slug, version.number])
+
+
+def test_the_task_page_has_the_preview_form_and_lists_recent_runs(client_author, version, author):
+    services.preview_run_create(task_version=version, user=author, policy="nop", n=2)
+    page = client_author.get(reverse("authoring:task_detail", args=[version.task.slug]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert f'action="{start_url(version)}"' in html and 'name="policy"' in html and 'name="n"' in html
+    assert 'name="probe_text"' in html and "nop" in html and "0/2" in html
+
+
+def test_starting_a_preview_redirects_to_its_live_page(client_author, version):
+    response = client_author.post(start_url(version), {"policy": "oracle", "n": "3"})
+    preview_run = PreviewRun.objects.get()
+    assert response.status_code == 302 and response.url == reverse("sandbox:preview_detail", args=[preview_run.pk])
+    assert preview_run.n == 3 and preview_run.rollouts.count() == 3
+    page = client_author.get(response.url).content.decode()
+    assert 'hx-trigger="every 1s"' in page and "0/3" in page and 'id="cancel-form"' in page
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"policy": "oracle", "n": "0"}, "N must be from 1 to 64."),
+    ({"policy": "oracle", "n": "65"}, "N must be from 1 to 64."),
+    ({"policy": "oracle", "n": "lots"}, "N must be a whole number from 1 to 64."),
+    ({"policy": "sudo", "n": "1"}, "Select a valid choice"),
+    ({"policy": "model", "n": "1"}, "No policy model is configured"),
+])
+def test_bad_input_is_a_form_error_not_a_crash(client_author, version, data, message, settings):
+    settings.OPENAI_BASE_URL = ""
+    response = client_author.post(start_url(version), data)
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not PreviewRun.objects.exists()
+
+
+def test_a_probe_preview_takes_its_text_from_the_form(client_author, version):
+    client_author.post(start_url(version), {"policy": "probe", "probe_text": "Thought process:", "n": "1"})
+    assert PreviewRun.objects.get().policy == "probe:Thought process:"
+
+
+def test_the_progress_fragment_stops_polling_when_the_run_is_finished(client_author, version, author, monkeypatch):
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
+    url = reverse("sandbox:preview_progress", args=[preview_run.pk])
+    assert 'hx-trigger="every 1s"' in client_author.get(url).content.decode()
+    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult())
+    services.rollout_execute(rollout_id=preview_run.rollouts.get().pk)
+    html = client_author.get(url).content.decode()
+    assert "hx-trigger" not in html and 'data-count="done">1<' in html
+    assert "the reference solution passes" in html and "1.000" in html
+
+
+def test_a_rollout_shows_its_trajectory_beside_its_grade(client_author, version, author, monkeypatch):
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
+    rollout = preview_run.rollouts.get()
+    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult())
+    services.rollout_execute(rollout_id=rollout.pk)
+    url = reverse("sandbox:rollout_detail", args=[rollout.pk])
+    fragment = client_author.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in fragment and "<details" in fragment
+    assert "echo 42 &gt; answer.txt" in fragment  # the tool call's input
+    assert 'data-check-id="says_42"' in fragment and "contains &#x27;42&#x27;" in fragment  # grade + explanation
+    assert "answer.txt" in fragment and "Binary or too large" in fragment  # workspace files
+    page = client_author.get(reverse("sandbox:preview_detail", args=[preview_run.pk]) + f"?rollout={rollout.pk}")
+    assert 'data-check-id="report_exists"' in page.content.decode()
+    assert client_author.get(url).status_code == 200  # a page of its own without htmx
+
+
+def test_cancel_from_the_page(client_author, version, author):
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="nop", n=2)
+    response = client_author.post(reverse("sandbox:preview_cancel", args=[preview_run.pk]))
+    assert response.status_code == 302
+    preview_run.refresh_from_db()
+    assert preview_run.status == "cancelled" and set(preview_run.rollouts.values_list("status", flat=True)) == {"cancelled"}
+
+
+def test_members_without_a_role_see_nothing(client, nobody, version, author):
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="nop", n=1)
+    client.force_login(nobody)
+    for url in (reverse("sandbox:preview_detail", args=[preview_run.pk]),
+                reverse("sandbox:preview_progress", args=[preview_run.pk]),
+                reverse("sandbox:rollout_detail", args=[preview_run.rollouts.get().pk])):
+        assert client.get(url).status_code == 404
+    assert client.post(start_url(version), {"policy": "nop", "n": "1"}).status_code == 404
+    assert client.post(reverse("sandbox:preview_cancel", args=[preview_run.pk])).status_code == 404
+    assert PreviewRun.objects.count() == 1 and not PreviewRun.objects.get().cancel_requested
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client, version):
+    response = client.get(start_url(version))
+    assert response.status_code == 302 and "/accounts/login/" in response.url
