@@ -130,8 +130,10 @@ class GradeTable:
     @property
     def summary(self) -> str:
         """e.g. "12 / 15 points, reward 0.80, passed"."""
-        verdict = "passed" if self.passed else "not passed"
-        return f"{format_number(self.earned)} / {format_number(self.max)} points, reward {self.reward:.2f}, {verdict}"
+        points = f"{format_number(self.earned)} / {format_number(self.max)} points, reward {self.reward:.2f}"
+        if self.pending:
+            return f"so far {points}"  # no verdict until the judge has spoken
+        return f"{points}, {'passed' if self.passed else 'not passed'}"
 
     @property
     def caveats(self) -> list[str]:
