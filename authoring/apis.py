@@ -259,9 +259,9 @@ class BlobUploadApi(APIView):
                    responses={201: inline_serializer("Blob", {"sha256": serializers.CharField(),
                                                                "size": serializers.IntegerField()})})
     def post(self, request):
+        upload = request.FILES.get("file")  # parses the body, which runs the capped upload handler
         if getattr(request._request, "upload_too_large", False):
             raise services.upload_too_large_error("The file")
-        upload = request.FILES.get("file")
         if upload is None:
             raise DomainError("Send the file as multipart field 'file'.", details=[{"pointer": "/file", "message": "required"}])
         services.safe_relative_path(upload.name, field="file")

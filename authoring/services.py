@@ -253,6 +253,7 @@ def environment_create(*, slug: str, name: str, author, spec: dict, description:
 def environment_version_create(*, environment: Environment, author, spec: dict, base_version: int | None,
                                message: str = "", _audit: bool = True) -> tuple[EnvironmentVersion, bool]:
     """A new immutable EnvironmentVersion, or (latest, False) when the content is unchanged."""
+    caller_environment = environment
     environment = Environment.objects.select_for_update().get(pk=environment.pk)
     latest = environment.latest_version
     if latest is not None and base_version != latest.number:
@@ -272,7 +273,7 @@ def environment_version_create(*, environment: Environment, author, spec: dict, 
         raise ConflictError(f"{environment.slug} version {number} was just saved by someone else.",
                             extra={"latest_version": number})
     Environment.objects.filter(pk=environment.pk).update(latest_version=version)
-    environment.latest_version = version
+    environment.latest_version = caller_environment.latest_version = version
     if _audit:
         audit_record(actor=author, verb=AuditEvent.Verb.NEW_VERSION, target=environment,
                      summary=f"environment {environment.slug} v{number}", data={"version": number})
@@ -331,6 +332,7 @@ def task_version_create(*, task: Task, author, content: dict, base_version: int 
     """
     # Lock the head row so that two saves on the same base serialise: the second sees
     # the first's version and gets a conflict instead of overwriting it.
+    caller_task = task
     task = Task.objects.select_for_update().select_related("environment").get(pk=task.pk)
     latest = task.latest_version
     if latest is not None and base_version != latest.number:
@@ -362,7 +364,8 @@ def task_version_create(*, task: Task, author, content: dict, base_version: int 
                             extra={"latest_version": number, "base_version": base_version})
     new_status = Task.Status.DRAFT if task.status != Task.Status.ARCHIVED else task.status
     Task.objects.filter(pk=task.pk).update(latest_version=version, title=document["title"][:200], status=new_status)
-    task.latest_version, task.title, task.status = version, document["title"][:200], new_status
+    for obj in (task, caller_task):  # the caller's instance reflects the save too
+        obj.latest_version, obj.title, obj.status = version, document["title"][:200], new_status
     _set_tags(task, document["tags"])
     if _audit:
         audit_record(actor=author, verb=AuditEvent.Verb.NEW_VERSION, target=task,

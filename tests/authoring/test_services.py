@@ -1,0 +1,181 @@
+import copy
+
+import pytest
+from django.db import connection
+
+from authoring import services
+from authoring.models import AuditEvent, ImmutableRowError, Task, TaskVersion
+from gymwright.errors import ConflictError, DomainError, NotAllowed
+from tests.authoring.conftest import RUBRIC, task_content
+
+
+def test_creating_a_task_makes_version_one_with_the_canonical_document(task, author):
+    version = task.versions.get()
+    assert version.number == 1 and task.latest_version == version
+    assert version.spec["schema"] == "gymwright.task/v1"
+    assert version.spec["id"] == "six-times-seven" and version.spec["version"] == 1
+    assert version.spec["environment"]["id"] == "shell" and version.spec["environment"]["version"] == 1
+    from grading.engine import content_sha256
+    assert version.sha256 == content_sha256(version.spec)
+    assert [t.name for t in task.tags.all()] == ["maths"]
+
+
+def test_every_change_makes_a_new_version_and_an_unchanged_save_does_not(task, author):
+    v2, created = services.task_version_create(task=task, author=author, base_version=1,
+                                               content=task_content(prompt="What is 6 × 7?"))
+    assert created and v2.number == 2 and v2.parent.number == 1
+    same, created = services.task_version_create(task=task, author=author, base_version=2,
+                                                 content=task_content(prompt="What is 6 × 7?"))
+    assert not created and same.pk == v2.pk
+    assert TaskVersion.objects.filter(task=task).count() == 2
+    assert TaskVersion.objects.get(task=task, number=1).spec["prompt"] == "What is *six* times seven?"
+
+
+def test_a_version_row_can_never_be_updated(task):
+    version = task.latest_version
+    version.spec = {"tampered": True}
+    with pytest.raises(ImmutableRowError):
+        version.save()
+    with pytest.raises(ImmutableRowError):
+        TaskVersion.objects.filter(pk=version.pk).update(spec={})
+    version.refresh_from_db()
+    assert version.spec["prompt"] == "What is *six* times seven?"
+
+
+def test_saving_on_an_outdated_version_is_a_conflict_and_overwrites_nothing(task, author, other_author):
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="Mine first"))
+    with pytest.raises(ConflictError) as excinfo:
+        services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="Stale"))
+    assert excinfo.value.extra["latest_version"] == 2
+    task.refresh_from_db()
+    assert task.latest_version.number == 2 and task.latest_version.spec["title"] == "Mine first"
+
+
+def test_an_invalid_rubric_is_refused_with_the_json_pointer_of_the_bad_value(task, author):
+    rubric = copy.deepcopy(RUBRIC)
+    rubric["checks"][1]["pattern"] = "("
+    with pytest.raises(DomainError) as excinfo:
+        services.task_version_create(task=task, author=author, base_version=1, content=task_content(rubric=rubric))
+    pointers = [d["pointer"] for d in excinfo.value.details]
+    assert "/rubric/checks/1/pattern" in pointers
+    assert task.versions.count() == 1
+
+
+def test_duplicate_check_ids_point_at_the_second_one(task, author):
+    rubric = copy.deepcopy(RUBRIC)
+    rubric["checks"][1]["id"] = "says_42"
+    with pytest.raises(DomainError) as excinfo:
+        services.task_version_create(task=task, author=author, base_version=1, content=task_content(rubric=rubric))
+    assert "/rubric/checks/1/id" in [d["pointer"] for d in excinfo.value.details]
+
+
+def test_a_bad_first_version_leaves_no_task_behind(author, environment):
+    with pytest.raises(DomainError):
+        services.task_create(slug="broken", environment=environment, author=author,
+                             content=task_content(rubric={"schema": "gymwright.rubric/v1", "checks": []}))
+    assert not Task.objects.filter(slug="broken").exists()
+
+
+def test_unknown_files_and_path_traversal_are_refused(task, author):
+    with pytest.raises(DomainError) as excinfo:
+        services.task_version_create(task=task, author=author, base_version=1,
+                                     content=task_content(files=[{"path": "a.txt", "sha256": "0" * 64}]))
+    assert excinfo.value.details[0]["pointer"] == "/files/0/sha256"
+    for bad in ("../etc/passwd", "/etc/passwd", "a/../../b", "a\\b", ""):
+        with pytest.raises(DomainError):
+            services.safe_relative_path(bad)
+    assert services.safe_relative_path("data/./x.csv") == "data/x.csv"
+
+
+def test_blobs_are_stored_once_by_content(db):
+    first = services.blob_store(data=b"hello")
+    second = services.blob_store(data=b"hello")
+    assert first.pk == second.pk and first.size == 5
+    assert services.blob_read(sha256=first.sha256) == b"hello"
+
+
+def test_audit_events_record_create_new_version_submit_and_approve(task, author, reviewer):
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="v2"))
+    services.task_submit(task=task, user=author)
+    services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
+    from authoring.selectors import audit_events_for
+    verbs = [(e.verb, e.actor.username) for e in reversed(list(audit_events_for(task)))]
+    assert verbs == [("create", "alice"), ("new_version", "alice"), ("submit", "alice"), ("approve", "rita")]
+    task.refresh_from_db()
+    assert task.status == Task.Status.APPROVED
+
+
+def test_approval_belongs_to_the_exact_version(task, author, reviewer):
+    old = task.latest_version
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="changed"))
+    with pytest.raises(ConflictError):
+        services.review_create(task_version=old, reviewer=reviewer, decision="approve")
+
+
+def test_a_new_version_sends_an_approved_task_back_to_draft(task, author, reviewer):
+    services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="changed"))
+    task.refresh_from_db()
+    assert task.status == Task.Status.DRAFT
+
+
+def test_roles_limit_who_writes(task, other_author, reviewer, environment):
+    with pytest.raises(NotAllowed):
+        services.task_create(slug="x", environment=environment, author=reviewer, content=task_content())
+    with pytest.raises(NotAllowed):
+        services.review_create(task_version=task.latest_version, reviewer=other_author, decision="approve")
+    with pytest.raises(NotAllowed):
+        services.task_submit(task=task, user=other_author)
+
+
+def test_environment_versions_are_immutable_and_conflict_checked(environment, author):
+    version, created = services.environment_version_create(environment=environment, author=author, base_version=1,
+                                                           spec={"network": "none", "setup": "echo hi"})
+    assert created and version.number == 2
+    with pytest.raises(ConflictError):
+        services.environment_version_create(environment=environment, author=author, base_version=1,
+                                            spec={"network": "none", "setup": "echo stale"})
+    with pytest.raises(DomainError) as excinfo:
+        services.environment_version_create(environment=environment, author=author, base_version=2,
+                                            spec={"network": "sometimes"})
+    assert excinfo.value.details[0]["pointer"].startswith("/network")
+
+
+def test_a_task_version_pins_the_environment_version_it_was_saved_with(task, author, environment):
+    services.environment_version_create(environment=environment, author=author, base_version=1,
+                                        spec={"network": "none", "setup": "echo v2"})
+    v2, _ = services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="t2"))
+    assert task.versions.get(number=1).environment_version.number == 1
+    assert v2.environment_version.number == 2 and v2.spec["environment"]["setup"] == "echo v2"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_saves_on_the_same_base_make_one_version_and_one_conflict(author, environment):
+    """Real threads, real database: the row lock serialises them; neither overwrites the other."""
+    import threading
+
+    from django.db import close_old_connections
+
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite has no row locks; CI runs this on PostgreSQL")
+    task = services.task_create(slug="race", environment=environment, author=author, content=task_content())
+    barrier = threading.Barrier(2)
+    outcomes = []
+
+    def save(title):
+        try:
+            barrier.wait()
+            services.task_version_create(task=task, author=author, base_version=1, content=task_content(title=title))
+            outcomes.append("saved")
+        except ConflictError:
+            outcomes.append("conflict")
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=save, args=(title,)) for title in ("one", "two")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["conflict", "saved"]
+    assert task.versions.count() == 2
