@@ -35,7 +35,12 @@ class RolloutTask(Task):
             logger.exception("could not mark rollout %s as failed", rollout_id)
 
 
-@shared_task(bind=True, base=RolloutTask, name="sandbox.rollout_run", acks_late=True, ignore_result=True)
+# Defaults for a job sent without options; preview_run_create sends each with its task's own limits.
+_DEFAULT_SOFT_LIMIT_S = 600 + services.TIME_LIMIT_MARGIN_S
+
+
+@shared_task(bind=True, base=RolloutTask, name="sandbox.rollout_run", acks_late=True, ignore_result=True,
+             soft_time_limit=_DEFAULT_SOFT_LIMIT_S, time_limit=_DEFAULT_SOFT_LIMIT_S + services.HARD_TIME_LIMIT_EXTRA_S)
 def rollout_run(self, rollout_id: int) -> str:
     outcome = services.rollout_execute(rollout_id=int(rollout_id), worker=f"{self.request.hostname}:{os.getpid()}")
     _reap_quietly()

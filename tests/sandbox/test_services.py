@@ -249,8 +249,7 @@ def test_cancel_stops_queued_rollouts_and_flags_running_ones(version, author, mo
     progress = services._Progress(first.pk, attempt, preview_run.pk)
     assert progress.should_cancel() is True
     # The running one stops at its next poll; the runtime returns what it has.
-    Rollout.objects.filter(pk=first.pk).update(status="queued")  # re-run it through execute for the store path
-    Rollout.objects.filter(pk=first.pk).update(status="queued", attempts=0)
+    Rollout.objects.filter(pk=first.pk).update(status="queued", attempts=0)  # run it through execute this time
 
     def run(*, preview_run, progress):
         assert progress.should_cancel()
