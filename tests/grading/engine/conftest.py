@@ -100,8 +100,14 @@ def openai_server():
         yield server
 
 
-def make_judge(server: OpenAIServer, **overrides) -> JudgeClient:
-    options = {"base_url": server.base_url, "model": "judge-model", "api_key": "test", "timeout_s": 2,
-               "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
-    options.update(overrides)
-    return JudgeClient(JudgeConfig(**options))
+@pytest.fixture
+def make_judge():
+    """make_judge(server, **config overrides) -> a JudgeClient with fast test timeouts and backoff."""
+
+    def make(server: OpenAIServer, **overrides) -> JudgeClient:
+        options = {"base_url": server.base_url, "model": "judge-model", "api_key": "test", "timeout_s": 2,
+                   "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
+        options.update(overrides)
+        return JudgeClient(JudgeConfig(**options))
+
+    return make
