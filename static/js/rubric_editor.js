@@ -68,7 +68,16 @@
   var TEXTAREA_KEYS = { criterion: 3, reference: 3, code: 6, equals: 3, contains: 2 };
   // Fields that read better across the whole card.
   var WIDE_KEYS = { criterion: 1, reference: 1, code: 1, equals: 1, contains: 1, run: 1, pattern: 1,
-                    expected: 1, args: 1, title: 1 };
+                    expected: 1, args: 1 };
+  // Kinds that take exactly one of some keys (the engine checks it; RUBRIC.md says so).
+  var CHOICES = {
+    file_content: { label: "Match by", valueLabel: "Value", keys: ["contains", "regex", "equals", "sha256"] },
+    python: { label: "Defined by", valueLabel: "Source", keys: ["code", "function"] }
+  };
+  var STARTERS = {
+    file_content: { contains: "" },
+    python: { code: "def check(ctx):\n    return True\n" }
+  };
   var TARGET_SUGGESTIONS = ["answer", "trajectory", "file:", "stdout:"];
   var PATTERN_WORDS = {
     "^[a-z0-9_]{1,64}$": "a check id: 1 to 64 lowercase letters, digits or underscores",
@@ -315,7 +324,12 @@
       else if (props[key] && unwrap(props[key]).schema.type === "string") check[key] = "";
       // Numbers stay missing: the editor shows "required" at the field until one is typed.
     });
-    if (check.kind === "string_match" && !has(check, "expected")) check.expected = "";
+    var starter = STARTERS[check.kind] || {};
+    var choice = CHOICES[check.kind];
+    var chosen = choice ? choice.keys.some(function (k) { return check[k] !== undefined && check[k] !== null; }) : false;
+    Object.keys(starter).forEach(function (key) {
+      if (!has(check, key) && !chosen) check[key] = starter[key];
+    });
     orderCheckKeys(check);
   }
 
@@ -419,7 +433,7 @@
       input.value = widget === "json" ? (value === undefined ? "" : JSON.stringify(value, null, 2)) : textValue(value);
       input.addEventListener("input", function () {
         if (widget === "textarea") {
-          commit(input.value === "" && !required ? undefined : input.value);
+          commit(input.value === "" && !required && !opts.keepEmpty ? undefined : input.value);
           return;
         }
         var text = input.value.trim();
@@ -466,7 +480,7 @@
           if (text === "") next = undefined;
           else { try { next = JSON.parse(text); } catch (e) { next = raw; } }
         } else {
-          next = raw === "" && !required ? undefined : raw;
+          next = raw === "" && !required && !opts.keepEmpty ? undefined : raw;
         }
         commit(next);
       });
@@ -493,7 +507,7 @@
         (resolve(prop).anyOf || []).forEach(function (p) { if (resolve(p).properties) scaleSchema = resolve(p); });
       }
       ["min", "max"].forEach(function (bound) {
-        range.appendChild(field({ obj: obj[key], key: bound, label: bound,
+        range.appendChild(field({ obj: obj[key], key: bound, label: bound === "min" ? "Scale min" : "Scale max",
                                   prop: scaleSchema ? scaleSchema.properties[bound] : { type: "number" },
                                   pointer: pointer + "/" + bound }));
       });
@@ -600,7 +614,14 @@
     var fields = h("div", { className: "check-fields" });
     var props = kindProps(kind);
     var requiredKeys = kindRequired(kind);
+    var choice = CHOICES[kind];
+    var chosenKeys = choice ? choice.keys.filter(function (k) { return check[k] !== undefined && check[k] !== null; }) : [];
     kindFieldKeys(kind).forEach(function (key) {
+      if (choice && chosenKeys.length <= 1 && choice.keys.indexOf(key) >= 0) {
+        // "Exactly one of": one picker and one input instead of several mostly-empty fields.
+        if (key === choice.keys[0]) fields.appendChild(choiceField(check, choice, chosenKeys[0] || choice.keys[0], props, pointer, structural));
+        return;
+      }
       fields.appendChild(field({ obj: check, key: key, prop: props ? props[key] : null, pointer: pointer + "/" + escapeToken(key),
                                  required: requiredKeys.indexOf(key) >= 0, order: order }));
     });
@@ -628,6 +649,26 @@
       }
     }
     return card;
+  }
+
+  function choiceField(check, choice, chosen, props, pointer, structural) {
+    var select = h("select", { id: fieldId(), className: "re-choice-select" });
+    choice.keys.forEach(function (k) { select.appendChild(h("option", { value: k, text: LABELS[k] || k })); });
+    select.value = chosen;
+    select.addEventListener("change", function () {
+      var next = select.value;
+      var value = check[chosen];
+      delete check[chosen];
+      check[next] = value === undefined || value === null ? "" : value;
+      orderCheckKeys(check);
+      structural(".re-choice-select");
+    });
+    var picker = h("div", { className: "re-field re-choice-picker" },
+      h("label", { "for": select.id }, choice.label, h("span", { className: "re-req", title: "required", text: " *" })), select);
+    var input = field({ obj: check, key: chosen, prop: props ? props[chosen] : null,
+                        pointer: pointer + "/" + escapeToken(chosen), order: orderCheckKeys, label: choice.valueLabel,
+                        keepEmpty: true });
+    return h("div", { className: "re-choice re-wide" }, picker, input);
   }
 
   function checkList(checks, pointer, prefix) {
@@ -997,10 +1038,35 @@
     }
     if (!state.parseError) {
       add(state.schemaIssues);
-      // Server answers are for the last text sent; drop them the moment the rubric changes shape.
-      add(state.serverIssues);
+      // The engine says at a field what the schema already said more precisely inside it
+      // (a union like `scale` fails as a whole there); keep the precise one only.
+      add(state.serverIssues.filter(function (issue) {
+        if (!issue.pointer) return true;
+        var inside = state.schemaIssues.some(function (s) { return s.pointer.indexOf(issue.pointer + "/") === 0; });
+        var anchor = inside ? anchorFor(issue.pointer) : null;
+        return !(anchor && anchor.classList.contains("re-field") && anchor.getAttribute("data-pointer") === issue.pointer);
+      }));
     }
-    return issues;
+    return sortByDocument(issues);
+  }
+
+  /* Document order where pointers say it (list indexes), as the engine sorts its issues. */
+  function sortByDocument(issues) {
+    function key(issue) {
+      return issue.pointer === null ? [-2] : issue.pointer.split("/").slice(1).map(function (t) {
+        return /^\d+$/.test(t) ? +t : -1;
+      });
+    }
+    return issues.map(function (issue, index) { return { issue: issue, key: key(issue), index: index }; })
+      .sort(function (a, b) {
+        for (var i = 0; i < Math.max(a.key.length, b.key.length); i++) {
+          var x = i < a.key.length ? a.key[i] : -Infinity;
+          var y = i < b.key.length ? b.key[i] : -Infinity;
+          if (x !== y) return x - y;
+        }
+        return a.index - b.index;
+      })
+      .map(function (entry) { return entry.issue; });
   }
 
   function renderIssues() {
