@@ -7,6 +7,8 @@ import json
 from functools import lru_cache
 
 from django.http import HttpResponse, HttpResponseNotModified
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.exceptions import NotFound
@@ -29,6 +31,9 @@ def _schema_body(name: str) -> tuple[bytes, str]:
 
 
 # Public: the browser editor (and anyone writing a rubric) validates against these, logged in or not.
+@extend_schema(summary="The JSON Schema of a Gymwright format", tags=["formats"], auth=[],
+               parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, enum=list(SCHEMA_NAMES))],
+               responses={(200, "application/schema+json"): OpenApiTypes.OBJECT})
 @api_view(["GET"])
 @authentication_classes([])
 @permission_classes([AllowAny])
@@ -49,6 +54,15 @@ class RubricValidateInput(serializers.Serializer):
     rubric = serializers.JSONField(help_text="A gymwright.rubric/v1 document (an object), or its JSON text.")
 
 
+class IssueOutput(serializers.Serializer):
+    pointer = serializers.CharField(help_text="RFC 6901 JSON pointer into the rubric")
+    message = serializers.CharField()
+
+
+@extend_schema(summary="Validate a rubric (schema and semantic rules)", tags=["formats"],
+               request=RubricValidateInput,
+               responses=inline_serializer("RubricValidateOutput", {
+                   "valid": serializers.BooleanField(), "issues": IssueOutput(many=True)}))
 @api_view(["POST"])
 def rubric_validate(request):
     """{rubric} → {valid, issues: [{pointer, message}]}: the schema rules plus the semantic ones."""
@@ -109,6 +123,8 @@ class GradeOutput(serializers.Serializer):
     check_results = CheckResultOutput(many=True)
 
 
+@extend_schema(summary="A stored grade with its per-check results and reviewers' labels", tags=["grading"],
+               responses=GradeOutput)
 @api_view(["GET"])
 def grade_detail(request, grade_id: int):
     grade = selectors.grade_get_for_user(grade_id=grade_id, user=request.user)
@@ -121,6 +137,8 @@ class JudgeLabelInput(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+@extend_schema(summary="Confirm or overrule the judge on one check (reviewers)", tags=["grading"],
+               request=JudgeLabelInput, responses={201: JudgeLabelOutput})
 @api_view(["POST"])
 def judge_label_create(request, check_result_id: int):
     serializer = JudgeLabelInput(data=request.data)

@@ -86,6 +86,13 @@ class CheckResult(models.Model):
     def is_judged(self) -> bool:
         return self.kind == "llm_judge"
 
+    @property
+    def is_binary_judgement(self) -> bool:
+        """A met / not met verdict (boolean votes), as opposed to a score on a scale."""
+        if self.votes:
+            return all(isinstance(vote, bool) for vote in self.votes)
+        return self.score in (0.0, 1.0)
+
 
 class JudgeLabel(models.Model):
     """A reviewer's own verdict on one judged check: agrees with the judge or overrules it."""

@@ -17,54 +17,42 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
+from pydantic import ValidationError
 
+from authoring.permissions import can_review
+from grading import engine
 from grading.models import CheckResult, DryRun, Grade, JudgeLabel
 from gymwright.errors import DomainError, NotAllowed
+from sandbox.endpoints import endpoint_config_for
+from sandbox.models import ModelEndpoint
 
 logger = logging.getLogger(__name__)
 
 GRADE_SCHEMA = "gymwright.grade/v1"
-# Keys that may hold a group's child check grades in a grade document.
-_CHILD_KEYS = ("checks", "children")
 
 
-def _engine_document(grade: Any) -> dict:
-    if hasattr(grade, "to_document"):
-        return grade.to_document()
-    return grade.model_dump(mode="json", by_alias=True)
+def _engine_document(grade: engine.Grade) -> dict:
+    return grade.to_document()
 
 
 def _grade_document(grade: Any) -> dict:
-    """The gymwright.grade/v1 dict of an engine Grade (pydantic) or of an already-plain dict."""
-    if isinstance(grade, dict):
-        document = grade
-        try:
-            from grading.engine import Grade as EngineGrade
-        except ImportError:  # the engine not there yet: the shape checks below still hold
-            EngineGrade = None
-        if EngineGrade is not None:
-            from pydantic import ValidationError
-
-            try:
-                document = _engine_document(EngineGrade.model_validate(grade))
-            except ValidationError as exc:
-                details = [{"pointer": "".join(f"/{part}" for part in error["loc"]), "message": error["msg"]}
-                           for error in exc.errors()]
-                summary = "; ".join(f"{d['pointer']}: {d['message']}" for d in details[:5])
-                raise DomainError(f"Not a valid {GRADE_SCHEMA} document: {summary}", code="invalid_grade",
-                                  details=details) from exc
-    elif hasattr(grade, "model_dump"):
-        document = _engine_document(grade)
-    else:
+    """The gymwright.grade/v1 dict of an engine Grade, or of a dict validated by the engine's model."""
+    if isinstance(grade, engine.Grade):
+        return _engine_document(grade)
+    if not isinstance(grade, dict):
         raise DomainError(f"Expected a grade, got {type(grade).__name__}", code="invalid_grade")
-    if document.get("schema", GRADE_SCHEMA) != GRADE_SCHEMA:
-        raise DomainError(f"Expected a {GRADE_SCHEMA} document, got {document.get('schema')!r}",
-                          code="invalid_grade")
-    document.setdefault("schema", GRADE_SCHEMA)
-    return document
+    try:
+        return _engine_document(engine.Grade.model_validate(grade))
+    except ValidationError as exc:
+        details = [{"pointer": "".join(f"/{part}" for part in error["loc"]), "message": error["msg"]}
+                   for error in exc.errors()]
+        summary = "; ".join(f"{d['pointer']}: {d['message']}" for d in details[:5])
+        raise DomainError(f"Not a valid {GRADE_SCHEMA} document: {summary}", code="invalid_grade",
+                          details=details) from None
 
 
 def _number(document: dict, key: str, pointer: str) -> float:
@@ -80,27 +68,14 @@ def _optional_number(document: dict, key: str, pointer: str) -> float | None:
 
 
 def _flatten_checks(checks: list, *, pointer: str, parent: str = "", depth: int = 0) -> list[tuple[dict, str, int, str]]:
-    """Depth-first (check dict, parent id, depth, pointer) for every check and group child."""
+    """Depth-first (check dict, parent id, depth, pointer) for every check; a group's children follow it."""
     rows = []
     for index, check in enumerate(checks or []):
         check_pointer = f"{pointer}/{index}"
-        if not isinstance(check, dict):
-            raise DomainError(f"{check_pointer}: expected an object", code="invalid_grade",
-                              details=[{"pointer": check_pointer, "message": "expected an object"}])
-        rows.append((check, check.get("parent") or parent, depth, check_pointer))
-        for key in _CHILD_KEYS:
-            if isinstance(check.get(key), list):
-                rows += _flatten_checks(check[key], pointer=f"{check_pointer}/{key}", parent=str(check.get("id", "")),
-                                        depth=depth + 1)
-    # A flat list with "parent" keys: depth follows the parent chain.
-    depths = {check.get("id"): d for check, _, d, _ in rows}
-    result = []
-    for check, parent_id, d, check_pointer in rows:
-        if parent_id and d == 0:
-            d = depths.get(parent_id, 0) + 1
-            depths[check.get("id")] = d
-        result.append((check, parent_id, d, check_pointer))
-    return result
+        rows.append((check, parent, depth, check_pointer))
+        rows += _flatten_checks(check.get("checks") or [], pointer=f"{check_pointer}/checks",
+                                parent=check["id"], depth=depth + 1)
+    return rows
 
 
 def _check_result(grade: Grade, position: int, check: dict, parent_id: str, depth: int, pointer: str) -> CheckResult:
@@ -194,13 +169,6 @@ def _rubric_judge_model(rubric: Any) -> str | None:
 
 def judge_config_for(rubric: Any):
     """The engine's JudgeConfig for `rubric`'s judge model, or None when no judge endpoint is configured."""
-    from django.conf import settings
-
-    from grading.engine import JudgeConfig
-    from sandbox.endpoints import endpoint_config_for
-
-    from sandbox.models import ModelEndpoint
-
     rubric_model = _rubric_judge_model(rubric)
     endpoint = endpoint_config_for("judge", name=rubric_model)
     if endpoint is None:
@@ -216,7 +184,7 @@ def judge_config_for(rubric: Any):
         extra["max_tokens"] = endpoint.params["max_tokens"]
     # One cache directory for every worker (settings.JUDGE_CACHE_DIR, shared storage
     # when workers run on several hosts): the same question is asked of the model once.
-    return JudgeConfig(
+    return engine.JudgeConfig(
         base_url=endpoint.base_url,
         model=endpoint.model,
         api_key=endpoint.api_key,
@@ -230,10 +198,8 @@ def judge_config_for(rubric: Any):
 
 def judge_client_for(rubric: Any):
     """A JudgeClient for `rubric`, or None when unconfigured (judge checks are then unscored, never faked)."""
-    from grading.engine import JudgeClient
-
     config = judge_config_for(rubric)
-    return JudgeClient(config) if config is not None else None
+    return engine.JudgeClient(config) if config is not None else None
 
 
 # ---------------------------------------------------------------- rubrics from the editor
@@ -241,14 +207,12 @@ def judge_client_for(rubric: Any):
 
 def rubric_parse(*, data: Any):
     """The engine Rubric for `data`, or DomainError listing every problem with its JSON pointer."""
-    from grading.engine import SpecError, parse_rubric
-
     if not isinstance(data, dict):
         raise DomainError("The rubric must be a JSON object.", code="invalid_rubric",
                           details=[{"pointer": "", "message": f"expected an object, got {type(data).__name__}"}])
     try:
-        return parse_rubric(data)
-    except SpecError as exc:
+        return engine.parse_rubric(data)
+    except engine.SpecError as exc:
         details = [{"pointer": issue.pointer, "message": issue.message} for issue in exc.issues]
         count = len(details)
         raise DomainError(f"The rubric has {count} problem{'s' if count != 1 else ''}.", code="invalid_rubric",
@@ -276,10 +240,14 @@ def rubric_has_judge_checks(rubric) -> bool:
 # ---------------------------------------------------------------- dry runs
 
 MAX_WORKSPACE_FILES = 200
-# A RUNNING dry run whose worker has said nothing for this long is stale (the worker died).
-def _dry_run_stale_after_s() -> float:
-    from django.conf import settings
 
+
+def _dry_run_stale_after_s() -> float:
+    """How long a RUNNING dry run may go on before it counts as stale (its worker died).
+
+    The engine reports no progress while judging, so this is generous: ten judge
+    timeouts, at least five minutes.
+    """
     return max(300.0, settings.JUDGE_TIMEOUT_S * 10)
 
 
@@ -336,8 +304,6 @@ def answer_from_file(*, data: bytes, name: str = "answer file") -> str:
 
 
 def _workspace_files_check(files: list[WorkspaceFile]) -> list[WorkspaceFile]:
-    from django.conf import settings
-
     if len(files) > MAX_WORKSPACE_FILES:
         raise DomainError(f"Too many workspace files ({len(files)}); at most {MAX_WORKSPACE_FILES}.",
                           code="too_many_files")
@@ -379,8 +345,6 @@ def _write_workspace(root: Path, files: list[tuple[str, bytes | Any]]) -> Path:
 
 def _grade_deterministic(rubric, *, answer: str, files: list[WorkspaceFile]) -> dict:
     """Grade without a judge or a sandbox: judge checks 'no judge model configured', command/python 'needs a sandbox'."""
-    from grading import engine
-
     if not files:
         return _engine_document(engine.grade(rubric, answer=answer, workspace=None, judge=None, sandbox=None))
     with tempfile.TemporaryDirectory(prefix="gymwright-dry-run-") as tmp:
@@ -434,8 +398,6 @@ def _delete_stored_files(stored_files: list[dict]) -> None:
 
 def dry_run_grade(*, dry_run_id: int) -> DryRun | None:
     """Grade a queued DryRun with the judge and store its Grade. Returns None if another worker has it."""
-    from grading import engine
-
     claimed = DryRun.objects.filter(id=dry_run_id, status=DryRun.Status.QUEUED).update(
         status=DryRun.Status.RUNNING, started_at=timezone.now())
     if claimed != 1:
@@ -492,9 +454,7 @@ SCORE_AGREEMENT_TOLERANCE = 0.1
 
 def judge_verdict_of(check_result: CheckResult) -> tuple[str, float | None]:
     """The judge's verdict on a scored llm_judge check: ("met" | "not_met", None) or ("score", score)."""
-    votes = check_result.votes or []
-    binary = all(isinstance(vote, bool) for vote in votes) if votes else check_result.score in (0.0, 1.0)
-    if binary:
+    if check_result.is_binary_judgement:
         return (JudgeLabel.Verdict.MET if check_result.score >= 0.5 else JudgeLabel.Verdict.NOT_MET), None
     return JudgeLabel.Verdict.SCORE, check_result.score
 
@@ -507,8 +467,6 @@ def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, sco
     `verdict` is "agree" (the judge's own verdict), "met", "not_met", or "score" with
     `score` in [0, 1] for scaled judges. One label per reviewer and check.
     """
-    from authoring.permissions import can_review
-
     if not can_review(reviewer):
         raise NotAllowed("Only reviewers and admins can confirm or overrule the judge.")
     if check_result.kind != "llm_judge":

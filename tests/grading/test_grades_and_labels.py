@@ -183,3 +183,22 @@ def test_judge_agreement_counts_reviewers_labels(django_user_model, reviewer, gr
 
     assert (agreement.labels, agreement.agreed, agreement.rate) == (2, 1, 0.5)
     assert judge_agreement(task_version=task_version, check_id="unsafe").labels == 0
+
+
+def test_a_scaled_judgement_is_overruled_with_a_score(client, reviewer, task_version):
+    scaled = {**GRADE, "checks": [{"id": "clarity", "kind": "llm_judge", "status": "scored", "score": 0.7,
+                                   "points": 4, "awarded": 2.8, "explanation": "fairly clear", "votes": [7],
+                                   "duration_ms": 5}]}
+    grade = grade_record(grade={**scaled, "earned": 2.8, "max": 4, "reward": 0.7}, task_version=task_version,
+                         source="rollout")
+    check_result = grade.check_results.get()
+    client.force_login(reviewer)
+    assert 'value="score"' in client.get(f"/grading/grades/{grade.pk}/").content.decode()
+
+    close = client.post(f"/grading/check-results/{check_result.pk}/label/", {"verdict": "score", "score": "0.75"})
+    assert close.status_code == 200
+    assert JudgeLabel.objects.get().agrees is True  # within 0.1 of the judge
+    far = client.post(f"/grading/check-results/{check_result.pk}/label/", {"verdict": "score", "score": "0.2"})
+    assert far.status_code == 200 and JudgeLabel.objects.get().agrees is False
+    bad = client.post(f"/grading/check-results/{check_result.pk}/label/", {"verdict": "score", "score": "lots"})
+    assert bad.status_code == 400 and "between 0 and 1" in bad.content.decode()
