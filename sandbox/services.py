@@ -294,9 +294,12 @@ def rollout_heartbeat(*, rollout_id: int, attempt: int, progress: dict | None = 
     return bool(_mine(rollout_id, attempt).update(**changes))
 
 
-def rollout_fail(*, rollout_id: int, reason: str, attempt: int | None = None) -> bool:
-    """Mark a not-yet-finished rollout as error with `reason`. With `attempt`, only that claim's."""
+def rollout_fail(*, rollout_id: int, reason: str, attempt: int | None = None, stale_before=None) -> bool:
+    """Mark a not-yet-finished rollout as error with `reason`. With `attempt`, only that claim's;
+    with `stale_before`, only if it has not beaten since."""
     queryset = Rollout.objects.filter(pk=rollout_id)
+    if stale_before is not None:
+        queryset = queryset.filter(_not_beaten_since(stale_before))
     if attempt is not None:
         queryset = queryset.filter(attempts=attempt, status__in=Rollout.ACTIVE)
     else:
@@ -311,16 +314,28 @@ def rollout_fail(*, rollout_id: int, reason: str, attempt: int | None = None) ->
     return bool(failed)
 
 
-def rollout_requeue(*, rollout_id: int, attempt: int, note: str, countdown: float | None = None) -> bool:
-    """Put this claim's rollout back in the queue (a transient failure), with a new job."""
+def rollout_requeue(*, rollout_id: int, attempt: int, note: str, countdown: float | None = None,
+                    stale_before=None) -> bool:
+    """Put this claim's rollout back in the queue (a transient failure, a dead worker), with a new job.
+
+    `stale_before`: only if the claim has not beaten since then (the reaper's check, repeated
+    inside the UPDATE so that a worker that beat in the meantime keeps its rollout).
+    """
     with transaction.atomic():
-        requeued = Rollout.objects.filter(pk=rollout_id, attempts=attempt, status__in=Rollout.ACTIVE).update(
-            status=Rollout.Status.QUEUED, worker="", heartbeat_at=None, progress={"note": note[:500]})
+        queryset = Rollout.objects.filter(pk=rollout_id, attempts=attempt, status__in=Rollout.ACTIVE)
+        if stale_before is not None:
+            queryset = queryset.filter(_not_beaten_since(stale_before))
+        requeued = queryset.update(status=Rollout.Status.QUEUED, worker="", heartbeat_at=None,
+                                   progress={"note": note[:500]})
         if requeued:
             rollout = Rollout.objects.select_related("preview_run__task_version").get(pk=rollout_id)
             soft, hard = rollout_time_limits(rollout.preview_run.task_version)
             transaction.on_commit(lambda: _enqueue([rollout_id], soft=soft, hard=hard, countdown=countdown))
     return bool(requeued)
+
+
+def _not_beaten_since(moment) -> Q:
+    return Q(heartbeat_at__lt=moment) | Q(heartbeat_at__isnull=True, started_at__lt=moment)
 
 
 def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict:
@@ -333,17 +348,17 @@ def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict
     stale_after_s = settings.ROLLOUT_STALE_AFTER_S if stale_after_s is None else stale_after_s
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=stale_after_s)
-    stale = list(Rollout.objects.filter(status__in=Rollout.ACTIVE)
-                 .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
+    stale = list(Rollout.objects.filter(status__in=Rollout.ACTIVE).filter(_not_beaten_since(cutoff))
                  .values("pk", "attempts", "worker"))
     result = {"requeued": [], "failed": []}
     for row in stale:
         reason = f"worker lost: {row['worker'] or 'a worker'} stopped responding for more than {stale_after_s:g} s"
         if row["attempts"] < Rollout.MAX_ATTEMPTS:
-            if rollout_requeue(rollout_id=row["pk"], attempt=row["attempts"], note=f"re-queued ({reason})"):
+            if rollout_requeue(rollout_id=row["pk"], attempt=row["attempts"], note=f"re-queued ({reason})",
+                               stale_before=cutoff):
                 result["requeued"].append(row["pk"])
                 logger.warning("re-queued stale rollout %s (%s)", row["pk"], reason)
-        elif rollout_fail(rollout_id=row["pk"], attempt=row["attempts"], reason=reason):
+        elif rollout_fail(rollout_id=row["pk"], attempt=row["attempts"], reason=reason, stale_before=cutoff):
             result["failed"].append(row["pk"])
     result["containers_removed"] = _reap_containers()
     return result

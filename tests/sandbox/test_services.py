@@ -299,3 +299,16 @@ def test_summary_counts_pass_rate_interval_and_pass_at_k():
     assert summary["pass_at_k"]["1"] == pytest.approx(1 / 3) and summary["pass_at_k"]["2"] == pytest.approx(2 / 3)
     assert summary["verdict"]["ok"] is True
     assert services.preview_run_summary(policy="nop", rollouts=rows[:1])["verdict"]["ok"] is False
+
+
+def test_the_reaper_leaves_a_rollout_alone_if_it_beats_between_the_check_and_the_update(version, author, enqueued):
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+    attempt = services.rollout_claim(rollout_id=rollout.pk, worker="slow-but-alive")
+    cutoff = timezone.now() - timedelta(seconds=60)
+    _age(rollout.pk, 61)
+    services.rollout_heartbeat(rollout_id=rollout.pk, attempt=attempt)  # the beat lands first
+    assert not services.rollout_requeue(rollout_id=rollout.pk, attempt=attempt, note="x", stale_before=cutoff)
+    assert not services.rollout_fail(rollout_id=rollout.pk, attempt=attempt, reason="x", stale_before=cutoff)
+    rollout.refresh_from_db()
+    assert rollout.status == "running" and rollout.worker == "slow-but-alive"
