@@ -746,7 +746,9 @@
     }
     if (!isObject(rubric)) {
       fieldset.appendChild(h("p", { className: "muted",
-        text: rubric === null ? "Type a rubric in the JSON tab." : "The rubric must be a JSON object; edit it in the JSON tab." }));
+        text: rubric === null ? "No rubric yet: write one in the JSON tab." :
+          "The rubric must be a JSON object; edit it in the JSON tab." }));
+      updateFrozen();
       return;
     }
     if (state.schemaFailed) {
@@ -799,9 +801,13 @@
     if (!fieldset || !banner) return;
     fieldset.disabled = !!state.parseError;
     banner.hidden = !state.parseError;
-    banner.textContent = state.parseError ?
-      "The JSON has a syntax error (" + state.parseError.where + "), so the checks below are the last version that " +
-      "parsed and cannot be edited here. Fix the JSON in the JSON tab." : "";
+    if (!state.parseError) banner.textContent = "";
+    else if (isObject(state.rubric)) {
+      banner.textContent = "The JSON has a syntax error (" + state.parseError.where + "), so the checks below are " +
+        "the last version that parsed and cannot be edited here. Fix the JSON in the JSON tab.";
+    } else {
+      banner.textContent = "The JSON has a syntax error (" + state.parseError.where + "). Fix it in the JSON tab.";
+    }
   }
 
   // ------------------------------------------------------------------ JSON → structured
@@ -815,23 +821,90 @@
   }
 
   function describeParseError(error, text) {
-    var message = String(error.message || error);
+    // Browsers word (and place) JSON errors differently; find the spot ourselves.
+    var found = locateJsonError(text);
+    var offset = found ? found.offset : null;
+    var message = found ? found.message : String(error.message || error);
     var line = null, column = null;
-    var lc = message.match(/line (\d+) column (\d+)/);
-    var pos = message.match(/position (\d+)/);
-    if (lc) { line = +lc[1]; column = +lc[2]; }
-    else {
-      var offset = pos ? +pos[1] : (/end of (JSON )?(data|input)/i.test(message) ? text.length : null);
-      if (offset !== null) {
-        var before = text.slice(0, offset).split("\n");
-        line = before.length;
-        column = before[before.length - 1].length + 1;
+    if (offset !== null) {
+      var before = text.slice(0, offset).split("\n");
+      line = before.length;
+      column = before[before.length - 1].length + 1;
+    }
+    var where = line !== null ? "line " + line + ", column " + column : "an unknown position";
+    return { message: message, line: line, column: column, where: where };
+  }
+
+  /* {offset, message} of the first JSON syntax error in `text` (RFC 8259), or null. */
+  function locateJsonError(text) {
+    var i = 0;
+    function fail(message, at) { throw { offset: at === undefined ? i : at, message: message }; }
+    function what() { return i >= text.length ? "unexpected end of the text" : "unexpected '" + text.charAt(i) + "'"; }
+    function ws() { while (i < text.length && " \t\n\r".indexOf(text.charAt(i)) >= 0) i++; }
+    function string() {
+      i++;
+      for (;;) {
+        if (i >= text.length) fail("unterminated string");
+        var c = text.charAt(i);
+        if (c === '"') { i++; return; }
+        if (c === "\\") {
+          var e = text.charAt(i + 1);
+          if (e === "u") {
+            if (!/^[0-9a-fA-F]{4}$/.test(text.substr(i + 2, 4))) fail("bad \\u escape");
+            i += 6;
+          } else if ('"\\/bfnrt'.indexOf(e) >= 0 && e !== "") i += 2;
+          else fail("bad escape \\" + e);
+        } else if (c < " ") fail(c === "\n" ? "line break inside a string (write \\n)" : "control character inside a string");
+        else i++;
       }
     }
-    var clean = message.replace(/^JSON\.parse: /, "").replace(/\s*(in JSON )?at position \d+.*$/, "")
-      .replace(/ at line \d+ column \d+ of the JSON data$/, "");
-    var where = line !== null ? "line " + line + ", column " + column : "somewhere";
-    return { message: clean, line: line, column: column, where: where };
+    function value() {
+      ws();
+      var c = text.charAt(i);
+      if (c === "{") {
+        i++; ws();
+        if (text.charAt(i) === "}") { i++; return; }
+        for (;;) {
+          ws();
+          if (text.charAt(i) !== '"') fail(what() + "; expected a key in double quotes");
+          string(); ws();
+          if (text.charAt(i) !== ":") fail(what() + "; expected ':' after the key");
+          i++; value(); ws();
+          if (text.charAt(i) === ",") { i++; continue; }
+          if (text.charAt(i) === "}") { i++; return; }
+          fail(what() + "; expected ',' or '}'");
+        }
+      } else if (c === "[") {
+        i++; ws();
+        if (text.charAt(i) === "]") { i++; return; }
+        for (;;) {
+          value(); ws();
+          if (text.charAt(i) === ",") { i++; continue; }
+          if (text.charAt(i) === "]") { i++; return; }
+          fail(what() + "; expected ',' or ']'");
+        }
+      } else if (c === '"') {
+        string();
+      } else if (text.substr(i, 4) === "true" || text.substr(i, 4) === "null") {
+        i += 4;
+      } else if (text.substr(i, 5) === "false") {
+        i += 5;
+      } else {
+        var number = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+        number.lastIndex = i;
+        var m = number.exec(text);
+        if (!m || !m[0] || m[0] === "-") fail(what() + "; expected a value");
+        i += m[0].length;
+      }
+    }
+    try {
+      value(); ws();
+      if (i < text.length) fail(what() + " after the end of the JSON");
+      return null;
+    } catch (e) {
+      if (e && typeof e.offset === "number") return e;
+      return null;
+    }
   }
 
   var rawChanged = debounce(function () {
@@ -1028,13 +1101,13 @@
         issues.push(issue);
       });
     }
-    if (state.parseError) {
+    var unchanged = textarea.value === state.pageText;
+    if (unchanged) add(state.pageIssues);
+    // The server's own words for a syntax error (its only rubric error without a pointer) come first.
+    var saidByServer = unchanged && state.pageIssues.some(function (i) { return i.pointer === null; });
+    if (state.parseError && !saidByServer) {
       issues.push({ pointer: null, source: "parse",
                     message: "JSON syntax error at " + state.parseError.where + ": " + state.parseError.message });
-    }
-    if (textarea.value === state.pageText) {
-      // A page error without a pointer is most likely the same syntax error as above.
-      add(state.pageIssues.filter(function (i) { return !(state.parseError && i.pointer === null); }));
     }
     if (!state.parseError) {
       add(state.schemaIssues);
@@ -1139,6 +1212,7 @@
     issues = issues || currentIssues();
     structured.querySelectorAll(".re-error").forEach(function (el) { el.remove(); });
     structured.querySelectorAll(".has-error").forEach(function (el) { el.classList.remove("has-error"); });
+    structured.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
     structured.querySelectorAll(".re-card-has-child-error").forEach(function (el) {
       el.classList.remove("re-card-has-child-error");
     });
@@ -1150,6 +1224,8 @@
       if (anchor.classList.contains("re-field")) {
         anchor.classList.add("has-error");
         anchor.appendChild(message);
+        var control = anchor.querySelector("input, select, textarea");
+        if (control) control.setAttribute("aria-invalid", "true");
       } else {
         var box = anchor.querySelector(":scope > .re-card-errors");
         var shown = issue.pointer === anchor.getAttribute("data-pointer") ? message :

@@ -82,6 +82,13 @@ def test_author_builds_a_two_check_rubric_fixes_an_error_and_compares_versions(l
 
     page.screenshot(path=SCREENSHOT.replace(".png", "-errors.png"), full_page=True)
 
+    # From the JSON tab, an error in the list leads to its field.
+    page.click("button[data-view=raw]")
+    page.locator("#rubric-errors li", has_text="/checks/1/pattern").click()
+    expect(page.locator("#rubric-structured")).to_be_visible()
+    expect(field(page, "/checks/1/pattern").locator("input")).to_be_focused()
+    expect(field(page, "/checks/1/pattern").locator("input")).to_have_attribute("aria-invalid", "true")
+
     # Fix both.
     second.locator("[data-key=id] input").fill("has_digits")
     second.locator("[data-key=pattern] input").fill(r"\d+")
@@ -221,3 +228,23 @@ def test_markdown_preview_updates_live_and_drops_scripts(logged_in, live_server,
     page.fill("#id_prompt", "## Changed")
     expect(preview.locator("h2")).to_have_text("Changed")
     expect(preview.locator("h1")).to_have_count(0)
+
+
+def test_a_rubric_that_does_not_parse_comes_back_in_the_json_tab_with_its_position(logged_in, live_server, environment):
+    page = logged_in
+    open_new_task_form(page, live_server)
+    page.fill("#id_slug", "broken")
+    page.fill("#id_title", "Broken rubric")
+    page.fill("#id_prompt", "Anything.")
+    page.click("button[data-view=raw]")
+    page.fill("#rubric-json", '{"schema": "gymwright.rubric/v1",\n "checks": [}')
+    expect(page.locator("#rubric-status")).to_have_text("JSON syntax error at line 2, column 13")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Create task").click()
+    wait_for_editor(page)
+
+    expect(page.locator("#rubric-errors li.server-error")).to_contain_text("The rubric is not valid JSON")
+    expect(page.locator("#rubric-raw")).to_be_visible()
+    expect(page.locator("#rubric-structured")).to_be_hidden()
+    expect(page.locator("#rubric-status")).to_have_text("JSON syntax error at line 2, column 13")
+    assert page.input_value("#rubric-json") == '{"schema": "gymwright.rubric/v1",\n "checks": [}'
