@@ -1194,7 +1194,7 @@
       return sum + (isObject(c) && typeof c.points === "number" && c.points > 0 ? c.points : 0);
     }, 0);
     statusLine.textContent = "Valid · " + plural(count, "check") + " · " + plural(Math.round(points * 1000) / 1000, "point") +
-      (state.validator ? "" : " (schema not loaded: checked on save)");
+      (state.validator ? "" : " (schema not loaded: only the server checks it)");
     statusLine.classList.add("ok");
   }
 
