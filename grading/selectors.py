@@ -96,6 +96,11 @@ class CheckRow:
         return self.depth * 1.5
 
     @property
+    def votes_text(self) -> str:
+        return ", ".join(("met" if vote else "not met") if isinstance(vote, bool) else format_number(vote)
+                         for vote in self.votes)
+
+    @property
     def score_text(self) -> str:
         return format_number(self.score)
 

@@ -17,11 +17,13 @@ def grade_table(context, grade, pending_judge=False, judge_note=""):
                                   judge_note=judge_note)
     request = context.get("request")
     user = getattr(request, "user", None) or context.get("user")
-    show_labels = table.grade is not None and any(row.judged for row in table.rows)
+    judged_rows = [row for row in table.rows if row.judged and row.check_result is not None]
+    can_label = bool(judged_rows) and permissions.can_review(user)
     return {
         "table": table,
-        "show_labels": show_labels,
-        "can_label": show_labels and permissions.can_review(user),
+        # The reviewers' column appears when there is something to show or to do in it.
+        "show_labels": can_label or any(row.labels for row in judged_rows),
+        "can_label": can_label,
         "request": request,
         "csrf_token": context.get("csrf_token"),
     }

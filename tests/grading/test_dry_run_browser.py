@@ -1,0 +1,84 @@
+"""The dry-run panel in a real browser: grades the unsaved rubric from the editor, polls a judge job."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from authoring import services as authoring_services
+from sandbox.models import ModelEndpoint
+from tests.e2e.conftest import TIMEOUT_MS, author, browser, environment, logged_in, page, wait_for_editor  # noqa: F401
+from tests.support.openai_server import OpenAIServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+expect.set_options(timeout=TIMEOUT_MS)
+
+SAVED_RUBRIC = {"schema": "gymwright.rubric/v1", "checks": [
+    {"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"}]}
+
+
+@pytest.fixture
+def task(author, environment):  # noqa: F811
+    return authoring_services.task_create(slug="answer-42", environment=environment, author=author, content={
+        "title": "Answer 42", "prompt": "What is 6 x 7?", "rubric": SAVED_RUBRIC})
+
+
+@pytest.fixture
+def eager_celery(settings):
+    from gymwright.celery import app
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+def open_editor_with_rubric(page, live_server, rubric: dict) -> None:  # noqa: F811
+    page.goto(f"{live_server.url}/tasks/answer-42/edit/")
+    wait_for_editor(page)
+    page.click('#rubric-editor [data-view="raw"]')
+    page.fill("#rubric-json", json.dumps(rubric, indent=2))  # unsaved: only in the editor
+
+
+def test_the_panel_grades_the_unsaved_rubric_in_the_editor(logged_in, live_server, task, settings):  # noqa: F811
+    settings.OPENAI_BASE_URL = ""
+    page = logged_in
+    open_editor_with_rubric(page, live_server, {**SAVED_RUBRIC, "checks": SAVED_RUBRIC["checks"] + [
+        {"id": "has_unit", "kind": "regex", "points": 2, "pattern": r"\bmeters?\b"}]})
+
+    page.fill("#dry-run-answer", "It is 42.")
+    page.click("[data-dry-run-submit]")
+
+    result = page.locator("[data-dry-run-result]")
+    expect(result.locator("[data-grade-summary]")).to_have_text("3 / 5 points, reward 0.60, not passed")
+    expect(result.locator('tr[data-check-id="has_unit"] .badge')).to_have_text("scored")
+
+    page.fill("#rubric-json", '{"schema": "gymwright.rubric/v1", "checks": [{"id": "x", "kind": "regex"}]}')
+    page.click("[data-dry-run-submit]")
+    expect(result.locator(".dry-run-issues")).to_contain_text("/checks/0")
+
+
+def test_the_panel_polls_a_judge_job_until_it_is_done(logged_in, live_server, task, eager_celery,  # noqa: F811
+                                                      monkeypatch, tmp_path):
+    monkeypatch.setenv("GYMWRIGHT_TEST_JUDGE_KEY", "test-key")
+    page = logged_in
+    with OpenAIServer(default='{"met": true, "explanation": "Explains 6 x 7."}') as server:
+        ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="test-judge",
+                                     api_key_env="GYMWRIGHT_TEST_JUDGE_KEY", is_default=True)
+        open_editor_with_rubric(page, live_server, {**SAVED_RUBRIC, "checks": SAVED_RUBRIC["checks"] + [
+            {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "Explains why."},
+            {"id": "report", "kind": "file_exists", "points": 1, "path": "out/report.md"}]})
+        report = tmp_path / "report.md"
+        report.write_text("# report\n")
+        page.fill("#dry-run-answer", "42, because 6 x 7")
+        page.set_input_files("[data-dry-run-files]", str(report))
+        page.fill("[data-dry-run-folder]", "out/")
+        page.click("[data-dry-run-submit]")
+
+        summary = page.locator("[data-dry-run-result] [data-grade-summary]")
+        expect(summary).to_have_text("6 / 6 points, reward 1.00, passed")
+        expect(page.locator('[data-dry-run-result] tr[data-check-id="explains"]')).to_contain_text("Explains 6 x 7.")
+        assert server.calls == 1
