@@ -153,25 +153,26 @@ class GradingContext:
         if cached is not None and cached[0] is text:
             return cached[1]
         value = text
-        if collapse_space:
-            value = _SPACE.sub(" ", value).strip()
         if fold_case:
             value = value.casefold()
+        if collapse_space:
+            value = " ".join(value.split())
         self._text_cache[key] = (text, value)
         return value
 
-    def tokens(self, text: str) -> list[str]:
+    def tokens(self, text: str) -> tuple[list[str], str]:
+        """Word tokens of `text` and their space-joined form (for BLEU), computed once per grade."""
         key = (id(text), "tokens")
         cached = self._text_cache.get(key)
         if cached is not None and cached[0] is text:
             return cached[1]
-        value = similarity.tokens(text)
+        words = similarity.tokens(text)
+        value = (words, similarity.joined(words))
         self._text_cache[key] = (text, value)
         return value
 
 
 STDOUT_TIMEOUT_S = 120
-_SPACE = re.compile(r"\s+")
 
 
 def _shell_quote(text: str) -> str:
@@ -196,11 +197,7 @@ def _binary(met: bool, explanation: str) -> Outcome:
 
 def string_match(check: StringMatchCheck, ctx: GradingContext) -> Outcome:
     text = ctx.normalised(ctx.target_text(check.target), fold_case=not check.case_sensitive, collapse_space=check.normalize_whitespace)
-    expected = check.expected
-    if check.normalize_whitespace:
-        expected = _SPACE.sub(" ", expected).strip()
-    if not check.case_sensitive:
-        expected = expected.casefold()
+    expected = check.expected_normalised()
     mode = check.mode
     if mode == "equals":
         met = text == expected
@@ -348,10 +345,13 @@ def json_field(check: JsonFieldCheck, ctx: GradingContext) -> Outcome:
 def text_similarity(check: TextSimilarityCheck, ctx: GradingContext) -> Outcome:
     text = ctx.target_text(check.target)
     if check.metric == "fuzzy":
-        value = similarity.fuzzy(text, check.reference)
+        candidate = ctx.normalised(text, fold_case=True, collapse_space=True)
+        value = similarity.fuzzy(candidate, similarity.normalise(check.reference), normalised=True)
+    elif check.metric == "rouge_l":
+        value = similarity.rouge_l(ctx.tokens(text)[0], similarity.tokens(check.reference))
     else:
-        metric = similarity.rouge_l if check.metric == "rouge_l" else similarity.bleu
-        value = metric(ctx.tokens(text), similarity.tokens(check.reference))
+        words, joined = ctx.tokens(text)
+        value = similarity.bleu(words, similarity.tokens(check.reference), candidate_joined=joined)
     met = value >= check.threshold
     return _binary(met, f"{check.metric} similarity {value:.3f} {'≥' if met else '<'} threshold {check.threshold:g}")
 

@@ -18,6 +18,8 @@ import ast
 import re
 from typing import Annotated, Any, Literal, Union
 
+from .fastregex import Searcher
+
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -235,6 +237,17 @@ class StringMatchCheck(CheckBase):
     normalize_whitespace: StrictBool = Field(
         default=True, description="Collapse runs of whitespace to one space and strip both ends before comparing."
     )
+    _expected: str | None = PrivateAttr(default=None)
+
+    def expected_normalised(self) -> str:
+        """`expected` case-folded and/or whitespace-collapsed as the options say (computed once)."""
+        if self._expected is None:
+            value = self.expected if self.case_sensitive else self.expected.casefold()
+            self._expected = " ".join(value.split()) if self.normalize_whitespace else value
+        return self._expected
+
+    def model_post_init(self, __context: Any) -> None:
+        self.expected_normalised()
 
 
 class RegexCheck(CheckBase):
@@ -245,11 +258,12 @@ class RegexCheck(CheckBase):
     flags: str = Field(default="", pattern=REGEX_FLAGS_PATTERN, description="Letters from 'aimsx' (Python re flags).")
     must_match: StrictBool = True
     min_count: StrictInt = Field(default=1, ge=1)
-    _compiled: re.Pattern | None = PrivateAttr(default=None)
+    _compiled: Searcher | None = PrivateAttr(default=None)
 
-    def compiled(self) -> re.Pattern:
+    def compiled(self) -> Searcher:
+        """The pattern, compiled once at parse time (with its literal prefilter)."""
         if self._compiled is None:
-            self._compiled = re.compile(self.pattern, regex_flags(self.flags))
+            self._compiled = Searcher(re.compile(self.pattern, regex_flags(self.flags)))
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
@@ -270,11 +284,11 @@ class NumberCheck(CheckBase):
     tolerance: NonNegative = 0
     rel_tolerance: NonNegative = 0
     extract: Annotated[str, AfterValidator(_one_group_regex)] | None = None
-    _compiled: re.Pattern | None = PrivateAttr(default=None)
+    _compiled: Searcher | None = PrivateAttr(default=None)
 
-    def compiled_extract(self) -> re.Pattern | None:
+    def compiled_extract(self) -> Searcher | None:
         if self.extract is not None and self._compiled is None:
-            self._compiled = re.compile(self.extract)
+            self._compiled = Searcher(re.compile(self.extract))
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
@@ -306,11 +320,11 @@ class FileContentCheck(CheckBase):
     regex: Regex | None = None
     equals: str | None = None
     sha256: Annotated[str, Field(pattern=SHA256_PATTERN)] | None = None
-    _compiled: re.Pattern | None = PrivateAttr(default=None)
+    _compiled: Searcher | None = PrivateAttr(default=None)
 
-    def compiled(self) -> re.Pattern | None:
+    def compiled(self) -> Searcher | None:
         if self.regex is not None and self._compiled is None:
-            self._compiled = re.compile(self.regex)
+            self._compiled = Searcher(re.compile(self.regex))
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
