@@ -164,7 +164,7 @@ def test_environment_form_creates_and_versions_an_environment(client, author):
 def _bulk_tasks(count, owner, environment):
     """Many tasks fast: one bulk insert per table, the same shape the services write."""
     env_version = environment.latest_version
-    tags = Tag.objects.bulk_create([Tag(name=f"tag{i}") for i in range(5)])
+    tags = [Tag.objects.get_or_create(name=f"tag{i}")[0] for i in range(5)]
     tasks = Task.objects.bulk_create([Task(slug=f"bulk-{i:05d}", title=f"Bulk {i}", environment=environment,
                                            owner=owner, status="draft") for i in range(count)], batch_size=2000)
     versions = TaskVersion.objects.bulk_create([
