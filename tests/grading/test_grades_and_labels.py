@@ -202,3 +202,14 @@ def test_a_scaled_judgement_is_overruled_with_a_score(client, reviewer, task_ver
     assert far.status_code == 200 and JudgeLabel.objects.get().agrees is False
     bad = client.post(f"/grading/check-results/{check_result.pk}/label/", {"verdict": "score", "score": "lots"})
     assert bad.status_code == 400 and "between 0 and 1" in bad.content.decode()
+
+
+@pytest.mark.parametrize("url", ["/admin/grading/grade/", "/admin/grading/grade/{grade}/change/",
+                                 "/admin/grading/judgelabel/", "/admin/grading/dryrun/",
+                                 "/admin/grading/checkresult/"])
+def test_the_admin_pages_render(admin_client, grade, url):
+    response = admin_client.get(url.format(grade=grade.pk))
+
+    assert response.status_code == 200
+    if "change" in url:
+        assert "states_dose" in response.content.decode()  # the check results inline
