@@ -43,7 +43,7 @@ def _missing(what: str) -> None:
     raise RuntimeError(f"{what} is not available")
 
 
-def _build(client, tag: str, files: dict[str, tuple[bytes | Path, int]], dockerfile: str) -> str:
+def _build(client, tag: str, files: dict[str, tuple[bytes | Path | str, int]], dockerfile: str) -> str:
     import docker.errors
 
     with _lock:
@@ -59,6 +59,12 @@ def _build(client, tag: str, files: dict[str, tuple[bytes | Path, int]], dockerf
             info.size = len(df)
             tar.addfile(info, io.BytesIO(df))
             for name, (source, mode) in files.items():
+                if isinstance(source, str):  # a symlink to this target
+                    info = tarfile.TarInfo(name)
+                    info.type = tarfile.SYMTYPE
+                    info.linkname = source
+                    tar.addfile(info)
+                    continue
                 data = source.read_bytes() if isinstance(source, Path) else source
                 info = tarfile.TarInfo(name)
                 info.size = len(data)
@@ -70,15 +76,23 @@ def _build(client, tag: str, files: dict[str, tuple[bytes | Path, int]], dockerf
         return tag
 
 
+def _busybox_files() -> dict:
+    # The applet links go into the build context, so the image is one COPY
+    # layer: docker's vfs driver copies every layer in full per container.
+    files: dict = {"rootfs/bin/busybox": (BUSYBOX, 0o755)}
+    applets = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True).stdout.split()
+    for applet in applets:
+        if applet != "busybox":
+            files[f"rootfs/bin/{applet}"] = ("busybox", 0o777)
+    return files
+
+
 def busybox_image(client) -> str:
     if not BUSYBOX.exists():
         _missing(f"static busybox at {BUSYBOX}")
-    digest = hashlib.sha256(BUSYBOX.read_bytes()).hexdigest()[:16]
-    return _build(client, f"gymwright-test/busybox:{digest}",
-                  {"rootfs/bin/busybox": (BUSYBOX, 0o755)},
-                  "FROM scratch\nCOPY rootfs/ /\n"
-                  'RUN ["/bin/busybox", "--install", "-s", "/bin"]\n'
-                  "ENV PATH=/usr/local/bin:/usr/bin:/bin\n")
+    digest = hashlib.sha256(BUSYBOX.read_bytes() + b"v2").hexdigest()[:16]
+    return _build(client, f"gymwright-test/busybox:{digest}", _busybox_files(),
+                  "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/local/bin:/usr/bin:/bin\n")
 
 
 def _shared_libs(paths: list[Path]) -> set[Path]:
@@ -93,7 +107,7 @@ def _shared_libs(paths: list[Path]) -> set[Path]:
 def python_image(client) -> str:
     if not BUSYBOX.exists() or not HOST_PYTHON.exists() or not PY_STDLIB.is_dir():
         _missing(f"static busybox and {HOST_PYTHON} with its standard library")
-    files: dict[str, tuple[bytes | Path, int]] = {"rootfs/bin/busybox": (BUSYBOX, 0o755)}
+    files = _busybox_files()
     stdlib: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(PY_STDLIB):
         dirnames[:] = [d for d in dirnames if d not in PRUNE]
@@ -107,15 +121,14 @@ def python_image(client) -> str:
         hasher.update(str(path).encode())
         hasher.update(str(real.stat().st_size).encode() + str(int(real.stat().st_mtime)).encode())
         files[f"rootfs{path}"] = (real, 0o755 if path in libs or path == HOST_PYTHON else 0o644)
-    hasher.update(BUSYBOX.read_bytes())
+
+    hasher.update(BUSYBOX.read_bytes() + b"v2")
     tag = f"gymwright-test/python:{hasher.hexdigest()[:16]}"
-    # /lib64 -> /usr/lib64 style links are not needed: ldd's paths are copied as is.
+    files["rootfs/bin/python3"] = ("/usr/bin/python3.11", 0o777)
+    files["rootfs/bin/python"] = ("/usr/bin/python3.11", 0o777)
+    # ldd's paths (/lib/x86_64-linux-gnu/..., /lib64/ld-linux...) are copied as is.
     return _build(client, tag, files,
-                  "FROM scratch\nCOPY rootfs/ /\n"
-                  'RUN ["/bin/busybox", "--install", "-s", "/bin"]\n'
-                  'RUN ["/bin/busybox", "ln", "-s", "/usr/bin/python3.11", "/bin/python3"]\n'
-                  'RUN ["/bin/busybox", "ln", "-s", "/usr/bin/python3.11", "/bin/python"]\n'
-                  "ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8\n")
+                  "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8\n")
 
 
 def remove_test_images(client) -> None:

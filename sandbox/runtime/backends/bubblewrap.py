@@ -203,6 +203,9 @@ class BubblewrapSandbox(Sandbox):
         if self.backend.python:
             for alias in ("python", "python3"):
                 args += ["--symlink", self.backend.python, f"/opt/gymwright/bin/{alias}"]
+        # Last: the tmpfs root bwrap built (and the directories it made for
+        # the binds, such as /etc) becomes read-only too.
+        args += ["--remount-ro", "/"]
         args += ["--chdir", WORKSPACE,
                  "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", TMP,
                  "--setenv", "TMPDIR", TMP, "--setenv", "LANG", "C.UTF-8",
@@ -217,7 +220,7 @@ class BubblewrapSandbox(Sandbox):
         cpu_seconds = max(1, int(timeout_s * max(spec.cpus, 1)) + 1)
         lines.append(f"ulimit -t {cpu_seconds}")
         # 512-byte blocks: no single file may exceed the workspace cap.
-        lines.append(f"ulimit -f {spec.workspace_mb * 2048}")
+        lines.append(f"ulimit -f {max(spec.workspace_mb, spec.tmp_mb) * 2048}")
         if not self.cgroups.has_memory:
             # Address space, not memory: generous so runtimes' reservations still work.
             lines.append(f"ulimit -v {spec.memory_mb * 1024 * 2}")
@@ -276,7 +279,8 @@ class BubblewrapSandbox(Sandbox):
             exit_code = 128 - rc if rc < 0 else rc
         oom = self.cgroups.oom_kills() > oom_before
         if over_cap:
-            err.write(f"\n[gymwright] killed: the workspace exceeded {spec.workspace_mb} MB\n".encode())
+            err.write(f"\n[gymwright] /workspace or /tmp went over its size cap "
+                      f"({spec.workspace_mb} / {spec.tmp_mb} MB)\n".encode())
         return ExecResult(
             exit_code=None if timed_out else exit_code, stdout=out.text(), stderr=err.text(),
             stdout_truncated=out.truncated, stderr_truncated=err.truncated,
@@ -298,7 +302,6 @@ class BubblewrapSandbox(Sandbox):
                 proc.stdin.close()
         timed_out = over_cap = killed = False
         next_watch = time.monotonic() + WATCH_INTERVAL_S
-        cap_bytes = self.spec.workspace_mb * 1024 * 1024
         while selector.get_map():
             now = time.monotonic()
             if not killed and now >= deadline:
@@ -306,7 +309,7 @@ class BubblewrapSandbox(Sandbox):
                 self._kill(proc)
             if not killed and now >= next_watch:
                 next_watch = now + WATCH_INTERVAL_S
-                if _tree_size(self.workspace_dir, cap_bytes) > cap_bytes:
+                if self._over_cap():
                     over_cap = killed = True
                     self._kill(proc)
             wait = 0.1 if killed else max(0.0, min(deadline, next_watch) - now)
@@ -341,9 +344,14 @@ class BubblewrapSandbox(Sandbox):
                 proc.stdin.close()
             except OSError:
                 pass
-        if _tree_size(self.workspace_dir, cap_bytes) > cap_bytes:
-            over_cap = True
-        return timed_out, over_cap
+        return timed_out, over_cap or self._over_cap()
+
+    def _over_cap(self) -> bool:
+        # A soft cap: checked every WATCH_INTERVAL_S during an exec and after
+        # it; RLIMIT_FSIZE bounds any single file hard.
+        mb = 1024 * 1024
+        return (_tree_size(self.workspace_dir, self.spec.workspace_mb * mb) > self.spec.workspace_mb * mb
+                or _tree_size(self.tmp_dir, self.spec.tmp_mb * mb) > self.spec.tmp_mb * mb)
 
     def _kill(self, proc: subprocess.Popen) -> None:
         # The bwrap we started leads its own process group; its in-namespace

@@ -54,6 +54,16 @@ PID_DIR = "/tmp/.gymwright"
 # the pid files of execs that have finished (saving a round trip per exec),
 # then becomes the command.
 WRAPPER = 'echo $$ > "$1" 2>/dev/null; [ -n "$2" ] && rm -f $2; shift 2; exec "$@"'
+# A long-lived exec that kills process groups on request and answers when the
+# group is gone (its pids are free again). It uses only shell builtins (read,
+# kill, echo, [), so it works when a fork bomb holds every pid the cgroup
+# allows and no new exec could start. It runs as the sandbox user (it has to:
+# there are no capabilities), so the sandbox can kill it; then we respawn it,
+# and fall back to a one-off kill exec.
+KILLER = ('while read -r f; do pg=; read -r pg < "$f"; if [ -n "$pg" ]; then n=0; '
+          'while kill -0 -$pg 2>/dev/null && [ $n -lt 20000 ]; do '
+          'kill -9 -$pg 2>/dev/null; n=$((n+1)); done; fi; echo "$f"; done')
+KILLER_REPLY_S = 5.0
 OOM_PROBE = ("cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
              " || cat /sys/fs/cgroup/memory.events 2>/dev/null")
 KILL_GRACE_S = 3.0
@@ -214,6 +224,9 @@ class DockerSandbox(Sandbox):
         self.oom_seen = 0
         self._lock = threading.Lock()
         self._stale_pidfiles: list[str] = []
+        self._killer = None
+        self._killer_buf = b""
+        self._killer_lines = b""
 
     def _prepare(self) -> None:
         code, _, err, _ = self._run(["mkdir", "-p", PID_DIR], timeout_s=30)
@@ -221,6 +234,17 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"the image has no usable /bin/sh or mkdir: {err.text()[-500:]}",
                                permanent=True)
         self.oom_seen = self._oom_count()
+        self._start_killer()
+
+    def _start_killer(self) -> None:
+        try:
+            exec_id = self.api.exec_create(self.container.id, ["/bin/sh", "-c", KILLER],
+                                           stdin=True, stdout=True, stderr=False)["Id"]
+            raw = self.api.exec_start(exec_id, socket=True)
+            self._killer = (raw, getattr(raw, "_sock", raw), exec_id)
+        except Exception as exc:  # noqa: BLE001 - the one-off kill exec remains
+            log.debug("could not start the killer exec: %s", exc)
+            self._killer = None
 
     # -- low level ---------------------------------------------------------
     def _run(self, argv: list[str], *, timeout_s: float, stdin: bytes | None = None,
@@ -267,6 +291,10 @@ class DockerSandbox(Sandbox):
                 pass
         code = self._exit_code(exec_id)
         if pidfile:
+            # Background processes do not outlive their exec (as with bubblewrap,
+            # where the pid namespace ends with the command).
+            if not timed_out:
+                self._kill_group(pidfile, check_alive=False)
             self._stale_pidfiles.append(pidfile)
         return (None if timed_out else code), out, err, timed_out
 
@@ -317,11 +345,68 @@ class DockerSandbox(Sandbox):
             time.sleep(0.01)
         return None
 
-    def _kill_group(self, pidfile: str | None) -> None:
+    def _kill_group(self, pidfile: str | None, *, check_alive: bool = True) -> None:
+        """Kill the process group recorded in `pidfile` and wait until it is gone."""
         if not pidfile:
             return
-        script = f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && kill -9 -"$p" 2>/dev/null || kill -9 "$p"'
+        for _ in range(2):
+            if self._killer is None:
+                self._start_killer()
+            if self._killer is not None and check_alive and not self._killer_alive():
+                self._close_killer()
+                continue
+            if self._killer is not None:
+                try:
+                    self._killer[1].sendall(f"{pidfile}\n".encode())
+                    if self._await_killer(pidfile):
+                        return
+                except OSError:
+                    pass
+                self._close_killer()
+        script = f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && kill -9 -"$p" 2>/dev/null'
         self._quiet(["/bin/sh", "-c", script])
+
+    def _await_killer(self, pidfile: str) -> bool:
+        sock = self._killer[1]
+        deadline = time.monotonic() + KILLER_REPLY_S
+        want = pidfile.encode()
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                continue
+            chunk = sock.recv(65536)
+            if not chunk:
+                return False
+            self._killer_buf += chunk
+            # Frames are [stream, 0, 0, 0, size(4)] + payload; only stdout is attached.
+            while len(self._killer_buf) >= 8:
+                size = struct.unpack(">L", self._killer_buf[4:8])[0]
+                if len(self._killer_buf) < 8 + size:
+                    break
+                payload = self._killer_buf[8:8 + size]
+                self._killer_buf = self._killer_buf[8 + size:]
+                self._killer_lines += payload
+            if want in self._killer_lines:
+                self._killer_lines = self._killer_lines.rpartition(want)[2]
+                return True
+        return False
+
+    def _killer_alive(self) -> bool:
+        try:
+            return bool(self.api.exec_inspect(self._killer[2]).get("Running"))
+        except Exception:  # noqa: BLE001
+            return False
+
+    def _close_killer(self) -> None:
+        if self._killer is not None:
+            raw, sock, _ = self._killer
+            self._killer = None
+            self._killer_buf = self._killer_lines = b""
+            for thing in (sock, raw):
+                try:
+                    thing.close()
+                except Exception:  # noqa: BLE001
+                    pass
 
     def _quiet(self, argv: list[str]) -> None:
         try:
@@ -439,6 +524,7 @@ class DockerSandbox(Sandbox):
             if self.stopped:
                 return
             self.stopped = True
+        self._close_killer()
         try:
             self.container.remove(force=True)
         except Exception as exc:  # noqa: BLE001 - the reaper is the safety net

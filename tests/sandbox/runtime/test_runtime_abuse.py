@@ -1,0 +1,152 @@
+"""Hostile commands, on both backends: each is contained, reported through the
+result's flags, and leaves the sandbox (and the next one) working."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from sandbox.runtime import SandboxError, SandboxSpec
+
+SECRET = "gw-secret-value-7f3a91"
+
+
+@pytest.fixture
+def abuse_spec():
+    return SandboxSpec(memory_mb=96, pids=48, cpus=1, exec_timeout_s=20, output_cap=65536,
+                       workspace_mb=8, tmp_mb=8)
+
+
+@pytest.fixture
+def box(python_backend, abuse_spec, monkeypatch):
+    # The worker's environment holds a secret the sandbox must never see.
+    monkeypatch.setenv("GYMWRIGHT_TEST_SECRET", SECRET)
+    sandbox = python_backend.start(abuse_spec, files={"keep.txt": b"keep\n"})
+    yield sandbox
+    sandbox.stop()
+
+
+def assert_still_works(sandbox):
+    result = sandbox.exec("echo alive; cat keep.txt")
+    assert result.exit_code == 0 and result.stdout == "alive\nkeep\n", result
+
+
+def test_a_fork_bomb_hits_the_process_limit_and_is_killed(box, python_backend, abuse_spec):
+    bomb = ("import os, time\n"
+            "while True:\n"
+            "    try:\n        os.fork()\n"
+            "    except OSError:\n        time.sleep(0.01)\n")
+    started = time.monotonic()
+    result = box.exec(["python", "-c", bomb], timeout_s=3)
+    assert result.timed_out and result.exit_code is None
+    assert time.monotonic() - started < 30
+    assert_still_works(box)
+    # Nothing of the bomb survives: the process table is back to normal.
+    count = box.exec("ps -o comm | grep -c '^python' || true")
+    assert int(count.stdout.strip() or 0) == 0, count
+    with python_backend.start(abuse_spec) as other:
+        assert other.exec("echo next").stdout == "next\n"
+
+
+def test_shell_forks_past_the_pids_limit_fail(box):
+    result = box.exec("i=0; while [ $i -lt 200 ]; do sleep 5 & i=$((i+1)); done; echo started", timeout_s=10)
+    assert "fork" in result.stderr.lower() or "resource" in result.stderr.lower(), result
+    assert_still_works(box)
+
+
+def test_a_memory_bomb_is_oom_killed_and_reported(box):
+    bomb = "a = []\nwhile True:\n    a.append(bytearray(8 * 1024 * 1024))\n"
+    result = box.exec(["python", "-c", bomb], timeout_s=20)
+    assert not result.timed_out
+    assert result.exit_code == 137 and result.oom_killed, result
+    assert_still_works(box)
+    assert box.exec("true").oom_killed is False
+
+
+def test_a_gigabyte_of_output_is_capped_and_counted_as_truncated(box):
+    result = box.exec("head -c 1000000000 /dev/zero; echo tail >&2", timeout_s=120)
+    assert result.exit_code == 0 and not result.timed_out
+    assert len(result.stdout) == 65536 and result.stdout_truncated
+    assert result.stderr == "tail\n" and not result.stderr_truncated
+    assert_still_works(box)
+
+
+def test_sleeping_forever_times_out(box):
+    result = box.exec("sleep 100000", timeout_s=1)
+    assert result.timed_out and result.exit_code is None
+    assert "sleep 100000" not in box.exec("ps").stdout
+    assert_still_works(box)
+
+
+def test_there_is_no_network(box):
+    net = box.exec("cat /proc/net/dev")
+    interfaces = [line.split(":")[0].strip() for line in net.stdout.splitlines() if ":" in line]
+    assert interfaces == ["lo"], net.stdout
+    probe = ("import socket\ns = socket.socket()\ns.settimeout(3)\n"
+             "try:\n    s.connect(('1.1.1.1', 80)); print('connected')\n"
+             "except OSError as e:\n    print('blocked', e.errno)\n")
+    result = box.exec(["python", "-c", probe])
+    assert result.stdout.startswith("blocked"), result
+
+
+def test_writes_outside_the_workspace_and_tmp_fail(box):
+    for target in ("/etc/gw-x", "/usr/gw-x", "/gw-x", "/env/gw-x", "/bin/gw-x"):
+        result = box.exec(f"echo x > {target}")
+        assert result.exit_code != 0, target
+    assert not any(os.path.exists(p) for p in ("/etc/gw-x", "/usr/gw-x", "/gw-x", "/bin/gw-x"))
+    assert_still_works(box)
+
+
+def test_the_workers_environment_and_files_are_invisible(box):
+    env = box.exec("env; cat /proc/self/environ /proc/1/environ 2>/dev/null")
+    assert SECRET not in env.stdout and SECRET not in env.stderr
+    assert "GYMWRIGHT_TEST_SECRET" not in env.stdout
+    listing = box.exec("ls /").stdout.split()
+    assert not {"root", "work", "home"} & set(listing), listing
+    for path in ("/root", "/work", "/home", "/var/run/docker.sock", "/run/docker.sock"):
+        result = box.exec(f"ls -A {path} 2>/dev/null | head -5")
+        assert result.stdout.strip() == "", (path, result.stdout)
+    repo_file = Path(__file__).resolve()
+    result = box.exec(f"cat {repo_file} /work/main/pyproject.toml /etc/shadow 2>&1")
+    assert "def test_the_workers_environment_and_files_are_invisible" not in result.stdout
+    assert "djangorestframework" not in result.stdout
+    assert result.exit_code != 0
+
+
+def test_symlinks_planted_in_the_workspace_never_leak_worker_files(box, tmp_path):
+    box.exec("ln -s /etc/hostname leak; ln -s / rootdir; ln -s /root/.bashrc rc")
+    host_hostname = Path("/etc/hostname").read_bytes() if Path("/etc/hostname").exists() else None
+    for path in ("leak", "rootdir/etc/hostname", "rc"):
+        try:
+            data = box.read_file(path)
+        except (SandboxError, FileNotFoundError):
+            continue
+        # Docker resolves links inside the container: the container's file, not ours.
+        assert box.exec(f"cat {path}").stdout.encode() == data
+        if host_hostname is not None and "docker" not in type(box).__name__.lower():
+            assert data != host_hostname
+    snap = box.snapshot(tmp_path / "snap")
+    assert not any(p.is_symlink() for p in snap.rglob("*"))
+    assert sorted(p.name for p in snap.iterdir()) == ["keep.txt"]
+
+
+def test_filling_the_workspace_is_stopped_at_its_cap(box):
+    one_file = box.exec("head -c 20000000 /dev/zero > big.bin")
+    assert one_file.exit_code != 0
+    box.exec("rm -f big.bin")
+    many = box.exec("for i in 1 2 3 4 5 6 7 8; do head -c 2000000 /dev/zero > f$i.bin || exit 9; done; sleep 2")
+    assert many.exit_code != 0
+    size = int(box.exec("du -sk . | cut -f1").stdout.split()[0])
+    assert size < 8 * 1024 * 2, size
+    box.exec("rm -f f*.bin")
+    assert_still_works(box)
+
+
+def test_a_cpu_spinner_is_stopped_by_the_timeout(box):
+    started = time.monotonic()
+    result = box.exec("while :; do :; done", timeout_s=1)
+    assert result.timed_out and time.monotonic() - started < 15
+    assert_still_works(box)
