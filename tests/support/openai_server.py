@@ -171,6 +171,8 @@ class OpenAIServer:
 class _Handler(BaseHTTPRequestHandler):
     server_owner: OpenAIServer
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle on, keep-alive clients wait ~40 ms for each reply.
+    disable_nagle_algorithm = True
 
     def log_message(self, format, *args):  # noqa: A002 - keep test output quiet
         pass
