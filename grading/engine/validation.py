@@ -13,6 +13,7 @@ Two passes, both always run so an author sees every problem at once:
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +115,23 @@ def _walk_loc(document: Any, loc: tuple, error_type: str) -> list:
     return tokens
 
 
+def _allowed_hint(document: Any, tokens: list) -> str:
+    """For an unknown key in a check: the nearest allowed key and the full list."""
+    parent = document
+    for token in tokens[:-1]:
+        try:
+            parent = parent[token]
+        except (KeyError, IndexError, TypeError):
+            return "; remove it or check its spelling"
+    model = CHECK_MODELS.get(parent.get("kind")) if isinstance(parent, dict) else None
+    if model is None:
+        return "; remove it or check its spelling"
+    allowed = sorted(field.alias or name for name, field in model.model_fields.items())
+    close = difflib.get_close_matches(str(tokens[-1]), allowed, n=1)
+    suggestion = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{suggestion} (a {parent['kind']} check allows: {', '.join(allowed)})"
+
+
 def _message(error: dict, tokens: list, document: Any) -> tuple[list, str]:
     kind = error["type"]
     value = error.get("input")
@@ -122,7 +140,7 @@ def _message(error: dict, tokens: list, document: Any) -> tuple[list, str]:
     if kind == "missing":
         return tokens, f"required key {key!r} is missing"
     if kind == "extra_forbidden":
-        return tokens, f"unknown key {key!r}; remove it or check its spelling"
+        return tokens, f"unknown key {key!r}" + _allowed_hint(document, tokens)
     if kind == "union_tag_invalid":
         return tokens + ["kind"], (
             f"unknown check kind {ctx.get('tag')!r}; expected one of: {', '.join(CHECK_KINDS)}"
@@ -190,9 +208,25 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+_NO_TARGET = {
+    "file_exists": "it looks at 'path'",
+    "file_content": "it reads the file at 'path'",
+    "table_cell": "it reads the table at 'path'",
+    "command": "it runs 'run'",
+    "group": "its child checks have their own targets",
+}
+
+
 def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
     kind = check.get("kind")
     points = check.get("points")
+    if kind in _NO_TARGET and check.get("target", "answer") != "answer":
+        issues.append(
+            Issue(
+                make_pointer(pointer + ["target"]),
+                f"a {kind} check does not read a target ({_NO_TARGET[kind]}); remove 'target'",
+            )
+        )
     if check.get("required") is True and _is_number(points) and points < 0:
         issues.append(
             Issue(

@@ -319,3 +319,25 @@ def test_task_round_trips_through_its_document():
     task = parse_task(TASK)
     again = parse_task(task.to_document())
     assert again == task
+
+
+def test_an_unknown_key_in_a_check_suggests_the_right_one():
+    issues = validate_rubric(rubric({"id": "r", "kind": "regex", "points": 1, "pattern": "x", "flag": "i"}))
+    assert pointers(issues) == ["/checks/0/flag"]
+    assert "did you mean 'flags'?" in issues[0].message and "min_count" in issues[0].message
+
+
+def test_pointers_inside_nested_groups_skip_the_tags():
+    inner = {"id": "inner", "kind": "group", "points": 1,
+             "checks": [{"id": "r", "kind": "regex", "points": 1, "pattern": "(", "colour": 1},
+                        {"id": "k", "kind": "nope", "points": 1}]}
+    issues = validate_rubric(rubric(ok_check(), {"id": "g", "kind": "group", "points": 1, "checks": [inner]}))
+    assert sorted(pointers(issues)) == ["/checks/1/checks/0/checks/0/colour", "/checks/1/checks/0/checks/0/pattern",
+                                        "/checks/1/checks/0/checks/1/kind"]
+
+
+def test_a_target_on_a_kind_that_does_not_read_one_is_an_error():
+    check = {"id": "f", "kind": "file_exists", "points": 1, "path": "a.txt", "target": "file:a.txt"}
+    issues = validate_rubric(rubric(check))
+    assert pointers(issues) == ["/checks/0/target"] and "does not read a target" in issues[0].message
+    assert validate_rubric(rubric(dict(check, target="answer"))) == []
