@@ -316,13 +316,14 @@ def _workspace_files_check(files: list[WorkspaceFile]) -> list[WorkspaceFile]:
         seen.add(path)
         total += item.upload.size or 0
         if total > settings.UPLOAD_MAX_BYTES:
-            raise DomainError(f"The workspace files are larger than {_megabytes(settings.UPLOAD_MAX_BYTES)} in total.",
+            raise DomainError(f"The workspace files are larger than {size_text(settings.UPLOAD_MAX_BYTES)} in total.",
                               code="too_large", http_status=413)
         checked.append(WorkspaceFile(path=path, upload=item.upload))
     return checked
 
 
-def _megabytes(size: int) -> str:
+def size_text(size: int) -> str:
+    """A byte count for people: "50 MB", or "1000 bytes" under a megabyte."""
     return f"{size / (1024 * 1024):g} MB" if size >= 1024 * 1024 else f"{size} bytes"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
+from django.core.files.uploadhandler import StopUpload
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
@@ -38,10 +39,13 @@ def _task_context(request: HttpRequest):
 @require_POST
 def dry_run_create(request: HttpRequest) -> HttpResponse:
     """Grade the candidate answer against the rubric posted from the editor (unsaved)."""
-    post, uploads = request.POST, request.FILES  # parsing the body runs the capped upload handler
+    try:
+        post, uploads = request.POST, request.FILES  # parsing the body runs the capped upload handler
+    except StopUpload:  # the handler refused the body outright (far over the limit)
+        request.upload_too_large = True
     try:
         if getattr(request, "upload_too_large", False):
-            raise DomainError(f"A file is larger than the upload limit ({settings.UPLOAD_MAX_BYTES // (1024 * 1024)} MB).",
+            raise DomainError(f"A file is larger than the upload limit ({services.size_text(settings.UPLOAD_MAX_BYTES)}).",
                               code="too_large", http_status=413)
         if not permissions.can_view(request.user):
             raise NotAllowed("You need a role (author, reviewer or admin) to grade answers.")

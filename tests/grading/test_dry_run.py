@@ -333,3 +333,13 @@ def test_the_panel_renders_with_the_editor_context(rf, author, task_version):
     assert 'action="/grading/dry-run/"' in html
     assert 'name="task" value="answer-42"' in html and 'name="version" value="1"' in html
     assert 'data-rubric-source="#rubric-json"' in html and "js/dry_run.js" in html
+
+
+def test_a_request_far_over_the_limit_is_refused_before_reading_it(logged_in, settings):
+    settings.UPLOAD_MAX_BYTES = 1000
+    upload = SimpleUploadedFile("huge.bin", b"x" * (2 * 1024 * 1024))
+
+    response = post_dry_run(logged_in, RUBRIC, "42", files=[upload])
+
+    assert response.status_code == 413
+    assert "larger than the upload limit" in text_of(response)
