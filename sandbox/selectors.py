@@ -136,19 +136,30 @@ def _tool_output(value) -> str:
 
 
 def trajectory_steps(trajectory: list) -> list[dict]:
-    """The trajectory as the viewer shows it: one entry per step with its text and tool calls.
+    """The trajectory as the viewer shows it: one entry per message, tool results next to their calls.
 
-    Reads the runtime's step dicts loosely (chat messages with `tool_calls`, tool
-    results, or event-like steps with `tool`/`input`/`output`); whatever else a
-    step holds is kept in `raw` so nothing is hidden.
+    Reads the runtime's step dicts (docs: sandbox/runtime/harness.py): system/user
+    messages, assistant turns with `tool_calls` [{id, name, arguments}], and tool
+    results {tool_call_id, name, content, is_error, exec}. A tool result whose call
+    is known is shown under that call; anything else is shown as its own entry.
+    Whatever a step holds is kept in `raw`, so nothing is hidden.
     """
-    steps = []
-    for index, step in enumerate(trajectory or []):
+    steps: list[dict] = []
+    calls_by_id: dict[str, dict] = {}
+    for position, step in enumerate(trajectory or []):
         if not isinstance(step, dict):
-            steps.append({"index": index, "role": "other", "text": _pretty(step), "calls": [], "raw": _pretty(step),
-                          "title": ""})
+            steps.append({"index": position, "role": "other", "title": "", "text": _pretty(step), "output": None,
+                          "calls": [], "error": "", "duration_ms": None, "raw": _pretty(step)})
             continue
-        role = step.get("role") or step.get("type") or step.get("kind") or "step"
+        role = str(step.get("role") or step.get("type") or "step")
+        if role == "tool" and step.get("tool_call_id") in calls_by_id:
+            call = calls_by_id[step["tool_call_id"]]
+            call["output"] = _tool_output(step.get("content", step.get("output")))
+            call["is_error"] = bool(step.get("is_error"))
+            call["exec"] = step.get("exec")
+            call["duration_ms"] = step.get("duration_ms")
+            call["raw_result"] = _pretty(step)
+            continue
         text = step.get("content")
         if isinstance(text, list):  # content parts
             text = "\n".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in text)
@@ -157,32 +168,24 @@ def trajectory_steps(trajectory: list) -> list[dict]:
             if not isinstance(call, dict):
                 continue
             function = call.get("function") if isinstance(call.get("function"), dict) else {}
-            calls.append({
-                "id": call.get("id", ""),
-                "name": call.get("name") or function.get("name") or "tool",
-                "input": _pretty(call.get("arguments", call.get("input", function.get("arguments")))),
-                "output": _tool_output(call["output"]) if "output" in call else (
-                    _tool_output(call["result"]) if "result" in call else None),
-            })
-        if step.get("tool") and not calls:
-            calls.append({"id": step.get("tool_call_id", ""), "name": step.get("tool"),
-                          "input": _pretty(step.get("input", step.get("arguments"))),
-                          "output": _tool_output(step.get("output", step.get("result")))
-                          if ("output" in step or "result" in step) else None})
+            entry = {"id": call.get("id") or "", "name": call.get("name") or function.get("name") or "tool",
+                     "input": _pretty(call.get("arguments", call.get("input", function.get("arguments")))),
+                     "output": _tool_output(call["output"]) if "output" in call else None,
+                     "is_error": False, "exec": None, "duration_ms": None, "raw_result": ""}
+            calls.append(entry)
+            if entry["id"]:
+                calls_by_id[entry["id"]] = entry
         output = None
-        if role == "tool" and not calls:
-            output = _tool_output(step.get("output", step.get("result", text)))
-            text = None
-        title = ", ".join(call["name"] for call in calls) or step.get("name") or ""
+        if role == "tool":
+            output, text = _tool_output(step.get("content", step.get("output"))), None
         steps.append({
-            "index": step.get("step", index),
-            "role": str(role),
-            "name": step.get("name") or "",
-            "title": title,
-            "text": text if isinstance(text, str) else _pretty(text) if text is not None else "",
+            "index": step.get("step", ""),
+            "role": role,
+            "title": ", ".join(call["name"] for call in calls) or step.get("name") or "",
+            "text": text if isinstance(text, str) else (_pretty(text) if text is not None else ""),
             "output": output,
             "calls": calls,
-            "error": step.get("error") or "",
+            "error": step.get("error") or ("tool error" if step.get("is_error") else ""),
             "duration_ms": step.get("duration_ms"),
             "usage": step.get("usage"),
             "raw": _pretty(step),

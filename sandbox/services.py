@@ -653,12 +653,17 @@ def judge_client_for(rubric: dict):
 
 
 def policy_model_config():
+    """The runtime's ModelConfig for the `model` policy, from the admin's endpoint or the environment."""
     from sandbox.endpoints import endpoint_config_for
+    from sandbox.runtime.policies import ModelConfig
 
     config = endpoint_config_for("policy")
     if config is None:
         raise DomainError("No policy model is configured.", code="no_policy_model")
-    return {"base_url": config.base_url, "model": config.model, "api_key": config.api_key, "params": config.params}
+    params = dict(config.params or {})
+    return ModelConfig(base_url=config.base_url, model=config.model, api_key=config.api_key,
+                       temperature=params.pop("temperature", None), max_tokens=params.pop("max_tokens", None),
+                       extra=params)
 
 
 def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress):

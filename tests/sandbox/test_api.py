@@ -46,7 +46,7 @@ def test_a_rollout_answers_with_trajectory_and_grade(api, version, author, monke
     services.rollout_execute(rollout_id=rollout.pk)
     body = api.get(f"/api/rollouts/{rollout.pk}/").json()
     assert body["status"] == "done" and body["reward"] == 1.0 and body["passed"] is True
-    assert body["trajectory"][0]["tool_calls"][0]["name"] == "bash" and body["answer"] == "42"
+    assert body["trajectory"][2]["tool_calls"][0]["name"] == "bash" and body["answer"] == "42"
     assert body["grade"]["schema"] == "gymwright.grade/v1" and body["grade_id"] is not None
     assert [c["check_id"] for c in body["checks"]] == ["says_42", "report_exists"]
     summary = api.get(f"/api/previews/{preview_run.pk}/").json()

@@ -30,11 +30,17 @@ GRADE_PASSED = {
 @dataclass
 class FakeResult:
     trajectory: list = field(default_factory=lambda: [
-        {"step": 1, "role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "name": "bash", "arguments": {"command": "echo 42 > answer.txt"},
-             "output": {"exit_code": 0, "stdout": "", "stderr": ""}}]},
-        {"step": 2, "role": "assistant", "content": "42",
-         "tool_calls": [{"id": "c2", "name": "submit", "arguments": {"answer": "42"}}]},
+        {"role": "system", "content": "You are an agent working in a Linux sandbox."},
+        {"role": "user", "content": "What is six times seven?"},
+        {"role": "assistant", "step": 1, "content": None, "usage": None, "duration_ms": 1,
+         "tool_calls": [{"id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}'}]},
+        {"role": "tool", "step": 1, "tool_call_id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}',
+         "content": "exit code 0", "is_error": False, "duration_ms": 12,
+         "exec": {"exit_code": 0, "timed_out": False, "oom_killed": False}},
+        {"role": "assistant", "step": 2, "content": None, "usage": None, "duration_ms": 1,
+         "tool_calls": [{"id": "c2", "name": "submit", "arguments": '{"answer": "42"}'}]},
+        {"role": "tool", "step": 2, "tool_call_id": "c2", "name": "submit", "arguments": '{"answer": "42"}',
+         "content": "submitted", "is_error": False, "duration_ms": 0, "exec": None},
     ])
     answer: str = "42"
     grade: dict | None = field(default_factory=lambda: dict(GRADE_PASSED))
@@ -126,7 +132,7 @@ def test_executing_a_rollout_stores_trajectory_files_and_the_grade(version, auth
     rollout.refresh_from_db()
     assert rollout.status == "done" and rollout.reward == 1.0 and rollout.passed is True
     assert rollout.answer == "42" and rollout.steps == 2 and rollout.duration_ms is not None
-    assert rollout.trajectory[0]["tool_calls"][0]["name"] == "bash"
+    assert rollout.trajectory[2]["tool_calls"][0]["name"] == "bash"
     files = {f["path"]: f for f in rollout.workspace_files}
     assert files["answer.txt"]["content"] == "42\n" and files["blob.bin"]["content"] is None
     assert rollout.grade is not None and rollout.grade.rollout_id == rollout.pk and rollout.grade.source == "rollout"

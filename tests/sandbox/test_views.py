@@ -77,7 +77,7 @@ def test_a_rollout_shows_its_trajectory_beside_its_grade(client_author, version,
     url = reverse("sandbox:rollout_detail", args=[rollout.pk])
     fragment = client_author.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in fragment and "<details" in fragment
-    assert "echo 42 &gt; answer.txt" in fragment  # the tool call's input
+    assert "echo 42 &gt; answer.txt" in fragment and "exit code 0" in fragment  # a tool call's input and output
     assert 'data-check-id="says_42"' in fragment and "contains &#x27;42&#x27;" in fragment  # grade + explanation
     assert "answer.txt" in fragment and "Binary or too large" in fragment  # workspace files
     page = client_author.get(reverse("sandbox:preview_detail", args=[preview_run.pk]) + f"?rollout={rollout.pk}")
@@ -108,3 +108,15 @@ def test_members_without_a_role_see_nothing(client, nobody, version, author):
 def test_anonymous_visitors_are_sent_to_log_in(client, version):
     response = client.get(start_url(version))
     assert response.status_code == 302 and "/accounts/login/" in response.url
+
+
+def test_tool_results_are_shown_under_their_call():
+    from sandbox.selectors import trajectory_steps
+
+    steps = trajectory_steps(FakeResult().trajectory)
+    assert [s["role"] for s in steps] == ["system", "user", "assistant", "assistant"]
+    bash = steps[2]["calls"][0]
+    assert bash["name"] == "bash" and '"command": "echo 42 > answer.txt"' in bash["input"]
+    assert bash["output"] == "exit code 0" and bash["exec"]["exit_code"] == 0
+    orphan = trajectory_steps([{"role": "tool", "tool_call_id": "nope", "name": "bash", "content": "hi"}])
+    assert orphan[0]["output"] == "hi"
