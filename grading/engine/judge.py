@@ -15,9 +15,9 @@ Contract
   than half the votes say met (a tie is NOT met). Scale: the mean of the
   scores, normalised to [0, 1] by (score − min) / (max − min). If any sample
   fails, the check is unscored: a partial vote is not a verdict.
-* Failures: timeouts, HTTP 429, 5xx and connection errors are retried up to
-  `max_retries` times with exponential backoff (`backoff_s` × 2^attempt, capped
-  at `backoff_max_s`); the SDK's own retries are off so every attempt is
+* Failures: timeouts, HTTP 408, 429, 5xx and connection errors are retried up
+  to `max_retries` times with exponential backoff (`backoff_s` × 2^attempt, or
+  the server's Retry-After seconds if longer, capped at `backoff_max_s`); the SDK's own retries are off so every attempt is
   counted here. Off-format answers are not retried. A failure after the
   retries, an off-format answer, or any other API error makes the check
   unscored with the reason: never a silent 0 or 1.
@@ -269,7 +269,19 @@ class JudgeClient:
 
         if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
             return True
-        return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+        return isinstance(exc, openai.APIStatusError) and (exc.status_code >= 500 or exc.status_code == 408)
+
+    def _backoff(self, exc: Exception, attempt: int) -> float:
+        """Exponential backoff, or the server's Retry-After (seconds) when it gives one; both capped."""
+        delay = self.config.backoff_s * (2**attempt)
+        response = getattr(exc, "response", None)
+        header = response.headers.get("retry-after") if response is not None else None
+        if header:
+            try:
+                delay = max(delay, float(header))
+            except ValueError:
+                pass  # an HTTP date: keep the exponential delay
+        return min(self.config.backoff_max_s, delay)
 
     def _describe(self, exc: Exception) -> str:
         import openai
@@ -314,7 +326,7 @@ class JudgeClient:
                 break
             except Exception as exc:  # noqa: BLE001 - every API failure becomes a reason
                 if self._retryable(exc) and attempt < self.config.max_retries:
-                    time.sleep(min(self.config.backoff_max_s, self.config.backoff_s * (2**attempt)))
+                    time.sleep(self._backoff(exc, attempt))
                     attempt += 1
                     continue
                 tries = f" after {attempt + 1} attempt(s)" if self._retryable(exc) else ""

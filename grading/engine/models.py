@@ -521,6 +521,12 @@ class Limits(Strict):
     memory_mb: Annotated[StrictInt, Field(ge=16, le=262144)] = 2048
     timeout_s: Annotated[StrictInt, Field(ge=1, le=86400)] = 600
     max_steps: Annotated[StrictInt, Field(ge=1, le=10000)] = 40
+    # Optional finer limits, passed to the sandbox backend when given (sandbox.runtime.SandboxSpec).
+    exec_timeout_s: Annotated[StrictInt, Field(ge=1, le=86400)] | None = None
+    pids: Annotated[StrictInt, Field(ge=8, le=65536)] | None = None
+    output_cap_bytes: Annotated[StrictInt, Field(ge=1024, le=1 << 30)] | None = None
+    workspace_mb: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
+    tmp_mb: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
 
 
 class CustomTool(Strict):
@@ -538,7 +544,9 @@ class Environment(Strict):
     image: str | None = None
     dockerfile: str | None = None
     setup: str | None = None
-    network: Literal["none", "egress"] = "none"
+    network: Literal["none", "allowed", "egress"] = Field(
+        default="none", description="'none': no network; 'allowed' (or its synonym 'egress'): outbound network."
+    )
     limits: Limits = Field(default_factory=Limits)
     tools: list[Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]] = Field(
         default_factory=lambda: ["bash", "read_file", "write_file", "submit"]

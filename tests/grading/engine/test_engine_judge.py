@@ -303,3 +303,13 @@ def test_the_server_accepts_a_callable_handler():
         reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "ping"}])
         assert reply.choices[0].message.content == "echo: ping"
         client.close()
+
+
+def test_retry_after_is_honoured_within_the_cap(openai_server, make_judge):
+    openai_server.queue(Reply(status=429, headers={"Retry-After": "0.3"}), MET)
+    with make_judge(openai_server, backoff_max_s=0.4) as judge:
+        started = time.perf_counter()
+        result = grade(rubric(judged()), answer="x", judge=judge)
+        elapsed = time.perf_counter() - started
+    assert result.checks[0].score == 1.0 and openai_server.calls == 2
+    assert elapsed >= 0.3
