@@ -5,6 +5,10 @@ Contract: docs/internals.md ("sandbox.runtime"); CLI: `python -m sandbox.runtime
 """
 
 from .backends import Backend, Sandbox, get_backend
+from .harness import Episode, run_episode, trajectory_text
+from .policies import ModelConfig, Policy, PolicyError, Turn, make_policy
+from .rollout import RolloutResult, run_rollout
+from .tools import BUILTIN_TOOLS, ToolRunner, enabled_tools, mcp_tool_definitions, openai_tool_definitions
 from .results import CheckSandbox, ExecResult, exec_result_dict
 from .spec import SandboxError, SandboxSpec
 
@@ -17,7 +21,22 @@ def reap_containers(client=None, *, older_than: float | None = None) -> list[str
 
 
 __all__ = [
+    "BUILTIN_TOOLS",
     "Backend",
+    "Episode",
+    "ModelConfig",
+    "Policy",
+    "PolicyError",
+    "RolloutResult",
+    "ToolRunner",
+    "Turn",
+    "enabled_tools",
+    "make_policy",
+    "mcp_tool_definitions",
+    "openai_tool_definitions",
+    "run_episode",
+    "run_rollout",
+    "trajectory_text",
     "CheckSandbox",
     "ExecResult",
     "Sandbox",

@@ -1,0 +1,205 @@
+"""Policies: who plays the agent in a rollout.
+
+A policy is asked for the next assistant turn given the conversation so far
+and the tool definitions. Policies hold no per-episode state (they read the
+conversation), so one policy object can drive many rollouts at once.
+
+- `oracle`: runs the task's `solution.script` with the bash tool, then
+  submits `solution.answer` (or, when the solution has no answer, the
+  script's stdout, stripped);
+- `nop`: submits an empty answer at once;
+- `probe:TEXT`: submits TEXT at once;
+- `model`: an OpenAI-compatible chat-completions endpoint with tools.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class PolicyError(Exception):
+    """The policy could not produce a turn (the model API failed). Ends the rollout."""
+
+    def __init__(self, message: str, retryable: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+
+
+@dataclass
+class Turn:
+    """One assistant turn: an OpenAI-format assistant message and, for models, token usage."""
+
+    message: dict
+    usage: dict | None = None
+    model: str | None = None
+
+
+class Policy(Protocol):
+    name: str
+
+    def next_turn(self, messages: list[dict], tools: list[dict], *,
+                  timeout_s: float | None = None) -> Turn: ...
+
+
+def _call(name: str, arguments: dict) -> dict:
+    return {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def _assistant(*calls: dict, content: str | None = None) -> dict:
+    message: dict = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = list(calls)
+    return message
+
+
+class SubmitPolicy:
+    """Submits a fixed answer on its first turn (`nop` and `probe:TEXT`)."""
+
+    def __init__(self, answer: str, name: str):
+        self.answer = answer
+        self.name = name
+
+    def next_turn(self, messages, tools, *, timeout_s=None) -> Turn:
+        return Turn(_assistant(_call("submit", {"answer": self.answer})))
+
+
+class OraclePolicy:
+    name = "oracle"
+
+    def __init__(self, script: str | None, answer: str | None):
+        self.script = script
+        self.answer = answer
+
+    def next_turn(self, messages, tools, *, timeout_s=None) -> Turn:
+        turns = sum(1 for m in messages if m.get("role") == "assistant")
+        if turns == 0 and self.script:
+            return Turn(_assistant(_call("bash", {"command": self.script})))
+        answer = self.answer
+        if answer is None:
+            answer = _stdout_of_last_tool(messages) if self.script else ""
+        return Turn(_assistant(_call("submit", {"answer": answer})))
+
+
+def _stdout_of_last_tool(messages: list[dict]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "tool":
+            text = message.get("content") or ""
+            _, found, rest = text.partition("[stdout]\n")
+            if not found:
+                return ""
+            return rest.split("\n[stderr]\n")[0].removesuffix("\n[truncated]").strip()
+    return ""
+
+
+@dataclass
+class ModelConfig:
+    """An OpenAI-compatible endpoint. `from_env` fills gaps from OPENAI_BASE_URL,
+    OPENAI_API_KEY and GYMWRIGHT_POLICY_MODEL."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str = ""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 2
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, *, base_url: str | None = None, model: str | None = None,
+                 api_key: str | None = None, **kwargs) -> "ModelConfig":
+        return cls(base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                   model=model or os.environ.get("GYMWRIGHT_POLICY_MODEL") or None,
+                   api_key=api_key or os.environ.get("OPENAI_API_KEY", ""), **kwargs)
+
+
+class ModelPolicy:
+    name = "model"
+
+    def __init__(self, config: ModelConfig, client=None):
+        if not config.model:
+            raise ValueError("the model policy needs a model name (--model or GYMWRIGHT_POLICY_MODEL)")
+        self.config = config
+        if client is None:
+            import openai
+
+            client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "unused",
+                                   timeout=config.timeout_s, max_retries=config.max_retries)
+        self.client = client
+
+    def next_turn(self, messages, tools, *, timeout_s=None) -> Turn:
+        import openai
+
+        params: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        if tools:
+            params["tools"] = tools
+        if self.config.temperature is not None:
+            params["temperature"] = self.config.temperature
+        if self.config.max_tokens is not None:
+            params["max_tokens"] = self.config.max_tokens
+        params.update(self.config.extra)
+        if timeout_s is not None:
+            params["timeout"] = max(1.0, min(timeout_s, self.config.timeout_s))
+        try:
+            response = self.client.chat.completions.create(**params)
+        except openai.APIStatusError as exc:
+            raise PolicyError(f"model API error: HTTP {exc.status_code}: {_api_message(exc)}",
+                              retryable=exc.status_code in (408, 409, 429) or exc.status_code >= 500) from exc
+        except openai.APITimeoutError as exc:
+            raise PolicyError("model API error: the request timed out", retryable=True) from exc
+        except openai.APIConnectionError as exc:
+            raise PolicyError(f"model API error: cannot connect: {exc}", retryable=True) from exc
+        except openai.OpenAIError as exc:
+            raise PolicyError(f"model API error: {exc}") from exc
+        if not response.choices:
+            raise PolicyError("model API error: the response has no choices", retryable=True)
+        message = response.choices[0].message
+        out: dict = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {"id": call.id, "type": "function",
+                 "function": {"name": call.function.name, "arguments": call.function.arguments}}
+                for call in message.tool_calls]
+        usage = None
+        if response.usage is not None:
+            usage = {"prompt_tokens": response.usage.prompt_tokens,
+                     "completion_tokens": response.usage.completion_tokens,
+                     "total_tokens": response.usage.total_tokens}
+        return Turn(out, usage, getattr(response, "model", None))
+
+
+def _api_message(exc) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:500]
+    return str(exc)[:500]
+
+
+def make_policy(name: str, *, task=None, model_config: ModelConfig | None = None, client=None) -> Policy:
+    """`oracle` | `nop` | `probe:TEXT` | `model` (docs/internals.md)."""
+    if name == "nop":
+        return SubmitPolicy("", "nop")
+    if name.startswith("probe:"):
+        return SubmitPolicy(name[len("probe:"):], "probe")
+    if name == "oracle":
+        solution = getattr(task, "solution", None) if task is not None else None
+        if isinstance(task, dict):
+            solution = task.get("solution")
+        if solution is None:
+            raise ValueError("the oracle policy needs a task with a solution")
+        if isinstance(solution, dict):
+            script, answer = solution.get("script"), solution.get("answer")
+        else:
+            script, answer = solution.script, solution.answer
+        return OraclePolicy(script, answer)
+    if name == "model":
+        return ModelPolicy(model_config or ModelConfig.from_env(), client=client)
+    raise ValueError(f"unknown policy {name!r} (expected oracle, nop, probe:TEXT or model)")

@@ -1,0 +1,225 @@
+"""One rollout: start a sandbox, run an episode, grade it in the same sandbox, clean up."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .backends.base import Backend
+from .harness import run_episode, trajectory_text
+from .policies import ModelConfig, Policy, make_policy
+from .spec import SandboxError, SandboxSpec
+
+log = logging.getLogger(__name__)
+
+MAX_CAPTURED_FILE = 1024 * 1024
+MAX_CAPTURED_TOTAL = 8 * 1024 * 1024
+
+
+@dataclass
+class RolloutResult:
+    """What a rollout produced. `error` is None when the episode ran to an end
+    (submitted, final answer, max steps, time limit) and was graded; otherwise
+    it says why not, `error_kind` is "sandbox" | "model" | "grading" |
+    "cancelled", and `retryable` whether running the rollout again may help."""
+
+    trajectory: list[dict] = field(default_factory=list)
+    answer: str = ""
+    grade: Any = None  # grading.engine.Grade
+    workspace_files: dict[str, bytes] = field(default_factory=dict)
+    workspace_truncated: bool = False
+    error: str | None = None
+    error_kind: str | None = None
+    retryable: bool = False
+    stop_reason: str = ""
+    steps: int = 0
+    usage: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)  # start_ms, episode_ms, grading_ms, total_ms
+
+    def to_dict(self, *, include_files: bool = False) -> dict:
+        """JSON-able form (the CLI's output). Files are listed with sizes, or
+        included as UTF-8 text (replacement characters for binary) if asked."""
+        files: Any = {path: len(data) for path, data in self.workspace_files.items()}
+        if include_files:
+            files = {path: data.decode("utf-8", errors="replace")
+                     for path, data in self.workspace_files.items()}
+        return {
+            "answer": self.answer,
+            "grade": self.grade.model_dump(mode="json", by_alias=True) if self.grade is not None else None,
+            "error": self.error, "error_kind": self.error_kind, "retryable": self.retryable,
+            "stop_reason": self.stop_reason, "steps": self.steps, "usage": self.usage,
+            "timings": self.timings, "workspace_files": files,
+            "workspace_truncated": self.workspace_truncated, "trajectory": self.trajectory,
+        }
+
+
+def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, bytes] | None = None,
+                env_files: Mapping[str, bytes] | None = None, judge=None,
+                on_event: Callable[[dict], None] | None = None,
+                should_cancel: Callable[[], bool] | None = None,
+                spec: SandboxSpec | None = None, system_prompt: str | None = None) -> RolloutResult:
+    """Run one episode of `task` (a `Task` or a task dict) with `policy` in a
+    fresh sandbox from `backend`, then grade it with grading.engine while the
+    sandbox is still up (command and python checks run in it), capture the
+    workspace files, and always stop the sandbox.
+
+    `files` are the task's files (path -> bytes, into /workspace), `env_files`
+    the environment's (into /env). `on_event(dict)` gets {"type": "started"},
+    {"type": "step", "step": n, ...}, {"type": "grading"} and {"type": "done",
+    ...}; its exceptions are logged and ignored. `should_cancel()` is polled
+    between steps. `spec` overrides the spec built from the environment.
+    """
+    from grading.engine import Task, grade, parse_task
+
+    started = time.monotonic()
+    if not isinstance(task, Task):
+        task = parse_task(task)
+    spec = spec or SandboxSpec.from_environment(task.environment)
+    result = RolloutResult()
+
+    def emit(event: dict) -> None:
+        if on_event is None:
+            return
+        try:
+            on_event(event)
+        except Exception:  # noqa: BLE001 - progress reporting must not kill a rollout
+            log.exception("on_event callback failed")
+
+    sandbox = None
+    work = tempfile.mkdtemp(prefix="gymwright-rollout-")
+    try:
+        try:
+            sandbox = backend.start(spec, files=files or {}, env_files=env_files or {})
+        except SandboxError as exc:
+            result.error, result.error_kind, result.retryable = exc.message, "sandbox", not exc.permanent
+            return result
+        result.timings["start_ms"] = _ms(started)
+        emit({"type": "started", "sandbox": sandbox.id, "backend": backend.name})
+        episode_started = time.monotonic()
+        episode = run_episode(sandbox, prompt=task.prompt, spec=spec, policy=policy,
+                              system_prompt=system_prompt, on_event=emit, should_cancel=should_cancel,
+                              deadline=episode_started + spec.timeout_s)
+        result.timings["episode_ms"] = _ms(episode_started)
+        result.trajectory, result.answer = episode.trajectory, episode.answer
+        result.stop_reason, result.steps, result.usage = episode.stop_reason, episode.steps, episode.usage
+        if episode.stop_reason == "error":
+            result.error, result.error_kind, result.retryable = episode.error, "model", episode.error_retryable
+            return result
+        if episode.stop_reason == "cancelled":
+            result.error, result.error_kind = "cancelled", "cancelled"
+            return result
+        emit({"type": "grading"})
+        grading_started = time.monotonic()
+        try:
+            snapshot = sandbox.snapshot(Path(work) / "workspace")
+            result.workspace_files, result.workspace_truncated = _capture(snapshot)
+            result.grade = grade(task.rubric, answer=episode.answer, workspace=snapshot,
+                                 trajectory=trajectory_text(episode.trajectory), sandbox=sandbox,
+                                 judge=judge, checks_module=task.environment.checks_module)
+        except SandboxError as exc:
+            result.error, result.error_kind, result.retryable = exc.message, "grading", not exc.permanent
+        result.timings["grading_ms"] = _ms(grading_started)
+        return result
+    finally:
+        if sandbox is not None:
+            try:
+                sandbox.stop()
+            except Exception:  # noqa: BLE001
+                log.exception("could not stop sandbox %s", sandbox.id)
+        shutil.rmtree(work, ignore_errors=True)
+        result.timings["total_ms"] = _ms(started)
+        grade_obj = result.grade
+        emit({"type": "done", "error": result.error, "stop_reason": result.stop_reason,
+              "reward": getattr(grade_obj, "reward", None), "passed": getattr(grade_obj, "passed", None)})
+
+
+def _ms(since: float) -> int:
+    return int((time.monotonic() - since) * 1000)
+
+
+def _capture(root: Path) -> tuple[dict[str, bytes], bool]:
+    files: dict[str, bytes] = {}
+    total, truncated = 0, False
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        size = path.stat().st_size
+        if size > MAX_CAPTURED_FILE or total + size > MAX_CAPTURED_TOTAL:
+            truncated = True
+            continue
+        files[path.relative_to(root).as_posix()] = path.read_bytes()
+        total += size
+    return files, truncated
+
+
+# -- CLI -------------------------------------------------------------------
+
+def _load_files(refs, directory: str | None, what: str) -> dict[str, bytes]:
+    """Read the files a task or environment names from `directory`, checking sha256."""
+    out: dict[str, bytes] = {}
+    if not refs:
+        return out
+    if not directory:
+        raise SystemExit(f"the task names {what} files; give their directory with --{what}")
+    for ref in refs:
+        path = Path(directory) / ref.path
+        if not path.is_file():
+            raise SystemExit(f"{what}: {ref.path} not found in {directory}")
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != ref.sha256:
+            raise SystemExit(f"{what}: {ref.path} does not match its sha256 in the task")
+        out[ref.path] = data
+    return out
+
+
+def rollout_from_cli(args) -> int:
+    from grading.engine import SpecError, parse_task
+
+    from .backends import get_backend
+
+    try:
+        task = parse_task(json.loads(Path(args.task).read_text()))
+    except SpecError as exc:
+        for issue in exc.issues:
+            print(f"{issue.pointer or '/'}: {issue.message}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"cannot read {args.task}: {exc}", file=sys.stderr)
+        return 2
+    files = _load_files(task.files, args.files, "files")
+    env_files = _load_files(task.environment.files, args.env_files, "env-files")
+    model_config = None
+    if args.policy == "model":
+        model_config = ModelConfig.from_env(base_url=args.base_url, model=args.model, api_key=args.api_key)
+    try:
+        policy = make_policy(args.policy, task=task, model_config=model_config)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    judge = None
+    if args.judge_base_url and args.judge_model:
+        from grading.engine import JudgeClient, JudgeConfig
+
+        judge = JudgeClient(JudgeConfig(base_url=args.judge_base_url, model=args.judge_model,
+                                        api_key=os.environ.get("OPENAI_API_KEY", "")))
+    options = {}
+    if args.backend == "docker" and os.environ.get("GYMWRIGHT_SANDBOX_IMAGE"):
+        options["default_image"] = os.environ["GYMWRIGHT_SANDBOX_IMAGE"]
+    try:
+        backend = get_backend(args.backend, **options)
+    except SandboxError as exc:
+        print(json.dumps({"error": exc.message, "error_kind": "sandbox", "retryable": not exc.permanent}))
+        return 3
+    spec = SandboxSpec.from_environment(task.environment, image=args.image)
+    result = run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files,
+                         judge=judge, spec=spec)
+    print(json.dumps(result.to_dict()))
+    return 0 if result.error is None else 1
