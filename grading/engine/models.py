@@ -195,7 +195,21 @@ Target = Annotated[
         }
     ),
 ]
-RelPath = Annotated[str, Field(min_length=1), AfterValidator(safe_relative_path)]
+# The same rules as safe_relative_path, for Ajv in the browser (ECMAScript lookaheads; pydantic's
+# own regex engine has none, so the pattern lives only in the published schema).
+RELATIVE_PATH_PATTERN = r"^(?![A-Za-z]:)(?!/)(?!(.*/)?\.\.(/|$))(?!.*//)[^\\\u0000]+$"
+RelPath = Annotated[
+    str,
+    AfterValidator(safe_relative_path),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "pattern": RELATIVE_PATH_PATTERN,
+            "description": "A path relative to the workspace: not absolute, no '..', no backslashes.",
+        }
+    ),
+]
 Regex = Annotated[str, AfterValidator(_compiles)]
 JsonValue = Any
 
@@ -311,8 +325,27 @@ class FileExistsCheck(CheckBase):
     path: RelPath
 
 
+_FILE_CONTENT_ONE_OF = {
+    "oneOf": [
+        {"type": "object", "required": ["contains"], "properties": {"contains": {"type": "string"}}},
+        {"type": "object", "required": ["regex"], "properties": {"regex": {"type": "string"}}},
+        {"type": "object", "required": ["equals"], "properties": {"equals": {"type": "string"}}},
+        {"type": "object", "required": ["sha256"], "properties": {"sha256": {"type": "string"}}},
+    ]
+}
+_PYTHON_ONE_OF = {
+    "oneOf": [
+        {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
+        {"type": "object", "required": ["function"], "properties": {"function": {"type": "string"}}},
+    ]
+}
+
+
 class FileContentCheck(CheckBase):
     """Met when the workspace file at `path` contains / matches / equals / has the sha256 given (exactly one)."""
+
+    # Exactly one condition, for Ajv (a null one counts as absent, as in the engine).
+    model_config = ConfigDict(json_schema_extra=_FILE_CONTENT_ONE_OF)
 
     kind: Literal["file_content"]
     path: RelPath
@@ -385,6 +418,8 @@ class PythonCheck(CheckBase):
     in [0, 1] used as the score. Exceptions, timeouts and any other return value
     make the check unscored.
     """
+
+    model_config = ConfigDict(json_schema_extra=_PYTHON_ONE_OF)
 
     kind: Literal["python"]
     code: Annotated[str, AfterValidator(_python_code)] | None = None

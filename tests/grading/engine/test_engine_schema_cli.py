@@ -112,6 +112,30 @@ def test_ajv_strict_2020_compiles_the_schemas_and_agrees_with_the_engine():
     assert ajv == engine == [True] + [False] * (len(documents) - 1)
 
 
+def test_ajv_and_the_engine_agree_on_paths_and_one_of_keys():
+    from grading.engine import validate_rubric
+
+    def with_check(check):
+        return {"schema": "gymwright.rubric/v1", "checks": [{"id": "c", "points": 1, **check}]}
+
+    paths = ["report.md", "out/**/*.csv", ".hidden/x", "a..b", "../x", "a/../b", "a/..", "/etc/passwd", "C:/x",
+             "a\\b", "a//b", ""]
+    documents = [with_check({"kind": "file_exists", "path": path}) for path in paths]
+    documents += [
+        with_check({"kind": "file_content", "path": "a", "contains": "x"}),
+        with_check({"kind": "file_content", "path": "a", "contains": "x", "regex": None, "equals": None}),
+        with_check({"kind": "file_content", "path": "a", "contains": "x", "equals": "y"}),
+        with_check({"kind": "file_content", "path": "a"}),
+        with_check({"kind": "python", "code": "def check(ctx):\n    return True\n"}),
+        with_check({"kind": "python", "function": "checks:f", "code": None}),
+        with_check({"kind": "python", "function": "checks:f", "code": "def check(ctx):\n    return 1\n"}),
+        with_check({"kind": "python"}),
+    ]
+    engine = [not validate_rubric(document) for document in documents]
+    assert engine == [True] * 4 + [False] * 8 + [True, True, False, False, True, True, False, False]
+    assert ajv_validate(json_schema("rubric"), documents) == engine
+
+
 def test_ajv_accepts_task_and_grade_documents():
     from grading.engine import grade
 
