@@ -1,0 +1,114 @@
+"""Docker-only behaviour: hardening, labels, Dockerfile builds cached by content, the reaper."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from sandbox.runtime import SandboxError, SandboxSpec, get_backend, reap_containers
+
+
+@pytest.fixture
+def docker_backend(docker_client, busybox_image):
+    return get_backend("docker", client=docker_client, default_image=busybox_image)
+
+
+def test_the_container_is_locked_down_and_labelled(docker_backend):
+    spec = SandboxSpec(memory_mb=128, pids=40, cpus=0.5, timeout_s=100)
+    with docker_backend.start(spec) as box:
+        box.container.reload()
+        attrs = box.container.attrs
+        host = attrs["HostConfig"]
+        assert host["NetworkMode"] == "none"
+        assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
+        assert host["ReadonlyRootfs"] is True and host["Binds"] in (None, [])
+        assert host["Memory"] == 128 * 1024 * 1024 == host["MemorySwap"]
+        assert host["PidsLimit"] == 40 and host["NanoCpus"] == 500_000_000
+        assert set(host["Tmpfs"]) == {"/workspace", "/tmp", "/env"}
+        assert attrs["Config"]["User"] == "65534:65534"
+        labels = attrs["Config"]["Labels"]
+        assert labels["gymwright.sandbox"] == "1"
+        assert labels["gymwright.owner"] == f"{socket.gethostname()}:{os.getpid()}"
+        assert float(labels["gymwright.expires"]) > time.time() + 100
+        assert box.exec("id -u").stdout == "65534\n"
+    with pytest.raises(Exception):
+        box.container.reload()  # removed on stop
+
+
+def test_network_allowed_uses_the_default_bridge(docker_backend):
+    with docker_backend.start(SandboxSpec(network="allowed")) as box:
+        box.container.reload()
+        assert box.container.attrs["HostConfig"]["NetworkMode"] != "none"
+
+
+def test_a_dockerfile_is_built_once_and_cached_by_content(docker_backend, docker_client, busybox_image,
+                                                          monkeypatch):
+    from docker.models.images import ImageCollection
+
+    dockerfile = f"FROM {busybox_image}\nENV GW_BUILT=yes-{time.time_ns()}\n"
+    spec = SandboxSpec(dockerfile=dockerfile)
+    tag = spec.dockerfile_tag()
+    builds = []
+    real_build = ImageCollection.build
+
+    def counting_build(self, **kwargs):
+        builds.append(kwargs["tag"])
+        return real_build(self, **kwargs)
+
+    monkeypatch.setattr(ImageCollection, "build", counting_build)
+    try:
+        boxes = []
+        threads = [threading.Thread(target=lambda: boxes.append(docker_backend.start(spec))) for _ in range(2)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        try:
+            assert len(boxes) == 2
+            assert all(b.exec("echo $GW_BUILT").stdout.startswith("yes-") for b in boxes)
+        finally:
+            for b in boxes:
+                b.stop()
+        assert builds == [tag]
+    finally:
+        docker_client.images.remove(tag, force=True)
+
+
+def test_a_dockerfile_that_does_not_build_is_a_permanent_error(docker_backend):
+    with pytest.raises(SandboxError) as info:
+        docker_backend.start(SandboxSpec(dockerfile="FROM scratch\nRUN /bin/false\n"))
+    assert info.value.permanent
+
+
+def test_a_missing_image_without_pulling_is_a_permanent_error(docker_client):
+    backend = get_backend("docker", client=docker_client, pull=False)
+    with pytest.raises(SandboxError) as info:
+        backend.start(SandboxSpec(image="gymwright-test/does-not-exist:1"))
+    assert info.value.permanent
+
+
+def _leftover(client, image, **labels):
+    base = {"gymwright.sandbox": "1", "gymwright.owner": f"{socket.gethostname()}:{os.getpid()}",
+            "gymwright.expires": str(int(time.time()) + 3600)}
+    base.update(labels)
+    return client.containers.run(image, ["sleep", "infinity"], detach=True, labels=base,
+                                 network_mode="none")
+
+
+def test_the_reaper_removes_expired_and_orphaned_containers_only(docker_client, busybox_image):
+    expired = _leftover(docker_client, busybox_image, **{"gymwright.expires": str(int(time.time()) - 5)})
+    orphan = _leftover(docker_client, busybox_image, **{"gymwright.owner": f"{socket.gethostname()}:4194999"})
+    alive = _leftover(docker_client, busybox_image)
+    try:
+        removed = reap_containers(docker_client)
+        assert expired.id in removed and orphan.id in removed and alive.id not in removed
+        alive.reload()
+        assert reap_containers(docker_client, older_than=0) == [alive.id]
+    finally:
+        for c in (expired, orphan, alive):
+            try:
+                c.remove(force=True)
+            except Exception:  # noqa: BLE001
+                pass
