@@ -95,7 +95,11 @@ class GradingContext:
             raise Unscored("needs the workspace files, and none were given")
         root = self.workspace.resolve()
         found = []
-        for path in sorted(root.glob(pattern)):
+        try:
+            paths = sorted(root.glob(pattern))
+        except ValueError as exc:
+            raise Unscored(f"bad glob {pattern!r}: {exc}") from None
+        for path in paths:
             resolved = path.resolve()
             if resolved == root or resolved.is_relative_to(root):
                 found.append(path.relative_to(root).as_posix())

@@ -318,11 +318,17 @@ class JsonFieldCheck(CheckBase):
     expected: JsonValue = None
 
 
+def _glob(value: str) -> str:
+    if any("**" in part and part != "**" for part in value.split("/")):
+        raise ValueError(f"glob {value!r}: '**' must be a whole path segment, as in 'out/**/*.csv'")
+    return value
+
+
 class FileExistsCheck(CheckBase):
-    """Met when at least one workspace path matches the glob `path` (`**` crosses folders)."""
+    """Met when at least one workspace path matches the glob `path` (`*`, `?`, `[..]`; `**` crosses folders)."""
 
     kind: Literal["file_exists"]
-    path: RelPath
+    path: Annotated[RelPath, AfterValidator(_glob)]
 
 
 _FILE_CONTENT_ONE_OF = {

@@ -119,6 +119,8 @@ class _Grader:
             status = "scored"
         except Unscored as exc:
             status, score, explanation = "unscored", None, str(exc)
+        except Exception as exc:  # noqa: BLE001 - one check's surprise must not sink the whole grade
+            status, score, explanation = "unscored", None, f"error while checking: {type(exc).__name__}: {exc}"
         if duration_ms is None:
             duration_ms = int((time.perf_counter() - started) * 1000)
         awarded = None

@@ -259,3 +259,26 @@ def test_rouge_l_and_bleu_by_hand():
     # brevity penalty exp(1 - 4/2) = e^-1
     assert bleu("a b", "a b c d") == pytest.approx(0.36787944, rel=1e-6)
     assert bleu("x y", "a b") == 0.0
+
+
+def test_a_glob_with_a_partial_double_star_is_rejected():
+    from grading.engine import validate_rubric
+
+    issues = validate_rubric({"schema": "gymwright.rubric/v1",
+                              "checks": [{"id": "f", "kind": "file_exists", "points": 1, "path": "out/**x"}]})
+    assert [issue.pointer for issue in issues] == ["/checks/0/path"]
+
+
+def test_an_unexpected_error_in_one_check_leaves_it_unscored_and_grades_the_rest(monkeypatch):
+    from grading.engine import checks
+
+    def explode(check, ctx):
+        raise RuntimeError("surprise")
+
+    monkeypatch.setitem(checks._HANDLERS, "regex", explode)
+    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "r", "kind": "regex", "points": 1, "pattern": "x"},
+        {"id": "s", "kind": "string_match", "points": 1, "expected": "x"}]})
+    result = grade(rubric, answer="x")
+    assert result.checks[0].status == "unscored" and "RuntimeError: surprise" in result.checks[0].explanation
+    assert result.checks[1].score == 1.0 and result.reward == 1.0 and not result.complete

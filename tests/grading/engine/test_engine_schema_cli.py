@@ -65,7 +65,7 @@ AJV_SCRIPT = r"""
 const Ajv2020 = require(process.argv[1]);
 const Cls = Ajv2020.default || Ajv2020;
 const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-const ajv = new Cls({strict: true, allErrors: true});
+const ajv = new Cls({strict: true, strictTypes: true, strictTuples: true, strictRequired: true, allErrors: true});
 const validate = ajv.compile(input.schema);
 console.log(JSON.stringify(input.documents.map((d) => validate(d))));
 """
