@@ -60,6 +60,7 @@ class GradingContext:
     checks_module: str | None = None
     _text_cache: dict = field(default_factory=dict)
     _stdout_cache: dict = field(default_factory=dict)
+    _file_text_cache: dict = field(default_factory=dict)
     _written: set = field(default_factory=set)
 
     # ------------------------------------------------------------ files
@@ -146,7 +147,10 @@ class GradingContext:
                 raise Unscored("reads the trajectory, and none was given")
             return self.trajectory
         if target.startswith("file:"):
-            return self.read_bytes(target[5:]).decode("utf-8", errors="replace")
+            path = target[5:]
+            if path not in self._file_text_cache:
+                self._file_text_cache[path] = self.read_bytes(path).decode("utf-8", errors="replace")
+            return self._file_text_cache[path]
         if target.startswith("stdout:"):
             return self.stdout_of(target[7:])
         raise Unscored(f"unknown target {target!r}")
