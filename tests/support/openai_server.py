@@ -259,3 +259,16 @@ def unused_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+try:  # a ready-made fixture: `from tests.support.openai_server import openai_server` in a conftest
+    import pytest
+
+    @pytest.fixture
+    def openai_server():
+        """A started OpenAIServer with an empty script; use `.queue(...)`, `.handler`, `.default`, `.delay`."""
+        with OpenAIServer() as server:
+            yield server
+
+except ImportError:  # pragma: no cover - the module also works outside pytest (benchmarks)
+    pass

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grading.engine import ExecResult, JudgeClient, JudgeConfig
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, openai_server  # noqa: F401 - the fixture
 
 
 class LocalProcessSandbox:
@@ -92,12 +92,6 @@ def local_sandbox(workspace):
     sandbox = LocalProcessSandbox(workspace)
     yield sandbox
     sandbox.close()
-
-
-@pytest.fixture
-def openai_server():
-    with OpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture
