@@ -483,6 +483,11 @@ def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
         rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=_reason(exc))
         return "error"
     heartbeat.stop()
+    if (getattr(result, "error", None) and getattr(result, "retryable", False) and getattr(result, "grade", None) is None
+            and not progress.cancelled and not progress.lost and attempt < Rollout.MAX_ATTEMPTS):
+        if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {result.error}"[:500],
+                           countdown=5):
+            return "requeued"
     try:
         return _rollout_store(rollout=rollout, attempt=attempt, result=result, progress=progress,
                               duration_ms=int((time.monotonic() - started) * 1000))
@@ -513,7 +518,7 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: Any, progress: _Pr
     trajectory = _jsonable(getattr(result, "trajectory", None) or [])
     prompt_tokens, completion_tokens = _token_counts(result, trajectory)
     error = getattr(result, "error", None) or ""
-    cancelled = progress.cancelled or bool(getattr(result, "cancelled", False))
+    cancelled = progress.cancelled or getattr(result, "error_kind", None) == "cancelled"
     if progress.lost:
         logger.info("rollout %s attempt %s lost its claim; discarding its result", rollout.pk, attempt)
         return "lost"
@@ -543,7 +548,7 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: Any, progress: _Pr
             passed=grade_document.get("passed") if grade_document else None,
             error=str(error)[:5000],
             duration_ms=duration_ms,
-            steps=max(progress.steps, _step_count(trajectory)),
+            steps=max(progress.steps, int(getattr(result, "steps", 0) or 0), _step_count(trajectory)),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             finished_at=timezone.now(),
@@ -668,23 +673,26 @@ def policy_model_config():
 
 def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress):
     from grading.engine import parse_task
-    from sandbox import runtime
+    from sandbox.runtime.backends import get_backend
+    from sandbox.runtime.policies import make_policy
+    from sandbox.runtime.rollout import run_rollout
 
     task_version = preview_run.task_version
     task = parse_task(task_version.spec)
     files, env_files = task_files(task_version)
-    policy = runtime.make_policy(preview_run.policy, task=task,
-                                 model_config=policy_model_config() if preview_run.policy == "model" else None)
-    backend = runtime.get_backend(preview_run.backend, **_backend_options(preview_run.backend))
+    policy = make_policy(preview_run.policy, task=task,
+                         model_config=policy_model_config() if preview_run.policy == "model" else None)
+    backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
     judge = judge_client_for(task_version.rubric)
     if not connection.in_atomic_block:
         # The worker is about to block for minutes; don't hold an idle connection meanwhile.
         close_old_connections()
-    return runtime.run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files, judge=judge,
-                               on_event=progress.on_event, should_cancel=progress.should_cancel)
+    return run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files, judge=judge,
+                       on_event=progress.on_event, should_cancel=progress.should_cancel)
 
 
 def _backend_options(backend: str) -> dict:
     if backend == "bubblewrap":
         return {"work_dir": str(settings.SANDBOX_WORK_DIR)}
-    return {}
+    image = getattr(settings, "SANDBOX_IMAGE", "") or os.environ.get("GYMWRIGHT_SANDBOX_IMAGE", "")
+    return {"default_image": image} if image else {}

@@ -161,20 +161,24 @@ def redis_db():
 @pytest.fixture
 def celery_producer(redis_db):
     """Point this process's Celery app (which enqueues after commit) at the private Redis database."""
+    from kombu import pools
+
     from gymwright.celery import app
+
+    def forget_connections():
+        # kombu keeps producer pools per connection in a process-wide registry.
+        pools.reset()
+        app._pool = None
+        app.amqp._producer_pool = None
 
     saved = (app.conf.broker_url, app.conf.broker_transport_options, app.conf.task_always_eager)
     app.conf.broker_url = redis_db.url
     app.conf.broker_transport_options = {}
     app.conf.task_always_eager = False
-    app._pool = None
-    app.amqp._producer_pool = None
+    forget_connections()
     yield app
-    if app._pool is not None:
-        app._pool.force_close_all()
     app.conf.broker_url, app.conf.broker_transport_options, app.conf.task_always_eager = saved
-    app._pool = None
-    app.amqp._producer_pool = None
+    forget_connections()
 
 
 def _workers(request, redis_db, tmp_path, stale_after_s):
