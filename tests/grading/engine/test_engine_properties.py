@@ -24,7 +24,8 @@ def checks_st(draw, depth=0, ids=None):
     for _ in range(count):
         check_id = f"c{next(ids)}"
         points = draw(points_st)
-        kind = draw(st.sampled_from(["string_match", "regex", "number", "group"] if depth < 2 else ["string_match", "regex"]))
+        kinds = ["string_match", "regex", "number", "text_similarity", "json_field"]
+        kind = draw(st.sampled_from(kinds + ["group"] if depth < 2 else kinds))
         required = points > 0 and draw(st.booleans()) and draw(st.booleans())
         check = {"id": check_id, "kind": kind, "points": points}
         if required:
@@ -34,6 +35,13 @@ def checks_st(draw, depth=0, ids=None):
                          mode=draw(st.sampled_from(["contains", "not_contains", "equals", "starts_with", "ends_with"])))
         elif kind == "regex":
             check.update(pattern=r"\b" + draw(st.sampled_from(TOKENS)) + r"\b", must_match=draw(st.booleans()))
+        elif kind == "text_similarity":
+            check.update(metric=draw(st.sampled_from(["fuzzy", "rouge_l", "bleu"])),
+                         reference=" ".join(draw(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=4))),
+                         threshold=draw(st.sampled_from([0, 0.3, 0.5, 1])))
+        elif kind == "json_field":
+            check.update(pointer=draw(st.sampled_from(["", "/a", "/0"])), op=draw(st.sampled_from(["eq", "exists", "ne"])),
+                         expected=draw(st.sampled_from([None, 1, "tok1"])))
         elif kind == "number":
             check.update(expected=draw(st.integers(0, 3)), tolerance=draw(st.sampled_from([0, 0.5, 1])))
         else:
@@ -52,7 +60,10 @@ def rubric_st(draw):
     return {"schema": "gymwright.rubric/v1", "pass_threshold": threshold, "checks": checks}
 
 
-answer_st = st.lists(st.sampled_from(TOKENS + ["1", "2", "3"]), max_size=8).map(" ".join)
+answer_st = st.one_of(
+    st.lists(st.sampled_from(TOKENS + ["1", "2", "3"]), max_size=8).map(" ".join),
+    st.sampled_from(['{"a": 1}', '{"a": "tok1"}', "[1]", '"tok1"', "1"]),
+)
 
 
 @SETTINGS
