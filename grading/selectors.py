@@ -20,12 +20,13 @@ def grade_get_for_user(*, grade_id: int, user) -> Grade:
         raise Http404
     try:
         return (Grade.objects.select_related("task_version", "task_version__task", "created_by")
-                .prefetch_related(_check_results_prefetch()).get(id=grade_id))
+                .prefetch_related(check_results_prefetch()).get(id=grade_id))
     except Grade.DoesNotExist:
         raise Http404(f"No grade {grade_id}")
 
 
-def _check_results_prefetch() -> Prefetch:
+def check_results_prefetch() -> Prefetch:
+    """For Grade querysets: check results in order, with labels and reviewers (what the grade table reads)."""
     return Prefetch("check_results", queryset=CheckResult.objects.order_by("position").prefetch_related(
         Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer").order_by("created_at", "id"))))
 

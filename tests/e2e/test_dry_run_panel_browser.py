@@ -1,4 +1,7 @@
-"""The dry-run panel in a real browser: grades the unsaved rubric from the editor, polls a judge job."""
+"""The dry-run panel (grading app) in a real browser: grades the unsaved rubric from the editor, polls a judge job.
+
+It lives with the other browser tests so that it shares their one Chromium (a session fixture).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from playwright.sync_api import expect
 
 from authoring import services as authoring_services
 from sandbox.models import ModelEndpoint
-from tests.e2e.conftest import TIMEOUT_MS, author, browser, environment, logged_in, page, wait_for_editor  # noqa: F401
+from tests.e2e.conftest import TIMEOUT_MS, wait_for_editor
 from tests.support.openai_server import OpenAIServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -20,7 +23,7 @@ SAVED_RUBRIC = {"schema": "gymwright.rubric/v1", "checks": [
 
 
 @pytest.fixture
-def task(author, environment):  # noqa: F811
+def task(author, environment):
     return authoring_services.task_create(slug="answer-42", environment=environment, author=author, content={
         "title": "Answer 42", "prompt": "What is 6 x 7?", "rubric": SAVED_RUBRIC})
 
@@ -36,14 +39,14 @@ def eager_celery(settings):
     app.conf.task_always_eager = previous
 
 
-def open_editor_with_rubric(page, live_server, rubric: dict) -> None:  # noqa: F811
+def open_editor_with_rubric(page, live_server, rubric: dict) -> None:
     page.goto(f"{live_server.url}/tasks/answer-42/edit/")
     wait_for_editor(page)
     page.click('#rubric-editor [data-view="raw"]')
     page.fill("#rubric-json", json.dumps(rubric, indent=2))  # unsaved: only in the editor
 
 
-def test_the_panel_grades_the_unsaved_rubric_in_the_editor(logged_in, live_server, task, settings):  # noqa: F811
+def test_the_panel_grades_the_unsaved_rubric_in_the_editor(logged_in, live_server, task, settings):
     settings.OPENAI_BASE_URL = ""
     page = logged_in
     open_editor_with_rubric(page, live_server, {**SAVED_RUBRIC, "checks": SAVED_RUBRIC["checks"] + [
@@ -61,7 +64,7 @@ def test_the_panel_grades_the_unsaved_rubric_in_the_editor(logged_in, live_serve
     expect(result.locator(".dry-run-issues")).to_contain_text("/checks/0")
 
 
-def test_the_panel_polls_a_judge_job_until_it_is_done(logged_in, live_server, task, eager_celery,  # noqa: F811
+def test_the_panel_polls_a_judge_job_until_it_is_done(logged_in, live_server, task, eager_celery,
                                                       monkeypatch, tmp_path):
     monkeypatch.setenv("GYMWRIGHT_TEST_JUDGE_KEY", "test-key")
     page = logged_in
