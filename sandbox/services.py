@@ -51,7 +51,7 @@ WORKSPACE_CONTENT_TOTAL_MAX = 1024 * 1024
 WORKSPACE_MAX_FILES = 500
 # Progress events arrive per step; the row is written at most this often (plus phase changes).
 PROGRESS_WRITE_INTERVAL_S = 0.5
-CANCEL_POLL_INTERVAL_S = 1.0
+CANCEL_POLL_INTERVAL_S = 0.25
 
 
 # ---------------------------------------------------------------------------------------------

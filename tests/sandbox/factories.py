@@ -25,7 +25,7 @@ def make_user(django_user_model, username: str, *roles: str):
 
 def make_task(*, author, slug: str = "six-by-seven", script: str | None = "echo 42 > answer.txt",
               answer: str | None = "42", rubric: dict | None = None, limits: dict | None = None,
-              environment_slug: str | None = None):
+              environment_slug: str | None = None, files: list | None = None):
     """A task whose oracle (write answer.txt, answer 42) passes and whose nop fails."""
     from authoring.models import Environment
 
@@ -38,5 +38,6 @@ def make_task(*, author, slug: str = "six-by-seven", script: str | None = "echo 
         environment = authoring_services.environment_create(slug=environment_slug, name=environment_slug,
                                                             author=author, spec=spec)
     content = {"title": "Six by seven", "prompt": "What is six times seven? Write it to answer.txt too.",
-               "rubric": rubric or RUBRIC, "solution": {"script": script, "answer": answer}, "tags": ["maths"]}
+               "rubric": rubric or RUBRIC, "solution": {"script": script, "answer": answer}, "tags": ["maths"],
+               "files": files or []}
     return authoring_services.task_create(slug=slug, environment=environment, author=author, content=content)

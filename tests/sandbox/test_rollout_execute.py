@@ -1,0 +1,140 @@
+"""A rollout executed in this process through the real runtime (bubblewrap), with the model
+policy and the judge talking to a local OpenAI-protocol server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from sandbox import services
+from sandbox.models import ModelEndpoint, PreviewRun, Rollout
+from tests.sandbox.factories import RUBRIC, make_task
+from tests.support.openai_server import OpenAIServer, tool_call
+from tests.support.services import require_bwrap
+
+pytestmark = [pytest.mark.bubblewrap]
+
+JUDGED_RUBRIC = {**RUBRIC, "checks": [*RUBRIC["checks"], {"id": "explains", "kind": "llm_judge", "points": 2,
+                                                          "criterion": "The answer is a number."}]}
+
+
+@pytest.fixture
+def sandbox_dir(settings):
+    require_bwrap()
+    path = Path(tempfile.mkdtemp(prefix="gw-test-sandboxes-"))
+    path.chmod(0o755)  # reachable by the sandbox user
+    settings.SANDBOX_WORK_DIR = path
+    settings.SANDBOX_BACKEND = "bubblewrap"
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def agent_and_judge(server_box: dict):
+    """The policy model writes answer.txt, then submits; the judge says met."""
+    def handler(body):
+        if body["model"] == "judge-model":
+            return '{"met": true, "explanation": "42 is a number"}'
+        tool_turns = sum(1 for m in body["messages"] if m["role"] == "tool")
+        if tool_turns == 0:
+            return {"content": "Let me write it.", "tool_calls": [tool_call("bash", {"command": "echo 42 > answer.txt"})]}
+        return {"content": None, "tool_calls": [tool_call("submit", {"answer": "six times seven is 42"})]}
+    return handler
+
+
+def test_a_model_preview_runs_the_agent_in_a_sandbox_and_grades_it_with_the_judge(sandbox_dir, author):
+    task = make_task(author=author, slug="judged", rubric=JUDGED_RUBRIC)
+    with OpenAIServer() as server:
+        server.handler = agent_and_judge({})
+        ModelEndpoint.objects.create(name="agent", role="policy", base_url=server.base_url, model="policy-model",
+                                     api_key_env="", default_params={"temperature": 0})
+        ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="judge-model",
+                                     api_key_env="")
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
+        rollout = preview_run.rollouts.get()
+        assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    rollout.refresh_from_db()
+    assert rollout.status == "done" and rollout.passed is True and rollout.reward == 1.0, rollout.error
+    assert rollout.steps == 2 and rollout.answer == "six times seven is 42"
+    assert rollout.prompt_tokens > 0 and rollout.completion_tokens > 0
+    assert {f["path"]: f["content"] for f in rollout.workspace_files}["answer.txt"] == "42\n"
+    rows = {row.check_id: row for row in rollout.grade.check_results.all()}
+    assert rows["explains"].status == "scored" and rows["explains"].awarded == 2
+    policy_requests = [r for r in server.requests if r["model"] == "policy-model"]
+    assert len(policy_requests) == 2 and policy_requests[0]["temperature"] == 0
+    assert any(t["function"]["name"] == "bash" for t in policy_requests[0]["tools"])
+    calls = [c["name"] for step in rollout.trajectory if step.get("role") == "assistant" for c in step["tool_calls"]]
+    assert calls == ["bash", "submit"]
+
+
+def test_without_a_judge_the_judged_check_is_unscored_not_zero(sandbox_dir, author, settings):
+    settings.OPENAI_BASE_URL = ""
+    task = make_task(author=author, slug="judged", rubric=JUDGED_RUBRIC)
+    preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
+    rollout = preview_run.rollouts.get()
+    assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    rollout.refresh_from_db()
+    assert rollout.grade_document["complete"] is False and rollout.reward == 1.0
+    judged = rollout.grade.check_results.get(check_id="explains")
+    assert judged.status == "unscored" and "judge" in judged.explanation.lower()
+
+
+def test_a_model_api_failure_is_retried_once_then_reported(sandbox_dir, author, enqueued,
+                                                           django_capture_on_commit_callbacks):
+    from tests.support.openai_server import Reply
+
+    task = make_task(author=author, slug="flaky-model")
+    with OpenAIServer(default=Reply(status=503)) as server:
+        ModelEndpoint.objects.create(name="agent", role="policy", base_url=server.base_url, model="m", api_key_env="")
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
+        rollout = preview_run.rollouts.get()
+        with django_capture_on_commit_callbacks(execute=True):
+            assert services.rollout_execute(rollout_id=rollout.pk) == "requeued"
+        assert [r for r, _ in enqueued] == [rollout.pk]
+        assert services.rollout_execute(rollout_id=rollout.pk) == "error"
+    rollout.refresh_from_db()
+    assert rollout.status == "error" and "503" in rollout.error and rollout.attempts == 2
+
+
+def test_a_running_rollout_stops_when_its_preview_is_cancelled(sandbox_dir, author, transactional_db):
+    from tests.support.openai_server import Reply
+
+    task = make_task(author=author, slug="long-agent")
+    state = {}
+
+    def handler(body):
+        # The user presses Cancel while the agent is working (another connection: the web request).
+        from django.db import connection
+
+        PreviewRun.objects.filter(pk=state["preview_run"]).update(cancel_requested=True)
+        connection.close()  # this server thread's own connection
+        return Reply(tool_calls=[tool_call("bash", {"command": "echo working"})], delay=0.3)  # a model takes time
+
+    with OpenAIServer(handler=handler) as server:
+        ModelEndpoint.objects.create(name="agent", role="policy", base_url=server.base_url, model="m", api_key_env="")
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
+        state["preview_run"] = preview_run.pk
+        rollout = preview_run.rollouts.get()
+        assert services.rollout_execute(rollout_id=rollout.pk) == "cancelled"
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.CANCELLED and rollout.steps <= 2 and rollout.grade is None
+    assert server.calls <= 2  # it stopped at the next poll, well before max_steps
+    preview_run.refresh_from_db()
+    assert preview_run.status == "cancelled"
+
+
+def test_the_reference_solution_files_reach_the_sandbox(sandbox_dir, author):
+    from authoring.services import blob_store
+
+    blob = blob_store(data=b"6\n7\n")
+    task = make_task(author=author, slug="with-files", script="python3 -c \"print(6*7)\" > answer.txt && cat numbers.txt",
+                     files=[{"path": "numbers.txt", "sha256": blob.sha256}])
+    preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
+    rollout = preview_run.rollouts.get()
+    assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    rollout.refresh_from_db()
+    files = {f["path"]: f["content"] for f in rollout.workspace_files}
+    assert files["numbers.txt"] == "6\n7\n" and rollout.passed, json.dumps(rollout.trajectory)[:2000]
