@@ -333,14 +333,18 @@ def _write_workspace(root: Path, files: list[tuple[str, bytes | Any]]) -> Path:
         # workspace_path_check already refused '..'; this is the last line against symlink tricks.
         if not destination.is_relative_to(root.resolve()):
             raise DomainError(f"Workspace path {path!r} leaves the workspace.", code="invalid_path")
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        with open(destination, "wb") as out:
-            if isinstance(content, bytes):
-                out.write(content)
-            else:
-                content.seek(0)
-                for chunk in content.chunks():
-                    out.write(chunk)
+        try:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            with open(destination, "wb") as out:
+                if isinstance(content, bytes):
+                    out.write(content)
+                else:
+                    content.seek(0)
+                    for chunk in content.chunks():
+                        out.write(chunk)
+        except (IsADirectoryError, NotADirectoryError, FileExistsError):
+            raise DomainError(f"Workspace path {path!r} collides with another file's folder.", code="invalid_path",
+                              details=[{"pointer": "/files", "message": f"{path!r} is both a file and a folder"}])
     return root
 
 

@@ -343,3 +343,11 @@ def test_a_request_far_over_the_limit_is_refused_before_reading_it(logged_in, se
 
     assert response.status_code == 413
     assert "larger than the upload limit" in text_of(response)
+
+
+def test_a_file_and_a_folder_with_the_same_path_are_refused(logged_in, no_judge):
+    files = [SimpleUploadedFile("out", b"a file"), SimpleUploadedFile("x.md", b"inside a folder")]
+
+    response = post_dry_run(logged_in, RUBRIC, "42", files=files, paths=["out", "out/x.md"])
+
+    assert response.status_code == 400 and "collides" in text_of(response)
