@@ -54,8 +54,20 @@ def json_schema(name: str) -> dict:
 
 def _plain(data: Any) -> Any:
     if isinstance(data, BaseModel):
-        return data.model_dump(mode="json", by_alias=True)
-    return data
+        data = data.model_dump(mode="json", by_alias=True)
+    return _normalise_numbers(data)
+
+
+def _normalise_numbers(value: Any) -> Any:
+    """Integral floats become ints (1.0 → 1), as in RFC 8785: JSON does not tell them apart,
+    and a browser editor that round-trips a document must not change its hash."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _normalise_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_normalise_numbers(item) for item in value]
+    return value
 
 
 def canonical_json(data: Any) -> str:

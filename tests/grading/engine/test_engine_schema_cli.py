@@ -275,3 +275,12 @@ def test_cli_grade_reports_an_invalid_task_with_pointers(tmp_path, capsys):
     (tmp_path / "task.json").write_text(json.dumps({"schema": "gymwright.task/v1", "id": "t", "prompt": "p", "rubric": {}}))
     code, out, _ = run_main(capsys, "grade", "--task", str(tmp_path / "task.json"))
     assert code == 1 and "/rubric/checks: required key" in out
+
+
+def test_canonical_json_does_not_tell_integral_floats_from_ints():
+    """A browser round trip turns 1.0 into 1; the content hash must not change because of it."""
+    from grading.engine import canonical_json, content_sha256
+
+    assert canonical_json({"b": [1.0, 2.5], "a": {"x": -3.0}}) == '{"a":{"x":-3},"b":[1,2.5]}'
+    assert content_sha256({"points": 1.0}) == content_sha256({"points": 1})
+    assert content_sha256({"points": 1.5}) != content_sha256({"points": 1})
