@@ -10,6 +10,11 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     list_filter = ("role", "is_default")
     search_fields = ("name", "model", "base_url")
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "base_url":
+            kwargs["assume_scheme"] = "https"
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
 
 class RolloutInline(admin.TabularInline):
     model = Rollout

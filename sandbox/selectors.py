@@ -53,6 +53,10 @@ def preview_run_list_for_task(*, task: Task, limit: int | None = 10) -> list[Pre
     return runs
 
 
+def any_unfinished(preview_runs: list[PreviewRun]) -> bool:
+    return any(not run.is_finished for run in preview_runs)
+
+
 def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | None = None) -> dict:
     """Live counts per status, finished fraction, mean reward and pass rate so far."""
     if rollouts is None:

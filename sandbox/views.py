@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from authoring.selectors import task_version_get_for_user
+from authoring.selectors import task_get_for_user, task_version_get_for_user
 from gymwright.errors import DomainError
 from sandbox import selectors, services
 from sandbox.models import PreviewRun
@@ -132,3 +132,11 @@ def rollout_detail(request: HttpRequest, rollout_id: int) -> HttpResponse:
     context.update({"preview_run": rollout.preview_run, "task": rollout.preview_run.task_version.task,
                     "version": rollout.preview_run.task_version})
     return render(request, "sandbox/rollout_detail.html", context)
+
+
+@require_GET
+def task_previews(request: HttpRequest, slug: str) -> HttpResponse:
+    """The task page's list of recent previews (it polls itself while any of them runs)."""
+    task = task_get_for_user(slug=slug, user=request.user)
+    return render(request, "sandbox/_task_preview_list.html",
+                  {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task)})

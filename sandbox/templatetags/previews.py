@@ -55,3 +55,8 @@ def fixed(value, digits: int = 3):
     if value is None or value == "":
         return "–"
     return f"{float(value):.{int(digits)}f}"
+
+
+@register.filter
+def unfinished(preview_runs) -> bool:
+    return selectors.any_unfinished(list(preview_runs or []))

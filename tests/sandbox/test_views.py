@@ -120,3 +120,23 @@ def test_tool_results_are_shown_under_their_call():
     assert bash["output"] == "exit code 0" and bash["exec"]["exit_code"] == 0
     orphan = trajectory_steps([{"role": "tool", "tool_call_id": "nope", "name": "bash", "content": "hi"}])
     assert orphan[0]["output"] == "hi"
+
+
+def test_the_task_pages_preview_list_polls_only_while_a_run_is_unfinished(client_author, version, author):
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="nop", n=1)
+    url = reverse("sandbox:task_previews", args=[version.task.slug])
+    assert 'hx-trigger="every 2s"' in client_author.get(url).content.decode()
+    services.preview_run_cancel(preview_run=preview_run, user=author)
+    html = client_author.get(url).content.decode()
+    assert "hx-trigger" not in html and "Cancelled" in html
+
+
+def test_the_admin_lists_and_shows_previews_and_rollouts(client, version, author, django_user_model):
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="nop", n=2)
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(admin)
+    rollout = preview_run.rollouts.first()
+    for url in ("/admin/sandbox/previewrun/", f"/admin/sandbox/previewrun/{preview_run.pk}/change/",
+                "/admin/sandbox/rollout/", f"/admin/sandbox/rollout/{rollout.pk}/change/",
+                "/admin/sandbox/modelendpoint/", "/admin/sandbox/modelendpoint/add/"):
+        assert client.get(url).status_code == 200, url
