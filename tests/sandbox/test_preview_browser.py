@@ -1,0 +1,44 @@
+"""In a real browser: start a preview from the task page and watch it finish without a reload,
+a real Celery worker running the rollouts in bubblewrap sandboxes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import PASSWORD, browser, page  # noqa: F401 - fixtures
+from tests.sandbox.factories import make_task
+from tests.sandbox.test_worker import _workers, celery_producer, redis_db  # noqa: F401 - fixtures
+
+pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
+
+
+def test_a_preview_started_in_the_browser_updates_live_and_shows_a_rollout(
+        request, live_server, page, redis_db, celery_producer, tmp_path, django_user_model):  # noqa: F811
+    from tests.sandbox.factories import make_user
+
+    user = make_user(django_user_model, "eve", "author")
+    user.set_password(PASSWORD)
+    user.save()
+    task = make_task(author=user)
+    workers = _workers(request, redis_db, tmp_path, stale_after_s=60)
+    workers.start()
+
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "eve")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit], input[type=submit]")
+    page.goto(f"{live_server.url}/tasks/{task.slug}/")
+    assert page.is_hidden("textarea[name=probe_text]")  # only for the probe policy
+    page.select_option("select[name=policy]", "oracle")
+    page.fill("input[name=n]", "2")
+    page.click("form[data-preview-form] button[type=submit]")
+    page.wait_for_url("**/previews/*/")
+    page.evaluate("window.__sameDocument = true")
+    page.wait_for_selector('#preview-progress[data-status="done"]', timeout=90_000)
+    assert page.evaluate("window.__sameDocument") is True, "the page reloaded instead of updating in place"
+    assert page.inner_text('[data-count="done"]') == "2"
+    assert "the reference solution passes" in page.inner_text("#preview-verdict")
+    page.click("tr.rollout-row >> nth=0")
+    page.wait_for_selector("#rollout-detail")
+    assert page.is_visible('tr[data-check-id="says_42"]') and "submit" in page.inner_text("#rollout-detail")
+    assert "selected" in (page.get_attribute("tr.rollout-row >> nth=0", "class") or "")
