@@ -204,3 +204,23 @@ def test_the_task_list_page_query_count_is_pinned(client, author, environment, d
     with django_assert_num_queries(8):
         response = client.get("/?page=7")
     assert response.status_code == 200 and b"bulk-" in response.content
+
+
+def test_an_oversized_upload_with_csrf_checks_on_is_a_clear_400_that_keeps_the_fields(author, task, settings):
+    """The CSRF middleware reads the body first: the upload cap must not turn that into a 500."""
+    from django.test import Client
+
+    settings.UPLOAD_MAX_BYTES = 1000
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(author)
+    client.get(f"/tasks/{task.slug}/edit/")
+    token = client.cookies["csrftoken"].value
+    data = form_data(prompt="typed before the file")
+    data["csrfmiddlewaretoken"] = token
+    data["files"] = [SimpleUploadedFile("huge.bin", b"x" * 3_000_000)]
+    data["message"] = "typed after the file"
+    response = client.post(f"/tasks/{task.slug}/edit/", data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "upload limit" in html and "typed before the file" in html and "typed after the file" in html
+    assert task.versions.count() == 1
