@@ -35,6 +35,7 @@ import errno
 import json
 import logging
 import os
+import select
 import selectors
 import shlex
 import shutil
@@ -42,6 +43,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -74,14 +76,15 @@ class BubblewrapBackend(Backend):
     default (65534, 65534); None keeps the worker's uid), `bwrap` (path),
     `python` (interpreter linked as `python`/`python3` in the sandbox),
     `ro_binds` (extra host paths shown read-only at the same place),
-    `use_cgroups` (default True)."""
+    `use_cgroups` (default True), `use_spawner` (fork execs from a per-sandbox
+    shell already in the sandbox's cgroups; default True)."""
 
     name = "bubblewrap"
 
     def __init__(self, *, work_dir: str | Path | None = None,
                  run_as: tuple[int, int] | None = (65534, 65534), bwrap: str | None = None,
                  python: str | None = None, ro_binds: Sequence[str] = (),
-                 use_cgroups: bool = True):
+                 use_cgroups: bool = True, use_spawner: bool = True):
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         if not os.path.exists(self.bwrap):
             raise SandboxError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
@@ -96,6 +99,7 @@ class BubblewrapBackend(Backend):
             (p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(p)), None)
         self.ro_binds = tuple(ro_binds)
         self.use_cgroups = use_cgroups
+        self.use_spawner = use_spawner
 
     def _create(self, spec: SandboxSpec) -> "BubblewrapSandbox":
         return BubblewrapSandbox(self, spec)
@@ -145,6 +149,8 @@ class BubblewrapSandbox(Sandbox):
             f"gymwright-{self.id}", memory_bytes=spec.memory_mb * 1024 * 1024,
             pids=spec.pids, cpus=spec.cpus) if backend.use_cgroups else CgroupSet({})
         self._static_args = self._bwrap_args()
+        self._exec_lock = threading.Lock()
+        self._spawner: subprocess.Popen | None = None
 
     # -- setup -------------------------------------------------------------
     def _check_traversable(self) -> None:
@@ -212,14 +218,16 @@ class BubblewrapSandbox(Sandbox):
                  "--setenv", "USER", "sandbox", "--setenv", "PYTHONUNBUFFERED", "1"]
         return args
 
-    def _prelude(self, timeout_s: float) -> str:
-        """The shell snippet run before bwrap: join the cgroups, set rlimits,
-        drop root. It runs in the worker's namespaces, so it must stay tiny."""
+    def _prelude(self, timeout_s: float, *, attach: bool, cpu: bool = True) -> str:
+        """The shell snippet run before bwrap: join the cgroups, set rlimits.
+        It runs in the worker's namespaces, so it must stay tiny."""
         spec = self.spec
-        lines = [f"echo $$ > {shlex.quote(f)} || exit 125" for f in self.cgroups.procs_files()]
-        cpu_seconds = max(1, int(timeout_s * max(spec.cpus, 1)) + 1)
-        lines.append(f"ulimit -t {cpu_seconds}")
-        # 512-byte blocks: no single file may exceed the workspace cap.
+        lines = []
+        if attach:
+            lines += [f"echo $$ > {shlex.quote(f)} || exit 125" for f in self.cgroups.procs_files()]
+        if cpu:
+            lines.append(f"ulimit -t {max(1, int(timeout_s * max(spec.cpus, 1)) + 1)}")
+        # 512-byte blocks: no single file may exceed the bigger of the caps.
         lines.append(f"ulimit -f {max(spec.workspace_mb, spec.tmp_mb) * 2048}")
         if not self.cgroups.has_memory:
             # Address space, not memory: generous so runtimes' reservations still work.
@@ -239,44 +247,24 @@ class BubblewrapSandbox(Sandbox):
         env_args: list[str] = []
         for key, value in (env or {}).items():
             env_args += ["--setenv", str(key), str(value)]
-        status_r, status_w = os.pipe()
-        bwrap = [*self._static_args, *env_args, "--json-status-fd", str(status_w), "--", *argv]
-        if self.backend.run_as:
-            uid, gid = self.backend.run_as
-            bwrap = [self.backend.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                     *bwrap]
-        full = ["/bin/sh", "-c", self._prelude(timeout_s), "gymwright-sandbox", *bwrap]
-        oom_before = self.cgroups.oom_kills()
-        started = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                full, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(status_w,),
-                start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd="/", close_fds=True)
-        except OSError as exc:
-            os.close(status_r)
-            raise SandboxError(f"cannot start bwrap: {exc}") from exc
-        finally:
-            os.close(status_w)
-        out, err = CappedBuffer(spec.output_cap), CappedBuffer(spec.output_cap)
-        status = bytearray()
-        timed_out = over_cap = False
-        try:
-            timed_out, over_cap = self._pump(proc, stdin, out, err, status_r, status,
-                                             started + timeout_s)
-        finally:
-            if proc.poll() is None:
-                self._kill(proc)
-            proc.wait()
-            os.close(status_r)
-        duration_ms = int((time.monotonic() - started) * 1000)
+        with self._exec_lock:
+            oom_before = self.cgroups.oom_kills()
+            started = time.monotonic()
+            child = self._launch([*env_args, "--", *argv], timeout_s, stdin is not None)
+            out, err = CappedBuffer(spec.output_cap), CappedBuffer(spec.output_cap)
+            status = bytearray()
+            timed_out = over_cap = False
+            try:
+                timed_out, over_cap = self._pump(child, stdin, out, err, status, started + timeout_s)
+            finally:
+                returncode = child.finish()
+            duration_ms = int((time.monotonic() - started) * 1000)
         child_started, exit_code = _parse_status(bytes(status))
         if not child_started and not timed_out:
-            raise SandboxError(f"bwrap failed to start the sandbox (exit {proc.returncode}): "
+            raise SandboxError(f"bwrap failed to start the sandbox (exit {returncode}): "
                                f"{err.text()[-2000:]}")
-        if exit_code is None:
-            rc = proc.returncode
-            exit_code = 128 - rc if rc < 0 else rc
+        if exit_code is None and returncode is not None:
+            exit_code = 128 - returncode if returncode < 0 else returncode
         oom = self.cgroups.oom_kills() > oom_before
         if over_cap:
             err.write(f"\n[gymwright] /workspace or /tmp went over its size cap "
@@ -286,64 +274,170 @@ class BubblewrapSandbox(Sandbox):
             stdout_truncated=out.truncated, stderr_truncated=err.truncated,
             timed_out=timed_out, oom_killed=oom, duration_ms=duration_ms)
 
-    def _pump(self, proc, stdin, out, err, status_fd, status, deadline) -> tuple[bool, bool]:
+    def _launch(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "_Child":
+        if self._spawner is not None or (self.cgroups.dirs and self.backend.use_spawner):
+            try:
+                return self._spawn(tail, timeout_s, with_stdin)
+            except _SpawnerGone as exc:
+                log.debug("spawner unavailable (%s); starting bwrap directly", exc)
+                self._close_spawner()
+        return self._popen(tail, timeout_s, with_stdin)
+
+    def _popen(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "_Child":
+        status_r, status_w = os.pipe()
+        bwrap = [*self._static_args, "--json-status-fd", str(status_w), *tail]
+        full = ["/bin/sh", "-c", self._prelude(timeout_s, attach=True), "gymwright-sandbox",
+                *self._setpriv_args(), *bwrap]
+        try:
+            proc = subprocess.Popen(
+                full, stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(status_w,),
+                start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd="/", close_fds=True)
+        except OSError as exc:
+            os.close(status_r)
+            raise SandboxError(f"cannot start bwrap: {exc}") from exc
+        finally:
+            os.close(status_w)
+        return _PopenChild(proc, status_r, self.cgroups)
+
+    def _setpriv_args(self) -> list[str]:
+        if not self.backend.run_as:
+            return []
+        uid, gid = self.backend.run_as
+        return [self.backend.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+
+    # The spawner: a shell started once per sandbox, already inside its
+    # cgroups, that forks every exec's bwrap. Moving a new process into a
+    # cgroup (v1) takes a global lock that waits for an RCU grace period,
+    # several ms per controller on a busy host; a forked child simply
+    # inherits the cgroups. The spawner opens our pipe ends through
+    # /proc/<worker pid>/fd (same uid), reads bwrap's arguments from a file
+    # (bwrap --args) and reports the pid it started and its exit status.
+    def _start_spawner(self) -> None:
+        attach = "".join(f"echo $$ > {shlex.quote(f)} || exit 125\n" for f in self.cgroups.procs_files())
+        script = (
+            attach +
+            'P=$1\n'
+            'while read -r i o e s f; do\n'
+            '  if [ "$i" = - ]; then exec 3</dev/null; else exec 3</proc/$P/fd/$i; fi\n'
+            '  exec 4>/proc/$P/fd/$o 5>/proc/$P/fd/$e 6>/proc/$P/fd/$s\n'
+            '  ( exec 3<&- 4>&- 5>&-; . "$f" ) <&3 >&4 2>&5 &\n'
+            '  pid=$!\n'
+            '  exec 3<&- 4>&- 5>&- 6>&-\n'
+            '  echo "S $pid"\n'
+            '  wait $pid\n'
+            '  echo "X $?"\n'
+            'done\n')
+        argv = ["/bin/sh", "-c", script, "gymwright-spawner", str(os.getpid())]
+        try:
+            self._spawner = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd="/", close_fds=True)
+        except OSError as exc:
+            raise _SpawnerGone(str(exc)) from exc
+
+    def _spawn(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "_Child":
+        if self._spawner is None or self._spawner.poll() is not None:
+            self._close_spawner()
+            self._start_spawner()
+        # The exec's rlimits and command line, as a script the spawner's
+        # subshell sources (root-owned, outside anything the sandbox sees).
+        command = [*self._setpriv_args(), *self._static_args, "--json-status-fd", "6", *tail]
+        script = self._prelude(timeout_s, attach=False).replace(
+            'exec "$@"', "exec " + " ".join(shlex.quote(a) for a in command))
+        script_file = self.root / "exec.sh"
+        script_file.write_text(script + "\n")
+        pipes = [os.pipe() for _ in range(4 if with_stdin else 3)]
+        if with_stdin:
+            (in_r, in_w), (out_r, out_w), (err_r, err_w), (st_r, st_w) = pipes
+        else:
+            (out_r, out_w), (err_r, err_w), (st_r, st_w) = pipes
+            in_r = in_w = None
+        theirs = [fd for fd in (in_r, out_w, err_w, st_w) if fd is not None]
+        request = (f"{in_r if in_r is not None else '-'} {out_w} {err_w} {st_w} {script_file}\n").encode()
+        try:
+            self._spawner.stdin.write(request)
+            self._spawner.stdin.flush()
+            line = _read_line(self._spawner.stdout, 10.0)
+            if not line.startswith(b"S "):
+                raise _SpawnerGone(f"unexpected reply {line[:80]!r}")
+            pid = int(line.split()[1])
+        except (OSError, ValueError, _SpawnerGone) as exc:
+            for fd in [*theirs, out_r, err_r, st_r, *([in_w] if in_w is not None else [])]:
+                os.close(fd)
+            raise _SpawnerGone(str(exc)) from exc
+        # The spawner holds its own copies now; ours must go, or EOF never comes.
+        for fd in theirs:
+            os.close(fd)
+        return _SpawnedChild(self._spawner, pid, in_w, out_r, err_r, st_r, self.cgroups)
+
+    def _close_spawner(self) -> None:
+        spawner, self._spawner = self._spawner, None
+        if spawner is None:
+            return
+        try:
+            spawner.stdin.close()
+        except OSError:
+            pass
+        try:
+            spawner.kill()
+        except OSError:
+            pass
+        spawner.wait()
+        if spawner.stdout:
+            spawner.stdout.close()
+
+    def _pump(self, child: "_Child", stdin, out, err, status, deadline) -> tuple[bool, bool]:
         """Move bytes between the process and the buffers until it exits, the
         deadline passes (kill it) or the workspace grows past its cap (kill it)."""
         selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ, out)
-        selector.register(proc.stderr, selectors.EVENT_READ, err)
-        selector.register(status_fd, selectors.EVENT_READ, status)
+        selector.register(child.out_fd, selectors.EVENT_READ, out)
+        selector.register(child.err_fd, selectors.EVENT_READ, err)
+        selector.register(child.status_fd, selectors.EVENT_READ, status)
         pending = memoryview(stdin or b"")
-        if proc.stdin is not None:
-            os.set_blocking(proc.stdin.fileno(), False)
+        if child.in_fd is not None:
+            os.set_blocking(child.in_fd, False)
             if pending:
-                selector.register(proc.stdin, selectors.EVENT_WRITE, None)
+                selector.register(child.in_fd, selectors.EVENT_WRITE, None)
             else:
-                proc.stdin.close()
+                child.close_stdin()
         timed_out = over_cap = killed = False
         next_watch = time.monotonic() + WATCH_INTERVAL_S
         while selector.get_map():
             now = time.monotonic()
             if not killed and now >= deadline:
                 timed_out = killed = True
-                self._kill(proc)
+                child.kill()
             if not killed and now >= next_watch:
                 next_watch = now + WATCH_INTERVAL_S
                 if self._over_cap():
                     over_cap = killed = True
-                    self._kill(proc)
+                    child.kill()
             wait = 0.1 if killed else max(0.0, min(deadline, next_watch) - now)
             events = selector.select(timeout=wait)
-            if killed and not events and proc.poll() is not None:
+            if killed and not events and not child.alive():
                 break  # the pipes' other ends died with the pid namespace
             for key, _ in events:
                 if key.data is None:  # stdin
                     try:
                         written = os.write(key.fd, pending[:65536])
                         pending = pending[written:]
-                    except (BrokenPipeError, OSError):
+                    except OSError:
                         pending = pending[:0]
                     if not pending:
-                        selector.unregister(key.fileobj)
-                        try:
-                            proc.stdin.close()
-                        except OSError:
-                            pass
+                        selector.unregister(key.fd)
+                        child.close_stdin()
                     continue
                 try:
                     chunk = os.read(key.fd, 65536)
                 except OSError:
                     chunk = b""
                 if not chunk:
-                    selector.unregister(key.fileobj)
+                    selector.unregister(key.fd)
                     continue
                 key.data.write(chunk) if key.data is not status else status.extend(chunk)
         selector.close()
-        if proc.stdin is not None and not proc.stdin.closed:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
+        child.close_stdin()
         return timed_out, over_cap or self._over_cap()
 
     def _over_cap(self) -> bool:
@@ -352,16 +446,6 @@ class BubblewrapSandbox(Sandbox):
         mb = 1024 * 1024
         return (_tree_size(self.workspace_dir, self.spec.workspace_mb * mb) > self.spec.workspace_mb * mb
                 or _tree_size(self.tmp_dir, self.spec.tmp_mb * mb) > self.spec.tmp_mb * mb)
-
-    def _kill(self, proc: subprocess.Popen) -> None:
-        # The bwrap we started leads its own process group; its in-namespace
-        # init gets SIGKILL through --die-with-parent, which kills the whole pid
-        # namespace. The cgroup sweep in exec() catches the rest.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.cgroups.kill_all(timeout_s=1.0)
 
     # -- files -------------------------------------------------------------
     def _host_path(self, path: str, *, writable: bool) -> Path:
@@ -439,10 +523,137 @@ class BubblewrapSandbox(Sandbox):
         if self.stopped:
             return
         self.stopped = True
+        self._close_spawner()
         try:
             self.cgroups.remove()
         finally:
             _force_rmtree(self.root)
+
+
+class _SpawnerGone(Exception):
+    pass
+
+
+class _Child:
+    in_fd: int | None
+    out_fd: int
+    err_fd: int
+    status_fd: int
+
+    def close_stdin(self) -> None:
+        if self.in_fd is not None:
+            try:
+                os.close(self.in_fd)
+            except OSError:
+                pass
+            self.in_fd = None
+
+
+class _PopenChild(_Child):
+    """A bwrap started directly (it joins the cgroups itself)."""
+
+    def __init__(self, proc: subprocess.Popen, status_fd: int, cgroups: CgroupSet):
+        self.proc, self.cgroups = proc, cgroups
+        self.in_fd = proc.stdin.fileno() if proc.stdin else None
+        self.out_fd, self.err_fd, self.status_fd = proc.stdout.fileno(), proc.stderr.fileno(), status_fd
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        # The bwrap we started leads its own process group; its in-namespace
+        # init gets SIGKILL through --die-with-parent, which ends the whole pid
+        # namespace. The cgroup sweep catches anything else.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.cgroups.kill_all(timeout_s=1.0)
+
+    def close_stdin(self) -> None:
+        if self.in_fd is not None and self.proc.stdin:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            self.in_fd = None
+
+    def finish(self) -> int | None:
+        # The pipes close a moment before bwrap exits: give it that moment.
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            stream.close()
+        os.close(self.status_fd)
+        return self.proc.returncode
+
+
+class _SpawnedChild(_Child):
+    """A bwrap forked by the sandbox's spawner shell."""
+
+    def __init__(self, spawner: subprocess.Popen, pid: int, in_fd, out_fd, err_fd, status_fd,
+                 cgroups: CgroupSet):
+        self.spawner, self.pid, self.cgroups, self.killed = spawner, pid, cgroups, False
+        self.in_fd, self.out_fd, self.err_fd, self.status_fd = in_fd, out_fd, err_fd, status_fd
+
+    def alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def kill(self) -> None:
+        # The pid is bwrap's outer process (setpriv execs it); killing it makes
+        # the kernel kill its in-namespace init (--die-with-parent) and with it
+        # every process of the exec.
+        self.killed = True
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def finish(self) -> int | None:
+        if self.killed:
+            # Wait until the killed processes are gone from the pids cgroup
+            # (only the spawner left), or the next exec's fork may still fail.
+            deadline = time.monotonic() + 3.0
+            while len(self.cgroups.pids()) > 1 and time.monotonic() < deadline:
+                time.sleep(0.005)
+        self.close_stdin()
+        for fd in (self.out_fd, self.err_fd, self.status_fd):
+            os.close(fd)
+        try:
+            line = _read_line(self.spawner.stdout, 5.0)
+        except _SpawnerGone:
+            self.kill()
+            return None
+        try:
+            return int(line.split()[1]) if line.startswith(b"X ") else None
+        except (IndexError, ValueError):
+            return None
+
+
+def _read_line(stream, timeout_s: float) -> bytes:
+    """One line from a pipe, waiting at most `timeout_s` (the spawner's replies are tiny)."""
+    fd = stream.fileno()
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _SpawnerGone("no reply from the spawner")
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1)
+        if not chunk:
+            raise _SpawnerGone("the spawner exited")
+        data += chunk
+    return data
 
 
 def _parse_status(data: bytes) -> tuple[bool, int | None]:

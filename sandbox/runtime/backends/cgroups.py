@@ -68,7 +68,8 @@ class CgroupSet:
                     if swap.exists():
                         swap.write_text(str(memory_bytes))
                 elif controller == "pids":
-                    (path / "pids.max").write_text(str(pids))
+                    # +2: the bubblewrap spawner shell lives in the group too.
+                    (path / "pids.max").write_text(str(pids + 2))
                 elif controller == "cpu":
                     period = 100_000
                     (path / "cpu.cfs_period_us").write_text(str(period))
@@ -118,6 +119,7 @@ class CgroupSet:
         """SIGKILL every process in the sandbox, repeating until none are left
         (a fork bomb can fork between reading the list and the kill)."""
         deadline = time.monotonic() + timeout_s
+        pause = 0.001
         while time.monotonic() < deadline:
             pids = self.pids()
             if not pids:
@@ -127,7 +129,8 @@ class CgroupSet:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            time.sleep(0.01)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
 
     def remove(self) -> None:
         self.kill_all()

@@ -176,3 +176,33 @@ def test_a_dockerfile_spec_has_a_content_addressed_tag():
     assert one == SandboxSpec(dockerfile="FROM scratch\n").dockerfile_tag()
     assert one != SandboxSpec(dockerfile="FROM scratch\nENV A=1\n").dockerfile_tag()
     assert one.startswith("gymwright-env:")
+
+
+def test_bubblewrap_without_cgroups_falls_back_to_rlimits_and_direct_starts(spec):
+    from sandbox.runtime import get_backend
+    from tests.support.services import require_bwrap
+
+    require_bwrap()
+    backend = get_backend("bubblewrap", use_cgroups=False, use_spawner=False)
+    with backend.start(spec.with_overrides(memory_mb=64)) as box:
+        assert not box.cgroups.dirs
+        result = box.exec("echo ok; exit 4")
+        assert (result.exit_code, result.stdout) == (4, "ok\n")
+        assert box.exec("sleep 30", timeout_s=0.5).timed_out
+        hog = box.exec(["python3", "-c", "bytearray(512 * 1024 * 1024)"])
+        assert hog.exit_code == 1 and "MemoryError" in hog.stderr
+        assert box.exec("cat", stdin=b"x").stdout == "x"
+
+
+def test_a_killed_bubblewrap_spawner_is_replaced(spec):
+    from sandbox.runtime import get_backend
+    from tests.support.services import require_bwrap
+
+    require_bwrap()
+    with get_backend("bubblewrap").start(spec) as box:
+        assert box.exec("true").exit_code == 0
+        if box._spawner is None:
+            pytest.skip("no cgroups here, so no spawner")
+        box._spawner.kill()
+        box._spawner.wait()
+        assert box.exec("echo again").stdout == "again\n"
