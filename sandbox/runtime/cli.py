@@ -75,14 +75,21 @@ def cmd_rollout(args) -> int:
 
 
 def cmd_reap(args) -> int:
-    from .backends.docker import reap_containers
+    """Docker containers (if an engine is reachable) and bubblewrap leftovers."""
+    from .backends.bubblewrap import reap_bubblewrap
 
-    try:
-        removed = reap_containers(older_than=args.older_than)
-    except SandboxError as exc:
-        print(json.dumps({"error": exc.message, "permanent": exc.permanent}))
-        return 3
-    print(json.dumps({"removed": removed}))
+    out: dict = {"removed": [], "bubblewrap_removed": reap_bubblewrap()}
+    if args.backend in ("docker", "all"):
+        from .backends.docker import reap_containers
+
+        try:
+            out["removed"] = reap_containers(older_than=args.older_than)
+        except SandboxError as exc:
+            out["docker_error"] = exc.message
+            if args.backend == "docker":
+                print(json.dumps(out))
+                return 3
+    print(json.dumps(out))
     return 0
 
 
@@ -123,8 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", help="override the environment's image")
     p.set_defaults(func=cmd_rollout)
 
-    p = sub.add_parser("reap", help="remove docker sandbox containers left behind")
-    p.add_argument("--older-than", type=float, help="also remove any older than this many seconds")
+    p = sub.add_parser("reap", help="remove sandboxes left behind by dead workers")
+    p.add_argument("--older-than", type=float, help="docker: also remove any older than this many seconds")
+    p.add_argument("--backend", choices=["docker", "bubblewrap", "all"], default="all")
     p.set_defaults(func=cmd_reap)
     return parser
 

@@ -145,6 +145,8 @@ class BubblewrapSandbox(Sandbox):
             os.chown(self.tmp_dir, uid, gid)
             self._check_traversable()
         self._write_etc()
+        # Who owns this sandbox, for reap_bubblewrap() after a worker crash.
+        (self.root / "owner").write_text(f"{os.getpid()}\n")
         self.cgroups = CgroupSet.create(
             f"gymwright-{self.id}", memory_bytes=spec.memory_mb * 1024 * 1024,
             pids=spec.pids, cpus=spec.cpus) if backend.use_cgroups else CgroupSet({})
@@ -654,6 +656,42 @@ def _read_line(stream, timeout_s: float) -> bytes:
             raise _SpawnerGone("the spawner exited")
         data += chunk
     return data
+
+
+def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
+    """Remove bubblewrap sandboxes left behind by workers that died: their
+    directories (owner pid gone) and their cgroups. Returns the sandbox ids
+    removed. (Empty cgroups are not swept blindly: a live sandbox between
+    execs may have no process in its groups.)"""
+    from .cgroups import remove_stale_cgroups
+
+    removed = []
+    base = Path(work_dir) if work_dir else default_work_dir()
+    if base.is_dir():
+        for entry in base.iterdir():
+            if not entry.name.startswith("gw-"):
+                continue
+            try:
+                pid = int((entry / "owner").read_text().strip())
+            except (OSError, ValueError):
+                pid = None
+            if pid is not None and _pid_alive(pid):
+                continue
+            sandbox_id = entry.name.split("-")[1]
+            remove_stale_cgroups(f"gymwright-{sandbox_id}")
+            _force_rmtree(entry)
+            removed.append(sandbox_id)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _parse_status(data: bytes) -> tuple[bool, int | None]:

@@ -141,7 +141,7 @@ class CgroupSet:
 
 def _rmdir(path: Path) -> None:
     # A cgroup can be removed only once its last process is reaped; retry briefly.
-    for _ in range(50):
+    for _ in range(250):
         try:
             path.rmdir()
             return
@@ -150,3 +150,21 @@ def _rmdir(path: Path) -> None:
         except OSError:
             time.sleep(0.02)
     log.warning("could not remove cgroup %s", path)
+
+
+def remove_stale_cgroups(name: str) -> None:
+    """Kill and remove the cgroups called `name` in every v1 hierarchy (under
+    this process's own groups and at the roots)."""
+    own = _own_v1_paths()
+    for controller in ("memory", "pids", "cpu"):
+        if controller not in own:
+            continue
+        parents = {CGROUP_ROOT / controller / own[controller].lstrip("/"), CGROUP_ROOT / controller}
+        for parent in parents:
+            try:
+                children = [p for p in parent.iterdir() if p.is_dir() and p.name.startswith("gymwright-")]
+            except OSError:
+                continue
+            for path in children:
+                if path.name == name:
+                    CgroupSet({controller: path}).remove()

@@ -206,3 +206,25 @@ def test_a_killed_bubblewrap_spawner_is_replaced(spec):
         box._spawner.kill()
         box._spawner.wait()
         assert box.exec("echo again").stdout == "again\n"
+
+
+def test_reap_removes_bubblewrap_sandboxes_of_dead_workers(spec, tmp_path_factory):
+    from sandbox.runtime import get_backend
+    from sandbox.runtime.backends.bubblewrap import reap_bubblewrap
+    from tests.support.services import require_bwrap
+
+    require_bwrap()
+    backend = get_backend("bubblewrap")
+    live = backend.start(spec)
+    orphan = backend.start(spec)
+    try:
+        (orphan.root / "owner").write_text("4194999\n")  # above pid_max: never alive
+        cgroup_dirs = list(orphan.cgroups.dirs.values())
+        removed = reap_bubblewrap(backend.work_dir)
+        assert orphan.id in removed and live.id not in removed
+        assert not orphan.root.exists() and live.root.exists()
+        assert not any(path.exists() for path in cgroup_dirs)
+        assert live.exec("echo fine").stdout == "fine\n"
+    finally:
+        live.stop()
+        orphan.stop()
