@@ -5,29 +5,57 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import PASSWORD, browser, page  # noqa: F401 - fixtures
+from tests.e2e.conftest import CHROMIUM_ARGS, PASSWORD, _chromium_path
 from tests.sandbox.factories import make_task
 from tests.sandbox.test_worker import _workers, celery_producer, redis_db  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
 
 
+def in_browser(steps) -> None:
+    """Run `steps(page)` in a headless Chromium on a thread of its own: Playwright's sync API
+    refuses to start where another Playwright (the e2e tests' session browser) already runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run():
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=_chromium_path(), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(15_000)
+                errors: list[str] = []
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                steps(page)
+                assert not errors, f"JavaScript errors on the page: {errors}"
+            finally:
+                browser.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(run).result(timeout=240)
+
+
 def test_a_preview_started_in_the_browser_updates_live_and_shows_a_rollout(
-        request, live_server, page, redis_db, celery_producer, tmp_path, django_user_model):  # noqa: F811
+        request, live_server, redis_db, celery_producer, tmp_path, django_user_model):  # noqa: F811
     from tests.sandbox.factories import make_user
 
+    pytest.importorskip("playwright")
     user = make_user(django_user_model, "eve", "author")
     user.set_password(PASSWORD)
     user.save()
     task = make_task(author=user)
     workers = _workers(request, redis_db, tmp_path, stale_after_s=60)
     workers.start()
+    in_browser(lambda page: _start_and_watch(page, live_server.url, task))
 
-    page.goto(f"{live_server.url}/accounts/login/")
+
+def _start_and_watch(page, live_server_url: str, task) -> None:
+    page.goto(f"{live_server_url}/accounts/login/")
     page.fill("input[name=username]", "eve")
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit], input[type=submit]")
-    page.goto(f"{live_server.url}/tasks/{task.slug}/")
+    page.goto(f"{live_server_url}/tasks/{task.slug}/")
     assert page.is_hidden("textarea[name=probe_text]")  # only for the probe policy
     page.select_option("select[name=policy]", "oracle")
     page.fill("input[name=n]", "2")
