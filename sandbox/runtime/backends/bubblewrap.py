@@ -45,7 +45,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..results import ExecResult
@@ -348,7 +348,9 @@ class BubblewrapSandbox(Sandbox):
         script = self._prelude(timeout_s, attach=False).replace(
             'exec "$@"', "exec " + " ".join(shlex.quote(a) for a in command))
         script_file = self.root / "exec.sh"
-        script_file.write_text(script + "\n")
+        fd = os.open(script_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(script + "\n")
         pipes = [os.pipe() for _ in range(4 if with_stdin else 3)]
         if with_stdin:
             (in_r, in_w), (out_r, out_w), (err_r, err_w), (st_r, st_w) = pipes
@@ -461,7 +463,14 @@ class BubblewrapSandbox(Sandbox):
             raise SandboxError(f"path {path!r} leads outside the sandbox", permanent=True)
         return real
 
+    # File operations hold the exec lock: no sandbox process runs while the
+    # worker resolves and opens paths in directories the sandbox controls, so
+    # a symlink cannot be swapped in between the check and the open.
     def write_file(self, path: str, data: bytes) -> None:
+        with self._exec_lock:
+            self._write_file(path, data)
+
+    def _write_file(self, path: str, data: bytes) -> None:
         target = self._host_path(path, writable=True)
         base = self.workspace_dir if self.workspace_dir in target.parents else self.tmp_dir
         parents = [p for p in reversed(target.parents) if base in p.parents]
@@ -482,6 +491,10 @@ class BubblewrapSandbox(Sandbox):
             os.chown(path, self.uid, self.gid, follow_symlinks=False)
 
     def read_file(self, path: str) -> bytes:
+        with self._exec_lock:
+            return self._read_file(path)
+
+    def _read_file(self, path: str) -> bytes:
         target = self._host_path(path, writable=False)
         try:
             fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
@@ -498,6 +511,10 @@ class BubblewrapSandbox(Sandbox):
         return data
 
     def list_files(self) -> list[str]:
+        with self._exec_lock:
+            return self._list_files()
+
+    def _list_files(self) -> list[str]:
         found = []
         for dirpath, dirnames, filenames in os.walk(self.workspace_dir, followlinks=False):
             for name in filenames:
@@ -507,6 +524,10 @@ class BubblewrapSandbox(Sandbox):
         return sorted(found)
 
     def snapshot(self, dest: Path) -> Path:
+        with self._exec_lock:
+            return self._snapshot(dest)
+
+    def _snapshot(self, dest: Path) -> Path:
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
         for dirpath, dirnames, filenames in os.walk(self.workspace_dir, followlinks=False):
@@ -743,7 +764,3 @@ def _force_rmtree(path: Path) -> None:
             pass
 
     shutil.rmtree(path, onerror=onerror)
-
-
-def _unused(_: Mapping) -> None:  # pragma: no cover - keeps the Mapping import honest
-    pass
