@@ -34,6 +34,7 @@ import select
 import socket
 import struct
 import tarfile
+import tempfile
 import threading
 import time
 import uuid
@@ -224,6 +225,9 @@ class DockerSandbox(Sandbox):
         self.container = container
         self.oom_seen = 0
         self._lock = threading.Lock()
+        # Execs are serialised: the killer's request/reply protocol and the
+        # pid-file bookkeeping are per sandbox.
+        self._exec_lock = threading.RLock()
         self._stale_pidfiles: list[str] = []
         self._killer = None
         self._killer_buf = b""
@@ -250,13 +254,20 @@ class DockerSandbox(Sandbox):
     # -- low level ---------------------------------------------------------
     def _run(self, argv: list[str], *, timeout_s: float, stdin: bytes | None = None,
              env: Mapping[str, str] | None = None, user: str | None = None,
-             out_cap: int | None = None, err_cap: int | None = None, track: bool = False):
-        """One exec: returns (exit code or None, stdout buffer, stderr buffer, timed out)."""
+             out_cap: int | None = None, err_cap: int | None = None, track: bool = False,
+             out_sink=None):
+        """One exec: returns (exit code or None, stdout buffer, stderr buffer, timed out).
+        `out_sink` (with write/truncated) replaces the stdout buffer, e.g. a file."""
+        with self._exec_lock:
+            return self._run_locked(argv, timeout_s=timeout_s, stdin=stdin, env=env, user=user,
+                                    out_cap=out_cap, err_cap=err_cap, track=track, out_sink=out_sink)
+
+    def _run_locked(self, argv, *, timeout_s, stdin, env, user, out_cap, err_cap, track, out_sink):
         import docker.errors
 
         if self.stopped:
             raise SandboxError("sandbox is stopped", permanent=True)
-        out = CappedBuffer(out_cap or self.spec.output_cap)
+        out = out_sink or CappedBuffer(out_cap or self.spec.output_cap)
         err = CappedBuffer(err_cap or self.spec.output_cap)
         pidfile = None
         if track:
@@ -510,14 +521,18 @@ class DockerSandbox(Sandbox):
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
         cap = self.spec.workspace_mb * 1024 * 1024 + 16 * 1024 * 1024
-        code, out, err, _ = self._run(["tar", "-c", "-f", "-", "-C", WORKSPACE, "."],
-                                      timeout_s=300, out_cap=cap)
-        if code not in (0, 1) or out.truncated:
-            raise SandboxError(f"cannot copy the workspace out (tar exit {code}): {err.text()[-500:]}")
-        with tarfile.open(fileobj=io.BytesIO(bytes(out.data)), mode="r:") as tar:
-            # Regular files and directories only: no links, devices or absolute paths.
-            members = [m for m in tar.getmembers() if m.isreg() or m.isdir()]
-            tar.extractall(dest, members=members, filter="data")
+        # Spooled to disk: a full workspace must not cost the worker its size in memory.
+        with tempfile.TemporaryFile() as spool:
+            sink = _FileSink(spool, cap)
+            code, _, err, _ = self._run(["tar", "-c", "-f", "-", "-C", WORKSPACE, "."],
+                                        timeout_s=300, out_sink=sink)
+            if code not in (0, 1) or sink.truncated:
+                raise SandboxError(f"cannot copy the workspace out (tar exit {code}): {err.text()[-500:]}")
+            spool.seek(0)
+            with tarfile.open(fileobj=spool, mode="r:") as tar:
+                # Regular files and directories only: no links, devices or absolute paths.
+                members = [m for m in tar.getmembers() if m.isreg() or m.isdir()]
+                tar.extractall(dest, members=members, filter="data")
         return dest
 
     def stop(self) -> None:
@@ -530,6 +545,23 @@ class DockerSandbox(Sandbox):
             self.container.remove(force=True)
         except Exception as exc:  # noqa: BLE001 - the reaper is the safety net
             log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
+
+
+class _FileSink:
+    """Writes stdout to a file up to `cap` bytes (then counts and discards)."""
+
+    def __init__(self, fh, cap: int):
+        self.fh, self.cap, self.total = fh, cap, 0
+
+    def write(self, chunk: bytes) -> None:
+        room = self.cap - self.total
+        if room > 0:
+            self.fh.write(chunk[:room])
+        self.total += len(chunk)
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.cap
 
 
 def _send_stdin(sock, data: bytes) -> None:
