@@ -291,7 +291,7 @@ class DockerSandbox(Sandbox):
         deadline = time.monotonic() + timeout_s
         timed_out = False
         try:
-            timed_out = self._read_frames(sock, out, err, deadline, pidfile)
+            timed_out = self._read_frames(sock, out, err, deadline, pidfile, exec_id)
         finally:
             try:
                 sock.close()
@@ -311,14 +311,21 @@ class DockerSandbox(Sandbox):
         return (None if timed_out else code), out, err, timed_out
 
     def _read_frames(self, sock, out: CappedBuffer, err: CappedBuffer, deadline: float,
-                     pidfile: str | None) -> bool:
+                     pidfile: str | None, exec_id: str | None = None) -> bool:
         """Demultiplex the exec stream (8-byte headers: stream id, size) into
         the capped buffers until EOF or the deadline. On the deadline, kill
-        the command's process group and give the stream a moment to end."""
+        the command's process group and give the stream a moment to end.
+
+        A background child that keeps stdout open holds the stream after the
+        command itself has exited (the engine then waits ~2 s before closing
+        it), so when the stream goes quiet we ask whether the exec is still
+        running, with growing intervals, and clear its process group if not."""
         buffers = {1: out, 2: err}
         pending = b""
         timed_out = False
         hard_deadline = None
+        quiet_check = 0.1
+        next_check = time.monotonic() + quiet_check
         while True:
             now = time.monotonic()
             if not timed_out and now >= deadline:
@@ -327,9 +334,16 @@ class DockerSandbox(Sandbox):
                 hard_deadline = now + KILL_GRACE_S
             if hard_deadline is not None and now >= hard_deadline:
                 break  # something holds the stream open; give up on it
-            limit = hard_deadline if timed_out else deadline
+            limit = hard_deadline if timed_out else min(deadline, next_check)
             ready, _, _ = select.select([sock], [], [], max(0.0, min(limit - now, 1.0)))
             if not ready:
+                if (not timed_out and exec_id and pidfile and hard_deadline is None
+                        and time.monotonic() >= next_check):
+                    quiet_check = min(quiet_check * 2, 2.0)
+                    next_check = time.monotonic() + quiet_check
+                    if not self.api.exec_inspect(exec_id).get("Running"):
+                        self._kill_group(pidfile)
+                        hard_deadline = time.monotonic() + KILL_GRACE_S
                 continue
             try:
                 chunk = sock.recv(65536)

@@ -115,6 +115,14 @@ def test_a_timed_out_exec_is_killed_with_its_children_and_the_next_exec_works(sa
     assert "sleep 60" not in ps.stdout
 
 
+def test_a_background_child_neither_holds_up_the_exec_nor_outlives_it(sandbox):
+    started = time.monotonic()
+    result = sandbox.exec("sleep 100 & echo done", timeout_s=20)
+    assert (result.exit_code, result.stdout, result.timed_out) == (0, "done\n", False)
+    assert time.monotonic() - started < 1.5
+    assert "sleep 100" not in sandbox.exec("ps -o args 2>/dev/null || ps").stdout
+
+
 def test_output_printed_before_a_timeout_is_kept(sandbox):
     result = sandbox.exec("echo before; sleep 30", timeout_s=1)
     assert result.timed_out and result.stdout == "before\n"
