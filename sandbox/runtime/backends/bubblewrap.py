@@ -151,6 +151,15 @@ class BubblewrapSandbox(Sandbox):
             f"gymwright-{self.id}", memory_bytes=spec.memory_mb * 1024 * 1024,
             pids=spec.pids, cpus=spec.cpus) if backend.use_cgroups else CgroupSet({})
         self._static_args = self._bwrap_args()
+        # Without a pids cgroup, RLIMIT_NPROC is the fallback. It counts every
+        # process of the (host) user: for the shared sandbox uid that is all
+        # sandboxes together; for a worker that is not root, its own processes
+        # too, so the limit is what the user runs now plus the sandbox's share.
+        # Root ignores RLIMIT_NPROC, hence no limit when running as root.
+        self._nproc_limit = None
+        if not self.cgroups.has_pids and self.uid != 0:
+            base = 0 if backend.run_as else _count_processes(self.uid)
+            self._nproc_limit = base + spec.pids
         self._exec_lock = threading.Lock()
         self._spawner: subprocess.Popen | None = None
 
@@ -234,8 +243,9 @@ class BubblewrapSandbox(Sandbox):
         if not self.cgroups.has_memory:
             # Address space, not memory: generous so runtimes' reservations still work.
             lines.append(f"ulimit -v {spec.memory_mb * 1024 * 2}")
-        if not self.cgroups.has_pids and self.backend.run_as:
-            lines.append(f"ulimit -u {spec.pids}")
+        if not self.cgroups.has_pids and self._nproc_limit:
+            # Not `ulimit -u`: dash spells it -p, bash -u; util-linux is here anyway (setpriv).
+            lines.append(f"prlimit --nproc={self._nproc_limit} --pid $$ 2>/dev/null")
         lines.append('exec "$@"')
         return "\n".join(lines)
 
@@ -703,6 +713,18 @@ def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
             _force_rmtree(entry)
             removed.append(sandbox_id)
     return removed
+
+
+def _count_processes(uid: int) -> int:
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += 1
+            except OSError:
+                pass
+    return count
 
 
 def _pid_alive(pid: int) -> bool:

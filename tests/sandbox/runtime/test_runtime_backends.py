@@ -192,7 +192,7 @@ def test_bubblewrap_without_cgroups_falls_back_to_rlimits_and_direct_starts(spec
 
     require_bwrap()
     backend = get_backend("bubblewrap", use_cgroups=False, use_spawner=False)
-    with backend.start(spec.with_overrides(memory_mb=64)) as box:
+    with backend.start(spec.with_overrides(memory_mb=64, pids=32)) as box:
         assert not box.cgroups.dirs
         result = box.exec("echo ok; exit 4")
         assert (result.exit_code, result.stdout) == (4, "ok\n")
@@ -200,6 +200,9 @@ def test_bubblewrap_without_cgroups_falls_back_to_rlimits_and_direct_starts(spec
         hog = box.exec(["python3", "-c", "bytearray(512 * 1024 * 1024)"])
         assert hog.exit_code == 1 and "MemoryError" in hog.stderr
         assert box.exec("cat", stdin=b"x").stdout == "x"
+        if box.uid != 0:  # root ignores RLIMIT_NPROC
+            forks = box.exec("i=0; while [ $i -lt 300 ]; do sleep 3 & i=$((i+1)); done; echo started")
+            assert "fork" in forks.stderr.lower()
 
 
 def test_a_killed_bubblewrap_spawner_is_replaced(spec):
