@@ -32,14 +32,11 @@ command's bwrap, so a background `server &` is gone when the exec returns
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
-import select
 import selectors
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
 import tempfile
@@ -51,6 +48,7 @@ from pathlib import Path
 from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
 from .base import ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, Sandbox, shell_command, split_path
+from .bwrap_process import Child, PopenChild, SpawnedChild, SpawnerGone, parse_status, read_line
 from .cgroups import CgroupSet
 
 log = logging.getLogger(__name__)
@@ -271,7 +269,7 @@ class BubblewrapSandbox(Sandbox):
             finally:
                 returncode = child.finish()
             duration_ms = int((time.monotonic() - started) * 1000)
-        child_started, exit_code = _parse_status(bytes(status))
+        child_started, exit_code = parse_status(bytes(status))
         if not child_started and not timed_out:
             raise SandboxError(f"bwrap failed to start the sandbox (exit {returncode}): "
                                f"{err.text()[-2000:]}")
@@ -286,16 +284,16 @@ class BubblewrapSandbox(Sandbox):
             stdout_truncated=out.truncated, stderr_truncated=err.truncated,
             timed_out=timed_out, oom_killed=oom, duration_ms=duration_ms)
 
-    def _launch(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "_Child":
+    def _launch(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "Child":
         if self._spawner is not None or (self.cgroups.dirs and self.backend.use_spawner):
             try:
                 return self._spawn(tail, timeout_s, with_stdin)
-            except _SpawnerGone as exc:
+            except SpawnerGone as exc:
                 log.debug("spawner unavailable (%s); starting bwrap directly", exc)
                 self._close_spawner()
         return self._popen(tail, timeout_s, with_stdin)
 
-    def _popen(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "_Child":
+    def _popen(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "Child":
         status_r, status_w = os.pipe()
         bwrap = [*self._static_args, "--json-status-fd", str(status_w), *tail]
         full = ["/bin/sh", "-c", self._prelude(timeout_s, attach=True), "gymwright-sandbox",
@@ -310,7 +308,7 @@ class BubblewrapSandbox(Sandbox):
             raise SandboxError(f"cannot start bwrap: {exc}") from exc
         finally:
             os.close(status_w)
-        return _PopenChild(proc, status_r, self.cgroups)
+        return PopenChild(proc, status_r, self.cgroups)
 
     def _setpriv_args(self) -> list[str]:
         if not self.backend.run_as:
@@ -346,9 +344,9 @@ class BubblewrapSandbox(Sandbox):
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd="/", close_fds=True)
         except OSError as exc:
-            raise _SpawnerGone(str(exc)) from exc
+            raise SpawnerGone(str(exc)) from exc
 
-    def _spawn(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "_Child":
+    def _spawn(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "Child":
         if self._spawner is None or self._spawner.poll() is not None:
             self._close_spawner()
             self._start_spawner()
@@ -372,18 +370,18 @@ class BubblewrapSandbox(Sandbox):
         try:
             self._spawner.stdin.write(request)
             self._spawner.stdin.flush()
-            line = _read_line(self._spawner.stdout, 10.0)
+            line = read_line(self._spawner.stdout, 10.0)
             if not line.startswith(b"S "):
-                raise _SpawnerGone(f"unexpected reply {line[:80]!r}")
+                raise SpawnerGone(f"unexpected reply {line[:80]!r}")
             pid = int(line.split()[1])
-        except (OSError, ValueError, _SpawnerGone) as exc:
+        except (OSError, ValueError, SpawnerGone) as exc:
             for fd in [*theirs, out_r, err_r, st_r, *([in_w] if in_w is not None else [])]:
                 os.close(fd)
-            raise _SpawnerGone(str(exc)) from exc
+            raise SpawnerGone(str(exc)) from exc
         # The spawner holds its own copies now; ours must go, or EOF never comes.
         for fd in theirs:
             os.close(fd)
-        return _SpawnedChild(self._spawner, pid, in_w, out_r, err_r, st_r, self.cgroups)
+        return SpawnedChild(self._spawner, pid, in_w, out_r, err_r, st_r, self.cgroups)
 
     def _close_spawner(self) -> None:
         spawner, self._spawner = self._spawner, None
@@ -401,7 +399,7 @@ class BubblewrapSandbox(Sandbox):
         if spawner.stdout:
             spawner.stdout.close()
 
-    def _pump(self, child: "_Child", stdin, out, err, status, deadline) -> tuple[bool, bool]:
+    def _pump(self, child: "Child", stdin, out, err, status, deadline) -> tuple[bool, bool]:
         """Move bytes between the process and the buffers until it exits, the
         deadline passes (kill it) or the workspace grows past its cap (kill it)."""
         selector = selectors.DefaultSelector()
@@ -563,132 +561,6 @@ class BubblewrapSandbox(Sandbox):
             _force_rmtree(self.root)
 
 
-class _SpawnerGone(Exception):
-    pass
-
-
-class _Child:
-    in_fd: int | None
-    out_fd: int
-    err_fd: int
-    status_fd: int
-
-    def close_stdin(self) -> None:
-        if self.in_fd is not None:
-            try:
-                os.close(self.in_fd)
-            except OSError:
-                pass
-            self.in_fd = None
-
-
-class _PopenChild(_Child):
-    """A bwrap started directly (it joins the cgroups itself)."""
-
-    def __init__(self, proc: subprocess.Popen, status_fd: int, cgroups: CgroupSet):
-        self.proc, self.cgroups = proc, cgroups
-        self.in_fd = proc.stdin.fileno() if proc.stdin else None
-        self.out_fd, self.err_fd, self.status_fd = proc.stdout.fileno(), proc.stderr.fileno(), status_fd
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        # The bwrap we started leads its own process group; its in-namespace
-        # init gets SIGKILL through --die-with-parent, which ends the whole pid
-        # namespace. The cgroup sweep catches anything else.
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.cgroups.kill_all(timeout_s=1.0)
-
-    def close_stdin(self) -> None:
-        if self.in_fd is not None and self.proc.stdin:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
-            self.in_fd = None
-
-    def finish(self) -> int | None:
-        # The pipes close a moment before bwrap exits: give it that moment.
-        try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            self.proc.wait()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            stream.close()
-        os.close(self.status_fd)
-        return self.proc.returncode
-
-
-class _SpawnedChild(_Child):
-    """A bwrap forked by the sandbox's spawner shell."""
-
-    def __init__(self, spawner: subprocess.Popen, pid: int, in_fd, out_fd, err_fd, status_fd,
-                 cgroups: CgroupSet):
-        self.spawner, self.pid, self.cgroups, self.killed = spawner, pid, cgroups, False
-        self.in_fd, self.out_fd, self.err_fd, self.status_fd = in_fd, out_fd, err_fd, status_fd
-
-    def alive(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-
-    def kill(self) -> None:
-        # The pid is bwrap's outer process (setpriv execs it); killing it makes
-        # the kernel kill its in-namespace init (--die-with-parent) and with it
-        # every process of the exec.
-        self.killed = True
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    def finish(self) -> int | None:
-        if self.killed:
-            # Wait until the killed processes are gone from the pids cgroup
-            # (only the spawner left), or the next exec's fork may still fail.
-            deadline = time.monotonic() + 3.0
-            while len(self.cgroups.pids()) > 1 and time.monotonic() < deadline:
-                time.sleep(0.005)
-        self.close_stdin()
-        for fd in (self.out_fd, self.err_fd, self.status_fd):
-            os.close(fd)
-        try:
-            line = _read_line(self.spawner.stdout, 5.0)
-        except _SpawnerGone:
-            self.kill()
-            return None
-        try:
-            return int(line.split()[1]) if line.startswith(b"X ") else None
-        except (IndexError, ValueError):
-            return None
-
-
-def _read_line(stream, timeout_s: float) -> bytes:
-    """One line from a pipe, waiting at most `timeout_s` (the spawner's replies are tiny)."""
-    fd = stream.fileno()
-    deadline = time.monotonic() + timeout_s
-    data = b""
-    while not data.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _SpawnerGone("no reply from the spawner")
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            continue
-        chunk = os.read(fd, 1)
-        if not chunk:
-            raise _SpawnerGone("the spawner exited")
-        data += chunk
-    return data
-
-
 def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
     """Remove bubblewrap sandboxes left behind by workers that died: their
     directories (owner pid gone) and their cgroups. Returns the sandbox ids
@@ -735,20 +607,6 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _parse_status(data: bytes) -> tuple[bool, int | None]:
-    child_started, exit_code = False, None
-    for line in data.decode(errors="replace").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if "child-pid" in item:
-            child_started = True
-        if "exit-code" in item:
-            exit_code = int(item["exit-code"])
-    return child_started, exit_code
 
 
 def _tree_size(root: Path, stop_above: int) -> int:
