@@ -93,7 +93,7 @@ def run_episode(sandbox, *, prompt: str, spec: SandboxSpec, policy: Policy,
         messages.append(_api_message(message))
         if not calls:
             episode.answer = message.get("content") or ""
-            emit({"type": "step", "step": step, "tool_calls": 0})
+            emit({"type": "step", "step": step, "tool_calls": 0, "tools": []})
             return finish("final_answer")
         submitted = False
         for call in calls:
@@ -114,7 +114,8 @@ def run_episode(sandbox, *, prompt: str, spec: SandboxSpec, policy: Policy,
             if outcome is not None and outcome.submitted:
                 submitted = True
                 episode.answer = outcome.answer or ""
-        emit({"type": "step", "step": step, "tool_calls": len(calls)})
+        emit({"type": "step", "step": step, "tool_calls": len(calls),
+              "tools": [(c.get("function") or {}).get("name") for c in calls]})
         if submitted:
             return finish("submitted")
     return finish("max_steps")

@@ -128,6 +128,9 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
                                  judge=judge, checks_module=task.environment.checks_module)
         except SandboxError as exc:
             result.error, result.error_kind, result.retryable = exc.message, "grading", not exc.permanent
+        except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the episode
+            log.exception("grading failed")
+            result.error, result.error_kind = f"grading failed: {type(exc).__name__}: {exc}", "grading"
         result.timings["grading_ms"] = _ms(grading_started)
         return result
     finally:

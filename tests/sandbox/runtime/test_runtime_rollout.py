@@ -49,3 +49,25 @@ def test_a_sandbox_that_cannot_start_is_a_sandbox_error(backend):
     task["environment"]["setup"] = "exit 9"
     result = run_rollout(task, policy=make_policy("nop"), backend=backend)
     assert result.error_kind == "sandbox" and not result.retryable and "setup" in result.error
+
+
+def test_a_grader_failure_is_reported_and_the_sandbox_is_still_stopped(monkeypatch):
+    import grading.engine
+
+    from sandbox.runtime import get_backend
+    from tests.support.services import require_bwrap
+
+    require_bwrap()
+    backend = get_backend("bubblewrap")
+
+    def broken_grade(*args, **kwargs):
+        raise RuntimeError("grader bug")
+
+    monkeypatch.setattr(grading.engine, "grade", broken_grade)
+    events = []
+    result = run_rollout(load("capital"), policy=make_policy("probe:Paris"), backend=backend,
+                         on_event=events.append)
+    assert result.error_kind == "grading" and "grader bug" in result.error and not result.retryable
+    assert result.answer == "Paris" and result.trajectory
+    sandbox_id = events[0]["sandbox"]
+    assert not any(sandbox_id in p.name for p in backend.work_dir.iterdir())
