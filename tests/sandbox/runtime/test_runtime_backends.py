@@ -119,7 +119,7 @@ def test_a_background_child_neither_holds_up_the_exec_nor_outlives_it(sandbox):
     started = time.monotonic()
     result = sandbox.exec("sleep 100 & echo done", timeout_s=20)
     assert (result.exit_code, result.stdout, result.timed_out) == (0, "done\n", False)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3
     assert "sleep 100" not in sandbox.exec("ps -o args 2>/dev/null || ps").stdout
 
 
