@@ -99,7 +99,7 @@ def test_a_model_api_failure_is_retried_once_then_reported(sandbox_dir, author, 
     assert rollout.status == "error" and "503" in rollout.error and rollout.attempts == 2
 
 
-def test_a_running_rollout_stops_when_its_preview_is_cancelled(sandbox_dir, author, transactional_db):
+def test_a_running_rollout_stops_when_its_preview_is_cancelled(sandbox_dir, author, transactional_db, enqueued):
     from tests.support.openai_server import Reply
 
     task = make_task(author=author, slug="long-agent")

@@ -159,8 +159,11 @@ def redis_db():
 
 
 @pytest.fixture
-def celery_producer(redis_db):
-    """Point this process's Celery app (which enqueues after commit) at the private Redis database."""
+def celery_producer(redis_db, monkeypatch):
+    """Point this process's Celery app (which enqueues after commit) at the private Redis database.
+
+    Celery reads CELERY_BROKER_URL from the environment before its own configuration (CI
+    sets it), so the variable is replaced too; and other tests may have left the app eager."""
     from kombu import pools
 
     from gymwright.celery import app
@@ -171,6 +174,8 @@ def celery_producer(redis_db):
         app._pool = None
         app.amqp._producer_pool = None
 
+    monkeypatch.setenv("CELERY_BROKER_URL", redis_db.url)
+    monkeypatch.delenv("CELERY_BROKER_WRITE_URL", raising=False)
     saved = (app.conf.broker_url, app.conf.broker_transport_options, app.conf.task_always_eager)
     app.conf.broker_url = redis_db.url
     app.conf.broker_transport_options = {}
