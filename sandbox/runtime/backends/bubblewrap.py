@@ -122,8 +122,10 @@ class BubblewrapSandbox(Sandbox):
         super().__init__(spec)
         self.backend = backend
         try:
-            backend.work_dir.mkdir(parents=True, exist_ok=True)
-            os.chmod(backend.work_dir, 0o711)
+            if not backend.work_dir.exists():
+                # Traversable but not listable by the sandbox user.
+                backend.work_dir.mkdir(parents=True, exist_ok=True)
+                os.chmod(backend.work_dir, 0o711)
             self.root = Path(tempfile.mkdtemp(prefix=f"gw-{self.id}-", dir=backend.work_dir))
         except OSError as exc:
             raise SandboxError(f"cannot create sandbox directory in {backend.work_dir}: {exc}") from exc
@@ -634,13 +636,21 @@ def _tree_size(root: Path, stop_above: int) -> int:
 
 
 def _force_rmtree(path: Path) -> None:
+    root = os.path.abspath(path)
+
     def onerror(func, target, exc_info):
-        # A sandbox can leave directories without write permission.
+        if isinstance(exc_info[1], FileNotFoundError):
+            return
+        # A sandbox can leave directories without write permission. Only ever
+        # touch modes inside the sandbox's own tree, never the work dir.
+        parent = os.path.dirname(os.path.abspath(target))
         try:
-            os.chmod(os.path.dirname(target), 0o700)
-            os.chmod(target, 0o700)
+            if parent == root or parent.startswith(root + os.sep):
+                os.chmod(parent, 0o700)
+            if os.path.abspath(target) != root:
+                os.chmod(target, 0o700, follow_symlinks=False)
             func(target)
-        except OSError:
+        except (OSError, NotImplementedError):
             pass
 
     shutil.rmtree(path, onerror=onerror)

@@ -239,3 +239,5 @@ def test_reap_removes_bubblewrap_sandboxes_of_dead_workers(spec, tmp_path_factor
     finally:
         live.stop()
         orphan.stop()
+    # Stopping a sandbox whose directory is already gone must leave the work dir alone.
+    assert backend.work_dir.stat().st_mode & 0o001
