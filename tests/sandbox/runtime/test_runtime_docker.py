@@ -112,3 +112,14 @@ def test_the_reaper_removes_expired_and_orphaned_containers_only(docker_client, 
                 c.remove(force=True)
             except Exception:  # noqa: BLE001
                 pass
+
+
+def test_timeouts_still_work_after_the_sandbox_kills_our_helper(docker_backend):
+    with docker_backend.start(SandboxSpec()) as box:
+        helpers = box.exec("ps -o pid,args | grep 'while read -r f' | grep -v grep | wc -l")
+        assert helpers.stdout.strip() == "1"
+        box.exec("pkill -9 -f 'while read -r f' || true")
+        result = box.exec("sleep 30 & sleep 30", timeout_s=1)
+        assert result.timed_out
+        assert "sleep 30" not in box.exec("ps -o args").stdout
+        assert box.exec("echo ok").stdout == "ok\n"
