@@ -318,3 +318,20 @@ def test_the_reaper_leaves_a_rollout_alone_if_it_beats_between_the_check_and_the
     assert not services.rollout_fail(rollout_id=rollout.pk, attempt=attempt, reason="x", stale_before=cutoff)
     rollout.refresh_from_db()
     assert rollout.status == "running" and rollout.worker == "slow-but-alive"
+
+
+def test_with_docker_the_reaper_also_removes_containers_left_behind(db, settings, monkeypatch):
+    from sandbox.runtime.backends import docker as docker_backend
+
+    settings.SANDBOX_BACKEND = "docker"
+    removed = []
+    monkeypatch.setattr(docker_backend, "reap_containers", lambda *a, **k: removed.append(1) or ["c1", "c2"])
+    assert services.rollouts_reap_stale()["containers_removed"] == 2 and removed == [1]
+
+    def engine_down(*args, **kwargs):
+        raise ConnectionError("docker engine unreachable")
+
+    monkeypatch.setattr(docker_backend, "reap_containers", engine_down)
+    assert services.rollouts_reap_stale()["containers_removed"] == 0  # logged; the next reap tries again
+    settings.SANDBOX_BACKEND = "bubblewrap"
+    assert services.rollouts_reap_stale()["containers_removed"] == 0
