@@ -138,3 +138,24 @@ def test_the_reference_solution_files_reach_the_sandbox(sandbox_dir, author):
     rollout.refresh_from_db()
     files = {f["path"]: f["content"] for f in rollout.workspace_files}
     assert files["numbers.txt"] == "6\n7\n" and rollout.passed, json.dumps(rollout.trajectory)[:2000]
+
+
+@pytest.mark.docker
+def test_a_docker_preview_runs_in_a_container_and_leaves_none_behind(author, settings):
+    from tests.support.images import busybox_image
+    from tests.support.services import require_docker
+
+    client = require_docker()
+    settings.SANDBOX_IMAGE = busybox_image(client)  # the environment names no image: the deployment's default
+    task = make_task(author=author, slug="in-docker")
+    from sandbox.runtime.backends.docker import owner_id
+
+    mine = {"label": f"gymwright.owner={owner_id()}"}  # containers this process starts carry its host:pid
+    assert client.containers.list(all=True, filters=mine) == []
+    preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1,
+                                              backend="docker")
+    rollout = preview_run.rollouts.get()
+    assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    rollout.refresh_from_db()
+    assert rollout.passed is True and rollout.reward == 1.0, rollout.error
+    assert client.containers.list(all=True, filters=mine) == []
