@@ -60,8 +60,9 @@ def split_path(path: str, *, writable: bool) -> tuple[str, str]:
 class Sandbox(abc.ABC):
     """One running sandbox. Use as a context manager, or call `stop()`.
 
-    Thread-safety: one caller at a time (the harness runs tool calls in
-    order); `stop()` may be called from any thread and is idempotent.
+    Thread-safety: calls from several threads are serialised per sandbox
+    (the harness and the grader call in order anyway); `stop()` may be called
+    from any thread and is idempotent.
     """
 
     workspace_path: str = WORKSPACE
