@@ -201,6 +201,8 @@ CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 
 # Sandboxes: "bubblewrap" (embedded default) or "docker" (DOCKER_HOST may be remote).
 SANDBOX_BACKEND = env_str("GYMWRIGHT_SANDBOX_BACKEND", "bubblewrap")
+# The docker backend's image for environments that name none (bubblewrap uses the host system).
+SANDBOX_IMAGE = env_str("GYMWRIGHT_SANDBOX_IMAGE", "")
 SANDBOX_WORK_DIR = Path(env_str("GYMWRIGHT_SANDBOX_DIR", str(DATA_DIR / "sandboxes")))
 # A RUNNING rollout whose heartbeat is older than this is stale (its worker died).
 ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)

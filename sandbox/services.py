@@ -694,5 +694,5 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress):
 def _backend_options(backend: str) -> dict:
     if backend == "bubblewrap":
         return {"work_dir": str(settings.SANDBOX_WORK_DIR)}
-    image = getattr(settings, "SANDBOX_IMAGE", "") or os.environ.get("GYMWRIGHT_SANDBOX_IMAGE", "")
+    image = settings.SANDBOX_IMAGE
     return {"default_image": image} if image else {}

@@ -117,7 +117,6 @@ def preview_cancel(request: HttpRequest, preview_run_id: int) -> HttpResponse:
 def _rollout_context(rollout) -> dict:
     return {
         "rollout": rollout,
-        "check_rows": selectors.rollout_check_rows(rollout=rollout),
         "trajectory_steps": selectors.trajectory_steps(rollout.trajectory or []),
     }
 

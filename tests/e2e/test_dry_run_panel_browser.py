@@ -32,8 +32,8 @@ def task(author, environment):
 def eager_celery(settings):
     from gymwright.celery import app
 
+    previous = app.conf.task_always_eager  # read before the override, or "restoring" keeps it eager
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    previous = app.conf.task_always_eager
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = previous
