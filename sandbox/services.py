@@ -217,6 +217,14 @@ def preview_run_summary(*, policy: str, rollouts: list[dict]) -> dict:
         summary["pass_at_k"] = {str(k): pass_at_k(len(graded), passed, k) for k in (1, 2, 4, 8, 16, 32, 64)
                                 if k <= len(graded)}
         summary["verdict"] = _verdict(policy, summary["pass_rate"])
+        # A reward computed without some checks (no judge configured, a sandbox command died)
+        # is not the reward the rubric defines: say so beside the verdict, never hide it.
+        incomplete = sum(1 for r in graded if r.get("grade__complete") is False)
+        summary["incomplete"] = incomplete
+        if incomplete:
+            summary["verdict"]["ok"] = False
+            summary["verdict"]["message"] += (f"; but {incomplete} of {len(graded)} grades are incomplete "
+                                              "(some checks unscored), so these rewards leave those checks out")
     return summary
 
 
@@ -241,7 +249,8 @@ def preview_run_refresh(*, preview_run_id: int) -> PreviewRun | None:
     preview_run = PreviewRun.objects.filter(pk=preview_run_id).first()
     if preview_run is None or preview_run.is_finished:
         return preview_run
-    rows = list(Rollout.objects.filter(preview_run_id=preview_run_id).values("status", "reward", "passed"))
+    rows = list(Rollout.objects.filter(preview_run_id=preview_run_id).values("status", "reward", "passed",
+                                                                             "grade__complete"))
     if rows and all(row["status"] in Rollout.TERMINAL for row in rows):
         status = PreviewRun.Status.CANCELLED if preview_run.cancel_requested else PreviewRun.Status.DONE
         summary = preview_run_summary(policy=preview_run.policy, rollouts=rows)

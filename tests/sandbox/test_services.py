@@ -335,3 +335,13 @@ def test_with_docker_the_reaper_also_removes_containers_left_behind(db, settings
     assert services.rollouts_reap_stale()["containers_removed"] == 0  # logged; the next reap tries again
     settings.SANDBOX_BACKEND = "bubblewrap"
     assert services.rollouts_reap_stale()["containers_removed"] == 0
+
+
+def test_the_verdict_says_when_grades_left_unscored_checks_out():
+    rows = [{"status": "done", "reward": 1.0, "passed": True, "grade__complete": False},
+            {"status": "done", "reward": 1.0, "passed": True, "grade__complete": True}]
+    summary = services.preview_run_summary(policy="oracle", rollouts=rows)
+    assert summary["incomplete"] == 1 and summary["verdict"]["ok"] is False
+    assert "1 of 2 grades are incomplete" in summary["verdict"]["message"]
+    complete = services.preview_run_summary(policy="oracle", rollouts=[rows[1]])
+    assert complete["incomplete"] == 0 and complete["verdict"]["ok"] is True
