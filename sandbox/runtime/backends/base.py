@@ -66,6 +66,9 @@ class Sandbox(abc.ABC):
     """
 
     workspace_path: str = WORKSPACE
+    #: True when a write past the /workspace or /tmp cap fails outright; False
+    #: when the cap is watched and the exec killed after the fact.
+    workspace_cap_hard: bool = False
 
     def __init__(self, spec: SandboxSpec):
         self.spec = spec

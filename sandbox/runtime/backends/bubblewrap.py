@@ -20,7 +20,7 @@ Limits: memory (memory cgroup, or RLIMIT_AS without one), processes (pids
 cgroup; RLIMIT_NPROC only when the sandbox user is not shared), CPU (cpu
 cgroup quota for `cpus`, RLIMIT_CPU per process), a single file's size
 (RLIMIT_FSIZE = the workspace cap) and the workspace's total size (watched
-during the exec and checked after it). When the worker runs as root the
+during the exec and checked after it; or, opt-in, a size-limited tmpfs). When the worker runs as root the
 sandbox runs as uid/gid 65534 (setpriv before bwrap), so a process that got
 out of its namespaces would still be `nobody`.
 
@@ -75,14 +75,17 @@ class BubblewrapBackend(Backend):
     `python` (interpreter linked as `python`/`python3` in the sandbox),
     `ro_binds` (extra host paths shown read-only at the same place),
     `use_cgroups` (default True), `use_spawner` (fork execs from a per-sandbox
-    shell already in the sandbox's cgroups; default True)."""
+    shell already in the sandbox's cgroups; default True), `tmpfs_caps` (when
+    the worker may mount, i.e. runs as root: /workspace and /tmp are
+    size-limited tmpfs mounts, a hard cap; default False, because a worker that
+    dies leaves the mounts behind until `reap_bubblewrap()` runs)."""
 
     name = "bubblewrap"
 
     def __init__(self, *, work_dir: str | Path | None = None,
                  run_as: tuple[int, int] | None = (65534, 65534), bwrap: str | None = None,
                  python: str | None = None, ro_binds: Sequence[str] = (),
-                 use_cgroups: bool = True, use_spawner: bool = True):
+                 use_cgroups: bool = True, use_spawner: bool = True, tmpfs_caps: bool = False):
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         if not os.path.exists(self.bwrap):
             raise SandboxError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
@@ -98,6 +101,7 @@ class BubblewrapBackend(Backend):
         self.ro_binds = tuple(ro_binds)
         self.use_cgroups = use_cgroups
         self.use_spawner = use_spawner
+        self.tmpfs_caps = tmpfs_caps
 
     def _create(self, spec: SandboxSpec) -> "BubblewrapSandbox":
         return BubblewrapSandbox(self, spec)
@@ -144,6 +148,9 @@ class BubblewrapSandbox(Sandbox):
             os.chown(self.workspace_dir, uid, gid)
             os.chown(self.tmp_dir, uid, gid)
             self._check_traversable()
+        self.mounts: list[Path] = []
+        if backend.tmpfs_caps and os.geteuid() == 0:
+            self._mount_caps()
         self._write_etc()
         # Who owns this sandbox, for reap_bubblewrap() after a worker crash.
         (self.root / "owner").write_text(f"{os.getpid()}\n")
@@ -164,6 +171,24 @@ class BubblewrapSandbox(Sandbox):
         self._spawner: subprocess.Popen | None = None
 
     # -- setup -------------------------------------------------------------
+    @property
+    def workspace_cap_hard(self) -> bool:
+        """True when writes past the workspace and /tmp caps fail (tmpfs mounts)."""
+        return len(self.mounts) == 2
+
+    def _mount_caps(self) -> None:
+        # A size-limited tmpfs is a hard cap. Its pages are charged to the
+        # writer's memory cgroup, so files count against memory_mb, as in docker.
+        for path, mb, mode in ((self.workspace_dir, self.spec.workspace_mb, "0755"),
+                               (self.tmp_dir, self.spec.tmp_mb, "1777")):
+            options = f"size={mb}m,mode={mode},uid={self.uid},gid={self.gid},nosuid,nodev"
+            proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "gymwright-sandbox", str(path)],
+                                  capture_output=True, env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+            if proc.returncode != 0:
+                log.debug("no tmpfs cap for %s: %s", path, proc.stderr.decode(errors="replace"))
+                break
+            self.mounts.append(path)
+
     def _check_traversable(self) -> None:
         # bwrap opens the bind sources as the dropped user: every ancestor needs o+x.
         for parent in [self.root, *self.root.parents]:
@@ -455,8 +480,10 @@ class BubblewrapSandbox(Sandbox):
         return timed_out, over_cap or self._over_cap()
 
     def _over_cap(self) -> bool:
-        # A soft cap: checked every WATCH_INTERVAL_S during an exec and after
-        # it; RLIMIT_FSIZE bounds any single file hard.
+        # Without tmpfs mounts, a soft cap: checked every WATCH_INTERVAL_S
+        # during an exec and after it; RLIMIT_FSIZE bounds any single file hard.
+        if self.workspace_cap_hard:
+            return False
         mb = 1024 * 1024
         return (_tree_size(self.workspace_dir, self.spec.workspace_mb * mb) > self.spec.workspace_mb * mb
                 or _tree_size(self.tmp_dir, self.spec.tmp_mb * mb) > self.spec.tmp_mb * mb)
@@ -560,6 +587,9 @@ class BubblewrapSandbox(Sandbox):
         try:
             self.cgroups.remove()
         finally:
+            for path in reversed(self.mounts):
+                _umount(path)
+            self.mounts = []
             _force_rmtree(self.root)
 
 
@@ -584,9 +614,18 @@ def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
                 continue
             sandbox_id = entry.name.split("-")[1]
             remove_stale_cgroups(f"gymwright-{sandbox_id}")
+            for sub in ("workspace", "tmp"):
+                if os.path.ismount(entry / sub):
+                    _umount(entry / sub)
             _force_rmtree(entry)
             removed.append(sandbox_id)
     return removed
+
+
+def _umount(path: Path) -> None:
+    # Lazy: a process that still has a file open there must not keep the mount alive.
+    subprocess.run(["umount", "-l", str(path)], capture_output=True,
+                   env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
 
 
 def _count_processes(uid: int) -> int:

@@ -217,6 +217,7 @@ def _build_lock(tag: str) -> threading.Lock:
 
 
 class DockerSandbox(Sandbox):
+    workspace_cap_hard = True  # size-limited tmpfs mounts
     def __init__(self, backend: DockerBackend, spec: SandboxSpec, container, sandbox_id: str):
         super().__init__(spec)
         self.id = sandbox_id

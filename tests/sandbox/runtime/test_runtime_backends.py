@@ -191,9 +191,12 @@ def test_bubblewrap_without_cgroups_falls_back_to_rlimits_and_direct_starts(spec
     from tests.support.services import require_bwrap
 
     require_bwrap()
-    backend = get_backend("bubblewrap", use_cgroups=False, use_spawner=False)
-    with backend.start(spec.with_overrides(memory_mb=64, pids=32)) as box:
-        assert not box.cgroups.dirs
+    backend = get_backend("bubblewrap", use_cgroups=False, use_spawner=False, tmpfs_caps=False)
+    with backend.start(spec.with_overrides(memory_mb=64, pids=32, workspace_mb=4)) as box:
+        assert not box.cgroups.dirs and not box.workspace_cap_hard
+        over = box.exec("for i in 1 2 3; do head -c 2000000 /dev/zero > f$i; done; sleep 1")
+        assert over.exit_code != 0 and "size cap" in over.stderr
+        box.exec("rm -f f1 f2 f3")
         result = box.exec("echo ok; exit 4")
         assert (result.exit_code, result.stdout) == (4, "ok\n")
         assert box.exec("sleep 30", timeout_s=0.5).timed_out
@@ -241,3 +244,34 @@ def test_reap_removes_bubblewrap_sandboxes_of_dead_workers(spec, tmp_path_factor
         orphan.stop()
     # Stopping a sandbox whose directory is already gone must leave the work dir alone.
     assert backend.work_dir.stat().st_mode & 0o001
+
+
+def test_bubblewrap_tmpfs_caps_are_hard_and_cleaned_up_even_after_a_crash(spec):
+    import os
+
+    from sandbox.runtime import get_backend
+    from sandbox.runtime.backends.bubblewrap import reap_bubblewrap
+    from tests.support.services import require_bwrap
+
+    require_bwrap()
+    if os.geteuid() != 0:
+        pytest.skip("tmpfs caps need a worker that may mount (root)")
+    backend = get_backend("bubblewrap", tmpfs_caps=True)
+    box = backend.start(spec.with_overrides(workspace_mb=4, tmp_mb=4), files={"a.txt": b"a"})
+    try:
+        assert box.workspace_cap_hard
+        result = box.exec("for i in 1 2 3; do head -c 2000000 /dev/zero > f$i || exit 9; done")
+        assert result.exit_code == 9 and "space" in result.stderr
+        assert box.read_file("a.txt") == b"a"
+        stopped_root = box.root
+    finally:
+        box.stop()
+    assert not stopped_root.exists()
+    # A worker that died: its sandbox (mounts included) is removed by the reaper.
+    crashed = backend.start(spec.with_overrides(workspace_mb=4, tmp_mb=4))
+    (crashed.root / "owner").write_text("4194999\n")
+    assert crashed.id in reap_bubblewrap(backend.work_dir)
+    assert not crashed.root.exists()
+    assert str(crashed.root) not in open("/proc/self/mountinfo").read()
+    crashed.mounts = []
+    crashed.stop()
