@@ -52,18 +52,34 @@ def _pretty(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
 
+def _check_key(check_id):
+    # Unsaved input (the conflict page diffs what the user typed) may carry any JSON as an id.
+    return check_id if isinstance(check_id, (str, int, float, bool, type(None))) else _pretty(check_id)
+
+
 def _flatten_checks(checks: list, into: dict, order: list) -> None:
-    for check in checks or []:
+    if not isinstance(checks, list):
+        return
+    for check in checks:
         if not isinstance(check, dict):
             continue
-        into[check.get("id")] = check
-        order.append(check.get("id"))
+        check_id = _check_key(check.get("id"))
+        into[check_id] = check
+        order.append(check_id)
         if check.get("kind") == "group":
             _flatten_checks(check.get("checks") or [], into, order)
 
 
+def _as_rubric(value) -> dict:
+    """A rubric to diff: unsaved input that is not a JSON object shows as a change of the whole."""
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"(rubric)": value}
+
+
 def rubric_diff(a: dict, b: dict) -> tuple[list[CheckDiff], list[dict]]:
     """(per-check diffs in b's order with removed checks after, changes to rubric-level keys)."""
+    a, b = _as_rubric(a), _as_rubric(b)
     a_checks, a_order, b_checks, b_order = {}, [], {}, []
     _flatten_checks((a or {}).get("checks"), a_checks, a_order)
     _flatten_checks((b or {}).get("checks"), b_checks, b_order)
@@ -99,12 +115,12 @@ JSON_FIELDS = (("solution", "Solution"), ("files", "Files"), ("tags", "Tags"), (
 def task_version_diff(a_spec: dict, b_spec: dict) -> dict:
     fields: list[FieldDiff] = []
     for key, label in TEXT_FIELDS:
-        a_text, b_text = a_spec.get(key) or "", b_spec.get(key) or ""
+        a_text, b_text = _pretty(a_spec.get(key) or ""), _pretty(b_spec.get(key) or "")
         fields.append(FieldDiff(label, a_text != b_text, line_diff(a_text, b_text)))
     for key, label in JSON_FIELDS:
         a_value, b_value = a_spec.get(key), b_spec.get(key)
         fields.append(FieldDiff(label, a_value != b_value, line_diff(_pretty(a_value), _pretty(b_value))))
-    checks, rubric_changes = rubric_diff(a_spec.get("rubric") or {}, b_spec.get("rubric") or {})
+    checks, rubric_changes = rubric_diff(a_spec.get("rubric"), b_spec.get("rubric"))
     summary = {status: sum(1 for c in checks if c.status == status) for status in ("added", "removed", "changed")}
     return {"fields": fields, "checks": checks, "rubric_changes": rubric_changes, "summary": summary}
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from django import forms
 
@@ -23,11 +24,26 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)] if data else []
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 reads as infinity, which no JSON column can store
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
 def parse_json_field(text: str, *, label: str):
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(f"{label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
+    except ValueError as exc:  # NaN/Infinity, a huge float, an integer over Python's 4300-digit limit
+        raise forms.ValidationError(f"{label} is not valid JSON: {str(exc)[:200]}.")
+    except RecursionError:  # the C decoder recurses once per level of nesting
+        raise forms.ValidationError(f"{label} is nested too deeply to read.")
 
 
 def pointer_to_form_field(pointer: str) -> str | None:

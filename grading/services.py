@@ -230,6 +230,13 @@ def rubric_from_text(*, text: str):
         message = f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         raise DomainError(f"The rubric is {message}.", code="invalid_rubric",
                           details=[{"pointer": "", "message": message}]) from None
+    except ValueError as exc:  # an integer over Python's 4300-digit limit
+        message = f"not valid JSON: {str(exc)[:200]}"
+        raise DomainError(f"The rubric is {message}.", code="invalid_rubric",
+                          details=[{"pointer": "", "message": message}]) from None
+    except RecursionError:  # the C decoder recurses once per level of nesting
+        raise DomainError("The rubric is nested too deeply to read.", code="invalid_rubric",
+                          details=[{"pointer": "", "message": "nested too deeply"}]) from None
     return rubric_parse(data=data)
 
 

@@ -1,0 +1,105 @@
+"""Bad input to the authoring forms and API: a clear 4xx that says what and where, never a 500."""
+
+import json
+
+import pytest
+
+from authoring.diff import task_version_diff
+from authoring.models import TaskVersion
+from tests.authoring.conftest import RUBRIC
+
+pytestmark = pytest.mark.django_db
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def form_data(version=1, **overrides):
+    data = {"title": "Answer the question", "prompt": "What is *six* times seven?",
+            "rubric": json.dumps(RUBRIC), "solution_script": "", "solution_answer": "42", "tags": "maths",
+            "metadata": "{}", "message": "", "base_version": str(version)}
+    data.update(overrides)
+    return data
+
+
+@pytest.fixture
+def browser(client, author):
+    client.raise_request_exception = False
+    client.force_login(author)
+    return client
+
+
+@pytest.mark.parametrize("rubric", ["1", '"a string"', "1.5", "true", "[]", '{"checks": 7}',
+                                    json.dumps({"schema": "gymwright.rubric/v1", "checks": [{"id": ["x"]}]})])
+def test_a_stale_save_with_a_rubric_that_is_not_an_object_shows_the_conflict_page(browser, author, task, rubric):
+    # Someone else saved v2; the user's form still says v1 and carries a nonsense rubric.
+    assert browser.post(f"/tasks/{task.slug}/edit/", form_data(title="Theirs")).status_code == 302
+
+    response = browser.post(f"/tasks/{task.slug}/edit/", form_data(version=1, rubric=rubric))
+
+    assert response.status_code == 409
+    assert response.context["form"].data["rubric"] == rubric  # what the user typed is kept
+    assert TaskVersion.objects.filter(task=task).count() == 2
+
+
+def test_the_diff_of_a_rubric_that_is_not_an_object_shows_it_as_a_rubric_level_change():
+    diff = task_version_diff({"rubric": RUBRIC, "title": "a"}, {"rubric": 5, "title": ["not", "text"]})
+
+    assert {"key": "(rubric)", "a": "null", "b": "5"} in diff["rubric_changes"]
+    assert diff["summary"]["removed"] == len(RUBRIC["checks"])
+    assert diff["fields"][0].changed
+
+
+@pytest.mark.parametrize("field", ["rubric", "metadata"])
+def test_json_nested_too_deeply_in_the_task_form_is_a_field_error(browser, task, field):
+    response = browser.post(f"/tasks/{task.slug}/edit/", form_data(**{field: DEEP}))
+
+    assert response.status_code == 400
+    assert "nested too deeply" in " ".join(response.context["form"].errors[field])
+    assert TaskVersion.objects.filter(task=task).count() == 1
+
+
+def test_json_nested_too_deeply_in_the_new_task_form_is_a_field_error(browser, environment):
+    data = form_data(slug="deep", environment=environment.slug, rubric=DEEP)
+    data.pop("base_version")
+
+    response = browser.post("/tasks/new/", data)
+
+    assert response.status_code == 400
+    assert "nested too deeply" in " ".join(response.context["form"].errors["rubric"])
+
+
+@pytest.mark.parametrize("metadata, expected", [
+    ('{"a": NaN}', "NaN is not a JSON number"),
+    ('{"a": Infinity}', "Infinity is not a JSON number"),
+    ('{"a": 1e999}', "the number 1e999 is too large"),
+    ('{"a": %s}' % ("9" * 5000), "4300"),
+])
+def test_numbers_json_cannot_store_in_metadata_are_a_field_error(browser, task, metadata, expected):
+    response = browser.post(f"/tasks/{task.slug}/edit/", form_data(metadata=metadata))
+
+    assert response.status_code == 400
+    errors = " ".join(response.context["form"].errors["metadata"])
+    assert "Metadata is not valid JSON" in errors and expected in errors
+    assert TaskVersion.objects.filter(task=task).count() == 1
+
+
+def test_a_non_finite_number_in_the_environment_custom_tools_is_a_field_error(browser, environment):
+    data = {"name": "Shell", "network": "none", "cpus": "1", "memory_mb": "1024", "timeout_s": "600",
+            "max_steps": "30", "tools": ["bash"], "custom_tools": '[{"name": "t", "x": NaN}]', "base_version": "1"}
+
+    response = browser.post(f"/environments/{environment.slug}/edit/", data)
+
+    assert response.status_code == 400
+    assert "NaN is not a JSON number" in " ".join(response.context["form"].errors["custom_tools"])
+    assert environment.versions.count() == 1
+
+
+@pytest.mark.parametrize("url", ["/api/tasks/", "/api/environments/", "/api/tasks/six-times-seven/versions/"])
+def test_an_api_body_nested_too_deeply_is_a_parse_error_in_the_envelope(api, task, url):
+    api.raise_request_exception = False
+
+    response = api.post(url, DEEP, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "parse_error"
+    assert "nested too deeply" in response.json()["error"]["message"]
