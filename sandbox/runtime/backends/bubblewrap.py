@@ -134,6 +134,8 @@ class BubblewrapSandbox(Sandbox):
         except OSError as exc:
             raise SandboxError(f"cannot create sandbox directory in {backend.work_dir}: {exc}") from exc
         self.root.chmod(0o711)
+        # Who owns this sandbox, for reap_bubblewrap() after a worker crash.
+        (self.root / "owner").write_text(f"{os.getpid()}\n")
         self.workspace_dir = self.root / "workspace"
         self.tmp_dir = self.root / "tmp"
         self.env_dir = self.root / "env"
@@ -152,10 +154,9 @@ class BubblewrapSandbox(Sandbox):
         if backend.tmpfs_caps and os.geteuid() == 0:
             self._mount_caps()
         self._write_etc()
-        # Who owns this sandbox, for reap_bubblewrap() after a worker crash.
-        (self.root / "owner").write_text(f"{os.getpid()}\n")
+        # The owner's pid is in the name, so leftovers can be told from live groups.
         self.cgroups = CgroupSet.create(
-            f"gymwright-{self.id}", memory_bytes=spec.memory_mb * 1024 * 1024,
+            f"gymwright-{os.getpid()}-{self.id}", memory_bytes=spec.memory_mb * 1024 * 1024,
             pids=spec.pids, cpus=spec.cpus) if backend.use_cgroups else CgroupSet({})
         self._static_args = self._bwrap_args()
         # Without a pids cgroup, RLIMIT_NPROC is the fallback. It counts every
@@ -595,10 +596,10 @@ class BubblewrapSandbox(Sandbox):
 
 def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
     """Remove bubblewrap sandboxes left behind by workers that died: their
-    directories (owner pid gone) and their cgroups. Returns the sandbox ids
-    removed. (Empty cgroups are not swept blindly: a live sandbox between
-    execs may have no process in its groups.)"""
-    from .cgroups import remove_stale_cgroups
+    directories (owner pid gone; mounts, if any, unmounted) and every
+    `gymwright-<pid>-<id>` cgroup whose owner pid is gone. Returns the sandbox
+    ids of the directories removed."""
+    from .cgroups import remove_dead_owner_cgroups
 
     removed = []
     base = Path(work_dir) if work_dir else default_work_dir()
@@ -609,16 +610,21 @@ def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
             try:
                 pid = int((entry / "owner").read_text().strip())
             except (OSError, ValueError):
+                # No owner yet: a sandbox being created right now, unless old.
+                try:
+                    if time.time() - entry.stat().st_mtime < 600:
+                        continue
+                except OSError:
+                    continue
                 pid = None
             if pid is not None and _pid_alive(pid):
                 continue
-            sandbox_id = entry.name.split("-")[1]
-            remove_stale_cgroups(f"gymwright-{sandbox_id}")
             for sub in ("workspace", "tmp"):
                 if os.path.ismount(entry / sub):
                     _umount(entry / sub)
             _force_rmtree(entry)
-            removed.append(sandbox_id)
+            removed.append(entry.name.split("-")[1])
+    remove_dead_owner_cgroups(_pid_alive)
     return removed
 
 

@@ -152,10 +152,12 @@ def _rmdir(path: Path) -> None:
     log.warning("could not remove cgroup %s", path)
 
 
-def remove_stale_cgroups(name: str) -> None:
-    """Kill and remove the cgroups called `name` in every v1 hierarchy (under
-    this process's own groups and at the roots)."""
+def remove_dead_owner_cgroups(pid_alive) -> list[str]:
+    """Kill and remove every `gymwright-<pid>-<id>` group (under this process's
+    own groups and at the hierarchy roots) whose owner pid is not alive.
+    Returns the names removed."""
     own = _own_v1_paths()
+    removed = []
     for controller in ("memory", "pids", "cpu"):
         if controller not in own:
             continue
@@ -166,5 +168,9 @@ def remove_stale_cgroups(name: str) -> None:
             except OSError:
                 continue
             for path in children:
-                if path.name == name:
-                    CgroupSet({controller: path}).remove()
+                parts = path.name.split("-")
+                if len(parts) != 3 or not parts[1].isdigit() or pid_alive(int(parts[1])):
+                    continue
+                CgroupSet({controller: path}).remove()
+                removed.append(path.name)
+    return removed

@@ -232,8 +232,15 @@ def test_reap_removes_bubblewrap_sandboxes_of_dead_workers(spec, tmp_path_factor
     live = backend.start(spec)
     orphan = backend.start(spec)
     try:
-        (orphan.root / "owner").write_text("4194999\n")  # above pid_max: never alive
+        # Pretend its worker died: a pid above pid_max is never alive (the
+        # cgroups carry the owner pid in their names).
+        (orphan.root / "owner").write_text("4194999\n")
+        for controller, path in list(orphan.cgroups.dirs.items()):
+            dead = path.with_name(f"gymwright-4194999-{orphan.id}")
+            path.rename(dead)
+            orphan.cgroups.dirs[controller] = dead
         cgroup_dirs = list(orphan.cgroups.dirs.values())
+        assert all(p.exists() for p in cgroup_dirs)
         removed = reap_bubblewrap(backend.work_dir)
         assert orphan.id in removed and live.id not in removed
         assert not orphan.root.exists() and live.root.exists()
