@@ -9,6 +9,7 @@ from django.http import Http404
 from authoring import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Task, TaskVersion
 from gymwright.errors import NotAllowed
+from gymwright.nul import NUL
 
 ACTIONS = ("view", "edit", "review")
 
@@ -31,6 +32,8 @@ def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
     Http404 when it does not exist or the user may not see it; NotAllowed when the
     user may see it but not do `action`.
     """
+    if NUL in slug:  # no slug has one, and PostgreSQL refuses it even in a lookup
+        raise Http404(f"No task {slug!r}")
     try:
         task = (Task.objects.select_related("environment", "owner", "latest_version",
                                             "latest_version__author", "latest_version__environment_version")
@@ -54,6 +57,8 @@ def task_version_get_for_user(*, slug: str, number: int, user) -> TaskVersion:
 
 
 def environment_get_for_user(*, slug: str, user, action: str = "view") -> Environment:
+    if NUL in slug:  # no slug has one, and PostgreSQL refuses it even in a lookup
+        raise Http404(f"No environment {slug!r}")
     try:
         environment = Environment.objects.select_related("owner", "latest_version").get(slug=slug)
     except Environment.DoesNotExist:
@@ -75,8 +80,8 @@ def environment_version_list(*, environment: Environment) -> QuerySet[Environmen
 def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag: str = "",
               author: str = "") -> QuerySet[Task]:
     """Tasks the user can see, filtered; a constant number of queries however many rows."""
-    if not permissions.can_view(user):
-        return Task.objects.none()
+    if not permissions.can_view(user) or any(NUL in value for value in (q, environment, status, tag, author)):
+        return Task.objects.none()  # nothing stored holds a NUL, and PostgreSQL refuses one in a filter
     queryset = Task.objects.select_related("environment", "owner", "latest_version",
                                            "latest_version__author").prefetch_related("tags")
     if q:

@@ -21,6 +21,7 @@ from authoring import permissions
 from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Review, Tag, Task,
                               TaskVersion)
 from gymwright.errors import ConflictError, DomainError, NotAllowed
+from gymwright.nul import nul_check
 from grading.engine import canonical_json, content_sha256, validate_task
 
 TASK_SCHEMA = "gymwright.task/v1"
@@ -162,6 +163,7 @@ def environment_spec_validate(spec: dict) -> dict:
     issues = [issue for issue in validate_task(document) if issue.pointer.startswith("/environment")]
     if issues:
         raise _issues_to_error(issues, prefix_from="/environment", prefix_to="", message="Invalid environment")
+    nul_check(full, what="The environment")
     _check_blobs_exist(full.get("files") or [], "/files")
     return full
 
@@ -222,6 +224,7 @@ def _build_task_document(*, task_slug: str, number: int, environment_version: En
         raise _issues_to_error(issues, message="Invalid task")
     if not str(content["title"]).strip():
         raise DomainError("A title is required.", details=[{"pointer": "/title", "message": "required"}])
+    nul_check({key: document[key] for key in CONTENT_KEYS}, what="The task")
     if isinstance(content["files"], list):
         _check_blobs_exist(content["files"], "/files")
     return document

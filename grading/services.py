@@ -27,6 +27,7 @@ from authoring.permissions import can_review
 from grading import engine
 from grading.models import CheckResult, DryRun, Grade, JudgeLabel
 from gymwright.errors import DomainError, NotAllowed
+from gymwright.nul import nul_check
 from sandbox.endpoints import endpoint_config_for
 from sandbox.models import ModelEndpoint
 
@@ -374,6 +375,8 @@ def dry_run_start(*, rubric_text: str, answer: str, files: list[WorkspaceFile] |
     commit and returns the DryRun, whose `preview` holds the deterministic part.
     """
     rubric = rubric_from_text(text=rubric_text)
+    nul_check(rubric.to_document(), what="The rubric")
+    nul_check(answer, pointer="/answer", what="The answer")
     files = _workspace_files_check(list(files or []))
     document = _grade_deterministic(rubric, answer=answer, files=files)
     if not rubric_has_judge_checks(rubric) or judge_config_for(rubric) is None:
@@ -501,6 +504,7 @@ def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, sco
     else:
         score = None
         agrees = verdict == judge_verdict
+    nul_check(comment or "", pointer="/comment", what="The comment")
     label, _ = JudgeLabel.objects.update_or_create(
         check_result=check_result, reviewer=reviewer,
         defaults={"verdict": verdict, "score": score, "agrees": agrees, "comment": (comment or "").strip()},

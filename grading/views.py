@@ -110,7 +110,8 @@ def judge_label_create(request: HttpRequest, check_result_id: int) -> HttpRespon
         try:
             score = float(score_text) if score_text else None
         except ValueError:
-            raise DomainError("The score must be a number between 0 and 1.", code="invalid")
+            raise DomainError(f"The score must be a number between 0 and 1, not {score_text[:40]!r}.", code="invalid",
+                              details=[{"pointer": "/score", "message": "a number between 0 and 1"}])
         services.judge_label_record(check_result=check_result, reviewer=request.user,
                                     verdict=request.POST.get("verdict", ""), score=score,
                                     comment=request.POST.get("comment", ""))

@@ -3,9 +3,11 @@
 import json
 
 import pytest
+from django.http import Http404
 
+from authoring import selectors
 from authoring.diff import task_version_diff
-from authoring.models import TaskVersion
+from authoring.models import Environment, Task, TaskVersion
 from tests.authoring.conftest import RUBRIC
 
 pytestmark = pytest.mark.django_db
@@ -103,3 +105,64 @@ def test_an_api_body_nested_too_deeply_is_a_parse_error_in_the_envelope(api, tas
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "parse_error"
     assert "nested too deeply" in response.json()["error"]["message"]
+
+
+# --------------------------------------------------------------------------- NUL characters
+# PostgreSQL stores neither NUL in text nor \u0000 in jsonb; the save used to fail with a 500 there.
+
+
+def _rubric_with_nul():
+    return {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "expected": "4\u00002"}, RUBRIC["checks"][1]]}
+
+
+def test_the_api_refuses_a_nul_in_the_rubric_with_its_pointer(api, task):
+    response = api.post(f"/api/tasks/{task.slug}/versions/",
+                        {"title": "T", "prompt": "p", "rubric": _rubric_with_nul(), "base_version": 1}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["details"] == [
+        {"pointer": "/rubric/checks/0/expected", "message": "contains a NUL character (\\u0000)"}]
+    assert TaskVersion.objects.filter(task=task).count() == 1
+
+
+def test_the_api_refuses_a_nul_in_a_metadata_key_when_creating_a_task(api, environment):
+    response = api.post("/api/tasks/", {"slug": "nul", "environment": environment.slug, "title": "T", "prompt": "p",
+                                        "rubric": RUBRIC, "metadata": {"ok": 1, "bad\u0000key": 2}}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["pointer"] == "/metadata/bad\u0000key"
+    assert not Task.objects.filter(slug="nul").exists()
+
+
+@pytest.mark.parametrize("url, body", [
+    ("/api/environments/shell/versions/", {"spec": {"setup": "echo \u0000"}, "base_version": 1}),
+    ("/api/environments/", {"slug": "nul-env", "spec": {"setup": "echo \u0000"}}),
+])
+def test_the_api_refuses_a_nul_in_an_environment_spec(api, environment, url, body):
+    response = api.post(url, body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["pointer"] == "/setup"
+    assert environment.versions.count() == 1 and not Environment.objects.filter(slug="nul-env").exists()
+
+
+def test_the_task_form_puts_an_escaped_nul_in_metadata_on_the_metadata_field(browser, task):
+    response = browser.post(f"/tasks/{task.slug}/edit/", form_data(metadata='{"note": "a\\u0000b"}'))
+
+    assert response.status_code == 400
+    assert "/metadata/note: contains a NUL character" in " ".join(response.context["form"].errors["metadata"])
+    assert TaskVersion.objects.filter(task=task).count() == 1
+
+
+def test_a_task_list_filter_with_a_nul_finds_nothing(browser, api, task):
+    assert browser.get("/?q=six%00").context["page"].paginator.count == 0
+    assert browser.get("/?environment=%00&tag=%00&author=%00&status=%00").status_code == 200
+    response = api.get("/api/tasks/?tag=%00")
+    assert response.status_code == 200 and response.json()["count"] == 0
+
+
+def test_a_slug_with_a_nul_is_not_found(author, task):
+    with pytest.raises(Http404):
+        selectors.task_get_for_user(slug="six\x00", user=author)
+    with pytest.raises(Http404):
+        selectors.environment_get_for_user(slug="shell\x00", user=author)

@@ -1,9 +1,14 @@
 """Bad input to the grading endpoints: a clear 4xx that says what and where, never a 500."""
 
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
-from tests.grading.conftest import make_user
+from grading.models import JudgeLabel
+from grading.services import grade_record
+from tests.grading.conftest import RUBRIC, make_user
+from tests.grading.test_grades_and_labels import GRADE
 
 pytestmark = pytest.mark.django_db
 
@@ -55,3 +60,62 @@ def test_the_rubric_validate_api_reports_a_rubric_text_nested_too_deeply_at_the_
 
     assert response.status_code == 200
     assert response.json() == {"valid": False, "issues": [{"pointer": "", "message": "nested too deeply"}]}
+
+
+# --------------------------------------------------------------------------- NUL characters
+# PostgreSQL stores neither NUL in text nor \u0000 in jsonb; these used to fail with a 500 there.
+
+
+def test_a_dry_run_answer_with_a_nul_is_refused_at_the_answer(browser):
+    response = browser.post("/grading/dry-run/", {"rubric": json.dumps(RUBRIC), "answer": "42\x00 meters"})
+
+    assert response.status_code == 400
+    assert response.context["error"].details == [
+        {"pointer": "/answer", "message": "contains a NUL character (\\u0000)"}]
+
+
+def test_a_dry_run_rubric_with_an_escaped_nul_is_refused_at_its_pointer(browser):
+    rubric = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "expected": "4\u00002"}, RUBRIC["checks"][1]]}
+
+    response = browser.post("/grading/dry-run/", {"rubric": json.dumps(rubric), "answer": "42"})
+
+    assert response.status_code == 400
+    assert response.context["error"].details[0]["pointer"] == "/checks/0/expected"
+    assert "/checks/0/expected" in response.content.decode()
+
+
+def test_a_dry_run_on_a_task_slug_with_a_nul_is_not_found(browser):
+    response = browser.post("/grading/dry-run/", {"rubric": json.dumps(RUBRIC), "answer": "42", "task": "a\x00b"})
+
+    assert response.status_code == 404
+    assert response.context["error"].code == "not_found"
+
+
+@pytest.fixture
+def judged_check(task_version, author):
+    grade = grade_record(grade=GRADE, task_version=task_version, source="rollout", user=author, rollout_id=7)
+    return grade.check_results.get(check_id="states_dose")
+
+
+@pytest.fixture
+def reviewing(client, django_user_model):
+    client.raise_request_exception = False
+    client.force_login(make_user(django_user_model, "rene", "reviewer"))
+    return client
+
+
+def test_a_judge_label_comment_with_a_nul_is_refused_at_the_comment(reviewing, judged_check):
+    response = reviewing.post(f"/grading/check-results/{judged_check.pk}/label/",
+                              {"verdict": "agree", "comment": "fine\x00"})
+
+    assert response.status_code == 400
+    assert response.context["error"].details[0]["pointer"] == "/comment"
+    assert not JudgeLabel.objects.exists()
+
+
+def test_a_judge_label_score_that_is_not_a_number_says_which_field(reviewing, judged_check):
+    response = reviewing.post(f"/grading/check-results/{judged_check.pk}/label/", {"verdict": "score", "score": "lots"})
+
+    assert response.status_code == 400
+    assert response.context["error"].details == [{"pointer": "/score", "message": "a number between 0 and 1"}]
+    assert "'lots'" in response.context["error"].message

@@ -1,0 +1,45 @@
+"""NUL characters in user input.
+
+PostgreSQL stores neither NUL in a text column nor \\u0000 in jsonb: a save or even a
+filter that carries one fails deep in the driver. Input is checked up front instead, and
+refused with where the character is, on every database alike.
+"""
+
+from __future__ import annotations
+
+from gymwright.errors import DomainError
+
+NUL = "\x00"
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def nul_pointer(value, pointer: str = "") -> str | None:
+    """The JSON pointer of the first string or object key in `value` holding a NUL, or None.
+
+    Iterative: the value may be nested as deeply as the JSON decoder allows.
+    """
+    stack = [(pointer, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if NUL in item:
+                return where
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                if isinstance(key, str) and NUL in key:
+                    return f"{where}/{_escape(key)}"
+                stack.append((f"{where}/{_escape(str(key))}", child))
+        elif isinstance(item, (list, tuple)):
+            stack += [(f"{where}/{index}", child) for index, child in reversed(list(enumerate(item)))]
+    return None
+
+
+def nul_check(value, *, pointer: str = "", what: str = "The input") -> None:
+    """DomainError at the first NUL character in `value` (any JSON value)."""
+    where = nul_pointer(value, pointer)
+    if where is not None:
+        raise DomainError(f"{what} contains a NUL character (\\u0000) at {where or '/'}; remove it.",
+                          details=[{"pointer": where, "message": "contains a NUL character (\\u0000)"}])
