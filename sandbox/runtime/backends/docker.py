@@ -590,16 +590,19 @@ def _send_stdin(sock, data: bytes) -> None:
         pass
 
 
-def reap_containers(client=None, *, older_than: float | None = None, now: float | None = None) -> list[str]:
+def reap_containers(client=None, *, older_than: float | None = None, now: float | None = None,
+                    owner: str | None = None) -> list[str]:
     """Remove sandbox containers left behind: expired (`gymwright.expires` in
     the past), owned by a process of this host that no longer runs, or (when
-    `older_than` seconds is given) created longer ago than that. Returns the
+    `older_than` seconds is given) created longer ago than that. `owner`
+    ("host:pid") limits the sweep to one owner's containers. Returns the
     removed container ids. Safe to run from cron or any worker."""
     client = client or docker_client()
     now = time.time() if now is None else now
     host = socket.gethostname()
     removed = []
-    for container in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+    label_filter = [f"{LABEL}=1"] + ([f"{OWNER_LABEL}={owner}"] if owner else [])
+    for container in client.containers.list(all=True, filters={"label": label_filter}):
         labels = container.labels or {}
         reason = None
         try:
