@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from authoring import selectors, services
 from authoring.diff import task_version_diff_json
 from authoring.models import Environment, Task
-from gymwright.api import Pagination
+from gymwright.api import Pagination, paginated
 from gymwright.errors import DomainError
 
 
@@ -65,7 +65,7 @@ class EnvironmentVersionInput(serializers.Serializer):
 
 
 class EnvironmentListApi(APIView):
-    @extend_schema(responses=EnvironmentOutput(many=True))
+    @extend_schema(responses=paginated(EnvironmentOutput), operation_id="environments_list")
     def get(self, request):
         return _paginate(request, self, selectors.environment_list(user=request.user).order_by("slug"), EnvironmentOutput)
 
@@ -88,7 +88,7 @@ class EnvironmentDetailApi(APIView):
 
 
 class EnvironmentVersionListApi(APIView):
-    @extend_schema(responses=EnvironmentVersionOutput(many=True))
+    @extend_schema(responses=paginated(EnvironmentVersionOutput), operation_id="environments_versions_list")
     def get(self, request, slug):
         environment = selectors.environment_get_for_user(slug=slug, user=request.user)
         return _paginate(request, self, selectors.environment_version_list(environment=environment),
@@ -175,7 +175,8 @@ class TaskListApi(APIView):
         parameters=[OpenApiParameter(name, str, description=desc) for name, desc in (
             ("q", "search slug and title"), ("environment", "environment slug"), ("status", "task status"),
             ("tag", "tag name"), ("author", "owner's username"))],
-        responses=TaskOutput(many=True),
+        responses=paginated(TaskOutput),
+        operation_id="tasks_list",
     )
     def get(self, request):
         filters = {key: request.query_params.get(key, "").strip()[:100]
@@ -203,7 +204,7 @@ class TaskDetailApi(APIView):
 
 
 class TaskVersionListApi(APIView):
-    @extend_schema(responses=TaskVersionSummaryOutput(many=True))
+    @extend_schema(responses=paginated(TaskVersionSummaryOutput), operation_id="tasks_versions_list")
     def get(self, request, slug):
         task = selectors.task_get_for_user(slug=slug, user=request.user)
         return _paginate(request, self, selectors.task_version_list(task=task), TaskVersionSummaryOutput)

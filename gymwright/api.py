@@ -6,9 +6,12 @@ Every API error, whatever raised it, answers as
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
 from django.http import Http404
-from rest_framework import exceptions, status
+from drf_spectacular.utils import inline_serializer
+from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import JSONParser as _DRFJSONParser
 from rest_framework.response import Response
@@ -20,6 +23,18 @@ from gymwright.errors import DomainError
 class Pagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 500
+
+
+@lru_cache(maxsize=None)  # one component per output serializer, however many views list it
+def paginated(serializer_class):
+    """The OpenAPI shape of a page of `serializer_class`, as Pagination answers it from a plain APIView."""
+    name = serializer_class.__name__.removesuffix("Output")
+    return inline_serializer(f"Paginated{name}List", fields={
+        "count": serializers.IntegerField(),
+        "next": serializers.URLField(allow_null=True),
+        "previous": serializers.URLField(allow_null=True),
+        "results": serializer_class(many=True),
+    })
 
 
 class JSONParser(_DRFJSONParser):

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from authoring.selectors import task_version_get_for_user
-from gymwright.api import Pagination
+from gymwright.api import Pagination, paginated
 from sandbox import selectors, services
 from sandbox.models import PreviewRun
 
@@ -90,7 +90,7 @@ def _detail(preview_run: PreviewRun) -> dict:
 
 
 class TaskVersionPreviewsApi(APIView):
-    @extend_schema(responses=PreviewRunOutput(many=True))
+    @extend_schema(responses=paginated(PreviewRunOutput), operation_id="tasks_versions_previews_list")
     def get(self, request, slug: str, number: int):
         version = task_version_get_for_user(slug=slug, number=number, user=request.user)
         queryset = version.preview_runs.select_related("task_version__task", "created_by").order_by("-created_at", "-id")
