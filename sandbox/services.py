@@ -374,15 +374,18 @@ def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict
 
 
 def _reap_containers() -> int:
-    """Docker only: remove sandbox containers left behind by a dead worker (or expired)."""
-    if settings.SANDBOX_BACKEND != "docker":
-        return 0
+    """Remove sandboxes left behind by dead workers: docker containers on the engine, or
+    bubblewrap directories and cgroups on this host (each worker host reaps its own)."""
     try:
-        from sandbox.runtime.backends.docker import reap_containers
+        if settings.SANDBOX_BACKEND == "docker":
+            from sandbox.runtime.backends.docker import reap_containers
 
-        return len(reap_containers() or [])
+            return len(reap_containers() or [])
+        from sandbox.runtime.backends.bubblewrap import reap_bubblewrap
+
+        return len(reap_bubblewrap(settings.SANDBOX_WORK_DIR) or [])
     except Exception:  # noqa: BLE001 - the engine may be down; the next reap tries again
-        logger.exception("could not reap sandbox containers")
+        logger.exception("could not reap sandboxes")
         return 0
 
 

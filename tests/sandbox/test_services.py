@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -345,3 +347,17 @@ def test_the_verdict_says_when_grades_left_unscored_checks_out():
     assert "1 of 2 grades are incomplete" in summary["verdict"]["message"]
     complete = services.preview_run_summary(policy="oracle", rollouts=[rows[1]])
     assert complete["incomplete"] == 0 and complete["verdict"]["ok"] is True
+
+
+def test_reaping_removes_bubblewrap_sandboxes_whose_worker_died(db, settings, tmp_path):
+    settings.SANDBOX_BACKEND = "bubblewrap"
+    settings.SANDBOX_WORK_DIR = tmp_path / "boxes"
+    dead = settings.SANDBOX_WORK_DIR / "gw-deadbeef"
+    (dead / "workspace").mkdir(parents=True)
+    (dead / "owner").write_text("999999999")  # no such process
+    alive = settings.SANDBOX_WORK_DIR / "gw-livebeef"
+    (alive / "workspace").mkdir(parents=True)
+    (alive / "owner").write_text(str(os.getpid()))
+    result = services.rollouts_reap_stale()
+    assert result["containers_removed"] == 1
+    assert not dead.exists() and alive.exists()
