@@ -245,7 +245,8 @@ def task_review(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user)
     form = ReviewForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose a decision.")
+        problems = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+        messages.error(request, f"Review not recorded: {problems}")
         return redirect("authoring:task_detail", slug=slug)
     try:
         version = selectors.task_version_get_for_user(slug=slug, number=form.cleaned_data["version"], user=request.user)
