@@ -10,6 +10,7 @@ in the very sandbox the agent used), plus `list_files`, `snapshot` and `stop`.
 from __future__ import annotations
 
 import abc
+import os
 import posixpath
 import shlex
 import time
@@ -176,3 +177,14 @@ class Backend(abc.ABC):
 
 def quote(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (owners of sandboxes, for reaping)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

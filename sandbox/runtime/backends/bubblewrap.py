@@ -47,7 +47,7 @@ from pathlib import Path
 
 from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
-from .base import ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, Sandbox, shell_command, split_path
+from .base import ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, Sandbox, pid_alive, shell_command, split_path
 from .bwrap_process import Child, PopenChild, SpawnedChild, SpawnerGone, parse_status, read_line
 from .cgroups import CgroupSet
 
@@ -617,14 +617,14 @@ def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
                 except OSError:
                     continue
                 pid = None
-            if pid is not None and _pid_alive(pid):
+            if pid is not None and pid_alive(pid):
                 continue
             for sub in ("workspace", "tmp"):
                 if os.path.ismount(entry / sub):
                     _umount(entry / sub)
             _force_rmtree(entry)
             removed.append(entry.name.split("-")[1])
-    remove_dead_owner_cgroups(_pid_alive)
+    remove_dead_owner_cgroups(pid_alive)
     return removed
 
 
@@ -644,16 +644,6 @@ def _count_processes(uid: int) -> int:
             except OSError:
                 pass
     return count
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _tree_size(root: Path, stop_above: int) -> int:

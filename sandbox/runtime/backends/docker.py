@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
-from .base import ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, Sandbox, shell_command, split_path
+from .base import ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, Sandbox, pid_alive, shell_command, split_path
 
 log = logging.getLogger(__name__)
 
@@ -612,7 +612,7 @@ def reap_containers(client=None, *, older_than: float | None = None, now: float 
             reason = "bad expires label"
         owner_host, _, owner_pid = labels.get(OWNER_LABEL, "").rpartition(":")
         if reason is None and owner_host == host and owner_pid.isdigit() \
-                and not _pid_alive(int(owner_pid)):
+                and not pid_alive(int(owner_pid)):
             reason = "owner gone"
         if reason is None and older_than is not None:
             created = _created_ts(container)
@@ -626,16 +626,6 @@ def reap_containers(client=None, *, older_than: float | None = None, now: float 
             except Exception as exc:  # noqa: BLE001
                 log.warning("could not reap %s: %s", container.id[:12], exc)
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _created_ts(container) -> float | None:
