@@ -13,7 +13,6 @@ from django.http import Http404
 from drf_spectacular.utils import inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import JSONParser as _DRFJSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -35,16 +34,6 @@ def paginated(serializer_class):
         "previous": serializers.URLField(allow_null=True),
         "results": serializer_class(many=True),
     })
-
-
-class JSONParser(_DRFJSONParser):
-    """DRF's JSON parser, except that a body nested too deeply is a parse error, not a 500."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:  # the C decoder recurses once per level of nesting
-            raise exceptions.ParseError("JSON parse error - nested too deeply to read.") from None
 
 
 def _flatten(detail, prefix: str = "") -> list[dict]:

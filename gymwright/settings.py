@@ -158,7 +158,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["gymwright.api.JSONParser", "rest_framework.parsers.FormParser",
+    "DEFAULT_PARSER_CLASSES": ["gymwright.parsers.JSONParser", "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_PAGINATION_CLASS": "gymwright.api.Pagination",
     "PAGE_SIZE": 50,
