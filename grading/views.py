@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
-from django.core.files.uploadhandler import StopUpload
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
@@ -39,10 +38,7 @@ def _task_context(request: HttpRequest):
 @require_POST
 def dry_run_create(request: HttpRequest) -> HttpResponse:
     """Grade the candidate answer against the rubric posted from the editor (unsaved)."""
-    try:
-        post, uploads = request.POST, request.FILES  # parsing the body runs the capped upload handler
-    except StopUpload:  # the handler refused the body outright (far over the limit)
-        request.upload_too_large = True
+    post, uploads = request.POST, request.FILES  # parsing the body runs the capped upload handler
     try:
         if getattr(request, "upload_too_large", False):
             raise DomainError(f"A file is larger than the upload limit ({services.size_text(settings.UPLOAD_MAX_BYTES)}).",

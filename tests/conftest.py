@@ -7,3 +7,15 @@ def _media_root(tmp_path, settings):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.JUDGE_CACHE_DIR = tmp_path / "judge-cache"
     settings.SANDBOX_WORK_DIR = tmp_path / "sandboxes"
+
+
+@pytest.fixture
+def eager_celery(settings):
+    """Celery jobs run at once in this process (the job logic, without a worker)."""
+    from gymwright.celery import app
+
+    previous = app.conf.task_always_eager  # read before the override, or "restoring" keeps it eager
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous

@@ -1,8 +1,8 @@
 import pytest
-from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from authoring import services
+from tests.support.users import make_user  # noqa: F401 - re-exported for the tests here
 
 RUBRIC = {
     "schema": "gymwright.rubric/v1",
@@ -14,11 +14,6 @@ RUBRIC = {
 }
 
 
-def make_user(django_user_model, username, *roles):
-    user = django_user_model.objects.create_user(username=username, password="pw-" + username)
-    for role in roles:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
 
 
 @pytest.fixture

@@ -28,17 +28,6 @@ def task(author, environment):
         "title": "Answer 42", "prompt": "What is 6 x 7?", "rubric": SAVED_RUBRIC})
 
 
-@pytest.fixture
-def eager_celery(settings):
-    from gymwright.celery import app
-
-    previous = app.conf.task_always_eager  # read before the override, or "restoring" keeps it eager
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
 def open_editor_with_rubric(page, live_server, rubric: dict) -> None:
     page.goto(f"{live_server.url}/tasks/answer-42/edit/")
     wait_for_editor(page)

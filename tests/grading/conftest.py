@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
 
 from authoring.models import Environment, EnvironmentVersion, Task, TaskVersion
+from tests.support.users import make_user  # noqa: F401 - re-exported for the tests here
 
 RUBRIC = {
     "schema": "gymwright.rubric/v1",
@@ -18,11 +18,6 @@ RUBRIC = {
 }
 
 
-def make_user(django_user_model, username: str, *roles: str):
-    user = django_user_model.objects.create_user(username=username, password="pw-for-tests")
-    for role in roles:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
 
 
 @pytest.fixture

@@ -46,17 +46,6 @@ def judge_server(monkeypatch):
         yield server
 
 
-@pytest.fixture
-def eager_celery(settings):
-    from gymwright.celery import app
-
-    previous = app.conf.task_always_eager  # read before the override, or "restoring" keeps it eager
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
 def post_dry_run(client, rubric, answer="", **extra):
     data = {"rubric": rubric if isinstance(rubric, str) else json.dumps(rubric), "answer": answer, **extra}
     return client.post("/grading/dry-run/", data, HTTP_HX_REQUEST="true")

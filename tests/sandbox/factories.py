@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import Group
 
 from authoring import services as authoring_services
+from tests.support.users import make_user  # noqa: F401 - re-exported for the tests here
 
 RUBRIC = {
     "schema": "gymwright.rubric/v1",
@@ -16,11 +16,6 @@ RUBRIC = {
 }
 
 
-def make_user(django_user_model, username: str, *roles: str):
-    user = django_user_model.objects.create_user(username=username, password="pw-for-tests")
-    for role in roles:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
 
 
 def make_task(*, author, slug: str = "six-by-seven", script: str | None = "echo 42 > answer.txt",
