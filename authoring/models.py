@@ -125,6 +125,9 @@ class Task(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
     tags = models.ManyToManyField(Tag, blank=True, related_name="tasks")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks")
+    # The exact version a reviewer approved (packs export it), kept when later drafts follow it.
+    approved_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                                         related_name="+")
     latest_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
                                        related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -415,7 +415,7 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
     review = Review.objects.create(task_version=task_version, reviewer=reviewer, decision=decision,
                                    comment=comment, check_comments=check_comments or {})
     if decision == Review.Decision.APPROVE:
-        Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED)
+        Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED, approved_version=task_version)
         verb = AuditEvent.Verb.APPROVE
     elif decision == Review.Decision.REQUEST_CHANGES:
         Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED)

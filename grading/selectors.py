@@ -9,6 +9,7 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from authoring import permissions
+from grading.engine.calibration import cohen_kappa
 from grading.models import CheckResult, DryRun, Grade, JudgeLabel
 from gymwright.errors import NotAllowed
 
@@ -225,20 +226,6 @@ class Agreement:
     @property
     def rate(self) -> float | None:
         return self.agreed / self.labels if self.labels else None
-
-
-def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
-    """Cohen's kappa of two raters' binary verdicts; None when chance agreement is 1 (undefined)."""
-    n = len(pairs)
-    if n == 0:
-        return None
-    observed = sum(1 for a, b in pairs if a == b) / n
-    p_a = sum(1 for a, _ in pairs if a) / n
-    p_b = sum(1 for _, b in pairs if b) / n
-    expected = p_a * p_b + (1 - p_a) * (1 - p_b)
-    if expected >= 1:
-        return None
-    return (observed - expected) / (1 - expected)
 
 
 def judge_agreement(*, task_version=None, check_id: str | None = None) -> Agreement:

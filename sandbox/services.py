@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from authoring import permissions
 from authoring.models import AuditEvent, TaskVersion
+from grading.engine import calibration
 from gymwright.errors import DomainError, NotAllowed
 from sandbox.models import PreviewRun, Rollout
 
@@ -183,23 +184,6 @@ def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     return preview_run
 
 
-def wilson_interval(successes: int, total: int, z: float = 1.96) -> tuple[float, float] | None:
-    if total <= 0:
-        return None
-    p = successes / total
-    denominator = 1 + z * z / total
-    centre = (p + z * z / (2 * total)) / denominator
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k (Chen et al. 2021): 1 - C(n-c, k) / C(n, k)."""
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
-
-
 def preview_run_summary(*, policy: str, rollouts: list[dict]) -> dict:
     """Counts, mean reward, pass rate (Wilson 95 %), pass@k and the policy's verdict."""
     counts = {status: 0 for status in Rollout.Status.values}
@@ -213,10 +197,9 @@ def preview_run_summary(*, policy: str, rollouts: list[dict]) -> dict:
     if graded:
         summary["mean_reward"] = sum(r["reward"] for r in graded) / len(graded)
         summary["pass_rate"] = passed / len(graded)
-        summary["pass_rate_ci95"] = wilson_interval(passed, len(graded))
-        summary["pass_at_k"] = {str(k): pass_at_k(len(graded), passed, k) for k in (1, 2, 4, 8, 16, 32, 64)
-                                if k <= len(graded)}
-        summary["verdict"] = _verdict(policy, summary["pass_rate"])
+        summary["pass_rate_ci95"] = calibration.wilson_interval(passed, len(graded))
+        summary["pass_at_k"] = calibration.pass_at_ks(len(graded), passed)
+        summary["verdict"] = calibration.band_verdict(policy.split(":", 1)[0], summary["pass_rate"]).to_dict()
         # A reward computed without some checks (no judge configured, a sandbox command died)
         # is not the reward the rubric defines: say so beside the verdict, never hide it.
         incomplete = sum(1 for r in graded if r.get("grade__complete") is False)
@@ -226,22 +209,6 @@ def preview_run_summary(*, policy: str, rollouts: list[dict]) -> dict:
             summary["verdict"]["message"] += (f"; but {incomplete} of {len(graded)} grades are incomplete "
                                               "(some checks unscored), so these rewards leave those checks out")
     return summary
-
-
-def _verdict(policy: str, pass_rate: float) -> dict:
-    if policy == "oracle":
-        ok = pass_rate == 1.0
-        return {"ok": ok, "message": "the reference solution passes" if ok
-                else "the reference solution does not always pass: check the rubric or the solution"}
-    if policy == "nop" or policy.startswith("probe:"):
-        ok = pass_rate == 0.0
-        return {"ok": ok, "message": "does not pass, as it should" if ok
-                else "passes without solving the task: the rubric is too lenient"}
-    if pass_rate < 0.2:
-        return {"ok": False, "message": "too hard for this model (pass rate below 20 %)"}
-    if pass_rate > 0.5:
-        return {"ok": False, "message": "too easy for this model (pass rate above 50 %)"}
-    return {"ok": True, "message": "in the 20–50 % band"}
 
 
 def preview_run_refresh(*, preview_run_id: int) -> PreviewRun | None:

@@ -552,9 +552,21 @@ class Rubric(Strict):
 # ---------------------------------------------------------------- task
 
 
+FILE_ROLES = ("workspace", "protected", "grader")
+
+
 class FileRef(Strict):
     path: RelPath
     sha256: Annotated[str, Field(pattern=SHA256_PATTERN)]
+    # Absent means "workspace", so that documents written before roles existed keep their bytes
+    # (and their sha256): workspace, copied in and the agent may change it; protected, copied in
+    # and restored to these bytes before any check runs; grader, copied in only after the episode.
+    role: Literal["workspace", "protected", "grader"] | None = Field(
+        default=None, description="workspace (default) | protected | grader; see the task format")
+
+    @property
+    def effective_role(self) -> str:
+        return self.role or "workspace"
 
 
 class Limits(Strict):

@@ -3,7 +3,8 @@ from django.template.loader import render_to_string
 from rest_framework.test import APIClient
 
 from grading.models import JudgeLabel
-from grading.selectors import cohen_kappa, judge_agreement
+from grading.engine.calibration import cohen_kappa
+from grading.selectors import judge_agreement
 from grading.services import grade_record, judge_label_record
 from gymwright.errors import NotAllowed
 from tests.grading.conftest import make_user
