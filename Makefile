@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test bench clean migrate
+.PHONY: setup run serve test bench clean migrate
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -20,6 +20,11 @@ migrate: setup
 
 run: setup
 	$(PY) -m gymwright.devserver
+
+# Production web server: DEBUG off, static files collected and served by the app (WhiteNoise).
+serve: migrate
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(VENV)/bin/gunicorn --config python:gymwright.gunicorn_conf
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

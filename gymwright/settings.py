@@ -75,6 +75,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the app itself (compressed, content-hashed, cached for a year): one
+    # gunicorn command gives a working site, with no proxy needed for /static/.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -107,7 +110,9 @@ WSGI_APPLICATION = "gymwright.wsgi.application"
 ASGI_APPLICATION = "gymwright.asgi.application"
 
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'gymwright.sqlite3'}")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
+# Persistent connections (with a health check before reuse) save a connect per request.
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+                                              conn_health_checks=True)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL + a busy timeout let the web server and the worker share one SQLite file.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
@@ -134,6 +139,15 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "static")))
+# After `collectstatic` (make serve does it) pages link content-hashed names served with
+# far-future cache headers; before it (make run, tests) WhiteNoise serves the source files.
+STATIC_MANIFEST = (STATIC_ROOT / "staticfiles.json").is_file()
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "gymwright.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
+WHITENOISE_AUTOREFRESH = DEBUG
 
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
 MEDIA_URL = "media/"
