@@ -1,0 +1,140 @@
+/* Rubric editor, the JSON view: parses what the author types (debounced), locates syntax errors,
+ * and switches between the two views. */
+
+import { debounce } from "./util.js";
+import { root, state, textarea } from "./model.js";
+import { renderStructured, updateFrozen } from "./form_view.js";
+import { renderIssues, validateNow } from "./validation.js";
+
+export function parseText(text) {
+  try {
+    return { value: JSON.parse(text) };
+  } catch (e) {
+    return { error: describeParseError(e, text) };
+  }
+}
+
+export function describeParseError(error, text) {
+  // Browsers word (and place) JSON errors differently; find the spot ourselves.
+  var found = locateJsonError(text);
+  var offset = found ? found.offset : null;
+  var message = found ? found.message : String(error.message || error);
+  var line = null, column = null;
+  if (offset !== null) {
+    var before = text.slice(0, offset).split("\n");
+    line = before.length;
+    column = before[before.length - 1].length + 1;
+  }
+  var where = line !== null ? "line " + line + ", column " + column : "an unknown position";
+  return { message: message, line: line, column: column, where: where };
+}
+
+/* {offset, message} of the first JSON syntax error in `text` (RFC 8259), or null. */
+export function locateJsonError(text) {
+  var i = 0;
+  function fail(message, at) { throw { offset: at === undefined ? i : at, message: message }; }
+  function what() { return i >= text.length ? "unexpected end of the text" : "unexpected '" + text.charAt(i) + "'"; }
+  function ws() { while (i < text.length && " \t\n\r".indexOf(text.charAt(i)) >= 0) i++; }
+  function string() {
+    i++;
+    for (;;) {
+      if (i >= text.length) fail("unterminated string");
+      var c = text.charAt(i);
+      if (c === '"') { i++; return; }
+      if (c === "\\") {
+        var e = text.charAt(i + 1);
+        if (e === "u") {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.substr(i + 2, 4))) fail("bad \\u escape");
+          i += 6;
+        } else if ('"\\/bfnrt'.indexOf(e) >= 0 && e !== "") i += 2;
+        else fail("bad escape \\" + e);
+      } else if (c < " ") fail(c === "\n" ? "line break inside a string (write \\n)" : "control character inside a string");
+      else i++;
+    }
+  }
+  function value() {
+    ws();
+    var c = text.charAt(i);
+    if (c === "{") {
+      i++; ws();
+      if (text.charAt(i) === "}") { i++; return; }
+      for (;;) {
+        ws();
+        if (text.charAt(i) !== '"') fail(what() + "; expected a key in double quotes");
+        string(); ws();
+        if (text.charAt(i) !== ":") fail(what() + "; expected ':' after the key");
+        i++; value(); ws();
+        if (text.charAt(i) === ",") { i++; continue; }
+        if (text.charAt(i) === "}") { i++; return; }
+        fail(what() + "; expected ',' or '}'");
+      }
+    } else if (c === "[") {
+      i++; ws();
+      if (text.charAt(i) === "]") { i++; return; }
+      for (;;) {
+        value(); ws();
+        if (text.charAt(i) === ",") { i++; continue; }
+        if (text.charAt(i) === "]") { i++; return; }
+        fail(what() + "; expected ',' or ']'");
+      }
+    } else if (c === '"') {
+      string();
+    } else if (text.substr(i, 4) === "true" || text.substr(i, 4) === "null") {
+      i += 4;
+    } else if (text.substr(i, 5) === "false") {
+      i += 5;
+    } else {
+      var number = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+      number.lastIndex = i;
+      var m = number.exec(text);
+      if (!m || !m[0] || m[0] === "-") fail(what() + "; expected a value");
+      i += m[0].length;
+    }
+  }
+  try {
+    value(); ws();
+    if (i < text.length) fail(what() + " after the end of the JSON");
+    return null;
+  } catch (e) {
+    if (e && typeof e.offset === "number") return e;
+    return null;
+  }
+}
+
+export const rawChanged = debounce(function () {
+  var parsed = parseText(textarea.value);
+  if (parsed.error) {
+    state.parseError = parsed.error;
+    updateFrozen();
+    renderIssues();
+    return;
+  }
+  state.parseError = null;
+  state.rubric = parsed.value;
+  renderStructured();
+  validateNow();
+}, 300);
+
+export function showView(view) {
+  if (view === "structured") rawChanged.flush();
+  root.querySelectorAll("[data-view]").forEach(function (button) {
+    var active = button.getAttribute("data-view") === view;
+    button.classList.toggle("active", active);
+    button.setAttribute("aria-selected", active ? "true" : "false");
+  });
+  root.querySelectorAll("[data-view-panel]").forEach(function (panel) {
+    panel.hidden = panel.getAttribute("data-view-panel") !== view;
+  });
+}
+
+/* Typing in the JSON re-renders the form once the text parses; the tabs switch views. */
+export function bindJsonView() {
+  textarea.addEventListener("input", function () {
+    textarea.classList.remove("has-error");
+    rawChanged();
+  });
+  root.querySelectorAll("button[data-view]").forEach(function (button) {
+    button.setAttribute("role", "tab");
+    button.addEventListener("click", function () { showView(button.getAttribute("data-view")); });
+  });
+}

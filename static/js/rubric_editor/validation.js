@@ -1,0 +1,337 @@
+/* Rubric editor, validation: Ajv against the published schema in the browser, the engine through
+ * POST /api/rubrics/validate/, and the issues shown at their fields and in the list. */
+
+import { csrfToken, debounce, describe, escapeToken, h, isObject, plural } from "./util.js";
+import { PATTERN_WORDS, TYPE_WORDS, errorList, state, statusLine, structured, textarea, validateUrl } from "./model.js";
+import { anchorFor } from "./form_view.js";
+import { showView } from "./json_view.js";
+
+/* Dispatch on `kind` instead of a plain oneOf, so errors come only from the check's own kind. */
+export function dispatchSchema(schema) {
+  var copy = JSON.parse(JSON.stringify(schema));
+  var kinds = [];
+  var refs = {};
+  Object.keys(copy.$defs || {}).forEach(function (name) {
+    var def = copy.$defs[name];
+    var kind = def && def.properties && def.properties.kind && def.properties.kind.const;
+    if (typeof kind === "string") { kinds.push(kind); refs["#/$defs/" + name] = kind; }
+  });
+  function walk(node) {
+    if (Array.isArray(node)) { node.forEach(walk); return; }
+    if (!isObject(node)) return;
+    if (Array.isArray(node.oneOf) && node.oneOf.length > 1 &&
+        node.oneOf.every(function (n) { return n && refs[n.$ref]; })) {
+      var branches = node.oneOf;
+      delete node.oneOf;
+      node.type = "object";
+      node.required = ["kind"];
+      node.properties = { kind: { enum: branches.map(function (n) { return refs[n.$ref]; }) } };
+      node.allOf = branches.map(function (n) {
+        return { "if": { properties: { kind: { "const": refs[n.$ref] } }, required: ["kind"] }, then: { $ref: n.$ref } };
+      });
+    }
+    Object.keys(node).forEach(function (k) { walk(node[k]); });
+  }
+  walk(copy);
+  return copy;
+}
+
+export function compileValidator(schema) {
+  var lib = window.ajv2020;
+  var Ajv = lib && (lib.Ajv2020 || lib.default || lib);
+  if (typeof Ajv !== "function") throw new Error("Ajv (static/vendor/ajv-8.17.1/ajv2020.min.js) is not loaded");
+  var ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
+  return ajv.compile(dispatchSchema(schema));
+}
+
+export function ajvMessage(e) {
+  var data = e.data;
+  var p = e.params || {};
+  var lastKey = e.instancePath.split("/").pop();
+  switch (e.keyword) {
+    case "required":
+      return { pointer: e.instancePath + "/" + escapeToken(p.missingProperty),
+               message: "required key '" + p.missingProperty + "' is missing" };
+    case "additionalProperties":
+      return { pointer: e.instancePath + "/" + escapeToken(p.additionalProperty),
+               message: "unknown key '" + p.additionalProperty + "'; remove it or check its spelling" };
+    case "pattern":
+      return { message: describe(data) + " is not " + (PATTERN_WORDS[p.pattern] || "a string matching " + p.pattern) };
+    case "enum":
+      if (lastKey === "kind") {
+        return { message: "unknown check kind " + describe(data) + "; expected one of: " + p.allowedValues.join(", ") };
+      }
+      return { message: describe(data) + " is not allowed here; expected one of: " + p.allowedValues.join(", ") };
+    case "const":
+      return { message: describe(data) + " is not allowed here; expected " + JSON.stringify(p.allowedValue) };
+    case "type":
+      return { message: describe(data) + " has the wrong type; expected " +
+               String(p.type).split(",").map(function (t) { return TYPE_WORDS[t] || t; }).join(" or ") };
+    case "not":
+      if (e.parentSchema && e.parentSchema.not && e.parentSchema.not.const === 0) {
+        return { message: "must not be 0: use a positive number for a reward, a negative one for a penalty" };
+      }
+      return { message: describe(data) + " is not allowed here" };
+    case "minimum": return { message: describe(data) + " is out of range; expected a number ≥ " + p.limit };
+    case "maximum": return { message: describe(data) + " is out of range; expected a number ≤ " + p.limit };
+    case "exclusiveMinimum": return { message: describe(data) + " is out of range; expected a number > " + p.limit };
+    case "exclusiveMaximum": return { message: describe(data) + " is out of range; expected a number < " + p.limit };
+    case "minLength": return { message: p.limit === 1 ? "must not be empty" : "must be at least " + p.limit + " characters" };
+    case "maxLength": return { message: "must be at most " + p.limit + " characters" };
+    case "minItems":
+      if (lastKey === "checks") {
+        return { message: e.instancePath === "/checks" ? "the rubric needs at least one check" :
+                 "a group needs at least one child check in 'checks'" };
+      }
+      return { message: "must have at least " + p.limit + " item(s)" };
+    default:
+      return { message: e.message };
+  }
+}
+
+export function schemaIssues(errors) {
+  errors = (errors || []).filter(function (e) { return e.keyword !== "if"; });
+  var consumed = new Set();
+  var issues = [];
+  errors.forEach(function (e) {
+    if (e.keyword !== "anyOf" && e.keyword !== "oneOf") return;
+    var related = errors.filter(function (o) {
+      return o !== e && !consumed.has(o) && (o.schemaPath.indexOf(e.schemaPath + "/") === 0 ||
+        o.instancePath.indexOf(e.instancePath + "/") === 0);
+    });
+    var deep = related.filter(function (o) { return o.instancePath !== e.instancePath; });
+    consumed.add(e);
+    if (deep.length) {
+      related.forEach(function (o) { if (o.instancePath === e.instancePath) consumed.add(o); });
+      return; // the deeper errors say what is wrong inside the value
+    }
+    related.forEach(function (o) { consumed.add(o); });
+    var types = related.filter(function (o) { return o.keyword === "type"; });
+    var message;
+    if (types.length === related.length && related.length) {
+      message = describe(e.data) + " has the wrong type; expected " + types.map(function (o) {
+        return TYPE_WORDS[o.params.type] || o.params.type;
+      }).filter(function (t, i, all) { return all.indexOf(t) === i; }).join(" or ");
+    } else {
+      message = related.map(function (o) { return ajvMessage(o).message; })
+        .filter(function (m, i, all) { return all.indexOf(m) === i; }).join(" — or — ") || e.message;
+    }
+    issues.push({ pointer: e.instancePath, message: message, source: "schema" });
+  });
+  errors.forEach(function (e) {
+    if (consumed.has(e)) return;
+    var issue = ajvMessage(e);
+    issues.push({ pointer: issue.pointer !== undefined ? issue.pointer : e.instancePath, message: issue.message,
+                  source: "schema" });
+  });
+  var seen = {};
+  return issues.filter(function (i) {
+    var key = i.pointer + "\u0000" + i.message;
+    if (seen[key]) return false;
+    seen[key] = true;
+    return true;
+  });
+}
+
+export function validateNow() {
+  if (state.validator && state.rubric !== null && !state.parseError) {
+    try {
+      state.validator(state.rubric);
+      state.schemaIssues = schemaIssues(state.validator.errors);
+    } catch (e) {
+      state.schemaIssues = [];
+    }
+  } else {
+    state.schemaIssues = [];
+  }
+  renderIssues();
+  serverValidate();
+}
+
+export const serverValidate = debounce(function () {
+  if (state.serverUnavailable || state.parseError || state.rubric === null) return;
+  var seq = ++state.serverSeq;
+  var body = JSON.stringify({ rubric: state.rubric });
+  fetch(validateUrl, {
+    method: "POST", credentials: "same-origin", body: body,
+    headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken() }
+  }).then(function (response) {
+    if (response.status === 404 || response.status === 405) { state.serverUnavailable = true; return null; }
+    if (!response.ok) return null;
+    return response.json();
+  }).then(function (data) {
+    if (!data || seq !== state.serverSeq) return; // an older answer for text that has changed since
+    state.serverIssues = (data.issues || []).map(function (i) {
+      return { pointer: i.pointer || "", message: i.message, source: "server" };
+    });
+    renderIssues();
+  }).catch(function () { /* offline or server error: the save will validate anyway */ });
+}, 500);
+
+export function currentIssues() {
+  var issues = [];
+  var covered = {};
+  function add(list) {
+    list.forEach(function (issue) {
+      var key = issue.pointer === null ? "\u0000" + issue.message : issue.pointer;
+      if (covered[key]) return;
+      covered[key] = true;
+      issues.push(issue);
+    });
+  }
+  var unchanged = textarea.value === state.pageText;
+  if (unchanged) add(state.pageIssues);
+  // The server's own words for a syntax error (its only rubric error without a pointer) come first.
+  var saidByServer = unchanged && state.pageIssues.some(function (i) { return i.pointer === null; });
+  if (state.parseError && !saidByServer) {
+    issues.push({ pointer: null, source: "parse",
+                  message: "JSON syntax error at " + state.parseError.where + ": " + state.parseError.message });
+  }
+  if (!state.parseError) {
+    add(state.schemaIssues);
+    // The engine says at a field what the schema already said more precisely inside it
+    // (a union like `scale` fails as a whole there); keep the precise one only.
+    add(state.serverIssues.filter(function (issue) {
+      if (!issue.pointer) return true;
+      var inside = state.schemaIssues.some(function (s) { return s.pointer.indexOf(issue.pointer + "/") === 0; });
+      var anchor = inside ? anchorFor(issue.pointer) : null;
+      return !(anchor && anchor.classList.contains("re-field") && anchor.getAttribute("data-pointer") === issue.pointer);
+    }));
+  }
+  return sortByDocument(issues);
+}
+
+/* Document order where pointers say it (list indexes), as the engine sorts its issues. */
+export function sortByDocument(issues) {
+  function key(issue) {
+    return issue.pointer === null ? [-2] : issue.pointer.split("/").slice(1).map(function (t) {
+      return /^\d+$/.test(t) ? +t : -1;
+    });
+  }
+  return issues.map(function (issue, index) { return { issue: issue, key: key(issue), index: index }; })
+    .sort(function (a, b) {
+      for (var i = 0; i < Math.max(a.key.length, b.key.length); i++) {
+        var x = i < a.key.length ? a.key[i] : -Infinity;
+        var y = i < b.key.length ? b.key[i] : -Infinity;
+        if (x !== y) return x - y;
+      }
+      return a.index - b.index;
+    })
+    .map(function (entry) { return entry.issue; });
+}
+
+export function renderIssues() {
+  var issues = currentIssues();
+  errorList.innerHTML = "";
+  issues.forEach(function (issue) {
+    var li = h("li", { className: issue.source === "page" ? "server-error" : "re-issue re-issue-" + issue.source,
+                       "data-pointer": issue.pointer === null ? null : issue.pointer });
+    if (issue.source === "page") {
+      li.textContent = issue.text;
+    } else if (issue.pointer !== null) {
+      li.appendChild(h("a", { href: "#", className: "re-pointer", text: issue.pointer || "/" }));
+      li.appendChild(document.createTextNode(": " + issue.message));
+    } else {
+      li.textContent = issue.message;
+    }
+    if (issue.pointer !== null) {
+      li.addEventListener("click", function (event) { event.preventDefault(); revealPointer(issue.pointer); });
+      li.classList.add("re-clickable");
+    }
+    errorList.appendChild(li);
+  });
+  attachIssues(issues);
+  renderStatus(issues);
+}
+
+export function renderStatus(issues) {
+  statusLine.classList.remove("ok", "error");
+  if (state.parseError) {
+    statusLine.textContent = "JSON syntax error at " + state.parseError.where;
+    statusLine.classList.add("error");
+    textarea.classList.add("has-error");
+    return;
+  }
+  textarea.classList.remove("has-error");
+  if (issues.length) {
+    statusLine.textContent = plural(issues.length, "error");
+    statusLine.classList.add("error");
+    return;
+  }
+  if (!state.validator && !state.schemaFailed && state.schema === null) {
+    statusLine.textContent = "Checking…";
+    return;
+  }
+  var checks = isObject(state.rubric) && Array.isArray(state.rubric.checks) ? state.rubric.checks : [];
+  var count = 0;
+  (function walk(list) {
+    list.forEach(function (c) { count += 1; if (isObject(c) && Array.isArray(c.checks)) walk(c.checks); });
+  })(checks);
+  // Children count only through their group, as in the grade's `max`.
+  var points = checks.reduce(function (sum, c) {
+    return sum + (isObject(c) && typeof c.points === "number" && c.points > 0 ? c.points : 0);
+  }, 0);
+  statusLine.textContent = "Valid · " + plural(count, "check") + " · " + plural(Math.round(points * 1000) / 1000, "point") +
+    (state.validator ? "" : " (schema not loaded: only the server checks it)");
+  statusLine.classList.add("ok");
+}
+
+export function attachIssues(issues) {
+  issues = issues || currentIssues();
+  structured.querySelectorAll(".re-error").forEach(function (el) { el.remove(); });
+  structured.querySelectorAll(".has-error").forEach(function (el) { el.classList.remove("has-error"); });
+  structured.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
+  structured.querySelectorAll(".re-card-has-child-error").forEach(function (el) {
+    el.classList.remove("re-card-has-child-error");
+  });
+  issues.forEach(function (issue) {
+    if (issue.pointer === null) return;
+    var anchor = anchorFor(issue.pointer);
+    if (!anchor) return;
+    var message = h("div", { className: "field-error re-error", "data-pointer": issue.pointer, text: issue.message });
+    if (anchor.classList.contains("re-field")) {
+      anchor.classList.add("has-error");
+      anchor.appendChild(message);
+      var control = anchor.querySelector("input, select, textarea");
+      if (control) control.setAttribute("aria-invalid", "true");
+    } else {
+      var box = anchor.querySelector(":scope > .re-card-errors");
+      var shown = issue.pointer === anchor.getAttribute("data-pointer") ? message :
+        h("div", { className: "field-error re-error", "data-pointer": issue.pointer },
+          h("code", { text: issue.pointer.slice((anchor.getAttribute("data-pointer") || "").length + 1) }), ": " + issue.message);
+      (box || anchor).appendChild(shown);
+    }
+    var card = anchor.closest(".re-card");
+    if (card) {
+      card.classList.add("has-error");
+      var outer = card.parentElement && card.parentElement.closest(".re-card");
+      while (outer) { outer.classList.add("re-card-has-child-error"); outer = outer.parentElement.closest(".re-card"); }
+    }
+  });
+}
+
+export function revealPointer(pointer) {
+  if (state.parseError) { showView("raw"); textarea.focus(); return; }
+  showView("structured");
+  var anchor = anchorFor(pointer);
+  if (!anchor) return;
+  anchor.scrollIntoView({ block: "center" });
+  var input = anchor.querySelector("input, select, textarea");
+  if (input && !input.disabled) input.focus();
+}
+
+export function readPageIssues() {
+  return Array.prototype.map.call(errorList.querySelectorAll("li.server-error"), function (li) {
+    var text = li.textContent.trim();
+    var split = text.indexOf(": ");
+    var pointer = null;
+    var message = text;
+    if (text.charAt(0) === "/" && split > 0) {
+      var full = text.slice(0, split);
+      message = text.slice(split + 2);
+      // The server's pointers are into the task document; the rubric's own start after /rubric.
+      if (full === "/rubric" || full.indexOf("/rubric/") === 0) pointer = full.slice("/rubric".length);
+    }
+    return { pointer: pointer, message: message, text: text, source: "page" };
+  });
+}
