@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from authoring.models import AuditEvent, Blob, Environment, EnvironmentVersion, Review, Tag, Task, TaskVersion
+from authoring.models import AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -54,13 +54,6 @@ class BlobAdmin(ReadOnlyAdmin):
 @admin.register(Tag)
 class TagAdmin(admin.ModelAdmin):
     search_fields = ("name",)
-
-
-@admin.register(Review)
-class ReviewAdmin(admin.ModelAdmin):
-    list_display = ("task_version", "reviewer", "decision", "created_at")
-    list_filter = ("decision",)
-    list_select_related = ("task_version__task", "reviewer")
 
 
 @admin.register(AuditEvent)

@@ -5,7 +5,7 @@ import math
 
 from django import forms
 
-from authoring.models import Environment, Review, Task
+from authoring.models import Environment, Task
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -198,9 +198,3 @@ class EnvironmentForm(forms.Form):
             name = {"limits": pointer.split("/")[2] if pointer.count("/") >= 2 else None}.get(head, head)
             message = f"{pointer}: {detail['message']}" if pointer else detail["message"]
             self.add_error(name if name in self.fields else None, message)
-
-
-class ReviewForm(forms.Form):
-    decision = forms.ChoiceField(choices=Review.Decision.choices)
-    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-    version = forms.IntegerField(widget=forms.HiddenInput)

@@ -1,4 +1,6 @@
-"""Authoring data: environments, tasks and their immutable versions, blobs, reviews, audit.
+"""Authoring data: environments, tasks and their immutable versions, blobs, audit.
+
+Reviews live in the review app, which alone changes a task's review status.
 
 Versions (EnvironmentVersion, TaskVersion) are append-only: a row is written once
 and never updated. `ImmutableQuerySet` refuses bulk updates and `save()` refuses
@@ -178,25 +180,6 @@ class TaskVersion(ImmutableModel):
     @property
     def prompt(self) -> str:
         return self.spec.get("prompt") or ""
-
-
-class Review(models.Model):
-    """A reviewer's decision on one exact TaskVersion."""
-
-    class Decision(models.TextChoices):
-        APPROVE = "approve", "Approve"
-        REQUEST_CHANGES = "request_changes", "Request changes"
-        COMMENT = "comment", "Comment"
-
-    task_version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="reviews")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
-    decision = models.CharField(max_length=20, choices=Decision.choices)
-    comment = models.TextField(blank=True)
-    check_comments = models.JSONField(default=dict, blank=True)  # {check_id: comment}
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
 
 class AuditEvent(models.Model):

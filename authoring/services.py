@@ -18,8 +18,7 @@ from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
 from authoring import permissions
-from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Review, Tag, Task,
-                              TaskVersion)
+from authoring.models import AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
 from grading.engine import canonical_json, content_sha256, validate_task
@@ -381,47 +380,3 @@ def task_version_content(version: TaskVersion) -> dict:
     """The editable content of a version, as task_version_create takes it."""
     spec = version.spec
     return {key: spec.get(key) for key in CONTENT_KEYS}
-
-
-# ---------------------------------------------------------------------------------------------
-# Review
-
-
-@transaction.atomic
-def task_submit(*, task: Task, user) -> Task:
-    if not permissions.can_edit_task(user, task):
-        raise NotAllowed("Only the task's owner or an admin can submit it for review.")
-    if task.status not in (Task.Status.DRAFT, Task.Status.CHANGES_REQUESTED):
-        raise DomainError(f"{task.slug} is {task.get_status_display().lower()}; only drafts can be submitted.",
-                          code="invalid_state", http_status=409)
-    Task.objects.filter(pk=task.pk).update(status=Task.Status.IN_REVIEW)
-    task.status = Task.Status.IN_REVIEW
-    audit_record(actor=user, verb=AuditEvent.Verb.SUBMIT, target=task,
-                 summary=f"{task.slug} v{task.latest_version.number}", data={"version": task.latest_version.number})
-    return task
-
-
-@transaction.atomic
-def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment: str = "",
-                  check_comments: dict | None = None) -> Review:
-    if not permissions.can_review(reviewer):
-        raise NotAllowed("Only reviewers and admins can review.")
-    if decision not in Review.Decision.values:
-        raise DomainError(f"Unknown decision {decision!r}.", details=[{"pointer": "/decision", "message": "unknown"}])
-    task = Task.objects.select_for_update().get(pk=task_version.task_id)
-    if decision != Review.Decision.COMMENT and task.latest_version_id != task_version.pk:
-        raise ConflictError(f"v{task_version.number} is no longer the latest version of {task.slug}; review the latest.",
-                            extra={"latest_version": task.latest_version.number if task.latest_version else None})
-    review = Review.objects.create(task_version=task_version, reviewer=reviewer, decision=decision,
-                                   comment=comment, check_comments=check_comments or {})
-    if decision == Review.Decision.APPROVE:
-        Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED, approved_version=task_version)
-        verb = AuditEvent.Verb.APPROVE
-    elif decision == Review.Decision.REQUEST_CHANGES:
-        Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED)
-        verb = AuditEvent.Verb.REQUEST_CHANGES
-    else:
-        verb = AuditEvent.Verb.COMMENT
-    audit_record(actor=reviewer, verb=verb, target=task, summary=f"{task.slug} v{task_version.number}",
-                 data={"version": task_version.number, "comment": comment[:500]})
-    return review

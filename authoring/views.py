@@ -6,16 +6,16 @@ import json
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
 from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff
-from authoring.forms import EnvironmentForm, ReviewForm, TaskForm
+from authoring.forms import EnvironmentForm, TaskForm
 from authoring.markdown import render_markdown
-from authoring.models import Environment, Review, Tag, Task
+from authoring.models import Environment, Tag, Task
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 
 PAGE_SIZE = 50
@@ -92,7 +92,6 @@ def task_create(request):
 def task_detail(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user)
     version = task.latest_version
-    reviews = Review.objects.filter(task_version__task=task).select_related("reviewer", "task_version")[:20]
     return render(request, "authoring/task_detail.html", {
         "task": task,
         "version": version,
@@ -100,10 +99,7 @@ def task_detail(request, slug):
         "rubric_json": json.dumps(version.rubric, indent=2) if version else "",
         "checks": _flat_checks(version.rubric.get("checks", [])) if version else [],
         "audit_events": selectors.audit_events_for(task),
-        "reviews": reviews,
         "can_edit": permissions.can_edit_task(request.user, task),
-        "can_review": permissions.can_review(request.user),
-        "review_form": ReviewForm(initial={"version": version.number if version else None}),
     })
 
 
@@ -226,37 +222,6 @@ def task_diff(request, slug):
         "task": task, "a": version_a, "b": version_b, "numbers": numbers,
         "diff": task_version_diff(version_a.spec, version_b.spec),
     })
-
-
-@require_POST
-def task_submit(request, slug):
-    task = selectors.task_get_for_user(slug=slug, user=request.user)
-    try:
-        services.task_submit(task=task, user=request.user)
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, f"Submitted {task.slug} v{task.latest_version.number} for review.")
-    return redirect("authoring:task_detail", slug=slug)
-
-
-@require_POST
-def task_review(request, slug):
-    task = selectors.task_get_for_user(slug=slug, user=request.user)
-    form = ReviewForm(request.POST)
-    if not form.is_valid():
-        problems = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
-        messages.error(request, f"Review not recorded: {problems}")
-        return redirect("authoring:task_detail", slug=slug)
-    try:
-        version = selectors.task_version_get_for_user(slug=slug, number=form.cleaned_data["version"], user=request.user)
-        services.review_create(task_version=version, reviewer=request.user, decision=form.cleaned_data["decision"],
-                               comment=form.cleaned_data.get("comment") or "")
-    except (DomainError, Http404) as exc:
-        messages.error(request, getattr(exc, "message", str(exc)))
-    else:
-        messages.success(request, "Review recorded.")
-    return redirect("authoring:task_detail", slug=slug)
 
 
 @require_POST

@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "authoring",
     "grading",
     "sandbox",
+    "review",
 ]
 
 MIDDLEWARE = [

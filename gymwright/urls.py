@@ -14,5 +14,6 @@ urlpatterns = [
     path("api/", include("gymwright.api_urls")),
     path("grading/", include("grading.urls")),
     path("previews/", include("sandbox.urls")),
+    path("", include("review.urls")),
     path("", include("authoring.urls")),
 ]
