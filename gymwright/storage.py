@@ -13,6 +13,9 @@ from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 class StaticFilesStorage(CompressedManifestStaticFilesStorage):
     manifest_strict = False
+    # The rubric editor is native ES modules: rewrite their `import ... from "./x.js"` to the
+    # hashed names too, so a page never mixes a new main.js with a year-cached old module.
+    support_js_module_import_aggregation = True
 
     def hashed_name(self, name, content=None, filename=None):
         try:

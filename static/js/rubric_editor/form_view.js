@@ -465,12 +465,3 @@ export function updateFrozen() {
 }
 
 
-export function anchorFor(pointer) {
-  var p = pointer;
-  for (;;) {
-    var el = structured.querySelector('[data-pointer="' + cssEscape(p) + '"]');
-    if (el) return el;
-    if (p === "") return null;
-    p = p.slice(0, p.lastIndexOf("/"));
-  }
-}

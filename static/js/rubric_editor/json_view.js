@@ -2,7 +2,7 @@
  * and switches between the two views. */
 
 import { debounce } from "./util.js";
-import { root, state, textarea } from "./model.js";
+import { anchorFor, root, state, textarea } from "./model.js";
 import { renderStructured, updateFrozen } from "./form_view.js";
 import { renderIssues, validateNow } from "./validation.js";
 
@@ -137,4 +137,16 @@ export function bindJsonView() {
     button.setAttribute("role", "tab");
     button.addEventListener("click", function () { showView(button.getAttribute("data-view")); });
   });
+  root.addEventListener("rubric:reveal", function (event) { revealPointer(event.detail.pointer); });
+}
+
+/* Shows the field an issue's pointer names (the JSON while the text does not parse). */
+export function revealPointer(pointer) {
+  if (state.parseError) { showView("raw"); textarea.focus(); return; }
+  showView("structured");
+  var anchor = anchorFor(pointer);
+  if (!anchor) return;
+  anchor.scrollIntoView({ block: "center" });
+  var input = anchor.querySelector("input, select, textarea");
+  if (input && !input.disabled) input.focus();
 }

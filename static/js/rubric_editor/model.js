@@ -1,7 +1,7 @@
 /* Rubric editor, the model: the rubric document: the page's elements, the editor's state, the hand-written
  * order and words, schema access and edits of the rubric object (no rendering). */
 
-import { has, isObject } from "./util.js";
+import { cssEscape, has, isObject } from "./util.js";
 
 // The page's elements (module scripts run once the document is parsed).
 export const root = document.getElementById("rubric-editor");
@@ -273,4 +273,15 @@ export function changeKind(check, kind) {
   check.kind = kind;
   stash.set(check, saved);
   fillRequired(check);
+}
+
+/* The element of the structured view that shows `pointer`, or its nearest ancestor's. */
+export function anchorFor(pointer) {
+  var p = pointer;
+  for (;;) {
+    var el = structured.querySelector('[data-pointer="' + cssEscape(p) + '"]');
+    if (el) return el;
+    if (p === "") return null;
+    p = p.slice(0, p.lastIndexOf("/"));
+  }
 }

@@ -2,9 +2,7 @@
  * POST /api/rubrics/validate/, and the issues shown at their fields and in the list. */
 
 import { csrfToken, debounce, describe, escapeToken, h, isObject, plural } from "./util.js";
-import { PATTERN_WORDS, TYPE_WORDS, errorList, state, statusLine, structured, textarea, validateUrl } from "./model.js";
-import { anchorFor } from "./form_view.js";
-import { showView } from "./json_view.js";
+import { PATTERN_WORDS, TYPE_WORDS, anchorFor, errorList, root, state, statusLine, structured, textarea, validateUrl } from "./model.js";
 
 /* Dispatch on `kind` instead of a plain oneOf, so errors come only from the check's own kind. */
 export function dispatchSchema(schema) {
@@ -235,7 +233,11 @@ export function renderIssues() {
       li.textContent = issue.message;
     }
     if (issue.pointer !== null) {
-      li.addEventListener("click", function (event) { event.preventDefault(); revealPointer(issue.pointer); });
+      li.addEventListener("click", function (event) {
+        event.preventDefault();
+        // The JSON view module shows the pointer (it knows both views).
+        root.dispatchEvent(new CustomEvent("rubric:reveal", { detail: { pointer: issue.pointer } }));
+      });
       li.classList.add("re-clickable");
     }
     errorList.appendChild(li);
@@ -310,15 +312,6 @@ export function attachIssues(issues) {
   });
 }
 
-export function revealPointer(pointer) {
-  if (state.parseError) { showView("raw"); textarea.focus(); return; }
-  showView("structured");
-  var anchor = anchorFor(pointer);
-  if (!anchor) return;
-  anchor.scrollIntoView({ block: "center" });
-  var input = anchor.querySelector("input, select, textarea");
-  if (input && !input.disabled) input.focus();
-}
 
 export function readPageIssues() {
   return Array.prototype.map.call(errorList.querySelectorAll("li.server-error"), function (li) {
