@@ -82,8 +82,9 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
     """Tasks the user can see, filtered; a constant number of queries however many rows."""
     if not permissions.can_view(user) or any(NUL in value for value in (q, environment, status, tag, author)):
         return Task.objects.none()  # nothing stored holds a NUL, and PostgreSQL refuses one in a filter
-    queryset = Task.objects.select_related("environment", "owner", "latest_version",
-                                           "latest_version__author").prefetch_related("tags")
+    # A list shows each task's latest version number and author, never its document: leave it out.
+    queryset = (Task.objects.select_related("environment", "owner", "latest_version", "latest_version__author")
+                .defer("latest_version__spec").prefetch_related("tags"))
     if q:
         queryset = queryset.filter(Q(slug__icontains=q) | Q(title__icontains=q))
     if environment:

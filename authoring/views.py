@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,6 +16,7 @@ from authoring.forms import EnvironmentForm, TaskForm
 from authoring.markdown import render_markdown
 from authoring.models import Environment, Tag, Task
 from gymwright.errors import ConflictError, DomainError, NotAllowed
+from gymwright.pagination import KeysFirstPaginator
 
 PAGE_SIZE = 50
 
@@ -43,7 +43,7 @@ def _upload_too_large(request) -> bool:
 def task_list(request):
     filters = {key: request.GET.get(key, "").strip()[:100] for key in ("q", "environment", "status", "tag", "author")}
     queryset = selectors.task_list(user=request.user, **filters)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = KeysFirstPaginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "authoring/task_list.html", {

@@ -13,6 +13,8 @@ from django.http import Http404
 from drf_spectacular.utils import inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import PageNumberPagination
+
+from gymwright.pagination import KeysFirstPaginator
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -20,6 +22,7 @@ from gymwright.errors import DomainError
 
 
 class Pagination(PageNumberPagination):
+    django_paginator_class = KeysFirstPaginator
     page_size_query_param = "page_size"
     max_page_size = 500
 

@@ -143,6 +143,10 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "static")))
 # After `collectstatic` (make serve does it) pages link content-hashed names served with
 # far-future cache headers; before it (make run, tests) WhiteNoise serves the source files.
 STATIC_MANIFEST = (STATIC_ROOT / "staticfiles.json").is_file()
+try:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start when it is missing
+except OSError:
+    pass
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "gymwright.storage.StaticFilesStorage"},

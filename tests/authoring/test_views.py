@@ -199,9 +199,9 @@ def test_the_task_list_page_query_count_is_pinned(client, author, environment, d
     _bulk_tasks(10_000, author, environment)
     client.force_login(author)
     client.get("/")
-    # session, user, roles, count, page of tasks (with env/owner/version/author joined), tags prefetch,
-    # environments and tags for the filter selects
-    with django_assert_num_queries(8):
+    # session, user, roles, count, the page's task ids, those tasks (with env/owner/version/author
+    # joined), tags prefetch, environments and tags for the filter selects
+    with django_assert_num_queries(9):
         response = client.get("/?page=7")
     assert response.status_code == 200 and b"bulk-" in response.content
 

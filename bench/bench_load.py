@@ -1,0 +1,387 @@
+"""Pages and API under load: gunicorn (DEBUG off) on PostgreSQL with 10,000 tasks × 3 versions and
+50,000 graded rollouts, driven by N concurrent clients on loopback (issue 12).
+
+Run: .venv/bin/python bench/bench_load.py [--clients 20] [--duration 30] [--workers 4] [--urls NAME,...]
+     [--compare-conn-max-age] [--keep-db]
+
+DATABASE_URL must name a PostgreSQL server (the script creates and drops its own database,
+`<name>_load`, unless --keep-db: then a second run reuses the seed). For every URL it prints p50, p95,
+requests per second, errors, and the CPU that the gunicorn workers and the PostgreSQL backends
+spent per request (read from /proc before and after), plus side-by-side ratios: each page
+against `/api/tasks/`, page 100 against page 1, and with --compare-conn-max-age persistent
+database connections (the default, 60 s) against a connection per request (0).
+
+The load client is an asyncio loop of httpx clients (one process, keep-alive), so it shares the
+machine's cores with the server: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TASKS = 10_000
+VERSIONS = 3
+ROLLOUTS = 50_000
+RUN_SIZE = 64
+PASSWORD = "bench-load-pw-1"
+import logging  # noqa: E402
+
+logging.getLogger("httpx").setLevel(logging.WARNING)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _db_url(base: str, name: str) -> str:
+    parts = urlparse(base)
+    return urlunparse(parts._replace(path=f"/{name}"))
+
+
+def _psql_admin(base: str):
+    import psycopg
+
+    return psycopg.connect(_db_url(base, "postgres"), autocommit=True)
+
+
+def _setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
+    os.environ.setdefault("GYMWRIGHT_DATA_DIR", "/tmp/gymwright-bench-load")
+    import django
+
+    django.setup()
+
+
+def seed(url: str) -> dict:
+    """Migrate and seed through the services for one real task, then clone it in SQL (seconds, not hours)."""
+    _setup_django(url)
+    from django.contrib.auth.models import Group, User
+    from django.core.management import call_command
+    from django.db import connection
+    from rest_framework.authtoken.models import Token
+
+    call_command("migrate", verbosity=0, interactive=False)
+    from authoring import services
+    from authoring.demo import DEMO_ENVIRONMENT, DEMO_TASKS
+    from authoring.models import Task, TaskVersion
+    from grading import engine
+    from grading.services import grade_record
+    from sandbox.models import PreviewRun, Rollout
+
+    user = User.objects.filter(username="bench").first()
+    if user is not None and Task.objects.filter(slug__startswith="load-").count() >= TASKS:
+        token = Token.objects.get_or_create(user=user)[0]
+        run = PreviewRun.objects.filter(n=RUN_SIZE).order_by("id").first()
+        rollout = Rollout.objects.filter(preview_run=run).first()
+        return {"token": token.key, "task": "load-00042", "run": run.pk, "rollout": rollout.pk}
+
+    user = User.objects.create_user("bench", password=PASSWORD)
+    for role in ("author", "reviewer", "admin"):
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    token = Token.objects.get_or_create(user=user)[0]
+    environment = services.environment_create(slug=DEMO_ENVIRONMENT["slug"], name=DEMO_ENVIRONMENT["name"],
+                                              author=user, spec=DEMO_ENVIRONMENT["spec"])
+    demo = next(d for d in DEMO_TASKS if d["slug"] == "ibuprofen-dosing")
+    files = [{"path": p, "sha256": services.blob_store(data=t.encode()).sha256} for p, t in sorted(demo["files"].items())]
+    template = services.task_create(slug="load-template", environment=environment, author=user,
+                                    content={**demo["content"], "files": files, "tags": demo["tags"]})
+    version = template.latest_version
+    rubric = engine.parse_task(version.spec).rubric
+    answer = "Take 200-400 mg every 4 to 6 hours with food; do not exceed 1200 mg a day without a doctor."
+    graded = engine.grade(rubric, answer=answer, workspace=None, judge=None, sandbox=None)
+
+    def columns(model, skip=("id",)):
+        return [f.column for f in model._meta.concrete_fields if f.column not in skip]
+
+    def clone_sql(model, overrides: dict[str, str], source: str, extra_from: str = "", where: str = "") -> str:
+        cols = columns(model)
+        exprs = [overrides.get(c, f"src.{c}") for c in cols]
+        table = model._meta.db_table
+        return (f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(exprs)} "
+                f"FROM {table} src {extra_from} WHERE src.id = {source} {where}")
+
+    t0 = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute(clone_sql(Task, {"slug": "'load-' || lpad(g::text, 5, '0')", "title": "'Load task ' || g",
+                                     "latest_version_id": "NULL", "approved_version_id": "NULL",
+                                     "status": "(ARRAY['draft','in_review','approved'])[1 + g % 3]",
+                                     "created_at": "now() - (g || ' minutes')::interval",
+                                     "updated_at": "now() - (g || ' minutes')::interval"},
+                              str(template.pk), f", generate_series(0, {TASKS - 1}) g"))
+        cur.execute(f"INSERT INTO {Task.tags.through._meta.db_table} (task_id, tag_id) "
+                    f"SELECT t.id, x.tag_id FROM authoring_task t, {Task.tags.through._meta.db_table} x "
+                    f"WHERE t.slug LIKE 'load-0%%' AND x.task_id = {template.pk}")
+        cur.execute(clone_sql(TaskVersion, {"task_id": "t.id", "number": "n", "parent_id": "NULL",
+                                            "message": "'version ' || n"},
+                              str(version.pk), f", authoring_task t, generate_series(1, {VERSIONS}) n",
+                              "AND t.slug LIKE 'load-0%%'"))
+        cur.execute("UPDATE authoring_task t SET latest_version_id = v.id FROM authoring_taskversion v "
+                    f"WHERE v.task_id = t.id AND v.number = {VERSIONS} AND t.slug LIKE 'load-0%%'")
+    runs_needed = -(-ROLLOUTS // RUN_SIZE)
+    first = TaskVersion.objects.filter(task__slug__startswith="load-0", number=VERSIONS).order_by("task__slug")
+    run_template = PreviewRun.objects.create(task_version=first[0], created_by=user, policy="oracle", n=RUN_SIZE,
+                                             backend="bubblewrap", status=PreviewRun.Status.DONE,
+                                             summary={"n": RUN_SIZE, "done": RUN_SIZE, "errors": 0})
+    rollout_template = Rollout.objects.create(preview_run=run_template, index=0, status=Rollout.Status.DONE,
+                                              attempts=1, answer=answer, reward=graded.reward,
+                                              passed=graded.passed, steps=3, duration_ms=1200,
+                                              trajectory=[{"type": "message", "role": "assistant", "content": answer}])
+    grade = grade_record(grade=graded, task_version=first[0], source="rollout", user=user,
+                         rollout_id=rollout_template.pk)
+    Rollout.objects.filter(pk=rollout_template.pk).update(grade=grade)
+    with connection.cursor() as cur:
+        cur.execute(clone_sql(PreviewRun, {"task_version_id": "v.id"}, str(run_template.pk),
+                              f", (SELECT id FROM authoring_taskversion WHERE number = {VERSIONS} AND task_id IN "
+                              f"(SELECT id FROM authoring_task WHERE slug LIKE 'load-0%%') ORDER BY id "
+                              f"LIMIT {runs_needed - 1} OFFSET 1) v"))
+        cur.execute(clone_sql(Rollout, {"preview_run_id": "r.id", "index": "i", "grade_id": "NULL"},
+                              str(rollout_template.pk),
+                              f", sandbox_previewrun r, generate_series(0, {RUN_SIZE - 1}) i",
+                              f"AND (r.id <> {run_template.pk} OR i > 0)"))
+        grade_cols = columns(type(grade))
+        cur.execute(clone_sql(type(grade), {"rollout_id": "ro.id", "task_version_id": "r.task_version_id"},
+                              str(grade.pk), ", sandbox_rollout ro JOIN sandbox_previewrun r ON r.id = ro.preview_run_id",
+                              f"AND ro.grade_id IS NULL"))
+        cur.execute(f"UPDATE sandbox_rollout ro SET grade_id = g.id FROM {type(grade)._meta.db_table} g "
+                    "WHERE g.rollout_id = ro.id AND ro.grade_id IS NULL")
+        check_model = type(grade).check_results.rel.related_model
+        cr = check_model._meta.db_table
+        cols = columns(check_model)
+        exprs = ["g.id" if c == "grade_id" else f"src.{c}" for c in cols]
+        cur.execute(f"INSERT INTO {cr} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM {cr} src, "
+                    f"{type(grade)._meta.db_table} g WHERE src.grade_id = {grade.pk} AND g.id <> {grade.pk}")
+        cur.execute("ANALYZE")
+    del grade_cols
+    print(f"seeded {Task.objects.count()} tasks, {TaskVersion.objects.count()} versions, "
+          f"{Rollout.objects.count()} rollouts in {time.perf_counter() - t0:.1f} s", flush=True)
+    return {"token": token.key, "task": "load-00042", "run": run_template.pk, "rollout": rollout_template.pk}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError):
+            pass
+    return total / CLK_TCK
+
+
+def _postgres_pids(database: str) -> list[int]:
+    """The PostgreSQL backends serving `database` (their process title names it), not other clients'."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if title.startswith("postgres: ") and f" {database} " in title:
+                pids.append(int(entry.name))
+    return pids
+
+
+class Server:
+    def __init__(self, url: str, workers: int, conn_max_age: int):
+        self.port = _free_port()
+        self.database = urlparse(url).path.lstrip("/")
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = open(f"/tmp/gymwright-bench-gunicorn-{self.port}.log", "wb")
+        env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false", "DB_CONN_MAX_AGE": str(conn_max_age),
+               "GUNICORN_BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": str(workers),
+               "GUNICORN_ACCESS_LOG": "/dev/null", "STATIC_ROOT": "/tmp/gymwright-bench-load/static"}
+        subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
+                       check=True)
+        self.proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "--config",
+                                      "python:gymwright.gunicorn_conf"], cwd=ROOT, env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        import httpx
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{self.base}/accounts/login/", timeout=2)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        raise SystemExit("gunicorn did not start")
+
+    def worker_pids(self) -> list[int]:
+        return _children(self.proc.pid)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+def login_cookies(base: str) -> dict:
+    import httpx
+
+    with httpx.Client(base_url=base) as client:
+        page = client.get("/accounts/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        r = client.post("/accounts/login/", data={"username": "bench", "password": PASSWORD,
+                                                  "csrfmiddlewaretoken": token},
+                        headers={"Referer": f"{base}/accounts/login/"})
+        assert r.status_code == 302, r.status_code
+        return dict(client.cookies)
+
+
+async def drive(base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float) -> dict:
+    import httpx
+
+    latencies: list[float] = []
+    errors = 0
+    stop_at = time.perf_counter() + duration
+
+    async def one(client):
+        nonlocal errors
+        while time.perf_counter() < stop_at:
+            start = time.perf_counter()
+            try:
+                r = await client.get(path)
+                ok = r.status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            latencies.append(time.perf_counter() - start)
+            errors += not ok
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, headers=headers, cookies=cookies, limits=limits,
+                                 timeout=30) as client:
+        await client.get(path)  # warm
+        began = time.perf_counter()
+        await asyncio.gather(*(one(client) for _ in range(clients)))
+        elapsed = time.perf_counter() - began
+    latencies.sort()
+    return {"n": len(latencies), "errors": errors, "rps": len(latencies) / elapsed,
+            "p50": statistics.median(latencies) * 1000,
+            "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000}
+
+
+def measure(server: Server, path: str, headers: dict, cookies: dict, clients: int, duration: float) -> dict:
+    asyncio.run(drive(server.base, path, headers, cookies, clients, 1.0))  # open every keep-alive and DB connection
+    pg = _postgres_pids(server.database)
+    web_before, pg_before = _cpu_seconds(server.worker_pids()), _cpu_seconds(pg)
+    result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration))
+    web_after, pg_after = _cpu_seconds(server.worker_pids()), _cpu_seconds(pg)
+    result["web_cpu_ms"] = (web_after - web_before) * 1000 / max(result["n"], 1)
+    result["db_cpu_ms"] = (pg_after - pg_before) * 1000 / max(result["n"], 1)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--duration", type=float, default=30.0, help="seconds per URL")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument("--urls", default="", help="comma-separated names to run (default: all)")
+    parser.add_argument("--compare-conn-max-age", action="store_true")
+    parser.add_argument("--keep-db", action="store_true", help="keep (and reuse) the seeded database")
+    args = parser.parse_args()
+
+    base_url = os.environ.get("DATABASE_URL", "")
+    if not base_url.startswith("postgres"):
+        print("DATABASE_URL must name a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/gymwright")
+        return 2
+    name = urlparse(base_url).path.lstrip("/") + "_load"
+    url = _db_url(base_url, name)
+    with _psql_admin(base_url) as admin:
+        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists and not args.keep_db:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            exists = None
+        if not exists:
+            admin.execute(f'CREATE DATABASE "{name}"')
+    ids = seed(url)
+    from django.db import connections
+
+    connections.close_all()
+    urls = {
+        "task list /": ("/", False),
+        "task page": (f"/tasks/{ids['task']}/", False),
+        "preview page (64 rollouts)": (f"/previews/{ids['run']}/", False),
+        "rollout page": (f"/previews/rollouts/{ids['rollout']}/", False),
+        "/api/tasks/": ("/api/tasks/", True),
+        "/api/tasks/?page=100": ("/api/tasks/?page=100", True),
+    }
+    for extra, path in (("review queue", "/review/"), ("pack list", "/packs/"), ("/api/review-queue/", "/api/review-queue/")):
+        urls[extra] = (path, path.startswith("/api/"))
+    wanted = [u.strip() for u in args.urls.split(",") if u.strip()]
+    configs = [("conn_max_age=60", 60)] + ([("conn_max_age=0", 0)] if args.compare_conn_max_age else [])
+    results: dict[tuple[str, str], dict] = {}
+    print(f"# {args.clients} clients × {args.duration:g} s per URL, gunicorn {args.workers} workers, "
+          f"DEBUG off, PostgreSQL; load average before: {os.getloadavg()}", flush=True)
+    for label, conn_max_age in configs:
+        server = Server(url, args.workers, conn_max_age)
+        try:
+            cookies = login_cookies(server.base)
+            for name_, (path, api) in urls.items():
+                if wanted and name_ not in wanted:
+                    continue
+                headers = {"Authorization": f"Token {ids['token']}"} if api else {}
+                import httpx
+
+                probe = httpx.get(server.base + path, headers=headers, cookies=None if api else cookies)
+                if probe.status_code == 404:
+                    continue  # a page that does not exist on this checkout (yet)
+                r = measure(server, path, headers, {} if api else cookies, args.clients, args.duration)
+                results[(label, name_)] = r
+                print(f"{label:16} {name_:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  "
+                      f"{r['rps']:6.1f} req/s  errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  "
+                      f"db CPU {r['db_cpu_ms']:5.1f} ms/req  (n={r['n']}, load {os.getloadavg()[0]:.2f})",
+                      flush=True)
+        finally:
+            server.stop()
+    print("\n# ratios (same run)")
+    first = configs[0][0]
+    api = results.get((first, "/api/tasks/"))
+    for (label, name_), r in results.items():
+        if label == first and api and name_ != "/api/tasks/":
+            print(f"{name_:28} / api list: p95 {r['p95'] / api['p95']:.2f}×  web CPU {r['web_cpu_ms'] / api['web_cpu_ms']:.2f}×")
+    p1, p100 = results.get((first, "/api/tasks/")), results.get((first, "/api/tasks/?page=100"))
+    if p1 and p100:
+        print(f"/api/tasks/ page 100 / page 1: p95 {p100['p95'] / p1['p95']:.2f}×  "
+              f"db CPU {p100['db_cpu_ms'] / max(p1['db_cpu_ms'], 0.001):.2f}×")
+    if len(configs) > 1:
+        for (label, name_), r in results.items():
+            other = results.get((configs[1][0], name_))
+            if label == first and other:
+                print(f"{name_:28} persistent / per-request connections: p50 {r['p50'] / other['p50']:.2f}×  "
+                      f"p95 {r['p95'] / other['p95']:.2f}×")
+    print(f"load average after: {os.getloadavg()}")
+    if not args.keep_db:
+        with _psql_admin(base_url) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    return 1 if any(r["errors"] for r in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
