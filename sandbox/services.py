@@ -621,21 +621,6 @@ def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, b
     return files, env_files
 
 
-def judge_client_for(rubric: dict):
-    """A JudgeClient for the rubric's judge, or None (judge checks then come back unscored)."""
-    from sandbox.endpoints import endpoint_config_for
-
-    name = ((rubric or {}).get("judge") or {}).get("model")
-    config = endpoint_config_for("judge", name=name)
-    if config is None:
-        return None
-    from grading.engine import JudgeClient, JudgeConfig
-
-    return JudgeClient(JudgeConfig(base_url=config.base_url, model=config.model, api_key=config.api_key,
-                                   concurrency=settings.JUDGE_CONCURRENCY, timeout_s=settings.JUDGE_TIMEOUT_S,
-                                   cache_dir=str(settings.JUDGE_CACHE_DIR)))
-
-
 def policy_model_config():
     """The runtime's ModelConfig for the `model` policy, from the admin's endpoint or the environment."""
     from sandbox.endpoints import endpoint_config_for
@@ -662,6 +647,8 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress):
     policy = make_policy(preview_run.policy, task=task,
                          model_config=policy_model_config() if preview_run.policy == "model" else None)
     backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
+    from grading.services import judge_client_for
+
     judge = judge_client_for(task_version.rubric)
     if not connection.in_atomic_block:
         # The worker is about to block for minutes; don't hold an idle connection meanwhile.

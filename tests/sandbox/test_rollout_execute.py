@@ -159,3 +159,39 @@ def test_a_docker_preview_runs_in_a_container_and_leaves_none_behind(author, set
     rollout.refresh_from_db()
     assert rollout.passed is True and rollout.reward == 1.0, rollout.error
     assert client.containers.list(all=True, filters=mine) == []
+
+
+def test_a_judge_rubric_calls_the_same_models_in_a_dry_run_and_in_a_preview(sandbox_dir, author, settings):
+    """One judge client factory: the rubric's judge and a check's own judge endpoint, with the
+    endpoint's max_tokens, are called the same way whether an author dry-runs or previews."""
+    from grading import services as grading_services
+
+    settings.JUDGE_CACHE_DIR = None  # the preview must ask the model again, not read the dry run's verdicts
+    rubric = {**RUBRIC, "judge": {"model": "strict-judge"}, "checks": [
+        *RUBRIC["checks"],
+        {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "The answer is a number."},
+        {"id": "second_opinion", "kind": "llm_judge", "points": 1, "criterion": "The answer is 42.",
+         "model": "second-judge"}]}
+    task = make_task(author=author, slug="two-judges", rubric=rubric)
+    with OpenAIServer(default='{"met": true, "explanation": "fine"}') as server:
+        ModelEndpoint.objects.create(name="strict-judge", role="judge", base_url=server.base_url,
+                                     model="strict-model", api_key_env="", default_params={"max_tokens": 77})
+        ModelEndpoint.objects.create(name="second-judge", role="judge", base_url=server.base_url,
+                                     model="second-model", api_key_env="")
+
+        outcome = grading_services.dry_run_start(rubric_text=json.dumps(rubric), answer="42", user=author,
+                                                 task=task, task_version=task.latest_version)
+        assert outcome.dry_run is not None
+        dry_run = grading_services.dry_run_grade(dry_run_id=outcome.dry_run.pk)
+        assert dry_run.status == "done", dry_run.error
+        dry_run_calls = sorted((r["model"], r.get("max_tokens")) for r in server.requests)
+        server.reset()
+
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
+        rollout = preview_run.rollouts.get()
+        assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+        preview_calls = sorted((r["model"], r.get("max_tokens")) for r in server.requests)
+    assert dry_run_calls == [("second-model", 77), ("strict-model", 77)]
+    assert preview_calls == dry_run_calls
+    rollout.refresh_from_db()
+    assert rollout.grade_document["complete"] is True and rollout.passed is True
