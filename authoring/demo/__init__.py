@@ -119,8 +119,6 @@ FIZZBUZZ_RUBRIC = {
     "checks": [
         {"id": "tests_pass", "kind": "command", "points": 10, "required": True,
          "run": "python3 -m unittest -q test_fizzbuzz", "expect_exit": 0, "timeout_s": 60},
-        {"id": "tests_untouched", "kind": "file_content", "points": 1, "path": "test_fizzbuzz.py",
-         "contains": "self.assertEqual(fizzbuzz(30), \"FizzBuzz\")"},
         {"id": "no_hardcoding", "kind": "python", "points": 2,
          "code": "def check(ctx):\n    source = open(ctx.workspace + '/fizzbuzz.py').read()\n"
                  "    return '%' in source and 'NotImplementedError' not in source\n"},
@@ -161,6 +159,9 @@ DEMO_TASKS = [
         "slug": "fizzbuzz-implementation",
         "tags": ["coding", "python"],
         "files": {"fizzbuzz.py": FIZZBUZZ_STUB, "test_fizzbuzz.py": FIZZBUZZ_TESTS},
+        # The agent may read and run the tests; they are put back before the checks run,
+        # so skipping or editing them earns nothing.
+        "roles": {"test_fizzbuzz.py": "protected"},
         "content": {
             "title": "Implement fizzbuzz so the tests pass",
             "prompt": "Implement `fizzbuzz(n)` in `fizzbuzz.py` so that `python3 -m unittest test_fizzbuzz` "
@@ -171,3 +172,27 @@ DEMO_TASKS = [
         },
     },
 ]
+
+
+def demo_file_refs(demo: dict) -> list[dict]:
+    """The task's `files` entries ({path, sha256, role?}) of a demo task."""
+    import hashlib
+
+    refs = []
+    for path, text in sorted(demo["files"].items()):
+        ref = {"path": path, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+        if demo.get("roles", {}).get(path):
+            ref["role"] = demo["roles"][path]
+        refs.append(ref)
+    return refs
+
+
+def demo_task_document(slug: str) -> tuple[dict, dict[str, bytes]]:
+    """A demo task as a gymwright.task/v1 document plus its files (path -> bytes), for the
+    sandbox runtime and its tests without a database."""
+    demo = next(d for d in DEMO_TASKS if d["slug"] == slug)
+    spec = DEMO_ENVIRONMENT["spec"]
+    environment = {"id": DEMO_ENVIRONMENT["slug"], **{k: v for k, v in spec.items() if v is not None}}
+    document = {"schema": "gymwright.task/v1", "id": slug, **demo["content"], "environment": environment,
+                "files": demo_file_refs(demo), "tags": demo["tags"]}
+    return document, {path: text.encode() for path, text in demo["files"].items()}

@@ -654,6 +654,20 @@ class CheckGrade(Strict):
     checks: list["CheckGrade"] | None = None
 
 
+class ProtectedFileState(Strict):
+    """What the agent had done to one `protected` task file when its episode ended (the file was
+    then restored to its original bytes before any check ran)."""
+
+    path: str
+    state: Literal["unchanged", "modified", "deleted", "replaced"] = Field(
+        description="modified: other bytes; deleted: nothing there; replaced: a link, directory or other "
+                    "non-file in its place")
+
+    @property
+    def changed(self) -> bool:
+        return self.state != "unchanged"
+
+
 class Grade(Strict):
     schema_: Literal["gymwright.grade/v1"] = Field(default=GRADE_SCHEMA, alias="schema")
     reward: Annotated[float, Field(ge=0, le=1)]
@@ -664,6 +678,8 @@ class Grade(Strict):
     complete: bool
     checks: list[CheckGrade]
     duration_ms: int = 0
+    # Filled by a sandbox rollout for tasks with protected files; empty for a dry run.
+    protected_files: list[ProtectedFileState] = Field(default_factory=list)
 
     def to_document(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)

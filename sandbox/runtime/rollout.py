@@ -18,6 +18,7 @@ from typing import Any
 from .backends.base import Backend
 from .harness import run_episode, trajectory_text
 from .policies import ModelConfig, Policy, make_policy
+from .roles import GradingSandbox, mirror_files, plan_files, protected_states
 from .spec import SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -74,12 +75,15 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
     workspace files, and always stop the sandbox.
 
     `files` are the task's files (path -> bytes, into /workspace), `env_files`
-    the environment's (into /env). `on_event(dict)` gets {"type": "started"},
+    the environment's (into /env); their roles come from the task (see
+    `roles`): grader files go in only after the episode, protected files are
+    restored before the checks, and nothing the agent started still runs then. `on_event(dict)` gets {"type": "started"},
     {"type": "step", "step": n, ...}, {"type": "grading"} and {"type": "done",
     ...}; its exceptions are logged and ignored. `should_cancel()` is polled
     between steps. `spec` overrides the spec built from the environment.
     """
     from grading.engine import Task, grade, parse_task
+    from grading.engine.models import ProtectedFileState
 
     started = time.monotonic()
     if not isinstance(task, Task):
@@ -96,10 +100,11 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
             log.exception("on_event callback failed")
 
     sandbox = None
+    plan = plan_files(task, files or {}, env_files or {})
     work = tempfile.mkdtemp(prefix="gymwright-rollout-")
     try:
         try:
-            sandbox = backend.start(spec, files=files or {}, env_files=env_files or {})
+            sandbox = backend.start(spec, files=plan.agent_files, env_files=plan.agent_env_files)
         except SandboxError as exc:
             result.error, result.error_kind, result.retryable = exc.message, "sandbox", not exc.permanent
             return result
@@ -121,11 +126,25 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
         emit({"type": "grading"})
         grading_started = time.monotonic()
         try:
+            sandbox.end_processes()
+            # The agent's workspace as it left it (what the viewer shows) ...
             snapshot = sandbox.snapshot(Path(work) / "workspace")
             result.workspace_files, result.workspace_truncated = _capture(snapshot)
+            # ... then the task's own files back in place for the checks.
+            states = []
+            if plan.after_episode:
+                found = sandbox.restore_files(plan.after_episode)
+                states = protected_states(found, snapshot, plan.protected)
+                mirror_files(snapshot, plan.after_episode)
+            if plan.grader_env_files:
+                sandbox.add_env_files(plan.grader_env_files)
             result.grade = grade(task.rubric, answer=episode.answer, workspace=snapshot,
-                                 trajectory=trajectory_text(episode.trajectory), sandbox=sandbox,
+                                 trajectory=trajectory_text(episode.trajectory),
+                                 sandbox=GradingSandbox(sandbox),
                                  judge=judge, checks_module=task.environment.checks_module)
+            if states:
+                result.grade = result.grade.model_copy(
+                    update={"protected_files": [ProtectedFileState(**state) for state in states]})
         except SandboxError as exc:
             result.error, result.error_kind, result.retryable = exc.message, "grading", not exc.permanent
         except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the episode

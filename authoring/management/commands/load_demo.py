@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from authoring import services
-from authoring.demo import DEMO_ENVIRONMENT, DEMO_TASKS
+from authoring.demo import DEMO_ENVIRONMENT, DEMO_TASKS, demo_file_refs
 from authoring.models import Environment, Task
 from authoring.permissions import ADMIN, AUTHOR
 
@@ -29,8 +29,9 @@ class Command(BaseCommand):
         for demo in DEMO_TASKS:
             if Task.objects.filter(slug=demo["slug"]).exists():
                 continue
-            files = [{"path": path, "sha256": services.blob_store(data=text.encode()).sha256}
-                     for path, text in sorted(demo["files"].items())]
+            for text in demo["files"].values():
+                services.blob_store(data=text.encode())
+            files = demo_file_refs(demo)
             content = {**demo["content"], "files": files, "tags": demo["tags"]}
             services.task_create(slug=demo["slug"], environment=environment, author=user, content=content)
             self.stdout.write(f"Created task {demo['slug']}")

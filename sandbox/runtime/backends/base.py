@@ -118,6 +118,28 @@ class Sandbox(abc.ABC):
     def stop(self) -> None:
         """Kill everything in the sandbox and free its resources. Idempotent."""
 
+    # -- between the episode and the checks ----------------------------------
+    @abc.abstractmethod
+    def end_processes(self) -> None:
+        """Kill every process the episode left running (background servers,
+        daemons that escaped their exec's process group), so that nothing the
+        agent started can touch the workspace while the checks run. The
+        sandbox stays usable: later execs start fresh."""
+
+    @abc.abstractmethod
+    def restore_files(self, files: Mapping[str, bytes]) -> dict[str, str]:
+        """Put exactly these bytes at these workspace paths, whatever is there
+        now: a file, a link, a directory (removed with its contents), or a
+        parent directory replaced by a link or a file (made a real directory
+        again). Call after `end_processes()`, so nothing races the writes.
+        Returns, per path, what was found there first: "file", "missing",
+        "link", "dir" or "other"."""
+
+    def add_env_files(self, env_files: Mapping[str, bytes]) -> None:
+        """Add files under /env (read-only to the sandbox) after the start:
+        the environment's grader files, once the episode is over."""
+        self.backend._install_env_files(self, dict(env_files))  # type: ignore[attr-defined]
+
     def write_files(self, files: Mapping[str, bytes]) -> None:
         for path, data in files.items():
             self.write_file(path, data)

@@ -580,6 +580,49 @@ class BubblewrapSandbox(Sandbox):
                     shutil.copyfile(src, dest / rel_dir / name, follow_symlinks=False)
         return dest
 
+    # -- between the episode and the checks ----------------------------------
+    def end_processes(self) -> None:
+        # Each exec's pid namespace already dies with it; what could remain is
+        # in the sandbox's cgroups (the spawner too: a fresh one starts on the
+        # next exec).
+        with self._exec_lock:
+            self._close_spawner()
+            self.cgroups.kill_all()
+
+    def restore_files(self, files) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self._exec_lock:
+            for path, data in files.items():
+                root, rel = split_path(path, writable=True)
+                base = {WORKSPACE: self.workspace_dir, TMP: self.tmp_dir}[root]
+                *parents, name = rel.split("/")
+                current = base
+                for part in parents:
+                    current = current / part
+                    self._real_dir(current)
+                target = current / name
+                found[path] = _remove_any(target)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                self._own(target)
+        return found
+
+    def _real_dir(self, path: Path) -> None:
+        """`path` as a real directory the worker can write in (never following a link)."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            if st.st_mode & 0o700 != 0o700:
+                os.chmod(path, stat.S_IMODE(st.st_mode) | 0o700)
+            return
+        if st is not None:
+            os.unlink(path)
+        path.mkdir()
+        self._own(path)
+
     def stop(self) -> None:
         if self.stopped:
             return
@@ -626,6 +669,19 @@ def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
             removed.append(entry.name.split("-")[1])
     remove_dead_owner_cgroups(pid_alive)
     return removed
+
+
+def _remove_any(path: Path) -> str:
+    """Remove whatever is at `path` without following links; say what it was."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "missing"
+    if stat.S_ISDIR(st.st_mode):
+        _force_rmtree(path)
+        return "dir"
+    os.unlink(path)
+    return "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
 
 
 def _umount(path: Path) -> None:

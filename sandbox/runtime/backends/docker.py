@@ -68,6 +68,38 @@ KILLER_REPLY_S = 5.0
 OOM_PROBE = ("cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
              " || cat /sys/fs/cgroup/memory.events 2>/dev/null")
 KILL_GRACE_S = 3.0
+# At start: every pid in the container (docker-init and the keep-alive sleep),
+# then this shell's own, to be told apart.
+LIST_PIDS = 'for d in /proc/[0-9]*; do echo "${d#/proc/}"; done; echo "self $$"'
+# Before grading: SIGKILL every process but the ones listed in $1 and this
+# shell, pass after pass until a pass finds none alive (zombies wait for
+# docker-init to reap them and are harmless). Builtins only: no fork.
+END_PROCESSES = ('keep=" $1 $$ "; n=0; while [ $n -lt 100 ]; do found=; '
+                 'for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep" in *" $p "*) continue;; esac; '
+                 'line=; read -r line < "$d/stat" 2>/dev/null; case "$line" in *") Z "*|"") continue;; esac; '
+                 'kill -9 "$p" 2>/dev/null && found=1; done; [ -z "$found" ] && exit 0; n=$((n+1)); done; exit 1')
+# Clear each workspace path given (relative): parents that are links or files
+# become real directories again; whatever is at the path itself goes. Prints
+# what was there. Runs as the sandbox user, who owns everything in /workspace.
+CLEAR_PATHS = r"""set -f
+for rel; do
+  cur=/workspace; rest=$rel
+  while :; do
+    case $rest in */*) part=${rest%%/*}; rest=${rest#*/};; *) break;; esac
+    cur=$cur/$part
+    if [ -L "$cur" ] || { [ -e "$cur" ] && [ ! -d "$cur" ]; }; then rm -f "$cur" || exit 1; fi
+    [ -d "$cur" ] || mkdir "$cur" || exit 1
+    chmod u+rwx "$cur" || exit 1
+  done
+  cur=$cur/$rest
+  if [ -L "$cur" ]; then echo link; rm -f "$cur"
+  elif [ -d "$cur" ]; then echo dir; chmod -R u+rwx "$cur" 2>/dev/null; rm -rf "$cur"
+  elif [ -f "$cur" ]; then echo file; rm -f "$cur"
+  elif [ -e "$cur" ]; then echo other; rm -f "$cur"
+  else echo missing; fi
+  if [ -e "$cur" ] || [ -L "$cur" ]; then echo "cannot clear $rel" >&2; exit 1; fi
+done
+"""
 _build_locks: dict[str, threading.Lock] = {}
 _build_locks_guard = threading.Lock()
 
@@ -233,12 +265,16 @@ class DockerSandbox(Sandbox):
         self._killer = None
         self._killer_buf = b""
         self._killer_lines = b""
+        self._keep_pids = "1"
 
     def _prepare(self) -> None:
-        code, _, err, _ = self._run(["mkdir", "-p", PID_DIR], timeout_s=30)
+        code, out, err, _ = self._run(["/bin/sh", "-c", f"mkdir -p {PID_DIR} && {LIST_PIDS}"], timeout_s=30)
         if code != 0:
             raise SandboxError(f"the image has no usable /bin/sh or mkdir: {err.text()[-500:]}",
                                permanent=True)
+        lines = out.text().split()
+        own = lines[lines.index("self") + 1] if "self" in lines else ""
+        self._keep_pids = " ".join(p for p in lines if p.isdigit() and p != own)
         self.oom_seen = self._oom_count()
         self._start_killer()
 
@@ -549,6 +585,35 @@ class DockerSandbox(Sandbox):
                 members = [m for m in tar.getmembers() if m.isreg() or m.isdir()]
                 tar.extractall(dest, members=members, filter="data")
         return dest
+
+    # -- between the episode and the checks ----------------------------------
+    def end_processes(self) -> None:
+        with self._exec_lock:
+            self._close_killer()  # a sandbox-user exec like the rest; restarted on demand
+            self._stale_pidfiles = []
+            code, _, err, timed_out = self._run(["/bin/sh", "-c", END_PROCESSES, "gymwright", self._keep_pids],
+                                                timeout_s=60)
+        if code != 0:
+            raise SandboxError("could not stop the processes the episode left running"
+                               + (" (timed out)" if timed_out else f": {err.text()[-300:]}"))
+
+    def restore_files(self, files) -> dict[str, str]:
+        entries, rels = {}, []
+        for path, data in files.items():
+            root, rel = split_path(path, writable=True)
+            if root != WORKSPACE:
+                raise SandboxError(f"only workspace files can be restored, not {path!r}", permanent=True)
+            entries[f"{root}/{rel}"] = data
+            rels.append(rel)
+        if not rels:
+            return {}
+        with self._exec_lock:
+            code, out, err, _ = self._run(["/bin/sh", "-c", CLEAR_PATHS, "gymwright", *rels], timeout_s=120)
+            if code != 0:
+                raise SandboxError(f"cannot restore the task's files: {err.text()[-500:]}")
+            self._untar(entries)
+        kinds = out.text().split()
+        return {path: kinds[i] if i < len(kinds) else "missing" for i, path in enumerate(files)}
 
     def stop(self) -> None:
         with self._lock:

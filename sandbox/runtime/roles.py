@@ -1,0 +1,133 @@
+"""File roles at run time (task format: a file's `role`).
+
+- `workspace`: copied into /workspace at the start; the agent may change it.
+- `protected`: copied in at the start; after the episode, once every process
+  the agent left is dead, put back to its original bytes (whatever the agent
+  put there: other bytes, a link, a directory) before any check runs. The
+  grade records what the agent had done to it.
+- `grader`: never in the sandbox during the episode; copied in at its path
+  only after it, for the checks. Environment files with this role are added
+  under /env the same way.
+
+Checks then run with an environment that ignores what the agent may have
+planted for Python outside the workspace (user site-packages in $HOME=/tmp,
+stale bytecode): see `GRADING_ENV`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class FilePlan:
+    """A task's files split by role: what the agent gets, and what comes after the episode."""
+
+    agent_files: dict[str, bytes] = field(default_factory=dict)
+    agent_env_files: dict[str, bytes] = field(default_factory=dict)
+    protected: dict[str, bytes] = field(default_factory=dict)
+    grader: dict[str, bytes] = field(default_factory=dict)
+    grader_env_files: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def after_episode(self) -> dict[str, bytes]:
+        """Workspace files written once the episode is over (protected first, then grader)."""
+        return {**self.protected, **self.grader}
+
+
+def plan_files(task, files: Mapping[str, bytes], env_files: Mapping[str, bytes]) -> FilePlan:
+    """Split `files` (task files) and `env_files` by the roles `task` (a parsed Task) gives them.
+    Files the task does not list keep today's behaviour (workspace)."""
+    plan = FilePlan()
+    roles = {ref.path: ref.effective_role for ref in task.files}
+    env_roles = {ref.path: ref.effective_role for ref in task.environment.files}
+    for path, data in files.items():
+        role = roles.get(path, "workspace")
+        if role == "grader":
+            plan.grader[path] = data
+        else:
+            plan.agent_files[path] = data
+            if role == "protected":
+                plan.protected[path] = data
+    for path, data in env_files.items():
+        # /env is read-only to the agent already: protected there means workspace.
+        if env_roles.get(path) == "grader":
+            plan.grader_env_files[path] = data
+        else:
+            plan.agent_env_files[path] = data
+    return plan
+
+
+def protected_states(found: Mapping[str, str], snapshot: Path, protected: Mapping[str, bytes]) -> list[dict]:
+    """What the agent did to each protected file: `found` is what `Sandbox.restore_files`
+    saw at each path, `snapshot` the workspace copied out before the restoration."""
+    states = []
+    for path, original in protected.items():
+        kind = found.get(path, "missing")
+        if kind == "file":
+            copy = snapshot / path
+            same = False
+            try:
+                st = os.lstat(copy)
+                if stat.S_ISREG(st.st_mode) and st.st_size == len(original):
+                    same = hashlib.sha256(copy.read_bytes()).digest() == hashlib.sha256(original).digest()
+            except OSError:
+                same = False
+            state = "unchanged" if same else "modified"
+        elif kind == "missing":
+            state = "deleted"
+        else:
+            state = "replaced"
+        states.append({"path": path, "state": state})
+    return states
+
+
+def mirror_files(snapshot: Path, files: Mapping[str, bytes]) -> None:
+    """Apply the restoration to the worker's copy of the workspace too, so that checks
+    reading files on the worker (file_content, table_cell ...) see what the sandbox has."""
+    root = Path(snapshot)
+    for path, data in files.items():
+        *parents, name = path.split("/")
+        current = root
+        for part in parents:
+            current = current / part
+            if current.is_symlink() or (current.exists() and not current.is_dir()):
+                current.unlink()
+            current.mkdir(exist_ok=True)
+        target = current / name
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)
+        target.write_bytes(data)
+
+
+class GradingSandbox:
+    """The sandbox as the checks see it: the same sandbox, but every exec gets an
+    environment that makes Python ignore user site-packages (the agent's $HOME is
+    /tmp) and read bytecode only from a fresh, unguessable cache directory."""
+
+    def __init__(self, sandbox):
+        self._sandbox = sandbox
+        self.workspace_path = sandbox.workspace_path
+        self.env = {"PYTHONNOUSERSITE": "1",
+                    "PYTHONPYCACHEPREFIX": f"/tmp/.gymwright-grading-{secrets.token_hex(8)}"}
+
+    def exec(self, command, *, timeout_s=None, stdin=None, env=None):
+        return self._sandbox.exec(command, timeout_s=timeout_s, stdin=stdin, env={**(env or {}), **self.env})
+
+    def write_file(self, path: str, data: bytes) -> None:
+        self._sandbox.write_file(path, data)
+
+    def read_file(self, path: str) -> bytes:
+        return self._sandbox.read_file(path)
+
+    def __getattr__(self, name):
+        return getattr(self._sandbox, name)
