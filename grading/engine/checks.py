@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import similarity
+from .limits import GradeLimits
 from .models import (
     CommandCheck,
     FileContentCheck,
@@ -58,6 +59,7 @@ class GradingContext:
     workspace: Path | None = None
     sandbox: CheckSandbox | None = None
     checks_module: str | None = None
+    limits: GradeLimits = field(default_factory=GradeLimits)
     _text_cache: dict = field(default_factory=dict)
     _stdout_cache: dict = field(default_factory=dict)
     _file_text_cache: dict = field(default_factory=dict)
@@ -425,12 +427,63 @@ def _cell_number(value: Any) -> float | None:
     return number_value / 100.0 if percent else number_value
 
 
-def read_table(data: bytes, path: str, sheet: str | int | None) -> list[list[Any]]:
-    """Rows of a CSV or XLSX file as lists of cell values (the header row included)."""
+def _xlsx_bounded(data: bytes, path: str, limits: GradeLimits) -> None:
+    """Refuse an XLSX archive whose declared sizes or compression ratio are over the limits.
+
+    Python's zipfile never inflates a member past the size its directory declares, so
+    checking the declared sizes before openpyxl opens anything bounds the whole parse.
+    """
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise Missing(f"{path!r} is not a readable XLSX file ({exc})") from None
+    if len(members) > limits.xlsx_max_members:
+        raise Unscored(f"{path!r} has {len(members)} archive members, over the limit of {limits.xlsx_max_members} "
+                       "(GYMWRIGHT_XLSX_MAX_MEMBERS); refused unread")
+    total = sum(member.file_size for member in members)
+    if total > limits.xlsx_max_bytes:
+        raise Unscored(f"{path!r} would inflate to {total / (1024 * 1024):.1f} MB, over the limit of "
+                       f"{limits.xlsx_max_bytes / (1024 * 1024):g} MB (GYMWRIGHT_XLSX_MAX_MB); refused unread "
+                       "(a decompression bomb?)")
+    for member in members:
+        ratio = member.file_size / max(member.compress_size, 1)
+        if member.file_size > 1024 * 1024 and ratio > limits.xlsx_max_ratio:
+            raise Unscored(f"{path!r} member {member.filename!r} inflates {ratio:.0f}:1, over the limit of "
+                           f"{limits.xlsx_max_ratio:g}:1 (GYMWRIGHT_XLSX_MAX_RATIO); refused unread "
+                           "(a decompression bomb?)")
+
+
+def _csv_dialect(data: bytes, path: str, limits: GradeLimits):
+    """The CSV dialect sniffed from at most `csv_sniff_bytes` of the first line.
+
+    `csv.Sniffer` is quadratic on crafted lines (a 60 kB line of `,"` takes minutes),
+    so it only ever sees a bounded sample.
+    """
+    import csv
+
+    sample = data[: limits.csv_sniff_bytes].decode("utf-8", errors="ignore")
+    lines = sample.splitlines()
+    try:
+        return csv.Sniffer().sniff(lines[0] if lines else "")
+    except csv.Error as exc:
+        raise Missing(f"{path!r} is not a readable CSV file ({exc}; name the `delimiter` in the check)") from None
+
+
+def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: str | None = None,
+               limits: GradeLimits | None = None) -> list[list[Any]]:
+    """Rows of a CSV or XLSX file as lists of cell values (the header row included).
+
+    A CSV's delimiter is `delimiter` when given, else sniffed from a bounded sample.
+    """
+    limits = limits or GradeLimits()
     lower = path.lower()
     if lower.endswith((".xlsx", ".xlsm")):
         import openpyxl
 
+        _xlsx_bounded(data, path, limits)
         try:
             workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         except Exception as exc:  # noqa: BLE001 - a corrupt upload is the agent's failure
@@ -452,8 +505,13 @@ def read_table(data: bytes, path: str, sheet: str | int | None) -> list[list[Any
             workbook.close()
     import pandas
 
+    if delimiter is not None:
+        dialect_options = {"sep": delimiter}
+    else:
+        dialect_options = {"dialect": _csv_dialect(data, path, limits)}
     try:
-        frame = pandas.read_csv(io.BytesIO(data), header=None, dtype=str, keep_default_na=False, sep=None, engine="python")
+        frame = pandas.read_csv(io.BytesIO(data), header=None, dtype=str, keep_default_na=False, engine="python",
+                                **dialect_options)
     except Exception as exc:  # noqa: BLE001
         raise Missing(f"{path!r} is not a readable CSV file ({exc})") from None
     return frame.values.tolist()
@@ -474,7 +532,8 @@ def _find_label(labels: list[Any], wanted: str) -> int | None:
 
 def table_cell(check: TableCellCheck, ctx: GradingContext) -> Outcome:
     try:
-        rows = read_table(ctx.read_bytes(check.path), check.path, check.sheet)
+        rows = read_table(ctx.read_bytes(check.path), check.path, check.sheet, delimiter=check.delimiter,
+                          limits=ctx.limits)
     except Missing as exc:
         return _binary(False, str(exc))
     if not rows:

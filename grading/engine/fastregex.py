@@ -1,4 +1,16 @@
-"""Regex search with a literal prefilter, so a pattern that cannot match costs a `str.find`.
+"""Rubric patterns: the one place an author's regular expression is compiled and run.
+
+Patterns run on PyPI's `regex` engine (its VERSION0 mode is `re`'s syntax and
+semantics, so existing rubrics keep their meaning, backreferences and lookarounds
+included) with a `timeout` on every search: a catastrophic pattern such as
+`(a+)+$` stops at the check's time budget (`limits.pattern_timeout_s()`) and the
+check is reported unscored, instead of holding a worker for hours. google-re2 was
+the alternative: linear time, but it rejects backreferences and lookarounds that
+published rubrics may use, which would change the format's meaning.
+
+`compile_pattern(pattern, flags)` is the only constructor; `validate_pattern` is
+the schema's check that a pattern compiles. Searches also use a literal
+prefilter, so a pattern that cannot match costs a `str.find`.
 
 Python's `re` skips ahead with its literal-prefix optimisation only when a
 pattern starts with a case-sensitive literal; `\\bword`, `^total: (\\d+)` or any
@@ -21,7 +33,12 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Iterator
+
+import regex
+
+from .limits import BudgetExceeded, pattern_timeout_s
 
 _ANCHORED_TRIES = 64
 _last_text = threading.local()
@@ -37,8 +54,47 @@ def _lowered(text: str) -> str | None:
     return value
 
 
-def _required_literals(pattern: re.Pattern) -> tuple[str | None, str | None, bool]:
-    """(longest required literal, literal every match starts with, ignore case)."""
+_FLAG_LETTERS = "aimsx"
+_RE_FLAGS = {"a": re.ASCII, "i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_REGEX_FLAGS = {"a": regex.ASCII, "i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
+
+
+def _flag_bits(letters: str, table: dict[str, int]) -> int:
+    bits = 0
+    for letter in letters:
+        bits |= table[letter]
+    return bits
+
+
+def validate_pattern(pattern: str, flags: str = "") -> None:
+    """Raise `ValueError` with the engine's message if the pattern does not compile."""
+    try:
+        regex.compile(pattern, _flag_bits(flags, _REGEX_FLAGS) | regex.VERSION0)
+    except regex.error as exc:
+        raise ValueError(str(exc)) from None
+
+
+def compile_pattern(pattern: str, flags: str = "") -> "Searcher":
+    """An author's pattern (flag letters from 'aimsx'), compiled for time-bounded searches."""
+    compiled = regex.compile(pattern, _flag_bits(flags, _REGEX_FLAGS) | regex.VERSION0)
+    return Searcher(compiled, re_flags=_flag_bits(flags, _RE_FLAGS))
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("regex timed out")
+    return left
+
+
+def _timed_out(searcher: "Searcher") -> BudgetExceeded:
+    text = searcher.pattern.pattern
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    return BudgetExceeded(f"the pattern {shown!r} ran longer than its {pattern_timeout_s():g} s time budget")
+
+
+def _required_literals(pattern, re_flags: int) -> tuple[str | None, str | None, bool]:
+    """(longest required literal, literal every match starts with, ignore case), from `re`'s parser."""
     if not isinstance(pattern.pattern, str):
         return None, None, False
     try:
@@ -46,8 +102,8 @@ def _required_literals(pattern: re.Pattern) -> tuple[str | None, str | None, boo
     except ImportError:  # pragma: no cover - older Pythons
         import sre_parse  # type: ignore[no-redef]
     try:
-        parsed = sre_parse.parse(pattern.pattern, pattern.flags)
-        ignore_case = bool((parsed.state.flags | pattern.flags) & re.IGNORECASE)
+        parsed = sre_parse.parse(pattern.pattern, re_flags)
+        ignore_case = bool((parsed.state.flags | re_flags) & re.IGNORECASE)
         literal_op, at_op = sre_parse.LITERAL, sre_parse.AT
     except Exception:  # noqa: BLE001 - no prefilter rather than a wrong one
         return None, None, False
@@ -81,13 +137,21 @@ def _required_literals(pattern: re.Pattern) -> tuple[str | None, str | None, boo
 
 
 class Searcher:
-    """A compiled pattern plus its literal prefilter; `search`/`finditer` behave like `re`'s."""
+    """A compiled pattern plus its literal prefilter; `search`/`finditer` behave like `re`'s.
+
+    Each search is bounded by the running check's time budget; running over it
+    raises `BudgetExceeded` (the check is then unscored with the reason).
+    """
 
     __slots__ = ("pattern", "literal", "prefix", "ignore_case")
 
-    def __init__(self, pattern: re.Pattern):
+    def __init__(self, pattern, *, re_flags: int = 0):
         self.pattern = pattern
-        self.literal, self.prefix, self.ignore_case = _required_literals(pattern)
+        self.literal, self.prefix, self.ignore_case = _required_literals(pattern, re_flags)
+
+    @property
+    def groups(self) -> int:
+        return self.pattern.groups
 
     def _haystack(self, text: str) -> str | None:
         if self.literal is None and self.prefix is None:
@@ -107,26 +171,36 @@ class Searcher:
             return haystack.find(self.prefix), haystack
         return 0, None
 
-    def search(self, text: str) -> re.Match | None:
+    def search(self, text: str):
+        try:
+            return self._search(text, pattern_timeout_s())
+        except TimeoutError:
+            raise _timed_out(self) from None
+
+    def _search(self, text: str, timeout: float):
         start, haystack = self._start(text)
         if start < 0:
             return None
+        deadline = time.monotonic() + timeout
         if haystack is not None:
-            # Try the match only where the prefix occurs; after a few dozen tries, let `re` scan.
+            # Try the match only where the prefix occurs; after a few dozen tries, let the engine scan.
             for _ in range(_ANCHORED_TRIES):
-                found = self.pattern.match(text, start)
+                found = self.pattern.match(text, start, timeout=_left(deadline))
                 if found is not None:
                     return found
                 start = haystack.find(self.prefix, start + 1)
                 if start < 0:
                     return None
-        return self.pattern.search(text, start)
+        return self.pattern.search(text, start, timeout=_left(deadline))
 
-    def finditer(self, text: str) -> Iterator[re.Match]:
+    def finditer(self, text: str) -> Iterator:
         start, _ = self._start(text)
         if start < 0:
-            return iter(())
-        return self.pattern.finditer(text, start)
+            return
+        try:
+            yield from self.pattern.finditer(text, start, timeout=pattern_timeout_s())
+        except TimeoutError:
+            raise _timed_out(self) from None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Searcher) and other.pattern == self.pattern

@@ -18,7 +18,7 @@ import ast
 import re
 from typing import Annotated, Any, Literal, Union
 
-from .fastregex import Searcher
+from .fastregex import Searcher, compile_pattern, validate_pattern
 
 from pydantic import (
     AfterValidator,
@@ -43,17 +43,6 @@ SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
 TOOL_NAME_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$"
 FUNCTION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
 REGEX_FLAGS_PATTERN = r"^[aimsx]*$"
-
-_REGEX_FLAG_BITS = {"a": re.ASCII, "i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-
-
-def regex_flags(letters: str) -> int:
-    """Turn flag letters (`a i m s x`, as in Python's inline flags) into `re` flag bits."""
-    bits = 0
-    for letter in letters:
-        bits |= _REGEX_FLAG_BITS[letter]
-    return bits
-
 
 # ---------------------------------------------------------------- field types
 
@@ -94,15 +83,15 @@ def safe_relative_path(value: str) -> str:
 
 def _compiles(value: str) -> str:
     try:
-        re.compile(value)
-    except re.error as exc:
+        validate_pattern(value)
+    except ValueError as exc:
         raise ValueError(f"regular expression does not compile: {exc}; expected a Python `re` pattern") from None
     return value
 
 
 def _one_group_regex(value: str) -> str:
     _compiles(value)
-    groups = re.compile(value).groups
+    groups = compile_pattern(value).groups
     if groups != 1:
         raise ValueError(
             f"extract must have exactly one capturing group around the number (it has {groups}), "
@@ -277,7 +266,7 @@ class RegexCheck(CheckBase):
     def compiled(self) -> Searcher:
         """The pattern, compiled once at parse time (with its literal prefilter)."""
         if self._compiled is None:
-            self._compiled = Searcher(re.compile(self.pattern, regex_flags(self.flags)))
+            self._compiled = compile_pattern(self.pattern, self.flags)
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
@@ -302,7 +291,7 @@ class NumberCheck(CheckBase):
 
     def compiled_extract(self) -> Searcher | None:
         if self.extract is not None and self._compiled is None:
-            self._compiled = Searcher(re.compile(self.extract))
+            self._compiled = compile_pattern(self.extract)
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
@@ -363,7 +352,7 @@ class FileContentCheck(CheckBase):
 
     def compiled(self) -> Searcher | None:
         if self.regex is not None and self._compiled is None:
-            self._compiled = Searcher(re.compile(self.regex))
+            self._compiled = compile_pattern(self.regex)
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
@@ -376,13 +365,16 @@ class TableCellCheck(CheckBase):
     The first row is the header: `column` is a header label or a 0-based column
     index. `row` is a label looked up in the first column, or a 0-based index
     of the data rows (the row after the header is 0). `sheet` (XLSX only) is a
-    sheet name or 0-based index; the first sheet by default. String cells are
-    compared after stripping whitespace, case-sensitively.
+    sheet name or 0-based index; the first sheet by default. `delimiter` (CSV
+    only) is the one-character field separator; without it, it is sniffed from the
+    start of the first line. String cells are compared after stripping
+    whitespace, case-sensitively.
     """
 
     kind: Literal["table_cell"]
     path: RelPath
     sheet: str | StrictInt | None = None
+    delimiter: Annotated[str, Field(min_length=1, max_length=1, pattern=r'^[^\r\n"]$')] | None = None
     row: str | Annotated[StrictInt, Field(ge=0)]
     column: str | Annotated[StrictInt, Field(ge=0)]
     expected: Union[StrictInt, StrictFloat, str]

@@ -22,6 +22,7 @@ from typing import Any
 
 from .checks import GradingContext, Missing, Unscored, evaluate
 from .judge import JudgeClient, JudgeRequest, JudgeResult
+from .limits import BudgetExceeded, GradeLimits, cpu_budget
 from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric
 from .sandbox import CheckSandbox
 from .validation import parse_rubric
@@ -114,7 +115,14 @@ class _Grader:
                     raise Unscored(verdict.explanation)
                 score, explanation = verdict.score, verdict.explanation
             else:
-                outcome = evaluate(check, self.ctx)
+                budget = self.ctx.limits.check_cpu_s
+                try:
+                    with cpu_budget(budget):
+                        outcome = evaluate(check, self.ctx)
+                except BudgetExceeded as exc:
+                    why = f" ({exc})" if str(exc) else ""
+                    raise Unscored(f"the check used up its {budget:g} s CPU-time budget (GYMWRIGHT_CHECK_CPU_S){why}; "
+                                   "it was stopped and left out of the score") from None
                 score, explanation = outcome.score, outcome.explanation
             status = "scored"
         except Unscored as exc:
@@ -184,6 +192,7 @@ def grade(
     sandbox: CheckSandbox | None = None,
     judge: JudgeClient | None = None,
     checks_module: str | None = None,
+    limits: GradeLimits | None = None,
 ) -> Grade:
     """Grade one answer (and its workspace/trajectory) against a rubric.
 
@@ -192,8 +201,10 @@ def grade(
     targets run in `sandbox` — unscored "needs a sandbox" without one. `llm_judge`
     checks use `judge` — unscored "no judge model configured" without one.
     `checks_module` is the environment's checks module source (for
-    `function: "checks:fn"`). Never raises for a check's failure: every problem
-    becomes an unscored check with its reason. A dict rubric is parsed first
+    `function: "checks:fn"`). `limits` bound the work on untrusted input (each check's
+    CPU time, pattern searches, CSV sniffing, XLSX archives); `GradeLimits.from_env()`
+    by default. Never raises for a check's failure: every problem becomes an unscored
+    check with its reason. A dict rubric is parsed first
     (`SpecError` if invalid).
     """
     started = time.perf_counter()
@@ -205,6 +216,7 @@ def grade(
         workspace=Path(workspace) if workspace is not None else None,
         sandbox=sandbox,
         checks_module=checks_module,
+        limits=limits or GradeLimits.from_env(),
     )
     grader = _Grader(rubric, ctx, judge)
     grader.run_judges()

@@ -1,0 +1,103 @@
+"""Bounds on grading untrusted input: rubric patterns (authors) and workspace files (agents).
+
+Every check runs under a CPU-time budget; going over it makes the check unscored
+with the reason, never a stalled worker or web process. The bounds are read from
+environment variables (the same names the web app documents in README's settings
+table) so that the CLI, the Celery workers and the dry-run subprocess agree:
+
+| variable | default | bound |
+| --- | --- | --- |
+| `GYMWRIGHT_CHECK_CPU_S` | 5 | CPU seconds one check may use (and the time budget of each pattern search) |
+| `GYMWRIGHT_CSV_SNIFF_BYTES` | 2048 | bytes of a CSV's first line the delimiter sniffer reads |
+| `GYMWRIGHT_XLSX_MAX_MB` | 100 | declared uncompressed size of an XLSX archive |
+| `GYMWRIGHT_XLSX_MAX_RATIO` | 100 | declared uncompressed / compressed size of any XLSX member |
+| `GYMWRIGHT_XLSX_MAX_MEMBERS` | 10000 | members in an XLSX archive |
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+
+class BudgetExceeded(BaseException):
+    """A check used up its CPU-time budget.
+
+    A BaseException on purpose: the SIGPROF handler raises it from inside parsers
+    (pandas, openpyxl) whose `except Exception` would otherwise turn it into a
+    wrong "not a readable file" verdict.
+    """
+
+
+def _env_number(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    number = float(value)
+    if not number > 0:
+        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class GradeLimits:
+    check_cpu_s: float = 5.0
+    csv_sniff_bytes: int = 2048
+    xlsx_max_bytes: int = 100 * 1024 * 1024
+    xlsx_max_ratio: float = 100.0
+    xlsx_max_members: int = 10_000
+
+    @classmethod
+    def from_env(cls) -> "GradeLimits":
+        return cls(
+            check_cpu_s=_env_number("GYMWRIGHT_CHECK_CPU_S", cls.check_cpu_s),
+            csv_sniff_bytes=int(_env_number("GYMWRIGHT_CSV_SNIFF_BYTES", cls.csv_sniff_bytes)),
+            xlsx_max_bytes=int(_env_number("GYMWRIGHT_XLSX_MAX_MB", cls.xlsx_max_bytes / (1024 * 1024)) * 1024 * 1024),
+            xlsx_max_ratio=_env_number("GYMWRIGHT_XLSX_MAX_RATIO", cls.xlsx_max_ratio),
+            xlsx_max_members=int(_env_number("GYMWRIGHT_XLSX_MAX_MEMBERS", cls.xlsx_max_members)),
+        )
+
+
+_current = threading.local()
+
+
+def pattern_timeout_s() -> float:
+    """The time one pattern search may take: the running check's budget (the default outside a check)."""
+    return getattr(_current, "budget_s", None) or GradeLimits.check_cpu_s
+
+
+def _raise_budget(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise BudgetExceeded()
+
+
+@contextmanager
+def cpu_budget(seconds: float) -> Iterator[None]:
+    """Run the body with at most `seconds` of CPU time; `BudgetExceeded` when it is used up.
+
+    In the main thread (Celery's prefork children, the dry-run subprocess, the CLI) a
+    SIGPROF interval timer interrupts any Python-level work. Elsewhere signals cannot
+    be used, so only pattern searches (which take `pattern_timeout_s()`) are bounded.
+    """
+    previous_budget = getattr(_current, "budget_s", None)
+    _current.budget_s = seconds
+    use_timer = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    if use_timer:
+        previous_handler = signal.signal(signal.SIGPROF, _raise_budget)
+        previous_timer = signal.setitimer(signal.ITIMER_PROF, seconds)
+        started = time.monotonic()
+    try:
+        yield
+    finally:
+        if use_timer:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, previous_handler)
+            if previous_timer[0] > 0:
+                # An outer timer keeps running with what is left of it.
+                left = max(previous_timer[0] - (time.monotonic() - started), 0.001)
+                signal.setitimer(signal.ITIMER_PROF, left, previous_timer[1])
+        _current.budget_s = previous_budget

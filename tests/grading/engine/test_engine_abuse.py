@@ -1,0 +1,188 @@
+"""Abuse suite for the grader: hostile rubric patterns (authors) and hostile workspace files
+(agents) are bounded host-side, and going over a bound is an unscored check with the reason."""
+
+from __future__ import annotations
+
+import io
+import struct
+import threading
+import zipfile
+import zlib
+
+import openpyxl
+import pytest
+
+from grading.engine import grade, parse_rubric
+from grading.engine.limits import GradeLimits
+
+CATASTROPHIC = r"(a+)+$"
+EVIL_TEXT = "a" * 5000 + "!"
+
+
+def one(check: dict, *, answer: str = "", **kwargs):
+    check = {"id": "c", "points": 1, **check}
+    result = grade(parse_rubric({"schema": "gymwright.rubric/v1", "checks": [check]}), answer=answer, **kwargs)
+    return result
+
+
+@pytest.mark.parametrize("check, where", [
+    ({"kind": "regex", "pattern": CATASTROPHIC}, {"answer": EVIL_TEXT}),
+    ({"kind": "regex", "pattern": CATASTROPHIC, "min_count": 2}, {"answer": EVIL_TEXT}),
+    ({"kind": "regex", "pattern": CATASTROPHIC, "must_match": False}, {"answer": EVIL_TEXT}),
+    ({"kind": "number", "extract": r"((?:a+)+)$"}, {"answer": EVIL_TEXT}),
+    ({"kind": "file_content", "path": "out.txt", "regex": CATASTROPHIC}, {"file": EVIL_TEXT}),
+    ({"kind": "regex", "pattern": CATASTROPHIC, "target": "file:out.txt"}, {"file": EVIL_TEXT}),
+])
+def test_a_catastrophic_pattern_is_unscored_with_the_reason_within_the_budget(check, where, tmp_path):
+    if check["kind"] == "number":
+        check = {**check, "expected": 1}
+    kwargs = {"answer": where.get("answer", ""), "limits": GradeLimits(check_cpu_s=0.5)}
+    if "file" in where:
+        (tmp_path / "out.txt").write_text(where["file"])
+        kwargs["workspace"] = tmp_path
+    result = one(check, **kwargs)  # unbounded, this search outlives the universe
+    checked = result.checks[0]
+    assert checked.status == "unscored", checked.explanation
+    assert "CPU-time budget" in checked.explanation and "GYMWRIGHT_CHECK_CPU_S" in checked.explanation
+    assert result.complete is False
+
+
+def test_the_pattern_budget_also_holds_off_the_main_thread():
+    # No SIGPROF timer outside the main thread (a threaded web server): the engine's timeout still stops it.
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        one({"kind": "regex", "pattern": CATASTROPHIC}, answer=EVIL_TEXT, limits=GradeLimits(check_cpu_s=0.5))))
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive()
+    assert results[0].checks[0].status == "unscored"
+    assert "ran longer than its 0.5 s time budget" in results[0].checks[0].explanation
+
+
+def test_a_check_that_burns_cpu_in_a_parser_is_stopped_by_the_cpu_budget(tmp_path):
+    # A 60 kB first line of `,"` makes csv.Sniffer quadratic; with an unbounded sniff sample the
+    # CPU budget is what stops it, and says so.
+    (tmp_path / "t.csv").write_text(',"' * 30_000 + "\nRevenue,1\n")
+    limits = GradeLimits(check_cpu_s=0.5, csv_sniff_bytes=10**9)
+    result = one({"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": 1, "expected": 1},
+                 workspace=tmp_path, limits=limits)
+    assert result.checks[0].status == "unscored"
+    assert "CPU-time budget" in result.checks[0].explanation
+
+
+def test_a_crafted_60kb_csv_line_is_sniffed_from_a_bounded_sample(tmp_path):
+    header = "label," + ',"' * 30_000  # 60 kB: minutes of csv.Sniffer on the whole line
+    (tmp_path / "t.csv").write_text(header + "\nRevenue,7\n")
+    result = one({"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": 1, "expected": 7},
+                 workspace=tmp_path, limits=GradeLimits(check_cpu_s=20))
+    checked = result.checks[0]
+    # Decided (whatever the verdict on this garbage header), not stopped by the CPU budget: the whole
+    # line would take csv.Sniffer minutes of CPU (test_a_check_that_burns_cpu_in_a_parser_...).
+    assert "CPU-time budget" not in checked.explanation, checked.explanation
+
+
+def test_the_check_can_name_its_csv_delimiter(tmp_path):
+    (tmp_path / "t.csv").write_text("label;Q3\nRevenue;1234,5\n")
+    check = {"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": "Q3", "expected": "1234,5",
+             "delimiter": ";"}
+    result = one(check, workspace=tmp_path)
+    assert result.checks[0].status == "scored" and result.checks[0].score == 1.0, result.checks[0].explanation
+    hostile = ',"' * 30_000 + "\nRevenue;7\n"
+    (tmp_path / "t.csv").write_text("label;Q3\n" + hostile)
+    result = one({**check, "expected": 1}, workspace=tmp_path, limits=GradeLimits(check_cpu_s=20))
+    assert result.checks[0].status == "scored", result.checks[0].explanation
+
+
+@pytest.mark.parametrize("delimiter", ["", ";;", "\n", '"'])
+def test_a_bad_delimiter_is_refused_at_its_pointer(delimiter):
+    from grading.engine import validate_rubric
+
+    issues = validate_rubric({"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "c", "kind": "table_cell", "points": 1, "path": "t.csv", "row": 0, "column": 0, "expected": 1,
+         "delimiter": delimiter}]})
+    assert [issue.pointer for issue in issues] == ["/checks/0/delimiter"], issues
+
+
+def _zip(members: list[tuple[str, bytes, int, int]]) -> bytes:
+    """A zip archive of already-deflated members: (name, deflate stream, crc32, inflated size)."""
+    out = io.BytesIO()
+    central = []
+    for name, stream, crc, size in members:
+        offset = out.tell()
+        encoded = name.encode()
+        out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(stream), size, len(encoded), 0))
+        out.write(encoded + stream)
+        central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(stream), size,
+                                   len(encoded), 0, 0, 0, 0, 0, offset) + encoded)
+    directory = b"".join(central)
+    start = out.tell()
+    out.write(directory)
+    out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central), len(directory), start, 0))
+    return out.getvalue()
+
+
+def _bomb(inflated_mb: int) -> bytes:
+    """A real workbook whose sheet XML is padded with `inflated_mb` MB of spaces (deflated ~1000:1).
+
+    The padding is one fully flushed deflate block of 1 MB repeated: building a bomb of
+    gigabytes costs a CRC over the bytes, not compressing them.
+    """
+    book = openpyxl.Workbook()
+    book.active.title = "Summary"
+    book.active.append(["label", "Q3"])
+    book.active.append(["Revenue", 5])
+    plain = io.BytesIO()
+    book.save(plain)
+    members = []
+    with zipfile.ZipFile(io.BytesIO(plain.getvalue())) as source:
+        for name in source.namelist():
+            data = source.read(name)
+            if name != "xl/worksheets/sheet1.xml":
+                deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+                members.append((name, deflate.compress(data) + deflate.flush(), zlib.crc32(data), len(data)))
+                continue
+            head, tail = data[:-len(b"</worksheet>")], b"</worksheet>"
+            chunk = b" " * (1024 * 1024)
+            deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+            stream_head = deflate.compress(head) + deflate.flush(zlib.Z_FULL_FLUSH)
+            block = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+            stream = stream_head + block * inflated_mb + deflate.compress(tail) + deflate.flush()
+            crc = zlib.crc32(head)
+            for _ in range(inflated_mb):
+                crc = zlib.crc32(chunk, crc)
+            crc = zlib.crc32(tail, crc)
+            members.append((name, stream, crc, len(head) + len(chunk) * inflated_mb + len(tail)))
+    return _zip(members)
+
+
+def test_an_xlsx_bomb_is_refused_before_it_is_inflated(tmp_path):
+    data = _bomb(4000)  # 4 GB of XML
+    assert len(data) < 5 * 1024 * 1024
+    (tmp_path / "model.xlsx").write_bytes(data)
+    result = one({"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": 5},
+                 workspace=tmp_path)
+    checked = result.checks[0]
+    assert checked.status == "unscored"
+    assert "GYMWRIGHT_XLSX_MAX_MB" in checked.explanation and "refused unread" in checked.explanation
+
+
+def test_an_xlsx_over_the_ratio_is_refused_and_a_normal_one_is_read(tmp_path):
+    (tmp_path / "model.xlsx").write_bytes(_bomb(8))  # 8 MB inflated, ~1000:1
+    check = {"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": 5}
+    result = one(check, workspace=tmp_path)
+    assert result.checks[0].status == "unscored"
+    assert "GYMWRIGHT_XLSX_MAX_RATIO" in result.checks[0].explanation
+    result = one(check, workspace=tmp_path, limits=GradeLimits(xlsx_max_ratio=10_000))
+    assert result.checks[0].status == "scored" and result.checks[0].score == 1.0, result.checks[0].explanation
+
+
+def test_the_limits_are_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv("GYMWRIGHT_CHECK_CPU_S", "0.25")
+    monkeypatch.setenv("GYMWRIGHT_XLSX_MAX_MB", "3")
+    limits = GradeLimits.from_env()
+    assert limits.check_cpu_s == 0.25 and limits.xlsx_max_bytes == 3 * 1024 * 1024
+    result = one({"kind": "regex", "pattern": CATASTROPHIC}, answer=EVIL_TEXT)
+    assert "0.25 s CPU-time budget" in result.checks[0].explanation
+    monkeypatch.setenv("GYMWRIGHT_CHECK_CPU_S", "-1")
+    with pytest.raises(ValueError, match="GYMWRIGHT_CHECK_CPU_S"):
+        GradeLimits.from_env()
