@@ -7,10 +7,18 @@ Contract
   judgement between two fences of backticks one longer than the longest run of
   backticks inside it (deterministic, and the text cannot close the fence),
   with the instruction that the fenced text is data, not instructions.
-* Answer: strict JSON, `{"met": true|false, "explanation": "..."}` for binary
-  checks, `{"score": n, "explanation": "..."}` for a scale, where n is a number
-  within [min, max]. One surrounding ```json fence is tolerated, nothing else
-  (no prose, no extra keys). Anything else is off-format.
+* Answer: a JSON object with a boolean `met` (binary checks) or a number
+  `score` within [min, max] (a scale), and a string `explanation`; other keys
+  ("confidence", "reasoning", ...) are ignored. The object may stand alone,
+  sit in a ```json fence, or follow (or precede) prose. `"met": "true"` (a
+  string), a missing explanation, an off-scale score, no object at all, or two
+  objects with different verdicts are off-format, with the reason.
+* Structured output: `response_format` asks for that object where the endpoint
+  supports it. "auto" (the default) sends a strict JSON schema, and when the
+  endpoint answers HTTP 400 naming that parameter falls back to `{"type": "json_object"}`, then
+  to no `response_format`; the fallback is remembered per endpoint (base URL
+  and model) for the life of the process. "json_schema", "json_object" and
+  "none" pin one mode with no fallback.
 * Votes: with `samples` > 1 each sample is its own call. Binary: met when more
   than half the votes say met (a tie is NOT met). Scale: the mean of the
   scores, normalised to [0, 1] by (score − min) / (max − min). If any sample
@@ -77,6 +85,7 @@ class JudgeConfig:
     backoff_max_s: float = 20.0
     models: dict[str, str] = field(default_factory=dict)
     max_tokens: int | None = 512
+    response_format: str = "auto"  # one of RESPONSE_FORMATS
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> "JudgeConfig | None":
@@ -87,6 +96,11 @@ class JudgeConfig:
         if not base_url or not model:
             return None
         return cls(base_url=base_url, model=model, api_key=environ.get("OPENAI_API_KEY", ""), **overrides)
+
+    def __post_init__(self) -> None:
+        if self.response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, "
+                             f"not {self.response_format!r}")
 
     def resolve_model(self, name: str | None) -> str:
         """The real model id for a rubric/check model name (the default when unnamed or unmapped)."""
@@ -148,36 +162,111 @@ def build_messages(request: JudgeRequest) -> list[dict[str, str]]:
 
 
 _JSON_FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+# A reply is read only this far, and at most this many '{' are tried as the start of an object:
+# the judge's reply may echo agent-controlled text, so the search is bounded.
+VERDICT_SCAN_CHARS = 20_000
+VERDICT_SCAN_OBJECTS = 50
+
+
+def _json_objects(text: str) -> list[dict]:
+    """The JSON objects in `text`: the whole text, else each fenced block, else each object found in prose."""
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        pass
+    else:
+        return [whole] if isinstance(whole, dict) else []
+    found = []
+    for block in _JSON_FENCE.findall(text):
+        try:
+            value = json.loads(block.strip())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    if found:
+        return found
+    decoder = json.JSONDecoder()
+    position, tries = text.find("{"), 0
+    while position != -1 and tries < VERDICT_SCAN_OBJECTS:
+        tries += 1
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except ValueError:
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        position = text.find("{", end)
+    return found
 
 
 def parse_verdict(content: str | None, scale: tuple[float, float] | None) -> tuple[bool | float, str]:
-    """Strictly parse a judge reply: (met, explanation) for binary, (raw score, explanation) for a scale."""
+    """Parse a judge reply: (met, explanation) for binary, (raw score, explanation) for a scale.
+
+    Accepts any JSON object holding the verdict key and a string explanation (other keys
+    ignored), alone, fenced or amid prose; raises OffFormat with the reason otherwise.
+    """
     if content is None:
         raise OffFormat("the judge returned no text")
-    text = content.strip()
-    fenced = _JSON_FENCE.fullmatch(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise OffFormat(f"the judge's reply is not JSON: {content[:200]!r}") from None
+    text = content.strip()[:VERDICT_SCAN_CHARS]
     key = "met" if scale is None else "score"
-    if not isinstance(data, dict) or set(data) != {key, "explanation"}:
-        raise OffFormat(f'the judge\'s reply must be an object with exactly "{key}" and "explanation": {content[:200]!r}')
-    explanation = data["explanation"]
+    objects = _json_objects(text)
+    if not objects:
+        raise OffFormat(f"the judge's reply is not JSON (it holds no JSON object): {content[:200]!r}")
+    candidates = [data for data in objects if key in data]
+    if not candidates:
+        other = "score" if key == "met" else "met"
+        hint = f' (it has "{other}": this check wants "{key}")' if any(other in data for data in objects) else ""
+        raise OffFormat(f'the judge\'s reply has no "{key}"{hint}: {content[:200]!r}')
+    verdicts = {json.dumps([data[key], data.get("explanation")], sort_keys=True, default=str) for data in candidates}
+    if len(verdicts) > 1:
+        raise OffFormat(f"the judge's reply holds {len(candidates)} different verdicts: {content[:200]!r}")
+    data = candidates[0]
+    explanation = data.get("explanation")
     if not isinstance(explanation, str):
-        raise OffFormat('the judge\'s "explanation" is not a string')
+        raise OffFormat('the judge\'s reply has no string "explanation"' if explanation is None
+                        else f'the judge\'s "explanation" is {type(explanation).__name__}, not a string')
     value = data[key]
     if scale is None:
         if not isinstance(value, bool):
-            raise OffFormat(f'the judge\'s "met" is {value!r}, not true or false')
+            raise OffFormat(f'the judge\'s "met" is {value!r} ({type(value).__name__}), not true or false')
         return value, explanation
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         raise OffFormat(f'the judge\'s "score" is {value!r}, not a number')
     if not scale[0] <= value <= scale[1]:
         raise OffFormat(f"the judge's score {value:g} is off the scale {scale[0]:g}..{scale[1]:g}")
     return value, explanation
+
+
+# ---------------------------------------------------------------- structured output
+
+RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "none")
+# What "auto" tries, in order, when the endpoint answers 400 to the previous one.
+_AUTO_ORDER = ("json_schema", "json_object", "none")
+# Per endpoint (base URL, model), the mode "auto" settled on in this process.
+_settled_formats: dict[tuple[str, str], str] = {}
+_settled_lock = threading.Lock()
+# A 400 whose message names one of these is about response_format (OpenAI, vLLM, llama.cpp, gateways).
+_FORMAT_WORDS = ("response_format", "response format", "json_schema", "json_object", "structured output",
+                 "guided", "grammar")
+
+
+def verdict_schema(scale: tuple[float, float] | None) -> dict:
+    """The JSON schema of a verdict object (strict structured output)."""
+    key, kind = ("met", "boolean") if scale is None else ("score", "number")
+    return {"type": "object", "properties": {key: {"type": kind}, "explanation": {"type": "string"}},
+            "required": [key, "explanation"], "additionalProperties": False}
+
+
+def response_format_param(mode: str, scale: tuple[float, float] | None) -> dict | None:
+    """The `response_format` request parameter for `mode` ("none": no parameter)."""
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "verdict", "strict": True,
+                                                       "schema": verdict_schema(scale)}}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
 
 
 def cache_key(model: str, messages: list[dict], temperature: float, sample: int, max_tokens: int | None) -> str:
@@ -294,6 +383,33 @@ class JudgeClient:
             return f"HTTP {exc.status_code}: {str(exc.message)[:200]}"
         return f"{type(exc).__name__}: {str(exc)[:200]}"
 
+    def _format_mode(self, model: str) -> str:
+        if self.config.response_format != "auto":
+            return self.config.response_format
+        with _settled_lock:
+            return _settled_formats.get((self.config.base_url, model), _AUTO_ORDER[0])
+
+    def _format_fallback(self, model: str, mode: str, exc: Exception) -> str | None:
+        """The next mode to try when the endpoint answered 400 to `mode`'s response_format (auto only)."""
+        import openai
+
+        if self.config.response_format != "auto" or mode == "none":
+            return None
+        if not (isinstance(exc, openai.APIStatusError) and exc.status_code == 400):
+            return None
+        # Only a 400 about the parameter itself: one for, say, a prompt over the context length
+        # must stay an error, not downgrade the endpoint for the rest of the process.
+        said = f"{exc.message} {exc.body}".lower()
+        if not any(word in said for word in _FORMAT_WORDS):
+            return None
+        fallback = _AUTO_ORDER[_AUTO_ORDER.index(mode) + 1]
+        with _settled_lock:
+            key = (self.config.base_url, model)
+            settled = _settled_formats.get(key, _AUTO_ORDER[0])
+            if _AUTO_ORDER.index(settled) < _AUTO_ORDER.index(fallback):
+                _settled_formats[key] = fallback
+        return fallback
+
     def _sample(self, request: JudgeRequest, index: int) -> _Sample:
         started = time.perf_counter()
         model = self.config.resolve_model(request.model)
@@ -310,11 +426,17 @@ class JudgeClient:
         params: dict[str, Any] = {"model": model, "messages": messages, "temperature": request.temperature}
         if self.config.max_tokens:
             params["max_tokens"] = self.config.max_tokens
+        mode = self._format_mode(model)
         attempt = 0
         while True:
             with self._lock:
                 self.calls += 1
             sample.calls += 1
+            response_format = response_format_param(mode, request.scale)
+            if response_format is None:
+                params.pop("response_format", None)
+            else:
+                params["response_format"] = response_format
             try:
                 response = client.chat.completions.create(**params)
                 content = response.choices[0].message.content if response.choices else None
@@ -325,6 +447,10 @@ class JudgeClient:
                 sample.error = f"off-format verdict: {exc}"
                 break
             except Exception as exc:  # noqa: BLE001 - every API failure becomes a reason
+                fallback = self._format_fallback(model, mode, exc)
+                if fallback is not None:
+                    mode = fallback
+                    continue
                 if self._retryable(exc) and attempt < self.config.max_retries:
                     time.sleep(self._backoff(exc, attempt))
                     attempt += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -49,6 +50,14 @@ def test_the_scale_prompt_names_the_range():
         ('```json\n{"met": false, "explanation": "no"}\n```', None, (False, "no")),
         ('{"score": 7, "explanation": "ok"}', (0, 10), (7, "ok")),
         ('{"score": 0.5, "explanation": "ok"}', (0, 1), (0.5, "ok")),
+        # What real models add around the verdict: extra keys, prose, fences amid prose.
+        ('{"met": true, "explanation": "x", "confidence": 0.9, "criteria_met": ["a"]}', None, (True, "x")),
+        ('{"reasoning": "step by step", "score": 3, "explanation": "ok"}', (1, 5), (3, "ok")),
+        ('Sure! {"met": true, "explanation": "x"}', None, (True, "x")),
+        ('Here is my verdict:\n```json\n{"met": false, "explanation": "no"}\n```\nHope it helps.', None,
+         (False, "no")),
+        ('{"met": true, "explanation": "x"} That is all.', None, (True, "x")),
+        ('Considering {the answer}: {"met": true, "explanation": "x"}', None, (True, "x")),
     ],
 )
 def test_verdicts_that_parse(content, scale, expected):
@@ -59,11 +68,13 @@ def test_verdicts_that_parse(content, scale, expected):
     "content, scale",
     [
         ("Yes, it is met.", None),
-        ('Sure! {"met": true, "explanation": "x"}', None),
         ('{"met": "yes", "explanation": "x"}', None),
+        ('{"met": "true", "explanation": "x"}', None),
         ('{"met": 1, "explanation": "x"}', None),
         ('{"met": true}', None),
-        ('{"met": true, "explanation": "x", "confidence": 0.9}', None),
+        ('{"met": true, "explanation": 3}', None),
+        ('{"met": true, "explanation": "a"} or {"met": false, "explanation": "b"}', None),
+        ('{"confidence": 0.9, "explanation": "x"}', None),
         ('{"score": 11, "explanation": "x"}', (0, 10)),
         ('{"score": -1, "explanation": "x"}', (0, 10)),
         ('{"score": true, "explanation": "x"}', (0, 10)),
@@ -75,6 +86,27 @@ def test_verdicts_that_parse(content, scale, expected):
 def test_off_format_verdicts(content, scale):
     with pytest.raises(OffFormat):
         parse_verdict(content, scale)
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        ('{"met": "true", "explanation": "x"}', "\"met\" is 'true' (str), not true or false"),
+        ('{"met": true}', 'no string "explanation"'),
+        ("I think it is met.", "holds no JSON object"),
+        ('{"score": 3, "explanation": "x"}', 'it has "score": this check wants "met"'),
+        ('{"met": true, "explanation": "a"} {"met": false, "explanation": "b"}', "2 different verdicts"),
+    ],
+)
+def test_an_off_format_verdict_says_why(content, reason):
+    with pytest.raises(OffFormat, match=re.escape(reason)):
+        parse_verdict(content, None)
+
+
+def test_a_reply_full_of_braces_is_scanned_within_a_bound():
+    content = "{" * 100_000 + '{"met": true, "explanation": "x"}'
+    with pytest.raises(OffFormat, match="holds no JSON object"):
+        parse_verdict(content, None)
 
 
 # ---------------------------------------------------------------- grading through the server
@@ -313,3 +345,99 @@ def test_retry_after_is_honoured_within_the_cap(openai_server, make_judge):
         elapsed = time.perf_counter() - started
     assert result.checks[0].score == 1.0 and openai_server.calls == 2
     assert elapsed >= 0.3
+
+
+# ---------------------------------------------------------------- reply shapes real models give, and structured output
+
+
+@pytest.mark.parametrize(
+    "reply, met, explanation",
+    [
+        ('{"met": true, "explanation": "ok", "confidence": 0.8, "reasoning": "long"}', True, "ok"),
+        ('```json\n{"met": false, "explanation": "missing"}\n```', False, "missing"),
+        ('The answer states the dose. {"met": true, "explanation": "dose given"}', True, "dose given"),
+    ],
+)
+def test_reply_shapes_real_models_give_are_scored(openai_server, make_judge, reply, met, explanation):
+    openai_server.queue(reply)
+    with make_judge(openai_server) as judge:
+        check = grade(rubric(judged()), answer="Take 200 mg.", judge=judge).checks[0]
+    assert (check.status, check.score, check.explanation) == ("scored", 1.0 if met else 0.0, explanation)
+
+
+def test_met_as_a_string_is_refused_with_the_reason(openai_server, make_judge):
+    openai_server.queue('{"met": "true", "explanation": "ok"}')
+    with make_judge(openai_server) as judge:
+        check = grade(rubric(judged()), answer="x", judge=judge).checks[0]
+    assert check.status == "unscored" and check.score is None
+    assert "off-format" in check.explanation and "\"met\" is 'true' (str), not true or false" in check.explanation
+    assert openai_server.calls == 1  # off-format is not retried
+
+
+def test_the_judge_asks_for_a_strict_json_schema_by_default(openai_server, make_judge):
+    openai_server.queue(MET, '{"score": 4, "explanation": "ok"}')
+    with make_judge(openai_server, concurrency=1) as judge:
+        grade(rubric(judged("a"), judged("b", scale={"min": 0, "max": 5})), answer="x", judge=judge)
+    binary, scaled = (body["response_format"] for body in openai_server.requests)
+    assert binary["type"] == "json_schema" and binary["json_schema"]["strict"] is True
+    assert binary["json_schema"]["schema"]["required"] == ["met", "explanation"]
+    assert binary["json_schema"]["schema"]["properties"]["met"] == {"type": "boolean"}
+    assert scaled["json_schema"]["schema"]["properties"]["score"] == {"type": "number"}
+
+
+def _refuses_response_format(refused: tuple[str, ...]):
+    def handler(body):
+        kind = (body.get("response_format") or {}).get("type")
+        if kind in refused:
+            return Reply(status=400, body=json.dumps({"error": {
+                "message": f"response_format type '{kind}' is not supported by this model",
+                "type": "invalid_request_error", "param": "response_format"}}).encode())
+        return MET
+    return handler
+
+
+def test_an_endpoint_rejecting_response_format_falls_back_and_is_remembered(openai_server, make_judge):
+    openai_server.handler = _refuses_response_format(("json_schema", "json_object"))
+    with make_judge(openai_server) as judge:
+        check = grade(rubric(judged()), answer="x", judge=judge).checks[0]
+    assert check.status == "scored" and check.score == 1.0
+    sent = [(body.get("response_format") or {}).get("type") for body in openai_server.requests]
+    assert sent == ["json_schema", "json_object", None]
+    openai_server.reset()
+    with make_judge(openai_server) as judge:  # a new client in the same process: no more refused calls
+        check = grade(rubric(judged()), answer="y", judge=judge).checks[0]
+    assert check.status == "scored"
+    assert [body.get("response_format") for body in openai_server.requests] == [None]
+
+
+def test_an_endpoint_without_json_schema_settles_on_json_object(openai_server, make_judge):
+    openai_server.handler = _refuses_response_format(("json_schema",))
+    with make_judge(openai_server) as judge:
+        grade(rubric(judged()), answer="x", judge=judge)
+        grade(rubric(judged()), answer="y", judge=judge)
+    sent = [(body.get("response_format") or {}).get("type") for body in openai_server.requests]
+    assert sent == ["json_schema", "json_object", "json_object"]
+
+
+def test_a_pinned_response_format_does_not_fall_back(openai_server, make_judge):
+    openai_server.handler = _refuses_response_format(("json_object",))
+    with make_judge(openai_server, response_format="json_object") as judge:
+        check = grade(rubric(judged()), answer="x", judge=judge).checks[0]
+    assert check.status == "unscored" and "HTTP 400" in check.explanation
+    openai_server.reset()
+    with make_judge(openai_server, response_format="none") as judge:
+        assert grade(rubric(judged()), answer="x", judge=judge).checks[0].status == "scored"
+    assert "response_format" not in openai_server.requests[0]
+
+
+def test_a_400_about_something_else_does_not_change_the_format(openai_server, make_judge):
+    openai_server.queue(Reply(status=400, body=b'{"error": {"message": "maximum context length exceeded"}}'))
+    with make_judge(openai_server) as judge:
+        check = grade(rubric(judged()), answer="x", judge=judge).checks[0]
+    assert check.status == "unscored" and "context length" in check.explanation
+    assert openai_server.calls == 1
+
+
+def test_an_unknown_response_format_is_refused():
+    with pytest.raises(ValueError, match="response_format must be one of auto, json_schema, json_object, none"):
+        JudgeConfig(base_url="http://127.0.0.1:1/v1", model="m", response_format="xml")
