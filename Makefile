@@ -34,3 +34,16 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) var
+
+# Harbor (`harbor lint` on exported pack tasks) needs Python >= 3.12, in its own virtualenv.
+# harbor 0.25.0 pins a certifi newer than the registry serves: install 0.24.0's deps, then 0.25.0 alone.
+HARBOR_PYTHON ?= $(shell command -v pyenv >/dev/null 2>&1 && echo $$(pyenv root)/versions/3.12.1/bin/python || command -v python3.12)
+HARBOR_VENV   := var/harbor-venv
+.PHONY: harbor-venv
+harbor-venv: $(HARBOR_VENV)/.installed
+$(HARBOR_VENV)/.installed:
+	@test -n "$(HARBOR_PYTHON)" || { echo "need Python 3.12 (pyenv or python3.12) for harbor"; exit 1; }
+	@test -x $(HARBOR_VENV)/bin/python || $(HARBOR_PYTHON) -m venv $(HARBOR_VENV)
+	$(HARBOR_VENV)/bin/pip install -q harbor==0.24.0
+	$(HARBOR_VENV)/bin/pip install -q --no-deps harbor==0.25.0
+	@touch $@

@@ -195,6 +195,10 @@ class AuditEvent(models.Model):
         EXPORT = "export", "exported"
         PREVIEW = "preview", "started a preview"
         UPLOAD = "upload", "uploaded"
+        BUILD = "build", "built a pack"
+        BUILD_FAILED = "build_failed", "pack build failed"
+        DOWNLOAD = "download", "downloaded"
+        IMPORT = "import", "imported"
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     verb = models.CharField(max_length=20, choices=Verb.choices)

@@ -1,9 +1,11 @@
-"""Roles are groups: author, reviewer, admin. Superusers count as admin."""
+"""Roles are groups: author, reviewer, admin, lab. Superusers count as admin.
+
+A lab member reads tasks, builds and downloads packs, and edits nothing."""
 
 from __future__ import annotations
 
-AUTHOR, REVIEWER, ADMIN = "author", "reviewer", "admin"
-ROLES = (AUTHOR, REVIEWER, ADMIN)
+AUTHOR, REVIEWER, ADMIN, LAB = "author", "reviewer", "admin", "lab"
+ROLES = (AUTHOR, REVIEWER, ADMIN, LAB)
 
 
 def roles_of(user) -> set[str]:
@@ -41,3 +43,8 @@ def can_edit_environment(user, environment) -> bool:
 
 def can_review(user) -> bool:
     return bool(roles_of(user) & {REVIEWER, ADMIN})
+
+
+def can_build_packs(user) -> bool:
+    """Build and download task packs: lab members and admins."""
+    return bool(roles_of(user) & {LAB, ADMIN})

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "grading",
     "sandbox",
     "review",
+    "packs",
 ]
 
 MIDDLEWARE = [
@@ -166,6 +167,13 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
+
+# Task packs: scratch space for builds and imports, and caps on what a build or an import may hold.
+PACK_SCRATCH_DIR = Path(env_str("GYMWRIGHT_PACK_SCRATCH_DIR", str(DATA_DIR / "pack-scratch")))
+PACK_MAX_BYTES = env_int("GYMWRIGHT_PACK_MAX_MB", 4096) * 1024 * 1024
+IMPORT_MAX_BYTES = env_int("GYMWRIGHT_IMPORT_MAX_MB", 512) * 1024 * 1024
+IMPORT_MAX_MEMBERS = env_int("GYMWRIGHT_IMPORT_MAX_MEMBERS", 200000)
+IMPORT_MAX_ROWS = env_int("GYMWRIGHT_IMPORT_MAX_ROWS", 100000)
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)

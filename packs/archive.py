@@ -1,0 +1,696 @@
+"""The pack archive: a pure writer and verifier, without Django (RUBRIC.md, "Task pack").
+
+A lab can rebuild a pack from tasks.jsonl alone with `build_pack`: it takes the task
+documents in task-id order, one at a time, and streams them to a scratch folder —
+tasks.jsonl, the parquet splits, a Harbor task folder per task — then writes the
+manifest (every file's sha256 and one `content_sha256` over all of it) and the dataset
+card, and packs the folder into a reproducible .tar.gz: entries sorted, fixed mtimes,
+uid/gid 0, no user names, gzip without a timestamp or file name. Building the same
+tasks twice gives the same bytes except the manifest's `build` record, so the same
+`content_sha256`.
+
+Only the manifest's task list and file digests (a few dozen bytes per file) stay in
+memory; task documents are dropped once written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import stat
+import tarfile
+import uuid
+import zipfile
+from collections import Counter
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
+
+from grading.engine import canonical_json
+from grading.engine.calibration import DEFAULT_BAND
+from grading.engine.models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA
+
+PACK_SCHEMA = "gymwright.pack/v1"
+FIXED_MTIME = 1_700_000_000  # every entry's mtime: the bytes must not depend on when they were built
+BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
+ENGINE_DIR = Path(__file__).resolve().parent.parent / "grading" / "engine"
+PARQUET_BATCH = 1000
+GRADER_REQUIREMENTS = "pydantic>=2.8,<3\nopenai>=1.50\nhttpx>=0.27\nrapidfuzz>=3.9\nopenpyxl>=3.1\npandas>=2.2\n"
+CANARY_NAMESPACE = uuid.UUID("8d3c1b52-3f0e-4d8e-9a55-5b7b9f3c2a10")
+DIFFICULTY_BINS = ("unsolved", "hard", "in band", "easy", "not previewed")
+
+
+class PackError(Exception):
+    """The pack cannot be built from this input (message says which task and why)."""
+
+
+class BuildCancelled(Exception):
+    """The build was asked to stop; nothing was published."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PackInfo:
+    slug: str
+    name: str
+    version: str
+    description: str = ""
+    licence: str = "proprietary"
+    test_ratio: float = 0.1
+    gymwright_version: str = "0.1.0"
+
+
+@dataclasses.dataclass
+class TaskItem:
+    """One task to pack: its gymwright.task/v1 document, its sha256 and its last preview's numbers."""
+
+    document: dict
+    sha256: str
+    calibration: dict | None = None  # {policy, n, pass_rate, pass_at_k, mean_reward}
+
+
+@dataclasses.dataclass
+class BuildResult:
+    manifest: dict
+    sha256: str
+    size: int
+    content_sha256: str
+
+
+def split_of(task_id: str, test_ratio: float) -> str:
+    """'test' or 'train', from a stable hash of the task id (the same in every version of every pack)."""
+    bucket = int.from_bytes(hashlib.sha256(task_id.encode("utf-8")).digest()[:8], "big") / 2**64
+    return "test" if bucket < test_ratio else "train"
+
+
+def canary_guid(pack_slug: str) -> str:
+    return str(uuid.uuid5(CANARY_NAMESPACE, pack_slug))
+
+
+def difficulty_of(calibration: dict | None, band: tuple[float, float] = DEFAULT_BAND) -> str:
+    """Which histogram bin a task falls in, from its last preview's pass rate."""
+    if not calibration or calibration.get("pass_rate") is None:
+        return "not previewed"
+    rate = calibration["pass_rate"]
+    if rate <= 0:
+        return "unsolved"
+    if rate < band[0]:
+        return "hard"
+    if rate <= band[1]:
+        return "in band"
+    return "easy"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _manifest_digest(manifest: dict) -> str:
+    return _sha256(canonical_json({k: v for k, v in manifest.items() if k not in ("build", "content_sha256")})
+                   .encode("utf-8"))
+
+
+class _Scratch:
+    """Writes files under the pack's root folder and remembers each file's sha256."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.digests: dict[str, str] = {}
+        self._by_digest: dict[str, str] = {}  # big files written once, hard-linked after
+
+    def write(self, relative: str, data: bytes, *, executable: bool = False, link_same: bool = False) -> None:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        digest = _sha256(data)
+        first = self._by_digest.get(digest) if link_same else None
+        if first is not None:
+            os.link(self.root / first, path)
+        else:
+            path.write_bytes(data)
+            if executable:
+                path.chmod(0o755)
+            if link_same:
+                self._by_digest[digest] = relative
+        self.digests[relative] = digest
+
+    def add_existing(self, relative: str) -> None:
+        self.digests[relative] = _sha256((self.root / relative).read_bytes())
+
+
+# ---------------------------------------------------------------------------------------------- grader
+
+
+def grader_files() -> list[tuple[str, bytes]]:
+    """The grading engine's own source files, as they are on disk (the exact code that graded the previews)."""
+    files = [("grading/__init__.py", b'"""Gymwright\'s grading engine, bundled with a task pack."""\n')]
+    for path in sorted(ENGINE_DIR.glob("*.py")):
+        files.append((f"grading/engine/{path.name}", path.read_bytes()))
+    return files
+
+
+def grader_zip(files: list[tuple[str, bytes]]) -> bytes:
+    """The engine as one reproducible zip (importable with zipimport) for Harbor's verifier."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------- harbor
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def _toml_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(_toml_string(v) for v in values) + "]"
+
+
+def harbor_task_toml(document: dict, *, info: PackInfo, difficulty: str) -> str:
+    environment = document.get("environment") or {}
+    limits = environment.get("limits") or {}
+    timeout = float(limits.get("timeout_s") or 600)
+    lines = [
+        'version = "1.0"',
+        "",
+        "[metadata]",
+        f"author_name = {_toml_string('Gymwright pack ' + info.slug)}",
+        f"difficulty = {_toml_string(difficulty)}",
+        f"category = {_toml_string(environment.get('id') or 'default')}",
+        f"tags = {_toml_list(document.get('tags') or [])}",
+        f"gymwright_task_id = {_toml_string(document['id'])}",
+        f"gymwright_task_version = {int(document.get('version') or 1)}",
+        "",
+        "[verifier]",
+        f"timeout_sec = {max(120.0, min(timeout, 3600.0))}",
+        "",
+        "[agent]",
+        f"timeout_sec = {timeout}",
+        "",
+        "[environment]",
+        "build_timeout_sec = 600.0",
+        f"cpus = {int(max(1, round(float(limits.get('cpus') or 1))))}",
+        f"memory_mb = {int(limits.get('memory_mb') or 2048)}",
+        "storage_mb = 10240",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def harbor_dockerfile(document: dict, *, has_workspace_files: bool, has_env_files: bool) -> str:
+    environment = document.get("environment") or {}
+    if environment.get("dockerfile"):
+        head = environment["dockerfile"].rstrip("\n")
+    else:
+        head = f"FROM {environment.get('image') or 'python:3.12-slim'}"
+    lines = [head, "WORKDIR /workspace"]
+    if has_env_files:
+        lines.append("COPY env/ /env/")
+    if has_workspace_files:
+        lines.append("COPY workspace/ /workspace/")
+    if environment.get("setup"):
+        lines.append("RUN " + " \\\n    && ".join(line for line in environment["setup"].splitlines() if line.strip()))
+    return "\n".join(lines) + "\n"
+
+
+def harbor_instruction(document: dict) -> str:
+    prompt = document.get("prompt") or ""
+    return (prompt.rstrip("\n") + "\n\n---\n\nWork in `/workspace`. When you are done, write your final answer "
+            "to `/workspace/answer.txt`.\n")
+
+
+def harbor_solve(document: dict) -> str:
+    solution = document.get("solution") or {}
+    lines = ["#!/bin/bash", "# The task's reference solution.", "set -euo pipefail", "cd /workspace"]
+    if solution.get("script"):
+        lines.append(solution["script"])
+    if solution.get("answer") is not None:
+        lines.append("cat > /workspace/answer.txt <<'GYMWRIGHT_ANSWER_EOF'")
+        lines.append(solution["answer"])
+        lines.append("GYMWRIGHT_ANSWER_EOF")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- parquet
+
+
+def _parquet_schema():
+    import pyarrow as pa
+
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    return pa.schema([
+        ("data_source", pa.string()),
+        ("prompt", pa.list_(message)),
+        ("ability", pa.string()),
+        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+        ("extra_info", pa.struct([
+            ("task_id", pa.string()), ("version", pa.int64()), ("sha256", pa.string()),
+            ("environment", pa.string()), ("tools", pa.list_(pa.string())), ("split", pa.string()),
+            ("index", pa.int64()),
+        ])),
+    ])
+
+
+class _SplitWriter:
+    """One parquet file written in row batches through pandas + pyarrow."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.rows: list[dict] = []
+        self.count = 0
+        self.writer = None
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        self.count += 1
+        if len(self.rows) >= PARQUET_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        import pandas as pd
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self.writer is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer = pq.ParquetWriter(self.path, _parquet_schema(), compression="zstd")
+        if self.rows:
+            frame = pd.DataFrame(self.rows, columns=[field.name for field in _parquet_schema()])
+            self.writer.write_table(pa.Table.from_pandas(frame, schema=_parquet_schema(), preserve_index=False))
+            self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def parquet_row(document: dict, *, sha256: str, info: PackInfo, split: str, index: int) -> dict:
+    environment = document.get("environment") or {}
+    return {
+        "data_source": f"gymwright/{info.slug}",
+        "prompt": [{"role": "user", "content": document.get("prompt") or ""}],
+        "ability": environment.get("id") or "default",
+        "reward_model": {"style": "rubric", "ground_truth": document["id"]},
+        "extra_info": {
+            "task_id": document["id"], "version": int(document.get("version") or 1), "sha256": sha256,
+            "environment": environment.get("id") or "default", "tools": list(environment.get("tools") or []),
+            "split": split, "index": index,
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------- dataset card
+
+
+def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter) -> str:
+    top = f"{info.slug}-{info.version}"
+    rows = "\n".join(f"| {name} | {histogram.get(name, 0)} |" for name in DIFFICULTY_BINS)
+    environment_rows = "\n".join(f"| {name} | {count} |" for name, count in sorted(environments.items()))
+    low, high = DEFAULT_BAND
+    return f"""# {info.name} — version {info.version}
+
+{info.description or "A Gymwright task pack."}
+
+Tasks written and reviewed in Gymwright, exported as an immutable pack: each task is a prompt,
+the sandbox it runs in, a reference solution and a rubric of checks. `manifest.json` pins every
+task version and the sha256 of every file (`python manage.py verify_pack` or any sha256 tool
+checks them).
+
+## Counts
+
+| split | tasks |
+| --- | --- |
+| train | {counts["train"]} |
+| test | {counts["test"]} |
+| total | {counts["tasks"]} |
+
+Held-out split: a stable hash of the task id (test ratio {info.test_ratio:g}); a task stays in
+the same split in every version of the pack.
+
+| environment | tasks |
+| --- | --- |
+{environment_rows or "| (none) | 0 |"}
+
+## Difficulty
+
+From each task's last preview (`calibration.json`): unsolved = no rollout passed, hard = pass
+rate below {low:.0%}, in band = {low:.0%}–{high:.0%}, easy = above {high:.0%}.
+
+| difficulty | tasks |
+| --- | --- |
+{rows}
+
+## Files
+
+- `tasks.jsonl`: one `{TASK_SCHEMA}` document per line (re-importable into Gymwright).
+- `data/train.parquet`, `data/test.parquet`: verl RLHFDataset columns (`data_source`, `prompt`
+  as chat messages, `ability`, `reward_model` = {{"style": "rubric", "ground_truth": task id}},
+  `extra_info`).
+- `tasks/<id>/`: Harbor task folders (instruction.md, task.toml, environment/, solution/, tests/).
+- `grader/`: the grading engine that graded the previews (`pip install -r grader/requirements.txt`).
+- `reward.py`: reward functions for verl and TRL.
+- `calibration.json`: per task, the last preview's policy, n, pass rate, pass@k, mean reward.
+
+## Use it
+
+Unpack: `tar xzf {top}.tar.gz && cd {top}`. Judge checks call the OpenAI-compatible endpoint
+in `OPENAI_BASE_URL` / `OPENAI_API_KEY` with the model in `GYMWRIGHT_JUDGE_MODEL`; without one
+they are unscored (the reward says so) and the reward covers the other checks.
+
+verl:
+
+```sh
+python -m verl.trainer.main_ppo data.train_files=$PWD/data/train.parquet data.val_files=$PWD/data/test.parquet \\
+  custom_reward_function.path=$PWD/reward.py custom_reward_function.name=compute_score ...
+```
+
+TRL (GRPO):
+
+```python
+import sys; sys.path.insert(0, ".")
+from datasets import load_dataset
+from reward import trl_reward
+from trl import GRPOConfig, GRPOTrainer
+data = load_dataset("parquet", data_files={{"train": "data/train.parquet", "test": "data/test.parquet"}})
+trainer = GRPOTrainer(model="Qwen/Qwen2.5-0.5B-Instruct", reward_funcs=trl_reward,
+                      args=GRPOConfig(output_dir="out"), train_dataset=data["train"])
+```
+
+Harbor: `harbor run -p tasks/<id> -a <agent> -m <model>` (each folder passes `harbor tasks check`-style
+linting; `tests/test.sh` runs the bundled grader and writes `/logs/verifier/reward.txt`).
+
+Inspect: read `data/test.parquet` (or `tasks.jsonl`) into an Inspect dataset with `prompt`
+as the input and `reward_model.ground_truth` as the target, and score with a scorer that calls
+`reward.compute_score("gymwright/{info.slug}", completion, target, None)`.
+
+## Licence
+
+{info.licence}
+
+## Canary
+
+Evaluation data: do not train on the test split. canary GUID {canary_guid(info.slug)}
+"""
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+def _task_files(document: dict) -> Iterator[tuple[str, str, str, str]]:
+    """(where, path, sha256, role) for every file a task names; where is 'task' or 'env'."""
+    for entry in (document.get("environment") or {}).get("files") or []:
+        yield "env", entry["path"], entry["sha256"], "workspace"
+    for entry in document.get("files") or []:
+        yield "task", entry["path"], entry["sha256"], entry.get("role") or "workspace"
+
+
+def build_pack(*, out: BinaryIO | str | Path, info: PackInfo, tasks: Iterable[TaskItem],
+               read_blob: Callable[[str], bytes], scratch_dir: str | Path, build_record: dict | None = None,
+               progress: Callable[[int], None] | None = None) -> BuildResult:
+    """Write the pack for `tasks` (sorted by task id, each id once) as a .tar.gz to `out`.
+
+    `read_blob(sha256)` returns a file's bytes. `progress(done)` is called after each task;
+    it may raise BuildCancelled. `scratch_dir` must be an empty or missing folder this build
+    owns; it is removed at the end. Raises PackError for bad input.
+    """
+    top = f"{info.slug}-{info.version}"
+    scratch_dir = Path(scratch_dir)
+    root = scratch_dir / top
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    try:
+        manifest = _write_tree(root=root, info=info, tasks=tasks, read_blob=read_blob, progress=progress)
+        manifest["build"] = dict(build_record or {})
+        manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+        (root / "manifest.json").write_bytes(manifest_bytes)
+        sha256, size = _write_tar(root=root, top=top, out=out)
+        return BuildResult(manifest=manifest, sha256=sha256, size=size, content_sha256=manifest["content_sha256"])
+    finally:
+        shutil.rmtree(scratch_dir / top, ignore_errors=True)
+
+
+def _write_tree(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], read_blob, progress) -> dict:
+    scratch = _Scratch(root)
+    engine = grader_files()
+    for name, data in engine:
+        scratch.write(f"grader/{name}", data)
+    scratch.write("grader/requirements.txt", GRADER_REQUIREMENTS.encode())
+    scratch.write("grader/grader.pyz", grader_zip(engine), link_same=True)
+    scratch.write("reward.py", (BUNDLE_DIR / "reward.py").read_bytes())
+    harbor_grade = (BUNDLE_DIR / "harbor_grade.py").read_bytes()
+    test_sh = (BUNDLE_DIR / "test.sh").read_bytes()
+
+    splits = {name: _SplitWriter(root / "data" / f"{name}.parquet") for name in ("train", "test")}
+    histogram: Counter = Counter()
+    environments: Counter = Counter()
+    entries: list[dict] = []
+    previous_id = None
+    with open(root / "tasks.jsonl", "wb") as jsonl, open(root / "calibration.json", "wb") as calibration_file:
+        calibration_file.write(b'{"schema": "gymwright.calibration/v1", "tasks": {')
+        for done, item in enumerate(tasks, start=1):
+            document = item.document
+            task_id = document.get("id")
+            if not isinstance(task_id, str) or not task_id:
+                raise PackError(f"task number {done} has no id")
+            if previous_id is not None and task_id <= previous_id:
+                raise PackError(f"task {task_id!r} is duplicated or out of order (after {previous_id!r})")
+            previous_id = task_id
+            split = split_of(task_id, info.test_ratio)
+            difficulty = difficulty_of(item.calibration)
+            histogram[difficulty] += 1
+            environments[(document.get("environment") or {}).get("id") or "default"] += 1
+            entries.append({"id": task_id, "version": int(document.get("version") or 1), "sha256": item.sha256,
+                            "split": split})
+            jsonl.write(canonical_json(document).encode("utf-8") + b"\n")
+            calibration_file.write((b"" if done == 1 else b",") + b"\n" + json.dumps(task_id).encode() + b": "
+                                   + canonical_json(item.calibration).encode())
+            splits[split].add(parquet_row(document, sha256=item.sha256, info=info, split=split,
+                                          index=splits[split].count))
+            _write_harbor_task(scratch, document, info=info, difficulty=difficulty, read_blob=read_blob,
+                               harbor_grade=harbor_grade, test_sh=test_sh)
+            if progress is not None:
+                progress(done)
+        calibration_file.write(b"\n}}\n")
+    for writer in splits.values():
+        writer.close()
+    for name in ("tasks.jsonl", "calibration.json", "data/train.parquet", "data/test.parquet"):
+        scratch.add_existing(name)
+    counts = {"tasks": len(entries), "train": splits["train"].count, "test": splits["test"].count}
+    scratch.write("README.md", dataset_card(info=info, counts=counts, histogram=histogram,
+                                            environments=environments).encode("utf-8"))
+    manifest = {
+        "schema": PACK_SCHEMA,
+        "name": info.name,
+        "slug": info.slug,
+        "version": info.version,
+        "description": info.description,
+        "licence": info.licence,
+        "gymwright_version": info.gymwright_version,
+        "schemas": {"task": TASK_SCHEMA, "rubric": RUBRIC_SCHEMA, "grade": GRADE_SCHEMA},
+        "counts": counts,
+        "test_ratio": info.test_ratio,
+        "difficulty": {name: histogram.get(name, 0) for name in DIFFICULTY_BINS},
+        "canary": canary_guid(info.slug),
+        "tasks": entries,
+        "files": dict(sorted(scratch.digests.items())),
+    }
+    manifest["content_sha256"] = _manifest_digest(manifest)
+    return manifest
+
+
+def _write_harbor_task(scratch: _Scratch, document: dict, *, info: PackInfo, difficulty: str, read_blob,
+                       harbor_grade: bytes, test_sh: bytes) -> None:
+    base = f"tasks/{document['id']}"
+    has_env = has_workspace = False
+    for where, path, sha256, role in _task_files(document):
+        data = read_blob(sha256)
+        if _sha256(data) != sha256:
+            raise PackError(f"task {document['id']}: file {path!r} does not match its sha256")
+        if where == "env":
+            scratch.write(f"{base}/environment/env/{path}", data)
+            has_env = True
+            continue
+        scratch.write(f"{base}/files/{path}", data)
+        if role == "grader":
+            scratch.write(f"{base}/tests/grader-files/{path}", data)
+        else:
+            scratch.write(f"{base}/environment/workspace/{path}", data)
+            has_workspace = True
+    scratch.write(f"{base}/instruction.md", harbor_instruction(document).encode("utf-8"))
+    scratch.write(f"{base}/task.toml", harbor_task_toml(document, info=info, difficulty=difficulty).encode("utf-8"))
+    scratch.write(f"{base}/environment/Dockerfile",
+                  harbor_dockerfile(document, has_workspace_files=has_workspace, has_env_files=has_env).encode())
+    scratch.write(f"{base}/solution/solve.sh", harbor_solve(document).encode("utf-8"), executable=True)
+    scratch.write(f"{base}/rubric.json", (json.dumps(document.get("rubric"), indent=1, sort_keys=True,
+                                                      ensure_ascii=False) + "\n").encode("utf-8"))
+    scratch.write(f"{base}/tests/task.json", canonical_json(document).encode("utf-8"))
+    scratch.write(f"{base}/tests/test.sh", test_sh, executable=True)
+    scratch.write(f"{base}/tests/grade.py", harbor_grade, link_same=True)
+    scratch.write(f"{base}/tests/grader.pyz", (scratch.root / "grader/grader.pyz").read_bytes(), link_same=True)
+    scratch.write(f"{base}/tests/requirements.txt", GRADER_REQUIREMENTS.encode(), link_same=True)
+
+
+def _write_tar(*, root: Path, top: str, out) -> tuple[str, int]:
+    """Pack `root` as `top/` into a reproducible .tar.gz; returns (sha256, size) of the bytes written."""
+    own = not hasattr(out, "write")
+    handle = open(out, "wb") if own else out
+    hashing = _HashingWriter(handle)
+    try:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0, compresslevel=6) as zipped:
+            with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                seen_inodes: dict[tuple[int, int], str] = {}
+                for relative, path in _sorted_tree(root):
+                    _add(tar, path, f"{top}/{relative}" if relative else top, seen_inodes)
+    finally:
+        if own:
+            handle.close()
+    return hashing.digest.hexdigest(), hashing.size
+
+
+def _sorted_tree(root: Path) -> list[tuple[str, Path]]:
+    found = [("", root)]
+    for directory, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(directory) / name
+            found.append((path.relative_to(root).as_posix(), path))
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def _add(tar: tarfile.TarFile, path: Path, arcname: str, seen_inodes: dict) -> None:
+    status = path.lstat()
+    info = tarfile.TarInfo(arcname)
+    info.mtime = FIXED_MTIME
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    if stat.S_ISDIR(status.st_mode):
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(info)
+        return
+    info.mode = 0o755 if status.st_mode & 0o100 else 0o644
+    key = (status.st_dev, status.st_ino)
+    if status.st_nlink > 1 and key in seen_inodes:
+        info.type, info.linkname = tarfile.LNKTYPE, seen_inodes[key]
+        tar.addfile(info)
+        return
+    seen_inodes[key] = arcname
+    info.size = status.st_size
+    with open(path, "rb") as handle:
+        tar.addfile(info, handle)
+
+
+class _HashingWriter(io.RawIOBase):
+    def __init__(self, handle):
+        self.handle = handle
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.handle.write(data)
+        self.digest.update(data)
+        self.size += len(data)
+        return len(data)
+
+
+# ---------------------------------------------------------------------------------------------- verify
+
+
+@dataclasses.dataclass
+class Verification:
+    ok: bool
+    problems: list[str]
+    manifest: dict | None
+    files_checked: int
+
+
+def verify_pack(source: str | Path | BinaryIO, *, max_bytes: int = 8 << 30) -> Verification:
+    """Check a pack archive: readable gzip/tar, safe member names, no links leaving the pack, every
+    file's sha256 and the manifest's content_sha256. Streams; at most `max_bytes` are unpacked."""
+    problems: list[str] = []
+    digests: dict[str, str] = {}
+    manifest_bytes = None
+    top = None
+    total = 0
+    try:
+        tar = tarfile.open(source, mode="r:gz") if not hasattr(source, "read") else \
+            tarfile.open(fileobj=source, mode="r|gz")
+        with tar:
+            names: dict[str, str] = {}
+            for member in tar:
+                name = member.name
+                first, _, relative = name.partition("/")
+                if top is None:
+                    top = first
+                if name.startswith("/") or ".." in name.split("/") or first != top:
+                    problems.append(f"{name}: outside the pack folder")
+                    continue
+                if member.isdir():
+                    continue
+                if member.islnk():
+                    target = member.linkname
+                    if target not in names:
+                        problems.append(f"{name}: hard link to {target!r}, which is not an earlier file of the pack")
+                    else:
+                        digests[relative] = names[target]
+                    continue
+                if not member.isfile():
+                    problems.append(f"{name}: not a regular file (symlink, device or fifo)")
+                    continue
+                total += member.size
+                if total > max_bytes:
+                    problems.append(f"{name}: the pack unpacks to more than {max_bytes} bytes; stopped")
+                    break
+                handle = tar.extractfile(member)
+                digest = hashlib.sha256()
+                data = bytearray() if relative == "manifest.json" else None
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+                    if data is not None and len(data) < (64 << 20):
+                        data.extend(chunk)
+                if data is not None:
+                    manifest_bytes = bytes(data)
+                digests[relative] = names[name] = digest.hexdigest()
+    except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+        problems.append(f"the archive is damaged: {exc}")
+        return Verification(False, problems, None, len(digests))
+    if manifest_bytes is None:
+        problems.append("manifest.json: missing")
+        return Verification(False, problems, None, len(digests))
+    try:
+        manifest = json.loads(manifest_bytes)
+        listed = manifest["files"]
+        assert isinstance(listed, dict)
+    except (ValueError, KeyError, AssertionError, TypeError):
+        problems.append("manifest.json: not a pack manifest")
+        return Verification(False, problems, None, len(digests))
+    digests.pop("manifest.json", None)
+    for relative, expected in sorted(listed.items()):
+        actual = digests.get(relative)
+        if actual is None:
+            problems.append(f"{relative}: listed in the manifest, missing from the archive")
+        elif actual != expected:
+            problems.append(f"{relative}: sha256 {actual} does not match the manifest's {expected}")
+    for relative in sorted(set(digests) - set(listed)):
+        problems.append(f"{relative}: in the archive, not in the manifest")
+    if manifest.get("content_sha256") != _manifest_digest(manifest):
+        problems.append("manifest.json: content_sha256 does not match the manifest's content")
+    return Verification(not problems, problems, manifest, len(digests))
+
+
+def zlib_error():
+    import zlib
+
+    return zlib.error
+

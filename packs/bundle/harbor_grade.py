@@ -1,0 +1,80 @@
+"""Harbor verifier for a Gymwright pack task: grade /workspace with the bundled grader.
+
+Run by tests/test.sh inside the verifier's container. Reads the task (tests/task.json), copies
+the task's grader-only files (tests/grader-files/) into the workspace after the episode, reads
+the agent's final answer from /workspace/answer.txt, runs every check (command and python checks
+run here, in the verifier's container), and writes the reward to /logs/verifier/reward.txt and
+the full grade to /logs/verifier/grade.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS / "grader.pyz"))
+
+from grading.engine import ExecResult, JudgeClient, JudgeConfig, grade, parse_task  # noqa: E402
+
+WORKSPACE = Path(os.environ.get("GYMWRIGHT_WORKSPACE", "/workspace"))
+LOGS = Path(os.environ.get("GYMWRIGHT_VERIFIER_LOGS", "/logs/verifier"))
+OUTPUT_CAP = 1 << 20
+
+
+class ContainerSandbox:
+    """Runs check commands in this container (Harbor's verifier is the sandbox)."""
+
+    workspace_path = str(WORKSPACE)
+
+    def exec(self, command, *, timeout_s=None, stdin=None, env=None):
+        started = time.monotonic()
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        try:
+            done = subprocess.run(argv, cwd=WORKSPACE, input=stdin, capture_output=True, timeout=timeout_s,
+                                  env={**os.environ, **(env or {})})
+        except subprocess.TimeoutExpired as exc:
+            return ExecResult(None, (exc.stdout or b"")[:OUTPUT_CAP].decode("utf-8", "replace"),
+                              (exc.stderr or b"")[:OUTPUT_CAP].decode("utf-8", "replace"), False, False, True,
+                              False, int((time.monotonic() - started) * 1000))
+        return ExecResult(done.returncode, done.stdout[:OUTPUT_CAP].decode("utf-8", "replace"),
+                          done.stderr[:OUTPUT_CAP].decode("utf-8", "replace"), len(done.stdout) > OUTPUT_CAP,
+                          len(done.stderr) > OUTPUT_CAP, False, False, int((time.monotonic() - started) * 1000))
+
+    def write_file(self, path, data):
+        target = Path(path) if path.startswith("/") else WORKSPACE / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def read_file(self, path):
+        return (WORKSPACE / path).read_bytes()
+
+
+def main() -> int:
+    task = parse_task(json.loads((TESTS / "task.json").read_text(encoding="utf-8")))
+    grader_files = TESTS / "grader-files"
+    if grader_files.is_dir():
+        shutil.copytree(grader_files, WORKSPACE, dirs_exist_ok=True)
+    answer_file = WORKSPACE / "answer.txt"
+    answer = answer_file.read_text(encoding="utf-8", errors="replace") if answer_file.is_file() else ""
+    config = JudgeConfig.from_env()
+    judge = JudgeClient(config) if config is not None else None
+    result = grade(task.rubric, answer=answer, workspace=WORKSPACE, sandbox=ContainerSandbox(), judge=judge,
+                   checks_module=task.environment.checks_module)
+    document = result.to_document()
+    LOGS.mkdir(parents=True, exist_ok=True)
+    (LOGS / "grade.json").write_text(json.dumps(document, indent=1, ensure_ascii=False), encoding="utf-8")
+    (LOGS / "reward.txt").write_text(f"{document['reward']}\n", encoding="utf-8")
+    print(f"reward {document['reward']} (passed: {document['passed']}, complete: {document['complete']})")
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # the judge client's threads need not be joined

@@ -1,0 +1,121 @@
+"""Reward functions for this Gymwright task pack: verl's `compute_score` and a TRL reward function.
+
+Stand-alone: needs only the bundled grader's dependencies (`pip install -r grader/requirements.txt`),
+no Django and no Gymwright install. Each response is graded by the pack's own grading engine
+(grader/) against the task's rubric from tasks.jsonl, exactly as Gymwright graded the previews.
+
+Judge checks (`llm_judge`) call the OpenAI-compatible endpoint in OPENAI_BASE_URL (key in
+OPENAI_API_KEY, model in GYMWRIGHT_JUDGE_MODEL). Without one they are *unscored*: left out of the
+reward, never counted as 0. `compute_score` then returns `complete: False` and the ids of the
+unscored checks next to the score; the TRL function returns None for a response whose grade has
+no scored check at all (TRL ignores None rewards) and warns once.
+
+Checks that need the agent's workspace or a sandbox (files, commands, python checks) are also
+unscored here: grade those with the Harbor tasks under tasks/<id>/ (tests/test.sh).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+PACK_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(PACK_DIR / "grader"))
+
+from grading.engine import JudgeClient, JudgeConfig, grade, parse_task  # noqa: E402
+
+_tasks: dict[str, dict] | None = None
+_judge: JudgeClient | None = None
+_judge_loaded = False
+_lock = threading.Lock()
+_warned = False
+
+
+def _task_documents() -> dict[str, dict]:
+    global _tasks
+    with _lock:
+        if _tasks is None:
+            tasks = {}
+            with open(PACK_DIR / "tasks.jsonl", encoding="utf-8") as handle:
+                for line in handle:
+                    if line.strip():
+                        document = json.loads(line)
+                        tasks[document["id"]] = document
+            _tasks = tasks
+        return _tasks
+
+
+def _judge_client() -> JudgeClient | None:
+    global _judge, _judge_loaded
+    with _lock:
+        if not _judge_loaded:
+            config = JudgeConfig.from_env()
+            _judge = JudgeClient(config) if config is not None else None
+            _judge_loaded = True
+        return _judge
+
+
+def grade_response(task_id: str, response: str) -> dict:
+    """The full gymwright.grade/v1 document for one response to one pack task."""
+    document = _task_documents().get(task_id)
+    if document is None:
+        raise KeyError(f"task {task_id!r} is not in this pack")
+    task = parse_task(document)
+    result = grade(task.rubric, answer=response, judge=_judge_client(),
+                   checks_module=task.environment.checks_module)
+    return result.to_document()
+
+
+def _task_id(ground_truth, extra_info) -> str:
+    if isinstance(extra_info, dict) and extra_info.get("task_id"):
+        return extra_info["task_id"]
+    return str(ground_truth)
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:
+    """verl's custom reward function: {"score": reward, "complete": bool, "unscored": [check ids], ...}."""
+    document = grade_response(_task_id(ground_truth, extra_info), solution_str)
+    unscored = [check["id"] for check in document["checks"] if check["status"] != "scored"]
+    return {"score": float(document["reward"]), "passed": bool(document["passed"]),
+            "complete": bool(document["complete"]), "gated": bool(document["gated"]),
+            "unscored": unscored}
+
+
+def _completion_text(completion) -> str:
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion:  # conversational: a list of messages
+        last = completion[-1]
+        return last.get("content") or "" if isinstance(last, dict) else str(last)
+    return str(completion)
+
+
+def trl_reward(prompts, completions, **columns) -> list[float | None]:
+    """TRL GRPOTrainer reward function: one reward per completion (None when nothing could be scored)."""
+    global _warned
+    reward_models = columns.get("reward_model") or [None] * len(completions)
+    extra_infos = columns.get("extra_info") or [None] * len(completions)
+    rewards: list[float | None] = []
+    for completion, reward_model, extra_info in zip(completions, reward_models, extra_infos):
+        ground_truth = reward_model.get("ground_truth") if isinstance(reward_model, dict) else reward_model
+        document = grade_response(_task_id(ground_truth, extra_info), _completion_text(completion))
+        if not document["complete"] and not _warned:
+            _warned = True
+            warnings.warn("some checks are unscored (no judge configured, or they need a sandbox); "
+                          "rewards cover the scored checks only", stacklevel=2)
+        scored = any(check["status"] == "scored" for check in document["checks"])
+        rewards.append(float(document["reward"]) if scored else None)
+    return rewards
+
+
+trl_reward.__name__ = "gymwright_rubric"
+
+if __name__ == "__main__":  # python reward.py TASK_ID < answer.txt
+    if len(sys.argv) != 2:
+        sys.exit("usage: python reward.py TASK_ID < answer.txt")
+    print(json.dumps(grade_response(sys.argv[1], sys.stdin.read()), indent=2, ensure_ascii=False))
+    os._exit(0)  # the judge client's threads need not be joined

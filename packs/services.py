@@ -1,0 +1,352 @@
+"""Writes for task packs: create a pack, start, build, fail and cancel a PackVersion, record downloads.
+
+A build reads the approved version of each selected task (Task.approved_version, never a later
+draft) in task-slug order, streams them through the pure writer (packs.archive) into a temporary
+file, and publishes the archive to Django storage only when it is complete. A failed or
+cancelled build stores no archive and keeps the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+import gymwright
+from authoring import permissions
+from authoring.models import AuditEvent, Task, TaskVersion
+from authoring.services import audit_record, blob_read
+from gymwright.errors import DomainError, NotAllowed
+from packs import archive
+from packs.models import PackEntry, PackVersion, TaskPack
+from sandbox.models import PreviewRun
+
+logger = logging.getLogger(__name__)
+
+PROGRESS_EVERY = 50  # tasks between progress writes (and cancel checks)
+CHUNK = 500
+
+
+# ---------------------------------------------------------------------------------------------- packs
+
+
+@transaction.atomic
+def pack_create(*, slug: str, user, name: str = "", description: str = "", licence: str = "") -> TaskPack:
+    if user is not None and not permissions.can_build_packs(user):  # None: the command line (manage.py)
+        raise NotAllowed("Only lab members and admins can create packs.")
+    if TaskPack.objects.filter(slug=slug).exists():
+        raise DomainError(f"A pack called {slug!r} already exists.", details=[{"pointer": "/slug", "message": "already taken"}])
+    pack = TaskPack(slug=slug, name=name or slug, description=description, licence=licence or "proprietary",
+                    created_by=user)
+    try:
+        pack.full_clean()
+    except Exception as exc:  # django ValidationError → pointers
+        details = [{"pointer": f"/{field}", "message": " ".join(messages)}
+                   for field, messages in getattr(exc, "message_dict", {"slug": [str(exc)]}).items()]
+        raise DomainError("Invalid pack: " + "; ".join(f"{d['pointer']}: {d['message']}" for d in details),
+                          details=details)
+    pack.save()
+    audit_record(actor=user, verb=AuditEvent.Verb.CREATE, target=pack, summary=f"pack {slug}")
+    return pack
+
+
+# ---------------------------------------------------------------------------------------------- selection
+
+
+def approved_versions(*, environment: str | None = None, tags: list[str] | tuple = (),
+                      tasks: list[str] | tuple = ()):
+    """The approved TaskVersion of every selected task (all approved tasks without a selector), by slug."""
+    heads = Task.objects.filter(approved_version__isnull=False).exclude(status=Task.Status.ARCHIVED)
+    if environment:
+        heads = heads.filter(environment__slug=environment)
+    for tag in tags:
+        heads = heads.filter(tags__name=tag)
+    if tasks:
+        heads = heads.filter(slug__in=list(tasks))
+    return (TaskVersion.objects.filter(pk__in=heads.values("approved_version_id"))
+            .select_related("task").order_by("task__slug"))
+
+
+def _selection_check(*, environment, tags, tasks) -> None:
+    if tasks:
+        known = dict(Task.objects.filter(slug__in=list(tasks)).values_list("slug", "approved_version_id"))
+        for index, slug in enumerate(tasks):
+            if slug not in known:
+                raise DomainError(f"There is no task {slug!r}.", details=[{"pointer": f"/tasks/{index}", "message": "no such task"}])
+            if known[slug] is None:
+                raise DomainError(f"Task {slug!r} has no approved version.",
+                                  details=[{"pointer": f"/tasks/{index}", "message": "not approved"}])
+
+
+# ---------------------------------------------------------------------------------------------- semver
+
+
+def parse_semver(text: str, *, pointer: str = "/version") -> tuple[int, int, int]:
+    import re
+
+    match = re.match(r"^(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})$", str(text or ""))
+    if not match:
+        raise DomainError(f"{text!r} is not a version like 1.2.3.", details=[{"pointer": pointer, "message": "expected X.Y.Z"}])
+    return tuple(int(part) for part in match.groups())  # type: ignore[return-value]
+
+
+def _bump(version: tuple[int, int, int], kind: str) -> tuple[int, int, int]:
+    major, minor, patch = version
+    if kind == "major":
+        return (major + 1, 0, 0)
+    if kind == "minor":
+        return (major, minor + 1, 0)
+    return (major, minor, patch + 1)
+
+
+def pack_changes(*, previous: dict[str, int], current: dict[str, int]) -> dict:
+    """{added, removed, changed} between two {task slug: task version number} maps."""
+    return {
+        "added": sorted(set(current) - set(previous)),
+        "removed": sorted(set(previous) - set(current)),
+        "changed": [{"id": slug, "from": previous[slug], "to": current[slug]}
+                    for slug in sorted(set(previous) & set(current)) if previous[slug] != current[slug]],
+    }
+
+
+def _previous_ready(pack: TaskPack) -> PackVersion | None:
+    return pack.versions.filter(status=PackVersion.Status.READY).first()
+
+
+def _entry_map(pack_version: PackVersion | None) -> dict[str, int]:
+    if pack_version is None:
+        return {}
+    return dict(pack_version.entries.values_list("task_slug", "task_version__number"))
+
+
+def pack_version_propose(*, pack: TaskPack, selected: dict[str, int]) -> tuple[tuple[int, int, int], dict]:
+    """The next version for `selected` ({slug: version number}) and the changes it carries.
+
+    Removed tasks → major, added → minor, changed (or nothing) → patch, counted from the last
+    ready version; never a number any earlier version (ready or failed) already has.
+    """
+    previous = _previous_ready(pack)
+    changes = pack_changes(previous=_entry_map(previous), current=selected)
+    kind = "major" if changes["removed"] else "minor" if changes["added"] else "patch"
+    if previous is None:
+        proposal = (1, 0, 0)
+    else:
+        proposal = _bump(previous.semver, kind)
+    highest = pack.versions.order_by("-major", "-minor", "-patch").first()
+    if highest is not None and proposal <= highest.semver:
+        proposal = _bump(highest.semver, kind)
+    return proposal, changes
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+@dataclass
+class Selection:
+    environment: str | None = None
+    tags: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    test_ratio: float = 0.1
+
+    def as_dict(self) -> dict:
+        return {"environment": self.environment, "tags": list(self.tags), "tasks": list(self.tasks),
+                "test_ratio": self.test_ratio}
+
+
+@transaction.atomic
+def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: str | None = None,
+                       enqueue: bool = True) -> PackVersion:
+    """A new PackVersion in `building`, its entries pinned now; the build job is enqueued after commit."""
+    if user is not None and not permissions.can_build_packs(user):  # None: the command line (manage.py)
+        raise NotAllowed("Only lab members and admins can build packs.")
+    if not (0 <= selection.test_ratio <= 1):
+        raise DomainError("The test ratio must be between 0 and 1.", details=[{"pointer": "/test_ratio", "message": "between 0 and 1"}])
+    _selection_check(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
+    pack = TaskPack.objects.select_for_update().get(pk=pack.pk)
+    versions = list(approved_versions(environment=selection.environment, tags=selection.tags,
+                                      tasks=selection.tasks).values_list("pk", "task__slug", "number"))
+    if not versions:
+        raise DomainError("No approved task matches this selection.", details=[{"pointer": "/selection", "message": "nothing approved matches"}])
+    proposal, changes = pack_version_propose(pack=pack, selected={slug: number for _, slug, number in versions})
+    if version:
+        wanted = parse_semver(version)
+        if wanted < proposal:
+            raise DomainError(f"Version {version} is lower than the proposed {'.'.join(map(str, proposal))}; "
+                              "a version may be raised, never lowered or reused.",
+                              details=[{"pointer": "/version", "message": "lower than the proposal"}])
+        proposal = wanted
+    text = ".".join(str(part) for part in proposal)
+    if pack.versions.filter(version=text).exists():
+        raise DomainError(f"{pack.slug} {text} already exists.", details=[{"pointer": "/version", "message": "already used"}])
+    try:
+        with transaction.atomic():
+            pack_version = PackVersion.objects.create(
+                pack=pack, version=text, major=proposal[0], minor=proposal[1], patch=proposal[2],
+                selection=selection.as_dict(), changes=changes, progress_total=len(versions), created_by=user)
+    except IntegrityError:
+        raise DomainError(f"{pack.slug} {text} was just started by someone else.", code="conflict", http_status=409)
+    PackEntry.objects.bulk_create([
+        PackEntry(pack_version=pack_version, task_version_id=pk, task_slug=slug,
+                  split=archive.split_of(slug, selection.test_ratio))
+        for pk, slug, _ in versions
+    ], batch_size=1000)
+    audit_record(actor=user, verb=AuditEvent.Verb.BUILD, target=pack,
+                 summary=f"{pack.slug} {text}: started a build of {len(versions)} tasks",
+                 data={"version": text, "tasks": len(versions)})
+    if enqueue:
+        from packs.tasks import pack_version_build_job
+
+        transaction.on_commit(lambda: pack_version_build_job.delay(pack_version.pk))
+    return pack_version
+
+
+def _calibration(summary: dict | None, policy: str) -> dict | None:
+    if not summary or summary.get("graded") in (None, 0):
+        return None
+    return {"policy": policy, "n": summary.get("graded"), "pass_rate": summary.get("pass_rate"),
+            "pass_at_k": summary.get("pass_at_k"), "mean_reward": summary.get("mean_reward")}
+
+
+def _task_items(pack_version: PackVersion) -> Iterator[archive.TaskItem]:
+    """The pinned task versions, in slug order, a chunk at a time, with their last finished preview."""
+    entries = (PackEntry.objects.filter(pack_version=pack_version).order_by("task_slug")
+               .values_list("task_version_id", flat=True))
+    ids = list(entries.iterator(chunk_size=5000))
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start:start + CHUNK]
+        versions = {row[0]: row for row in TaskVersion.objects.filter(pk__in=chunk)
+                    .values_list("pk", "spec", "sha256")}
+        previews: dict[int, dict | None] = {}
+        for run in (PreviewRun.objects.filter(task_version_id__in=chunk, status=PreviewRun.Status.DONE)
+                    .order_by("task_version_id", "-created_at", "-id").values("task_version_id", "summary", "policy")):
+            if run["task_version_id"] not in previews:
+                previews[run["task_version_id"]] = _calibration(run["summary"], run["policy"])
+        for pk in chunk:
+            _, spec, sha256 = versions[pk]
+            yield archive.TaskItem(document=spec, sha256=sha256, calibration=previews.get(pk))
+
+
+def pack_info(pack_version: PackVersion) -> archive.PackInfo:
+    pack = pack_version.pack
+    return archive.PackInfo(slug=pack.slug, name=pack.name, version=pack_version.version,
+                            description=pack.description, licence=pack.licence,
+                            test_ratio=float(pack_version.selection.get("test_ratio", 0.1)),
+                            gymwright_version=gymwright.__version__)
+
+
+def _scratch_root() -> Path:
+    root = Path(settings.PACK_SCRATCH_DIR)
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def pack_version_build(*, pack_version_id: int) -> PackVersion:
+    """Build a `building` PackVersion and publish its archive; a no-op for a finished one."""
+    pack_version = PackVersion.objects.select_related("pack", "created_by").get(pk=pack_version_id)
+    if pack_version.is_finished:
+        return pack_version
+    scratch = Path(tempfile.mkdtemp(prefix=f"pack-{pack_version.pk}-", dir=_scratch_root()))
+    temporary = scratch / "archive.tar.gz"
+
+    def progress(done: int) -> None:
+        if done % PROGRESS_EVERY and done != pack_version.progress_total:
+            return
+        PackVersion.objects.filter(pk=pack_version.pk).building_update(progress_done=done)
+        if PackVersion.objects.filter(pk=pack_version.pk, cancel_requested=True).exists():
+            raise archive.BuildCancelled()
+
+    user = pack_version.created_by
+    try:
+        result = archive.build_pack(
+            out=temporary, info=pack_info(pack_version), tasks=_task_items(pack_version),
+            read_blob=lambda sha256: blob_read(sha256=sha256), scratch_dir=scratch / "tree",
+            build_record={"created_at": pack_version.created_at.isoformat(),
+                          "created_by": user.get_username() if user else None},
+            progress=progress)
+        if result.size > settings.PACK_MAX_BYTES:
+            raise archive.PackError(f"the archive is {result.size} bytes, over the {settings.PACK_MAX_BYTES}-byte "
+                                    "limit (GYMWRIGHT_PACK_MAX_MB)")
+        with open(temporary, "rb") as handle:
+            name = default_storage.save(f"packs/{pack_version.pack.slug}/{pack_version.filename}", File(handle))
+        with transaction.atomic():
+            updated = PackVersion.objects.filter(pk=pack_version.pk, cancel_requested=False).building_update(
+                status=PackVersion.Status.READY, archive=name, size=result.size, sha256=result.sha256,
+                content_sha256=result.content_sha256, manifest=result.manifest,
+                progress_done=pack_version.progress_total, finished_at=timezone.now())
+            if updated != 1:
+                transaction.on_commit(lambda: default_storage.delete(name))
+                raise archive.BuildCancelled()
+            audit_record(actor=user, verb=AuditEvent.Verb.BUILD, target=pack_version.pack,
+                         summary=f"{pack_version.pack.slug} {pack_version.version}: built ({result.size} bytes)",
+                         data={"version": pack_version.version, "sha256": result.sha256,
+                               "content_sha256": result.content_sha256})
+    except archive.BuildCancelled:
+        pack_version_fail(pack_version_id=pack_version.pk, reason="cancelled by a user")
+    except (archive.PackError, DomainError) as exc:
+        pack_version_fail(pack_version_id=pack_version.pk, reason=str(exc))
+    except Exception as exc:
+        logger.exception("pack build %s failed", pack_version.pk)
+        pack_version_fail(pack_version_id=pack_version.pk, reason=f"internal error: {type(exc).__name__}: {exc}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return PackVersion.objects.select_related("pack").get(pk=pack_version.pk)
+
+
+@transaction.atomic
+def pack_version_fail(*, pack_version_id: int, reason: str) -> bool:
+    """Mark a building version failed with `reason` (no archive); False when it had already finished."""
+    pack_version = PackVersion.objects.select_related("pack", "created_by").get(pk=pack_version_id)
+    updated = PackVersion.objects.filter(pk=pack_version_id).building_update(
+        status=PackVersion.Status.FAILED, failure_reason=reason[:2000], finished_at=timezone.now())
+    if updated:
+        audit_record(actor=pack_version.created_by, verb=AuditEvent.Verb.BUILD_FAILED, target=pack_version.pack,
+                     summary=f"{pack_version.pack.slug} {pack_version.version}: {reason}"[:300],
+                     data={"version": pack_version.version, "reason": reason[:2000]})
+    return bool(updated)
+
+
+def pack_version_cancel(*, pack_version: PackVersion, user) -> None:
+    if not permissions.can_build_packs(user):
+        raise NotAllowed("Only lab members and admins can cancel builds.")
+    if pack_version.is_finished:
+        raise DomainError(f"{pack_version} has already finished.", code="invalid_state", http_status=409)
+    PackVersion.objects.filter(pk=pack_version.pk).building_update(cancel_requested=True)
+
+
+def pack_version_download_record(*, pack_version: PackVersion, user, via: str) -> None:
+    if not permissions.can_build_packs(user):
+        raise NotAllowed("Only lab members and admins can download packs.")
+    if pack_version.status != PackVersion.Status.READY:
+        raise DomainError(f"{pack_version} is {pack_version.get_status_display().lower()}; there is nothing to download.",
+                          code="invalid_state", http_status=409)
+    audit_record(actor=user, verb=AuditEvent.Verb.DOWNLOAD, target=pack_version.pack,
+                 summary=f"{pack_version.pack.slug} {pack_version.version} ({via})",
+                 data={"version": pack_version.version, "via": via})
+
+
+def pack_version_verify(*, pack_version: PackVersion) -> archive.Verification:
+    """Check the stored archive against its manifest (and the sha256 recorded at build time)."""
+    with default_storage.open(pack_version.archive.name, "rb") as handle:
+        result = archive.verify_pack(handle)
+    digest_problems = []
+    digest = hashlib.sha256()
+    with default_storage.open(pack_version.archive.name, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    if digest.hexdigest() != pack_version.sha256:
+        digest_problems.append(f"the archive's sha256 {digest.hexdigest()} is not the recorded {pack_version.sha256}")
+    if result.manifest and result.manifest.get("content_sha256") != pack_version.content_sha256:
+        digest_problems.append("the manifest's content_sha256 is not the recorded one")
+    return archive.Verification(result.ok and not digest_problems, result.problems + digest_problems,
+                                result.manifest, result.files_checked)
+

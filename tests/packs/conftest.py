@@ -1,0 +1,60 @@
+"""Approved tasks to pack, made through the authoring services (so every one is a valid version)."""
+
+from __future__ import annotations
+
+import pytest
+
+from authoring import services as authoring_services
+from tests.support.users import make_user
+
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.5,
+    "checks": [
+        {"id": "says_answer", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
+        {"id": "no_shouting", "kind": "regex", "points": -1, "pattern": "[A-Z]{5,}"},
+        {"id": "explains", "kind": "llm_judge", "points": 1, "criterion": "Explains how the answer was found."},
+    ],
+}
+
+
+@pytest.fixture
+def author(db, django_user_model):
+    return make_user(django_user_model, "alice", "author")
+
+
+@pytest.fixture
+def reviewer(db, django_user_model):
+    return make_user(django_user_model, "rita", "reviewer")
+
+
+@pytest.fixture
+def lab(db, django_user_model):
+    return make_user(django_user_model, "lena", "lab")
+
+
+@pytest.fixture
+def admin_user(db, django_user_model):
+    return make_user(django_user_model, "adam", "admin")
+
+
+def make_approved(*, author, reviewer, slug: str, environment_slug: str = "shell", answer: str = "42",
+                  tags=("maths",), rubric: dict | None = None, files: list | None = None):
+    from authoring.models import Environment
+
+    environment = Environment.objects.filter(slug=environment_slug).first()
+    if environment is None:
+        environment = authoring_services.environment_create(slug=environment_slug, name=environment_slug,
+                                                            author=author, spec={"network": "none"})
+    task = authoring_services.task_create(slug=slug, environment=environment, author=author, content={
+        "title": f"Task {slug}", "prompt": f"What is six times seven? ({slug})", "rubric": rubric or RUBRIC,
+        "solution": {"script": None, "answer": answer}, "tags": list(tags), "files": files or []})
+    authoring_services.task_submit(task=task, user=author)
+    authoring_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
+    task.refresh_from_db()
+    return task
+
+
+@pytest.fixture
+def approved_tasks(author, reviewer):
+    return [make_approved(author=author, reviewer=reviewer, slug=f"task-{i:02d}") for i in range(12)]

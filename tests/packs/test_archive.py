@@ -1,0 +1,153 @@
+"""The pure archive writer: reproducible bytes, contents per RUBRIC.md "Task pack", verification."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import tarfile
+
+import pandas as pd
+import pytest
+
+from grading.engine import content_sha256
+from packs import archive
+
+
+def document(index: int, *, prompt: str | None = None) -> dict:
+    return {"schema": "gymwright.task/v1", "id": f"task-{index:03d}", "version": 2, "title": "t",
+            "prompt": prompt or f"What is {index} + 1?",
+            "environment": {"id": "env", "version": 1, "image": None, "dockerfile": None, "setup": None,
+                            "network": "none", "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600,
+                                                          "max_steps": 30},
+                            "tools": ["bash", "submit"], "custom_tools": [], "files": [], "checks_module": None},
+            "files": [], "solution": {"script": None, "answer": str(index + 1)},
+            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+                {"id": "right", "kind": "string_match", "points": 1, "expected": str(index + 1)}]},
+            "tags": [], "metadata": {}}
+
+
+def items(count: int, **kwargs):
+    for index in range(count):
+        doc = document(index, **kwargs)
+        yield archive.TaskItem(doc, content_sha256(doc), {"policy": "oracle", "n": 4, "pass_rate": 0.25,
+                                                          "pass_at_k": {"1": 0.25}, "mean_reward": 0.3})
+
+
+def build(tmp_path, name: str, count: int = 30, record: dict | None = None, **kwargs) -> archive.BuildResult:
+    return archive.build_pack(out=tmp_path / name, info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+                              tasks=items(count, **kwargs), read_blob=lambda sha: b"", scratch_dir=tmp_path / f"s-{name}",
+                              build_record=record or {})
+
+
+def members(path) -> dict[str, tarfile.TarInfo]:
+    with tarfile.open(path) as tar:
+        return {member.name: member for member in tar.getmembers()}
+
+
+def test_it_builds_the_same_bytes_twice_except_the_build_record(tmp_path):
+    first = build(tmp_path, "a.tar.gz", record={"created_at": "2026-01-01T00:00:00Z", "created_by": "x"})
+    second = build(tmp_path, "b.tar.gz", record={"created_at": "2026-01-01T00:00:00Z", "created_by": "x"})
+    third = build(tmp_path, "c.tar.gz", record={"created_at": "2027-05-05T00:00:00Z", "created_by": "y"})
+    assert (tmp_path / "a.tar.gz").read_bytes() == (tmp_path / "b.tar.gz").read_bytes()
+    assert first.sha256 == second.sha256 != third.sha256
+    assert first.content_sha256 == third.content_sha256
+    assert first.manifest["files"] == third.manifest["files"]
+    # a different task changes the digest
+    other = build(tmp_path, "d.tar.gz", prompt="something else")
+    assert other.content_sha256 != first.content_sha256
+
+
+def test_the_archive_is_sorted_with_fixed_metadata_and_a_gzip_without_timestamp(tmp_path):
+    build(tmp_path, "a.tar.gz")
+    raw = (tmp_path / "a.tar.gz").read_bytes()
+    assert raw[4:8] == b"\0\0\0\0"  # gzip MTIME
+    assert raw[3] & 0x08 == 0  # no FNAME
+    with tarfile.open(tmp_path / "a.tar.gz") as tar:
+        names = tar.getnames()
+        infos = tar.getmembers()
+    assert names == sorted(names)
+    assert all(info.uid == 0 and info.gid == 0 and info.mtime == archive.FIXED_MTIME and not info.uname
+               for info in infos)
+    assert all(name.startswith("demo-1.0.0") for name in names)
+
+
+def test_the_pack_holds_every_part_of_the_format(tmp_path):
+    result = build(tmp_path, "a.tar.gz", count=40)
+    names = members(tmp_path / "a.tar.gz")
+    top = "demo-1.0.0/"
+    for name in ("manifest.json", "README.md", "tasks.jsonl", "data/train.parquet", "data/test.parquet",
+                 "reward.py", "calibration.json", "grader/requirements.txt", "grader/grading/engine/scoring.py",
+                 "tasks/task-000/instruction.md", "tasks/task-000/task.toml", "tasks/task-000/environment/Dockerfile",
+                 "tasks/task-000/solution/solve.sh", "tasks/task-000/tests/test.sh", "tasks/task-000/rubric.json"):
+        assert top + name in names, name
+    manifest = result.manifest
+    assert manifest["counts"]["tasks"] == 40
+    assert manifest["counts"]["train"] + manifest["counts"]["test"] == 40
+    assert [task["id"] for task in manifest["tasks"]] == [f"task-{i:03d}" for i in range(40)]
+    assert all(task["split"] == archive.split_of(task["id"], 0.1) for task in manifest["tasks"])
+    with tarfile.open(tmp_path / "a.tar.gz") as tar:
+        train = pd.read_parquet(io.BytesIO(tar.extractfile(top + "data/train.parquet").read()))
+        card = tar.extractfile(top + "README.md").read().decode()
+        lines = tar.extractfile(top + "tasks.jsonl").read().decode().splitlines()
+        calibration = json.loads(tar.extractfile(top + "calibration.json").read())
+    assert list(train.columns) == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+    row = train.iloc[0]
+    assert row["data_source"] == "gymwright/demo"
+    assert list(row["prompt"])[0]["role"] == "user"
+    assert row["reward_model"]["style"] == "rubric"
+    assert row["reward_model"]["ground_truth"] == row["extra_info"]["task_id"]
+    assert len(train) == manifest["counts"]["train"]
+    assert f"| in band | 40 |" in card and archive.canary_guid("demo") in card
+    for word in ("verl", "TRL", "Harbor", "Inspect", "Licence"):
+        assert word in card
+    assert json.loads(lines[0]) == document(0)
+    assert calibration["tasks"]["task-001"]["pass_rate"] == 0.25
+
+
+def test_the_split_is_stable_and_near_the_ratio():
+    ids = [f"some-task-{i}" for i in range(2000)]
+    test = [task for task in ids if archive.split_of(task, 0.1) == "test"]
+    assert 150 < len(test) < 250
+    assert [archive.split_of(task, 0.1) for task in ids] == [archive.split_of(task, 0.1) for task in ids]
+    assert all(archive.split_of(task, 0.0) == "train" for task in ids)
+
+
+def test_it_refuses_tasks_out_of_order_or_duplicated(tmp_path):
+    doc = document(1)
+    twice = [archive.TaskItem(doc, "x"), archive.TaskItem(doc, "x")]
+    with pytest.raises(archive.PackError, match="duplicated or out of order"):
+        archive.build_pack(out=tmp_path / "a.tar.gz", info=archive.PackInfo(slug="d", name="d", version="1.0.0"),
+                           tasks=twice, read_blob=lambda sha: b"", scratch_dir=tmp_path / "s")
+    assert not (tmp_path / "s" / "d-1.0.0").exists()
+
+
+def test_verify_accepts_a_good_pack_and_names_each_mismatch(tmp_path):
+    build(tmp_path, "a.tar.gz")
+    good = archive.verify_pack(tmp_path / "a.tar.gz")
+    assert good.ok and good.problems == [] and good.files_checked > 20
+    # rewrite one member's bytes, keep the manifest
+    with tarfile.open(tmp_path / "a.tar.gz") as source, tarfile.open(tmp_path / "bad.tar.gz", "w:gz") as target:
+        for member in source.getmembers():
+            data = source.extractfile(member).read() if member.isfile() else None
+            if member.name.endswith("tasks/task-003/instruction.md"):
+                data = b"changed"
+                member.size = len(data)
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+    bad = archive.verify_pack(tmp_path / "bad.tar.gz")
+    assert not bad.ok
+    assert any(problem.startswith("tasks/task-003/instruction.md: sha256") for problem in bad.problems)
+    truncated = tmp_path / "cut.tar.gz"
+    truncated.write_bytes((tmp_path / "a.tar.gz").read_bytes()[:5000])
+    cut = archive.verify_pack(truncated)
+    assert not cut.ok and "damaged" in cut.problems[0]
+
+
+def test_the_archive_writer_and_the_bundled_files_import_no_django():
+    import subprocess
+    import sys
+
+    code = ("import sys; import packs.archive; sys.path.insert(0, 'packs/bundle'); "
+            "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

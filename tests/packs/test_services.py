@@ -1,0 +1,142 @@
+"""Building pack versions from approved task versions: selection, semver, publishing, failure, audit."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.storage import default_storage
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from authoring import services as authoring_services
+from authoring.models import AuditEvent, ImmutableRowError
+from gymwright.errors import DomainError, NotAllowed
+from packs import archive, services
+from packs.models import PackVersion
+from tests.packs.conftest import make_approved
+
+
+def build(pack, user, **selection):
+    version = selection.pop("version", None)
+    pack_version = services.pack_version_start(pack=pack, user=user, selection=services.Selection(**selection),
+                                               version=version, enqueue=False)
+    return services.pack_version_build(pack_version_id=pack_version.pk)
+
+
+@pytest.fixture
+def pack(lab):
+    return services.pack_create(slug="maths-pack", user=lab, name="Maths", licence="CC-BY-4.0")
+
+
+def test_a_lab_member_builds_a_pack_of_the_approved_versions_not_later_drafts(pack, lab, author, approved_tasks):
+    drafted = approved_tasks[0]
+    authoring_services.task_version_create(task=drafted, author=author, base_version=1, content={
+        **authoring_services.task_version_content(drafted.latest_version), "prompt": "a later draft"})
+    pack_version = build(pack, lab)
+    assert pack_version.status == PackVersion.Status.READY, pack_version.failure_reason
+    assert pack_version.version == "1.0.0"
+    assert pack_version.entries.count() == 12
+    entry = pack_version.entries.get(task_slug=drafted.slug)
+    assert entry.task_version.number == 1
+    assert pack_version.manifest["tasks"][0] == {"id": drafted.slug, "version": 1,
+                                                 "sha256": entry.task_version.sha256, "split": entry.split}
+    assert default_storage.exists(pack_version.archive.name)
+    assert default_storage.size(pack_version.archive.name) == pack_version.size
+    assert services.pack_version_verify(pack_version=pack_version).ok
+    verbs = set(AuditEvent.objects.filter(object_id=pack.pk, content_type__model="taskpack").values_list("verb", flat=True))
+    assert {"create", "build"} <= verbs
+
+
+def test_drafts_and_unapproved_tasks_are_never_packed(pack, lab, author, reviewer, approved_tasks):
+    from authoring.models import Environment
+    authoring_services.task_create(slug="just-a-draft", environment=Environment.objects.get(slug="shell"), author=author,
+                                   content={"title": "d", "prompt": "p", "rubric": approved_tasks[0].latest_version.rubric})
+    pack_version = build(pack, lab)
+    assert "just-a-draft" not in set(pack_version.entries.values_list("task_slug", flat=True))
+    with pytest.raises(DomainError, match="no approved version"):
+        build(pack, lab, tasks=("just-a-draft",))
+
+
+def test_the_next_version_follows_the_changes_and_may_be_raised_never_lowered(pack, lab, author, reviewer, approved_tasks):
+    assert build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:5])).version == "1.0.0"
+    assert build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:6])).version == "1.1.0"  # added
+    changed = approved_tasks[2]
+    authoring_services.task_version_create(task=changed, author=author, base_version=1, content={
+        **authoring_services.task_version_content(changed.latest_version), "prompt": "reworded"})
+    changed.refresh_from_db()
+    authoring_services.task_submit(task=changed, user=author)
+    authoring_services.review_create(task_version=changed.latest_version, reviewer=reviewer, decision="approve")
+    patched = build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:6]))
+    assert patched.version == "1.1.1"
+    assert patched.changes == {"added": [], "removed": [], "changed": [{"id": changed.slug, "from": 1, "to": 2}]}
+    assert build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[1:6])).version == "2.0.0"  # removed
+    with pytest.raises(DomainError, match="never lowered"):
+        build(pack, lab, version="1.9.0")
+    with pytest.raises(DomainError, match="already exists|never lowered"):
+        build(pack, lab, version="2.0.0")
+    assert build(pack, lab, version="5.0.0").version == "5.0.0"
+
+
+def test_a_built_version_cannot_be_changed(pack, lab, approved_tasks):
+    pack_version = build(pack, lab)
+    with pytest.raises(ImmutableRowError):
+        PackVersion.objects.filter(pk=pack_version.pk).update(size=1)
+    with pytest.raises(ImmutableRowError):
+        pack_version.save()
+    assert PackVersion.objects.filter(pk=pack_version.pk).building_update(size=1) == 0
+    assert not services.pack_version_fail(pack_version_id=pack_version.pk, reason="late")
+
+
+def test_a_failed_build_leaves_no_archive_and_says_why(pack, lab, approved_tasks, monkeypatch):
+    def broken(**kwargs):
+        raise archive.PackError("task task-03: file 'x' does not match its sha256")
+
+    monkeypatch.setattr(archive, "build_pack", broken)
+    pack_version = build(pack, lab)
+    assert pack_version.status == PackVersion.Status.FAILED
+    assert "does not match its sha256" in pack_version.failure_reason
+    assert not pack_version.archive
+    assert not default_storage.exists(f"packs/{pack.slug}")
+    assert AuditEvent.objects.filter(verb="build_failed", object_id=pack.pk).exists()
+
+
+def test_a_cancelled_build_stops_and_leaves_no_archive(pack, lab, approved_tasks, monkeypatch):
+    pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
+    services.pack_version_cancel(pack_version=pack_version, user=lab)
+    monkeypatch.setattr(services, "PROGRESS_EVERY", 1)
+    finished = services.pack_version_build(pack_version_id=pack_version.pk)
+    assert finished.status == PackVersion.Status.FAILED and finished.failure_reason == "cancelled by a user"
+    assert not finished.archive
+    assert not list((default_storage.path("") and __import__("pathlib").Path(default_storage.path(""))).rglob("*.tar.gz"))
+
+
+def test_authors_and_reviewers_cannot_build_packs(author, reviewer, lab, approved_tasks):
+    for user in (author, reviewer):
+        with pytest.raises(NotAllowed):
+            services.pack_create(slug=f"p-{user.username}", user=user)
+    pack = services.pack_create(slug="p", user=lab)
+    with pytest.raises(NotAllowed):
+        services.pack_version_start(pack=pack, user=author, selection=services.Selection(), enqueue=False)
+
+
+def test_the_build_job_runs_through_celery(pack, lab, approved_tasks, eager_celery, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection())
+    pack_version.refresh_from_db()
+    assert pack_version.status == PackVersion.Status.READY
+    assert pack_version.progress_done == pack_version.progress_total == 12
+
+
+def test_export_pack_and_verify_pack_commands(approved_tasks, tmp_path, capsys):
+    out = tmp_path / "pack.tar.gz"
+    call_command("export_pack", "cli-pack", "--tag", "maths", "--test-ratio", "0.5", "--out", str(out))
+    printed = capsys.readouterr().out
+    assert "cli-pack 1.0.0: 12 tasks" in printed
+    call_command("verify_pack", str(out))
+    assert "ok: cli-pack 1.0.0" in capsys.readouterr().out
+    damaged = tmp_path / "damaged.tar.gz"
+    damaged.write_bytes(out.read_bytes()[:-200])
+    with pytest.raises(CommandError) as failure:
+        call_command("verify_pack", str(damaged))
+    assert failure.value.returncode == 1
+    with pytest.raises(CommandError, match="No approved task"):
+        call_command("export_pack", "cli-pack", "--environment", "nowhere", "--out", str(out))
