@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('authoring', '0003_alter_auditevent_verb'),
+        ('authoring', '0004_alter_auditevent_verb'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from authoring import services as authoring_services
+from review import services as review_services
 from tests.support.users import make_user
 
 RUBRIC = {
@@ -49,8 +50,8 @@ def make_approved(*, author, reviewer, slug: str, environment_slug: str = "shell
     task = authoring_services.task_create(slug=slug, environment=environment, author=author, content={
         "title": f"Task {slug}", "prompt": f"What is six times seven? ({slug})", "rubric": rubric or RUBRIC,
         "solution": {"script": None, "answer": answer}, "tags": list(tags), "files": files or []})
-    authoring_services.task_submit(task=task, user=author)
-    authoring_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
+    review_services.task_submit(task=task, user=author)
+    review_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
     task.refresh_from_db()
     return task
 

@@ -8,6 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from authoring import services as authoring_services
+from review import services as review_services
 from authoring.models import AuditEvent, ImmutableRowError
 from gymwright.errors import DomainError, NotAllowed
 from packs import archive, services
@@ -63,8 +64,8 @@ def test_the_next_version_follows_the_changes_and_may_be_raised_never_lowered(pa
     authoring_services.task_version_create(task=changed, author=author, base_version=1, content={
         **authoring_services.task_version_content(changed.latest_version), "prompt": "reworded"})
     changed.refresh_from_db()
-    authoring_services.task_submit(task=changed, user=author)
-    authoring_services.review_create(task_version=changed.latest_version, reviewer=reviewer, decision="approve")
+    review_services.task_submit(task=changed, user=author)
+    review_services.review_create(task_version=changed.latest_version, reviewer=reviewer, decision="approve")
     patched = build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:6]))
     assert patched.version == "1.1.1"
     assert patched.changes == {"added": [], "removed": [], "changed": [{"id": changed.slug, "from": 1, "to": 2}]}

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('authoring', '0002_task_approved_version'),
+        ('authoring', '0003_review_moves_to_the_review_app'),
     ]
 
     operations = [
