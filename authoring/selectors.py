@@ -35,7 +35,7 @@ def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
     if NUL in slug:  # no slug has one, and PostgreSQL refuses it even in a lookup
         raise Http404(f"No task {slug!r}")
     try:
-        task = (Task.objects.select_related("environment", "owner", "latest_version",
+        task = (Task.objects.select_related("environment", "owner", "latest_version", "approved_version",
                                             "latest_version__author", "latest_version__environment_version")
                 .prefetch_related("tags").get(slug=slug))
     except Task.DoesNotExist:
@@ -83,8 +83,9 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
     if not permissions.can_view(user) or any(NUL in value for value in (q, environment, status, tag, author)):
         return Task.objects.none()  # nothing stored holds a NUL, and PostgreSQL refuses one in a filter
     # A list shows each task's latest version number and author, never its document: leave it out.
-    queryset = (Task.objects.select_related("environment", "owner", "latest_version", "latest_version__author")
-                .defer("latest_version__spec").prefetch_related("tags"))
+    queryset = (Task.objects.select_related("environment", "owner", "latest_version", "latest_version__author",
+                                            "approved_version")
+                .defer("latest_version__spec", "approved_version__spec").prefetch_related("tags"))
     if q:
         queryset = queryset.filter(Q(slug__icontains=q) | Q(title__icontains=q))
     if environment:

@@ -1,54 +1,247 @@
-"""Writes for review: submitting a task version and recording reviews.
+"""Writes for review: submitting a task version, reviews, comment threads, the author's inbox.
 
-Only these services change a task's review status (authoring.Task.status).
+Only these services change a task's review status (authoring.Task.status):
+draft / changes requested --submit--> in review --approve--> approved
+                                                 --request changes--> changes requested
+Authoring moves a task back to draft when a new version is saved; the approved version stays
+recorded on the task (Task.approved_version) and approved.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from authoring import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record
 from gymwright.errors import ConflictError, DomainError, NotAllowed
-from review.models import Review
+from gymwright.nul import nul_check
+from review import gates as review_gates
+from review.models import Comment, InboxItem, Review, ReviewVisit, Submission
+
+SUBMITTABLE = (Task.Status.DRAFT, Task.Status.CHANGES_REQUESTED)
+
+
+def check_ids(rubric: dict) -> list[str]:
+    """Every check id of a rubric, depth first (group children included)."""
+    ids, stack = [], list(reversed((rubric or {}).get("checks") or []))
+    while stack:
+        check = stack.pop()
+        if isinstance(check, dict):
+            if check.get("id"):
+                ids.append(str(check["id"]))
+            stack.extend(reversed(check.get("checks") or []))
+    return ids
+
+
+def _text(value, *, pointer: str, what: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DomainError(f"{what} must be text.", details=[{"pointer": pointer, "message": "expected a string"}])
+    limit = settings.REVIEW_COMMENT_MAX_CHARS
+    if len(value) > limit:
+        raise DomainError(f"{what} is longer than the {limit} character limit (GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS).",
+                          code="too_long", details=[{"pointer": pointer, "message": f"at most {limit} characters"}])
+    nul_check(value, pointer=pointer, what=what)
+    return value.strip()
+
+
+def _notify(*, recipients, actor, task: Task, kind: str, version_number: int | None = None, check_id: str = "",
+            text: str = "") -> None:
+    rows, seen = [], set()
+    for user in recipients:
+        if user is None or user.pk in seen or (actor is not None and user.pk == actor.pk):
+            continue
+        seen.add(user.pk)
+        rows.append(InboxItem(recipient=user, actor=actor, task=task, kind=kind, version_number=version_number,
+                              check_id=check_id, text=text[:300]))
+    InboxItem.objects.bulk_create(rows)
+
+
+# --------------------------------------------------------------------------------------------- submit
 
 
 @transaction.atomic
-def task_submit(*, task: Task, user) -> Task:
+def task_submit(*, task: Task, user, task_version: TaskVersion | None = None, override_reason: str = "") -> Submission:
+    """Send the latest version to review. Refused (409 gates_failed) until every sanity gate
+    passes for that version; an admin may override with a written reason (audited)."""
+    task = Task.objects.select_for_update(of=("self",)).select_related("latest_version").get(pk=task.pk)
     if not permissions.can_edit_task(user, task):
         raise NotAllowed("Only the task's owner or an admin can submit it for review.")
-    if task.status not in (Task.Status.DRAFT, Task.Status.CHANGES_REQUESTED):
-        raise DomainError(f"{task.slug} is {task.get_status_display().lower()}; only drafts can be submitted.",
-                          code="invalid_state", http_status=409)
+    version = task.latest_version
+    if task_version is not None and task_version.pk != version.pk:
+        raise ConflictError(f"v{task_version.number} is not the latest version of {task.slug} (v{version.number}); "
+                            "submit the latest.", code="not_latest", extra={"latest_version": version.number})
+    if task.status not in SUBMITTABLE:
+        raise DomainError(f"{task.slug} is {task.get_status_display().lower()}; only a draft or a task with "
+                          "changes requested can be submitted.", code="invalid_state", http_status=409)
+    override_reason = _text(override_reason, pointer="/override_reason", what="The override reason")
+    results = review_gates.gates_evaluate(task_version=version)
+    failing = [result for result in results if not result.ok]
+    if failing and override_reason and not permissions.is_admin(user):
+        raise NotAllowed("Only an admin may submit past failing gates.", details=[
+            {"pointer": "/override_reason", "message": "only admins may override gates"}])
+    if failing and not override_reason:
+        raise DomainError(
+            f"{task.slug} v{version.number} cannot be submitted until every gate passes: "
+            + "; ".join(f"{result.title} ({result.status.replace('_', ' ')})" for result in failing),
+            code="gates_failed", http_status=409,
+            details=[{"pointer": f"/gates/{result.gate}", "message": f"{result.status}: {result.message}"}
+                     for result in failing],
+            extra={"gates": [result.to_dict() for result in results]})
+    submission = Submission.objects.create(task_version=version, submitted_by=user,
+                                           gates=[result.to_dict() for result in results],
+                                           override_reason=override_reason if failing else "")
     Task.objects.filter(pk=task.pk).update(status=Task.Status.IN_REVIEW)
     task.status = Task.Status.IN_REVIEW
+    data = {"version": version.number}
+    if submission.override_reason:
+        data.update(override_reason=submission.override_reason, failing_gates=[r.gate for r in failing])
     audit_record(actor=user, verb=AuditEvent.Verb.SUBMIT, target=task,
-                 summary=f"{task.slug} v{task.latest_version.number}", data={"version": task.latest_version.number})
-    return task
+                 summary=f"{task.slug} v{version.number}" + (" (gates overridden)" if submission.override_reason else ""),
+                 data=data)
+    return submission
+
+
+# --------------------------------------------------------------------------------------------- reviews
+
+
+def _may_review(reviewer, task: Task, task_version: TaskVersion) -> None:
+    if not permissions.can_review(reviewer):
+        raise NotAllowed("Only reviewers and admins can review.")
+    if task.owner_id == reviewer.pk:
+        raise NotAllowed(f"You own {task.slug}: someone else must review it.")
+    if task_version.author_id == reviewer.pk:
+        raise NotAllowed(f"You wrote v{task_version.number} of {task.slug}: someone else must review it.")
 
 
 @transaction.atomic
 def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment: str = "",
                   check_comments: dict | None = None) -> Review:
-    if not permissions.can_review(reviewer):
-        raise NotAllowed("Only reviewers and admins can review.")
+    """A review of the version in review. Approve records the exact version as approved; a
+    request for changes needs a comment on the task or on a check. Each comment starts a thread."""
     if decision not in Review.Decision.values:
-        raise DomainError(f"Unknown decision {decision!r}.", details=[{"pointer": "/decision", "message": "unknown"}])
+        raise DomainError(f"Choose a decision: {', '.join(Review.Decision.values)}.",
+                          details=[{"pointer": "/decision", "message": f"unknown decision {str(decision)[:40]!r}"}])
     task = Task.objects.select_for_update().get(pk=task_version.task_id)
-    if decision != Review.Decision.COMMENT and task.latest_version_id != task_version.pk:
-        raise ConflictError(f"v{task_version.number} is no longer the latest version of {task.slug}; review the latest.",
-                            extra={"latest_version": task.latest_version.number if task.latest_version else None})
+    _may_review(reviewer, task, task_version)
+    if task.status != Task.Status.IN_REVIEW or task.latest_version_id != task_version.pk:
+        raise ConflictError(
+            f"v{task_version.number} of {task.slug} is not in review"
+            + (f" (the task is {task.get_status_display().lower()})" if task.status != Task.Status.IN_REVIEW
+               else f" (v{task.latest_version.number} is)") + "; only a submitted version can be reviewed.",
+            code="not_in_review", extra={"status": task.status})
+    comment = _text(comment, pointer="/comment", what="The comment")
+    if check_comments is None:
+        check_comments = {}
+    if not isinstance(check_comments, dict):
+        raise DomainError("check_comments must be an object {check id: comment}.",
+                          details=[{"pointer": "/check_comments", "message": "expected an object"}])
+    known = set(check_ids(task_version.rubric))
+    cleaned = {}
+    for check_id, text in check_comments.items():
+        pointer = "/check_comments/" + str(check_id).replace("~", "~0").replace("/", "~1")
+        if check_id not in known:
+            raise DomainError(f"v{task_version.number} has no check {str(check_id)[:64]!r}.",
+                              details=[{"pointer": pointer, "message": "no such check in this version"}])
+        text = _text(text, pointer=pointer, what=f"The comment on {check_id}")
+        if text:
+            cleaned[check_id] = text
+    if decision == Review.Decision.REQUEST_CHANGES and not comment and not cleaned:
+        raise DomainError("Say what to change: a request for changes needs a comment on the task or on a check.",
+                          code="comment_required", details=[{"pointer": "/comment", "message": "required"}])
     review = Review.objects.create(task_version=task_version, reviewer=reviewer, decision=decision,
-                                   comment=comment, check_comments=check_comments or {})
+                                   comment=comment, check_comments=cleaned)
+    threads = ([Comment(task=task, task_version=task_version, check_id="", author=reviewer, body=comment,
+                        review=review)] if comment else [])
+    threads += [Comment(task=task, task_version=task_version, check_id=check_id, author=reviewer, body=text,
+                        review=review) for check_id, text in cleaned.items()]
+    Comment.objects.bulk_create(threads)
     if decision == Review.Decision.APPROVE:
         Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED, approved_version=task_version)
-        verb = AuditEvent.Verb.APPROVE
+        verb, kind = AuditEvent.Verb.APPROVE, InboxItem.Kind.APPROVED
     elif decision == Review.Decision.REQUEST_CHANGES:
         Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED)
-        verb = AuditEvent.Verb.REQUEST_CHANGES
+        verb, kind = AuditEvent.Verb.REQUEST_CHANGES, InboxItem.Kind.CHANGES_REQUESTED
     else:
-        verb = AuditEvent.Verb.COMMENT
+        verb, kind = AuditEvent.Verb.COMMENT, InboxItem.Kind.REVIEWED
     audit_record(actor=reviewer, verb=verb, target=task, summary=f"{task.slug} v{task_version.number}",
-                 data={"version": task_version.number, "comment": comment[:500]})
+                 data={"version": task_version.number, "comment": comment[:500], "checks": sorted(cleaned)})
+    _notify(recipients=[task.owner, task_version.author], actor=reviewer, task=task, kind=kind,
+            version_number=task_version.number,
+            text=comment or "; ".join(f"{check_id}: {text}" for check_id, text in cleaned.items()))
     return review
+
+
+def review_visit_record(*, task_version: TaskVersion, reviewer) -> TaskVersion | None:
+    """Remember that `reviewer` saw this version; answers the version they saw before (or None)."""
+    visit = ReviewVisit.objects.filter(task_id=task_version.task_id, reviewer=reviewer).select_related(
+        "task_version").first()
+    previous = visit.task_version if visit else None
+    ReviewVisit.objects.update_or_create(task_id=task_version.task_id, reviewer=reviewer,
+                                         defaults={"task_version": task_version})
+    return previous
+
+
+# --------------------------------------------------------------------------------------------- comments
+
+
+def _may_comment(user, task: Task) -> None:
+    if not (permissions.can_review(user) or permissions.can_edit_task(user, task)):
+        raise NotAllowed("Only reviewers, admins and the task's owner can comment on it.")
+
+
+@transaction.atomic
+def comment_create(*, task: Task, user, body: str, check_id: str = "", parent: Comment | None = None,
+                   task_version: TaskVersion | None = None) -> Comment:
+    """A new thread on the task or on one check of `task_version` (default: the latest), or a
+    reply to `parent`'s thread."""
+    _may_comment(user, task)
+    body = _text(body, pointer="/body", what="The comment")
+    if not body:
+        raise DomainError("The comment is empty.", details=[{"pointer": "/body", "message": "required"}])
+    if parent is not None:
+        if parent.task_id != task.pk:
+            raise DomainError("That thread belongs to another task.", details=[{"pointer": "/parent", "message": "wrong task"}])
+        root = parent.parent or parent
+        comment = Comment.objects.create(task=task, task_version=task.latest_version, check_id=root.check_id,
+                                         parent=root, author=user, body=body)
+        recipients = [task.owner, root.author, *[reply.author for reply in root.replies.select_related("author")]]
+        kind = InboxItem.Kind.REPLY
+    else:
+        version = task_version or task.latest_version
+        check_id = (check_id or "").strip()
+        if check_id and check_id not in check_ids(version.rubric):
+            raise DomainError(f"v{version.number} has no check {check_id[:64]!r}.",
+                              details=[{"pointer": "/check_id", "message": "no such check in this version"}])
+        comment = Comment.objects.create(task=task, task_version=version, check_id=check_id, author=user, body=body)
+        recipients = [task.owner]
+        kind = InboxItem.Kind.COMMENT
+    _notify(recipients=recipients, actor=user, task=task, kind=kind, version_number=comment.task_version.number,
+            check_id=comment.check_id, text=body)
+    return comment
+
+
+@transaction.atomic
+def comment_resolve(*, comment: Comment, user, resolved: bool = True) -> Comment:
+    """Mark a thread resolved (or open it again). Acts on the thread's root."""
+    root = Comment.objects.select_for_update().select_related("task", "task__owner", "author").get(
+        pk=comment.parent_id or comment.pk)
+    _may_comment(user, root.task)
+    if resolved and root.resolved_at is None:
+        root.resolved_at, root.resolved_by = timezone.now(), user
+        root.save(update_fields=["resolved_at", "resolved_by"])
+        _notify(recipients=[root.author, root.task.owner], actor=user, task=root.task, kind=InboxItem.Kind.RESOLVED,
+                version_number=root.task.latest_version.number if root.task.latest_version_id else None,
+                check_id=root.check_id, text=root.body)
+    elif not resolved and root.resolved_at is not None:
+        root.resolved_at, root.resolved_by = None, None
+        root.save(update_fields=["resolved_at", "resolved_by"])
+    return root
+
+
+def inbox_mark_read(*, user) -> int:
+    return InboxItem.objects.filter(recipient=user, read_at__isnull=True).update(read_at=timezone.now())

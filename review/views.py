@@ -10,14 +10,17 @@ from django.views.decorators.http import require_POST
 from authoring import selectors as authoring_selectors
 from gymwright.errors import DomainError
 from review import services
-from review.forms import ReviewForm
+from review.forms import ReviewForm, SubmitForm
 
 
 @require_POST
 def task_submit(request, slug):
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    form = SubmitForm(request.POST)
+    form.is_valid()
     try:
-        services.task_submit(task=task, user=request.user)
+        services.task_submit(task=task, user=request.user,
+                             override_reason=form.cleaned_data.get("override_reason") or "")
     except DomainError as exc:
         messages.error(request, exc.message)
     else:

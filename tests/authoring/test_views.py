@@ -125,19 +125,6 @@ def test_markdown_preview_is_sanitised(client, author):
     assert "<h1>Hi</h1>" in html and "<script" not in html and "javascript:" not in html
 
 
-def test_submit_and_review_through_the_task_page(client, author, reviewer, task):
-    client.force_login(author)
-    client.post(f"/tasks/{task.slug}/submit/")
-    task.refresh_from_db()
-    assert task.status == "in_review"
-    client.force_login(reviewer)
-    client.post(f"/tasks/{task.slug}/review/", {"decision": "approve", "version": 1, "comment": "good"})
-    task.refresh_from_db()
-    assert task.status == "approved"
-    page = client.get(f"/tasks/{task.slug}/").content.decode()
-    assert "approved" in page and "submitted for review" in page
-
-
 def test_an_author_gets_an_api_token_on_the_account_page(client, author):
     client.force_login(author)
     response = client.post("/account/")

@@ -1,0 +1,81 @@
+"""Sanity gate maths: hand-made evidence, expected verdicts."""
+
+from grading.engine import gates
+from grading.engine.gates import GateInputs, GateResult, PreviewEvidence
+
+
+def task(**overrides):
+    document = {"solution": {"answer": "42"}, "rubric": {"checks": [{"id": "a", "kind": "regex"}],
+                                                          "probes": [{"answer": "", "max_reward": 0.0}]}}
+    document.update(overrides)
+    return document
+
+
+def evidence(policy, rewards, passed=None, errors=0):
+    return PreviewEvidence(policy=policy, run_id=7, n=len(rewards) + errors, rewards=rewards,
+                           passed=passed if passed is not None else [r >= 0.5 for r in rewards], errors=errors)
+
+
+def by_gate(results):
+    return {result.gate: result for result in results}
+
+
+def test_with_no_previews_the_preview_gates_are_not_run_and_run_gates_asks_for_them():
+    results = by_gate(gates.evaluate_gates(GateInputs(task=task(), judge_configured=True, example_answers=[])))
+    assert {name: r.status for name, r in results.items()} == {
+        "rubric": "pass", "oracle": "not_run", "nop": "not_run", "probe:0": "not_run", "examples": "pass",
+        "judge": "pass"}
+    assert gates.missing_previews(task(), {}) == [("oracle", 3), ("nop", 3), ("probe:", 1)]
+    assert gates.missing_previews(task(), {"oracle": None}) == [("nop", 3), ("probe:", 1)]
+
+
+def test_oracle_must_always_pass_nop_and_probes_stay_under_their_caps():
+    inputs = GateInputs(task=task(rubric={"checks": [], "probes": [{"answer": "x", "max_reward": 0.05}]}),
+                        previews={"oracle": evidence("oracle", [1.0, 1.0, 0.4]),
+                                  "nop": evidence("nop", [0.0, 0.1, 0.0]),
+                                  "probe:x": evidence("probe:x", [0.06])})
+    results = by_gate(gates.evaluate_gates(inputs))
+    assert results["oracle"].status == "fail" and "2 of 3 passed" in results["oracle"].message
+    assert results["nop"].status == "pass"          # 0.1 is allowed: ≤ 0.1
+    assert results["probe:0"].status == "fail" and "0.06 > 0.05" in results["probe:0"].message
+    assert results["probe:0"].run_id == 7 and results["probe:0"].policy == "probe:x"
+
+
+def test_a_nop_over_the_cap_and_an_oracle_with_errored_rollouts_fail():
+    inputs = GateInputs(task=task(), previews={"oracle": evidence("oracle", [1.0, 1.0], errors=1),
+                                               "nop": evidence("nop", [0.0, 0.11, 0.0])})
+    results = by_gate(gates.evaluate_gates(inputs))
+    assert results["oracle"].status == "fail" and "1 of 3 rollouts ended without a grade" in results["oracle"].message
+    assert results["nop"].status == "fail"
+
+
+def test_no_solution_no_oracle_needed_judge_checks_need_a_judge():
+    document = task(solution={"script": None, "answer": None},
+                    rubric={"checks": [{"id": "g", "kind": "group", "checks": [{"id": "j", "kind": "llm_judge"}]}]})
+    results = by_gate(gates.evaluate_gates(GateInputs(task=document)))
+    assert results["oracle"].status == "pass"
+    assert results["judge"].status == "fail"
+    assert ("oracle", 3) not in gates.required_previews(document)
+    assert by_gate(gates.evaluate_gates(GateInputs(task=document, judge_configured=True)))["judge"].status == "pass"
+
+
+def test_example_answers_not_gradable_here_are_not_run_but_do_not_block():
+    results = by_gate(gates.evaluate_gates(GateInputs(task=task())))
+    assert results["examples"].status == "not_run" and results["examples"].ok
+    failing = gates.ExampleAnswerResult(name="half-right", ok=False, message="expected 0.5, got 1.0")
+    result = by_gate(gates.evaluate_gates(GateInputs(task=task(), example_answers=[failing])))["examples"]
+    assert result.status == "fail" and "half-right: expected 0.5, got 1.0" in result.message
+
+
+def test_a_registered_gate_is_evaluated_and_its_previews_are_requested():
+    def evaluate(inputs):
+        seen = inputs.previews.get("hack:empty")
+        return GateResult("hack:empty", "Hack fails", "not_run" if seen is None else "pass", "")
+
+    try:
+        gates.register_gate("hack:empty", title="Hack fails", evaluate=evaluate,
+                            previews=lambda document: [("hack:empty", 2)])
+        assert ("hack:empty", 2) in gates.required_previews(task())
+        assert by_gate(gates.evaluate_gates(GateInputs(task=task())))["hack:empty"].status == "not_run"
+    finally:
+        gates._REGISTRY.pop("hack:empty", None)
