@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from grading.models import CheckResult, DryRun, Grade, JudgeLabel
+from grading.models import CheckResult, DryRun, Grade, JudgeLabel, ModelEndpoint
 
 
 class CheckResultInline(admin.TabularInline):
@@ -57,3 +57,15 @@ class DryRunAdmin(admin.ModelAdmin):
     raw_id_fields = ["task", "task_version", "grade", "created_by"]
     readonly_fields = ["created_at", "started_at", "finished_at"]
     list_select_related = ["task", "task_version", "created_by", "grade"]
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(admin.ModelAdmin):
+    list_display = ("name", "role", "model", "base_url", "api_key_env", "is_default", "response_format")
+    list_filter = ("role", "is_default", "response_format")
+    search_fields = ("name", "model", "base_url")
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "base_url":
+            kwargs["assume_scheme"] = "https"
+        return super().formfield_for_dbfield(db_field, request, **kwargs)

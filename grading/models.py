@@ -1,4 +1,5 @@
-"""Stored grades: one Grade per graded answer, one CheckResult per check, reviewers' JudgeLabels.
+"""Stored grades: one Grade per graded answer, one CheckResult per check, reviewers' JudgeLabels;
+and the model endpoints (judge and policy) that grading and the sandbox both call.
 
 A Grade is written once by `grading.services.grade_record` from the engine's
 gymwright.grade/v1 document (kept verbatim in `document`); the columns repeat its
@@ -165,3 +166,47 @@ class DryRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.ERROR}
+
+
+class ModelEndpoint(models.Model):
+    """An OpenAI-compatible model endpoint for the agent policy or the LLM judge.
+
+    The API key is never stored: `api_key_env` names the environment variable that
+    holds it on the web and worker hosts.
+    """
+
+    class Role(models.TextChoices):
+        POLICY = "policy", "Policy (agent)"
+        JUDGE = "judge", "Judge"
+
+    class ResponseFormat(models.TextChoices):
+        # The values are grading.engine.judge.RESPONSE_FORMATS.
+        AUTO = "auto", "Auto (json_schema, then json_object, then none)"
+        JSON_SCHEMA = "json_schema", "JSON schema (strict)"
+        JSON_OBJECT = "json_object", "JSON object"
+        NONE = "none", "None (the prompt alone asks for JSON)"
+
+    name = models.CharField(max_length=100, unique=True)
+    role = models.CharField(max_length=10, choices=Role.choices)
+    base_url = models.URLField(max_length=500)
+    model = models.CharField(max_length=200)
+    api_key_env = models.CharField(max_length=100, blank=True, default="OPENAI_API_KEY",
+                                   help_text="Name of the environment variable that holds the API key.")
+    default_params = models.JSONField(default=dict, blank=True,
+                                      help_text='e.g. {"temperature": 0, "max_tokens": 2048}')
+    is_default = models.BooleanField(default=False, help_text="Used when a task or rubric names no endpoint.")
+    response_format = models.CharField(
+        max_length=12, choices=ResponseFormat.choices, default=ResponseFormat.AUTO,
+        help_text="How a judge asks for its JSON verdict. Auto sends a strict JSON schema and falls back to "
+                  "json_object, then to none, when the endpoint refuses it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["role", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["role"], condition=models.Q(is_default=True),
+                                    name="one_default_endpoint_per_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role}: {self.model})"

@@ -28,8 +28,7 @@ from grading import engine
 from grading.models import CheckResult, DryRun, Grade, JudgeLabel
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
-from sandbox.endpoints import endpoint_config_for
-from sandbox.models import ModelEndpoint
+from grading.endpoints import judge_client_for, judge_config_for
 
 logger = logging.getLogger(__name__)
 
@@ -156,51 +155,6 @@ def grade_record(*, grade: Any, task_version=None, source: str, user=None, rollo
             for position, (check, parent, depth, pointer) in enumerate(flat)]
     CheckResult.objects.bulk_create(rows)
     return stored
-
-
-# ---------------------------------------------------------------- the judge
-
-
-def _rubric_judge_model(rubric: Any) -> str | None:
-    judge = rubric.get("judge") if isinstance(rubric, dict) else getattr(rubric, "judge", None)
-    if judge is None:
-        return None
-    return judge.get("model") if isinstance(judge, dict) else getattr(judge, "model", None)
-
-
-def judge_config_for(rubric: Any):
-    """The engine's JudgeConfig for `rubric`'s judge model, or None when no judge endpoint is configured."""
-    rubric_model = _rubric_judge_model(rubric)
-    endpoint = endpoint_config_for("judge", name=rubric_model)
-    if endpoint is None:
-        return None
-    # A check may name another judge endpoint (`"model": "strict-judge"`): those served
-    # from the same base URL map to their model ids; any other name uses the default.
-    models = dict(ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE, base_url=endpoint.base_url)
-                  .values_list("name", "model"))
-    if rubric_model:
-        models[rubric_model] = endpoint.model
-    extra = {}
-    if isinstance(endpoint.params.get("max_tokens"), int):
-        extra["max_tokens"] = endpoint.params["max_tokens"]
-    # One cache directory for every worker (settings.JUDGE_CACHE_DIR, shared storage
-    # when workers run on several hosts): the same question is asked of the model once.
-    return engine.JudgeConfig(
-        base_url=endpoint.base_url,
-        model=endpoint.model,
-        api_key=endpoint.api_key,
-        concurrency=settings.JUDGE_CONCURRENCY,
-        timeout_s=settings.JUDGE_TIMEOUT_S,
-        cache_dir=str(settings.JUDGE_CACHE_DIR) if settings.JUDGE_CACHE_DIR else None,
-        models=models,
-        **extra,
-    )
-
-
-def judge_client_for(rubric: Any):
-    """A JudgeClient for `rubric`, or None when unconfigured (judge checks are then unscored, never faked)."""
-    config = judge_config_for(rubric)
-    return engine.JudgeClient(config) if config is not None else None
 
 
 # ---------------------------------------------------------------- rubrics from the editor

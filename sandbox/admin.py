@@ -1,19 +1,7 @@
 from django.contrib import admin, messages
 
 from sandbox import services
-from sandbox.models import ModelEndpoint, PreviewRun, Rollout
-
-
-@admin.register(ModelEndpoint)
-class ModelEndpointAdmin(admin.ModelAdmin):
-    list_display = ("name", "role", "model", "base_url", "api_key_env", "is_default")
-    list_filter = ("role", "is_default")
-    search_fields = ("name", "model", "base_url")
-
-    def formfield_for_dbfield(self, db_field, request, **kwargs):
-        if db_field.name == "base_url":
-            kwargs["assume_scheme"] = "https"
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
+from sandbox.models import PreviewRun, Rollout
 
 
 class RolloutInline(admin.TabularInline):

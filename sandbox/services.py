@@ -106,7 +106,7 @@ def _policy_check_runnable(*, policy: str, task_version: TaskVersion) -> None:
                               "policy has nothing to run. Add one, or preview with another policy.",
                               details=[{"pointer": "/policy", "message": "no reference solution"}])
     elif policy == "model":
-        from sandbox.endpoints import endpoint_config_for
+        from grading.endpoints import endpoint_config_for
 
         if endpoint_config_for("policy") is None:
             raise DomainError("No policy model is configured: add a ModelEndpoint with role 'policy' in the admin, "
@@ -623,7 +623,7 @@ def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, b
 
 def policy_model_config():
     """The runtime's ModelConfig for the `model` policy, from the admin's endpoint or the environment."""
-    from sandbox.endpoints import endpoint_config_for
+    from grading.endpoints import endpoint_config_for
     from sandbox.runtime.policies import ModelConfig
 
     config = endpoint_config_for("policy")
@@ -647,7 +647,7 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress):
     policy = make_policy(preview_run.policy, task=task,
                          model_config=policy_model_config() if preview_run.policy == "model" else None)
     backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
-    from grading.services import judge_client_for
+    from grading.endpoints import judge_client_for
 
     judge = judge_client_for(task_version.rubric)
     if not connection.in_atomic_block:

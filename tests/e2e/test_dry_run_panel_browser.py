@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from authoring import services as authoring_services
-from sandbox.models import ModelEndpoint
+from grading.models import ModelEndpoint
 from tests.e2e.conftest import TIMEOUT_MS, wait_for_editor
 from tests.support.openai_server import OpenAIServer
 

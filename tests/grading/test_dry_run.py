@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from grading.models import DryRun, Grade
-from sandbox.models import ModelEndpoint
+from grading.models import ModelEndpoint
 from tests.grading.conftest import RUBRIC, make_user
 from tests.support.openai_server import OpenAIServer
 
@@ -340,3 +340,14 @@ def test_a_file_and_a_folder_with_the_same_path_are_refused(logged_in, no_judge)
     response = post_dry_run(logged_in, RUBRIC, "42", files=files, paths=["out", "out/x.md"])
 
     assert response.status_code == 400 and "collides" in text_of(response)
+
+
+@pytest.mark.parametrize("mode, sent", [("auto", "json_schema"), ("json_object", "json_object"), ("none", None)])
+def test_the_endpoints_response_format_setting_reaches_the_judge(author, judge_server, mode, sent):
+    from grading import services
+
+    ModelEndpoint.objects.filter(name="judge").update(response_format=mode)
+    outcome = services.dry_run_start(rubric_text=json.dumps(JUDGED_RUBRIC), answer="42", user=author)
+    dry_run = services.dry_run_grade(dry_run_id=outcome.dry_run.pk)
+    assert dry_run.status == "done", dry_run.error
+    assert [(body.get("response_format") or {}).get("type") for body in judge_server.requests] == [sent]

@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from grading.models import DryRun
-from sandbox.models import ModelEndpoint
+from grading.models import ModelEndpoint
 from tests.grading.conftest import make_user
 from tests.support.openai_server import OpenAIServer
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sandbox import services
-from sandbox.models import ModelEndpoint, PreviewRun, Rollout
+from grading.models import ModelEndpoint
+from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import RUBRIC, make_task
 from tests.support.openai_server import OpenAIServer, tool_call
 from tests.support.services import require_bwrap

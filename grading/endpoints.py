@@ -1,0 +1,97 @@
+"""Model endpoints: which one serves a role (the admin's ModelEndpoint rows first, then env vars),
+and the one factory of judge clients that dry runs and previews share."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from typing import Any
+
+from django.conf import settings
+
+from grading import engine
+from grading.models import ModelEndpoint
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    name: str
+    base_url: str
+    model: str
+    api_key: str
+    params: dict = field(default_factory=dict)
+    source: str = "admin"  # "admin" or "environment"
+    response_format: str = ModelEndpoint.ResponseFormat.AUTO
+
+
+def endpoint_config_for(role: str, name: str | None = None) -> EndpointConfig | None:
+    """The endpoint for `role` ("policy" or "judge"), or None when none is configured.
+
+    A `name` picks an admin endpoint by name (a rubric's `judge.model`); an unknown
+    name falls back to the role's default. With no admin endpoint, OPENAI_BASE_URL
+    plus GYMWRIGHT_JUDGE_MODEL / GYMWRIGHT_POLICY_MODEL configure one.
+    """
+    queryset = ModelEndpoint.objects.filter(role=role)
+    endpoint = None
+    if name:
+        endpoint = queryset.filter(name=name).first()
+    if endpoint is None:
+        endpoint = queryset.filter(is_default=True).first() or (queryset.first() if queryset.count() == 1 else None)
+    if endpoint is not None:
+        return EndpointConfig(
+            name=endpoint.name,
+            base_url=endpoint.base_url,
+            model=endpoint.model,
+            api_key=os.environ.get(endpoint.api_key_env or "OPENAI_API_KEY", ""),
+            params=dict(endpoint.default_params or {}),
+            response_format=endpoint.response_format,
+        )
+    model = settings.JUDGE_MODEL if role == ModelEndpoint.Role.JUDGE else settings.POLICY_MODEL
+    if settings.OPENAI_BASE_URL and model:
+        return EndpointConfig(name="environment", base_url=settings.OPENAI_BASE_URL, model=model,
+                              api_key=settings.OPENAI_API_KEY, source="environment")
+    return None
+
+
+def _rubric_judge_model(rubric: Any) -> str | None:
+    judge = rubric.get("judge") if isinstance(rubric, dict) else getattr(rubric, "judge", None)
+    if judge is None:
+        return None
+    return judge.get("model") if isinstance(judge, dict) else getattr(judge, "model", None)
+
+
+def judge_config_for(rubric: Any):
+    """The engine's JudgeConfig for `rubric`'s judge model, or None when no judge endpoint is configured."""
+    rubric_model = _rubric_judge_model(rubric)
+    endpoint = endpoint_config_for("judge", name=rubric_model)
+    if endpoint is None:
+        return None
+    # A check may name another judge endpoint (`"model": "strict-judge"`): those served
+    # from the same base URL map to their model ids; any other name uses the default.
+    models = dict(ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE, base_url=endpoint.base_url)
+                  .values_list("name", "model"))
+    if rubric_model:
+        models[rubric_model] = endpoint.model
+    extra = {}
+    if isinstance(endpoint.params.get("max_tokens"), int):
+        extra["max_tokens"] = endpoint.params["max_tokens"]
+    # One cache directory for every worker (settings.JUDGE_CACHE_DIR, shared storage
+    # when workers run on several hosts): the same question is asked of the model once.
+    return engine.JudgeConfig(
+        base_url=endpoint.base_url,
+        model=endpoint.model,
+        api_key=endpoint.api_key,
+        concurrency=settings.JUDGE_CONCURRENCY,
+        timeout_s=settings.JUDGE_TIMEOUT_S,
+        cache_dir=str(settings.JUDGE_CACHE_DIR) if settings.JUDGE_CACHE_DIR else None,
+        models=models,
+        response_format=endpoint.response_format,
+        **extra,
+    )
+
+
+def judge_client_for(rubric: Any):
+    """A JudgeClient for `rubric`, or None when unconfigured (judge checks are then unscored, never faked)."""
+    config = judge_config_for(rubric)
+    return engine.JudgeClient(config) if config is not None else None
