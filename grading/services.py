@@ -311,12 +311,23 @@ def _write_workspace(root: Path, files: list[tuple[str, bytes | Any]]) -> Path:
 
 
 def _grade_deterministic(rubric, *, answer: str, files: list[WorkspaceFile]) -> dict:
-    """Grade without a judge or a sandbox: judge checks 'no judge model configured', command/python 'needs a sandbox'."""
-    if not files:
-        return _engine_document(engine.grade(rubric, answer=answer, workspace=None, judge=None, sandbox=None))
+    """Grade without a judge or a sandbox: judge checks 'no judge model configured', command/python 'needs a sandbox'.
+
+    The rubric and files are untrusted, so the grading runs in a child process with CPU, memory
+    and wall-time limits (grading.engine.isolated): nothing an author sends can stall the web process.
+    """
+    from grading.engine.isolated import GradeStopped, ProcessLimits, grade_in_subprocess
+
+    process = ProcessLimits(cpu_s=settings.DRY_RUN_CPU_S, memory_mb=settings.DRY_RUN_MEMORY_MB,
+                            timeout_s=settings.DRY_RUN_TIMEOUT_S, cpu_setting="GYMWRIGHT_DRY_RUN_CPU_S",
+                            memory_setting="GYMWRIGHT_DRY_RUN_MEMORY_MB", timeout_setting="GYMWRIGHT_DRY_RUN_TIMEOUT_S")
     with tempfile.TemporaryDirectory(prefix="gymwright-dry-run-") as tmp:
-        workspace = _write_workspace(Path(tmp), [(item.path, item.upload) for item in files])
-        return _engine_document(engine.grade(rubric, answer=answer, workspace=workspace, judge=None, sandbox=None))
+        workspace = _write_workspace(Path(tmp), [(item.path, item.upload) for item in files]) if files else None
+        try:
+            return grade_in_subprocess(rubric.to_document(), answer=answer, workspace=workspace, process=process)
+        except GradeStopped as exc:
+            raise DomainError(f"The dry run was stopped: {exc}. Simplify the costly check (a pattern with nested "
+                              "repeats, a very large file) and run it again.", code="grading_stopped") from None
 
 
 def dry_run_start(*, rubric_text: str, answer: str, files: list[WorkspaceFile] | None = None, user,

@@ -1,5 +1,4 @@
 import json
-import time
 from datetime import timedelta
 
 import pytest
@@ -59,13 +58,11 @@ def text_of(response) -> str:
 
 
 def test_a_deterministic_rubric_is_graded_in_the_request(logged_in, task_version, no_judge):
-    started = time.perf_counter()
+    # In the request (in a limited child process, see test_dry_run_abuse.py), with nothing queued.
     response = post_dry_run(logged_in, RUBRIC, "It is 42 meters.", task="answer-42", version="1")
-    elapsed = time.perf_counter() - started
 
     assert response.status_code == 200
     assert "5 / 5 points, reward 1.00, passed" in text_of(response)
-    assert elapsed < 1.0
     assert DryRun.objects.count() == 0 and Grade.objects.count() == 0  # nothing stored for a quick dry run
 
 

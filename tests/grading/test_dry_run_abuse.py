@@ -1,0 +1,82 @@
+"""Abuse suite for dry runs: a hostile rubric or file posted to the editor's dry-run panel is graded
+in a limited child process, so it cannot stall the web process, and every stop is reported."""
+
+from __future__ import annotations
+
+import json
+import resource
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from tests.grading.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+CATASTROPHIC = r"(a+)+$"
+EVIL = "a" * 5000 + "!"
+
+
+def hostile_rubric(count: int) -> dict:
+    return {"schema": "gymwright.rubric/v1", "checks": [
+        {"id": f"evil_{index}", "kind": "regex", "points": 1, "pattern": CATASTROPHIC} for index in range(count)]
+        + [{"id": "says_a", "kind": "string_match", "points": 1, "expected": "aaa"}]}
+
+
+@pytest.fixture
+def logged_in(client, django_user_model, settings):
+    settings.OPENAI_BASE_URL = ""
+    settings.JUDGE_MODEL = ""
+    client.force_login(make_user(django_user_model, "ada", "author"))
+    return client
+
+
+def post(client, rubric, answer="", **extra):
+    return client.post("/grading/dry-run/", {"rubric": json.dumps(rubric), "answer": answer, **extra},
+                       HTTP_HX_REQUEST="true")
+
+
+def own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # this process only, not its children
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_a_hostile_rubric_is_graded_outside_the_web_process(logged_in, monkeypatch):
+    # Four catastrophic checks at 1.5 s each: 6 s of CPU that must not be spent by the web process.
+    monkeypatch.setenv("GYMWRIGHT_CHECK_CPU_S", "1.5")
+    before = own_cpu_s()
+    response = post(logged_in, hostile_rubric(4), answer=EVIL)
+    spent = own_cpu_s() - before
+    assert response.status_code == 200
+    text = " ".join(response.content.decode().split())
+    assert text.count("CPU-time budget") >= 4, text[:2000]
+    assert spent < 3.0, f"the web process itself spent {spent:.1f} s of CPU grading the dry run"
+
+
+def test_a_dry_run_over_its_cpu_limit_is_stopped_with_the_setting_named(logged_in, monkeypatch, settings):
+    monkeypatch.setenv("GYMWRIGHT_CHECK_CPU_S", "30")
+    settings.DRY_RUN_CPU_S = 2
+    response = post(logged_in, hostile_rubric(2), answer=EVIL)
+    assert response.status_code == 400
+    text = " ".join(response.content.decode().split())
+    assert "The dry run was stopped" in text and "GYMWRIGHT_DRY_RUN_CPU_S" in text, text[:2000]
+
+
+def test_a_dry_run_over_its_wall_time_is_stopped_with_the_setting_named(logged_in, monkeypatch, settings):
+    monkeypatch.setenv("GYMWRIGHT_CHECK_CPU_S", "30")
+    settings.DRY_RUN_TIMEOUT_S = 1
+    response = post(logged_in, hostile_rubric(2), answer=EVIL)
+    assert response.status_code == 400
+    assert "GYMWRIGHT_DRY_RUN_TIMEOUT_S" in response.content.decode()
+
+
+def test_an_xlsx_bomb_uploaded_to_a_dry_run_is_refused_unread(logged_in):
+    from tests.grading.engine.test_engine_abuse import _bomb
+
+    rubric = {"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "q3", "kind": "table_cell", "points": 1, "path": "model.xlsx", "row": "Revenue", "column": "Q3",
+         "expected": 5}]}
+    response = post(logged_in, rubric, files=[SimpleUploadedFile("model.xlsx", _bomb(1024))],
+                    paths=["model.xlsx"])
+    assert response.status_code == 200
+    assert "GYMWRIGHT_XLSX_MAX_MB" in response.content.decode()
