@@ -39,7 +39,7 @@ FIXED_MTIME = 1_700_000_000  # every entry's mtime: the bytes must not depend on
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 ENGINE_DIR = Path(__file__).resolve().parent.parent / "grading" / "engine"
 PARQUET_BATCH = 1000
-GRADER_REQUIREMENTS = "pydantic>=2.8,<3\nopenai>=1.50\nhttpx>=0.27\nrapidfuzz>=3.9\nopenpyxl>=3.1\npandas>=2.2\n"
+GRADER_REQUIREMENTS = "pydantic>=2.8,<3\nopenai>=1.50\nhttpx>=0.27\nrapidfuzz>=3.9\nopenpyxl>=3.1\npandas>=2.2\nregex>=2024.4\n"
 CANARY_NAMESPACE = uuid.UUID("8d3c1b52-3f0e-4d8e-9a55-5b7b9f3c2a10")
 DIFFICULTY_BINS = ("unsolved", "hard", "in band", "easy", "not previewed")
 

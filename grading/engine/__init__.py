@@ -1,6 +1,6 @@
 """Gymwright's grading engine: rubric/task/grade formats, validation, checks, scoring, the LLM judge.
 
-Pure Python (pydantic, openai, httpx, pandas, openpyxl, rapidfuzz); never imports
+Pure Python (pydantic, openai, httpx, pandas, openpyxl, rapidfuzz, regex); never imports
 Django or the Django apps. See docs/internals.md for the contract and
 RUBRIC.md for the formats.
 """
