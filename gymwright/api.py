@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
 from django.http import Http404
 from drf_spectacular.utils import inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.permissions import BasePermission
 
 from gymwright.pagination import KeysFirstPaginator
 from rest_framework.response import Response
@@ -90,3 +92,10 @@ def exception_handler(exc, context):
         if header in response:
             resp[header] = response[header]
     return resp
+
+
+class ApiDocsPermission(BasePermission):
+    """The OpenAPI schema and its docs page: for logged-in users unless GYMWRIGHT_API_DOCS_PUBLIC is on."""
+
+    def has_permission(self, request, view) -> bool:
+        return settings.API_DOCS_PUBLIC or bool(request.user and request.user.is_authenticated)

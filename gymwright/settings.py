@@ -201,6 +201,9 @@ REST_FRAMEWORK = {
                                  "rest_framework.renderers.BrowsableAPIRenderer"],
 }
 
+# The OpenAPI schema (/api/schema/) and its docs (/api/docs/) need a login unless this is on.
+API_DOCS_PUBLIC = env_bool("GYMWRIGHT_API_DOCS_PUBLIC", False)
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Gymwright API",
     "DESCRIPTION": "Environments, tasks, immutable task versions, grading and previews.",

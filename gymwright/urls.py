@@ -4,12 +4,15 @@ from django.http import HttpResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from gymwright.api import ApiDocsPermission
+
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/schema/", SpectacularAPIView.as_view(permission_classes=[ApiDocsPermission]), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[ApiDocsPermission]),
+         name="api-docs"),
     path("healthz", lambda request: HttpResponse("ok", content_type="text/plain")),
     path("api/", include("gymwright.api_urls")),
     path("grading/", include("grading.urls")),

@@ -133,3 +133,12 @@ def test_openapi_schema_and_docs_are_served(api):
     assert "/api/tasks/{slug}/versions/" in schema.json()["paths"]
     docs = api.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+def test_openapi_schema_and_docs_need_a_login_unless_made_public(client, settings):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert schema.status_code in (401, 403) and schema.json()["error"]["code"] == "not_authenticated"
+    assert client.get("/api/docs/").status_code in (401, 403)
+    settings.API_DOCS_PUBLIC = True
+    assert client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").status_code == 200
+    assert client.get("/api/docs/").status_code == 200
