@@ -12,20 +12,8 @@ from rest_framework.views import APIView
 from authoring import selectors, services
 from authoring.diff import task_version_diff_json
 from authoring.models import Environment, Task
-from gymwright.api import Pagination, paginated
+from gymwright.api import paginate as _paginate, paginated, validated as _input
 from gymwright.errors import DomainError
-
-
-def _paginate(request, view, queryset, serializer_class):
-    paginator = Pagination()
-    page = paginator.paginate_queryset(queryset, request, view=view)
-    return paginator.get_paginated_response(serializer_class(page, many=True).data)
-
-
-def _input(serializer_class, data):
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 # --------------------------------------------------------------------------------------------- environments

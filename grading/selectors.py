@@ -9,7 +9,7 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from authoring import permissions
-from grading.engine.calibration import cohen_kappa
+from grading.engine.calibration import AgreementStats, cohen_kappa
 from grading.models import CheckResult, DryRun, Grade, JudgeLabel
 from gymwright.errors import NotAllowed
 
@@ -217,28 +217,53 @@ def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge
 # ---------------------------------------------------------------- judge–human agreement
 
 
-@dataclass(frozen=True)
-class Agreement:
-    labels: int
-    agreed: int
-    kappa: float | None  # Cohen's kappa on binary verdicts; None when undefined (too few or one class)
-
-    @property
-    def rate(self) -> float | None:
-        return self.agreed / self.labels if self.labels else None
-
-
-def judge_agreement(*, task_version=None, check_id: str | None = None) -> Agreement:
-    """How often reviewers agree with the judge, and Cohen's kappa on binary (met / not met) verdicts."""
-    labels = JudgeLabel.objects.select_related("check_result").filter(check_result__status=CheckResult.Status.SCORED)
+def _judge_labels(*, task=None, task_version=None, environment=None, check_id: str | None = None):
+    labels = JudgeLabel.objects.filter(check_result__status=CheckResult.Status.SCORED)
     if task_version is not None:
         labels = labels.filter(check_result__grade__task_version=task_version)
+    if task is not None:
+        labels = labels.filter(check_result__grade__task_version__task=task)
+    if environment is not None:
+        labels = labels.filter(check_result__grade__task_version__task__environment=environment)
     if check_id:
         labels = labels.filter(check_result__check_id=check_id)
-    pairs, agreed, total = [], 0, 0
-    for label in labels:
-        total += 1
-        agreed += int(label.agrees)
-        if label.verdict in (JudgeLabel.Verdict.MET, JudgeLabel.Verdict.NOT_MET):
-            pairs.append((label.check_result.score >= 0.5, label.verdict == JudgeLabel.Verdict.MET))
-    return Agreement(labels=total, agreed=agreed, kappa=cohen_kappa(pairs))
+    return labels
+
+
+def _stats(rows: list[dict]) -> AgreementStats:
+    """Agreement over label rows: percent agreement over every label, kappa over met / not met ones."""
+    pairs = [(row["check_result__score"] >= 0.5, row["verdict"] == JudgeLabel.Verdict.MET) for row in rows
+             if row["verdict"] in (JudgeLabel.Verdict.MET, JudgeLabel.Verdict.NOT_MET)]
+    return AgreementStats(labels=len(rows), agreed=sum(1 for row in rows if row["agrees"]), kappa=cohen_kappa(pairs))
+
+
+_LABEL_FIELDS = ("verdict", "agrees", "check_result__score", "check_result__check_id",
+                 "check_result__grade__task_version__task__slug")
+
+
+def judge_agreement(*, task=None, task_version=None, environment=None, check_id: str | None = None
+                    ) -> AgreementStats:
+    """How often reviewers agree with the judge, and Cohen's kappa on binary (met / not met) verdicts."""
+    rows = list(_judge_labels(task=task, task_version=task_version, environment=environment, check_id=check_id)
+                .values(*_LABEL_FIELDS))
+    return _stats(rows)
+
+
+def judge_agreement_summary(*, task=None, environment=None) -> dict:
+    """Agreement overall, per task and per (task, check), from one query:
+    {"overall": AgreementStats, "tasks": {slug: AgreementStats},
+     "checks": [{"task": slug, "check_id": id, "stats": AgreementStats}]}."""
+    rows = list(_judge_labels(task=task, environment=environment).values(*_LABEL_FIELDS).order_by(
+        "check_result__grade__task_version__task__slug", "check_result__check_id"))
+    by_task: dict[str, list[dict]] = {}
+    by_check: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        slug = row["check_result__grade__task_version__task__slug"]
+        by_task.setdefault(slug, []).append(row)
+        by_check.setdefault((slug, row["check_result__check_id"]), []).append(row)
+    return {
+        "overall": _stats(rows),
+        "tasks": {slug: _stats(task_rows) for slug, task_rows in by_task.items()},
+        "checks": [{"task": slug, "check_id": check_id, "stats": _stats(check_rows)}
+                   for (slug, check_id), check_rows in by_check.items()],
+    }

@@ -41,6 +41,20 @@ def paginated(serializer_class):
     })
 
 
+def paginate(request, view, queryset, serializer_class) -> Response:
+    """One page of `queryset` serialized with `serializer_class`, as Pagination answers it."""
+    paginator = Pagination()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+def validated(serializer_class, data) -> dict:
+    """`data` validated by `serializer_class`; a ValidationError becomes the envelope with pointers."""
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
 def _flatten(detail, prefix: str = "") -> list[dict]:
     """DRF error details → [{"pointer": "/field/0", "message": "..."}]."""
     items: list[dict] = []

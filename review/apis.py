@@ -1,0 +1,330 @@
+"""The review REST API: submit, reviews, the queue, the inbox, gates, comment threads, agreement.
+
+Errors answer in the single envelope (gymwright.api): 409 gates_failed lists the failing gates,
+409 not_in_review, 403 for an owner or author reviewing, 400 with the pointer of a bad field.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from authoring import selectors as authoring_selectors
+from gymwright.api import paginate, paginated, validated
+from gymwright.errors import DomainError
+from review import agreement as review_agreement
+from review import gates as review_gates
+from review import selectors, services
+from review.models import Comment, Review
+
+ERROR = inline_serializer("ErrorEnvelope", fields={"error": inline_serializer("Error", fields={
+    "code": serializers.CharField(), "message": serializers.CharField(),
+    "details": serializers.ListField(child=serializers.DictField())})})
+
+
+def _errors(*codes: int) -> dict:
+    return {code: OpenApiResponse(ERROR) for code in codes}
+
+
+class GateOutput(serializers.Serializer):
+    gate = serializers.CharField()
+    title = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pass", "fail", "not_run"])
+    message = serializers.CharField()
+    policy = serializers.CharField(allow_null=True)
+    run_id = serializers.IntegerField(allow_null=True, help_text="The preview run that decided it.")
+    blocking = serializers.BooleanField()
+
+
+class SubmitInput(serializers.Serializer):
+    override_reason = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                            help_text="Admins only: submit despite failing gates, saying why.")
+
+
+class SubmissionOutput(serializers.Serializer):
+    task = serializers.CharField(source="task_version.task.slug")
+    version = serializers.IntegerField(source="task_version.number")
+    status = serializers.CharField(source="task_version.task.status")
+    submitted_by = serializers.CharField(source="submitted_by.username")
+    override_reason = serializers.CharField()
+    gates = GateOutput(many=True)
+    created_at = serializers.DateTimeField()
+
+
+class ReviewInput(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=Review.Decision.values)
+    comment = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    check_comments = serializers.DictField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+                                           required=False, default=dict, help_text='{"<check id>": "comment"}')
+
+
+class ReviewOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.CharField(source="task_version.task.slug")
+    version = serializers.IntegerField(source="task_version.number")
+    reviewer = serializers.CharField(source="reviewer.username")
+    decision = serializers.CharField()
+    comment = serializers.CharField()
+    check_comments = serializers.DictField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+
+
+class QueueItemOutput(serializers.Serializer):
+    slug = serializers.CharField()
+    title = serializers.CharField()
+    environment = serializers.CharField(source="environment.slug")
+    owner = serializers.CharField(source="owner.username")
+    version = serializers.IntegerField(source="latest_version.number")
+    approved_version = serializers.IntegerField(source="approved_version.number", allow_null=True, default=None)
+    tags = serializers.SerializerMethodField()
+    submitted_at = serializers.DateTimeField(allow_null=True)
+
+    def get_tags(self, task) -> list[str]:
+        return [tag.name for tag in task.tags.all()]
+
+
+class InboxItemOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    task = serializers.CharField(source="task.slug")
+    version = serializers.IntegerField(source="version_number", allow_null=True)
+    check_id = serializers.CharField()
+    actor = serializers.CharField(source="actor.username", allow_null=True, default=None)
+    text = serializers.CharField()
+    read = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+
+    def get_read(self, item) -> bool:
+        return item.read_at is not None
+
+
+class ReplyOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    author = serializers.CharField(source="author.username")
+    body = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ThreadOutput(ReplyOutput):
+    check_id = serializers.CharField(help_text='"" for a comment on the whole task.')
+    version = serializers.IntegerField(source="task_version.number", help_text="The version it was written on.")
+    resolved = serializers.BooleanField(source="is_resolved")
+    resolved_by = serializers.CharField(source="resolved_by.username", allow_null=True, default=None)
+    replies = ReplyOutput(many=True, source="replies.all")
+
+
+class CommentInput(serializers.Serializer):
+    body = serializers.CharField(trim_whitespace=False)
+    check_id = serializers.CharField(required=False, allow_blank=True, default="", max_length=64)
+    parent = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                      help_text="Reply to this thread (a comment id).")
+    version = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                       help_text="The version the comment is on; default the latest.")
+
+
+class ResolveInput(serializers.Serializer):
+    resolved = serializers.BooleanField(default=True)
+
+
+class AgreementStatsOutput(serializers.Serializer):
+    labels = serializers.IntegerField()
+    agreed = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True)
+    kappa = serializers.FloatField(allow_null=True)
+    reword = serializers.BooleanField(help_text="κ < 0.6 or agreement < 80 % over at least 10 labels.")
+
+
+class AgreementCheckOutput(AgreementStatsOutput):
+    task = serializers.CharField()
+    check_id = serializers.CharField()
+
+
+class AgreementOutput(serializers.Serializer):
+    overall = AgreementStatsOutput()
+    tasks = serializers.DictField(child=AgreementStatsOutput())
+    checks = AgreementCheckOutput(many=True)
+
+
+# --------------------------------------------------------------------------------------------- views
+
+
+class SubmitApi(APIView):
+    @extend_schema(request=SubmitInput, responses={200: SubmissionOutput, **_errors(400, 403, 404, 409)},
+                   operation_id="tasks_versions_submit", tags=["review"],
+                   description="Send this version to review. 409 `gates_failed` lists the failing gates (also in "
+                               "`error.gates`); an admin may send `override_reason` to submit anyway (audited).")
+    def post(self, request, slug, number):
+        version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
+        data = validated(SubmitInput, request.data)
+        submission = services.task_submit(task=version.task, user=request.user, task_version=version,
+                                          override_reason=data.get("override_reason") or "")
+        return Response(SubmissionOutput(submission).data)
+
+
+class ReviewsApi(APIView):
+    @extend_schema(responses=paginated(ReviewOutput), operation_id="tasks_versions_reviews_list", tags=["review"])
+    def get(self, request, slug, number):
+        version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
+        reviews = version.reviews.select_related("reviewer", "task_version__task").order_by("-created_at", "-id")
+        return paginate(request, self, reviews, ReviewOutput)
+
+    @extend_schema(request=ReviewInput, responses={201: ReviewOutput, **_errors(400, 403, 404, 409)},
+                   operation_id="tasks_versions_reviews_create", tags=["review"],
+                   description="Approve, request changes or comment on the version in review. 409 `not_in_review` "
+                               "when it is not; 403 for the task's owner or the version's author; 400 "
+                               "`comment_required` for a request for changes without any comment.")
+    def post(self, request, slug, number):
+        version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
+        data = validated(ReviewInput, request.data)
+        review = services.review_create(task_version=version, reviewer=request.user, decision=data["decision"],
+                                        comment=data.get("comment") or "", check_comments=data.get("check_comments"))
+        return Response(ReviewOutput(review).data, status=status.HTTP_201_CREATED)
+
+
+def _age(request) -> int | None:
+    value = request.query_params.get("older_than_days", "").strip()
+    if not value:
+        return None
+    try:
+        days = int(value)
+    except ValueError:
+        raise DomainError("older_than_days must be a whole number of days.",
+                          details=[{"pointer": "/older_than_days", "message": "expected an integer"}])
+    if not 0 <= days <= 36500:
+        raise DomainError("older_than_days must be between 0 and 36500.",
+                          details=[{"pointer": "/older_than_days", "message": "out of range"}])
+    return days
+
+
+class ReviewQueueApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("environment", str), OpenApiParameter("tag", str),
+                               OpenApiParameter("author", str, description="owner's username"),
+                               OpenApiParameter("older_than_days", int, description="submitted at least this long ago")],
+                   responses={200: paginated(QueueItemOutput), **_errors(400)}, operation_id="review_queue_list",
+                   tags=["review"], description="Tasks in review that you may decide, oldest submission first.")
+    def get(self, request):
+        filters = {key: request.query_params.get(key, "").strip()[:100] for key in ("environment", "tag", "author")}
+        queryset = selectors.review_queue(user=request.user, older_than_days=_age(request), **filters)
+        return paginate(request, self, queryset, QueueItemOutput)
+
+
+class InboxApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("unread", bool, description="only unread items")],
+                   responses=paginated(InboxItemOutput), operation_id="inbox_list", tags=["review"],
+                   description="Reviews, comments, replies and approvals on your tasks and threads, newest first.")
+    def get(self, request):
+        items = selectors.inbox_items(user=request.user)
+        if request.query_params.get("unread") in ("1", "true"):
+            items = items.filter(read_at__isnull=True)
+        return paginate(request, self, items, InboxItemOutput)
+
+
+class InboxReadApi(APIView):
+    @extend_schema(request=None, responses=inline_serializer("InboxRead", {"marked": serializers.IntegerField()}),
+                   operation_id="inbox_read", tags=["review"])
+    def post(self, request):
+        return Response({"marked": services.inbox_mark_read(user=request.user)})
+
+
+def _gates_body(version) -> dict:
+    results = review_gates.gates_evaluate(task_version=version)
+    return {"task": version.task.slug, "version": version.number,
+            "all_pass": all(result.ok for result in results),
+            "gates": [result.to_dict() for result in results],
+            "missing_previews": [{"policy": policy, "n": n}
+                                 for policy, n in review_gates.gates_missing_previews(task_version=version)]}
+
+
+GATES = inline_serializer("Gates", fields={
+    "task": serializers.CharField(), "version": serializers.IntegerField(), "all_pass": serializers.BooleanField(),
+    "gates": GateOutput(many=True),
+    "missing_previews": serializers.ListField(child=serializers.DictField())})
+
+
+class GatesApi(APIView):
+    @extend_schema(responses={200: GATES, **_errors(404)}, operation_id="tasks_versions_gates", tags=["review"])
+    def get(self, request, slug, number):
+        version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
+        return Response(_gates_body(version))
+
+
+class GatesRunApi(APIView):
+    @extend_schema(request=None, responses={201: inline_serializer("GatesRun", fields={
+        "preview_runs": serializers.ListField(child=serializers.IntegerField()), "gates": GATES}),
+        **_errors(400, 403, 404)}, operation_id="tasks_versions_gates_run", tags=["review"],
+        description="Start the previews the gates still miss (oracle ×3, nop ×3, each declared probe ×1).")
+    def post(self, request, slug, number):
+        version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
+        runs = review_gates.gates_run(task_version=version, user=request.user)
+        return Response({"preview_runs": [run.pk for run in runs], "gates": _gates_body(version)},
+                        status=status.HTTP_201_CREATED)
+
+
+class CommentsApi(APIView):
+    @extend_schema(responses=ThreadOutput(many=True), operation_id="tasks_comments_list", tags=["review"],
+                   description="Every thread on the task, oldest first, with its replies.")
+    def get(self, request, slug):
+        task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        return Response(ThreadOutput(selectors.comment_threads(task=task), many=True).data)
+
+    @extend_schema(request=CommentInput, responses={201: ThreadOutput, **_errors(400, 403, 404)},
+                   operation_id="tasks_comments_create", tags=["review"],
+                   description="Start a thread on the task (no check_id) or a check, or reply with `parent`.")
+    def post(self, request, slug):
+        task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        data = validated(CommentInput, request.data)
+        parent = version = None
+        if data.get("parent") is not None:
+            parent = Comment.objects.filter(pk=data["parent"], task=task).first()
+            if parent is None:
+                raise DomainError(f"{slug} has no comment {data['parent']}.",
+                                  details=[{"pointer": "/parent", "message": "no such comment on this task"}])
+        if data.get("version") is not None:
+            try:
+                version = authoring_selectors.task_version_get_for_user(slug=slug, number=data["version"],
+                                                                        user=request.user)
+            except Http404:
+                raise DomainError(f"{slug} has no version {data['version']}.",
+                                  details=[{"pointer": "/version", "message": "no such version"}])
+        comment = services.comment_create(task=task, user=request.user, body=data["body"], check_id=data["check_id"],
+                                          parent=parent, task_version=version)
+        thread = Comment.objects.select_related("author", "resolved_by", "task_version").get(
+            pk=comment.parent_id or comment.pk)
+        return Response(ThreadOutput(thread).data, status=status.HTTP_201_CREATED)
+
+
+class CommentResolveApi(APIView):
+    @extend_schema(request=ResolveInput, responses={200: ThreadOutput, **_errors(403, 404)},
+                   operation_id="tasks_comments_resolve", tags=["review"],
+                   description="Resolve a thread (or reopen it with {\"resolved\": false}).")
+    def post(self, request, slug, comment_id):
+        task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        comment = Comment.objects.filter(pk=comment_id, task=task).first()
+        if comment is None:
+            raise Http404(f"{slug} has no comment {comment_id}")
+        data = validated(ResolveInput, request.data)
+        root = services.comment_resolve(comment=comment, user=request.user, resolved=data["resolved"])
+        return Response(ThreadOutput(root).data)
+
+
+class AgreementApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("task", str, description="task slug"),
+                               OpenApiParameter("environment", str, description="environment slug")],
+                   responses={200: AgreementOutput, **_errors(400, 404)}, operation_id="agreement", tags=["review"],
+                   description="Judge–human agreement (percent and Cohen's kappa, with the number of labels) "
+                               "overall, per task and per check; `reword` flags a criterion to rewrite.")
+    def get(self, request):
+        task_slug = request.query_params.get("task", "").strip()
+        environment_slug = request.query_params.get("environment", "").strip()
+        if bool(task_slug) == bool(environment_slug):
+            raise DomainError("Give exactly one of ?task=SLUG or ?environment=SLUG.",
+                              details=[{"pointer": "/task", "message": "task or environment, not both"}])
+        if task_slug:
+            scope = {"task": authoring_selectors.task_get_for_user(slug=task_slug, user=request.user)}
+        else:
+            scope = {"environment": authoring_selectors.environment_get_for_user(slug=environment_slug,
+                                                                                 user=request.user)}
+        return Response(review_agreement.agreement_json(**scope))
