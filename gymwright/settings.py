@@ -242,6 +242,11 @@ SANDBOX_BACKEND = env_str("GYMWRIGHT_SANDBOX_BACKEND", "bubblewrap")
 # The docker backend's image for environments that name none (bubblewrap uses the host system).
 SANDBOX_IMAGE = env_str("GYMWRIGHT_SANDBOX_IMAGE", "")
 SANDBOX_WORK_DIR = Path(env_str("GYMWRIGHT_SANDBOX_DIR", str(DATA_DIR / "sandboxes")))
+# What the worker spends on one sandbox's files: the workspace snapshot taken for grading
+# (apparent size, so sparse files count in full; file count) and any host-side file operation.
+SANDBOX_SNAPSHOT_MAX_MB = env_int("GYMWRIGHT_SNAPSHOT_MAX_MB", 256)
+SANDBOX_SNAPSHOT_MAX_FILES = env_int("GYMWRIGHT_SNAPSHOT_MAX_FILES", 10000)
+SANDBOX_IO_TIMEOUT_S = float(env_str("GYMWRIGHT_SANDBOX_IO_TIMEOUT_S", "30"))
 # A RUNNING rollout whose heartbeat is older than this is stale (its worker died).
 ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)
 

@@ -520,7 +520,8 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: Any, progress: _Pr
             status=status,
             trajectory=trajectory,
             answer=str(getattr(result, "answer", None) or ""),
-            workspace_files=_workspace_listing(getattr(result, "workspace_files", None) or {}),
+            workspace_files=_workspace_listing(getattr(result, "workspace_files", None) or {},
+                                               left_out=getattr(result, "workspace_left_out", None) or []),
             grade=stored_grade,
             grade_document=grade_document,
             reward=grade_document.get("reward") if grade_document else None,
@@ -561,7 +562,8 @@ def _token_counts(result: Any, trajectory: list) -> tuple[int, int]:
     return prompt, completion
 
 
-def _workspace_listing(files: dict) -> list[dict]:
+def _workspace_listing(files: dict, *, left_out: list[dict] = ()) -> list[dict]:
+    """Stored files with their first characters; then the files the snapshot left out, with the reason."""
     listing, budget = [], WORKSPACE_CONTENT_TOTAL_MAX
     for path in sorted(files)[:WORKSPACE_MAX_FILES]:
         data = files[path]
@@ -575,6 +577,9 @@ def _workspace_listing(files: dict) -> list[dict]:
                 entry["truncated"] = len(data) > len(shown)
                 budget -= len(shown)
         listing.append(entry)
+    for item in list(left_out)[:WORKSPACE_MAX_FILES]:
+        listing.append({"path": str(item.get("path", "")), "size": int(item.get("size") or 0), "content": None,
+                        "truncated": False, "left_out": str(item.get("reason", ""))})
     return listing
 
 
@@ -658,7 +663,12 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress):
 
 
 def _backend_options(backend: str) -> dict:
+    from sandbox.runtime.backends.base import HostLimits
+
+    limits = HostLimits(snapshot_max_bytes=settings.SANDBOX_SNAPSHOT_MAX_MB * 1024 * 1024,
+                        snapshot_max_files=settings.SANDBOX_SNAPSHOT_MAX_FILES,
+                        io_timeout_s=settings.SANDBOX_IO_TIMEOUT_S)
     if backend == "bubblewrap":
-        return {"work_dir": str(settings.SANDBOX_WORK_DIR)}
+        return {"work_dir": str(settings.SANDBOX_WORK_DIR), "limits": limits}
     image = settings.SANDBOX_IMAGE
-    return {"default_image": image} if image else {}
+    return {"default_image": image, "limits": limits} if image else {"limits": limits}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from .models import (
     TableCellCheck,
     TextSimilarityCheck,
 )
+from .safe_files import NotRegularFile, read_regular
 from .sandbox import CheckSandbox, ExecResult
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -60,10 +62,11 @@ class GradingContext:
     sandbox: CheckSandbox | None = None
     checks_module: str | None = None
     limits: GradeLimits = field(default_factory=GradeLimits)
+    left_out: dict = field(default_factory=dict)  # path -> why a bounded snapshot did not copy it
+    _written: set = field(default_factory=set)
     _text_cache: dict = field(default_factory=dict)
     _stdout_cache: dict = field(default_factory=dict)
     _file_text_cache: dict = field(default_factory=dict)
-    _written: set = field(default_factory=set)
 
     # ------------------------------------------------------------ files
 
@@ -78,12 +81,21 @@ class GradingContext:
     def read_bytes(self, relative: str) -> bytes:
         """A workspace file's bytes; `Missing` if absent, `Unscored` if there is nowhere to read from."""
         if self.workspace is not None:
+            normalised = posixpath.normpath(relative)
+            if normalised in self.left_out:
+                raise Unscored(f"file {relative!r} was left out of the workspace snapshot: "
+                               f"{self.left_out[normalised]}")
             path = self._local_path(relative)
-            if not path.is_file():
-                raise Missing(f"file {relative!r} does not exist in the workspace")
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise Unscored(f"file {relative!r} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
-            return path.read_bytes()
+            try:
+                return read_regular(path, max_bytes=MAX_FILE_BYTES)
+            except FileNotFoundError:
+                raise Missing(f"file {relative!r} does not exist in the workspace") from None
+            except NotRegularFile as exc:
+                raise Missing(f"{relative!r} {exc.strerror}") from None
+            except ValueError:
+                raise Unscored(f"file {relative!r} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB") from None
+            except OSError as exc:
+                raise Unscored(f"could not read {relative!r}: {exc.strerror}") from None
         if self.sandbox is not None:
             try:
                 return self.sandbox.read_file(relative)

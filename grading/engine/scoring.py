@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +194,7 @@ def grade(
     judge: JudgeClient | None = None,
     checks_module: str | None = None,
     limits: GradeLimits | None = None,
+    left_out: Mapping[str, str] | None = None,
 ) -> Grade:
     """Grade one answer (and its workspace/trajectory) against a rubric.
 
@@ -203,7 +205,9 @@ def grade(
     `checks_module` is the environment's checks module source (for
     `function: "checks:fn"`). `limits` bound the work on untrusted input (each check's
     CPU time, pattern searches, CSV sniffing, XLSX archives); `GradeLimits.from_env()`
-    by default. Never raises for a check's failure: every problem becomes an unscored
+    by default. `left_out` maps workspace paths that a bounded snapshot did not copy
+    to the reason: a check reading one is unscored with that reason, not failed as
+    missing. Never raises for a check's failure: every problem becomes an unscored
     check with its reason. A dict rubric is parsed first
     (`SpecError` if invalid).
     """
@@ -217,6 +221,7 @@ def grade(
         sandbox=sandbox,
         checks_module=checks_module,
         limits=limits or GradeLimits.from_env(),
+        left_out=dict(left_out or {}),
     )
     grader = _Grader(rubric, ctx, judge)
     grader.run_judges()

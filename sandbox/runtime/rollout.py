@@ -39,6 +39,8 @@ class RolloutResult:
     grade: Any = None  # grading.engine.Grade
     workspace_files: dict[str, bytes] = field(default_factory=dict)
     workspace_truncated: bool = False
+    #: Workspace files the bounded snapshot did not copy: [{"path", "size", "reason"}].
+    workspace_left_out: list[dict] = field(default_factory=list)
     error: str | None = None
     error_kind: str | None = None
     retryable: bool = False
@@ -60,7 +62,8 @@ class RolloutResult:
             "error": self.error, "error_kind": self.error_kind, "retryable": self.retryable,
             "stop_reason": self.stop_reason, "steps": self.steps, "usage": self.usage,
             "timings": self.timings, "workspace_files": files,
-            "workspace_truncated": self.workspace_truncated, "trajectory": self.trajectory,
+            "workspace_truncated": self.workspace_truncated,
+            "workspace_left_out": self.workspace_left_out, "trajectory": self.trajectory,
         }
 
 
@@ -132,16 +135,21 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
             result.workspace_files, result.workspace_truncated = _capture(snapshot)
             # ... then the task's own files back in place for the checks.
             states = []
+            left_out = {entry["path"]: entry["reason"] for entry in sandbox.snapshot_left_out}
+            result.workspace_left_out = list(sandbox.snapshot_left_out)
             if plan.after_episode:
                 found = sandbox.restore_files(plan.after_episode)
                 states = protected_states(found, snapshot, plan.protected)
                 mirror_files(snapshot, plan.after_episode)
+                for path in plan.after_episode:
+                    left_out.pop(path, None)  # restored into the snapshot: there after all
             if plan.grader_env_files:
                 sandbox.add_env_files(plan.grader_env_files)
             result.grade = grade(task.rubric, answer=episode.answer, workspace=snapshot,
                                  trajectory=trajectory_text(episode.trajectory),
                                  sandbox=GradingSandbox(sandbox),
-                                 judge=judge, checks_module=task.environment.checks_module)
+                                 judge=judge, checks_module=task.environment.checks_module,
+                                 left_out=left_out)
             if states:
                 result.grade = result.grade.model_copy(
                     update={"protected_files": [ProtectedFileState(**state) for state in states]})

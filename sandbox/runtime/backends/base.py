@@ -16,6 +16,7 @@ import shlex
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..results import ExecResult
@@ -25,6 +26,56 @@ WORKSPACE = "/workspace"
 TMP = "/tmp"
 ENV_DIR = "/env"
 MAX_READ_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    """What the worker spends on one sandbox's files (operator settings, not the author's).
+
+    `snapshot_max_bytes` bounds the APPARENT size of the files a snapshot copies
+    (a sparse file counts its full length; it is copied keeping its holes),
+    `snapshot_max_files` the number of files and directories, `io_timeout_s` the
+    time of one host-side file operation (read_file, write_file, list_files,
+    snapshot). What a snapshot leaves out is listed in `Sandbox.snapshot_left_out`.
+    """
+
+    snapshot_max_bytes: int = 256 * 1024 * 1024
+    snapshot_max_files: int = 10_000
+    io_timeout_s: float = 30.0
+
+    def __post_init__(self):
+        for name in ("snapshot_max_bytes", "snapshot_max_files", "io_timeout_s"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name} must be a positive number, not {value!r}")
+
+
+class SnapshotBudget:
+    """Admits files into a snapshot in walk order until a limit is reached; the
+    rest is recorded as left out, with the reason and the apparent size."""
+
+    def __init__(self, limits: HostLimits):
+        self.limits = limits
+        self.bytes_left = limits.snapshot_max_bytes
+        self.files_left = limits.snapshot_max_files
+        self.deadline = time.monotonic() + limits.io_timeout_s
+        self.left_out: list[dict] = []
+
+    def admit(self, path: str, size: int) -> bool:
+        reason = None
+        if time.monotonic() > self.deadline:
+            reason = f"the snapshot took longer than {self.limits.io_timeout_s:g} s"
+        elif self.files_left <= 0:
+            reason = f"more than {self.limits.snapshot_max_files} files"
+        elif size > self.bytes_left:
+            reason = (f"snapshot size limit: {size} bytes (apparent size) with "
+                      f"{max(self.bytes_left, 0)} of {self.limits.snapshot_max_bytes} bytes left")
+        if reason is not None:
+            self.left_out.append({"path": path, "size": size, "reason": reason})
+            return False
+        self.files_left -= 1
+        self.bytes_left -= size
+        return True
 
 
 def shell_command(command: str | Sequence[str]) -> list[str]:
@@ -73,6 +124,8 @@ class Sandbox(abc.ABC):
 
     def __init__(self, spec: SandboxSpec):
         self.spec = spec
+        #: Files the last `snapshot()` did not copy: [{"path", "size", "reason"}].
+        self.snapshot_left_out: list[dict] = []
         self.id = uuid.uuid4().hex[:12]
         self.started_at = time.time()
         self.stopped = False
@@ -111,7 +164,9 @@ class Sandbox(abc.ABC):
         """Copy the workspace's regular files and directories into `dest` (created).
 
         Symlinks are not followed or copied: a sandbox must not make the
-        worker read its own files through a link.
+        worker read its own files through a link. Bounded by the backend's
+        `HostLimits` (apparent size, file count, time); sparse files keep their
+        holes; what is left out is listed in `snapshot_left_out`.
         """
 
     @abc.abstractmethod
@@ -168,6 +223,7 @@ class Backend(abc.ABC):
     """Starts sandboxes. `name` is what `get_backend()` and the CLI call it."""
 
     name: str = ""
+    limits: HostLimits = HostLimits()
 
     @abc.abstractmethod
     def _create(self, spec: SandboxSpec) -> Sandbox:

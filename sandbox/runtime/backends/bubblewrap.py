@@ -47,7 +47,10 @@ from pathlib import Path
 
 from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
-from .base import ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, Sandbox, pid_alive, shell_command, split_path
+from grading.engine.safe_files import NotRegularFile, copy_sparse, open_regular
+
+from .base import (ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits, Sandbox, SnapshotBudget,
+                   pid_alive, shell_command, split_path)
 from .bwrap_process import Child, PopenChild, SpawnedChild, SpawnerGone, parse_status, read_line
 from .cgroups import CgroupSet
 
@@ -78,14 +81,16 @@ class BubblewrapBackend(Backend):
     shell already in the sandbox's cgroups; default True), `tmpfs_caps` (when
     the worker may mount, i.e. runs as root: /workspace and /tmp are
     size-limited tmpfs mounts, a hard cap; default False, because a worker that
-    dies leaves the mounts behind until `reap_bubblewrap()` runs)."""
+    dies leaves the mounts behind until `reap_bubblewrap()` runs), `limits`
+    (`HostLimits`: snapshot size, file count and host-side file-operation time)."""
 
     name = "bubblewrap"
 
     def __init__(self, *, work_dir: str | Path | None = None,
                  run_as: tuple[int, int] | None = (65534, 65534), bwrap: str | None = None,
                  python: str | None = None, ro_binds: Sequence[str] = (),
-                 use_cgroups: bool = True, use_spawner: bool = True, tmpfs_caps: bool = False):
+                 use_cgroups: bool = True, use_spawner: bool = True, tmpfs_caps: bool = False,
+                 limits: HostLimits | None = None):
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         if not os.path.exists(self.bwrap):
             raise SandboxError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
@@ -102,6 +107,7 @@ class BubblewrapBackend(Backend):
         self.use_cgroups = use_cgroups
         self.use_spawner = use_spawner
         self.tmpfs_caps = tmpfs_caps
+        self.limits = limits or HostLimits()
 
     def _create(self, spec: SandboxSpec) -> "BubblewrapSandbox":
         return BubblewrapSandbox(self, spec)
@@ -535,14 +541,15 @@ class BubblewrapSandbox(Sandbox):
     def _read_file(self, path: str) -> bytes:
         target = self._host_path(path, writable=False)
         try:
-            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = open_regular(target)
+        except NotRegularFile as exc:
+            raise SandboxError(f"{path!r} {exc.strerror}; only regular files can be read",
+                               permanent=True) from None
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.ENOTDIR):
                 raise FileNotFoundError(path) from exc
             raise SandboxError(f"cannot read {path!r}: {exc.strerror}", permanent=True) from exc
         with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise SandboxError(f"{path!r} is not a regular file", permanent=True)
             data = fh.read(MAX_READ_BYTES + 1)
         if len(data) > MAX_READ_BYTES:
             raise SandboxError(f"{path!r} is larger than {MAX_READ_BYTES} bytes", permanent=True)
@@ -554,7 +561,11 @@ class BubblewrapSandbox(Sandbox):
 
     def _list_files(self) -> list[str]:
         found = []
+        deadline = time.monotonic() + self.backend.limits.io_timeout_s
         for dirpath, dirnames, filenames in os.walk(self.workspace_dir, followlinks=False):
+            if time.monotonic() > deadline:
+                raise SandboxError(f"listing the workspace took longer than "
+                                   f"{self.backend.limits.io_timeout_s:g} s", permanent=True)
             for name in filenames:
                 full = os.path.join(dirpath, name)
                 if stat.S_ISREG(os.lstat(full).st_mode):
@@ -568,16 +579,36 @@ class BubblewrapSandbox(Sandbox):
     def _snapshot(self, dest: Path) -> Path:
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
+        budget = SnapshotBudget(self.backend.limits)
         for dirpath, dirnames, filenames in os.walk(self.workspace_dir, followlinks=False):
+            dirnames.sort()
             rel_dir = os.path.relpath(dirpath, self.workspace_dir)
+            for name in sorted(filenames):
+                src = os.path.join(dirpath, name)
+                rel = os.path.normpath(os.path.join(rel_dir, name))
+                try:
+                    st = os.lstat(src)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode) or not budget.admit(rel, st.st_size):
+                    continue
+                try:
+                    fd = open_regular(src)
+                except OSError:
+                    continue
+                try:
+                    (dest / rel_dir).mkdir(parents=True, exist_ok=True)
+                    out = os.open(dest / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                    try:
+                        copy_sparse(fd, out, size=st.st_size)
+                    finally:
+                        os.close(out)
+                finally:
+                    os.close(fd)
             for name in dirnames:
                 if not os.path.islink(os.path.join(dirpath, name)):
                     (dest / rel_dir / name).mkdir(parents=True, exist_ok=True)
-            for name in filenames:
-                src = os.path.join(dirpath, name)
-                if stat.S_ISREG(os.lstat(src).st_mode):
-                    (dest / rel_dir).mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(src, dest / rel_dir / name, follow_symlinks=False)
+        self.snapshot_left_out = budget.left_out
         return dest
 
     # -- between the episode and the checks ----------------------------------

@@ -43,7 +43,10 @@ from pathlib import Path
 
 from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
-from .base import ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, Sandbox, pid_alive, shell_command, split_path
+from grading.engine.safe_files import write_sparse
+
+from .base import (ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits, Sandbox, SnapshotBudget,
+                   pid_alive, shell_command, split_path)
 
 log = logging.getLogger(__name__)
 
@@ -122,17 +125,19 @@ class DockerBackend(Backend):
     honouring DOCKER_HOST), `user` ("65534:65534"), `default_image` (used when
     the environment names neither image nor Dockerfile), `pull` (try to pull a
     missing image; default True), `expires_grace_s` (added to the rollout
-    timeout for the expires label, leaving time for grading)."""
+    timeout for the expires label, leaving time for grading), `limits`
+    (`HostLimits`: snapshot size, file count and host-side file-operation time)."""
 
     name = "docker"
 
     def __init__(self, *, client=None, user: str = "65534:65534", default_image: str | None = None,
-                 pull: bool = True, expires_grace_s: float = 900.0):
+                 pull: bool = True, expires_grace_s: float = 900.0, limits: HostLimits | None = None):
         self.client = client or docker_client()
         self.user = user
         self.default_image = default_image
         self.pull = pull
         self.expires_grace_s = expires_grace_s
+        self.limits = limits or HostLimits()
 
     # -- images ------------------------------------------------------------
     def resolve_image(self, spec: SandboxSpec) -> str:
@@ -194,6 +199,7 @@ class DockerBackend(Backend):
         import docker.errors
 
         image = self.resolve_image(spec)
+        path = _safe_path(image, self.client)
         uid, _, gid = self.user.partition(":")
         gid = gid or uid
         sandbox_id = uuid.uuid4().hex[:12]
@@ -203,7 +209,7 @@ class DockerBackend(Backend):
             container = self.client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True,
                 name=f"gymwright-{sandbox_id}", hostname="sandbox",
-                user=self.user, working_dir=WORKSPACE, entrypoint=[],
+                user=self.user, working_dir=WORKSPACE, entrypoint=[], environment={"PATH": path},
                 network_mode="bridge" if spec.network_allowed else "none",
                 cap_drop=["ALL"], security_opt=["no-new-privileges"], read_only=True,
                 tmpfs={
@@ -241,6 +247,25 @@ class DockerBackend(Backend):
                 entries[f"{root}/{rel}"] = data
             # /env is root's: the sandbox user can read it but not change it.
             sandbox._untar(entries, user="0:0", mode_for=lambda d: 0o755 if d[:2] == b"#!" else 0o644)
+
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_WRITABLE = (WORKSPACE, TMP)
+
+
+def _safe_path(image: str, client) -> str:
+    """The image's PATH without entries the sandbox can write (relative ones, /workspace, /tmp):
+    `python3` in a check or a command must not resolve to a program the agent planted."""
+    try:
+        env = client.images.get(image).attrs.get("Config", {}).get("Env") or []
+    except Exception:  # noqa: BLE001 - an image we just resolved; fall back to the usual PATH
+        env = []
+    value = next((item[5:] for item in env if item.startswith("PATH=")), DEFAULT_PATH)
+    kept = [entry for entry in value.split(":")
+            if entry.startswith("/") and not any(os.path.normpath(entry) == root
+                                                 or os.path.normpath(entry).startswith(root + "/")
+                                                 for root in _WRITABLE)]
+    return ":".join(kept) or DEFAULT_PATH
 
 
 def _build_lock(tag: str) -> threading.Lock:
@@ -541,19 +566,30 @@ class DockerSandbox(Sandbox):
         root, rel = split_path(path, writable=True)
         full = f"{root}/{rel}"
         script = 'mkdir -p "$(dirname "$1")" && cat > "$1"'
-        code, _, err, _ = self._run(["/bin/sh", "-c", script, "gymwright", full], timeout_s=120,
-                                    stdin=data)
+        io_timeout = self.backend.limits.io_timeout_s
+        code, _, err, timed_out = self._run(["/bin/sh", "-c", script, "gymwright", full],
+                                            timeout_s=io_timeout, stdin=data)
+        if timed_out:
+            raise SandboxError(f"writing {path!r} took longer than {io_timeout:g} s", permanent=True)
         if code != 0:
             raise SandboxError(f"cannot write {path!r}: {err.text()[-500:]}", permanent=True)
 
     def read_file(self, path: str) -> bytes:
         root, rel = split_path(path, writable=False)
         full = f"{root}/{rel}"
-        script = '[ -f "$1" ] || exit 44; exec cat "$1"'
-        code, out, err, _ = self._run(["/bin/sh", "-c", script, "gymwright", full], timeout_s=120,
-                                      out_cap=MAX_READ_BYTES + 1)
+        # Links resolve inside the container (its own files); a FIFO or device is refused.
+        script = ('if [ -f "$1" ]; then exec cat "$1"; '
+                  'elif [ -e "$1" ] || [ -L "$1" ]; then exit 45; else exit 44; fi')
+        io_timeout = self.backend.limits.io_timeout_s
+        code, out, err, timed_out = self._run(["/bin/sh", "-c", script, "gymwright", full],
+                                              timeout_s=io_timeout, out_cap=MAX_READ_BYTES + 1)
+        if timed_out:
+            raise SandboxError(f"reading {path!r} took longer than {io_timeout:g} s", permanent=True)
         if code == 44:
             raise FileNotFoundError(path)
+        if code == 45:
+            raise SandboxError(f"{path!r} is not a regular file; only regular files can be read",
+                               permanent=True)
         if code != 0:
             raise SandboxError(f"cannot read {path!r}: {err.text()[-500:]}", permanent=True)
         if out.truncated or out.total > MAX_READ_BYTES:
@@ -561,8 +597,11 @@ class DockerSandbox(Sandbox):
         return bytes(out.data)
 
     def list_files(self) -> list[str]:
-        code, out, err, _ = self._run(["find", ".", "-type", "f"], timeout_s=60,
-                                      out_cap=16 * 1024 * 1024)
+        io_timeout = self.backend.limits.io_timeout_s
+        code, out, err, timed_out = self._run(["find", ".", "-type", "f"], timeout_s=io_timeout,
+                                              out_cap=16 * 1024 * 1024)
+        if timed_out:
+            raise SandboxError(f"listing the workspace took longer than {io_timeout:g} s", permanent=True)
         if code not in (0, 1):
             raise SandboxError(f"cannot list the workspace: {err.text()[-500:]}")
         names = [line[2:] if line.startswith("./") else line for line in out.text().splitlines()]
@@ -571,19 +610,60 @@ class DockerSandbox(Sandbox):
     def snapshot(self, dest: Path) -> Path:
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
-        cap = self.spec.workspace_mb * 1024 * 1024 + 16 * 1024 * 1024
-        # Spooled to disk: a full workspace must not cost the worker its size in memory.
+        limits = self.backend.limits
+        budget = SnapshotBudget(limits)
+        # 1. Apparent sizes, from the container: a sparse file's holes would
+        #    otherwise stream out as zeros, and a terabyte of them fits in a tmpfs.
+        listing = ('find . -type f -exec stat -c "%s %n" {} + && '
+                   'find . -mindepth 1 -type d -exec stat -c "d %n" {} +')
+        code, out, err, timed_out = self._run(["/bin/sh", "-c", listing], timeout_s=limits.io_timeout_s,
+                                              out_cap=16 * 1024 * 1024)
+        if timed_out or code not in (0, 1) or out.truncated:
+            why = (f"took longer than {limits.io_timeout_s:g} s" if timed_out else
+                   "listed too many files" if out.truncated else f"exit {code}: {err.text()[-300:]}")
+            raise SandboxError(f"cannot list the workspace for its snapshot (find/stat {why})")
+        sizes: dict[str, int] = {}
+        dirs: list[str] = []
+        seen_twice: set[str] = set()
+        for line in out.text().splitlines():
+            size, _, name = line.partition(" ")
+            if size == "d" and name.startswith("./") and len(dirs) < limits.snapshot_max_files:
+                dirs.append(os.path.normpath(name[2:]))
+                continue
+            if not size.isdigit() or not name.startswith("./") or len(name) < 3:
+                continue  # a name with a newline in it: it cannot be told apart, so it is skipped
+            name = name[2:]
+            if name in sizes:
+                seen_twice.add(name)
+            sizes[name] = max(sizes.get(name, 0), int(size))
+        admitted: dict[str, int] = {}
+        for name in sorted(sizes):
+            if name in seen_twice:
+                budget.left_out.append({"path": name, "size": sizes[name],
+                                        "reason": "its name is ambiguous (a newline in a file name)"})
+            elif budget.admit(name, sizes[name]):
+                admitted[name] = sizes[name]
+        # 2. The admitted files through tar, in argv-sized batches, spooled to
+        #    disk up to what was admitted (plus headers), then written keeping holes.
+        cap = sum(admitted.values()) + 1536 * (len(admitted) + 8)
         with tempfile.TemporaryFile() as spool:
             sink = _FileSink(spool, cap)
-            code, _, err, _ = self._run(["tar", "-c", "-f", "-", "-C", WORKSPACE, "."],
-                                        timeout_s=300, out_sink=sink)
-            if code not in (0, 1) or sink.truncated:
-                raise SandboxError(f"cannot copy the workspace out (tar exit {code}): {err.text()[-500:]}")
+            for batch in _batches(sorted(admitted)):
+                code, _, err, timed_out = self._run(
+                    ["tar", "-c", "-f", "-", "-C", WORKSPACE, "--no-recursion", *(f"./{n}" for n in batch)],
+                    timeout_s=max(0.1, budget.deadline - time.monotonic()), out_sink=sink)
+                if timed_out or code not in (0, 1):
+                    raise SandboxError(f"cannot copy the workspace out (tar "
+                                       f"{'timed out' if timed_out else f'exit {code}'}): {err.text()[-500:]}")
             spool.seek(0)
-            with tarfile.open(fileobj=spool, mode="r:") as tar:
-                # Regular files and directories only: no links, devices or absolute paths.
-                members = [m for m in tar.getmembers() if m.isreg() or m.isdir()]
-                tar.extractall(dest, members=members, filter="data")
+            copied = _extract_sparse(spool, dest, admitted)
+        for name in dirs:
+            if name != ".." and not name.startswith(("../", "/")):
+                (dest / name).mkdir(parents=True, exist_ok=True)
+        for name in sorted(set(admitted) - copied):
+            budget.left_out.append({"path": name, "size": admitted[name],
+                                    "reason": "it changed or vanished while the snapshot was taken"})
+        self.snapshot_left_out = budget.left_out
         return dest
 
     # -- between the episode and the checks ----------------------------------
@@ -642,6 +722,51 @@ class _FileSink:
     @property
     def truncated(self) -> bool:
         return self.total > self.cap
+
+
+def _batches(names: list[str], max_chars: int = 64 * 1024):
+    batch, size = [], 0
+    for name in names:
+        if batch and size + len(name) + 3 > max_chars:
+            yield batch
+            batch, size = [], 0
+        batch.append(name)
+        size += len(name) + 3
+    if batch:
+        yield batch
+
+
+def _extract_sparse(spool, dest: Path, admitted: dict[str, int]) -> set[str]:
+    """Write the regular files of the tar stream in `spool` that were admitted
+    (and are no bigger than admitted) under `dest`, keeping runs of zeros as
+    holes. Returns the names written."""
+    copied: set[str] = set()
+    try:
+        tar = tarfile.open(fileobj=spool, mode="r:", ignore_zeros=True)
+    except tarfile.TarError:
+        return copied
+    with tar:
+        while True:
+            try:
+                member = tar.next()
+            except tarfile.TarError:
+                break
+            if member is None:
+                break
+            name = os.path.normpath(member.name)
+            name = name[2:] if name.startswith("./") else name
+            if (not member.isreg() or name not in admitted or member.size > admitted[name]
+                    or name in copied or name.startswith(("/", "../")) or name == ".."):
+                continue
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            try:
+                write_sparse(fd, tar.extractfile(member), member.size)
+            finally:
+                os.close(fd)
+            copied.add(name)
+    return copied
 
 
 def _send_stdin(sock, data: bytes) -> None:

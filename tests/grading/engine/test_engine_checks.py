@@ -282,3 +282,21 @@ def test_an_unexpected_error_in_one_check_leaves_it_unscored_and_grades_the_rest
     result = grade(rubric, answer="x")
     assert result.checks[0].status == "unscored" and "RuntimeError: surprise" in result.checks[0].explanation
     assert result.checks[1].score == 1.0 and result.reward == 1.0 and not result.complete
+
+
+# ---------------------------------------------------------------- hostile workspace files
+
+
+def test_a_fifo_in_the_workspace_is_not_met_and_never_blocks_the_grader(tmp_path):
+    os.mkfifo(tmp_path / "report.md")
+    result = one({"kind": "file_content", "path": "report.md", "contains": "x"},
+                 workspace=tmp_path)
+    assert result.status == "scored" and result.score == 0.0
+    assert "FIFO" in result.explanation
+
+
+def test_a_file_the_snapshot_left_out_is_unscored_with_the_reason(tmp_path):
+    result = one({"kind": "file_content", "path": "big.bin", "contains": "x"},
+                 workspace=tmp_path, left_out={"big.bin": "snapshot size limit: 524288000 bytes"})
+    assert result.status == "unscored" and "left out of the workspace snapshot" in result.explanation
+    assert "snapshot size limit" in result.explanation

@@ -160,3 +160,65 @@ def test_a_cpu_spinner_is_stopped_by_the_timeout(box):
     result = box.exec("while :; do :; done", timeout_s=1)
     assert result.timed_out and time.monotonic() - started < 15
     assert_still_works(box)
+
+
+# -- §2 the host disk: sparse files ----------------------------------------------------------
+
+def _allocated(root: Path) -> int:
+    return sum(p.lstat().st_blocks * 512 for p in root.rglob("*"))
+
+
+def test_sparse_files_do_not_fill_the_host_disk_and_what_is_left_out_is_reported(python_backend, tmp_path):
+    spec = SandboxSpec(memory_mb=256, pids=48, exec_timeout_s=20, workspace_mb=600, tmp_mb=8)
+    with python_backend.start(spec, files={"notes.txt": b"kept\n"}) as sandbox:
+        made = sandbox.exec("truncate -s 500M big1.bin big2.bin big3.bin && truncate -s 100M holey.bin "
+                            "&& printf end >> holey.bin")
+        assert made.exit_code == 0, made
+        snap = sandbox.snapshot(tmp_path / "snap")
+        left_out = {entry["path"]: entry for entry in sandbox.snapshot_left_out}
+    # 1.6 GB of apparent size, yet the host copy takes next to nothing.
+    assert _allocated(snap) < 2 * 1024 * 1024
+    assert (snap / "notes.txt").read_bytes() == b"kept\n"
+    holey = snap / "holey.bin"
+    assert holey.stat().st_size == 100 * 1024 * 1024 + 3 and holey.stat().st_blocks * 512 < 1024 * 1024
+    with holey.open("rb") as fh:
+        fh.seek(-3, 2)
+        assert fh.read() == b"end"
+    # The default budget (256 MB of apparent size) admits holey.bin, then no 500 MB file fits.
+    assert sorted(left_out) == ["big1.bin", "big2.bin", "big3.bin"]
+    assert all(e["size"] == 500 * 1024 * 1024 and "snapshot size limit" in e["reason"] for e in left_out.values())
+    assert not (snap / "big1.bin").exists()
+
+
+def test_a_snapshot_is_bounded_by_file_count(backend, tmp_path):
+    from sandbox.runtime.backends.base import HostLimits
+
+    backend.limits = HostLimits(snapshot_max_files=5)
+    with backend.start(SandboxSpec(workspace_mb=8, tmp_mb=8)) as sandbox:
+        assert sandbox.exec("for i in 0 1 2 3 4 5 6 7 8 9 10 11; do echo $i > f$i.txt; done").exit_code == 0
+        snap = sandbox.snapshot(tmp_path / "snap")
+        left_out = sandbox.snapshot_left_out
+    assert len([p for p in snap.rglob("*") if p.is_file()]) == 5
+    assert len(left_out) == 7 and all("more than 5 files" in e["reason"] for e in left_out)
+
+
+# -- §4 FIFOs and other files that are not regular -------------------------------------------
+
+def test_read_file_on_a_fifo_is_a_clear_error_and_never_blocks(box, tmp_path):
+    from sandbox.runtime.tools import ToolRunner
+
+    assert box.exec("mkfifo pipe /tmp/pipe2 && ln -s pipe linked").exit_code == 0
+    started = time.monotonic()
+    for path in ("pipe", "/tmp/pipe2", "linked"):
+        with pytest.raises(SandboxError) as caught:
+            box.read_file(path)
+        assert "not a regular file" in str(caught.value), path
+    outcome = ToolRunner(box, box.spec).run("read_file", {"path": "pipe"})
+    assert outcome.is_error and "not a regular file" in outcome.content
+    # Snapshots and listings skip it too, without waiting for a writer.
+    snap = box.snapshot(tmp_path / "snap")
+    assert sorted(p.name for p in snap.iterdir()) == ["keep.txt"]
+    assert "pipe" not in box.list_files()
+    assert time.monotonic() - started < 15  # nothing waited for a writer (the tool limit is 30 s)
+    assert_still_works(box)
+

@@ -1,0 +1,125 @@
+"""Reading files that an agent wrote, on the host, without being fooled by them.
+
+An agent controls every name and every file type in its workspace. The host
+side (the grader, the sandboxes' read_file and snapshot) opens such files only
+through `open_regular`: no symlink is followed, a FIFO or device cannot block
+the open (O_NONBLOCK), and anything that is not a regular file after the open
+(fstat, so no swap between a check and the open) is refused. Copies keep
+holes (`copy_sparse`, `write_sparse`): a sparse file never turns into its
+apparent size on the host disk.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+CHUNK = 1024 * 1024
+_ZERO_BLOCK = 64 * 1024
+_ZEROS = bytes(_ZERO_BLOCK)
+
+
+class NotRegularFile(OSError):
+    """The path exists but is not a regular file (FIFO, socket, device, directory, symlink)."""
+
+
+def open_regular(path: str | os.PathLike, *, dir_fd: int | None = None) -> int:
+    """Open `path` read-only as a raw fd: never through a symlink (last component),
+    never blocking, and only if it is a regular file. Raises FileNotFoundError,
+    NotRegularFile, or another OSError."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFile(errno.ELOOP, "is a symbolic link", str(path)) from None
+        if exc.errno == errno.ENXIO:  # a socket, or a FIFO nobody writes to on some systems
+            raise NotRegularFile(errno.ENXIO, "is not a regular file", str(path)) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "a device"
+                    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+            raise NotRegularFile(errno.EINVAL, f"is {kind}, not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | os.PathLike, *, max_bytes: int) -> bytes:
+    """The bytes of a regular file (see `open_regular`); ValueError when larger than `max_bytes`."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size > max_bytes:
+            raise ValueError(f"larger than {max_bytes} bytes")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"larger than {max_bytes} bytes")
+    return data
+
+
+def copy_sparse(src_fd: int, dst_fd: int, *, size: int | None = None) -> int:
+    """Copy a regular file's data extents (SEEK_DATA/SEEK_HOLE), leaving holes as holes.
+    Copies at most `size` bytes (default: the source's size at the start); the
+    destination gets exactly that apparent size. Returns the bytes of data written."""
+    size = os.fstat(src_fd).st_size if size is None else size
+    written = 0
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(src_fd, offset, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # only a hole is left
+                break
+            if exc.errno != errno.EINVAL:
+                raise
+            start = offset  # no SEEK_DATA here: copy, still skipping zero blocks
+        if start >= size:
+            break
+        try:
+            end = min(os.lseek(src_fd, start, os.SEEK_HOLE), size)
+        except OSError:
+            end = size
+        position = start
+        while position < end:
+            chunk = os.pread(src_fd, min(CHUNK, end - position), position)
+            if not chunk:
+                end = position
+                break
+            written += _write_skipping_zeros(dst_fd, chunk, position)
+            position += len(chunk)
+        offset = max(end, start + 1) if end > start else size
+    os.ftruncate(dst_fd, size)
+    return written
+
+
+def write_sparse(dst_fd: int, source, size: int) -> int:
+    """Write `size` bytes read from file object `source` to `dst_fd`, seeking over
+    blocks of zeros instead of writing them. Returns the bytes actually written."""
+    written = 0
+    position = 0
+    while position < size:
+        chunk = source.read(min(CHUNK, size - position))
+        if not chunk:
+            break
+        written += _write_skipping_zeros(dst_fd, chunk, position)
+        position += len(chunk)
+    os.ftruncate(dst_fd, position)
+    return written
+
+
+def _write_skipping_zeros(fd: int, chunk: bytes, position: int) -> int:
+    written = 0
+    view = memoryview(chunk)
+    for at in range(0, len(view), _ZERO_BLOCK):
+        block = view[at:at + _ZERO_BLOCK]
+        if block == _ZEROS[:len(block)]:
+            continue
+        os.pwrite(fd, block, position + at)
+        written += len(block)
+    return written
