@@ -63,7 +63,6 @@ class GradingContext:
     checks_module: str | None = None
     limits: GradeLimits = field(default_factory=GradeLimits)
     left_out: dict = field(default_factory=dict)  # path -> why a bounded snapshot did not copy it
-    _written: set = field(default_factory=set)
     _text_cache: dict = field(default_factory=dict)
     _stdout_cache: dict = field(default_factory=dict)
     _file_text_cache: dict = field(default_factory=dict)
@@ -132,14 +131,9 @@ class GradingContext:
         sandbox = self.require_sandbox()
         script = f"cd {_shell_quote(sandbox.workspace_path)} && {command}"
         try:
-            return sandbox.exec(["sh", "-c", script], timeout_s=timeout_s)
+            return sandbox.exec(["/bin/sh", "-c", script], timeout_s=timeout_s)
         except Exception as exc:  # noqa: BLE001
             raise Unscored(f"the sandbox could not run the command: {exc}") from None
-
-    def write_once(self, path: str, data: bytes) -> None:
-        if path not in self._written:
-            self.require_sandbox().write_file(path, data)
-            self._written.add(path)
 
     def stdout_of(self, command: str) -> str:
         if command not in self._stdout_cache:

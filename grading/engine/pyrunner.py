@@ -1,17 +1,27 @@
 """`python` checks: run the author's function INSIDE the sandbox and read back its result.
 
-The engine writes a small runner script (and the check code, and the
-environment's checks module) under /tmp in the sandbox, then runs it with a JSON
-payload on stdin. The runner builds `ctx`, calls `check(ctx)` or the named
-`module:function`, and prints one line `<nonce> {"ok": ..., ...}` on its real
-stdout (the function's own prints go to stderr). The nonce is fresh per call so
-output the checked code prints cannot pose as the result. Python check code is
-never executed in the engine's process.
+The runner is the interpreter's own `-c` program, started as `python3 -I`
+(isolated: no PYTHON* variables, no user site-packages, no script directory or
+working directory on `sys.path`) from `/`, so every module it and the check
+import comes from the interpreter's read-only library directories; a module the
+agent planted (`/tmp/json.py`, `sitecustomize.py`, `usercustomize.py`, a
+`json.py` in the workspace) is never imported. Nothing is written to the
+sandbox: the check's code, the environment's checks module and a JSON payload
+arrive on stdin. The runner builds `ctx`, changes into the workspace, calls
+`check(ctx)` or the named `module:function`, and prints one line
+`<nonce> {"ok": ..., ...}` on its real stdout (the function's own prints go to
+stderr). The nonce is fresh per call and known only to the engine and the
+runner, so output the checked code prints cannot pose as the result, and no
+file the agent can write is read back. Python check code is never executed in
+the engine's process.
+
+A check that imports the agent's own code on purpose (`sys.path.insert(0,
+ctx.workspace)`) trusts that code, as a `command` check running the agent's
+tests does.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import secrets
@@ -20,10 +30,11 @@ from .checks import GradingContext, Outcome, Unscored
 from .models import PythonCheck
 
 RUNNER_SOURCE = r'''
-import importlib, importlib.util, json, math, os, sys, traceback
+import importlib, json, math, os, sys, traceback, types
 
 def _main():
     payload = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    nonce = payload.pop("nonce")
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
     workspace = payload["workspace"]
@@ -50,23 +61,23 @@ def _main():
             return getattr(self, key)
 
     try:
-        os.chdir(workspace)
-    except OSError:
-        pass
-    try:
-        if payload.get("checks_module_path"):
-            spec = importlib.util.spec_from_file_location("checks", payload["checks_module_path"])
-            module = importlib.util.module_from_spec(spec)
+        if payload.get("checks_module") is not None:
+            module = types.ModuleType("checks")
+            module.__file__ = "/env/checks.py"
             sys.modules["checks"] = module
-            spec.loader.exec_module(module)
-        if payload.get("code_path"):
+            exec(compile(payload["checks_module"], "/env/checks.py", "exec"), module.__dict__)
+        if payload.get("code") is not None:
             namespace = {"__name__": "gymwright_check"}
-            with open(payload["code_path"], encoding="utf-8") as handle:
-                exec(compile(handle.read(), "<check code>", "exec"), namespace)
+            exec(compile(payload["code"], "<check code>", "exec"), namespace)
             function = namespace["check"]
         else:
             module_name, _, name = payload["function"].partition(":")
             function = getattr(importlib.import_module(module_name), name)
+        # Only now, with every import resolved: the working directory is never on sys.path (-I).
+        try:
+            os.chdir(workspace)
+        except OSError:
+            pass
         value = function(Context())
         if type(value).__module__ == "numpy" and hasattr(value, "item"):
             value = value.item()
@@ -77,17 +88,16 @@ def _main():
     except BaseException as exc:
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
         result = {"ok": False, "error": (type(exc).__name__ + ": " + str(exc))[:500], "traceback": "".join(lines)[-2000:]}
-    real_stdout.write("\n" + payload["nonce"] + " " + json.dumps(result) + "\n")
+    real_stdout.write("\n" + nonce + " " + json.dumps(result) + "\n")
     real_stdout.flush()
 
 _main()
 '''
 
-_PYTHON = 'if command -v python3 >/dev/null 2>&1; then exec python3 "$0"; else exec python "$0"; fi'
-
-
-def _tmp_path(kind: str, source: str) -> str:
-    return f"/tmp/gymwright_{kind}_{hashlib.sha256(source.encode('utf-8')).hexdigest()[:16]}.py"
+# Started from / (not the agent's workspace), isolated (-I), the program in argv: no file is read
+# from anywhere the agent can write. PATH is the sandbox's own (read-only directories only).
+_PYTHON = ('cd / || exit 126; if command -v python3 >/dev/null 2>&1; then exec python3 -I -c "$0"; '
+           'else exec python -I -c "$0"; fi')
 
 
 def parse_result(stdout: str, nonce: str) -> dict | None:
@@ -115,26 +125,17 @@ def python_check(check: PythonCheck, ctx: GradingContext) -> Outcome:
         "args": check.args,
         "nonce": "GYMWRIGHT-RESULT-" + secrets.token_hex(12),
     }
-    try:
-        runner = _tmp_path("runner", RUNNER_SOURCE)
-        ctx.write_once(runner, RUNNER_SOURCE.encode("utf-8"))
-        if check.code is not None:
-            payload["code_path"] = _tmp_path("check", check.code)
-            ctx.write_once(payload["code_path"], check.code.encode("utf-8"))
-        else:
-            payload["function"] = check.function
-            if check.function.split(":", 1)[0] == "checks":
-                if ctx.checks_module is None:
-                    raise Unscored(f"calls {check.function!r}, but the environment has no checks module")
-                payload["checks_module_path"] = _tmp_path("checks", ctx.checks_module)
-                ctx.write_once(payload["checks_module_path"], ctx.checks_module.encode("utf-8"))
-    except Unscored:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise Unscored(f"could not copy the check into the sandbox: {exc}") from None
+    if check.code is not None:
+        payload["code"] = check.code
+    else:
+        payload["function"] = check.function
+        if check.function.split(":", 1)[0] == "checks":
+            if ctx.checks_module is None:
+                raise Unscored(f"calls {check.function!r}, but the environment has no checks module")
+            payload["checks_module"] = ctx.checks_module
     try:
         result = sandbox.exec(
-            ["sh", "-c", _PYTHON, runner],
+            ["/bin/sh", "-c", _PYTHON, RUNNER_SOURCE],
             timeout_s=check.timeout_s,
             stdin=json.dumps(payload).encode("utf-8"),
         )

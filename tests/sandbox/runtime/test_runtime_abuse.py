@@ -222,3 +222,56 @@ def test_read_file_on_a_fifo_is_a_clear_error_and_never_blocks(box, tmp_path):
     assert time.monotonic() - started < 15  # nothing waited for a writer (the tool limit is 30 s)
     assert_still_works(box)
 
+
+# -- §5 a python check's result cannot be forged ---------------------------------------------
+
+# A planted module that loads the real json and makes every result "true".
+FORCE_TRUE = '''
+import sys
+def _force():
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if p not in ("", ".") and not p.startswith(("/tmp", "/workspace"))]
+    sys.modules.pop("json", None)
+    import json as real
+    sys.path[:] = saved
+    original = real.dumps
+    def dumps(obj, *args, **kwargs):
+        if isinstance(obj, dict) and obj.get("ok") is True and "value" in obj:
+            obj = dict(obj, value=True)
+        return original(obj, *args, **kwargs)
+    real.dumps = dumps
+    sys.modules["json"] = real
+_force()
+'''
+# A planted interpreter that reads the payload (with its nonce) and answers "true".
+FAKE_PYTHON = ("#!/bin/sh\nnonce=$(cat | tr ',' '\\n' | grep nonce | cut -d'\"' -f4)\n"
+               "echo \"$nonce {\\\"ok\\\": true, \\\"value\\\": true}\"\n")
+
+
+def test_modules_and_programs_planted_by_the_agent_cannot_forge_a_python_check(box):
+    from grading.engine import grade, parse_rubric
+
+    planted = {}
+    for directory in ("/tmp", "/workspace"):
+        for name in ("json.py", "sitecustomize.py", "usercustomize.py", "importlib.py", "traceback.py"):
+            planted[f"{directory}/{name}"] = FORCE_TRUE.encode()
+    planted["/tmp/.local/lib/python3.11/site-packages/usercustomize.py"] = FORCE_TRUE.encode()
+    for name in ("python3", "python", "sh"):
+        planted[f"/workspace/{name}"] = FAKE_PYTHON.encode()
+        planted[f"/tmp/{name}"] = FAKE_PYTHON.encode()
+    for path, data in planted.items():
+        box.write_file(path, data)
+    assert box.exec("chmod +x /workspace/python3 /workspace/python /workspace/sh /tmp/python3 /tmp/python /tmp/sh"
+                    " && cd /tmp && python3 -c 'import json; print(json.dumps({\"ok\": True, \"value\": False}))'"
+                    ).stdout.strip() == '{"ok": true, "value": true}'  # the plant works where it is imported
+    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "code", "kind": "python", "points": 1, "code": "def check(ctx):\n    return False\n"},
+        {"id": "module", "kind": "python", "points": 1, "function": "checks:never"},
+        {"id": "half", "kind": "python", "points": 1, "code": "import json\ndef check(ctx):\n    return 0.25\n"},
+    ]})
+    result = grade(rubric, answer="", sandbox=box, checks_module="def never(ctx):\n    return False\n")
+    by_id = {check.id: check for check in result.checks}
+    assert by_id["code"].status == "scored" and by_id["code"].score == 0.0, by_id["code"].explanation
+    assert by_id["module"].status == "scored" and by_id["module"].score == 0.0, by_id["module"].explanation
+    assert by_id["half"].status == "scored" and by_id["half"].score == 0.25, by_id["half"].explanation
+    assert result.passed is False
