@@ -39,11 +39,21 @@ clean:
 # harbor 0.25.0 pins a certifi newer than the registry serves: install 0.24.0's deps, then 0.25.0 alone.
 HARBOR_PYTHON ?= $(shell command -v pyenv >/dev/null 2>&1 && echo $$(pyenv root)/versions/3.12.1/bin/python || command -v python3.12)
 HARBOR_VENV   := var/harbor-venv
-.PHONY: harbor-venv
+.PHONY: harbor-venv grader-venv
 harbor-venv: $(HARBOR_VENV)/.installed
 $(HARBOR_VENV)/.installed:
 	@test -n "$(HARBOR_PYTHON)" || { echo "need Python 3.12 (pyenv or python3.12) for harbor"; exit 1; }
 	@test -x $(HARBOR_VENV)/bin/python || $(HARBOR_PYTHON) -m venv $(HARBOR_VENV)
 	$(HARBOR_VENV)/bin/pip install -q harbor==0.24.0
 	$(HARBOR_VENV)/bin/pip install -q --no-deps harbor==0.25.0
+	@touch $@
+
+# A clean virtualenv with only the bundled pack grader's requirements (no Django, no Gymwright),
+# for the stand-alone reward tests.
+GRADER_VENV := var/grader-venv
+grader-venv: $(GRADER_VENV)/.installed
+$(GRADER_VENV)/.installed: $(STAMP) packs/archive.py $(wildcard grading/engine/*.py)
+	@test -x $(GRADER_VENV)/bin/python || $(PYTHON) -m venv $(GRADER_VENV)
+	$(PY) -c "from packs.archive import grader_requirements; print(grader_requirements(), end='')" > $(GRADER_VENV)/requirements.txt
+	$(GRADER_VENV)/bin/pip install -q -r $(GRADER_VENV)/requirements.txt
 	@touch $@

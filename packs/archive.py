@@ -39,7 +39,6 @@ FIXED_MTIME = 1_700_000_000  # every entry's mtime: the bytes must not depend on
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 ENGINE_DIR = Path(__file__).resolve().parent.parent / "grading" / "engine"
 PARQUET_BATCH = 1000
-GRADER_REQUIREMENTS = "pydantic>=2.8,<3\nopenai>=1.50\nhttpx>=0.27\nrapidfuzz>=3.9\nopenpyxl>=3.1\npandas>=2.2\nregex>=2024.4\n"
 CANARY_NAMESPACE = uuid.UUID("8d3c1b52-3f0e-4d8e-9a55-5b7b9f3c2a10")
 DIFFICULTY_BINS = ("unsolved", "hard", "in band", "easy", "not previewed")
 
@@ -151,6 +150,29 @@ def grader_files() -> list[tuple[str, bytes]]:
     return files
 
 
+def grader_requirements() -> str:
+    """requirements.txt for the bundled grader: every third-party distribution the engine's source
+    imports (found by reading it, so a new dependency cannot be forgotten), pinned to the version
+    installed here, which is the one that graded the previews."""
+    import ast
+    import importlib.metadata
+    import sys
+
+    modules: set[str] = set()
+    for path in sorted(ENGINE_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+    distributions = importlib.metadata.packages_distributions()
+    pins = set()
+    for module in modules - set(sys.stdlib_module_names) - {"sre_parse"}:
+        for name in distributions.get(module, []):
+            pins.add(f"{name.lower()}=={importlib.metadata.version(name)}")
+    return "".join(f"{pin}\n" for pin in sorted(pins))
+
+
 def grader_zip(files: list[tuple[str, bytes]]) -> bytes:
     """The engine as one reproducible zip (importable with zipimport) for Harbor's verifier."""
     buffer = io.BytesIO()
@@ -174,35 +196,56 @@ def _toml_list(values: Iterable[str]) -> str:
     return "[" + ", ".join(_toml_string(v) for v in values) + "]"
 
 
-def harbor_task_toml(document: dict, *, info: PackInfo, difficulty: str) -> str:
+def harbor_task_toml(document: dict, *, info: PackInfo, difficulty: str, sha256: str) -> str:
+    """Harbor's task.toml (schema 1.4, as `harbor init` writes it) with a separate verifier that
+    receives the agent's /workspace as an artifact, so grading never shares the agent's sandbox."""
     environment = document.get("environment") or {}
     limits = environment.get("limits") or {}
     timeout = float(limits.get("timeout_s") or 600)
+    network = "no-network" if (environment.get("network") or "none") == "none" else "public"
     lines = [
-        'version = "1.0"',
+        'schema_version = "1.4"',
+        'artifacts = ["/workspace"]',
+        "",
+        "[task]",
+        f"name = {_toml_string('gymwright/' + document['id'])}",
+        f"version = {_toml_string(str(int(document.get('version') or 1)) + '.0.0')}",
+        f"description = {_toml_string(document.get('title') or document['id'])}",
+        "authors = []",
+        f"keywords = {_toml_list(document.get('tags') or [])}",
         "",
         "[metadata]",
-        f"author_name = {_toml_string('Gymwright pack ' + info.slug)}",
         f"difficulty = {_toml_string(difficulty)}",
         f"category = {_toml_string(environment.get('id') or 'default')}",
-        f"tags = {_toml_list(document.get('tags') or [])}",
         f"gymwright_task_id = {_toml_string(document['id'])}",
         f"gymwright_task_version = {int(document.get('version') or 1)}",
+        f"gymwright_task_sha256 = {_toml_string(sha256)}",
+        f"gymwright_pack = {_toml_string(info.slug + ' ' + info.version)}",
         "",
         "[verifier]",
         f"timeout_sec = {max(120.0, min(timeout, 3600.0))}",
+        'environment_mode = "separate"',
         "",
         "[agent]",
         f"timeout_sec = {timeout}",
         "",
         "[environment]",
+        f'network_mode = "{network}"',
         "build_timeout_sec = 600.0",
         f"cpus = {int(max(1, round(float(limits.get('cpus') or 1))))}",
         f"memory_mb = {int(limits.get('memory_mb') or 2048)}",
-        "storage_mb = 10240",
+        'os = "linux"',
         "",
     ]
     return "\n".join(lines)
+
+
+VERIFIER_DOCKERFILE = """FROM python:3.12-slim
+# The verifier's own image: the pack's grader and its dependencies, baked in (no downloads at trial time).
+COPY . /tests/
+RUN pip install --no-cache-dir -r /tests/requirements.txt
+WORKDIR /workspace
+"""
 
 
 def harbor_dockerfile(document: dict, *, has_workspace_files: bool, has_env_files: bool) -> str:
@@ -443,7 +486,8 @@ def _write_tree(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], read_b
     engine = grader_files()
     for name, data in engine:
         scratch.write(f"grader/{name}", data)
-    scratch.write("grader/requirements.txt", GRADER_REQUIREMENTS.encode())
+    requirements = grader_requirements().encode()
+    scratch.write("grader/requirements.txt", requirements, link_same=True)
     scratch.write("grader/grader.pyz", grader_zip(engine), link_same=True)
     scratch.write("reward.py", (BUNDLE_DIR / "reward.py").read_bytes())
     harbor_grade = (BUNDLE_DIR / "harbor_grade.py").read_bytes()
@@ -475,7 +519,8 @@ def _write_tree(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], read_b
                                    + canonical_json(item.calibration).encode())
             splits[split].add(parquet_row(document, sha256=item.sha256, info=info, split=split,
                                           index=splits[split].count))
-            _write_harbor_task(scratch, document, info=info, difficulty=difficulty, read_blob=read_blob,
+            _write_harbor_task(scratch, document, sha256_of_task=item.sha256, requirements=requirements, info=info,
+                               difficulty=difficulty, read_blob=read_blob,
                                harbor_grade=harbor_grade, test_sh=test_sh)
             if progress is not None:
                 progress(done)
@@ -507,8 +552,9 @@ def _write_tree(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], read_b
     return manifest
 
 
-def _write_harbor_task(scratch: _Scratch, document: dict, *, info: PackInfo, difficulty: str, read_blob,
-                       harbor_grade: bytes, test_sh: bytes) -> None:
+def _write_harbor_task(scratch: _Scratch, document: dict, *, sha256_of_task: str, requirements: bytes,
+                       info: PackInfo, difficulty: str,
+                       read_blob, harbor_grade: bytes, test_sh: bytes) -> None:
     base = f"tasks/{document['id']}"
     has_env = has_workspace = False
     for where, path, sha256, role in _task_files(document):
@@ -526,7 +572,8 @@ def _write_harbor_task(scratch: _Scratch, document: dict, *, info: PackInfo, dif
             scratch.write(f"{base}/environment/workspace/{path}", data)
             has_workspace = True
     scratch.write(f"{base}/instruction.md", harbor_instruction(document).encode("utf-8"))
-    scratch.write(f"{base}/task.toml", harbor_task_toml(document, info=info, difficulty=difficulty).encode("utf-8"))
+    scratch.write(f"{base}/task.toml", harbor_task_toml(document, info=info, difficulty=difficulty,
+                                                        sha256=sha256_of_task).encode("utf-8"))
     scratch.write(f"{base}/environment/Dockerfile",
                   harbor_dockerfile(document, has_workspace_files=has_workspace, has_env_files=has_env).encode())
     scratch.write(f"{base}/solution/solve.sh", harbor_solve(document).encode("utf-8"), executable=True)
@@ -534,9 +581,10 @@ def _write_harbor_task(scratch: _Scratch, document: dict, *, info: PackInfo, dif
                                                       ensure_ascii=False) + "\n").encode("utf-8"))
     scratch.write(f"{base}/tests/task.json", canonical_json(document).encode("utf-8"))
     scratch.write(f"{base}/tests/test.sh", test_sh, executable=True)
+    scratch.write(f"{base}/tests/Dockerfile", VERIFIER_DOCKERFILE.encode(), link_same=True)
     scratch.write(f"{base}/tests/grade.py", harbor_grade, link_same=True)
     scratch.write(f"{base}/tests/grader.pyz", (scratch.root / "grader/grader.pyz").read_bytes(), link_same=True)
-    scratch.write(f"{base}/tests/requirements.txt", GRADER_REQUIREMENTS.encode(), link_same=True)
+    scratch.write(f"{base}/tests/requirements.txt", requirements, link_same=True)
 
 
 def _write_tar(*, root: Path, top: str, out) -> tuple[str, int]:

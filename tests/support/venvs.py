@@ -1,0 +1,32 @@
+"""Separate virtualenvs for tests that must run without Gymwright: the pack's stand-alone grader, Harbor.
+
+Both are cached under var/ (created once, reused) by Makefile targets that .ci/run also calls:
+`make grader-venv` (only the bundled grader's requirements, no Django) and `make harbor-venv`
+(harbor needs Python >= 3.12). Where one cannot be made they skip with how, or fail in CI.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.support.services import missing
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _make(target: str, stamp: Path, how: str) -> Path:
+    if not stamp.exists():
+        done = subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True, timeout=1500)
+        if done.returncode != 0 or not stamp.exists():
+            missing(f"the {target} virtualenv", f"{how}: {done.stderr.strip()[-500:]}")
+    return stamp.parent / "bin"
+
+
+def grader_python() -> str:
+    return str(_make("grader-venv", ROOT / "var/grader-venv/.installed", "make grader-venv") / "python")
+
+
+def harbor_bin() -> str:
+    return str(_make("harbor-venv", ROOT / "var/harbor-venv/.installed", "make harbor-venv (needs Python 3.12)")
+               / "harbor")
