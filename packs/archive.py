@@ -167,7 +167,7 @@ def grader_requirements() -> str:
                 modules.add(node.module.split(".")[0])
     distributions = importlib.metadata.packages_distributions()
     pins = set()
-    for module in modules - set(sys.stdlib_module_names) - {"sre_parse"}:
+    for module in modules - set(sys.stdlib_module_names) - {"sre_parse", "grading"}:
         for name in distributions.get(module, []):
             pins.add(f"{name.lower()}=={importlib.metadata.version(name)}")
     return "".join(f"{pin}\n" for pin in sorted(pins))

@@ -39,6 +39,13 @@ def admin_user(db, django_user_model):
     return make_user(django_user_model, "adam", "admin")
 
 
+def _admin():
+    from django.contrib.auth import get_user_model
+
+    admin = get_user_model().objects.filter(username="gate-admin").first()
+    return admin or make_user(get_user_model(), "gate-admin", "admin")
+
+
 def make_approved(*, author, reviewer, slug: str, environment_slug: str = "shell", answer: str = "42",
                   tags=("maths",), rubric: dict | None = None, files: list | None = None):
     from authoring.models import Environment
@@ -50,7 +57,8 @@ def make_approved(*, author, reviewer, slug: str, environment_slug: str = "shell
     task = authoring_services.task_create(slug=slug, environment=environment, author=author, content={
         "title": f"Task {slug}", "prompt": f"What is six times seven? ({slug})", "rubric": rubric or RUBRIC,
         "solution": {"script": None, "answer": answer}, "tags": list(tags), "files": files or []})
-    review_services.task_submit(task=task, user=author)
+    # The sanity gates need previews; an admin's audited override stands in for them here.
+    review_services.task_submit(task=task, user=_admin(), override_reason="packs tests: approved without previews")
     review_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
     task.refresh_from_db()
     return task
