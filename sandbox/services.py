@@ -38,7 +38,7 @@ from sandbox.models import PreviewRun, Rollout
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("bubblewrap", "docker")
-POLICY_KINDS = ("oracle", "nop", "probe", "model")
+POLICY_KINDS = ("oracle", "nop", "probe", "model", "hack")
 PROBE_TEXT_MAX = 2000
 # Worker-side margin on top of the task's own timeout: sandbox start-up and setup, grading
 # (command checks, judge calls) and storing. The runtime enforces the task's limit itself;
@@ -60,15 +60,22 @@ CANCEL_POLL_INTERVAL_S = 0.25
 
 
 def policy_normalize(policy: Any, *, probe_text: str | None = None) -> str:
-    """The canonical policy string ("oracle", "nop", "model", "probe:TEXT") or DomainError."""
+    """The canonical policy string ("oracle", "nop", "model", "probe:TEXT", "hack:NAME") or DomainError."""
     if not isinstance(policy, str) or not policy.strip():
         raise DomainError("Choose a policy: oracle, nop, probe or model.", code="invalid",
                           details=[{"pointer": "/policy", "message": "required"}])
     kind, sep, text = policy.partition(":")
     kind = kind.strip().lower()
     if kind not in POLICY_KINDS:
-        raise DomainError(f"Unknown policy {policy[:40]!r}: use oracle, nop, probe:TEXT or model.",
+        raise DomainError(f"Unknown policy {policy[:40]!r}: use oracle, nop, probe:TEXT, model or hack:NAME.",
                           details=[{"pointer": "/policy", "message": "unknown policy"}])
+    if kind == "hack":
+        from sandbox.runtime.hacks import HACKS
+
+        if text not in HACKS:
+            raise DomainError(f"Unknown hack {text[:40]!r}: use one of {', '.join(HACKS)}.",
+                              details=[{"pointer": "/policy", "message": "unknown hack"}])
+        return f"hack:{text}"
     if kind == "probe":
         if probe_text is not None and not sep:
             text = probe_text

@@ -13,11 +13,13 @@ from authoring.selectors import task_get_for_user, task_version_get_for_user
 from gymwright.errors import DomainError
 from sandbox import selectors, services
 from sandbox.models import PreviewRun
+from sandbox.runtime.hacks import HACKS
 
 
 class PreviewStartForm(forms.Form):
     POLICY_CHOICES = [("oracle", "oracle — the reference solution"), ("nop", "nop — does nothing"),
                       ("probe", "probe — answers with the text below"), ("model", "model — the policy endpoint")]
+    POLICY_CHOICES += [(f"hack:{name}", f"hack:{name} — {what}") for name, what in HACKS.items()]
 
     policy = forms.ChoiceField(choices=POLICY_CHOICES, initial="oracle")
     probe_text = forms.CharField(required=False, max_length=services.PROBE_TEXT_MAX, strip=False,

@@ -164,3 +164,51 @@ def agreement(pairs: Iterable[tuple[bool, bool]]) -> AgreementStats:
     """Percent agreement and Cohen's kappa of (judge, human) binary verdicts."""
     pairs = list(pairs)
     return AgreementStats(labels=len(pairs), agreed=sum(1 for a, b in pairs if a == b), kappa=cohen_kappa(pairs))
+
+
+# ---------------------------------------------------------------- hack probes
+
+DEFAULT_HACK_LIMIT = 0.1
+
+
+@dataclass(frozen=True)
+class HackVerdict:
+    """Whether one hack probe stayed at or below its reward limit, and if not which
+    checks rewarded it (top-level checks that awarded positive points)."""
+
+    hack: str
+    ok: bool
+    reward: float | None
+    limit: float
+    rewarded: tuple[str, ...]
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"hack": self.hack, "ok": self.ok, "reward": self.reward, "limit": self.limit,
+                "rewarded": list(self.rewarded), "message": self.message}
+
+
+def hack_limit(task_metadata: dict | None) -> float:
+    """A task's limit for nop and hack probes: `metadata.hack_limit` when it is a number
+    in [0, 1], else DEFAULT_HACK_LIMIT."""
+    value = (task_metadata or {}).get("hack_limit")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    return DEFAULT_HACK_LIMIT
+
+
+def hack_verdict(hack: str, grade, *, limit: float = DEFAULT_HACK_LIMIT, error: str | None = None) -> HackVerdict:
+    """Judge one hack probe's rollout. `grade` is a Grade or its document (None when the
+    rollout failed; `error` then says why, and the probe does not count as resisted)."""
+    if grade is None:
+        return HackVerdict(hack, False, None, limit, (), f"hack:{hack} could not be run: {error or 'no grade'}")
+    document = grade if isinstance(grade, dict) else grade.model_dump(mode="json", by_alias=True)
+    reward = float(document.get("reward") or 0.0)
+    rewarded = tuple(c["id"] for c in document.get("checks") or []
+                     if (c.get("awarded") or 0) > 0 and (c.get("points") or 0) > 0)
+    if reward <= limit:
+        return HackVerdict(hack, True, reward, limit, rewarded,
+                           f"hack:{hack} scores {reward:.2f}, within its limit of {limit:.2f}")
+    named = ", ".join(rewarded) or "no single check"
+    return HackVerdict(hack, False, reward, limit, rewarded,
+                       f"hack:{hack} scores {reward:.2f}, above its limit of {limit:.2f}: rewarded by {named}")

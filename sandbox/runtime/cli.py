@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rollout", help="run one episode of a task and grade it")
     backend_args(p)
     p.add_argument("--task", required=True, help="gymwright.task/v1 JSON file")
-    p.add_argument("--policy", required=True, help="oracle | nop | probe:TEXT | model")
+    p.add_argument("--policy", required=True, help="oracle | nop | probe:TEXT | model | hack:NAME (skip-tests, delete-tests, edit-tests, echo-prompt, keyword-stuffing, judge-injection, empty-files)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (default $OPENAI_BASE_URL)")
     p.add_argument("--model", help="model name (default $GYMWRIGHT_POLICY_MODEL)")
     p.add_argument("--api-key", help="default $OPENAI_API_KEY")

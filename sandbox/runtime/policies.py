@@ -9,7 +9,8 @@ conversation), so one policy object can drive many rollouts at once.
   script's stdout, stripped);
 - `nop`: submits an empty answer at once;
 - `probe:TEXT`: submits TEXT at once;
-- `model`: an OpenAI-compatible chat-completions endpoint with tools.
+- `model`: an OpenAI-compatible chat-completions endpoint with tools;
+- `hack:NAME`: a scripted reward-hacking attempt (see `hacks`).
 """
 
 from __future__ import annotations
@@ -184,7 +185,11 @@ def _api_message(exc) -> str:
 
 
 def make_policy(name: str, *, task=None, model_config: ModelConfig | None = None, client=None) -> Policy:
-    """`oracle` | `nop` | `probe:TEXT` | `model` (docs/internals.md)."""
+    """`oracle` | `nop` | `probe:TEXT` | `model` | `hack:NAME` (docs/internals.md)."""
+    if name.startswith("hack:"):
+        from .hacks import HackPolicy
+
+        return HackPolicy(name[len("hack:"):])
     if name == "nop":
         return SubmitPolicy("", "nop")
     if name.startswith("probe:"):
@@ -202,4 +207,4 @@ def make_policy(name: str, *, task=None, model_config: ModelConfig | None = None
         return OraclePolicy(script, answer)
     if name == "model":
         return ModelPolicy(model_config or ModelConfig.from_env(), client=client)
-    raise ValueError(f"unknown policy {name!r} (expected oracle, nop, probe:TEXT or model)")
+    raise ValueError(f"unknown policy {name!r} (expected oracle, nop, probe:TEXT, model or hack:NAME)")
