@@ -1,4 +1,5 @@
-"""Writes for previews: creating preview runs, running and finishing rollouts, reaping.
+"""Writes for previews: creating preview runs, the rollout status machine (claim, heartbeat,
+fail, re-queue), reaping. Executing a claimed rollout is `sandbox.worker`'s job.
 
 A rollout's life is a status machine held in its row:
 
@@ -14,18 +15,13 @@ or the solution does runs inside a `sandbox.runtime` backend.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import os
-import socket
-import threading
-import time
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -45,14 +41,6 @@ PROBE_TEXT_MAX = 2000
 # Celery's limits only catch a job that hangs past all of that.
 TIME_LIMIT_MARGIN_S = 600
 HARD_TIME_LIMIT_EXTRA_S = 60
-# Workspace files kept on the rollout for the viewer: text contents up to this size each,
-# and no more than this in total (the listing itself is always complete up to MAX_FILES).
-WORKSPACE_FILE_CONTENT_MAX = 64 * 1024
-WORKSPACE_CONTENT_TOTAL_MAX = 1024 * 1024
-WORKSPACE_MAX_FILES = 500
-# Progress events arrive per step; the row is written at most this often (plus phase changes).
-PROGRESS_WRITE_INTERVAL_S = 0.5
-CANCEL_POLL_INTERVAL_S = 0.25
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,10 +229,6 @@ def preview_run_refresh(*, preview_run_id: int) -> PreviewRun | None:
 # Rollouts: claim, progress, finish
 
 
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def rollout_claim(*, rollout_id: int, worker: str) -> int | None:
     """Claim a queued rollout for `worker`; the claim's attempt number, or None if someone else has it."""
     now = timezone.now()
@@ -258,7 +242,7 @@ def rollout_claim(*, rollout_id: int, worker: str) -> int | None:
     return row["attempts"]
 
 
-def _mine(rollout_id: int, attempt: int):
+def claimed_rollout(rollout_id: int, attempt: int):
     """The rollout row, only while this claim still holds it."""
     return Rollout.objects.filter(pk=rollout_id, attempts=attempt, status__in=Rollout.ACTIVE)
 
@@ -273,8 +257,8 @@ def rollout_heartbeat(*, rollout_id: int, attempt: int, progress: dict | None = 
         changes["steps"] = steps
     if phase_grading:
         return bool(Rollout.objects.filter(pk=rollout_id, attempts=attempt, status=Rollout.Status.RUNNING)
-                    .update(status=Rollout.Status.GRADING, **changes)) or _mine(rollout_id, attempt).exists()
-    return bool(_mine(rollout_id, attempt).update(**changes))
+                    .update(status=Rollout.Status.GRADING, **changes)) or claimed_rollout(rollout_id, attempt).exists()
+    return bool(claimed_rollout(rollout_id, attempt).update(**changes))
 
 
 def rollout_fail(*, rollout_id: int, reason: str, attempt: int | None = None, stale_before=None) -> bool:
@@ -361,321 +345,3 @@ def _reap_containers() -> int:
     except Exception:  # noqa: BLE001 - the engine may be down; the next reap tries again
         logger.exception("could not reap sandboxes")
         return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# Rollouts: execute (in the worker)
-
-
-class _Heartbeat(threading.Thread):
-    """Beats every few seconds while the rollout runs, even through a long tool call,
-    so only a dead worker goes stale. Uses its own database connection."""
-
-    def __init__(self, rollout_id: int, attempt: int, interval_s: float):
-        super().__init__(daemon=True, name=f"rollout-{rollout_id}-heartbeat")
-        self.rollout_id, self.attempt, self.interval_s = rollout_id, attempt, interval_s
-        self.stop_event = threading.Event()
-        self.lost = False
-
-    def run(self) -> None:
-        try:
-            while not self.stop_event.wait(self.interval_s):
-                try:
-                    if not rollout_heartbeat(rollout_id=self.rollout_id, attempt=self.attempt):
-                        self.lost = True
-                        return
-                except Exception:  # noqa: BLE001 - a missed beat is not fatal; the next one may work
-                    logger.exception("heartbeat of rollout %s failed", self.rollout_id)
-        finally:
-            connection.close()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join(timeout=10)
-
-
-class _Progress:
-    """on_event and should_cancel for the runtime: throttled writes and reads."""
-
-    def __init__(self, rollout_id: int, attempt: int, preview_run_id: int):
-        self.rollout_id, self.attempt, self.preview_run_id = rollout_id, attempt, preview_run_id
-        self.last_write = 0.0
-        self.last_phase = None
-        self.steps = 0
-        self.grading = False
-        self.last_cancel_check = 0.0
-        self.cancelled = False
-        self.lost = False
-
-    def on_event(self, event: dict) -> None:
-        if not isinstance(event, dict):
-            return
-        phase = event.get("phase") or event.get("type") or event.get("event")
-        step = event.get("step")
-        if isinstance(step, int) and step > self.steps:
-            self.steps = step
-        grading = str(phase or "").startswith("grad")
-        now = time.monotonic()
-        if phase == self.last_phase and not grading and now - self.last_write < PROGRESS_WRITE_INTERVAL_S:
-            return
-        self.last_phase, self.last_write = phase, now
-        progress = {key: _jsonable(event[key]) for key in ("phase", "type", "event", "step", "tool", "message")
-                    if key in event}
-        if not rollout_heartbeat(rollout_id=self.rollout_id, attempt=self.attempt, progress=progress,
-                                 steps=self.steps, phase_grading=grading and not self.grading):
-            self.lost = True
-        self.grading = self.grading or grading
-
-    def should_cancel(self) -> bool:
-        if self.cancelled or self.lost:
-            return True
-        now = time.monotonic()
-        if now - self.last_cancel_check >= CANCEL_POLL_INTERVAL_S:
-            self.last_cancel_check = now
-            self.cancelled = PreviewRun.objects.filter(pk=self.preview_run_id, cancel_requested=True).exists()
-            if not self.cancelled and not _mine(self.rollout_id, self.attempt).exists():
-                self.lost = True  # reaped and re-queued elsewhere: stop doing work nobody will keep
-        return self.cancelled or self.lost
-
-
-def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
-    """Run one rollout end to end in this worker; returns what happened ("done", "error", "skipped", ...).
-
-    Claims the rollout (walks away when another worker has it), runs the episode
-    through `sandbox.runtime.run_rollout` with the configured backend, stores the
-    trajectory, workspace files and grade. Any exception becomes an error with
-    its reason; a transient sandbox failure re-queues the rollout once.
-    """
-    worker = worker or worker_name()
-    attempt = rollout_claim(rollout_id=rollout_id, worker=worker)
-    if attempt is None:
-        logger.info("rollout %s is not queued any more; another worker has it or it is finished", rollout_id)
-        return "skipped"
-    rollout = Rollout.objects.select_related("preview_run__task_version__task",
-                                             "preview_run__task_version__environment_version").get(pk=rollout_id)
-    preview_run = rollout.preview_run
-    heartbeat = _Heartbeat(rollout_id, attempt, interval_s=max(1.0, min(30.0, settings.ROLLOUT_STALE_AFTER_S / 4)))
-    heartbeat.start()
-    progress = _Progress(rollout_id, attempt, preview_run.pk)
-    started = time.monotonic()
-    try:
-        result = _run_in_sandbox(preview_run=preview_run, progress=progress)
-    except Exception as exc:  # noqa: BLE001 - every failure is stored with its reason
-        heartbeat.stop()
-        if _is_transient(exc) and attempt < Rollout.MAX_ATTEMPTS:
-            if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {_reason(exc)}",
-                               countdown=5):
-                return "requeued"
-        rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=_reason(exc))
-        return "error"
-    heartbeat.stop()
-    if (getattr(result, "error", None) and getattr(result, "retryable", False) and getattr(result, "grade", None) is None
-            and not progress.cancelled and not progress.lost and attempt < Rollout.MAX_ATTEMPTS):
-        if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {result.error}"[:500],
-                           countdown=5):
-            return "requeued"
-    try:
-        return _rollout_store(rollout=rollout, attempt=attempt, result=result, progress=progress,
-                              duration_ms=int((time.monotonic() - started) * 1000))
-    except Exception as exc:  # noqa: BLE001
-        logger.exception("could not store rollout %s", rollout_id)
-        rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=f"could not store the result: {_reason(exc)}")
-        return "error"
-
-
-def _reason(exc: BaseException) -> str:
-    name = type(exc).__name__
-    if name == "SoftTimeLimitExceeded":
-        return "time limit exceeded: the rollout ran past the task's timeout plus the worker's margin"
-    message = str(exc).strip()
-    return f"{name}: {message}" if message else name
-
-
-def _is_transient(exc: BaseException) -> bool:
-    return getattr(exc, "permanent", True) is False
-
-
-def _rollout_store(*, rollout: Rollout, attempt: int, result: Any, progress: _Progress, duration_ms: int) -> str:
-    preview_run = rollout.preview_run
-    grade = getattr(result, "grade", None)
-    grade_document = None
-    if grade is not None:
-        grade_document = grade.model_dump(mode="json") if hasattr(grade, "model_dump") else _jsonable(grade)
-    trajectory = _jsonable(getattr(result, "trajectory", None) or [])
-    prompt_tokens, completion_tokens = _token_counts(result, trajectory)
-    error = getattr(result, "error", None) or ""
-    cancelled = progress.cancelled or getattr(result, "error_kind", None) == "cancelled"
-    if progress.lost:
-        logger.info("rollout %s attempt %s lost its claim; discarding its result", rollout.pk, attempt)
-        return "lost"
-    if cancelled:
-        status = Rollout.Status.CANCELLED
-        error = error or "cancelled while running"
-    elif error and grade_document is None:
-        status = Rollout.Status.ERROR
-    else:
-        status = Rollout.Status.DONE
-    with transaction.atomic():
-        stored_grade = None
-        if grade_document is not None and status == Rollout.Status.DONE:
-            from grading.services import grade_record
-
-            stored_grade = grade_record(grade=grade if grade is not None else grade_document,
-                                        task_version=preview_run.task_version, source="rollout",
-                                        rollout_id=rollout.pk)
-        updated = _mine(rollout.pk, attempt).update(
-            status=status,
-            trajectory=trajectory,
-            answer=str(getattr(result, "answer", None) or ""),
-            workspace_files=_workspace_listing(getattr(result, "workspace_files", None) or {},
-                                               left_out=getattr(result, "workspace_left_out", None) or []),
-            grade=stored_grade,
-            grade_document=grade_document,
-            reward=grade_document.get("reward") if grade_document else None,
-            passed=grade_document.get("passed") if grade_document else None,
-            error=str(error)[:5000],
-            duration_ms=duration_ms,
-            steps=max(progress.steps, int(getattr(result, "steps", 0) or 0), _step_count(trajectory)),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            finished_at=timezone.now(),
-            heartbeat_at=timezone.now(),
-            progress={"phase": "finished"},
-        )
-        if not updated:
-            # Reaped while finishing: the newer attempt owns the row; drop this grade too.
-            transaction.set_rollback(True)
-            return "lost"
-    preview_run_refresh(preview_run_id=preview_run.pk)
-    return status
-
-
-def _step_count(trajectory: list) -> int:
-    steps = [s.get("step") for s in trajectory if isinstance(s, dict) and isinstance(s.get("step"), int)]
-    return max(steps) if steps else sum(1 for s in trajectory if isinstance(s, dict) and s.get("role") == "assistant")
-
-
-def _token_counts(result: Any, trajectory: list) -> tuple[int, int]:
-    usage = getattr(result, "usage", None) or getattr(result, "tokens", None)
-    if isinstance(usage, dict):
-        return int(usage.get("prompt_tokens") or usage.get("input") or 0), int(
-            usage.get("completion_tokens") or usage.get("output") or 0)
-    prompt = completion = 0
-    for step in trajectory:
-        step_usage = step.get("usage") if isinstance(step, dict) else None
-        if isinstance(step_usage, dict):
-            prompt += int(step_usage.get("prompt_tokens") or 0)
-            completion += int(step_usage.get("completion_tokens") or 0)
-    return prompt, completion
-
-
-def _workspace_listing(files: dict, *, left_out: list[dict] = ()) -> list[dict]:
-    """Stored files with their first characters; then the files the snapshot left out, with the reason."""
-    listing, budget = [], WORKSPACE_CONTENT_TOTAL_MAX
-    for path in sorted(files)[:WORKSPACE_MAX_FILES]:
-        data = files[path]
-        if isinstance(data, str):
-            data = data.encode()
-        entry: dict[str, Any] = {"path": path, "size": len(data or b""), "content": None, "truncated": False}
-        if data is not None and b"\x00" not in data[:8192]:
-            shown = data[:WORKSPACE_FILE_CONTENT_MAX]
-            if len(shown) <= budget:
-                entry["content"] = shown.decode("utf-8", errors="replace")
-                entry["truncated"] = len(data) > len(shown)
-                budget -= len(shown)
-        listing.append(entry)
-    for item in list(left_out)[:WORKSPACE_MAX_FILES]:
-        listing.append({"path": str(item.get("path", "")), "size": int(item.get("size") or 0), "content": None,
-                        "truncated": False, "left_out": str(item.get("reason", ""))})
-    return listing
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON (dataclasses, pydantic models, bytes and the like turned into JSON types)."""
-    def default(obj):
-        if hasattr(obj, "model_dump"):
-            return obj.model_dump(mode="json")
-        if hasattr(obj, "__dataclass_fields__"):
-            from dataclasses import asdict
-
-            return asdict(obj)
-        if isinstance(obj, bytes):
-            return obj.decode("utf-8", errors="replace")
-        if isinstance(obj, (set, tuple)):
-            return list(obj)
-        return str(obj)
-
-    # PostgreSQL's jsonb refuses NUL characters in strings.
-    return json.loads(json.dumps(value, default=default).replace("\\u0000", "\\ufffd"))
-
-
-# -- the runtime, behind one function so tests can see exactly where the sandbox starts ----------
-
-
-def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """(workspace files, environment files) of a version, read from their blobs by sha256."""
-    from authoring.models import Blob
-
-    spec = task_version.spec
-    environment = spec.get("environment") or {}
-    wanted = [("task", entry) for entry in spec.get("files") or []]
-    wanted += [("env", entry) for entry in environment.get("files") or []]
-    blobs = {blob.sha256: blob for blob in Blob.objects.filter(sha256__in=[e.get("sha256") for _, e in wanted])}
-    files: dict[str, bytes] = {}
-    env_files: dict[str, bytes] = {}
-    for where, entry in wanted:
-        blob = blobs.get(entry.get("sha256"))
-        if blob is None:
-            raise DomainError(f"The content of file {entry.get('path')!r} ({str(entry.get('sha256'))[:12]}) is missing "
-                              "from storage.", code="missing_blob")
-        with blob.file.open("rb") as handle:
-            (files if where == "task" else env_files)[entry["path"]] = handle.read()
-    return files, env_files
-
-
-def policy_model_config():
-    """The runtime's ModelConfig for the `model` policy, from the admin's endpoint or the environment."""
-    from grading.endpoints import endpoint_config_for
-    from sandbox.runtime.policies import ModelConfig
-
-    config = endpoint_config_for("policy")
-    if config is None:
-        raise DomainError("No policy model is configured.", code="no_policy_model")
-    params = dict(config.params or {})
-    return ModelConfig(base_url=config.base_url, model=config.model, api_key=config.api_key,
-                       temperature=params.pop("temperature", None), max_tokens=params.pop("max_tokens", None),
-                       extra=params)
-
-
-def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress):
-    from grading.engine import parse_task
-    from sandbox.runtime.backends import get_backend
-    from sandbox.runtime.policies import make_policy
-    from sandbox.runtime.rollout import run_rollout
-
-    task_version = preview_run.task_version
-    task = parse_task(task_version.spec)
-    files, env_files = task_files(task_version)
-    policy = make_policy(preview_run.policy, task=task,
-                         model_config=policy_model_config() if preview_run.policy == "model" else None)
-    backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
-    from grading.endpoints import judge_client_for
-
-    judge = judge_client_for(task_version.rubric)
-    if not connection.in_atomic_block:
-        # The worker is about to block for minutes; don't hold an idle connection meanwhile.
-        close_old_connections()
-    return run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files, judge=judge,
-                       on_event=progress.on_event, should_cancel=progress.should_cancel)
-
-
-def _backend_options(backend: str) -> dict:
-    from sandbox.runtime.backends.base import HostLimits
-
-    limits = HostLimits(snapshot_max_bytes=settings.SANDBOX_SNAPSHOT_MAX_MB * 1024 * 1024,
-                        snapshot_max_files=settings.SANDBOX_SNAPSHOT_MAX_FILES,
-                        io_timeout_s=settings.SANDBOX_IO_TIMEOUT_S)
-    if backend == "bubblewrap":
-        return {"work_dir": str(settings.SANDBOX_WORK_DIR), "limits": limits}
-    image = settings.SANDBOX_IMAGE
-    return {"default_image": image, "limits": limits} if image else {"limits": limits}

@@ -1,4 +1,4 @@
-"""Celery jobs for previews: interfaces only, the work is in sandbox.services.
+"""Celery jobs for previews: interfaces only, the work is in sandbox.services (state) and sandbox.worker (execution).
 
 `rollout_run` takes a rollout id (JSON), and is safe to deliver twice: the
 service claims the row with a conditional UPDATE and walks away when it is
@@ -17,7 +17,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from sandbox import services
+from sandbox import services, worker
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class RolloutTask(Task):
         if rollout_id is None:
             return
         try:
-            services.rollout_fail(rollout_id=int(rollout_id), reason=services._reason(exc))
+            services.rollout_fail(rollout_id=int(rollout_id), reason=worker.failure_reason(exc))
         except Exception:  # noqa: BLE001 - the reaper will get it
             logger.exception("could not mark rollout %s as failed", rollout_id)
 
@@ -42,7 +42,7 @@ _DEFAULT_SOFT_LIMIT_S = 600 + services.TIME_LIMIT_MARGIN_S
 @shared_task(bind=True, base=RolloutTask, name="sandbox.rollout_run", acks_late=True, ignore_result=True,
              soft_time_limit=_DEFAULT_SOFT_LIMIT_S, time_limit=_DEFAULT_SOFT_LIMIT_S + services.HARD_TIME_LIMIT_EXTRA_S)
 def rollout_run(self, rollout_id: int) -> str:
-    outcome = services.rollout_execute(rollout_id=int(rollout_id), worker=f"{self.request.hostname}:{os.getpid()}")
+    outcome = worker.rollout_execute(rollout_id=int(rollout_id), worker=f"{self.request.hostname}:{os.getpid()}")
     _reap_quietly()
     return outcome
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from sandbox import services
+from sandbox import services, worker
 from tests.sandbox.test_services import FakeResult
 
 
@@ -42,8 +42,8 @@ def test_bad_input_answers_in_the_error_envelope_with_a_pointer(api, version, pa
 def test_a_rollout_answers_with_trajectory_and_grade(api, version, author, monkeypatch):
     preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult())
-    services.rollout_execute(rollout_id=rollout.pk)
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
+    worker.rollout_execute(rollout_id=rollout.pk)
     body = api.get(f"/api/rollouts/{rollout.pk}/").json()
     assert body["status"] == "done" and body["reward"] == 1.0 and body["passed"] is True
     assert body["trajectory"][2]["tool_calls"][0]["name"] == "bash" and body["answer"] == "42"

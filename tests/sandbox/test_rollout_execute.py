@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import services
+from sandbox import services, worker
 from grading.models import ModelEndpoint
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import RUBRIC, make_task
@@ -56,7 +56,7 @@ def test_a_model_preview_runs_the_agent_in_a_sandbox_and_grades_it_with_the_judg
                                      api_key_env="")
         preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
         rollout = preview_run.rollouts.get()
-        assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+        assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
     assert rollout.status == "done" and rollout.passed is True and rollout.reward == 1.0, rollout.error
     assert rollout.steps == 2 and rollout.answer == "six times seven is 42"
@@ -76,7 +76,7 @@ def test_without_a_judge_the_judged_check_is_unscored_not_zero(sandbox_dir, auth
     task = make_task(author=author, slug="judged", rubric=JUDGED_RUBRIC)
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
     assert rollout.grade_document["complete"] is False and rollout.reward == 1.0
     judged = rollout.grade.check_results.get(check_id="explains")
@@ -93,9 +93,9 @@ def test_a_model_api_failure_is_retried_once_then_reported(sandbox_dir, author, 
         preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
         rollout = preview_run.rollouts.get()
         with django_capture_on_commit_callbacks(execute=True):
-            assert services.rollout_execute(rollout_id=rollout.pk) == "requeued"
+            assert worker.rollout_execute(rollout_id=rollout.pk) == "requeued"
         assert [r for r, _ in enqueued] == [rollout.pk]
-        assert services.rollout_execute(rollout_id=rollout.pk) == "error"
+        assert worker.rollout_execute(rollout_id=rollout.pk) == "error"
     rollout.refresh_from_db()
     assert rollout.status == "error" and "503" in rollout.error and rollout.attempts == 2
 
@@ -119,7 +119,7 @@ def test_a_running_rollout_stops_when_its_preview_is_cancelled(sandbox_dir, auth
         preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
         state["preview_run"] = preview_run.pk
         rollout = preview_run.rollouts.get()
-        assert services.rollout_execute(rollout_id=rollout.pk) == "cancelled"
+        assert worker.rollout_execute(rollout_id=rollout.pk) == "cancelled"
     rollout.refresh_from_db()
     assert rollout.status == Rollout.Status.CANCELLED and rollout.steps <= 2 and rollout.grade is None
     assert server.calls <= 2  # it stopped at the next poll, well before max_steps
@@ -135,7 +135,7 @@ def test_the_reference_solution_files_reach_the_sandbox(sandbox_dir, author):
                      files=[{"path": "numbers.txt", "sha256": blob.sha256}])
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
     files = {f["path"]: f["content"] for f in rollout.workspace_files}
     assert files["numbers.txt"] == "6\n7\n" and rollout.passed, json.dumps(rollout.trajectory)[:2000]
@@ -156,7 +156,7 @@ def test_a_docker_preview_runs_in_a_container_and_leaves_none_behind(author, set
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1,
                                               backend="docker")
     rollout = preview_run.rollouts.get()
-    assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
     assert rollout.passed is True and rollout.reward == 1.0, rollout.error
     assert client.containers.list(all=True, filters=mine) == []
@@ -190,7 +190,7 @@ def test_a_judge_rubric_calls_the_same_models_in_a_dry_run_and_in_a_preview(sand
 
         preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
         rollout = preview_run.rollouts.get()
-        assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+        assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
         preview_calls = sorted((r["model"], r.get("max_tokens")) for r in server.requests)
     assert dry_run_calls == [("second-model", 77), ("strict-model", 77)]
     assert preview_calls == dry_run_calls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from dataclasses import dataclass, field
+import copy
 from datetime import timedelta
 
 import pytest
@@ -13,7 +13,9 @@ from django.utils import timezone
 
 from authoring.models import AuditEvent
 from gymwright.errors import DomainError, NotAllowed
-from sandbox import services
+from grading.engine import Grade
+from sandbox import services, worker
+from sandbox.runtime.rollout import RolloutResult
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import make_task
 
@@ -29,25 +31,28 @@ GRADE_PASSED = {
 }
 
 
-@dataclass
-class FakeResult:
-    trajectory: list = field(default_factory=lambda: [
-        {"role": "system", "content": "You are an agent working in a Linux sandbox."},
-        {"role": "user", "content": "What is six times seven?"},
-        {"role": "assistant", "step": 1, "content": None, "usage": None, "duration_ms": 1,
-         "tool_calls": [{"id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}'}]},
-        {"role": "tool", "step": 1, "tool_call_id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}',
-         "content": "exit code 0", "is_error": False, "duration_ms": 12,
-         "exec": {"exit_code": 0, "timed_out": False, "oom_killed": False}},
-        {"role": "assistant", "step": 2, "content": None, "usage": None, "duration_ms": 1,
-         "tool_calls": [{"id": "c2", "name": "submit", "arguments": '{"answer": "42"}'}]},
-        {"role": "tool", "step": 2, "tool_call_id": "c2", "name": "submit", "arguments": '{"answer": "42"}',
-         "content": "submitted", "is_error": False, "duration_ms": 0, "exec": None},
-    ])
-    answer: str = "42"
-    grade: dict | None = field(default_factory=lambda: dict(GRADE_PASSED))
-    workspace_files: dict = field(default_factory=lambda: {"answer.txt": b"42\n", "blob.bin": b"\x00\x01"})
-    error: str | None = None
+TRAJECTORY = [
+    {"role": "system", "content": "You are an agent working in a Linux sandbox."},
+    {"role": "user", "content": "What is six times seven?"},
+    {"role": "assistant", "step": 1, "content": None, "usage": None, "duration_ms": 1,
+     "tool_calls": [{"id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}'}]},
+    {"role": "tool", "step": 1, "tool_call_id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}',
+     "content": "exit code 0", "is_error": False, "duration_ms": 12,
+     "exec": {"exit_code": 0, "timed_out": False, "oom_killed": False}},
+    {"role": "assistant", "step": 2, "content": None, "usage": None, "duration_ms": 1,
+     "tool_calls": [{"id": "c2", "name": "submit", "arguments": '{"answer": "42"}'}]},
+    {"role": "tool", "step": 2, "tool_call_id": "c2", "name": "submit", "arguments": '{"answer": "42"}',
+     "content": "submitted", "is_error": False, "duration_ms": 0, "exec": None},
+]
+
+
+def FakeResult(**overrides) -> RolloutResult:  # noqa: N802 - reads as the result it stands for
+    """What the runtime returns for a passing two-step episode (without starting a sandbox)."""
+    values = {"trajectory": copy.deepcopy(TRAJECTORY), "answer": "42", "grade": Grade.model_validate(GRADE_PASSED),
+              "workspace_files": {"answer.txt": b"42\n", "blob.bin": b"\x00\x01"}, "steps": 2,
+              "stop_reason": "submitted", "usage": {"prompt_tokens": 0, "completion_tokens": 0}}
+    values.update(overrides)
+    return RolloutResult(**values)
 
 
 def start(version, user, *, policy="oracle", n=2, enqueued=None, capture=None):
@@ -121,16 +126,16 @@ def test_a_rollout_claimed_twice_is_run_once(version, author, monkeypatch):
     rollout.refresh_from_db()
     assert rollout.status == "running" and rollout.worker == "w1" and rollout.attempts == 1
     calls = []
-    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: calls.append(kw) or FakeResult())
-    assert services.rollout_execute(rollout_id=rollout.pk, worker="w3") == "skipped"
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: calls.append(kw) or FakeResult())
+    assert worker.rollout_execute(rollout_id=rollout.pk, worker="w3") == "skipped"
     assert calls == []
 
 
 def test_executing_a_rollout_stores_trajectory_files_and_the_grade(version, author, monkeypatch):
     preview_run = start(version, author, n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult())
-    assert services.rollout_execute(rollout_id=rollout.pk, worker="w1") == "done"
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
+    assert worker.rollout_execute(rollout_id=rollout.pk, worker="w1") == "done"
     rollout.refresh_from_db()
     assert rollout.status == "done" and rollout.reward == 1.0 and rollout.passed is True
     assert rollout.answer == "42" and rollout.steps == 2 and rollout.duration_ms is not None
@@ -152,8 +157,8 @@ def test_a_rollout_that_raises_is_an_error_that_says_why(version, author, monkey
     def boom(**kwargs):
         raise RuntimeError("the image python:9 does not exist")
 
-    monkeypatch.setattr(services, "_run_in_sandbox", boom)
-    assert services.rollout_execute(rollout_id=rollout.pk) == "error"
+    monkeypatch.setattr(worker, "_run_in_sandbox", boom)
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "error"
     rollout.refresh_from_db()
     assert rollout.status == "error" and "python:9 does not exist" in rollout.error
     preview_run.refresh_from_db()
@@ -170,12 +175,12 @@ def test_a_transient_sandbox_failure_is_retried_once_then_reported(version, auth
     def flaky(**kwargs):
         raise SandboxError("docker engine unreachable", permanent=False)
 
-    monkeypatch.setattr(services, "_run_in_sandbox", flaky)
+    monkeypatch.setattr(worker, "_run_in_sandbox", flaky)
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.rollout_execute(rollout_id=rollout.pk) == "requeued"
+        assert worker.rollout_execute(rollout_id=rollout.pk) == "requeued"
     rollout.refresh_from_db()
     assert rollout.status == "queued" and [r for r, _ in enqueued] == [rollout.pk]
-    assert services.rollout_execute(rollout_id=rollout.pk) == "error"
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "error"
     rollout.refresh_from_db()
     assert rollout.status == "error" and rollout.attempts == 2 and "unreachable" in rollout.error
 
@@ -183,8 +188,8 @@ def test_a_transient_sandbox_failure_is_retried_once_then_reported(version, auth
 def test_an_error_in_the_result_without_a_grade_is_an_error(version, author, monkeypatch):
     preview_run = start(version, author, n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult(grade=None, error="setup failed: exit 2"))
-    assert services.rollout_execute(rollout_id=rollout.pk) == "error"
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult(grade=None, error="setup failed: exit 2"))
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "error"
     rollout.refresh_from_db()
     assert rollout.status == "error" and rollout.error == "setup failed: exit 2" and rollout.grade is None
 
@@ -228,8 +233,8 @@ def test_a_worker_whose_claim_was_reaped_cannot_overwrite_the_new_attempt(versio
         assert services.rollout_claim(rollout_id=rollout.pk, worker="second") == 2
         return FakeResult()
 
-    monkeypatch.setattr(services, "_run_in_sandbox", slow_then_reaped)
-    assert services.rollout_execute(rollout_id=rollout.pk, worker="first") == "lost"
+    monkeypatch.setattr(worker, "_run_in_sandbox", slow_then_reaped)
+    assert worker.rollout_execute(rollout_id=rollout.pk, worker="first") == "lost"
     rollout.refresh_from_db()
     assert rollout.status == "running" and rollout.worker == "second" and rollout.grade is None
 
@@ -254,7 +259,7 @@ def test_cancel_stops_queued_rollouts_and_flags_running_ones(version, author, mo
     assert second.status == third.status == "cancelled"
     preview_run.refresh_from_db()
     assert preview_run.cancel_requested and preview_run.status == "running"  # one still running
-    progress = services._Progress(first.pk, attempt, preview_run.pk)
+    progress = worker._Progress(first.pk, attempt, preview_run.pk)
     assert progress.should_cancel() is True
     # The running one stops at its next poll; the runtime returns what it has.
     Rollout.objects.filter(pk=first.pk).update(status="queued", attempts=0)  # run it through execute this time
@@ -263,8 +268,8 @@ def test_cancel_stops_queued_rollouts_and_flags_running_ones(version, author, mo
         assert progress.should_cancel()
         return FakeResult(grade=None, error="cancelled")
 
-    monkeypatch.setattr(services, "_run_in_sandbox", run)
-    assert services.rollout_execute(rollout_id=first.pk) == "cancelled"
+    monkeypatch.setattr(worker, "_run_in_sandbox", run)
+    assert worker.rollout_execute(rollout_id=first.pk) == "cancelled"
     preview_run.refresh_from_db()
     assert preview_run.status == "cancelled" and preview_run.summary["counts"]["cancelled"] == 3
     assert services.rollout_claim(rollout_id=second.pk, worker="late") is None
@@ -287,11 +292,11 @@ def test_progress_events_move_the_rollout_to_grading_and_count_steps(version, au
     preview_run = start(version, author, n=1)
     rollout = preview_run.rollouts.get()
     attempt = services.rollout_claim(rollout_id=rollout.pk, worker="w")
-    progress = services._Progress(rollout.pk, attempt, preview_run.pk)
+    progress = worker._Progress(rollout.pk, attempt, preview_run.pk)
     progress.on_event({"type": "step", "step": 3, "tool": "bash"})
     rollout.refresh_from_db()
     assert rollout.status == "running" and rollout.steps == 3 and rollout.progress["step"] == 3
-    progress.on_event({"phase": "grading"})
+    progress.on_event({"type": "grading"})
     rollout.refresh_from_db()
     assert rollout.status == "grading"
 

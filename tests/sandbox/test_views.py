@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from sandbox import services
+from sandbox import services, worker
 from sandbox.models import PreviewRun
 from tests.sandbox.test_services import FakeResult
 
@@ -62,8 +62,8 @@ def test_the_progress_fragment_stops_polling_when_the_run_is_finished(client_aut
     preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
     url = reverse("sandbox:preview_progress", args=[preview_run.pk])
     assert 'hx-trigger="every 1s"' in client_author.get(url).content.decode()
-    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult())
-    services.rollout_execute(rollout_id=preview_run.rollouts.get().pk)
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
+    worker.rollout_execute(rollout_id=preview_run.rollouts.get().pk)
     html = client_author.get(url).content.decode()
     assert "hx-trigger" not in html and 'data-count="done">1<' in html
     assert "the reference solution passes" in html and "1.000" in html
@@ -72,8 +72,8 @@ def test_the_progress_fragment_stops_polling_when_the_run_is_finished(client_aut
 def test_a_rollout_shows_its_trajectory_beside_its_grade(client_author, version, author, monkeypatch):
     preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(services, "_run_in_sandbox", lambda **kw: FakeResult())
-    services.rollout_execute(rollout_id=rollout.pk)
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
+    worker.rollout_execute(rollout_id=rollout.pk)
     url = reverse("sandbox:rollout_detail", args=[rollout.pk])
     fragment = client_author.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in fragment and "<details" in fragment
@@ -138,5 +138,5 @@ def test_the_admin_lists_and_shows_previews_and_rollouts(client, version, author
     rollout = preview_run.rollouts.first()
     for url in ("/admin/sandbox/previewrun/", f"/admin/sandbox/previewrun/{preview_run.pk}/change/",
                 "/admin/sandbox/rollout/", f"/admin/sandbox/rollout/{rollout.pk}/change/",
-                "/admin/sandbox/modelendpoint/", "/admin/sandbox/modelendpoint/add/"):
+                "/admin/grading/modelendpoint/", "/admin/grading/modelendpoint/add/"):
         assert client.get(url).status_code == 200, url

@@ -1,0 +1,337 @@
+"""Executing one claimed rollout in a worker: the sandbox run, heartbeats, progress and storing.
+
+State changes (claim, heartbeat, fail, re-queue, run refresh) are `sandbox.services`'
+functions; this module drives them for one rollout. The worker process never runs
+task code itself: everything the agent or the solution does runs inside a
+`sandbox.runtime` backend.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from authoring.models import TaskVersion
+from gymwright.errors import DomainError
+from sandbox.models import PreviewRun, Rollout
+from sandbox.runtime.rollout import RolloutResult
+from sandbox.services import (claimed_rollout, preview_run_refresh, rollout_claim, rollout_fail, rollout_heartbeat,
+                              rollout_requeue)
+
+logger = logging.getLogger(__name__)
+
+# Workspace files kept on the rollout for the viewer: text contents up to this size each,
+# and no more than this in total (the listing itself is always complete up to MAX_FILES).
+WORKSPACE_FILE_CONTENT_MAX = 64 * 1024
+WORKSPACE_CONTENT_TOTAL_MAX = 1024 * 1024
+WORKSPACE_MAX_FILES = 500
+# Progress events arrive per step; the row is written at most this often (plus phase changes).
+PROGRESS_WRITE_INTERVAL_S = 0.5
+CANCEL_POLL_INTERVAL_S = 0.25
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+
+class _Heartbeat(threading.Thread):
+    """Beats every few seconds while the rollout runs, even through a long tool call,
+    so only a dead worker goes stale. Uses its own database connection."""
+
+    def __init__(self, rollout_id: int, attempt: int, interval_s: float):
+        super().__init__(daemon=True, name=f"rollout-{rollout_id}-heartbeat")
+        self.rollout_id, self.attempt, self.interval_s = rollout_id, attempt, interval_s
+        self.stop_event = threading.Event()
+        self.lost = False
+
+    def run(self) -> None:
+        try:
+            while not self.stop_event.wait(self.interval_s):
+                try:
+                    if not rollout_heartbeat(rollout_id=self.rollout_id, attempt=self.attempt):
+                        self.lost = True
+                        return
+                except Exception:  # noqa: BLE001 - a missed beat is not fatal; the next one may work
+                    logger.exception("heartbeat of rollout %s failed", self.rollout_id)
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(timeout=10)
+
+
+class _Progress:
+    """on_event and should_cancel for the runtime: throttled writes and reads."""
+
+    def __init__(self, rollout_id: int, attempt: int, preview_run_id: int):
+        self.rollout_id, self.attempt, self.preview_run_id = rollout_id, attempt, preview_run_id
+        self.last_write = float("-inf")
+        self.steps = 0
+        self.grading = False
+        self.last_cancel_check = 0.0
+        self.cancelled = False
+        self.lost = False
+
+    def on_event(self, event: dict) -> None:
+        """The runtime's events: {"type": "started" | "step" | "grading" | "done", ...}.
+
+        Writes are throttled by time: at most one per PROGRESS_WRITE_INTERVAL_S, except the
+        switch to grading (a status change the page shows). "done" writes nothing: the
+        result is stored right after it.
+        """
+        kind = event["type"]
+        if kind == "step":
+            self.steps = max(self.steps, event["step"])
+        if kind == "done":
+            return
+        grading = kind == "grading"
+        now = time.monotonic()
+        if not grading and now - self.last_write < PROGRESS_WRITE_INTERVAL_S:
+            return
+        self.last_write = now
+        progress = {"phase": kind, "step": event["step"]} if kind == "step" else {"phase": kind}
+        if not rollout_heartbeat(rollout_id=self.rollout_id, attempt=self.attempt, progress=progress,
+                                 steps=self.steps, phase_grading=grading and not self.grading):
+            self.lost = True
+        self.grading = self.grading or grading
+
+    def should_cancel(self) -> bool:
+        if self.cancelled or self.lost:
+            return True
+        now = time.monotonic()
+        if now - self.last_cancel_check >= CANCEL_POLL_INTERVAL_S:
+            self.last_cancel_check = now
+            self.cancelled = PreviewRun.objects.filter(pk=self.preview_run_id, cancel_requested=True).exists()
+            if not self.cancelled and not claimed_rollout(self.rollout_id, self.attempt).exists():
+                self.lost = True  # reaped and re-queued elsewhere: stop doing work nobody will keep
+        return self.cancelled or self.lost
+
+
+def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
+    """Run one rollout end to end in this worker; returns what happened ("done", "error", "skipped", ...).
+
+    Claims the rollout (walks away when another worker has it), runs the episode
+    through `sandbox.runtime.run_rollout` with the configured backend, stores the
+    trajectory, workspace files and grade. Any exception becomes an error with
+    its reason; a transient sandbox failure re-queues the rollout once.
+    """
+    worker = worker or worker_name()
+    attempt = rollout_claim(rollout_id=rollout_id, worker=worker)
+    if attempt is None:
+        logger.info("rollout %s is not queued any more; another worker has it or it is finished", rollout_id)
+        return "skipped"
+    rollout = Rollout.objects.select_related("preview_run__task_version__task",
+                                             "preview_run__task_version__environment_version").get(pk=rollout_id)
+    preview_run = rollout.preview_run
+    heartbeat = _Heartbeat(rollout_id, attempt, interval_s=max(1.0, min(30.0, settings.ROLLOUT_STALE_AFTER_S / 4)))
+    heartbeat.start()
+    progress = _Progress(rollout_id, attempt, preview_run.pk)
+    started = time.monotonic()
+    try:
+        result = _run_in_sandbox(preview_run=preview_run, progress=progress)
+    except Exception as exc:  # noqa: BLE001 - every failure is stored with its reason
+        heartbeat.stop()
+        if _is_transient(exc) and attempt < Rollout.MAX_ATTEMPTS:
+            if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {failure_reason(exc)}",
+                               countdown=5):
+                return "requeued"
+        rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=failure_reason(exc))
+        return "error"
+    heartbeat.stop()
+    if (result.error and result.retryable and result.grade is None
+            and not progress.cancelled and not progress.lost and attempt < Rollout.MAX_ATTEMPTS):
+        if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {result.error}"[:500],
+                           countdown=5):
+            return "requeued"
+    try:
+        return _rollout_store(rollout=rollout, attempt=attempt, result=result, progress=progress,
+                              duration_ms=int((time.monotonic() - started) * 1000))
+    except Exception as exc:  # noqa: BLE001
+        logger.exception("could not store rollout %s", rollout_id)
+        rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=f"could not store the result: {failure_reason(exc)}")
+        return "error"
+
+
+def failure_reason(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "SoftTimeLimitExceeded":
+        return "time limit exceeded: the rollout ran past the task's timeout plus the worker's margin"
+    message = str(exc).strip()
+    return f"{name}: {message}" if message else name
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return getattr(exc, "permanent", True) is False
+
+
+def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, progress: _Progress,
+                   duration_ms: int) -> str:
+    preview_run = rollout.preview_run
+    if progress.lost:
+        logger.info("rollout %s attempt %s lost its claim; discarding its result", rollout.pk, attempt)
+        return "lost"
+    grade_document = result.grade.to_document() if result.grade is not None else None
+    trajectory = _jsonable(result.trajectory)
+    error = result.error or ""
+    if progress.cancelled or result.error_kind == "cancelled":
+        status = Rollout.Status.CANCELLED
+        error = error or "cancelled while running"
+    elif error and result.grade is None:
+        status = Rollout.Status.ERROR
+    else:
+        status = Rollout.Status.DONE
+    with transaction.atomic():
+        stored_grade = None
+        if result.grade is not None and status == Rollout.Status.DONE:
+            from grading.services import grade_record
+
+            stored_grade = grade_record(grade=result.grade, task_version=preview_run.task_version, source="rollout",
+                                        rollout_id=rollout.pk)
+        now = timezone.now()
+        updated = claimed_rollout(rollout.pk, attempt).update(
+            status=status,
+            trajectory=trajectory,
+            answer=result.answer,
+            workspace_files=_workspace_listing(result.workspace_files, left_out=result.workspace_left_out),
+            grade=stored_grade,
+            grade_document=grade_document,
+            reward=result.grade.reward if result.grade is not None else None,
+            passed=result.grade.passed if result.grade is not None else None,
+            error=error[:5000],
+            duration_ms=duration_ms,
+            steps=max(progress.steps, result.steps),
+            prompt_tokens=int(result.usage.get("prompt_tokens", 0)),
+            completion_tokens=int(result.usage.get("completion_tokens", 0)),
+            finished_at=now,
+            heartbeat_at=now,
+            progress={"phase": "finished"},
+        )
+        if not updated:
+            # Reaped while finishing: the newer attempt owns the row; drop this grade too.
+            transaction.set_rollback(True)
+            return "lost"
+    preview_run_refresh(preview_run_id=preview_run.pk)
+    return status
+
+
+def _workspace_listing(files: dict, *, left_out: list[dict] = ()) -> list[dict]:
+    """Stored files with their first characters; then the files the snapshot left out, with the reason."""
+    listing, budget = [], WORKSPACE_CONTENT_TOTAL_MAX
+    for path in sorted(files)[:WORKSPACE_MAX_FILES]:
+        data = files[path]
+        if isinstance(data, str):
+            data = data.encode()
+        entry: dict[str, Any] = {"path": path, "size": len(data or b""), "content": None, "truncated": False}
+        if data is not None and b"\x00" not in data[:8192]:
+            shown = data[:WORKSPACE_FILE_CONTENT_MAX]
+            if len(shown) <= budget:
+                entry["content"] = shown.decode("utf-8", errors="replace")
+                entry["truncated"] = len(data) > len(shown)
+                budget -= len(shown)
+        listing.append(entry)
+    for item in list(left_out)[:WORKSPACE_MAX_FILES]:
+        listing.append({"path": str(item.get("path", "")), "size": int(item.get("size") or 0), "content": None,
+                        "truncated": False, "left_out": str(item.get("reason", ""))})
+    return listing
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON (dataclasses, pydantic models, bytes and the like turned into JSON types)."""
+    def default(obj):
+        if hasattr(obj, "model_dump"):
+            return obj.model_dump(mode="json")
+        if hasattr(obj, "__dataclass_fields__"):
+            from dataclasses import asdict
+
+            return asdict(obj)
+        if isinstance(obj, bytes):
+            return obj.decode("utf-8", errors="replace")
+        if isinstance(obj, (set, tuple)):
+            return list(obj)
+        return str(obj)
+
+    # PostgreSQL's jsonb refuses NUL characters in strings.
+    return json.loads(json.dumps(value, default=default).replace("\\u0000", "\\ufffd"))
+
+
+# -- the runtime, behind one function so tests can see exactly where the sandbox starts ----------
+
+
+def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """(workspace files, environment files) of a version, read from their blobs by sha256."""
+    from authoring.models import Blob
+
+    spec = task_version.spec
+    environment = spec.get("environment") or {}
+    wanted = [("task", entry) for entry in spec.get("files") or []]
+    wanted += [("env", entry) for entry in environment.get("files") or []]
+    blobs = {blob.sha256: blob for blob in Blob.objects.filter(sha256__in=[e.get("sha256") for _, e in wanted])}
+    files: dict[str, bytes] = {}
+    env_files: dict[str, bytes] = {}
+    for where, entry in wanted:
+        blob = blobs.get(entry.get("sha256"))
+        if blob is None:
+            raise DomainError(f"The content of file {entry.get('path')!r} ({str(entry.get('sha256'))[:12]}) is missing "
+                              "from storage.", code="missing_blob")
+        with blob.file.open("rb") as handle:
+            (files if where == "task" else env_files)[entry["path"]] = handle.read()
+    return files, env_files
+
+
+def policy_model_config():
+    """The runtime's ModelConfig for the `model` policy, from the admin's endpoint or the environment."""
+    from grading.endpoints import endpoint_config_for
+    from sandbox.runtime.policies import ModelConfig
+
+    config = endpoint_config_for("policy")
+    if config is None:
+        raise DomainError("No policy model is configured.", code="no_policy_model")
+    params = dict(config.params or {})
+    return ModelConfig(base_url=config.base_url, model=config.model, api_key=config.api_key,
+                       temperature=params.pop("temperature", None), max_tokens=params.pop("max_tokens", None),
+                       extra=params)
+
+
+def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress) -> RolloutResult:
+    from grading.engine import parse_task
+    from sandbox.runtime.backends import get_backend
+    from sandbox.runtime.policies import make_policy
+    from sandbox.runtime.rollout import run_rollout
+
+    task_version = preview_run.task_version
+    task = parse_task(task_version.spec)
+    files, env_files = task_files(task_version)
+    policy = make_policy(preview_run.policy, task=task,
+                         model_config=policy_model_config() if preview_run.policy == "model" else None)
+    backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
+    from grading.endpoints import judge_client_for
+
+    judge = judge_client_for(task_version.rubric)
+    if not connection.in_atomic_block:
+        # The worker is about to block for minutes; don't hold an idle connection meanwhile.
+        close_old_connections()
+    return run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files, judge=judge,
+                       on_event=progress.on_event, should_cancel=progress.should_cancel)
+
+
+def _backend_options(backend: str) -> dict:
+    from sandbox.runtime.backends.base import HostLimits
+
+    limits = HostLimits(snapshot_max_bytes=settings.SANDBOX_SNAPSHOT_MAX_MB * 1024 * 1024,
+                        snapshot_max_files=settings.SANDBOX_SNAPSHOT_MAX_FILES,
+                        io_timeout_s=settings.SANDBOX_IO_TIMEOUT_S)
+    if backend == "bubblewrap":
+        return {"work_dir": str(settings.SANDBOX_WORK_DIR), "limits": limits}
+    image = settings.SANDBOX_IMAGE
+    return {"default_image": image, "limits": limits} if image else {"limits": limits}
