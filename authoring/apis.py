@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import transaction
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -12,7 +14,8 @@ from rest_framework.views import APIView
 from authoring import selectors, services
 from authoring.diff import task_version_diff_json
 from authoring.models import Environment, Task
-from gymwright.api import paginate as _paginate, paginated, validated as _input
+from gymwright.api import Pagination, paginate as _paginate, paginated, validated as _input
+from gymwright.pagination import KeysFirstPaginator
 from gymwright.errors import DomainError
 
 
@@ -110,6 +113,17 @@ class TaskOutput(serializers.Serializer):
         return [tag.name for tag in task.tags.all()]
 
 
+_DATETIME = serializers.DateTimeField()
+
+
+def task_row_output(row: dict) -> dict:
+    """A `selectors.task_rows` row in TaskOutput's shape, without building the model objects TaskOutput reads."""
+    return {"slug": row["slug"], "title": row["title"], "environment": row["environment"], "status": row["status"],
+            "tags": row["tags"], "owner": row["owner"], "latest_version": row["latest_version"],
+            "created_at": _DATETIME.to_representation(row["created_at"]),
+            "updated_at": _DATETIME.to_representation(row["updated_at"])}
+
+
 class TaskVersionOutput(serializers.Serializer):
     number = serializers.IntegerField()
     sha256 = serializers.CharField()
@@ -169,7 +183,10 @@ class TaskListApi(APIView):
     def get(self, request):
         filters = {key: request.query_params.get(key, "").strip()[:100]
                    for key in ("q", "environment", "status", "tag", "author")}
-        return _paginate(request, self, selectors.task_list(user=request.user, **filters), TaskOutput)
+        paginator = Pagination()
+        paginator.django_paginator_class = partial(KeysFirstPaginator, rows=selectors.task_rows)
+        page = paginator.paginate_queryset(selectors.task_list(user=request.user, **filters), request, view=self)
+        return paginator.get_paginated_response([task_row_output(row) for row in page])
 
     @extend_schema(request=TaskCreateInput, responses={201: TaskOutput})
     def post(self, request):

@@ -7,6 +7,7 @@ import json
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
@@ -43,11 +44,12 @@ def _upload_too_large(request) -> bool:
 def task_list(request):
     filters = {key: request.GET.get(key, "").strip()[:100] for key in ("q", "environment", "status", "tag", "author")}
     queryset = selectors.task_list(user=request.user, **filters)
-    page = KeysFirstPaginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = KeysFirstPaginator(queryset, PAGE_SIZE, rows=selectors.task_rows).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "authoring/task_list.html", {
         "page": page,
+        "task_url": reverse("authoring:task_detail", args=["--slug--"]).replace("--slug--/", ""),
         "filters": filters,
         "query": query.urlencode(),
         "statuses": Task.Status.choices,

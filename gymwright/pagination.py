@@ -15,25 +15,35 @@ from django.db.models.query import ModelIterable
 
 
 class KeysFirstPaginator(Paginator):
+    """`rows`, when given, loads the page's rows from their keys (e.g. as `.values()` dicts with a "pk")."""
+
+    def __init__(self, object_list, per_page, *args, rows=None, **kwargs):
+        super().__init__(object_list, per_page, *args, **kwargs)
+        self.rows = rows
+
     def page(self, number):
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
         top = min(bottom + self.per_page, self.count)
         if top + self.orphans >= self.count:
             top = self.count
-        return self._get_page(keys_first(self.object_list, bottom, top), number, self)
+        return self._get_page(keys_first(self.object_list, bottom, top, rows=self.rows), number, self)
 
 
-def keys_first(queryset, bottom: int, top: int) -> list:
-    """`list(queryset[bottom:top])`, loading related rows only for that slice."""
+def keys_first(queryset, bottom: int, top: int, rows=None) -> list:
+    """`list(queryset[bottom:top])`, loading related rows only for that slice (with `rows(keys)` if given)."""
+    if rows is not None:
+        keys = list(queryset.values_list("pk", flat=True)[bottom:top])
+        by_key = {row["pk"]: row for row in rows(keys)} if keys else {}
+        return [by_key[key] for key in keys if key in by_key]
     if (not isinstance(queryset, QuerySet) or queryset.query.annotations or queryset.query.distinct
             or queryset._iterable_class is not ModelIterable):
         return list(queryset[bottom:top])  # rows that carry computed values: slice them as they are
     keys = list(queryset.values_list("pk", flat=True)[bottom:top])
     if not keys:
         return []
-    rows = {row.pk: row for row in _refetch(queryset, keys)}
-    return [rows[key] for key in keys if key in rows]
+    by_key = {row.pk: row for row in _refetch(queryset, keys)}
+    return [by_key[key] for key in keys if key in by_key]
 
 
 def _refetch(queryset: QuerySet, keys: list) -> QuerySet:

@@ -1,6 +1,19 @@
 import pytest
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Tests close each connection after each request, as DB_CONN_MAX_AGE=0 would.
+
+    Production keeps connections for a minute (settings.py); in tests, threads that make requests
+    would keep theirs open and block dropping the test database at the end of the session.
+    """
+    from django.conf import settings
+
+    for alias in settings.DATABASES.values():
+        alias["CONN_MAX_AGE"] = 0
+
+
 @pytest.fixture(autouse=True)
 def _media_root(tmp_path, settings):
     """Each test writes uploads and blobs to its own folder."""

@@ -54,3 +54,19 @@ def test_a_deep_api_page_sends_no_join_that_grows_with_the_offset(client, author
     assert len(keyed) == 1 and "JOIN" not in keyed[0].upper(), keyed
     # and the version's document is not read for a list
     assert not any('"spec"' in sql for sql in joined), joined
+
+
+def test_list_rows_match_the_task_serializer_field_for_field(author, environment):
+    """The task list's plain rows (page and API) say exactly what TaskOutput says of the same task."""
+    from authoring.apis import TaskOutput, task_row_output
+    from authoring.selectors import task_list, task_rows
+
+    _bulk_tasks(7, author, environment)
+    tasks = list(task_list(user=author))
+    rows = {row["pk"]: row for row in task_rows([t.pk for t in tasks])}
+    assert len(rows) == 7
+    for task in tasks:
+        assert task_row_output(rows[task.pk]) == dict(TaskOutput(task).data)
+    # and the API page is those rows, in the list's order
+    client_rows = keys_first(task_list(user=author), 0, 50, rows=task_rows)
+    assert [r["slug"] for r in client_rows] == [t.slug for t in tasks]
