@@ -26,7 +26,7 @@ class PreviewStartForm(forms.Form):
                                  widget=forms.Textarea(attrs={"rows": 2}),
                                  label="Probe text", help_text="Only for the probe policy: the answer it gives.")
     n = forms.IntegerField(min_value=1, max_value=PreviewRun.MAX_N, initial=4, label="N (rollouts)",
-                           widget=forms.NumberInput(attrs={"style": "width:90px;padding:6px 8px"}),
+                           widget=forms.NumberInput(attrs={"class": "n-input"}),
                            error_messages={"min_value": "N must be from 1 to 64.", "max_value": "N must be from 1 to 64.",
                                            "invalid": "N must be a whole number from 1 to 64."})
 

@@ -16,7 +16,16 @@
     });
   }
 
+  // The CSP allows no inline style attribute, so the bar's widths arrive as data-percent.
+  function sizeSegments(root) {
+    root.querySelectorAll(".stacked-progress > [data-percent]").forEach(function (segment) {
+      var percent = parseFloat(segment.dataset.percent);
+      segment.style.width = (isFinite(percent) ? Math.max(0, Math.min(100, percent)) : 0) + "%";
+    });
+  }
+
   function init(root) {
+    sizeSegments(root);
     root.querySelectorAll("form[data-preview-form]").forEach(function (form) {
       syncProbe(form);
       var select = form.querySelector("select[name=policy]");
