@@ -17,6 +17,7 @@ from authoring.forms import EnvironmentForm, TaskForm
 from authoring.markdown import render_markdown
 from authoring.models import Environment, Tag, Task
 from gymwright.errors import ConflictError, DomainError, NotAllowed
+from gymwright.middleware import csp_allows_eval
 from gymwright.pagination import KeysFirstPaginator
 
 PAGE_SIZE = 50
@@ -64,6 +65,7 @@ def _task_form_context(form, **extra):
 
 
 @require_http_methods(["GET", "POST"])
+@csp_allows_eval
 def task_create(request):
     if not permissions.can_author(request.user):
         return _forbidden(request, NotAllowed("Only authors and admins can create tasks."))
@@ -130,6 +132,7 @@ def _initial_from_version(version) -> dict:
 
 
 @require_http_methods(["GET", "POST"])
+@csp_allows_eval
 def task_edit(request, slug):
     try:
         task = selectors.task_get_for_user(slug=slug, user=request.user, action="edit")

@@ -1,3 +1,5 @@
+import functools
+
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
@@ -20,6 +22,35 @@ class LoginRequiredEverywhereMiddleware:
                                                "message": "Log in first."}}, status=401)
             return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
         return self.get_response(request)
+
+
+def csp_allows_eval(view):
+    """For the task editor only: its JSON Schema validator (Ajv) compiles the rubric schema to a
+    function with `new Function`, which needs 'unsafe-eval'. Inline script stays refused."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response.csp_allows_eval = True
+        return response
+
+    return wrapped
+
+
+class ContentSecurityPolicyMiddleware:
+    """Sends settings.CONTENT_SECURITY_POLICY on every response that does not set its own."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        policy = settings.CONTENT_SECURITY_POLICY
+        if policy and "Content-Security-Policy" not in response:
+            if getattr(response, "csp_allows_eval", False):
+                policy = policy.replace("script-src 'self'", "script-src 'self' 'unsafe-eval'", 1)
+            response["Content-Security-Policy"] = policy
+        return response
 
 
 class DomainErrorMiddleware:

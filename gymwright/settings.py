@@ -77,6 +77,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "gymwright.middleware.ContentSecurityPolicyMiddleware",
     # Static files from the app itself (compressed, content-hashed, cached for a year): one
     # gunicorn command gives a working site, with no proxy needed for /static/.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -184,6 +185,14 @@ DRY_RUN_TIMEOUT_S = env_int("GYMWRIGHT_DRY_RUN_TIMEOUT_S", 60)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Served over HTTPS only: browsers remember it (HSTS) for this many seconds.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000) if SESSION_COOKIE_SECURE else 0
+# Scripts and styles come only from our own static files: no inline script, style or eval.
+CONTENT_SECURITY_POLICY = env_str(
+    "CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpResponse
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from gymwright.api import ApiDocsPermission
 
@@ -11,7 +11,8 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[ApiDocsPermission]), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[ApiDocsPermission]),
+    # The split view serves Swagger UI's start-up script as a file, so the CSP needs no inline script.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[ApiDocsPermission]),
          name="api-docs"),
     path("healthz", lambda request: HttpResponse("ok", content_type="text/plain")),
     path("api/", include("gymwright.api_urls")),
