@@ -7,6 +7,7 @@ from __future__ import annotations
 from authoring.models import TaskVersion
 from grading.engine import gates as engine_gates
 from grading.engine import validate_task
+from grading.engine.calibration import rewarded_checks
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
 
@@ -19,16 +20,21 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
     for run in runs:
         latest.setdefault(run.policy, run)
     rows = (Rollout.objects.filter(preview_run__in=list(latest.values()))
-            .values("preview_run_id", "status", "reward", "passed"))
+            .values("id", "preview_run_id", "status", "reward", "passed"))
     by_run: dict[int, list[dict]] = {}
     for row in rows:
         by_run.setdefault(row["preview_run_id"], []).append(row)
+    # Hack probes name the checks that rewarded them: read those rollouts' grades.
+    hack_runs = [run.pk for policy, run in latest.items() if policy.startswith("hack:")]
+    documents = dict(Rollout.objects.filter(preview_run__in=hack_runs, grade__isnull=False)
+                     .values_list("id", "grade__document")) if hack_runs else {}
     evidence = {}
     for policy, run in latest.items():
         graded = [r for r in by_run.get(run.pk, []) if r["status"] == Rollout.Status.DONE and r["reward"] is not None]
         evidence[policy] = engine_gates.PreviewEvidence(
             policy=policy, run_id=run.pk, n=run.n, rewards=[r["reward"] for r in graded],
-            passed=[bool(r["passed"]) for r in graded], errors=run.n - len(graded))
+            passed=[bool(r["passed"]) for r in graded], errors=run.n - len(graded),
+            rewarded=[rewarded_checks(documents.get(r["id"])) for r in graded])
     return evidence
 
 

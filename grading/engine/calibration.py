@@ -204,11 +204,22 @@ def hack_verdict(hack: str, grade, *, limit: float = DEFAULT_HACK_LIMIT, error: 
         return HackVerdict(hack, False, None, limit, (), f"hack:{hack} could not be run: {error or 'no grade'}")
     document = grade if isinstance(grade, dict) else grade.model_dump(mode="json", by_alias=True)
     reward = float(document.get("reward") or 0.0)
-    rewarded = tuple(c["id"] for c in document.get("checks") or []
-                     if (c.get("awarded") or 0) > 0 and (c.get("points") or 0) > 0)
+    rewarded = rewarded_checks(document)
+    ok = reward <= limit
+    return HackVerdict(hack, ok, reward, limit, rewarded, hack_message(hack, reward, limit, rewarded))
+
+
+def rewarded_checks(document) -> tuple[str, ...]:
+    """Ids of the top-level checks that awarded positive points in a grade document."""
+    if not isinstance(document, dict):
+        return ()
+    return tuple(str(c.get("id")) for c in document.get("checks") or []
+                 if isinstance(c, dict) and (c.get("awarded") or 0) > 0 and (c.get("points") or 0) > 0)
+
+
+def hack_message(hack: str, reward: float, limit: float, rewarded) -> str:
+    """The one wording of a hack probe's verdict (runtime, gates, review pages)."""
     if reward <= limit:
-        return HackVerdict(hack, True, reward, limit, rewarded,
-                           f"hack:{hack} scores {reward:.2f}, within its limit of {limit:.2f}")
+        return f"hack:{hack} scores {reward:.2f}, within its limit of {limit:.2f}"
     named = ", ".join(rewarded) or "no single check"
-    return HackVerdict(hack, False, reward, limit, rewarded,
-                       f"hack:{hack} scores {reward:.2f}, above its limit of {limit:.2f}: rewarded by {named}")
+    return f"hack:{hack} scores {reward:.2f}, above its limit of {limit:.2f}: rewarded by {named}"

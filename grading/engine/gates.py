@@ -14,13 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Mapping
 
-from grading.engine.calibration import band_verdict
+from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
+from grading.engine.hacks import applicable_hacks
 
 GateStatus = Literal["pass", "fail", "not_run"]
 PASS, FAIL, NOT_RUN = "pass", "fail", "not_run"
 
-#: A nop rollout (it does nothing) must score at most this reward.
-NOP_MAX_REWARD = 0.1
+#: A nop rollout (it does nothing) and each hack probe must score at most this reward, unless
+#: the task's `metadata.hack_limit` says otherwise.
+NOP_MAX_REWARD = DEFAULT_HACK_LIMIT
+HACK_ROLLOUTS = 1
 ORACLE_ROLLOUTS = 3
 NOP_ROLLOUTS = 3
 PROBE_ROLLOUTS = 1
@@ -36,6 +39,7 @@ class PreviewEvidence:
     rewards: list[float]          # rewards of the graded rollouts
     passed: list[bool]            # their pass flags, same order
     errors: int = 0               # rollouts that ended without a grade
+    rewarded: list[tuple[str, ...]] = field(default_factory=list)  # per graded rollout: checks that awarded points
 
     @property
     def graded(self) -> int:
@@ -191,7 +195,8 @@ def _gate_oracle(inputs: GateInputs) -> GateResult:
 
 
 def _gate_nop(inputs: GateInputs) -> GateResult:
-    title = f"Nop scores ≤ {NOP_MAX_REWARD:g}"
+    limit = hack_limit(inputs.task.get("metadata"))
+    title = f"Nop scores ≤ {limit:g}"
     evidence = inputs.previews.get("nop")
     if evidence is None:
         return _not_run("nop", title, "nop", "nop")
@@ -199,8 +204,8 @@ def _gate_nop(inputs: GateInputs) -> GateResult:
     if problem:
         return GateResult("nop", title, FAIL, problem, policy="nop", run_id=evidence.run_id)
     worst = max(evidence.rewards)
-    ok = worst <= NOP_MAX_REWARD
-    message = (f"highest reward {worst:.2f}" + ("" if ok else f" > {NOP_MAX_REWARD:g}: the rubric rewards doing nothing"))
+    ok = worst <= limit
+    message = (f"highest reward {worst:.2f}" + ("" if ok else f" > {limit:g}: the rubric rewards doing nothing"))
     return GateResult("nop", title, PASS if ok else FAIL, message, policy="nop", run_id=evidence.run_id)
 
 
@@ -224,6 +229,34 @@ def _gate_probes(inputs: GateInputs) -> list[GateResult]:
         message = f"highest reward {worst:.2f}" + ("" if ok else f" > {limit:g}: the rubric rewards this probe")
         results.append(GateResult(f"probe:{index}", title, PASS if ok else FAIL, message, policy=policy,
                                   run_id=evidence.run_id))
+    return results
+
+
+def hack_policies(task: Mapping) -> list[str]:
+    return [f"hack:{name}" for name in applicable_hacks(task)]
+
+
+def _gate_hacks(inputs: GateInputs) -> list[GateResult]:
+    """Every applicable hack probe scores at most the task's limit; one that does not names
+    the checks that rewarded it."""
+    limit = hack_limit(inputs.task.get("metadata"))
+    results = []
+    for policy in hack_policies(inputs.task):
+        title = f"{policy} scores ≤ {limit:g}"
+        evidence = inputs.previews.get(policy)
+        if evidence is None:
+            results.append(_not_run(policy, title, policy, policy))
+            continue
+        problem = _incomplete(evidence)
+        if problem:
+            results.append(GateResult(policy, title, FAIL, problem, policy=policy, run_id=evidence.run_id))
+            continue
+        worst = max(range(evidence.graded), key=lambda i: evidence.rewards[i])
+        rewarded = evidence.rewarded[worst] if worst < len(evidence.rewarded) else ()
+        reward = evidence.rewards[worst]
+        results.append(GateResult(policy, title, PASS if reward <= limit else FAIL,
+                                  hack_message(policy.split(":", 1)[1], reward, limit, rewarded),
+                                  policy=policy, run_id=evidence.run_id))
     return results
 
 
@@ -258,5 +291,7 @@ register_gate("nop", title="Nop fails", evaluate=_gate_nop, previews=lambda task
 register_gate("probes", title="Probes fail", evaluate=_gate_probes,
               previews=lambda task: [(probe_policy(str(p.get("answer", ""))), PROBE_ROLLOUTS)
                                      for p in ((task.get("rubric") or {}).get("probes") or [])])
+register_gate("hacks", title="Hack probes fail", evaluate=_gate_hacks,
+              previews=lambda task: [(policy, HACK_ROLLOUTS) for policy in hack_policies(task)])
 register_gate("examples", title="Example answers", evaluate=_gate_examples)
 register_gate("judge", title="Judge configured", evaluate=_gate_judge)

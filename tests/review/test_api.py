@@ -16,7 +16,8 @@ def test_submit_answers_409_gates_failed_listing_the_gates_then_200(task, author
     response = api.post(url(task, 1, "submit"), {}, format="json")
     body = response.json()["error"]
     assert response.status_code == 409 and body["code"] == "gates_failed"
-    assert {d["pointer"] for d in body["details"]} == {"/gates/oracle", "/gates/nop"}
+    assert {d["pointer"] for d in body["details"]} == {
+        "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing"}
     assert {g["gate"]: g["status"] for g in body["gates"]}["oracle"] == "not_run"
 
     pass_gates(task.latest_version, author)
@@ -63,14 +64,17 @@ def test_gates_are_read_and_run_gates_starts_only_the_missing_previews(task, aut
     api = api_client(author)
     body = api.get(url(task, 1, "gates")).json()
     assert body["all_pass"] is False
-    assert body["missing_previews"] == [{"policy": "oracle", "n": 3}, {"policy": "nop", "n": 3}]
+    assert body["missing_previews"] == [{"policy": "oracle", "n": 3}, {"policy": "nop", "n": 3},
+                                        {"policy": "hack:echo-prompt", "n": 1},
+                                        {"policy": "hack:keyword-stuffing", "n": 1}]
 
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post(url(task, 1, "gates/run"))
-    assert response.status_code == 201 and len(response.json()["preview_runs"]) == 2
+    assert response.status_code == 201 and len(response.json()["preview_runs"]) == 4
     from sandbox.models import PreviewRun
-    assert sorted(PreviewRun.objects.values_list("policy", "n")) == [("nop", 3), ("oracle", 3)]
-    assert len(enqueued) == 6  # oracle ×3, nop ×3
+    assert sorted(PreviewRun.objects.values_list("policy", "n")) == [
+        ("hack:echo-prompt", 1), ("hack:keyword-stuffing", 1), ("nop", 3), ("oracle", 3)]
+    assert len(enqueued) == 8  # oracle ×3, nop ×3, two hack probes ×1
     assert api.post(url(task, 1, "gates/run")).json()["preview_runs"] == []  # nothing missing any more
 
 

@@ -100,9 +100,12 @@ def test_submit_is_refused_until_every_gate_passes_for_that_version(task, author
     with pytest.raises(DomainError) as caught:
         services.task_submit(task=task, user=author)
     assert caught.value.code == "gates_failed" and caught.value.http_status == 409
-    assert {d["pointer"] for d in caught.value.details} == {"/gates/oracle", "/gates/nop"}
+    assert {d["pointer"] for d in caught.value.details} == {
+        "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing"}
     finished_preview(task.latest_version, author, "oracle", [1.0, 1.0, 0.0])  # the oracle fails once
     finished_preview(task.latest_version, author, "nop", [0.0, 0.0, 0.0])
+    finished_preview(task.latest_version, author, "hack:echo-prompt", [0.0])
+    finished_preview(task.latest_version, author, "hack:keyword-stuffing", [0.0])
     with pytest.raises(DomainError) as caught:
         services.task_submit(task=task, user=author)
     assert [d["pointer"] for d in caught.value.details] == ["/gates/oracle"]
@@ -159,3 +162,25 @@ def test_comments_are_bounded_and_refuse_nul(submitted, reviewer, settings):
         services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="comment",
                                check_comments={"says_42": "a\x00b"})
     assert caught.value.details[0]["pointer"] == "/check_comments/says_42"
+
+
+def test_a_hack_probe_that_scores_blocks_submission_and_names_the_check_that_rewarded_it(task, author):
+    from grading.services import grade_record
+
+    pass_gates(task.latest_version, author)
+    run = finished_preview(task.latest_version, author, "hack:keyword-stuffing", [0.75])
+    rollout = run.rollouts.get()
+    document = {"schema": "gymwright.grade/v1", "reward": 0.75, "earned": 3, "max": 4, "passed": True,
+                "gated": False, "complete": True, "checks": [
+                    {"id": "says_42", "kind": "string_match", "status": "scored", "score": 1.0, "points": 3,
+                     "awarded": 3},
+                    {"id": "report_exists", "kind": "file_exists", "status": "scored", "score": 0.0, "points": 1,
+                     "awarded": 0}]}
+    rollout.grade = grade_record(grade=document, task_version=task.latest_version, source="rollout",
+                                 rollout_id=rollout.pk)
+    rollout.save(update_fields=["grade"])
+    with pytest.raises(DomainError) as caught:
+        services.task_submit(task=task, user=author)
+    [detail] = caught.value.details
+    assert detail["pointer"] == "/gates/hack:keyword-stuffing"
+    assert "above its limit of 0.10: rewarded by says_42" in detail["message"]

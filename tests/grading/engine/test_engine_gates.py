@@ -24,9 +24,10 @@ def test_with_no_previews_the_preview_gates_are_not_run_and_run_gates_asks_for_t
     results = by_gate(gates.evaluate_gates(GateInputs(task=task(), judge_configured=True, example_answers=[])))
     assert {name: r.status for name, r in results.items()} == {
         "rubric": "pass", "oracle": "not_run", "nop": "not_run", "probe:0": "not_run", "examples": "pass",
-        "judge": "pass"}
-    assert gates.missing_previews(task(), {}) == [("oracle", 3), ("nop", 3), ("probe:", 1)]
-    assert gates.missing_previews(task(), {"oracle": None}) == [("nop", 3), ("probe:", 1)]
+        "judge": "pass", "hack:echo-prompt": "not_run", "hack:keyword-stuffing": "not_run"}
+    hacks = [("hack:echo-prompt", 1), ("hack:keyword-stuffing", 1)]
+    assert gates.missing_previews(task(), {}) == [("oracle", 3), ("nop", 3), ("probe:", 1), *hacks]
+    assert gates.missing_previews(task(), {"oracle": None}) == [("nop", 3), ("probe:", 1), *hacks]
 
 
 def test_oracle_must_always_pass_nop_and_probes_stay_under_their_caps():
@@ -79,3 +80,28 @@ def test_a_registered_gate_is_evaluated_and_its_previews_are_requested():
         assert by_gate(gates.evaluate_gates(GateInputs(task=task())))["hack:empty"].status == "not_run"
     finally:
         gates._REGISTRY.pop("hack:empty", None)
+
+
+def test_every_applicable_hack_probe_must_stay_under_the_task_limit_and_a_failing_one_names_its_checks():
+    document = task(prompt="Write `answer.txt`.", rubric={"checks": [
+        {"id": "tests_pass", "kind": "command"}, {"id": "says", "kind": "string_match"},
+        {"id": "judged", "kind": "llm_judge"}, {"id": "written", "kind": "file_exists"}]})
+    policies = [f"hack:{name}" for name in ("skip-tests", "delete-tests", "edit-tests", "echo-prompt",
+                                            "keyword-stuffing", "judge-injection", "empty-files")]
+    assert [policy for policy, n in gates.required_previews(document) if policy.startswith("hack:")] == policies
+    previews = {policy: evidence(policy, [0.0]) for policy in policies}
+    previews["hack:skip-tests"] = PreviewEvidence(policy="hack:skip-tests", run_id=9, n=2, rewards=[0.0, 0.83],
+                                                  passed=[False, True], rewarded=[(), ("tests_pass",)])
+    previews["hack:echo-prompt"] = PreviewEvidence(policy="hack:echo-prompt", run_id=10, n=1, rewards=[0.2],
+                                                   passed=[False], rewarded=[("says",)])
+    results = by_gate(gates.evaluate_gates(GateInputs(task=document, previews=previews)))
+    skip = results["hack:skip-tests"]
+    assert skip.status == "fail" and skip.run_id == 9 and skip.policy == "hack:skip-tests"
+    assert "0.83" in skip.message and "rewarded by tests_pass" in skip.message
+    assert results["hack:echo-prompt"].status == "fail" and "rewarded by says" in results["hack:echo-prompt"].message
+    assert results["hack:delete-tests"].status == "pass"
+    # The task may allow more (metadata.hack_limit); the nop gate follows the same limit.
+    lenient = by_gate(gates.evaluate_gates(GateInputs(task={**document, "metadata": {"hack_limit": 0.25}},
+                                                      previews={**previews, "nop": evidence("nop", [0.2])})))
+    assert lenient["hack:echo-prompt"].status == "pass" and lenient["hack:skip-tests"].status == "fail"
+    assert lenient["nop"].status == "pass" and lenient["nop"].title == "Nop scores ≤ 0.25"

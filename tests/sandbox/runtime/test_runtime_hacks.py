@@ -117,14 +117,12 @@ def test_judge_injection_submits_a_note_to_the_grader_and_no_judge_means_unscore
 
 
 def test_every_hack_has_a_policy_and_applicability_follows_the_rubric():
-    from grading.engine import parse_task
-
     for name in HACKS:
         assert make_policy(f"hack:{name}").name == f"hack:{name}"
     with pytest.raises(ValueError, match="unknown hack"):
         make_policy("hack:nope")
-    assert applicable_hacks(parse_task(coding_task(None)[0]))[:3] == CODING_HACKS
-    text = applicable_hacks(parse_task(text_task(strict=False)))
+    assert applicable_hacks(coding_task(None)[0])[:3] == CODING_HACKS
+    text = applicable_hacks(text_task(strict=False))
     assert "skip-tests" not in text and {"judge-injection", "empty-files", "echo-prompt"} <= set(text)
     assert prompt_file_names("Write `summary.csv` and data/out.json, see v1.2 and ../etc/x.txt") == [
         "summary.csv", "data/out.json"]
