@@ -22,7 +22,11 @@ class PreviewRun(models.Model):
 
     task_version = models.ForeignKey("authoring.TaskVersion", on_delete=models.CASCADE, related_name="preview_runs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    policy = models.CharField(max_length=2100, help_text='"oracle", "nop", "probe:TEXT" or "model".')
+    # The runtime's policy string; its kind and argument are stored apart, parsed once by
+    # sandbox.services.policy_parse, so nothing re-splits the string.
+    policy = models.CharField(max_length=2100, help_text='"oracle", "nop", "probe:TEXT", "hack:NAME" or "model".')
+    policy_kind = models.CharField(max_length=20, help_text="oracle, nop, probe, model, hack, ...")
+    policy_argument = models.TextField(blank=True, default="", help_text="The probe text or the hack name.")
     n = models.PositiveSmallIntegerField(validators=[MinValueValidator(1), MaxValueValidator(MAX_N)])
     backend = models.CharField(max_length=20)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
@@ -48,8 +52,8 @@ class PreviewRun(models.Model):
 
     @property
     def policy_label(self) -> str:
-        if self.policy.startswith("probe:"):
-            text = self.policy[len("probe:"):]
+        if self.policy_kind == "probe":
+            text = self.policy_argument
             return f"probe “{text[:40]}{'…' if len(text) > 40 else ''}”"
         return self.policy
 

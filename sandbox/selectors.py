@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Count, QuerySet
 from django.http import Http404
 
 from authoring.models import Task
 from authoring.selectors import task_get_for_user
+from grading.engine import calibration
 from sandbox.models import PreviewRun, Rollout
 
 # Heavy JSON columns a list never needs.
@@ -57,27 +60,52 @@ def any_unfinished(preview_runs: list[PreviewRun]) -> bool:
     return any(not run.is_finished for run in preview_runs)
 
 
-def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | None = None) -> dict:
-    """Live counts per status, finished fraction, mean reward and pass rate so far."""
-    if rollouts is None:
-        rollouts = list(rollout_list(preview_run=preview_run))
+def preview_run_summary(*, policy_kind: str, rollouts: list[dict]) -> dict:
+    """Counts, mean reward, pass rate (Wilson 95 %), pass@k and the policy's verdict."""
     counts = {status: 0 for status in Rollout.Status.values}
     for rollout in rollouts:
-        counts[rollout.status] += 1
+        counts[rollout["status"]] += 1
+    graded = [r for r in rollouts if r["status"] == Rollout.Status.DONE and r["reward"] is not None]
+    passed = sum(1 for r in graded if r["passed"])
+    summary: dict[str, Any] = {"counts": counts, "graded": len(graded), "passed": passed,
+                               "mean_reward": None, "pass_rate": None, "pass_rate_ci95": None, "pass_at_k": {},
+                               "verdict": None}
+    if graded:
+        summary["mean_reward"] = sum(r["reward"] for r in graded) / len(graded)
+        summary["pass_rate"] = passed / len(graded)
+        summary["pass_rate_ci95"] = calibration.wilson_interval(passed, len(graded))
+        summary["pass_at_k"] = calibration.pass_at_ks(len(graded), passed)
+        summary["verdict"] = calibration.band_verdict(policy_kind, summary["pass_rate"]).to_dict()
+        # A reward computed without some checks (no judge configured, a sandbox command died)
+        # is not the reward the rubric defines: say so beside the verdict, never hide it.
+        incomplete = sum(1 for r in graded if r.get("grade__complete") is False)
+        summary["incomplete"] = incomplete
+        if incomplete:
+            summary["verdict"]["ok"] = False
+            summary["verdict"]["message"] += (f"; but {incomplete} of {len(graded)} grades are incomplete "
+                                              "(some checks unscored), so these rewards leave those checks out")
+    return summary
+
+
+def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | None = None) -> dict:
+    """Live counts per status, finished fraction, mean reward and pass rate so far (the summary's maths)."""
+    if rollouts is None:
+        rollouts = list(rollout_list(preview_run=preview_run))
+    so_far = preview_run_summary(policy_kind=preview_run.policy_kind, rollouts=[
+        {"status": r.status, "reward": r.reward, "passed": r.passed} for r in rollouts])
+    counts = so_far["counts"]
     total = len(rollouts)
     finished = sum(counts[s] for s in Rollout.TERMINAL)
-    graded = [r for r in rollouts if r.status == Rollout.Status.DONE and r.reward is not None]
-    passed = sum(1 for r in graded if r.passed)
     return {
         "counts": counts,
         "total": total,
         "finished": finished,
         "percent": round(100 * finished / total) if total else 100,
         "percent_by_status": {s: (100 * counts[s] / total if total else 0) for s in counts},
-        "graded": len(graded),
-        "passed": passed,
-        "mean_reward": (sum(r.reward for r in graded) / len(graded)) if graded else None,
-        "pass_rate": (passed / len(graded)) if graded else None,
+        "graded": so_far["graded"],
+        "passed": so_far["passed"],
+        "mean_reward": so_far["mean_reward"],
+        "pass_rate": so_far["pass_rate"],
     }
 
 

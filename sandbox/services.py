@@ -17,24 +17,26 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from authoring import permissions
 from authoring.models import AuditEvent, TaskVersion
-from grading.engine import calibration
 from gymwright.errors import DomainError, NotAllowed
 from sandbox.models import PreviewRun, Rollout
+from sandbox.selectors import preview_run_summary
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("bubblewrap", "docker")
 POLICY_KINDS = ("oracle", "nop", "probe", "model", "hack")
+POLICIES_WITH_ARGUMENT = ("probe", "hack")
 PROBE_TEXT_MAX = 2000
 # Worker-side margin on top of the task's own timeout: sandbox start-up and setup, grading
 # (command checks, judge calls) and storing. The runtime enforces the task's limit itself;
@@ -47,8 +49,22 @@ HARD_TIME_LIMIT_EXTRA_S = 60
 # Input
 
 
-def policy_normalize(policy: Any, *, probe_text: str | None = None) -> str:
-    """The canonical policy string ("oracle", "nop", "model", "probe:TEXT", "hack:NAME") or DomainError."""
+@dataclass(frozen=True)
+class PolicyChoice:
+    """A preview's policy, parsed once: its kind and its argument (the probe text, the hack name)."""
+
+    kind: str
+    argument: str = ""
+
+    @property
+    def spec(self) -> str:
+        """The runtime's policy string: "oracle", "probe:TEXT", "hack:NAME", ..."""
+        return f"{self.kind}:{self.argument}" if self.kind in POLICIES_WITH_ARGUMENT else self.kind
+
+
+def policy_parse(policy: Any, *, probe_text: str | None = None) -> PolicyChoice:
+    """The policy ("oracle", "nop", "model", "probe:TEXT", "hack:NAME"; `probe_text` for a bare
+    "probe") as kind and argument, or DomainError saying what is wrong. The one parser of policies."""
     if not isinstance(policy, str) or not policy.strip():
         raise DomainError("Choose a policy: oracle, nop, probe or model.", code="invalid",
                           details=[{"pointer": "/policy", "message": "required"}])
@@ -63,18 +79,18 @@ def policy_normalize(policy: Any, *, probe_text: str | None = None) -> str:
         if text not in HACKS:
             raise DomainError(f"Unknown hack {text[:40]!r}: use one of {', '.join(HACKS)}.",
                               details=[{"pointer": "/policy", "message": "unknown hack"}])
-        return f"hack:{text}"
+        return PolicyChoice(kind, text)
     if kind == "probe":
         if probe_text is not None and not sep:
             text = probe_text
         if len(text) > PROBE_TEXT_MAX:
             raise DomainError(f"The probe text is longer than {PROBE_TEXT_MAX} characters.",
                               details=[{"pointer": "/probe_text", "message": f"at most {PROBE_TEXT_MAX} characters"}])
-        return f"probe:{text}"
+        return PolicyChoice(kind, text)
     if sep:
         raise DomainError(f"The {kind} policy takes no text after ':'.",
                           details=[{"pointer": "/policy", "message": "unexpected text"}])
-    return kind
+    return PolicyChoice(kind)
 
 
 def n_validate(n: Any) -> int:
@@ -93,14 +109,14 @@ def n_validate(n: Any) -> int:
     return value
 
 
-def _policy_check_runnable(*, policy: str, task_version: TaskVersion) -> None:
-    if policy == "oracle":
+def _policy_check_runnable(*, policy: PolicyChoice, task_version: TaskVersion) -> None:
+    if policy.kind == "oracle":
         solution = task_version.spec.get("solution") or {}
         if not (solution.get("script") or solution.get("answer")):
             raise DomainError("This task version has no reference solution (script or answer), so the oracle "
                               "policy has nothing to run. Add one, or preview with another policy.",
                               details=[{"pointer": "/policy", "message": "no reference solution"}])
-    elif policy == "model":
+    elif policy.kind == "model":
         from grading.endpoints import endpoint_config_for
 
         if endpoint_config_for("policy") is None:
@@ -131,15 +147,16 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
     is enqueued once the transaction commits (never for rows a rollback removed)."""
     if not permissions.can_view(user):
         raise NotAllowed("Only members (authors, reviewers, admins) can start previews.")
-    policy = policy_normalize(policy, probe_text=probe_text)
+    choice = policy_parse(policy, probe_text=probe_text)
     n = n_validate(n)
     backend = backend or settings.SANDBOX_BACKEND
     if backend not in BACKENDS:
         raise DomainError(f"Unknown sandbox backend {backend!r}: use bubblewrap or docker.",
                           details=[{"pointer": "/backend", "message": "unknown backend"}])
-    _policy_check_runnable(policy=policy, task_version=task_version)
+    _policy_check_runnable(policy=choice, task_version=task_version)
 
-    preview_run = PreviewRun(task_version=task_version, created_by=user, policy=policy, n=n, backend=backend)
+    preview_run = PreviewRun(task_version=task_version, created_by=user, policy=choice.spec, policy_kind=choice.kind,
+                             policy_argument=choice.argument, n=n, backend=backend)
     preview_run.full_clean()
     preview_run.save()
     rollouts = Rollout.objects.bulk_create([Rollout(preview_run=preview_run, index=i) for i in range(n)])
@@ -150,7 +167,7 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
 
     audit_record(actor=user, verb=AuditEvent.Verb.PREVIEW, target=task_version.task,
                  summary=f"{task_version.task.slug} v{task_version.number} with {preview_run.policy_label} × {n}",
-                 data={"preview_run": preview_run.pk, "version": task_version.number, "policy": policy, "n": n,
+                 data={"preview_run": preview_run.pk, "version": task_version.number, "policy": choice.spec, "n": n,
                        "backend": backend})
     soft, hard = rollout_time_limits(task_version)
     rollout_ids = [r.pk for r in rollouts]
@@ -179,49 +196,31 @@ def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     return preview_run
 
 
-def preview_run_summary(*, policy: str, rollouts: list[dict]) -> dict:
-    """Counts, mean reward, pass rate (Wilson 95 %), pass@k and the policy's verdict."""
-    counts = {status: 0 for status in Rollout.Status.values}
-    for rollout in rollouts:
-        counts[rollout["status"]] += 1
-    graded = [r for r in rollouts if r["status"] == Rollout.Status.DONE and r["reward"] is not None]
-    passed = sum(1 for r in graded if r["passed"])
-    summary: dict[str, Any] = {"counts": counts, "graded": len(graded), "passed": passed,
-                               "mean_reward": None, "pass_rate": None, "pass_rate_ci95": None, "pass_at_k": {},
-                               "verdict": None}
-    if graded:
-        summary["mean_reward"] = sum(r["reward"] for r in graded) / len(graded)
-        summary["pass_rate"] = passed / len(graded)
-        summary["pass_rate_ci95"] = calibration.wilson_interval(passed, len(graded))
-        summary["pass_at_k"] = calibration.pass_at_ks(len(graded), passed)
-        summary["verdict"] = calibration.band_verdict(policy.split(":", 1)[0], summary["pass_rate"]).to_dict()
-        # A reward computed without some checks (no judge configured, a sandbox command died)
-        # is not the reward the rubric defines: say so beside the verdict, never hide it.
-        incomplete = sum(1 for r in graded if r.get("grade__complete") is False)
-        summary["incomplete"] = incomplete
-        if incomplete:
-            summary["verdict"]["ok"] = False
-            summary["verdict"]["message"] += (f"; but {incomplete} of {len(graded)} grades are incomplete "
-                                              "(some checks unscored), so these rewards leave those checks out")
-    return summary
-
-
 def preview_run_refresh(*, preview_run_id: int) -> PreviewRun | None:
-    """Derive the run's status (and, when every rollout is terminal, its summary) from its rollouts."""
+    """Derive the run's status (and, when every rollout is terminal, its summary) from its rollouts.
+
+    Called after every claim and finish, so it counts by status in SQL and reads the
+    graded rows only once, when the run finishes.
+    """
     preview_run = PreviewRun.objects.filter(pk=preview_run_id).first()
     if preview_run is None or preview_run.is_finished:
         return preview_run
-    rows = list(Rollout.objects.filter(preview_run_id=preview_run_id).values("status", "reward", "passed",
-                                                                             "grade__complete"))
-    if rows and all(row["status"] in Rollout.TERMINAL for row in rows):
+    counts = dict(Rollout.objects.filter(preview_run_id=preview_run_id).order_by().values_list("status")
+                  .annotate(count=Count("id")))
+    total = sum(counts.values())
+    if total and sum(counts.get(status, 0) for status in Rollout.TERMINAL) == total:
+        rows = list(Rollout.objects.filter(preview_run_id=preview_run_id)
+                    .values("status", "reward", "passed", "grade__complete"))
         status = PreviewRun.Status.CANCELLED if preview_run.cancel_requested else PreviewRun.Status.DONE
-        summary = preview_run_summary(policy=preview_run.policy, rollouts=rows)
-        PreviewRun.objects.filter(pk=preview_run_id, status__in=[PreviewRun.Status.QUEUED, PreviewRun.Status.RUNNING]
-                                  ).update(status=status, summary=summary, finished_at=timezone.now())
-    elif any(row["status"] != Rollout.Status.QUEUED for row in rows):
-        PreviewRun.objects.filter(pk=preview_run_id, status=PreviewRun.Status.QUEUED).update(
-            status=PreviewRun.Status.RUNNING)
-    preview_run.refresh_from_db()
+        summary = preview_run_summary(policy_kind=preview_run.policy_kind, rollouts=rows)
+        if PreviewRun.objects.filter(pk=preview_run_id, status__in=[PreviewRun.Status.QUEUED,
+                                                                    PreviewRun.Status.RUNNING]
+                                     ).update(status=status, summary=summary, finished_at=timezone.now()):
+            preview_run.refresh_from_db()
+    elif total - counts.get(Rollout.Status.QUEUED, 0) and preview_run.status == PreviewRun.Status.QUEUED:
+        if PreviewRun.objects.filter(pk=preview_run_id, status=PreviewRun.Status.QUEUED).update(
+                status=PreviewRun.Status.RUNNING):
+            preview_run.status = PreviewRun.Status.RUNNING
     return preview_run
 
 

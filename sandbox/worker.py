@@ -313,7 +313,7 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress) -> RolloutR
     task = parse_task(task_version.spec)
     files, env_files = task_files(task_version)
     policy = make_policy(preview_run.policy, task=task,
-                         model_config=policy_model_config() if preview_run.policy == "model" else None)
+                         model_config=policy_model_config() if preview_run.policy_kind == "model" else None)
     backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
     from grading.endpoints import judge_client_for
 

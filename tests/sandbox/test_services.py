@@ -97,6 +97,9 @@ def test_it_refuses_an_unknown_policy(version, author, policy):
 def test_a_probe_keeps_its_text_and_the_oracle_needs_a_reference_solution(author, version):
     preview_run = services.preview_run_create(task_version=version, user=author, policy="probe: Thought process:", n=1)
     assert preview_run.policy == "probe: Thought process:"
+    assert (preview_run.policy_kind, preview_run.policy_argument) == ("probe", " Thought process:")
+    oracle = services.preview_run_create(task_version=version, user=author, policy=" Oracle ", n=1)
+    assert (oracle.policy, oracle.policy_kind, oracle.policy_argument) == ("oracle", "oracle", "")
     bare = make_task(author=author, slug="no-solution", script=None, answer=None)
     with pytest.raises(DomainError, match="no reference solution"):
         services.preview_run_create(task_version=bare.latest_version, user=author, policy="oracle", n=1)
@@ -304,14 +307,14 @@ def test_progress_events_move_the_rollout_to_grading_and_count_steps(version, au
 def test_summary_counts_pass_rate_interval_and_pass_at_k():
     rows = [{"status": "done", "reward": 1.0, "passed": True}, {"status": "done", "reward": 0.5, "passed": False},
             {"status": "error", "reward": None, "passed": None}, {"status": "done", "reward": 0.0, "passed": False}]
-    summary = services.preview_run_summary(policy="model", rollouts=rows)
+    summary = services.preview_run_summary(policy_kind="model", rollouts=rows)
     assert summary["counts"]["done"] == 3 and summary["counts"]["error"] == 1
     assert summary["mean_reward"] == pytest.approx(0.5) and summary["pass_rate"] == pytest.approx(1 / 3)
     low, high = summary["pass_rate_ci95"]
     assert 0 < low < 1 / 3 < high < 1
     assert summary["pass_at_k"]["1"] == pytest.approx(1 / 3) and summary["pass_at_k"]["2"] == pytest.approx(2 / 3)
     assert summary["verdict"]["ok"] is True
-    assert services.preview_run_summary(policy="nop", rollouts=rows[:1])["verdict"]["ok"] is False
+    assert services.preview_run_summary(policy_kind="nop", rollouts=rows[:1])["verdict"]["ok"] is False
 
 
 def test_the_reaper_leaves_a_rollout_alone_if_it_beats_between_the_check_and_the_update(version, author, enqueued):
@@ -347,10 +350,10 @@ def test_with_docker_the_reaper_also_removes_containers_left_behind(db, settings
 def test_the_verdict_says_when_grades_left_unscored_checks_out():
     rows = [{"status": "done", "reward": 1.0, "passed": True, "grade__complete": False},
             {"status": "done", "reward": 1.0, "passed": True, "grade__complete": True}]
-    summary = services.preview_run_summary(policy="oracle", rollouts=rows)
+    summary = services.preview_run_summary(policy_kind="oracle", rollouts=rows)
     assert summary["incomplete"] == 1 and summary["verdict"]["ok"] is False
     assert "1 of 2 grades are incomplete" in summary["verdict"]["message"]
-    complete = services.preview_run_summary(policy="oracle", rollouts=[rows[1]])
+    complete = services.preview_run_summary(policy_kind="oracle", rollouts=[rows[1]])
     assert complete["incomplete"] == 0 and complete["verdict"]["ok"] is True
 
 
@@ -366,3 +369,34 @@ def test_reaping_removes_bubblewrap_sandboxes_whose_worker_died(db, settings, tm
     result = services.rollouts_reap_stale()
     assert result["containers_removed"] == 1
     assert not dead.exists() and alive.exists()
+
+
+def test_the_migration_splits_stored_policies_into_kind_and_argument(transactional_db):
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("sandbox", "0003_model_endpoint_moves_to_grading")], [("sandbox", "0004_preview_run_policy_kind_and_argument")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old_apps = executor.loader.project_state(before).apps
+    user = old_apps.get_model("auth", "User").objects.create(username="old")
+    make = old_apps.get_model("authoring", "Environment").objects.create
+    environment = make(slug="e", name="e", owner_id=user.pk)
+    environment_version = old_apps.get_model("authoring", "EnvironmentVersion").objects.create(
+        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk)
+    task = old_apps.get_model("authoring", "Task").objects.create(slug="t", title="t", environment=environment,
+                                                                  owner_id=user.pk)
+    task_version = old_apps.get_model("authoring", "TaskVersion").objects.create(
+        task=task, number=1, spec={}, sha256="1" * 64, content_sha256="2" * 64,
+        environment_version=environment_version, author_id=user.pk)
+    OldRun = old_apps.get_model("sandbox", "PreviewRun")
+    for policy in ("oracle", "probe:I am done: 42", "hack:skip_tests", "model"):
+        OldRun.objects.create(task_version=task_version, policy=policy, n=1, backend="bubblewrap")
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    NewRun = executor.loader.project_state(after).apps.get_model("sandbox", "PreviewRun")
+    assert sorted(NewRun.objects.values_list("policy_kind", "policy_argument")) == [
+        ("hack", "skip_tests"), ("model", ""), ("oracle", ""), ("probe", "I am done: 42")]
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
