@@ -15,10 +15,11 @@ from typing import Any, Iterable
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 
 from authoring import permissions
-from authoring.models import AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion
+from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion,
+                              slug_validator)
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
 from grading.engine import canonical_json, content_sha256, validate_task
@@ -380,3 +381,99 @@ def task_version_content(version: TaskVersion) -> dict:
     """The editable content of a version, as task_version_create takes it."""
     spec = version.spec
     return {key: spec.get(key) for key in CONTENT_KEYS}
+
+
+# ---------------------------------------------------------------------------------------------
+# Imports (packs.importer): many new tasks at once, keeping the source's version numbers
+
+
+@transaction.atomic
+def environment_version_import(*, slug: str, number: int, spec: dict, author) -> EnvironmentVersion:
+    """The environment version an imported task pins: an existing version with the same content
+    (the one with the source's number first), or a new one that keeps the source's number when it
+    is above the latest, so a task re-imported from a pack keeps its sha256."""
+    if not permissions.can_author(author):
+        raise NotAllowed("Only authors and admins can import tasks.")
+    full = environment_spec_validate(spec)
+    sha256 = content_sha256(full)
+    environment = Environment.objects.select_for_update().filter(slug=slug).first()
+    if environment is None:
+        environment = Environment(slug=slug, name=slug, owner=author)
+        try:
+            environment.full_clean(exclude=["latest_version"])
+        except Exception:  # noqa: BLE001 - django ValidationError
+            raise DomainError(f"{slug!r} is not a valid environment id.", details=[{"pointer": "/environment/id", "message": "invalid slug"}])
+        environment.save()
+        audit_record(actor=author, verb=AuditEvent.Verb.CREATE, target=environment, summary=f"environment {slug} (imported)")
+    else:
+        same = (environment.versions.filter(sha256=sha256)
+                .order_by(models.Case(models.When(number=number, then=0), default=1), "-number").first())
+        if same is not None:
+            return same
+    latest = environment.latest_version
+    version = EnvironmentVersion.objects.create(
+        environment=environment, number=max(int(number or 1), (latest.number + 1) if latest else 1), spec=full,
+        sha256=sha256, author=author, parent=latest, message="imported")
+    Environment.objects.filter(pk=environment.pk).update(latest_version=version)
+    return version
+
+
+@transaction.atomic
+def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -> tuple[list, list]:
+    """Many new tasks in a constant number of queries (plus one per task that names files).
+
+    Each item: {"slug", "environment_version", "content", "number" (optional, default 1)}.
+    Returns ([(index, TaskVersion)], [(index, DomainError)]): a bad item is rejected with its
+    reason and the others are still created.
+    """
+    if not permissions.can_author(author):
+        raise NotAllowed("Only authors and admins can import tasks.")
+    documents, rejected = {}, []
+    for index, item in enumerate(items):
+        slug = item["slug"]
+        try:
+            try:
+                slug_validator(slug)
+            except Exception:  # noqa: BLE001 - django ValidationError
+                raise DomainError(f"{slug!r} is not a valid task id: use 1-64 lowercase letters, digits and hyphens.",
+                                  details=[{"pointer": "/id", "message": "invalid slug"}])
+            documents[index] = _build_task_document(task_slug=slug, number=int(item.get("number") or 1),
+                                                    environment_version=item["environment_version"],
+                                                    content=item["content"])
+        except DomainError as exc:
+            rejected.append((index, exc))
+    taken = set(Task.objects.filter(slug__in=[items[i]["slug"] for i in documents]).values_list("slug", flat=True))
+    seen: set[str] = set()
+    for index in list(documents):
+        slug = items[index]["slug"]
+        if slug in taken or slug in seen:
+            rejected.append((index, DomainError(f"A task called {slug!r} already exists.",
+                                                details=[{"pointer": "/id", "message": "already taken"}])))
+            del documents[index]
+        seen.add(slug)
+    order = sorted(documents)
+    tasks = Task.objects.bulk_create([
+        Task(slug=items[i]["slug"], title=documents[i]["title"][:200],
+             environment_id=items[i]["environment_version"].environment_id, owner=author) for i in order])
+    versions = TaskVersion.objects.bulk_create([
+        TaskVersion(task=task, number=documents[i]["version"], spec=documents[i],
+                    sha256=content_sha256(documents[i]), content_sha256=_content_hash(documents[i]),
+                    environment_version=items[i]["environment_version"], author=author, message=message[:500])
+        for i, task in zip(order, tasks)])
+    for task, version in zip(tasks, versions):
+        task.latest_version = version
+    Task.objects.bulk_update(tasks, ["latest_version"])
+    names = sorted({name for i in order for name in documents[i]["tags"]})
+    if names:
+        Tag.objects.bulk_create([Tag(name=name) for name in names], ignore_conflicts=True)
+        tag_ids = dict(Tag.objects.filter(name__in=names).values_list("name", "pk"))
+        Task.tags.through.objects.bulk_create([
+            Task.tags.through(task_id=task.pk, tag_id=tag_ids[name])
+            for i, task in zip(order, tasks) for name in documents[i]["tags"]])
+    content_type = ContentType.objects.get_for_model(Task)
+    AuditEvent.objects.bulk_create([
+        AuditEvent(actor=author, verb=AuditEvent.Verb.IMPORT, content_type=content_type, object_id=task.pk,
+                   summary=f"task {task.slug} v{version.number} ({message})"[:300],
+                   data={"version": version.number, "sha256": version.sha256})
+        for task, version in zip(tasks, versions)])
+    return list(zip(order, versions)), sorted(rejected, key=lambda pair: pair[0])

@@ -1,0 +1,653 @@
+"""Import tasks: a pack's tasks.jsonl (or a whole pack), a table of simple rows (CSV, JSONL,
+Parquet), or a folder / .tar.gz of Harbor or Terminal-Bench tasks.
+
+One path for the CLI (`manage.py import_tasks`), the web upload and the API: `tasks_import`.
+Every source becomes a stream of candidates (a task to create or to add a version to) and
+rejections (row number or path, reason, JSON pointer where it is a format error). Good rows
+are imported in batches with a constant number of queries per batch; bad rows are reported and
+skipped. A source that fails as a whole (a hostile archive, an unreadable table) imports nothing.
+
+Archives are unpacked by `extract_archive` into the import's own scratch folder only: names
+are checked before anything is written (no absolute paths, no `..`, valid UTF-8), only regular
+files and folders are written, links and devices are refused, and the bytes are counted while
+streaming so a gzip bomb stops at the cap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import tarfile
+import tempfile
+import tomllib
+import zlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from django.conf import settings
+from django.contrib.contenttypes.models import ContentType
+from django.db import transaction
+
+from authoring import permissions
+from authoring import services as authoring_services
+from authoring.models import AuditEvent, Blob, Environment, Task
+from gymwright.errors import DomainError, NotAllowed
+from grading.engine import TASK_SCHEMA, validate_task
+
+BATCH = 1000
+TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata")
+DEFAULT_ENVIRONMENT = "imported"
+
+
+class ImportFailed(DomainError):
+    """The source as a whole cannot be imported (nothing was)."""
+
+    code = "import_failed"
+
+
+@dataclasses.dataclass
+class Candidate:
+    where: str
+    slug: str
+    content: dict
+    environment: tuple[str, int, dict] | None  # (slug, number, spec); None: the import's environment
+    number: int = 1
+    files: dict[str, bytes] = dataclasses.field(default_factory=dict)  # sha256 → bytes found in the source
+
+
+@dataclasses.dataclass
+class Rejection:
+    where: str
+    message: str
+    pointer: str | None = None
+    slug: str | None = None
+
+
+@dataclasses.dataclass
+class ReportLine:
+    where: str
+    status: str  # created, new_version, unchanged, rejected (dry run: would_create, would_add_version)
+    task: str | None = None
+    version: int | None = None
+    message: str = ""
+    pointer: str | None = None
+
+    def as_dict(self) -> dict:
+        return {key: value for key, value in dataclasses.asdict(self).items() if value not in (None, "")}
+
+    def text(self) -> str:
+        if self.status == "rejected":
+            where = f"{self.pointer}: " if self.pointer else ""
+            return f"{self.where}: rejected{' ' + self.task if self.task else ''}: {where}{self.message}"
+        label = self.status.replace("_", " ")
+        return f"{self.where}: {label} {self.task} v{self.version}" + (f" ({self.message})" if self.message else "")
+
+
+@dataclasses.dataclass
+class ImportReport:
+    lines: list[ReportLine]
+    dry_run: bool
+
+    @property
+    def rejected(self) -> int:
+        return sum(1 for line in self.lines if line.status == "rejected")
+
+    @property
+    def imported(self) -> int:
+        return len(self.lines) - self.rejected
+
+    def as_dict(self) -> dict:
+        return {"dry_run": self.dry_run, "imported": self.imported, "rejected": self.rejected,
+                "rows": [line.as_dict() for line in self.lines]}
+
+
+# ---------------------------------------------------------------------------------------------- archives
+
+
+def _member_error(name: str, why: str) -> ImportFailed:
+    return ImportFailed(f"{name}: {why}; nothing was imported.", details=[{"pointer": "", "message": f"{name}: {why}"}])
+
+
+def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = None,
+                    max_members: int | None = None) -> None:
+    """Unpack a .tar.gz into `destination` safely, or raise ImportFailed naming the bad member."""
+    max_bytes = max_bytes or settings.IMPORT_MAX_BYTES
+    max_members = max_members or settings.IMPORT_MAX_MEMBERS
+    member_cap = settings.UPLOAD_MAX_BYTES
+    destination.mkdir(parents=True, exist_ok=True)
+    total = 0
+    written: set[str] = set()
+    try:
+        with tarfile.open(path, mode="r|gz") as tar:
+            for count, member in enumerate(tar, start=1):
+                name = member.name
+                if count > max_members:
+                    raise _member_error(name, f"the archive has more than {max_members} members "
+                                              "(GYMWRIGHT_IMPORT_MAX_MEMBERS)")
+                if any(0xDC80 <= ord(ch) <= 0xDCFF for ch in name):
+                    raise _member_error(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                                        "the name is not valid UTF-8")
+                if "\x00" in name or any(ord(ch) < 32 for ch in name):
+                    raise _member_error(repr(name), "control characters in the name")
+                parts = [part for part in name.split("/") if part not in ("", ".")]
+                if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+                    raise _member_error(name, "an absolute path")
+                if ".." in parts:
+                    raise _member_error(name, "'..' would leave the import folder")
+                if not parts:
+                    continue
+                relative = "/".join(parts)
+                target = destination.joinpath(*parts)
+                if member.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                if member.issym():
+                    raise _member_error(name, f"a symbolic link (to {member.linkname!r}); links are not imported")
+                if member.islnk():
+                    link = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
+                    if member.linkname.startswith("/") or ".." in link.split("/") or link not in written:
+                        raise _member_error(name, f"a hard link to {member.linkname!r}, outside the archive's own files")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(destination / link, target)
+                    written.add(relative)
+                    continue
+                if not member.isfile():
+                    raise _member_error(name, "not a regular file (a device, fifo or socket)")
+                if member.size > member_cap:
+                    raise _member_error(name, f"larger than the {member_cap // (1 << 20)} MB upload limit "
+                                              "(GYMWRIGHT_UPLOAD_MAX_MB)")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_symlink() or (target.exists() and not target.is_file()):
+                    raise _member_error(name, "collides with another member")
+                source = tar.extractfile(member)
+                with open(target, "wb") as handle:
+                    while chunk := source.read(1 << 20):
+                        total += len(chunk)
+                        if total > max_bytes:
+                            raise _member_error(name, f"the archive unpacks to more than {max_bytes // (1 << 20)} MB "
+                                                      "(GYMWRIGHT_IMPORT_MAX_MB); stopped")
+                        handle.write(chunk)
+                written.add(relative)
+    except ImportFailed:
+        raise
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise ImportFailed(f"{path.name} is not a readable .tar.gz: {exc}; nothing was imported.",
+                           details=[{"pointer": "", "message": str(exc)}])
+
+
+# ---------------------------------------------------------------------------------------------- sources
+
+
+def _read_text(path: Path, where: str, *, cap: int | None = None) -> str:
+    cap = cap or settings.UPLOAD_MAX_BYTES
+    if path.is_symlink() or not path.is_file():
+        raise ImportFailed(f"{where}: not a regular file.", details=[{"pointer": "", "message": f"{where}: not a regular file"}])
+    if path.stat().st_size > cap:
+        raise ImportFailed(f"{where}: larger than {cap // (1 << 20)} MB.", details=[{"pointer": "", "message": f"{where}: too large"}])
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ImportFailed(f"{where}: not valid UTF-8 (byte {exc.start}).",
+                           details=[{"pointer": "", "message": f"{where}: invalid UTF-8 at byte {exc.start}"}])
+
+
+def _slugify(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:64].strip("-") or "task"
+
+
+def _environment_of(document: dict) -> tuple[str, int, dict]:
+    environment = dict(document.get("environment") or {})
+    slug = environment.pop("id", DEFAULT_ENVIRONMENT)
+    number = environment.pop("version", 1)
+    return slug, number, environment
+
+
+def tasks_jsonl_candidates(path: Path, *, pack_root: Path | None = None) -> Iterator[Candidate | Rejection]:
+    """gymwright.task/v1 documents, one per line; their files come from the pack folder next to it."""
+    first_line: dict[str, int] = {}
+    if path.stat().st_size > settings.IMPORT_MAX_BYTES:
+        raise ImportFailed(f"{path.name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).")
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"line {number}"
+            if number > settings.IMPORT_MAX_ROWS:
+                yield Rejection(where, f"more than {settings.IMPORT_MAX_ROWS} rows (GYMWRIGHT_IMPORT_MAX_ROWS); "
+                                       "the rest was not read")
+                return
+            if not raw.strip():
+                continue
+            try:
+                document = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                yield Rejection(where, f"not valid UTF-8 (byte {exc.start})")
+                continue
+            except (json.JSONDecodeError, RecursionError) as exc:
+                yield Rejection(where, f"invalid JSON: {getattr(exc, 'msg', exc)} (column {getattr(exc, 'colno', '?')})")
+                continue
+            issues = validate_task(document)
+            slug = document.get("id") if isinstance(document, dict) and isinstance(document.get("id"), str) else None
+            if issues:
+                yield Rejection(where, issues[0].message, issues[0].pointer or "", slug)
+                continue
+            if slug in first_line:
+                yield Rejection(where, f"duplicate task id {slug!r} (first on line {first_line[slug]})", "/id", slug)
+                continue
+            first_line[slug] = number
+            files: dict[str, bytes] = {}
+            if pack_root is not None:
+                task_root = pack_root / "tasks" / slug
+                for entry in document.get("files") or []:
+                    _pack_file(files, task_root / "files", entry)
+                for entry in (document.get("environment") or {}).get("files") or []:
+                    _pack_file(files, task_root / "environment" / "env", entry)
+            content = {key: document.get(key) for key in TASK_KEYS}
+            content["title"] = content["title"] or slug  # optional in the format, required in Gymwright
+            yield Candidate(where=where, slug=slug, content=content,
+                            environment=_environment_of(document), number=int(document.get("version") or 1),
+                            files=files)
+
+
+def _pack_file(files: dict, folder: Path, entry: dict) -> None:
+    path = folder / entry["path"]
+    if path.is_file() and not path.is_symlink() and path.stat().st_size <= settings.UPLOAD_MAX_BYTES:
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() == entry["sha256"]:
+            files[entry["sha256"]] = data
+
+
+PROMPT_COLUMNS = ("prompt", "question", "instruction", "input")
+ANSWER_COLUMNS = ("answer", "reference_answer", "reference", "solution", "target", "expected")
+ID_COLUMNS = ("id", "slug", "task_id")
+
+
+def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
+    """Rows of a CSV / JSONL / Parquet table: prompt, reference answer, rubric (JSON) or criteria (text)."""
+    import pandas as pd
+
+    if path.stat().st_size > settings.IMPORT_MAX_BYTES:
+        raise ImportFailed(f"{path.name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).")
+    try:
+        if path.suffix.lower() == ".csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8",
+                                nrows=settings.IMPORT_MAX_ROWS + 1)
+        elif path.suffix.lower() == ".parquet":
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_json(path, lines=True, dtype=False, encoding="utf-8")
+    except Exception as exc:  # noqa: BLE001 - any parser error: the file as a whole is unreadable
+        raise ImportFailed(f"{path.name} could not be read as a table: {exc}; nothing was imported.",
+                           details=[{"pointer": "", "message": str(exc)[:300]}])
+    frame.columns = [str(column).strip().lower() for column in frame.columns]
+    prompt_column = next((c for c in PROMPT_COLUMNS if c in frame.columns), None)
+    if prompt_column is None:
+        raise ImportFailed(f"{path.name} has no prompt column (one of {', '.join(PROMPT_COLUMNS)}); nothing was imported.",
+                           details=[{"pointer": "/prompt", "message": "missing column"}])
+    if len(frame) > settings.IMPORT_MAX_ROWS:
+        raise ImportFailed(f"{path.name} has more than {settings.IMPORT_MAX_ROWS} rows (GYMWRIGHT_IMPORT_MAX_ROWS); "
+                           "nothing was imported.")
+    answer_column = next((c for c in ANSWER_COLUMNS if c in frame.columns), None)
+    id_column = next((c for c in ID_COLUMNS if c in frame.columns), None)
+    stem = _slugify(path.stem)[:50]
+    seen: dict[str, int] = {}
+    for index, row in enumerate(frame.to_dict("records"), start=1):
+        where = f"row {index}"
+        slug = str(row.get(id_column) or "").strip() if id_column else f"{stem}-{index:05d}"
+        prompt = _cell(row.get(prompt_column))
+        answer = _cell(row.get(answer_column)) if answer_column else ""
+        if not prompt:
+            yield Rejection(where, "the prompt is empty", "/prompt", slug or None)
+            continue
+        if slug in seen:
+            yield Rejection(where, f"duplicate task id {slug!r} (first in row {seen[slug]})", "/id", slug)
+            continue
+        seen[slug] = index
+        rubric = row.get("rubric")
+        if isinstance(rubric, str) and rubric.strip():
+            try:
+                rubric = json.loads(rubric)
+            except json.JSONDecodeError as exc:
+                yield Rejection(where, f"the rubric is not valid JSON: {exc.msg} (column {exc.colno})", "/rubric", slug)
+                continue
+        elif not isinstance(rubric, dict):
+            rubric = None
+        if rubric is None:
+            criteria = [line.strip(" -*\t") for line in _cell(row.get("criteria")).splitlines() if line.strip(" -*\t")]
+            if not criteria:
+                yield Rejection(where, "needs a rubric (JSON) or criteria (one plain-language criterion per line)",
+                                "/rubric", slug)
+                continue
+            checks = [{"id": f"criterion_{number}", "kind": "llm_judge", "points": 1, "criterion": criterion,
+                       **({"reference": answer} if answer else {})} for number, criterion in enumerate(criteria, 1)]
+            rubric = {"schema": "gymwright.rubric/v1", "checks": checks}
+        tags = [t.strip() for t in _cell(row.get("tags")).split(",") if t.strip()]
+        yield Candidate(where=where, slug=slug, environment=None, content={
+            "title": _cell(row.get("title")) or prompt.splitlines()[0][:120], "prompt": prompt, "rubric": rubric,
+            "solution": {"script": None, "answer": answer or None}, "files": [], "tags": tags, "metadata": {}})
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value)
+
+
+HARBOR_REWARD_CHECK = ("mkdir -p /logs/verifier; ln -sfn \"$PWD/tests\" /tests 2>/dev/null; "
+                       "bash /tests/test.sh >/dev/null 2>&1; "
+                       "awk '{exit !($1 >= 1)}' /logs/verifier/reward.txt")
+
+
+def _folder_files(root: Path, prefix: str, where: str) -> tuple[list[dict], dict[str, bytes]]:
+    entries, files = [], {}
+    if not root.is_dir():
+        return entries, files
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            raise ImportFailed(f"{where}/{path.relative_to(root.parent)}: a symbolic link; links are not imported.")
+        if not path.is_file():
+            continue
+        if path.stat().st_size > settings.UPLOAD_MAX_BYTES:
+            raise ImportFailed(f"{where}/{path.relative_to(root.parent)}: larger than the upload limit.")
+        data = path.read_bytes()
+        sha256 = hashlib.sha256(data).hexdigest()
+        entries.append({"path": f"{prefix}{path.relative_to(root).as_posix()}", "sha256": sha256})
+        files[sha256] = data
+    return entries, files
+
+
+def harbor_candidate(folder: Path, where: str) -> Candidate | Rejection:
+    """A Harbor task folder (task.toml, instruction.md, environment/, solution/, tests/)."""
+    try:
+        config = tomllib.loads(_read_text(folder / "task.toml", f"{where}/task.toml"))
+    except tomllib.TOMLDecodeError as exc:
+        return Rejection(f"{where}/task.toml", f"does not parse as TOML: {exc}")
+    except ImportFailed as exc:
+        return Rejection(f"{where}/task.toml", exc.message)
+    name = (config.get("task") or {}).get("name") if isinstance(config.get("task"), dict) else None
+    slug = _slugify((name or folder.name).split("/")[-1])
+    try:
+        instruction = _read_text(folder / "instruction.md", f"{where}/instruction.md")
+    except ImportFailed as exc:
+        return Rejection(f"{where}/instruction.md", exc.message, slug=slug)
+    dockerfile_path = folder / "environment" / "Dockerfile"
+    dockerfile = _read_text(dockerfile_path, f"{where}/environment/Dockerfile") if dockerfile_path.is_file() else None
+    solve = folder / "solution" / "solve.sh"
+    script = _read_text(solve, f"{where}/solution/solve.sh") if solve.is_file() else None
+    test_entries, files = _folder_files(folder / "tests", "tests/", where)
+    test_entries = [{**entry, "role": "grader"} for entry in test_entries]
+    timeout = int(float((config.get("verifier") or {}).get("timeout_sec") or 600))
+    keywords = (config.get("task") or {}).get("keywords") or (config.get("metadata") or {}).get("tags") or []
+    return Candidate(where=where, slug=slug, number=1, files=files,
+                     environment=(f"harbor-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}), content={
+                         "title": ((config.get("task") or {}).get("description") or slug)[:200], "prompt": instruction,
+                         "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+                             {"id": "tests_pass", "kind": "command", "points": 1, "run": HARBOR_REWARD_CHECK,
+                              "expect_exit": 0, "timeout_s": max(1, min(timeout, 86400))}]},
+                         "solution": {"script": script, "answer": None}, "files": test_entries,
+                         "tags": [str(k) for k in keywords if isinstance(k, str)][:20],
+                         "metadata": {"source": "harbor", "harbor_name": name or folder.name}})
+
+
+def terminal_bench_candidate(folder: Path, where: str) -> Candidate | Rejection:
+    """A Terminal-Bench task folder (task.yaml, Dockerfile, solution.sh, run-tests.sh, tests/)."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(_read_text(folder / "task.yaml", f"{where}/task.yaml"))
+    except yaml.YAMLError as exc:
+        return Rejection(f"{where}/task.yaml", f"does not parse as YAML: {str(exc).splitlines()[0]}")
+    except ImportFailed as exc:
+        return Rejection(f"{where}/task.yaml", exc.message)
+    if not isinstance(config, dict):
+        return Rejection(f"{where}/task.yaml", "is not a mapping")
+    slug = _slugify(folder.name)
+    instruction = config.get("instruction")
+    if not instruction and isinstance(config.get("descriptions"), list) and config["descriptions"]:
+        instruction = (config["descriptions"][0] or {}).get("description")
+    if not isinstance(instruction, str) or not instruction.strip():
+        return Rejection(f"{where}/task.yaml", "has no instruction", "/instruction", slug)
+    dockerfile = _read_text(folder / "Dockerfile", f"{where}/Dockerfile") if (folder / "Dockerfile").is_file() else None
+    script = _read_text(folder / "solution.sh", f"{where}/solution.sh") if (folder / "solution.sh").is_file() else None
+    test_entries, files = _folder_files(folder / "tests", "tests/", where)
+    run_tests = folder / "run-tests.sh"
+    if run_tests.is_file():
+        data = run_tests.read_bytes()
+        files[hashlib.sha256(data).hexdigest()] = data
+        test_entries.append({"path": "run-tests.sh", "sha256": hashlib.sha256(data).hexdigest()})
+    test_entries = [{**entry, "role": "grader"} for entry in test_entries]
+    timeout = int(float(config.get("max_test_timeout_sec") or 600))
+    return Candidate(where=where, slug=slug, number=1, files=files,
+                     environment=(f"tbench-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}), content={
+                         "title": slug, "prompt": instruction,
+                         "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+                             {"id": "tests_pass", "kind": "command", "points": 1, "run": "bash run-tests.sh",
+                              "expect_exit": 0, "timeout_s": max(1, min(timeout, 86400))}]},
+                         "solution": {"script": script, "answer": None}, "files": test_entries,
+                         "tags": [str(t) for t in config.get("tags") or [] if isinstance(t, str)][:20],
+                         "metadata": {"source": "terminal-bench"}})
+
+
+def folder_candidates(root: Path, label: str) -> Iterator[Candidate | Rejection]:
+    if (root / "tasks.jsonl").is_file():
+        yield from tasks_jsonl_candidates(root / "tasks.jsonl", pack_root=root)
+        return
+    folders = [root] if (root / "task.toml").exists() or (root / "task.yaml").exists() else \
+        sorted(path for path in root.iterdir() if path.is_dir() and not path.is_symlink())
+    found = False
+    for folder in folders:
+        where = label if folder == root else f"{label}/{folder.name}"
+        if (folder / "task.toml").exists():
+            found = True
+            yield harbor_candidate(folder, where)
+        elif (folder / "task.yaml").exists():
+            found = True
+            yield terminal_bench_candidate(folder, where)
+    if not found:
+        children = [path for path in root.iterdir() if path.is_dir()]
+        if len(children) == 1 and not any(path.is_file() for path in root.iterdir()):
+            yield from folder_candidates(children[0], f"{label}/{children[0].name}")
+            return
+        raise ImportFailed(f"{label}: no tasks.jsonl, task.toml or task.yaml found; nothing was imported.")
+
+
+def source_candidates(path: Path, scratch: Path) -> Iterator[Candidate | Rejection]:
+    name = path.name.lower()
+    if path.is_dir():
+        yield from folder_candidates(path, path.name)
+    elif name.endswith((".tar.gz", ".tgz")):
+        extract_archive(path, scratch / "unpacked")
+        yield from folder_candidates(scratch / "unpacked", path.name)
+    elif name.endswith(".jsonl"):
+        with open(path, "rb") as handle:
+            first = next((line for line in handle if line.strip()), b"")
+        try:
+            is_tasks = json.loads(first.decode("utf-8", "replace")).get("schema") == TASK_SCHEMA
+        except (ValueError, AttributeError):
+            is_tasks = False
+        yield from (tasks_jsonl_candidates(path, pack_root=path.parent) if is_tasks else table_candidates(path))
+    elif name.endswith((".csv", ".parquet")):
+        yield from table_candidates(path)
+    else:
+        raise DomainError(f"{path.name}: import a tasks.jsonl, a .csv/.jsonl/.parquet table, a folder or a .tar.gz.",
+                          code="usage", details=[{"pointer": "/file", "message": "unknown kind of file"}])
+
+
+# ---------------------------------------------------------------------------------------------- import
+
+
+class _DryRunRollback(Exception):
+    pass
+
+
+def tasks_import(*, path: str | Path, user, environment: str | None = None, dry_run: bool = False,
+                 approve_as=None) -> ImportReport:
+    """Import every task of `path`; see the module docstring. Raises ImportFailed / DomainError for
+    a source that fails as a whole (nothing imported), NotAllowed for missing rights."""
+    path = Path(path)
+    if not permissions.can_author(user):
+        raise NotAllowed("Only authors and admins can import tasks.")
+    if approve_as is not None and not permissions.is_admin(approve_as):
+        raise NotAllowed(f"--approve-as {approve_as.get_username()}: only an admin may approve imported tasks.",
+                         details=[{"pointer": "/approve_as", "message": "not an admin"}])
+    default_environment = None
+    if environment:
+        default_environment = Environment.objects.filter(slug=environment).select_related("latest_version").first()
+        if default_environment is None or default_environment.latest_version is None:
+            raise DomainError(f"There is no environment {environment!r}.",
+                              details=[{"pointer": "/environment", "message": "no such environment"}])
+    if not path.exists():
+        raise DomainError(f"{path} does not exist.", code="usage", details=[{"pointer": "/file", "message": "not found"}])
+    scratch_root = Path(settings.PACK_SCRATCH_DIR)
+    scratch_root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="import-", dir=scratch_root))
+    lines: list[ReportLine] = []
+    try:
+        try:
+            with transaction.atomic():
+                _run(source_candidates(path, scratch), lines, user=user, default_environment=default_environment,
+                     dry_run=dry_run, approve_as=approve_as)
+                if dry_run:
+                    raise _DryRunRollback()
+        except _DryRunRollback:
+            pass
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return ImportReport(lines=lines, dry_run=dry_run)
+
+
+def _run(candidates, lines, *, user, default_environment, dry_run, approve_as) -> None:
+    batch: list = []
+    for candidate in candidates:
+        batch.append(candidate)
+        if len(batch) >= BATCH:
+            _import_batch(batch, lines, user=user, default_environment=default_environment, dry_run=dry_run,
+                          approve_as=approve_as)
+            batch = []
+    if batch:
+        _import_batch(batch, lines, user=user, default_environment=default_environment, dry_run=dry_run,
+                      approve_as=approve_as)
+
+
+def _reject(lines, where, exc: DomainError, slug=None) -> None:
+    detail = exc.details[0] if exc.details else {}
+    lines.append(ReportLine(where=where, status="rejected", task=slug, message=exc.message,
+                            pointer=detail.get("pointer")))
+
+
+def _store_files(candidate: Candidate, dry_run: bool) -> None:
+    known = set(Blob.objects.filter(sha256__in=list(candidate.files)).values_list("sha256", flat=True))
+    for sha256, data in candidate.files.items():
+        if sha256 in known:
+            continue
+        if dry_run:  # a row for validation only; the dry run's transaction is rolled back
+            Blob.objects.create(sha256=sha256, size=len(data), file="")
+        else:
+            authoring_services.blob_store(data=data)
+
+
+def _import_batch(batch, all_lines, *, user, default_environment, dry_run, approve_as) -> None:
+    """Import one batch; its report lines keep the source's order."""
+    placed: list[tuple[int, ReportLine]] = []
+    _import_batch_lines(batch, placed, user=user, default_environment=default_environment, dry_run=dry_run,
+                        approve_as=approve_as)
+    all_lines.extend(line for _, line in sorted(placed, key=lambda pair: pair[0]))
+
+
+class _Placed:
+    """Report lines tagged with their candidate's position in the batch."""
+
+    def __init__(self, placed: list, position: int):
+        self.placed, self.position = placed, position
+
+    def append(self, line: ReportLine) -> None:
+        self.placed.append((self.position, line))
+
+
+def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, approve_as) -> None:
+    environments: dict[tuple, Any] = {}
+    new_items, new_where, new_position, created_versions = [], [], [], []
+    existing = {task.slug: task for task in Task.objects.filter(
+        slug__in=[c.slug for c in batch if isinstance(c, Candidate)]).select_related("latest_version")}
+    for position, candidate in enumerate(batch):
+        lines = _Placed(placed, position)
+        if isinstance(candidate, Rejection):
+            lines.append(ReportLine(where=candidate.where, status="rejected", task=candidate.slug,
+                                    message=candidate.message, pointer=candidate.pointer))
+            continue
+        try:
+            with transaction.atomic():
+                if candidate.files:
+                    _store_files(candidate, dry_run)
+                if candidate.environment is None:
+                    if default_environment is None:
+                        key = (DEFAULT_ENVIRONMENT, 1, "{}")
+                        if key not in environments:
+                            environments[key] = authoring_services.environment_version_import(
+                                slug=DEFAULT_ENVIRONMENT, number=1, spec={}, author=user)
+                        environment_version = environments[key]
+                    else:
+                        environment_version = default_environment.latest_version
+                else:
+                    slug, number, spec = candidate.environment
+                    key = (slug, number, json.dumps(spec, sort_keys=True))
+                    if key not in environments:
+                        environments[key] = authoring_services.environment_version_import(
+                            slug=slug, number=number, spec=spec, author=user)
+                    environment_version = environments[key]
+                task = existing.get(candidate.slug)
+                if task is None:
+                    new_items.append({"slug": candidate.slug, "environment_version": environment_version,
+                                      "content": candidate.content, "number": candidate.number})
+                    new_where.append(candidate.where)
+                    new_position.append(position)
+                    continue
+                if task.environment_id != environment_version.environment_id:
+                    raise DomainError(f"task {task.slug} exists in environment {task.environment.slug}",
+                                      details=[{"pointer": "/environment/id", "message": "another environment than the existing task's"}])
+                version, changed = authoring_services.task_version_create(
+                    task=task, author=user, base_version=task.latest_version.number if task.latest_version else None,
+                    content={**candidate.content, "environment_version": environment_version}, message="imported")
+                lines.append(ReportLine(where=candidate.where, task=task.slug, version=version.number,
+                                        status=("would_add_version" if dry_run else "new_version") if changed else "unchanged"))
+                if changed:
+                    created_versions.append(version)
+        except DomainError as exc:
+            _reject(lines, candidate.where, exc, candidate.slug)
+    if new_items:
+        created, rejected = authoring_services.tasks_bulk_create(author=user, items=new_items)
+        results = {index: ("ok", version) for index, version in created}
+        results.update({index: ("rejected", exc) for index, exc in rejected})
+        for index in range(len(new_items)):
+            kind, value = results[index]
+            lines = _Placed(placed, new_position[index])
+            if kind == "ok":
+                lines.append(ReportLine(where=new_where[index], status="would_create" if dry_run else "created",
+                                        task=new_items[index]["slug"], version=value.number))
+                created_versions.append(value)
+            else:
+                _reject(lines, new_where[index], value, new_items[index]["slug"])
+    if approve_as is not None and created_versions:
+        _approve(created_versions, approve_as)
+
+
+def _approve(versions, admin) -> None:
+    """Record each version as approved by `admin` (a bulk import of an already-reviewed dataset), audited."""
+    from review.models import Review
+
+    Review.objects.bulk_create([Review(task_version=version, reviewer=admin, decision=Review.Decision.APPROVE,
+                                       comment="approved on import (--approve-as)") for version in versions])
+    tasks = list(Task.objects.filter(pk__in=[version.task_id for version in versions]))
+    by_task = {version.task_id: version for version in versions}
+    for task in tasks:
+        task.status, task.approved_version = Task.Status.APPROVED, by_task[task.pk]
+    Task.objects.bulk_update(tasks, ["status", "approved_version"])
+    content_type = ContentType.objects.get_for_model(Task)
+    AuditEvent.objects.bulk_create([
+        AuditEvent(actor=admin, verb=AuditEvent.Verb.APPROVE, content_type=content_type, object_id=task.pk,
+                   summary=f"{task.slug} v{by_task[task.pk].number} (approved on import)"[:300],
+                   data={"version": by_task[task.pk].number, "approve_as": True})
+        for task in tasks])
+

@@ -1,0 +1,60 @@
+"""`manage.py import_tasks PATH [--dry-run] [--environment SLUG] [--approve-as USERNAME]`
+(RUBRIC.md, "Command-line contract"). Exit 0 when everything was imported, 1 when anything was
+rejected (or the file failed as a whole), 2 for usage errors."""
+
+from __future__ import annotations
+
+import sys
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from gymwright.errors import DomainError, NotAllowed
+from packs import importer
+
+
+class Command(BaseCommand):
+    help = ("Import a tasks.jsonl, a CSV/JSONL/Parquet table, or a folder / .tar.gz of Harbor or Terminal-Bench "
+            "tasks; print one line per task or rejected row.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("path")
+        parser.add_argument("--dry-run", action="store_true", help="show what would be created; write nothing")
+        parser.add_argument("--environment", help="environment (slug) for table rows (default: 'imported')")
+        parser.add_argument("--approve-as", help="an admin's username: record each imported version as approved by them")
+        parser.add_argument("--as-user", help="the author of the imported tasks (default: the --approve-as admin, "
+                                              "else the first admin)")
+
+    def handle(self, *args, **options):
+        users = get_user_model().objects
+        approve_as = None
+        if options["approve_as"]:
+            approve_as = users.filter(username=options["approve_as"]).first()
+            if approve_as is None:
+                raise CommandError(f"--approve-as: there is no user {options['approve_as']!r}", returncode=2)
+        if options["as_user"]:
+            author = users.filter(username=options["as_user"]).first()
+            if author is None:
+                raise CommandError(f"--as-user: there is no user {options['as_user']!r}", returncode=2)
+        else:
+            author = approve_as or users.filter(is_superuser=True).order_by("pk").first() or \
+                users.filter(groups__name="admin").order_by("pk").first()
+            if author is None:
+                raise CommandError("no admin user to import as; create one or pass --as-user", returncode=2)
+        try:
+            report = importer.tasks_import(path=options["path"], user=author, environment=options["environment"],
+                                           dry_run=options["dry_run"], approve_as=approve_as)
+        except importer.ImportFailed as exc:
+            raise CommandError(exc.message, returncode=1)
+        except NotAllowed as exc:
+            raise CommandError(exc.message, returncode=2)
+        except DomainError as exc:
+            raise CommandError(exc.message, returncode=2 if exc.code in ("usage", "invalid") else 1)
+        for line in report.lines:
+            self.stdout.write(line.text())
+        summary = (f"{'dry run: ' if report.dry_run else ''}{report.imported} imported, {report.rejected} rejected"
+                   + (f", approved as {approve_as.get_username()}" if approve_as and not report.dry_run else ""))
+        self.stdout.write(summary)
+        if report.rejected:
+            sys.stdout.flush()
+            raise CommandError(f"{report.rejected} rejected", returncode=1)

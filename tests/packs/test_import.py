@@ -1,0 +1,177 @@
+"""Importing tasks: a pack's tasks.jsonl (round trip), tables of simple rows, Harbor and Terminal-Bench folders."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from authoring import services as authoring_services
+from authoring.models import AuditEvent, Blob, Environment, Task, TaskVersion
+from packs import importer, services
+from packs.models import PackEntry, PackVersion, TaskPack
+from review.models import Review
+from tests.packs.conftest import make_approved
+from tests.support.venvs import harbor_bin
+
+
+def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, reviewer, admin_user, lab, tmp_path, capsys):
+    blob = authoring_services.blob_store(data=b"#!/bin/sh\nexit 0\n")
+    data = authoring_services.blob_store(data=b"a,b\n1,2\n")
+    for index in range(6):
+        make_approved(author=author, reviewer=reviewer, slug=f"round-{index}",
+                      files=[{"path": "data/table.csv", "sha256": data.sha256},
+                             {"path": "checks/grade.sh", "sha256": blob.sha256, "role": "grader"}] if index % 2 else None)
+    first_out = tmp_path / "first.tar.gz"
+    call_command("export_pack", "round", "--out", str(first_out))
+    first = PackVersion.objects.get(pack__slug="round")
+    first_tasks = first.manifest["tasks"]
+    first_shas = dict(TaskVersion.objects.values_list("task__slug", "sha256"))
+
+    # another database: nothing of the first one is left, not even the files' blobs
+    PackEntry.objects.all().delete(), PackVersion.objects.all().delete(), TaskPack.objects.all().delete()
+    Review.objects.all().delete()
+    Task.objects.update(latest_version=None, approved_version=None)
+    TaskVersion.objects.all().delete(), Task.objects.all().delete()
+    Environment.objects.update(latest_version=None)
+    Environment.objects.all().delete() if False else None
+    from authoring.models import EnvironmentVersion
+    EnvironmentVersion.objects.all().delete(), Environment.objects.all().delete(), Blob.objects.all().delete()
+    assert not Task.objects.exists()
+
+    capsys.readouterr()
+    call_command("import_tasks", str(first_out), "--approve-as", admin_user.username)
+    printed = capsys.readouterr().out
+    assert "6 imported, 0 rejected, approved as adam" in printed
+    assert "line 1: created round-0 v1" in printed
+    assert dict(TaskVersion.objects.values_list("task__slug", "sha256")) == first_shas
+    assert AuditEvent.objects.filter(verb="approve", data__approve_as=True).count() == 6
+
+    second_out = tmp_path / "second.tar.gz"
+    call_command("export_pack", "round", "--out", str(second_out))
+    second = PackVersion.objects.get(pack__slug="round")
+    assert second.manifest["tasks"] == first_tasks
+    assert second.content_sha256 == first.content_sha256
+    assert second.manifest["files"] == first.manifest["files"]
+
+
+def write_csv(path: Path, rows: list[dict]) -> Path:
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+TABLE_ROWS = [
+    {"id": "capital-france", "prompt": "What is the capital of France?", "answer": "Paris",
+     "rubric": json.dumps({"schema": "gymwright.rubric/v1", "checks": [
+         {"id": "paris", "kind": "string_match", "points": 1, "mode": "contains", "expected": "Paris"}]}),
+     "criteria": ""},
+    {"id": "explain-tides", "prompt": "Explain tides.", "answer": "", "rubric": "",
+     "criteria": "Mentions the moon's gravity\nMentions two bulges"},
+    {"id": "bad-rubric", "prompt": "x", "answer": "", "rubric": json.dumps({"schema": "gymwright.rubric/v1",
+                                                                           "checks": [{"id": "BAD ID", "kind": "regex", "points": 1, "pattern": "a"}]}), "criteria": ""},
+    {"id": "no-rubric", "prompt": "y", "answer": "", "rubric": "", "criteria": ""},
+    {"id": "capital-france", "prompt": "again", "answer": "", "rubric": "", "criteria": "c"},
+]
+
+
+def test_a_table_imports_its_good_rows_and_reports_each_bad_one_with_row_and_pointer(author, tmp_path):
+    path = write_csv(tmp_path / "rows.csv", TABLE_ROWS)
+    dry = importer.tasks_import(path=path, user=author, dry_run=True)
+    assert [line.status for line in dry.lines] == ["would_create", "would_create", "rejected", "rejected", "rejected"], dry.as_dict()
+    assert not Task.objects.exists() and not Environment.objects.exists()
+    report = importer.tasks_import(path=path, user=author)
+    by_where = {line.where: line for line in report.lines}
+    assert by_where["row 1"].status == "created" and by_where["row 2"].status == "created"
+    assert by_where["row 3"].status == "rejected" and by_where["row 3"].pointer.startswith("/rubric/checks/0/id")
+    assert by_where["row 4"].pointer == "/rubric" and "criteria" in by_where["row 4"].message
+    assert by_where["row 5"].pointer == "/id" and "duplicate" in by_where["row 5"].message
+    tides = Task.objects.get(slug="explain-tides").latest_version.spec
+    assert [check["kind"] for check in tides["rubric"]["checks"]] == ["llm_judge", "llm_judge"]
+    assert tides["rubric"]["checks"][1]["criterion"] == "Mentions two bulges"
+    assert Task.objects.get(slug="capital-france").latest_version.spec["solution"]["answer"] == "Paris"
+    # again: nothing changed
+    again = importer.tasks_import(path=path, user=author)
+    assert [line.status for line in again.lines[:2]] == ["unchanged", "unchanged"]
+
+
+def test_jsonl_and_parquet_tables_import_the_same_way(author, tmp_path):
+    frame = pd.DataFrame([{"prompt": "Say hi", "reference_answer": "hi", "criteria": "Greets"}] * 3)
+    frame.to_parquet(tmp_path / "greet.parquet")
+    frame.to_json(tmp_path / "greet2.jsonl", orient="records", lines=True)
+    assert importer.tasks_import(path=tmp_path / "greet.parquet", user=author).imported == 3
+    assert importer.tasks_import(path=tmp_path / "greet2.jsonl", user=author).imported == 3
+    assert sorted(Task.objects.values_list("slug", flat=True))[:2] == ["greet-00001", "greet-00002"]
+
+
+def test_import_tasks_command_exit_codes(author, admin_user, tmp_path, capsys):
+    good = write_csv(tmp_path / "good.csv", TABLE_ROWS[:2])
+    call_command("import_tasks", str(good), "--dry-run")
+    assert "dry run: 2 imported, 0 rejected" in capsys.readouterr().out
+    assert not Task.objects.exists()
+    mixed = write_csv(tmp_path / "mixed.csv", TABLE_ROWS)
+    with pytest.raises(CommandError) as failure:
+        call_command("import_tasks", str(mixed))
+    assert failure.value.returncode == 1
+    assert "row 3: rejected bad-rubric: /rubric/checks/0/id" in capsys.readouterr().out
+    with pytest.raises(CommandError) as usage:
+        call_command("import_tasks", str(tmp_path / "missing.csv"))
+    assert usage.value.returncode == 2
+    with pytest.raises(CommandError) as not_admin:
+        call_command("import_tasks", str(good), "--approve-as", author.username)
+    assert not_admin.value.returncode == 2
+
+
+def harbor_init(root: Path, name: str, instruction: str) -> Path:
+    done = subprocess.run([harbor_bin(), "init", "--task", f"acme/{name}", "-o", str(root), "--no-pytest"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = root / name
+    (folder / "instruction.md").write_text(instruction)
+    (folder / "solution" / "solve.sh").write_text("#!/bin/bash\necho hello > /app/out.txt\n")
+    (folder / "tests" / "test.sh").write_text("#!/bin/bash\ngrep -q hello /app/out.txt && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    return folder
+
+
+def test_harbor_task_folders_made_by_harbor_init_import_as_tasks(author, tmp_path):
+    harbor_init(tmp_path / "harbor", "say-hello", "Write hello to /app/out.txt.")
+    harbor_init(tmp_path / "harbor", "say-bye", "Write bye.")
+    report = importer.tasks_import(path=tmp_path / "harbor", user=author)
+    assert [(line.where, line.status, line.task) for line in report.lines] == [
+        ("harbor/say-bye", "created", "say-bye"), ("harbor/say-hello", "created", "say-hello")]
+    spec = Task.objects.get(slug="say-hello").latest_version.spec
+    assert spec["prompt"] == "Write hello to /app/out.txt."
+    assert spec["environment"]["dockerfile"].startswith("FROM ubuntu:24.04")
+    assert spec["solution"]["script"].startswith("#!/bin/bash")
+    check = spec["rubric"]["checks"][0]
+    assert check["kind"] == "command" and "test.sh" in check["run"] and "reward.txt" in check["run"]
+    assert {entry["path"]: entry.get("role") for entry in spec["files"]}["tests/test.sh"] == "grader"
+    # the same folders as a .tar.gz
+    with tarfile.open(tmp_path / "harbor.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "harbor", arcname="harbor")
+    again = importer.tasks_import(path=tmp_path / "harbor.tar.gz", user=author)
+    assert [line.status for line in again.lines] == ["unchanged", "unchanged"]
+
+
+def test_terminal_bench_task_folders_import_as_tasks(author, tmp_path):
+    folder = tmp_path / "tb" / "hello-world"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "task.yaml").write_text("instruction: |\n  Create hello.txt containing Hello, world!\n"
+                                      "difficulty: easy\ntags: [file-operations]\nmax_test_timeout_sec: 60\n")
+    (folder / "Dockerfile").write_text("FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest\nWORKDIR /app\n")
+    (folder / "solution.sh").write_text("echo 'Hello, world!' > hello.txt\n")
+    (folder / "run-tests.sh").write_text("pytest tests/test_outputs.py\n")
+    (folder / "tests" / "test_outputs.py").write_text("def test_hello():\n    assert open('hello.txt').read()\n")
+    report = importer.tasks_import(path=tmp_path / "tb", user=author)
+    assert [(line.status, line.task) for line in report.lines] == [("created", "hello-world")]
+    spec = Task.objects.get(slug="hello-world").latest_version.spec
+    assert spec["prompt"].startswith("Create hello.txt") and spec["tags"] == ["file-operations"]
+    assert spec["rubric"]["checks"][0]["run"] == "bash run-tests.sh"
+    assert spec["rubric"]["checks"][0]["timeout_s"] == 60

@@ -1,0 +1,158 @@
+"""Abuse suite for imports: hostile archives and files fail with a clear error naming the member,
+write nothing outside the import's own scratch folder, and never import anything."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from authoring.models import Task
+from gymwright.errors import DomainError
+from packs import importer
+
+TASK_TOML = b'schema_version = "1.4"\n[task]\nname = "acme/ok"\n'
+
+
+def archive_with(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], *, raw_names=False) -> Path:
+    with tarfile.open(path, "w:gz", format=tarfile.GNU_FORMAT if raw_names else tarfile.PAX_FORMAT,
+                      encoding="utf-8", errors="surrogateescape") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def regular(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    return info, data
+
+
+def special(name: str, kind: bytes, linkname: str = "") -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    return info, None
+
+
+@pytest.fixture
+def scratch(settings, tmp_path):
+    settings.PACK_SCRATCH_DIR = tmp_path / "scratch"
+    return tmp_path
+
+
+def assert_refused(path: Path, author, member: str, why: str, scratch: Path) -> None:
+    before = set(scratch.parent.rglob("*")) if False else None
+    with pytest.raises(importer.ImportFailed) as failure:
+        importer.tasks_import(path=path, user=author)
+    assert member in failure.value.message and why in failure.value.message, failure.value.message
+    assert "nothing was imported" in failure.value.message
+    assert not Task.objects.exists()
+    # the scratch folder is removed, and nothing landed outside it
+    assert list((scratch / "scratch").iterdir()) == []
+    assert not (scratch / "escaped").exists() and not Path("/tmp/gymwright-escaped").exists()
+
+
+@pytest.mark.parametrize("member, why", [
+    (regular("../escaped/evil.txt", b"x"), "'..' would leave"),
+    (regular("/tmp/gymwright-escaped", b"x"), "an absolute path"),
+    (special("pack/link", tarfile.SYMTYPE, "/etc/passwd"), "a symbolic link"),
+    (special("pack/hard", tarfile.LNKTYPE, "/etc/passwd"), "a hard link"),
+    (special("pack/hard2", tarfile.LNKTYPE, "pack/not-there"), "a hard link"),
+    (special("pack/dev", tarfile.CHRTYPE), "not a regular file"),
+    (special("pack/fifo", tarfile.FIFOTYPE), "not a regular file"),
+])
+def test_hostile_members_are_refused_by_name(author, scratch, member, why):
+    path = archive_with(scratch / "evil.tar.gz", [regular("pack/task.toml", TASK_TOML), member])
+    assert_refused(path, author, member[0].name, why, scratch)
+
+
+def test_a_member_name_that_is_not_utf8_is_refused(author, scratch):
+    info = tarfile.TarInfo("pack/caf\udce9.txt")  # the byte 0xE9 alone: Latin-1, not UTF-8
+    info.size = 1
+    path = archive_with(scratch / "latin1.tar.gz", [(info, b"x")], raw_names=True)
+    assert_refused(path, author, "pack/caf", "not valid UTF-8", scratch)
+
+
+def test_a_member_over_the_upload_cap_is_refused(author, scratch, settings):
+    settings.UPLOAD_MAX_BYTES = 1024
+    path = archive_with(scratch / "big.tar.gz", [regular("pack/big.bin", b"\0" * 4096)])
+    assert_refused(path, author, "pack/big.bin", "upload limit", scratch)
+
+
+def test_a_gzip_bomb_stops_at_the_cap_while_streaming(author, scratch, settings):
+    settings.IMPORT_MAX_BYTES = 2 << 20
+    settings.UPLOAD_MAX_BYTES = 1 << 40  # only the streaming cap can stop it
+    # a tar header claiming 1 TB, followed by zeros: tiny compressed, unbounded when unpacked
+    info = tarfile.TarInfo("pack/bomb.bin")
+    info.size = 1 << 40
+    header = info.tobuf(tarfile.GNU_FORMAT)
+    path = scratch / "bomb.tar.gz"
+    with gzip.open(path, "wb") as handle:
+        handle.write(header)
+        zeros = b"\0" * (1 << 20)
+        for _ in range(64):  # 64 MB of zeros, compressed to ~64 KB
+            handle.write(zeros)
+    assert path.stat().st_size < 1 << 20
+    assert_refused(path, author, "pack/bomb.bin", "stopped", scratch)
+
+
+def test_too_many_members_are_refused(author, scratch, settings):
+    settings.IMPORT_MAX_MEMBERS = 5
+    path = archive_with(scratch / "many.tar.gz", [regular(f"pack/f{i}", b"x") for i in range(10)])
+    assert_refused(path, author, "pack/f5", "more than 5 members", scratch)
+
+
+def test_a_damaged_archive_is_refused(author, scratch):
+    path = archive_with(scratch / "ok.tar.gz", [regular("pack/task.toml", TASK_TOML)])
+    path.write_bytes(path.read_bytes()[:30])
+    with pytest.raises(importer.ImportFailed, match="not a readable .tar.gz"):
+        importer.tasks_import(path=path, user=author)
+
+
+def test_unparsable_task_toml_and_yaml_are_reported_by_path_and_others_still_import(author, scratch):
+    root = scratch / "tasks"
+    for name, files in {
+        "bad-toml": {"task.toml": b"[task\nname = 1", "instruction.md": b"x"},
+        "bad-yaml": {"task.yaml": b"instruction: [unclosed", "Dockerfile": b"FROM x"},
+        "bad-utf8": {"task.toml": b'[task]\nname = "a/b"\n', "instruction.md": b"caf\xe9"},
+        "good": {"task.toml": TASK_TOML, "instruction.md": b"Do it.", "tests/test.sh": b"echo 1"},
+    }.items():
+        for relative, data in files.items():
+            (root / name / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / name / relative).write_bytes(data)
+    report = importer.tasks_import(path=root, user=author)
+    by_where = {line.where: line for line in report.lines}
+    assert "does not parse as TOML" in by_where["tasks/bad-toml/task.toml"].message
+    assert "does not parse as YAML" in by_where["tasks/bad-yaml/task.yaml"].message
+    assert "not valid UTF-8" in by_where["tasks/bad-utf8/instruction.md"].message
+    assert by_where["tasks/good"].status == "created", report.as_dict()
+    assert list(Task.objects.values_list("slug", flat=True)) == ["ok"]
+
+
+def test_duplicate_task_ids_and_bad_lines_in_tasks_jsonl_are_reported_per_line(author, scratch):
+    import json
+
+    document = {"schema": "gymwright.task/v1", "id": "dup", "version": 1, "prompt": "p",
+                "rubric": {"schema": "gymwright.rubric/v1", "checks": [{"id": "a", "kind": "regex", "points": 1, "pattern": "x"}]}}
+    path = scratch / "tasks.jsonl"
+    path.write_bytes(b"\n".join([json.dumps(document).encode(), json.dumps(document).encode(), b"{not json",
+                                 b'{"schema": "gymwright.task/v1", "id": "caf\xe9"}',
+                                 json.dumps({**document, "id": "other", "rubric": {"schema": "gymwright.rubric/v1", "checks": [], "extra": 1}}).encode()]))
+    report = importer.tasks_import(path=path, user=author)
+    lines = {line.where: line for line in report.lines}
+    assert lines["line 1"].status == "created", report.as_dict()
+    assert "duplicate task id 'dup'" in lines["line 2"].message and lines["line 2"].pointer == "/id"
+    assert "invalid JSON" in lines["line 3"].message
+    assert "UTF-8" in lines["line 4"].message
+    assert lines["line 5"].status == "rejected" and lines["line 5"].pointer.startswith("/rubric")
+
+
+def test_an_unknown_kind_of_file_is_a_usage_error(author, scratch):
+    path = scratch / "notes.txt"
+    path.write_text("hello")
+    with pytest.raises(DomainError) as failure:
+        importer.tasks_import(path=path, user=author)
+    assert failure.value.code == "usage"
