@@ -149,6 +149,34 @@ def _issues_to_error(issues, *, prefix_from: str = "", prefix_to: str = "", mess
     return DomainError(f"{message}: {summary}", details=details)
 
 
+# Environment limit -> (setting holding its ceiling, that setting's environment variable, unit shown).
+_LIMIT_CEILINGS = {
+    "memory_mb": ("SANDBOX_MAX_MEMORY_MB", "GYMWRIGHT_MAX_MEMORY_MB", "MB"),
+    "pids": ("SANDBOX_MAX_PIDS", "GYMWRIGHT_MAX_PIDS", "processes"),
+    "workspace_mb": ("SANDBOX_MAX_DISK_MB", "GYMWRIGHT_MAX_DISK_MB", "MB"),
+    "tmp_mb": ("SANDBOX_MAX_DISK_MB", "GYMWRIGHT_MAX_DISK_MB", "MB"),
+    "output_cap_bytes": ("SANDBOX_MAX_OUTPUT_CAP_BYTES", "GYMWRIGHT_MAX_OUTPUT_CAP_MB", "bytes"),
+    "timeout_s": ("SANDBOX_MAX_TIMEOUT_S", "GYMWRIGHT_MAX_TIMEOUT_S", "s"),
+    "exec_timeout_s": ("SANDBOX_MAX_TIMEOUT_S", "GYMWRIGHT_MAX_TIMEOUT_S", "s"),
+}
+
+
+def environment_limits_check(spec: dict, *, pointer_prefix: str = "") -> None:
+    """DomainError naming each limit of an environment spec that is over this server's ceiling."""
+    limits = spec.get("limits") or {}
+    details = []
+    for key, (setting, variable, unit) in _LIMIT_CEILINGS.items():
+        value = limits.get(key)
+        ceiling = getattr(settings, setting)
+        if isinstance(value, (int, float)) and value > ceiling:
+            details.append({"pointer": f"{pointer_prefix}/limits/{key}",
+                            "message": f"{key} {value:g} {unit} is over this server's ceiling of {ceiling:g} {unit} "
+                                       f"({variable})"})
+    if details:
+        summary = "; ".join(f"{d['pointer']}: {d['message']}" for d in details[:3])
+        raise DomainError(f"Limits over the server's ceilings: {summary}", code="over_ceiling", details=details)
+
+
 def environment_spec_validate(spec: dict) -> dict:
     """The spec with defaults filled in, or DomainError with pointers into the spec."""
     if not isinstance(spec, dict):
@@ -163,6 +191,7 @@ def environment_spec_validate(spec: dict) -> dict:
     issues = [issue for issue in validate_task(document) if issue.pointer.startswith("/environment")]
     if issues:
         raise _issues_to_error(issues, prefix_from="/environment", prefix_to="", message="Invalid environment")
+    environment_limits_check(full)
     nul_check(full, what="The environment")
     _check_blobs_exist(full.get("files") or [], "/files")
     return full

@@ -258,6 +258,17 @@ SANDBOX_SNAPSHOT_MAX_FILES = env_int("GYMWRIGHT_SNAPSHOT_MAX_FILES", 10000)
 SANDBOX_IO_TIMEOUT_S = float(env_str("GYMWRIGHT_SANDBOX_IO_TIMEOUT_S", "30"))
 # A RUNNING rollout whose heartbeat is older than this is stale (its worker died).
 ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)
+# Operator ceilings on what an environment may ask for (refused at save, with the field named, and at preview).
+SANDBOX_MAX_MEMORY_MB = env_int("GYMWRIGHT_MAX_MEMORY_MB", 4096)
+SANDBOX_MAX_PIDS = env_int("GYMWRIGHT_MAX_PIDS", 1024)
+SANDBOX_MAX_DISK_MB = env_int("GYMWRIGHT_MAX_DISK_MB", 4096)  # workspace_mb and tmp_mb
+SANDBOX_MAX_OUTPUT_CAP_BYTES = env_int("GYMWRIGHT_MAX_OUTPUT_CAP_MB", 16) * 1024 * 1024
+SANDBOX_MAX_TIMEOUT_S = env_int("GYMWRIGHT_MAX_TIMEOUT_S", 3600)  # timeout_s and exec_timeout_s
+# Backends a preview may ask for (the API's `backend`); the configured backend by default.
+SANDBOX_BACKENDS_ALLOWED = env_list("GYMWRIGHT_SANDBOX_BACKENDS", SANDBOX_BACKEND)
+# Per user: rollouts queued or running at once, and preview starts through the API (DRF throttle rate).
+PREVIEW_MAX_ROLLOUTS_IN_FLIGHT = env_int("GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT", 64)
+PREVIEW_RATE = env_str("GYMWRIGHT_PREVIEW_RATE", "60/hour")
 
 # Models. Endpoints can also be configured in the admin (ModelEndpoint); these
 # environment variables are the fallback. Secrets are never stored in the database.

@@ -153,7 +153,17 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
     if backend not in BACKENDS:
         raise DomainError(f"Unknown sandbox backend {backend!r}: use bubblewrap or docker.",
                           details=[{"pointer": "/backend", "message": "unknown backend"}])
+    if backend not in settings.SANDBOX_BACKENDS_ALLOWED:
+        allowed = ", ".join(settings.SANDBOX_BACKENDS_ALLOWED)
+        raise DomainError(f"This server does not allow the {backend} backend (GYMWRIGHT_SANDBOX_BACKENDS: {allowed}).",
+                          code="backend_not_allowed",
+                          details=[{"pointer": "/backend", "message": f"not allowed here; allowed: {allowed}"}])
+    from authoring.services import environment_limits_check
+
+    # Versions saved before a ceiling was lowered must not run over it either.
+    environment_limits_check(task_version.spec.get("environment") or {}, pointer_prefix="/environment")
     _policy_check_runnable(policy=choice, task_version=task_version)
+    _rollouts_in_flight_check(user=user, n=n)
 
     preview_run = PreviewRun(task_version=task_version, created_by=user, policy=choice.spec, policy_kind=choice.kind,
                              policy_argument=choice.argument, n=n, backend=backend)
@@ -183,6 +193,22 @@ def _enqueue(rollout_ids: list[int], *, soft: int, hard: int, countdown: float |
 
 
 @transaction.atomic
+def _rollouts_in_flight_check(*, user, n: int) -> None:
+    """Refuse (429) a preview that would take the user over their cap of queued and running rollouts."""
+    cap = settings.PREVIEW_MAX_ROLLOUTS_IN_FLIGHT
+    # Lock the user's row so that two previews started at once count each other (in this transaction).
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    in_flight = Rollout.objects.filter(preview_run__created_by=user,
+                                       status__in=[Rollout.Status.QUEUED, Rollout.Status.RUNNING]).count()
+    if in_flight + n > cap:
+        raise DomainError(f"You have {in_flight} rollouts queued or running and this preview adds {n}; the limit is "
+                          f"{cap} per user (GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT). Wait for some to finish or cancel "
+                          "a preview.", code="too_many_rollouts", http_status=429,
+                          details=[{"pointer": "/n", "message": f"at most {max(cap - in_flight, 0)} more now"}])
+
+
 def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     """Cancel: queued rollouts become cancelled now; running ones see the flag and stop."""
     if not permissions.can_view(user):

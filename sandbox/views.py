@@ -55,12 +55,14 @@ def _apply_domain_error(form: forms.Form, exc: DomainError) -> None:
 def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = task_version_get_for_user(slug=slug, number=number, user=request.user)
     form = PreviewStartForm(request.POST or None)
+    status = 400 if request.method == "POST" else 200
     if request.method == "POST" and form.is_valid():
         try:
             preview_run = services.preview_run_create(task_version=version, user=request.user,
                                                       policy=form.policy_string(), n=form.cleaned_data["n"])
         except DomainError as exc:
             _apply_domain_error(form, exc)
+            status = exc.http_status  # 429 when over the per-user cap of rollouts in flight
         else:
             url = reverse("sandbox:preview_detail", args=[preview_run.pk])
             if _is_htmx(request):
@@ -68,7 +70,6 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
                 response["HX-Redirect"] = url
                 return response
             return redirect(url)
-    status = 400 if request.method == "POST" else 200
     return render(request, "sandbox/preview_start.html",
                   {"form": form, "task": version.task, "version": version}, status=status)
 

@@ -148,6 +148,7 @@ def test_a_docker_preview_runs_in_a_container_and_leaves_none_behind(author, set
 
     client = require_docker()
     settings.SANDBOX_IMAGE = busybox_image(client)  # the environment names no image: the deployment's default
+    settings.SANDBOX_BACKENDS_ALLOWED = ["bubblewrap", "docker"]
     task = make_task(author=author, slug="in-docker")
     from sandbox.runtime.backends.docker import owner_id
 
