@@ -39,121 +39,77 @@ def _engine_document(grade: engine.Grade) -> dict:
     return grade.to_document()
 
 
-def _grade_document(grade: Any) -> dict:
-    """The gymwright.grade/v1 dict of an engine Grade, or of a dict validated by the engine's model."""
-    if isinstance(grade, engine.Grade):
-        return _engine_document(grade)
-    if not isinstance(grade, dict):
-        raise DomainError(f"Expected a grade, got {type(grade).__name__}", code="invalid_grade")
+def _invalid_grade(pointer: str, message: str) -> DomainError:
+    return DomainError(f"Not a valid {GRADE_SCHEMA} document: {pointer}: {message}", code="invalid_grade",
+                       details=[{"pointer": pointer, "message": message}])
+
+
+def grade_from_document(document: Any) -> engine.Grade:
+    """The engine's typed Grade for a gymwright.grade/v1 dict (an import, a test), or DomainError
+    with the JSON pointer of each problem. Grades the engine made need no such check."""
+    if not isinstance(document, dict):
+        raise DomainError(f"Expected a grade, got {type(document).__name__}", code="invalid_grade")
     try:
-        return _engine_document(engine.Grade.model_validate(grade))
+        grade = engine.Grade.model_validate(document)
     except ValidationError as exc:
         details = [{"pointer": "".join(f"/{part}" for part in error["loc"]), "message": error["msg"]}
                    for error in exc.errors()]
         summary = "; ".join(f"{d['pointer']}: {d['message']}" for d in details[:5])
         raise DomainError(f"Not a valid {GRADE_SCHEMA} document: {summary}", code="invalid_grade",
                           details=details) from None
+    for name in ("earned", "max"):
+        if not math.isfinite(getattr(grade, name)):
+            raise _invalid_grade(f"/{name}", "expected a finite number")
+    seen: set[str] = set()
+    for check, _, _, pointer in _flatten_checks(grade.checks, pointer="/checks"):
+        if check.id in seen:
+            raise _invalid_grade(f"{pointer}/id", f"duplicate check id {check.id!r}")
+        seen.add(check.id)
+    return grade
 
 
-def _number(document: dict, key: str, pointer: str) -> float:
-    value = document.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise DomainError(f"{pointer}: expected a finite number, got {value!r}", code="invalid_grade",
-                          details=[{"pointer": pointer, "message": "expected a finite number"}])
-    return float(value)
-
-
-def _optional_number(document: dict, key: str, pointer: str) -> float | None:
-    return None if document.get(key) is None else _number(document, key, pointer)
-
-
-def _flatten_checks(checks: list, *, pointer: str, parent: str = "", depth: int = 0) -> list[tuple[dict, str, int, str]]:
-    """Depth-first (check dict, parent id, depth, pointer) for every check; a group's children follow it."""
+def _flatten_checks(checks: list[engine.CheckGrade] | None, *, pointer: str, parent: str = "",
+                    depth: int = 0) -> list[tuple[engine.CheckGrade, str, int, str]]:
+    """Depth-first (check, parent id, depth, pointer) for every check; a group's children follow it."""
     rows = []
     for index, check in enumerate(checks or []):
         check_pointer = f"{pointer}/{index}"
         rows.append((check, parent, depth, check_pointer))
-        rows += _flatten_checks(check.get("checks") or [], pointer=f"{check_pointer}/checks",
-                                parent=check["id"], depth=depth + 1)
+        rows += _flatten_checks(check.checks, pointer=f"{check_pointer}/checks", parent=check.id, depth=depth + 1)
     return rows
 
 
-def _check_result(grade: Grade, position: int, check: dict, parent_id: str, depth: int, pointer: str) -> CheckResult:
-    check_id = check.get("id")
-    if not isinstance(check_id, str) or not check_id:
-        raise DomainError(f"{pointer}/id: every check needs an id", code="invalid_grade",
-                          details=[{"pointer": f"{pointer}/id", "message": "missing"}])
-    status = check.get("status")
-    if status not in CheckResult.Status.values:
-        raise DomainError(f"{pointer}/status: expected scored or unscored, got {status!r}", code="invalid_grade",
-                          details=[{"pointer": f"{pointer}/status", "message": "expected scored or unscored"}])
-    score = _optional_number(check, "score", f"{pointer}/score")
-    if status == CheckResult.Status.SCORED and score is None:
-        raise DomainError(f"{pointer}/score: a scored check needs a score", code="invalid_grade",
-                          details=[{"pointer": f"{pointer}/score", "message": "missing"}])
-    duration = check.get("duration_ms")
-    return CheckResult(
-        grade=grade,
-        position=position,
-        depth=depth,
-        parent_check_id=parent_id or "",
-        check_id=check_id,
-        kind=str(check.get("kind") or ""),
-        title=str(check.get("title") or "")[:300],
-        status=status,
-        score=score,
-        points=_number(check, "points", f"{pointer}/points"),
-        awarded=_optional_number(check, "awarded", f"{pointer}/awarded"),
-        required=bool(check.get("required", False)),
-        explanation=str(check.get("explanation") or check.get("reason") or ""),
-        votes=list(check.get("votes") or []),
-        duration_ms=int(duration) if isinstance(duration, (int, float)) and duration >= 0 else None,
-    )
-
-
 @transaction.atomic
-def grade_record(*, grade: Any, task_version=None, source: str, user=None, rollout_id: int | None = None) -> Grade:
-    """Store a grade (an engine `Grade` or its gymwright.grade/v1 dict) with one row per check.
-
-    The numbers are stored exactly as the engine computed them; nothing is re-scored here.
-    """
+def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=None,
+                 rollout_id: int | None = None) -> Grade:
+    """Store the engine's Grade with one row per check, exactly as the engine computed it."""
     if source not in Grade.Source.values:
         raise DomainError(f"Unknown grade source {source!r}", code="invalid_grade")
-    document = _grade_document(grade)
-    reward = _number(document, "reward", "/reward")
-    if not 0 <= reward <= 1:
-        raise DomainError("/reward: must be within [0, 1]", code="invalid_grade",
-                          details=[{"pointer": "/reward", "message": "must be within [0, 1]"}])
-    checks = document.get("checks")
-    if not isinstance(checks, list):
-        raise DomainError("/checks: expected a list", code="invalid_grade",
-                          details=[{"pointer": "/checks", "message": "expected a list"}])
-    flat = _flatten_checks(checks, pointer="/checks")
-    seen: set[str] = set()
-    for check, _, _, pointer in flat:
-        if check.get("id") in seen:
-            raise DomainError(f"{pointer}/id: duplicate check id {check.get('id')!r}", code="invalid_grade",
-                              details=[{"pointer": f"{pointer}/id", "message": "duplicate id"}])
-        seen.add(check.get("id"))
-
+    if not isinstance(grade, engine.Grade):
+        raise DomainError(f"Expected the engine's Grade, got {type(grade).__name__}; "
+                          "use grade_from_document for a dict", code="invalid_grade")
     stored = Grade(
         task_version=task_version,
         rollout_id=rollout_id,
         source=source,
-        reward=reward,
-        earned=_number(document, "earned", "/earned"),
-        max=_number(document, "max", "/max"),
-        passed=bool(document.get("passed")),
-        gated=bool(document.get("gated", False)),
-        complete=bool(document.get("complete", True)),
-        document=document,
+        reward=grade.reward,
+        earned=grade.earned,
+        max=grade.max,
+        passed=grade.passed,
+        gated=grade.gated,
+        complete=grade.complete,
+        document=grade.to_document(),
         created_by=user if user is not None and getattr(user, "is_authenticated", False) else None,
     )
     stored.full_clean()
     stored.save()
-    rows = [_check_result(stored, position, check, parent, depth, pointer)
-            for position, (check, parent, depth, pointer) in enumerate(flat)]
-    CheckResult.objects.bulk_create(rows)
+    CheckResult.objects.bulk_create([
+        CheckResult(grade=stored, position=position, depth=depth, parent_check_id=parent, check_id=check.id,
+                    kind=check.kind, title="", status=check.status, score=check.score, points=check.points,
+                    awarded=check.awarded, required=check.required, explanation=check.explanation,
+                    votes=list(check.votes or []), duration_ms=check.duration_ms)
+        for position, (check, parent, depth, _) in enumerate(_flatten_checks(grade.checks, pointer="/checks"))
+    ])
     return stored
 
 

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from grading.models import JudgeLabel
-from grading.services import grade_record
+from grading.services import grade_from_document, grade_record
 from tests.grading.conftest import RUBRIC, make_user
 from tests.grading.test_grades_and_labels import GRADE
 
@@ -93,7 +93,7 @@ def test_a_dry_run_on_a_task_slug_with_a_nul_is_not_found(browser):
 
 @pytest.fixture
 def judged_check(task_version, author):
-    grade = grade_record(grade=GRADE, task_version=task_version, source="rollout", user=author, rollout_id=7)
+    grade = grade_record(grade=grade_from_document(GRADE), task_version=task_version, source="rollout", user=author, rollout_id=7)
     return grade.check_results.get(check_id="states_dose")
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from grading.models import CheckResult, Grade
-from grading.services import grade_record
+from grading.services import grade_from_document, grade_record
 from gymwright.errors import DomainError
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +27,7 @@ GRADE = {
 
 
 def test_it_stores_the_exact_numbers_of_the_grade(task_version, author):
-    grade = grade_record(grade=GRADE, task_version=task_version, source="rollout", user=author)
+    grade = grade_record(grade=grade_from_document(GRADE), task_version=task_version, source="rollout", user=author)
 
     grade.refresh_from_db()
     assert (grade.reward, grade.earned, grade.max) == (0.656, 120.0, 183.0)
@@ -52,15 +52,15 @@ def test_it_writes_check_rows_in_bulk_whatever_their_number(task_version):
 
     one_check = {**GRADE, "checks": GRADE["checks"][:1]}
     with CaptureQueriesContext(connection) as small:
-        grade_record(grade=one_check, task_version=task_version, source="dry_run")
+        grade_record(grade=grade_from_document(one_check), task_version=task_version, source="dry_run")
     with CaptureQueriesContext(connection) as large:
-        grade_record(grade=GRADE, task_version=task_version, source="dry_run")
+        grade_record(grade=grade_from_document(GRADE), task_version=task_version, source="dry_run")
     assert len(large.captured_queries) == len(small.captured_queries)
     assert CheckResult.objects.count() == 6
 
 
 def test_it_accepts_a_grade_without_task_version():
-    grade = grade_record(grade=GRADE, task_version=None, source="dry_run")
+    grade = grade_record(grade=grade_from_document(GRADE), task_version=None, source="dry_run")
     assert grade.task_version is None and grade.created_by is None
 
 
@@ -72,11 +72,17 @@ def test_it_accepts_a_grade_without_task_version():
 ])
 def test_it_refuses_a_malformed_grade_and_stores_nothing(broken, pointer, task_version):
     with pytest.raises(DomainError) as error:
-        grade_record(grade=broken, task_version=task_version, source="rollout")
+        grade_record(grade=grade_from_document(broken), task_version=task_version, source="rollout")
     assert pointer in error.value.message
     assert Grade.objects.count() == 0 and CheckResult.objects.count() == 0
 
 
 def test_it_refuses_an_unknown_source(task_version):
     with pytest.raises(DomainError):
-        grade_record(grade=GRADE, task_version=task_version, source="guess")
+        grade_record(grade=grade_from_document(GRADE), task_version=task_version, source="guess")
+
+
+def test_it_stores_only_the_engines_typed_grade(task_version):
+    with pytest.raises(DomainError, match="use grade_from_document"):
+        grade_record(grade=GRADE, task_version=task_version, source="rollout")
+    assert Grade.objects.count() == 0

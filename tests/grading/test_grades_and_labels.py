@@ -5,7 +5,7 @@ from rest_framework.test import APIClient
 from grading.models import JudgeLabel
 from grading.engine.calibration import cohen_kappa
 from grading.selectors import judge_agreement
-from grading.services import grade_record, judge_label_record
+from grading.services import grade_from_document, grade_record, judge_label_record
 from gymwright.errors import NotAllowed
 from tests.grading.conftest import make_user
 
@@ -31,7 +31,7 @@ GRADE = {
 
 @pytest.fixture
 def grade(task_version, author):
-    return grade_record(grade=GRADE, task_version=task_version, source="rollout", user=author, rollout_id=77)
+    return grade_record(grade=grade_from_document(GRADE), task_version=task_version, source="rollout", user=author, rollout_id=77)
 
 
 def judged(grade):
@@ -190,7 +190,7 @@ def test_a_scaled_judgement_is_overruled_with_a_score(client, reviewer, task_ver
     scaled = {**GRADE, "checks": [{"id": "clarity", "kind": "llm_judge", "status": "scored", "score": 0.7,
                                    "points": 4, "awarded": 2.8, "explanation": "fairly clear", "votes": [7],
                                    "duration_ms": 5}]}
-    grade = grade_record(grade={**scaled, "earned": 2.8, "max": 4, "reward": 0.7}, task_version=task_version,
+    grade = grade_record(grade=grade_from_document({**scaled, "earned": 2.8, "max": 4, "reward": 0.7}), task_version=task_version,
                          source="rollout")
     check_result = grade.check_results.get()
     client.force_login(reviewer)

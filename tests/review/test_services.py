@@ -165,7 +165,7 @@ def test_comments_are_bounded_and_refuse_nul(submitted, reviewer, settings):
 
 
 def test_a_hack_probe_that_scores_blocks_submission_and_names_the_check_that_rewarded_it(task, author):
-    from grading.services import grade_record
+    from grading.services import grade_from_document, grade_record
 
     pass_gates(task.latest_version, author)
     run = finished_preview(task.latest_version, author, "hack:keyword-stuffing", [0.75])
@@ -176,7 +176,7 @@ def test_a_hack_probe_that_scores_blocks_submission_and_names_the_check_that_rew
                      "awarded": 3},
                     {"id": "report_exists", "kind": "file_exists", "status": "scored", "score": 0.0, "points": 1,
                      "awarded": 0}]}
-    rollout.grade = grade_record(grade=document, task_version=task.latest_version, source="rollout",
+    rollout.grade = grade_record(grade=grade_from_document(document), task_version=task.latest_version, source="rollout",
                                  rollout_id=rollout.pk)
     rollout.save(update_fields=["grade"])
     with pytest.raises(DomainError) as caught:
