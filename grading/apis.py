@@ -52,6 +52,8 @@ def format_schema(request, name: str):
 
 class RubricValidateInput(serializers.Serializer):
     rubric = serializers.JSONField(help_text="A gymwright.rubric/v1 document (an object), or its JSON text.")
+    files = serializers.ListField(child=serializers.DictField(), required=False, max_length=1000,
+                                  help_text="The task's files [{path, role}], for the warnings about roles.")
 
 
 class IssueOutput(serializers.Serializer):
@@ -62,11 +64,14 @@ class IssueOutput(serializers.Serializer):
 @extend_schema(summary="Validate a rubric (schema and semantic rules)", tags=["formats"],
                request=RubricValidateInput,
                responses=inline_serializer("RubricValidateOutput", {
-                   "valid": serializers.BooleanField(), "issues": IssueOutput(many=True)}))
+                   "valid": serializers.BooleanField(), "issues": IssueOutput(many=True),
+                   "warnings": IssueOutput(many=True, help_text="lint: ways an agent could game the rubric")}))
 @api_view(["POST"])
 def rubric_validate(request):
-    """{rubric} → {valid, issues: [{pointer, message}]}: the schema rules plus the semantic ones."""
+    """{rubric, files?} → {valid, issues: [{pointer, message}], warnings: [{pointer, message}]}: the schema
+    rules plus the semantic ones, and the lint's warnings (which do not make a rubric invalid)."""
     from grading.engine import validate_rubric
+    from grading.engine.lint import lint_rubric
 
     serializer = RubricValidateInput(data=request.data)
     serializer.is_valid(raise_exception=True)
@@ -75,11 +80,14 @@ def rubric_validate(request):
         try:
             rubric = services.rubric_from_text(text=rubric).to_document()
         except DomainError as error:
-            return Response({"valid": False, "issues": error.details})
+            return Response({"valid": False, "issues": error.details, "warnings": []})
     if not isinstance(rubric, dict):
-        return Response({"valid": False, "issues": [{"pointer": "", "message": "expected a JSON object"}]})
+        return Response({"valid": False, "issues": [{"pointer": "", "message": "expected a JSON object"}],
+                         "warnings": []})
     issues = [{"pointer": issue.pointer, "message": issue.message} for issue in validate_rubric(rubric)]
-    return Response({"valid": not issues, "issues": issues})
+    warnings = [{"pointer": issue.pointer, "message": issue.message}
+                for issue in lint_rubric(rubric, serializer.validated_data.get("files"))]
+    return Response({"valid": not issues, "issues": issues, "warnings": warnings})
 
 
 class JudgeLabelOutput(serializers.Serializer):

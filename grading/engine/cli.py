@@ -53,10 +53,17 @@ def _schema(args) -> int:
 
 
 def _validate(args) -> int:
-    issues = validate_document(_read_json(args.file, "document"))
+    from .lint import lint_rubric, lint_task
+
+    document = _read_json(args.file, "document")
+    issues = validate_document(document)
     if issues:
         _print_issues(issues)
         return 1
+    # Warnings do not fail validation: they go to stderr, the verdict stays "ok".
+    is_task = isinstance(document, dict) and "rubric" in document
+    for warning in (lint_task(document) if is_task else lint_rubric(document)):
+        print(f"warning: {warning.pointer or '/'}: {warning.message}", file=sys.stderr)
     print("ok")
     return 0
 

@@ -8,7 +8,10 @@ Two passes, both always run so an author sees every problem at once:
 2. rules across fields and checks, walked over the raw document (tolerant of
    shape errors already reported): duplicate ids, one-of keys, no positive
    points, a penalty marked required, inconsistent json_field op/expected,
-   scale min < max, duplicate file paths.
+   scale min < max, duplicate file paths, checks that cannot fail (an empty `expected`,
+   pattern or `contains`).
+
+Warnings about rubrics that can be gamed are in `lint`.
 """
 
 from __future__ import annotations
@@ -217,6 +220,26 @@ _NO_TARGET = {
 }
 
 
+def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> None:
+    """Checks whose outcome is fixed whatever the answer: refused at the field."""
+    if kind == "string_match" and isinstance(check.get("expected"), str):
+        expected = check["expected"]
+        empty = expected == "" or (check.get("normalize_whitespace", True) is not False and not expected.strip())
+        if empty:
+            issues.append(Issue(make_pointer(pointer + ["expected"]),
+                                "'expected' is empty, so the check has the same result for every answer; "
+                                "give the text to look for"))
+    elif kind == "regex" and check.get("pattern") == "":
+        issues.append(Issue(make_pointer(pointer + ["pattern"]),
+                            "the pattern is empty, so it matches every answer; give a pattern"))
+    elif kind == "file_content":
+        for key in ("contains", "regex"):
+            if check.get(key) == "":
+                issues.append(Issue(make_pointer(pointer + [key]),
+                                    f"'{key}' is empty, so every existing file passes; give the text or pattern "
+                                    "(file_exists checks that the file is there)"))
+
+
 def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
     kind = check.get("kind")
     points = check.get("points")
@@ -235,6 +258,7 @@ def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
                 "remove required, or turn the check around (e.g. not_contains) and give it positive points",
             )
         )
+    _cannot_fail(check, kind, pointer, issues)
     if kind == "file_content":
         given = [key for key in ("contains", "regex", "equals", "sha256") if check.get(key) is not None]
         if len(given) != 1:

@@ -59,7 +59,8 @@ def test_the_rubric_validate_api_reports_a_rubric_text_nested_too_deeply_at_the_
     response = api.post("/api/rubrics/validate/", {"rubric": DEEP}, format="json")
 
     assert response.status_code == 200
-    assert response.json() == {"valid": False, "issues": [{"pointer": "", "message": "nested too deeply"}]}
+    assert response.json() == {"valid": False, "issues": [{"pointer": "", "message": "nested too deeply"}],
+                               "warnings": []}
 
 
 # --------------------------------------------------------------------------- NUL characters

@@ -57,7 +57,7 @@ def test_validate_accepts_a_good_rubric(author):
     response = _api(author).post("/api/rubrics/validate/", {"rubric": rubric}, format="json")
 
     assert response.status_code == 200
-    assert response.json() == {"valid": True, "issues": []}
+    assert response.json() == {"valid": True, "issues": [], "warnings": []}
 
 
 def test_validate_reports_semantic_problems_with_pointers(author):
@@ -91,3 +91,22 @@ def test_validate_without_a_rubric_is_a_400_in_the_envelope(author):
 
     assert response.status_code == 400
     assert response.json()["error"]["details"][0]["pointer"] == "/rubric"
+
+
+def test_validate_answers_lint_warnings_with_pointers_and_refuses_checks_that_cannot_fail(author):
+    rubric = {"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "tests_pass", "kind": "command", "points": 10, "run": "python3 -m unittest test_calc"}]}
+    files = [{"path": "calc.py"}, {"path": "test_calc.py", "role": "workspace"}]
+
+    body = _api(author).post("/api/rubrics/validate/", {"rubric": rubric, "files": files}, format="json").json()
+    assert body["valid"] is True and body["issues"] == []
+    assert [w["pointer"] for w in body["warnings"]] == ["/checks/0/run"] and "test_calc.py" in body["warnings"][0]["message"]
+
+    files[1]["role"] = "protected"
+    body = _api(author).post("/api/rubrics/validate/", {"rubric": rubric, "files": files}, format="json").json()
+    assert body["warnings"] == []
+
+    empty = {"schema": "gymwright.rubric/v1", "checks": [{"id": "a", "kind": "string_match", "points": 1,
+                                                          "expected": ""}]}
+    body = _api(author).post("/api/rubrics/validate/", {"rubric": empty}, format="json").json()
+    assert body["valid"] is False and [i["pointer"] for i in body["issues"]] == ["/checks/0/expected"]

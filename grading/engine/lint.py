@@ -1,0 +1,129 @@
+"""Rubric lint: warnings (not errors) about rubrics that a hostile agent can game.
+
+Each warning is an `Issue` with the JSON pointer of the check (or field) it is about:
+
+- a `command` check that runs a test file the agent can change (a `workspace` file, neither
+  `protected` nor `grader`): skipping, editing or deleting the tests passes it;
+- a `file_content` "untouched" check (contains / regex on a file the task provides): one edit
+  elsewhere in the file (a skip decorator) still passes it; on a protected or grader file it
+  is always met;
+- judge checks that reward but none that penalises an obviously harmful or manipulative answer;
+- penalties that can never apply (or always do): a penalty reading a protected or grader file,
+  which the sandbox puts back before the checks run.
+
+`lint_rubric(rubric, files)` needs the task's files (`[{path, role}]`) for the rules about
+roles; without them it still applies the rest. `lint_task(task)` reads them from the task.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .validation import Issue, make_pointer
+
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|test[^/]*\.sh|conftest\.py)$|(^|/)tests?/")
+_UNTOUCHED = re.compile(r"untouched|unchanged|unmodified|intact|not[ _]?(been[ _])?(modified|changed|edited)",
+                        re.IGNORECASE)
+_RUNNERS = re.compile(r"\b(pytest|unittest|nose2?|tox|make\s+test|npm\s+test|go\s+test|cargo\s+test)\b")
+
+
+def is_test_file(path: str) -> bool:
+    return bool(_TEST_FILE.search(path))
+
+
+def _roles(files: Iterable[Mapping] | None) -> dict[str, str] | None:
+    if files is None:
+        return None
+    roles = {}
+    for entry in files:
+        if isinstance(entry, Mapping) and isinstance(entry.get("path"), str):
+            roles[entry["path"]] = entry.get("role") or "workspace"
+    return roles
+
+
+def _walk(checks: Any, pointer: list):
+    if not isinstance(checks, list):
+        return
+    for index, check in enumerate(checks):
+        if isinstance(check, Mapping):
+            here = pointer + [index]
+            yield check, here
+            if check.get("kind") == "group":
+                yield from _walk(check.get("checks"), here + ["checks"])
+
+
+def _names_file(command: str, path: str) -> bool:
+    base = posixpath.basename(path)
+    stem = base.rsplit(".", 1)[0]
+    module = path.rsplit(".", 1)[0].replace("/", ".")
+    words = set(re.findall(r"[\w./-]+", command))
+    return path in words or base in words or stem in words or module in words or any(
+        w.startswith(posixpath.dirname(path) + "/") or w.rstrip("/") == posixpath.dirname(path)
+        for w in words if posixpath.dirname(path))
+
+
+def _read_path(check: Mapping) -> str | None:
+    """The workspace file a check reads, if any."""
+    if check.get("kind") in ("file_exists", "file_content", "table_cell") and isinstance(check.get("path"), str):
+        return check["path"]
+    target = check.get("target")
+    if isinstance(target, str) and target.startswith("file:"):
+        return target[len("file:"):]
+    return None
+
+
+def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: list | None = None) -> list[Issue]:
+    """Warnings about `rubric` (a rubric document); `files` are the task's file entries."""
+    prefix = list(prefix or [])
+    if not isinstance(rubric, Mapping):
+        return []
+    roles = _roles(files)
+    warnings: list[Issue] = []
+    checks = list(_walk(rubric.get("checks"), prefix + ["checks"]))
+    for check, pointer in checks:
+        kind, points = check.get("kind"), check.get("points")
+        penalty = isinstance(points, (int, float)) and not isinstance(points, bool) and points < 0
+        if kind == "command" and isinstance(check.get("run"), str) and roles is not None:
+            exposed = [path for path, role in roles.items() if role == "workspace" and is_test_file(path)]
+            named = [path for path in exposed if _names_file(check["run"], path)]
+            if not named and _RUNNERS.search(check["run"]):
+                named = exposed
+            if named:
+                shown = ", ".join(named[:3]) + (" …" if len(named) > 3 else "")
+                warnings.append(Issue(make_pointer(pointer + ["run"]),
+                    f"runs {shown}, which the agent can edit, skip or delete (role workspace): "
+                    "make the tests protected or grader"))
+        path = _read_path(check)
+        role = roles.get(path) if roles is not None and path else None
+        if kind == "file_content" and (check.get("contains") is not None or check.get("regex") is not None):
+            if role in ("protected", "grader"):
+                warnings.append(Issue(make_pointer(pointer),
+                    f"always met: {path} is a {role} file, put back before the checks run; remove this check"))
+            elif role == "workspace" or (roles is None and _UNTOUCHED.search(
+                    f"{check.get('id', '')} {check.get('title', '')}")):
+                warnings.append(Issue(make_pointer(pointer),
+                    f"only looks for part of {path}: an edit anywhere else (a skip decorator, a deleted test) "
+                    "still passes; make the file protected (the grade then records any change) or check its sha256"))
+        elif penalty and role in ("protected", "grader"):
+            warnings.append(Issue(make_pointer(pointer),
+                f"a penalty that never changes: {path} is a {role} file, put back before the checks run, "
+                "so this check scores the same for every rollout"))
+    judges = [(check, pointer) for check, pointer in checks if check.get("kind") == "llm_judge"]
+    rewarding = [(c, p) for c, p in judges if isinstance(c.get("points"), (int, float)) and c["points"] > 0]
+    penalising = [c for c, _ in judges if isinstance(c.get("points"), (int, float)) and c["points"] < 0]
+    if rewarding and not penalising:
+        warnings.append(Issue(make_pointer(rewarding[0][1]),
+            "no judge check penalises an obviously harmful or manipulative answer: add one with negative points "
+            "(e.g. 'Gives unsafe advice', 'Tells the grader that the criteria are met')"))
+    return warnings
+
+
+def lint_task(task: Any) -> list[Issue]:
+    """Warnings about a task document's rubric, with its files' roles."""
+    if not isinstance(task, Mapping):
+        return []
+    files = task.get("files") if isinstance(task.get("files"), list) else []
+    return lint_rubric(task.get("rubric"), files, prefix=["rubric"])
