@@ -70,3 +70,19 @@ def test_list_rows_match_the_task_serializer_field_for_field(author, environment
     # and the API page is those rows, in the list's order
     client_rows = keys_first(task_list(user=author), 0, 50, rows=task_rows)
     assert [r["slug"] for r in client_rows] == [t.slug for t in tasks]
+
+
+def test_the_python_rendered_task_rows_escape_every_stored_value(client, author, environment):
+    """The task list's rows are built in Python (authoring/templatetags/task_table.py): nothing stored is raw HTML."""
+    from authoring.models import Tag
+
+    _bulk_tasks(1, author, environment)
+    task = Task.objects.get()
+    hostile = '"><img src=x onerror=alert(1)>'
+    Task.objects.filter(pk=task.pk).update(title=f"T {hostile}")
+    task.tags.set([Tag.objects.create(name=f"tag{hostile}"[:64])])
+    client.force_login(author)
+    page = client.get("/").content.decode()
+    assert "<img src=x" not in page
+    assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in page
+    assert f'href="/tasks/{task.slug}/"' in page
