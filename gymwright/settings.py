@@ -49,10 +49,11 @@ if not SECRET_KEY:
     except FileNotFoundError:
         import secrets
 
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        from gymwright.datadir import private_dir, private_file
+
+        private_dir(DATA_DIR)
         SECRET_KEY = secrets.token_urlsafe(50)
-        _key_file.write_text(SECRET_KEY)
-        _key_file.chmod(0o600)
+        private_file(_key_file, SECRET_KEY)  # created 0600: never readable by another user
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -279,6 +280,19 @@ POLICY_MODEL = env_str("GYMWRIGHT_POLICY_MODEL", "")
 JUDGE_CONCURRENCY = env_int("GYMWRIGHT_JUDGE_CONCURRENCY", 16)
 JUDGE_TIMEOUT_S = float(env_str("GYMWRIGHT_JUDGE_TIMEOUT_S", "60"))
 JUDGE_CACHE_DIR = Path(env_str("GYMWRIGHT_JUDGE_CACHE_DIR", str(DATA_DIR / "judge-cache")))
+
+# The data directory is 0700 (0711 when the sandbox work directory is inside it, so the sandbox
+# user can pass through to its own folder), its folders 0700, the SQLite file and secret key 0600.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
+from gymwright.datadir import data_dir_secure  # noqa: E402
+
+data_dir_secure(
+    DATA_DIR, sandbox_dir=SANDBOX_WORK_DIR,
+    private_dirs=[MEDIA_ROOT, JUDGE_CACHE_DIR, DATA_DIR / "broker"],
+    private_files=[DATA_DIR / "secret_key"]
+    + ([Path(DATABASES["default"]["NAME"])] if DATABASES["default"]["ENGINE"].endswith("sqlite3") else []),
+)
 
 LOGGING = {
     "version": 1,

@@ -332,6 +332,15 @@ def _backend_options(backend: str) -> dict:
                         snapshot_max_files=settings.SANDBOX_SNAPSHOT_MAX_FILES,
                         io_timeout_s=settings.SANDBOX_IO_TIMEOUT_S)
     if backend == "bubblewrap":
-        return {"work_dir": str(settings.SANDBOX_WORK_DIR), "limits": limits}
+        from pathlib import Path
+
+        from gymwright.datadir import WorkDirError, sandbox_work_dir_check
+        from sandbox.runtime import SandboxError
+
+        try:
+            work_dir = sandbox_work_dir_check(Path(settings.SANDBOX_WORK_DIR))
+        except WorkDirError as exc:
+            raise SandboxError(str(exc), permanent=True) from None
+        return {"work_dir": str(work_dir), "limits": limits}
     image = settings.SANDBOX_IMAGE
     return {"default_image": image, "limits": limits} if image else {"limits": limits}
