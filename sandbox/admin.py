@@ -54,4 +54,5 @@ class RolloutAdmin(admin.ModelAdmin):
     def reap_stale(self, request, queryset):
         result = services.rollouts_reap_stale()
         messages.info(request, f"Re-queued {len(result['requeued'])}, failed {len(result['failed'])}, "
+                               f"re-sent {len(result['resent'])} lost message(s), "
                                f"removed {result['containers_removed']} container(s).")

@@ -101,6 +101,9 @@ class Rollout(models.Model):
     error = models.TextField(blank=True, default="")
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When its job message was last sent: a QUEUED rollout whose message is older than
+    # ROLLOUT_REQUEUE_AFTER_S (lost in a broker restart) is sent again by the reaper.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

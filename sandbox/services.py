@@ -169,7 +169,9 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
                              policy_argument=choice.argument, n=n, backend=backend)
     preview_run.full_clean()
     preview_run.save()
-    rollouts = Rollout.objects.bulk_create([Rollout(preview_run=preview_run, index=i) for i in range(n)])
+    now = timezone.now()
+    rollouts = Rollout.objects.bulk_create([Rollout(preview_run=preview_run, index=i, enqueued_at=now)
+                                            for i in range(n)])
     if not all(r.pk for r in rollouts):  # backends without RETURNING ids
         rollouts = list(preview_run.rollouts.order_by("index"))
 
@@ -318,7 +320,8 @@ def rollout_requeue(*, rollout_id: int, attempt: int, note: str, countdown: floa
         if stale_before is not None:
             queryset = queryset.filter(_not_beaten_since(stale_before))
         requeued = queryset.update(status=Rollout.Status.QUEUED, worker="", heartbeat_at=None,
-                                   progress={"note": note[:500]})
+                                   progress={"note": note[:500]},
+                                   enqueued_at=timezone.now() + timedelta(seconds=countdown or 0))
         if requeued:
             rollout = Rollout.objects.select_related("preview_run__task_version").get(pk=rollout_id)
             soft, hard = rollout_time_limits(rollout.preview_run.task_version)
@@ -352,8 +355,34 @@ def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict
                 logger.warning("re-queued stale rollout %s (%s)", row["pk"], reason)
         elif rollout_fail(rollout_id=row["pk"], attempt=row["attempts"], reason=reason, stale_before=cutoff):
             result["failed"].append(row["pk"])
+    result["resent"] = _resend_lost_messages(now=now)
     result["containers_removed"] = _reap_containers()
     return result
+
+
+def _resend_lost_messages(*, now) -> list[int]:
+    """QUEUED rollouts whose job message was sent more than ROLLOUT_REQUEUE_AFTER_S ago and never
+    claimed: the broker lost it (restarted, flushed). Send it again; a message that was only slow
+    does no harm, since the claim lets one job run and the other walks away."""
+    cutoff = now - timedelta(seconds=settings.ROLLOUT_REQUEUE_AFTER_S)
+    lost = list(Rollout.objects.filter(status=Rollout.Status.QUEUED, preview_run__cancel_requested=False)
+                .filter(Q(enqueued_at__lt=cutoff) | Q(enqueued_at__isnull=True))
+                .values("pk", "enqueued_at", "preview_run__task_version_id"))
+    if not lost:
+        return []
+    versions = {version.pk: version for version in TaskVersion.objects.filter(
+        pk__in={row["preview_run__task_version_id"] for row in lost}).only("id", "spec")}
+    resent = []
+    for row in lost:
+        # Conditional on the time we read: of several reapers, one re-sends.
+        if Rollout.objects.filter(pk=row["pk"], status=Rollout.Status.QUEUED,
+                                  enqueued_at=row["enqueued_at"]).update(enqueued_at=now):
+            soft, hard = rollout_time_limits(versions[row["preview_run__task_version_id"]])
+            _enqueue([row["pk"]], soft=soft, hard=hard)
+            resent.append(row["pk"])
+    if resent:
+        logger.warning("re-sent the job messages of %d queued rollouts nobody claimed: %s", len(resent), resent)
+    return resent
 
 
 def _reap_containers() -> int:

@@ -2,9 +2,9 @@
 
 `rollout_run` takes a rollout id (JSON), and is safe to deliver twice: the
 service claims the row with a conditional UPDATE and walks away when it is
-not queued. Stale rollouts (their worker died) are reaped without Celery beat:
-once when a worker starts, then every half stale-period from that worker's own
-timer, at the end of every rollout job, and by `manage.py reap_rollouts`.
+not queued. Stale rollouts (their worker died) and queued rollouts whose message
+was lost are reaped without Celery beat: once when a worker starts, then every
+half period from that worker's own timer, and by `manage.py reap_rollouts`.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ _DEFAULT_SOFT_LIMIT_S = 600 + services.TIME_LIMIT_MARGIN_S
 @shared_task(bind=True, base=RolloutTask, name="sandbox.rollout_run", acks_late=True, ignore_result=True,
              soft_time_limit=_DEFAULT_SOFT_LIMIT_S, time_limit=_DEFAULT_SOFT_LIMIT_S + services.HARD_TIME_LIMIT_EXTRA_S)
 def rollout_run(self, rollout_id: int) -> str:
+    # No reap here: a sweep after every job cost each rollout a scan; the worker's timer reaps.
     outcome = worker.rollout_execute(rollout_id=int(rollout_id), worker=f"{self.request.hostname}:{os.getpid()}")
-    _reap_quietly()
+    _release_connection()
     return outcome
 
 
@@ -72,7 +73,7 @@ def _reap_quietly() -> None:
 
 
 def reap_interval_s() -> float:
-    return max(2.0, settings.ROLLOUT_STALE_AFTER_S / 2)
+    return max(2.0, min(settings.ROLLOUT_STALE_AFTER_S, settings.ROLLOUT_REQUEUE_AFTER_S) / 2)
 
 
 @worker_ready.connect

@@ -400,3 +400,18 @@ def test_the_migration_splits_stored_policies_into_kind_and_argument(transaction
         ("hack", "skip_tests"), ("model", ""), ("oracle", ""), ("probe", "I am done: 42")]
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_a_queued_rollout_whose_message_was_lost_is_sent_again(version, author, enqueued, settings):
+    settings.ROLLOUT_REQUEUE_AFTER_S = 60
+    preview_run = start(version, author, n=2)
+    lost, waiting = preview_run.rollouts.order_by("index")
+    Rollout.objects.filter(pk=lost.pk).update(enqueued_at=timezone.now() - timedelta(seconds=120))
+    assert services.rollouts_reap_stale()["resent"] == [lost.pk]
+    assert [rollout_id for rollout_id, _ in enqueued] == [lost.pk]
+    assert services.rollouts_reap_stale()["resent"] == []  # sent again just now: not yet lost
+    lost.refresh_from_db()
+    assert lost.status == "queued" and lost.attempts == 0
+    services.preview_run_cancel(preview_run=preview_run, user=author)
+    Rollout.objects.filter(pk=waiting.pk).update(status="queued", enqueued_at=timezone.now() - timedelta(seconds=120))
+    assert services.rollouts_reap_stale()["resent"] == []  # a cancelled preview's rollouts are not sent again

@@ -85,8 +85,9 @@ def _database_url() -> str:
 class Workers:
     """Starts and kills real Celery worker processes, each in its own process group."""
 
-    def __init__(self, *, broker_url: str, log_dir: Path, stale_after_s: int):
+    def __init__(self, *, broker_url: str, log_dir: Path, stale_after_s: int, requeue_after_s: int = 900):
         self.broker_url, self.log_dir, self.stale_after_s = broker_url, log_dir, stale_after_s
+        self.requeue_after_s = requeue_after_s
         self.sandbox_dir = Path(tempfile.mkdtemp(prefix="gw-worker-sandboxes-"))
         self.sandbox_dir.chmod(0o755)  # the sandbox user (nobody) must traverse it
         self.processes: list[tuple[subprocess.Popen, Path]] = []
@@ -103,6 +104,7 @@ class Workers:
             "GYMWRIGHT_SANDBOX_BACKEND": "bubblewrap",
             "GYMWRIGHT_SANDBOX_DIR": str(self.sandbox_dir),
             "GYMWRIGHT_ROLLOUT_STALE_AFTER_S": str(self.stale_after_s),
+            "GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S": str(self.requeue_after_s),
             "MEDIA_ROOT": str(settings.MEDIA_ROOT),
             "OPENAI_BASE_URL": "",
             "PYTHONUNBUFFERED": "1",
@@ -186,9 +188,10 @@ def celery_producer(redis_db, monkeypatch):
     forget_connections()
 
 
-def _workers(request, redis_db, tmp_path, stale_after_s):
+def _workers(request, redis_db, tmp_path, stale_after_s, requeue_after_s=900):
     require_bwrap()
-    workers = Workers(broker_url=redis_db.url, log_dir=tmp_path, stale_after_s=stale_after_s)
+    workers = Workers(broker_url=redis_db.url, log_dir=tmp_path, stale_after_s=stale_after_s,
+                      requeue_after_s=requeue_after_s)
     request.addfinalizer(workers.stop_all)
     return workers
 
@@ -284,3 +287,21 @@ def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(reque
     assert not Rollout.objects.filter(status__in=Rollout.ACTIVE).exists()
     preview_run.refresh_from_db()
     assert preview_run.status == "done"
+
+
+def test_rollouts_whose_messages_were_flushed_from_redis_still_run(request, people, redis_db, celery_producer,
+                                                                   tmp_path):
+    """Redis lost the queue (restarted without persistence, flushed): nothing stays queued forever;
+    the reaper re-sends the job of every QUEUED rollout nobody claimed in time."""
+    workers = _workers(request, redis_db, tmp_path, stale_after_s=60, requeue_after_s=3)
+    task = make_task(author=people)
+    preview_run = services.preview_run_create(task_version=task.latest_version, user=people, policy="oracle", n=3)
+    assert redis_db.client.dbsize() > 1, "the preview's job messages never reached Redis"
+    redis_db.purge()  # every message is gone; only the rows say there is work
+    assert redis_db.client.dbsize() == 1
+    workers.start()
+    wait_for(lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
+             timeout=120, what="the preview whose messages were lost to finish", workers=workers)
+    rollouts = list(preview_run.rollouts.all())
+    assert [(r.status, r.passed, r.attempts) for r in rollouts] == [("done", True, 1)] * 3, workers.logs()
+    assert "re-sent the job messages" in workers.logs()

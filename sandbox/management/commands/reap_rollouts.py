@@ -20,4 +20,5 @@ class Command(BaseCommand):
         result = rollouts_reap_stale(stale_after_s=stale_after)
         self.stdout.write(f"re-queued {len(result['requeued'])} {result['requeued']}, "
                           f"failed {len(result['failed'])} {result['failed']}, "
+                          f"re-sent {len(result['resent'])} lost message(s) {result['resent']}, "
                           f"removed {result['containers_removed']} container(s)")
