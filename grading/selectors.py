@@ -135,11 +135,29 @@ class GradeTable:
         return sum(1 for row in self.rows if row.status == PENDING)
 
     @property
+    def unscored_points(self) -> float:
+        """Points of the top-level checks that could not be scored (a group counts as a whole)."""
+        return sum(row.points for row in self.rows
+                   if row.depth == 0 and row.status == "unscored" and (row.points or 0) > 0)
+
+    @property
+    def incomplete(self) -> bool:
+        return not self.pending and (self.unscored > 0 or not self.complete)
+
+    @property
     def summary(self) -> str:
-        """e.g. "12 / 15 points, reward 0.80, passed"."""
+        """e.g. "12 / 15 points, reward 0.80, passed"; a grade with unscored checks gives no verdict:
+        "incomplete — 8 of 10 points could not be scored"."""
         points = f"{format_number(self.earned)} / {format_number(self.max)} points, reward {self.reward:.2f}"
         if self.pending:
             return f"so far {points}"  # no verdict until the judge has spoken
+        if self.incomplete:
+            if self.unscored_points:
+                # The engine's max leaves unscored checks out; the author thinks in the rubric's total.
+                total = self.max + self.unscored_points
+                return (f"incomplete — {format_number(self.unscored_points)} of {format_number(total)} points "
+                        "could not be scored")
+            return "incomplete — some checks could not be scored"
         return f"{points}, {'passed' if self.passed else 'not passed'}"
 
     @property
@@ -149,10 +167,10 @@ class GradeTable:
             notes.append("gated: a required check was not met, so the reward is 0")
         if self.pending:
             notes.append(f"{self.pending} judge check{'s' if self.pending != 1 else ''} pending")
-        if self.unscored:
-            notes.append(f"incomplete: {self.unscored} check{'s' if self.unscored != 1 else ''} unscored")
-        elif not self.complete and not self.pending:
-            notes.append("incomplete")
+        if self.incomplete:
+            unscored = f"{self.unscored} check{'s' if self.unscored != 1 else ''} unscored" if self.unscored else ""
+            notes.append(f"{unscored + ' · ' if unscored else ''}{format_number(self.earned)} / "
+                         f"{format_number(self.max)} points scored, reward {self.reward:.2f} so far (not a verdict)")
         return notes
 
 

@@ -38,7 +38,7 @@ def rollout_get_for_user(*, rollout_id: int, user) -> Rollout:
 
 
 def rollout_list(*, preview_run: PreviewRun) -> QuerySet[Rollout]:
-    return preview_run.rollouts.defer(*ROLLOUT_HEAVY_FIELDS).order_by("index")
+    return preview_run.rollouts.select_related("grade").defer(*ROLLOUT_HEAVY_FIELDS).order_by("index")
 
 
 def preview_run_list_for_task(*, task: Task, limit: int | None = 10) -> list[PreviewRun]:

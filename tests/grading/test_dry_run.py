@@ -1,4 +1,5 @@
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -82,8 +83,9 @@ def test_command_checks_need_a_sandbox_and_make_the_grade_incomplete(logged_in, 
 
     body = text_of(response)
     assert "needs a sandbox" in body
-    assert "5 / 5 points, reward 1.00, passed" in body
-    assert "incomplete: 1 check unscored" in body
+    # No verdict as the headline while 10 of the 15 points could not be scored.
+    assert "incomplete — 10 of 15 points could not be scored" in body and "passed" not in body
+    assert "1 check unscored · 5 / 5 points scored, reward 1.00 so far (not a verdict)" in body
 
 
 def test_group_children_are_indented_under_their_group(logged_in, no_judge):
@@ -127,7 +129,8 @@ def test_judge_checks_are_unscored_when_no_judge_is_configured(logged_in, no_jud
     body = text_of(response)
     assert response.status_code == 200
     assert "no judge model configured" in body
-    assert "incomplete: 2 checks unscored" in body  # the judge check and the file check (no workspace)
+    assert "2 checks unscored" in body  # the judge check and the file check (no workspace)
+    assert re.search(r"incomplete — \d+ of \d+ points could not be scored", body)
     assert DryRun.objects.count() == 0
 
 

@@ -49,8 +49,8 @@ def test_the_grade_page_shows_the_table_and_total(client, author, grade):
 
     body = text_of(response)
     assert response.status_code == 200
-    assert "12 / 15 points, reward 0.80, passed" in body
-    assert "incomplete: 2 checks unscored" in body
+    assert "incomplete — 3 of 18 points could not be scored" in body  # the headline: no verdict
+    assert "2 checks unscored · 12 / 15 points scored, reward 0.80 so far (not a verdict)" in body
     assert 'data-check-id="mentions_food" data-depth="1"' in body
     assert "Gives 200-400 mg." in body and "needs a sandbox" in body
 
@@ -61,7 +61,7 @@ def test_the_grade_table_partial_renders_from_a_grade_alone(rf, author, grade):
 
     html = render_to_string("grading/_grade_table.html", {"grade": grade}, request=request)
 
-    assert "12 / 15 points, reward 0.80, passed" in " ".join(html.split())
+    assert "12 / 15 points scored, reward 0.80 so far" in " ".join(html.split())
     assert "Overrule" not in html  # an author sees verdicts but cannot label
 
 
