@@ -117,9 +117,7 @@ def _policy_check_runnable(*, policy: PolicyChoice, task_version: TaskVersion) -
                               "policy has nothing to run. Add one, or preview with another policy.",
                               details=[{"pointer": "/policy", "message": "no reference solution"}])
     elif policy.kind == "model":
-        from grading.endpoints import endpoint_config_for
-
-        if endpoint_config_for("policy") is None:
+        if not policy_model_configured():
             raise DomainError("No policy model is configured: add a ModelEndpoint with role 'policy' in the admin, "
                               "or set OPENAI_BASE_URL and GYMWRIGHT_POLICY_MODEL.",
                               code="no_policy_model", details=[{"pointer": "/policy", "message": "no model configured"}])
@@ -138,6 +136,18 @@ def rollout_time_limits(task_version: TaskVersion) -> tuple[int, int]:
 
 # ---------------------------------------------------------------------------------------------
 # Preview runs
+
+
+def sandbox_backends_enabled() -> list[str]:
+    """The backends the preview form offers: GYMWRIGHT_SANDBOX_BACKEND first, then GYMWRIGHT_SANDBOX_BACKENDS."""
+    enabled = [settings.SANDBOX_BACKEND, *getattr(settings, "SANDBOX_BACKENDS", [])]
+    return [backend for backend in dict.fromkeys(enabled) if backend in BACKENDS]
+
+
+def policy_model_configured() -> bool:
+    from grading.endpoints import endpoint_config_for
+
+    return endpoint_config_for("policy") is not None
 
 
 @transaction.atomic

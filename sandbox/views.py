@@ -16,6 +16,24 @@ from sandbox.models import PreviewRun
 from sandbox.runtime.hacks import HACKS
 
 
+MODEL_POLICY_HOWTO = ("To use it, add a ModelEndpoint with role 'policy' in the admin, or set OPENAI_BASE_URL "
+                      "and GYMWRIGHT_POLICY_MODEL.")
+
+
+class PolicySelect(forms.Select):
+    """The policy select, with choices that cannot run here shown but disabled."""
+
+    def __init__(self, *args, disabled_values=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.disabled_values = set(disabled_values)
+
+    def create_option(self, name, value, *args, **kwargs):
+        option = super().create_option(name, value, *args, **kwargs)
+        if value in self.disabled_values:
+            option["attrs"]["disabled"] = True
+        return option
+
+
 class PreviewStartForm(forms.Form):
     POLICY_CHOICES = [("oracle", "oracle — the reference solution"), ("nop", "nop — does nothing"),
                       ("probe", "probe — answers with the text below"), ("model", "model — the policy endpoint")]
@@ -29,6 +47,20 @@ class PreviewStartForm(forms.Form):
                            widget=forms.NumberInput(attrs={"class": "n-input"}),
                            error_messages={"min_value": "N must be from 1 to 64.", "max_value": "N must be from 1 to 64.",
                                            "invalid": "N must be a whole number from 1 to 64."})
+
+    backend = forms.ChoiceField(choices=[], required=False, label="Sandbox")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.model_configured = services.policy_model_configured()
+        if not self.model_configured:
+            self.fields["policy"].widget = PolicySelect(choices=self.fields["policy"].choices,
+                                                        disabled_values={"model"})
+            self.fields["policy"].help_text = "The model policy needs a policy model. " + MODEL_POLICY_HOWTO
+        backends = services.sandbox_backends_enabled()
+        self.fields["backend"].choices = [(b, b) for b in backends]
+        self.fields["backend"].initial = backends[0] if backends else ""
+        self.show_backend = len(backends) > 1
 
     def policy_string(self) -> str:
         policy = self.cleaned_data["policy"]
@@ -59,7 +91,8 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             preview_run = services.preview_run_create(task_version=version, user=request.user,
-                                                      policy=form.policy_string(), n=form.cleaned_data["n"])
+                                                      policy=form.policy_string(), n=form.cleaned_data["n"],
+                                                      backend=form.cleaned_data.get("backend") or None)
         except DomainError as exc:
             _apply_domain_error(form, exc)
             status = exc.http_status  # 429 when over the per-user cap of rollouts in flight

@@ -140,3 +140,27 @@ def test_the_admin_lists_and_shows_previews_and_rollouts(client, version, author
                 "/admin/sandbox/rollout/", f"/admin/sandbox/rollout/{rollout.pk}/change/",
                 "/admin/grading/modelendpoint/", "/admin/grading/modelendpoint/add/"):
         assert client.get(url).status_code == 200, url
+
+
+def test_the_model_policy_is_offered_only_when_a_policy_model_is_configured(client_author, version, settings):
+    settings.OPENAI_BASE_URL = ""
+    html = client_author.get(reverse("authoring:task_detail", args=[version.task.slug])).content.decode()
+    assert '<option value="model" disabled>' in html
+    assert "no policy model is configured" in html and "GYMWRIGHT_POLICY_MODEL" in html
+
+    settings.OPENAI_BASE_URL, settings.POLICY_MODEL = "http://127.0.0.1:9/v1", "policy"
+    html = client_author.get(reverse("authoring:task_detail", args=[version.task.slug])).content.decode()
+    assert '<option value="model">' in html and "no policy model is configured" not in html
+
+
+def test_the_preview_form_offers_a_backend_choice_only_when_several_are_enabled(client_author, version, settings):
+    settings.SANDBOX_BACKEND, settings.SANDBOX_BACKENDS = "bubblewrap", []
+    assert 'name="backend"' not in client_author.get(start_url(version)).content.decode()
+
+    settings.SANDBOX_BACKENDS = ["docker"]
+    html = client_author.get(start_url(version)).content.decode()
+    assert '<option value="bubblewrap" selected>' in html and '<option value="docker">' in html
+    client_author.post(start_url(version), {"policy": "nop", "n": "1", "backend": "docker"})
+    assert PreviewRun.objects.get().backend == "docker"
+    response = client_author.post(start_url(version), {"policy": "nop", "n": "1", "backend": "firecracker"})
+    assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
