@@ -249,8 +249,6 @@ CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 
 # Sandboxes: "bubblewrap" (embedded default) or "docker" (DOCKER_HOST may be remote).
 SANDBOX_BACKEND = env_str("GYMWRIGHT_SANDBOX_BACKEND", "bubblewrap")
-# The backends the workers can run (the preview form offers a choice when there are several).
-SANDBOX_BACKENDS = env_list("GYMWRIGHT_SANDBOX_BACKENDS", "")
 # The docker backend's image for environments that name none (bubblewrap uses the host system).
 SANDBOX_IMAGE = env_str("GYMWRIGHT_SANDBOX_IMAGE", "")
 SANDBOX_WORK_DIR = Path(env_str("GYMWRIGHT_SANDBOX_DIR", str(DATA_DIR / "sandboxes")))

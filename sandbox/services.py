@@ -139,9 +139,10 @@ def rollout_time_limits(task_version: TaskVersion) -> tuple[int, int]:
 
 
 def sandbox_backends_enabled() -> list[str]:
-    """The backends the preview form offers: GYMWRIGHT_SANDBOX_BACKEND first, then GYMWRIGHT_SANDBOX_BACKENDS."""
-    enabled = [settings.SANDBOX_BACKEND, *getattr(settings, "SANDBOX_BACKENDS", [])]
-    return [backend for backend in dict.fromkeys(enabled) if backend in BACKENDS]
+    """The backends the preview form offers: the allowed ones (GYMWRIGHT_SANDBOX_BACKENDS), the default first."""
+    allowed = settings.SANDBOX_BACKENDS_ALLOWED
+    ordered = ([settings.SANDBOX_BACKEND] if settings.SANDBOX_BACKEND in allowed else []) + list(allowed)
+    return [backend for backend in dict.fromkeys(ordered) if backend in BACKENDS]
 
 
 def policy_model_configured() -> bool:

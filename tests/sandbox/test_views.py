@@ -154,10 +154,10 @@ def test_the_model_policy_is_offered_only_when_a_policy_model_is_configured(clie
 
 
 def test_the_preview_form_offers_a_backend_choice_only_when_several_are_enabled(client_author, version, settings):
-    settings.SANDBOX_BACKEND, settings.SANDBOX_BACKENDS = "bubblewrap", []
+    settings.SANDBOX_BACKEND, settings.SANDBOX_BACKENDS_ALLOWED = "bubblewrap", ["bubblewrap"]
     assert 'name="backend"' not in client_author.get(start_url(version)).content.decode()
 
-    settings.SANDBOX_BACKENDS = ["docker"]
+    settings.SANDBOX_BACKENDS_ALLOWED = ["docker", "bubblewrap"]
     html = client_author.get(start_url(version)).content.decode()
     assert '<option value="bubblewrap" selected>' in html and '<option value="docker">' in html
     client_author.post(start_url(version), {"policy": "nop", "n": "1", "backend": "docker"})
