@@ -3,7 +3,7 @@
 from importlib import import_module
 
 urlpatterns = []
-for _app in ("authoring", "grading", "sandbox", "review"):
+for _app in ("authoring", "grading", "sandbox", "review", "packs"):
     try:
         urlpatterns += import_module(f"{_app}.api_urls").urlpatterns
     except ModuleNotFoundError as exc:

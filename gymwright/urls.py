@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/", include("gymwright.api_urls")),
     path("grading/", include("grading.urls")),
     path("previews/", include("sandbox.urls")),
+    path("packs/", include("packs.urls")),
     path("", include("review.urls")),
     path("", include("authoring.urls")),
 ]

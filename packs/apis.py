@@ -1,0 +1,166 @@
+"""The packs REST API: packs, versions (build, status, download) and task imports (file or bulk JSON)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gymwright.api import paginate as _paginate, paginated, validated as _input
+from gymwright.errors import DomainError
+from packs import downloads, importer, selectors, services
+from packs.views import import_upload
+
+
+class PackOutput(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    licence = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class PackCreateInput(serializers.Serializer):
+    slug = serializers.SlugField(max_length=64)
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    licence = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+
+class PackVersionOutput(serializers.Serializer):
+    version = serializers.CharField()
+    status = serializers.CharField()
+    failure_reason = serializers.CharField()
+    progress_done = serializers.IntegerField()
+    progress_total = serializers.IntegerField()
+    size = serializers.IntegerField(allow_null=True)
+    sha256 = serializers.CharField()
+    content_sha256 = serializers.CharField()
+    selection = serializers.JSONField()
+    changes = serializers.JSONField()
+    counts = serializers.SerializerMethodField()
+    created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def get_counts(self, obj) -> dict | None:
+        return (obj.manifest or {}).get("counts")
+
+
+class PackBuildInput(serializers.Serializer):
+    environment = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
+    tasks = serializers.ListField(child=serializers.CharField(), required=False)
+    version = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    test_ratio = serializers.FloatField(required=False, min_value=0, max_value=1, default=0.1)
+
+
+class PackListApi(APIView):
+    @extend_schema(responses=paginated(PackOutput), operation_id="packs_list")
+    def get(self, request):
+        return _paginate(request, self, selectors.pack_list_for_user(user=request.user), PackOutput)
+
+    @extend_schema(request=PackCreateInput, responses={201: PackOutput}, operation_id="packs_create")
+    def post(self, request):
+        data = _input(PackCreateInput, request.data)
+        pack = services.pack_create(user=request.user, **data)
+        return Response(PackOutput(pack).data, status=status.HTTP_201_CREATED)
+
+
+class PackVersionListApi(APIView):
+    @extend_schema(responses=paginated(PackVersionOutput), operation_id="pack_versions_list")
+    def get(self, request, slug):
+        pack = selectors.pack_get_for_user(slug=slug, user=request.user)
+        return _paginate(request, self, pack.versions.select_related("created_by"), PackVersionOutput)
+
+    @extend_schema(request=PackBuildInput, responses={202: PackVersionOutput}, operation_id="pack_versions_build")
+    def post(self, request, slug):
+        pack = selectors.pack_get_for_user(slug=slug, user=request.user)
+        data = _input(PackBuildInput, request.data)
+        selection = services.Selection(environment=data.get("environment") or None, tags=tuple(data.get("tags") or ()),
+                                       tasks=tuple(data.get("tasks") or ()), test_ratio=data["test_ratio"])
+        pack_version = services.pack_version_start(pack=pack, user=request.user, selection=selection,
+                                                   version=data.get("version") or None)
+        return Response(PackVersionOutput(pack_version).data, status=status.HTTP_202_ACCEPTED)
+
+
+class PackVersionDetailApi(APIView):
+    @extend_schema(responses=PackVersionOutput, operation_id="pack_versions_retrieve")
+    def get(self, request, slug, version):
+        pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
+        return Response(PackVersionOutput(pack_version).data)
+
+
+class PackVersionDownloadApi(APIView):
+    @extend_schema(responses={(200, "application/gzip"): bytes}, operation_id="pack_versions_download",
+                   description="The archive, streamed, with Content-Length, X-Checksum-SHA256 and ETag (the sha256).")
+    def get(self, request, slug, version):
+        pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
+        return downloads.pack_version_response(
+            request, pack_version, on_send=lambda: services.pack_version_download_record(
+                pack_version=pack_version, user=request.user, via="api"))
+
+
+REPORT = inline_serializer("ImportReport", fields={
+    "dry_run": serializers.BooleanField(), "imported": serializers.IntegerField(),
+    "rejected": serializers.IntegerField(), "rows": serializers.ListField(child=serializers.JSONField())})
+
+
+class ImportFileInput(serializers.Serializer):
+    file = serializers.FileField()
+    environment = serializers.CharField(required=False, allow_blank=True)
+    dry_run = serializers.BooleanField(required=False, default=False)
+
+
+class ImportBulkInput(serializers.Serializer):
+    tasks = serializers.ListField(child=serializers.JSONField(), min_length=1,
+                                  help_text="gymwright.task/v1 documents, or simple rows {id, prompt, answer, rubric | criteria}")
+    environment = serializers.CharField(required=False, allow_blank=True)
+    dry_run = serializers.BooleanField(required=False, default=False)
+
+
+class ImportFileApi(APIView):
+    @extend_schema(request={"multipart/form-data": ImportFileInput}, responses=REPORT, operation_id="imports_file")
+    def post(self, request):
+        data = _input(ImportFileInput, request.data)
+        report = import_upload(uploaded=data["file"], user=request.user, environment=data.get("environment") or None,
+                               dry_run=data["dry_run"])
+        return Response(report.as_dict())
+
+
+class ImportBulkApi(APIView):
+    """A list of tasks per request: the same import service and per-row report as a file."""
+
+    @extend_schema(request=ImportBulkInput, responses=REPORT, operation_id="imports_bulk")
+    def post(self, request):
+        data = _input(ImportBulkInput, request.data)
+        if len(data["tasks"]) > settings.IMPORT_MAX_ROWS:
+            raise DomainError(f"more than {settings.IMPORT_MAX_ROWS} tasks in one request (GYMWRIGHT_IMPORT_MAX_ROWS).",
+                              http_status=413, details=[{"pointer": "/tasks", "message": "too many"}])
+        root = Path(settings.PACK_SCRATCH_DIR)
+        root.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="bulk-", dir=root))
+        try:
+            documents = data["tasks"]
+            is_tasks = isinstance(documents[0], dict) and documents[0].get("schema") == "gymwright.task/v1"
+            target = folder / ("tasks.jsonl" if is_tasks else "rows.jsonl")
+            with open(target, "w", encoding="utf-8") as handle:
+                for document in documents:
+                    handle.write(json.dumps(document, ensure_ascii=False) + "\n")
+            report = importer.tasks_import(path=target, user=request.user,
+                                           environment=data.get("environment") or None, dry_run=data["dry_run"])
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        rows = report.as_dict()
+        for row in rows["rows"]:  # line or row N of the temporary file is item N-1 of the request
+            kind, _, number = row["where"].partition(" ")
+            if kind in ("line", "row") and number.isdigit():
+                row["where"] = f"/tasks/{int(number) - 1}"
+        return Response(rows)

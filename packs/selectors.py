@@ -1,0 +1,58 @@
+"""Reads for packs: permission-aware getters and what the pack page shows."""
+
+from __future__ import annotations
+
+from django.http import Http404
+
+from authoring import permissions
+from gymwright.errors import NotAllowed
+from packs import archive
+from packs.models import PackEntry, PackVersion, TaskPack
+
+
+def pack_list_for_user(*, user):
+    if not permissions.can_view(user):
+        raise NotAllowed("You need a role to see task packs.")
+    return TaskPack.objects.all()
+
+
+def pack_get_for_user(*, slug: str, user) -> TaskPack:
+    if not permissions.can_view(user):
+        raise NotAllowed("You need a role to see task packs.")
+    pack = TaskPack.objects.filter(slug=slug).first()
+    if pack is None:
+        raise Http404(f"No pack {slug!r}.")
+    return pack
+
+
+def pack_version_get_for_user(*, slug: str, version: str, user) -> PackVersion:
+    pack = pack_get_for_user(slug=slug, user=user)
+    pack_version = pack.versions.select_related("pack", "created_by").filter(version=version).first()
+    if pack_version is None:
+        raise Http404(f"{slug} has no version {version!r}.")
+    return pack_version
+
+
+def pack_version_entries(*, pack_version: PackVersion):
+    return (PackEntry.objects.filter(pack_version=pack_version).select_related("task_version")
+            .order_by("task_slug"))
+
+
+def pack_version_histogram(*, pack_version: PackVersion) -> list[dict]:
+    """The difficulty histogram (from each task's last preview) with bar widths for the chart."""
+    counts = (pack_version.manifest or {}).get("difficulty") or {}
+    highest = max(counts.values(), default=0) or 1
+    return [{"label": name, "count": counts.get(name, 0), "percent": round(100 * counts.get(name, 0) / highest, 1)}
+            for name in archive.DIFFICULTY_BINS]
+
+
+def pack_version_split_counts(*, pack_version: PackVersion) -> dict:
+    counts = {"train": 0, "test": 0}
+    for split in pack_version.entries.values_list("split", flat=True):
+        counts[split] += 1
+    return counts
+
+
+def pack_version_previous(*, pack_version: PackVersion) -> PackVersion | None:
+    return (pack_version.pack.versions.filter(status=PackVersion.Status.READY)
+            .exclude(pk=pack_version.pk).filter(created_at__lt=pack_version.created_at).first())

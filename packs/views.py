@@ -1,0 +1,200 @@
+"""Pack pages: the list, a pack with its versions, a version (contents, splits, difficulty chart,
+diff, live build progress, verification), download, and the task import upload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from authoring import permissions
+from authoring.models import Environment, Tag
+from gymwright.errors import DomainError, NotAllowed
+from packs import downloads, importer, selectors, services
+from packs.models import PackVersion
+
+
+class PackCreateForm(forms.Form):
+    slug = forms.SlugField(max_length=64)
+    name = forms.CharField(max_length=200, required=False)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    licence = forms.CharField(max_length=100, required=False, initial="proprietary")
+
+
+class PackBuildForm(forms.Form):
+    environment = forms.ChoiceField(required=False)
+    tags = forms.CharField(required=False, help_text="comma-separated; a task needs every tag")
+    tasks = forms.CharField(required=False, help_text="task ids, comma-separated (default: every approved task)")
+    version = forms.CharField(required=False, max_length=24, help_text="default: proposed from the changes")
+    test_ratio = forms.FloatField(min_value=0, max_value=1, initial=0.1)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["environment"].choices = [("", "any environment")] + [
+            (slug, slug) for slug in Environment.objects.values_list("slug", flat=True)]
+
+    def selection(self) -> services.Selection:
+        data = self.cleaned_data
+        split = lambda text: tuple(part.strip() for part in (text or "").split(",") if part.strip())  # noqa: E731
+        return services.Selection(environment=data.get("environment") or None, tags=split(data.get("tags")),
+                                  tasks=split(data.get("tasks")), test_ratio=data["test_ratio"])
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="tasks.jsonl, a .csv/.jsonl/.parquet table, or a .tar.gz of a pack or of "
+                                     "Harbor / Terminal-Bench tasks")
+    environment = forms.CharField(required=False, help_text="environment (slug) for table rows")
+    dry_run = forms.BooleanField(required=False, initial=True, label="Dry run (show what would be created)")
+
+
+def _apply_error(form: forms.Form, exc: DomainError) -> None:
+    for detail in exc.details:
+        field = detail.get("pointer", "").strip("/").split("/")[0]
+        if field in form.fields:
+            form.add_error(field, exc.message)
+            return
+    form.add_error(None, exc.message)
+
+
+@require_http_methods(["GET", "POST"])
+def pack_list(request: HttpRequest) -> HttpResponse:
+    packs = selectors.pack_list_for_user(user=request.user)
+    form = PackCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            pack = services.pack_create(user=request.user, **form.cleaned_data)
+        except DomainError as exc:
+            _apply_error(form, exc)
+        else:
+            return redirect("packs:pack_detail", slug=pack.slug)
+    return render(request, "packs/pack_list.html", {"packs": packs, "form": form,
+                                                    "can_build": permissions.can_build_packs(request.user)},
+                  status=400 if request.method == "POST" else 200)
+
+
+@require_http_methods(["GET", "POST"])
+def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    pack = selectors.pack_get_for_user(slug=slug, user=request.user)
+    form = PackBuildForm(request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                pack_version = services.pack_version_start(pack=pack, user=request.user, selection=form.selection(),
+                                                           version=form.cleaned_data.get("version") or None)
+            except DomainError as exc:
+                _apply_error(form, exc)
+            else:
+                return redirect("packs:pack_version", slug=pack.slug, version=pack_version.version)
+    return render(request, "packs/pack_detail.html", {
+        "pack": pack, "versions": pack.versions.select_related("created_by"), "form": form,
+        "tags": Tag.objects.values_list("name", flat=True)[:200],
+        "can_build": permissions.can_build_packs(request.user)}, status=400 if request.method == "POST" else 200)
+
+
+def _version_context(request, pack_version: PackVersion) -> dict:
+    return {
+        "pack": pack_version.pack, "pack_version": pack_version,
+        "can_build": permissions.can_build_packs(request.user),
+    }
+
+
+@require_GET
+def pack_version_detail(request: HttpRequest, slug: str, version: str) -> HttpResponse:
+    pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
+    context = _version_context(request, pack_version)
+    previous = selectors.pack_version_previous(pack_version=pack_version)
+    context.update({
+        "entries": selectors.pack_version_entries(pack_version=pack_version),
+        "histogram": selectors.pack_version_histogram(pack_version=pack_version),
+        "split_counts": selectors.pack_version_split_counts(pack_version=pack_version),
+        "previous": previous,
+        "changed_rows": [{**row, "slug": row["id"]} for row in (pack_version.changes or {}).get("changed", [])],
+    })
+    return render(request, "packs/pack_version.html", context)
+
+
+@require_GET
+def pack_version_progress(request: HttpRequest, slug: str, version: str) -> HttpResponse:
+    """The live build status; it polls itself until the build has finished."""
+    pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
+    response = render(request, "packs/_build_progress.html", _version_context(request, pack_version))
+    if pack_version.is_finished and request.headers.get("HX-Request") == "true":
+        response["HX-Refresh"] = "true"  # show the finished page (contents, chart, download)
+    return response
+
+
+@require_GET
+def pack_version_verification(request: HttpRequest, slug: str, version: str) -> HttpResponse:
+    pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
+    result = services.pack_version_verify(pack_version=pack_version) \
+        if pack_version.status == PackVersion.Status.READY else None
+    return render(request, "packs/_verification.html", {"pack_version": pack_version, "verification": result})
+
+
+@require_POST
+def pack_version_cancel(request: HttpRequest, slug: str, version: str) -> HttpResponse:
+    pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
+    try:
+        services.pack_version_cancel(pack_version=pack_version, user=request.user)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("packs:pack_version", slug=slug, version=version)
+
+
+@require_GET
+def pack_version_download(request: HttpRequest, slug: str, version: str):
+    pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
+    return downloads.pack_version_response(
+        request, pack_version, on_send=lambda: services.pack_version_download_record(
+            pack_version=pack_version, user=request.user, via="browser"))
+
+
+@require_http_methods(["GET", "POST"])
+def task_import(request: HttpRequest) -> HttpResponse:
+    if not permissions.can_author(request.user):
+        raise NotAllowed("Only authors and admins can import tasks.")
+    form = ImportForm(request.POST or None, request.FILES or None)
+    report = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            report = import_upload(uploaded=form.cleaned_data["file"], user=request.user,
+                                   environment=form.cleaned_data.get("environment") or None,
+                                   dry_run=form.cleaned_data["dry_run"])
+        except DomainError as exc:
+            _apply_error(form, exc)
+    return render(request, "packs/import.html", {"form": form, "report": report},
+                  status=400 if request.method == "POST" and not form.is_valid() else 200)
+
+
+def import_upload(*, uploaded, user, environment: str | None, dry_run: bool) -> importer.ImportReport:
+    """An uploaded file, saved to the import's scratch folder under a safe name, then imported."""
+    import tempfile
+
+    name = Path(uploaded.name or "upload").name
+    suffix = next((s for s in (".tar.gz", ".tgz", ".jsonl", ".csv", ".parquet") if name.lower().endswith(s)), None)
+    if suffix is None:
+        raise DomainError(f"{name}: import a tasks.jsonl, a .csv/.jsonl/.parquet table or a .tar.gz.",
+                          details=[{"pointer": "/file", "message": "unknown kind of file"}])
+    if uploaded.size is not None and uploaded.size > settings.IMPORT_MAX_BYTES:
+        raise DomainError(f"{name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).", http_status=413,
+                          details=[{"pointer": "/file", "message": "too large"}])
+    root = Path(settings.PACK_SCRATCH_DIR)
+    root.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="upload-", dir=root))
+    try:
+        stem = "tasks" if name.lower() == "tasks.jsonl" else (Path(name[: -len(suffix)]).name or "upload")
+        target = folder / f"{stem}{suffix}"
+        with open(target, "wb") as handle:
+            for chunk in uploaded.chunks():
+                handle.write(chunk)
+        return importer.tasks_import(path=target, user=user, environment=environment, dry_run=dry_run)
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,126 @@
+"""Pack pages and the API: build with progress, download streamed with its sha256, verification,
+the lab role's rights, imports by upload and in bulk."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from authoring.models import AuditEvent, Task
+from packs import services
+from packs.models import PackVersion
+
+
+@pytest.fixture
+def ready(lab, approved_tasks):
+    pack = services.pack_create(slug="web-pack", user=lab, name="Web pack")
+    pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
+    return services.pack_version_build(pack_version_id=pack_version.pk)
+
+
+def token_client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def test_a_lab_member_builds_from_the_page_and_it_shows_progress_then_contents(client, lab, approved_tasks, eager_celery,
+                                                                              django_capture_on_commit_callbacks):
+    client.force_login(lab)
+    assert client.post("/packs/", {"slug": "from-web", "name": "From web", "licence": "MIT"}).status_code == 302
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/packs/from-web/", {"test_ratio": "0.2", "tags": "maths"})
+    assert response.status_code == 302 and response["Location"] == "/packs/from-web/1.0.0/"
+    page = client.get("/packs/from-web/1.0.0/").content.decode()
+    assert 'data-status="ready"' in page and "12/12" in page
+    assert "difficulty-chart" in page and 'data-count="12"' in page  # not previewed: 12
+    assert "/tasks/task-00/versions/1/" in page
+    progress = client.get("/packs/from-web/1.0.0/progress/", HTTP_HX_REQUEST="true")
+    assert progress["HX-Refresh"] == "true"
+    verified = client.get("/packs/from-web/1.0.0/verification/").content.decode()
+    assert 'id="verified"' in verified
+
+
+def test_a_building_version_polls_and_a_failed_one_says_why(client, lab, approved_tasks):
+    client.force_login(lab)
+    pack = services.pack_create(slug="slow", user=lab)
+    building = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
+    page = client.get("/packs/slow/1.0.0/").content.decode()
+    assert 'hx-trigger="every 1s"' in page and "0/12" in page
+    services.pack_version_fail(pack_version_id=building.pk, reason="the worker was stopped")
+    page = client.get("/packs/slow/1.0.0/").content.decode()
+    assert "Failed: the worker was stopped" in page and 'hx-trigger="every 1s"' not in page
+
+
+def test_download_in_the_browser_and_the_api_is_streamed_with_length_sha256_and_etag(client, lab, ready):
+    client.force_login(lab)
+    response = client.get("/packs/web-pack/1.0.0/download/")
+    body = b"".join(response.streaming_content)
+    assert response.status_code == 200 and response.streaming
+    assert int(response["Content-Length"]) == len(body) == ready.size
+    assert hashlib.sha256(body).hexdigest() == ready.sha256 == response["X-Checksum-SHA256"]
+    assert response["ETag"] == f'"{ready.sha256}"'
+    assert "web-pack-1.0.0.tar.gz" in response["Content-Disposition"]
+    api = token_client(lab)
+    response = api.get("/api/packs/web-pack/versions/1.0.0/download/")
+    assert response.status_code == 200 and hashlib.sha256(b"".join(response.streaming_content)).hexdigest() == ready.sha256
+    assert api.get("/api/packs/web-pack/versions/1.0.0/download/", HTTP_IF_NONE_MATCH=f'"{ready.sha256}"').status_code == 304
+    assert AuditEvent.objects.filter(verb="download").count() == 2
+
+
+def test_authors_cannot_build_or_download_but_can_read(client, author, ready):
+    client.force_login(author)
+    assert client.get("/packs/web-pack/1.0.0/").status_code == 200
+    assert client.get("/packs/web-pack/1.0.0/download/").status_code == 403
+    assert client.post("/packs/web-pack/", {"test_ratio": "0.1"}).status_code in (400, 403)
+    assert PackVersion.objects.count() == 1
+    api = token_client(author)
+    assert api.post("/api/packs/web-pack/versions/", {}, format="json").status_code == 403
+    assert api.get("/api/packs/web-pack/versions/1.0.0/download/").status_code == 403
+
+
+def test_the_api_builds_and_reports_bad_input_with_pointers(lab, approved_tasks, eager_celery,
+                                                           django_capture_on_commit_callbacks):
+    api = token_client(lab)
+    assert api.post("/api/packs/", {"slug": "api-pack"}, format="json").status_code == 201
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post("/api/packs/api-pack/versions/", {"tasks": ["task-01", "task-02"]}, format="json")
+    assert response.status_code == 202 and response.json()["version"] == "1.0.0"
+    detail = api.get("/api/packs/api-pack/versions/1.0.0/").json()
+    assert detail["status"] == "ready" and detail["counts"]["tasks"] == 2
+    bad = api.post("/api/packs/api-pack/versions/", {"tasks": ["nope"]}, format="json")
+    assert bad.status_code == 400 and bad.json()["error"]["details"][0]["pointer"] == "/tasks/0"
+    lower = api.post("/api/packs/api-pack/versions/", {"version": "0.9.0"}, format="json")
+    assert lower.status_code == 400 and lower.json()["error"]["details"][0]["pointer"] == "/version"
+
+
+def test_bulk_import_endpoint_takes_a_list_of_tasks_and_reports_per_item(author):
+    api = token_client(author)
+    rows = [{"id": f"bulk-{i}", "prompt": f"Q{i}", "answer": "A", "criteria": "Is right"} for i in range(5)]
+    rows.append({"id": "bulk-bad", "prompt": "", "criteria": "x"})
+    response = api.post("/api/imports/bulk/", {"tasks": rows}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["imported"] == 5 and body["rejected"] == 1
+    assert body["rows"][5] == {"where": "/tasks/5", "status": "rejected", "task": "bulk-bad",
+                               "message": "the prompt is empty", "pointer": "/prompt"}
+    assert Task.objects.filter(slug__startswith="bulk-").count() == 5
+    assert api.post("/api/imports/bulk/", {"tasks": []}, format="json").status_code == 400
+
+
+def test_the_import_page_uploads_a_file_and_shows_the_report(client, author):
+    client.force_login(author)
+    upload = io.BytesIO(b"id,prompt,criteria\nweb-1,Say hi,Greets\nweb-2,,Greets\n")
+    upload.name = "rows.csv"
+    page = client.post("/packs/import/", {"file": upload, "dry_run": "on"}).content.decode()
+    assert "Dry run: nothing was written" in page and "would_create" in page and "the prompt is empty" in page
+    assert not Task.objects.exists()
+    hostile = io.BytesIO(b"not a tarball")
+    hostile.name = "evil.tar.gz"
+    response = client.post("/packs/import/", {"file": hostile})
+    assert response.status_code == 400 and "not a readable .tar.gz" in response.content.decode()
