@@ -4,6 +4,8 @@ and the one factory of judge clients that dry runs and previews share."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 
 from typing import Any
@@ -25,7 +27,12 @@ class EndpointConfig:
     response_format: str = ModelEndpoint.ResponseFormat.AUTO
 
 
-def endpoint_config_for(role: str, name: str | None = None) -> EndpointConfig | None:
+def endpoint_config_for(role: str, name: str | None = None, *, max_age_s: float = 0) -> EndpointConfig | None:
+    """See `_endpoint_config`; `max_age_s` > 0 answers from this process's cache when that fresh."""
+    return _cached(("endpoint", role, name), max_age_s, lambda: _endpoint_config(role, name))
+
+
+def _endpoint_config(role: str, name: str | None = None) -> EndpointConfig | None:
     """The endpoint for `role` ("policy" or "judge"), or None when none is configured.
 
     A `name` picks an admin endpoint by name (a rubric's `judge.model`); an unknown
@@ -54,6 +61,33 @@ def endpoint_config_for(role: str, name: str | None = None) -> EndpointConfig | 
     return None
 
 
+# Workers read endpoint configuration through this cache (max_age_s > 0): one lookup per
+# process every few seconds instead of several queries per rollout. Keyed by what decides
+# the answer; an admin's change reaches workers within max_age_s.
+_cache: dict[tuple, tuple[float, Any]] = {}
+_cache_lock = threading.Lock()
+
+
+def _cached(key: tuple, max_age_s: float, load):
+    if max_age_s <= 0:
+        return load()
+    now = time.monotonic()
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    value = load()
+    with _cache_lock:
+        _cache[key] = (now + max_age_s, value)
+    return value
+
+
+def cache_clear() -> None:
+    """Forget cached endpoint configuration (tests; an admin action could too)."""
+    with _cache_lock:
+        _cache.clear()
+
+
 def _rubric_judge_model(rubric: Any) -> str | None:
     judge = rubric.get("judge") if isinstance(rubric, dict) else getattr(rubric, "judge", None)
     if judge is None:
@@ -61,9 +95,15 @@ def _rubric_judge_model(rubric: Any) -> str | None:
     return judge.get("model") if isinstance(judge, dict) else getattr(judge, "model", None)
 
 
-def judge_config_for(rubric: Any):
-    """The engine's JudgeConfig for `rubric`'s judge model, or None when no judge endpoint is configured."""
+def judge_config_for(rubric: Any, *, max_age_s: float = 0):
+    """The engine's JudgeConfig for `rubric`'s judge model, or None when no judge endpoint is configured.
+
+    `max_age_s` > 0 answers from this process's cache when it is that fresh (workers)."""
     rubric_model = _rubric_judge_model(rubric)
+    return _cached(("judge", rubric_model), max_age_s, lambda: _judge_config(rubric_model))
+
+
+def _judge_config(rubric_model: str | None):
     endpoint = endpoint_config_for("judge", name=rubric_model)
     if endpoint is None:
         return None
@@ -91,7 +131,7 @@ def judge_config_for(rubric: Any):
     )
 
 
-def judge_client_for(rubric: Any):
+def judge_client_for(rubric: Any, *, max_age_s: float = 0):
     """A JudgeClient for `rubric`, or None when unconfigured (judge checks are then unscored, never faked)."""
-    config = judge_config_for(rubric)
+    config = judge_config_for(rubric, max_age_s=max_age_s)
     return engine.JudgeClient(config) if config is not None else None

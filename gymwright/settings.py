@@ -262,6 +262,8 @@ ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)
 # A QUEUED rollout whose job message was sent this long ago and never claimed is sent again
 # (a broker restart lost it); duplicates are harmless, the claim runs one.
 ROLLOUT_REQUEUE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S", 900)
+# Workers reuse model endpoint configuration this long before reading the admin's rows again.
+ENDPOINT_CACHE_S = float(env_str("GYMWRIGHT_ENDPOINT_CACHE_S", "30"))
 # Operator ceilings on what an environment may ask for (refused at save, with the field named, and at preview).
 SANDBOX_MAX_MEMORY_MB = env_int("GYMWRIGHT_MAX_MEMORY_MB", 4096)
 SANDBOX_MAX_PIDS = env_int("GYMWRIGHT_MAX_PIDS", 1024)

@@ -294,7 +294,7 @@ def policy_model_config():
     from grading.endpoints import endpoint_config_for
     from sandbox.runtime.policies import ModelConfig
 
-    config = endpoint_config_for("policy")
+    config = endpoint_config_for("policy", max_age_s=settings.ENDPOINT_CACHE_S)
     if config is None:
         raise DomainError("No policy model is configured.", code="no_policy_model")
     params = dict(config.params or {})
@@ -317,7 +317,7 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress) -> RolloutR
     backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
     from grading.endpoints import judge_client_for
 
-    judge = judge_client_for(task_version.rubric)
+    judge = judge_client_for(task_version.rubric, max_age_s=settings.ENDPOINT_CACHE_S)
     if not connection.in_atomic_block:
         # The worker is about to block for minutes; don't hold an idle connection meanwhile.
         close_old_connections()

@@ -22,6 +22,16 @@ def _media_root(tmp_path, settings):
     settings.SANDBOX_WORK_DIR = tmp_path / "sandboxes"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_endpoint_cache():
+    """A worker caches endpoint configuration per process; each test starts from its own rows."""
+    from grading.endpoints import cache_clear
+
+    cache_clear()
+    yield
+    cache_clear()
+
+
 @pytest.fixture
 def eager_celery(settings):
     """Celery jobs run at once in this process (the job logic, without a worker)."""
