@@ -487,12 +487,21 @@ def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: st
     limits = limits or GradeLimits()
     lower = path.lower()
     if lower.endswith((".xlsx", ".xlsm")):
+        import defusedxml  # noqa: F401 - openpyxl parses through it when installed: no XML entity bombs
         import openpyxl
 
+        if not openpyxl.DEFUSEDXML:
+            raise Unscored("openpyxl is not parsing through defusedxml (OPENPYXL_DEFUSEDXML is off?); XLSX files are "
+                           "not read without it")
         _xlsx_bounded(data, path, limits)
         try:
             workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         except Exception as exc:  # noqa: BLE001 - a corrupt upload is the agent's failure
+            from defusedxml import DefusedXmlException
+
+            if isinstance(exc.__cause__ or exc.__context__, DefusedXmlException):
+                raise Missing(f"{path!r} declares XML entities or a DTD, which are refused unread "
+                              f"(an entity bomb?): {exc.__cause__ or exc.__context__!r}") from None
             raise Missing(f"{path!r} is not a readable XLSX file ({exc})") from None
         try:
             names = workbook.sheetnames

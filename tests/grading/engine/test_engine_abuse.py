@@ -186,3 +186,28 @@ def test_the_limits_are_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("GYMWRIGHT_CHECK_CPU_S", "-1")
     with pytest.raises(ValueError, match="GYMWRIGHT_CHECK_CPU_S"):
         GradeLimits.from_env()
+
+
+def test_an_xlsx_with_an_xml_entity_bomb_is_not_expanded(tmp_path):
+    book = openpyxl.Workbook()
+    book.active.append(["label", "Q3"])
+    book.active.append(["Revenue", "placeholder"])
+    plain = io.BytesIO()
+    book.save(plain)
+    laughs = ('<!DOCTYPE worksheet [<!ENTITY l0 "lol">'
+              + "".join(f'<!ENTITY l{i} "{("&l" + str(i - 1) + ";") * 10}">' for i in range(1, 6)) + "]>")
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(plain.getvalue())) as source, zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "xl/worksheets/sheet1.xml":
+                assert data.startswith(b"<worksheet") and b"placeholder" in data
+                data = laughs.encode() + data.replace(b"placeholder", b"&l5;")
+            target.writestr(name, data)
+    (tmp_path / "model.xlsx").write_bytes(out.getvalue())
+    result = one({"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3",
+                  "expected": "lol" * 100_000}, workspace=tmp_path)
+    checked = result.checks[0]
+    # Expanded, the cell would be 'lol' × 100,000 and the check met; defused, the file is refused.
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
+    assert "refused unread (an entity bomb?)" in checked.explanation, checked.explanation
