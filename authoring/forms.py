@@ -56,6 +56,11 @@ def pointer_to_form_field(pointer: str) -> str | None:
     }.get(head)
 
 
+FILE_ROLE_CHOICES = [("workspace", "workspace — the agent may change it"),
+                     ("protected", "protected — restored before the checks"),
+                     ("grader", "grader — hidden until the checks")]
+
+
 class TaskForm(forms.Form):
     """The task editor. The rubric arrives as raw JSON (the structured view writes it)."""
 
@@ -97,6 +102,15 @@ class TaskForm(forms.Form):
             del self.fields["remove_files"]
         if "remove_files" in self.fields:
             self.fields["remove_files"].choices = [(f["path"], f["path"]) for f in current_files]
+        self.current_files = list(current_files)
+        for index, entry in enumerate(self.current_files):
+            self.fields[f"file_role_{index}"] = forms.ChoiceField(
+                choices=FILE_ROLE_CHOICES, required=False, initial=entry.get("role") or "workspace",
+                label=f"Role of {entry['path']}",
+                widget=forms.Select(attrs={"data-file-path": entry["path"]}))
+
+    def file_role_fields(self):
+        return [self[name] for name in self.fields if name.startswith("file_role_")]
 
     def clean_rubric(self):
         return parse_json_field(self.cleaned_data["rubric"], label="The rubric")
@@ -119,10 +133,20 @@ class TaskForm(forms.Form):
             "prompt": data["prompt"],
             "rubric": data["rubric"],
             "solution": {"script": data.get("solution_script") or None, "answer": data.get("solution_answer") or None},
-            "files": [f for f in current_files if f["path"] not in removed],
+            "files": [self._with_role(index, f) for index, f in enumerate(current_files)
+                      if f["path"] not in removed],
             "tags": data["tags"],
             "metadata": data["metadata"],
         }
+
+    def _with_role(self, index: int, entry: dict) -> dict:
+        role = self.cleaned_data.get(f"file_role_{index}") or None
+        entry = {key: value for key, value in entry.items() if key != "role"}
+        # An unset role means workspace: leaving it unset keeps older documents' bytes (and sha256).
+        had_role = index < len(self.current_files) and self.current_files[index].get("role")
+        if role and (role != "workspace" or had_role):
+            entry["role"] = role
+        return entry
 
     def add_domain_errors(self, details: list[dict]) -> None:
         """Puts each service error at the field its JSON pointer belongs to, pointer included."""
@@ -190,6 +214,15 @@ class EnvironmentForm(forms.Form):
             "files": current_files,
             "checks_module": data.get("checks_module") or None,
         }
+
+    def _with_role(self, index: int, entry: dict) -> dict:
+        role = self.cleaned_data.get(f"file_role_{index}") or None
+        entry = {key: value for key, value in entry.items() if key != "role"}
+        # An unset role means workspace: leaving it unset keeps older documents' bytes (and sha256).
+        had_role = index < len(self.current_files) and self.current_files[index].get("role")
+        if role and (role != "workspace" or had_role):
+            entry["role"] = role
+        return entry
 
     def add_domain_errors(self, details: list[dict]) -> None:
         for detail in details:

@@ -191,6 +191,10 @@ def test_json_and_structured_views_stay_in_sync(logged_in, live_server, environm
     check = rubric_json(page)["checks"][1]
     assert check["id"] == "judge_it" and check["points"] == 2 and check["kind"] == "string_match"
     assert "criterion" not in check
+    # A string_match needs something to look for (an empty 'expected' is refused at the field).
+    expected = field(page, "/checks/1/expected")
+    expect(expected.locator(".field-error")).to_contain_text("'expected' is empty")
+    expected.locator("input").fill("please")
     card(page, "/checks/1").locator(".re-move-up").click()
     assert [c["id"] for c in rubric_json(page)["checks"]] == ["judge_it", "core"]
     card(page, "/checks/1/checks/0").locator("[data-pointer='/checks/1/checks/0/colour'] button").click()

@@ -92,6 +92,7 @@ export const state = {
   validator: null,       // compiled Ajv function
   schemaIssues: [],      // from Ajv, pointers into the rubric
   serverIssues: [],      // from POST /api/rubrics/validate/
+  serverWarnings: [],    // its lint warnings (not errors)
   serverSeq: 0,
   serverUnavailable: false,
   pageIssues: [],        // rendered by the server with the page; valid while the text is unchanged

@@ -149,7 +149,7 @@ export function validateNow() {
 export const serverValidate = debounce(function () {
   if (state.serverUnavailable || state.parseError || state.rubric === null) return;
   var seq = ++state.serverSeq;
-  var body = JSON.stringify({ rubric: state.rubric });
+  var body = JSON.stringify({ rubric: state.rubric, files: fileRoles() });
   fetch(validateUrl, {
     method: "POST", credentials: "same-origin", body: body,
     headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken() }
@@ -162,9 +162,24 @@ export const serverValidate = debounce(function () {
     state.serverIssues = (data.issues || []).map(function (i) {
       return { pointer: i.pointer || "", message: i.message, source: "server" };
     });
+    state.serverWarnings = (data.warnings || []).map(function (w) {
+      return { pointer: w.pointer || "", message: w.message, source: "warning" };
+    });
     renderIssues();
   }).catch(function () { /* offline or server error: the save will validate anyway */ });
 }, 500);
+
+/* The task's attached files with the roles chosen in the form (the lint warns about tests the
+ * agent can change). Files not attached yet are not known here. */
+function fileRoles() {
+  return Array.prototype.map.call(document.querySelectorAll("select[data-file-path]"), function (select) {
+    return { path: select.getAttribute("data-file-path"), role: select.value };
+  });
+}
+
+document.addEventListener("change", function (event) {
+  if (event.target.matches && event.target.matches("select[data-file-path]")) serverValidate();
+});
 
 export function currentIssues() {
   var issues = [];
@@ -240,6 +255,17 @@ export function renderIssues() {
       });
       li.classList.add("re-clickable");
     }
+    errorList.appendChild(li);
+  });
+  // Warnings (ways an agent could game the rubric) follow the errors; they do not block saving.
+  (state.parseError ? [] : state.serverWarnings || []).forEach(function (warning) {
+    var li = h("li", { className: "re-issue re-issue-warning re-clickable", "data-pointer": warning.pointer });
+    li.appendChild(h("a", { href: "#", className: "re-pointer", text: "warning " + (warning.pointer || "/") }));
+    li.appendChild(document.createTextNode(": " + warning.message));
+    li.addEventListener("click", function (event) {
+      event.preventDefault();
+      root.dispatchEvent(new CustomEvent("rubric:reveal", { detail: { pointer: warning.pointer } }));
+    });
     errorList.appendChild(li);
   });
   attachIssues(issues);
