@@ -2,7 +2,8 @@
 
 The container runs the environment's image (or its Dockerfile, built once and
 cached as `gymwright-env:<sha of the Dockerfile>`) with `sleep infinity` under
-docker-init, as a non-root user, no capabilities, no-new-privileges, a
+docker-init (both as uid 65533, out of the sandbox user's reach), execs as a
+non-root user (65534), no capabilities, no-new-privileges, a
 read-only root, no network unless the environment allows it, and cgroup limits
 (memory = memory+swap, pids, CPUs). /workspace and /tmp are size-capped tmpfs
 mounts writable by the sandbox user; /env is a root-owned tmpfs the sandbox
@@ -14,7 +15,9 @@ streams, because the archive API refuses a read-only root and does not see
 tmpfs mounts. So images need /bin/sh, cat and tar (busybox has them all).
 
 Timeouts: each exec records its pid (an exec'd process is its own process
-group leader) and on timeout a second exec kills that whole group. OOM: the
+group leader) and on timeout a second exec kills that whole group. After every
+exec, that group and then every other process of the sandbox user (`kill -9
+-1`, which also reaches `setsid` escapees) are killed: nothing outlives its exec. OOM: the
 exec API cannot report it, so when a command dies of SIGKILL (137) and did not
 time out, we read the container's memory cgroup OOM-kill counter
 (`memory.oom_control` on cgroup v1, `memory.events` on v2) and compare it with
@@ -41,6 +44,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..egress import EGRESS_REFUSED
 from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
 from grading.engine.safe_files import write_sparse
@@ -64,10 +68,20 @@ WRAPPER = 'echo $$ > "$1" 2>/dev/null; [ -n "$2" ] && rm -f $2; shift 2; exec "$
 # allows and no new exec could start. It runs as the sandbox user (it has to:
 # there are no capabilities), so the sandbox can kill it; then we respawn it,
 # and fall back to a one-off kill exec.
+#
+# After the group, everything else the sandbox user runs goes too (`kill -9 -1`
+# signals every process we may signal except PID 1 and ourselves): a `setsid`
+# child leaves the exec's group and session, so only this sweep ends it. The
+# keep-alive `sleep` and docker-init run as another uid (KEEPALIVE_USER), out
+# of the sweep's (and the sandbox's) reach. `kill -1` fails once nothing is left.
+SWEEP = 'n=0; while kill -9 -1 2>/dev/null && [ $n -lt 20000 ]; do n=$((n+1)); done'
 KILLER = ('while read -r f; do pg=; read -r pg < "$f"; if [ -n "$pg" ]; then n=0; '
           'while kill -0 -$pg 2>/dev/null && [ $n -lt 20000 ]; do '
-          'kill -9 -$pg 2>/dev/null; n=$((n+1)); done; fi; echo "$f"; done')
+          'kill -9 -$pg 2>/dev/null; n=$((n+1)); done; fi; ' + SWEEP + '; echo "$f"; done')
 KILLER_REPLY_S = 5.0
+# The container's own processes (docker-init, the keep-alive sleep): not the
+# sandbox user, so neither the sandbox nor the sweep can end them.
+KEEPALIVE_USER = "65533:65533"
 OOM_PROBE = ("cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
              " || cat /sys/fs/cgroup/memory.events 2>/dev/null")
 KILL_GRACE_S = 3.0
@@ -126,18 +140,30 @@ class DockerBackend(Backend):
     the environment names neither image nor Dockerfile), `pull` (try to pull a
     missing image; default True), `expires_grace_s` (added to the rollout
     timeout for the expires label, leaving time for grading), `limits`
-    (`HostLimits`: snapshot size, file count and host-side file-operation time)."""
+    (`HostLimits`: snapshot size, file count and host-side file-operation time),
+    `egress_network` (the operator's docker network for environments with
+    `network: allowed/egress`; default None: such environments are refused —
+    what that network reaches is the operator's choice), `build_memory_mb`,
+    `build_cpus` (limits of the containers a Dockerfile's RUN steps execute in;
+    default 2048 MB, 1 CPU, pinned with a cpuset), `build_network` (the network
+    RUN steps get; default None: no network)."""
 
     name = "docker"
 
     def __init__(self, *, client=None, user: str = "65534:65534", default_image: str | None = None,
-                 pull: bool = True, expires_grace_s: float = 900.0, limits: HostLimits | None = None):
+                 pull: bool = True, expires_grace_s: float = 900.0, limits: HostLimits | None = None,
+                 egress_network: str | None = None, build_memory_mb: int = 2048, build_cpus: int = 1,
+                 build_network: str | None = None):
         self.client = client or docker_client()
         self.user = user
         self.default_image = default_image
         self.pull = pull
         self.expires_grace_s = expires_grace_s
         self.limits = limits or HostLimits()
+        self.egress_network = egress_network or None
+        self.build_memory_mb = int(build_memory_mb)
+        self.build_cpus = max(1, int(build_cpus))
+        self.build_network = build_network or None
 
     # -- images ------------------------------------------------------------
     def resolve_image(self, spec: SandboxSpec) -> str:
@@ -162,14 +188,23 @@ class DockerBackend(Backend):
                     info.size = len(data)
                     tar.addfile(info, io.BytesIO(data))
                 context.seek(0)
+                memory = self.build_memory_mb * 1024 * 1024
+                cpuset = "0" if self.build_cpus == 1 else f"0-{self.build_cpus - 1}"
                 try:
+                    # RUN steps are author code: limited like a sandbox, and offline
+                    # unless the operator names a network for builds.
                     self.client.images.build(fileobj=context, custom_context=True, tag=tag,
                                              rm=True, forcerm=True,
+                                             network_mode=self.build_network or "none",
+                                             container_limits={"memory": memory, "memswap": memory,
+                                                               "cpusetcpus": cpuset},
                                              labels={LABEL: "1", "gymwright.dockerfile": tag})
                 except docker.errors.BuildError as exc:
                     tail = "".join(str(line.get("stream") or line.get("error") or "")
                                    for line in list(exc.build_log)[-20:])
-                    raise SandboxError(f"Dockerfile does not build: {exc.msg}\n{tail}",
+                    limits = (f"builds run with {self.build_memory_mb} MB, {self.build_cpus} CPU(s) and "
+                              + (f"network {self.build_network!r}" if self.build_network else "no network"))
+                    raise SandboxError(f"Dockerfile does not build ({limits}): {exc.msg}\n{tail}",
                                        permanent=True) from exc
                 except docker.errors.APIError as exc:
                     raise SandboxError(f"Docker build failed: {exc}") from exc
@@ -198,6 +233,8 @@ class DockerBackend(Backend):
     def _create(self, spec: SandboxSpec) -> "DockerSandbox":
         import docker.errors
 
+        if spec.network_allowed and not self.egress_network:
+            raise SandboxError(EGRESS_REFUSED, permanent=True)
         image = self.resolve_image(spec)
         path = _safe_path(image, self.client)
         uid, _, gid = self.user.partition(":")
@@ -209,8 +246,9 @@ class DockerBackend(Backend):
             container = self.client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True,
                 name=f"gymwright-{sandbox_id}", hostname="sandbox",
-                user=self.user, working_dir=WORKSPACE, entrypoint=[], environment={"PATH": path},
-                network_mode="bridge" if spec.network_allowed else "none",
+                user=_keepalive_user(self.user), working_dir=WORKSPACE, entrypoint=[],
+                environment={"PATH": path},
+                network_mode=self.egress_network if spec.network_allowed else "none",
                 cap_drop=["ALL"], security_opt=["no-new-privileges"], read_only=True,
                 tmpfs={
                     WORKSPACE: f"{tmpfs_opts},size={spec.workspace_mb}m,uid={uid},gid={gid},mode=0755",
@@ -268,6 +306,11 @@ def _safe_path(image: str, client) -> str:
     return ":".join(kept) or DEFAULT_PATH
 
 
+def _keepalive_user(sandbox_user: str) -> str:
+    uid = sandbox_user.partition(":")[0]
+    return "65532:65532" if uid == KEEPALIVE_USER.partition(":")[0] else KEEPALIVE_USER
+
+
 def _build_lock(tag: str) -> threading.Lock:
     with _build_locks_guard:
         return _build_locks.setdefault(tag, threading.Lock())
@@ -306,7 +349,8 @@ class DockerSandbox(Sandbox):
     def _start_killer(self) -> None:
         try:
             exec_id = self.api.exec_create(self.container.id, ["/bin/sh", "-c", KILLER],
-                                           stdin=True, stdout=True, stderr=False)["Id"]
+                                           stdin=True, stdout=True, stderr=False,
+                                           user=self.backend.user)["Id"]
             raw = self.api.exec_start(exec_id, socket=True)
             self._killer = (raw, getattr(raw, "_sock", raw), exec_id)
         except Exception as exc:  # noqa: BLE001 - the one-off kill exec remains
@@ -339,7 +383,7 @@ class DockerSandbox(Sandbox):
         try:
             exec_id = self.api.exec_create(
                 self.container.id, argv, stdout=True, stderr=True, stdin=stdin is not None,
-                user=user or "", environment=dict(env) if env else None, workdir=WORKSPACE)["Id"]
+                user=user or self.backend.user, environment=dict(env) if env else None, workdir=WORKSPACE)["Id"]
             raw = self.api.exec_start(exec_id, socket=True)
         except docker.errors.NotFound as exc:
             raise SandboxError(f"the sandbox container is gone: {exc}") from exc
@@ -451,7 +495,7 @@ class DockerSandbox(Sandbox):
                 except OSError:
                     pass
                 self._close_killer()
-        script = f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && kill -9 -"$p" 2>/dev/null'
+        script = f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && kill -9 -"$p" 2>/dev/null; {SWEEP}'
         self._quiet(["/bin/sh", "-c", script])
 
     def _await_killer(self, pidfile: str) -> bool:
@@ -498,7 +542,8 @@ class DockerSandbox(Sandbox):
 
     def _quiet(self, argv: list[str]) -> None:
         try:
-            exec_id = self.api.exec_create(self.container.id, argv, stdout=False, stderr=False)["Id"]
+            exec_id = self.api.exec_create(self.container.id, argv, stdout=False, stderr=False,
+                                           user=self.backend.user)["Id"]
             self.api.exec_start(exec_id, detach=False)
         except Exception as exc:  # noqa: BLE001 - best effort housekeeping
             log.debug("housekeeping exec %s failed: %s", argv, exc)
@@ -506,7 +551,7 @@ class DockerSandbox(Sandbox):
     def _oom_count(self) -> int:
         try:
             exec_id = self.api.exec_create(self.container.id, ["/bin/sh", "-c", OOM_PROBE],
-                                           stdout=True, stderr=False)["Id"]
+                                           stdout=True, stderr=False, user=self.backend.user)["Id"]
             text = self.api.exec_start(exec_id).decode(errors="replace")
         except Exception:  # noqa: BLE001
             return self.oom_seen

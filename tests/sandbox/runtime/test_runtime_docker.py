@@ -29,7 +29,8 @@ def test_the_container_is_locked_down_and_labelled(docker_backend):
         assert host["Memory"] == 128 * 1024 * 1024 == host["MemorySwap"]
         assert host["PidsLimit"] == 40 + 3 and host["NanoCpus"] == 500_000_000
         assert set(host["Tmpfs"]) == {"/workspace", "/tmp", "/env"}
-        assert attrs["Config"]["User"] == "65534:65534"
+        # The keep-alive runs as its own uid, out of the sandbox user's reach.
+        assert attrs["Config"]["User"] == "65533:65533"
         labels = attrs["Config"]["Labels"]
         assert labels["gymwright.sandbox"] == "1"
         assert labels["gymwright.owner"] == f"{socket.gethostname()}:{os.getpid()}"
@@ -39,10 +40,11 @@ def test_the_container_is_locked_down_and_labelled(docker_backend):
         box.container.reload()  # removed on stop
 
 
-def test_network_allowed_uses_the_default_bridge(docker_backend):
-    with docker_backend.start(SandboxSpec(network="allowed")) as box:
-        box.container.reload()
-        assert box.container.attrs["HostConfig"]["NetworkMode"] != "none"
+def test_network_allowed_is_refused_without_an_operator_named_network(docker_backend):
+    # No default bridge (it reaches the host): egress only through the operator's network.
+    with pytest.raises(SandboxError) as caught:
+        docker_backend.start(SandboxSpec(network="allowed"))
+    assert caught.value.permanent and "GYMWRIGHT_SANDBOX_DOCKER_NETWORK" in str(caught.value)
 
 
 def test_a_dockerfile_is_built_once_and_cached_by_content(docker_backend, docker_client, busybox_image,
