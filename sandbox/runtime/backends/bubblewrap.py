@@ -25,8 +25,13 @@ sandbox runs as uid/gid 65534 (setpriv before bwrap), so a process that got
 out of its namespaces would still be `nobody`.
 
 Processes do not outlive their exec: the pid namespace dies with the
-command's bwrap, so a background `server &` is gone when the exec returns
-(unlike docker, where it lives until the container stops).
+command's bwrap, so a background `server &` (even a `setsid` one) is gone
+when the exec returns.
+
+Inside, a seccomp filter close to Docker's default profile (`seccomp.py`)
+refuses mounts, new namespaces, keyrings, bpf and the like, and
+`--disable-userns` forbids nested user namespaces. bwrap's own arguments come
+from a file (`--args FD`), so no host path shows in /proc/*/cmdline inside.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ from .base import (ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits,
                    pid_alive, shell_command, split_path)
 from .bwrap_process import Child, PopenChild, SpawnedChild, SpawnerGone, parse_status, read_line
 from .cgroups import CgroupSet
+from ..egress import DNS, EGRESS_REFUSED, GATEWAY, HOST_ALIAS, EgressLink, EgressPolicy, host_addresses, \
+    read_child_pid, tools_missing
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +89,10 @@ class BubblewrapBackend(Backend):
     the worker may mount, i.e. runs as root: /workspace and /tmp are
     size-limited tmpfs mounts, a hard cap; default False, because a worker that
     dies leaves the mounts behind until `reap_bubblewrap()` runs), `limits`
-    (`HostLimits`: snapshot size, file count and host-side file-operation time)."""
+    (`HostLimits`: snapshot size, file count and host-side file-operation time),
+    `egress` (an `EgressPolicy`: environments with `network: allowed/egress` get
+    user-mode NAT to the internet but not to this host, see `egress.py`;
+    default None: such environments are refused)."""
 
     name = "bubblewrap"
 
@@ -90,7 +100,7 @@ class BubblewrapBackend(Backend):
                  run_as: tuple[int, int] | None = (65534, 65534), bwrap: str | None = None,
                  python: str | None = None, ro_binds: Sequence[str] = (),
                  use_cgroups: bool = True, use_spawner: bool = True, tmpfs_caps: bool = False,
-                 limits: HostLimits | None = None):
+                 limits: HostLimits | None = None, egress: EgressPolicy | None = None):
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         if not os.path.exists(self.bwrap):
             raise SandboxError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
@@ -108,6 +118,7 @@ class BubblewrapBackend(Backend):
         self.use_spawner = use_spawner
         self.tmpfs_caps = tmpfs_caps
         self.limits = limits or HostLimits()
+        self.egress = egress
 
     def _create(self, spec: SandboxSpec) -> "BubblewrapSandbox":
         return BubblewrapSandbox(self, spec)
@@ -131,6 +142,15 @@ class BubblewrapSandbox(Sandbox):
     def __init__(self, backend: BubblewrapBackend, spec: SandboxSpec):
         super().__init__(spec)
         self.backend = backend
+        self.host_addrs: list[str] = []
+        if spec.network_allowed:
+            if backend.egress is None:
+                raise SandboxError(EGRESS_REFUSED, permanent=True)
+            missing = tools_missing()
+            if missing:
+                raise SandboxError(f"network egress needs {', '.join(missing)}: apt-get install "
+                                   "slirp4netns nftables util-linux", permanent=True)
+            self.host_addrs = host_addresses()
         try:
             if not backend.work_dir.exists():
                 # Traversable but not listable by the sandbox user.
@@ -165,6 +185,13 @@ class BubblewrapSandbox(Sandbox):
             f"gymwright-{os.getpid()}-{self.id}", memory_bytes=spec.memory_mb * 1024 * 1024,
             pids=spec.pids, cpus=spec.cpus) if backend.use_cgroups else CgroupSet({})
         self._static_args = self._bwrap_args()
+        # bwrap reads its arguments and the seccomp program from files the
+        # worker opens for it (`--args FD`, `--seccomp FD`): its command line,
+        # the only one a sandbox process can see in /proc, is `bwrap --args N`,
+        # with no host path in it.
+        self.args_file = self.root / "bwrap-args"
+        self.seccomp_file = self.root / "seccomp.bpf"
+        _write_private(self.seccomp_file, _seccomp_program())
         # Without a pids cgroup, RLIMIT_NPROC is the fallback. It counts every
         # process of the (host) user: for the shared sandbox uid that is all
         # sandboxes together; for a worker that is not root, its own processes
@@ -214,19 +241,24 @@ class BubblewrapSandbox(Sandbox):
         files = {
             "passwd": "\n".join(users) + "\n",
             "group": "\n".join(groups) + "\n",
-            "hosts": "127.0.0.1 localhost sandbox\n::1 localhost\n",
+            "hosts": "127.0.0.1 localhost sandbox\n::1 localhost\n"
+                     + (f"{GATEWAY} {HOST_ALIAS}\n" if self.spec.network_allowed else ""),
             "hostname": "sandbox\n",
             "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
         }
+        if self.spec.network_allowed:
+            files["resolv.conf"] = f"nameserver {DNS}\n"
         for name, text in files.items():
             (self.etc_dir / name).write_text(text)
             (self.etc_dir / name).chmod(0o644)
 
     def _bwrap_args(self) -> list[str]:
         spec = self.spec
-        args = [self.backend.bwrap, "--unshare-all"]
-        if spec.network_allowed:
-            args.append("--share-net")
+        # --unshare-user (not just -try) so that --disable-userns applies even
+        # to a root worker: `unshare -U` inside fails, no nested namespaces.
+        args = [self.backend.bwrap, "--unshare-all", "--unshare-user", "--disable-userns"]
+        # Every sandbox has its own network namespace; with egress, slirp4netns
+        # links it to the outside per exec (never --share-net: the host's).
         args += ["--die-with-parent", "--new-session", "--clearenv",
                  "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
         for name in ROOT_ENTRIES:
@@ -240,8 +272,6 @@ class BubblewrapSandbox(Sandbox):
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         for name in sorted(os.listdir(self.etc_dir)):
             args += ["--ro-bind", str(self.etc_dir / name), f"/etc/{name}"]
-        if spec.network_allowed and os.path.exists("/etc/resolv.conf"):
-            args += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
         for path in self.backend.ro_binds:
             args += ["--ro-bind", path, path]
         args += ["--proc", "/proc", "--dev", "/dev",
@@ -261,9 +291,12 @@ class BubblewrapSandbox(Sandbox):
                  "--setenv", "USER", "sandbox", "--setenv", "PYTHONUNBUFFERED", "1"]
         return args
 
-    def _prelude(self, timeout_s: float, *, attach: bool, cpu: bool = True) -> str:
-        """The shell snippet run before bwrap: join the cgroups, set rlimits.
-        It runs in the worker's namespaces, so it must stay tiny."""
+    def _prelude(self, timeout_s: float, *, attach: bool, cpu: bool = True,
+                 fds: tuple[int, int] = (7, 8)) -> str:
+        """The shell snippet run before bwrap: join the cgroups, set rlimits,
+        open bwrap's argument file and seccomp program on `fds` (single digits:
+        dash's redirections take no more). It runs in the worker's namespaces,
+        so it must stay tiny."""
         spec = self.spec
         lines = []
         if attach:
@@ -278,8 +311,19 @@ class BubblewrapSandbox(Sandbox):
         if not self.cgroups.has_pids and self._nproc_limit:
             # Not `ulimit -u`: dash spells it -p, bash -u; util-linux is here anyway (setpriv).
             lines.append(f"prlimit --nproc={self._nproc_limit} --pid $$ 2>/dev/null")
-        lines.append('exec "$@"')
+        args_fd, seccomp_fd = fds
+        lines.append(f'exec "$@" {args_fd}<{shlex.quote(str(self.args_file))} '
+                     f'{seccomp_fd}<{shlex.quote(str(self.seccomp_file))}')
         return "\n".join(lines)
+
+    def _write_args(self, status_fd: int, seccomp_fd: int, options: list[str]) -> None:
+        # Options only: bwrap stops reading --args at `--`, so the command
+        # itself follows `--args N --` on the real command line.
+        args = [*self._static_args[1:], "--seccomp", str(seccomp_fd),
+                "--json-status-fd", str(status_fd), *options]
+        if any("\0" in a for a in args):
+            raise SandboxError("a command or environment value contains a NUL byte", permanent=True)
+        _write_private(self.args_file, b"".join(a.encode() + b"\0" for a in args))
 
     # -- exec --------------------------------------------------------------
     def exec(self, command, *, timeout_s=None, stdin=None, env=None) -> ExecResult:
@@ -294,7 +338,7 @@ class BubblewrapSandbox(Sandbox):
         with self._exec_lock:
             oom_before = self.cgroups.oom_kills()
             started = time.monotonic()
-            child = self._launch([*env_args, "--", *argv], timeout_s, stdin is not None)
+            child = self._launch(env_args, argv, timeout_s, stdin is not None)
             out, err = CappedBuffer(spec.output_cap), CappedBuffer(spec.output_cap)
             status = bytearray()
             timed_out = over_cap = False
@@ -302,6 +346,8 @@ class BubblewrapSandbox(Sandbox):
                 timed_out, over_cap = self._pump(child, stdin, out, err, status, started + timeout_s)
             finally:
                 returncode = child.finish()
+                if getattr(child, "link", None) is not None:
+                    child.link.close()
             duration_ms = int((time.monotonic() - started) * 1000)
         child_started, exit_code = parse_status(bytes(status))
         if not child_started and not timed_out:
@@ -318,31 +364,66 @@ class BubblewrapSandbox(Sandbox):
             stdout_truncated=out.truncated, stderr_truncated=err.truncated,
             timed_out=timed_out, oom_killed=oom, duration_ms=duration_ms)
 
-    def _launch(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "Child":
+    def _launch(self, options: list[str], argv: list[str], timeout_s: float,
+                with_stdin: bool) -> "Child":
+        if self.spec.network_allowed:
+            # bwrap waits (--block-fd) until its namespace has its link and filter.
+            return self._popen(options, argv, timeout_s, with_stdin, egress=True)
         if self._spawner is not None or (self.cgroups.dirs and self.backend.use_spawner):
             try:
-                return self._spawn(tail, timeout_s, with_stdin)
+                return self._spawn(options, argv, timeout_s, with_stdin)
             except SpawnerGone as exc:
                 log.debug("spawner unavailable (%s); starting bwrap directly", exc)
                 self._close_spawner()
-        return self._popen(tail, timeout_s, with_stdin)
+        return self._popen(options, argv, timeout_s, with_stdin)
 
-    def _popen(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "Child":
+    def _popen(self, options: list[str], argv: list[str], timeout_s: float,
+               with_stdin: bool, egress: bool = False) -> "Child":
         status_r, status_w = os.pipe()
-        bwrap = [*self._static_args, "--json-status-fd", str(status_w), *tail]
-        full = ["/bin/sh", "-c", self._prelude(timeout_s, attach=True), "gymwright-sandbox",
-                *self._setpriv_args(), *bwrap]
+        ours, theirs = [status_r], [status_w]
+        if egress:
+            info_r, info_w = os.pipe()
+            block_r, block_w = os.pipe()
+            ours += [info_r, block_w]
+            theirs += [info_w, block_r]
+            options = ["--info-fd", str(info_w), "--block-fd", str(block_r), *options]
+        args_fd, seccomp_fd = [n for n in range(3, 10) if n not in theirs][:2]
+        try:
+            self._write_args(status_w, seccomp_fd, options)
+        except BaseException:
+            for fd in ours + theirs:
+                os.close(fd)
+            raise
+        full = ["/bin/sh", "-c", self._prelude(timeout_s, attach=True, fds=(args_fd, seccomp_fd)),
+                "gymwright-sandbox", *self._setpriv_args(), self.backend.bwrap, "--args", str(args_fd),
+                "--", *argv]
         try:
             proc = subprocess.Popen(
                 full, stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(status_w,),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=tuple(theirs),
                 start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd="/", close_fds=True)
         except OSError as exc:
-            os.close(status_r)
+            for fd in ours:
+                os.close(fd)
             raise SandboxError(f"cannot start bwrap: {exc}") from exc
         finally:
-            os.close(status_w)
-        return PopenChild(proc, status_r, self.cgroups)
+            for fd in theirs:
+                os.close(fd)
+        child = PopenChild(proc, status_r, self.cgroups)
+        if egress:
+            try:
+                pid = read_child_pid(info_r)
+                child.link = EgressLink(pid=pid, policy=self.backend.egress, host_addrs=self.host_addrs,
+                                        run_as=self._setpriv_args())
+                os.write(block_w, b"1")
+            except BaseException:
+                child.kill()
+                child.finish()
+                raise
+            finally:
+                os.close(info_r)
+                os.close(block_w)
+        return child
 
     def _setpriv_args(self) -> list[str]:
         if not self.backend.run_as:
@@ -380,14 +461,16 @@ class BubblewrapSandbox(Sandbox):
         except OSError as exc:
             raise SpawnerGone(str(exc)) from exc
 
-    def _spawn(self, tail: list[str], timeout_s: float, with_stdin: bool) -> "Child":
+    def _spawn(self, options: list[str], argv: list[str], timeout_s: float,
+               with_stdin: bool) -> "Child":
         if self._spawner is None or self._spawner.poll() is not None:
             self._close_spawner()
             self._start_spawner()
         # The exec's rlimits and command line, as a script the spawner's
         # subshell sources (root-owned, outside anything the sandbox sees).
-        command = [*self._setpriv_args(), *self._static_args, "--json-status-fd", "6", *tail]
-        script = self._prelude(timeout_s, attach=False).replace(
+        self._write_args(6, 8, options)
+        command = [*self._setpriv_args(), self.backend.bwrap, "--args", "7", "--", *argv]
+        script = self._prelude(timeout_s, attach=False, fds=(7, 8)).replace(
             'exec "$@"', "exec " + " ".join(shlex.quote(a) for a in command))
         script_file = self.root / "exec.sh"
         fd = os.open(script_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -713,6 +796,28 @@ def _remove_any(path: Path) -> str:
         return "dir"
     os.unlink(path)
     return "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
+
+
+_SECCOMP_PROGRAM: bytes | None = None
+
+
+def _seccomp_program() -> bytes:
+    global _SECCOMP_PROGRAM
+    if _SECCOMP_PROGRAM is None:
+        from .seccomp import UnsupportedArch, bpf_program
+
+        try:
+            _SECCOMP_PROGRAM = bpf_program()
+        except UnsupportedArch as exc:
+            raise SandboxError(f"bubblewrap sandbox: {exc}; use the docker backend",
+                               permanent=True) from exc
+    return _SECCOMP_PROGRAM
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def _umount(path: Path) -> None:

@@ -18,6 +18,7 @@ class SpawnerGone(Exception):
 
 
 class Child:
+    link = None  # an egress.EgressLink to close when the exec ends
     in_fd: int | None
     out_fd: int
     err_fd: int
