@@ -20,6 +20,7 @@ from django.db import IntegrityError, models, transaction
 from authoring import permissions
 from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion,
                               slug_validator)
+from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
 from grading.engine import canonical_json, content_sha256, validate_task
@@ -194,6 +195,11 @@ def environment_spec_validate(spec: dict) -> dict:
     environment_limits_check(full)
     nul_check(full, what="The environment")
     _check_blobs_exist(full.get("files") or [], "/files")
+    if full.get("network") in NETWORK_ON:
+        reason = egress_refusal()
+        if reason:
+            raise DomainError(f"Invalid environment: /network: {reason}.",
+                              details=[{"pointer": "/network", "message": reason}])
     return full
 
 

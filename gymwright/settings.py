@@ -257,6 +257,16 @@ SANDBOX_WORK_DIR = Path(env_str("GYMWRIGHT_SANDBOX_DIR", str(DATA_DIR / "sandbox
 SANDBOX_SNAPSHOT_MAX_MB = env_int("GYMWRIGHT_SNAPSHOT_MAX_MB", 256)
 SANDBOX_SNAPSHOT_MAX_FILES = env_int("GYMWRIGHT_SNAPSHOT_MAX_FILES", 10000)
 SANDBOX_IO_TIMEOUT_S = float(env_str("GYMWRIGHT_SANDBOX_IO_TIMEOUT_S", "30"))
+# Network egress (environments with network: allowed/egress): off unless enabled. Bubblewrap:
+# user-mode NAT that never reaches this host, loopback, link-local or private ranges except the
+# allow-list (127.0.0.1:PORT, ADDR[/PREFIX][:PORT]); docker: only through the named network.
+SANDBOX_EGRESS = env_bool("GYMWRIGHT_SANDBOX_EGRESS", False)
+SANDBOX_EGRESS_ALLOW = env_list("GYMWRIGHT_SANDBOX_EGRESS_ALLOW", "")
+SANDBOX_DOCKER_NETWORK = env_str("GYMWRIGHT_SANDBOX_DOCKER_NETWORK", "")
+# Dockerfile builds (docker backend): RUN steps' memory and CPUs; no network unless named.
+SANDBOX_BUILD_MEMORY_MB = env_int("GYMWRIGHT_SANDBOX_BUILD_MEMORY_MB", 2048)
+SANDBOX_BUILD_CPUS = env_int("GYMWRIGHT_SANDBOX_BUILD_CPUS", 1)
+SANDBOX_BUILD_NETWORK = env_str("GYMWRIGHT_SANDBOX_BUILD_NETWORK", "")
 # A RUNNING rollout whose heartbeat is older than this is stale (its worker died).
 ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)
 # A QUEUED rollout whose job message was sent this long ago and never claimed is sent again

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from authoring import permissions
 from authoring.models import AuditEvent, TaskVersion
+from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError, NotAllowed
 from sandbox.models import PreviewRun, Rollout
 from sandbox.selectors import preview_run_summary
@@ -170,6 +171,13 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
                           code="backend_not_allowed",
                           details=[{"pointer": "/backend", "message": f"not allowed here; allowed: {allowed}"}])
     from authoring.services import environment_limits_check
+    network = (task_version.spec.get("environment") or {}).get("network")
+    if network in NETWORK_ON:
+        reason = egress_refusal(backend)
+        if reason:
+            raise DomainError(f"This task's environment asks for network egress: {reason}.",
+                              code="egress_refused",
+                              details=[{"pointer": "/environment/network", "message": reason}])
 
     # Versions saved before a ceiling was lowered must not run over it either.
     environment_limits_check(task_version.spec.get("environment") or {}, pointer_prefix="/environment")

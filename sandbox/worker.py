@@ -341,6 +341,18 @@ def _backend_options(backend: str) -> dict:
             work_dir = sandbox_work_dir_check(Path(settings.SANDBOX_WORK_DIR))
         except WorkDirError as exc:
             raise SandboxError(str(exc), permanent=True) from None
-        return {"work_dir": str(work_dir), "limits": limits}
-    image = settings.SANDBOX_IMAGE
-    return {"default_image": image, "limits": limits} if image else {"limits": limits}
+        options: dict[str, Any] = {"work_dir": str(work_dir), "limits": limits}
+        if settings.SANDBOX_EGRESS:
+            from sandbox.runtime.egress import EgressPolicy
+
+            try:
+                options["egress"] = EgressPolicy.from_strings(settings.SANDBOX_EGRESS_ALLOW)
+            except ValueError as exc:
+                raise SandboxError(f"GYMWRIGHT_SANDBOX_EGRESS_ALLOW: {exc}", permanent=True) from exc
+        return options
+    options = {"limits": limits, "build_memory_mb": settings.SANDBOX_BUILD_MEMORY_MB,
+               "build_cpus": settings.SANDBOX_BUILD_CPUS, "build_network": settings.SANDBOX_BUILD_NETWORK or None,
+               "egress_network": (settings.SANDBOX_DOCKER_NETWORK or None) if settings.SANDBOX_EGRESS else None}
+    if settings.SANDBOX_IMAGE:
+        options["default_image"] = settings.SANDBOX_IMAGE
+    return options
