@@ -223,3 +223,14 @@ def hack_message(hack: str, reward: float, limit: float, rewarded) -> str:
         return f"hack:{hack} scores {reward:.2f}, within its limit of {limit:.2f}"
     named = ", ".join(rewarded) or "no single check"
     return f"hack:{hack} scores {reward:.2f}, above its limit of {limit:.2f}: rewarded by {named}"
+
+
+def reward_histogram(rewards: Iterable[float], *, bins: int = 10) -> list[int]:
+    """Counts of rewards in `bins` equal buckets of [0, 1]; 1.0 falls in the last bucket."""
+    counts = [0] * bins
+    for reward in rewards:
+        if reward is None:
+            continue
+        index = min(bins - 1, max(0, int(float(reward) * bins)))
+        counts[index] += 1
+    return counts

@@ -60,3 +60,28 @@ def fixed(value, digits: int = 3):
 @register.filter
 def unfinished(preview_runs) -> bool:
     return selectors.any_unfinished(list(preview_runs or []))
+
+
+@register.simple_tag
+def reward_histogram(rewards, bins: int = 10, width: int = 240, height: int = 80):
+    """A reward histogram as inline SVG, drawn on the server (no script, no CDN)."""
+    from django.utils.html import format_html, format_html_join
+
+    from grading.engine.calibration import reward_histogram as histogram
+
+    rewards = [getattr(r, "reward", r) for r in (rewards or [])]  # numbers, or rollouts
+    rewards = [r for r in rewards if r is not None]
+    counts = histogram(rewards, bins=int(bins))
+    top = max(counts) or 1
+    bar = width / len(counts)
+    bars = format_html_join("", '<rect x="{}" y="{}" width="{}" height="{}"><title>{}–{}: {}</title></rect>', (
+        (f"{i * bar + 1:.1f}", f"{height - 14 - (height - 18) * count / top:.1f}", f"{bar - 2:.1f}",
+         f"{(height - 18) * count / top:.1f}", f"{i / len(counts):.1f}", f"{(i + 1) / len(counts):.1f}", count)
+        for i, count in enumerate(counts)))
+    return format_html(
+        '<svg class="histogram" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
+        'aria-label="Reward histogram of {n} rollouts" data-counts="{counts}">'
+        '<g fill="#2457d6">{bars}</g>'
+        '<text x="0" y="{ty}" font-size="10" fill="#667085">0</text>'
+        '<text x="{w}" y="{ty}" font-size="10" fill="#667085" text-anchor="end">1</text></svg>',
+        w=width, h=height, n=len(rewards), counts=",".join(map(str, counts)), bars=bars, ty=height - 2)

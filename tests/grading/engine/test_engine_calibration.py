@@ -66,3 +66,10 @@ def test_non_discriminating_flags_checks_met_by_all_or_none_or_mostly_unscored()
     assert flags == {"always": "always_met", "never": "never_met", "useful": None, "flaky": "mostly_unscored"}
     # fewer rollouts than the minimum: nothing flagged
     assert all(row.flag is None for row in calibration.non_discriminating(rollouts[:7]))
+
+
+def test_reward_histogram_buckets_by_tenths_with_one_in_the_last_bucket():
+    from grading.engine.calibration import reward_histogram
+
+    assert reward_histogram([0.0, 0.05, 0.1, 0.55, 0.99, 1.0, None]) == [2, 1, 0, 0, 0, 1, 0, 0, 0, 2]
+    assert reward_histogram([], bins=4) == [0, 0, 0, 0]

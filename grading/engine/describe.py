@@ -1,0 +1,66 @@
+"""A rubric check said in words, for people reading a rubric (the review page's check cards)."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+
+def _target(check: Mapping) -> str:
+    target = str(check.get("target") or "answer")
+    if target.startswith("file:"):
+        return f"file {target[5:]}"
+    if target.startswith("stdout:"):
+        return f"the output of `{target[7:]}`"
+    return {"answer": "the answer", "trajectory": "the transcript"}.get(target, target)
+
+
+def _quote(value, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return f"“{text[:limit]}{'…' if len(text) > limit else ''}”"
+
+
+def check_in_words(check: Mapping) -> str:
+    """What must hold for `check` to be met, in one sentence."""
+    kind = check.get("kind")
+    where = _target(check)
+    if kind == "string_match":
+        mode = str(check.get("mode") or "equals").replace("_", " ")
+        return f"{where} {mode} {_quote(check.get('expected'))}" + (
+            " (case-sensitive)" if check.get("case_sensitive") else "")
+    if kind == "regex":
+        must = check.get("must_match", True)
+        count = check.get("min_count") or 1
+        times = f" at least {count} times" if must and count > 1 else ""
+        return f"{where} {'matches' if must else 'does not match'} /{check.get('pattern', '')}/{times}"
+    if kind == "number":
+        tolerance = check.get("tolerance") or check.get("rel_tolerance")
+        return f"a number in {where} equals {check.get('expected')}" + (f" ± {tolerance}" if tolerance else "")
+    if kind == "json_field":
+        return (f"{where} is JSON whose {check.get('pointer', '')} {check.get('op', 'eq')} "
+                f"{_quote(check.get('expected')) if 'expected' in check else ''}").rstrip()
+    if kind == "file_exists":
+        return f"a file matching {check.get('path')} exists"
+    if kind == "file_content":
+        for key, verb in (("contains", "contains"), ("regex", "matches"), ("equals", "equals"), ("sha256", "has sha256")):
+            if check.get(key) is not None:
+                return f"file {check.get('path')} {verb} {_quote(check.get(key))}"
+        return f"file {check.get('path')} has the expected content"
+    if kind == "table_cell":
+        sheet = f" sheet {check.get('sheet')}" if check.get("sheet") else ""
+        return (f"cell ({check.get('row')}, {check.get('column')}) of {check.get('path')}{sheet} equals "
+                f"{check.get('expected')}" + (f" ± {check.get('tolerance')}" if check.get("tolerance") else ""))
+    if kind == "text_similarity":
+        return (f"{where} is at least {check.get('threshold')} similar ({check.get('metric', 'fuzzy')}) to "
+                f"{_quote(check.get('reference'), 120)}")
+    if kind == "command":
+        return f"`{check.get('run')}` exits with {check.get('expect_exit', 0)} in the sandbox"
+    if kind == "python":
+        return f"the Python function {check.get('function')} says so" if check.get("function") else \
+            "the check's Python code says so (run in the sandbox)"
+    if kind == "llm_judge":
+        scale = check.get("scale")
+        scaled = f" (scored {scale.get('min')}–{scale.get('max')})" if isinstance(scale, dict) else ""
+        return f"the judge finds: {check.get('criterion', '')}{scaled}"
+    if kind == "group":
+        return f"{check.get('aggregate', 'all')} of its {len(check.get('checks') or [])} checks"
+    return str(kind)
