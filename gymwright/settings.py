@@ -105,6 +105,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "gymwright.context_processors.limits",
+                "review.context_processors.badges",
             ],
         },
     },

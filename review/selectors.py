@@ -102,3 +102,84 @@ def diff_base(*, task: Task, version: TaskVersion, seen: TaskVersion | None) -> 
     return TaskVersion.objects.filter(pk=earlier).first() if earlier else None
 
 
+
+
+def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> list:
+    """Scored llm_judge check results that no human has labelled, oldest first, each with
+    `criterion` (from its version's rubric), `graded_text` (what the judge read) and `judge_met`."""
+    from grading.models import CheckResult
+    from sandbox.models import Rollout
+
+    queryset = (CheckResult.objects.filter(kind="llm_judge", status=CheckResult.Status.SCORED, labels__isnull=True)
+                .select_related("grade", "grade__task_version", "grade__task_version__task")
+                .order_by("grade__created_at", "position"))
+    if task is not None:
+        queryset = queryset.filter(grade__task_version__task=task)
+    if environment is not None:
+        queryset = queryset.filter(grade__task_version__task__environment=environment)
+    items = list(queryset[:limit])
+    rollout_ids = {item.grade.rollout_id for item in items if item.grade.rollout_id}
+    rollouts = {row["id"]: row for row in Rollout.objects.filter(pk__in=rollout_ids).values(
+        "id", "answer", "workspace_files")}
+    for item in items:
+        version = item.grade.task_version
+        check = _find_check(version.rubric if version else {}, item.check_id) or {}
+        item.criterion = check.get("criterion") or item.title
+        item.target = str(check.get("target") or "answer")
+        rollout = rollouts.get(item.grade.rollout_id) or {}
+        item.graded_text = _graded_text(item.target, rollout, item.grade.document)
+        item.judge_met = (item.score or 0) >= 0.5
+    return items
+
+
+def _find_check(rubric: dict, check_id: str) -> dict | None:
+    stack = list((rubric or {}).get("checks") or [])
+    while stack:
+        check = stack.pop()
+        if isinstance(check, dict):
+            if check.get("id") == check_id:
+                return check
+            stack.extend(check.get("checks") or [])
+    return None
+
+
+GRADED_TEXT_MAX_CHARS = 20_000
+
+
+def _graded_text(target: str, rollout: dict, document: dict) -> str:
+    if target.startswith("file:"):
+        path = target[5:]
+        for entry in rollout.get("workspace_files") or []:
+            if isinstance(entry, dict) and entry.get("path") == path:
+                return (entry.get("content") or f"({path}: binary or too large to show)")[:GRADED_TEXT_MAX_CHARS]
+        return f"(file {path} was not captured)"
+    answer = rollout.get("answer")
+    if answer is None:
+        answer = (document or {}).get("answer") or ""
+    return str(answer)[:GRADED_TEXT_MAX_CHARS]
+
+
+def environment_dashboard(*, environment) -> dict:
+    """Tasks of an environment by status, and by the band verdict of their latest version's
+    latest model preview (too hard / in band / too easy / not measured)."""
+    from django.db.models import Count
+
+    from sandbox.models import PreviewRun
+
+    by_status = dict(Task.objects.filter(environment=environment).values_list("status").annotate(n=Count("id")))
+    latest_versions = list(Task.objects.filter(environment=environment, latest_version__isnull=False)
+                           .values_list("latest_version_id", flat=True))
+    bands = {"too hard": 0, "in band": 0, "too easy": 0, "not measured": 0}
+    seen = set()
+    for run in (PreviewRun.objects.filter(task_version_id__in=latest_versions, policy="model",
+                                          status=PreviewRun.Status.DONE)
+                .order_by("task_version_id", "-created_at").values("task_version_id", "summary")):
+        if run["task_version_id"] in seen:
+            continue
+        seen.add(run["task_version_id"])
+        message = ((run["summary"] or {}).get("verdict") or {}).get("message", "")
+        bands["too hard" if "too hard" in message else "too easy" if "too easy" in message
+              else "in band" if "band" in message else "not measured"] += 1
+    bands["not measured"] += len(latest_versions) - len(seen)
+    statuses = [(label, by_status.get(value, 0)) for value, label in Task.Status.choices]
+    return {"by_status": statuses, "by_band": list(bands.items()), "task_count": sum(by_status.values())}

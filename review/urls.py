@@ -4,6 +4,15 @@ from review import views
 
 app_name = "review"
 urlpatterns = [
+    path("review/", views.review_queue, name="queue"),
+    path("review/tasks/<slug:slug>/", views.review_page, name="review_page"),
+    path("review/labels/", views.label_queue, name="label_queue"),
+    path("review/environments/<slug:slug>/", views.environment_dashboard, name="environment_dashboard"),
+    path("review/environments/<slug:slug>/agreement/", views.agreement_page, name="agreement"),
+    path("inbox/", views.inbox, name="inbox"),
     path("tasks/<slug:slug>/submit/", views.task_submit, name="task_submit"),
     path("tasks/<slug:slug>/review/", views.task_review, name="task_review"),
+    path("tasks/<slug:slug>/gates/run/", views.gates_run, name="gates_run"),
+    path("tasks/<slug:slug>/comments/", views.comment_create, name="comment_create"),
+    path("tasks/<slug:slug>/comments/<int:comment_id>/resolve/", views.comment_resolve, name="comment_resolve"),
 ]

@@ -1,16 +1,42 @@
-"""Review pages: submit a task version, record a review."""
+"""Review pages: submit a task version, the review queue, the review page, comment threads, the
+author's inbox, the judge labelling queue and agreement, the environment dashboard."""
 
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from authoring import permissions
 from authoring import selectors as authoring_selectors
-from gymwright.errors import DomainError
-from review import services
+from authoring.diff import task_version_diff
+from authoring.markdown import render_markdown
+from authoring.models import Environment, Tag
+from grading.engine.describe import check_in_words
+from gymwright.errors import DomainError, NotAllowed
+from review import agreement as review_agreement
+from review import evidence, selectors, services
+from review import gates as review_gates
 from review.forms import ReviewForm, SubmitForm
+from review.models import Comment
+
+PAGE_SIZE = 50
+CHECK_COMMENT_PREFIX = "check_comment__"
+
+
+def _forbidden(request, exc: NotAllowed):
+    return render(request, "authoring/forbidden.html", {"message": exc.message}, status=403)
+
+
+def _next(request, default: str) -> str:
+    target = request.POST.get("next") or ""
+    return target if target.startswith("/") and not target.startswith("//") else default
+
+
+# --------------------------------------------------------------------------------------------- submit, gates
 
 
 @require_POST
@@ -29,20 +55,200 @@ def task_submit(request, slug):
 
 
 @require_POST
+def gates_run(request, slug):
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        runs = review_gates.gates_run(task_version=task.latest_version, user=request.user)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        if runs:
+            messages.success(request, "Started " + ", ".join(f"{run.policy_label} × {run.n}" for run in runs) + ".")
+        else:
+            messages.info(request, "Every preview the gates need has already run on this version.")
+    return redirect(_next(request, reverse("authoring:task_detail", args=[slug]) + "#gates"))
+
+
+# --------------------------------------------------------------------------------------------- review
+
+
+def _check_comments(post) -> dict:
+    return {key[len(CHECK_COMMENT_PREFIX):]: value for key, value in post.items()
+            if key.startswith(CHECK_COMMENT_PREFIX) and value.strip()}
+
+
+@require_POST
 def task_review(request, slug):
     authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    back = _next(request, reverse("authoring:task_detail", args=[slug]))
     form = ReviewForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
         messages.error(request, f"Review not recorded: {problems}")
-        return redirect("authoring:task_detail", slug=slug)
+        return redirect(back)
     try:
         version = authoring_selectors.task_version_get_for_user(slug=slug, number=form.cleaned_data["version"],
                                                                 user=request.user)
-        services.review_create(task_version=version, reviewer=request.user, decision=form.cleaned_data["decision"],
-                               comment=form.cleaned_data.get("comment") or "")
+        review = services.review_create(task_version=version, reviewer=request.user,
+                                        decision=form.cleaned_data["decision"],
+                                        comment=form.cleaned_data.get("comment") or "",
+                                        check_comments=_check_comments(request.POST))
     except (DomainError, Http404) as exc:
-        messages.error(request, getattr(exc, "message", str(exc)))
-    else:
-        messages.success(request, "Review recorded.")
-    return redirect("authoring:task_detail", slug=slug)
+        messages.error(request, f"Review not recorded: {getattr(exc, 'message', str(exc))}")
+        return redirect(back)
+    messages.success(request, f"Review recorded: {review.get_decision_display().lower()} on v{version.number}.")
+    return redirect("review:queue" if permissions.can_review(request.user) else "authoring:task_detail",
+                    **({} if permissions.can_review(request.user) else {"slug": slug}))
+
+
+def _check_cards(version, threads_by_check, agreement_by_check, flags) -> list[dict]:
+    cards = []
+
+    def walk(checks, depth):
+        for check in checks or []:
+            if not isinstance(check, dict):
+                continue
+            check_id = str(check.get("id", ""))
+            cards.append({"id": check_id, "depth": depth, "check": check, "words": check_in_words(check),
+                          "threads": threads_by_check.get(check_id, []),
+                          "agreement": agreement_by_check.get(check_id), "flag": flags.get(check_id)})
+            walk(check.get("checks"), depth + 1)
+
+    walk(version.rubric.get("checks"), 0)
+    return cards
+
+
+def review_page(request, slug):
+    """Everything needed to decide, on one screen."""
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    version = task.latest_version
+    seen = services.review_visit_record(task_version=version, reviewer=request.user) \
+        if permissions.can_review(request.user) else None
+    base = selectors.diff_base(task=task, version=version, seen=seen)
+    threads = selectors.comment_threads(task=task, check_ids=services.check_ids(version.rubric))
+    grouped = selectors.threads_by_check(threads)
+    agreement = review_agreement.agreement_json(task=task)
+    agreement_by_check = {item["check_id"]: item for item in agreement["checks"]}
+    flags = evidence.discrimination(task_version=version)
+    gate_results = review_gates.gates_evaluate(task_version=version)
+    can_decide = (permissions.can_review(request.user) and task.owner_id != request.user.pk
+                  and version.author_id != request.user.pk)
+    return render(request, "review/review_page.html", {
+        "task": task, "version": version, "prompt_html": render_markdown(version.prompt),
+        "cards": _check_cards(version, grouped, agreement_by_check, flags["flags"]),
+        "discrimination_run": flags["run"],
+        "task_threads": grouped.get("", []),
+        "outdated_threads": [thread for thread in threads if not thread.current],
+        "base": base, "diff": task_version_diff(base.spec, version.spec) if base else None,
+        "previews": evidence.version_previews(task_version=version),
+        "older_previews_version": evidence.older_previews_only(task_version=version),
+        "gates": gate_results, "gates_pass": all(result.ok for result in gate_results),
+        "submission": selectors.latest_submission(task_version=version),
+        "agreement": agreement,
+        "reviews": selectors.reviews_of(task=task),
+        "in_review": task.status == task.Status.IN_REVIEW,
+        "can_decide": can_decide and task.status == task.Status.IN_REVIEW,
+        "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task),
+        "review_form": ReviewForm(initial={"version": version.number}),
+        "check_comment_prefix": CHECK_COMMENT_PREFIX,
+    })
+
+
+# --------------------------------------------------------------------------------------------- queue, inbox
+
+
+def review_queue(request):
+    if not permissions.can_review(request.user):
+        return _forbidden(request, NotAllowed("Only reviewers and admins have a review queue."))
+    filters = {key: request.GET.get(key, "").strip()[:100] for key in ("environment", "tag", "author")}
+    age = request.GET.get("older_than_days", "").strip()
+    older_than_days = int(age) if age.isdigit() and int(age) <= 36500 else None
+    queryset = selectors.review_queue(user=request.user, older_than_days=older_than_days, **filters)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "review/queue.html", {
+        "page": page, "filters": filters, "older_than_days": older_than_days or "", "query": query.urlencode(),
+        "environments": Environment.objects.order_by("slug").values_list("slug", flat=True),
+        "tags": Tag.objects.order_by("name").values_list("name", flat=True)[:200],
+    })
+
+
+def inbox(request):
+    page = Paginator(selectors.inbox_items(user=request.user), PAGE_SIZE).get_page(request.GET.get("page"))
+    unread_ids = {item.pk for item in page if item.read_at is None}
+    response = render(request, "review/inbox.html", {"page": page, "unread_ids": unread_ids})
+    services.inbox_mark_read(user=request.user)
+    return response
+
+
+# --------------------------------------------------------------------------------------------- comments
+
+
+@require_POST
+def comment_create(request, slug):
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    back = _next(request, reverse("review:review_page", args=[slug]))
+    parent = None
+    if request.POST.get("parent"):
+        parent = Comment.objects.filter(pk=request.POST["parent"] if request.POST["parent"].isdigit() else 0,
+                                        task=task).first()
+        if parent is None:
+            messages.error(request, "That thread no longer exists.")
+            return redirect(back)
+    try:
+        services.comment_create(task=task, user=request.user, body=request.POST.get("body", ""),
+                                check_id=request.POST.get("check_id", ""), parent=parent)
+    except DomainError as exc:
+        messages.error(request, f"Comment not saved: {exc.message}")
+    return redirect(back)
+
+
+@require_POST
+def comment_resolve(request, slug, comment_id):
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    back = _next(request, reverse("review:review_page", args=[slug]))
+    comment = Comment.objects.filter(pk=comment_id, task=task).first()
+    if comment is None:
+        raise Http404(f"{slug} has no comment {comment_id}")
+    try:
+        services.comment_resolve(comment=comment, user=request.user, resolved=request.POST.get("resolved") != "0")
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect(back)
+
+
+# --------------------------------------------------------------------------------------------- judge review
+
+
+def _scope(request):
+    """(task, environment) from ?task= / ?environment=, each None when absent."""
+    task = environment = None
+    if request.GET.get("task"):
+        task = authoring_selectors.task_get_for_user(slug=request.GET["task"][:64], user=request.user)
+    if request.GET.get("environment"):
+        environment = authoring_selectors.environment_get_for_user(slug=request.GET["environment"][:64],
+                                                                   user=request.user)
+    return task, environment
+
+
+def label_queue(request):
+    """Judged checks no human has labelled yet: y / n / s(kip), j / k; labels save without a reload."""
+    if not permissions.can_review(request.user):
+        return _forbidden(request, NotAllowed("Only reviewers and admins label the judge."))
+    task, environment = _scope(request)
+    items = selectors.unlabelled_judgements(task=task, environment=environment, limit=PAGE_SIZE)
+    return render(request, "review/label_queue.html", {"items": items, "task": task, "environment": environment})
+
+
+def agreement_page(request, slug):
+    environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+    return render(request, "review/agreement.html", {
+        "environment": environment, "agreement": review_agreement.agreement_json(environment=environment)})
+
+
+def environment_dashboard(request, slug):
+    environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+    return render(request, "review/dashboard.html", {
+        "environment": environment, **selectors.environment_dashboard(environment=environment),
+        "agreement": review_agreement.agreement_json(environment=environment)["overall"]})

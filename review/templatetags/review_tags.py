@@ -1,23 +1,63 @@
-"""The review section embedded in the task page (authoring's template loads it; authoring's
-Python never imports review)."""
+"""The review sections embedded in authoring's pages (authoring's templates load these tags;
+authoring's Python never imports review)."""
 
 from __future__ import annotations
 
 from django import template
 
 from authoring import permissions
-from review.forms import ReviewForm
-from review.models import Review
+from review import gates as review_gates
+from review import selectors, services
+from review.forms import ReviewForm, SubmitForm
 
 register = template.Library()
 
 
 @register.inclusion_tag("review/_task_reviews.html", takes_context=True)
 def task_reviews(context, task, version):
-    user = context["request"].user
+    request = context["request"]
+    user = request.user
+    gates = review_gates.gates_evaluate(task_version=version) if version else []
     return {
         "task": task, "version": version, "csrf_token": context.get("csrf_token"),
-        "reviews": Review.objects.filter(task_version__task=task).select_related("reviewer", "task_version")[:20],
-        "can_review": permissions.can_review(user),
+        "gates": gates, "gates_pass": all(gate.ok for gate in gates),
+        "submission": selectors.latest_submission(task_version=version) if version else None,
+        "next_url": request.get_full_path(),
+        "reviews": selectors.reviews_of(task=task),
+        "can_review": permissions.can_review(user) and task.owner_id != user.pk
+        and (version is None or version.author_id != user.pk),
+        "can_submit": permissions.can_edit_task(user, task) and task.status in services.SUBMITTABLE,
+        "is_admin": permissions.is_admin(user),
         "review_form": ReviewForm(initial={"version": version.number if version else None}),
+        "submit_form": SubmitForm(),
     }
+
+
+@register.inclusion_tag("review/_editor_threads.html", takes_context=True)
+def editor_threads(context, task, version):
+    """The task's review threads in the editor, each at its check (the author replies and resolves)."""
+    request = context["request"]
+    ids = services.check_ids(version.rubric) if version else []
+    threads = selectors.comment_threads(task=task, check_ids=ids) if task else []
+    return {"task": task, "threads": threads, "open_count": sum(1 for t in threads if not t.is_resolved),
+            "csrf_token": context.get("csrf_token"), "next_url": request.get_full_path(),
+            "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task)}
+
+
+@register.simple_tag
+def bar_chart(pairs, width: int = 360, row: int = 22):
+    """Horizontal bars [(label, count)] as inline SVG, drawn on the server."""
+    from django.utils.html import format_html, format_html_join
+
+    pairs = list(pairs or [])
+    top = max((count for _, count in pairs), default=0) or 1
+    label_width, bar_width = 130, width - 170
+    rows = format_html_join("", '<g transform="translate(0,{})"><text x="0" y="15" font-size="12">{}</text>'
+                                '<rect x="{}" y="4" width="{}" height="14" fill="#2457d6"></rect>'
+                                '<text x="{}" y="15" font-size="12">{}</text></g>',
+                            ((i * row, label, label_width, f"{bar_width * count / top:.1f}",
+                              f"{label_width + bar_width * count / top + 4:.1f}", count)
+                             for i, (label, count) in enumerate(pairs)))
+    return format_html('<svg class="bar-chart" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
+                       'data-values="{values}">{rows}</svg>', w=width, h=row * len(pairs) + 4, rows=rows,
+                       values=";".join(f"{label}={count}" for label, count in pairs))

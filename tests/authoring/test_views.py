@@ -187,8 +187,8 @@ def test_the_task_list_page_query_count_is_pinned(client, author, environment, d
     client.force_login(author)
     client.get("/")
     # session, user, roles, count, the page's task ids, those tasks (with env/owner/version/author
-    # joined), tags prefetch, environments and tags for the filter selects
-    with django_assert_num_queries(9):
+    # joined), tags prefetch, environments and tags for the filter selects, the nav's unread inbox count
+    with django_assert_num_queries(10):
         response = client.get("/?page=7")
     assert response.status_code == 200 and b"bulk-" in response.content
 

@@ -57,3 +57,96 @@ def test_the_list_and_the_task_page_show_the_approved_version_beside_the_new_dra
     for url in ("/", f"/tasks/{submitted.slug}/"):
         page = client.get(url).content.decode()
         assert "approved · v2 draft" in " ".join(page.split()), url
+
+
+def test_the_review_page_shows_everything_needed_to_decide(client, submitted, author, reviewer):
+    from review import services
+    from tests.review.conftest import finished_preview
+
+    services.comment_create(task=submitted, user=reviewer, body="Is 42.0 fine?", check_id="says_42")
+    client.force_login(reviewer)
+    page = client.get(f"/review/tasks/{submitted.slug}/").content.decode()
+    text = " ".join(page.split())
+    assert "What is <em>six</em> times seven?" in page                       # the prompt, rendered
+    assert "the answer contains “42”" in text and "the answer matches /\\d+/" in text  # checks in words
+    assert 'data-review-check="says_42"' in page and 'data-review-check="has_number"' in page
+    assert "Is 42.0 fine?" in page                                           # the thread, at its check
+    assert 'data-gate="oracle" data-status="pass"' in page                    # the gates
+    assert 'aria-label="Reward histogram of 3 rollouts"' in page              # evidence of this version
+    assert 'id="review-form"' in page and 'id="keyboard-help"' in page
+    assert "js/review.js" in page and "<script>" not in page                  # a module file, no inline script
+    assert 'name="check_comment__says_42"' in page
+    finished_preview(submitted.latest_version, author, "oracle", [1.0])
+    assert 'id="stale-previews"' not in page
+
+
+def test_the_review_page_warns_when_only_an_older_version_was_previewed(client, task, author, admin_user, reviewer):
+    from authoring import services as authoring_services
+    from review import services
+    from tests.review.conftest import pass_gates, task_content
+
+    pass_gates(task.latest_version, author)
+    authoring_services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="v2"))
+    services.task_submit(task=task, user=admin_user, override_reason="previews later")
+    client.force_login(reviewer)
+    page = client.get(f"/review/tasks/{task.slug}/").content.decode()
+    assert 'id="stale-previews"' in page and "the latest previews are of v1 only" in page
+    assert "Submitted past failing gates by adam" in page and "previews later" in page
+
+
+def test_a_reviewer_requests_changes_with_a_check_comment_from_the_review_page(client, submitted, reviewer, author):
+    client.force_login(reviewer)
+    response = client.post(f"/tasks/{submitted.slug}/review/", {
+        "decision": "request_changes", "version": 1, "comment": "",
+        "check_comment__says_42": "Accept 42.0 as well."})
+    assert response.status_code == 302
+    submitted.refresh_from_db()
+    assert submitted.status == "changes_requested"
+    client.force_login(author)
+    editor = client.get(f"/tasks/{submitted.slug}/edit/").content.decode()
+    assert 'data-check-thread="says_42"' in editor and "Accept 42.0 as well." in editor
+    inbox = client.get("/inbox/").content.decode()
+    assert "requested changes on" in inbox and "six-times-seven" in inbox
+
+
+def test_the_review_page_diffs_against_the_version_the_reviewer_saw(client, submitted, author, reviewer):
+    from authoring import services as authoring_services
+    from review import services
+    from tests.review.conftest import RUBRIC, pass_gates, task_content
+
+    client.force_login(reviewer)
+    client.get(f"/review/tasks/{submitted.slug}/")   # saw v1
+    services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="request_changes",
+                           comment="more")
+    rubric = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "expected": "forty-two"}, RUBRIC["checks"][1]]}
+    authoring_services.task_version_create(task=submitted, author=author, base_version=1,
+                                           content=task_content(rubric=rubric))
+    pass_gates(submitted.latest_version, author)
+    services.task_submit(task=submitted, user=author)
+    page = client.get(f"/review/tasks/{submitted.slug}/").content.decode()
+    assert "Changes since v1" in page and "check-diff-changed" in page and "forty-two" in page
+
+
+def test_queue_and_inbox_pages_and_nav_badges(client, submitted, reviewer, author):
+    client.force_login(reviewer)
+    page = client.get("/review/").content.decode()
+    assert f'data-task="{submitted.slug}"' in page and 'id="nav-review">Review <span class="badge nav-count" data-count="1">' in page
+    assert f'data-task="{submitted.slug}"' not in client.get("/review/?environment=nope").content.decode()
+    from review import services
+    services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="approve")
+    client.force_login(author)
+    assert 'data-count="1"' in client.get("/").content.decode().split('id="nav-inbox"')[1][:200]
+    inbox = client.get("/inbox/").content.decode()
+    assert 'data-kind="approved"' in inbox and "unread" in inbox
+    assert "nav-count" not in client.get("/inbox/").content.decode().split('id="nav-inbox"')[1][:120]
+    assert client.get("/review/").status_code == 403  # authors have no queue
+
+
+def test_label_queue_agreement_page_and_dashboard_render(client, submitted, reviewer):
+    client.force_login(reviewer)
+    assert client.get("/review/labels/").status_code == 200
+    assert client.get(f"/review/labels/?task={submitted.slug}").status_code == 200
+    page = client.get("/review/environments/shell/").content.decode()
+    assert 'data-values="Draft=0;In review=1;' in page
+    assert "not measured=1" in page
+    assert client.get("/review/environments/shell/agreement/").status_code == 200
