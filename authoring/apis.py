@@ -153,6 +153,8 @@ class TaskContentInput(serializers.Serializer):
 class TaskCreateInput(TaskContentInput):
     slug = serializers.SlugField(max_length=64)
     environment = serializers.SlugField()
+    message = serializers.CharField(required=False, allow_blank=True, max_length=500,
+                                    help_text="Change note of version 1; default \"created\".")
 
 
 class TaskVersionInput(TaskContentInput):
@@ -197,7 +199,7 @@ class TaskListApi(APIView):
             raise DomainError(f"No environment {data['environment']!r}.",
                               details=[{"pointer": "/environment", "message": "not found"}])
         task = services.task_create(slug=data["slug"], environment=environment, author=request.user,
-                                    content=_content(data, environment))
+                                    content=_content(data, environment), message=data.get("message", ""))
         return Response(TaskOutput(selectors.task_get_for_user(slug=task.slug, user=request.user)).data,
                         status=status.HTTP_201_CREATED)
 

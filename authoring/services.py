@@ -332,8 +332,8 @@ def _set_tags(task: Task, names: list[str]) -> None:
 
 
 @transaction.atomic
-def task_create(*, slug: str, environment: Environment, author, content: dict) -> Task:
-    """A new task and its version 1."""
+def task_create(*, slug: str, environment: Environment, author, content: dict, message: str = "") -> Task:
+    """A new task and its version 1 (`message` is v1's change note; "created" when empty)."""
     if not permissions.can_author(author):
         raise NotAllowed("Only authors and admins can create tasks.")
     if Task.objects.filter(slug=slug).exists():
@@ -352,7 +352,7 @@ def task_create(*, slug: str, environment: Environment, author, content: dict) -
     _build_task_document(task_slug=slug, number=1, environment_version=environment.latest_version, content=content)
     task.save()
     version, _ = task_version_create(task=task, author=author, content=content, base_version=None,
-                                     message="created", _audit=False)
+                                     message=message.strip() or "created", _audit=False)
     task.latest_version = version
     audit_record(actor=author, verb=AuditEvent.Verb.CREATE, target=task, summary=f"task {slug}")
     return task

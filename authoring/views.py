@@ -79,7 +79,8 @@ def task_create(request):
             try:
                 files = services.files_with_uploads(files=[], uploads=form.cleaned_data["files"])
                 task = services.task_create(slug=form.cleaned_data["slug"], environment=form.cleaned_data["environment"],
-                                            author=request.user, content=form.content(current_files=files))
+                                            author=request.user, content=form.content(current_files=files),
+                                            message=form.cleaned_data.get("message") or "")
             except DomainError as exc:
                 form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
             else:

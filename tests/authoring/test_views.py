@@ -43,6 +43,17 @@ def test_an_author_creates_a_task_in_the_browser_form(client, author, environmen
     assert Task.objects.get(slug="new-task").latest_version.spec["solution"]["answer"] == "42"
 
 
+def test_the_change_note_typed_on_a_new_task_is_kept_for_v1(client, author, environment):
+    client.force_login(author)
+    data = {**form_data(), "slug": "noted", "environment": "shell", "message": "First draft from the SME call"}
+    del data["base_version"]
+    assert client.post("/tasks/new/", data).status_code == 302
+    assert Task.objects.get(slug="noted").latest_version.message == "First draft from the SME call"
+    data = {**data, "slug": "unnoted", "message": ""}
+    assert client.post("/tasks/new/", data).status_code == 302
+    assert Task.objects.get(slug="unnoted").latest_version.message == "created"
+
+
 def test_a_broken_rubric_comes_back_with_the_pointer_and_everything_typed(client, author, task):
     client.force_login(author)
     rubric = json.loads(json.dumps(RUBRIC))

@@ -1,0 +1,77 @@
+"""Never lose an edit: leaving the task editor with unsaved changes asks first."""
+
+from __future__ import annotations
+
+import pytest
+
+from authoring import services
+from tests.e2e.conftest import wait_for_editor
+from tests.sandbox.factories import RUBRIC
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def task(author, environment):
+    return services.task_create(slug="guarded", environment=environment, author=author, content={
+        "title": "Guarded", "prompt": "Say 42.", "rubric": RUBRIC, "solution": {"answer": "42"}})
+
+
+def open_editor(page, live_server, task):
+    page.goto(f"{live_server.url}/tasks/{task.slug}/edit/")
+    wait_for_editor(page)
+    page.wait_for_selector("#task-form[data-guard-ready=true]")
+
+
+def test_an_in_app_link_asks_before_dropping_unsaved_changes(logged_in, live_server, task):
+    page = logged_in
+    dialogs = []
+    choice = {"accept": False}
+
+    def answer(dialog):
+        dialogs.append((dialog.type, dialog.message))
+        dialog.accept() if choice["accept"] else dialog.dismiss()
+
+    page.on("dialog", answer)
+    open_editor(page, live_server, task)
+    # Untouched: the Cancel link leaves without asking.
+    page.click("text=Cancel")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.slug}/")
+    assert dialogs == []
+
+    open_editor(page, live_server, task)
+    # A structured rubric edit (written into the JSON by the editor, no input event on the form).
+    page.locator('#rubric-structured .re-card[data-pointer="/checks/0"] [data-key=points] input').fill("7")
+    page.click("text=Cancel")
+    assert dialogs and dialogs[-1][0] == "confirm" and "unsaved changes" in dialogs[-1][1]
+    assert page.url == f"{live_server.url}/tasks/{task.slug}/edit/"
+    assert '"points": 7' in page.input_value("#rubric-json")  # still there
+
+    choice["accept"] = True
+    page.click("nav >> text=Tasks")
+    page.wait_for_url(f"{live_server.url}/")
+    assert task.versions.count() == 1
+
+
+def test_closing_or_reloading_with_unsaved_changes_asks_through_beforeunload(logged_in, live_server, task):
+    page = logged_in
+    open_editor(page, live_server, task)
+    page.fill("#id_title", "Guarded, retitled")
+    with page.expect_event("dialog") as dialog_info:
+        page.close(run_before_unload=True)
+    dialog = dialog_info.value
+    assert dialog.type == "beforeunload"
+    dialog.dismiss()
+    assert not page.is_closed()  # dismissed: the author stays with the edit
+    assert page.input_value("#id_title") == "Guarded, retitled"
+
+
+def test_saving_does_not_ask(logged_in, live_server, task):
+    page = logged_in
+    open_editor(page, live_server, task)
+    page.fill("#id_title", "Guarded, saved")
+    seen = []
+    page.on("dialog", lambda d: (seen.append(d.type), d.dismiss()))
+    page.click("#save-button")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.slug}/")
+    assert seen == [] and task.versions.count() == 2
