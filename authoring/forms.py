@@ -6,6 +6,7 @@ import math
 from django import forms
 
 from authoring.models import Environment, Task
+from gymwright.egress import egress_refusal
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -192,6 +193,10 @@ class EnvironmentForm(forms.Form):
         self.editing = editing
         if editing is not None:
             del self.fields["slug"]
+        refusal = egress_refusal()
+        if refusal:
+            # Say it before the save refuses it.
+            self.fields["network"].help_text = f"'allowed' will be refused: {refusal}."
 
     def clean_custom_tools(self):
         text = (self.cleaned_data.get("custom_tools") or "").strip() or "[]"

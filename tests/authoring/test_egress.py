@@ -59,3 +59,12 @@ def test_a_spec_without_egress_is_saved_as_before(author, environment):
     with pytest.raises(DomainError):
         services.environment_version_create(environment=environment, author=author,
                                             spec={"network": "egress"}, base_version=2)
+
+
+def test_the_environment_form_says_egress_is_off_before_the_save(client, author, environment, settings):
+    client.force_login(author)
+    page = client.get(f"/environments/{environment.slug}/edit/").content.decode()
+    assert "will be refused" in page and "GYMWRIGHT_SANDBOX_EGRESS" in page
+    settings.SANDBOX_EGRESS = True
+    page = client.get(f"/environments/{environment.slug}/edit/").content.decode()
+    assert "will be refused" not in page
