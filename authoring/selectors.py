@@ -136,3 +136,11 @@ def audit_events_for(obj, *, limit: int = 50) -> QuerySet[AuditEvent]:
     content_type = ContentType.objects.get_for_model(type(obj))
     return (AuditEvent.objects.filter(content_type=content_type, object_id=obj.pk)
             .select_related("actor").order_by("-created_at", "-id")[:limit])
+
+
+def task_version_file_blob(*, version, path: str):
+    """The Blob of the file attached to `version` at `path`, or None."""
+    from authoring.models import Blob
+
+    entry = next((f for f in version.spec.get("files") or [] if f.get("path") == path), None)
+    return Blob.objects.filter(sha256=entry["sha256"]).first() if entry else None

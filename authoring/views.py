@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 
 from django.contrib import messages
-from django.http import HttpResponse, HttpResponseBadRequest
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
 from authoring import permissions, selectors, services
@@ -16,6 +17,7 @@ from authoring.diff import task_version_diff
 from authoring.forms import EnvironmentForm, TaskForm
 from authoring.markdown import render_markdown
 from authoring.models import Environment, Tag, Task
+from grading.engine.describe import check_in_words  # the pure engine: a library for every app
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.middleware import csp_allows_eval
 from gymwright.pagination import KeysFirstPaginator
@@ -111,7 +113,8 @@ def task_detail(request, slug):
 def _flat_checks(checks, depth=0):
     out = []
     for check in checks or []:
-        out.append({"depth": depth, "check": check})
+        # What the check does, in words (pattern, expected value, path, criterion): the engine's sentence.
+        out.append({"depth": depth, "check": check, "words": check_in_words(check)})
         if check.get("kind") == "group":
             out += _flat_checks(check.get("checks"), depth + 1)
     return out
@@ -212,6 +215,37 @@ def task_version_detail(request, slug, number):
         "task": version.task, "version": version, "prompt_html": render_markdown(version.prompt),
         "spec_json": json.dumps(version.spec, indent=2, ensure_ascii=False),
     })
+
+
+TEXT_SNIFF_BYTES = 8192
+
+
+def _looks_like_text(head: bytes) -> bool:
+    if b"\0" in head:
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head)  # a multibyte character cut at the end is fine
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@require_GET
+def task_version_file(request, slug, number, path):
+    """An attached file of a version: text is shown in the browser as plain text, anything else is
+    downloaded. Never rendered as HTML (text/plain, nosniff, a sandboxing CSP), whatever its name."""
+    version = selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
+    blob = selectors.task_version_file_blob(version=version, path=path)
+    if blob is None:
+        raise Http404(f"v{number} has no attached file {path!r}")
+    handle = blob.file.open("rb")
+    text = _looks_like_text(handle.read(TEXT_SNIFF_BYTES))
+    handle.seek(0)
+    response = FileResponse(handle, as_attachment=not text, filename=path.rsplit("/", 1)[-1],
+                            content_type="text/plain; charset=utf-8" if text else "application/octet-stream")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
 
 
 def task_diff(request, slug):

@@ -222,3 +222,12 @@ def test_an_oversized_upload_with_csrf_checks_on_is_a_clear_400_that_keeps_the_f
     html = response.content.decode()
     assert "upload limit" in html and "typed before the file" in html and "typed after the file" in html
     assert task.versions.count() == 1
+
+
+def test_the_task_page_says_what_each_check_does(client, author, task):
+    client.force_login(author)
+    html = client.get(f"/tasks/{task.slug}/").content.decode()
+    # The expected value and the pattern are on the page, not only in the raw JSON.
+    rubric_table = html.split("<h2>Rubric")[1].split("Raw JSON")[0]
+    assert "the answer contains “42”" in rubric_table
+    assert "the answer matches /\\d+/" in rubric_table
