@@ -101,7 +101,9 @@ def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=No
         document=grade.to_document(),
         created_by=user if user is not None and getattr(user, "is_authenticated", False) else None,
     )
-    stored.full_clean()
+    # The related rows are objects the caller holds; checking that they exist costs a query each.
+    # The table's constraints are the database's to enforce; here only the fields' own rules.
+    stored.full_clean(exclude=["task_version", "created_by"], validate_unique=False, validate_constraints=False)
     stored.save()
     CheckResult.objects.bulk_create([
         CheckResult(grade=stored, position=position, depth=depth, parent_check_id=parent, check_id=check.id,

@@ -243,32 +243,32 @@ def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     return preview_run
 
 
-def preview_run_refresh(*, preview_run_id: int) -> PreviewRun | None:
+def preview_run_refresh(*, preview_run_id: int, known_running: bool = False) -> None:
     """Derive the run's status (and, when every rollout is terminal, its summary) from its rollouts.
 
-    Called after every claim and finish, so it counts by status in SQL and reads the
-    graded rows only once, when the run finishes.
+    Called after every claim and finish, so it costs one query while the run goes on: the
+    rollouts counted by status in SQL. The run row and the graded rows are read once, when
+    every rollout is terminal. `known_running`: the caller knows the run left QUEUED.
     """
-    preview_run = PreviewRun.objects.filter(pk=preview_run_id).first()
-    if preview_run is None or preview_run.is_finished:
-        return preview_run
     counts = dict(Rollout.objects.filter(preview_run_id=preview_run_id).order_by().values_list("status")
                   .annotate(count=Count("id")))
     total = sum(counts.values())
-    if total and sum(counts.get(status, 0) for status in Rollout.TERMINAL) == total:
+    if not total:
+        return
+    if sum(counts.get(status, 0) for status in Rollout.TERMINAL) == total:
+        preview_run = PreviewRun.objects.filter(pk=preview_run_id).only("id", "status", "cancel_requested",
+                                                                        "policy_kind").first()
+        if preview_run is None or preview_run.is_finished:
+            return
         rows = list(Rollout.objects.filter(preview_run_id=preview_run_id)
                     .values("status", "reward", "passed", "grade__complete"))
         status = PreviewRun.Status.CANCELLED if preview_run.cancel_requested else PreviewRun.Status.DONE
         summary = preview_run_summary(policy_kind=preview_run.policy_kind, rollouts=rows)
-        if PreviewRun.objects.filter(pk=preview_run_id, status__in=[PreviewRun.Status.QUEUED,
-                                                                    PreviewRun.Status.RUNNING]
-                                     ).update(status=status, summary=summary, finished_at=timezone.now()):
-            preview_run.refresh_from_db()
-    elif total - counts.get(Rollout.Status.QUEUED, 0) and preview_run.status == PreviewRun.Status.QUEUED:
-        if PreviewRun.objects.filter(pk=preview_run_id, status=PreviewRun.Status.QUEUED).update(
-                status=PreviewRun.Status.RUNNING):
-            preview_run.status = PreviewRun.Status.RUNNING
-    return preview_run
+        PreviewRun.objects.filter(pk=preview_run_id, status__in=[PreviewRun.Status.QUEUED, PreviewRun.Status.RUNNING]
+                                  ).update(status=status, summary=summary, finished_at=timezone.now())
+    elif total - counts.get(Rollout.Status.QUEUED, 0) and not known_running:
+        PreviewRun.objects.filter(pk=preview_run_id, status=PreviewRun.Status.QUEUED).update(
+            status=PreviewRun.Status.RUNNING)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,7 +284,9 @@ def rollout_claim(*, rollout_id: int, worker: str) -> int | None:
     if claimed != 1:
         return None
     row = Rollout.objects.filter(pk=rollout_id).values("attempts", "preview_run_id").get()
-    preview_run_refresh(preview_run_id=row["preview_run_id"])
+    # A claimed rollout means its run is under way: one conditional UPDATE, no recount.
+    PreviewRun.objects.filter(pk=row["preview_run_id"], status=PreviewRun.Status.QUEUED).update(
+        status=PreviewRun.Status.RUNNING)
     return row["attempts"]
 
 

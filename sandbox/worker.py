@@ -76,7 +76,8 @@ class _Progress:
 
     def __init__(self, rollout_id: int, attempt: int, preview_run_id: int):
         self.rollout_id, self.attempt, self.preview_run_id = rollout_id, attempt, preview_run_id
-        self.last_write = float("-inf")
+        # The claim has just written the row (phase "starting"): the first write waits its turn.
+        self.last_write = time.monotonic()
         self.steps = 0
         self.grading = False
         self.last_cancel_check = 0.0
@@ -221,7 +222,7 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, pro
             # Reaped while finishing: the newer attempt owns the row; drop this grade too.
             transaction.set_rollback(True)
             return "lost"
-    preview_run_refresh(preview_run_id=preview_run.pk)
+    preview_run_refresh(preview_run_id=preview_run.pk, known_running=True)
     return status
 
 

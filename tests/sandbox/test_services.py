@@ -291,7 +291,8 @@ def test_the_job_failure_hook_records_the_reason(version, author):
     assert rollout.status == "error" and "TimeLimitExceeded" in rollout.error
 
 
-def test_progress_events_move_the_rollout_to_grading_and_count_steps(version, author):
+def test_progress_events_move_the_rollout_to_grading_and_count_steps(version, author, monkeypatch):
+    monkeypatch.setattr(worker, "PROGRESS_WRITE_INTERVAL_S", 0)
     preview_run = start(version, author, n=1)
     rollout = preview_run.rollouts.get()
     attempt = services.rollout_claim(rollout_id=rollout.pk, worker="w")
@@ -415,3 +416,14 @@ def test_a_queued_rollout_whose_message_was_lost_is_sent_again(version, author, 
     services.preview_run_cancel(preview_run=preview_run, user=author)
     Rollout.objects.filter(pk=waiting.pk).update(status="queued", enqueued_at=timezone.now() - timedelta(seconds=120))
     assert services.rollouts_reap_stale()["resent"] == []  # a cancelled preview's rollouts are not sent again
+
+
+def test_a_rollout_costs_a_fixed_number_of_queries_whatever_the_run_size(version, author, monkeypatch,
+                                                                          django_assert_max_num_queries):
+    """Lean workers: claim, load, store and the run's bookkeeping, not a scan of the run per rollout."""
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
+    preview_run = start(version, author, n=40)
+    first, *others = list(preview_run.rollouts.order_by("index"))
+    worker.rollout_execute(rollout_id=first.pk, worker="w")
+    with django_assert_max_num_queries(13):
+        assert worker.rollout_execute(rollout_id=others[0].pk, worker="w") == "done"

@@ -1,0 +1,159 @@
+"""Lean workers (issue 12): N oracle rollouts through the whole preview path against the ideal.
+
+    set -a; . /path/to/env; set +a   # DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis)
+    .venv/bin/python bench/bench_workers.py [--rollouts 32] [--workers 2] [--rounds 2]
+
+Side by side in one run, alternating, --rounds times:
+  ideal: the same task's oracle rollouts run straight through `sandbox.runtime.run_rollout`
+         (bubblewrap) on a pool of --workers processes: sandboxes, the episode and grading,
+         nothing else;
+  real:  a preview of N oracle rollouts on a real Celery worker (prefork, --workers processes)
+         on Redis and PostgreSQL: enqueue, claim, heartbeats, progress, storing the trajectory,
+         workspace and grade, the run's summary; from preview_run_create to the run's DONE.
+Prints each wall time, the ratio real / ideal (goal <= 1.15x) and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
+
+_SPEC: dict | None = None
+_WORK_DIR: str | None = None
+
+
+def _init_ideal(spec: dict, work_dir: str) -> None:
+    global _SPEC, _WORK_DIR
+    _SPEC, _WORK_DIR = spec, work_dir
+
+
+def _one_ideal(_index: int) -> float:
+    from grading.engine import parse_task
+    from sandbox.runtime import get_backend, make_policy, run_rollout
+
+    task = parse_task(_SPEC)
+    result = run_rollout(task, policy=make_policy("oracle", task=task),
+                         backend=get_backend("bubblewrap", work_dir=_WORK_DIR))
+    assert result.error is None and result.grade.passed, result.error
+    return result.grade.reward
+
+
+def ideal(pool: ProcessPoolExecutor, n: int) -> float:
+    started = time.perf_counter()
+    rewards = list(pool.map(_one_ideal, range(n)))
+    assert rewards == [1.0] * n
+    return time.perf_counter() - started
+
+
+def real(task_version, user, n: int) -> float:
+    from sandbox import services
+    from sandbox.models import PreviewRun
+
+    started = time.perf_counter()
+    preview_run = services.preview_run_create(task_version=task_version, user=user, policy="oracle", n=n)
+    while not PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists():
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - started
+    preview_run.refresh_from_db()
+    assert preview_run.summary["counts"]["done"] == n and preview_run.summary["pass_rate"] == 1.0, preview_run.summary
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rollouts", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    if not settings.CELERY_BROKER_URL.startswith("redis"):
+        print("set CELERY_BROKER_URL to a Redis database of your own (and DATABASE_URL to PostgreSQL)")
+        return 2
+    import redis
+
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    broker.flushdb()
+    call_command("migrate", verbosity=0)
+    from tests.sandbox.factories import make_task
+
+    suffix = uuid.uuid4().hex[:8]
+    user = get_user_model().objects.create_user(f"bench-{suffix}")
+    from django.contrib.auth.models import Group
+
+    user.groups.add(Group.objects.get_or_create(name="author")[0])
+    task = make_task(author=user, slug=f"bench-workers-{suffix}")
+    version = task.latest_version
+
+    work_dir = Path(tempfile.mkdtemp(prefix="gw-bench-workers-"))
+    work_dir.chmod(0o755)
+    log_path = work_dir / "worker.log"
+    env = {**os.environ, "CELERY_TASK_ALWAYS_EAGER": "0", "GYMWRIGHT_SANDBOX_BACKEND": "bubblewrap",
+           "GYMWRIGHT_SANDBOX_DIR": str(work_dir / "worker"), "OPENAI_BASE_URL": "", "PYTHONUNBUFFERED": "1"}
+    (work_dir / "worker").mkdir()
+    (work_dir / "worker").chmod(0o755)
+    (work_dir / "ideal").mkdir()
+    (work_dir / "ideal").chmod(0o755)
+    with open(log_path, "wb") as log:
+        worker = subprocess.Popen(
+            [str(Path(sys.executable).with_name("celery")), "-A", "gymwright", "worker", "-P", "prefork",
+             "-c", str(args.workers), "-n", f"bench-{suffix}@%h", "--without-gossip", "--without-mingle",
+             "--without-heartbeat", "--loglevel=INFO"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    rows = []
+    try:
+        deadline = time.monotonic() + 120
+        while b" ready." not in log_path.read_bytes():
+            if worker.poll() is not None or time.monotonic() > deadline:
+                print(log_path.read_text(errors="replace"))
+                return 1
+            time.sleep(0.2)
+        time.sleep(2)  # the worker's first reap and pool start
+        with ProcessPoolExecutor(args.workers, initializer=_init_ideal,
+                                 initargs=(version.spec, str(work_dir / "ideal"))) as pool:
+            ideal(pool, args.workers)  # warm up: imports, first sandboxes
+            real(version, user, args.workers)
+            for round_number in range(1, args.rounds + 1):
+                ideal_s = ideal(pool, args.rollouts)
+                real_s = real(version, user, args.rollouts)
+                rows.append((round_number, ideal_s, real_s))
+        load = os.getloadavg()
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        broker.flushdb()
+        shutil.rmtree(work_dir, ignore_errors=True)
+        task.delete()  # the bench user and environment stay, like any author's
+
+    print(f"{args.rollouts} oracle rollouts, {args.workers} worker processes, bubblewrap")
+    print("| round | ideal (runtime only) | real (preview through Celery + PostgreSQL) | real / ideal |")
+    print("| --- | --- | --- | --- |")
+    for round_number, ideal_s, real_s in rows:
+        print(f"| {round_number} | {ideal_s:.2f} s | {real_s:.2f} s | {real_s / ideal_s:.2f}x |")
+    print(f"goal: real / ideal <= 1.15x; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
