@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
-from django.db import transaction
+from django.db import models, transaction
 
 from authoring import permissions
 from authoring import services as authoring_services
@@ -228,10 +228,12 @@ def tasks_jsonl_candidates(path: Path, *, pack_root: Path | None = None) -> Iter
             except (json.JSONDecodeError, RecursionError) as exc:
                 yield Rejection(where, f"invalid JSON: {getattr(exc, 'msg', exc)} (column {getattr(exc, 'colno', '?')})")
                 continue
-            issues = validate_task(document)
             slug = document.get("id") if isinstance(document, dict) and isinstance(document.get("id"), str) else None
-            if issues:
-                yield Rejection(where, issues[0].message, issues[0].pointer or "", slug)
+            if slug is None or not isinstance(document.get("environment", {}), dict):
+                issues = validate_task(document)  # the full check runs when the version is built
+                issue = issues[0] if issues else None
+                yield Rejection(where, issue.message if issue else "not a gymwright.task/v1 object with an id",
+                                (issue.pointer if issue else "/id") or "", slug)
                 continue
             if slug in first_line:
                 yield Rejection(where, f"duplicate task id {slug!r} (first on line {first_line[slug]})", "/id", slug)
@@ -566,6 +568,22 @@ class _Placed:
         self.placed.append((self.position, line))
 
 
+def _environment_for(candidate: Candidate, environments: dict, *, user, default_environment):
+    """The environment version a candidate pins, made once per distinct environment of the batch."""
+    if candidate.environment is None:
+        if default_environment is not None:
+            return default_environment.latest_version
+        slug, number, spec = DEFAULT_ENVIRONMENT, 1, {}
+    else:
+        slug, number, spec = candidate.environment
+    key = (slug, number, json.dumps(spec, sort_keys=True))
+    if key not in environments:
+        with transaction.atomic():
+            environments[key] = authoring_services.environment_version_import(slug=slug, number=number, spec=spec,
+                                                                              author=user)
+    return environments[key]
+
+
 def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, approve_as) -> None:
     environments: dict[tuple, Any] = {}
     new_items, new_where, new_position, created_versions = [], [], [], []
@@ -578,42 +596,32 @@ def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, ap
                                     message=candidate.message, pointer=candidate.pointer))
             continue
         try:
+            environment_version = _environment_for(candidate, environments, user=user,
+                                                   default_environment=default_environment)
+            task = existing.get(candidate.slug)
+            if task is None:
+                if candidate.files:
+                    with transaction.atomic():
+                        _store_files(candidate, dry_run)
+                new_items.append({"slug": candidate.slug, "environment_version": environment_version,
+                                  "content": candidate.content, "number": candidate.number})
+                new_where.append(candidate.where)
+                new_position.append(position)
+                continue
+            # an existing task: a savepoint per row, so that a rejected row leaves nothing behind
             with transaction.atomic():
                 if candidate.files:
                     _store_files(candidate, dry_run)
-                if candidate.environment is None:
-                    if default_environment is None:
-                        key = (DEFAULT_ENVIRONMENT, 1, "{}")
-                        if key not in environments:
-                            environments[key] = authoring_services.environment_version_import(
-                                slug=DEFAULT_ENVIRONMENT, number=1, spec={}, author=user)
-                        environment_version = environments[key]
-                    else:
-                        environment_version = default_environment.latest_version
-                else:
-                    slug, number, spec = candidate.environment
-                    key = (slug, number, json.dumps(spec, sort_keys=True))
-                    if key not in environments:
-                        environments[key] = authoring_services.environment_version_import(
-                            slug=slug, number=number, spec=spec, author=user)
-                    environment_version = environments[key]
-                task = existing.get(candidate.slug)
-                if task is None:
-                    new_items.append({"slug": candidate.slug, "environment_version": environment_version,
-                                      "content": candidate.content, "number": candidate.number})
-                    new_where.append(candidate.where)
-                    new_position.append(position)
-                    continue
                 if task.environment_id != environment_version.environment_id:
                     raise DomainError(f"task {task.slug} exists in environment {task.environment.slug}",
                                       details=[{"pointer": "/environment/id", "message": "another environment than the existing task's"}])
                 version, changed = authoring_services.task_version_create(
                     task=task, author=user, base_version=task.latest_version.number if task.latest_version else None,
                     content={**candidate.content, "environment_version": environment_version}, message="imported")
-                lines.append(ReportLine(where=candidate.where, task=task.slug, version=version.number,
-                                        status=("would_add_version" if dry_run else "new_version") if changed else "unchanged"))
-                if changed:
-                    created_versions.append(version)
+            lines.append(ReportLine(where=candidate.where, task=task.slug, version=version.number,
+                                    status=("would_add_version" if dry_run else "new_version") if changed else "unchanged"))
+            if changed:
+                created_versions.append(version)
         except DomainError as exc:
             _reject(lines, candidate.where, exc, candidate.slug)
     if new_items:
@@ -639,11 +647,11 @@ def _approve(versions, admin) -> None:
 
     Review.objects.bulk_create([Review(task_version=version, reviewer=admin, decision=Review.Decision.APPROVE,
                                        comment="approved on import (--approve-as)") for version in versions])
-    tasks = list(Task.objects.filter(pk__in=[version.task_id for version in versions]))
     by_task = {version.task_id: version for version in versions}
-    for task in tasks:
-        task.status, task.approved_version = Task.Status.APPROVED, by_task[task.pk]
-    Task.objects.bulk_update(tasks, ["status", "approved_version"])
+    # the versions just imported are their tasks' latest: one UPDATE for the batch
+    Task.objects.filter(pk__in=list(by_task)).update(status=Task.Status.APPROVED,
+                                                    approved_version=models.F("latest_version"))
+    tasks = list(Task.objects.filter(pk__in=list(by_task)).only("pk", "slug"))
     content_type = ContentType.objects.get_for_model(Task)
     AuditEvent.objects.bulk_create([
         AuditEvent(actor=admin, verb=AuditEvent.Verb.APPROVE, content_type=content_type, object_id=task.pk,
