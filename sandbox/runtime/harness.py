@@ -1,6 +1,7 @@
 """The agent loop: ask the policy, run its tool calls in the sandbox, feed the
 results back, until it submits, gives a final answer (a turn without tool
-calls), runs out of steps or time, is cancelled, or the model API fails.
+calls), runs out of steps or time, fills /workspace or /tmp up to its cap
+(`workspace_full`: the rest is graded), is cancelled, or the model API fails.
 
 Everything is recorded in the trajectory, a list of JSON-able step dicts:
 
@@ -36,7 +37,7 @@ SYSTEM_PROMPT = (
 class Episode:
     trajectory: list[dict] = field(default_factory=list)
     answer: str = ""
-    stop_reason: str = ""  # submitted | final_answer | max_steps | timeout | cancelled | error
+    stop_reason: str = ""  # submitted | final_answer | max_steps | timeout | workspace_full | cancelled | error
     error: str | None = None
     error_retryable: bool = False
     steps: int = 0
@@ -118,6 +119,11 @@ def run_episode(sandbox, *, prompt: str, spec: SandboxSpec, policy: Policy,
               "tools": [(c.get("function") or {}).get("name") for c in calls]})
         if submitted:
             return finish("submitted")
+        if getattr(sandbox, "limit_hit", None):
+            # A hard cap stopped the writes; what was written so far is graded.
+            episode.trajectory.append({"role": "system", "step": step,
+                                       "content": f"[gymwright] the episode was stopped: {sandbox.limit_hit}"})
+            return finish("workspace_full")
     return finish("max_steps")
 
 

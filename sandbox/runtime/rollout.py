@@ -83,7 +83,7 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
     restored before the checks, and nothing the agent started still runs then. `on_event(dict)` gets {"type": "started"},
     {"type": "step", "step": n, ...}, {"type": "grading"} and {"type": "done",
     ...}; its exceptions are logged and ignored. `should_cancel()` is polled
-    between steps. `spec` overrides the spec built from the environment.
+    between steps and, every half second, while a command runs (which is then killed). `spec` overrides the spec built from the environment.
     """
     from grading.engine import Task, grade, parse_task
     from grading.engine.models import ProtectedFileState
@@ -112,6 +112,8 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
             result.error, result.error_kind, result.retryable = exc.message, "sandbox", not exc.permanent
             return result
         result.timings["start_ms"] = _ms(started)
+        # Cancelling kills a running command too, not only the next step.
+        sandbox.interrupt = should_cancel
         emit({"type": "started", "sandbox": sandbox.id, "backend": backend.name})
         episode_started = time.monotonic()
         episode = run_episode(sandbox, prompt=task.prompt, spec=spec, policy=policy,

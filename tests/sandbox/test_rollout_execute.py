@@ -197,3 +197,34 @@ def test_a_judge_rubric_calls_the_same_models_in_a_dry_run_and_in_a_preview(sand
     assert preview_calls == dry_run_calls
     rollout.refresh_from_db()
     assert rollout.grade_document["complete"] is True and rollout.passed is True
+
+
+def test_cancel_during_a_long_command_kills_it_and_removes_the_sandbox(sandbox_dir, author, transactional_db, enqueued):
+    import threading
+
+    task = make_task(author=author, slug="sleepy-agent")
+    state = {}
+
+    def press_cancel():
+        from django.db import connection
+
+        PreviewRun.objects.filter(pk=state["preview_run"]).update(cancel_requested=True)
+        connection.close()
+
+    def handler(body):
+        # The agent starts a command that would run for ten minutes; the user cancels a second later.
+        threading.Timer(1.0, press_cancel).start()
+        return {"content": None, "tool_calls": [tool_call("bash", {"command": "sleep 600; echo finished"})]}
+
+    with OpenAIServer(handler=handler) as server:
+        ModelEndpoint.objects.create(name="agent", role="policy", base_url=server.base_url, model="m", api_key_env="")
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
+        state["preview_run"] = preview_run.pk
+        rollout = preview_run.rollouts.get()
+        assert services.rollout_execute(rollout_id=rollout.pk) == "cancelled"
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.CANCELLED and server.calls == 1
+    tool = next(step for step in rollout.trajectory if step.get("role") == "tool")
+    assert "cancelled" in tool["content"] and "finished" not in tool["content"]
+    assert not tool["exec"]["timed_out"] and tool["exec"]["exit_code"] is None
+    assert not [entry for entry in sandbox_dir.iterdir() if entry.name.startswith("gw-")]  # the sandbox is gone

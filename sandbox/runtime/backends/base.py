@@ -15,7 +15,7 @@ import posixpath
 import shlex
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,9 @@ WORKSPACE = "/workspace"
 TMP = "/tmp"
 ENV_DIR = "/env"
 MAX_READ_BYTES = 64 * 1024 * 1024
+INTERRUPT_POLL_S = 0.5
+FULL_MARGIN = 1024 * 1024
+CANCELLED_NOTE = "\n[gymwright] cancelled: the command was killed because the rollout was cancelled\n"
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,12 @@ class Sandbox(abc.ABC):
 
     def __init__(self, spec: SandboxSpec):
         self.spec = spec
+        #: Polled (every INTERRUPT_POLL_S at most) while a command runs; when it
+        #: returns True the command is killed and its result says "cancelled".
+        self.interrupt: Callable[[], bool] | None = None
+        self._next_interrupt_check = 0.0
+        #: Set when /workspace or /tmp hit its size cap: why the episode must stop.
+        self.limit_hit: str | None = None
         #: Files the last `snapshot()` did not copy: [{"path", "size", "reason"}].
         self.snapshot_left_out: list[dict] = []
         self.id = uuid.uuid4().hex[:12]
@@ -194,6 +203,31 @@ class Sandbox(abc.ABC):
         """Add files under /env (read-only to the sandbox) after the start:
         the environment's grader files, once the episode is over."""
         self.backend._install_env_files(self, dict(env_files))  # type: ignore[attr-defined]
+
+    def _interrupted(self) -> bool:
+        if self.interrupt is None:
+            return False
+        now = time.monotonic()
+        if now < self._next_interrupt_check:
+            return False
+        self._next_interrupt_check = now + INTERRUPT_POLL_S
+        try:
+            return bool(self.interrupt())
+        except Exception:  # noqa: BLE001 - a failing probe must not kill the command
+            return False
+
+    def _record_full(self, free: dict[str, int]) -> str | None:
+        """`free`: bytes still free in /workspace and /tmp. A cap counts as hit when
+        less than FULL_MARGIN (or 1/16 of a small cap) is left: the write that
+        reached it failed. Files unlinked but still open count, as the file system counts them."""
+        caps = {WORKSPACE: self.spec.workspace_mb, TMP: self.spec.tmp_mb}
+        for where, left in free.items():
+            cap = caps[where] * 1024 * 1024
+            if left < min(FULL_MARGIN, cap // 16):
+                self.limit_hit = (f"{where} is full: it reached its size cap of {caps[where]} MB "
+                                  f"(files still open after being deleted count too)")
+                return self.limit_hit
+        return None
 
     def write_files(self, files: Mapping[str, bytes]) -> None:
         for path, data in files.items():

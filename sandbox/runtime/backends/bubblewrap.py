@@ -20,7 +20,8 @@ Limits: memory (memory cgroup, or RLIMIT_AS without one), processes (pids
 cgroup; RLIMIT_NPROC only when the sandbox user is not shared), CPU (cpu
 cgroup quota for `cpus`, RLIMIT_CPU per process), a single file's size
 (RLIMIT_FSIZE = the workspace cap) and the workspace's total size (watched
-during the exec and checked after it; or, opt-in, a size-limited tmpfs). When the worker runs as root the
+during the exec and checked after it; by default, when the worker may mount, a
+size-limited tmpfs: a hard cap). When the worker runs as root the
 sandbox runs as uid/gid 65534 (setpriv before bwrap), so a process that got
 out of its namespaces would still be `nobody`.
 
@@ -54,7 +55,7 @@ from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
 from grading.engine.safe_files import NotRegularFile, copy_sparse, open_regular
 
-from .base import (ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits, Sandbox, SnapshotBudget,
+from .base import (CANCELLED_NOTE, ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits, Sandbox, SnapshotBudget,
                    pid_alive, shell_command, split_path)
 from .bwrap_process import Child, PopenChild, SpawnedChild, SpawnerGone, parse_status, read_line
 from .cgroups import CgroupSet
@@ -87,8 +88,9 @@ class BubblewrapBackend(Backend):
     `use_cgroups` (default True), `use_spawner` (fork execs from a per-sandbox
     shell already in the sandbox's cgroups; default True), `tmpfs_caps` (when
     the worker may mount, i.e. runs as root: /workspace and /tmp are
-    size-limited tmpfs mounts, a hard cap; default False, because a worker that
-    dies leaves the mounts behind until `reap_bubblewrap()` runs), `limits`
+    size-limited tmpfs mounts, a hard cap; default True; a worker that dies
+    leaves the mounts behind until `reap_bubblewrap()` runs; a worker that may
+    not mount falls back to the watched soft cap), `limits`
     (`HostLimits`: snapshot size, file count and host-side file-operation time),
     `egress` (an `EgressPolicy`: environments with `network: allowed/egress` get
     user-mode NAT to the internet but not to this host, see `egress.py`;
@@ -99,7 +101,7 @@ class BubblewrapBackend(Backend):
     def __init__(self, *, work_dir: str | Path | None = None,
                  run_as: tuple[int, int] | None = (65534, 65534), bwrap: str | None = None,
                  python: str | None = None, ro_binds: Sequence[str] = (),
-                 use_cgroups: bool = True, use_spawner: bool = True, tmpfs_caps: bool = False,
+                 use_cgroups: bool = True, use_spawner: bool = True, tmpfs_caps: bool = True,
                  limits: HostLimits | None = None, egress: EgressPolicy | None = None):
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         if not os.path.exists(self.bwrap):
@@ -341,26 +343,31 @@ class BubblewrapSandbox(Sandbox):
             child = self._launch(env_args, argv, timeout_s, stdin is not None)
             out, err = CappedBuffer(spec.output_cap), CappedBuffer(spec.output_cap)
             status = bytearray()
-            timed_out = over_cap = False
+            timed_out = over_cap = cancelled = False
             try:
-                timed_out, over_cap = self._pump(child, stdin, out, err, status, started + timeout_s)
+                timed_out, over_cap, cancelled = self._pump(child, stdin, out, err, status, started + timeout_s)
             finally:
                 returncode = child.finish()
                 if getattr(child, "link", None) is not None:
                     child.link.close()
             duration_ms = int((time.monotonic() - started) * 1000)
         child_started, exit_code = parse_status(bytes(status))
-        if not child_started and not timed_out:
+        if not child_started and not timed_out and not cancelled:
             raise SandboxError(f"bwrap failed to start the sandbox (exit {returncode}): "
                                f"{err.text()[-2000:]}")
         if exit_code is None and returncode is not None:
             exit_code = 128 - returncode if returncode < 0 else returncode
         oom = self.cgroups.oom_kills() > oom_before
         if over_cap:
-            err.write(f"\n[gymwright] /workspace or /tmp went over its size cap "
-                      f"({spec.workspace_mb} / {spec.tmp_mb} MB)\n".encode())
+            self.limit_hit = (f"/workspace or /tmp went over its size cap "
+                              f"({spec.workspace_mb} / {spec.tmp_mb} MB)")
+            err.write(f"\n[gymwright] {self.limit_hit}\n".encode())
+        elif self.workspace_cap_hard and (self._record_full(self._free_space()) or self.limit_hit):
+            err.write(f"\n[gymwright] {self.limit_hit}\n".encode())
+        if cancelled:
+            err.write(CANCELLED_NOTE.encode())
         return ExecResult(
-            exit_code=None if timed_out else exit_code, stdout=out.text(), stderr=err.text(),
+            exit_code=None if timed_out or cancelled else exit_code, stdout=out.text(), stderr=err.text(),
             stdout_truncated=out.truncated, stderr_truncated=err.truncated,
             timed_out=timed_out, oom_killed=oom, duration_ms=duration_ms)
 
@@ -516,9 +523,10 @@ class BubblewrapSandbox(Sandbox):
         if spawner.stdout:
             spawner.stdout.close()
 
-    def _pump(self, child: "Child", stdin, out, err, status, deadline) -> tuple[bool, bool]:
+    def _pump(self, child: "Child", stdin, out, err, status, deadline) -> tuple[bool, bool, bool]:
         """Move bytes between the process and the buffers until it exits, the
-        deadline passes (kill it) or the workspace grows past its cap (kill it)."""
+        deadline passes (kill it), the workspace grows past a soft cap (kill it)
+        or `interrupt()` says the rollout was cancelled (kill it)."""
         selector = selectors.DefaultSelector()
         selector.register(child.out_fd, selectors.EVENT_READ, out)
         selector.register(child.err_fd, selectors.EVENT_READ, err)
@@ -530,7 +538,7 @@ class BubblewrapSandbox(Sandbox):
                 selector.register(child.in_fd, selectors.EVENT_WRITE, None)
             else:
                 child.close_stdin()
-        timed_out = over_cap = killed = False
+        timed_out = over_cap = cancelled = killed = False
         next_watch = time.monotonic() + WATCH_INTERVAL_S
         while selector.get_map():
             now = time.monotonic()
@@ -541,6 +549,12 @@ class BubblewrapSandbox(Sandbox):
                 next_watch = now + WATCH_INTERVAL_S
                 if self._over_cap():
                     over_cap = killed = True
+                    child.kill()
+                elif self.workspace_cap_hard and not self.limit_hit:
+                    # Seen while it runs: a file deleted but held open is freed when its process ends.
+                    self._record_full(self._free_space())
+                if not killed and self._interrupted():
+                    cancelled = killed = True
                     child.kill()
             wait = 0.1 if killed else max(0.0, min(deadline, next_watch) - now)
             events = selector.select(timeout=wait)
@@ -567,7 +581,17 @@ class BubblewrapSandbox(Sandbox):
                 key.data.write(chunk) if key.data is not status else status.extend(chunk)
         selector.close()
         child.close_stdin()
-        return timed_out, over_cap or self._over_cap()
+        return timed_out, over_cap or self._over_cap(), cancelled
+
+    def _free_space(self) -> dict[str, int]:
+        free = {}
+        for where, path in ((WORKSPACE, self.workspace_dir), (TMP, self.tmp_dir)):
+            try:
+                info = os.statvfs(path)
+            except OSError:
+                continue
+            free[where] = info.f_bavail * info.f_frsize
+        return free
 
     def _over_cap(self) -> bool:
         # Without tmpfs mounts, a soft cap: checked every WATCH_INTERVAL_S

@@ -49,7 +49,7 @@ from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
 from grading.engine.safe_files import write_sparse
 
-from .base import (ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits, Sandbox, SnapshotBudget,
+from .base import (CANCELLED_NOTE, ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits, Sandbox, SnapshotBudget,
                    pid_alive, shell_command, split_path)
 
 log = logging.getLogger(__name__)
@@ -333,6 +333,7 @@ class DockerSandbox(Sandbox):
         self._killer = None
         self._killer_buf = b""
         self._killer_lines = b""
+        self._exec_cancelled = False
         self._keep_pids = "1"
 
     def _prepare(self) -> None:
@@ -434,6 +435,9 @@ class DockerSandbox(Sandbox):
         next_check = time.monotonic() + quiet_check
         while True:
             now = time.monotonic()
+            if not timed_out and pidfile and self._interrupted():
+                self._exec_cancelled = True
+                deadline = now  # killed like a timeout; exec() reports it as cancelled
             if not timed_out and now >= deadline:
                 timed_out = True
                 self._kill_group(pidfile)
@@ -450,6 +454,9 @@ class DockerSandbox(Sandbox):
                     if not self.api.exec_inspect(exec_id).get("Running"):
                         self._kill_group(pidfile)
                         hard_deadline = time.monotonic() + KILL_GRACE_S
+                    elif not self.limit_hit:
+                        # While it runs: a file deleted but held open is freed when its process ends.
+                        self._record_full(self._free_space())
                 continue
             try:
                 chunk = sock.recv(65536)
@@ -565,9 +572,16 @@ class DockerSandbox(Sandbox):
     def exec(self, command, *, timeout_s=None, stdin=None, env=None) -> ExecResult:
         timeout_s = self.spec.exec_timeout_s if timeout_s is None else float(timeout_s)
         started = time.monotonic()
+        self._exec_cancelled = False
         code, out, err, timed_out = self._run(shell_command(command), timeout_s=timeout_s,
                                               stdin=stdin, env=env, track=True)
         duration_ms = int((time.monotonic() - started) * 1000)
+        if self._exec_cancelled:
+            timed_out = False
+            err.write(CANCELLED_NOTE.encode())
+        elif self.limit_hit or (code != 0 and self._record_full(self._free_space())):
+            # A failing command may have failed for want of space: the tmpfs caps are hard.
+            err.write(f"\n[gymwright] {self.limit_hit}\n".encode())
         oom = False
         if code == 137 and not timed_out:
             count = self._oom_count()
@@ -582,6 +596,19 @@ class DockerSandbox(Sandbox):
         return ExecResult(exit_code=code, stdout=out.text(), stderr=err.text(),
                           stdout_truncated=out.truncated, stderr_truncated=err.truncated,
                           timed_out=timed_out, oom_killed=oom, duration_ms=duration_ms)
+
+    def _free_space(self) -> dict[str, int]:
+        """Bytes free in /workspace and /tmp (POSIX `df -Pk`), {} when it cannot tell."""
+        try:
+            code, out, _, _ = self._run(["df", "-Pk", WORKSPACE, TMP], timeout_s=10, out_cap=4096)
+        except SandboxError:
+            return {}
+        free = {}
+        for line in out.text().splitlines()[1:]:
+            fields = line.split()
+            if len(fields) >= 6 and fields[3].isdigit() and fields[-1] in (WORKSPACE, TMP):
+                free[fields[-1]] = int(fields[3]) * 1024
+        return free
 
     def _untar(self, entries: Mapping[str, bytes], *, user: str | None = None, mode_for=None) -> None:
         """Write files (absolute sandbox paths) through one `tar -x` exec."""

@@ -275,3 +275,41 @@ def test_modules_and_programs_planted_by_the_agent_cannot_forge_a_python_check(b
     assert by_id["module"].status == "scored" and by_id["module"].score == 0.0, by_id["module"].explanation
     assert by_id["half"].status == "scored" and by_id["half"].score == 0.25, by_id["half"].explanation
     assert result.passed is False
+
+
+# -- §2 hard caps on /workspace and /tmp, reported; §4 cancelling a running command -----------
+
+def test_the_workspace_cap_is_hard_and_hitting_it_is_reported(box):
+    assert box.workspace_cap_hard  # bubblewrap: tmpfs mounts by default (the tests run as root)
+    assert box.limit_hit is None
+    # A file deleted while still open is invisible to any walk of the tree; the cap still stops it.
+    hidden = ("import os\nf = open('hidden.bin', 'wb')\nos.unlink('hidden.bin')\n"
+              "block = b'x' * 65536\nwritten = 0\n"
+              "try:\n    while written < 64 * 1024 * 1024:\n        f.write(block); f.flush(); written += len(block)\n"
+              "except OSError as exc:\n    print('stopped', exc.errno, written, flush=True)\n"
+              "    import time; time.sleep(3)  # holding the deleted file\n    raise SystemExit(3)\n")
+    result = box.exec(["python", "-c", hidden], timeout_s=20)
+    assert result.exit_code == 3 and result.stdout.startswith("stopped 28"), result  # ENOSPC
+    assert int(result.stdout.split()[2]) <= 8 * 1024 * 1024
+    assert "/workspace is full" in result.stderr and "size cap of 8 MB" in result.stderr
+    assert box.limit_hit and "/workspace is full" in box.limit_hit
+    # The file went with its process: the space is back.
+    assert int(box.exec("du -sk . | cut -f1").stdout.split()[0]) < 1024
+    assert_still_works(box)
+
+
+def test_filling_tmp_is_reported_the_same_way(box):
+    result = box.exec("head -c 20000000 /dev/zero > /tmp/fill.bin || exit 4", timeout_s=20)
+    assert result.exit_code == 4
+    assert box.limit_hit and "/tmp is full" in box.limit_hit and "/tmp is full" in result.stderr
+
+
+def test_an_interrupt_kills_the_running_command(box):
+    started = time.monotonic()
+    box.interrupt = lambda: time.monotonic() - started > 1
+    result = box.exec("sleep 100; echo finished", timeout_s=60)
+    assert result.exit_code is None and not result.timed_out
+    assert "cancelled" in result.stderr and "finished" not in result.stdout
+    box.interrupt = None
+    assert "sleep 100" not in box.exec("ps").stdout
+    assert_still_works(box)

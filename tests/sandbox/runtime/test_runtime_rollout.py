@@ -71,3 +71,61 @@ def test_a_grader_failure_is_reported_and_the_sandbox_is_still_stopped(monkeypat
     assert result.answer == "Paris" and result.trajectory
     sandbox_id = events[0]["sandbox"]
     assert not any(sandbox_id in p.name for p in backend.work_dir.iterdir())
+
+
+class ScriptedPolicy:
+    """Runs the given bash commands one per turn, then submits."""
+
+    name = "scripted"
+
+    def __init__(self, *commands: str):
+        self.commands = list(commands)
+
+    def next_turn(self, messages, tools, *, timeout_s=None):
+        from sandbox.runtime.policies import Turn
+
+        if self.commands:
+            call = {"id": f"call_{len(self.commands)}", "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": self.commands.pop(0)})}}
+        else:
+            call = {"id": "call_submit", "type": "function",
+                    "function": {"name": "submit", "arguments": json.dumps({"answer": "done"})}}
+        return Turn(message={"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def _sandbox_is_gone(backend, sandbox_id: str) -> bool:
+    if backend.name == "docker":
+        return not backend.client.containers.list(all=True, filters={"label": f"gymwright.sandbox_id={sandbox_id}"})
+    return not any(entry.name.startswith(f"gw-{sandbox_id}-") for entry in backend.work_dir.iterdir())
+
+
+def test_a_rollout_that_fills_its_workspace_is_stopped_reported_and_graded(backend):
+    task = load("capital")
+    task["environment"]["limits"] = {"workspace_mb": 8, "tmp_mb": 8}
+    policy = ScriptedPolicy("head -c 20000000 /dev/zero > big.bin", "echo second > second.txt")
+    result = run_rollout(task, policy=policy, backend=backend)
+    assert result.error is None and result.stop_reason == "workspace_full", result.error
+    assert result.grade is not None and not result.grade.passed
+    note = result.trajectory[-1]
+    assert note["role"] == "system" and "/workspace is full" in note["content"]
+    assert "second.txt" not in result.workspace_files  # nothing ran after the cap was hit
+
+
+def test_cancelling_kills_a_running_command_and_removes_the_sandbox(backend):
+    import time
+
+    task = load("capital")
+    events, first_poll = [], []
+
+    def should_cancel():
+        # The user presses Cancel two seconds into the episode, while the command runs.
+        first_poll.append(time.monotonic())
+        return time.monotonic() - first_poll[0] > 2
+
+    result = run_rollout(task, policy=ScriptedPolicy("sleep 600; echo finished"), backend=backend,
+                         on_event=events.append, should_cancel=should_cancel)
+    assert result.error_kind == "cancelled" and result.grade is None
+    tool = next(step for step in result.trajectory if step.get("role") == "tool")
+    assert "cancelled" in tool["content"] and not tool["exec"]["timed_out"] and tool["exec"]["exit_code"] is None
+    sandbox_id = next(e["sandbox"] for e in events if e["type"] == "started")
+    assert _sandbox_is_gone(backend, sandbox_id)
