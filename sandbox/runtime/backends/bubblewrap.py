@@ -628,12 +628,29 @@ class BubblewrapSandbox(Sandbox):
             if not parent.exists():
                 parent.mkdir()
                 self._own(parent)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        # Never block on a FIFO the agent put there (O_NONBLOCK), never write through a link.
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-        except BaseException:
-            raise
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno in (errno.ENXIO, errno.ELOOP, errno.EISDIR):
+                raise SandboxError(f"{path!r} is not a regular file; only regular files can be written",
+                                   permanent=True) from None
+            raise SandboxError(f"cannot write {path!r}: {exc.strerror}", permanent=True) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SandboxError(f"{path!r} is not a regular file; only regular files can be written",
+                                   permanent=True)
+            os.set_blocking(fd, True)
+            os.ftruncate(fd, 0)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError as exc:
+            if self.workspace_cap_hard and self._record_full(self._free_space()):
+                raise SandboxError(f"cannot write {path!r}: {self.limit_hit}", permanent=True) from None
+            raise SandboxError(f"cannot write {path!r}: {exc.strerror}", permanent=True) from None
+        finally:
+            os.close(fd)
         self._own(target)
 
     def _own(self, path: Path) -> None:

@@ -637,12 +637,18 @@ class DockerSandbox(Sandbox):
     def write_file(self, path: str, data: bytes) -> None:
         root, rel = split_path(path, writable=True)
         full = f"{root}/{rel}"
-        script = 'mkdir -p "$(dirname "$1")" && cat > "$1"'
+        script = ('mkdir -p "$(dirname "$1")" || exit 1; '
+                  'if [ -e "$1" ] && [ ! -f "$1" ]; then exit 45; fi; exec cat > "$1"')
         io_timeout = self.backend.limits.io_timeout_s
         code, _, err, timed_out = self._run(["/bin/sh", "-c", script, "gymwright", full],
                                             timeout_s=io_timeout, stdin=data)
         if timed_out:
             raise SandboxError(f"writing {path!r} took longer than {io_timeout:g} s", permanent=True)
+        if code == 45:
+            raise SandboxError(f"{path!r} is not a regular file; only regular files can be written",
+                               permanent=True)
+        if code != 0 and self._record_full(self._free_space()):
+            raise SandboxError(f"cannot write {path!r}: {self.limit_hit}", permanent=True)
         if code != 0:
             raise SandboxError(f"cannot write {path!r}: {err.text()[-500:]}", permanent=True)
 

@@ -215,6 +215,11 @@ def test_read_file_on_a_fifo_is_a_clear_error_and_never_blocks(box, tmp_path):
         assert "not a regular file" in str(caught.value), path
     outcome = ToolRunner(box, box.spec).run("read_file", {"path": "pipe"})
     assert outcome.is_error and "not a regular file" in outcome.content
+    # Writing to it would wait for a reader just the same.
+    with pytest.raises(SandboxError, match="not a regular file"):
+        box.write_file("pipe", b"x")
+    outcome = ToolRunner(box, box.spec).run("write_file", {"path": "/tmp/pipe2", "content": "x"})
+    assert outcome.is_error and "not a regular file" in outcome.content
     # Snapshots and listings skip it too, without waiting for a writer.
     snap = box.snapshot(tmp_path / "snap")
     assert sorted(p.name for p in snap.iterdir()) == ["keep.txt"]
@@ -293,6 +298,11 @@ def test_the_workspace_cap_is_hard_and_hitting_it_is_reported(box):
     assert int(result.stdout.split()[2]) <= 8 * 1024 * 1024
     assert "/workspace is full" in result.stderr and "size cap of 8 MB" in result.stderr
     assert box.limit_hit and "/workspace is full" in box.limit_hit
+    # The write_file tool says so too, instead of failing the rollout.
+    assert box.exec("head -c 7000000 /dev/zero > most.bin").exit_code == 0
+    with pytest.raises(SandboxError, match="/workspace is full"):
+        box.write_file("more.bin", b"y" * 3_000_000)
+    box.exec("rm -f most.bin more.bin")
     # The file went with its process: the space is back.
     assert int(box.exec("du -sk . | cut -f1").stdout.split()[0]) < 1024
     assert_still_works(box)
