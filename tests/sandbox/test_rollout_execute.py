@@ -228,3 +228,27 @@ def test_cancel_during_a_long_command_kills_it_and_removes_the_sandbox(sandbox_d
     assert "cancelled" in tool["content"] and "finished" not in tool["content"]
     assert not tool["exec"]["timed_out"] and tool["exec"]["exit_code"] is None
     assert not [entry for entry in sandbox_dir.iterdir() if entry.name.startswith("gw-")]  # the sandbox is gone
+
+
+def test_files_the_snapshot_left_out_are_listed_on_the_rollout_and_unscored(sandbox_dir, author, settings, client):
+    from django.urls import reverse
+
+    settings.SANDBOX_SNAPSHOT_MAX_MB = 1
+    rubric = {"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "answer_file", "kind": "file_content", "path": "answer.txt", "points": 1, "contains": "42"},
+        {"id": "huge_file", "kind": "file_content", "path": "huge.bin", "points": 1, "contains": "x"}]}
+    task = make_task(author=author, slug="sparse-agent", rubric=rubric, limits={"workspace_mb": 600},
+                     script="echo 42 > answer.txt && truncate -s 500M huge.bin")
+    preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
+    rollout = preview_run.rollouts.get()
+    assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    rollout.refresh_from_db()
+    listing = {entry["path"]: entry for entry in rollout.workspace_files}
+    assert listing["answer.txt"]["content"] == "42\n" and not listing["answer.txt"].get("left_out")
+    assert listing["huge.bin"]["size"] == 500 * 1024 * 1024 and "snapshot size limit" in listing["huge.bin"]["left_out"]
+    checks = {row.check_id: row for row in rollout.grade.check_results.all()}
+    assert checks["answer_file"].status == "scored" and checks["answer_file"].awarded == 1
+    assert checks["huge_file"].status == "unscored" and "left out" in checks["huge_file"].explanation
+    client.force_login(author)
+    page = client.get(reverse("sandbox:rollout_detail", args=[rollout.pk])).content.decode()
+    assert "Left out of the workspace snapshot: snapshot size limit" in page
