@@ -221,7 +221,7 @@ def test_cancel_during_a_long_command_kills_it_and_removes_the_sandbox(sandbox_d
         preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
         state["preview_run"] = preview_run.pk
         rollout = preview_run.rollouts.get()
-        assert services.rollout_execute(rollout_id=rollout.pk) == "cancelled"
+        assert worker.rollout_execute(rollout_id=rollout.pk) == "cancelled"
     rollout.refresh_from_db()
     assert rollout.status == Rollout.Status.CANCELLED and server.calls == 1
     tool = next(step for step in rollout.trajectory if step.get("role") == "tool")
@@ -241,7 +241,7 @@ def test_files_the_snapshot_left_out_are_listed_on_the_rollout_and_unscored(sand
                      script="echo 42 > answer.txt && truncate -s 500M huge.bin")
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    assert services.rollout_execute(rollout_id=rollout.pk) == "done"
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
     listing = {entry["path"]: entry for entry in rollout.workspace_files}
     assert listing["answer.txt"]["content"] == "42\n" and not listing["answer.txt"].get("left_out")
