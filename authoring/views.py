@@ -18,6 +18,7 @@ from authoring.forms import EnvironmentForm, TaskForm
 from authoring.markdown import render_markdown
 from authoring.models import Environment, Tag, Task
 from grading.engine.describe import check_in_words  # the pure engine: a library for every app
+from grading.engine.examples import EXAMPLES, example_as_dict
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.middleware import csp_allows_eval
 from gymwright.pagination import KeysFirstPaginator
@@ -63,7 +64,10 @@ def task_list(request):
 
 
 def _task_form_context(form, **extra):
-    return {"form": form, "starter_rubric": json.dumps(STARTER_RUBRIC, indent=2), **extra}
+    # Each kind's worked example and edge cases, from the engine (the same as /grading/kinds/).
+    kind_examples = {kind: example_as_dict(example) for kind, example in EXAMPLES.items()}
+    return {"form": form, "starter_rubric": json.dumps(STARTER_RUBRIC, indent=2), "kind_examples": kind_examples,
+            **extra}
 
 
 @require_http_methods(["GET", "POST"])

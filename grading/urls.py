@@ -7,5 +7,6 @@ urlpatterns = [
     path("dry-run/", views.dry_run_create, name="dry_run"),
     path("dry-runs/<int:dry_run_id>/", views.dry_run_detail, name="dry_run_detail"),
     path("grades/<int:grade_id>/", views.grade_detail, name="grade_detail"),
+    path("kinds/", views.kinds_reference, name="kinds_reference"),
     path("check-results/<int:check_result_id>/label/", views.judge_label_create, name="judge_label"),
 ]

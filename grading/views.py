@@ -117,3 +117,45 @@ def judge_label_create(request: HttpRequest, check_result_id: int) -> HttpRespon
     return render(request, "grading/_judge_labels.html", {
         "check_result": check_result, "labels": list(check_result.labels.all()),
         "can_label": True, "saved": True})
+
+
+def _type_words(prop: dict, defs: dict) -> str:
+    if "$ref" in prop:
+        prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
+    if "enum" in prop:
+        return "one of " + ", ".join(json.dumps(v) for v in prop["enum"])
+    if "const" in prop:
+        return json.dumps(prop["const"])
+    if "anyOf" in prop:
+        return " or ".join(_type_words(p, defs) for p in prop["anyOf"] if p.get("type") != "null")
+    return {"string": "text", "integer": "whole number", "number": "number", "boolean": "true / false",
+            "array": "list", "object": "object"}.get(prop.get("type", ""), prop.get("type", "any JSON value"))
+
+
+def kinds_reference_rows() -> list[dict]:
+    """Each check kind: its description and fields from the engine's rubric schema, and its example."""
+    from grading.engine.examples import EXAMPLES
+    from grading.engine.schema import json_schema
+
+    schema = json_schema("rubric")
+    defs = schema.get("$defs", {})
+    rows = []
+    for definition in defs.values():
+        kind = ((definition.get("properties") or {}).get("kind") or {}).get("const")
+        if not isinstance(kind, str):
+            continue
+        required = set(definition.get("required") or [])
+        fields = [{"name": name, "type": _type_words(prop, defs), "required": name in required,
+                   "default": json.dumps(prop["default"]) if "default" in prop else "",
+                   "description": prop.get("description", "")}
+                  for name, prop in (definition.get("properties") or {}).items() if name != "kind"]
+        example = EXAMPLES.get(kind)
+        rows.append({"kind": kind, "description": definition.get("description", ""), "fields": fields,
+                     "example": example, "example_check": json.dumps(example.check, indent=2) if example else ""})
+    return rows
+
+
+@require_GET
+def kinds_reference(request: HttpRequest) -> HttpResponse:
+    """The check kinds: generated from the engine's schema, with the same worked examples as the editor."""
+    return render(request, "grading/kinds.html", {"kinds": kinds_reference_rows()})

@@ -127,6 +127,7 @@ def main_pages(site) -> dict[str, str]:
         "preview-detail": f"/previews/{preview_run.pk}/?rollout={rollout.pk}",
         "rollout-detail": f"/previews/rollouts/{rollout.pk}/",
         "api-docs": "/api/docs/",
+        "check-kinds": "/grading/kinds/",
     }
 
 
@@ -202,3 +203,24 @@ def test_the_grade_table_is_readable_at_1280_px(wide_page, live_server, site):
                             "td.explanation-cell")
         assert re.search("the multiplication", cell.inner_text())
         assert cell.bounding_box()["x"] + cell.bounding_box()["width"] <= WIDTH
+
+
+def test_each_check_card_teaches_its_kind_in_place(wide_page, live_server, site):
+    from grading.engine.examples import EXAMPLES
+
+    page = wide_page
+    page.goto(f"{live_server.url}/tasks/{site['task'].slug}/edit/")
+    page.wait_for_selector("#rubric-editor[data-ready=true]")
+    card = page.locator('#rubric-structured .re-card[data-pointer="/checks/0"]')
+    # The kind's one-line help is text with code marked up, never literal Markdown backticks.
+    assert "`" not in card.locator(".re-kind-help").inner_text()
+    example = card.locator(".re-kind-example")
+    example.locator("summary").click()
+    text = example.inner_text()
+    assert EXAMPLES["string_match"].result in text and EXAMPLES["string_match"].answer in text
+    # Changing the kind changes the example: number explains its first-number edge case.
+    card.locator("select.re-kind").select_option("number")
+    card.locator(".re-kind-example summary").click()
+    assert "reads the first number, 456692" in card.locator(".re-kind-example").inner_text()
+    assert card.locator(".re-kind-example a").get_attribute("href").endswith("/grading/kinds/#kind-number")
+

@@ -110,3 +110,16 @@ def test_validate_answers_lint_warnings_with_pointers_and_refuses_checks_that_ca
                                                           "expected": ""}]}
     body = _api(author).post("/api/rubrics/validate/", {"rubric": empty}, format="json").json()
     assert body["valid"] is False and [i["pointer"] for i in body["issues"]] == ["/checks/0/expected"]
+
+
+@pytest.mark.django_db
+def test_the_check_kinds_page_is_generated_from_the_schema_with_the_engines_examples(client, django_user_model):
+    from grading.engine.examples import EXAMPLES
+    from tests.support.users import make_user
+
+    client.force_login(make_user(django_user_model, "ada", "author"))
+    html = client.get("/grading/kinds/").content.decode()
+    for kind, example in EXAMPLES.items():
+        assert f'id="kind-{kind}"' in html
+    assert "reads the first number, 456692" in html and "<code>extract</code>" in html  # a field row
+    assert "Canberra (population 456692) was founded in 1913." in html

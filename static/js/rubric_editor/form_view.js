@@ -270,8 +270,10 @@ export function checkCard(check, list, index, pointer, number) {
   card.appendChild(head);
   var def = state.defsByKind[kind];
   if (def && def.description) {
-    card.appendChild(h("div", { className: "muted re-kind-help", text: def.description.split("\n")[0] }));
+    card.appendChild(h("div", { className: "muted re-kind-help" }, withCode(def.description.split("\n")[0])));
   }
+  var help = kindExample(kind);
+  if (help) card.appendChild(help);
   card.appendChild(h("div", { className: "re-card-errors" }));
 
   var fields = h("div", { className: "check-fields" });
@@ -464,4 +466,34 @@ export function updateFrozen() {
   }
 }
 
+/* The schema's descriptions mark code with backticks: show it as code, the rest as text (no Markdown). */
+export function withCode(text) {
+  return String(text).split("`").map(function (part, i) {
+    return i % 2 ? h("code", { text: part }) : document.createTextNode(part);
+  });
+}
 
+var examples = null;
+
+/* The engine's worked example for `kind` (grading/engine/examples.py, put in the page as JSON). */
+function kindExample(kind) {
+  if (examples === null) {
+    var source = document.getElementById("kind-examples");
+    try { examples = source ? JSON.parse(source.textContent) : {}; } catch (e) { examples = {}; }
+  }
+  var example = examples[kind];
+  if (!example) return null;
+  var files = Object.keys(example.files || {}).map(function (path) {
+    return [h("div", { className: "muted", text: "Workspace file " + path }), h("pre", { text: example.files[path] })];
+  });
+  return h("details", { className: "re-kind-example", "data-kind": kind },
+    h("summary", { text: "Example and edge cases" }),
+    h("div", { className: "muted", text: "Check" }), h("pre", { text: JSON.stringify(example.check, null, 2) }),
+    h("div", { className: "muted", text: "Answer" }), h("pre", { text: example.answer || "(empty)" }),
+    [].concat.apply([], files),
+    h("div", { className: "muted", text: "Result" }), h("p", { className: "re-example-result", text: example.result }),
+    example.edge_cases.length ? h("ul", { className: "re-edge-cases" },
+      example.edge_cases.map(function (note) { return h("li", null, withCode(note)); })) : null,
+    h("a", { href: (document.getElementById("rubric-editor").getAttribute("data-kinds-url") || "/grading/kinds/") +
+             "#kind-" + kind, target: "_blank", text: "All check kinds ›" }));
+}
