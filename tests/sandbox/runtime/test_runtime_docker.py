@@ -127,3 +127,20 @@ def test_timeouts_still_work_after_the_sandbox_kills_our_helper(docker_backend):
         assert result.timed_out
         assert "sleep 30" not in box.exec("ps -o args").stdout
         assert box.exec("echo ok").stdout == "ok\n"
+
+
+def test_agent_writable_directories_are_dropped_from_the_image_path(docker_backend, docker_client, busybox_image):
+    # An image whose PATH puts the workspace and /tmp first: a program the agent writes there
+    # would stand in for `python3` in a check. The sandbox gets the PATH without them.
+    dockerfile = f"FROM {busybox_image}\nENV PATH=/workspace:/tmp/bin:.:/usr/bin:/bin\n"
+    spec = SandboxSpec(dockerfile=dockerfile)
+    try:
+        with docker_backend.start(spec) as box:
+            assert box.exec('echo "$PATH"').stdout == "/usr/bin:/bin\n"
+            box.write_file("gwprobe", b"#!/bin/sh\necho forged\n")
+            box.write_file("/tmp/bin/gwprobe", b"#!/bin/sh\necho forged\n")
+            box.exec("chmod +x gwprobe /tmp/bin/gwprobe")
+            probe = box.exec("gwprobe")
+            assert probe.exit_code == 127 and "forged" not in probe.stdout
+    finally:
+        docker_client.images.remove(spec.dockerfile_tag(), force=True)
