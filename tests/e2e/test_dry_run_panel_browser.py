@@ -74,3 +74,20 @@ def test_the_panel_polls_a_judge_job_until_it_is_done(logged_in, live_server, ta
         expect(summary).to_have_text("6 / 6 points, reward 1.00, passed")
         expect(page.locator('[data-dry-run-result] tr[data-check-id="explains"]')).to_contain_text("Explains 6 x 7.")
         assert server.calls == 1
+
+
+def test_the_panel_is_docked_beside_the_rubric_and_shows_its_shortcut(logged_in, live_server, task):
+    page = logged_in  # 1500 px wide
+    page.goto(f"{live_server.url}/tasks/answer-42/edit/")
+    wait_for_editor(page)
+    rubric = page.locator("#rubric-editor").bounding_box()
+    panel = page.locator("#dry-run").bounding_box()
+    assert panel["x"] >= rubric["x"] + rubric["width"], "the panel is not beside the rubric"
+    assert panel["y"] < 400, "the panel is not at the top of the page"
+    # Still in view after scrolling to the bottom of a long rubric.
+    page.mouse.wheel(0, 3000)
+    expect(page.locator("#dry-run-answer")).to_be_in_viewport()
+    expect(page.locator("#dry-run .dry-run-shortcut")).to_have_text("or Ctrl+Enter in the answer")
+    page.fill("#dry-run-answer", "It is 42.")
+    page.press("#dry-run-answer", "Control+Enter")
+    expect(page.locator("[data-dry-run-result] [data-grade-summary]")).to_have_text("3 / 3 points, reward 1.00, passed")

@@ -224,3 +224,15 @@ def test_each_check_card_teaches_its_kind_in_place(wide_page, live_server, site)
     assert "reads the first number, 456692" in card.locator(".re-kind-example").inner_text()
     assert card.locator(".re-kind-example a").get_attribute("href").endswith("/grading/kinds/#kind-number")
 
+
+
+@pytest.mark.parametrize("width", [1280, 1400])
+def test_the_new_task_button_fits_on_the_task_list(wide_page, live_server, width):
+    page = wide_page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}/")
+    button = page.get_by_role("link", name="New task")
+    box = button.bounding_box()
+    # Its own text fits inside it (no overflow out of a zero-width column), and it is inside the page.
+    assert page.evaluate("(el) => el.scrollWidth <= el.clientWidth", button.element_handle())
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width
