@@ -566,9 +566,10 @@ def _write_harbor_task(scratch: _Scratch, document: dict, *, sha256_of_task: str
             has_env = True
             continue
         scratch.write(f"{base}/files/{path}", data)
-        if role == "grader":
+        if role in ("grader", "protected"):
+            # Restored by the verifier after the episode (protected ones over the agent's copy).
             scratch.write(f"{base}/tests/grader-files/{path}", data)
-        else:
+        if role != "grader":
             scratch.write(f"{base}/environment/workspace/{path}", data)
             has_workspace = True
     scratch.write(f"{base}/instruction.md", harbor_instruction(document).encode("utf-8"))

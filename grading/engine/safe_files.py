@@ -123,3 +123,68 @@ def _write_skipping_zeros(fd: int, chunk: bytes, position: int) -> int:
         os.pwrite(fd, block, position + at)
         written += len(block)
     return written
+
+
+def place_files(root: str | os.PathLike, files, *, on_create=None) -> dict[str, str]:
+    """Put exactly these bytes at these relative paths under `root`, whatever an agent left
+    there: a file, a symlink, a directory (removed with its contents, whatever its modes), or a
+    parent directory replaced by a link or a file (made a real directory again). No link is
+    ever followed. `on_create(path)` is called for every file and directory made (e.g. to
+    chown it). Returns, per path, what was there before: "file", "missing", "link", "dir" or
+    "other". Nothing may run in `root` meanwhile (kill the agent's processes first)."""
+    base = os.fspath(root)
+    found: dict[str, str] = {}
+    for rel, data in files.items():
+        parts = [p for p in rel.split("/") if p]
+        if not parts or any(p in (".", "..") for p in parts):
+            raise ValueError(f"not a relative path: {rel!r}")
+        current = base
+        for part in parts[:-1]:
+            current = os.path.join(current, part)
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                if st.st_mode & 0o700 != 0o700:
+                    os.chmod(current, stat.S_IMODE(st.st_mode) | 0o700)
+                continue
+            if st is not None:
+                os.unlink(current)
+            os.mkdir(current, 0o755)
+            if on_create:
+                on_create(current)
+        target = os.path.join(current, parts[-1])
+        found[rel] = _remove_any(target)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        if on_create:
+            on_create(target)
+    return found
+
+
+def _remove_any(path: str) -> str:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "missing"
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(path)
+        return "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
+    import shutil
+
+    def unlock(func, target, exc_info):
+        # The agent may have left directories without write or search permission.
+        parent = os.path.dirname(target)
+        try:
+            os.chmod(parent, 0o700)
+            if not os.path.islink(target) and os.path.isdir(target):
+                os.chmod(target, 0o700)
+            func(target)
+        except FileNotFoundError:
+            pass
+
+    os.chmod(path, 0o700)
+    shutil.rmtree(path, onerror=unlock)
+    return "dir"

@@ -1,7 +1,8 @@
 """Harbor verifier for a Gymwright pack task: grade /workspace with the bundled grader.
 
 Run by tests/test.sh inside the verifier's container. Reads the task (tests/task.json), copies
-the task's grader-only files (tests/grader-files/) into the workspace after the episode, reads
+the task's grader-only and protected files (tests/grader-files/) into the workspace after the
+episode (protected ones put back to their original bytes), reads
 the agent's final answer from /workspace/answer.txt, runs every check (command and python checks
 run here, in the verifier's container), and writes the reward to /logs/verifier/reward.txt and
 the full grade to /logs/verifier/grade.json.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -59,7 +59,12 @@ def main() -> int:
     task = parse_task(json.loads((TESTS / "task.json").read_text(encoding="utf-8")))
     grader_files = TESTS / "grader-files"
     if grader_files.is_dir():
-        shutil.copytree(grader_files, WORKSPACE, dirs_exist_ok=True)
+        # Grader files, and protected ones back to their bytes, whatever the agent put there
+        # (links, directories): never written through a link.
+        from grading.engine.safe_files import place_files
+
+        place_files(WORKSPACE, {p.relative_to(grader_files).as_posix(): p.read_bytes()
+                                for p in sorted(grader_files.rglob("*")) if p.is_file()})
     answer_file = WORKSPACE / "answer.txt"
     answer = answer_file.read_text(encoding="utf-8", errors="replace") if answer_file.is_file() else ""
     config = JudgeConfig.from_env()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import shutil
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,21 +91,9 @@ def protected_states(found: Mapping[str, str], snapshot: Path, protected: Mappin
 def mirror_files(snapshot: Path, files: Mapping[str, bytes]) -> None:
     """Apply the restoration to the worker's copy of the workspace too, so that checks
     reading files on the worker (file_content, table_cell ...) see what the sandbox has."""
-    root = Path(snapshot)
-    for path, data in files.items():
-        *parents, name = path.split("/")
-        current = root
-        for part in parents:
-            current = current / part
-            if current.is_symlink() or (current.exists() and not current.is_dir()):
-                current.unlink()
-            current.mkdir(exist_ok=True)
-        target = current / name
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-        elif target.is_dir():
-            shutil.rmtree(target)
-        target.write_bytes(data)
+    from grading.engine.safe_files import place_files
+
+    place_files(snapshot, files)
 
 
 class GradingSandbox:

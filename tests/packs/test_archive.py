@@ -151,3 +151,29 @@ def test_the_archive_writer_and_the_bundled_files_import_no_django():
             "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_harbor_layout_follows_file_roles(tmp_path):
+    blobs = {b"w": "workspace", b"p": "protected", b"g": "grader"}
+    doc = document(1)
+    import hashlib
+
+    doc["files"] = [{"path": f"{role}.txt", "sha256": hashlib.sha256(data).hexdigest(),
+                     **({} if role == "workspace" else {"role": role})} for data, role in blobs.items()]
+    by_sha = {hashlib.sha256(data).hexdigest(): data for data in blobs}
+    archive.build_pack(out=tmp_path / "r.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+                       tasks=[archive.TaskItem(doc, content_sha256(doc), None)], read_blob=by_sha.__getitem__,
+                       scratch_dir=tmp_path / "s", build_record={})
+    base = "demo-1.0.0/tasks/task-001/"
+    names = members(tmp_path / "r.tar.gz")
+    # The agent's image has workspace and protected files; grader files only reach the verifier,
+    # which also puts protected files back before grading.
+    assert base + "environment/workspace/workspace.txt" in names
+    assert base + "environment/workspace/protected.txt" in names
+    assert base + "environment/workspace/grader.txt" not in names
+    assert base + "tests/grader-files/grader.txt" in names and base + "tests/grader-files/protected.txt" in names
+    assert base + "tests/grader-files/workspace.txt" not in names
+    with tarfile.open(tmp_path / "r.tar.gz") as tar:
+        line = tar.extractfile("demo-1.0.0/tasks.jsonl").read().decode().splitlines()[0]
+    assert {f["path"]: f.get("role") for f in json.loads(line)["files"]} == {
+        "workspace.txt": None, "protected.txt": "protected", "grader.txt": "grader"}

@@ -28,7 +28,7 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
     data = authoring_services.blob_store(data=b"a,b\n1,2\n")
     for index in range(6):
         make_approved(author=author, reviewer=reviewer, slug=f"round-{index}",
-                      files=[{"path": "data/table.csv", "sha256": data.sha256},
+                      files=[{"path": "data/table.csv", "sha256": data.sha256, "role": "protected"},
                              {"path": "checks/grade.sh", "sha256": blob.sha256, "role": "grader"}] if index % 2 else None)
     first_out = tmp_path / "first.tar.gz"
     call_command("export_pack", "round", "--out", str(first_out))
@@ -53,6 +53,8 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
     assert "6 imported, 0 rejected, approved as adam" in printed
     assert "line 1: created round-0 v1" in printed
     assert dict(TaskVersion.objects.values_list("task__slug", "sha256")) == first_shas
+    roles = {entry["path"]: entry.get("role") for entry in TaskVersion.objects.get(task__slug="round-1").spec["files"]}
+    assert roles == {"data/table.csv": "protected", "checks/grade.sh": "grader"}
     assert AuditEvent.objects.filter(verb="approve", data__approve_as=True).count() == 6
 
     second_out = tmp_path / "second.tar.gz"

@@ -744,38 +744,20 @@ class BubblewrapSandbox(Sandbox):
             self.cgroups.kill_all()
 
     def restore_files(self, files) -> dict[str, str]:
+        from grading.engine.safe_files import place_files
+
+        by_root: dict[str, dict[str, bytes]] = {}
+        for path, data in files.items():
+            root, rel = split_path(path, writable=True)
+            by_root.setdefault(root, {})[rel] = (path, data)
         found: dict[str, str] = {}
         with self._exec_lock:
-            for path, data in files.items():
-                root, rel = split_path(path, writable=True)
+            for root, entries in by_root.items():
                 base = {WORKSPACE: self.workspace_dir, TMP: self.tmp_dir}[root]
-                *parents, name = rel.split("/")
-                current = base
-                for part in parents:
-                    current = current / part
-                    self._real_dir(current)
-                target = current / name
-                found[path] = _remove_any(target)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                self._own(target)
-        return found
-
-    def _real_dir(self, path: Path) -> None:
-        """`path` as a real directory the worker can write in (never following a link)."""
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            st = None
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            if st.st_mode & 0o700 != 0o700:
-                os.chmod(path, stat.S_IMODE(st.st_mode) | 0o700)
-            return
-        if st is not None:
-            os.unlink(path)
-        path.mkdir()
-        self._own(path)
+                kinds = place_files(base, {rel: data for rel, (_, data) in entries.items()},
+                                    on_create=lambda p: self._own(Path(p)))
+                found.update({path: kinds[rel] for rel, (path, _) in entries.items()})
+        return {path: found[path] for path in files}
 
     def stop(self) -> None:
         if self.stopped:
@@ -823,19 +805,6 @@ def reap_bubblewrap(work_dir: str | Path | None = None) -> list[str]:
             removed.append(entry.name.split("-")[1])
     remove_dead_owner_cgroups(pid_alive)
     return removed
-
-
-def _remove_any(path: Path) -> str:
-    """Remove whatever is at `path` without following links; say what it was."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return "missing"
-    if stat.S_ISDIR(st.st_mode):
-        _force_rmtree(path)
-        return "dir"
-    os.unlink(path)
-    return "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
 
 
 _SECCOMP_PROGRAM: bytes | None = None

@@ -323,3 +323,23 @@ def test_an_interrupt_kills_the_running_command(box):
     box.interrupt = None
     assert "sleep 100" not in box.exec("ps").stdout
     assert_still_works(box)
+def test_python_planted_in_the_user_site_cannot_fake_a_command_check(python_backend):
+    """The agent's $HOME is /tmp: a usercustomize.py there would run in every python3 a command
+    check starts. Checks run with PYTHONNOUSERSITE=1 (and a fresh bytecode cache)."""
+    from sandbox.runtime import run_rollout
+    from tests.sandbox.runtime.test_runtime_roles import ScriptPolicy
+
+    plant = ("d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p \"$d\" && "
+             "echo 'import os; os._exit(0)' > \"$d/usercustomize.py\"; python3 -c 'import sys; sys.exit(1)'; "
+             "echo \"exit=$?\"")
+    task = {"schema": "gymwright.task/v1", "id": "planted", "prompt": "Make the check pass.",
+            "environment": {"limits": {"max_steps": 3}},
+            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+                {"id": "honest", "kind": "command", "points": 1, "run": "python3 -c 'import sys; sys.exit(1)'"}]}}
+    result = run_rollout(task, policy=ScriptPolicy(plant), backend=python_backend)
+    assert result.error is None, result.error
+    if python_backend.name == "bubblewrap":
+        # HOME=/tmp there, so the plant works for the agent's own python3 (under docker the
+        # user site is under an unwritable HOME and the plant fails already).
+        assert result.answer.strip() == "exit=0"
+    assert result.grade.checks[0].score == 0.0 and result.grade.reward == 0
