@@ -73,8 +73,10 @@ WRAPPER = 'echo $$ > "$1" 2>/dev/null; [ -n "$2" ] && rm -f $2; shift 2; exec "$
 # signals every process we may signal except PID 1 and ourselves): a `setsid`
 # child leaves the exec's group and session, so only this sweep ends it. The
 # keep-alive `sleep` and docker-init run as another uid (KEEPALIVE_USER), out
-# of the sweep's (and the sandbox's) reach. `kill -1` fails once nothing is left.
-SWEEP = 'n=0; while kill -9 -1 2>/dev/null && [ $n -lt 20000 ]; do n=$((n+1)); done'
+# of the sweep's (and the sandbox's) reach. `kill -1` fails once nothing is left,
+# but a killed exec process stays a zombie (signalable) until the engine's shim
+# reaps it, so the passes are few: a child forked during one pass dies in the next.
+SWEEP = 'n=0; while kill -9 -1 2>/dev/null && [ $n -lt 50 ]; do n=$((n+1)); done'
 KILLER = ('while read -r f; do pg=; read -r pg < "$f"; if [ -n "$pg" ]; then n=0; '
           'while kill -0 -$pg 2>/dev/null && [ $n -lt 20000 ]; do '
           'kill -9 -$pg 2>/dev/null; n=$((n+1)); done; fi; ' + SWEEP + '; echo "$f"; done')
