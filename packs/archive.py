@@ -4,7 +4,8 @@ A lab can rebuild a pack from tasks.jsonl alone with `build_pack`: it takes the 
 documents in task-id order, one at a time, and streams them to a scratch folder —
 tasks.jsonl, the parquet splits, a Harbor task folder per task — then writes the
 manifest (every file's sha256 and one `content_sha256` over all of it) and the dataset
-card, and packs the folder into a reproducible .tar.gz: entries sorted, fixed mtimes,
+card, and packs it into a reproducible .tar.gz: entries sorted path by path (the task folders
+last, written from memory in a second pass), fixed mtimes,
 uid/gid 0, no user names, gzip without a timestamp or file name. Building the same
 tasks twice gives the same bytes except the manifest's `build` record, so the same
 `content_sha256`.
@@ -20,9 +21,7 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import shutil
-import stat
 import tarfile
 import uuid
 import zipfile
@@ -118,25 +117,19 @@ class _Scratch:
     def __init__(self, root: Path):
         self.root = root
         self.digests: dict[str, str] = {}
-        self._by_digest: dict[str, str] = {}  # big files written once, hard-linked after
 
-    def write(self, relative: str, data: bytes, *, executable: bool = False, link_same: bool = False) -> None:
+    def write(self, relative: str, data: bytes) -> None:
         path = self.root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        digest = _sha256(data)
-        first = self._by_digest.get(digest) if link_same else None
-        if first is not None:
-            os.link(self.root / first, path)
-        else:
-            path.write_bytes(data)
-            if executable:
-                path.chmod(0o755)
-            if link_same:
-                self._by_digest[digest] = relative
-        self.digests[relative] = digest
+        path.write_bytes(data)
+        self.digests[relative] = _sha256(data)
 
     def add_existing(self, relative: str) -> None:
-        self.digests[relative] = _sha256((self.root / relative).read_bytes())
+        digest = hashlib.sha256()
+        with open(self.root / relative, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        self.digests[relative] = digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------- grader
@@ -460,9 +453,13 @@ def build_pack(*, out: BinaryIO | str | Path, info: PackInfo, tasks: Iterable[Ta
                progress: Callable[[int], None] | None = None) -> BuildResult:
     """Write the pack for `tasks` (sorted by task id, each id once) as a .tar.gz to `out`.
 
-    `read_blob(sha256)` returns a file's bytes. `progress(done)` is called after each task;
-    it may raise BuildCancelled. `scratch_dir` must be an empty or missing folder this build
-    owns; it is removed at the end. Raises PackError for bad input.
+    Two passes, both streaming: the first writes tasks.jsonl, the splits and calibration.json
+    to `scratch_dir` and takes the digest of every Harbor file; the second reads tasks.jsonl
+    back and writes each task's Harbor folder from memory straight into the archive (after the
+    manifest, which needs every digest). Files shared by every task (the grader, the verifier
+    scripts) are stored once and hard-linked. `read_blob(sha256)` returns a file's bytes.
+    `progress(done)` is called per task (it may raise BuildCancelled). `scratch_dir` must be a
+    folder this build owns; it is removed at the end. Raises PackError for bad input.
     """
     top = f"{info.slug}-{info.version}"
     scratch_dir = Path(scratch_dir)
@@ -471,32 +468,51 @@ def build_pack(*, out: BinaryIO | str | Path, info: PackInfo, tasks: Iterable[Ta
         shutil.rmtree(root)
     root.mkdir(parents=True)
     try:
-        manifest = _write_tree(root=root, info=info, tasks=tasks, read_blob=read_blob, progress=progress)
+        manifest, shared, extras = _write_head(root=root, info=info, tasks=tasks, progress=progress)
         manifest["build"] = dict(build_record or {})
         manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
         (root / "manifest.json").write_bytes(manifest_bytes)
-        sha256, size = _write_tar(root=root, top=top, out=out)
+        sha256, size = _write_tar(root=root, top=top, out=out, info=info, manifest=manifest, shared=shared,
+                                  extras=extras, read_blob=read_blob, progress=progress)
         return BuildResult(manifest=manifest, sha256=sha256, size=size, content_sha256=manifest["content_sha256"])
     finally:
         shutil.rmtree(scratch_dir / top, ignore_errors=True)
 
 
-def _write_tree(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], read_blob, progress) -> dict:
+class _Shared:
+    """The bytes every Harbor task folder carries, with their digests computed once."""
+
+    def __init__(self, requirements: bytes, grader_pyz: bytes):
+        self.files = {
+            "tests/Dockerfile": VERIFIER_DOCKERFILE.encode(),
+            "tests/grade.py": (BUNDLE_DIR / "harbor_grade.py").read_bytes(),
+            "tests/grader.pyz": grader_pyz,
+            "tests/requirements.txt": requirements,
+            "tests/test.sh": (BUNDLE_DIR / "test.sh").read_bytes(),
+        }
+        self.digests = {name: _sha256(data) for name, data in self.files.items()}
+        self.executable = {"tests/test.sh"}
+        # where each shared file is stored once: the grader's own copies, else the first task's
+        self.first = {"tests/grader.pyz": "grader/grader.pyz", "tests/requirements.txt": "grader/requirements.txt"}
+
+
+def _write_head(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], progress) -> tuple[dict, _Shared, dict]:
     scratch = _Scratch(root)
     engine = grader_files()
     for name, data in engine:
         scratch.write(f"grader/{name}", data)
     requirements = grader_requirements().encode()
-    scratch.write("grader/requirements.txt", requirements, link_same=True)
-    scratch.write("grader/grader.pyz", grader_zip(engine), link_same=True)
+    grader_pyz = grader_zip(engine)
+    scratch.write("grader/requirements.txt", requirements)
+    scratch.write("grader/grader.pyz", grader_pyz)
     scratch.write("reward.py", (BUNDLE_DIR / "reward.py").read_bytes())
-    harbor_grade = (BUNDLE_DIR / "harbor_grade.py").read_bytes()
-    test_sh = (BUNDLE_DIR / "test.sh").read_bytes()
+    shared = _Shared(requirements, grader_pyz)
 
     splits = {name: _SplitWriter(root / "data" / f"{name}.parquet") for name in ("train", "test")}
     histogram: Counter = Counter()
     environments: Counter = Counter()
     entries: list[dict] = []
+    extras: dict[str, str] = {}  # task id → difficulty, for the second pass
     previous_id = None
     with open(root / "tasks.jsonl", "wb") as jsonl, open(root / "calibration.json", "wb") as calibration_file:
         calibration_file.write(b'{"schema": "gymwright.calibration/v1", "tasks": {')
@@ -510,6 +526,7 @@ def _write_tree(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], read_b
             previous_id = task_id
             split = split_of(task_id, info.test_ratio)
             difficulty = difficulty_of(item.calibration)
+            extras[task_id] = difficulty
             histogram[difficulty] += 1
             environments[(document.get("environment") or {}).get("id") or "default"] += 1
             entries.append({"id": task_id, "version": int(document.get("version") or 1), "sha256": item.sha256,
@@ -519,11 +536,13 @@ def _write_tree(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], read_b
                                    + canonical_json(item.calibration).encode())
             splits[split].add(parquet_row(document, sha256=item.sha256, info=info, split=split,
                                           index=splits[split].count))
-            _write_harbor_task(scratch, document, sha256_of_task=item.sha256, requirements=requirements, info=info,
-                               difficulty=difficulty, read_blob=read_blob,
-                               harbor_grade=harbor_grade, test_sh=test_sh)
+            for relative, data, _ in _harbor_files(document, sha256_of_task=item.sha256, info=info,
+                                                   difficulty=difficulty, read_blob=None):
+                scratch.digests[relative] = data if isinstance(data, str) else _sha256(data)
+            for name, digest in shared.digests.items():
+                scratch.digests[f"tasks/{task_id}/{name}"] = digest
             if progress is not None:
-                progress(done)
+                progress(done // 2)
         calibration_file.write(b"\n}}\n")
     for writer in splits.values():
         writer.close()
@@ -549,92 +568,113 @@ def _write_tree(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], read_b
         "files": dict(sorted(scratch.digests.items())),
     }
     manifest["content_sha256"] = _manifest_digest(manifest)
-    return manifest
+    return manifest, shared, extras
 
 
-def _write_harbor_task(scratch: _Scratch, document: dict, *, sha256_of_task: str, requirements: bytes,
-                       info: PackInfo, difficulty: str,
-                       read_blob, harbor_grade: bytes, test_sh: bytes) -> None:
+def _harbor_files(document: dict, *, sha256_of_task: str, info: PackInfo, difficulty: str,
+                  read_blob) -> list[tuple[str, bytes | str, bool]]:
+    """A task's own Harbor files as (path in the pack, bytes, executable). Without `read_blob`,
+    attached files are given by their sha256 (a str) instead of their bytes."""
     base = f"tasks/{document['id']}"
+    files: list[tuple[str, bytes | str, bool]] = []
     has_env = has_workspace = False
     for where, path, sha256, role in _task_files(document):
-        data = read_blob(sha256)
-        if _sha256(data) != sha256:
-            raise PackError(f"task {document['id']}: file {path!r} does not match its sha256")
+        data: bytes | str = sha256
+        if read_blob is not None:
+            data = read_blob(sha256)
+            if _sha256(data) != sha256:
+                raise PackError(f"task {document['id']}: file {path!r} does not match its sha256")
         if where == "env":
-            scratch.write(f"{base}/environment/env/{path}", data)
+            files.append((f"{base}/environment/env/{path}", data, False))
             has_env = True
             continue
-        scratch.write(f"{base}/files/{path}", data)
+        files.append((f"{base}/files/{path}", data, False))
         if role in ("grader", "protected"):
             # Restored by the verifier after the episode (protected ones over the agent's copy).
-            scratch.write(f"{base}/tests/grader-files/{path}", data)
+            files.append((f"{base}/tests/grader-files/{path}", data, False))
         if role != "grader":
-            scratch.write(f"{base}/environment/workspace/{path}", data)
+            files.append((f"{base}/environment/workspace/{path}", data, False))
             has_workspace = True
-    scratch.write(f"{base}/instruction.md", harbor_instruction(document).encode("utf-8"))
-    scratch.write(f"{base}/task.toml", harbor_task_toml(document, info=info, difficulty=difficulty,
-                                                        sha256=sha256_of_task).encode("utf-8"))
-    scratch.write(f"{base}/environment/Dockerfile",
-                  harbor_dockerfile(document, has_workspace_files=has_workspace, has_env_files=has_env).encode())
-    scratch.write(f"{base}/solution/solve.sh", harbor_solve(document).encode("utf-8"), executable=True)
-    scratch.write(f"{base}/rubric.json", (json.dumps(document.get("rubric"), indent=1, sort_keys=True,
-                                                      ensure_ascii=False) + "\n").encode("utf-8"))
-    scratch.write(f"{base}/tests/task.json", canonical_json(document).encode("utf-8"))
-    scratch.write(f"{base}/tests/test.sh", test_sh, executable=True)
-    scratch.write(f"{base}/tests/Dockerfile", VERIFIER_DOCKERFILE.encode(), link_same=True)
-    scratch.write(f"{base}/tests/grade.py", harbor_grade, link_same=True)
-    scratch.write(f"{base}/tests/grader.pyz", (scratch.root / "grader/grader.pyz").read_bytes(), link_same=True)
-    scratch.write(f"{base}/tests/requirements.txt", requirements, link_same=True)
+    files += [
+        (f"{base}/instruction.md", harbor_instruction(document).encode("utf-8"), False),
+        (f"{base}/task.toml", harbor_task_toml(document, info=info, difficulty=difficulty,
+                                               sha256=sha256_of_task).encode("utf-8"), False),
+        (f"{base}/environment/Dockerfile",
+         harbor_dockerfile(document, has_workspace_files=has_workspace, has_env_files=has_env).encode(), False),
+        (f"{base}/solution/solve.sh", harbor_solve(document).encode("utf-8"), True),
+        (f"{base}/rubric.json", (json.dumps(document.get("rubric"), indent=1, sort_keys=True,
+                                            ensure_ascii=False) + "\n").encode("utf-8"), False),
+        (f"{base}/tests/task.json", canonical_json(document).encode("utf-8"), False),
+    ]
+    return files
 
 
-def _write_tar(*, root: Path, top: str, out) -> tuple[str, int]:
-    """Pack `root` as `top/` into a reproducible .tar.gz; returns (sha256, size) of the bytes written."""
+def _path_key(relative: str) -> list[str]:
+    return relative.split("/")
+
+
+def _write_tar(*, root: Path, top: str, out, info: PackInfo, manifest: dict, shared: _Shared, extras: dict,
+               read_blob, progress) -> tuple[str, int]:
+    """The reproducible .tar.gz: entries in path order (component by component), fixed mtimes,
+    uid/gid 0, no names, gzip without timestamp or file name. Returns (sha256, size)."""
     own = not hasattr(out, "write")
     handle = open(out, "wb") if own else out
     hashing = _HashingWriter(handle)
     try:
         with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0, compresslevel=6) as zipped:
-            with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                seen_inodes: dict[tuple[int, int], str] = {}
-                for relative, path in _sorted_tree(root):
-                    _add(tar, path, f"{top}/{relative}" if relative else top, seen_inodes)
+            with tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar:
+                head = sorted((path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()),
+                              key=_path_key)
+                for relative in head:
+                    data = (root / relative).read_bytes()
+                    _add_bytes(tar, f"{top}/{relative}", data, executable=False)
+                first = dict(shared.first)
+                total = len(manifest["tasks"])
+                with open(root / "tasks.jsonl", "rb") as jsonl:
+                    for done, (line, entry) in enumerate(zip(jsonl, manifest["tasks"]), start=1):
+                        document = json.loads(line)
+                        own_files = _harbor_files(document, sha256_of_task=entry["sha256"], info=info,
+                                                  difficulty=extras[entry["id"]], read_blob=read_blob)
+                        items = [(relative, data, executable, None) for relative, data, executable in own_files]
+                        for name, data in shared.files.items():
+                            items.append((f"tasks/{entry['id']}/{name}", data, name in shared.executable, name))
+                        items.sort(key=lambda item: _path_key(item[0]))
+                        for relative, data, executable, shared_name in items:
+                            arcname = f"{top}/{relative}"
+                            if shared_name is not None and shared_name in first:
+                                _add_link(tar, arcname, f"{top}/{first[shared_name]}", executable=executable)
+                                continue
+                            if shared_name is not None:
+                                first[shared_name] = relative
+                            _add_bytes(tar, arcname, data, executable=executable)
+                        if progress is not None:
+                            progress((total + done) // 2)
     finally:
         if own:
             handle.close()
     return hashing.digest.hexdigest(), hashing.size
 
 
-def _sorted_tree(root: Path) -> list[tuple[str, Path]]:
-    found = [("", root)]
-    for directory, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = Path(directory) / name
-            found.append((path.relative_to(root).as_posix(), path))
-    found.sort(key=lambda item: item[0])
-    return found
-
-
-def _add(tar: tarfile.TarFile, path: Path, arcname: str, seen_inodes: dict) -> None:
-    status = path.lstat()
+def _tar_info(arcname: str) -> tarfile.TarInfo:
     info = tarfile.TarInfo(arcname)
     info.mtime = FIXED_MTIME
     info.uid = info.gid = 0
     info.uname = info.gname = ""
-    if stat.S_ISDIR(status.st_mode):
-        info.type, info.mode = tarfile.DIRTYPE, 0o755
-        tar.addfile(info)
-        return
-    info.mode = 0o755 if status.st_mode & 0o100 else 0o644
-    key = (status.st_dev, status.st_ino)
-    if status.st_nlink > 1 and key in seen_inodes:
-        info.type, info.linkname = tarfile.LNKTYPE, seen_inodes[key]
-        tar.addfile(info)
-        return
-    seen_inodes[key] = arcname
-    info.size = status.st_size
-    with open(path, "rb") as handle:
-        tar.addfile(info, handle)
+    return info
+
+
+def _add_bytes(tar: tarfile.TarFile, arcname: str, data: bytes, *, executable: bool) -> None:
+    info = _tar_info(arcname)
+    info.mode = 0o755 if executable else 0o644
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _add_link(tar: tarfile.TarFile, arcname: str, target: str, *, executable: bool) -> None:
+    info = _tar_info(arcname)
+    info.mode = 0o755 if executable else 0o644  # extractors chmod the shared inode with the link's mode
+    info.type, info.linkname = tarfile.LNKTYPE, target
+    tar.addfile(info)
 
 
 class _HashingWriter(io.RawIOBase):
