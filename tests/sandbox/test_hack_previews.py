@@ -63,3 +63,18 @@ def test_the_skip_trick_earns_nothing_on_the_demo_coding_task(sandbox_dir, autho
     assert rollout.grade_document["protected_files"] == [{"path": "test_fizzbuzz.py", "state": "modified"}]
     shown = {f["path"]: f.get("content") or "" for f in rollout.workspace_files}
     assert "_gw_unittest.skip" in shown["test_fizzbuzz.py"]  # the viewer shows what the agent did
+
+
+def test_the_rollout_page_says_which_protected_files_the_agent_changed(client, author, version):
+    from sandbox.models import Rollout
+
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="hack:skip-tests", n=1)
+    rollout = preview_run.rollouts.get()
+    Rollout.objects.filter(pk=rollout.pk).update(status="done", reward=0.0, passed=False, grade_document={
+        "schema": "gymwright.grade/v1", "reward": 0.0, "earned": 0, "max": 4, "passed": False, "gated": True,
+        "complete": True, "checks": [],
+        "protected_files": [{"path": "test_a.py", "state": "modified"}, {"path": "b.py", "state": "unchanged"}]})
+    client.force_login(author)
+    page = client.get(f"/previews/rollouts/{rollout.pk}/").content.decode()
+    assert 'data-protected-state="modified">modified by the agent, restored before the checks' in page
+    assert 'data-protected-state="unchanged">unchanged<' in page
