@@ -7,7 +7,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from authoring import permissions
-from authoring.models import AuditEvent, Environment, EnvironmentVersion, Task, TaskVersion
+from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from gymwright.errors import NotAllowed
 from gymwright.nul import NUL
 
@@ -98,6 +98,14 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
     if author:
         queryset = queryset.filter(owner__username=author)
     return queryset.order_by("-updated_at", "-id")
+
+
+def task_filter_choices(*, user) -> dict:
+    """The task list's filter menus: environment slugs and tag names, for members only."""
+    if not permissions.can_view(user):
+        return {"environments": [], "tags": []}
+    return {"environments": Environment.objects.order_by("slug").values_list("slug", flat=True),
+            "tags": Tag.objects.order_by("name").values_list("name", flat=True)[:200]}
 
 
 TASK_ROW_FIELDS = {

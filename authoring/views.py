@@ -16,7 +16,7 @@ from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff
 from authoring.forms import EnvironmentForm, TaskForm
 from authoring.markdown import render_markdown
-from authoring.models import Environment, Tag, Task
+from authoring.models import Task
 from grading.engine.describe import check_in_words  # the pure engine: a library for every app
 from grading.engine.examples import EXAMPLES, example_as_dict
 from gymwright.errors import ConflictError, DomainError, NotAllowed
@@ -57,8 +57,7 @@ def task_list(request):
         "filters": filters,
         "query": query.urlencode(),
         "statuses": Task.Status.choices,
-        "environments": Environment.objects.order_by("slug").values_list("slug", flat=True),
-        "tags": Tag.objects.order_by("name").values_list("name", flat=True)[:200],
+        **selectors.task_filter_choices(user=request.user),
         "can_author": permissions.can_author(request.user),
     })
 
