@@ -182,15 +182,21 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0
+def _cpu_ticks(pids: list[int]) -> dict[int, int]:
+    ticks = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
+            ticks[pid] = int(fields[11]) + int(fields[12])  # utime, stime
         except (OSError, IndexError):
             pass
-    return total / CLK_TCK
+    return ticks
+
+
+def _cpu_spent(before: dict[int, int], after: dict[int, int]) -> float:
+    """Seconds of CPU between two readings, over the processes present in both (a process that
+    exited or a pid that was reused in between would make the difference meaningless)."""
+    return sum(max(after[pid] - before[pid], 0) for pid in before.keys() & after.keys()) / CLK_TCK
 
 
 def _postgres_pids(database: str) -> list[int]:
@@ -289,11 +295,11 @@ async def drive(base: str, path: str, headers: dict, cookies: dict, clients: int
 def measure(server: Server, path: str, headers: dict, cookies: dict, clients: int, duration: float) -> dict:
     asyncio.run(drive(server.base, path, headers, cookies, clients, 1.0))  # open every keep-alive and DB connection
     pg = _postgres_pids(server.database)
-    web_before, pg_before = _cpu_seconds(server.worker_pids()), _cpu_seconds(pg)
+    web_before, pg_before = _cpu_ticks(server.worker_pids()), _cpu_ticks(pg)
     result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration))
-    web_after, pg_after = _cpu_seconds(server.worker_pids()), _cpu_seconds(pg)
-    result["web_cpu_ms"] = (web_after - web_before) * 1000 / max(result["n"], 1)
-    result["db_cpu_ms"] = (pg_after - pg_before) * 1000 / max(result["n"], 1)
+    web_after, pg_after = _cpu_ticks(server.worker_pids()), _cpu_ticks(pg)
+    result["web_cpu_ms"] = _cpu_spent(web_before, web_after) * 1000 / max(result["n"], 1)
+    result["db_cpu_ms"] = _cpu_spent(pg_before, pg_after) * 1000 / max(result["n"], 1)
     return result
 
 

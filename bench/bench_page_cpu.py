@@ -1,0 +1,81 @@
+"""CPU per request of the hot pages, in process (Django test client), on bench_load.py's seed.
+
+Run: DATABASE_URL=postgres://... .venv/bin/python bench/bench_page_cpu.py [--profile URL]
+
+Uses (and, if missing, makes) the `<name>_load` database of bench/bench_load.py: 10,000 tasks ×
+3 versions and 50,000 graded rollouts. For each URL it prints the CPU time of this process per
+request (time.process_time, min and median of 6 batches of 20 after 5 warm-up requests): steadier
+than wall time on a shared machine, and free of the network and of gunicorn. With --profile URL it
+prints the top functions by CPU time for that URL (cProfile with a CPU clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import bench_load  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="")
+    args = parser.parse_args()
+    base_url = os.environ.get("DATABASE_URL", "")
+    if not base_url.startswith("postgres"):
+        print("DATABASE_URL must name a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/gymwright")
+        return 2
+    name = urlparse(base_url).path.lstrip("/") + "_load"
+    with bench_load._psql_admin(base_url) as admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            admin.execute(f'CREATE DATABASE "{name}"')
+    ids = bench_load.seed(bench_load._db_url(base_url, name))  # reuses an existing seed
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    settings.ALLOWED_HOSTS = ["*"]
+    client = Client()
+    client.force_login(User.objects.get(username="bench"))
+    token = {"HTTP_AUTHORIZATION": f"Token {ids['token']}"}
+    urls = ["/", f"/tasks/{ids['task']}/", f"/previews/{ids['run']}/", "/review/", "/api/tasks/",
+            "/api/tasks/?page=100"]
+    print(f"# CPU per request, in process; load average {os.getloadavg()}")
+    for url in urls:
+        extra = token if url.startswith("/api/") else {}
+        if client.get(url, **extra).status_code != 200:
+            print(f"{url:32} skipped (not 200 on this checkout)")
+            continue
+        for _ in range(4):
+            client.get(url, **extra)
+        batches = []
+        for _ in range(6):
+            start = time.process_time()
+            for _ in range(20):
+                client.get(url, **extra)
+            batches.append((time.process_time() - start) * 1000 / 20)
+        batches.sort()
+        print(f"{url:32} min {batches[0]:6.2f} ms  median {batches[3]:6.2f} ms CPU/request")
+    if args.profile:
+        extra = token if args.profile.startswith("/api/") else {}
+        profile = cProfile.Profile(time.process_time)
+        profile.enable()
+        for _ in range(40):
+            client.get(args.profile, **extra)
+        profile.disable()
+        pstats.Stats(profile).sort_stats("tottime").print_stats(30)
+    print(f"load average after: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
