@@ -62,7 +62,20 @@ FILE_ROLE_CHOICES = [("workspace", "workspace — the agent may change it"),
                      ("grader", "grader — hidden until the checks")]
 
 
-class TaskForm(forms.Form):
+class FileRolesMixin:
+    """The role select per attached file (`file_role_<index>`), shared by the task and environment forms."""
+
+    def _with_role(self, index: int, entry: dict) -> dict:
+        role = self.cleaned_data.get(f"file_role_{index}") or None
+        entry = {key: value for key, value in entry.items() if key != "role"}
+        # An unset role means workspace: leaving it unset keeps older documents' bytes (and sha256).
+        had_role = index < len(self.current_files) and self.current_files[index].get("role")
+        if role and (role != "workspace" or had_role):
+            entry["role"] = role
+        return entry
+
+
+class TaskForm(FileRolesMixin, forms.Form):
     """The task editor. The rubric arrives as raw JSON (the structured view writes it)."""
 
     slug = forms.SlugField(max_length=64, help_text="Lowercase letters, digits and hyphens; cannot change later.")
@@ -140,15 +153,6 @@ class TaskForm(forms.Form):
             "metadata": data["metadata"],
         }
 
-    def _with_role(self, index: int, entry: dict) -> dict:
-        role = self.cleaned_data.get(f"file_role_{index}") or None
-        entry = {key: value for key, value in entry.items() if key != "role"}
-        # An unset role means workspace: leaving it unset keeps older documents' bytes (and sha256).
-        had_role = index < len(self.current_files) and self.current_files[index].get("role")
-        if role and (role != "workspace" or had_role):
-            entry["role"] = role
-        return entry
-
     def add_domain_errors(self, details: list[dict]) -> None:
         """Puts each service error at the field its JSON pointer belongs to, pointer included."""
         for detail in details:
@@ -163,7 +167,7 @@ class TaskForm(forms.Form):
                 self.add_error(None, message)
 
 
-class EnvironmentForm(forms.Form):
+class EnvironmentForm(FileRolesMixin, forms.Form):
     slug = forms.SlugField(max_length=64)
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
@@ -219,15 +223,6 @@ class EnvironmentForm(forms.Form):
             "files": current_files,
             "checks_module": data.get("checks_module") or None,
         }
-
-    def _with_role(self, index: int, entry: dict) -> dict:
-        role = self.cleaned_data.get(f"file_role_{index}") or None
-        entry = {key: value for key, value in entry.items() if key != "role"}
-        # An unset role means workspace: leaving it unset keeps older documents' bytes (and sha256).
-        had_role = index < len(self.current_files) and self.current_files[index].get("role")
-        if role and (role != "workspace" or had_role):
-            entry["role"] = role
-        return entry
 
     def add_domain_errors(self, details: list[dict]) -> None:
         for detail in details:
