@@ -286,6 +286,18 @@ SANDBOX_BACKENDS_ALLOWED = env_list("GYMWRIGHT_SANDBOX_BACKENDS", SANDBOX_BACKEN
 # Per user: rollouts queued or running at once, and preview starts through the API (DRF throttle rate).
 PREVIEW_MAX_ROLLOUTS_IN_FLIGHT = env_int("GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT", 64)
 PREVIEW_RATE = env_str("GYMWRIGHT_PREVIEW_RATE", "60/hour")
+# Django's cache holds the throttle counts, so every web process must share it: a folder under the
+# data directory by default (shared by the processes of one host), or Redis (GYMWRIGHT_CACHE_URL=redis://...)
+# when web servers run on several hosts.
+CACHE_URL = env_str("GYMWRIGHT_CACHE_URL", "")
+if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+                          "KEY_PREFIX": "gymwright"}}
+elif CACHE_URL:
+    raise ValueError(f"GYMWRIGHT_CACHE_URL: expected redis://, rediss:// or unix://, got {CACHE_URL.split(':')[0]}:")
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                          "LOCATION": str(DATA_DIR / "cache"), "OPTIONS": {"MAX_ENTRIES": 10_000}}}
 
 # Models. Endpoints can also be configured in the admin (ModelEndpoint); these
 # environment variables are the fallback. Secrets are never stored in the database.
@@ -305,7 +317,7 @@ from gymwright.datadir import data_dir_secure  # noqa: E402
 
 data_dir_secure(
     DATA_DIR, sandbox_dir=SANDBOX_WORK_DIR,
-    private_dirs=[MEDIA_ROOT, JUDGE_CACHE_DIR, DATA_DIR / "broker"],
+    private_dirs=[MEDIA_ROOT, JUDGE_CACHE_DIR, DATA_DIR / "broker", DATA_DIR / "cache"],
     private_files=[DATA_DIR / "secret_key"]
     + ([Path(DATABASES["default"]["NAME"])] if DATABASES["default"]["ENGINE"].endswith("sqlite3") else []),
 )

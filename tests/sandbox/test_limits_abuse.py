@@ -103,3 +103,35 @@ def test_preview_starts_through_the_api_are_throttled_per_user(api, version, set
     assert response.status_code == 429 and response.json()["error"]["code"] == "throttled"
     assert int(response["Retry-After"]) > 0
     assert api.get(previews_url(version)).status_code == 200  # reading is not throttled
+
+
+def test_the_throttle_count_is_shared_with_other_web_processes(api, version, author, settings):
+    """gunicorn runs several processes: a per-process cache would multiply the rate by their number."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from sandbox.apis import PreviewStartThrottle
+
+    settings.PREVIEW_RATE = "5/hour"
+    for _ in range(2):
+        assert api.post(previews_url(version), {"policy": "nop", "n": 1}, format="json").status_code == 201
+    key = PreviewStartThrottle.cache_format % {"scope": PreviewStartThrottle.scope, "ident": author.pk}
+    probe = ("import django, json, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'gymwright.settings');"
+             "django.setup(); from django.core.cache import cache; import sys;"
+             f"print(json.dumps(len(cache.get({key!r}) or [])))")
+    seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "gymwright.settings"})
+    assert seen.returncode == 0, seen.stderr
+    assert json.loads(seen.stdout.strip().splitlines()[-1]) == 2
+
+
+def test_a_cache_url_that_is_not_redis_is_refused_with_the_variable_named():
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", "import gymwright.settings"], capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "GYMWRIGHT_CACHE_URL": "memcached://127.0.0.1:11211"})
+    assert result.returncode != 0 and "GYMWRIGHT_CACHE_URL" in result.stderr
