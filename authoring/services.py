@@ -223,21 +223,50 @@ def _task_document(*, slug, number, title, prompt, environment_id, environment_n
 CONTENT_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata")
 
 
+def _unix_newlines(value):
+    """Browsers submit textareas with CRLF line ends; a prompt saved from the form and the same
+    prompt sent through the API must be the same content (same hash, no spurious diff)."""
+    if isinstance(value, str):
+        return value.replace("\r\n", "\n").replace("\r", "\n")
+    return value
+
+
+# Free-text keys of a rubric check that authors type in multi-line boxes (criterion, reference
+# answer, python code, shell command). Patterns and expected values are left exactly as written.
+_RUBRIC_TEXT_KEYS = ("criterion", "reference", "code", "run", "title")
+
+
+def _rubric_unix_newlines(rubric):
+    if not isinstance(rubric, dict) or not isinstance(rubric.get("checks"), list):
+        return rubric
+
+    def check_text(check):
+        if not isinstance(check, dict):
+            return check
+        check = {key: _unix_newlines(value) if key in _RUBRIC_TEXT_KEYS else value for key, value in check.items()}
+        if isinstance(check.get("checks"), list):
+            check["checks"] = [check_text(child) for child in check["checks"]]
+        return check
+
+    return {**rubric, "checks": [check_text(check) for check in rubric["checks"]]}
+
+
 def _task_content_defaults(content: dict) -> dict:
     unknown = sorted(set(content) - set(CONTENT_KEYS) - {"environment_version"})
     if unknown:
         raise DomainError(f"Unknown field {unknown[0]!r}.", details=[{"pointer": f"/{k}", "message": "unknown field"} for k in unknown])
     solution = content.get("solution") or {}
     if isinstance(solution, dict):
-        solution = {"script": solution.get("script") or None, "answer": solution.get("answer") or None,
+        solution = {"script": _unix_newlines(solution.get("script")) or None,
+                    "answer": _unix_newlines(solution.get("answer")) or None,
                     **{k: v for k, v in solution.items() if k not in ("script", "answer")}}
     tags = content.get("tags") or []
     if isinstance(tags, list):
         tags = sorted({str(t).strip().lower() for t in tags if str(t).strip()})
     return {
         "title": content.get("title", ""),
-        "prompt": content.get("prompt", ""),
-        "rubric": content.get("rubric"),
+        "prompt": _unix_newlines(content.get("prompt", "")),
+        "rubric": _rubric_unix_newlines(content.get("rubric")),
         "solution": solution,
         "files": content.get("files") or [],
         "tags": tags,

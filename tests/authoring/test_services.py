@@ -150,3 +150,26 @@ def test_two_concurrent_saves_on_the_same_base_make_one_version_and_one_conflict
         thread.join()
     assert sorted(outcomes) == ["conflict", "saved"]
     assert task.versions.count() == 2
+
+
+def test_crlf_line_ends_in_multi_line_text_are_saved_as_lf(author, environment):
+    rubric = copy.deepcopy(RUBRIC)
+    rubric["checks"].append({"id": "explains", "kind": "llm_judge", "points": 1,
+                             "criterion": "Shows the\r\nworking\rstep by step."})
+    task = services.task_create(slug="crlf", environment=environment, author=author, content=task_content(
+        prompt="Line one\r\nLine two\rLine three", rubric=rubric,
+        solution={"script": "echo 42\r\necho done", "answer": "42\r\n"}))
+    spec = task.latest_version.spec
+    assert spec["prompt"] == "Line one\nLine two\nLine three"
+    assert spec["solution"] == {"script": "echo 42\necho done", "answer": "42\n"}
+    assert spec["rubric"]["checks"][2]["criterion"] == "Shows the\nworking\nstep by step."
+    # What a rubric pattern or expected value says is left exactly as written.
+    assert spec["rubric"]["checks"][0]["expected"] == "42"
+
+
+def test_the_same_prompt_with_crlf_line_ends_is_no_new_version(author, environment):
+    task = services.task_create(slug="lf", environment=environment, author=author,
+                                content=task_content(prompt="First line\nSecond line"))
+    version, created = services.task_version_create(
+        task=task, author=author, content=task_content(prompt="First line\r\nSecond line"), base_version=1)
+    assert created is False and version.number == 1

@@ -231,3 +231,17 @@ def test_the_task_page_says_what_each_check_does(client, author, task):
     rubric_table = html.split("<h2>Rubric")[1].split("Raw JSON")[0]
     assert "the answer contains “42”" in rubric_table
     assert "the answer matches /\\d+/" in rubric_table
+
+
+def test_a_prompt_saved_from_the_browser_with_crlf_is_not_reported_as_changed(client, author, environment):
+    services.task_create(slug="multi-line", environment=environment, author=author,
+                         content=task_content(prompt="Step one.\nStep two.", solution={"script": "echo 1\necho 2"}))
+    client.force_login(author)
+    # A browser submits every textarea with CRLF line ends.
+    data = form_data(prompt="Step one.\r\nStep two.", solution_script="echo 1\r\necho 2", solution_answer="",
+                     title="Renamed")
+    assert client.post("/tasks/multi-line/edit/", data).status_code == 302
+    version = Task.objects.get(slug="multi-line").latest_version
+    assert version.number == 2 and version.spec["prompt"] == "Step one.\nStep two."
+    diff = client.get("/tasks/multi-line/diff/?a=1&b=2").content.decode()
+    assert "Renamed" in diff and "Step two." not in diff
