@@ -1,5 +1,7 @@
 import pytest
 
+from tests.support.workers import celery_producer, redis_db  # noqa: F401 - fixtures for worker tests
+
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):

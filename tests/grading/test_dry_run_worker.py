@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 
 from grading.models import DryRun
 from grading.models import ModelEndpoint
 from tests.grading.conftest import make_user
 from tests.support.openai_server import OpenAIServer
+from tests.support.workers import test_database_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -27,14 +27,6 @@ RUBRIC = {"schema": "gymwright.rubric/v1", "checks": [
     {"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"},
     {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "Explains why the answer is 42."},
     {"id": "report", "kind": "file_content", "points": 1, "path": "out/report.md", "contains": "revenue"}]}
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def test_a_worker_process_grades_a_dry_run_from_storage(client, settings, django_user_model,
@@ -55,7 +47,7 @@ def test_a_worker_process_grades_a_dry_run_from_storage(client, settings, django
         assert response.status_code == 200
         dry_run = DryRun.objects.get()
 
-        env = {**os.environ, "DATABASE_URL": _database_url(), "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        env = {**os.environ, "DATABASE_URL": test_database_url(), "MEDIA_ROOT": str(settings.MEDIA_ROOT),
                "GYMWRIGHT_JUDGE_CACHE_DIR": str(settings.JUDGE_CACHE_DIR), "GYMWRIGHT_TEST_JUDGE_KEY": "test-key",
                "CELERY_TASK_ALWAYS_EAGER": "0"}
         worker = subprocess.Popen(

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.db import connection
 
 from tests.support.users import make_user
+from tests.support.workers import test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "pw-gunicorn-1"
@@ -31,20 +31,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    if s["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{s['NAME']}"
-    host = s.get("HOST") or "127.0.0.1"
-    port = s.get("PORT") or 5432
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
-    return f"postgres://{auth}@{host}:{port}/{s['NAME']}"
-
-
 @pytest.fixture
 def gunicorn_server(transactional_db, tmp_path):
     port = _free_port()
-    env = {**os.environ, "DEBUG": "false", "DATABASE_URL": _database_url(),
+    env = {**os.environ, "DEBUG": "false", "DATABASE_URL": test_database_url(),
            "STATIC_ROOT": str(tmp_path / "static"), "GUNICORN_BIND": f"127.0.0.1:{port}",
            "WEB_CONCURRENCY": "2", "GUNICORN_ACCESS_LOG": str(tmp_path / "access.log")}
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],

@@ -10,21 +10,21 @@ import pytest
 from tests.e2e.conftest import PASSWORD
 from tests.packs.conftest import make_approved
 from tests.sandbox.test_preview_browser import in_browser
-from tests.sandbox.test_worker import _workers, celery_producer, redis_db  # noqa: F401 - fixtures
+from tests.support.workers import start_workers
 from tests.support.users import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.slow]
 
 
 def test_a_lab_member_builds_watches_downloads_and_sees_the_pack_verified(
-        request, live_server, redis_db, celery_producer, tmp_path, transactional_db, django_user_model):  # noqa: F811
+        request, live_server, redis_db, celery_producer, tmp_path, transactional_db, django_user_model):
     pytest.importorskip("playwright")
     author = make_user(django_user_model, "alice", "author")
     reviewer = make_user(django_user_model, "rita", "reviewer")
     for index in range(30):
         make_approved(author=author, reviewer=reviewer, slug=f"browser-{index:02d}")
     lab = make_user(django_user_model, "lena", "lab", password=PASSWORD)
-    workers = _workers(request, redis_db, tmp_path, stale_after_s=60)
+    workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=60)
     workers.start()
     downloads = tmp_path / "downloads"
     seen: dict = {}

@@ -7,7 +7,7 @@ import pytest
 
 from tests.e2e.conftest import CHROMIUM_ARGS, PASSWORD, _chromium_path
 from tests.sandbox.factories import make_task
-from tests.sandbox.test_worker import _workers, celery_producer, redis_db  # noqa: F401 - fixtures
+from tests.support.workers import start_workers
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
 
@@ -37,7 +37,7 @@ def in_browser(steps) -> None:
 
 
 def test_a_preview_started_in_the_browser_updates_live_and_shows_a_rollout(
-        request, live_server, redis_db, celery_producer, tmp_path, django_user_model):  # noqa: F811
+        request, live_server, redis_db, celery_producer, tmp_path, django_user_model):
     from tests.sandbox.factories import make_user
 
     pytest.importorskip("playwright")
@@ -45,7 +45,7 @@ def test_a_preview_started_in_the_browser_updates_live_and_shows_a_rollout(
     user.set_password(PASSWORD)
     user.save()
     task = make_task(author=user)
-    workers = _workers(request, redis_db, tmp_path, stale_after_s=60)
+    workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=60)
     workers.start()
     in_browser(lambda page: _start_and_watch(page, live_server.url, task))
 

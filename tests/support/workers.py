@@ -1,0 +1,234 @@
+"""Real Celery workers for tests: separate processes on a real broker, pointed at the test database.
+
+One set of helpers for every test that needs a worker (previews, pack builds, faults, two hosts):
+`Workers` starts and kills `celery -A gymwright worker` processes, each in its own process group
+and with the settings a worker host would have; `PrivateRedis` claims a Redis database of the
+shared server for one test; `producer_on` points this process's Celery app (which enqueues after
+commit) at a broker. The fixtures `redis_db` and `celery_producer` are registered in tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import pytest
+
+from tests.support.services import require_bwrap, require_redis
+
+ROOT = Path(__file__).resolve().parents[2]
+CELERY = Path(sys.executable).with_name("celery")
+LOCK_KEY = "gymwright-test:owner"
+
+
+class PrivateRedis:
+    """Claims a Redis database (14 down to 1; 0 and 15 are left to people and other tests) with an
+    owner key, purges it, and gives it back purged."""
+
+    def __init__(self, base_url: str):
+        import redis
+
+        self.token = uuid.uuid4().hex
+        parts = urlsplit(base_url)
+        for db in range(14, 0, -1):
+            url = urlunsplit((parts.scheme, parts.netloc, f"/{db}", "", ""))
+            client = redis.Redis.from_url(url)
+            if client.set(LOCK_KEY, self.token, nx=True, ex=1800):
+                self.url, self.client = url, client
+                self.purge()
+                return
+        pytest.skip("every Redis database 1-14 is in use by other test runs")
+
+    def purge(self) -> None:
+        for key in self.client.scan_iter(count=1000):
+            if key != LOCK_KEY.encode():
+                self.client.delete(key)
+
+    def release(self) -> None:
+        self.purge()
+        if self.client.get(LOCK_KEY) == self.token.encode():
+            self.client.delete(LOCK_KEY)
+
+
+def test_database_url() -> str:
+    """The URL of the test database pytest-django created (not the development one)."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{Path(db['NAME']).resolve()}"
+    if "postgresql" in db["ENGINE"]:
+        auth = quote(db.get("USER") or "", safe="")
+        if db.get("PASSWORD"):
+            auth += ":" + quote(db["PASSWORD"], safe="")
+        host = db.get("HOST") or "localhost"
+        port = f":{db['PORT']}" if db.get("PORT") else ""
+        return f"postgres://{auth}{'@' if auth else ''}{host}{port}/{quote(db['NAME'], safe='')}"
+    pytest.skip(f"no worker URL for database engine {db['ENGINE']}")
+
+
+test_database_url.__test__ = False  # a helper, not a test
+
+
+class Workers:
+    """Starts and kills real Celery worker processes, each in its own process group.
+
+    Every worker gets the test database, `broker_url`, bubblewrap sandboxes under a private
+    directory and the shared MEDIA_ROOT (blob storage); `start(env=...)` overrides any of it,
+    e.g. a host's own GYMWRIGHT_DATA_DIR and GYMWRIGHT_SANDBOX_DIR.
+    """
+
+    def __init__(self, *, broker_url: str, log_dir: Path, stale_after_s: int, requeue_after_s: int = 900):
+        from django.conf import settings
+
+        self.broker_url, self.log_dir, self.stale_after_s = broker_url, log_dir, stale_after_s
+        self.requeue_after_s = requeue_after_s
+        self.media_root = str(settings.MEDIA_ROOT)
+        self.sandbox_dir = Path(tempfile.mkdtemp(prefix="gw-worker-sandboxes-"))
+        self.sandbox_dir.chmod(0o755)  # the sandbox user (nobody) must traverse it
+        self.processes: list[tuple[subprocess.Popen, Path]] = []
+
+    def environment(self, **overrides: str) -> dict[str, str]:
+        return {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "gymwright.settings",
+            "DATABASE_URL": test_database_url(),
+            "CELERY_BROKER_URL": self.broker_url,
+            "CELERY_TASK_ALWAYS_EAGER": "0",
+            "GYMWRIGHT_SANDBOX_BACKEND": "bubblewrap",
+            "GYMWRIGHT_SANDBOX_DIR": str(self.sandbox_dir),
+            "GYMWRIGHT_ROLLOUT_STALE_AFTER_S": str(self.stale_after_s),
+            "GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S": str(self.requeue_after_s),
+            "MEDIA_ROOT": self.media_root,
+            "OPENAI_BASE_URL": "",
+            "PYTHONUNBUFFERED": "1",
+            **overrides,
+        }
+
+    def start(self, *, name: str | None = None, concurrency: int = 2, env: dict[str, str] | None = None,
+              queues: str | None = None) -> subprocess.Popen:
+        """Start a worker named `name@<host>` and wait until it is ready to take jobs."""
+        name = name or f"gwtest-{uuid.uuid4().hex[:8]}"
+        log_path = self.log_dir / f"{name}.log"
+        log = open(log_path, "wb")
+        command = [str(CELERY), "-A", "gymwright", "worker", "-P", "prefork", "-c", str(concurrency),
+                   "--loglevel=INFO", "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
+                   "--without-heartbeat"]
+        if queues:
+            command += ["-Q", queues]
+        process = subprocess.Popen(command, cwd=ROOT, env=self.environment(**(env or {})), stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        self.processes.append((process, log_path))
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if b" ready." in log_path.read_bytes():
+                return process
+            if process.poll() is not None:
+                break
+            time.sleep(0.2)
+        pytest.fail(f"the Celery worker did not start:\n{self.logs()}")
+
+    def kill(self, process: subprocess.Popen, sig=signal.SIGKILL) -> None:
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for process, _ in self.processes:
+            if process.poll() is None:
+                self.kill(process, signal.SIGTERM)
+        for process, _ in self.processes:  # whatever the workers left in their groups
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.sandbox_dir, ignore_errors=True)
+
+    def logs(self, tail: int = 6000) -> str:
+        return "\n".join(f"--- {path.name}\n{path.read_bytes()[-tail:].decode(errors='replace')}"
+                         for _, path in self.processes if path.exists())
+
+
+def start_workers(request, broker_url: str, tmp_path: Path, *, stale_after_s: int,
+                  requeue_after_s: int = 900) -> Workers:
+    """A `Workers` on `broker_url` (needs bubblewrap), stopped when the test ends."""
+    require_bwrap()
+    workers = Workers(broker_url=broker_url, log_dir=tmp_path, stale_after_s=stale_after_s,
+                      requeue_after_s=requeue_after_s)
+    request.addfinalizer(workers.stop_all)
+    return workers
+
+
+def wait_for(condition, *, timeout: float, what: str, workers: Workers):
+    """Poll `condition` until it is truthy; fail with every rollout's state and the workers' logs."""
+    from sandbox.models import Rollout
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.25)
+    states = list(Rollout.objects.values("id", "status", "attempts", "worker", "error", "progress"))
+    pytest.fail(f"timed out after {timeout} s waiting for {what}; rollouts: {states}\n{workers.logs()}")
+
+
+@contextlib.contextmanager
+def producer_on(broker_url: str, monkeypatch, *, transport_options: dict | None = None):
+    """Point this process's Celery app at `broker_url` for the duration.
+
+    Celery reads CELERY_BROKER_URL from the environment before its own configuration (CI
+    sets it), so the variable is replaced too; and other tests may have left the app eager."""
+    from kombu import pools
+
+    from gymwright.celery import app
+
+    def forget_connections():
+        # kombu keeps producer pools per connection in a process-wide registry.
+        pools.reset()
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    monkeypatch.setenv("CELERY_BROKER_URL", broker_url)
+    monkeypatch.delenv("CELERY_BROKER_WRITE_URL", raising=False)
+    saved = (app.conf.broker_url, app.conf.broker_transport_options, app.conf.task_always_eager)
+    app.conf.broker_url = broker_url
+    app.conf.broker_transport_options = transport_options or {}
+    app.conf.task_always_eager = False
+    forget_connections()
+    try:
+        yield app
+    finally:
+        app.conf.broker_url, app.conf.broker_transport_options, app.conf.task_always_eager = saved
+        forget_connections()
+
+
+@pytest.fixture
+def redis_db():
+    require_redis()
+    private = PrivateRedis(os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
+    yield private
+    private.release()
+
+
+@pytest.fixture
+def celery_producer(redis_db, monkeypatch):
+    """This process's Celery app, enqueueing on the test's private Redis database."""
+    with producer_on(redis_db.url, monkeypatch) as app:
+        yield app
