@@ -12,6 +12,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from gymwright.numbers import format_number
+
 
 class Grade(models.Model):
     class Source(models.TextChoices):
@@ -44,7 +46,7 @@ class Grade(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Grade {self.pk}: {self.earned:g} / {self.max:g}, reward {self.reward:.2f}"
+        return f"Grade {self.pk}: {format_number(self.earned)} / {format_number(self.max)}, reward {format_number(self.reward, fixed=True)}"
 
     @property
     def unscored_count(self) -> int:

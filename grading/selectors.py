@@ -12,6 +12,7 @@ from authoring import permissions
 from grading.engine.calibration import AgreementStats, cohen_kappa
 from grading.models import CheckResult, DryRun, Grade, JudgeLabel
 from gymwright.errors import NotAllowed
+from gymwright.numbers import format_number
 
 PENDING = "pending"
 
@@ -63,13 +64,6 @@ def grades_for_task_version(*, task_version) -> QuerySet[Grade]:
 
 
 # ---------------------------------------------------------------- the table
-
-
-def format_number(value: float | None) -> str:
-    if value is None:
-        return "–"
-    rounded = round(float(value), 2)
-    return f"{rounded:g}" if abs(rounded) < 1e15 else f"{rounded:.3g}"
 
 
 @dataclass
@@ -148,7 +142,7 @@ class GradeTable:
     def summary(self) -> str:
         """e.g. "12 / 15 points, reward 0.80, passed"; a grade with unscored checks gives no verdict:
         "incomplete — 8 of 10 points could not be scored"."""
-        points = f"{format_number(self.earned)} / {format_number(self.max)} points, reward {self.reward:.2f}"
+        points = f"{format_number(self.earned)} / {format_number(self.max)} points, reward {format_number(self.reward, fixed=True)}"
         if self.pending:
             return f"so far {points}"  # no verdict until the judge has spoken
         if self.incomplete:
@@ -170,7 +164,7 @@ class GradeTable:
         if self.incomplete:
             unscored = f"{self.unscored} check{'s' if self.unscored != 1 else ''} unscored" if self.unscored else ""
             notes.append(f"{unscored + ' · ' if unscored else ''}{format_number(self.earned)} / "
-                         f"{format_number(self.max)} points scored, reward {self.reward:.2f} so far (not a verdict)")
+                         f"{format_number(self.max)} points scored, reward {format_number(self.reward, fixed=True)} so far (not a verdict)")
         return notes
 
 

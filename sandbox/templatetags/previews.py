@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import template
 
+from gymwright.numbers import format_number, format_percent
 from sandbox import selectors
 from sandbox.views import PreviewStartForm
 
@@ -22,24 +23,19 @@ def preview_start_form():
 
 @register.filter
 def percent(value, digits: int = 0):
-    if value is None or value == "":
-        return "–"
-    return f"{100 * float(value):.{int(digits)}f} %"
+    return format_percent(value, digits)
 
 
 @register.filter
 def number(value, digits: int = 2):
-    if value is None or value == "":
-        return "–"
-    text = f"{float(value):.{int(digits)}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    return format_number(value, digits)
 
 
 @register.filter
 def seconds(milliseconds):
-    if milliseconds is None:
+    if milliseconds is None or milliseconds == "":
         return "–"
-    return f"{milliseconds / 1000:.1f} s"
+    return f"{format_number(float(milliseconds) / 1000, 1, fixed=True)} s"
 
 
 @register.filter
@@ -52,9 +48,7 @@ def get(mapping, key):
 
 @register.filter
 def fixed(value, digits: int = 3):
-    if value is None or value == "":
-        return "–"
-    return f"{float(value):.{int(digits)}f}"
+    return format_number(value, digits, fixed=True)
 
 
 @register.filter

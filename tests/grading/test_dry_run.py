@@ -351,3 +351,15 @@ def test_the_endpoints_response_format_setting_reaches_the_judge(author, judge_s
     dry_run = services.dry_run_grade(dry_run_id=outcome.dry_run.pk)
     assert dry_run.status == "done", dry_run.error
     assert [(body.get("response_format") or {}).get("type") for body in judge_server.requests] == [sent]
+
+
+def test_an_unmatched_penalty_awards_0_not_minus_0(logged_in, no_judge):
+    rubric = {"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
+        {"id": "unsafe", "kind": "string_match", "points": -8, "expected": "take it all at once"}]}
+
+    response_body = post_dry_run(logged_in, rubric, "It is 42.").content.decode()
+
+    row = re.search(r'data-check-id="unsafe".*?</tr>', response_body, re.S).group(0)
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+    assert cells == ["0", "-8", "0"], cells  # score, points, awarded
