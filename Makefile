@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run serve test bench clean migrate
+.PHONY: setup run serve test bench clean migrate editor-validator
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -57,3 +57,15 @@ $(GRADER_VENV)/.installed: $(STAMP) packs/archive.py $(wildcard grading/engine/*
 	$(PY) -c "from packs.archive import grader_requirements; print(grader_requirements(), end='')" > $(GRADER_VENV)/requirements.txt
 	$(GRADER_VENV)/bin/pip install -q -r $(GRADER_VENV)/requirements.txt
 	@touch $@
+
+# The rubric editor validates in the browser with the rubric schema compiled ahead of time (Ajv standalone
+# code), so no page needs CSP 'unsafe-eval'. Rebuild it whenever the rubric schema changes (a test says so).
+AJV_VERSION := 8.17.1
+NODE_PREFIX := var/node
+EDITOR_VALIDATOR := static/js/rubric_editor/schema_validator.js
+editor-validator: setup
+	@command -v npm >/dev/null 2>&1 || { echo "need node and npm to rebuild $(EDITOR_VALIDATOR)"; exit 1; }
+	@test -f $(NODE_PREFIX)/node_modules/ajv/package.json || npm install --silent --no-audit --no-fund --prefix $(NODE_PREFIX) ajv@$(AJV_VERSION)
+	$(PY) -m grading.engine schema rubric > var/rubric.schema.json
+	AJV_PREFIX=$(abspath $(NODE_PREFIX)) node tools/build_editor_validator.mjs $$(sha256sum var/rubric.schema.json | cut -d' ' -f1) < var/rubric.schema.json > $(EDITOR_VALIDATOR).tmp
+	mv $(EDITOR_VALIDATOR).tmp $(EDITOR_VALIDATOR)

@@ -1,4 +1,3 @@
-import functools
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
@@ -24,19 +23,6 @@ class LoginRequiredEverywhereMiddleware:
         return self.get_response(request)
 
 
-def csp_allows_eval(view):
-    """For the task editor only: its JSON Schema validator (Ajv) compiles the rubric schema to a
-    function with `new Function`, which needs 'unsafe-eval'. Inline script stays refused."""
-
-    @functools.wraps(view)
-    def wrapped(request, *args, **kwargs):
-        response = view(request, *args, **kwargs)
-        response.csp_allows_eval = True
-        return response
-
-    return wrapped
-
-
 class ContentSecurityPolicyMiddleware:
     """Sends settings.CONTENT_SECURITY_POLICY on every response that does not set its own."""
 
@@ -47,8 +33,6 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         policy = settings.CONTENT_SECURITY_POLICY
         if policy and "Content-Security-Policy" not in response:
-            if getattr(response, "csp_allows_eval", False):
-                policy = policy.replace("script-src 'self'", "script-src 'self' 'unsafe-eval'", 1)
             response["Content-Security-Policy"] = policy
         return response
 

@@ -49,10 +49,25 @@ def test_every_response_has_a_csp_without_inline_script(client, django_user_mode
 
 
 @pytest.mark.django_db
-def test_only_the_task_editor_may_eval_for_its_schema_validator(client, django_user_model):
+@pytest.mark.parametrize("path", ["/", "/tasks/new/"])
+def test_no_page_may_eval_not_even_the_rubric_editor(client, django_user_model, path):
+    """The editor's schema validator is compiled ahead of time (make editor-validator), so it needs no eval."""
     client.force_login(make_user(django_user_model, "ada", "author"))
-    assert "script-src 'self' 'unsafe-eval';" in client.get("/tasks/new/")["Content-Security-Policy"]
-    assert "unsafe-eval" not in client.get("/")["Content-Security-Policy"]
+    assert "unsafe-eval" not in client.get(path)["Content-Security-Policy"]
+
+
+def test_the_editor_validator_was_built_from_todays_rubric_schema():
+    """static/js/rubric_editor/schema_validator.js is generated: a change to the rubric schema must rebuild it."""
+    import hashlib
+    import subprocess
+    import sys
+
+    schema = subprocess.run([sys.executable, "-m", "grading.engine", "schema", "rubric"], capture_output=True,
+                            check=True, cwd=ROOT).stdout
+    header = (ROOT / "static/js/rubric_editor/schema_validator.js").read_text().splitlines()[1]
+    assert header == f"// rubric-schema-sha256: {hashlib.sha256(schema).hexdigest()}", (
+        "the rubric schema changed: run `make editor-validator` and commit static/js/rubric_editor/schema_validator.js")
+    assert "new Function" not in (ROOT / "static/js/rubric_editor/schema_validator.js").read_text()
 
 
 def test_no_template_has_inline_script_style_or_event_handler():

@@ -10,7 +10,8 @@
  *   model.js       the page's elements, state, words, schema access, rubric edits
  *   form_view.js   the structured view (one card per check)
  *   json_view.js   the JSON view: parsing, syntax-error positions, tabs
- *   validation.js  Ajv in the browser + the engine on the server; issues at their fields
+ *   validation.js  the schema in the browser + the engine on the server; issues at their fields
+ *   schema_validator.js  the rubric schema compiled by Ajv ahead of time (generated: make editor-validator)
  *
  * Validation never blocks submitting: the server validates again and re-renders.
  */
@@ -18,7 +19,8 @@
 import { indexSchema, root, schemaUrl, state, structured, textarea } from "./model.js";
 import { renderStructured } from "./form_view.js";
 import { bindJsonView, parseText, showView } from "./json_view.js";
-import { compileValidator, readPageIssues, renderIssues, validateNow } from "./validation.js";
+import { readPageIssues, renderIssues, validateNow } from "./validation.js";
+import validateRubric from "./schema_validator.js";
 
 function start() {
   bindJsonView();
@@ -47,11 +49,7 @@ function start() {
   ]).then(function (schema) {
     state.schema = schema;
     indexSchema(schema);
-    try {
-      state.validator = compileValidator(schema);
-    } catch (e) {
-      if (window.console) console.warn("rubric editor: schema did not compile", e);
-    }
+    state.validator = validateRubric; // compiled ahead of time (make editor-validator): no eval in the page
   }).catch(function (e) {
     state.schemaFailed = true;
     if (window.console) console.warn("rubric editor: no schema from " + schemaUrl, e);

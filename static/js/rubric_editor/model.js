@@ -89,7 +89,7 @@ export const state = {
   schemaFailed: false,
   defsByKind: {},        // kind -> its $defs entry
   kinds: Object.keys(KIND_FIELDS),
-  validator: null,       // compiled Ajv function
+  validator: null,       // schema_validator.js, set once the schema is loaded
   schemaIssues: [],      // from Ajv, pointers into the rubric
   serverIssues: [],      // from POST /api/rubrics/validate/
   serverWarnings: [],    // its lint warnings (not errors)

@@ -1,46 +1,8 @@
-/* Rubric editor, validation: Ajv against the published schema in the browser, the engine through
+/* Rubric editor, validation: the published schema in the browser (compiled ahead of time by Ajv), the engine through
  * POST /api/rubrics/validate/, and the issues shown at their fields and in the list. */
 
 import { csrfToken, debounce, describe, escapeToken, h, isObject, plural } from "./util.js";
 import { PATTERN_WORDS, TYPE_WORDS, anchorFor, errorList, root, state, statusLine, structured, textarea, validateUrl } from "./model.js";
-
-/* Dispatch on `kind` instead of a plain oneOf, so errors come only from the check's own kind. */
-export function dispatchSchema(schema) {
-  var copy = JSON.parse(JSON.stringify(schema));
-  var kinds = [];
-  var refs = {};
-  Object.keys(copy.$defs || {}).forEach(function (name) {
-    var def = copy.$defs[name];
-    var kind = def && def.properties && def.properties.kind && def.properties.kind.const;
-    if (typeof kind === "string") { kinds.push(kind); refs["#/$defs/" + name] = kind; }
-  });
-  function walk(node) {
-    if (Array.isArray(node)) { node.forEach(walk); return; }
-    if (!isObject(node)) return;
-    if (Array.isArray(node.oneOf) && node.oneOf.length > 1 &&
-        node.oneOf.every(function (n) { return n && refs[n.$ref]; })) {
-      var branches = node.oneOf;
-      delete node.oneOf;
-      node.type = "object";
-      node.required = ["kind"];
-      node.properties = { kind: { enum: branches.map(function (n) { return refs[n.$ref]; }) } };
-      node.allOf = branches.map(function (n) {
-        return { "if": { properties: { kind: { "const": refs[n.$ref] } }, required: ["kind"] }, then: { $ref: n.$ref } };
-      });
-    }
-    Object.keys(node).forEach(function (k) { walk(node[k]); });
-  }
-  walk(copy);
-  return copy;
-}
-
-export function compileValidator(schema) {
-  var lib = window.ajv2020;
-  var Ajv = lib && (lib.Ajv2020 || lib.default || lib);
-  if (typeof Ajv !== "function") throw new Error("Ajv (static/vendor/ajv-8.17.1/ajv2020.min.js) is not loaded");
-  var ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
-  return ajv.compile(dispatchSchema(schema));
-}
 
 export function ajvMessage(e) {
   var data = e.data;
