@@ -29,6 +29,15 @@ class CheckDiff:
     changes: list[dict] = field(default_factory=list)  # [{"key", "a", "b"}]
     moved: bool = False
 
+    # What the page shows for an added or removed check: the JSON an author writes, not a Python repr.
+    @property
+    def a_json(self) -> str:
+        return _pretty(self.a) if self.a is not None else ""
+
+    @property
+    def b_json(self) -> str:
+        return _pretty(self.b) if self.b is not None else ""
+
 
 def _lines(text: str) -> list[str]:
     return (text or "").splitlines()

@@ -245,3 +245,18 @@ def test_a_prompt_saved_from_the_browser_with_crlf_is_not_reported_as_changed(cl
     assert version.number == 2 and version.spec["prompt"] == "Step one.\nStep two."
     diff = client.get("/tasks/multi-line/diff/?a=1&b=2").content.decode()
     assert "Renamed" in diff and "Step two." not in diff
+
+
+def test_an_added_check_shows_in_the_diff_as_json_not_a_python_dict(client, author, task):
+    client.force_login(author)
+    rubric = json.loads(json.dumps(RUBRIC))
+    rubric["checks"].append({"id": "mentions_unit", "kind": "string_match", "points": 1, "expected": "meters",
+                             "case_sensitive": True})
+    rubric["checks"].pop(0)
+    assert client.post(f"/tasks/{task.slug}/edit/", form_data(rubric=json.dumps(rubric))).status_code == 302
+    diff = client.get(f"/tasks/{task.slug}/diff/?a=1&b=2").content.decode()
+    added = diff.split('class="check-diff-added"')[1].split("</tr>")[0]
+    removed = diff.split('class="check-diff-removed"')[1].split("</tr>")[0]
+    assert "&quot;id&quot;: &quot;mentions_unit&quot;" in added and "&quot;case_sensitive&quot;: true" in added
+    assert "&quot;id&quot;: &quot;says_42&quot;" in removed
+    assert "&#x27;id&#x27;" not in diff and "True" not in added
