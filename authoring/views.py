@@ -6,7 +6,7 @@ import codecs
 import json
 
 from django.contrib import messages
-from django.http import FileResponse, Http404, HttpResponse, HttpResponseBadRequest
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -255,7 +255,9 @@ def task_diff(request, slug):
         b = int(request.GET.get("b") or (numbers[-1] if numbers else 0))
         a = int(request.GET.get("a") or (numbers[-2] if len(numbers) > 1 else b))
     except ValueError:
-        return HttpResponseBadRequest("a and b must be version numbers")
+        bad = [{"pointer": f"?{key}", "message": "must be a version number"}
+               for key in ("a", "b") if not (request.GET.get(key) or "1").isdigit()]
+        raise DomainError("Compare two versions by number, e.g. ?a=1&b=2.", details=bad)
     version_a = selectors.task_version_get_for_user(slug=slug, number=a, user=request.user)
     version_b = selectors.task_version_get_for_user(slug=slug, number=b, user=request.user)
     return render(request, "authoring/task_diff.html", {
