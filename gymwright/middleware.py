@@ -3,9 +3,9 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
 
-# Paths an anonymous visitor may reach: the login page, static files, and the API
+# Paths an anonymous visitor may reach: the login page, static files (and the icon), and the API
 # (which answers 401/403 through DRF in its own error envelope instead of redirecting).
-PUBLIC_PREFIXES = ("/accounts/login/", "/static/", "/api/", "/admin/login/", "/healthz")
+PUBLIC_PREFIXES = ("/accounts/login/", "/static/", "/api/", "/admin/login/", "/healthz", "/favicon.ico")
 
 
 class LoginRequiredEverywhereMiddleware:

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -15,6 +16,9 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[ApiDocsPermission]),
          name="api-docs"),
     path("healthz", lambda request: HttpResponse("ok", content_type="text/plain")),
+    # Browsers ask for /favicon.ico whatever the page says; send them to the one icon (not permanent:
+    # its hashed static name changes with its content).
+    path("favicon.ico", lambda request: HttpResponseRedirect(static("favicon.svg"))),
     path("api/", include("gymwright.api_urls")),
     path("grading/", include("grading.urls")),
     path("previews/", include("sandbox.urls")),
