@@ -20,6 +20,7 @@ from gymwright.pagination import KeysFirstPaginator
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from grading.engine.validation import escape_pointer_token
 from gymwright.errors import DomainError
 
 
@@ -63,7 +64,7 @@ def _flatten(detail, prefix: str = "") -> list[dict]:
             if key == "non_field_errors":
                 items += _flatten(value, prefix)
             else:
-                items += _flatten(value, f"{prefix}/{str(key).replace('~', '~0').replace('/', '~1')}")
+                items += _flatten(value, f"{prefix}/{escape_pointer_token(key)}")
     elif isinstance(detail, list):
         if all(not isinstance(v, (dict, list)) for v in detail):
             items += [{"pointer": prefix or "", "message": str(v)} for v in detail]

@@ -7,13 +7,10 @@ refused with where the character is, on every database alike.
 
 from __future__ import annotations
 
+from grading.engine.validation import escape_pointer_token  # the pure engine: a library for every app
 from gymwright.errors import DomainError
 
 NUL = "\x00"
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def nul_pointer(value, pointer: str = "") -> str | None:
@@ -30,8 +27,8 @@ def nul_pointer(value, pointer: str = "") -> str | None:
         elif isinstance(item, dict):
             for key, child in reversed(list(item.items())):
                 if isinstance(key, str) and NUL in key:
-                    return f"{where}/{_escape(key)}"
-                stack.append((f"{where}/{_escape(str(key))}", child))
+                    return f"{where}/{escape_pointer_token(key)}"
+                stack.append((f"{where}/{escape_pointer_token(str(key))}", child))
         elif isinstance(item, (list, tuple)):
             stack += [(f"{where}/{index}", child) for index, child in reversed(list(enumerate(item)))]
     return None

@@ -16,6 +16,7 @@ from django.utils import timezone
 from authoring import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record
+from grading.engine.validation import escape_pointer_token
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
 from review import gates as review_gates
@@ -143,7 +144,7 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
     known = set(check_ids(task_version.rubric))
     cleaned = {}
     for check_id, text in check_comments.items():
-        pointer = "/check_comments/" + str(check_id).replace("~", "~0").replace("/", "~1")
+        pointer = "/check_comments/" + escape_pointer_token(check_id)
         if check_id not in known:
             raise DomainError(f"v{task_version.number} has no check {str(check_id)[:64]!r}.",
                               details=[{"pointer": pointer, "message": "no such check in this version"}])
