@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pydantic import ValidationError
 
 from authoring.permissions import can_review
 from grading import engine
+from grading.engine.models import normalised_relative_path
 from grading.models import CheckResult, DryRun, Grade, JudgeLabel
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
@@ -188,27 +188,12 @@ class DryRunOutcome:
 
 
 def workspace_path_check(path: str) -> str:
-    """A workspace-relative POSIX path, or DomainError saying what is wrong with it."""
-    problem = None
-    cleaned = (path or "").strip()
-    if not cleaned:
-        problem = "is empty"
-    elif len(cleaned) > 255:
-        problem = "is longer than 255 characters"
-    elif "\x00" in cleaned or any(not char.isprintable() for char in cleaned):
-        problem = "contains control characters"
-    elif cleaned.startswith("/") or re.match(r"^[A-Za-z]:", cleaned):
-        problem = "is absolute"
-    elif "\\" in cleaned:
-        problem = "contains a backslash"
-    elif any(part in ("..", ".") for part in cleaned.split("/")):
-        problem = "contains '..' or '.' (paths must stay inside the workspace)"
-    elif any(part == "" for part in cleaned.split("/")):
-        problem = "contains an empty segment"
-    if problem:
-        raise DomainError(f"Workspace path {path!r} {problem}; use a relative path such as 'out/report.md'.",
-                          code="invalid_path", details=[{"pointer": "/files", "message": f"{path!r} {problem}"}])
-    return cleaned
+    """A dry run's workspace path, normalised (the engine's path rules), or DomainError saying what is wrong."""
+    try:
+        return normalised_relative_path((path or "").strip())
+    except ValueError as exc:
+        raise DomainError(f"Workspace {exc}.", code="invalid_path",
+                          details=[{"pointer": "/files", "message": str(exc)}]) from None
 
 
 def answer_from_file(*, data: bytes, name: str = "answer file") -> str:

@@ -15,6 +15,7 @@ pointer. Use `parse_rubric` / `parse_task` rather than `Rubric.model_validate`.
 from __future__ import annotations
 
 import ast
+import posixpath
 import re
 from typing import Annotated, Any, Literal, Union
 
@@ -59,26 +60,47 @@ def _finite(value: int | float) -> int | float:
     return value
 
 
-def safe_relative_path(value: str) -> str:
-    """Accept a workspace-relative POSIX path: not absolute, no `..`, no backslashes, no empty parts."""
-    problem = None
+PATH_MAX_CHARS = 255
+
+
+def relative_path_problem(value: str) -> str | None:
+    """What is wrong with `value` as a workspace-relative POSIX path, or None: the one set of path
+    rules (task files, `file:` targets, uploads, a dry run's workspace files)."""
     if not value:
-        problem = "is empty"
-    elif value.startswith("/") or re.match(r"^[A-Za-z]:", value):
-        problem = "is absolute"
-    elif "\\" in value:
-        problem = "contains a backslash"
-    elif "\x00" in value:
-        problem = "contains a NUL byte"
-    elif any(part == ".." for part in value.split("/")):
-        problem = "contains '..'"
-    elif any(part == "" for part in value.split("/")[:-1]):
-        problem = "contains an empty segment ('//')"
+        return "is empty"
+    if len(value) > PATH_MAX_CHARS:
+        return f"is longer than {PATH_MAX_CHARS} characters"
+    if "\x00" in value:
+        return "contains a NUL byte"
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+        return "contains control characters"
+    if value.startswith("/") or re.match(r"^[A-Za-z]:", value):
+        return "is absolute"
+    if "\\" in value:
+        return "contains a backslash"
+    if any(part == ".." for part in value.split("/")):
+        return "contains '..'"
+    if any(part == "" for part in value.split("/")[:-1]):
+        return "contains an empty segment ('//')"
+    return None
+
+
+def safe_relative_path(value: str) -> str:
+    """Accept a workspace-relative POSIX path (relative_path_problem's rules), else ValueError saying why."""
+    problem = relative_path_problem(value)
     if problem:
         raise ValueError(
             f"path {value!r} {problem}; expected a path relative to the workspace such as 'out/report.md'"
         )
     return value
+
+
+def normalised_relative_path(value: str) -> str:
+    """safe_relative_path, then '.' segments and a trailing '/' folded away: 'data/./x.csv' → 'data/x.csv'."""
+    normalised = posixpath.normpath(safe_relative_path(value))
+    if normalised == ".":
+        raise ValueError(f"path {value!r} names the workspace itself; expected a file such as 'out/report.md'")
+    return normalised
 
 
 def _compiles(value: str) -> str:
@@ -186,7 +208,7 @@ Target = Annotated[
 ]
 # The same rules as safe_relative_path, for Ajv in the browser (ECMAScript lookaheads; pydantic's
 # own regex engine has none, so the pattern lives only in the published schema).
-RELATIVE_PATH_PATTERN = r"^(?![A-Za-z]:)(?!/)(?!(.*/)?\.\.(/|$))(?!.*//)[^\\\u0000]+$"
+RELATIVE_PATH_PATTERN = r"^(?![A-Za-z]:)(?!/)(?!(.*/)?\.\.(/|$))(?!.*//)[^\\\u0000-\u001f\u007f]+$"
 RelPath = Annotated[
     str,
     AfterValidator(safe_relative_path),
@@ -194,6 +216,7 @@ RelPath = Annotated[
         {
             "type": "string",
             "minLength": 1,
+            "maxLength": PATH_MAX_CHARS,
             "pattern": RELATIVE_PATH_PATTERN,
             "description": "A path relative to the workspace: not absolute, no '..', no backslashes.",
         }

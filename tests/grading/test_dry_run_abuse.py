@@ -80,3 +80,26 @@ def test_an_xlsx_bomb_uploaded_to_a_dry_run_is_refused_unread(logged_in):
                     paths=["model.xlsx"])
     assert response.status_code == 200
     assert "GYMWRIGHT_XLSX_MAX_MB" in response.content.decode()
+
+
+@pytest.mark.parametrize("path, problem", [
+    ("out/evil\nname.txt", "contains control characters"),
+    ("a/" * 200 + "x", "is longer than 255 characters"),
+    ("./.", "names the workspace itself"),
+    ("a//b", "contains an empty segment"),
+])
+def test_a_workspace_path_is_held_to_the_one_set_of_path_rules(logged_in, path, problem):
+    from authoring.services import safe_relative_path
+    from grading.engine import validate_task
+    from gymwright.errors import DomainError
+
+    response = post(logged_in, {"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "says_a", "kind": "string_match", "points": 1, "expected": "a"}]}, "a",
+        files=[SimpleUploadedFile("f.txt", b"x")], paths=[path])
+    assert response.status_code == 400 and problem in response.content.decode()
+    # An attached file's name and a task document's file path are refused for the same reason.
+    with pytest.raises(DomainError, match=problem):
+        safe_relative_path(path)
+    if problem != "names the workspace itself":  # a document keeps "./." as written; only stored names fold
+        assert any(problem in issue.message for issue in validate_task({"files": [{"path": path}]})
+                   if issue.pointer == "/files/0/path")
