@@ -7,6 +7,7 @@ from django import forms
 
 from authoring.models import Environment, Task
 from gymwright.egress import egress_refusal
+from gymwright.forms import pointer_head
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -49,12 +50,11 @@ def parse_json_field(text: str, *, label: str):
 
 def pointer_to_form_field(pointer: str) -> str | None:
     """Which form field a JSON pointer into the task document belongs to."""
-    head = pointer.split("/")[1] if pointer.startswith("/") and len(pointer) > 1 else ""
     return {
         "rubric": "rubric", "title": "title", "prompt": "prompt", "tags": "tags", "files": "files",
         "solution": "solution_script", "metadata": "metadata", "slug": "slug", "environment": "environment",
         "environment_version": "environment_version", "id": "slug",
-    }.get(head)
+    }.get(pointer_head(pointer))
 
 
 FILE_ROLE_CHOICES = [("workspace", "workspace — the agent may change it"),
@@ -153,18 +153,11 @@ class TaskForm(FileRolesMixin, forms.Form):
             "metadata": data["metadata"],
         }
 
-    def add_domain_errors(self, details: list[dict]) -> None:
-        """Puts each service error at the field its JSON pointer belongs to, pointer included."""
-        for detail in details:
-            pointer = detail.get("pointer", "")
-            name = pointer_to_form_field(pointer)
-            if name == "solution_script" and pointer.startswith("/solution/answer"):
-                name = "solution_answer"
-            message = f"{pointer}: {detail['message']}" if pointer else detail["message"]
-            if name in self.fields:
-                self.add_error(name, message)
-            else:
-                self.add_error(None, message)
+    @staticmethod
+    def field_for(pointer: str) -> str | None:
+        """The field a JSON pointer into the task document belongs to (for form_add_domain_error)."""
+        name = pointer_to_form_field(pointer)
+        return "solution_answer" if name == "solution_script" and pointer.startswith("/solution/answer") else name
 
 
 class EnvironmentForm(FileRolesMixin, forms.Form):
@@ -224,10 +217,8 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
             "checks_module": data.get("checks_module") or None,
         }
 
-    def add_domain_errors(self, details: list[dict]) -> None:
-        for detail in details:
-            pointer = detail.get("pointer", "")
-            head = pointer.split("/")[1] if pointer.startswith("/") and len(pointer) > 1 else ""
-            name = {"limits": pointer.split("/")[2] if pointer.count("/") >= 2 else None}.get(head, head)
-            message = f"{pointer}: {detail['message']}" if pointer else detail["message"]
-            self.add_error(name if name in self.fields else None, message)
+    @staticmethod
+    def field_for(pointer: str) -> str | None:
+        """The field a JSON pointer into the environment spec belongs to: "/limits/cpus" → cpus."""
+        parts = pointer.split("/")
+        return parts[2] if len(parts) > 2 and parts[1] == "limits" else pointer_head(pointer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Q, QuerySet
 from django.http import Http404
+from rest_framework.authtoken.models import Token
 
 from authoring import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
@@ -152,3 +153,19 @@ def task_version_file_blob(*, version, path: str):
 
     entry = next((f for f in version.spec.get("files") or [] if f.get("path") == path), None)
     return Blob.objects.filter(sha256=entry["sha256"]).first() if entry else None
+
+
+def task_version_numbers(*, task: Task) -> list[int]:
+    return list(task.versions.order_by("number").values_list("number", flat=True))
+
+
+def environment_version_of(*, environment: Environment, number: int) -> EnvironmentVersion | None:
+    return environment.versions.filter(number=number).first()
+
+
+def environment_tasks(*, environment: Environment, limit: int = 100) -> QuerySet[Task]:
+    return environment.tasks.order_by("slug")[:limit]
+
+
+def api_token_get(*, user) -> Token | None:
+    return Token.objects.filter(user=user).first()

@@ -9,13 +9,13 @@ nothing is overwritten.
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from typing import Any, Iterable
 
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, models, transaction
+from rest_framework.authtoken.models import Token
 
 from authoring import permissions
 from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion,
@@ -24,6 +24,7 @@ from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
 from grading.engine import canonical_json, content_sha256, validate_task
+from grading.engine.models import normalised_relative_path
 
 TASK_SCHEMA = "gymwright.task/v1"
 ENVIRONMENT_KEYS = ("image", "dockerfile", "setup", "network", "limits", "tools", "custom_tools", "files",
@@ -56,25 +57,12 @@ def audit_record(*, actor, verb: str, target, summary: str, data: dict | None = 
 
 
 def safe_relative_path(name: str, *, field: str = "path") -> str:
-    """A normalised relative POSIX path, or DomainError saying what is wrong with it."""
-    def bad(why: str) -> DomainError:
-        return DomainError(f"{field}: {name!r} is not allowed: {why}.", details=[{"pointer": f"/{field}", "message": why}])
-
-    if not isinstance(name, str) or not name.strip():
-        raise bad("a file name is required")
-    if "\x00" in name or any(ord(ch) < 32 for ch in name):
-        raise bad("control characters in the name")
-    if "\\" in name:
-        raise bad("use forward slashes")
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        raise bad("it must be relative to the workspace")
-    parts = name.split("/")
-    if any(part == ".." for part in parts):
-        raise bad("'..' would leave the workspace")
-    normalised = posixpath.normpath(name)
-    if normalised in (".", "") or len(normalised) > 255:
-        raise bad("empty or longer than 255 characters")
-    return normalised
+    """An upload's name as a normalised relative POSIX path (the engine's path rules), or DomainError
+    saying what is wrong with it."""
+    try:
+        return normalised_relative_path(name if isinstance(name, str) else "")
+    except ValueError as exc:
+        raise DomainError(f"{field}: {exc}.", details=[{"pointer": f"/{field}", "message": str(exc)}]) from None
 
 
 def blob_store(*, data: bytes | None = None, uploaded_file=None) -> Blob:
@@ -105,10 +93,18 @@ def blob_store(*, data: bytes | None = None, uploaded_file=None) -> Blob:
     return blob
 
 
+@transaction.atomic
+def api_token_rotate(*, user) -> Token:
+    """A new API token for `user`; the old one stops working at once."""
+    Token.objects.filter(user=user).delete()
+    return Token.objects.create(user=user)
+
+
 def upload_too_large_error(name: str) -> DomainError:
-    cap_mb = settings.UPLOAD_MAX_BYTES // (1024 * 1024)
-    return DomainError(f"{name} is larger than the {cap_mb} MB upload limit.", code="upload_too_large",
-                       http_status=413, details=[{"pointer": "/files", "message": f"larger than {cap_mb} MB"}])
+    """The one refusal of an upload over settings.UPLOAD_MAX_BYTES (413), for the pages and the API."""
+    cap = f"{settings.UPLOAD_MAX_BYTES / (1024 * 1024):.3g} MB"
+    return DomainError(f"{name} is larger than the upload limit ({cap}).", code="upload_too_large",
+                       http_status=413, details=[{"pointer": "/files", "message": f"larger than {cap}"}])
 
 
 def blob_read(*, sha256: str) -> bytes:

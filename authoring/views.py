@@ -10,7 +10,6 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from rest_framework.authtoken.models import Token
 
 from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff
@@ -20,6 +19,7 @@ from authoring.models import Task
 from grading.engine.describe import check_in_words  # the pure engine: a library for every app
 from grading.engine.examples import EXAMPLES, example_as_dict
 from gymwright.errors import ConflictError, DomainError, NotAllowed
+from gymwright.forms import form_add_domain_error
 from gymwright.pagination import KeysFirstPaginator
 
 PAGE_SIZE = 50
@@ -37,8 +37,14 @@ def _forbidden(request, exc: NotAllowed):
     return render(request, "authoring/forbidden.html", {"message": exc.message}, status=403)
 
 
-def _upload_too_large(request) -> bool:
-    return bool(getattr(request, "upload_too_large", False))
+def _upload_refused(request, form, *, what: str) -> bool:
+    """True, with the reason on the form's files field, when the upload went over the limit (the upload
+    handler dropped the files and kept the text fields, so everything typed is shown again)."""
+    if not getattr(request, "upload_too_large", False):
+        return False
+    form.is_valid()  # the other fields' own errors too
+    form.add_error("files", services.upload_too_large_error(what).message)
+    return True
 
 
 # --------------------------------------------------------------------------------------------- tasks
@@ -75,17 +81,14 @@ def task_create(request):
     environments = selectors.environment_list(user=request.user).filter(latest_version__isnull=False)
     if request.method == "POST":
         form = TaskForm(request.POST, request.FILES, environments=environments)
-        if _upload_too_large(request):
-            form.is_valid()
-            form.add_error("files", services.upload_too_large_error("An attached file").message)
-        elif form.is_valid():
+        if not _upload_refused(request, form, what="An attached file") and form.is_valid():
             try:
                 files = services.files_with_uploads(files=[], uploads=form.cleaned_data["files"])
                 task = services.task_create(slug=form.cleaned_data["slug"], environment=form.cleaned_data["environment"],
                                             author=request.user, content=form.content(current_files=files),
                                             message=form.cleaned_data.get("message") or "")
             except DomainError as exc:
-                form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
+                form_add_domain_error(form, exc, field_for=form.field_for)
             else:
                 messages.success(request, f"Created {task.slug} v1.")
                 return redirect("authoring:task_detail", slug=task.slug)
@@ -150,18 +153,20 @@ def task_edit(request, slug):
         return render(request, "authoring/task_form.html", _task_form_context(form, **context))
 
     form = TaskForm(request.POST, request.FILES, editing=task, current_files=current_files)
-    if _upload_too_large(request):
-        form.is_valid()
-        form.add_error("files", services.upload_too_large_error("An attached file").message)
+    if _upload_refused(request, form, what="An attached file"):
         return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
     if not form.is_valid():
         return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
     base_version = form.cleaned_data.get("base_version")
     content = form.content(current_files=current_files)
     env_number = form.cleaned_data.get("environment_version")
+    if env_number:
+        content["environment_version"] = selectors.environment_version_of(environment=task.environment,
+                                                                          number=env_number)
+        if content["environment_version"] is None:
+            form.add_error("environment_version", "No such environment version.")
+            return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
     try:
-        if env_number:
-            content["environment_version"] = task.environment.versions.get(number=env_number)
         content["files"] = services.files_with_uploads(files=content["files"], uploads=form.cleaned_data["files"])
         version, created = services.task_version_create(task=task, author=request.user, content=content,
                                                         base_version=base_version,
@@ -169,10 +174,7 @@ def task_edit(request, slug):
     except ConflictError:
         return _conflict(request, task=task, form=form, content=content, base_version=base_version)
     except DomainError as exc:
-        form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
-        return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
-    except task.environment.versions.model.DoesNotExist:
-        form.add_error("environment_version", "No such environment version.")
+        form_add_domain_error(form, exc, field_for=form.field_for)
         return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
     if created:
         messages.success(request, f"Saved {task.slug} v{version.number}.")
@@ -250,7 +252,7 @@ def task_version_file(request, slug, number, path):
 
 def task_diff(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user)
-    numbers = list(task.versions.order_by("number").values_list("number", flat=True))
+    numbers = selectors.task_version_numbers(task=task)
     try:
         b = int(request.GET.get("b") or (numbers[-1] if numbers else 0))
         a = int(request.GET.get("a") or (numbers[-2] if len(numbers) > 1 else b))
@@ -300,17 +302,14 @@ def environment_create(request):
         return _forbidden(request, NotAllowed("Only authors and admins can create environments."))
     form = EnvironmentForm(request.POST or None, request.FILES or None)
     if request.method == "POST":
-        if _upload_too_large(request):
-            form.is_valid()
-            form.add_error("files", services.upload_too_large_error("A data file").message)
-        elif form.is_valid():
+        if not _upload_refused(request, form, what="A data file") and form.is_valid():
             try:
                 files = services.files_with_uploads(files=[], uploads=form.cleaned_data["files"])
                 environment = services.environment_create(
                     slug=form.cleaned_data["slug"], name=form.cleaned_data["name"], author=request.user,
                     description=form.cleaned_data.get("description") or "", spec=form.spec(current_files=files))
             except DomainError as exc:
-                form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
+                form_add_domain_error(form, exc, field_for=form.field_for)
             except Exception as exc:  # slug uniqueness from full_clean
                 if hasattr(exc, "message_dict"):
                     for field, errors in exc.message_dict.items():
@@ -332,7 +331,7 @@ def environment_detail(request, slug):
         "spec_json": json.dumps(environment.latest_version.spec, indent=2) if environment.latest_version else "",
         "versions": selectors.environment_version_list(environment=environment),
         "audit_events": selectors.audit_events_for(environment),
-        "tasks": environment.tasks.order_by("slug")[:100],
+        "tasks": selectors.environment_tasks(environment=environment),
         "can_edit": permissions.can_edit_environment(request.user, environment),
     })
 
@@ -348,10 +347,7 @@ def environment_edit(request, slug):
         form = EnvironmentForm(initial=_environment_initial(environment), editing=environment)
         return render(request, "authoring/environment_form.html", {"form": form, "environment": environment})
     form = EnvironmentForm(request.POST, request.FILES, editing=environment)
-    if _upload_too_large(request):
-        form.is_valid()
-        form.add_error("files", services.upload_too_large_error("A data file").message)
-    elif form.is_valid():
+    if not _upload_refused(request, form, what="A data file") and form.is_valid():
         try:
             files = services.files_with_uploads(files=current_files, uploads=form.cleaned_data["files"])
             version, created = services.environment_version_create(
@@ -363,7 +359,7 @@ def environment_edit(request, slug):
             form.data["base_version"] = str(exc.extra.get("latest_version"))
             return render(request, "authoring/environment_form.html", {"form": form, "environment": environment}, status=409)
         except DomainError as exc:
-            form.add_domain_errors(exc.details or [{"pointer": "", "message": exc.message}])
+            form_add_domain_error(form, exc, field_for=form.field_for)
         else:
             messages.success(request, f"Saved {environment.slug} v{version.number}." if created else "Nothing changed.")
             return redirect("authoring:environment_detail", slug=slug)
@@ -375,12 +371,10 @@ def environment_edit(request, slug):
 
 @require_http_methods(["GET", "POST"])
 def account(request):
-    token = Token.objects.filter(user=request.user).first()
+    token = selectors.api_token_get(user=request.user)
     new_key = None
     if request.method == "POST":
-        if token:
-            token.delete()
-        token = Token.objects.create(user=request.user)
+        token = services.api_token_rotate(user=request.user)
         new_key = token.key
         messages.success(request, "A new API token was created; the old one no longer works.")
     return render(request, "authoring/account.html", {

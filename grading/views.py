@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from authoring import permissions
 from authoring.selectors import task_get_for_user, task_version_get_for_user
+from authoring.services import upload_too_large_error
 from grading import selectors, services
 from gymwright.errors import DomainError, NotAllowed
 
@@ -41,8 +41,7 @@ def dry_run_create(request: HttpRequest) -> HttpResponse:
     post, uploads = request.POST, request.FILES  # parsing the body runs the capped upload handler
     try:
         if getattr(request, "upload_too_large", False):
-            raise DomainError(f"A file is larger than the upload limit ({services.size_text(settings.UPLOAD_MAX_BYTES)}).",
-                              code="too_large", http_status=413)
+            raise upload_too_large_error("A file")
         if not permissions.can_view(request.user):
             raise NotAllowed("You need a role (author, reviewer or admin) to grade answers.")
         task, task_version = _task_context(request)

@@ -10,12 +10,12 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from authoring import permissions
 from authoring.models import Environment, Tag
 from gymwright.errors import DomainError, NotAllowed
+from gymwright.forms import form_add_domain_error
 from packs import downloads, importer, selectors, services
 from packs.models import PackVersion
 
@@ -53,15 +53,6 @@ class ImportForm(forms.Form):
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run (show what would be created)")
 
 
-def _apply_error(form: forms.Form, exc: DomainError) -> None:
-    for detail in exc.details:
-        field = detail.get("pointer", "").strip("/").split("/")[0]
-        if field in form.fields:
-            form.add_error(field, exc.message)
-            return
-    form.add_error(None, exc.message)
-
-
 @require_http_methods(["GET", "POST"])
 def pack_list(request: HttpRequest) -> HttpResponse:
     packs = selectors.pack_list_for_user(user=request.user)
@@ -70,7 +61,7 @@ def pack_list(request: HttpRequest) -> HttpResponse:
         try:
             pack = services.pack_create(user=request.user, **form.cleaned_data)
         except DomainError as exc:
-            _apply_error(form, exc)
+            form_add_domain_error(form, exc)
         else:
             return redirect("packs:pack_detail", slug=pack.slug)
     return render(request, "packs/pack_list.html", {"packs": packs, "form": form,
@@ -88,7 +79,7 @@ def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 pack_version = services.pack_version_start(pack=pack, user=request.user, selection=form.selection(),
                                                            version=form.cleaned_data.get("version") or None)
             except DomainError as exc:
-                _apply_error(form, exc)
+                form_add_domain_error(form, exc)
             else:
                 return redirect("packs:pack_version", slug=pack.slug, version=pack_version.version)
     return render(request, "packs/pack_detail.html", {
@@ -167,7 +158,7 @@ def task_import(request: HttpRequest) -> HttpResponse:
                                    environment=form.cleaned_data.get("environment") or None,
                                    dry_run=form.cleaned_data["dry_run"])
         except DomainError as exc:
-            _apply_error(form, exc)
+            form_add_domain_error(form, exc)
     return render(request, "packs/import.html", {"form": form, "report": report},
                   status=400 if request.method == "POST" and not form.is_valid() else 200)
 

@@ -18,7 +18,7 @@ from sandbox.models import PreviewRun
 class PreviewCreateInput(serializers.Serializer):
     policy = serializers.CharField(max_length=2100, trim_whitespace=False,
                                    help_text='"oracle", "nop", "probe:TEXT" or "model".')
-    n = serializers.IntegerField(min_value=1, max_value=PreviewRun.MAX_N, help_text="Rollouts, 1 to 64.")
+    n = serializers.IntegerField(min_value=1, max_value=PreviewRun.MAX_N, help_text=f"Rollouts, 1 to {PreviewRun.MAX_N}.")
     backend = serializers.ChoiceField(choices=services.BACKENDS, required=False,
                                       help_text="Sandbox backend, one of the server's allowed backends "
                                                 "(GYMWRIGHT_SANDBOX_BACKENDS); default: the server's.")

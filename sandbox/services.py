@@ -94,6 +94,11 @@ def policy_parse(policy: Any, *, probe_text: str | None = None) -> PolicyChoice:
     return PolicyChoice(kind)
 
 
+N_RANGE = f"a whole number from 1 to {PreviewRun.MAX_N}"
+N_NOT_A_NUMBER = f"N must be {N_RANGE}."
+N_OUT_OF_RANGE = f"N must be from 1 to {PreviewRun.MAX_N}."
+
+
 def n_validate(n: Any) -> int:
     if isinstance(n, bool):
         n = None
@@ -102,8 +107,7 @@ def n_validate(n: Any) -> int:
         if isinstance(n, float) and not n.is_integer():
             raise ValueError
     except (TypeError, ValueError):
-        raise DomainError("N must be a whole number of rollouts from 1 to 64.",
-                          details=[{"pointer": "/n", "message": "expected a whole number from 1 to 64"}])
+        raise DomainError(N_NOT_A_NUMBER, details=[{"pointer": "/n", "message": f"expected {N_RANGE}"}])
     if not 1 <= value <= PreviewRun.MAX_N:
         raise DomainError(f"N must be from 1 to {PreviewRun.MAX_N}, not {value}.",
                           details=[{"pointer": "/n", "message": f"must be from 1 to {PreviewRun.MAX_N}"}])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -11,76 +10,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from authoring.selectors import task_get_for_user, task_version_get_for_user
 from gymwright.errors import DomainError
+from gymwright.forms import form_add_domain_error
+from sandbox.forms import PreviewStartForm
 from sandbox import selectors, services
 from sandbox.models import PreviewRun
-from sandbox.runtime.hacks import HACKS
-
-
-MODEL_POLICY_HOWTO = ("To use it, add a ModelEndpoint with role 'policy' in the admin, or set OPENAI_BASE_URL "
-                      "and GYMWRIGHT_POLICY_MODEL.")
-
-
-class PolicySelect(forms.Select):
-    """The policy select, with choices that cannot run here shown but disabled."""
-
-    def __init__(self, *args, disabled_values=(), **kwargs):
-        super().__init__(*args, **kwargs)
-        self.disabled_values = set(disabled_values)
-
-    def create_option(self, name, value, *args, **kwargs):
-        option = super().create_option(name, value, *args, **kwargs)
-        if value in self.disabled_values:
-            option["attrs"]["disabled"] = True
-        return option
-
-
-class PreviewStartForm(forms.Form):
-    POLICY_CHOICES = [("oracle", "oracle — the reference solution"), ("nop", "nop — does nothing"),
-                      ("probe", "probe — answers with the text below"), ("model", "model — the policy endpoint")]
-    POLICY_CHOICES += [(f"hack:{name}", f"hack:{name} — {what}") for name, what in HACKS.items()]
-
-    policy = forms.ChoiceField(choices=POLICY_CHOICES, initial="oracle")
-    probe_text = forms.CharField(required=False, max_length=services.PROBE_TEXT_MAX, strip=False,
-                                 widget=forms.Textarea(attrs={"rows": 2}),
-                                 label="Probe text", help_text="Only for the probe policy: the answer it gives.")
-    n = forms.IntegerField(min_value=1, max_value=PreviewRun.MAX_N, initial=4, label="N (rollouts)",
-                           widget=forms.NumberInput(attrs={"class": "n-input"}),
-                           error_messages={"min_value": "N must be from 1 to 64.", "max_value": "N must be from 1 to 64.",
-                                           "invalid": "N must be a whole number from 1 to 64."})
-
-    backend = forms.ChoiceField(choices=[], required=False, label="Sandbox")
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.model_configured = services.policy_model_configured()
-        if not self.model_configured:
-            self.fields["policy"].widget = PolicySelect(choices=self.fields["policy"].choices,
-                                                        disabled_values={"model"})
-            self.fields["policy"].help_text = "The model policy needs a policy model. " + MODEL_POLICY_HOWTO
-        backends = services.sandbox_backends_enabled()
-        self.fields["backend"].choices = [(b, b) for b in backends]
-        self.fields["backend"].initial = backends[0] if backends else ""
-        self.show_backend = len(backends) > 1
-
-    def policy_string(self) -> str:
-        policy = self.cleaned_data["policy"]
-        return f"probe:{self.cleaned_data.get('probe_text') or ''}" if policy == "probe" else policy
 
 
 def _is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
-
-
-def _apply_domain_error(form: forms.Form, exc: DomainError) -> None:
-    placed = False
-    for detail in exc.details:
-        field = detail.get("pointer", "").strip("/").split("/")[0]
-        if field in form.fields:
-            form.add_error(field, exc.message)
-            placed = True
-            break
-    if not placed:
-        form.add_error(None, exc.message)
 
 
 @require_http_methods(["GET", "POST"])
@@ -94,7 +31,7 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
                                                       policy=form.policy_string(), n=form.cleaned_data["n"],
                                                       backend=form.cleaned_data.get("backend") or None)
         except DomainError as exc:
-            _apply_domain_error(form, exc)
+            form_add_domain_error(form, exc)
             status = exc.http_status  # 429 when over the per-user cap of rollouts in flight
         else:
             url = reverse("sandbox:preview_detail", args=[preview_run.pk])

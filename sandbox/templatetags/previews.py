@@ -6,7 +6,7 @@ from django import template
 
 from gymwright.numbers import format_number, format_percent
 from sandbox import selectors
-from sandbox.views import PreviewStartForm
+from sandbox.forms import PreviewStartForm
 
 register = template.Library()
 
