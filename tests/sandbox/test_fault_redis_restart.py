@@ -1,0 +1,100 @@
+"""Fault: the broker (Redis) restarts mid-preview and loses every message.
+
+The test runs a redis-server of its own on a free port (no persistence: a restart loses the
+queue), never the shared one. A worker takes the first rollout; Redis is killed and started
+again empty, so the job messages of the rollouts still queued are gone. The worker reconnects,
+and its reaper re-sends the job of every QUEUED rollout nobody claimed within
+GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S: the preview finishes, nothing stays "queued".
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sandbox import services
+from sandbox.models import PreviewRun, Rollout
+from tests.sandbox.factories import make_task, make_user
+from tests.support.openai_server import unused_port
+from tests.support.services import missing
+from tests.support.workers import producer_on, start_workers, wait_for
+
+pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
+
+
+class OwnRedis:
+    """A redis-server of this test's own: its own port and folder, no RDB or AOF persistence."""
+
+    def __init__(self, folder: Path):
+        self.binary = shutil.which("redis-server")
+        if not self.binary:
+            missing("redis-server", "apt-get install redis-server")
+        self.folder, self.port, self.process = folder, unused_port(), None
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import redis
+
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                redis.Redis.from_url(self.url, socket_connect_timeout=1).ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        pytest.fail(f"our redis-server on port {self.port} did not start")
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def keys(self) -> int:
+        import redis
+
+        return redis.Redis.from_url(self.url).dbsize()
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    server = OwnRedis(tmp_path)
+    server.start()
+    yield server
+    server.kill()
+
+
+def test_a_preview_survives_a_redis_restart_that_loses_its_queue(request, transactional_db, django_user_model,
+                                                                own_redis, monkeypatch, tmp_path):
+    author = make_user(django_user_model, "ada", "author")
+    task = make_task(author=author, slug="slow-oracle", script="sleep 2 && echo 42 > answer.txt",
+                     limits={"timeout_s": 120})
+    workers = start_workers(request, own_redis.url, tmp_path, stale_after_s=30, requeue_after_s=4)
+    with producer_on(own_redis.url, monkeypatch):
+        workers.start(name="redis-fault", concurrency=1)
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle",
+                                                  n=4)
+        wait_for(lambda: preview_run.rollouts.filter(status=Rollout.Status.RUNNING).exists(),
+                 timeout=90, what="the first rollout to start", workers=workers)
+        assert preview_run.rollouts.filter(status=Rollout.Status.QUEUED).count() >= 2
+        own_redis.kill()
+        own_redis.start()  # empty: the queued rollouts' messages are gone
+        assert own_redis.keys() == 0
+
+        wait_for(lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
+                 timeout=240, what="the preview to finish after the broker lost its queue", workers=workers)
+    rollouts = list(preview_run.rollouts.all())
+    assert [(r.status, r.passed) for r in rollouts] == [("done", True)] * 4, (
+        [(r.status, r.error) for r in rollouts], workers.logs())
+    assert all(r.attempts == 1 for r in rollouts)  # re-sent, not re-run: each claimed once
+    assert "re-sent the job messages" in workers.logs()
+    assert not Rollout.objects.filter(status=Rollout.Status.QUEUED).exists()
+    preview_run.refresh_from_db()
+    assert preview_run.status == "done" and preview_run.summary["pass_rate"] == 1.0
