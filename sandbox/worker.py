@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from authoring.models import TaskVersion
@@ -43,6 +43,24 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _reconnecting(operation):
+    """Run `operation()`; when the database connection was dropped under it (PostgreSQL
+    restarted, the backend terminated), reconnect and run it once more.
+
+    A worker keeps its connection between jobs and for the whole of a rollout; without this, a
+    dropped connection would fail every later query of the rollout and its result would be
+    lost until the reaper re-ran it. The operations retried are conditional UPDATEs (or
+    whole transactions), so running one twice changes nothing the first did not."""
+    try:
+        return operation()
+    except (OperationalError, InterfaceError):
+        if connection.in_atomic_block:
+            raise  # not ours to reconnect: an outer transaction (eager jobs in tests) holds it
+        logger.warning("the database connection was lost; reconnecting", exc_info=True)
+        connection.close()
+        return operation()
+
+
 
 class _Heartbeat(threading.Thread):
     """Beats every few seconds while the rollout runs, even through a long tool call,
@@ -63,6 +81,7 @@ class _Heartbeat(threading.Thread):
                         return
                 except Exception:  # noqa: BLE001 - a missed beat is not fatal; the next one may work
                     logger.exception("heartbeat of rollout %s failed", self.rollout_id)
+                    close_old_connections()  # a dropped connection: the next beat opens a new one
         finally:
             connection.close()
 
@@ -102,8 +121,9 @@ class _Progress:
             return
         self.last_write = now
         progress = {"phase": kind, "step": event["step"]} if kind == "step" else {"phase": kind}
-        if not rollout_heartbeat(rollout_id=self.rollout_id, attempt=self.attempt, progress=progress,
-                                 steps=self.steps, phase_grading=grading and not self.grading):
+        if not _reconnecting(lambda: rollout_heartbeat(
+                rollout_id=self.rollout_id, attempt=self.attempt, progress=progress, steps=self.steps,
+                phase_grading=grading and not self.grading)):
             self.lost = True
         self.grading = self.grading or grading
 
@@ -113,8 +133,9 @@ class _Progress:
         now = time.monotonic()
         if now - self.last_cancel_check >= CANCEL_POLL_INTERVAL_S:
             self.last_cancel_check = now
-            self.cancelled = PreviewRun.objects.filter(pk=self.preview_run_id, cancel_requested=True).exists()
-            if not self.cancelled and not claimed_rollout(self.rollout_id, self.attempt).exists():
+            self.cancelled = _reconnecting(
+                lambda: PreviewRun.objects.filter(pk=self.preview_run_id, cancel_requested=True).exists())
+            if not self.cancelled and not _reconnecting(claimed_rollout(self.rollout_id, self.attempt).exists):
                 self.lost = True  # reaped and re-queued elsewhere: stop doing work nobody will keep
         return self.cancelled or self.lost
 
@@ -147,7 +168,7 @@ def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
             if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {failure_reason(exc)}",
                                countdown=5):
                 return "requeued"
-        rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=failure_reason(exc))
+        _reconnecting(lambda: rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=failure_reason(exc)))
         return "error"
     heartbeat.stop()
     if (result.error and result.retryable and result.grade is None
@@ -156,11 +177,13 @@ def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
                            countdown=5):
             return "requeued"
     try:
-        return _rollout_store(rollout=rollout, attempt=attempt, result=result, progress=progress,
-                              duration_ms=int((time.monotonic() - started) * 1000))
+        duration_ms = int((time.monotonic() - started) * 1000)
+        return _reconnecting(lambda: _rollout_store(rollout=rollout, attempt=attempt, result=result, progress=progress,
+                                                    duration_ms=duration_ms))
     except Exception as exc:  # noqa: BLE001
         logger.exception("could not store rollout %s", rollout_id)
-        rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=f"could not store the result: {failure_reason(exc)}")
+        _reconnecting(lambda: rollout_fail(rollout_id=rollout_id, attempt=attempt,
+                                           reason=f"could not store the result: {failure_reason(exc)}"))
         return "error"
 
 

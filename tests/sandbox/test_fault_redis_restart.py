@@ -9,58 +9,15 @@ GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S: the preview finishes, nothing stays "queued".
 
 from __future__ import annotations
 
-import shutil
-import signal
-import subprocess
-import time
-from pathlib import Path
-
 import pytest
 
 from sandbox import services
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import make_task, make_user
-from tests.support.openai_server import unused_port
-from tests.support.services import missing
+from tests.support.faults import OwnRedis
 from tests.support.workers import producer_on, start_workers, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
-
-
-class OwnRedis:
-    """A redis-server of this test's own: its own port and folder, no RDB or AOF persistence."""
-
-    def __init__(self, folder: Path):
-        self.binary = shutil.which("redis-server")
-        if not self.binary:
-            missing("redis-server", "apt-get install redis-server")
-        self.folder, self.port, self.process = folder, unused_port(), None
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        import redis
-
-        self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                redis.Redis.from_url(self.url, socket_connect_timeout=1).ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.1)
-        pytest.fail(f"our redis-server on port {self.port} did not start")
-
-    def kill(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=30)
-
-    def keys(self) -> int:
-        import redis
-
-        return redis.Redis.from_url(self.url).dbsize()
 
 
 @pytest.fixture
