@@ -124,6 +124,8 @@ def _judge_config(rubric_model: str | None):
         api_key=endpoint.api_key,
         concurrency=settings.JUDGE_CONCURRENCY,
         timeout_s=settings.JUDGE_TIMEOUT_S,
+        max_retries=settings.JUDGE_MAX_RETRIES,
+        deadline_s=settings.JUDGE_DEADLINE_S,
         cache_dir=str(settings.JUDGE_CACHE_DIR) if settings.JUDGE_CACHE_DIR else None,
         models=models,
         response_format=endpoint.response_format,

@@ -307,6 +307,10 @@ JUDGE_MODEL = env_str("GYMWRIGHT_JUDGE_MODEL", "")
 POLICY_MODEL = env_str("GYMWRIGHT_POLICY_MODEL", "")
 JUDGE_CONCURRENCY = env_int("GYMWRIGHT_JUDGE_CONCURRENCY", 16)
 JUDGE_TIMEOUT_S = float(env_str("GYMWRIGHT_JUDGE_TIMEOUT_S", "60"))
+# A failing judge call (timeout, 429, 5xx) is retried this many times, all attempts within the
+# deadline: a flapping endpoint leaves the check unscored with the reason within a few minutes.
+JUDGE_MAX_RETRIES = env_int("GYMWRIGHT_JUDGE_MAX_RETRIES", 4)
+JUDGE_DEADLINE_S = float(env_str("GYMWRIGHT_JUDGE_DEADLINE_S", "180"))
 JUDGE_CACHE_DIR = Path(env_str("GYMWRIGHT_JUDGE_CACHE_DIR", str(DATA_DIR / "judge-cache")))
 
 # The data directory is 0700 (0711 when the sandbox work directory is inside it, so the sandbox

@@ -26,7 +26,10 @@ Contract
 * Failures: timeouts, HTTP 408, 429, 5xx and connection errors are retried up
   to `max_retries` times with exponential backoff (`backoff_s` × 2^attempt, or
   the server's Retry-After seconds if longer, capped at `backoff_max_s`); the SDK's own retries are off so every attempt is
-  counted here. Off-format answers are not retried. A failure after the
+  counted here. A retry is not started when it could not end within `deadline_s` of the
+  sample's first call (its backoff plus `timeout_s`), so a flapping endpoint holds one check
+  for at most `deadline_s` (180 s by default), not max_retries × timeout_s.
+  Off-format answers are not retried. A failure after the
   retries, an off-format answer, or any other API error makes the check
   unscored with the reason: never a silent 0 or 1.
 * Cache: a successful parsed verdict is stored under the sha256 of the
@@ -83,6 +86,8 @@ class JudgeConfig:
     cache_dir: Path | str | None = None
     backoff_s: float = 0.5
     backoff_max_s: float = 20.0
+    # Total time one sample may spend over all its attempts (None: no cap); see the module docstring.
+    deadline_s: float | None = 180.0
     models: dict[str, str] = field(default_factory=dict)
     max_tokens: int | None = 512
     response_format: str = "auto"  # one of RESPONSE_FORMATS
@@ -451,11 +456,19 @@ class JudgeClient:
                 if fallback is not None:
                     mode = fallback
                     continue
+                past_deadline = False
                 if self._retryable(exc) and attempt < self.config.max_retries:
-                    time.sleep(self._backoff(exc, attempt))
-                    attempt += 1
-                    continue
+                    backoff = self._backoff(exc, attempt)
+                    deadline = self.config.deadline_s
+                    past_deadline = deadline is not None and (
+                        time.perf_counter() - started + backoff + self.config.timeout_s > deadline)
+                    if not past_deadline:
+                        time.sleep(backoff)
+                        attempt += 1
+                        continue
                 tries = f" after {attempt + 1} attempt(s)" if self._retryable(exc) else ""
+                if past_deadline:
+                    tries += f" (no more retries within the judge's {self.config.deadline_s:g} s deadline)"
                 sample.error = f"judge call failed{tries}: {self._describe(exc)}"
                 break
         sample.duration_ms = int((time.perf_counter() - started) * 1000)

@@ -23,6 +23,9 @@ A reply is any of:
   handler thread (so it must be thread-safe if requests overlap);
 * an `Exception` instance is not supported: use `Reply(status=...)`.
 
+`flapping(*replies)` makes a `handler` that cycles through replies forever, e.g. alternating
+HTTP 500s and timeouts.
+
 `delay` on the server applies to every reply that does not set its own.
 `calls` counts requests received; `requests` records every request body
 (parsed JSON) in arrival order.
@@ -250,6 +253,19 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with owner._lock:
                 owner.in_flight -= 1
+
+
+def flapping(*replies: Any) -> Callable[[dict], Reply]:
+    """A `handler` that answers with `replies` in turn, forever (thread-safe): a flapping endpoint,
+    e.g. `flapping(Reply(status=500), Reply(hang=True))` alternates server errors and timeouts."""
+    turns = itertools.cycle([_as_reply(reply) for reply in replies])
+    lock = threading.Lock()
+
+    def handler(body: dict) -> Reply:
+        with lock:
+            return next(turns)
+
+    return handler
 
 
 def unused_port() -> int:

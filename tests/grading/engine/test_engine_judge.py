@@ -10,7 +10,7 @@ import pytest
 
 from grading.engine import JudgeConfig, grade, parse_rubric
 from grading.engine.judge import JudgeRequest, OffFormat, build_messages, parse_verdict
-from tests.support.openai_server import OpenAIServer, Reply, unused_port
+from tests.support.openai_server import OpenAIServer, Reply, flapping, unused_port
 
 MET = '{"met": true, "explanation": "it says so"}'
 NOT_MET = '{"met": false, "explanation": "it does not"}'
@@ -175,6 +175,18 @@ def test_timeout_then_unscored_after_retries(openai_server, make_judge):
     assert openai_server.calls == 2 and judge.calls == 2
     assert not result.complete and result.reward == 1.0  # the judge check is left out, not zero
     assert elapsed < 5
+
+
+def test_a_flapping_endpoint_is_given_up_at_the_deadline_not_after_every_retry(openai_server, make_judge):
+    openai_server.handler = flapping(Reply(status=500), Reply(hang=True))  # 500, timeout, 500, ...
+    with make_judge(openai_server, timeout_s=0.5, max_retries=50, deadline_s=2) as judge:
+        result = grade(rubric(judged(), {"id": "s", "kind": "string_match", "points": 1, "expected": "x"}),
+                       answer="x", judge=judge)
+    check = result.checks[0]
+    assert check.status == "unscored" and check.score is None
+    assert "no more retries within the judge's 2 s deadline" in check.explanation, check.explanation
+    assert 2 <= openai_server.calls < 51  # retried, but stopped by the deadline, long before max_retries
+    assert not result.complete and result.reward == 1.0
 
 
 def test_429_then_success_is_retried(openai_server, make_judge):
