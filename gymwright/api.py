@@ -76,12 +76,17 @@ def _flatten(detail, prefix: str = "") -> list[dict]:
     return items
 
 
-def error_response(code: str, message: str, http_status: int, details: list[dict] | None = None,
-                   extra: dict | None = None) -> Response:
+def error_body(code: str, message: str, details: list[dict] | None = None, extra: dict | None = None) -> dict:
+    """The envelope itself, for DRF responses and for Django's own error handlers (gymwright.error_views)."""
     body = {"error": {"code": code, "message": message, "details": details or []}}
     if extra:
         body["error"].update(extra)
-    return Response(body, status=http_status)
+    return body
+
+
+def error_response(code: str, message: str, http_status: int, details: list[dict] | None = None,
+                   extra: dict | None = None) -> Response:
+    return Response(error_body(code, message, details, extra), status=http_status)
 
 
 def exception_handler(exc, context):

@@ -29,3 +29,8 @@ urlpatterns = [
     path("", include("review.urls")),
     path("", include("authoring.urls")),
 ]
+
+handler400 = "gymwright.error_views.bad_request"
+handler403 = "gymwright.error_views.permission_denied"
+handler404 = "gymwright.error_views.page_not_found"
+handler500 = "gymwright.error_views.server_error"

@@ -1,0 +1,55 @@
+"""Django's error handlers (handler400/403/404/500 in gymwright.urls).
+
+Under /api/ every answer is the API's JSON error envelope, including the ones Django gives before
+any API view runs (an unknown path, a bad Host header) and an unhandled error; elsewhere the site's
+own templates/400.html ... 500.html.
+"""
+
+from __future__ import annotations
+
+from django.http import JsonResponse
+from django.urls import reverse
+from django.views import defaults
+from django.views.decorators.csrf import requires_csrf_token
+
+from gymwright.api import error_body
+
+API_PREFIX = "/api/"
+
+
+def _is_api(request) -> bool:
+    return request.path.startswith(API_PREFIX)
+
+
+def _envelope(code: str, message: str, status: int) -> JsonResponse:
+    return JsonResponse(error_body(code, message), status=status)
+
+
+@requires_csrf_token
+def bad_request(request, exception):
+    if _is_api(request):
+        return _envelope("bad_request", "The request could not be read (malformed request or unknown host).", 400)
+    return defaults.bad_request(request, exception)
+
+
+@requires_csrf_token
+def permission_denied(request, exception):
+    if _is_api(request):
+        return _envelope("permission_denied", "You do not have permission to perform this action.", 403)
+    return defaults.permission_denied(request, exception)
+
+
+@requires_csrf_token
+def page_not_found(request, exception):
+    if _is_api(request):
+        path = request.path if len(request.path) <= 200 else request.path[:200] + "…"
+        return _envelope("not_found", f"There is no API endpoint at {path}; the endpoints are listed at "
+                                      f"{reverse('api-docs')} and {reverse('api-schema')}.", 404)
+    return defaults.page_not_found(request, exception)
+
+
+@requires_csrf_token
+def server_error(request):
+    if _is_api(request):
+        return _envelope("server_error", "The server failed on this request; the error has been logged.", 500)
+    return defaults.server_error(request)
