@@ -41,7 +41,7 @@ STAFF = {ADMIN}                          # Django admin (the admin user is staff
 
 # route name -> roles that may GET it
 ACCESS: dict[str, set[str]] = {
-    "login": PUBLIC, "healthz": PUBLIC,
+    "login": PUBLIC, "healthz": PUBLIC, "favicon.ico": PUBLIC,
     "logout": SIGNED_IN,
     "api-schema": SIGNED_IN, "api-docs": SIGNED_IN, "format-schema": PUBLIC,  # format docs, no data
     "authoring:task_list": MEMBERS, "authoring:task_detail": MEMBERS, "authoring:task_versions": MEMBERS,
