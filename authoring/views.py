@@ -374,9 +374,11 @@ def account(request):
     token = selectors.api_token_get(user=request.user)
     new_key = None
     if request.method == "POST":
+        replaced = token is not None
         token = services.api_token_rotate(user=request.user)
         new_key = token.key
-        messages.success(request, "A new API token was created; the old one no longer works.")
+        messages.success(request, "A new API token was created; the old one no longer works." if replaced
+                         else "Your API token was created.")
     return render(request, "authoring/account.html", {
         "token": token, "new_key": new_key, "roles": sorted(permissions.roles_of(request.user)),
     })

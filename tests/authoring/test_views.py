@@ -144,6 +144,16 @@ def test_an_author_gets_an_api_token_on_the_account_page(client, author):
     assert client.get("/api/tasks/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
 
 
+def test_the_first_token_does_not_speak_of_an_old_one_and_a_replacement_does(client, author):
+    client.force_login(author)
+    first = client.post("/account/")
+    assert "Your API token was created." in first.content.decode() and "old one" not in first.content.decode()
+    second = client.post("/account/")
+    assert "the old one no longer works" in second.content.decode()
+    client.logout()
+    assert client.get("/api/tasks/", HTTP_AUTHORIZATION=f"Token {first.context['new_key']}").status_code == 401
+
+
 def test_environment_form_creates_and_versions_an_environment(client, author):
     client.force_login(author)
     data = {"slug": "py", "name": "Python", "network": "none", "cpus": "1", "memory_mb": "512", "timeout_s": "60",
