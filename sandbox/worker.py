@@ -188,9 +188,13 @@ def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
 
 
 def failure_reason(exc: BaseException) -> str:
+    from sandbox.runtime import SandboxError
+
     name = type(exc).__name__
     if name == "SoftTimeLimitExceeded":
         return "time limit exceeded: the rollout ran past the task's timeout plus the worker's margin"
+    if isinstance(exc, SandboxError):
+        return f"sandbox: {exc.message}"  # written for the user already; the class name says nothing more
     message = str(exc).strip()
     return f"{name}: {message}" if message else name
 

@@ -3,6 +3,7 @@ the test's own (Redis, a Docker engine) that the test may kill. Never the shared
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -72,3 +73,79 @@ class OwnRedis:
         import redis
 
         return redis.Redis.from_url(self.url).dbsize()
+
+
+class OwnDockerd:
+    """A second Docker engine of the test's own (own socket, data root, exec root, pid file; vfs,
+    no iptables, no bridge), which the test may stop and start. Never the shared engine."""
+
+    def __init__(self):
+        import tempfile
+
+        self.binary = shutil.which("dockerd")
+        if not self.binary:
+            missing("dockerd", "apt-get install docker.io")
+        self.root = Path(tempfile.mkdtemp(prefix="gw-faults-", dir="/tmp"))  # short: unix socket paths
+        self.socket = self.root / "docker.sock"
+        self.host = f"unix://{self.socket}"
+        self.process: subprocess.Popen | None = None
+        self.log_path = self.root / "dockerd.log"
+
+    def start(self):
+        """Start the engine (again) and return a docker client for it, once it answers."""
+        import docker
+
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [self.binary, "--host", self.host, "--data-root", str(self.root / "data"),
+             "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
+             "--storage-driver=vfs", "--iptables=false", "--ip6tables=false", "--bridge=none"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            try:
+                client = docker.DockerClient(base_url=self.host, timeout=120)
+                client.ping()
+                return client
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.25)
+        pytest.fail(f"our dockerd did not start:\n{self.logs()}")
+
+    def stop(self) -> None:
+        """Stop the engine as an operator would (SIGTERM: it stops its containers and containerd)."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
+        self._end_containerd()
+
+    def _end_containerd(self) -> None:
+        # The engine's own containerd (its pid file is under our exec root) must not outlive it.
+        pidfile = self.root / "exec" / "containerd" / "containerd.pid"
+        try:
+            pid = int(pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return
+        if str(self.root).encode() in cmdline:
+            os.kill(pid, signal.SIGKILL)
+
+    def cleanup(self) -> None:
+        self.stop()
+        subprocess.run(["umount", "-R", str(self.root / "exec")], capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def logs(self, tail: int = 4000) -> str:
+        try:
+            return self.log_path.read_bytes()[-tail:].decode(errors="replace")
+        except OSError:
+            return ""

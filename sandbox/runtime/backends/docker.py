@@ -30,6 +30,7 @@ the ones left behind by a crashed worker.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -127,13 +128,44 @@ def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def engine_address() -> str:
+    """Where the engine is, as the operator configured it (DOCKER_HOST), for messages."""
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def _engine_unreachable(exc: BaseException) -> bool:
+    import requests
+
+    return isinstance(exc, requests.exceptions.ConnectionError)
+
+
+def _engine_errors(method):
+    """The engine stopped, restarted or went away under a call: a retryable SandboxError that
+    says so and where, instead of the HTTP client's exception escaping the rollout."""
+
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except SandboxError:
+            raise
+        except Exception as exc:
+            if not _engine_unreachable(exc):
+                raise
+            raise SandboxError(f"the Docker engine at {engine_address()} is not reachable (stopped or restarting?): "
+                               f"{str(exc)[:300]}") from exc
+
+    return wrapped
+
+
 def docker_client(timeout: int = 120):
     import docker
 
     try:
         return docker.from_env(timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - the SDK raises several types
-        raise SandboxError(f"cannot reach the Docker engine: {exc}") from exc
+        raise SandboxError(f"the Docker engine at {engine_address()} is not reachable (stopped or restarting?): "
+                           f"{str(exc)[:300]}") from exc
 
 
 class DockerBackend(Backend):
@@ -166,6 +198,11 @@ class DockerBackend(Backend):
         self.build_memory_mb = int(build_memory_mb)
         self.build_cpus = max(1, int(build_cpus))
         self.build_network = build_network or None
+
+    @_engine_errors
+    def start(self, spec: SandboxSpec, *, files: Mapping[str, bytes] | None = None,
+              env_files: Mapping[str, bytes] | None = None) -> Sandbox:
+        return super().start(spec, files=files, env_files=env_files)
 
     # -- images ------------------------------------------------------------
     def resolve_image(self, spec: SandboxSpec) -> str:
@@ -571,6 +608,7 @@ class DockerSandbox(Sandbox):
         return self.oom_seen
 
     # -- the interface -----------------------------------------------------
+    @_engine_errors
     def exec(self, command, *, timeout_s=None, stdin=None, env=None) -> ExecResult:
         timeout_s = self.spec.exec_timeout_s if timeout_s is None else float(timeout_s)
         started = time.monotonic()
@@ -628,6 +666,7 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"cannot write files into the sandbox (tar exit {code}): "
                                f"{err.text()[-500:]}", permanent=code == 127)
 
+    @_engine_errors
     def write_files(self, files: Mapping[str, bytes]) -> None:
         entries = {}
         for path, data in files.items():
@@ -636,6 +675,7 @@ class DockerSandbox(Sandbox):
         if entries:
             self._untar(entries)
 
+    @_engine_errors
     def write_file(self, path: str, data: bytes) -> None:
         root, rel = split_path(path, writable=True)
         full = f"{root}/{rel}"
@@ -654,6 +694,7 @@ class DockerSandbox(Sandbox):
         if code != 0:
             raise SandboxError(f"cannot write {path!r}: {err.text()[-500:]}", permanent=True)
 
+    @_engine_errors
     def read_file(self, path: str) -> bytes:
         root, rel = split_path(path, writable=False)
         full = f"{root}/{rel}"
@@ -676,6 +717,7 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"{path!r} is larger than {MAX_READ_BYTES} bytes", permanent=True)
         return bytes(out.data)
 
+    @_engine_errors
     def list_files(self) -> list[str]:
         io_timeout = self.backend.limits.io_timeout_s
         code, out, err, timed_out = self._run(["find", ".", "-type", "f"], timeout_s=io_timeout,
@@ -687,6 +729,7 @@ class DockerSandbox(Sandbox):
         names = [line[2:] if line.startswith("./") else line for line in out.text().splitlines()]
         return sorted(n for n in names if n)
 
+    @_engine_errors
     def snapshot(self, dest: Path) -> Path:
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
@@ -747,6 +790,7 @@ class DockerSandbox(Sandbox):
         return dest
 
     # -- between the episode and the checks ----------------------------------
+    @_engine_errors
     def end_processes(self) -> None:
         with self._exec_lock:
             self._close_killer()  # a sandbox-user exec like the rest; restarted on demand
@@ -757,6 +801,7 @@ class DockerSandbox(Sandbox):
             raise SandboxError("could not stop the processes the episode left running"
                                + (" (timed out)" if timed_out else f": {err.text()[-300:]}"))
 
+    @_engine_errors
     def restore_files(self, files) -> dict[str, str]:
         entries, rels = {}, []
         for path, data in files.items():
@@ -863,7 +908,7 @@ def _send_stdin(sock, data: bytes) -> None:
 def reap_containers(client=None, *, older_than: float | None = None, now: float | None = None,
                     owner: str | None = None) -> list[str]:
     """Remove sandbox containers left behind: expired (`gymwright.expires` in
-    the past), owned by a process of this host that no longer runs, or (when
+    the past), exited, owned by a process of this host that no longer runs, or (when
     `older_than` seconds is given) created longer ago than that. `owner`
     ("host:pid") limits the sweep to one owner's containers. Returns the
     removed container ids. Safe to run from cron or any worker."""
@@ -880,6 +925,10 @@ def reap_containers(client=None, *, older_than: float | None = None, now: float 
                 reason = "expired"
         except ValueError:
             reason = "bad expires label"
+        if reason is None and container.status in ("exited", "dead"):
+            # Its keepalive ended (the engine stopped it, say, with the rollout's worker
+            # unable to remove it then): no live sandbox runs in a stopped container.
+            reason = "exited"
         owner_host, _, owner_pid = labels.get(OWNER_LABEL, "").rpartition(":")
         if reason is None and owner_host == host and owner_pid.isdigit() \
                 and not pid_alive(int(owner_pid)):
