@@ -39,13 +39,22 @@ clean:
 # harbor 0.25.0 pins a certifi newer than the registry serves: install 0.24.0's deps, then 0.25.0 alone.
 HARBOR_PYTHON ?= $(shell command -v pyenv >/dev/null 2>&1 && echo $$(pyenv root)/versions/3.12.1/bin/python || command -v python3.12)
 HARBOR_VENV   := var/harbor-venv
-.PHONY: harbor-venv grader-venv
+.PHONY: harbor-venv grader-venv inspect-venv
 harbor-venv: $(HARBOR_VENV)/.installed
 $(HARBOR_VENV)/.installed:
 	@test -n "$(HARBOR_PYTHON)" || { echo "need Python 3.12 (pyenv or python3.12) for harbor"; exit 1; }
 	@test -x $(HARBOR_VENV)/bin/python || $(HARBOR_PYTHON) -m venv $(HARBOR_VENV)
 	$(HARBOR_VENV)/bin/pip install -q harbor==0.24.0
 	$(HARBOR_VENV)/bin/pip install -q --no-deps harbor==0.25.0
+	@touch $@
+
+# Inspect (inspect_ai) with the bundled grader's requirements, to run a pack's inspect_task.py as labs do.
+INSPECT_VENV := var/inspect-venv
+inspect-venv: $(INSPECT_VENV)/.installed
+$(INSPECT_VENV)/.installed: $(STAMP) packs/archive.py
+	@test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
+	$(PY) -c "from packs.archive import grader_requirements; print(grader_requirements(), end='')" > $(INSPECT_VENV)/requirements.txt
+	$(INSPECT_VENV)/bin/pip install -q inspect_ai==0.3.285 openai -r $(INSPECT_VENV)/requirements.txt
 	@touch $@
 
 # A clean virtualenv with only the bundled pack grader's requirements (no Django, no Gymwright),

@@ -393,6 +393,7 @@ rate below {low:.0%}, in band = {low:.0%}–{high:.0%}, easy = above {high:.0%}.
 - `tasks/<id>/`: Harbor task folders (instruction.md, task.toml, environment/, solution/, tests/).
 - `grader/`: the grading engine that graded the previews (`pip install -r grader/requirements.txt`).
 - `reward.py`: reward functions for verl and TRL.
+- `inspect_task.py`: an Inspect task over the pack, scored by the same grader.
 - `calibration.json`: per task, the last preview's policy, n, pass rate, pass@k, mean reward.
 
 ## Use it
@@ -423,9 +424,14 @@ trainer = GRPOTrainer(model="Qwen/Qwen2.5-0.5B-Instruct", reward_funcs=trl_rewar
 Harbor: `harbor run -p tasks/<id> -a <agent> -m <model>` (each folder passes `harbor tasks check`-style
 linting; `tests/test.sh` runs the bundled grader and writes `/logs/verifier/reward.txt`).
 
-Inspect: read `data/test.parquet` (or `tasks.jsonl`) into an Inspect dataset with `prompt`
-as the input and `reward_model.ground_truth` as the target, and score with a scorer that calls
-`reward.compute_score("gymwright/{info.slug}", completion, target, None)`.
+Inspect (`pip install inspect_ai openai -r grader/requirements.txt`):
+
+```sh
+inspect eval inspect_task.py --model openai/<model>            # the test split; -T split=all for every task
+inspect eval inspect_task.py --model openai-api/vllm/<model>   # an OpenAI-compatible server: VLLM_BASE_URL, VLLM_API_KEY
+```
+
+Each task is a sample; the score is the rubric's reward (mean and stderr over samples).
 
 ## Licence
 
@@ -506,6 +512,7 @@ def _write_head(*, root: Path, info: PackInfo, tasks: Iterable[TaskItem], progre
     scratch.write("grader/requirements.txt", requirements)
     scratch.write("grader/grader.pyz", grader_pyz)
     scratch.write("reward.py", (BUNDLE_DIR / "reward.py").read_bytes())
+    scratch.write("inspect_task.py", (BUNDLE_DIR / "inspect_task.py").read_bytes())
     shared = _Shared(requirements, grader_pyz)
 
     splits = {name: _SplitWriter(root / "data" / f"{name}.parquet") for name in ("train", "test")}

@@ -1,8 +1,8 @@
 """Separate virtualenvs for tests that must run without Gymwright: the pack's stand-alone grader, Harbor.
 
 Both are cached under var/ (created once, reused) by Makefile targets that .ci/run also calls:
-`make grader-venv` (only the bundled grader's requirements, no Django) and `make harbor-venv`
-(harbor needs Python >= 3.12). Where one cannot be made they skip with how, or fail in CI.
+`make grader-venv` (only the bundled grader's requirements, no Django), `make harbor-venv`
+(harbor needs Python >= 3.12) and `make inspect-venv` (inspect_ai and the grader's requirements). Where one cannot be made they skip with how, or fail in CI.
 """
 
 from __future__ import annotations
@@ -30,3 +30,7 @@ def grader_python() -> str:
 def harbor_bin() -> str:
     return str(_make("harbor-venv", ROOT / "var/harbor-venv/.installed", "make harbor-venv (needs Python 3.12)")
                / "harbor")
+
+
+def inspect_bin() -> str:
+    return str(_make("inspect-venv", ROOT / "var/inspect-venv/.installed", "make inspect-venv") / "inspect")

@@ -1,0 +1,84 @@
+"""The pack loads straight into Inspect: `inspect eval inspect_task.py --model openai-api/gw/M` runs every task
+against an OpenAI-compatible model (the local test server) and scores each answer with the pack's own rubric grader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from grading.engine import JudgeClient, JudgeConfig
+from tests.packs.test_standalone import FILE_TASK, TEXT_TASK, engine_reward, pack_dir  # noqa: F401 (fixture)
+from tests.support.openai_server import OpenAIServer
+from tests.support.venvs import inspect_bin
+
+ANSWERS = {TEXT_TASK["prompt"]: "Six times seven is 42: 6*7 = 42.", FILE_TASK["prompt"]: "I wrote it."}
+VERDICT = json.dumps({"met": True, "explanation": "it explains 6*7"})
+
+
+def policy_and_judge(body: dict) -> str:
+    if body.get("model") == "judge":
+        return VERDICT
+    asked = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    text = asked if isinstance(asked, str) else " ".join(part.get("text", "") for part in asked)
+    return ANSWERS[text.strip()]
+
+
+def run_inspect(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> dict:  # noqa: F811
+    logs = tmp_path / "logs"
+    done = subprocess.run(
+        [inspect_bin(), "eval", "inspect_task.py", "--model", "openai-api/gw/policy",
+         "--log-format", "json", "--log-dir", str(logs), "--display", "none", *args],
+        capture_output=True, text=True, cwd=pack_dir, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": "test", "GW_API_KEY": "test", "GW_BASE_URL": env["OPENAI_BASE_URL"], **env})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    (log,) = logs.glob("*.json")
+    return json.loads(log.read_text())
+
+
+def test_every_task_is_a_sample_scored_by_the_packs_rubric(pack_dir, tmp_path):  # noqa: F811
+    with OpenAIServer(handler=policy_and_judge) as server:
+        log = run_inspect(pack_dir, tmp_path, {"OPENAI_BASE_URL": server.base_url}, "-T", "split=all")
+        policy_calls = [body for body in server.requests if body.get("model") == "policy"]
+    assert log["status"] == "success"
+    scores = {sample["id"]: sample["scores"]["gymwright_rubric"] for sample in log["samples"]}
+    assert set(scores) == {"six-times-seven", "write-hello"} and len(policy_calls) == 2
+    # No judge configured: the judge check is unscored and left out, as the engine does.
+    expected = engine_reward(TEXT_TASK, ANSWERS[TEXT_TASK["prompt"]])
+    assert scores["six-times-seven"]["value"] == expected["reward"] == 1.0
+    assert scores["six-times-seven"]["metadata"]["complete"] is False
+    assert scores["six-times-seven"]["metadata"]["unscored"] == ["explains"]
+    # The file task's checks need the agent's workspace: nothing scored here, never a fake 1.0.
+    assert scores["write-hello"]["value"] == engine_reward(FILE_TASK, "I wrote it.")["reward"] == 0.0
+    metrics = log["results"]["scores"][0]["metrics"]
+    assert metrics["mean"]["value"] == 0.5
+
+
+def test_with_a_judge_the_judge_checks_count_and_a_wrong_answer_scores_low(pack_dir, tmp_path):  # noqa: F811
+    ANSWERS[TEXT_TASK["prompt"]] = "It is 41."
+    try:
+        with OpenAIServer(handler=policy_and_judge) as server:
+            log = run_inspect(pack_dir, tmp_path, {"OPENAI_BASE_URL": server.base_url,
+                                                   "GYMWRIGHT_JUDGE_MODEL": "judge"},
+                              "-T", "task_ids=six-times-seven")
+            judge = JudgeClient(JudgeConfig(base_url=server.base_url, model="judge", api_key="test"))
+            try:
+                expected = engine_reward(TEXT_TASK, "It is 41.", judge=judge)
+            finally:
+                judge.close()
+    finally:
+        ANSWERS[TEXT_TASK["prompt"]] = "Six times seven is 42: 6*7 = 42."
+    (sample,) = log["samples"]
+    score = sample["scores"]["gymwright_rubric"]
+    assert score["metadata"]["complete"] is True and score["metadata"]["unscored"] == []
+    assert score["value"] == expected["reward"] and 0 < score["value"] < 1
+
+
+def test_an_unknown_task_id_is_refused_with_its_name(pack_dir, tmp_path):  # noqa: F811
+    done = subprocess.run(
+        [inspect_bin(), "eval", "inspect_task.py", "--model", "openai-api/gw/policy", "--display", "none",
+         "--log-dir", str(tmp_path / "logs"), "-T", "task_ids=no-such-task"],
+        capture_output=True, text=True, cwd=pack_dir, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GW_API_KEY": "test",
+             "GW_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert done.returncode != 0 and "not in this pack: no-such-task" in done.stdout + done.stderr
