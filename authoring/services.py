@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, models, transaction
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from authoring import permissions
@@ -335,7 +336,8 @@ def environment_version_create(*, environment: Environment, author, spec: dict, 
     except IntegrityError:
         raise ConflictError(f"{environment.slug} version {number} was just saved by someone else.",
                             extra={"latest_version": number})
-    Environment.objects.filter(pk=environment.pk).update(latest_version=version)
+    # .update() skips auto_now: say when explicitly, so "Updated" and the list order follow new versions.
+    Environment.objects.filter(pk=environment.pk).update(latest_version=version, updated_at=timezone.now())
     environment.latest_version = caller_environment.latest_version = version
     if _audit:
         audit_record(actor=author, verb=AuditEvent.Verb.NEW_VERSION, target=environment,
@@ -426,9 +428,12 @@ def task_version_create(*, task: Task, author, content: dict, base_version: int 
         raise ConflictError(f"{task.slug} version {number} was just saved by someone else.",
                             extra={"latest_version": number, "base_version": base_version})
     new_status = Task.Status.DRAFT if task.status != Task.Status.ARCHIVED else task.status
-    Task.objects.filter(pk=task.pk).update(latest_version=version, title=document["title"][:200], status=new_status)
+    # .update() skips auto_now: say when explicitly, so "Updated" and the list order follow new versions.
+    updated_at = timezone.now()
+    Task.objects.filter(pk=task.pk).update(latest_version=version, title=document["title"][:200], status=new_status,
+                                           updated_at=updated_at)
     for obj in (task, caller_task):  # the caller's instance reflects the save too
-        obj.latest_version, obj.title, obj.status = version, document["title"][:200], new_status
+        obj.latest_version, obj.title, obj.status, obj.updated_at = version, document["title"][:200], new_status, updated_at
     _set_tags(task, document["tags"])
     if _audit:
         audit_record(actor=author, verb=AuditEvent.Verb.NEW_VERSION, target=task,

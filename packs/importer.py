@@ -30,6 +30,7 @@ from typing import Any, Iterator
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.db import models, transaction
+from django.utils import timezone
 
 from authoring import permissions
 from authoring import services as authoring_services
@@ -650,7 +651,8 @@ def _approve(versions, admin) -> None:
     by_task = {version.task_id: version for version in versions}
     # the versions just imported are their tasks' latest: one UPDATE for the batch
     Task.objects.filter(pk__in=list(by_task)).update(status=Task.Status.APPROVED,
-                                                    approved_version=models.F("latest_version"))
+                                                    approved_version=models.F("latest_version"),
+                                                    updated_at=timezone.now())
     tasks = list(Task.objects.filter(pk__in=list(by_task)).only("pk", "slug"))
     content_type = ContentType.objects.get_for_model(Task)
     AuditEvent.objects.bulk_create([

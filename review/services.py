@@ -96,7 +96,7 @@ def task_submit(*, task: Task, user, task_version: TaskVersion | None = None, ov
     submission = Submission.objects.create(task_version=version, submitted_by=user,
                                            gates=[result.to_dict() for result in results],
                                            override_reason=override_reason if failing else "")
-    Task.objects.filter(pk=task.pk).update(status=Task.Status.IN_REVIEW)
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.IN_REVIEW, updated_at=timezone.now())
     task.status = Task.Status.IN_REVIEW
     data = {"version": version.number}
     if submission.override_reason:
@@ -161,13 +161,16 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
     threads += [Comment(task=task, task_version=task_version, check_id=check_id, author=reviewer, body=text,
                         review=review) for check_id, text in cleaned.items()]
     Comment.objects.bulk_create(threads)
+    # .update() skips auto_now: every review (a comment too) makes the task's "Updated" time current.
     if decision == Review.Decision.APPROVE:
-        Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED, approved_version=task_version)
+        Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED, approved_version=task_version,
+                                               updated_at=timezone.now())
         verb, kind = AuditEvent.Verb.APPROVE, InboxItem.Kind.APPROVED
     elif decision == Review.Decision.REQUEST_CHANGES:
-        Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED)
+        Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED, updated_at=timezone.now())
         verb, kind = AuditEvent.Verb.REQUEST_CHANGES, InboxItem.Kind.CHANGES_REQUESTED
     else:
+        Task.objects.filter(pk=task.pk).update(updated_at=timezone.now())
         verb, kind = AuditEvent.Verb.COMMENT, InboxItem.Kind.REVIEWED
     audit_record(actor=reviewer, verb=verb, target=task, summary=f"{task.slug} v{task_version.number}",
                  data={"version": task_version.number, "comment": comment[:500], "checks": sorted(cleaned)})

@@ -142,3 +142,23 @@ def test_openapi_schema_and_docs_need_a_login_unless_made_public(client, setting
     settings.API_DOCS_PUBLIC = True
     assert client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").status_code == 200
     assert client.get("/api/docs/").status_code == 200
+
+
+def test_updated_at_follows_new_versions_and_the_list_is_sorted_by_it(api, author, environment):
+    from datetime import datetime
+
+    from authoring import services
+
+    services.task_create(slug="older", environment=environment, author=author, content=task_content())
+    services.task_create(slug="newer", environment=environment, author=author, content=task_content())
+    for number in range(1, 5):
+        response = api.post("/api/tasks/older/versions/", {**task_content(title=f"Take {number}"),
+                                                           "base_version": number}, format="json")
+        assert response.status_code == 201, response.content
+    task = api.get("/api/tasks/older/").json()
+    assert task["latest_version"] == 5
+    created, updated = (datetime.fromisoformat(task[key]) for key in ("created_at", "updated_at"))
+    fifth = datetime.fromisoformat(api.get("/api/tasks/older/versions/5/").json()["created_at"])
+    assert updated > created and updated >= fifth
+    listed = [row["slug"] for row in api.get("/api/tasks/").json()["results"]]
+    assert listed.index("older") < listed.index("newer")  # edited last, listed first

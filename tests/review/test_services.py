@@ -184,3 +184,16 @@ def test_a_hack_probe_that_scores_blocks_submission_and_names_the_check_that_rew
     [detail] = caught.value.details
     assert detail["pointer"] == "/gates/hack:keyword-stuffing"
     assert "above its limit of 0.10: rewarded by says_42" in detail["message"]
+
+
+@pytest.mark.parametrize("decision", ["approve", "request_changes", "comment"])
+def test_submitting_and_every_review_decision_make_the_tasks_updated_time_current(task, author, reviewer, decision):
+    pass_gates(task.latest_version, author)
+    before_submit = Task.objects.get(pk=task.pk).updated_at
+    services.task_submit(task=task, user=author)
+    submitted_at = Task.objects.get(pk=task.pk).updated_at
+    assert submitted_at > before_submit
+    services.review_create(task_version=task.latest_version, reviewer=reviewer, decision=decision, comment="noted")
+    reviewed = Task.objects.get(pk=task.pk)
+    review = Review.objects.get(task_version=task.latest_version)
+    assert reviewed.updated_at > submitted_at and reviewed.updated_at >= review.created_at
