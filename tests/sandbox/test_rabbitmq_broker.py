@@ -19,7 +19,7 @@ from tests.sandbox.factories import make_task, make_user
 from tests.support.services import missing
 from tests.support.workers import producer_on, start_workers, wait_for
 
-pytestmark = [pytest.mark.bubblewrap, pytest.mark.slow]
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.bubblewrap, pytest.mark.slow]
 
 RABBITMQ = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672")
 
