@@ -7,7 +7,11 @@ own templates/400.html ... 500.html.
 
 from __future__ import annotations
 
-from django.http import JsonResponse
+import sys
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponseServerError, JsonResponse
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views import defaults
 from django.views.decorators.csrf import requires_csrf_token
@@ -15,6 +19,8 @@ from django.views.decorators.csrf import requires_csrf_token
 from gymwright.api import error_body
 
 API_PREFIX = "/api/"
+DATABASE_LOST = ("The connection to the database was lost while this request was being handled, so it did not "
+                 "finish. Try again: the next request reconnects.")
 
 
 def _is_api(request) -> bool:
@@ -50,6 +56,19 @@ def page_not_found(request, exception):
 
 @requires_csrf_token
 def server_error(request):
+    """Django calls this inside its `except` block, so the exception is still at hand: a database
+    that went away (a dropped connection, a restart) is a 503 that says to try again, since the
+    connection's health check reconnects on the next request; anything else is a 500. The page
+    renders without the request's context processors: they read the database, which may be down."""
+    if isinstance(sys.exc_info()[1], (OperationalError, InterfaceError)):
+        if _is_api(request):
+            response = _envelope("database_unavailable", DATABASE_LOST, 503)
+        else:
+            response = HttpResponseServerError(render_to_string("500.html", {
+                "title": "Database unavailable", "message": DATABASE_LOST, "status": 503,
+                "retry_url": request.get_full_path()}), status=503)
+        response["Retry-After"] = "5"
+        return response
     if _is_api(request):
         return _envelope("server_error", "The server failed on this request; the error has been logged.", 500)
     return defaults.server_error(request)

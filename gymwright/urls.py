@@ -7,9 +7,6 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from gymwright.api import ApiDocsPermission
 
-# Errors on the server side: the site's page (503 "try again" when the database went away), no traceback.
-handler500 = "gymwright.views.server_error"
-
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

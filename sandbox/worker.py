@@ -165,8 +165,8 @@ def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
     except Exception as exc:  # noqa: BLE001 - every failure is stored with its reason
         heartbeat.stop()
         if _is_transient(exc) and attempt < Rollout.MAX_ATTEMPTS:
-            if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {failure_reason(exc)}",
-                               countdown=5):
+            if _reconnecting(lambda: rollout_requeue(rollout_id=rollout_id, attempt=attempt,
+                                                     note=f"retrying after: {failure_reason(exc)}", countdown=5)):
                 return "requeued"
         _reconnecting(lambda: rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=failure_reason(exc)))
         return "error"
@@ -200,7 +200,9 @@ def failure_reason(exc: BaseException) -> str:
 
 
 def _is_transient(exc: BaseException) -> bool:
-    return getattr(exc, "permanent", True) is False
+    # A database connection dropped before the sandbox started (PostgreSQL restarting): running
+    # the rollout again, once, will do.
+    return getattr(exc, "permanent", True) is False or isinstance(exc, (OperationalError, InterfaceError))
 
 
 def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, progress: _Progress,

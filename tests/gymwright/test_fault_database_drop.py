@@ -21,7 +21,7 @@ from django.conf import settings as django_settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection
 
-from tests.support.faults import database_backends_terminate
+from tests.support.faults import DropWhenQuerying, database_backends_terminate
 from tests.support.users import make_user
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -64,19 +64,6 @@ def wsgi_get(path: str, cookie: str) -> tuple[int, dict, str]:
     finally:
         response.close()  # sends request_finished, as a WSGI server does
     return seen["status"], seen["headers"], body
-
-
-class DropWhenQuerying:
-    """Terminates the backends just before the first query that mentions `table`: the request
-    is in flight, its connection dies under it."""
-
-    def __init__(self, table: str):
-        self.table, self.terminated = table, []
-
-    def __call__(self, execute, sql, params, many, context):
-        if not self.terminated and self.table in sql:
-            self.terminated = database_backends_terminate()
-        return execute(sql, params, many, context)
 
 
 def test_a_page_whose_connection_dies_in_flight_shows_the_error_page_and_the_next_works(

@@ -58,6 +58,7 @@ def test_rollouts_fail_with_the_reason_while_docker_is_down_and_run_once_it_is_b
         assert "Docker engine" in rollout.error, rollout.error
         assert own_dockerd.host in rollout.error, rollout.error
         assert "Traceback" not in rollout.error and len(rollout.error) < 1000, rollout.error
+        assert rollout.attempts == 2  # retried once (an engine may come back), then failed
     # The preview page says why.
     client.force_login(author)
     page = client.get(f"/previews/rollouts/{rollouts[0].pk}/").content.decode()

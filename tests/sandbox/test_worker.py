@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
 from sandbox import services
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import make_task, make_user
-from tests.support.workers import start_workers, wait_for
+from tests.support.workers import processes_with, start_workers, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
 
@@ -51,19 +50,6 @@ def test_oracle_passes_and_nop_fails_through_a_real_worker(request, people, redi
     assert nop.status == "done" and nop.summary["pass_rate"] == 0.0 and nop.summary["verdict"]["ok"]
 
 
-def _processes_with(marker: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmdline:
-                found.append(f"{proc.name}: {cmdline[:200]}")
-    return found
-
-
 def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(request, people, redis_db,
                                                                           celery_producer, tmp_path):
     stale_after_s = 4
@@ -77,7 +63,7 @@ def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(reque
 
     def sleeping():
         rollout.refresh_from_db()
-        return rollout.status == Rollout.Status.RUNNING and _processes_with(marker)
+        return rollout.status == Rollout.Status.RUNNING and processes_with(marker)
 
     wait_for(sleeping, timeout=90, what="the solution to be running in its sandbox", workers=workers)
     first_worker = rollout.worker
@@ -85,9 +71,9 @@ def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(reque
 
     # The sandbox dies with its worker: nothing of it is left running.
     deadline = time.monotonic() + 10
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _processes_with(marker) == [], "the killed worker's sandbox process outlived it"
+    assert processes_with(marker) == [], "the killed worker's sandbox process outlived it"
     rollout.refresh_from_db()
     assert rollout.status == Rollout.Status.RUNNING  # nobody has noticed yet
 

@@ -39,6 +39,20 @@ def database_backends_terminate() -> list[int]:
     pytest.fail(f"backends {pids} outlived pg_terminate_backend")
 
 
+class DropWhenQuerying:
+    """An execute wrapper (`connection.execute_wrapper(DropWhenQuerying("authoring_task"))`) that
+    terminates the backends just before the first query mentioning `table`: the connection dies
+    under the request or job in flight, at a known point."""
+
+    def __init__(self, table: str):
+        self.table, self.terminated = table, []
+
+    def __call__(self, execute, sql, params, many, context):
+        if not self.terminated and self.table in sql:
+            self.terminated = database_backends_terminate()
+        return execute(sql, params, many, context)
+
+
 class OwnRedis:
     """A redis-server of the test's own: its own port and folder, no RDB or AOF persistence."""
 

@@ -189,6 +189,20 @@ def wait_for(condition, *, timeout: float, what: str, workers: Workers):
     pytest.fail(f"timed out after {timeout} s waiting for {what}; rollouts: {states}\n{workers.logs()}")
 
 
+def processes_with(marker: str) -> list[str]:
+    """The command lines of this machine's processes that contain `marker` (e.g. in a sandbox)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmdline:
+                found.append(f"{proc.name}: {cmdline[:200]}")
+    return found
+
+
 @contextlib.contextmanager
 def producer_on(broker_url: str, monkeypatch, *, transport_options: dict | None = None):
     """Point this process's Celery app at `broker_url` for the duration.
