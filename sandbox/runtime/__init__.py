@@ -13,11 +13,12 @@ from .results import CheckSandbox, ExecResult, exec_result_dict
 from .spec import SandboxError, SandboxSpec
 
 
-def reap_containers(client=None, *, older_than: float | None = None, owner: str | None = None) -> list[str]:
+def reap_containers(client=None, *, older_than: float | None = None, owner: str | None = None,
+                    now: float | None = None) -> list[str]:
     """Remove docker sandbox containers left behind (see backends.docker.reap_containers)."""
     from .backends.docker import reap_containers as reap
 
-    return reap(client, older_than=older_than, owner=owner)
+    return reap(client, older_than=older_than, owner=owner, now=now)
 
 
 __all__ = [

@@ -47,7 +47,7 @@ def test_rollouts_fail_with_the_reason_while_docker_is_down_and_run_once_it_is_b
 
     down = services.preview_run_create(task_version=version, user=author, policy="oracle", n=2, backend="docker")
     wait_for(lambda: down.rollouts.filter(status=Rollout.Status.RUNNING).exists()
-             and engine.containers.list(filters={"label": "gymwright.sandbox"}),
+             and engine.containers.list(sparse=True, filters={"label": "gymwright.sandbox"}),
              timeout=180, what="a rollout's container to run on our engine", workers=workers)
     own_dockerd.stop()
     wait_for(_finished(down), timeout=240, what="the preview to end while Docker is down", workers=workers)
@@ -70,6 +70,7 @@ def test_rollouts_fail_with_the_reason_while_docker_is_down_and_run_once_it_is_b
     wait_for(_finished(back), timeout=240, what="a preview after Docker came back", workers=workers)
     assert [(r.status, r.passed) for r in back.rollouts.all()] == [("done", True)] * 2, (
         [r.error for r in back.rollouts.all()], workers.logs())
-    # The containers the engine stopped while their worker could not remove them are reaped.
-    wait_for(lambda: engine.containers.list(all=True, filters={"label": "gymwright.sandbox"}) == [],
-             timeout=120, what="the reaper to remove the containers left while the engine was down", workers=workers)
+    # The containers the engine stopped while their worker could not remove them are reaped
+    # (stopped for longer than EXITED_GRACE_S).
+    wait_for(lambda: engine.containers.list(all=True, sparse=True, filters={"label": "gymwright.sandbox"}) == [],
+             timeout=180, what="the reaper to remove the containers left while the engine was down", workers=workers)

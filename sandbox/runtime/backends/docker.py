@@ -59,6 +59,8 @@ LABEL = "gymwright.sandbox"
 OWNER_LABEL = "gymwright.owner"
 EXPIRES_LABEL = "gymwright.expires"
 PID_DIR = "/tmp/.gymwright"
+# The reaper removes a stopped sandbox container once it has been stopped this long.
+EXITED_GRACE_S = 30
 # The exec'd shell records its pid, which is also its process group, removes
 # the pid files of execs that have finished (saving a round trip per exec),
 # then becomes the command.
@@ -908,7 +910,7 @@ def _send_stdin(sock, data: bytes) -> None:
 def reap_containers(client=None, *, older_than: float | None = None, now: float | None = None,
                     owner: str | None = None) -> list[str]:
     """Remove sandbox containers left behind: expired (`gymwright.expires` in
-    the past), exited, owned by a process of this host that no longer runs, or (when
+    the past), exited more than EXITED_GRACE_S ago, owned by a process of this host that no longer runs, or (when
     `older_than` seconds is given) created longer ago than that. `owner`
     ("host:pid") limits the sweep to one owner's containers. Returns the
     removed container ids. Safe to run from cron or any worker."""
@@ -917,7 +919,9 @@ def reap_containers(client=None, *, older_than: float | None = None, now: float 
     host = socket.gethostname()
     removed = []
     label_filter = [f"{LABEL}=1"] + ([f"{OWNER_LABEL}={owner}"] if owner else [])
-    for container in client.containers.list(all=True, filters={"label": label_filter}):
+    # ignore_removed: a container removed between the listing and its inspection (its rollout
+    # finished meanwhile) must not end the sweep.
+    for container in client.containers.list(all=True, filters={"label": label_filter}, ignore_removed=True):
         labels = container.labels or {}
         reason = None
         try:
@@ -926,9 +930,12 @@ def reap_containers(client=None, *, older_than: float | None = None, now: float 
         except ValueError:
             reason = "bad expires label"
         if reason is None and container.status in ("exited", "dead"):
-            # Its keepalive ended (the engine stopped it, say, with the rollout's worker
-            # unable to remove it then): no live sandbox runs in a stopped container.
-            reason = "exited"
+            # Its keepalive ended (the engine stopped it, say, while the rollout's worker could
+            # not reach the engine to remove it): no sandbox runs in it any more. The grace
+            # leaves a rollout whose container just died the time to read what is in it.
+            finished = _finished_ts(container)
+            if finished is None or now - finished > EXITED_GRACE_S:
+                reason = "exited"
         owner_host, _, owner_pid = labels.get(OWNER_LABEL, "").rpartition(":")
         if reason is None and owner_host == host and owner_pid.isdigit() \
                 and not pid_alive(int(owner_pid)):
@@ -948,9 +955,16 @@ def reap_containers(client=None, *, older_than: float | None = None, now: float 
 
 
 def _created_ts(container) -> float | None:
+    return _docker_ts(container.attrs.get("Created", ""))
+
+
+def _finished_ts(container) -> float | None:
+    return _docker_ts((container.attrs.get("State") or {}).get("FinishedAt", ""))
+
+
+def _docker_ts(raw: str) -> float | None:
     from datetime import datetime
 
-    raw = container.attrs.get("Created", "")
     try:
         # "2026-11-21T21:38:00.123456789Z": trim nanoseconds for fromisoformat.
         base, _, frac = raw.rstrip("Z").partition(".")

@@ -118,6 +118,27 @@ def test_the_reaper_removes_expired_and_orphaned_containers_only(docker_client, 
                 pass
 
 
+def test_the_reaper_removes_a_sandbox_container_stopped_for_longer_than_the_grace(docker_client, busybox_image):
+    from sandbox.runtime.backends.docker import EXITED_GRACE_S
+
+    me = f"{socket.gethostname()}:{os.getpid()}"  # alive: only the stopped rule can apply
+    stopped = _leftover(docker_client, busybox_image)
+    running = _leftover(docker_client, busybox_image)
+    try:
+        stopped.stop(timeout=0)
+        assert reap_containers(docker_client, owner=me) == []  # just stopped: within the grace
+        later = time.time() + EXITED_GRACE_S + 5
+        assert reap_containers(docker_client, owner=me, now=later) == [stopped.id]
+        running.reload()
+        assert running.status == "running"
+    finally:
+        for c in (stopped, running):
+            try:
+                c.remove(force=True)
+            except Exception:  # noqa: BLE001
+                pass
+
+
 def test_timeouts_still_work_after_the_sandbox_kills_our_helper(docker_backend):
     with docker_backend.start(SandboxSpec()) as box:
         helpers = box.exec("ps -o pid,args | grep 'while read -r f' | grep -v grep | wc -l")
