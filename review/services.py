@@ -176,7 +176,9 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
                  data={"version": task_version.number, "comment": comment[:500], "checks": sorted(cleaned)})
     _notify(recipients=[task.owner, task_version.author], actor=reviewer, task=task, kind=kind,
             version_number=task_version.number,
-            text=comment or "; ".join(f"{check_id}: {text}" for check_id, text in cleaned.items()))
+            # The task comment and every check comment: an approval with both must not hide the latter.
+            text="; ".join([*([comment] if comment else []),
+                            *(f"{check_id}: {text}" for check_id, text in cleaned.items())]))
     return review
 
 

@@ -153,6 +153,14 @@ def test_the_author_hears_of_reviews_and_replies_and_the_reviewer_of_the_answers
     assert thread.is_resolved and thread.resolved_by == author
 
 
+def test_an_approval_tells_the_author_its_task_comment_and_every_check_comment(submitted, author, reviewer):
+    services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="approve",
+                           comment="Clear and well graded.", check_comments={"says_42": "Worth more points."})
+    item = InboxItem.objects.get(recipient=author)
+    assert item.kind == "approved"
+    assert item.text == "Clear and well graded.; says_42: Worth more points."
+
+
 def test_comments_are_bounded_and_refuse_nul(submitted, reviewer, settings):
     settings.REVIEW_COMMENT_MAX_CHARS = 10
     with pytest.raises(DomainError) as caught:
