@@ -1,4 +1,4 @@
-"""The pack archive: a pure writer and verifier, without Django (RUBRIC.md, "Task pack").
+"""The pack archive: a pure writer and verifier, without Django (docs/formats.md, "Task pack").
 
 A lab can rebuild a pack from tasks.jsonl alone with `build_pack`: it takes the task
 documents in task-id order, one at a time, and streams them to a scratch folder —

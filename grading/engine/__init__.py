@@ -2,7 +2,7 @@
 
 Pure Python (pydantic, openai, httpx, pandas, openpyxl, rapidfuzz, regex); never imports
 Django or the Django apps. See docs/internals.md for the contract and
-RUBRIC.md for the formats.
+docs/formats.md for the formats.
 """
 
 from .judge import JudgeClient, JudgeConfig, JudgeRequest, JudgeResult

@@ -1,4 +1,4 @@
-"""`python -m grading.engine`: schema, validate, grade (the command-line contract of RUBRIC.md).
+"""`python -m grading.engine`: schema, validate, grade (the command-line contract of docs/formats.md).
 
 Exit codes: 0 ok; 1 the document is invalid (each problem printed as
 `pointer: message`); 2 usage errors, unreadable files, invalid JSON (with line:col).

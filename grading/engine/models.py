@@ -1,6 +1,6 @@
 """Pydantic v2 models of gymwright.rubric/v1, gymwright.task/v1 and gymwright.grade/v1.
 
-These models ARE the format contract (see RUBRIC.md). Every model forbids unknown
+These models ARE the format contract (see docs/formats.md). Every model forbids unknown
 keys and validates strictly (no "1" -> 1 coercion), so what the JSON Schema says
 and what the engine accepts are the same thing.
 

@@ -1,4 +1,4 @@
-"""`grade()`: run every check of a rubric and combine the scores (RUBRIC.md, "Scoring").
+"""`grade()`: run every check of a rubric and combine the scores (docs/formats.md, "Scoring").
 
 * Each scored check has a score in [0, 1].
 * earned = Σ points × score over the scored top-level checks (penalties subtract);

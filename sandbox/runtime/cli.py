@@ -1,4 +1,4 @@
-"""`python -m sandbox.runtime exec|rollout|reap` (contract: RUBRIC.md, "Command-line contract").
+"""`python -m sandbox.runtime exec|rollout|reap` (contract: docs/formats.md, "Command-line contract").
 
 Exit status: 0 when the sandbox ran (whatever the command's own exit code,
 which is in the JSON), 2 for bad arguments, 3 when the sandbox could not be

@@ -1,4 +1,4 @@
-"""The pure archive writer: reproducible bytes, contents per RUBRIC.md "Task pack", verification."""
+"""The pure archive writer: reproducible bytes, contents per docs/formats.md "Task pack", verification."""
 
 from __future__ import annotations
 

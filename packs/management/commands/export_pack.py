@@ -1,5 +1,5 @@
 """`manage.py export_pack PACK_SLUG [--environment E] [--tag T]... [--task SLUG]... [--version X.Y.Z]
-[--test-ratio 0.1] --out FILE.tar.gz` (RUBRIC.md, "Command-line contract")."""
+[--test-ratio 0.1] --out FILE.tar.gz` (docs/formats.md, "Command-line contract")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`manage.py import_tasks PATH [--dry-run] [--environment SLUG] [--approve-as USERNAME]`
-(RUBRIC.md, "Command-line contract"). Exit 0 when everything was imported, 1 when anything was
+(docs/formats.md, "Command-line contract"). Exit 0 when everything was imported, 1 when anything was
 rejected (or the file failed as a whole), 2 for usage errors."""
 
 from __future__ import annotations

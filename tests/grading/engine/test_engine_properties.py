@@ -145,7 +145,7 @@ text_st = st.text(alphabet="abAB xé1\nİK", max_size=30)
 @settings(max_examples=300, deadline=None)
 @given(st.lists(piece_st, min_size=1, max_size=5).map("".join), st.sampled_from(["", "i", "m", "im"]), text_st)
 def test_the_prefilter_and_the_timed_engine_never_change_a_search(pattern, flags, text):
-    # What `re` finds is the format's meaning (RUBRIC.md: "Python re flags").
+    # What `re` finds is the format's meaning (docs/formats.md: "Python re flags").
     compiled = re.compile(pattern, (re.I if "i" in flags else 0) | (re.M if "m" in flags else 0))
     fast = compile_pattern(pattern, flags)
     expected = compiled.search(text)

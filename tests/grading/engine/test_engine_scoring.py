@@ -1,4 +1,4 @@
-"""Scoring rules of RUBRIC.md, with hand-computed expectations."""
+"""Scoring rules of docs/formats.md, with hand-computed expectations."""
 
 from __future__ import annotations
 
