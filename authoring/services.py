@@ -180,6 +180,11 @@ def environment_spec_validate(spec: dict) -> dict:
     if not isinstance(spec, dict):
         raise DomainError("The environment spec must be a JSON object.", details=[{"pointer": "", "message": "expected an object"}])
     full = {**DEFAULT_ENVIRONMENT_SPEC, **spec}
+    # A setup script or Dockerfile typed in the browser arrives with CRLF, and bash reads "\r" as
+    # part of each command.
+    for key in _ENVIRONMENT_TEXT_KEYS:
+        if key in full:
+            full[key] = _unix_newlines(full[key])
     document = _task_document(slug="environment-check", number=1, title="x", prompt="x",
                               environment_id="environment-check", environment_number=1, environment_spec=full,
                               files=[], solution={"script": None, "answer": None},
@@ -227,6 +232,8 @@ def _unix_newlines(value):
         return value.replace("\r\n", "\n").replace("\r", "\n")
     return value
 
+
+_ENVIRONMENT_TEXT_KEYS = ("setup", "dockerfile", "checks_module")
 
 # Free-text keys of a rubric check that authors type in multi-line boxes (criterion, reference
 # answer, python code, shell command). Patterns and expected values are left exactly as written.

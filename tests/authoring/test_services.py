@@ -173,3 +173,15 @@ def test_the_same_prompt_with_crlf_line_ends_is_no_new_version(author, environme
     version, created = services.task_version_create(
         task=task, author=author, content=task_content(prompt="First line\r\nSecond line"), base_version=1)
     assert created is False and version.number == 1
+
+
+def test_an_environments_setup_script_and_dockerfile_are_saved_with_lf(author):
+    environment = services.environment_create(
+        slug="crlf-env", name="CRLF", author=author,
+        spec={"network": "none", "setup": "pip install x\r\necho ok\r\n", "dockerfile": "FROM python:3.12\r\nRUN true"})
+    spec = environment.latest_version.spec
+    assert spec["setup"] == "pip install x\necho ok\n" and spec["dockerfile"] == "FROM python:3.12\nRUN true"
+    same, created = services.environment_version_create(
+        environment=environment, author=author, base_version=1,
+        spec={"network": "none", "setup": "pip install x\necho ok\n", "dockerfile": "FROM python:3.12\nRUN true"})
+    assert created is False and same.number == 1
