@@ -15,6 +15,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.validators import RegexValidator
 from django.db import models
 
+from gymwright.fields import BulkJSONField
+
 slug_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$",
     "Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.",
@@ -157,7 +159,7 @@ class TaskVersion(ImmutableModel):
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    spec = models.JSONField()
+    spec = BulkJSONField()
     sha256 = models.CharField(max_length=64)
     content_sha256 = models.CharField(max_length=64)
     environment_version = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT, related_name="task_versions")

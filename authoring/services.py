@@ -124,8 +124,20 @@ def files_with_uploads(*, files: Iterable[dict], uploads: Iterable) -> list[dict
     return [by_path[path] for path in sorted(by_path)]
 
 
-def _check_blobs_exist(files: list[dict], pointer: str) -> None:
-    known = set(Blob.objects.filter(sha256__in=[f.get("sha256") for f in files]).values_list("sha256", flat=True))
+def _known_blobs(files: Iterable) -> set[str]:
+    """The sha256s among `files`' entries that name an uploaded blob (one query; none for no files)."""
+    wanted = {entry.get("sha256") for entry in files if isinstance(entry, dict) and isinstance(entry.get("sha256"), str)}
+    if not wanted:
+        return set()
+    return set(Blob.objects.filter(sha256__in=sorted(wanted)).values_list("sha256", flat=True))
+
+
+def _check_blobs_exist(files: list[dict], pointer: str, *, known: set[str] | None = None) -> None:
+    """Every entry names an uploaded blob; `known`: the batch's blobs, already looked up by `_known_blobs`."""
+    if not files:
+        return
+    if known is None:
+        known = _known_blobs(files)
     for index, entry in enumerate(files):
         if entry.get("sha256") not in known:
             raise DomainError(f"File {entry.get('path')!r} refers to content that was never uploaded.",
@@ -279,7 +291,7 @@ def _task_content_defaults(content: dict) -> dict:
 
 
 def _build_task_document(*, task_slug: str, number: int, environment_version: EnvironmentVersion,
-                         content: dict) -> dict:
+                         content: dict, known_blobs: set[str] | None = None) -> dict:
     content = _task_content_defaults(content)
     document = _task_document(
         slug=task_slug, number=number, title=content["title"], prompt=content["prompt"],
@@ -294,7 +306,7 @@ def _build_task_document(*, task_slug: str, number: int, environment_version: En
         raise DomainError("A title is required.", details=[{"pointer": "/title", "message": "required"}])
     nul_check({key: document[key] for key in CONTENT_KEYS}, what="The task")
     if isinstance(content["files"], list):
-        _check_blobs_exist(content["files"], "/files")
+        _check_blobs_exist(content["files"], "/files", known=known_blobs)
     return document
 
 
@@ -501,6 +513,9 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
     if not permissions.can_author(author):
         raise NotAllowed("Only authors and admins can import tasks.")
     documents, rejected = {}, []
+    # one lookup of the batch's attached files, not one per task
+    known_blobs = _known_blobs(entry for item in items if isinstance(item["content"].get("files"), list)
+                               for entry in item["content"]["files"])
     for index, item in enumerate(items):
         slug = item["slug"]
         try:
@@ -511,7 +526,7 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
                                   details=[{"pointer": "/id", "message": "invalid slug"}])
             documents[index] = _build_task_document(task_slug=slug, number=int(item.get("number") or 1),
                                                     environment_version=item["environment_version"],
-                                                    content=item["content"])
+                                                    content=item["content"], known_blobs=known_blobs)
         except DomainError as exc:
             rejected.append((index, exc))
     taken = set(Task.objects.filter(slug__in=[items[i]["slug"] for i in documents]).values_list("slug", flat=True))

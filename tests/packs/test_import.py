@@ -16,6 +16,7 @@ from django.core.management.base import CommandError
 
 from authoring import services as authoring_services
 from authoring.models import AuditEvent, Blob, Environment, Task, TaskVersion
+from grading.engine import content_sha256
 from packs import importer, services
 from packs.models import PackEntry, PackVersion, TaskPack
 from review.models import Review
@@ -177,3 +178,58 @@ def test_terminal_bench_task_folders_import_as_tasks(author, tmp_path):
     assert spec["prompt"].startswith("Create hello.txt") and spec["tags"] == ["file-operations"]
     assert spec["rubric"]["checks"][0]["run"] == "bash run-tests.sh"
     assert spec["rubric"]["checks"][0]["timeout_s"] == 60
+
+
+def _task_lines(prefix: str, count: int, *, with_file: str | None = None) -> str:
+    lines = []
+    for index in range(count):
+        document = {"schema": "gymwright.task/v1", "id": f"{prefix}-{index:03d}", "version": 1, "title": f"T {index}",
+                    "prompt": f"What is {index} + {index}?", "environment": {"id": "scaled", "version": 1},
+                    "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+                        {"id": "right", "kind": "string_match", "points": 1, "expected": str(2 * index)}]},
+                    "solution": {"script": None, "answer": str(2 * index)}, "tags": ["scaled", f"t{index % 3}"],
+                    "files": [{"path": "data.csv", "sha256": with_file}] if with_file else [], "metadata": {}}
+        lines.append(json.dumps(document))
+    return "\n".join(lines) + "\n"
+
+
+def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(author, admin_user, tmp_path, monkeypatch,
+                                                                        django_assert_max_num_queries):
+    """N rows cost N / BATCH times the queries of one batch: nothing is looked up or saved row by row
+    (tasks, versions, tags, attached files, approvals and audit events are bulk per batch)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr(importer, "BATCH", 4)
+    blob = authoring_services.blob_store(data=b"a,b\n1,2\n")
+    (tmp_path / "warm.jsonl").write_text(_task_lines("warm", 4, with_file=blob.sha256))
+    importer.tasks_import(path=tmp_path / "warm.jsonl", user=author)  # creates the environment, the tags
+    (tmp_path / "one.jsonl").write_text(_task_lines("one", 4, with_file=blob.sha256))
+    with CaptureQueriesContext(connection) as one_batch:
+        report = importer.tasks_import(path=tmp_path / "one.jsonl", user=author, approve_as=admin_user)
+    assert report.imported == 4 and report.rejected == 0, report.as_dict()
+    per_batch = len(one_batch.captured_queries)
+    assert per_batch <= 25, "\n".join(query["sql"][:100] for query in one_batch.captured_queries)
+
+    (tmp_path / "many.jsonl").write_text(_task_lines("many", 40, with_file=blob.sha256))
+    with django_assert_max_num_queries(10 * per_batch):  # 10 batches of 4, ten times the queries of one
+        report = importer.tasks_import(path=tmp_path / "many.jsonl", user=author, approve_as=admin_user)
+    assert report.imported == 40 and report.rejected == 0
+    assert Task.objects.filter(slug__startswith="many-", approved_version__isnull=False).count() == 40
+    assert TaskVersion.objects.filter(task__slug__startswith="many-").count() == 40
+    assert Task.tags.through.objects.filter(task__slug__startswith="many-").count() == 80
+    version = TaskVersion.objects.get(task__slug="many-007")
+    assert version.spec["files"] == [{"path": "data.csv", "sha256": blob.sha256}]
+    assert version.sha256 == content_sha256(version.spec)
+
+
+def test_a_batch_still_rejects_a_row_whose_file_was_never_uploaded_and_imports_the_rest(author, tmp_path, monkeypatch):
+    monkeypatch.setattr(importer, "BATCH", 4)
+    known = authoring_services.blob_store(data=b"known\n")
+    lines = _task_lines("files", 3, with_file=known.sha256) + _task_lines("nofile", 1, with_file="0" * 64)
+    (tmp_path / "rows.jsonl").write_text(lines)
+    report = importer.tasks_import(path=tmp_path / "rows.jsonl", user=author)
+    assert report.imported == 3 and report.rejected == 1
+    rejected = report.as_dict()["rows"][3]
+    assert rejected["where"] == "line 4" and rejected["pointer"] == "/files/0/sha256", rejected
+    assert "never uploaded" in rejected["message"]
