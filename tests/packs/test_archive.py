@@ -178,3 +178,30 @@ def test_the_harbor_layout_follows_file_roles(tmp_path):
         line = tar.extractfile("demo-1.0.0/tasks.jsonl").read().decode().splitlines()[0]
     assert {f["path"]: f.get("role") for f in json.loads(line)["files"]} == {
         "workspace.txt": None, "protected.txt": "protected", "grader.txt": "grader"}
+
+
+@pytest.mark.parametrize("arcname, size, mode, typeflag, linkname", [
+    ("demo-1.0.0/tasks/t/task.toml", 812, 0o644, tarfile.REGTYPE, ""),
+    ("demo-1.0.0/tasks/t/solution/solve.sh", 0, 0o755, tarfile.REGTYPE, ""),
+    ("demo-1.0.0/tasks/t/tests/grader.pyz", 0, 0o644, tarfile.LNKTYPE, "demo-1.0.0/grader/grader.pyz"),
+    ("d/" + "a" * 98, 10, 0o644, tarfile.REGTYPE, ""),  # exactly 100 bytes: still one block
+    ("d/" + "a" * 99, 10, 0o644, tarfile.REGTYPE, ""),  # 101: GNU long name
+    ("d/link", 0, 0o644, tarfile.LNKTYPE, "d/" + "b" * 120),  # GNU long link
+    ("d/ünïcode-名前.txt", 123456789, 0o644, tarfile.REGTYPE, ""),
+])
+def test_tar_headers_are_byte_for_byte_the_ones_tarfile_writes(arcname, size, mode, typeflag, linkname):
+    info = archive._tar_info(arcname)
+    info.size, info.mode, info.type, info.linkname = size, mode, typeflag, linkname
+    expected = info.tobuf(tarfile.GNU_FORMAT, tarfile.ENCODING, "surrogateescape")
+    assert archive._tar_header(arcname, size=size, mode=mode, typeflag=typeflag, linkname=linkname) == expected
+
+
+def test_the_build_reports_progress_in_order_up_to_the_task_count(tmp_path):
+    seen: list[int] = []
+    archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+                       tasks=items(25), read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 25 and seen[0] <= 1
+    # writing the tasks, then compressing: the bar moves in both
+    assert any(value < 25 * archive.WRITE_SHARE for value in seen) and seen.count(25) < len(seen)
+    # nothing but the archive is left in the scratch folder
+    assert not any((tmp_path / "s").iterdir())
