@@ -13,9 +13,11 @@ its own test database). Prints:
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -42,6 +44,17 @@ def rows(count: int) -> list[dict]:
                  {"id": "shows_working", "kind": "llm_judge", "points": 1, "criterion": "Shows the working."}]},
              "solution": {"script": None, "answer": str(2 * i)}, "tags": ["bench"], "metadata": {}}
             for i in range(count)]
+
+
+def py_spy(pid: int | None, out: Path, argv: list[str] = ()) -> list[str] | subprocess.Popen:
+    """py-spy in "raw" (collapsed stacks) format: a prefix for argv, or a recorder attached to pid."""
+    command = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "200",
+               "--nonblocking", "-o", str(out)]
+    if pid is None:
+        return [*command, "--", *argv]
+    recorder = subprocess.Popen([*command, "--pid", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the measured work starts
+    return recorder
 
 
 def timed_child(argv: list[str], env: dict) -> tuple[float, int, str]:
@@ -85,7 +98,22 @@ print((after - before) // 1024)
 """
 
 
+class _SkipDownload(Exception):
+    pass
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", type=int, default=TASKS, help=f"tasks to import and build ({TASKS})")
+    parser.add_argument("--builds", type=int, default=3, help="builds to time (median; 3)")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="record py-spy profiles (collapsed stacks) of the import and one build into DIR")
+    parser.add_argument("--skip-download", action="store_true", help="leave out the 200 MB download measure")
+    args = parser.parse_args()
+    tasks_count = args.tasks
+    profile_dir = Path(args.profile).resolve() if args.profile else None
+    if profile_dir:
+        profile_dir.mkdir(parents=True, exist_ok=True)
     import django
 
     django.setup()
@@ -114,24 +142,29 @@ def main() -> None:
         settings.PACK_SCRATCH_DIR = work / "scratch"
 
         # ---- import: queries per batch at 1,000 and 10,000 rows, then the 10,000-row timing
-        def import_rows(count: int, prefix: str, approve: bool) -> tuple[float, int, object]:
+        def import_rows(count: int, prefix: str, approve: bool, profile: Path | None = None) -> tuple[float, int, object]:
             path = work / f"{prefix}.jsonl"
             with open(path, "w") as handle:
                 for row in rows(count):
                     row["id"] = row["id"].replace("bench", prefix)
                     handle.write(json.dumps(row) + "\n")
             executed = []
+            recorder = py_spy(os.getpid(), profile) if profile else None
             with connection.execute_wrapper(lambda run, sql, *args: executed.append(sql) or run(sql, *args)):
                 started = time.perf_counter()
                 report = importer.tasks_import(path=path, user=admin, approve_as=admin if approve else None)
                 elapsed = time.perf_counter() - started
+            if recorder is not None:
+                recorder.send_signal(signal.SIGINT)
+                recorder.wait()
             assert report.rejected == 0 and report.imported == count, report.as_dict()["rows"][:3]
             return elapsed, len(executed), report
 
         small_s, small_queries, _ = import_rows(1_000, "warm", False)
-        import_s, import_queries, _ = import_rows(TASKS, "bench", True)
+        import_s, import_queries, _ = import_rows(tasks_count, "bench", True,
+                                                  profile_dir / "import.txt" if profile_dir else None)
         per_batch_small = small_queries / 1
-        per_batch_large = import_queries / (TASKS // importer.BATCH)
+        per_batch_large = import_queries / max(1, tasks_count // importer.BATCH)
         from authoring.models import Task
         Task.objects.filter(slug__startswith="warm-").update(approved_version=None)
 
@@ -140,10 +173,12 @@ def main() -> None:
                                                     os.environ["DATABASE_URL"]),
                "MEDIA_ROOT": str(settings.MEDIA_ROOT), "GYMWRIGHT_PACK_SCRATCH_DIR": str(work / "scratch")}
         builds = []
-        for run in range(3):
+        for run in range(args.builds):
             out = work / f"pack-{run}.tar.gz"
-            wall, rss, printed = timed_child([sys.executable, "manage.py", "export_pack", "bench-pack", "--tag", "bench",
-                                              "--out", str(out)], env)
+            argv = [sys.executable, "manage.py", "export_pack", "bench-pack", "--tag", "bench", "--out", str(out)]
+            if profile_dir and run == args.builds - 1:  # the last build only: the timed ones run unprofiled
+                argv = py_spy(None, profile_dir / "build.txt", argv)
+            wall, rss, printed = timed_child(argv, env)
             builds.append((wall, rss))
             print(f"  build {run + 1}: {wall:.2f} s, peak RSS {rss} MB — {printed.strip()[:90]}", flush=True)
         build_s = statistics.median(wall for wall, _ in builds)
@@ -162,6 +197,9 @@ def main() -> None:
         files = sum(1 for path in plain.rglob("*") if path.is_file())
 
         # ---- download: a 200 MB archive through the API
+        growth = {"stream": -1, "read_all": -1}
+        if args.skip_download:
+            raise _SkipDownload()
         from django.core.files.base import File
         from django.core.files.storage import default_storage
         from packs.models import PackVersion, TaskPack
@@ -181,22 +219,24 @@ def main() -> None:
         PackVersion.objects.create(pack=pack, version="1.0.0", major=1, minor=0, patch=0, status="ready", archive=name,
                                    size=big.stat().st_size, sha256=digest.hexdigest(), content_sha256="x",
                                    manifest={})
-        growth = {}
         for mode in ("stream", "read_all"):
             done = subprocess.run([sys.executable, "-c", DOWNLOAD_CHILD, mode, "bench-big", "1.0.0"], capture_output=True,
                                   text=True, env=env, cwd=ROOT)
             if done.returncode != 0:
                 raise SystemExit(done.stderr[-3000:])
             growth[mode] = int(done.stdout.strip().splitlines()[-1])
+    except _SkipDownload:
+        pass
     finally:
         runner.teardown_databases(old_config)
     load_after = os.getloadavg()
 
     print(f"\nload average before {load_before[0]:.2f} / after {load_after[0]:.2f} (1 min), {os.cpu_count()} CPUs")
-    print(f"import {TASKS} JSONL rows (bulk, approved): {import_s:.2f} s ({TASKS / import_s:.0f} tasks/s)  target <= 5 s")
+    print(f"import {tasks_count} JSONL rows (bulk, approved): {import_s:.2f} s ({tasks_count / import_s:.0f} tasks/s)  "
+          "target <= 5 s")
     print(f"  queries per 1,000-row batch: {per_batch_small:.0f} at 1,000 rows, {per_batch_large:.0f} at 10,000 rows "
           f"(1,000 rows imported in {small_s:.2f} s)")
-    print(f"build {TASKS} tasks (export_pack, median of 3): {build_s:.2f} s, peak RSS {build_rss} MB  "
+    print(f"build {tasks_count} tasks (export_pack, median of {args.builds}): {build_s:.2f} s, peak RSS {build_rss} MB  "
           f"targets <= 15 s, <= 500 MB")
     print(f"tar czf of the same {files} files: {tar_s:.2f} s; ratio build / tar czf = {build_s / tar_s:.2f}x  "
           "target <= 3x")
