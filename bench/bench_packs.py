@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -127,6 +128,7 @@ def main() -> None:
     setup_test_environment()
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = "bench_packs"  # never the tests' database
     runner = DiscoverRunner(verbosity=0, interactive=False)
+    work = Path(tempfile.mkdtemp(prefix="bench-packs-"))
     old_config = runner.setup_databases()
     load_before = os.getloadavg()
     try:
@@ -138,7 +140,6 @@ def main() -> None:
         admin.groups.add(Group.objects.get_or_create(name="admin")[0])
         lab = User.objects.create_user("bench-lab")
         lab.groups.add(Group.objects.get_or_create(name="lab")[0])
-        work = Path(tempfile.mkdtemp(prefix="bench-packs-"))
         settings.PACK_SCRATCH_DIR = work / "scratch"
 
         # ---- import: queries per batch at 1,000 and 10,000 rows, then the 10,000-row timing
@@ -148,9 +149,17 @@ def main() -> None:
                 for row in rows(count):
                     row["id"] = row["id"].replace("bench", prefix)
                     handle.write(json.dumps(row) + "\n")
-            executed = []
+            executed: list[tuple[str, float]] = []
+
+            def timed(run, sql, *args):
+                started = time.perf_counter()
+                try:
+                    return run(sql, *args)
+                finally:
+                    executed.append((sql, time.perf_counter() - started))
+
             recorder = py_spy(os.getpid(), profile) if profile else None
-            with connection.execute_wrapper(lambda run, sql, *args: executed.append(sql) or run(sql, *args)):
+            with connection.execute_wrapper(timed):
                 started = time.perf_counter()
                 report = importer.tasks_import(path=path, user=admin, approve_as=admin if approve else None)
                 elapsed = time.perf_counter() - started
@@ -158,6 +167,15 @@ def main() -> None:
                 recorder.send_signal(signal.SIGINT)
                 recorder.wait()
             assert report.rejected == 0 and report.imported == count, report.as_dict()["rows"][:3]
+            if profile:
+                by_kind: dict[str, float] = {}
+                for sql, seconds in executed:
+                    kind = " ".join(sql.split()[:3])[:60]
+                    by_kind[kind] = by_kind.get(kind, 0) + seconds
+                print(f"  import of {count}: {elapsed:.2f} s, of which {sum(by_kind.values()):.2f} s in SQL "
+                      "(binding + server):", flush=True)
+                for kind, seconds in sorted(by_kind.items(), key=lambda pair: -pair[1])[:8]:
+                    print(f"    {seconds:6.2f} s  {kind}", flush=True)
             return elapsed, len(executed), report
 
         small_s, small_queries, _ = import_rows(1_000, "warm", False)
@@ -173,11 +191,15 @@ def main() -> None:
                                                     os.environ["DATABASE_URL"]),
                "MEDIA_ROOT": str(settings.MEDIA_ROOT), "GYMWRIGHT_PACK_SCRATCH_DIR": str(work / "scratch")}
         builds = []
-        for run in range(args.builds):
+        if args.builds == 0:
+            return
+        for run in range(args.builds + (1 if profile_dir else 0)):
             out = work / f"pack-{run}.tar.gz"
             argv = [sys.executable, "manage.py", "export_pack", "bench-pack", "--tag", "bench", "--out", str(out)]
-            if profile_dir and run == args.builds - 1:  # the last build only: the timed ones run unprofiled
-                argv = py_spy(None, profile_dir / "build.txt", argv)
+            if run == args.builds:  # one more build under the profiler, left out of the figures
+                wall, _, _ = timed_child(py_spy(None, profile_dir / "build.txt", argv), env)
+                print(f"  build under py-spy: {wall:.2f} s -> {profile_dir / 'build.txt'}", flush=True)
+                continue
             wall, rss, printed = timed_child(argv, env)
             builds.append((wall, rss))
             print(f"  build {run + 1}: {wall:.2f} s, peak RSS {rss} MB — {printed.strip()[:90]}", flush=True)
@@ -229,6 +251,7 @@ def main() -> None:
         pass
     finally:
         runner.teardown_databases(old_config)
+        shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
 
     print(f"\nload average before {load_before[0]:.2f} / after {load_after[0]:.2f} (1 min), {os.cpu_count()} CPUs")
