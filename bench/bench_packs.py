@@ -1,14 +1,23 @@
-"""Task packs at 10,000 tasks: import, build, download — each beside its floor, in one run.
+"""Task packs at 10,000 tasks: import, bulk API, build, download — each beside its floor, in one run.
 
-Run: .venv/bin/python bench/bench_packs.py   (needs DATABASE_URL=postgres://...; creates and drops
-its own test database). Prints:
+Run: .venv/bin/python bench/bench_packs.py [--baseline TREE] [--tasks N] [--builds 3] [--profile DIR]
+(needs DATABASE_URL=postgres://...; creates and drops its own test database). Prints, with the
+load average:
 
-* import of a 10,000-row JSONL through the import service (bulk inserts), and queries per
-  1,000-row batch at 1,000 vs 10,000 rows (constant per batch);
-* `manage.py export_pack` of the 10,000 approved tasks under `/usr/bin/time -v` (median wall
-  time of 3 builds, peak RSS), and its ratio to `tar czf` of the same files written plainly;
+* queries of an in-process import of 1,000 and 2,000 rows (constant per batch), and the time
+  spent in SQL by statement kind;
+* `manage.py import_tasks --approve-as` of a 10,000-row JSONL: wall and CPU seconds (CPU is the
+  steadier figure on a shared machine);
+* the bulk API: 10,000 tasks posted 1,000 per request (Label Studio's published rate: 3.2 s);
+* `manage.py export_pack` of the 10,000 approved tasks under `/usr/bin/time -v` (median wall and
+  CPU time of the builds, peak RSS), and its ratio to `tar czf` of the same files written plainly;
+* with --baseline, the same import and builds from another checkout (say, main before a change),
+  interleaved with this tree's, and the ratios now / baseline;
 * downloading a 200 MB pack through the API: the web process's peak RSS growth, beside reading
   the same file into memory.
+
+--profile DIR adds one more import and one more build under py-spy (collapsed stacks in DIR,
+left out of the figures).
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -58,15 +68,16 @@ def py_spy(pid: int | None, out: Path, argv: list[str] = ()) -> list[str] | subp
     return recorder
 
 
-def timed_child(argv: list[str], env: dict) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in MB from /usr/bin/time -v, stdout)."""
+def timed_child(argv: list[str], env: dict, cwd: Path = ROOT) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds (user + system), peak RSS in MB from /usr/bin/time -v, stdout)."""
     started = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-v", *argv], capture_output=True, text=True, env=env, cwd=ROOT)
+    done = subprocess.run(["/usr/bin/time", "-v", *argv], capture_output=True, text=True, env=env, cwd=cwd)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{argv} failed: {done.stdout}\n{done.stderr[-3000:]}")
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
-    return wall, rss_kb // 1024, done.stdout
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", done.stderr).group(1)) for kind in ("User", "System"))
+    return wall, cpu, rss_kb // 1024, done.stdout
 
 
 DOWNLOAD_CHILD = r"""
@@ -110,8 +121,12 @@ def main() -> None:
     parser.add_argument("--profile", metavar="DIR",
                         help="record py-spy profiles (collapsed stacks) of the import and one build into DIR")
     parser.add_argument("--skip-download", action="store_true", help="leave out the 200 MB download measure")
+    parser.add_argument("--baseline", metavar="TREE",
+                        help="another checkout of Gymwright (e.g. `git worktree add /tmp/base main`, or `git archive`): "
+                             "its import_tasks and export_pack run side by side with this tree's, same database")
     args = parser.parse_args()
     tasks_count = args.tasks
+    baseline = Path(args.baseline).resolve() if args.baseline else None
     profile_dir = Path(args.profile).resolve() if args.profile else None
     if profile_dir:
         profile_dir.mkdir(parents=True, exist_ok=True)
@@ -142,13 +157,18 @@ def main() -> None:
         lab.groups.add(Group.objects.get_or_create(name="lab")[0])
         settings.PACK_SCRATCH_DIR = work / "scratch"
 
-        # ---- import: queries per batch at 1,000 and 10,000 rows, then the 10,000-row timing
-        def import_rows(count: int, prefix: str, approve: bool, profile: Path | None = None) -> tuple[float, int, object]:
+        # ---- import: queries per batch (in process) at 1,000 and 2,000 rows
+        def write_rows(count: int, prefix: str, tag: str) -> Path:
             path = work / f"{prefix}.jsonl"
             with open(path, "w") as handle:
                 for row in rows(count):
                     row["id"] = row["id"].replace("bench", prefix)
+                    row["tags"] = [tag]
                     handle.write(json.dumps(row) + "\n")
+            return path
+
+        def import_rows(count: int, prefix: str) -> tuple[float, int]:
+            path = write_rows(count, prefix, "warm")
             executed: list[tuple[str, float]] = []
 
             def timed(run, sql, *args):
@@ -158,64 +178,92 @@ def main() -> None:
                 finally:
                     executed.append((sql, time.perf_counter() - started))
 
-            recorder = py_spy(os.getpid(), profile) if profile else None
             with connection.execute_wrapper(timed):
                 started = time.perf_counter()
-                report = importer.tasks_import(path=path, user=admin, approve_as=admin if approve else None)
+                report = importer.tasks_import(path=path, user=admin)
                 elapsed = time.perf_counter() - started
-            if recorder is not None:
-                recorder.send_signal(signal.SIGINT)
-                recorder.wait()
             assert report.rejected == 0 and report.imported == count, report.as_dict()["rows"][:3]
-            if profile:
-                by_kind: dict[str, float] = {}
-                for sql, seconds in executed:
-                    kind = " ".join(sql.split()[:3])[:60]
-                    by_kind[kind] = by_kind.get(kind, 0) + seconds
-                print(f"  import of {count}: {elapsed:.2f} s, of which {sum(by_kind.values()):.2f} s in SQL "
-                      "(binding + server):", flush=True)
-                for kind, seconds in sorted(by_kind.items(), key=lambda pair: -pair[1])[:8]:
-                    print(f"    {seconds:6.2f} s  {kind}", flush=True)
-            return elapsed, len(executed), report
+            by_kind: dict[str, float] = {}
+            for sql, seconds in executed:
+                kind = " ".join(sql.split()[:3])[:60]
+                by_kind[kind] = by_kind.get(kind, 0) + seconds
+            print(f"  in process, {count} rows: {elapsed:.2f} s, {len(executed)} queries, "
+                  f"{sum(by_kind.values()):.2f} s in SQL (binding + server); most: "
+                  + ", ".join(f"{kind} {seconds:.2f} s" for kind, seconds in
+                              sorted(by_kind.items(), key=lambda pair: -pair[1])[:3]), flush=True)
+            return elapsed, len(executed)
 
-        small_s, small_queries, _ = import_rows(1_000, "warm", False)
-        import_s, import_queries, _ = import_rows(tasks_count, "bench", True,
-                                                  profile_dir / "import.txt" if profile_dir else None)
-        per_batch_small = small_queries / 1
-        per_batch_large = import_queries / max(1, tasks_count // importer.BATCH)
-        from authoring.models import Task
-        Task.objects.filter(slug__startswith="warm-").update(approved_version=None)
+        _, queries_1k = import_rows(1_000, "warm")
+        _, queries_2k = import_rows(2_000, "warmer")
 
-        # ---- build: manage.py export_pack under /usr/bin/time -v, 3 times
         env = {**os.environ, "DATABASE_URL": re.sub(r"/[^/]+$", "/" + connection.settings_dict["NAME"],
                                                     os.environ["DATABASE_URL"]),
                "MEDIA_ROOT": str(settings.MEDIA_ROOT), "GYMWRIGHT_PACK_SCRATCH_DIR": str(work / "scratch")}
-        builds = []
+        trees = {"now": ROOT, **({"baseline": baseline} if baseline else {})}
+
+        # ---- import of tasks_count rows through `manage.py import_tasks`, each tree (the baseline's rows
+        # carry another tag, so the builds below pack the current tree's import only)
+        imports: dict[str, tuple[float, float, int]] = {}
+        for label, tree in trees.items():
+            prefix, tag = ("bench", "bench") if label == "now" else ("base", "base")
+            path = write_rows(tasks_count, prefix, tag)
+            argv = [sys.executable, str(tree / "manage.py"), "import_tasks", str(path), "--approve-as", "bench-admin"]
+            imports[label] = timed_child(argv, env, cwd=tree)[:3]
+            print(f"  import_tasks {tasks_count} rows, {label}: {imports[label][0]:.2f} s wall, "
+                  f"{imports[label][1]:.2f} s CPU, load {os.getloadavg()[0]:.2f}", flush=True)
+        if profile_dir:
+            path = write_rows(tasks_count, "prof", "prof")
+            argv = [sys.executable, "manage.py", "import_tasks", str(path), "--approve-as", "bench-admin"]
+            timed_child(py_spy(None, profile_dir / "import.txt", argv), env)
+            print(f"  import under py-spy -> {profile_dir / 'import.txt'}", flush=True)
+
+        # ---- bulk API: tasks_count tasks, 1,000 per request (as Label Studio's figure)
+        from rest_framework.test import APIClient
+
+        api = APIClient()
+        api.force_authenticate(admin)
+        bulk_rows = rows(tasks_count)
+        started = time.perf_counter()
+        for start in range(0, tasks_count, 1000):
+            chunk = [dict(row, id=row["id"].replace("bench", "api"), tags=["api"]) for row in bulk_rows[start:start + 1000]]
+            response = api.post("/api/imports/bulk/", {"tasks": chunk}, format="json")
+            assert response.status_code == 200 and response.json()["imported"] == len(chunk), response.content[:500]
+        bulk_s = time.perf_counter() - started
+        print(f"  bulk API {tasks_count} tasks: {bulk_s:.2f} s", flush=True)
+        from authoring.models import Task
+        Task.objects.filter(slug__startswith="warm").update(approved_version=None)
+
+        # ---- build: manage.py export_pack under /usr/bin/time -v, alternating the trees
+        builds: dict[str, list[tuple[float, float, int]]] = {label: [] for label in trees}
         if args.builds == 0:
             return
-        for run in range(args.builds + (1 if profile_dir else 0)):
-            out = work / f"pack-{run}.tar.gz"
-            argv = [sys.executable, "manage.py", "export_pack", "bench-pack", "--tag", "bench", "--out", str(out)]
-            if run == args.builds:  # one more build under the profiler, left out of the figures
-                wall, _, _ = timed_child(py_spy(None, profile_dir / "build.txt", argv), env)
-                print(f"  build under py-spy: {wall:.2f} s -> {profile_dir / 'build.txt'}", flush=True)
-                continue
-            wall, rss, printed = timed_child(argv, env)
-            builds.append((wall, rss))
-            print(f"  build {run + 1}: {wall:.2f} s, peak RSS {rss} MB — {printed.strip()[:90]}", flush=True)
-        build_s = statistics.median(wall for wall, _ in builds)
-        build_rss = max(rss for _, rss in builds)
+        for run in range(args.builds):
+            for label, tree in trees.items():
+                out = work / f"pack-{label}-{run}.tar.gz"
+                argv = [sys.executable, str(tree / "manage.py"), "export_pack", f"bench-{label}", "--tag", "bench",
+                        "--out", str(out)]
+                wall, cpu, rss, printed = timed_child(argv, env, cwd=tree)
+                builds[label].append((wall, cpu, rss))
+                print(f"  build {run + 1} {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB, load "
+                      f"{os.getloadavg()[0]:.2f} — {printed.strip()[:60]}", flush=True)
+        if profile_dir:
+            argv = [sys.executable, "manage.py", "export_pack", "bench-prof", "--tag", "bench", "--out",
+                    str(work / "pack-prof.tar.gz")]
+            timed_child(py_spy(None, profile_dir / "build.txt", argv), env)
+            print(f"  build under py-spy -> {profile_dir / 'build.txt'}", flush=True)
 
         # ---- floor: tar czf of the same files, written plainly
         plain = work / "plain"
-        with tarfile.open(work / "pack-0.tar.gz") as tar:
+        with tarfile.open(work / "pack-now-0.tar.gz") as tar:
             tar.extractall(plain, filter="data")
-        tar_times = []
+        tar_runs = []
         for run in range(3):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             subprocess.run(["tar", "czf", str(work / f"floor-{run}.tar.gz"), "-C", str(plain), "."], check=True)
-            tar_times.append(time.perf_counter() - started)
-        tar_s = statistics.median(tar_times)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            tar_runs.append((time.perf_counter() - started,
+                             after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
         files = sum(1 for path in plain.rglob("*") if path.is_file())
 
         # ---- download: a 200 MB archive through the API
@@ -254,18 +302,33 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
 
-    print(f"\nload average before {load_before[0]:.2f} / after {load_after[0]:.2f} (1 min), {os.cpu_count()} CPUs")
-    print(f"import {tasks_count} JSONL rows (bulk, approved): {import_s:.2f} s ({tasks_count / import_s:.0f} tasks/s)  "
-          "target <= 5 s")
-    print(f"  queries per 1,000-row batch: {per_batch_small:.0f} at 1,000 rows, {per_batch_large:.0f} at 10,000 rows "
-          f"(1,000 rows imported in {small_s:.2f} s)")
-    print(f"build {tasks_count} tasks (export_pack, median of {args.builds}): {build_s:.2f} s, peak RSS {build_rss} MB  "
-          f"targets <= 15 s, <= 500 MB")
-    print(f"tar czf of the same {files} files: {tar_s:.2f} s; ratio build / tar czf = {build_s / tar_s:.2f}x  "
-          "target <= 3x")
+    def median(values):
+        return statistics.median(values)
+
+    print(f"\nload average before {load_before[0]:.2f} / after {load_after[0]:.2f} (1 min), {os.cpu_count()} CPUs; "
+          f"trees: {', '.join(f'{label} = {tree}' for label, tree in trees.items())}")
+    print(f"import {tasks_count} JSONL rows (manage.py import_tasks --approve-as), target <= 5 s:")
+    for label, (wall, cpu, _) in imports.items():
+        print(f"  {label}: {wall:.2f} s wall ({tasks_count / wall:.0f} tasks/s), {cpu:.2f} s CPU")
+    if baseline:
+        print(f"  now / baseline: {imports['now'][0] / imports['baseline'][0]:.2f}x wall, "
+              f"{imports['now'][1] / imports['baseline'][1]:.2f}x CPU")
+    print(f"  queries: {queries_1k} for 1,000 rows, {queries_2k} for 2,000 (constant per {importer.BATCH}-row batch)")
+    print(f"bulk API, {tasks_count} tasks in requests of 1,000: {bulk_s:.2f} s ({tasks_count / bulk_s:.0f} tasks/s; "
+          "Label Studio: 10,000 in 3.2 s)")
+    tar_wall, tar_cpu = median(w for w, _ in tar_runs), median(c for _, c in tar_runs)
+    print(f"build {tasks_count} tasks (export_pack, median of {args.builds}), targets <= 15 s, <= 500 MB, "
+          f"<= 3x tar czf; tar czf of the same {files} files: {tar_wall:.2f} s wall, {tar_cpu:.2f} s CPU")
+    for label, runs in builds.items():
+        wall, cpu, rss = median(r[0] for r in runs), median(r[1] for r in runs), max(r[2] for r in runs)
+        print(f"  {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB; / tar czf: {wall / tar_wall:.2f}x wall, "
+              f"{cpu / tar_cpu:.2f}x CPU")
+    if baseline:
+        now, base = builds["now"], builds["baseline"]
+        print(f"  now / baseline: {median(r[0] for r in now) / median(r[0] for r in base):.2f}x wall, "
+              f"{median(r[1] for r in now) / median(r[1] for r in base):.2f}x CPU")
     print(f"download {DOWNLOAD_MB} MB through the API: peak RSS growth {growth['stream']} MB streamed vs "
           f"{growth['read_all']} MB reading it into memory  target <= 50 MB")
-
 
 if __name__ == "__main__":
     main()
