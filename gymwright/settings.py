@@ -175,6 +175,9 @@ FILE_UPLOAD_HANDLERS = [
 # Task packs: scratch space for builds and imports, and caps on what a build or an import may hold.
 PACK_SCRATCH_DIR = Path(env_str("GYMWRIGHT_PACK_SCRATCH_DIR", str(DATA_DIR / "pack-scratch")))
 PACK_MAX_BYTES = env_int("GYMWRIGHT_PACK_MAX_MB", 4096) * 1024 * 1024
+# A building pack version whose build has not reported progress for this long (its worker died,
+# or its job message was lost before a worker took it) is marked failed by the reaper.
+PACK_BUILD_STALE_AFTER_S = env_int("GYMWRIGHT_PACK_BUILD_STALE_AFTER_S", 900)
 IMPORT_MAX_BYTES = env_int("GYMWRIGHT_IMPORT_MAX_MB", 512) * 1024 * 1024
 IMPORT_MAX_MEMBERS = env_int("GYMWRIGHT_IMPORT_MAX_MEMBERS", 200000)
 IMPORT_MAX_ROWS = env_int("GYMWRIGHT_IMPORT_MAX_ROWS", 100000)

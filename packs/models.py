@@ -74,6 +74,8 @@ class PackVersion(models.Model):
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # when the build last reported (start, progress); a building row silent for too long is reaped
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     objects = PackVersionQuerySet.as_manager()
 

@@ -13,6 +13,7 @@ import logging
 import shutil
 import tempfile
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Iterator
 
@@ -20,6 +21,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 import gymwright
@@ -255,13 +257,14 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
     pack_version = PackVersion.objects.select_related("pack", "created_by").get(pk=pack_version_id)
     if pack_version.is_finished:
         return pack_version
+    PackVersion.objects.filter(pk=pack_version.pk).building_update(heartbeat_at=timezone.now())
     scratch = Path(tempfile.mkdtemp(prefix=f"pack-{pack_version.pk}-", dir=_scratch_root()))
     temporary = scratch / "archive.tar.gz"
 
     def progress(done: int) -> None:
         if done % PROGRESS_EVERY and done != pack_version.progress_total:
             return
-        PackVersion.objects.filter(pk=pack_version.pk).building_update(progress_done=done)
+        PackVersion.objects.filter(pk=pack_version.pk).building_update(progress_done=done, heartbeat_at=timezone.now())
         if PackVersion.objects.filter(pk=pack_version.pk, cancel_requested=True).exists():
             raise archive.BuildCancelled()
 
@@ -303,16 +306,43 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
 
 
 @transaction.atomic
-def pack_version_fail(*, pack_version_id: int, reason: str) -> bool:
-    """Mark a building version failed with `reason` (no archive); False when it had already finished."""
+def pack_version_fail(*, pack_version_id: int, reason: str, stale_before=None) -> bool:
+    """Mark a building version failed with `reason` (no archive); False when it had already finished.
+    With `stale_before`, only if its build has not reported since then (the reaper's check,
+    repeated inside the UPDATE so that a build that just reported keeps going)."""
     pack_version = PackVersion.objects.select_related("pack", "created_by").get(pk=pack_version_id)
-    updated = PackVersion.objects.filter(pk=pack_version_id).building_update(
+    queryset = PackVersion.objects.filter(pk=pack_version_id)
+    if stale_before is not None:
+        queryset = queryset.filter(_silent_since(stale_before))
+    updated = queryset.building_update(
         status=PackVersion.Status.FAILED, failure_reason=reason[:2000], finished_at=timezone.now())
     if updated:
         audit_record(actor=pack_version.created_by, verb=AuditEvent.Verb.BUILD_FAILED, target=pack_version.pack,
                      summary=f"{pack_version.pack.slug} {pack_version.version}: {reason}"[:300],
                      data={"version": pack_version.version, "reason": reason[:2000]})
     return bool(updated)
+
+
+def _silent_since(moment) -> Q:
+    return Q(heartbeat_at__lt=moment) | Q(heartbeat_at__isnull=True, created_at__lt=moment)
+
+
+def pack_versions_reap_stale(*, stale_after_s: float | None = None, now=None) -> list[int]:
+    """Fail building versions whose build stopped reporting (its worker died mid-build, or the job
+    was lost before any worker took it), with the reason; a build that reports again afterwards
+    finds its version finished and stops. Safe from any number of processes: conditional UPDATEs."""
+    stale_after_s = settings.PACK_BUILD_STALE_AFTER_S if stale_after_s is None else stale_after_s
+    cutoff = (now or timezone.now()) - timedelta(seconds=stale_after_s)
+    reaped = []
+    for row in (PackVersion.objects.filter(status=PackVersion.Status.BUILDING).filter(_silent_since(cutoff))
+                .values("pk", "heartbeat_at")):
+        what = "the build stopped reporting" if row["heartbeat_at"] else "no worker started the build"
+        reason = (f"{what} for more than {stale_after_s:g} s (its worker died or its job was lost); "
+                  "nothing was published — start the build again")
+        if pack_version_fail(pack_version_id=row["pk"], reason=reason, stale_before=cutoff):
+            reaped.append(row["pk"])
+            logger.warning("reaped stale pack build %s: %s", row["pk"], reason)
+    return reaped
 
 
 def pack_version_cancel(*, pack_version: PackVersion, user) -> None:

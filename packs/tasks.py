@@ -1,10 +1,18 @@
-"""Celery jobs for packs: interfaces only, the work is in packs.services."""
+"""Celery jobs for packs: interfaces only, the work is in packs.services.
+
+Builds whose worker died (or whose job was lost) are reaped as rollouts are (sandbox.tasks),
+without Celery beat: once when a worker starts, then every half stale period from that
+worker's own timer, and by `manage.py reap_pack_builds`.
+"""
 
 from __future__ import annotations
 
 import logging
 
 from celery import Task, shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db import close_old_connections, connection
 
 from packs import services
 
@@ -28,3 +36,31 @@ class PackBuildTask(Task):
              soft_time_limit=3600, time_limit=3700)
 def pack_version_build_job(self, pack_version_id: int) -> str:
     return services.pack_version_build(pack_version_id=int(pack_version_id)).status
+
+
+@shared_task(name="packs.pack_versions_reap_stale", ignore_result=True)
+def pack_versions_reap_stale() -> list[int]:
+    return services.pack_versions_reap_stale()
+
+
+def _reap_quietly() -> None:
+    if not connection.in_atomic_block:
+        close_old_connections()
+    try:
+        services.pack_versions_reap_stale()
+    except Exception:  # noqa: BLE001 - reaping is best effort; the next tick retries
+        logger.exception("reaping stale pack builds failed")
+
+
+def reap_interval_s() -> float:
+    return max(2.0, settings.PACK_BUILD_STALE_AFTER_S / 2)
+
+
+@worker_ready.connect
+def _reap_from_worker(sender=None, **kwargs):
+    """Reap at start-up, then periodically from the worker's own event-loop timer (a queued reap job
+    would wait behind the builds it is meant to check on)."""
+    _reap_quietly()
+    timer = getattr(sender, "timer", None)
+    if timer is not None:
+        timer.call_repeatedly(reap_interval_s(), _reap_quietly)

@@ -142,3 +142,59 @@ def test_export_pack_and_verify_pack_commands(approved_tasks, tmp_path, capsys):
     assert failure.value.returncode == 1
     with pytest.raises(CommandError, match="No approved task"):
         call_command("export_pack", "cli-pack", "--environment", "nowhere", "--out", str(out))
+
+
+class _WorkerKilled(BaseException):
+    """What a SIGKILLed worker amounts to for the build: no except clause and no finally of ours runs
+    to completion that could mark the version; the row stays `building`."""
+
+
+def test_a_build_whose_worker_died_is_reaped_as_failed_with_a_reason(pack, lab, approved_tasks, monkeypatch, capsys):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
+    monkeypatch.setattr(services, "PROGRESS_EVERY", 1)
+    real_build = archive.build_pack
+
+    def dies_half_way(**kwargs):
+        def progress(done):
+            kwargs["progress"](done)
+            if done >= 5:
+                raise _WorkerKilled()
+        return real_build(**{**kwargs, "progress": progress})
+
+    monkeypatch.setattr(archive, "build_pack", dies_half_way)
+    with pytest.raises(_WorkerKilled):
+        services.pack_version_build(pack_version_id=pack_version.pk)
+    pack_version.refresh_from_db()
+    assert pack_version.status == PackVersion.Status.BUILDING and pack_version.progress_done == 5
+    last_report = pack_version.heartbeat_at
+    assert last_report is not None
+
+    # still within the stale period: left alone
+    assert services.pack_versions_reap_stale(stale_after_s=600, now=last_report + timedelta(seconds=599)) == []
+    assert PackVersion.objects.get(pk=pack_version.pk).status == PackVersion.Status.BUILDING
+    # a build that reported after the reaper's read keeps its version (the check is inside the UPDATE)
+    assert not services.pack_version_fail(pack_version_id=pack_version.pk, reason="x",
+                                          stale_before=last_report - timedelta(seconds=1))
+
+    reaped = services.pack_versions_reap_stale(stale_after_s=600, now=last_report + timedelta(seconds=601))
+    assert reaped == [pack_version.pk]
+    pack_version.refresh_from_db()
+    assert pack_version.status == PackVersion.Status.FAILED and not pack_version.archive
+    assert "the build stopped reporting for more than 600 s" in pack_version.failure_reason
+    assert AuditEvent.objects.filter(verb="build_failed", object_id=pack.pk,
+                                     summary__contains="stopped reporting").exists()
+    # a late report from the dead build changes nothing, and building it again is a no-op
+    assert PackVersion.objects.filter(pk=pack_version.pk).building_update(progress_done=12) == 0
+    assert services.pack_version_build(pack_version_id=pack_version.pk).status == PackVersion.Status.FAILED
+
+    # a build no worker ever started (its job message lost): reaped from its creation time, by the command too
+    lost = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
+    PackVersion.objects.filter(pk=lost.pk).building_update(created_at=timezone.now() - timedelta(seconds=120))
+    call_command("reap_pack_builds", "--stale-after", "60")
+    assert f"failed 1 stale pack build(s) [{lost.pk}]" in capsys.readouterr().out
+    lost.refresh_from_db()
+    assert lost.status == PackVersion.Status.FAILED and "no worker started the build" in lost.failure_reason
