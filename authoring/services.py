@@ -314,6 +314,22 @@ def _content_hash(document: dict) -> str:
     return content_sha256({k: v for k, v in document.items() if k != "version"})
 
 
+def _document_hashes(document: dict) -> tuple[str, str]:
+    """(sha256, content_sha256) of a task document, from one canonical serialisation.
+
+    Keys are sorted in canonical JSON and every other top-level key of a task document sorts
+    before "version", so the full text is the text without the version, closed with it. (A
+    document where that does not hold is serialised twice.)"""
+    version = document.get("version")
+    rest = {k: v for k, v in document.items() if k != "version"}
+    text = canonical_json(rest)
+    content_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if type(version) is not int or (rest and max(rest) > "version"):
+        return content_sha256(document), content_hash
+    full = (text[:-1] + ("," if rest else "") + f'"version":{version}}}').encode("utf-8")
+    return hashlib.sha256(full).hexdigest(), content_hash
+
+
 # ---------------------------------------------------------------------------------------------
 # Environments
 
@@ -542,9 +558,10 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
     tasks = Task.objects.bulk_create([
         Task(slug=items[i]["slug"], title=documents[i]["title"][:200],
              environment_id=items[i]["environment_version"].environment_id, owner=author) for i in order])
+    hashes = {i: _document_hashes(documents[i]) for i in order}
     versions = TaskVersion.objects.bulk_create([
         TaskVersion(task=task, number=documents[i]["version"], spec=documents[i],
-                    sha256=content_sha256(documents[i]), content_sha256=_content_hash(documents[i]),
+                    sha256=hashes[i][0], content_sha256=hashes[i][1],
                     environment_version=items[i]["environment_version"], author=author, message=message[:500])
         for i, task in zip(order, tasks)])
     # One UPDATE for the batch (bulk_update's CASE per row costs more than the inserts)

@@ -653,11 +653,10 @@ def _approve(versions, admin) -> None:
     Task.objects.filter(pk__in=list(by_task)).update(status=Task.Status.APPROVED,
                                                     approved_version=models.F("latest_version"),
                                                     updated_at=timezone.now())
-    tasks = list(Task.objects.filter(pk__in=list(by_task)).only("pk", "slug"))
     content_type = ContentType.objects.get_for_model(Task)
-    AuditEvent.objects.bulk_create([
-        AuditEvent(actor=admin, verb=AuditEvent.Verb.APPROVE, content_type=content_type, object_id=task.pk,
-                   summary=f"{task.slug} v{by_task[task.pk].number} (approved on import)"[:300],
-                   data={"version": by_task[task.pk].number, "approve_as": True})
-        for task in tasks])
+    AuditEvent.objects.bulk_create([  # each version holds its task (created with it): no query for the slugs
+        AuditEvent(actor=admin, verb=AuditEvent.Verb.APPROVE, content_type=content_type, object_id=task_id,
+                   summary=f"{version.task.slug} v{version.number} (approved on import)"[:300],
+                   data={"version": version.number, "approve_as": True})
+        for task_id, version in by_task.items()])
 

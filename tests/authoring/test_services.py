@@ -185,3 +185,18 @@ def test_an_environments_setup_script_and_dockerfile_are_saved_with_lf(author):
         environment=environment, author=author, base_version=1,
         spec={"network": "none", "setup": "pip install x\necho ok\n", "dockerfile": "FROM python:3.12\nRUN true"})
     assert created is False and same.number == 1
+
+
+@pytest.mark.parametrize("document", [
+    {"schema": "gymwright.task/v1", "id": "a", "version": 3, "title": 'ü "q"', "prompt": "p\n",
+     "environment": {"id": "e", "version": 1.0}, "files": [], "solution": {"answer": "1.0"},
+     "rubric": {"pass_threshold": 1.0}, "tags": [], "metadata": {"z": 2.5}},
+    {"version": 2},
+    {"id": "a", "version": True},  # not an int: serialised twice
+    {"zzz": 1, "version": 1},  # a key after "version": serialised twice
+])
+def test_a_task_document_is_serialised_once_for_both_of_its_hashes(document):
+    from authoring.services import _content_hash, _document_hashes
+    from grading.engine import content_sha256
+
+    assert _document_hashes(document) == (content_sha256(document), _content_hash(document))
