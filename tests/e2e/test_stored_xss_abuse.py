@@ -16,7 +16,7 @@ import re
 import shlex
 
 import pytest
-from django.contrib.auth.models import Group
+from playwright.sync_api import expect
 
 from authoring import services as authoring_services
 from grading.models import ModelEndpoint
@@ -268,3 +268,51 @@ def test_a_hostile_dry_run_answer_is_shown_as_text(hostile_page, live_server, ho
     assert not problems, problems
     assert "says_it" in result.inner_text()
     page.screenshot(path=str(artifacts_dir() / f"xss-{page.csp}-dry-run.png"), full_page=True)
+
+
+def test_hostile_values_typed_in_the_editor_come_back_as_text(hostile_page, live_server, hostile_site):
+    """What the editor echoes as the author types: the live Markdown preview, the schema
+    validator's errors (Ajv, in the browser) and the engine's (a server round trip)."""
+    page = hostile_page
+    page.goto(f"{live_server.url}/tasks/hostile/edit/")
+    wait_for_editor(page)
+    page.fill("#id_prompt", PROMPT.replace("prompt", "typedprompt"))
+    expect(page.locator("#prompt-preview")).to_contain_text("Answer the question.")
+    first = page.locator('#rubric-structured .re-card[data-pointer="/checks/0"]')
+    first.locator("[data-key=id] input").fill(payload("typedid")[:60])
+    pattern = page.locator('#rubric-structured .re-card[data-pointer="/checks/3"] [data-key=pattern] input')
+    pattern.fill("(" + payload("typedpattern"))
+    errors = page.locator("#rubric-errors")
+    expect(errors).to_contain_text("/checks/0/id")
+    expect(errors).to_contain_text("/checks/3/pattern")
+    page.wait_for_load_state("networkidle")
+    problems = [*page.evaluate(DOM_FINDINGS), *page.evaluate("window.__cspViolations"), *page.findings]
+    assert not problems, problems
+    assert shown("typedprompt", page.locator("#prompt-preview").text_content()) is False  # raw HTML is dropped
+    assert shown("code", page.locator("#prompt-preview").text_content())  # code spans keep it as text
+    page.screenshot(path=str(artifacts_dir() / f"xss-{page.csp}-editor-typed.png"), full_page=True)
+
+
+def test_a_hostile_import_report_is_shown_as_text(hostile_page, live_server, hostile_site):
+    """The import page echoes rejected rows (their values in the messages) and imported titles."""
+    page = hostile_page
+    rows = [
+        "prompt,answer,rubric,criteria,title",
+        ",".join(json.dumps(value) for value in (payload("importprompt"), payload("importanswer"),
+                                                 '{"checks": "' + payload("importrubric").replace('"', "'") + '"}',
+                                                 "", payload("importtitle"))),
+        ",".join(json.dumps(value) for value in (payload("importprompt2"), "42", "", payload("importcriterion"),
+                                                 payload("importtitle2"))),
+    ]
+    page.goto(f"{live_server.url}/packs/import/")
+    page.set_input_files("#import-form input[name=file]", files=[
+        {"name": '<img src=x onerror=alert("xss-importname")>.csv', "mimeType": "text/csv",
+         "buffer": "\n".join(rows).encode()}])
+    page.fill("#import-form input[name=environment]", "hostile-env")
+    with page.expect_navigation():
+        page.click("#import-form button[type=submit]")
+    expect(page.locator("main h2")).to_contain_text("1 ok, 1 rejected")
+    page.wait_for_load_state("networkidle")
+    problems = [*page.evaluate(DOM_FINDINGS), *page.evaluate("window.__cspViolations"), *page.findings]
+    assert not problems, problems
+    page.screenshot(path=str(artifacts_dir() / f"xss-{page.csp}-import.png"), full_page=True)
