@@ -161,8 +161,12 @@ def author_submits(author: Visitor) -> None:
     author.goto("/tasks/six-sevens/", "task-gates")
     for gate in ("oracle", "nop"):  # the author's own previews count
         expect(page.locator(f'#gates [data-gate="{gate}"]')).to_have_attribute("data-status", "pass")
-    # The hack probes are still missing: Run gates starts them on the worker; the page shows them
-    # passing once they finish (reloaded until then, within a generous bound).
+    # The hack probes are still missing: submitting is refused, and looks it.
+    submit = page.locator("#submit-form button:has-text('Submit v1 for review')")
+    expect(submit).to_be_disabled()
+    expect(submit).to_have_css("cursor", "not-allowed")
+    # Run gates starts them on the worker; the page shows them passing once they finish (reloaded
+    # until then, within a generous bound).
     with page.expect_navigation():
         page.click("#run-gates")
     author.shot("gates-running")
@@ -173,6 +177,8 @@ def author_submits(author: Visitor) -> None:
         page.reload()
     expect(page.locator('#gates [data-status="not_run"]')).to_have_count(1)  # example answers: not blocking
     expect(page.locator('#gates [data-status="fail"]')).to_have_count(0)
+    expect(submit).to_be_enabled()
+    expect(submit).to_have_css("cursor", "pointer")
     author.shot("gates-passed")
     page.click("#submit-form button:has-text('Submit v1 for review')")
     expect(page.locator(".messages")).to_contain_text("Submitted six-sevens v1 for review")
