@@ -1,4 +1,7 @@
-"""`python -m grading.engine`: schema, validate, grade (the command-line contract of docs/formats.md).
+"""`python -m grading.engine`: schema, validate, grade, examples (the command-line contract of docs/formats.md).
+
+`examples TASK.json` grades the task's example answers and prints each verdict (JSON on stdout,
+one line per example on stderr); exit 1 when any is not as expected (incomplete included).
 
 Exit codes: 0 ok; 1 the document is invalid (each problem printed as
 `pointer: message`); 2 usage errors, unreadable files, invalid JSON (with line:col).
@@ -117,6 +120,35 @@ def _grade(args) -> int:
     return 0
 
 
+def _examples(args) -> int:
+    from .example_answers import grade_examples
+
+    try:
+        task = parse_task(_read_json(args.task, "task"))
+    except SpecError as exc:
+        _print_issues(exc.issues)
+        return 1
+    judge = _judge_from_args(args)
+    try:
+        results = grade_examples(task, judge=judge, checks_module=task.environment.checks_module)
+    finally:
+        if judge is not None:
+            judge.close()
+    print(json.dumps([{**verdict.to_dict(), "grade": document} for verdict, document in results], indent=2,
+                     ensure_ascii=False))
+    for verdict, _ in results:
+        print(f"{verdict.name}: {verdict.status.replace('_', ' ')} — {verdict.message}", file=sys.stderr)
+    return 0 if all(verdict.ok for verdict, _ in results) else 1
+
+
+def _judge_arguments(command) -> None:
+    command.add_argument("--judge-base-url", help="OpenAI-compatible base URL of the judge")
+    command.add_argument("--judge-model", help="the judge model")
+    command.add_argument("--judge-api-key-env", help="environment variable holding the judge API key (OPENAI_API_KEY)")
+    command.add_argument("--judge-concurrency", type=int, help="judge calls in flight (16)")
+    command.add_argument("--judge-cache-dir", help="folder for the judge's verdict cache")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m grading.engine", description="Gymwright's grading engine.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -135,12 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
     grade_.add_argument("--answer-file", help="the final answer (a text file, - for stdin)")
     grade_.add_argument("--trajectory-file", help="the transcript as text, for trajectory targets")
     grade_.add_argument("--workspace", help="the workspace folder after the rollout")
-    grade_.add_argument("--judge-base-url", help="OpenAI-compatible base URL of the judge")
-    grade_.add_argument("--judge-model", help="the judge model")
-    grade_.add_argument("--judge-api-key-env", help="environment variable holding the judge API key (OPENAI_API_KEY)")
-    grade_.add_argument("--judge-concurrency", type=int, help="judge calls in flight (16)")
-    grade_.add_argument("--judge-cache-dir", help="folder for the judge's verdict cache")
+    _judge_arguments(grade_)
     grade_.set_defaults(run=_grade)
+
+    examples = commands.add_parser("examples", help="grade a task's example answers; exit 1 unless all as expected")
+    examples.add_argument("task", help="a gymwright.task/v1 JSON file with `examples`")
+    _judge_arguments(examples)
+    examples.set_defaults(run=_examples)
     return parser
 
 

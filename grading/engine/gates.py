@@ -51,6 +51,13 @@ class ExampleAnswerResult:
     name: str
     ok: bool          # graded as its author expects
     message: str = ""
+    # grading.engine.example_answers: as_expected | unexpected | error, or pending | incomplete
+    # (no verdict yet, or a check could not be scored): those make the gate not_run, not fail.
+    status: str = ""
+
+    @property
+    def undecided(self) -> bool:
+        return not self.ok and self.status in ("pending", "incomplete")
 
 
 @dataclass
@@ -267,10 +274,14 @@ def _gate_examples(inputs: GateInputs) -> GateResult:
                           blocking=False)
     if not inputs.example_answers:
         return GateResult("examples", title, PASS, "no example answers saved")
-    wrong = [example for example in inputs.example_answers if not example.ok]
+    wrong = [example for example in inputs.example_answers if not example.ok and not example.undecided]
     if wrong:
         return GateResult("examples", title, FAIL, "; ".join(
             f"{example.name}: {example.message or 'not graded as expected'}" for example in wrong[:5]))
+    undecided = [example for example in inputs.example_answers if example.undecided]
+    if undecided:
+        return GateResult("examples", title, NOT_RUN, "; ".join(
+            f"{example.name}: {example.message or example.status}" for example in undecided[:5]))
     return GateResult("examples", title, PASS, f"all {len(inputs.example_answers)} grade as expected")
 
 

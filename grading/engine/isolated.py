@@ -49,6 +49,23 @@ def grade_in_subprocess(rubric: dict, *, answer: str, workspace: Path | str | No
     """Grade in a limited child process; the grade document, or `GradeStopped`."""
     request = {"rubric": rubric, "answer": answer, "workspace": str(workspace) if workspace is not None else None,
                "limits": asdict(limits or GradeLimits.from_env())}
+    return _run_child(request, process)
+
+
+def grade_many_in_subprocess(rubric: dict, *, items: list[tuple[str, Path | str | None]],
+                             limits: GradeLimits | None = None, process: ProcessLimits = ProcessLimits()) -> list[dict]:
+    """Grade several (answer, workspace) pairs against one rubric in ONE limited child (a task's
+    example answers): the limits bound the whole batch. A list of grade documents, or `GradeStopped`."""
+    request = {"rubric": rubric, "items": [{"answer": answer, "workspace": str(workspace) if workspace else None}
+                                           for answer, workspace in items],
+               "limits": asdict(limits or GradeLimits.from_env())}
+    documents = _run_child(request, process)
+    if not isinstance(documents, list) or len(documents) != len(items):
+        raise GradeStopped("the grading process answered the wrong number of grades")
+    return documents
+
+
+def _run_child(request: dict, process: ProcessLimits):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
            # One thread per numeric library: their per-thread arenas would eat the address-space cap.
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -102,8 +119,14 @@ def main(argv: list[str]) -> int:
     request: dict[str, Any] = json.loads(sys.stdin.buffer.read())
     from .scoring import grade
 
+    limits = GradeLimits(**request["limits"])
+    if "items" in request:
+        documents = [grade(request["rubric"], answer=item["answer"], workspace=item["workspace"], judge=None,
+                           sandbox=None, limits=limits).to_document() for item in request["items"]]
+        sys.stdout.write(json.dumps(documents))
+        return 0
     result = grade(request["rubric"], answer=request["answer"], workspace=request["workspace"],
-                   judge=None, sandbox=None, limits=GradeLimits(**request["limits"]))
+                   judge=None, sandbox=None, limits=limits)
     sys.stdout.write(json.dumps(result.to_document()))
     return 0
 

@@ -629,6 +629,43 @@ class Solution(Strict):
     answer: str | None = None
 
 
+# Example answers are small by design: they are part of the task document, travel in tasks.jsonl and
+# are re-graded on every new version. Larger fixtures belong in the task's attached files.
+MAX_EXAMPLES = 50
+EXAMPLE_ANSWER_MAX_CHARS = 100_000
+EXAMPLE_MAX_FILES = 20
+EXAMPLE_FILE_MAX_CHARS = 256 * 1024
+EXAMPLE_FILES_MAX_CHARS = 1024 * 1024  # all files of one example together
+EXAMPLE_NAME_PATTERN = r"^[^\x00-\x1f\x7f]{1,80}$"
+
+
+class ExampleFile(Strict):
+    """A text file put in the workspace before the example answer is graded."""
+
+    path: RelPath
+    content: Annotated[str, Field(max_length=EXAMPLE_FILE_MAX_CHARS)]
+
+
+class RewardRange(Strict):
+    min: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 0})] = 0
+    max: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 1})] = 1
+
+
+class ExampleAnswer(Strict):
+    """An answer the author saved with the verdict they expect: the rubric's own test.
+
+    `expect` is "pass" or "fail" (the grade's `passed`); `reward`, when given, also bounds the
+    reward ({"min": 0.8} = at least 0.8). An example whose grade is incomplete (a judge or
+    sandbox check could not be scored) is never counted as behaving as expected.
+    """
+
+    name: Annotated[str, Field(pattern=EXAMPLE_NAME_PATTERN, description="1 to 80 characters, unique in the task.")]
+    answer: Annotated[str, Field(max_length=EXAMPLE_ANSWER_MAX_CHARS)]
+    files: Annotated[list[ExampleFile], Field(max_length=EXAMPLE_MAX_FILES)] = Field(default_factory=list)
+    expect: Literal["pass", "fail"]
+    reward: RewardRange | None = None
+
+
 class Task(Strict):
     """gymwright.task/v1. Build it with `parse_task`."""
 
@@ -643,6 +680,10 @@ class Task(Strict):
     rubric: Rubric
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    # Optional, and absent rather than [] when there are none: documents written before example
+    # answers existed keep their bytes and their sha256.
+    examples: Annotated[list[ExampleAnswer], Field(max_length=MAX_EXAMPLES)] | None = Field(
+        default=None, description="Example answers with the verdict the author expects; graded on every version.")
 
     def to_document(self) -> dict:
         """The task as a JSON-ready dict (what `parse_task` accepts back)."""

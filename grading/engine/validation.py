@@ -27,6 +27,8 @@ from .models import (
     CHECK_ID_PATTERN,
     CHECK_KINDS,
     CHECK_MODELS,
+    EXAMPLE_FILES_MAX_CHARS,
+    EXAMPLE_NAME_PATTERN,
     FUNCTION_PATTERN,
     RUBRIC_SCHEMA,
     SHA256_PATTERN,
@@ -75,6 +77,7 @@ _PATTERN_WORDS = {
     TOOL_NAME_PATTERN: "a tool name: letters, digits, '_' or '-', starting with a letter or '_'",
     FUNCTION_PATTERN: "'module:function', e.g. 'checks:totals_match'",
     REGEX_FLAGS_PATTERN: "flag letters from 'aimsx', e.g. 'im'",
+    EXAMPLE_NAME_PATTERN: "a name: 1 to 80 characters, no control characters",
 }
 
 _TYPE_WORDS = {
@@ -161,6 +164,10 @@ def _message(error: dict, tokens: list, document: Any) -> tuple[list, str]:
         return tokens, f"must have at least {ctx.get('min_length')} item(s)"
     if kind == "string_too_short":
         return tokens, "must not be empty"
+    if kind == "string_too_long":
+        return tokens, f"is too long: at most {ctx.get('max_length')} characters (this one has {len(value) if isinstance(value, str) else '?'})"
+    if kind == "too_long":
+        return tokens, f"has too many items: at most {ctx.get('max_length')} (this one has {ctx.get('actual_length')})"
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         words = {
             "greater_than_equal": "≥ {ge}",
@@ -372,6 +379,66 @@ def _task_semantic_issues(document: Any) -> list[Issue]:
                         )
                     names.add(tool["name"])
     issues.extend(rubric_semantic_issues(document.get("rubric"), ["rubric"]))
+    issues.extend(_example_issues(document.get("examples"), document.get("rubric")))
+    return issues
+
+
+def _example_issues(examples: Any, rubric: Any) -> list[Issue]:
+    """Example answers: unique names and paths, bounded files, a reward range that can be met."""
+    issues: list[Issue] = []
+    if not isinstance(examples, list):
+        return issues
+    threshold = rubric.get("pass_threshold", 0.7) if isinstance(rubric, dict) else 0.7
+    names: dict[str, int] = {}
+    for index, example in enumerate(examples):
+        if not isinstance(example, dict):
+            continue
+        here = ["examples", index]
+        name = example.get("name")
+        if isinstance(name, str):
+            if name in names:
+                issues.append(Issue(make_pointer(here + ["name"]),
+                                    f"duplicate example name {name!r} (also example {names[name]}); names must be unique"))
+            names.setdefault(name, index)
+        files = example.get("files")
+        if isinstance(files, list):
+            seen, total = set(), 0
+            for file_index, entry in enumerate(files):
+                if not isinstance(entry, dict):
+                    continue
+                if isinstance(entry.get("path"), str):
+                    path = entry["path"]
+                    folder = next((other for other in seen if other.startswith(path + "/")
+                                   or path.startswith(other + "/")), None)
+                    if path in seen:
+                        issues.append(Issue(make_pointer(here + ["files", file_index, "path"]),
+                                            f"duplicate file path {path!r}"))
+                    elif folder is not None:
+                        issues.append(Issue(make_pointer(here + ["files", file_index, "path"]),
+                                            f"{path!r} and {folder!r} would make one path both a file and a folder"))
+                    seen.add(path)
+                if isinstance(entry.get("content"), str):
+                    total += len(entry["content"])
+            if total > EXAMPLE_FILES_MAX_CHARS:
+                issues.append(Issue(make_pointer(here + ["files"]),
+                                    f"the files hold {total} characters in all; at most {EXAMPLE_FILES_MAX_CHARS} "
+                                    "per example (put larger fixtures in the task's attached files)"))
+        reward, expect = example.get("reward"), example.get("expect")
+        if isinstance(reward, dict):
+            low, high = reward.get("min", 0), reward.get("max", 1)
+            if not (_is_number(low) and _is_number(high)):
+                continue
+            if low > high:
+                issues.append(Issue(make_pointer(here + ["reward", "max"]),
+                                    f"max {high:g} is below min {low:g}; no reward is in that range"))
+            elif _is_number(threshold) and expect == "pass" and high < threshold:
+                issues.append(Issue(make_pointer(here + ["reward", "max"]),
+                                    f"the example expects a pass, but a reward ≤ {high:g} never passes "
+                                    f"(pass_threshold {threshold:g})"))
+            elif _is_number(threshold) and expect == "fail" and low >= threshold:
+                issues.append(Issue(make_pointer(here + ["reward", "min"]),
+                                    f"the example expects a fail, but a reward ≥ {low:g} always passes "
+                                    f"(pass_threshold {threshold:g})"))
     return issues
 
 
