@@ -146,6 +146,10 @@ class TaskContentInput(serializers.Serializer):
     files = serializers.JSONField(required=False, help_text="[{path, sha256}] of uploaded blobs.")
     tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
     metadata = serializers.JSONField(required=False)
+    examples = serializers.JSONField(required=False, help_text=(
+        'Example answers graded on every new version: [{"name", "answer", "expect": "pass"|"fail", '
+        '"reward": {"min", "max"} (optional), "files": [{"path", "content"}] (optional)}]; results at '
+        '/api/tasks/{slug}/versions/{number}/examples/.'))
     environment_version = serializers.IntegerField(required=False,
                                                    help_text="Pin an environment version; default the latest.")
 
@@ -163,8 +167,8 @@ class TaskVersionInput(TaskContentInput):
 
 
 def _content(data: dict, environment: Environment) -> dict:
-    content = {key: data[key] for key in ("title", "prompt", "rubric", "solution", "files", "tags", "metadata")
-               if key in data}
+    content = {key: data[key] for key in ("title", "prompt", "rubric", "solution", "files", "tags", "metadata",
+                                          "examples") if key in data}
     if data.get("environment_version"):
         version = environment.versions.filter(number=data["environment_version"]).first()
         if version is None:

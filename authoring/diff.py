@@ -118,7 +118,7 @@ def rubric_diff(a: dict, b: dict) -> tuple[list[CheckDiff], list[dict]]:
 
 TEXT_FIELDS = (("title", "Title"), ("prompt", "Prompt"))
 JSON_FIELDS = (("solution", "Solution"), ("files", "Files"), ("tags", "Tags"), ("metadata", "Metadata"),
-               ("environment", "Environment"))
+               ("examples", "Example answers"), ("environment", "Environment"))
 
 
 def task_version_diff(a_spec: dict, b_spec: dict) -> dict:

@@ -53,6 +53,7 @@ def pointer_to_form_field(pointer: str) -> str | None:
     return {
         "rubric": "rubric", "title": "title", "prompt": "prompt", "tags": "tags", "files": "files",
         "solution": "solution_script", "metadata": "metadata", "slug": "slug", "environment": "environment",
+        "examples": "examples",
         "environment_version": "environment_version", "id": "slug",
     }.get(pointer_head(pointer))
 
@@ -93,6 +94,13 @@ class TaskForm(FileRolesMixin, forms.Form):
     tags = forms.CharField(required=False, help_text="Comma-separated.")
     metadata = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), initial="{}",
                                help_text="Free-form JSON object.")
+    examples = forms.CharField(
+        required=False, label="Example answers", initial="[]",
+        widget=forms.Textarea(attrs={"rows": 8, "id": "examples-json", "spellcheck": "false"}),
+        help_text='JSON list: answers with the verdict you expect, graded on every new version, e.g. '
+                  '[{"name": "right", "answer": "42", "expect": "pass", "reward": {"min": 0.9}}, '
+                  '{"name": "wrong", "answer": "41", "expect": "fail", '
+                  '"files": [{"path": "out/report.md", "content": "..."}]}]')
     files = MultipleFileField(required=False, label="Attach files",
                               help_text="Placed in the agent's workspace under their names.")
     remove_files = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
@@ -136,6 +144,13 @@ class TaskForm(FileRolesMixin, forms.Form):
             raise forms.ValidationError("Metadata must be a JSON object.")
         return value
 
+    def clean_examples(self):
+        text = (self.cleaned_data.get("examples") or "").strip() or "[]"
+        value = parse_json_field(text, label="Example answers")
+        if not isinstance(value, list):
+            raise forms.ValidationError("Example answers must be a JSON list of objects.")
+        return value
+
     def clean_tags(self):
         return sorted({t.strip().lower() for t in (self.cleaned_data.get("tags") or "").split(",") if t.strip()})
 
@@ -151,6 +166,7 @@ class TaskForm(FileRolesMixin, forms.Form):
                       if f["path"] not in removed],
             "tags": data["tags"],
             "metadata": data["metadata"],
+            "examples": data.get("examples") or [],
         }
 
     @staticmethod

@@ -9,7 +9,7 @@ nothing is overwritten.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
@@ -218,8 +218,8 @@ def environment_spec_validate(spec: dict) -> dict:
 
 
 def _task_document(*, slug, number, title, prompt, environment_id, environment_number, environment_spec,
-                   files, solution, rubric, tags, metadata) -> dict:
-    return {
+                   files, solution, rubric, tags, metadata, examples=None) -> dict:
+    document = {
         "schema": TASK_SCHEMA,
         "id": slug,
         "version": number,
@@ -232,9 +232,14 @@ def _task_document(*, slug, number, title, prompt, environment_id, environment_n
         "tags": tags,
         "metadata": metadata,
     }
+    # Only when there are some: a task without example answers keeps the document (and sha256) it
+    # had before they existed.
+    if examples:
+        document["examples"] = examples
+    return document
 
 
-CONTENT_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata")
+CONTENT_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
 
 
 def _unix_newlines(value):
@@ -287,6 +292,7 @@ def _task_content_defaults(content: dict) -> dict:
         "files": content.get("files") or [],
         "tags": tags,
         "metadata": content.get("metadata") or {},
+        "examples": content.get("examples") or None,
     }
 
 
@@ -298,13 +304,14 @@ def _build_task_document(*, task_slug: str, number: int, environment_version: En
         environment_id=environment_version.environment.slug, environment_number=environment_version.number,
         environment_spec=environment_version.spec, files=content["files"], solution=content["solution"],
         rubric=content["rubric"], tags=content["tags"], metadata=content["metadata"],
+        examples=content["examples"],
     )
     issues = validate_task(document)
     if issues:
         raise _issues_to_error(issues, message="Invalid task")
     if not str(content["title"]).strip():
         raise DomainError("A title is required.", details=[{"pointer": "/title", "message": "required"}])
-    nul_check({key: document[key] for key in CONTENT_KEYS}, what="The task")
+    nul_check({key: document[key] for key in CONTENT_KEYS if key in document}, what="The task")
     if isinstance(content["files"], list):
         _check_blobs_exist(content["files"], "/files", known=known_blobs)
     return document
@@ -328,6 +335,28 @@ def _document_hashes(document: dict) -> tuple[str, str]:
         return content_sha256(document), content_hash
     full = (text[:-1] + ("," if rest else "") + f'"version":{version}}}').encode("utf-8")
     return hashlib.sha256(full).hexdigest(), content_hash
+
+
+# ---------------------------------------------------------------------------------------------
+# What other apps do with every new task version
+
+
+# Apps to the right of authoring (grading grades a version's example answers) register here from
+# their AppConfig.ready(): authoring never imports them, since the apps depend in a line. A hook
+# is called inside the transaction that made the versions, with `bulk=True` for imports.
+_VERSION_CREATED_HOOKS: list[Callable[..., None]] = []
+
+
+def task_version_created_hook(callback: Callable[..., None]) -> Callable[..., None]:
+    """Register `callback(*, versions: list[TaskVersion], bulk: bool)`, once per callback."""
+    if callback not in _VERSION_CREATED_HOOKS:
+        _VERSION_CREATED_HOOKS.append(callback)
+    return callback
+
+
+def _versions_created(versions: list[TaskVersion], *, bulk: bool) -> None:
+    for callback in _VERSION_CREATED_HOOKS:
+        callback(versions=versions, bulk=bulk)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -470,6 +499,7 @@ def task_version_create(*, task: Task, author, content: dict, base_version: int 
     for obj in (task, caller_task):  # the caller's instance reflects the save too
         obj.latest_version, obj.title, obj.status, obj.updated_at = version, document["title"][:200], new_status, updated_at
     _set_tags(task, document["tags"])
+    _versions_created([version], bulk=False)
     if _audit:
         audit_record(actor=author, verb=AuditEvent.Verb.NEW_VERSION, target=task,
                      summary=f"{task.slug} v{number}" + (f": {message}" if message else ""),
@@ -582,4 +612,5 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
                    summary=f"task {task.slug} v{version.number} ({message})"[:300],
                    data={"version": version.number, "sha256": version.sha256})
         for task, version in zip(tasks, versions)])
+    _versions_created(list(versions), bulk=True)
     return list(zip(order, versions)), sorted(rejected, key=lambda pair: pair[0])

@@ -93,7 +93,7 @@ def task_create(request):
                 messages.success(request, f"Created {task.slug} v1.")
                 return redirect("authoring:task_detail", slug=task.slug)
         return render(request, "authoring/task_form.html", _task_form_context(form, creating=True), status=400)
-    initial = {"rubric": json.dumps(STARTER_RUBRIC, indent=2), "metadata": "{}"}
+    initial = {"rubric": json.dumps(STARTER_RUBRIC, indent=2), "metadata": "{}", "examples": "[]"}
     if environments.count() == 1:
         initial["environment"] = environments.first()
     form = TaskForm(initial=initial, environments=environments)
@@ -135,6 +135,7 @@ def _initial_from_version(version) -> dict:
         "solution_answer": solution.get("answer") or "",
         "tags": ", ".join(spec.get("tags") or []),
         "metadata": json.dumps(spec.get("metadata") or {}, indent=2),
+        "examples": json.dumps(spec.get("examples") or [], indent=2, ensure_ascii=False),
         "base_version": version.number,
     }
 

@@ -156,3 +156,56 @@ def judge_label_create(request, check_result_id: int):
     label = services.judge_label_record(check_result=check_result, reviewer=request.user,
                                         **serializer.validated_data)
     return Response(JudgeLabelOutput(label).data, status=201)
+
+
+class ExampleVerdictOutput(serializers.Serializer):
+    name = serializers.CharField()
+    expect = serializers.ChoiceField(choices=["pass", "fail"])
+    reward_min = serializers.FloatField(allow_null=True)
+    reward_max = serializers.FloatField(allow_null=True)
+    status = serializers.ChoiceField(choices=["as_expected", "unexpected", "incomplete", "error", "pending"])
+    got = serializers.CharField(allow_null=True, help_text='"pass" | "fail"; null without a verdict')
+    reward = serializers.FloatField(allow_null=True)
+    message = serializers.CharField()
+    grade = serializers.JSONField(allow_null=True, help_text="The gymwright.grade/v1 document, once graded.")
+
+
+class ExampleRunOutput(serializers.Serializer):
+    status = serializers.CharField(help_text="none (no example answers) | queued | running | done | error")
+    total = serializers.IntegerField()
+    graded = serializers.IntegerField()
+    needs_judge = serializers.BooleanField()
+    as_expected = serializers.IntegerField()
+    examples = ExampleVerdictOutput(many=True)
+
+
+def _example_run_output(task_version) -> dict:
+    run = selectors.example_run_of(task_version=task_version)
+    results = selectors.example_results(task_version=task_version, run=run)
+    return {"status": run.status if run else "none", "total": len(results), "graded": run.graded if run else 0,
+            "needs_judge": bool(run and run.needs_judge),
+            "as_expected": sum(1 for result in results if result["status"] == "as_expected"),
+            "examples": [{**result, "got": result.get("got")} for result in results]}
+
+
+@extend_schema(summary="How a version's example answers graded (expected vs got, reward)", tags=["grading"],
+               responses=ExampleRunOutput)
+@api_view(["GET"])
+def example_answers(request, slug: str, number: int):
+    from authoring.selectors import task_version_get_for_user
+
+    task_version = task_version_get_for_user(slug=slug, number=number, user=request.user)
+    return Response(ExampleRunOutput(_example_run_output(task_version)).data)
+
+
+@extend_schema(summary="Grade a version's example answers again (authors of the task, reviewers)",
+               tags=["grading"], request=None, responses={202: ExampleRunOutput})
+@api_view(["POST"])
+def example_answers_run(request, slug: str, number: int):
+    from authoring.selectors import task_version_get_for_user
+
+    task_version = task_version_get_for_user(slug=slug, number=number, user=request.user)
+    if services.example_answers_run(task_version=task_version, user=request.user) is None:
+        raise DomainError(f"{slug} v{number} has no example answers.", code="no_examples",
+                          details=[{"pointer": "/examples", "message": "none saved"}])
+    return Response(ExampleRunOutput(_example_run_output(task_version)).data, status=202)

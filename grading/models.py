@@ -170,6 +170,43 @@ class DryRun(models.Model):
         return self.status in {self.Status.DONE, self.Status.ERROR}
 
 
+class ExampleRun(models.Model):
+    """The task version's example answers graded (one run per version; a re-run replaces it).
+
+    `results` holds one `grading.engine.example_answers.ExampleVerdict` dict per example, in the
+    document's order, each with its grade document under "grade" (None when it has none).
+    Deterministic rubrics are graded at once; rubrics with judge checks by a worker.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        ERROR = "error", "Error"
+
+    task_version = models.OneToOneField("authoring.TaskVersion", on_delete=models.CASCADE,
+                                        related_name="example_run")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    needs_judge = models.BooleanField(default=False)
+    total = models.PositiveIntegerField(default=0)
+    graded = models.PositiveIntegerField(default=0)  # progress while a worker grades
+    results = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"ExampleRun {self.pk} of version {self.task_version_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.ERROR}
+
+
 class ModelEndpoint(models.Model):
     """An OpenAI-compatible model endpoint for the agent policy or the LLM judge.
 

@@ -9,8 +9,9 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from authoring import permissions
+from grading.engine import example_answers as engine_examples
 from grading.engine.calibration import AgreementStats, cohen_kappa
-from grading.models import CheckResult, DryRun, Grade, JudgeLabel
+from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright.errors import NotAllowed
 from gymwright.numbers import format_number
 
@@ -279,3 +280,68 @@ def judge_agreement_summary(*, task=None, environment=None) -> dict:
         "checks": [{"task": slug, "check_id": check_id, "stats": _stats(check_rows)}
                    for (slug, check_id), check_rows in by_check.items()],
     }
+
+
+# ---------------------------------------------------------------- example answers
+
+
+@dataclass
+class ExampleRow:
+    """One example answer on the task page: what it is, what its author expects, how it graded."""
+
+    verdict: engine_examples.ExampleVerdict
+    answer: str
+    files: list[str]
+    grade: dict | None
+    previous: engine_examples.ExampleVerdict | None = None  # the same example on the parent version
+
+    @property
+    def status_words(self) -> str:
+        return engine_examples.STATUS_WORDS.get(self.verdict.status, self.verdict.status)
+
+    @property
+    def changed(self) -> bool:
+        return self.previous is not None and self.previous.status != self.verdict.status
+
+
+def example_run_of(*, task_version) -> ExampleRun | None:
+    return ExampleRun.objects.filter(task_version=task_version).first()
+
+
+def example_results(*, task_version, run: ExampleRun | None = None) -> list[dict]:
+    """One dict per example of the version (ExampleVerdict fields + "grade"), pending until graded."""
+    examples = task_version.spec.get("examples") or []
+    if run is None:
+        run = example_run_of(task_version=task_version)
+    if run is not None and run.status == ExampleRun.Status.DONE and len(run.results) == len(examples):
+        return list(run.results)
+    if run is not None and run.status == ExampleRun.Status.ERROR:
+        status, message = engine_examples.ERROR, run.error or "grading failed"
+    elif run is not None:
+        status, message = engine_examples.PENDING, f"being graded ({run.graded} of {run.total} done)"
+    else:
+        status, message = engine_examples.PENDING, "not graded yet"
+    return [{**engine_examples.example_failed(example, message, status=status).to_dict(), "grade": None}
+            for example in examples]
+
+
+def example_verdicts(*, task_version) -> list[engine_examples.ExampleVerdict]:
+    """The version's example answers as graded (pending ones included); [] when it has none."""
+    return [engine_examples.ExampleVerdict.from_dict(result) for result in example_results(task_version=task_version)]
+
+
+def example_rows(*, task_version) -> list[ExampleRow]:
+    """The task page's example answers, each with its verdict on the parent version (when it had it)."""
+    examples = task_version.spec.get("examples") or []
+    parent = task_version.parent
+    previous = {verdict.name: verdict for verdict in example_verdicts(task_version=parent)} if parent else {}
+    return [ExampleRow(verdict=engine_examples.ExampleVerdict.from_dict(result), answer=example.get("answer", ""),
+                       files=[item.get("path", "") for item in example.get("files") or []], grade=result.get("grade"),
+                       previous=previous.get(example.get("name")))
+            for example, result in zip(examples, example_results(task_version=task_version))]
+
+
+def example_verdict_changes(*, version_a, version_b) -> list[dict]:
+    """For the diff view: each example's status on both versions and whether it changed."""
+    return engine_examples.verdict_changes(example_verdicts(task_version=version_a),
+                                           example_verdicts(task_version=version_b))

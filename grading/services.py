@@ -24,8 +24,9 @@ from pydantic import ValidationError
 
 from authoring.permissions import can_review
 from grading import engine
+from grading.engine import example_answers as engine_examples
 from grading.engine.models import normalised_relative_path
-from grading.models import CheckResult, DryRun, Grade, JudgeLabel
+from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
 from grading.endpoints import judge_client_for, judge_config_for
@@ -259,11 +260,9 @@ def _grade_deterministic(rubric, *, answer: str, files: list[WorkspaceFile]) -> 
     The rubric and files are untrusted, so the grading runs in a child process with CPU, memory
     and wall-time limits (grading.engine.isolated): nothing an author sends can stall the web process.
     """
-    from grading.engine.isolated import GradeStopped, ProcessLimits, grade_in_subprocess
+    from grading.engine.isolated import GradeStopped, grade_in_subprocess
 
-    process = ProcessLimits(cpu_s=settings.DRY_RUN_CPU_S, memory_mb=settings.DRY_RUN_MEMORY_MB,
-                            timeout_s=settings.DRY_RUN_TIMEOUT_S, cpu_setting="GYMWRIGHT_DRY_RUN_CPU_S",
-                            memory_setting="GYMWRIGHT_DRY_RUN_MEMORY_MB", timeout_setting="GYMWRIGHT_DRY_RUN_TIMEOUT_S")
+    process = _dry_run_process_limits()
     with tempfile.TemporaryDirectory(prefix="gymwright-dry-run-") as tmp:
         workspace = _write_workspace(Path(tmp), [(item.path, item.upload) for item in files]) if files else None
         try:
@@ -271,6 +270,14 @@ def _grade_deterministic(rubric, *, answer: str, files: list[WorkspaceFile]) -> 
         except GradeStopped as exc:
             raise DomainError(f"The dry run was stopped: {exc}. Simplify the costly check (a pattern with nested "
                               "repeats, a very large file) and run it again.", code="grading_stopped") from None
+
+
+def _dry_run_process_limits():
+    from grading.engine.isolated import ProcessLimits
+
+    return ProcessLimits(cpu_s=settings.DRY_RUN_CPU_S, memory_mb=settings.DRY_RUN_MEMORY_MB,
+                         timeout_s=settings.DRY_RUN_TIMEOUT_S, cpu_setting="GYMWRIGHT_DRY_RUN_CPU_S",
+                         memory_setting="GYMWRIGHT_DRY_RUN_MEMORY_MB", timeout_setting="GYMWRIGHT_DRY_RUN_TIMEOUT_S")
 
 
 def dry_run_start(*, rubric_text: str, answer: str, files: list[WorkspaceFile] | None = None, user,
@@ -418,3 +425,113 @@ def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, sco
         defaults={"verdict": verdict, "score": score, "agrees": agrees, "comment": (comment or "").strip()},
     )
     return label
+
+
+# ---------------------------------------------------------------- example answers (the rubric's own tests)
+
+
+def example_answers_schedule(*, versions, bulk: bool = False) -> None:
+    """Grade the example answers of new task versions (authoring's version-created hook).
+
+    A rubric without judge checks (or with no judge configured) is graded at once, like a dry
+    run, in one bounded child process for all of a version's examples; one with judge checks
+    and a judge is graded by a worker (enqueued after commit), and so is every version of a bulk
+    import. Versions without examples get no run.
+    """
+    for version in versions:
+        example_answers_run(task_version=version, background=bulk)
+
+
+def example_answers_run(*, task_version, background: bool = False, user=None) -> ExampleRun | None:
+    """(Re)grade `task_version`'s example answers; the new ExampleRun, or None when it has none.
+
+    With a `user` (the task page's "Grade again"), only someone who may edit or review the task
+    may ask, and not while a run is still going.
+    """
+    if user is not None:
+        from authoring.permissions import can_edit_task
+
+        if not (can_edit_task(user, task_version.task) or can_review(user)):
+            raise NotAllowed("Only the task's authors and reviewers can grade its example answers again.")
+    examples = task_version.spec.get("examples") or []
+    if not examples:
+        return None
+    rubric = task_version.spec.get("rubric") or {}
+    needs_judge = "judge" in engine_examples.rubric_needs(rubric) and judge_config_for(rubric) is not None
+    with transaction.atomic():
+        previous = ExampleRun.objects.select_for_update().filter(task_version=task_version).first()
+        if previous is not None:
+            if user is not None and not previous.is_finished:
+                raise DomainError("The example answers are being graded; wait for this run to finish.",
+                                  code="already_running", http_status=409)
+            previous.delete()
+        run = ExampleRun.objects.create(task_version=task_version, total=len(examples), needs_judge=needs_judge)
+        if needs_judge or background:
+            from grading import tasks
+
+            transaction.on_commit(partial(tasks.example_answers_grade.delay, run.id))
+            return run
+    return example_answers_grade(example_run_id=run.id) or run
+
+
+def _example_workspace(root: Path, example: dict) -> Path:
+    """The example's files in a fresh workspace; an empty one without files, so that a check on a
+    file the example lacks is "not met" (as after a rollout), not unscored."""
+    return _write_workspace(root, engine_examples.example_workspace_files(example))
+
+
+def _example_result(example: dict, document: dict | None, *, error: str = "") -> dict:
+    if document is None:
+        verdict = engine_examples.example_failed(example, error or "not graded")
+    else:
+        verdict = engine_examples.example_verdict(example, document)
+    return {**verdict.to_dict(), "grade": document}
+
+
+def example_answers_grade(*, example_run_id: int) -> ExampleRun | None:
+    """Grade a queued ExampleRun and store each example's verdict. None if another worker has it."""
+    from grading.engine.isolated import GradeStopped, grade_many_in_subprocess
+
+    claimed = ExampleRun.objects.filter(id=example_run_id, status=ExampleRun.Status.QUEUED).update(
+        status=ExampleRun.Status.RUNNING, started_at=timezone.now())
+    if claimed != 1:
+        return None  # a redelivered message, or the run was replaced
+    run = ExampleRun.objects.select_related("task_version").get(id=example_run_id)
+    spec = run.task_version.spec
+    examples = spec.get("examples") or []
+    rubric = rubric_parse(data=spec.get("rubric"))
+    judge = judge_client_for(rubric, max_age_s=settings.ENDPOINT_CACHE_S) if run.needs_judge else None
+    results = []
+    if judge is None:
+        # Deterministic: the dry run's path, every example in one bounded child process.
+        with tempfile.TemporaryDirectory(prefix="gymwright-examples-") as tmp:
+            items = []
+            for index, example in enumerate(examples):
+                root = Path(tmp) / str(index)
+                root.mkdir()
+                items.append((example["answer"], _example_workspace(root, example)))
+            try:
+                documents = grade_many_in_subprocess(rubric.to_document(), items=items,
+                                                     process=_dry_run_process_limits())
+                results = [_example_result(example, document) for example, document in zip(examples, documents)]
+            except GradeStopped as exc:
+                results = [_example_result(example, None, error=f"grading was stopped: {exc}") for example in examples]
+    else:
+        # Judged: in this worker, like a judged dry run, one example at a time with progress.
+        for index, example in enumerate(examples):
+            with tempfile.TemporaryDirectory(prefix="gymwright-examples-") as tmp:
+                workspace = _example_workspace(Path(tmp), example)
+                graded = engine.grade(rubric, answer=example["answer"], workspace=workspace, judge=judge, sandbox=None)
+            results.append(_example_result(example, graded.to_document()))
+            ExampleRun.objects.filter(id=run.id, status=ExampleRun.Status.RUNNING).update(graded=index + 1)
+    ExampleRun.objects.filter(id=run.id, status=ExampleRun.Status.RUNNING).update(
+        status=ExampleRun.Status.DONE, results=results, graded=len(results), finished_at=timezone.now())
+    run.refresh_from_db()
+    return run
+
+
+def example_answers_fail(*, example_run_id: int, error: str) -> None:
+    """Mark an unfinished ExampleRun as failed with the reason the task page shows."""
+    ExampleRun.objects.filter(id=example_run_id, status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING]
+                              ).update(status=ExampleRun.Status.ERROR, error=(error or "grading failed")[:2000],
+                                       finished_at=timezone.now())

@@ -19,3 +19,16 @@ class DryRunJob(Task):
 @shared_task(base=DryRunJob, name="grading.dry_run_grade", acks_late=True)
 def dry_run_grade(dry_run_id: int) -> None:
     services.dry_run_grade(dry_run_id=dry_run_id)
+
+
+class ExampleAnswersJob(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        example_run_id = kwargs.get("example_run_id", args[0] if args else None)
+        if example_run_id is not None:
+            services.example_answers_fail(example_run_id=example_run_id, error=f"Grading failed: {exc}")
+
+
+# As for dry runs: the judge client retries transient errors; a redelivered message walks away.
+@shared_task(base=ExampleAnswersJob, name="grading.example_answers_grade", acks_late=True)
+def example_answers_grade(example_run_id: int) -> None:
+    services.example_answers_grade(example_run_id=example_run_id)

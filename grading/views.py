@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from authoring import permissions
@@ -158,3 +159,35 @@ def kinds_reference_rows() -> list[dict]:
 def kinds_reference(request: HttpRequest) -> HttpResponse:
     """The check kinds: generated from the engine's schema, with the same worked examples as the editor."""
     return render(request, "grading/kinds.html", {"kinds": kinds_reference_rows()})
+
+
+def example_answers_context(*, task_version, user) -> dict:
+    """What the example-answers section shows (the task page embeds it; the fragment polls it)."""
+    run = selectors.example_run_of(task_version=task_version)
+    rows = selectors.example_rows(task_version=task_version)
+    return {"task": task_version.task, "version": task_version, "run": run, "rows": rows,
+            "pending": any(row.verdict.status == "pending" for row in rows) and run is not None
+            and not run.is_finished,
+            "as_expected": sum(1 for row in rows if row.verdict.ok),
+            "can_run": permissions.can_edit_task(user, task_version.task) or permissions.can_review(user)}
+
+
+@require_GET
+def example_answers(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """The example-answers section of one version, as a fragment (polled while a worker grades)."""
+    task_version = task_version_get_for_user(slug=slug, number=number, user=request.user)
+    return render(request, "grading/_example_answers.html",
+                  example_answers_context(task_version=task_version, user=request.user))
+
+
+@require_POST
+def example_answers_run(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """Grade the version's example answers again (after configuring a judge, say)."""
+    from django.contrib import messages
+
+    task_version = task_version_get_for_user(slug=slug, number=number, user=request.user)
+    try:
+        services.example_answers_run(task_version=task_version, user=request.user)
+    except DomainError as error:
+        messages.error(request, error.message)
+    return redirect(reverse("authoring:task_detail", args=[slug]) + "#examples")

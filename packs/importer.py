@@ -39,7 +39,7 @@ from gymwright.errors import DomainError, NotAllowed
 from grading.engine import TASK_SCHEMA, validate_task
 
 BATCH = 1000
-TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata")
+TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
 DEFAULT_ENVIRONMENT = "imported"
 
 

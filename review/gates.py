@@ -5,6 +5,7 @@ which starts the previews the gates still miss."""
 from __future__ import annotations
 
 from authoring.models import TaskVersion
+from grading import selectors as grading_selectors
 from grading.engine import gates as engine_gates
 from grading.engine import validate_task
 from grading.engine.calibration import rewarded_checks
@@ -38,24 +39,12 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
     return evidence
 
 
-def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.ExampleAnswerResult] | None:
-    """The workbench's example answers graded, when grading offers them (else None: not run)."""
-    import grading
-    import grading.services as grading_services
-
-    provider = getattr(grading_services, "example_answer_results", None) or getattr(grading, "example_answer_results",
-                                                                                   None)
-    if provider is None:
-        return None
-    results = []
-    for item in provider(task_version):
-        get = item.get if isinstance(item, dict) else (lambda key, default=None: getattr(item, key, default))
-        ok = get("ok")
-        if ok is None:
-            ok = get("as_expected", get("passed"))
-        results.append(engine_gates.ExampleAnswerResult(name=str(get("name", get("id", "example"))), ok=bool(ok),
-                                                        message=str(get("message", "") or "")))
-    return results
+def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.ExampleAnswerResult]:
+    """The version's example answers as graded (grading.selectors): as expected or not, pending,
+    incomplete (a check could not be scored) or failed to grade."""
+    return [engine_gates.ExampleAnswerResult(name=verdict.name, ok=verdict.ok, message=verdict.message,
+                                             status=verdict.status)
+            for verdict in grading_selectors.example_verdicts(task_version=task_version)]
 
 
 def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:

@@ -47,7 +47,8 @@ def _admin():
 
 
 def make_approved(*, author, reviewer, slug: str, environment_slug: str = "shell", answer: str = "42",
-                  tags=("maths",), rubric: dict | None = None, files: list | None = None):
+                  tags=("maths",), rubric: dict | None = None, files: list | None = None,
+                  examples: list | None = None):
     from authoring.models import Environment
 
     environment = Environment.objects.filter(slug=environment_slug).first()
@@ -56,7 +57,8 @@ def make_approved(*, author, reviewer, slug: str, environment_slug: str = "shell
                                                             author=author, spec={"network": "none"})
     task = authoring_services.task_create(slug=slug, environment=environment, author=author, content={
         "title": f"Task {slug}", "prompt": f"What is six times seven? ({slug})", "rubric": rubric or RUBRIC,
-        "solution": {"script": None, "answer": answer}, "tags": list(tags), "files": files or []})
+        "solution": {"script": None, "answer": answer}, "tags": list(tags), "files": files or [],
+        "examples": examples or []})
     # The sanity gates need previews; an admin's audited override stands in for them here.
     review_services.task_submit(task=task, user=_admin(), override_reason="packs tests: approved without previews")
     review_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")

@@ -66,6 +66,37 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
     assert second.manifest["files"] == first.manifest["files"]
 
 
+def test_example_answers_travel_in_the_pack_and_come_back_exactly(author, reviewer, admin_user, lab, tmp_path):
+    from grading.models import ExampleRun
+
+    examples = [{"name": "right", "answer": "42", "expect": "pass", "reward": {"min": 0.9, "max": 1},
+                 "files": [{"path": "notes/work.md", "content": "6 × 7 = 42\n"}]},
+                {"name": "wrong", "answer": "41", "expect": "fail"}]
+    make_approved(author=author, reviewer=reviewer, slug="with-examples", examples=examples)
+    out = tmp_path / "pack.tar.gz"
+    call_command("export_pack", "examples-pack", "--out", str(out))
+    first = PackVersion.objects.get(pack__slug="examples-pack")
+    sha = TaskVersion.objects.get(task__slug="with-examples").sha256
+    with tarfile.open(out) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith("/tasks.jsonl"))
+        line = json.loads(archive.extractfile(member).read().decode().splitlines()[0])
+    assert line["examples"] == examples
+
+    PackEntry.objects.all().delete(), PackVersion.objects.all().delete(), TaskPack.objects.all().delete()
+    Review.objects.all().delete()
+    Task.objects.update(latest_version=None, approved_version=None)
+    TaskVersion.objects.all().delete(), Task.objects.all().delete()
+    call_command("import_tasks", str(out), "--approve-as", admin_user.username)
+    imported = TaskVersion.objects.get(task__slug="with-examples")
+    assert imported.spec["examples"] == examples and imported.sha256 == sha
+    # An import grades the examples in a worker (queued after commit), never thousands in the request.
+    assert ExampleRun.objects.get(task_version=imported).status == ExampleRun.Status.QUEUED
+
+    call_command("export_pack", "examples-pack", "--out", str(tmp_path / "again.tar.gz"))
+    again = PackVersion.objects.get(pack__slug="examples-pack")
+    assert again.content_sha256 == first.content_sha256
+
+
 def write_csv(path: Path, rows: list[dict]) -> Path:
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
