@@ -535,3 +535,16 @@ def example_answers_fail(*, example_run_id: int, error: str) -> None:
     ExampleRun.objects.filter(id=example_run_id, status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING]
                               ).update(status=ExampleRun.Status.ERROR, error=(error or "grading failed")[:2000],
                                        finished_at=timezone.now())
+
+
+def example_run_fail_if_stale(*, run: ExampleRun | None) -> ExampleRun | None:
+    """A run no worker finished in time (a worker died, or none is running) is failed with the
+    reason, so the page stops waiting and offers "Grade again"."""
+    if run is None or run.is_finished:
+        return run
+    since = run.started_at if run.status == ExampleRun.Status.RUNNING and run.started_at else run.created_at
+    if (timezone.now() - since).total_seconds() > _dry_run_stale_after_s():
+        waiting = "no worker took the job" if run.status == ExampleRun.Status.QUEUED else "the worker stopped"
+        example_answers_fail(example_run_id=run.pk, error=f"Grading did not finish: {waiting}; grade them again.")
+        run.refresh_from_db()
+    return run

@@ -153,6 +153,16 @@ DEMO_TASKS = [
             "rubric": REVENUE_RUBRIC,
             "solution": {"script": REVENUE_CSV_SOLUTION, "answer": "1234.5"},
             "metadata": {"difficulty": "medium"},
+            # The rubric's own tests: every new version grades them (see the task page).
+            "examples": [
+                {"name": "the full summary", "answer": "Q3 revenue was 1234.5", "expect": "pass",
+                 "reward": {"min": 1},
+                 "files": [{"path": "summary.csv", "content": "metric,Q1,Q2,Q3,Q4\nRevenue,1000.0,1100.5,1234.5,"
+                                                              "1302.0\nCosts,800.0,850.0,900.0,950.0\n"},
+                           {"path": "report.md", "content": "# Q3 summary\n\nRevenue grew to 1234.5 in Q3.\n"}]},
+                {"name": "the right number but no files", "answer": "1234.5", "expect": "fail",
+                 "reward": {"max": 0}},
+            ],
         },
     },
     {

@@ -155,3 +155,17 @@ def test_a_failed_job_shows_its_reason_on_every_example(task):
     services.example_answers_fail(example_run_id=run.pk, error="Grading failed: boom")
     verdicts = selectors.example_verdicts(task_version=version)
     assert {v.status for v in verdicts} == {"error"} and verdicts[0].message == "Grading failed: boom"
+
+
+def test_a_run_no_worker_finished_is_failed_so_the_page_stops_waiting(task):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    version = task.latest_version
+    run = ExampleRun.objects.get(task_version=version)
+    ExampleRun.objects.filter(pk=run.pk).update(status=ExampleRun.Status.QUEUED, created_at=timezone.now() - timedelta(hours=2))
+    run = services.example_run_fail_if_stale(run=ExampleRun.objects.get(pk=run.pk))
+    assert run.status == ExampleRun.Status.ERROR and "no worker took the job" in run.error
+    fresh = services.example_answers_run(task_version=version, user=task.owner)
+    assert services.example_run_fail_if_stale(run=fresh).status == ExampleRun.Status.DONE

@@ -56,6 +56,8 @@ ACCESS: dict[str, set[str]] = {
     "rubric-validate": MEMBERS, "grade-detail": MEMBERS, "judge-label-create": REVIEWERS,
     "grading:dry_run": AUTHORS, "grading:dry_run_detail": MEMBERS, "grading:grade_detail": MEMBERS,
     "grading:judge_label": REVIEWERS,
+    "grading:example_answers": MEMBERS, "grading:example_answers_run": OWNERS | REVIEWERS,
+    "api-task-version-examples": MEMBERS, "api-task-version-examples-run": OWNERS | REVIEWERS,
     "api-task-version-previews": MEMBERS, "api-preview-detail": MEMBERS, "api-preview-cancel": OWNERS,
     "api-rollout-detail": MEMBERS,
     "sandbox:preview_start": OWNERS, "sandbox:preview_detail": MEMBERS, "sandbox:preview_progress": MEMBERS,
