@@ -17,7 +17,7 @@ import pytest
 
 from authoring import services as authoring_services
 from grading.models import ExampleRun, ModelEndpoint
-from tests.grading.test_dry_run_worker import _database_url
+from tests.support.workers import test_database_url
 from tests.support.openai_server import OpenAIServer
 from tests.support.users import make_user
 
@@ -58,7 +58,7 @@ def test_a_worker_grades_judged_examples_and_reports_progress_and_verdicts(setti
         run = ExampleRun.objects.get(task_version=task.latest_version)
         assert run.status == ExampleRun.Status.QUEUED and run.needs_judge and sent == [run.pk]
 
-        env = {**os.environ, "DATABASE_URL": _database_url(), "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        env = {**os.environ, "DATABASE_URL": test_database_url(), "MEDIA_ROOT": str(settings.MEDIA_ROOT),
                "GYMWRIGHT_JUDGE_CACHE_DIR": str(settings.JUDGE_CACHE_DIR), "GYMWRIGHT_TEST_JUDGE_KEY": "test-key",
                "CELERY_TASK_ALWAYS_EAGER": "0"}
         worker = subprocess.Popen(
