@@ -55,7 +55,7 @@ def test_every_check_kind_in_the_engines_schema_is_documented_with_all_its_keys(
 @pytest.mark.parametrize("schema_name, definition", [
     ("rubric", None), ("rubric", "CommandCheck"), ("rubric", "JudgeSettings"), ("rubric", "Probe"),
     ("task", None), ("task", "Environment"), ("task", "Limits"), ("task", "FileRef"), ("task", "Solution"),
-    ("task", "CustomTool"), ("grade", None), ("grade", "CheckGrade"), ("grade", "ProtectedFileState"),
+    ("task", "CustomTool"), ("task", "ExampleAnswer"), ("task", "ExampleFile"), ("grade", None), ("grade", "CheckGrade"), ("grade", "ProtectedFileState"),
 ])
 def test_every_key_of_the_formats_is_documented(schema_name, definition):
     schema = json_schema(schema_name)
