@@ -91,3 +91,34 @@ def test_the_panel_is_docked_beside_the_rubric_and_shows_its_shortcut(logged_in,
     page.fill("#dry-run-answer", "It is 42.")
     page.press("#dry-run-answer", "Control+Enter")
     expect(page.locator("[data-dry-run-result] [data-grade-summary]")).to_have_text("3 / 3 points, reward 1.00, passed")
+
+
+def test_the_docked_panel_shows_every_explanation_without_a_sideways_scroll(logged_in, live_server, task,
+                                                                            settings):
+    settings.OPENAI_BASE_URL = ""
+    page = logged_in  # 1500 px wide: docked, 420 px
+    open_editor_with_rubric(page, live_server, {**SAVED_RUBRIC, "checks": SAVED_RUBRIC["checks"] + [
+        {"id": "has_a_unit_of_length_written_out_in_full", "kind": "regex", "points": 2,
+         "pattern": r"\bmeters?\b"}]})
+    page.fill("#dry-run-answer", "It is 42.")
+    page.click("[data-dry-run-submit]")
+    result = page.locator("[data-dry-run-result]")
+    expect(result.locator("[data-grade-summary]")).to_have_text("3 / 5 points, reward 0.60, not passed")
+    panel = page.locator("#dry-run")
+    assert page.evaluate("(el) => el.scrollWidth <= el.clientWidth", panel.element_handle()), \
+        "the docked panel scrolls sideways"
+    box = panel.bounding_box()
+    for check_id in ("says_42", "has_a_unit_of_length_written_out_in_full"):
+        row = result.locator(f'tr[data-check-id="{check_id}"]')
+        explanation = row.locator("td.explanation-cell").bounding_box()
+        assert explanation["width"] > 0 and explanation["x"] + explanation["width"] <= box["x"] + box["width"]
+        assert row.locator("td.explanation-cell").inner_text().strip(), f"{check_id} has no explanation shown"
+    # Each check's line reads "id  status  awarded / points pts", the explanation under it.
+    row = result.locator('tr[data-check-id="says_42"]')
+    cells = [row.locator(f"td:nth-child({n})") for n in (1, 3, 6, 5, 7)]
+    boxes = [cell.bounding_box() for cell in cells]
+    assert [round(b["x"]) for b in boxes[:4]] == sorted(round(b["x"]) for b in boxes[:4]), boxes
+    assert boxes[4]["y"] >= boxes[0]["y"] + boxes[0]["height"] - 1, "the explanation is not under the check"
+    assert page.evaluate("(el) => getComputedStyle(el, '::before').content + getComputedStyle(el, '::after').content",
+                         cells[3].element_handle()) == '"/ "" pts"'
+    assert [cell.inner_text().strip() for cell in cells[2:4]] == ["3", "3"]
