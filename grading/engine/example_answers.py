@@ -158,14 +158,15 @@ def grade_examples(task, *, judge=None, sandbox=None, checks_module: str | None 
 
 def verdict_changes(before: list[ExampleVerdict], after: list[ExampleVerdict]) -> list[dict[str, Any]]:
     """Per example name (in `after`'s order, then the removed ones): its status in both lists and
-    whether it changed. An example only on one side has None on the other."""
+    whether its verdict changed. An example only on one side has None on the other and is
+    "added" or "removed", not changed."""
     old = {verdict.name: verdict for verdict in before}
     new = {verdict.name: verdict for verdict in after}
     rows = []
     for name in [v.name for v in after] + [v.name for v in before if v.name not in new]:
         a, b = old.get(name), new.get(name)
-        rows.append({"name": name, "before": a, "after": b,
-                     "changed": (a.status if a else None) != (b.status if b else None)})
+        rows.append({"name": name, "before": a, "after": b, "added": a is None, "removed": b is None,
+                     "changed": a is not None and b is not None and a.status != b.status})
     return rows
 
 

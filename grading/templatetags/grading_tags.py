@@ -51,7 +51,8 @@ def example_answers(context, version):
 def example_verdict_changes(version_a, version_b):
     """For the diff view: which example answers changed verdict between the two versions."""
     rows = selectors.example_verdict_changes(version_a=version_a, version_b=version_b)
-    return {"rows": rows, "changed": sum(1 for row in rows if row["changed"]), "a": version_a, "b": version_b}
+    return {"rows": rows, "changed": sum(1 for row in rows if row["changed"]), "a": version_a, "b": version_b,
+            "added": sum(1 for row in rows if row["added"]), "removed": sum(1 for row in rows if row["removed"])}
 
 
 @register.filter

@@ -87,6 +87,52 @@
       });
     });
 
+    // "Add to example answers": the answer (and its workspace files, as text) joins the editor's
+    // example-answers JSON, saved with the next version (grading.engine.models.ExampleAnswer).
+    var examples = document.querySelector("#examples-json");
+    var keep = panel.querySelector("[data-dry-run-keep]");
+    if (examples && keep) {
+      keep.hidden = false;
+      var note = keep.querySelector("[data-dry-run-keep-note]");
+      keep.querySelector("[data-dry-run-keep-add]").addEventListener("click", function () {
+        var name = keep.querySelector("[data-dry-run-keep-name]").value.trim();
+        var expectValue = keep.querySelector("[data-dry-run-keep-expect]").value;
+        var answer = form.querySelector('textarea[name="answer"]').value;
+        var list;
+        try {
+          list = JSON.parse(examples.value.trim() || "[]");
+        } catch (e) {
+          note.textContent = "The example answers field is not valid JSON; fix it first.";
+          return;
+        }
+        if (!Array.isArray(list)) { note.textContent = "The example answers field must be a JSON list."; return; }
+        if (!name) { note.textContent = "Give the example a name."; return; }
+        if (list.some(function (item) { return item && item.name === name; })) {
+          note.textContent = "There is already an example named \u201c" + name + "\u201d.";
+          return;
+        }
+        var folder = cleanFolder(form.querySelector("[data-dry-run-folder]").value);
+        var files = Array.prototype.slice.call(form.querySelector("[data-dry-run-files]").files);
+        if (files.some(function (file) { return file.size > 262144; })) {
+          note.textContent = "Example files are text of at most 256 KiB each; attach larger ones to the task.";
+          return;
+        }
+        Promise.all(files.map(function (file) {
+          var relative = file.webkitRelativePath || file.name;
+          return file.text().then(function (content) {
+            return { path: folder ? folder + "/" + relative : relative, content: content };
+          });
+        })).then(function (contents) {
+          var example = { name: name, answer: answer, expect: expectValue };
+          if (contents.length) example.files = contents;
+          list.push(example);
+          examples.value = JSON.stringify(list, null, 2);
+          examples.dispatchEvent(new Event("input", { bubbles: true }));
+          note.textContent = "Added \u201c" + name + "\u201d: saved with the next version.";
+        });
+      });
+    }
+
     // Ctrl/Cmd+Enter in the answer grades it.
     form.querySelector('textarea[name="answer"]').addEventListener("keydown", function (event) {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {

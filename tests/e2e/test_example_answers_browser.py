@@ -56,11 +56,20 @@ def test_save_examples_break_one_with_a_new_version_and_see_the_changed_verdict(
     wait_for_editor(page)
     expect(page.locator("#examples-json")).to_have_value(re.compile("counts to three"))
     page.locator('#rubric-structured .re-card[data-pointer="/checks/0"] [data-key=expected] input').fill("three")
+    # Keep a dry-run answer as a third example, from the dry-run panel.
+    page.fill("#dry-run-answer", "one, two, three")
+    page.fill("[data-dry-run-keep-name]", "in words")
+    page.select_option("[data-dry-run-keep-expect]", "pass")
+    page.click("[data-dry-run-keep-add]")
+    expect(page.locator("[data-dry-run-keep-note]")).to_have_text("Added “in words”: saved with the next version.")
+    assert json.loads(page.input_value("#examples-json"))[-1] == {"name": "in words", "answer": "one, two, three",
+                                                                   "expect": "pass"}
     page.fill("#id_message", "the answer in words")
     page.get_by_role("button", name="Save new version").click()
     page.wait_for_url(f"{live_server.url}/tasks/count-to-three/")
 
-    expect(section.locator("h2")).to_contain_text("(1 of 2 as expected)")
+    expect(section.locator("h2")).to_contain_text("(2 of 3 as expected)")
+    expect(example_row(page, "in words")).to_have_attribute("data-status", "as_expected")
     right = example_row(page, "counts to three")
     expect(right).to_have_attribute("data-status", "unexpected")
     expect(right).to_have_attribute("data-changed", "1")
@@ -77,6 +86,7 @@ def test_save_examples_break_one_with_a_new_version_and_see_the_changed_verdict(
 
     page.goto(f"{live_server.url}/tasks/count-to-three/diff/?a=1&b=2")
     expect(page.locator("#example-changes")).to_contain_text("1 example answer changed verdict between v1 and v2")
+    expect(page.locator("#example-changes")).to_contain_text("1 added in v2.")
     changed = page.locator('#example-changes tr[data-changed="1"]')
     expect(changed).to_have_count(1)
     expect(changed).to_contain_text("counts to three")

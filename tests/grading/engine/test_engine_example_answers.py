@@ -159,6 +159,8 @@ def test_verdict_changes_name_the_examples_that_changed(tmp_path):
     rows = {row["name"]: row for row in verdict_changes(before, after)}
     assert rows["right"]["changed"] and rows["right"]["after"].status == UNEXPECTED
     assert not rows["wrong"]["changed"]
+    added = {row["name"]: row for row in verdict_changes(before[:1], after)}["wrong"]
+    assert added["added"] and not added["changed"] and added["before"] is None
 
 
 def test_all_examples_grade_in_one_bounded_child(tmp_path):
