@@ -2,7 +2,6 @@ import pytest
 from rest_framework.test import APIClient
 
 from authoring import services
-from tests.support.users import make_user  # noqa: F401 - re-exported for the tests here
 
 RUBRIC = {
     "schema": "gymwright.rubric/v1",
@@ -14,31 +13,6 @@ RUBRIC = {
 }
 
 
-
-
-@pytest.fixture
-def author(db, django_user_model):
-    return make_user(django_user_model, "alice", "author")
-
-
-@pytest.fixture
-def other_author(db, django_user_model):
-    return make_user(django_user_model, "bob", "author")
-
-
-@pytest.fixture
-def reviewer(db, django_user_model):
-    return make_user(django_user_model, "rita", "reviewer")
-
-
-@pytest.fixture
-def admin_user(db, django_user_model):
-    return make_user(django_user_model, "adam", "admin")
-
-
-@pytest.fixture
-def nobody(db, django_user_model):
-    return make_user(django_user_model, "norole")
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,6 @@ from sandbox import services as sandbox_services
 from tests.e2e.conftest import PASSWORD, TIMEOUT_MS
 from tests.sandbox.factories import RUBRIC, make_task
 from tests.support.openai_server import OpenAIServer
-from tests.support.services import require_bwrap
 
 pytestmark = [pytest.mark.browser, pytest.mark.bubblewrap, pytest.mark.django_db(transaction=True)]
 
@@ -50,16 +47,6 @@ def artifacts_dir() -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
-
-@pytest.fixture
-def sandbox_dir(settings):
-    require_bwrap()
-    path = Path(tempfile.mkdtemp(prefix="gw-test-sandboxes-"))
-    path.chmod(0o755)  # reachable by the sandbox user
-    settings.SANDBOX_WORK_DIR = path
-    settings.SANDBOX_BACKEND = "bubblewrap"
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from authoring import services
 from authoring.models import Task
 from review.models import Comment
 from tests.e2e.conftest import PASSWORD, TIMEOUT_MS, wait_for_editor
-from tests.sandbox.test_rollout_execute import sandbox_dir  # noqa: F401 - fixture (bubblewrap, reachable dir)
 
 pytestmark = [pytest.mark.browser, pytest.mark.bubblewrap, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=TIMEOUT_MS)

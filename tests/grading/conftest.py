@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from authoring.models import Environment, EnvironmentVersion, Task, TaskVersion
-from tests.support.users import make_user  # noqa: F401 - re-exported for the tests here
 
 RUBRIC = {
     "schema": "gymwright.rubric/v1",
@@ -18,16 +17,6 @@ RUBRIC = {
 }
 
 
-
-
-@pytest.fixture
-def author(django_user_model):
-    return make_user(django_user_model, "ada", "author")
-
-
-@pytest.fixture
-def reviewer(django_user_model):
-    return make_user(django_user_model, "rene", "reviewer")
 
 
 @pytest.fixture

@@ -7,17 +7,13 @@ from rest_framework.test import APIClient
 
 from grading.models import JudgeLabel
 from grading.services import grade_from_document, grade_record
-from tests.grading.conftest import RUBRIC, make_user
+from tests.grading.conftest import RUBRIC
+from tests.support.users import make_user
 from tests.grading.test_grades_and_labels import GRADE
 
 pytestmark = pytest.mark.django_db
 
 DEEP = "[" * 5000 + "]" * 5000
-
-
-@pytest.fixture
-def author(django_user_model):
-    return make_user(django_user_model, "ada", "author")
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from grading.models import DryRun, Grade
 from grading.models import ModelEndpoint
-from tests.grading.conftest import RUBRIC, make_user
+from tests.grading.conftest import RUBRIC
+from tests.support.users import make_user
 from tests.support.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import resource
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.grading.conftest import make_user
+from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db
 

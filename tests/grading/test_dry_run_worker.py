@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from grading.models import DryRun
 from grading.models import ModelEndpoint
-from tests.grading.conftest import make_user
+from tests.support.users import make_user
 from tests.support.openai_server import OpenAIServer
 from tests.support.workers import test_database_url
 

@@ -7,7 +7,7 @@ from grading.engine.calibration import cohen_kappa
 from grading.selectors import judge_agreement
 from grading.services import grade_from_document, grade_record, judge_label_record
 from gymwright.errors import NotAllowed
-from tests.grading.conftest import make_user
+from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -176,7 +176,7 @@ def test_cohen_kappa_matches_a_worked_example():
 
 
 def test_judge_agreement_counts_reviewers_labels(django_user_model, reviewer, grade, task_version):
-    other = make_user(django_user_model, "rita", "reviewer")
+    other = make_user(django_user_model, "rene", "reviewer")
     judge_label_record(check_result=judged(grade), reviewer=reviewer, verdict="agree")
     judge_label_record(check_result=judged(grade), reviewer=other, verdict="not_met")
 

@@ -11,12 +11,6 @@ from authoring import services
 from authoring.models import Task
 from gymwright.pagination import KeysFirstPaginator, keys_first
 from tests.authoring.test_views import _bulk_tasks
-from tests.support.users import make_user
-
-
-@pytest.fixture
-def author(db, django_user_model):
-    return make_user(django_user_model, "pam", "author")
 
 
 @pytest.fixture

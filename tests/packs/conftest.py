@@ -19,26 +19,6 @@ RUBRIC = {
 }
 
 
-@pytest.fixture
-def author(db, django_user_model):
-    return make_user(django_user_model, "alice", "author")
-
-
-@pytest.fixture
-def reviewer(db, django_user_model):
-    return make_user(django_user_model, "rita", "reviewer")
-
-
-@pytest.fixture
-def lab(db, django_user_model):
-    return make_user(django_user_model, "lena", "lab")
-
-
-@pytest.fixture
-def admin_user(db, django_user_model):
-    return make_user(django_user_model, "adam", "admin")
-
-
 def _admin():
     from django.contrib.auth import get_user_model
 

@@ -1,12 +1,12 @@
-"""Fixtures for the review app's tests: the authoring fixtures (users with roles, a task)."""
+"""Fixtures for the review app's tests: the authoring fixtures (an environment, a task); users with roles
+come from tests/support/users.py."""
 
 from __future__ import annotations
 
 import pytest
 from rest_framework.test import APIClient
 
-from tests.authoring.conftest import (RUBRIC, admin_user, author, environment, nobody, other_author,  # noqa: F401
-                                      reviewer, task, task_content)
+from tests.authoring.conftest import RUBRIC, environment, task, task_content  # noqa: F401
 
 
 def api_client(user) -> APIClient:

@@ -6,22 +6,7 @@ import pytest
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from tests.sandbox.factories import make_task, make_user
-
-
-@pytest.fixture
-def author(db, django_user_model):
-    return make_user(django_user_model, "ada", "author")
-
-
-@pytest.fixture
-def reviewer(db, django_user_model):
-    return make_user(django_user_model, "rex", "reviewer")
-
-
-@pytest.fixture
-def nobody(db, django_user_model):
-    return make_user(django_user_model, "nemo")
+from tests.sandbox.factories import make_task
 
 
 @pytest.fixture

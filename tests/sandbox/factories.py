@@ -4,7 +4,6 @@ from __future__ import annotations
 
 
 from authoring import services as authoring_services
-from tests.support.users import make_user  # noqa: F401 - re-exported for the tests here
 
 RUBRIC = {
     "schema": "gymwright.rubric/v1",

@@ -4,9 +4,6 @@ protected, gives the skip trick nothing."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -14,20 +11,9 @@ from django.core.management import call_command
 from authoring.models import Task
 from sandbox import services, worker
 from sandbox.runtime.hacks import HACKS
-from tests.support.services import require_bwrap
 
 pytestmark = [pytest.mark.bubblewrap]
 
-
-@pytest.fixture
-def sandbox_dir(settings):
-    require_bwrap()
-    path = Path(tempfile.mkdtemp(prefix="gw-test-sandboxes-"))
-    path.chmod(0o755)
-    settings.SANDBOX_WORK_DIR = path
-    settings.SANDBOX_BACKEND = "bubblewrap"
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def previews_url(version):

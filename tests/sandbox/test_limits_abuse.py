@@ -10,7 +10,8 @@ from django.core.cache import cache
 from authoring import services as authoring_services
 from gymwright.errors import DomainError
 from sandbox import services
-from tests.sandbox.factories import make_task, make_user
+from tests.sandbox.factories import make_task
+from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -38,7 +38,7 @@ def in_browser(steps) -> None:
 
 def test_a_preview_started_in_the_browser_updates_live_and_shows_a_rollout(
         request, live_server, redis_db, celery_producer, tmp_path, django_user_model):
-    from tests.sandbox.factories import make_user
+    from tests.support.users import make_user
 
     pytest.importorskip("playwright")
     user = make_user(django_user_model, "eve", "author")

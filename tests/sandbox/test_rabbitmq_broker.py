@@ -15,7 +15,8 @@ import pytest
 
 from sandbox import services
 from sandbox.models import PreviewRun
-from tests.sandbox.factories import make_task, make_user
+from tests.sandbox.factories import make_task
+from tests.support.users import make_user
 from tests.support.services import missing
 from tests.support.workers import producer_on, start_workers, wait_for
 

@@ -4,9 +4,6 @@ policy and the judge talking to a local OpenAI-protocol server."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -15,23 +12,12 @@ from grading.models import ModelEndpoint
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import RUBRIC, make_task
 from tests.support.openai_server import OpenAIServer, tool_call
-from tests.support.services import require_bwrap
 
 pytestmark = [pytest.mark.bubblewrap]
 
 JUDGED_RUBRIC = {**RUBRIC, "checks": [*RUBRIC["checks"], {"id": "explains", "kind": "llm_judge", "points": 2,
                                                           "criterion": "The answer is a number."}]}
 
-
-@pytest.fixture
-def sandbox_dir(settings):
-    require_bwrap()
-    path = Path(tempfile.mkdtemp(prefix="gw-test-sandboxes-"))
-    path.chmod(0o755)  # reachable by the sandbox user
-    settings.SANDBOX_WORK_DIR = path
-    settings.SANDBOX_BACKEND = "bubblewrap"
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def agent_and_judge(server_box: dict):

@@ -15,7 +15,8 @@ import pytest
 
 from sandbox import services
 from sandbox.models import PreviewRun, Rollout
-from tests.sandbox.factories import make_task, make_user
+from tests.sandbox.factories import make_task
+from tests.support.users import make_user
 from tests.support.workers import processes_with, start_workers, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]

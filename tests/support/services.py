@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +63,15 @@ def require_chromium() -> str:
         if path:
             return path
     missing("headless Chromium", "apt-get install chromium")
+
+
+@pytest.fixture
+def sandbox_dir(settings):
+    """A fresh SANDBOX_WORK_DIR for bubblewrap sandboxes (the backend the web app's tests run on)."""
+    require_bwrap()
+    path = Path(tempfile.mkdtemp(prefix="gw-test-sandboxes-"))
+    path.chmod(0o755)  # reachable by the sandbox user
+    settings.SANDBOX_WORK_DIR = path
+    settings.SANDBOX_BACKEND = "bubblewrap"
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
