@@ -6,6 +6,8 @@ import difflib
 import json
 from dataclasses import dataclass, field
 
+from grading.engine import flat_checks  # the pure engine: a library for every app
+
 
 @dataclass
 class LineDiff:
@@ -67,16 +69,10 @@ def _check_key(check_id):
 
 
 def _flatten_checks(checks: list, into: dict, order: list) -> None:
-    if not isinstance(checks, list):
-        return
-    for check in checks:
-        if not isinstance(check, dict):
-            continue
-        check_id = _check_key(check.get("id"))
-        into[check_id] = check
+    for row in flat_checks(checks):
+        check_id = _check_key(row.check.get("id"))
+        into[check_id] = row.check
         order.append(check_id)
-        if check.get("kind") == "group":
-            _flatten_checks(check.get("checks") or [], into, order)
 
 
 def _as_rubric(value) -> dict:

@@ -6,6 +6,7 @@ import math
 from django import forms
 
 from authoring.models import Environment, Task
+from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
 from gymwright.egress import egress_refusal
 from gymwright.forms import pointer_head
 
@@ -185,14 +186,13 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
                                  help_text="Instead of an image: built once and cached by content hash.")
     setup = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
                             help_text="Shell script run once when a sandbox starts.")
-    network = forms.ChoiceField(choices=[("none", "none"), ("allowed", "allowed")], initial="none")
-    cpus = forms.FloatField(min_value=0.1, max_value=64, initial=1)
-    memory_mb = forms.IntegerField(min_value=64, max_value=262144, initial=1024)
-    timeout_s = forms.IntegerField(min_value=1, max_value=86400, initial=600)
-    max_steps = forms.IntegerField(min_value=1, max_value=1000, initial=30)
-    tools = forms.MultipleChoiceField(choices=[(t, t) for t in ("bash", "read_file", "write_file", "list_files", "submit")],
-                                      widget=forms.CheckboxSelectMultiple,
-                                      initial=["bash", "read_file", "write_file", "list_files", "submit"])
+    network = forms.ChoiceField(choices=[("none", "none"), ("allowed", "allowed")], initial=DEFAULTS["network"])
+    cpus = forms.FloatField(min_value=0.1, max_value=64, initial=DEFAULTS["limits"]["cpus"])
+    memory_mb = forms.IntegerField(min_value=64, max_value=262144, initial=DEFAULTS["limits"]["memory_mb"])
+    timeout_s = forms.IntegerField(min_value=1, max_value=86400, initial=DEFAULTS["limits"]["timeout_s"])
+    max_steps = forms.IntegerField(min_value=1, max_value=1000, initial=DEFAULTS["limits"]["max_steps"])
+    tools = forms.MultipleChoiceField(choices=[(tool, tool) for tool in DEFAULTS["tools"]],
+                                      widget=forms.CheckboxSelectMultiple, initial=list(DEFAULTS["tools"]))
     custom_tools = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}), initial="[]",
                                    help_text='JSON list: [{"name", "description", "parameters", "command"}].')
     checks_module = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}),
@@ -210,6 +210,20 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
         if refusal:
             # Say it before the save refuses it.
             self.fields["network"].help_text = f"'allowed' will be refused: {refusal}."
+
+    @staticmethod
+    def initial_from(environment: Environment) -> dict:
+        """The form's values for editing `environment`'s latest version (what it leaves out: the defaults)."""
+        spec = {**DEFAULTS, **environment.latest_version.spec}
+        limits = {**DEFAULTS["limits"], **(spec.get("limits") or {})}
+        return {
+            "name": environment.name, "description": environment.description,
+            "image": spec["image"] or "", "dockerfile": spec["dockerfile"] or "", "setup": spec["setup"] or "",
+            "network": spec["network"] or DEFAULTS["network"],
+            **{key: limits[key] for key in ("cpus", "memory_mb", "timeout_s", "max_steps")},
+            "tools": spec["tools"] or [], "custom_tools": json.dumps(spec["custom_tools"] or [], indent=2),
+            "checks_module": spec["checks_module"] or "", "base_version": environment.latest_version.number,
+        }
 
     def clean_custom_tools(self):
         text = (self.cleaned_data.get("custom_tools") or "").strip() or "[]"

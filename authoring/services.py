@@ -24,10 +24,9 @@ from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion,
 from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
-from grading.engine import canonical_json, content_sha256, validate_task
+from grading.engine import TASK_SCHEMA, canonical_json, content_sha256, validate_task
 from grading.engine.models import normalised_relative_path
 
-TASK_SCHEMA = "gymwright.task/v1"
 ENVIRONMENT_KEYS = ("image", "dockerfile", "setup", "network", "limits", "tools", "custom_tools", "files",
                     "checks_module")
 DEFAULT_ENVIRONMENT_SPEC: dict[str, Any] = {

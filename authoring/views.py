@@ -16,7 +16,8 @@ from authoring.diff import task_version_diff
 from authoring.forms import EnvironmentForm, TaskForm
 from authoring.markdown import render_markdown
 from authoring.models import Task
-from grading.engine.describe import check_in_words  # the pure engine: a library for every app
+from grading.engine import flat_checks  # the pure engine: a library for every app
+from grading.engine.describe import check_in_words
 from grading.engine.examples import EXAMPLES, example_as_dict
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
@@ -108,20 +109,16 @@ def task_detail(request, slug):
         "version": version,
         "prompt_html": render_markdown(version.prompt) if version else "",
         "rubric_json": json.dumps(version.rubric, indent=2) if version else "",
-        "checks": _flat_checks(version.rubric.get("checks", [])) if version else [],
+        "checks": _flat_checks(version.rubric.get("checks")) if version else [],
         "audit_events": selectors.audit_events_for(task),
         "can_edit": permissions.can_edit_task(request.user, task),
     })
 
 
-def _flat_checks(checks, depth=0):
-    out = []
-    for check in checks or []:
-        # What the check does, in words (pattern, expected value, path, criterion): the engine's sentence.
-        out.append({"depth": depth, "check": check, "words": check_in_words(check)})
-        if check.get("kind") == "group":
-            out += _flat_checks(check.get("checks"), depth + 1)
-    return out
+def _flat_checks(checks):
+    # What each check does, in words (pattern, expected value, path, criterion): the engine's sentence.
+    return [{"depth": row.depth, "check": row.check, "words": check_in_words(row.check)}
+            for row in flat_checks(checks)]
 
 
 def _initial_from_version(version) -> dict:
@@ -284,19 +281,6 @@ def environment_list(request):
     })
 
 
-def _environment_initial(environment) -> dict:
-    spec = environment.latest_version.spec
-    limits = spec.get("limits") or {}
-    return {
-        "name": environment.name, "description": environment.description,
-        "image": spec.get("image") or "", "dockerfile": spec.get("dockerfile") or "", "setup": spec.get("setup") or "",
-        "network": spec.get("network") or "none", "cpus": limits.get("cpus", 1), "memory_mb": limits.get("memory_mb", 1024),
-        "timeout_s": limits.get("timeout_s", 600), "max_steps": limits.get("max_steps", 30),
-        "tools": spec.get("tools") or [], "custom_tools": json.dumps(spec.get("custom_tools") or [], indent=2),
-        "checks_module": spec.get("checks_module") or "", "base_version": environment.latest_version.number,
-    }
-
-
 @require_http_methods(["GET", "POST"])
 def environment_create(request):
     if not permissions.can_author(request.user):
@@ -345,7 +329,7 @@ def environment_edit(request, slug):
         return _forbidden(request, exc)
     current_files = list(environment.latest_version.spec.get("files") or [])
     if request.method != "POST":
-        form = EnvironmentForm(initial=_environment_initial(environment), editing=environment)
+        form = EnvironmentForm(initial=EnvironmentForm.initial_from(environment), editing=environment)
         return render(request, "authoring/environment_form.html", {"form": form, "environment": environment})
     form = EnvironmentForm(request.POST, request.FILES, editing=environment)
     if not _upload_refused(request, form, what="A data file") and form.is_valid():

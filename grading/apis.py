@@ -99,19 +99,26 @@ class JudgeLabelOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class CheckResultOutput(serializers.Serializer):
-    id = serializers.IntegerField()
+class CheckRowOutput(serializers.Serializer):
+    """One row of grading.selectors.grade_table: the one shape of a check's result in the API (the grade's
+    check_results, a rollout's checks). `id` is the stored CheckResult (null for a grade not stored)."""
+
+    id = serializers.IntegerField(allow_null=True)
     check_id = serializers.CharField()
     parent_check_id = serializers.CharField()
     kind = serializers.CharField()
+    title = serializers.CharField()
     status = serializers.CharField()
     score = serializers.FloatField(allow_null=True)
-    points = serializers.FloatField()
+    points = serializers.FloatField(allow_null=True)
     awarded = serializers.FloatField(allow_null=True)
+    required = serializers.BooleanField()
     explanation = serializers.CharField()
+    depth = serializers.IntegerField()
     votes = serializers.JSONField()
     duration_ms = serializers.IntegerField(allow_null=True)
     labels = JudgeLabelOutput(many=True)
+
 
 
 class GradeOutput(serializers.Serializer):
@@ -128,7 +135,7 @@ class GradeOutput(serializers.Serializer):
     complete = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     document = serializers.JSONField()
-    check_results = CheckResultOutput(many=True)
+    check_results = CheckRowOutput(many=True, source="check_rows")
 
 
 @extend_schema(summary="A stored grade with its per-check results and reviewers' labels", tags=["grading"],
@@ -136,6 +143,7 @@ class GradeOutput(serializers.Serializer):
 @api_view(["GET"])
 def grade_detail(request, grade_id: int):
     grade = selectors.grade_get_for_user(grade_id=grade_id, user=request.user)
+    grade.check_rows = selectors.grade_table(grade).rows
     return Response(GradeOutput(grade).data)
 
 

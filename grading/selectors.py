@@ -10,6 +10,7 @@ from django.http import Http404
 
 from authoring import permissions
 from grading.engine import example_answers as engine_examples
+from grading.engine import flat_checks
 from grading.engine.calibration import AgreementStats, cohen_kappa
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright.errors import NotAllowed
@@ -81,8 +82,14 @@ class CheckRow:
     required: bool = False
     votes: list = field(default_factory=list)
     duration_ms: int | None = None
+    parent_check_id: str = ""
     check_result: CheckResult | None = None
     labels: list[JudgeLabel] = field(default_factory=list)
+
+    @property
+    def id(self) -> int | None:
+        """The stored CheckResult's id (what a reviewer labels), None for a grade that was not stored."""
+        return self.check_result.pk if self.check_result is not None else None
 
     @property
     def judged(self) -> bool:
@@ -169,17 +176,13 @@ class GradeTable:
         return notes
 
 
-def _rows_from_document(checks: list[dict], depth: int = 0) -> list[CheckRow]:
-    rows = []
-    for check in checks or []:
-        rows.append(CheckRow(
-            check_id=check.get("id", ""), kind=check.get("kind", ""), title=check.get("title") or "",
-            status=check.get("status", ""), score=check.get("score"), points=check.get("points", 0),
-            awarded=check.get("awarded"), explanation=check.get("explanation") or "", depth=depth,
-            required=bool(check.get("required")), votes=list(check.get("votes") or []),
-            duration_ms=check.get("duration_ms")))
-        rows += _rows_from_document(check.get("checks") or [], depth + 1)
-    return rows
+def _rows_from_document(checks: Any) -> list[CheckRow]:
+    return [CheckRow(check_id=check.get("id", ""), kind=check.get("kind", ""), title=check.get("title") or "",
+                     status=check.get("status", ""), score=check.get("score"), points=check.get("points", 0),
+                     awarded=check.get("awarded"), explanation=check.get("explanation") or "", depth=depth,
+                     required=bool(check.get("required")), votes=list(check.get("votes") or []),
+                     duration_ms=check.get("duration_ms"), parent_check_id=parent_id)
+            for check, parent_id, depth, _ in flat_checks(checks)]
 
 
 def _mark_judge_checks(rows: list[CheckRow], *, status: str, explanation: str) -> None:
@@ -212,7 +215,7 @@ def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge
         rows = [CheckRow(check_id=r.check_id, kind=r.kind, title=r.title, status=r.status, score=r.score,
                          points=r.points, awarded=r.awarded, explanation=r.explanation, depth=r.depth,
                          required=r.required, votes=list(r.votes or []), duration_ms=r.duration_ms,
-                         check_result=r, labels=list(r.labels.all()))
+                         parent_check_id=r.parent_check_id, check_result=r, labels=list(r.labels.all()))
                 for r in results]
         return GradeTable(rows=rows, reward=grade.reward, earned=grade.earned, max=grade.max, passed=grade.passed,
                           gated=grade.gated, complete=grade.complete, grade=grade)

@@ -33,7 +33,6 @@ from grading.endpoints import judge_client_for, judge_config_for
 
 logger = logging.getLogger(__name__)
 
-GRADE_SCHEMA = "gymwright.grade/v1"
 
 
 def _engine_document(grade: engine.Grade) -> dict:
@@ -41,7 +40,7 @@ def _engine_document(grade: engine.Grade) -> dict:
 
 
 def _invalid_grade(pointer: str, message: str) -> DomainError:
-    return DomainError(f"Not a valid {GRADE_SCHEMA} document: {pointer}: {message}", code="invalid_grade",
+    return DomainError(f"Not a valid {engine.GRADE_SCHEMA} document: {pointer}: {message}", code="invalid_grade",
                        details=[{"pointer": pointer, "message": message}])
 
 
@@ -56,28 +55,17 @@ def grade_from_document(document: Any) -> engine.Grade:
         details = [{"pointer": "".join(f"/{part}" for part in error["loc"]), "message": error["msg"]}
                    for error in exc.errors()]
         summary = "; ".join(f"{d['pointer']}: {d['message']}" for d in details[:5])
-        raise DomainError(f"Not a valid {GRADE_SCHEMA} document: {summary}", code="invalid_grade",
+        raise DomainError(f"Not a valid {engine.GRADE_SCHEMA} document: {summary}", code="invalid_grade",
                           details=details) from None
     for name in ("earned", "max"):
         if not math.isfinite(getattr(grade, name)):
             raise _invalid_grade(f"/{name}", "expected a finite number")
     seen: set[str] = set()
-    for check, _, _, pointer in _flatten_checks(grade.checks, pointer="/checks"):
+    for check, _, _, pointer in engine.flat_checks(grade.checks):
         if check.id in seen:
             raise _invalid_grade(f"{pointer}/id", f"duplicate check id {check.id!r}")
         seen.add(check.id)
     return grade
-
-
-def _flatten_checks(checks: list[engine.CheckGrade] | None, *, pointer: str, parent: str = "",
-                    depth: int = 0) -> list[tuple[engine.CheckGrade, str, int, str]]:
-    """Depth-first (check, parent id, depth, pointer) for every check; a group's children follow it."""
-    rows = []
-    for index, check in enumerate(checks or []):
-        check_pointer = f"{pointer}/{index}"
-        rows.append((check, parent, depth, check_pointer))
-        rows += _flatten_checks(check.checks, pointer=f"{check_pointer}/checks", parent=check.id, depth=depth + 1)
-    return rows
 
 
 @transaction.atomic
@@ -111,7 +99,7 @@ def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=No
                     kind=check.kind, title="", status=check.status, score=check.score, points=check.points,
                     awarded=check.awarded, required=check.required, explanation=check.explanation,
                     votes=list(check.votes or []), duration_ms=check.duration_ms)
-        for position, (check, parent, depth, _) in enumerate(_flatten_checks(grade.checks, pointer="/checks"))
+        for position, (check, parent, depth, _) in enumerate(engine.flat_checks(grade.checks))
     ])
     return stored
 

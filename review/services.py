@@ -16,6 +16,7 @@ from django.utils import timezone
 from authoring import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record
+from grading.engine import flat_checks
 from grading.engine.validation import escape_pointer_token
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
@@ -27,14 +28,7 @@ SUBMITTABLE = (Task.Status.DRAFT, Task.Status.CHANGES_REQUESTED)
 
 def check_ids(rubric: dict) -> list[str]:
     """Every check id of a rubric, depth first (group children included)."""
-    ids, stack = [], list(reversed((rubric or {}).get("checks") or []))
-    while stack:
-        check = stack.pop()
-        if isinstance(check, dict):
-            if check.get("id"):
-                ids.append(str(check["id"]))
-            stack.extend(reversed(check.get("checks") or []))
-    return ids
+    return [str(row.check["id"]) for row in flat_checks((rubric or {}).get("checks")) if row.check.get("id")]
 
 
 def _text(value, *, pointer: str, what: str) -> str:

@@ -15,6 +15,7 @@ from authoring import selectors as authoring_selectors
 from authoring.diff import task_version_diff
 from authoring.markdown import render_markdown
 from authoring.models import Environment, Tag
+from grading.engine import flat_checks
 from grading.engine.describe import check_in_words
 from gymwright.errors import DomainError, NotAllowed
 from review import agreement as review_agreement
@@ -103,18 +104,11 @@ def task_review(request, slug):
 
 def _check_cards(version, threads_by_check, agreement_by_check, flags) -> list[dict]:
     cards = []
-
-    def walk(checks, depth):
-        for check in checks or []:
-            if not isinstance(check, dict):
-                continue
-            check_id = str(check.get("id", ""))
-            cards.append({"id": check_id, "depth": depth, "check": check, "words": check_in_words(check),
-                          "threads": threads_by_check.get(check_id, []),
-                          "agreement": agreement_by_check.get(check_id), "flag": flags.get(check_id)})
-            walk(check.get("checks"), depth + 1)
-
-    walk(version.rubric.get("checks"), 0)
+    for row in flat_checks(version.rubric.get("checks")):
+        check_id = str(row.check.get("id", ""))
+        cards.append({"id": check_id, "depth": row.depth, "check": row.check, "words": check_in_words(row.check),
+                      "threads": threads_by_check.get(check_id, []),
+                      "agreement": agreement_by_check.get(check_id), "flag": flags.get(check_id)})
     return cards
 
 

@@ -10,6 +10,8 @@ from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
 from authoring.selectors import task_version_get_for_user
+from grading.apis import CheckRowOutput
+from grading.selectors import grade_table
 from gymwright.api import Pagination, paginated
 from sandbox import selectors, services
 from sandbox.models import PreviewRun
@@ -68,18 +70,6 @@ class PreviewRunOutput(serializers.Serializer):
 class PreviewRunDetailOutput(PreviewRunOutput):
     progress = serializers.JSONField()
     rollouts = RolloutSummaryOutput(many=True)
-
-
-class CheckRowOutput(serializers.Serializer):
-    check_id = serializers.CharField()
-    kind = serializers.CharField()
-    status = serializers.CharField()
-    score = serializers.FloatField(allow_null=True)
-    points = serializers.FloatField(allow_null=True)
-    awarded = serializers.FloatField(allow_null=True)
-    required = serializers.BooleanField()
-    explanation = serializers.CharField()
-    depth = serializers.IntegerField()
 
 
 class RolloutDetailOutput(RolloutSummaryOutput):
@@ -145,5 +135,5 @@ class RolloutDetailApi(APIView):
     @extend_schema(responses=RolloutDetailOutput)
     def get(self, request, rollout_id: int):
         rollout = selectors.rollout_get_for_user(rollout_id=rollout_id, user=request.user)
-        rollout.checks = selectors.rollout_check_rows(rollout=rollout)
+        rollout.checks = grade_table(rollout.grade if rollout.grade_id else rollout.grade_document or {}).rows
         return Response(RolloutDetailOutput(rollout).data)

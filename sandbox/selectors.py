@@ -109,33 +109,6 @@ def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | N
     }
 
 
-def rollout_check_rows(*, rollout: Rollout) -> list[dict]:
-    """The per-check grade table: stored CheckResult rows, else the grade document's checks."""
-    if rollout.grade_id:
-        return [
-            {"check_id": row.check_id, "kind": row.kind, "title": row.title, "status": row.status,
-             "score": row.score, "points": row.points, "awarded": row.awarded, "required": row.required,
-             "explanation": row.explanation, "depth": row.depth, "votes": row.votes, "duration_ms": row.duration_ms}
-            for row in rollout.grade.check_results.order_by("position")
-        ]
-    rows: list[dict] = []
-
-    def walk(checks, depth):
-        for check in checks or []:
-            if not isinstance(check, dict):
-                continue
-            rows.append({"check_id": check.get("id", ""), "kind": check.get("kind", ""),
-                         "title": check.get("title") or "", "status": check.get("status", ""),
-                         "score": check.get("score"), "points": check.get("points"),
-                         "awarded": check.get("awarded"), "required": bool(check.get("required")),
-                         "explanation": check.get("explanation") or "", "depth": depth,
-                         "votes": check.get("votes") or [], "duration_ms": check.get("duration_ms")})
-            walk(check.get("checks") or check.get("children"), depth + 1)
-
-    walk((rollout.grade_document or {}).get("checks"), 0)
-    return rows
-
-
 def _pretty(value) -> str:
     import json
 

@@ -17,6 +17,7 @@ from .models import (
     Grade,
     Rubric,
     Task,
+    flat_checks,
 )
 from .sandbox import CheckSandbox, ExecResult
 from .schema import canonical_json, content_sha256, json_schema
@@ -44,6 +45,7 @@ __all__ = [
     "Task",
     "canonical_json",
     "content_sha256",
+    "flat_checks",
     "grade",
     "json_schema",
     "parse_rubric",

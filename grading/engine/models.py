@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, NamedTuple, Union
 
 from .fastregex import Searcher, compile_pattern, validate_pattern
 
@@ -751,3 +751,30 @@ class Grade(Strict):
 
 
 CheckGrade.model_rebuild()
+
+
+class FlatCheck(NamedTuple):
+    check: Any          # the check as given: a dict or one of the engine's models
+    parent_id: str      # the enclosing group's id, "" at the top
+    depth: int
+    pointer: str        # RFC 6901 pointer to the check
+
+
+def flat_checks(checks: Any, *, pointer: str = "/checks", parent_id: str = "", depth: int = 0) -> list[FlatCheck]:
+    """Every check of a tree of checks, depth first, a group's children right after it: the one walk
+    over a rubric's or a grade's checks, as dicts (stored, unsaved or hostile JSON: anything that is
+    not an object is skipped) or as the engine's models (Check, CheckGrade)."""
+    rows: list[FlatCheck] = []
+    for index, check in enumerate(checks if isinstance(checks, (list, tuple)) else []):
+        if isinstance(check, dict):
+            check_id, children = check.get("id"), check.get("checks")
+        elif isinstance(check, BaseModel):
+            check_id, children = getattr(check, "id", ""), getattr(check, "checks", None)
+        else:
+            continue
+        check_pointer = f"{pointer}/{index}"
+        rows.append(FlatCheck(check, parent_id, depth, check_pointer))
+        rows += flat_checks(children, pointer=f"{check_pointer}/checks",
+                            parent_id=check_id if isinstance(check_id, str) else str(check_id or ""),
+                            depth=depth + 1)
+    return rows

@@ -49,6 +49,9 @@ def test_a_rollout_answers_with_trajectory_and_grade(api, version, author, monke
     assert body["trajectory"][2]["tool_calls"][0]["name"] == "bash" and body["answer"] == "42"
     assert body["grade"]["schema"] == "gymwright.grade/v1" and body["grade_id"] is not None
     assert [c["check_id"] for c in body["checks"]] == ["says_42", "report_exists"]
+    # One builder of check rows: the rollout's checks are the stored grade's check results, row for row.
+    grade = api.get(f"/api/grades/{body['grade_id']}/").json()
+    assert grade["check_results"] == body["checks"] and all(row["id"] for row in body["checks"])
     summary = api.get(f"/api/previews/{preview_run.pk}/").json()
     assert summary["status"] == "done" and summary["summary"]["pass_rate"] == 1.0
 

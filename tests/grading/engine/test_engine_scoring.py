@@ -183,3 +183,19 @@ def test_grade_accepts_a_dict_rubric_and_validates_it():
     assert result.reward == 1.0
     with pytest.raises(SpecError):
         grade({"schema": "gymwright.rubric/v1", "checks": []}, answer="x")
+
+
+def test_flat_checks_walks_a_grade_and_its_document_the_same_way():
+    from grading.engine import flat_checks
+
+    group = {"id": "both", "kind": "group", "points": 2, "checks": [contains("a", "x", 1), contains("b", "y", 1)]}
+    result = run([contains("first", "x", 1), group], "x")
+
+    typed = [(check.id, parent, depth, pointer) for check, parent, depth, pointer in flat_checks(result.checks)]
+    assert typed == [("first", "", 0, "/checks/0"), ("both", "", 0, "/checks/1"),
+                     ("a", "both", 1, "/checks/1/checks/0"), ("b", "both", 1, "/checks/1/checks/1")]
+    document = result.to_document()["checks"]
+    assert [(c["id"], p, d, ptr) for c, p, d, ptr in flat_checks(document)] == typed
+    # Unsaved or hostile JSON: what is not a check object is skipped, not a crash.
+    assert [row.pointer for row in flat_checks([7, None, {"id": "x", "checks": "no"}])] == ["/checks/2"]
+    assert flat_checks({"not": "a list"}) == []
