@@ -96,7 +96,7 @@ def test_a_reviewer_agrees_with_the_judge(client, reviewer, grade):
     label = JudgeLabel.objects.get()
     assert response.status_code == 200
     assert (label.verdict, label.agrees, label.comment, label.reviewer) == ("met", True, "right dose", reviewer)
-    assert "rene: agrees" in text_of(response)
+    assert "rita: agrees" in text_of(response)
 
 
 def test_a_reviewer_overrules_and_can_change_their_mind_once_per_check(client, reviewer, grade):
@@ -108,9 +108,9 @@ def test_a_reviewer_overrules_and_can_change_their_mind_once_per_check(client, r
 
     label = JudgeLabel.objects.get()  # one label per reviewer and check
     assert (label.verdict, label.agrees, label.comment) == ("not_met", False, "dose is for children, really")
-    assert "rene: overrules" in text_of(response)
+    assert "rita: overrules" in text_of(response)
     page = text_of(client.get(f"/grading/grades/{grade.pk}/"))
-    assert "rene: overrules · not met" in page and "dose is for children, really" in page
+    assert "rita: overrules · not met" in page and "dose is for children, really" in page
 
 
 def test_an_unscored_or_deterministic_check_cannot_be_labelled(client, reviewer, grade):

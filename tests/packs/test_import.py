@@ -24,7 +24,7 @@ from tests.packs.conftest import make_approved
 from tests.support.venvs import harbor_bin
 
 
-def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, reviewer, admin_user, lab, tmp_path, capsys):
+def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, reviewer, admin, lab, tmp_path, capsys):
     blob = authoring_services.blob_store(data=b"#!/bin/sh\nexit 0\n")
     data = authoring_services.blob_store(data=b"a,b\n1,2\n")
     for index in range(6):
@@ -49,7 +49,7 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
     assert not Task.objects.exists()
 
     capsys.readouterr()
-    call_command("import_tasks", str(first_out), "--approve-as", admin_user.username)
+    call_command("import_tasks", str(first_out), "--approve-as", admin.username)
     printed = capsys.readouterr().out
     assert "6 imported, 0 rejected, approved as adam" in printed
     assert "line 1: created round-0 v1" in printed
@@ -145,7 +145,7 @@ def test_jsonl_and_parquet_tables_import_the_same_way(author, tmp_path):
     assert sorted(Task.objects.values_list("slug", flat=True))[:2] == ["greet-00001", "greet-00002"]
 
 
-def test_import_tasks_command_exit_codes(author, admin_user, tmp_path, capsys):
+def test_import_tasks_command_exit_codes(author, admin, tmp_path, capsys):
     good = write_csv(tmp_path / "good.csv", TABLE_ROWS[:2])
     call_command("import_tasks", str(good), "--dry-run")
     assert "dry run: 2 imported, 0 rejected" in capsys.readouterr().out

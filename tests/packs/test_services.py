@@ -57,7 +57,7 @@ def test_drafts_and_unapproved_tasks_are_never_packed(pack, lab, author, reviewe
         build(pack, lab, tasks=("just-a-draft",))
 
 
-def test_the_next_version_follows_the_changes_and_may_be_raised_never_lowered(pack, lab, author, reviewer, admin_user,
+def test_the_next_version_follows_the_changes_and_may_be_raised_never_lowered(pack, lab, author, reviewer, admin,
                                                                               approved_tasks):
     assert build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:5])).version == "1.0.0"
     assert build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:6])).version == "1.1.0"  # added
@@ -65,7 +65,7 @@ def test_the_next_version_follows_the_changes_and_may_be_raised_never_lowered(pa
     authoring_services.task_version_create(task=changed, author=author, base_version=1, content={
         **authoring_services.task_version_content(changed.latest_version), "prompt": "reworded"})
     changed.refresh_from_db()
-    review_services.task_submit(task=changed, user=admin_user, override_reason="no previews in this test")
+    review_services.task_submit(task=changed, user=admin, override_reason="no previews in this test")
     review_services.review_create(task_version=changed.latest_version, reviewer=reviewer, decision="approve")
     patched = build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:6]))
     assert patched.version == "1.1.1"

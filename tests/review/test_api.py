@@ -26,15 +26,15 @@ def test_submit_answers_409_gates_failed_listing_the_gates_then_200(task, author
     assert response.json()["status"] == "in_review" and response.json()["version"] == 1
 
 
-def test_an_admin_submits_past_failing_gates_with_a_reason_an_author_cannot(task, author, admin_user):
+def test_an_admin_submits_past_failing_gates_with_a_reason_an_author_cannot(task, author, admin):
     response = api_client(author).post(url(task, 1, "submit"), {"override_reason": "please"}, format="json")
     assert response.status_code == 403 and response.json()["error"]["details"][0]["pointer"] == "/override_reason"
-    response = api_client(admin_user).post(url(task, 1, "submit"), {"override_reason": "no sandbox here"},
+    response = api_client(admin).post(url(task, 1, "submit"), {"override_reason": "no sandbox here"},
                                            format="json")
     assert response.status_code == 200 and response.json()["override_reason"] == "no sandbox here"
 
 
-def test_reviews_answer_201_409_403_and_400_as_documented(task, author, reviewer, admin_user):
+def test_reviews_answer_201_409_403_and_400_as_documented(task, author, reviewer, admin):
     review = {"decision": "approve", "comment": "ok"}
     response = api_client(reviewer).post(url(task, 1, "reviews"), review, format="json")
     assert response.status_code == 409 and response.json()["error"]["code"] == "not_in_review"

@@ -42,7 +42,7 @@ def test_approval_belongs_to_the_exact_version_in_review(submitted, author, revi
 
 
 def test_nobody_approves_a_task_they_own_or_a_version_they_wrote_admins_included(
-        task, author, admin_user, reviewer, django_user_model):
+        task, author, admin, reviewer, django_user_model):
     from tests.support.users import make_user
 
     owner_admin = make_user(django_user_model, "olga", "admin", "author")
@@ -54,12 +54,12 @@ def test_nobody_approves_a_task_they_own_or_a_version_they_wrote_admins_included
         services.review_create(task_version=own.latest_version, reviewer=owner_admin, decision="approve")
 
     # an admin who edited someone else's task wrote that version: not theirs to approve either
-    authoring_services.task_version_create(task=task, author=admin_user, base_version=1,
+    authoring_services.task_version_create(task=task, author=admin, base_version=1,
                                            content=task_content(title="admin's edit"))
     pass_gates(task.latest_version, author)
     services.task_submit(task=task, user=author)
     with pytest.raises(NotAllowed, match="You wrote v2"):
-        services.review_create(task_version=task.latest_version, reviewer=admin_user, decision="approve")
+        services.review_create(task_version=task.latest_version, reviewer=admin, decision="approve")
     services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
     task.refresh_from_db()
     assert task.status == Task.Status.APPROVED
@@ -122,10 +122,10 @@ def test_previews_of_an_earlier_version_do_not_open_the_gates(task, author):
         services.task_submit(task=task, user=author)
 
 
-def test_only_an_admin_overrides_failing_gates_and_the_reason_is_audited(task, author, admin_user):
+def test_only_an_admin_overrides_failing_gates_and_the_reason_is_audited(task, author, admin):
     with pytest.raises(NotAllowed):
         services.task_submit(task=task, user=author, override_reason="trust me")
-    submission = services.task_submit(task=task, user=admin_user, override_reason="oracle needs the network")
+    submission = services.task_submit(task=task, user=admin, override_reason="oracle needs the network")
     assert submission.override_reason == "oracle needs the network"
     assert {gate["gate"] for gate in submission.gates if gate["status"] != "pass"} >= {"oracle", "nop"}
     event = AuditEvent.objects.filter(verb="submit").get()

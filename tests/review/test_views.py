@@ -80,14 +80,14 @@ def test_the_review_page_shows_everything_needed_to_decide(client, submitted, au
     assert 'id="stale-previews"' not in page
 
 
-def test_the_review_page_warns_when_only_an_older_version_was_previewed(client, task, author, admin_user, reviewer):
+def test_the_review_page_warns_when_only_an_older_version_was_previewed(client, task, author, admin, reviewer):
     from authoring import services as authoring_services
     from review import services
     from tests.review.conftest import pass_gates, task_content
 
     pass_gates(task.latest_version, author)
     authoring_services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="v2"))
-    services.task_submit(task=task, user=admin_user, override_reason="previews later")
+    services.task_submit(task=task, user=admin, override_reason="previews later")
     client.force_login(reviewer)
     page = client.get(f"/review/tasks/{task.slug}/").content.decode()
     assert 'id="stale-previews"' in page and "the latest previews are of v1 only" in page

@@ -22,6 +22,6 @@ def _user_fixture(name: str, username: str, *roles: str):
 author = _user_fixture("author", "alice", "author")
 other_author = _user_fixture("other_author", "bob", "author")
 reviewer = _user_fixture("reviewer", "rita", "reviewer")
-admin_user = _user_fixture("admin_user", "adam", "admin")
+admin = _user_fixture("admin", "adam", "admin")
 lab = _user_fixture("lab", "lena", "lab")
 nobody = _user_fixture("nobody", "norole")
