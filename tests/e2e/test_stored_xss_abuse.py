@@ -25,7 +25,6 @@ from review import services as review_services
 from sandbox import services as sandbox_services
 from tests.e2e.conftest import PASSWORD, TIMEOUT_MS, wait_for_editor
 from tests.e2e.test_pages_browser import CSP_LISTENER, artifacts_dir
-from tests.sandbox.test_rollout_execute import sandbox_dir  # noqa: F401 - fixture (bubblewrap, reachable dir)
 from tests.support.openai_server import OpenAIServer, tool_call
 from tests.support.users import make_user
 

@@ -35,11 +35,6 @@ def content(**changes) -> dict:
 
 
 @pytest.fixture
-def author(django_user_model):
-    return make_user(django_user_model, "ada", "author")
-
-
-@pytest.fixture
 def environment(author):
     return authoring_services.environment_create(slug="shell", name="Shell", author=author, spec={"network": "none"})
 

@@ -15,7 +15,7 @@ from grading.engine.models import (
     MAX_EXAMPLES,
 )
 from grading.models import ExampleRun
-from tests.grading.test_example_answers import author, content, environment, task  # noqa: F401
+from tests.grading.test_example_answers import content, environment, task  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from authoring.models import TaskVersion
 from grading.models import ExampleRun
-from tests.grading.test_example_answers import EXAMPLES, RUBRIC, author, content, environment, task  # noqa: F401
+from tests.grading.test_example_answers import EXAMPLES, RUBRIC, content, environment, task  # noqa: F401
 from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db

@@ -66,7 +66,7 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
     assert second.manifest["files"] == first.manifest["files"]
 
 
-def test_example_answers_travel_in_the_pack_and_come_back_exactly(author, reviewer, admin_user, lab, tmp_path):
+def test_example_answers_travel_in_the_pack_and_come_back_exactly(author, reviewer, admin, lab, tmp_path):
     from grading.models import ExampleRun
 
     examples = [{"name": "right", "answer": "42", "expect": "pass", "reward": {"min": 0.9, "max": 1},
@@ -86,7 +86,7 @@ def test_example_answers_travel_in_the_pack_and_come_back_exactly(author, review
     Review.objects.all().delete()
     Task.objects.update(latest_version=None, approved_version=None)
     TaskVersion.objects.all().delete(), Task.objects.all().delete()
-    call_command("import_tasks", str(out), "--approve-as", admin_user.username)
+    call_command("import_tasks", str(out), "--approve-as", admin.username)
     imported = TaskVersion.objects.get(task__slug="with-examples")
     assert imported.spec["examples"] == examples and imported.sha256 == sha
     # An import grades the examples in a worker (queued after commit), never thousands in the request.
@@ -224,7 +224,7 @@ def _task_lines(prefix: str, count: int, *, with_file: str | None = None) -> str
     return "\n".join(lines) + "\n"
 
 
-def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(author, admin_user, tmp_path, monkeypatch,
+def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(author, admin, tmp_path, monkeypatch,
                                                                         django_assert_max_num_queries):
     """N rows cost N / BATCH times the queries of one batch: nothing is looked up or saved row by row
     (tasks, versions, tags, attached files, approvals and audit events are bulk per batch)."""
@@ -237,14 +237,14 @@ def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(author, 
     importer.tasks_import(path=tmp_path / "warm.jsonl", user=author)  # creates the environment, the tags
     (tmp_path / "one.jsonl").write_text(_task_lines("one", 4, with_file=blob.sha256))
     with CaptureQueriesContext(connection) as one_batch:
-        report = importer.tasks_import(path=tmp_path / "one.jsonl", user=author, approve_as=admin_user)
+        report = importer.tasks_import(path=tmp_path / "one.jsonl", user=author, approve_as=admin)
     assert report.imported == 4 and report.rejected == 0, report.as_dict()
     per_batch = len(one_batch.captured_queries)
     assert per_batch <= 25, "\n".join(query["sql"][:100] for query in one_batch.captured_queries)
 
     (tmp_path / "many.jsonl").write_text(_task_lines("many", 40, with_file=blob.sha256))
     with django_assert_max_num_queries(10 * per_batch):  # 10 batches of 4, ten times the queries of one
-        report = importer.tasks_import(path=tmp_path / "many.jsonl", user=author, approve_as=admin_user)
+        report = importer.tasks_import(path=tmp_path / "many.jsonl", user=author, approve_as=admin)
     assert report.imported == 40 and report.rejected == 0
     assert Task.objects.filter(slug__startswith="many-", approved_version__isnull=False).count() == 40
     assert TaskVersion.objects.filter(task__slug__startswith="many-").count() == 40

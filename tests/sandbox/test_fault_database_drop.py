@@ -16,7 +16,8 @@ from django.db import connection
 
 from sandbox import services
 from sandbox.models import PreviewRun
-from tests.sandbox.factories import make_task, make_user
+from tests.sandbox.factories import make_task
+from tests.support.users import make_user
 from tests.support.faults import DropWhenQuerying, database_backends_terminate
 from tests.support.workers import processes_with, start_workers, wait_for
 

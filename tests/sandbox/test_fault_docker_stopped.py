@@ -13,7 +13,8 @@ import pytest
 
 from sandbox import services
 from sandbox.models import PreviewRun, Rollout
-from tests.sandbox.factories import make_task, make_user
+from tests.sandbox.factories import make_task
+from tests.support.users import make_user
 from tests.support.faults import OwnDockerd
 from tests.support.images import busybox_image
 from tests.support.workers import start_workers, wait_for

@@ -15,7 +15,8 @@ import pytest
 from grading.models import ModelEndpoint
 from sandbox import services
 from sandbox.models import PreviewRun
-from tests.sandbox.factories import make_task, make_user
+from tests.sandbox.factories import make_task
+from tests.support.users import make_user
 from tests.support.openai_server import OpenAIServer, Reply, flapping
 from tests.support.workers import start_workers, wait_for
 
