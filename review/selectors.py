@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from authoring import permissions
 from authoring.models import Task, TaskVersion
+from grading.engine import flat_checks
 from gymwright.nul import NUL
 from review.models import Comment, InboxItem, Review, Submission
 
@@ -133,14 +134,8 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
 
 
 def _find_check(rubric: dict, check_id: str) -> dict | None:
-    stack = list((rubric or {}).get("checks") or [])
-    while stack:
-        check = stack.pop()
-        if isinstance(check, dict):
-            if check.get("id") == check_id:
-                return check
-            stack.extend(check.get("checks") or [])
-    return None
+    return next((row.check for row in flat_checks((rubric or {}).get("checks")) if row.check.get("id") == check_id),
+                None)
 
 
 GRADED_TEXT_MAX_CHARS = 20_000
