@@ -136,6 +136,33 @@ def test_ajv_and_the_engine_agree_on_paths_and_one_of_keys():
     assert ajv_validate(json_schema("rubric"), documents) == engine
 
 
+EDITOR_VALIDATOR = ROOT / "static" / "js" / "rubric_editor" / "schema_validator.js"
+
+
+def test_the_editors_precompiled_validator_agrees_with_the_engine(tmp_path):
+    """The browser validates with schema_validator.js (Ajv standalone code, no eval): same verdicts as the engine."""
+    from grading.engine import validate_rubric
+
+    node = shutil.which("node")
+    if not node:
+        missing("Node.js (to run the editor's validator)", "apt-get install nodejs")
+    documents = [GOOD_RUBRIC, variant(checks__0__points=0), variant(checks__0__id="Bad Id"),
+                 variant(checks__0__colour="red"), variant(checks__0__kind="telepathy"),
+                 variant(checks__1__checks__0__flags="q"), variant(checks__2__scale="stars"),
+                 variant(checks__0__points="1")]
+    module = tmp_path / "validator.mjs"
+    module.write_text(EDITOR_VALIDATOR.read_text())
+    runner = tmp_path / "run.cjs"
+    runner.write_text(f"import({json.dumps(module.as_uri())}).then((m) => {{"
+                      "const docs = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+                      "console.log(JSON.stringify(docs.map((d) => m.default(d)))); });")
+    completed = subprocess.run([node, str(runner)], input=json.dumps(documents), capture_output=True, text=True,
+                               timeout=60)
+    assert completed.returncode == 0, completed.stderr
+    engine = [not validate_rubric(document) for document in documents]
+    assert json.loads(completed.stdout) == engine == [True] + [False] * (len(documents) - 1)
+
+
 def test_ajv_accepts_task_and_grade_documents():
     from grading.engine import grade
 
