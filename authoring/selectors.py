@@ -90,15 +90,20 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
                 .defer("latest_version__spec", "approved_version__spec").prefetch_related("tags"))
     if q:
         queryset = queryset.filter(Q(slug__icontains=q) | Q(title__icontains=q))
-    if environment:
-        queryset = queryset.filter(environment__slug=environment)
     if status:
         queryset = queryset.filter(status=status)
+    return task_filter(queryset, environment=environment, tag=tag, author=author).order_by("-updated_at", "-id")
+
+
+def task_filter(queryset: QuerySet[Task], *, environment: str = "", tag: str = "", author: str = "") -> QuerySet[Task]:
+    """The task list's menus (environment slug, tag name, owner's username), for any list of tasks."""
+    if environment:
+        queryset = queryset.filter(environment__slug=environment)
     if tag:
         queryset = queryset.filter(tags__name=tag)
     if author:
         queryset = queryset.filter(owner__username=author)
-    return queryset.order_by("-updated_at", "-id")
+    return queryset
 
 
 def task_filter_choices(*, user) -> dict:

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from authoring import permissions
 from authoring.models import Task, TaskVersion
+from authoring.selectors import task_filter
 from grading.engine import flat_checks
 from gymwright.nul import NUL
 from review.models import Comment, InboxItem, Review, Submission
@@ -29,12 +30,7 @@ def review_queue(*, user, environment: str = "", tag: str = "", author: str = ""
                                 "approved_version")
                 .prefetch_related("tags")
                 .annotate(submitted_at=Subquery(latest_submission)))
-    if environment:
-        queryset = queryset.filter(environment__slug=environment)
-    if tag:
-        queryset = queryset.filter(tags__name=tag)
-    if author:
-        queryset = queryset.filter(owner__username=author)
+    queryset = task_filter(queryset, environment=environment, tag=tag, author=author)
     if older_than_days:
         queryset = queryset.filter(submitted_at__lte=timezone.now() - timedelta(days=older_than_days))
     return queryset.order_by("submitted_at", "id")

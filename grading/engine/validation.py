@@ -479,28 +479,25 @@ def validate_task(data: Any) -> list[Issue]:
     return _validate(Task, data, _task_semantic_issues)[1]
 
 
-def parse_rubric(data: Any) -> Rubric:
-    """Parse a rubric document; raise `SpecError` listing every problem."""
-    if isinstance(data, Rubric):
+def _parse(model, data: Any, *, name: str, schema: str, semantic):
+    if isinstance(data, model):
         data = data.to_document()
     if not isinstance(data, dict):
-        raise SpecError(_not_an_object(data, "rubric", RUBRIC_SCHEMA))
-    parsed, issues = _validate(Rubric, data, rubric_semantic_issues)
+        raise SpecError(_not_an_object(data, name, schema))
+    parsed, issues = _validate(model, data, semantic)
     if issues:
         raise SpecError(issues)
     return parsed
+
+
+def parse_rubric(data: Any) -> Rubric:
+    """Parse a rubric document; raise `SpecError` listing every problem."""
+    return _parse(Rubric, data, name="rubric", schema=RUBRIC_SCHEMA, semantic=rubric_semantic_issues)
 
 
 def parse_task(data: Any) -> Task:
     """Parse a task document; raise `SpecError` listing every problem."""
-    if isinstance(data, Task):
-        data = data.to_document()
-    if not isinstance(data, dict):
-        raise SpecError(_not_an_object(data, "task", TASK_SCHEMA))
-    parsed, issues = _validate(Task, data, _task_semantic_issues)
-    if issues:
-        raise SpecError(issues)
-    return parsed
+    return _parse(Task, data, name="task", schema=TASK_SCHEMA, semantic=_task_semantic_issues)
 
 
 def validate_document(data: Any) -> list[Issue]:
