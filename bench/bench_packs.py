@@ -17,7 +17,7 @@ load average:
   the same file into memory.
 
 --profile DIR adds one more import and one more build under py-spy (collapsed stacks in DIR,
-left out of the figures).
+left out of the figures), and records the bulk API requests (in process) while they are timed.
 """
 
 from __future__ import annotations
@@ -223,12 +223,16 @@ def main() -> None:
         api = APIClient()
         api.force_authenticate(admin)
         bulk_rows = rows(tasks_count)
+        recorder = py_spy(os.getpid(), profile_dir / "bulk_api.txt") if profile_dir else None
         started = time.perf_counter()
         for start in range(0, tasks_count, 1000):
             chunk = [dict(row, id=row["id"].replace("bench", "api"), tags=["api"]) for row in bulk_rows[start:start + 1000]]
             response = api.post("/api/imports/bulk/", {"tasks": chunk}, format="json")
             assert response.status_code == 200 and response.json()["imported"] == len(chunk), response.content[:500]
         bulk_s = time.perf_counter() - started
+        if recorder is not None:
+            recorder.send_signal(signal.SIGINT)
+            recorder.wait()
         print(f"  bulk API {tasks_count} tasks: {bulk_s:.2f} s", flush=True)
         from authoring.models import Task
         Task.objects.filter(slug__startswith="warm").update(approved_version=None)
