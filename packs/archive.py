@@ -63,7 +63,7 @@ class PackInfo:
 
 @dataclasses.dataclass
 class TaskItem:
-    """One task to pack: its gymwright.task/v1 document, its sha256 and its last preview's numbers."""
+    """One task to pack: its gymwright.task/v1 document, its sha256 and its last model preview's numbers."""
 
     document: dict
     sha256: str
@@ -89,7 +89,7 @@ def canary_guid(pack_slug: str) -> str:
 
 
 def difficulty_of(calibration: dict | None, band: tuple[float, float] = DEFAULT_BAND) -> str:
-    """Which histogram bin a task falls in, from its last preview's pass rate."""
+    """Which histogram bin a task falls in, from its last model preview's pass rate."""
     if not calibration or calibration.get("pass_rate") is None:
         return "not previewed"
     rate = calibration["pass_rate"]
@@ -376,8 +376,8 @@ the same split in every version of the pack.
 
 ## Difficulty
 
-From each task's last preview (`calibration.json`): unsolved = no rollout passed, hard = pass
-rate below {low:.0%}, in band = {low:.0%}–{high:.0%}, easy = above {high:.0%}.
+From each task's last model preview (`calibration.json`; none: not previewed): unsolved = no
+rollout passed, hard = pass rate below {low:.0%}, in band = {low:.0%}–{high:.0%}, easy = above {high:.0%}.
 
 | difficulty | tasks |
 | --- | --- |
@@ -393,7 +393,7 @@ rate below {low:.0%}, in band = {low:.0%}–{high:.0%}, easy = above {high:.0%}.
 - `grader/`: the grading engine that graded the previews (`pip install -r grader/requirements.txt`).
 - `reward.py`: reward functions for verl and TRL.
 - `inspect_task.py`: an Inspect task over the pack, scored by the same grader.
-- `calibration.json`: per task, the last preview's policy, n, pass rate, pass@k, mean reward.
+- `calibration.json`: per task, the last model preview's policy, n, pass rate, pass@k, mean reward.
 
 ## Use it
 

@@ -39,7 +39,7 @@ def pack_version_entries(*, pack_version: PackVersion):
 
 
 def pack_version_histogram(*, pack_version: PackVersion) -> list[dict]:
-    """The difficulty histogram (from each task's last preview) with bar widths for the chart."""
+    """The difficulty histogram (from each task's last model preview) with bar widths for the chart."""
     counts = (pack_version.manifest or {}).get("difficulty") or {}
     highest = max(counts.values(), default=0) or 1
     return [{"label": name, "count": counts.get(name, 0), "percent": round(100 * counts.get(name, 0) / highest, 1)}

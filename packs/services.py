@@ -220,7 +220,10 @@ def _calibration(summary: dict | None, policy: str) -> dict | None:
 
 
 def _task_items(pack_version: PackVersion) -> Iterator[archive.TaskItem]:
-    """The pinned task versions, in slug order, a chunk at a time, with their last finished preview."""
+    """The pinned task versions, in slug order, a chunk at a time, with their last finished model
+    preview. Only a model measures difficulty: oracle, nop, probe and hack previews are sanity
+    checks that pass or fail by design (the gates run the hack probes last, which made every gated
+    task "unsolved")."""
     entries = (PackEntry.objects.filter(pack_version=pack_version).order_by("task_slug")
                .values_list("task_version_id", flat=True))
     ids = list(entries.iterator(chunk_size=5000))
@@ -229,7 +232,8 @@ def _task_items(pack_version: PackVersion) -> Iterator[archive.TaskItem]:
         versions = {row[0]: row for row in TaskVersion.objects.filter(pk__in=chunk)
                     .values_list("pk", "spec", "sha256")}
         previews: dict[int, dict | None] = {}
-        for run in (PreviewRun.objects.filter(task_version_id__in=chunk, status=PreviewRun.Status.DONE)
+        for run in (PreviewRun.objects.filter(task_version_id__in=chunk, status=PreviewRun.Status.DONE,
+                                              policy_kind="model")
                     .order_by("task_version_id", "-created_at", "-id").values("task_version_id", "summary", "policy")):
             if run["task_version_id"] not in previews:
                 previews[run["task_version_id"]] = _calibration(run["summary"], run["policy"])

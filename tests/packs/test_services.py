@@ -198,3 +198,28 @@ def test_a_build_whose_worker_died_is_reaped_as_failed_with_a_reason(pack, lab, 
     assert f"failed 1 stale pack build(s) [{lost.pk}]" in capsys.readouterr().out
     lost.refresh_from_db()
     assert lost.status == PackVersion.Status.FAILED and "no worker started the build" in lost.failure_reason
+
+
+def test_difficulty_and_calibration_come_from_the_last_model_preview_not_the_sanity_previews(pack, lab, author,
+                                                                                          reviewer):
+    from sandbox.models import PreviewRun
+
+    task = make_approved(author=author, reviewer=reviewer, slug="calibrated")
+    unpreviewed = make_approved(author=author, reviewer=reviewer, slug="only-sanity-checked")
+
+    def done(task, policy, kind, pass_rate):
+        PreviewRun.objects.create(task_version=task.latest_version, created_by=author, policy=policy,
+                                  policy_kind=kind, n=4, backend="bubblewrap", status=PreviewRun.Status.DONE,
+                                  summary={"graded": 4, "pass_rate": pass_rate, "pass_at_k": {"1": pass_rate},
+                                           "mean_reward": pass_rate})
+
+    done(task, "model", "model", 0.25)
+    for which in (task, unpreviewed):  # later than the model's: the gates' previews
+        done(which, "oracle", "oracle", 1.0)
+        done(which, "nop", "nop", 0.0)
+        done(which, "hack:echo-prompt", "hack", 0.0)
+    pack_version = build(pack, lab)
+    assert pack_version.status == PackVersion.Status.READY, pack_version.failure_reason
+    assert pack_version.manifest["difficulty"]["in band"] == 1
+    assert pack_version.manifest["difficulty"]["not previewed"] == 1
+    assert pack_version.manifest["difficulty"]["unsolved"] == 0
