@@ -134,7 +134,8 @@ class _Grader:
             duration_ms = int((time.perf_counter() - started) * 1000)
         awarded = None
         if status == "scored" and top_level:
-            awarded = check.points * score
+            # + 0.0: an unmatched penalty is -8 × 0.0 = -0.0, which JSON would carry as "-0.0".
+            awarded = check.points * score + 0.0
         return CheckGrade.model_construct(
             id=check.id,
             kind=check.kind,

@@ -199,3 +199,13 @@ def test_flat_checks_walks_a_grade_and_its_document_the_same_way():
     # Unsaved or hostile JSON: what is not a check object is skipped, not a crash.
     assert [row.pointer for row in flat_checks([7, None, {"id": "x", "checks": "no"}])] == ["/checks/2"]
     assert flat_checks({"not": "a list"}) == []
+
+
+def test_an_unmatched_penalty_awards_plain_zero_not_minus_zero():
+    import json
+    import math
+
+    result = run([contains("good", "42", 2), contains("unsafe", "all at once", -8)], "It is 42.")
+    awarded = by_id(result)["unsafe"].awarded
+    assert awarded == 0 and math.copysign(1.0, awarded) == 1.0
+    assert '"awarded": -0' not in json.dumps(result.to_document())
