@@ -459,7 +459,14 @@ def example_answers_run(*, task_version, background: bool = False, user=None) ->
 
             transaction.on_commit(partial(tasks.example_answers_grade.delay, run.id))
             return run
-    return example_answers_grade(example_run_id=run.id) or run
+    try:
+        with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
+            return example_answers_grade(example_run_id=run.id) or run
+    except Exception as exc:  # noqa: BLE001 - grading the examples must never lose the version being saved
+        logger.exception("grading the example answers of version %s failed", task_version.pk)
+        example_answers_fail(example_run_id=run.id, error=f"Grading failed: {exc}")
+        run.refresh_from_db()
+        return run
 
 
 def _example_workspace(root: Path, example: dict) -> Path:

@@ -164,3 +164,17 @@ def test_a_run_no_worker_finished_is_failed_so_the_page_stops_waiting(task):
     assert run.status == ExampleRun.Status.ERROR and "no worker took the job" in run.error
     fresh = services.example_answers_run(task_version=version, user=task.owner)
     assert services.example_run_fail_if_stale(run=fresh).status == ExampleRun.Status.DONE
+
+
+def test_a_grading_failure_is_shown_on_the_examples_and_the_version_is_still_saved(author, environment, monkeypatch):
+    from grading.engine import isolated
+
+    def broken(*args, **kwargs):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(isolated, "grade_many_in_subprocess", broken)
+    task = authoring_services.task_create(slug="saved-anyway", environment=environment, author=author,
+                                          content=content())
+    run = ExampleRun.objects.get(task_version=task.latest_version)
+    assert run.status == ExampleRun.Status.ERROR and "no space left on device" in run.error
+    assert {v.status for v in selectors.example_verdicts(task_version=task.latest_version)} == {"error"}
