@@ -37,7 +37,7 @@ def _schema_text(name: str) -> str:
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://gymwright.dev/schema/{name}.json",
-        "description": f"{schema_id}: see RUBRIC.md. Rules across checks (unique ids, at least one positive "
+        "description": f"{schema_id}: see docs/formats.md. Rules across checks (unique ids, at least one positive "
         "check, one of contains/regex/equals/sha256) are enforced by `python -m grading.engine validate`.",
     }
     body.pop("description", None)
