@@ -340,7 +340,8 @@ def _document_hashes(document: dict) -> tuple[str, str]:
 # What other apps do with every new task version
 
 
-# Apps to the right of authoring (grading grades a version's example answers) register here from
+# Apps to the right of authoring (review moves the task back to draft, grading grades a version's
+# example answers) register here from
 # their AppConfig.ready(): authoring never imports them, since the apps depend in a line. A hook
 # is called inside the transaction that made the versions, with `bulk=True` for imports.
 _VERSION_CREATED_HOOKS: list[Callable[..., None]] = []
@@ -490,15 +491,17 @@ def task_version_create(*, task: Task, author, content: dict, base_version: int 
     except IntegrityError:
         raise ConflictError(f"{task.slug} version {number} was just saved by someone else.",
                             extra={"latest_version": number, "base_version": base_version})
-    new_status = Task.Status.DRAFT if task.status != Task.Status.ARCHIVED else task.status
     # .update() skips auto_now: say when explicitly, so "Updated" and the list order follow new versions.
     updated_at = timezone.now()
-    Task.objects.filter(pk=task.pk).update(latest_version=version, title=document["title"][:200], status=new_status,
+    Task.objects.filter(pk=task.pk).update(latest_version=version, title=document["title"][:200],
                                            updated_at=updated_at)
-    for obj in (task, caller_task):  # the caller's instance reflects the save too
-        obj.latest_version, obj.title, obj.status, obj.updated_at = version, document["title"][:200], new_status, updated_at
+    task.latest_version, task.title, task.updated_at = version, document["title"][:200], updated_at
     _set_tags(task, document["tags"])
+    # Review moves the task back to draft here (its services alone change Task.status).
     _versions_created([version], bulk=False)
+    # the caller's instance reflects the save too
+    caller_task.latest_version, caller_task.title, caller_task.status, caller_task.updated_at = (
+        version, task.title, task.status, updated_at)
     if _audit:
         audit_record(actor=author, verb=AuditEvent.Verb.NEW_VERSION, target=task,
                      summary=f"{task.slug} v{number}" + (f": {message}" if message else ""),

@@ -28,13 +28,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from django.conf import settings
-from django.contrib.contenttypes.models import ContentType
-from django.db import models, transaction
-from django.utils import timezone
+from django.db import transaction
 
 from authoring import permissions
 from authoring import services as authoring_services
-from authoring.models import AuditEvent, Blob, Environment, Task
+from authoring.models import Blob, Environment, Task
 from gymwright.errors import DomainError, NotAllowed
 from grading.engine import TASK_SCHEMA, validate_task
 
@@ -643,20 +641,8 @@ def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, ap
 
 
 def _approve(versions, admin) -> None:
-    """Record each version as approved by `admin` (a bulk import of an already-reviewed dataset), audited."""
-    from review.models import Review
+    """Record each version as approved by `admin`: review's service, the only one that changes a task's status."""
+    from review.services import versions_approve_on_import
 
-    Review.objects.bulk_create([Review(task_version=version, reviewer=admin, decision=Review.Decision.APPROVE,
-                                       comment="approved on import (--approve-as)") for version in versions])
-    by_task = {version.task_id: version for version in versions}
-    # the versions just imported are their tasks' latest: one UPDATE for the batch
-    Task.objects.filter(pk__in=list(by_task)).update(status=Task.Status.APPROVED,
-                                                    approved_version=models.F("latest_version"),
-                                                    updated_at=timezone.now())
-    content_type = ContentType.objects.get_for_model(Task)
-    AuditEvent.objects.bulk_create([  # each version holds its task (created with it): no query for the slugs
-        AuditEvent(actor=admin, verb=AuditEvent.Verb.APPROVE, content_type=content_type, object_id=task_id,
-                   summary=f"{version.task.slug} v{version.number} (approved on import)"[:300],
-                   data={"version": version.number, "approve_as": True})
-        for task_id, version in by_task.items()])
+    versions_approve_on_import(versions=versions, admin=admin)
 

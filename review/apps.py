@@ -5,3 +5,10 @@ class ReviewConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "review"
     verbose_name = "Review"
+
+    def ready(self) -> None:
+        from authoring.services import task_version_created_hook
+        from review.services import task_versions_created
+
+        # A new version starts a new draft: review's services alone change a task's status.
+        task_version_created_hook(task_versions_created)

@@ -3,14 +3,16 @@
 Only these services change a task's review status (authoring.Task.status):
 draft / changes requested --submit--> in review --approve--> approved
                                                  --request changes--> changes requested
-Authoring moves a task back to draft when a new version is saved; the approved version stays
-recorded on the task (Task.approved_version) and approved.
+         a new version (authoring's version-created hook) --> draft
+The approved version stays recorded on the task (Task.approved_version) and approved; an admin's
+bulk import of an already-reviewed dataset records its versions as approved (versions_approve_on_import).
 """
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
+from django.contrib.contenttypes.models import ContentType
+from django.db import models, transaction
 from django.utils import timezone
 
 from authoring import permissions
@@ -24,6 +26,37 @@ from review import gates as review_gates
 from review.models import Comment, InboxItem, Review, ReviewVisit, Submission
 
 SUBMITTABLE = (Task.Status.DRAFT, Task.Status.CHANGES_REQUESTED)
+
+
+def task_versions_created(*, versions: list[TaskVersion], bulk: bool) -> None:
+    """Authoring's version-created hook: a new version of a task starts a new draft (an archived task stays
+    archived). New tasks (`bulk`: an import's batch) are created as drafts already."""
+    if bulk:
+        return
+    for version in versions:
+        task = version.task
+        if task.status not in (Task.Status.DRAFT, Task.Status.ARCHIVED):
+            Task.objects.filter(pk=task.pk).update(status=Task.Status.DRAFT)
+            task.status = Task.Status.DRAFT
+
+
+def versions_approve_on_import(*, versions: list[TaskVersion], admin) -> None:
+    """Record each version as approved by `admin` (a bulk import of an already-reviewed dataset), audited.
+    The versions are their tasks' latest (just imported): one UPDATE for the batch."""
+    if not permissions.is_admin(admin):
+        raise NotAllowed("Only an admin can approve on import.")
+    Review.objects.bulk_create([Review(task_version=version, reviewer=admin, decision=Review.Decision.APPROVE,
+                                       comment="approved on import (--approve-as)") for version in versions])
+    by_task = {version.task_id: version for version in versions}
+    Task.objects.filter(pk__in=list(by_task)).update(status=Task.Status.APPROVED,
+                                                    approved_version=models.F("latest_version"),
+                                                    updated_at=timezone.now())
+    content_type = ContentType.objects.get_for_model(Task)
+    AuditEvent.objects.bulk_create([  # each version holds its task (created with it): no query for the slugs
+        AuditEvent(actor=admin, verb=AuditEvent.Verb.APPROVE, content_type=content_type, object_id=task_id,
+                   summary=f"{version.task.slug} v{version.number} (approved on import)"[:300],
+                   data={"version": version.number, "approve_as": True})
+        for task_id, version in by_task.items()])
 
 
 def check_ids(rubric: dict) -> list[str]:

@@ -205,3 +205,20 @@ def test_submitting_and_every_review_decision_make_the_tasks_updated_time_curren
     reviewed = Task.objects.get(pk=task.pk)
     review = Review.objects.get(task_version=task.latest_version)
     assert reviewed.updated_at > submitted_at and reviewed.updated_at >= review.created_at
+
+
+def test_only_reviews_services_write_a_tasks_status():
+    """Authoring keeps Task.status; review's services alone change it (a new version reaches review through
+    authoring's version-created hook, an approving import through versions_approve_on_import)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    # Task.objects....update(..., status=...) or an assignment `... status = Task.Status.X`
+    write = re.compile(r"(Task\.objects[^#]*\.update\([^#]*\bstatus=|status = Task\.Status\.)")
+    offenders = [f"{path.relative_to(root)}:{number}"
+                 for app in ("authoring", "grading", "sandbox", "packs", "gymwright")
+                 for path in (root / app).rglob("*.py") if "migrations" not in path.parts
+                 for number, line in enumerate(path.read_text().splitlines(), start=1) if write.search(line)]
+    assert offenders == []
+    assert write.search((root / "review" / "services.py").read_text())  # the pattern finds review's own writes
