@@ -4,12 +4,7 @@ the broker and Django storage (as on another host), never through this process's
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 import uuid
-from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -18,11 +13,10 @@ from grading.models import DryRun
 from grading.models import ModelEndpoint
 from tests.support.users import make_user
 from tests.support.openai_server import OpenAIServer
-from tests.support.workers import test_database_url
+from tests.support.workers import solo_worker_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 RUBRIC = {"schema": "gymwright.rubric/v1", "checks": [
     {"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"},
     {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "Explains why the answer is 42."},
@@ -47,29 +41,13 @@ def test_a_worker_process_grades_a_dry_run_from_storage(client, settings, django
         assert response.status_code == 200
         dry_run = DryRun.objects.get()
 
-        env = {**os.environ, "DATABASE_URL": test_database_url(), "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-               "GYMWRIGHT_JUDGE_CACHE_DIR": str(settings.JUDGE_CACHE_DIR), "GYMWRIGHT_TEST_JUDGE_KEY": "test-key",
-               "CELERY_TASK_ALWAYS_EAGER": "0"}
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gymwright", "worker", "-Q", queue, "--pool", "solo",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            dry_run_grade.apply_async((dry_run.pk,), queue=queue)
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                dry_run.refresh_from_db()
-                if dry_run.is_finished:
-                    break
-                assert worker.poll() is None, worker.stdout.read().decode(errors="replace")
-                time.sleep(0.3)
-        finally:
-            worker.terminate()
-            try:
-                output = worker.communicate(timeout=20)[0].decode(errors="replace")
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                output = worker.communicate()[0].decode(errors="replace")
+        dry_run_grade.apply_async((dry_run.pk,), queue=queue)
+
+        def finished() -> bool:
+            dry_run.refresh_from_db()
+            return dry_run.is_finished
+
+        output = solo_worker_until(queue, finished, timeout=60)
 
     assert dry_run.status == "done", f"{dry_run.status} {dry_run.error}\n{output}"
     grade = dry_run.grade

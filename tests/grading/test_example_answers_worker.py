@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
-import time
 import uuid
-from pathlib import Path
 
 import pytest
 
 from authoring import services as authoring_services
 from grading.models import ExampleRun, ModelEndpoint
-from tests.support.workers import test_database_url
+from tests.support.workers import solo_worker_until
 from tests.support.openai_server import OpenAIServer
 from tests.support.users import make_user
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.7, "checks": [
     {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
     {"id": "explains", "kind": "llm_judge", "points": 8, "criterion": "Explains where the number comes from."}]}
@@ -58,29 +52,13 @@ def test_a_worker_grades_judged_examples_and_reports_progress_and_verdicts(setti
         run = ExampleRun.objects.get(task_version=task.latest_version)
         assert run.status == ExampleRun.Status.QUEUED and run.needs_judge and sent == [run.pk]
 
-        env = {**os.environ, "DATABASE_URL": test_database_url(), "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-               "GYMWRIGHT_JUDGE_CACHE_DIR": str(settings.JUDGE_CACHE_DIR), "GYMWRIGHT_TEST_JUDGE_KEY": "test-key",
-               "CELERY_TASK_ALWAYS_EAGER": "0"}
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gymwright", "worker", "-Q", queue, "--pool", "solo",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            example_answers_grade.apply_async((run.pk,), queue=queue)
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline:
-                run.refresh_from_db()
-                if run.is_finished:
-                    break
-                assert worker.poll() is None, worker.stdout.read().decode(errors="replace")
-                time.sleep(0.3)
-        finally:
-            worker.terminate()
-            try:
-                output = worker.communicate(timeout=20)[0].decode(errors="replace")
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                output = worker.communicate()[0].decode(errors="replace")
+        example_answers_grade.apply_async((run.pk,), queue=queue)
+
+        def finished() -> bool:
+            run.refresh_from_db()
+            return run.is_finished
+
+        output = solo_worker_until(queue, finished, timeout=90)
 
     assert run.status == ExampleRun.Status.DONE, f"{run.status} {run.error}\n{output}"
     assert run.graded == run.total == 3

@@ -79,6 +79,33 @@ def test_database_url() -> str:
 test_database_url.__test__ = False  # a helper, not a test
 
 
+def solo_worker_until(queue: str, finished, *, timeout: float) -> str:
+    """Run one `--pool solo` worker on `queue` (this test's own), pointed at the test database, media and
+    judge cache, until `finished()` is true or `timeout` seconds pass; stop it and return its output.
+    For jobs that need no sandbox (dry runs, example answers); `Workers` starts sandbox hosts."""
+    from django.conf import settings
+
+    env = {**os.environ, "DATABASE_URL": test_database_url(), "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+           "GYMWRIGHT_JUDGE_CACHE_DIR": str(settings.JUDGE_CACHE_DIR), "CELERY_TASK_ALWAYS_EAGER": "0"}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "gymwright", "worker", "-Q", queue, "--pool", "solo",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not finished():
+            assert worker.poll() is None, worker.stdout.read().decode(errors="replace")
+            time.sleep(0.3)
+    finally:
+        worker.terminate()
+        try:
+            output = worker.communicate(timeout=20)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            output = worker.communicate()[0].decode(errors="replace")
+    return output
+
+
 class Workers:
     """Starts and kills real Celery worker processes, each in its own process group.
 
