@@ -162,11 +162,13 @@ def test_harbor_test_sh_runs_the_bundled_grader_in_a_sandbox_and_writes_the_rewa
         logs.mkdir()
         for name, data in workspace_files.items():
             (workspace / name).write_bytes(data)
-        command = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+        # /tmp first: a checkout under /tmp (a CI clone) has its venv there, and a later tmpfs would hide it.
+        command = [bwrap, "--unshare-all", "--die-with-parent", "--tmpfs", "/tmp",
+                   "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
                    "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--ro-bind-try", "/lib64", "/lib64",
                    "--ro-bind", str(base_python), str(base_python), "--ro-bind", str(venv), str(venv),
                    "--ro-bind", str(task_dir / "tests"), "/tests", "--bind", str(workspace), "/workspace",
-                   "--bind", str(logs), "/logs", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                   "--bind", str(logs), "/logs", "--proc", "/proc", "--dev", "/dev",
                    "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin", "--chdir", "/workspace", "/tests/test.sh"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
