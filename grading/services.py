@@ -426,11 +426,28 @@ def example_answers_schedule(*, versions, bulk: bool = False) -> None:
     and a judge is graded by a worker (enqueued after commit), and so is every version of a bulk
     import. Versions without examples get no run.
     """
-    for version in versions:
-        example_answers_run(task_version=version, background=bulk)
+    if not bulk:
+        for version in versions:
+            example_answers_run(task_version=version)
+        return
+    # An import's batch: new versions (no earlier runs), one INSERT for their runs, graded by workers;
+    # the judge configuration comes from this process's cache, not a lookup per version.
+    runs = ExampleRun.objects.bulk_create([
+        ExampleRun(task_version=version, total=len(version.spec["examples"]),
+                   needs_judge=_examples_need_judge(version.spec.get("rubric") or {}, max_age_s=60))
+        for version in versions if version.spec.get("examples")])
+    if runs:
+        from grading import tasks
+
+        transaction.on_commit(lambda: [tasks.example_answers_grade.delay(run.id) for run in runs])
 
 
-def example_answers_run(*, task_version, background: bool = False, user=None) -> ExampleRun | None:
+def _examples_need_judge(rubric: dict, *, max_age_s: float = 0) -> bool:
+    """Whether a rubric's example answers go to a worker: it has judge checks and a judge is configured."""
+    return "judge" in engine_examples.rubric_needs(rubric) and judge_config_for(rubric, max_age_s=max_age_s) is not None
+
+
+def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
     """(Re)grade `task_version`'s example answers; the new ExampleRun, or None when it has none.
 
     With a `user` (the task page's "Grade again"), only someone who may edit or review the task
@@ -445,7 +462,7 @@ def example_answers_run(*, task_version, background: bool = False, user=None) ->
     if not examples:
         return None
     rubric = task_version.spec.get("rubric") or {}
-    needs_judge = "judge" in engine_examples.rubric_needs(rubric) and judge_config_for(rubric) is not None
+    needs_judge = _examples_need_judge(rubric)
     with transaction.atomic():
         previous = ExampleRun.objects.select_for_update().filter(task_version=task_version).first()
         if previous is not None:
@@ -454,7 +471,7 @@ def example_answers_run(*, task_version, background: bool = False, user=None) ->
                                   code="already_running", http_status=409)
             previous.delete()
         run = ExampleRun.objects.create(task_version=task_version, total=len(examples), needs_judge=needs_judge)
-        if needs_judge or background:
+        if needs_judge:
             from grading import tasks
 
             transaction.on_commit(partial(tasks.example_answers_grade.delay, run.id))

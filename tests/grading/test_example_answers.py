@@ -178,3 +178,30 @@ def test_a_grading_failure_is_shown_on_the_examples_and_the_version_is_still_sav
     run = ExampleRun.objects.get(task_version=task.latest_version)
     assert run.status == ExampleRun.Status.ERROR and "no space left on device" in run.error
     assert {v.status for v in selectors.example_verdicts(task_version=task.latest_version)} == {"error"}
+
+
+def test_an_imports_batch_queues_its_examples_for_workers_in_constant_queries(author, environment, monkeypatch,
+                                                                              django_capture_on_commit_callbacks):
+    """A bulk import does not grade in the request, nor query per version: one INSERT of runs, one message each."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from grading import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.example_answers_grade, "delay", lambda run_id: sent.append(run_id))
+
+    def import_batch(prefix: str, n: int) -> int:
+        items = [{"slug": f"{prefix}-{i}", "environment_version": environment.latest_version,
+                  "content": content(title=f"{prefix} {i}")} for i in range(n)]
+        with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
+            created, rejected = authoring_services.tasks_bulk_create(author=author, items=items)
+        assert len(created) == n and rejected == []
+        return len(queries)
+
+    import_batch("warm", 1)  # first-use lookups (content types, the judge configuration) happen once
+    small, large = import_batch("small", 2), import_batch("large", 8)
+    assert large == small
+    runs = ExampleRun.objects.filter(task_version__task__slug__startswith="large-")
+    assert runs.count() == 8 and all(run.status == ExampleRun.Status.QUEUED and run.total == 2 for run in runs)
+    assert sorted(sent[3:]) == sorted(run.pk for run in runs)
