@@ -126,6 +126,7 @@ def _judge_config(rubric_model: str | None):
         timeout_s=settings.JUDGE_TIMEOUT_S,
         max_retries=settings.JUDGE_MAX_RETRIES,
         deadline_s=settings.JUDGE_DEADLINE_S,
+        grade_deadline_s=settings.JUDGE_GRADE_DEADLINE_S,
         cache_dir=str(settings.JUDGE_CACHE_DIR) if settings.JUDGE_CACHE_DIR else None,
         models=models,
         response_format=endpoint.response_format,

@@ -314,6 +314,8 @@ JUDGE_TIMEOUT_S = float(env_str("GYMWRIGHT_JUDGE_TIMEOUT_S", "60"))
 # deadline: a flapping endpoint leaves the check unscored with the reason within a few minutes.
 JUDGE_MAX_RETRIES = env_int("GYMWRIGHT_JUDGE_MAX_RETRIES", 4)
 JUDGE_DEADLINE_S = float(env_str("GYMWRIGHT_JUDGE_DEADLINE_S", "180"))
+# ...and all the judge calls of one grade start within this: the rest are unscored with the reason.
+JUDGE_GRADE_DEADLINE_S = float(env_str("GYMWRIGHT_JUDGE_GRADE_DEADLINE_S", "300"))
 JUDGE_CACHE_DIR = Path(env_str("GYMWRIGHT_JUDGE_CACHE_DIR", str(DATA_DIR / "judge-cache")))
 
 # The data directory is 0700 (0711 when the sandbox work directory is inside it, so the sandbox

@@ -41,8 +41,10 @@ POLICIES_WITH_ARGUMENT = ("probe", "hack")
 PROBE_TEXT_MAX = 2000
 # Worker-side margin on top of the task's own timeout: sandbox start-up and setup, grading
 # (command checks, judge calls) and storing. The runtime enforces the task's limit itself;
-# Celery's limits only catch a job that hangs past all of that.
+# Celery's limits only catch a job that hangs past all of that. Judging ends within
+# GYMWRIGHT_JUDGE_GRADE_DEADLINE_S + GYMWRIGHT_JUDGE_TIMEOUT_S; the margin keeps 240 s beyond it.
 TIME_LIMIT_MARGIN_S = 600
+JUDGE_MARGIN_EXTRA_S = 240
 HARD_TIME_LIMIT_EXTRA_S = 60
 
 
@@ -135,7 +137,8 @@ def rollout_time_limits(task_version: TaskVersion) -> tuple[int, int]:
         timeout_s = float(limits.get("timeout_s") or 600)
     except (TypeError, ValueError):
         timeout_s = 600.0
-    soft = int(math.ceil(timeout_s)) + TIME_LIMIT_MARGIN_S
+    judging = settings.JUDGE_GRADE_DEADLINE_S + settings.JUDGE_TIMEOUT_S + JUDGE_MARGIN_EXTRA_S
+    soft = int(math.ceil(timeout_s + max(TIME_LIMIT_MARGIN_S, judging)))
     return soft, soft + HARD_TIME_LIMIT_EXTRA_S
 
 

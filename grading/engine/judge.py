@@ -29,6 +29,10 @@ Contract
   counted here. A retry is not started when it could not end within `deadline_s` of the
   sample's first call (its backoff plus `timeout_s`), so a flapping endpoint holds one check
   for at most `deadline_s` (180 s by default), not max_retries × timeout_s.
+  `grade_deadline_s` (300 s by default) caps one `judge_many` (all the judge checks of one grade)
+  the same way: no call or retry starts after it, so the samples still waiting are unscored with
+  the reason, and a grade's judging ends within `grade_deadline_s` + `timeout_s` however many
+  checks, samples and retries it has. Cached verdicts are still used after it.
   Off-format answers are not retried. A failure after the
   retries, an off-format answer, or any other API error makes the check
   unscored with the reason: never a silent 0 or 1.
@@ -88,6 +92,8 @@ class JudgeConfig:
     backoff_max_s: float = 20.0
     # Total time one sample may spend over all its attempts (None: no cap); see the module docstring.
     deadline_s: float | None = 180.0
+    # Total time all the judge calls of one grade (one judge_many) may start within (None: no cap).
+    grade_deadline_s: float | None = 300.0
     models: dict[str, str] = field(default_factory=dict)
     max_tokens: int | None = 512
     response_format: str = "auto"  # one of RESPONSE_FORMATS
@@ -415,7 +421,15 @@ class JudgeClient:
                 _settled_formats[key] = fallback
         return fallback
 
-    def _sample(self, request: JudgeRequest, index: int) -> _Sample:
+    def _over_grade_deadline(self, grade_deadline: float | None, *, wait: float = 0.0) -> bool:
+        """Would a call started after `wait` more seconds begin past this grade's judge deadline?"""
+        return grade_deadline is not None and time.perf_counter() + wait > grade_deadline
+
+    def _grade_deadline_reason(self) -> str:
+        return (f"not judged: this grade's judge calls ran past their {self.config.grade_deadline_s:g} s "
+                f"deadline (grade_deadline_s) before this one could start")
+
+    def _sample(self, request: JudgeRequest, index: int, grade_deadline: float | None = None) -> _Sample:
         started = time.perf_counter()
         model = self.config.resolve_model(request.model)
         messages = build_messages(request)
@@ -433,6 +447,9 @@ class JudgeClient:
             params["max_tokens"] = self.config.max_tokens
         mode = self._format_mode(model)
         attempt = 0
+        if self._over_grade_deadline(grade_deadline):
+            sample.error = self._grade_deadline_reason()
+            return sample
         while True:
             with self._lock:
                 self.calls += 1
@@ -456,19 +473,23 @@ class JudgeClient:
                 if fallback is not None:
                     mode = fallback
                     continue
-                past_deadline = False
+                past_deadline = past_grade_deadline = False
                 if self._retryable(exc) and attempt < self.config.max_retries:
                     backoff = self._backoff(exc, attempt)
                     deadline = self.config.deadline_s
                     past_deadline = deadline is not None and (
                         time.perf_counter() - started + backoff + self.config.timeout_s > deadline)
-                    if not past_deadline:
+                    past_grade_deadline = not past_deadline and self._over_grade_deadline(grade_deadline,
+                                                                                          wait=backoff)
+                    if not past_deadline and not past_grade_deadline:
                         time.sleep(backoff)
                         attempt += 1
                         continue
                 tries = f" after {attempt + 1} attempt(s)" if self._retryable(exc) else ""
                 if past_deadline:
                     tries += f" (no more retries within the judge's {self.config.deadline_s:g} s deadline)"
+                if past_grade_deadline:
+                    tries += f" (no more retries within the grade's {self.config.grade_deadline_s:g} s judge deadline)"
                 sample.error = f"judge call failed{tries}: {self._describe(exc)}"
                 break
         sample.duration_ms = int((time.perf_counter() - started) * 1000)
@@ -481,12 +502,14 @@ class JudgeClient:
         jobs = [(position, index) for position, request in enumerate(requests) for index in range(request.samples)]
         if not jobs:
             return []
+        limit = self.config.grade_deadline_s
+        grade_deadline = None if limit is None else time.perf_counter() + limit
         workers = max(1, min(self.config.concurrency, len(jobs)))
         if workers == 1:
-            samples = [self._sample(requests[position], index) for position, index in jobs]
+            samples = [self._sample(requests[position], index, grade_deadline) for position, index in jobs]
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
-                samples = list(pool.map(lambda job: self._sample(requests[job[0]], job[1]), jobs))
+                samples = list(pool.map(lambda job: self._sample(requests[job[0]], job[1], grade_deadline), jobs))
         grouped: dict[int, list[_Sample]] = {}
         for (position, _), sample in zip(jobs, samples):
             grouped.setdefault(position, []).append(sample)

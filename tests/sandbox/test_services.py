@@ -79,6 +79,13 @@ def test_a_preview_makes_n_queued_rollouts_and_enqueues_one_job_each_after_commi
     assert event.actor == author and event.data["preview_run"] == preview_run.pk and event.data["n"] == 3
 
 
+def test_a_rollout_s_time_limit_leaves_room_for_the_grade_s_judging(version, settings):
+    soft, _ = services.rollout_time_limits(version)  # defaults: the 600 s margin covers 300 s + 60 s of judging
+    settings.JUDGE_GRADE_DEADLINE_S, settings.JUDGE_TIMEOUT_S = 3600, 120
+    longer, hard = services.rollout_time_limits(version)
+    assert longer >= 600 + 3600 + 120 and longer > soft and hard > longer  # the task's 600 s, then judging
+
+
 @pytest.mark.parametrize("n", [0, 65, -1, "many", None, 2.5, True])
 def test_it_refuses_n_outside_1_to_64_with_a_clear_error(version, author, n, enqueued):
     with pytest.raises(DomainError) as excinfo:

@@ -189,6 +189,41 @@ def test_a_flapping_endpoint_is_given_up_at_the_deadline_not_after_every_retry(o
     assert not result.complete and result.reward == 1.0
 
 
+def test_a_grade_s_judging_stops_at_its_deadline_and_the_checks_left_are_unscored(openai_server, make_judge):
+    openai_server.default, openai_server.delay = MET, 1.0  # each verdict takes a second; one call at a time
+    checks = [judged(f"j{i}", criterion=f"criterion {i}") for i in range(5)]  # different questions: no cache
+    with make_judge(openai_server, concurrency=1, grade_deadline_s=0.5) as judge:
+        result = grade(rubric(*checks, {"id": "s", "kind": "string_match", "points": 1, "expected": "x"}),
+                       answer="x", judge=judge)
+    first, *waiting, plain = result.checks
+    assert openai_server.calls == 1  # the second call could start only after the first answered: past 0.5 s
+    assert first.status == "scored" and first.score == 1.0
+    for check in waiting:
+        assert check.status == "unscored" and check.score is None
+        assert "ran past their 0.5 s deadline (grade_deadline_s)" in check.explanation, check.explanation
+    assert plain.status == "scored" and not result.complete
+
+
+def test_no_retry_starts_past_the_grade_s_judge_deadline(openai_server, make_judge):
+    openai_server.default = Reply(status=500)
+    with make_judge(openai_server, max_retries=10_000, deadline_s=600, grade_deadline_s=0.3) as judge:
+        result = grade(rubric(judged()), answer="x", judge=judge)
+    check = result.checks[0]
+    assert check.status == "unscored"
+    assert "no more retries within the grade's 0.3 s judge deadline" in check.explanation, check.explanation
+    assert 1 <= openai_server.calls < 10_000
+
+
+def test_cached_verdicts_are_used_after_the_grade_s_judge_deadline(openai_server, make_judge, tmp_path):
+    openai_server.default = MET
+    with make_judge(openai_server, cache_dir=tmp_path) as judge:
+        grade(rubric(judged("a", criterion="A?"), judged("b", criterion="B?")), answer="x", judge=judge)
+    calls = openai_server.calls
+    with make_judge(openai_server, cache_dir=tmp_path, grade_deadline_s=0) as judge:
+        again = grade(rubric(judged("a", criterion="A?"), judged("b", criterion="B?")), answer="x", judge=judge)
+    assert openai_server.calls == calls and [c.score for c in again.checks] == [1.0, 1.0]
+
+
 def test_429_then_success_is_retried(openai_server, make_judge):
     openai_server.queue(Reply(status=429), Reply(status=500), MET)
     with make_judge(openai_server) as judge:
