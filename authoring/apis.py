@@ -190,7 +190,8 @@ class TaskListApi(APIView):
         filters = {key: request.query_params.get(key, "").strip()[:100]
                    for key in ("q", "environment", "status", "tag", "author")}
         paginator = Pagination()
-        paginator.django_paginator_class = partial(KeysFirstPaginator, rows=selectors.task_rows)
+        rows = partial(selectors.task_rows, user=request.user)
+        paginator.django_paginator_class = partial(KeysFirstPaginator, rows=rows)
         page = paginator.paginate_queryset(selectors.task_list(user=request.user, **filters), request, view=self)
         return paginator.get_paginated_response([task_row_output(row) for row in page])
 
@@ -218,7 +219,7 @@ class TaskVersionListApi(APIView):
     @extend_schema(responses=paginated(TaskVersionSummaryOutput), operation_id="tasks_versions_list")
     def get(self, request, slug):
         task = selectors.task_get_for_user(slug=slug, user=request.user)
-        return _paginate(request, self, selectors.task_version_list(task=task), TaskVersionSummaryOutput)
+        return _paginate(request, self, selectors.task_version_list(task=task, user=request.user), TaskVersionSummaryOutput)
 
     @extend_schema(request=TaskVersionInput, responses={201: TaskVersionOutput, 200: TaskVersionOutput})
     def post(self, request, slug):

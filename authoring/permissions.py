@@ -1,6 +1,7 @@
 """Roles are groups: author, reviewer, admin, lab. Superusers count as admin.
 
-A lab member reads tasks, builds and downloads packs, and edits nothing."""
+A lab member reads approved work (tasks that a reviewer approved, and of them only the approved versions),
+builds and downloads packs, and edits nothing. Authors, reviewers and admins read every task and version."""
 
 from __future__ import annotations
 
@@ -25,8 +26,18 @@ def is_admin(user) -> bool:
 
 
 def can_view(user) -> bool:
-    """Any member with a role may read every environment and task."""
+    """Any member with a role may read environments, and tasks as `reads_drafts` says."""
     return bool(roles_of(user))
+
+
+def reads_drafts(user) -> bool:
+    """Authors, reviewers and admins read every task version; a member who is only `lab` reads approved ones."""
+    return bool(roles_of(user) & {AUTHOR, REVIEWER, ADMIN})
+
+
+def can_run_previews(user) -> bool:
+    """Start and cancel preview rollouts: authors, reviewers and admins (a lab member edits nothing)."""
+    return bool(roles_of(user) & {AUTHOR, REVIEWER, ADMIN})
 
 
 def can_author(user) -> bool:

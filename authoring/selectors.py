@@ -15,9 +15,35 @@ from gymwright.nul import NUL
 ACTIONS = ("view", "edit", "review")
 
 
+# review.Review.Decision.APPROVE, read by name through TaskVersion.reviews: authoring does not import review
+# (the apps point one way). Both ways of approving (a review, an admin's `--approve-as` import) write one.
+APPROVE = "approve"
+
+
+def approved_versions(queryset: QuerySet[TaskVersion]) -> QuerySet[TaskVersion]:
+    """The versions in `queryset` that a reviewer approved: what a lab member may read."""
+    return queryset.filter(pk__in=TaskVersion.objects.filter(reviews__decision=APPROVE).values("pk"))
+
+
+def task_version_readable(*, user, version: TaskVersion | None) -> bool:
+    """May `user` read this task version (its document, previews, grades)? Authors, reviewers and admins read
+    every version; a member who is only `lab` reads approved ones."""
+    if not permissions.can_view(user) or version is None:
+        return False
+    return permissions.reads_drafts(user) or version.reviews.filter(decision=APPROVE).exists()
+
+
+def task_version_check_readable(*, user, version: TaskVersion | None, what: str) -> None:
+    """Http404 (naming `what`) unless `user` may read `version`: a draft stays unseen, not forbidden."""
+    if not task_version_readable(user=user, version=version):
+        raise Http404(f"No {what}")
+
+
 def _check(user, obj, action: str) -> None:
     if not permissions.can_view(user):
         raise Http404
+    if isinstance(obj, Task) and obj.approved_version_id is None and not permissions.reads_drafts(user):
+        raise Http404(f"No task {obj.slug!r}")  # a lab member reads approved tasks only
     if action == "edit":
         allowed = (permissions.can_edit_task(user, obj) if isinstance(obj, Task)
                    else permissions.can_edit_environment(user, obj))
@@ -31,7 +57,8 @@ def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
     """The task, if `user` may do `action` ("view", "edit", "review") to it.
 
     Http404 when it does not exist or the user may not see it; NotAllowed when the
-    user may see it but not do `action`.
+    user may see it but not do `action`. For a member who reads approved work only (lab), the task's
+    `latest_version` is its approved version: the newest one they may read (the row is not changed).
     """
     if NUL in slug:  # no slug has one, and PostgreSQL refuses it even in a lookup
         raise Http404(f"No task {slug!r}")
@@ -42,6 +69,8 @@ def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
     except Task.DoesNotExist:
         raise Http404(f"No task {slug!r}")
     _check(user, task, action)
+    if not permissions.reads_drafts(user):
+        task.latest_version = task.approved_version
     return task
 
 
@@ -53,6 +82,7 @@ def task_version_get_for_user(*, slug: str, number: int, user) -> TaskVersion:
                    .get(task=task, number=number))
     except TaskVersion.DoesNotExist:
         raise Http404(f"{slug} has no version {number}")
+    task_version_check_readable(user=user, version=version, what=f"version {number} of {slug}")
     version.task = task
     return version
 
@@ -92,6 +122,8 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
         queryset = queryset.filter(Q(slug__icontains=q) | Q(title__icontains=q))
     if status:
         queryset = queryset.filter(status=status)
+    if not permissions.reads_drafts(user):
+        queryset = queryset.filter(approved_version__isnull=False)
     return task_filter(queryset, environment=environment, tag=tag, author=author).order_by("-updated_at", "-id")
 
 
@@ -123,13 +155,19 @@ TASK_ROW_FIELDS = {
 _STATUS_LABELS = dict(Task.Status.choices)
 
 
-def task_rows(keys: list[int]) -> list[dict]:
+_APPROVED_ROW_FIELDS = {**TASK_ROW_FIELDS, "latest_version": "approved_version__number",
+                        "latest_version_author": "approved_version__author__username"}
+
+
+def task_rows(keys: list[int], *, user=None) -> list[dict]:
     """The list columns of these tasks as plain dicts (in no particular order): two queries, no model objects.
 
     A page of the task list or of `/api/tasks/` builds 250+ model instances through `select_related`;
-    the same columns as `.values()` rows cost a fraction of the CPU (bench/bench_load.py).
+    the same columns as `.values()` rows cost a fraction of the CPU (bench/bench_load.py). For a member who
+    reads approved work only (lab), the latest version is the approved one, as on the task's page.
     """
-    names, paths = tuple(TASK_ROW_FIELDS), tuple(TASK_ROW_FIELDS.values())
+    fields = TASK_ROW_FIELDS if user is None or permissions.reads_drafts(user) else _APPROVED_ROW_FIELDS
+    names, paths = tuple(fields), tuple(fields.values())
     rows = [dict(zip(names, values)) for values in
             Task.objects.filter(pk__in=keys).order_by().values_list(*paths)]
     tags: dict[int, list[str]] = {}
@@ -142,8 +180,10 @@ def task_rows(keys: list[int]) -> list[dict]:
     return rows
 
 
-def task_version_list(*, task: Task) -> QuerySet[TaskVersion]:
-    return task.versions.select_related("author", "environment_version__environment").order_by("-number")
+def task_version_list(*, task: Task, user) -> QuerySet[TaskVersion]:
+    """The versions of `task` that `user` may read, newest first."""
+    queryset = task.versions.select_related("author", "environment_version__environment").order_by("-number")
+    return queryset if permissions.reads_drafts(user) else approved_versions(queryset)
 
 
 def audit_events_for(obj, *, limit: int = 50) -> QuerySet[AuditEvent]:
@@ -160,16 +200,24 @@ def task_version_file_blob(*, version, path: str):
     return Blob.objects.filter(sha256=entry["sha256"]).first() if entry else None
 
 
-def task_version_numbers(*, task: Task) -> list[int]:
-    return list(task.versions.order_by("number").values_list("number", flat=True))
+def task_version_numbers(*, task: Task, user) -> list[int]:
+    """The version numbers of `task` that `user` may read, in order."""
+    queryset = task.versions.order_by("number")
+    if not permissions.reads_drafts(user):
+        queryset = approved_versions(queryset)
+    return list(queryset.values_list("number", flat=True))
 
 
 def environment_version_of(*, environment: Environment, number: int) -> EnvironmentVersion | None:
     return environment.versions.filter(number=number).first()
 
 
-def environment_tasks(*, environment: Environment, limit: int = 100) -> QuerySet[Task]:
-    return environment.tasks.order_by("slug")[:limit]
+def environment_tasks(*, environment: Environment, user, limit: int = 100) -> QuerySet[Task]:
+    """The tasks of `environment` that `user` may see (a lab member: approved ones), by slug."""
+    queryset = environment.tasks.order_by("slug")
+    if not permissions.reads_drafts(user):
+        queryset = queryset.filter(approved_version__isnull=False)
+    return queryset[:limit]
 
 
 def api_token_get(*, user) -> Token | None:

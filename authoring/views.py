@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from functools import partial
 
 from django.contrib import messages
 from django.http import FileResponse, Http404, HttpResponse
@@ -54,7 +55,8 @@ def _upload_refused(request, form, *, what: str) -> bool:
 def task_list(request):
     filters = {key: request.GET.get(key, "").strip()[:100] for key in ("q", "environment", "status", "tag", "author")}
     queryset = selectors.task_list(user=request.user, **filters)
-    page = KeysFirstPaginator(queryset, PAGE_SIZE, rows=selectors.task_rows).get_page(request.GET.get("page"))
+    rows = partial(selectors.task_rows, user=request.user)
+    page = KeysFirstPaginator(queryset, PAGE_SIZE, rows=rows).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "authoring/task_list.html", {
@@ -201,7 +203,7 @@ def _conflict(request, *, task, form, content, base_version):
 
 def task_versions(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user)
-    versions = selectors.task_version_list(task=task)
+    versions = selectors.task_version_list(task=task, user=request.user)
     return render(request, "authoring/task_versions.html", {"task": task, "versions": versions})
 
 
@@ -250,7 +252,7 @@ def task_version_file(request, slug, number, path):
 
 def task_diff(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user)
-    numbers = selectors.task_version_numbers(task=task)
+    numbers = selectors.task_version_numbers(task=task, user=request.user)
     try:
         b = int(request.GET.get("b") or (numbers[-1] if numbers else 0))
         a = int(request.GET.get("a") or (numbers[-2] if len(numbers) > 1 else b))
@@ -316,7 +318,7 @@ def environment_detail(request, slug):
         "spec_json": json.dumps(environment.latest_version.spec, indent=2) if environment.latest_version else "",
         "versions": selectors.environment_version_list(environment=environment),
         "audit_events": selectors.audit_events_for(environment),
-        "tasks": selectors.environment_tasks(environment=environment),
+        "tasks": selectors.environment_tasks(environment=environment, user=request.user),
         "can_edit": permissions.can_edit_environment(request.user, environment),
     })
 

@@ -9,6 +9,7 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from authoring import permissions
+from authoring.selectors import task_version_check_readable
 from grading.engine import example_answers as engine_examples
 from grading.engine import flat_checks
 from grading.engine.calibration import AgreementStats, cohen_kappa
@@ -23,10 +24,13 @@ def grade_get_for_user(*, grade_id: int, user) -> Grade:
     if not permissions.can_view(user):
         raise Http404
     try:
-        return (Grade.objects.select_related("task_version", "task_version__task", "created_by")
-                .prefetch_related(check_results_prefetch()).get(id=grade_id))
+        grade = (Grade.objects.select_related("task_version", "task_version__task", "created_by")
+                 .prefetch_related(check_results_prefetch()).get(id=grade_id))
     except Grade.DoesNotExist:
         raise Http404(f"No grade {grade_id}")
+    if not permissions.reads_drafts(user):  # a lab member: grades of approved versions only
+        task_version_check_readable(user=user, version=grade.task_version, what=f"grade {grade_id}")
+    return grade
 
 
 def check_results_prefetch() -> Prefetch:
@@ -45,6 +49,9 @@ def check_result_get_for_user(*, check_result_id: int, user, action: str = "view
                         .get(id=check_result_id))
     except CheckResult.DoesNotExist:
         raise Http404(f"No check result {check_result_id}")
+    if not permissions.reads_drafts(user):  # a lab member: results of approved versions only
+        task_version_check_readable(user=user, version=check_result.grade.task_version,
+                                    what=f"check result {check_result_id}")
     if action == "label" and not permissions.can_review(user):
         raise NotAllowed("Only reviewers and admins can confirm or overrule the judge.")
     return check_result

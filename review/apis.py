@@ -268,6 +268,7 @@ class CommentsApi(APIView):
                    description="Every thread on the task, oldest first, with its replies.")
     def get(self, request, slug):
         task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        selectors.review_workspace_check(user=request.user)
         return Response(ThreadOutput(selectors.comment_threads(task=task), many=True).data)
 
     @extend_schema(request=CommentInput, responses={201: ThreadOutput, **_errors(400, 403, 404)},
@@ -275,6 +276,7 @@ class CommentsApi(APIView):
                    description="Start a thread on the task (no check_id) or a check, or reply with `parent`.")
     def post(self, request, slug):
         task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        selectors.review_workspace_check(user=request.user)
         data = validated(CommentInput, request.data)
         parent = version = None
         if data.get("parent") is not None:
@@ -302,6 +304,7 @@ class CommentResolveApi(APIView):
                    description="Resolve a thread (or reopen it with {\"resolved\": false}).")
     def post(self, request, slug, comment_id):
         task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        selectors.review_workspace_check(user=request.user)
         comment = Comment.objects.filter(pk=comment_id, task=task).first()
         if comment is None:
             raise Http404(f"{slug} has no comment {comment_id}")
@@ -317,6 +320,7 @@ class AgreementApi(APIView):
                    description="Judge–human agreement (percent and Cohen's kappa, with the number of labels) "
                                "overall, per task and per check; `reword` flags a criterion to rewrite.")
     def get(self, request):
+        selectors.review_workspace_check(user=request.user)
         task_slug = request.query_params.get("task", "").strip()
         environment_slug = request.query_params.get("environment", "").strip()
         if bool(task_slug) == bool(environment_slug):

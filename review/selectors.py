@@ -10,8 +10,9 @@ from django.utils import timezone
 
 from authoring import permissions
 from authoring.models import Task, TaskVersion
-from authoring.selectors import task_filter
+from authoring.selectors import approved_versions, task_filter
 from grading.engine import flat_checks
+from gymwright.errors import NotAllowed
 from gymwright.nul import NUL
 from review.models import Comment, InboxItem, Review, Submission
 
@@ -78,9 +79,20 @@ def threads_by_check(threads: list[Comment]) -> dict[str, list[Comment]]:
     return grouped
 
 
-def reviews_of(*, task: Task, limit: int = 20) -> QuerySet[Review]:
-    return (Review.objects.filter(task_version__task=task).select_related("reviewer", "task_version")
-            .order_by("-created_at")[:limit])
+def reviews_of(*, task: Task, user, limit: int = 20) -> QuerySet[Review]:
+    """The task's latest reviews that `user` may read (a lab member: those of approved versions)."""
+    queryset = Review.objects.filter(task_version__task=task)
+    if not permissions.reads_drafts(user):
+        queryset = queryset.filter(task_version__in=approved_versions(task.versions.all()))
+    return queryset.select_related("reviewer", "task_version").order_by("-created_at")[:limit]
+
+
+def review_workspace_check(*, user) -> None:
+    """The review workspace (the review page, comment threads, judge agreement, an environment's dashboard)
+    shows drafts: a member who reads approved work only (lab) is refused, with where to look instead."""
+    if not permissions.reads_drafts(user):
+        raise NotAllowed("The review pages are for authors and reviewers; a lab member reads approved tasks "
+                         "on their task pages and in packs.")
 
 
 def latest_submission(*, task_version: TaskVersion) -> Submission | None:

@@ -115,6 +115,10 @@ def _check_cards(version, threads_by_check, agreement_by_check, flags) -> list[d
 def review_page(request, slug):
     """Everything needed to decide, on one screen."""
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        selectors.review_workspace_check(user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
     version = task.latest_version
     seen = services.review_visit_record(task_version=version, reviewer=request.user) \
         if permissions.can_review(request.user) else None
@@ -139,7 +143,7 @@ def review_page(request, slug):
         "gates": gate_results, "gates_pass": all(result.ok for result in gate_results),
         "submission": selectors.latest_submission(task_version=version),
         "agreement": agreement,
-        "reviews": selectors.reviews_of(task=task),
+        "reviews": selectors.reviews_of(task=task, user=request.user),
         "in_review": task.status == task.Status.IN_REVIEW,
         "can_decide": can_decide and task.status == task.Status.IN_REVIEW,
         "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task),
@@ -182,6 +186,10 @@ def inbox(request):
 @require_POST
 def comment_create(request, slug):
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        selectors.review_workspace_check(user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
     back = _next(request, reverse("review:review_page", args=[slug]))
     parent = None
     if request.POST.get("parent"):
@@ -201,6 +209,10 @@ def comment_create(request, slug):
 @require_POST
 def comment_resolve(request, slug, comment_id):
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        selectors.review_workspace_check(user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
     back = _next(request, reverse("review:review_page", args=[slug]))
     comment = Comment.objects.filter(pk=comment_id, task=task).first()
     if comment is None:
@@ -237,12 +249,20 @@ def label_queue(request):
 
 def agreement_page(request, slug):
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+    try:
+        selectors.review_workspace_check(user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
     return render(request, "review/agreement.html", {
         "environment": environment, "agreement": review_agreement.agreement_json(environment=environment)})
 
 
 def environment_dashboard(request, slug):
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+    try:
+        selectors.review_workspace_check(user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
     return render(request, "review/dashboard.html", {
         "environment": environment, **selectors.environment_dashboard(environment=environment),
         "agreement": review_agreement.agreement_json(environment=environment)["overall"]})

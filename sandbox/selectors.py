@@ -7,8 +7,9 @@ from typing import Any
 from django.db.models import Count, QuerySet
 from django.http import Http404
 
+from authoring import permissions
 from authoring.models import Task
-from authoring.selectors import task_get_for_user
+from authoring.selectors import approved_versions, task_get_for_user, task_version_check_readable
 from grading.engine import calibration
 from sandbox.models import PreviewRun, Rollout
 
@@ -23,6 +24,7 @@ def preview_run_get_for_user(*, preview_run_id: int, user) -> PreviewRun:
     if preview_run is None:
         raise Http404(f"No preview {preview_run_id}")
     task = task_get_for_user(slug=preview_run.task_version.task.slug, user=user)
+    task_version_check_readable(user=user, version=preview_run.task_version, what=f"preview {preview_run_id}")
     preview_run.task_version.task = task
     return preview_run
 
@@ -34,6 +36,7 @@ def rollout_get_for_user(*, rollout_id: int, user) -> Rollout:
     if rollout is None:
         raise Http404(f"No rollout {rollout_id}")
     task_get_for_user(slug=rollout.preview_run.task_version.task.slug, user=user)
+    task_version_check_readable(user=user, version=rollout.preview_run.task_version, what=f"rollout {rollout_id}")
     return rollout
 
 
@@ -41,10 +44,13 @@ def rollout_list(*, preview_run: PreviewRun) -> QuerySet[Rollout]:
     return preview_run.rollouts.select_related("grade").defer(*ROLLOUT_HEAVY_FIELDS).order_by("index")
 
 
-def preview_run_list_for_task(*, task: Task, limit: int | None = 10) -> list[PreviewRun]:
-    """Recent preview runs of any version of `task`, newest first, with live status counts."""
+def preview_run_list_for_task(*, task: Task, user, limit: int | None = 10) -> list[PreviewRun]:
+    """Recent preview runs of the versions of `task` that `user` may read, newest first, with live status
+    counts."""
     queryset = (PreviewRun.objects.filter(task_version__task=task).select_related("task_version", "created_by")
                 .order_by("-created_at", "-id"))
+    if not permissions.reads_drafts(user):
+        queryset = queryset.filter(task_version__in=approved_versions(task.versions.all()))
     runs = list(queryset[:limit] if limit else queryset)
     counts: dict[int, dict[str, int]] = {}
     for row in (Rollout.objects.filter(preview_run__in=runs).values("preview_run_id", "status")

@@ -164,8 +164,8 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
                        probe_text: str | None = None) -> PreviewRun:
     """A PreviewRun of `n` rollouts of `task_version` with `policy`; one Celery job per rollout
     is enqueued once the transaction commits (never for rows a rollback removed)."""
-    if not permissions.can_view(user):
-        raise NotAllowed("Only members (authors, reviewers, admins) can start previews.")
+    if not permissions.can_run_previews(user):
+        raise NotAllowed("Only authors, reviewers and admins can start previews.")
     choice = policy_parse(policy, probe_text=probe_text)
     n = n_validate(n)
     backend = backend or settings.SANDBOX_BACKEND
@@ -239,8 +239,8 @@ def _rollouts_in_flight_check(*, user, n: int) -> None:
 
 def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     """Cancel: queued rollouts become cancelled now; running ones see the flag and stop."""
-    if not permissions.can_view(user):
-        raise NotAllowed("Only members can cancel previews.")
+    if not permissions.can_run_previews(user):
+        raise NotAllowed("Only authors, reviewers and admins can cancel previews.")
     now = timezone.now()
     PreviewRun.objects.filter(pk=preview_run.pk).update(cancel_requested=True)
     Rollout.objects.filter(preview_run=preview_run, status=Rollout.Status.QUEUED).update(

@@ -111,4 +111,4 @@ def task_previews(request: HttpRequest, slug: str) -> HttpResponse:
     """The task page's list of recent previews (it polls itself while any of them runs)."""
     task = task_get_for_user(slug=slug, user=request.user)
     return render(request, "sandbox/_task_preview_list.html",
-                  {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task)})
+                  {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task, user=request.user)})

@@ -23,7 +23,7 @@ def task_reviews(context, task, version):
         "gates": gates, "gates_pass": all(gate.ok for gate in gates),
         "submission": selectors.latest_submission(task_version=version) if version else None,
         "next_url": request.get_full_path(),
-        "reviews": selectors.reviews_of(task=task),
+        "reviews": selectors.reviews_of(task=task, user=user),
         "can_review": permissions.can_review(user) and task.owner_id != user.pk
         and (version is None or version.author_id != user.pk),
         "can_submit": permissions.can_edit_task(user, task) and task.status in services.SUBMITTABLE,

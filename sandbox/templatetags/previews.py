@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import template
 
+from authoring import permissions
 from gymwright.numbers import format_number, format_percent
 from sandbox import selectors
 from sandbox.forms import PreviewStartForm
@@ -11,14 +12,16 @@ from sandbox.forms import PreviewStartForm
 register = template.Library()
 
 
-@register.inclusion_tag("sandbox/_task_preview_list.html")
-def task_preview_list(task, limit: int = 10):
-    return {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task, limit=limit)}
+@register.inclusion_tag("sandbox/_task_preview_list.html", takes_context=True)
+def task_preview_list(context, task, limit: int = 10):
+    user = context["request"].user
+    return {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task, user=user, limit=limit)}
 
 
-@register.simple_tag
-def preview_start_form():
-    return PreviewStartForm()
+@register.simple_tag(takes_context=True)
+def preview_start_form(context):
+    """The start form, or None for a member who may not start previews (a lab member)."""
+    return PreviewStartForm() if permissions.can_run_previews(context["request"].user) else None
 
 
 @register.filter

@@ -32,11 +32,19 @@ ENV, TASK = "matrix-env-q7", "matrix-task-q7"  # names that appear in a page onl
 
 PUBLIC = set(CALLERS)
 SIGNED_IN = PUBLIC - {ANON}
-MEMBERS = SIGNED_IN - {NOROLE}          # any role: may read every environment and task
+MEMBERS = SIGNED_IN - {NOROLE}          # any role: may read environments, lists and packs
 AUTHORS = {OWNER, OTHER, ADMIN}          # may create
 OWNERS = {OWNER, ADMIN}                  # may edit what they own
 REVIEWERS = {REVIEWER, ADMIN}
 LABS = {LAB, ADMIN}
+
+
+class TaskReaders(frozenset):
+    """Members; a lab member only once a reviewer approved the task's version (a lab reads approved work)."""
+
+
+TASK_READERS = TaskReaders(MEMBERS)
+REVIEW_WORKSPACE = MEMBERS - {LAB}      # shows drafts: the review page, threads, agreement, dashboards
 STAFF = {ADMIN}                          # Django admin (the admin user is staff)
 
 # route name -> roles that may GET it
@@ -44,39 +52,39 @@ ACCESS: dict[str, set[str]] = {
     "login": PUBLIC, "healthz": PUBLIC, "favicon.ico": PUBLIC,
     "logout": SIGNED_IN,
     "api-schema": SIGNED_IN, "api-docs": SIGNED_IN, "format-schema": PUBLIC,  # format docs, no data
-    "authoring:task_list": MEMBERS, "authoring:task_detail": MEMBERS, "authoring:task_versions": MEMBERS,
-    "authoring:task_version_detail": MEMBERS, "authoring:task_diff": MEMBERS,
+    "authoring:task_list": MEMBERS, "authoring:task_detail": TASK_READERS, "authoring:task_versions": TASK_READERS,
+    "authoring:task_version_detail": TASK_READERS, "authoring:task_diff": TASK_READERS,
     "authoring:environment_list": MEMBERS, "authoring:environment_detail": MEMBERS,
     "authoring:account": SIGNED_IN, "authoring:markdown_preview": MEMBERS,
     "authoring:task_create": AUTHORS, "authoring:environment_create": AUTHORS,
     "authoring:task_edit": OWNERS, "authoring:environment_edit": OWNERS,
     "api-environment-list": MEMBERS, "api-environment-detail": MEMBERS, "api-environment-versions": MEMBERS,
-    "api-task-list": MEMBERS, "api-task-detail": MEMBERS, "api-task-versions": MEMBERS,
-    "api-task-version": MEMBERS, "api-task-diff": MEMBERS, "api-blob-upload": AUTHORS,
-    "rubric-validate": MEMBERS, "grade-detail": MEMBERS, "judge-label-create": REVIEWERS,
-    "grading:dry_run": AUTHORS, "grading:dry_run_detail": MEMBERS, "grading:grade_detail": MEMBERS,
+    "api-task-list": MEMBERS, "api-task-detail": TASK_READERS, "api-task-versions": TASK_READERS,
+    "api-task-version": TASK_READERS, "api-task-diff": TASK_READERS, "api-blob-upload": AUTHORS,
+    "rubric-validate": MEMBERS, "grade-detail": TASK_READERS, "judge-label-create": REVIEWERS,
+    "grading:dry_run": AUTHORS, "grading:dry_run_detail": MEMBERS, "grading:grade_detail": TASK_READERS,
     "grading:judge_label": REVIEWERS,
-    "grading:example_answers": MEMBERS, "grading:example_answers_run": OWNERS | REVIEWERS,
-    "api-task-version-examples": MEMBERS, "api-task-version-examples-run": OWNERS | REVIEWERS,
-    "api-task-version-previews": MEMBERS, "api-preview-detail": MEMBERS, "api-preview-cancel": OWNERS,
-    "api-rollout-detail": MEMBERS,
-    "sandbox:preview_start": OWNERS, "sandbox:preview_detail": MEMBERS, "sandbox:preview_progress": MEMBERS,
-    "sandbox:preview_cancel": OWNERS, "sandbox:task_previews": MEMBERS, "sandbox:rollout_detail": MEMBERS,
+    "grading:example_answers": TASK_READERS, "grading:example_answers_run": OWNERS | REVIEWERS,
+    "api-task-version-examples": TASK_READERS, "api-task-version-examples-run": OWNERS | REVIEWERS,
+    "api-task-version-previews": TASK_READERS, "api-preview-detail": TASK_READERS, "api-preview-cancel": OWNERS,
+    "api-rollout-detail": TASK_READERS,
+    "sandbox:preview_start": OWNERS, "sandbox:preview_detail": TASK_READERS, "sandbox:preview_progress": TASK_READERS,
+    "sandbox:preview_cancel": OWNERS, "sandbox:task_previews": TASK_READERS, "sandbox:rollout_detail": TASK_READERS,
     "review:task_submit": OWNERS, "review:task_review": REVIEWERS,
-    "api-task-version-submit": OWNERS, "api-task-version-reviews": MEMBERS,
-    "api-task-version-gates": MEMBERS, "api-task-version-gates-run": OWNERS,
-    "api-task-comments": MEMBERS, "api-task-comment-resolve": MEMBERS,
-    "api-review-queue": MEMBERS, "api-inbox": SIGNED_IN, "api-inbox-read": SIGNED_IN, "api-agreement": MEMBERS,
+    "api-task-version-submit": OWNERS, "api-task-version-reviews": TASK_READERS,
+    "api-task-version-gates": TASK_READERS, "api-task-version-gates-run": OWNERS,
+    "api-task-comments": REVIEW_WORKSPACE, "api-task-comment-resolve": REVIEW_WORKSPACE,
+    "api-review-queue": MEMBERS, "api-inbox": SIGNED_IN, "api-inbox-read": SIGNED_IN, "api-agreement": REVIEW_WORKSPACE,
     "packs:pack_list": MEMBERS, "packs:pack_detail": MEMBERS, "packs:pack_version": MEMBERS,
     "packs:pack_version_progress": LABS, "packs:pack_version_verification": LABS,
     "packs:pack_version_cancel": LABS, "packs:pack_version_download": LABS, "packs:task_import": AUTHORS,
     "api-pack-list": MEMBERS, "api-pack-versions": MEMBERS, "api-pack-version": MEMBERS,
     "api-pack-version-download": LABS, "api-import-file": AUTHORS, "api-import-bulk": AUTHORS,
-    "authoring:task_version_file": MEMBERS, "grading:kinds_reference": MEMBERS,
-    "review:queue": REVIEWERS, "review:review_page": MEMBERS,  # reading; deciding is REVIEWERS
+    "authoring:task_version_file": TASK_READERS, "grading:kinds_reference": MEMBERS,
+    "review:queue": REVIEWERS, "review:review_page": REVIEW_WORKSPACE,  # reading; deciding is REVIEWERS
     "review:label_queue": REVIEWERS,
-    "review:environment_dashboard": MEMBERS, "review:agreement": MEMBERS, "review:inbox": SIGNED_IN,
-    "review:gates_run": OWNERS, "review:comment_create": MEMBERS, "review:comment_resolve": MEMBERS,
+    "review:environment_dashboard": REVIEW_WORKSPACE, "review:agreement": REVIEW_WORKSPACE, "review:inbox": SIGNED_IN,
+    "review:gates_run": OWNERS, "review:comment_create": REVIEW_WORKSPACE, "review:comment_resolve": REVIEW_WORKSPACE,
 }
 
 
@@ -89,7 +97,14 @@ def _routes(patterns=None, prefix="", namespace=None):
             yield (f"{namespace}:{name}" if namespace else name), prefix + str(pattern.pattern)
 
 
-def _access(name: str) -> set[str] | None:
+def _access(name: str, *, approved: bool = False) -> set[str] | None:
+    rows = _route_access(name)
+    if isinstance(rows, TaskReaders) and not approved:
+        return rows - {LAB}
+    return rows
+
+
+def _route_access(name: str) -> set[str] | None:
     if name == "admin:login":
         return PUBLIC
     if name == "admin:logout":
@@ -104,8 +119,8 @@ def test_every_route_has_a_row():
     assert not missing, f"routes with no row in ACCESS (decide who may read them): {missing}"
 
 
-@pytest.fixture
-def world(transactional_db, django_user_model):
+@pytest.fixture(params=["draft", "approved"])
+def world(request, transactional_db, django_user_model):
     users = {
         NOROLE: make_user(django_user_model, "nobody"),
         OWNER: make_user(django_user_model, "owner", "author"),
@@ -134,6 +149,11 @@ def world(transactional_db, django_user_model):
               "grade_id": grade.pk, "check_result_id": grade.check_results.first().pk, "dry_run_id": 999999,
               "comment_id": 999999, "version": "1.0.0", "name": "task", "object_id": str(task.pk),
               "content_type_id": "1", "id": str(users[OWNER].pk)}
+    if request.param == "approved":
+        from review.services import versions_approve_on_import
+
+        versions_approve_on_import(versions=[version], admin=users[ADMIN])
+    values["approved"] = request.param == "approved"
     tokens = {role: Token.objects.create(user=user).key for role, user in users.items()}
     return users, tokens, values
 
@@ -187,7 +207,7 @@ def test_every_route_answers_each_role_as_its_row_says(world, settings):
         path = _path(name, template, values)
         if path is None:
             continue
-        allowed = _access(name)
+        allowed = _access(name, approved=values["approved"])
         if allowed is None:
             continue  # test_every_route_has_a_row names it
         api = path.startswith("/api/")
