@@ -39,7 +39,7 @@ clean:
 # harbor 0.25.0 pins a certifi newer than the registry serves: install 0.24.0's deps, then 0.25.0 alone.
 HARBOR_PYTHON ?= $(shell command -v pyenv >/dev/null 2>&1 && echo $$(pyenv root)/versions/3.12.1/bin/python || command -v python3.12)
 HARBOR_VENV   := var/harbor-venv
-.PHONY: harbor-venv grader-venv inspect-venv
+.PHONY: harbor-venv grader-venv inspect-venv trainers-venv
 harbor-venv: $(HARBOR_VENV)/.installed
 $(HARBOR_VENV)/.installed:
 	@test -n "$(HARBOR_PYTHON)" || { echo "need Python 3.12 (pyenv or python3.12) for harbor"; exit 1; }
@@ -65,6 +65,17 @@ $(GRADER_VENV)/.installed: $(STAMP) packs/archive.py $(wildcard grading/engine/*
 	@test -x $(GRADER_VENV)/bin/python || $(PYTHON) -m venv $(GRADER_VENV)
 	$(PY) -c "from packs.archive import grader_requirements; print(grader_requirements(), end='')" > $(GRADER_VENV)/requirements.txt
 	$(GRADER_VENV)/bin/pip install -q -r $(GRADER_VENV)/requirements.txt
+	@touch $@
+
+# verl and TRL with PyTorch on the CPU and the bundled grader's requirements, to load a pack as labs do
+# (tests/packs/test_trainers.py). torch 2.13.0 is the CPU build this machine keeps on disk.
+TRAINERS_VENV := var/trainers-venv
+TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0
+trainers-venv: $(TRAINERS_VENV)/.installed
+$(TRAINERS_VENV)/.installed: $(STAMP) packs/archive.py
+	@test -x $(TRAINERS_VENV)/bin/python || $(PYTHON) -m venv $(TRAINERS_VENV)
+	$(PY) -c "from packs.archive import grader_requirements; print(grader_requirements(), end='')" > $(TRAINERS_VENV)/requirements.txt
+	$(TRAINERS_VENV)/bin/pip install -q $(TRAINERS_PINS) -r $(TRAINERS_VENV)/requirements.txt
 	@touch $@
 
 # The rubric editor validates in the browser with the rubric schema compiled ahead of time (Ajv standalone

@@ -1,8 +1,11 @@
-"""Separate virtualenvs for tests that must run without Gymwright: the pack's stand-alone grader, Harbor.
+"""Separate virtualenvs for tests that must run without Gymwright: the pack's stand-alone grader, Harbor,
+Inspect, verl and TRL.
 
-Both are cached under var/ (created once, reused) by Makefile targets that .ci/run also calls:
+Each is cached under var/ (created once, reused) by Makefile targets that .ci/run also calls:
 `make grader-venv` (only the bundled grader's requirements, no Django), `make harbor-venv`
-(harbor needs Python >= 3.12) and `make inspect-venv` (inspect_ai and the grader's requirements). Where one cannot be made they skip with how, or fail in CI.
+(harbor needs Python >= 3.12), `make inspect-venv` (inspect_ai and the grader's requirements) and
+`make trainers-venv` (verl and TRL with PyTorch on the CPU, and the grader's requirements).
+Where one cannot be made they skip with how, or fail in CI.
 """
 
 from __future__ import annotations
@@ -34,3 +37,7 @@ def harbor_bin() -> str:
 
 def inspect_bin() -> str:
     return str(_make("inspect-venv", ROOT / "var/inspect-venv/.installed", "make inspect-venv") / "inspect")
+
+
+def trainers_python() -> str:
+    return str(_make("trainers-venv", ROOT / "var/trainers-venv/.installed", "make trainers-venv") / "python")
