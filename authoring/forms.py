@@ -7,6 +7,7 @@ from django import forms
 
 from authoring.models import Environment, Task
 from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
+from grading.engine.models import BUILTIN_TOOLS
 from gymwright.egress import egress_refusal
 from gymwright.forms import pointer_head
 
@@ -191,7 +192,7 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
     memory_mb = forms.IntegerField(min_value=64, max_value=262144, initial=DEFAULTS["limits"]["memory_mb"])
     timeout_s = forms.IntegerField(min_value=1, max_value=86400, initial=DEFAULTS["limits"]["timeout_s"])
     max_steps = forms.IntegerField(min_value=1, max_value=1000, initial=DEFAULTS["limits"]["max_steps"])
-    tools = forms.MultipleChoiceField(choices=[(tool, tool) for tool in DEFAULTS["tools"]],
+    tools = forms.MultipleChoiceField(choices=[(tool, tool) for tool in BUILTIN_TOOLS],
                                       widget=forms.CheckboxSelectMultiple, initial=list(DEFAULTS["tools"]))
     custom_tools = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}), initial="[]",
                                    help_text='JSON list: [{"name", "description", "parameters", "command"}].')

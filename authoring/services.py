@@ -25,14 +25,17 @@ from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
 from grading.engine import TASK_SCHEMA, canonical_json, content_sha256, validate_task
+from grading.engine.models import Environment as EngineEnvironment
 from grading.engine.models import normalised_relative_path
 
 ENVIRONMENT_KEYS = ("image", "dockerfile", "setup", "network", "limits", "tools", "custom_tools", "files",
                     "checks_module")
+# An environment spec with the task format's defaults (grading.engine.models.Environment and Limits).
+_FORMAT_ENVIRONMENT = EngineEnvironment()
 DEFAULT_ENVIRONMENT_SPEC: dict[str, Any] = {
-    "image": None, "dockerfile": None, "setup": None, "network": "none",
-    "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600, "max_steps": 30},
-    "tools": ["bash", "read_file", "write_file", "list_files", "submit"],
+    "image": None, "dockerfile": None, "setup": None, "network": _FORMAT_ENVIRONMENT.network,
+    "limits": _FORMAT_ENVIRONMENT.limits.model_dump(exclude_none=True),
+    "tools": list(_FORMAT_ENVIRONMENT.tools),
     "custom_tools": [], "files": [], "checks_module": None,
 }
 

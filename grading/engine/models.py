@@ -584,6 +584,13 @@ class FileRef(Strict):
         return self.role or "workspace"
 
 
+# The agent's built-in tools (sandbox/runtime/tools.py runs them), and those an environment offers when
+# it names none. With Limits' and Environment's field defaults, the one source of environment defaults:
+# the browser form, the API, the runtime and the docs (docs/formats.md) all read them from here.
+BUILTIN_TOOLS = ("bash", "read_file", "write_file", "list_files", "submit")
+DEFAULT_TOOLS = ("bash", "read_file", "write_file", "submit")
+
+
 class Limits(Strict):
     cpus: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=64), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 64})] = 1
     memory_mb: Annotated[StrictInt, Field(ge=16, le=262144)] = 2048
@@ -616,9 +623,7 @@ class Environment(Strict):
         default="none", description="'none': no network; 'allowed' (or its synonym 'egress'): outbound network."
     )
     limits: Limits = Field(default_factory=Limits)
-    tools: list[Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]] = Field(
-        default_factory=lambda: ["bash", "read_file", "write_file", "submit"]
-    )
+    tools: list[Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
     custom_tools: list[CustomTool] = Field(default_factory=list)
     files: list[FileRef] = Field(default_factory=list)
     checks_module: Annotated[str, AfterValidator(_checks_module_source)] | None = None

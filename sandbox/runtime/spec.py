@@ -11,7 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from grading.engine.models import DEFAULT_TOOLS, Limits
+
 DEFAULT_OUTPUT_CAP = 64 * 1024
+_FORMAT_LIMITS = Limits()  # the task format's defaults: what a task that sets no limit gets
 
 
 class SandboxError(Exception):
@@ -48,17 +51,17 @@ class SandboxSpec:
     dockerfile: str | None = None
     setup: str | None = None
     network: Literal["none", "allowed", "egress"] = "none"
-    cpus: float = 1.0
-    memory_mb: int = 1024
-    timeout_s: float = 600.0
-    max_steps: int = 40
+    cpus: float = float(_FORMAT_LIMITS.cpus)
+    memory_mb: int = _FORMAT_LIMITS.memory_mb
+    timeout_s: float = float(_FORMAT_LIMITS.timeout_s)
+    max_steps: int = _FORMAT_LIMITS.max_steps
     exec_timeout_s: float = 120.0
     setup_timeout_s: float = 600.0
     pids: int = 256
     output_cap: int = DEFAULT_OUTPUT_CAP
     workspace_mb: int = 512
     tmp_mb: int = 256
-    tools: tuple[str, ...] = ("bash", "read_file", "write_file", "list_files", "submit")
+    tools: tuple[str, ...] = DEFAULT_TOOLS
     custom_tools: tuple[dict, ...] = ()
     environment_id: str | None = None
 

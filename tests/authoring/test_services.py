@@ -200,3 +200,26 @@ def test_a_task_document_is_serialised_once_for_both_of_its_hashes(document):
     from grading.engine import content_sha256
 
     assert _document_hashes(document) == (content_sha256(document), _content_hash(document))
+
+
+def test_environment_defaults_come_from_the_task_format_alone(author):
+    """One source of defaults (grading.engine.models): the form, a partial spec, the runtime and the tools."""
+    from authoring.forms import EnvironmentForm
+    from grading.engine.models import BUILTIN_TOOLS, DEFAULT_TOOLS, Limits
+    from sandbox.runtime import tools as runtime_tools
+    from sandbox.runtime.spec import SandboxSpec
+
+    limits = Limits()
+    saved = services.environment_create(slug="defaults", name="D", author=author, spec={}).latest_version.spec
+    assert saved["limits"] == {"cpus": limits.cpus, "memory_mb": limits.memory_mb, "timeout_s": limits.timeout_s,
+                               "max_steps": limits.max_steps}
+    assert saved["tools"] == list(DEFAULT_TOOLS)
+    partial = services.environment_create(slug="partial", name="P", author=author,
+                                          spec={"limits": {"cpus": 2}}).latest_version.spec
+    runtime = SandboxSpec.from_environment(partial)
+    assert (runtime.cpus, runtime.memory_mb, runtime.max_steps) == (2, limits.memory_mb, limits.max_steps)
+    assert SandboxSpec().tools == DEFAULT_TOOLS and SandboxSpec().memory_mb == limits.memory_mb
+    form = EnvironmentForm()
+    assert form.fields["memory_mb"].initial == limits.memory_mb and form.fields["max_steps"].initial == limits.max_steps
+    assert list(form.fields["tools"].initial) == list(DEFAULT_TOOLS)
+    assert [name for name, _ in form.fields["tools"].choices] == list(BUILTIN_TOOLS) == list(runtime_tools.BUILTIN_TOOLS)

@@ -154,8 +154,7 @@ def _engine_errors(method):
         except Exception as exc:
             if not _engine_unreachable(exc):
                 raise
-            raise SandboxError(f"the Docker engine at {engine_address()} is not reachable (stopped or restarting?): "
-                               f"{str(exc)[:300]}") from exc
+            raise engine_unreachable_error(exc) from exc
 
     return wrapped
 
@@ -166,8 +165,13 @@ def docker_client(timeout: int = 120):
     try:
         return docker.from_env(timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - the SDK raises several types
-        raise SandboxError(f"the Docker engine at {engine_address()} is not reachable (stopped or restarting?): "
-                           f"{str(exc)[:300]}") from exc
+        raise engine_unreachable_error(exc) from exc
+
+
+def engine_unreachable_error(exc: Exception) -> SandboxError:
+    """What a rollout says when the engine is stopped or restarting (the docker-stopped fault test reads it)."""
+    return SandboxError(f"the Docker engine at {engine_address()} is not reachable (stopped or restarting?): "
+                        f"{str(exc)[:300]}")
 
 
 class DockerBackend(Backend):
