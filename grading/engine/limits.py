@@ -71,6 +71,9 @@ def pattern_timeout_s() -> float:
     return getattr(_current, "budget_s", None) or GradeLimits.check_cpu_s
 
 
+BUDGET_REPEAT_S = 0.05
+
+
 def _raise_budget(signum, frame):  # noqa: ARG001 - signal handler signature
     raise BudgetExceeded()
 
@@ -88,7 +91,10 @@ def cpu_budget(seconds: float) -> Iterator[None]:
     use_timer = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     if use_timer:
         previous_handler = signal.signal(signal.SIGPROF, _raise_budget)
-        previous_timer = signal.setitimer(signal.ITIMER_PROF, seconds)
+        # Once spent, the timer fires again every BUDGET_REPEAT_S of CPU: a BudgetExceeded raised while
+        # a weakref finalizer or __del__ runs is swallowed by Python ("Exception ignored in ..."), and
+        # a one-shot timer would then let the check run on unbounded.
+        previous_timer = signal.setitimer(signal.ITIMER_PROF, seconds, BUDGET_REPEAT_S)
         started = time.monotonic()
     try:
         yield
