@@ -78,7 +78,7 @@ class RolloutDetailOutput(RolloutSummaryOutput):
     trajectory = serializers.JSONField()
     answer = serializers.CharField()
     workspace_files = serializers.JSONField()
-    grade = serializers.JSONField(source="grade_document", allow_null=True)
+    grade = serializers.JSONField(source="grade.document", allow_null=True)  # the gymwright.grade/v1 document
     grade_id = serializers.IntegerField(allow_null=True)
     checks = CheckRowOutput(many=True)
 
@@ -135,5 +135,5 @@ class RolloutDetailApi(APIView):
     @extend_schema(responses=RolloutDetailOutput)
     def get(self, request, rollout_id: int):
         rollout = selectors.rollout_get_for_user(rollout_id=rollout_id, user=request.user)
-        rollout.checks = grade_table(rollout.grade if rollout.grade_id else rollout.grade_document or {}).rows
+        rollout.checks = grade_table(rollout.grade).rows if rollout.grade_id else []
         return Response(RolloutDetailOutput(rollout).data)

@@ -93,9 +93,9 @@ class Rollout(models.Model):
     answer = models.TextField(blank=True, default="")
     # [{"path": "report.md", "size": 120, "content": "..." | null, "truncated": false}]
     workspace_files = models.JSONField(default=list, blank=True)
+    # The stored grade (its gymwright.grade/v1 document is grade.document); reward and passed repeat its
+    # totals for lists and calibration.
     grade = models.ForeignKey("grading.Grade", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    # The gymwright.grade/v1 document as the engine produced it (also in grade.document).
-    grade_document = models.JSONField(null=True, blank=True)
     reward = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(null=True, blank=True)
     error = models.TextField(blank=True, default="")

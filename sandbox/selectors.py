@@ -13,8 +13,8 @@ from authoring.selectors import approved_versions, task_get_for_user, task_versi
 from grading.engine import calibration
 from sandbox.models import PreviewRun, Rollout
 
-# Heavy JSON columns a list never needs.
-ROLLOUT_HEAVY_FIELDS = ("trajectory", "workspace_files", "grade_document")
+# Heavy JSON columns a list never needs (the grade's document among them: a list reads its totals).
+ROLLOUT_HEAVY_FIELDS = ("trajectory", "workspace_files", "grade__document")
 
 
 def preview_run_get_for_user(*, preview_run_id: int, user) -> PreviewRun:

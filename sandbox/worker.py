@@ -211,7 +211,6 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, pro
     if progress.lost:
         logger.info("rollout %s attempt %s lost its claim; discarding its result", rollout.pk, attempt)
         return "lost"
-    grade_document = result.grade.to_document() if result.grade is not None else None
     trajectory = _jsonable(result.trajectory)
     error = result.error or ""
     if progress.cancelled or result.error_kind == "cancelled":
@@ -223,7 +222,7 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, pro
         status = Rollout.Status.DONE
     with transaction.atomic():
         stored_grade = None
-        if result.grade is not None and status == Rollout.Status.DONE:
+        if result.grade is not None:  # a rollout cancelled after it was graded keeps its grade too
             from grading.services import grade_record
 
             stored_grade = grade_record(grade=result.grade, task_version=preview_run.task_version, source="rollout",
@@ -235,7 +234,6 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, pro
             answer=result.answer,
             workspace_files=_workspace_listing(result.workspace_files, left_out=result.workspace_left_out),
             grade=stored_grade,
-            grade_document=grade_document,
             reward=result.grade.reward if result.grade is not None else None,
             passed=result.grade.passed if result.grade is not None else None,
             error=error[:5000],

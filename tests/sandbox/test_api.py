@@ -48,12 +48,24 @@ def test_a_rollout_answers_with_trajectory_and_grade(api, version, author, monke
     assert body["status"] == "done" and body["reward"] == 1.0 and body["passed"] is True
     assert body["trajectory"][2]["tool_calls"][0]["name"] == "bash" and body["answer"] == "42"
     assert body["grade"]["schema"] == "gymwright.grade/v1" and body["grade_id"] is not None
+    assert body["grade"] == FakeResult().grade.to_document()  # the engine's document, exactly (one stored copy)
     assert [c["check_id"] for c in body["checks"]] == ["says_42", "report_exists"]
     # One builder of check rows: the rollout's checks are the stored grade's check results, row for row.
     grade = api.get(f"/api/grades/{body['grade_id']}/").json()
     assert grade["check_results"] == body["checks"] and all(row["id"] for row in body["checks"])
     summary = api.get(f"/api/previews/{preview_run.pk}/").json()
     assert summary["status"] == "done" and summary["summary"]["pass_rate"] == 1.0
+
+
+def test_a_rollout_cancelled_after_it_was_graded_keeps_its_grade(api, version, author, monkeypatch):
+    preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
+    rollout = preview_run.rollouts.get()
+    monkeypatch.setattr(worker, "_run_in_sandbox",
+                        lambda **kw: FakeResult(error="cancelled while grading", error_kind="cancelled"))
+    worker.rollout_execute(rollout_id=rollout.pk)
+    body = api.get(f"/api/rollouts/{rollout.pk}/").json()
+    assert body["status"] == "cancelled" and body["grade"] == FakeResult().grade.to_document()
+    assert [c["check_id"] for c in body["checks"]] == ["says_42", "report_exists"]
 
 
 def test_cancel_through_the_api(api, version, author):

@@ -55,7 +55,7 @@ def test_a_flapping_judge_leaves_its_checks_unscored_with_the_reason(request, tr
     # 2 rollouts × 3 judge samples, each tried once and retried 3 times: bounded, and every try was made.
     assert calls == 2 * 3 * 4, calls
     for rollout in rollouts:
-        grade = rollout.grade_document
+        grade = rollout.grade.document
         assert grade["complete"] is False and rollout.grade.complete is False
         checks = {check["id"]: check for check in grade["checks"]}
         assert checks["says_42"]["status"] == "scored" and checks["says_42"]["score"] == 1.0

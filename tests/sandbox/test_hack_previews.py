@@ -46,7 +46,7 @@ def test_the_skip_trick_earns_nothing_on_the_demo_coding_task(sandbox_dir, autho
     assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
     assert rollout.status == "done" and rollout.reward == 0 and rollout.passed is False, rollout.error
-    assert rollout.grade_document["protected_files"] == [{"path": "test_fizzbuzz.py", "state": "modified"}]
+    assert rollout.grade.document["protected_files"] == [{"path": "test_fizzbuzz.py", "state": "modified"}]
     shown = {f["path"]: f.get("content") or "" for f in rollout.workspace_files}
     assert "_gw_unittest.skip" in shown["test_fizzbuzz.py"]  # the viewer shows what the agent did
 
@@ -56,10 +56,14 @@ def test_the_rollout_page_says_which_protected_files_the_agent_changed(client, a
 
     preview_run = services.preview_run_create(task_version=version, user=author, policy="hack:skip-tests", n=1)
     rollout = preview_run.rollouts.get()
-    Rollout.objects.filter(pk=rollout.pk).update(status="done", reward=0.0, passed=False, grade_document={
+    from grading.services import grade_from_document, grade_record
+
+    grade = grade_record(grade=grade_from_document({
         "schema": "gymwright.grade/v1", "reward": 0.0, "earned": 0, "max": 4, "passed": False, "gated": True,
         "complete": True, "checks": [],
-        "protected_files": [{"path": "test_a.py", "state": "modified"}, {"path": "b.py", "state": "unchanged"}]})
+        "protected_files": [{"path": "test_a.py", "state": "modified"}, {"path": "b.py", "state": "unchanged"}]}),
+        task_version=version, source="rollout", rollout_id=rollout.pk)
+    Rollout.objects.filter(pk=rollout.pk).update(status="done", reward=0.0, passed=False, grade=grade)
     client.force_login(author)
     page = client.get(f"/previews/rollouts/{rollout.pk}/").content.decode()
     assert 'data-protected-state="modified">modified by the agent, restored before the checks' in page

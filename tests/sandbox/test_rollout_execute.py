@@ -64,7 +64,7 @@ def test_without_a_judge_the_judged_check_is_unscored_not_zero(sandbox_dir, auth
     rollout = preview_run.rollouts.get()
     assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
-    assert rollout.grade_document["complete"] is False and rollout.reward == 1.0
+    assert rollout.grade.document["complete"] is False and rollout.reward == 1.0
     judged = rollout.grade.check_results.get(check_id="explains")
     assert judged.status == "unscored" and "judge" in judged.explanation.lower()
 
@@ -182,7 +182,7 @@ def test_a_judge_rubric_calls_the_same_models_in_a_dry_run_and_in_a_preview(sand
     assert dry_run_calls == [("second-model", 77), ("strict-model", 77)]
     assert preview_calls == dry_run_calls
     rollout.refresh_from_db()
-    assert rollout.grade_document["complete"] is True and rollout.passed is True
+    assert rollout.grade.document["complete"] is True and rollout.passed is True
 
 
 def test_cancel_during_a_long_command_kills_it_and_removes_the_sandbox(sandbox_dir, author, transactional_db, enqueued):

@@ -410,6 +410,51 @@ def test_the_migration_splits_stored_policies_into_kind_and_argument(transaction
     executor.migrate(executor.loader.graph.leaf_nodes())
 
 
+def test_the_migration_keeps_a_grade_that_only_the_rollouts_copy_held(transactional_db):
+    """Dropping Rollout.grade_document: a rollout cancelled after grading had its grade only there."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from grading import engine
+
+    before, after = [("sandbox", "0005_rollout_enqueued_at")], [("sandbox", "0006_rollout_grade_is_the_grade_row")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old_apps = executor.loader.project_state(before).apps
+    user = old_apps.get_model("auth", "User").objects.create(username="old")
+    environment = old_apps.get_model("authoring", "Environment").objects.create(slug="e", name="e", owner_id=user.pk)
+    environment_version = old_apps.get_model("authoring", "EnvironmentVersion").objects.create(
+        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk)
+    task = old_apps.get_model("authoring", "Task").objects.create(slug="t", title="t", environment=environment,
+                                                                  owner_id=user.pk)
+    task_version = old_apps.get_model("authoring", "TaskVersion").objects.create(
+        task=task, number=1, spec={}, sha256="1" * 64, content_sha256="2" * 64,
+        environment_version=environment_version, author_id=user.pk)
+    run = old_apps.get_model("sandbox", "PreviewRun").objects.create(task_version=task_version, policy="oracle", n=2,
+                                                                     backend="bubblewrap")
+    rubric = engine.parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
+        {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Polite."}]})
+    document = engine.grade(rubric, answer="42", judge=None).to_document()
+    OldRollout = old_apps.get_model("sandbox", "Rollout")
+    cancelled = OldRollout.objects.create(preview_run=run, index=0, status="cancelled", grade_document=document,
+                                          reward=document["reward"], passed=document["passed"])
+    never_graded = OldRollout.objects.create(preview_run=run, index=1, status="cancelled")
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    new_apps = executor.loader.project_state(after).apps
+    kept = new_apps.get_model("sandbox", "Rollout").objects.get(pk=cancelled.pk)
+    grade = new_apps.get_model("grading", "Grade").objects.get(pk=kept.grade_id)
+    assert grade.document == document and grade.rollout_id == cancelled.pk and grade.task_version_id == task_version.pk
+    assert (grade.reward, grade.earned, grade.max, grade.complete) == (1.0, 2.0, 2.0, False)
+    rows = new_apps.get_model("grading", "CheckResult").objects.filter(grade=grade).order_by("position")
+    assert [(row.check_id, row.status) for row in rows] == [("says_42", "scored"), ("judged", "unscored")]
+    assert new_apps.get_model("sandbox", "Rollout").objects.get(pk=never_graded.pk).grade_id is None
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 def test_a_queued_rollout_whose_message_was_lost_is_sent_again(version, author, enqueued, settings):
     settings.ROLLOUT_REQUEUE_AFTER_S = 60
     preview_run = start(version, author, n=2)

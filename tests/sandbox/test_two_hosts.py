@@ -47,7 +47,7 @@ def _outcome(preview_run: PreviewRun) -> list[tuple]:
     rows = []
     for rollout in preview_run.rollouts.order_by("index"):
         checks = [(c["id"], c["status"], c.get("score"), c.get("awarded"))
-                  for c in (rollout.grade_document or {}).get("checks", [])]
+                  for c in (rollout.grade.document if rollout.grade_id else {}).get("checks", [])]
         rows.append((rollout.index, rollout.status, rollout.reward, rollout.passed, rollout.answer, rollout.error,
                      tuple(checks)))
     return rows
