@@ -88,6 +88,12 @@ class OwnRedis:
 
         return redis.Redis.from_url(self.url).dbsize()
 
+    def run_id(self) -> str:
+        """The server's run id: a new one after a restart (started without persistence: empty)."""
+        import redis
+
+        return redis.Redis.from_url(self.url).info("server")["run_id"]
+
 
 class OwnDockerd:
     """A second Docker engine of the test's own (own socket, data root, exec root, pid file; vfs,
