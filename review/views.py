@@ -3,6 +3,8 @@ author's inbox, the judge labelling queue and agreement, the environment dashboa
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404
@@ -30,6 +32,20 @@ CHECK_COMMENT_PREFIX = "check_comment__"
 
 def _forbidden(request, exc: NotAllowed):
     return render(request, "authoring/forbidden.html", {"message": exc.message}, status=403)
+
+
+def _review_workspace(view):
+    """The review workspace shows drafts: a member who reads approved work only (lab) gets 403 with where
+    to look instead (review.selectors.review_workspace_check), before anything is looked up."""
+    @wraps(view)
+    def checked(request, *args, **kwargs):
+        try:
+            selectors.review_workspace_check(user=request.user)
+        except NotAllowed as exc:
+            return _forbidden(request, exc)
+        return view(request, *args, **kwargs)
+
+    return checked
 
 
 def _next(request, default: str) -> str:
@@ -112,13 +128,10 @@ def _check_cards(version, threads_by_check, agreement_by_check, flags) -> list[d
     return cards
 
 
+@_review_workspace
 def review_page(request, slug):
     """Everything needed to decide, on one screen."""
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
-    try:
-        selectors.review_workspace_check(user=request.user)
-    except NotAllowed as exc:
-        return _forbidden(request, exc)
     version = task.latest_version
     seen = services.review_visit_record(task_version=version, reviewer=request.user) \
         if permissions.can_review(request.user) else None
@@ -184,12 +197,9 @@ def inbox(request):
 
 
 @require_POST
+@_review_workspace
 def comment_create(request, slug):
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
-    try:
-        selectors.review_workspace_check(user=request.user)
-    except NotAllowed as exc:
-        return _forbidden(request, exc)
     back = _next(request, reverse("review:review_page", args=[slug]))
     parent = None
     if request.POST.get("parent"):
@@ -207,12 +217,9 @@ def comment_create(request, slug):
 
 
 @require_POST
+@_review_workspace
 def comment_resolve(request, slug, comment_id):
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
-    try:
-        selectors.review_workspace_check(user=request.user)
-    except NotAllowed as exc:
-        return _forbidden(request, exc)
     back = _next(request, reverse("review:review_page", args=[slug]))
     comment = Comment.objects.filter(pk=comment_id, task=task).first()
     if comment is None:
@@ -247,22 +254,16 @@ def label_queue(request):
     return render(request, "review/label_queue.html", {"items": items, "task": task, "environment": environment})
 
 
+@_review_workspace
 def agreement_page(request, slug):
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
-    try:
-        selectors.review_workspace_check(user=request.user)
-    except NotAllowed as exc:
-        return _forbidden(request, exc)
     return render(request, "review/agreement.html", {
         "environment": environment, "agreement": review_agreement.agreement_json(environment=environment)})
 
 
+@_review_workspace
 def environment_dashboard(request, slug):
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
-    try:
-        selectors.review_workspace_check(user=request.user)
-    except NotAllowed as exc:
-        return _forbidden(request, exc)
     return render(request, "review/dashboard.html", {
         "environment": environment, **selectors.environment_dashboard(environment=environment),
         "agreement": review_agreement.agreement_json(environment=environment)["overall"]})

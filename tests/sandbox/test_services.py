@@ -379,6 +379,19 @@ def test_reaping_removes_bubblewrap_sandboxes_whose_worker_died(db, settings, tm
     assert not dead.exists() and alive.exists()
 
 
+def _old_task_version(old_apps):
+    """A task version made with the models as they stood at an older migration (`old_apps`)."""
+    user = old_apps.get_model("auth", "User").objects.create(username="old")
+    environment = old_apps.get_model("authoring", "Environment").objects.create(slug="e", name="e", owner_id=user.pk)
+    environment_version = old_apps.get_model("authoring", "EnvironmentVersion").objects.create(
+        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk)
+    task = old_apps.get_model("authoring", "Task").objects.create(slug="t", title="t", environment=environment,
+                                                                  owner_id=user.pk)
+    return old_apps.get_model("authoring", "TaskVersion").objects.create(
+        task=task, number=1, spec={}, sha256="1" * 64, content_sha256="2" * 64,
+        environment_version=environment_version, author_id=user.pk)
+
+
 def test_the_migration_splits_stored_policies_into_kind_and_argument(transactional_db):
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
@@ -387,16 +400,7 @@ def test_the_migration_splits_stored_policies_into_kind_and_argument(transaction
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old_apps = executor.loader.project_state(before).apps
-    user = old_apps.get_model("auth", "User").objects.create(username="old")
-    make = old_apps.get_model("authoring", "Environment").objects.create
-    environment = make(slug="e", name="e", owner_id=user.pk)
-    environment_version = old_apps.get_model("authoring", "EnvironmentVersion").objects.create(
-        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk)
-    task = old_apps.get_model("authoring", "Task").objects.create(slug="t", title="t", environment=environment,
-                                                                  owner_id=user.pk)
-    task_version = old_apps.get_model("authoring", "TaskVersion").objects.create(
-        task=task, number=1, spec={}, sha256="1" * 64, content_sha256="2" * 64,
-        environment_version=environment_version, author_id=user.pk)
+    task_version = _old_task_version(old_apps)
     OldRun = old_apps.get_model("sandbox", "PreviewRun")
     for policy in ("oracle", "probe:I am done: 42", "hack:skip_tests", "model"):
         OldRun.objects.create(task_version=task_version, policy=policy, n=1, backend="bubblewrap")
@@ -421,15 +425,7 @@ def test_the_migration_keeps_a_grade_that_only_the_rollouts_copy_held(transactio
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old_apps = executor.loader.project_state(before).apps
-    user = old_apps.get_model("auth", "User").objects.create(username="old")
-    environment = old_apps.get_model("authoring", "Environment").objects.create(slug="e", name="e", owner_id=user.pk)
-    environment_version = old_apps.get_model("authoring", "EnvironmentVersion").objects.create(
-        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk)
-    task = old_apps.get_model("authoring", "Task").objects.create(slug="t", title="t", environment=environment,
-                                                                  owner_id=user.pk)
-    task_version = old_apps.get_model("authoring", "TaskVersion").objects.create(
-        task=task, number=1, spec={}, sha256="1" * 64, content_sha256="2" * 64,
-        environment_version=environment_version, author_id=user.pk)
+    task_version = _old_task_version(old_apps)
     run = old_apps.get_model("sandbox", "PreviewRun").objects.create(task_version=task_version, policy="oracle", n=2,
                                                                      backend="bubblewrap")
     rubric = engine.parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
