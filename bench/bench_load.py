@@ -44,6 +44,15 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def postgres_url() -> str:
+    """DATABASE_URL, which the benchmarks need to name a PostgreSQL server; exits (2) saying so otherwise."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith("postgres"):
+        print("DATABASE_URL must name a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/gymwright")
+        raise SystemExit(2)
+    return url
+
+
 def _db_url(base: str, name: str) -> str:
     parts = urlparse(base)
     return urlunparse(parts._replace(path=f"/{name}"))
@@ -313,10 +322,7 @@ def main() -> int:
     parser.add_argument("--keep-db", action="store_true", help="keep (and reuse) the seeded database")
     args = parser.parse_args()
 
-    base_url = os.environ.get("DATABASE_URL", "")
-    if not base_url.startswith("postgres"):
-        print("DATABASE_URL must name a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/gymwright")
-        return 2
+    base_url = postgres_url()
     name = urlparse(base_url).path.lstrip("/") + "_load"
     url = _db_url(base_url, name)
     with _psql_admin(base_url) as admin:

@@ -30,10 +30,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="")
     args = parser.parse_args()
-    base_url = os.environ.get("DATABASE_URL", "")
-    if not base_url.startswith("postgres"):
-        print("DATABASE_URL must name a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/gymwright")
-        return 2
+    base_url = bench_load.postgres_url()
     name = urlparse(base_url).path.lstrip("/") + "_load"
     with bench_load._psql_admin(base_url) as admin:
         if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
