@@ -78,6 +78,12 @@ class BuildResult:
     content_sha256: str
 
 
+def manifest_summary(manifest: dict) -> dict:
+    """The manifest without its file map: what a database row keeps of a built pack (counts, difficulty,
+    tasks, content_sha256, build record); `verify_pack` reads the whole manifest from the archive."""
+    return {key: value for key, value in manifest.items() if key != "files"}
+
+
 def split_of(task_id: str, test_ratio: float) -> str:
     """'test' or 'train', from a stable hash of the task id (the same in every version of every pack)."""
     bucket = int.from_bytes(hashlib.sha256(task_id.encode("utf-8")).digest()[:8], "big") / 2**64

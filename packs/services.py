@@ -288,7 +288,7 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
         with transaction.atomic():
             updated = PackVersion.objects.filter(pk=pack_version.pk, cancel_requested=False).building_update(
                 status=PackVersion.Status.READY, archive=name, size=result.size, sha256=result.sha256,
-                content_sha256=result.content_sha256, manifest=result.manifest,
+                content_sha256=result.content_sha256, manifest=archive.manifest_summary(result.manifest),
                 progress_done=pack_version.progress_total, finished_at=timezone.now())
             if updated != 1:
                 transaction.on_commit(lambda: default_storage.delete(name))
