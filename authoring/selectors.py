@@ -186,10 +186,14 @@ def task_version_list(*, task: Task, user) -> QuerySet[TaskVersion]:
     return queryset if permissions.reads_drafts(user) else approved_versions(queryset)
 
 
-def audit_events_for(obj, *, limit: int = 50) -> QuerySet[AuditEvent]:
+def audit_events_for(obj, *, user=None, limit: int = 50) -> QuerySet[AuditEvent]:
+    """The latest events about `obj`; of a task, for a member who reads approved work only (lab), only the
+    events about versions they may read (a later draft's "v3: message" stays unseen)."""
     content_type = ContentType.objects.get_for_model(type(obj))
-    return (AuditEvent.objects.filter(content_type=content_type, object_id=obj.pk)
-            .select_related("actor").order_by("-created_at", "-id")[:limit])
+    queryset = AuditEvent.objects.filter(content_type=content_type, object_id=obj.pk)
+    if isinstance(obj, Task) and user is not None and not permissions.reads_drafts(user):
+        queryset = queryset.filter(data__version__in=task_version_numbers(task=obj, user=user))
+    return queryset.select_related("actor").order_by("-created_at", "-id")[:limit]
 
 
 def task_version_file_blob(*, version, path: str):

@@ -112,7 +112,7 @@ def task_detail(request, slug):
         "prompt_html": render_markdown(version.prompt) if version else "",
         "rubric_json": json.dumps(version.rubric, indent=2) if version else "",
         "checks": _flat_checks(version.rubric.get("checks")) if version else [],
-        "audit_events": selectors.audit_events_for(task),
+        "audit_events": selectors.audit_events_for(task, user=request.user),
         "can_edit": permissions.can_edit_task(request.user, task),
     })
 

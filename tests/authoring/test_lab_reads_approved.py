@@ -29,8 +29,8 @@ def world(author, admin, environment):
     v1 = shipped.latest_version
     versions_approve_on_import(versions=[v1], admin=admin)
     shipped.refresh_from_db()
-    v2, _ = services.task_version_create(task=shipped, author=author, base_version=1,
-                                      content=task_content(title="Shipped title", prompt="Draft prompt BETA"))
+    v2, _ = services.task_version_create(task=shipped, author=author, base_version=1, message="draft note EPSILON",
+                                         content=task_content(title="Shipped title", prompt="Draft prompt BETA"))
     Review.objects.create(task_version=v2, reviewer=admin, decision=Review.Decision.REQUEST_CHANGES,
                           comment="draft review GAMMA")
     secret = services.task_create(slug="secret-draft", environment=environment, author=author,
@@ -70,7 +70,8 @@ def test_an_author_still_sees_every_task_and_the_latest_draft(client, author, wo
     client.force_login(author)
     page = client.get("/").content.decode()
     assert "shipped-task" in page and "secret-draft" in page
-    assert "Draft prompt BETA" in client.get("/tasks/shipped-task/").content.decode()
+    page = client.get("/tasks/shipped-task/").content.decode()
+    assert "Draft prompt BETA" in page and "draft note EPSILON" in page
 
 
 def test_a_draft_task_is_not_found_for_a_lab_member(lab_client, lab_api, world):
@@ -83,6 +84,7 @@ def test_a_lab_member_reads_the_approved_version_not_the_later_draft(lab_client,
     page = lab_client.get("/tasks/shipped-task/").content.decode()
     assert "Approved prompt ALPHA" in page and "Draft prompt BETA" not in page
     assert "draft review GAMMA" not in page  # reviews of the draft are not shown either
+    assert "draft note EPSILON" not in page and "shipped-task v1" in page  # nor its line in the activity list
     assert 'name="policy"' not in page  # no preview start form: a lab member starts nothing
     assert lab_api.get("/api/tasks/shipped-task/").json()["latest_version"] == 1
     assert [v["number"] for v in lab_api.get("/api/tasks/shipped-task/versions/").json()["results"]] == [1]
