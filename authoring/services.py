@@ -21,6 +21,7 @@ from rest_framework.authtoken.models import Token
 from authoring import permissions
 from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion,
                               slug_validator)
+from gymwright.bulk import bulk_insert
 from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
@@ -590,14 +591,15 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
             del documents[index]
         seen.add(slug)
     order = sorted(documents)
-    tasks = Task.objects.bulk_create([
+    tasks = bulk_insert([
         Task(slug=items[i]["slug"], title=documents[i]["title"][:200],
-             environment_id=items[i]["environment_version"].environment_id, owner=author) for i in order])
+             environment_id=items[i]["environment_version"].environment_id, owner_id=author.pk) for i in order])
     hashes = {i: _document_hashes(documents[i]) for i in order}
-    versions = TaskVersion.objects.bulk_create([
+    versions = bulk_insert([
         TaskVersion(task=task, number=documents[i]["version"], spec=documents[i],
                     sha256=hashes[i][0], content_sha256=hashes[i][1],
-                    environment_version=items[i]["environment_version"], author=author, message=message[:500])
+                    environment_version_id=items[i]["environment_version"].pk, author_id=author.pk,
+                    message=message[:500])
         for i, task in zip(order, tasks)])
     # One UPDATE for the batch (bulk_update's CASE per row costs more than the inserts)
     Task.objects.filter(pk__in=[task.pk for task in tasks]).update(latest_version=models.Subquery(
@@ -608,14 +610,15 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
     if names:
         Tag.objects.bulk_create([Tag(name=name) for name in names], ignore_conflicts=True)
         tag_ids = dict(Tag.objects.filter(name__in=names).values_list("name", "pk"))
-        Task.tags.through.objects.bulk_create([
+        bulk_insert([
             Task.tags.through(task_id=task.pk, tag_id=tag_ids[name])
-            for i, task in zip(order, tasks) for name in documents[i]["tags"]])
+            for i, task in zip(order, tasks) for name in documents[i]["tags"]], pks=False)
     content_type = ContentType.objects.get_for_model(Task)
-    AuditEvent.objects.bulk_create([
-        AuditEvent(actor=author, verb=AuditEvent.Verb.IMPORT, content_type=content_type, object_id=task.pk,
+    bulk_insert([
+        AuditEvent(actor_id=author.pk, verb=AuditEvent.Verb.IMPORT, content_type_id=content_type.pk,
+                   object_id=task.pk,
                    summary=f"task {task.slug} v{version.number} ({message})"[:300],
                    data={"version": version.number, "sha256": version.sha256})
-        for task, version in zip(tasks, versions)])
+        for task, version in zip(tasks, versions)], pks=False)
     _versions_created(list(versions), bulk=True)
     return list(zip(order, versions)), sorted(rejected, key=lambda pair: pair[0])

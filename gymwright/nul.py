@@ -7,6 +7,8 @@ refused with where the character is, on every database alike.
 
 from __future__ import annotations
 
+import json
+
 from grading.engine.validation import escape_pointer_token  # the pure engine: a library for every app
 from gymwright.errors import DomainError
 
@@ -16,8 +18,15 @@ NUL = "\x00"
 def nul_pointer(value, pointer: str = "") -> str | None:
     """The JSON pointer of the first string or object key in `value` holding a NUL, or None.
 
-    Iterative: the value may be nested as deeply as the JSON decoder allows.
+    Iterative: the value may be nested as deeply as the JSON decoder allows. JSON text writes a
+    NUL as `\\u0000`, so a value whose JSON holds no such escape has none, found by the C encoder
+    in a fraction of the walk's time (an import checks every task document); the walk finds where.
     """
+    try:
+        if "\\u0000" not in json.dumps(value, ensure_ascii=False, check_circular=False):
+            return None
+    except (TypeError, ValueError, RecursionError):  # not plain JSON (say, tuple keys): walk it
+        pass
     stack = [(pointer, value)]
     while stack:
         where, item = stack.pop()

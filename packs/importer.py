@@ -25,7 +25,7 @@ import tempfile
 import tomllib
 import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from django.conf import settings
 from django.db import transaction
@@ -207,49 +207,62 @@ def _environment_of(document: dict) -> tuple[str, int, dict]:
 
 def tasks_jsonl_candidates(path: Path, *, pack_root: Path | None = None) -> Iterator[Candidate | Rejection]:
     """gymwright.task/v1 documents, one per line; their files come from the pack folder next to it."""
-    first_line: dict[str, int] = {}
     if path.stat().st_size > settings.IMPORT_MAX_BYTES:
         raise ImportFailed(f"{path.name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).")
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            where = f"line {number}"
-            if number > settings.IMPORT_MAX_ROWS:
-                yield Rejection(where, f"more than {settings.IMPORT_MAX_ROWS} rows (GYMWRIGHT_IMPORT_MAX_ROWS); "
-                                       "the rest was not read")
-                return
-            if not raw.strip():
-                continue
-            try:
-                document = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield Rejection(where, f"not valid UTF-8 (byte {exc.start})")
-                continue
-            except (json.JSONDecodeError, RecursionError) as exc:
-                yield Rejection(where, f"invalid JSON: {getattr(exc, 'msg', exc)} (column {getattr(exc, 'colno', '?')})")
-                continue
-            slug = document.get("id") if isinstance(document, dict) and isinstance(document.get("id"), str) else None
-            if slug is None or not isinstance(document.get("environment", {}), dict):
-                issues = validate_task(document)  # the full check runs when the version is built
-                issue = issues[0] if issues else None
-                yield Rejection(where, issue.message if issue else "not a gymwright.task/v1 object with an id",
-                                (issue.pointer if issue else "/id") or "", slug)
-                continue
-            if slug in first_line:
-                yield Rejection(where, f"duplicate task id {slug!r} (first on line {first_line[slug]})", "/id", slug)
-                continue
-            first_line[slug] = number
-            files: dict[str, bytes] = {}
-            if pack_root is not None:
-                task_root = pack_root / "tasks" / slug
-                for entry in document.get("files") or []:
-                    _pack_file(files, task_root / "files", entry)
-                for entry in (document.get("environment") or {}).get("files") or []:
-                    _pack_file(files, task_root / "environment" / "env", entry)
-            content = {key: document.get(key) for key in TASK_KEYS}
-            content["title"] = content["title"] or slug  # optional in the format, required in Gymwright
-            yield Candidate(where=where, slug=slug, content=content,
-                            environment=_environment_of(document), number=int(document.get("version") or 1),
-                            files=files)
+
+    def documents() -> Iterator[tuple[str, Any]]:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                where = f"line {number}"
+                if number > settings.IMPORT_MAX_ROWS:
+                    yield where, Rejection(where, f"more than {settings.IMPORT_MAX_ROWS} rows "
+                                                  "(GYMWRIGHT_IMPORT_MAX_ROWS); the rest was not read")
+                    return
+                if not raw.strip():
+                    continue
+                try:
+                    yield where, json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    yield where, Rejection(where, f"not valid UTF-8 (byte {exc.start})")
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    yield where, Rejection(where, f"invalid JSON: {getattr(exc, 'msg', exc)} "
+                                                  f"(column {getattr(exc, 'colno', '?')})")
+
+    yield from task_documents_candidates(documents(), pack_root=pack_root)
+
+
+def task_documents_candidates(documents: Iterable[tuple[str, Any]], *,
+                              pack_root: Path | None = None) -> Iterator[Candidate | Rejection]:
+    """gymwright.task/v1 documents, each with where it was read (`line 3` of a file, `/tasks/2` of a
+    request; a Rejection in place of one that could not be read); their files come from `pack_root`."""
+    first_where: dict[str, str] = {}
+    for where, document in documents:
+        if isinstance(document, Rejection):
+            yield document
+            continue
+        slug = document.get("id") if isinstance(document, dict) and isinstance(document.get("id"), str) else None
+        if slug is None or not isinstance(document.get("environment", {}), dict):
+            issues = validate_task(document)  # the full check runs when the version is built
+            issue = issues[0] if issues else None
+            yield Rejection(where, issue.message if issue else "not a gymwright.task/v1 object with an id",
+                            (issue.pointer if issue else "/id") or "", slug)
+            continue
+        if slug in first_where:
+            yield Rejection(where, f"duplicate task id {slug!r} (first on {first_where[slug]})", "/id", slug)
+            continue
+        first_where[slug] = where
+        files: dict[str, bytes] = {}
+        if pack_root is not None:
+            task_root = pack_root / "tasks" / slug
+            for entry in document.get("files") or []:
+                _pack_file(files, task_root / "files", entry)
+            for entry in (document.get("environment") or {}).get("files") or []:
+                _pack_file(files, task_root / "environment" / "env", entry)
+        content = {key: document.get(key) for key in TASK_KEYS}
+        content["title"] = content["title"] or slug  # optional in the format, required in Gymwright
+        yield Candidate(where=where, slug=slug, content=content,
+                        environment=_environment_of(document), number=int(document.get("version") or 1),
+                        files=files)
 
 
 def _pack_file(files: dict, folder: Path, entry: dict) -> None:
@@ -483,11 +496,11 @@ class _DryRunRollback(Exception):
     pass
 
 
-def tasks_import(*, path: str | Path, user, environment: str | None = None, dry_run: bool = False,
-                 approve_as=None) -> ImportReport:
-    """Import every task of `path`; see the module docstring. Raises ImportFailed / DomainError for
-    a source that fails as a whole (nothing imported), NotAllowed for missing rights."""
-    path = Path(path)
+def tasks_import(*, path: str | Path | None = None, documents: list | None = None, user,
+                 environment: str | None = None, dry_run: bool = False, approve_as=None) -> ImportReport:
+    """Import every task of `path`, or of `documents` (gymwright.task/v1 documents already read, as
+    the bulk API's; reported as `/tasks/N`); see the module docstring. Raises ImportFailed /
+    DomainError for a source that fails as a whole (nothing imported), NotAllowed for missing rights."""
     if not permissions.can_author(user):
         raise NotAllowed("Only authors and admins can import tasks.")
     if approve_as is not None and not permissions.is_admin(approve_as):
@@ -499,8 +512,11 @@ def tasks_import(*, path: str | Path, user, environment: str | None = None, dry_
         if default_environment is None or default_environment.latest_version is None:
             raise DomainError(f"There is no environment {environment!r}.",
                               details=[{"pointer": "/environment", "message": "no such environment"}])
-    if not path.exists():
-        raise DomainError(f"{path} does not exist.", code="usage", details=[{"pointer": "/file", "message": "not found"}])
+    if documents is None:
+        path = Path(path)
+        if not path.exists():
+            raise DomainError(f"{path} does not exist.", code="usage",
+                              details=[{"pointer": "/file", "message": "not found"}])
     scratch_root = Path(settings.PACK_SCRATCH_DIR)
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="import-", dir=scratch_root))
@@ -508,7 +524,9 @@ def tasks_import(*, path: str | Path, user, environment: str | None = None, dry_
     try:
         try:
             with transaction.atomic():
-                _run(source_candidates(path, scratch), lines, user=user, default_environment=default_environment,
+                candidates = source_candidates(path, scratch) if documents is None else \
+                    task_documents_candidates((f"/tasks/{index}", document) for index, document in enumerate(documents))
+                _run(candidates, lines, user=user, default_environment=default_environment,
                      dry_run=dry_run, approve_as=approve_as)
                 if dry_run:
                     raise _DryRunRollback()

@@ -230,7 +230,8 @@ def _task_lines(prefix: str, count: int, *, with_file: str | None = None) -> str
 def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(author, admin, tmp_path, monkeypatch,
                                                                         django_assert_max_num_queries):
     """N rows cost N / BATCH times the queries of one batch: nothing is looked up or saved row by row
-    (tasks, versions, tags, attached files, approvals and audit events are bulk per batch)."""
+    (tasks, versions, tags, attached files, approvals and audit events are bulk per batch; on PostgreSQL
+    the tasks and versions take their ids in one query each before their COPY)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -243,7 +244,7 @@ def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(author, 
         report = importer.tasks_import(path=tmp_path / "one.jsonl", user=author, approve_as=admin)
     assert report.imported == 4 and report.rejected == 0, report.as_dict()
     per_batch = len(one_batch.captured_queries)
-    assert per_batch <= 25, "\n".join(query["sql"][:100] for query in one_batch.captured_queries)
+    assert per_batch <= 26, "\n".join(query["sql"][:100] for query in one_batch.captured_queries)
 
     (tmp_path / "many.jsonl").write_text(_task_lines("many", 40, with_file=blob.sha256))
     with django_assert_max_num_queries(10 * per_batch):  # 10 batches of 4, ten times the queries of one
