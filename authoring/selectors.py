@@ -71,6 +71,9 @@ def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
     _check(user, task, action)
     if not permissions.reads_drafts(user):
         task.latest_version = task.approved_version
+    for version in (task.latest_version, task.approved_version):
+        if version is not None:
+            version.task = task  # the version's task is this row: no query when a section reads it
     return task
 
 

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from grading.endpoints import cache_clear
 from grading.models import CheckResult, DryRun, Grade, JudgeLabel, ModelEndpoint
 
 
@@ -64,6 +65,20 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     list_display = ("name", "role", "model", "base_url", "api_key_env", "is_default", "response_format")
     list_filter = ("role", "is_default", "response_format")
     search_fields = ("name", "model", "base_url")
+
+    # Pages and workers read endpoints through a per-process cache (GYMWRIGHT_ENDPOINT_CACHE_S): this
+    # process sees a change at once, the others within that many seconds.
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        cache_clear()
+
+    def delete_model(self, request, obj):
+        super().delete_model(request, obj)
+        cache_clear()
+
+    def delete_queryset(self, request, queryset):
+        super().delete_queryset(request, queryset)
+        cache_clear()
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "base_url":

@@ -61,9 +61,10 @@ def _endpoint_config(role: str, name: str | None = None) -> EndpointConfig | Non
     return None
 
 
-# Workers read endpoint configuration through this cache (max_age_s > 0): one lookup per
-# process every few seconds instead of several queries per rollout. Keyed by what decides
-# the answer; an admin's change reaches workers within max_age_s.
+# Workers and pages read endpoint configuration through this cache (max_age_s > 0): one lookup per
+# process every few seconds instead of several queries per rollout or page view. Keyed by what
+# decides the answer; an admin's change reaches the other processes within max_age_s (the admin
+# clears its own process's cache on save).
 _cache: dict[tuple, tuple[float, Any]] = {}
 _cache_lock = threading.Lock()
 
@@ -71,6 +72,8 @@ _cache_lock = threading.Lock()
 def _cached(key: tuple, max_age_s: float, load):
     if max_age_s <= 0:
         return load()
+    # the settings that decide an answer when no admin endpoint does are part of the key
+    key = (*key, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.POLICY_MODEL, settings.JUDGE_MODEL)
     now = time.monotonic()
     with _cache_lock:
         hit = _cache.get(key)

@@ -315,6 +315,8 @@ class ExampleRow:
 
 
 def example_run_of(*, task_version) -> ExampleRun | None:
+    if not task_version.spec.get("examples"):  # a version without examples gets no run
+        return None
     return ExampleRun.objects.filter(task_version=task_version).first()
 
 
@@ -340,15 +342,16 @@ def example_verdicts(*, task_version) -> list[engine_examples.ExampleVerdict]:
     return [engine_examples.ExampleVerdict.from_dict(result) for result in example_results(task_version=task_version)]
 
 
-def example_rows(*, task_version) -> list[ExampleRow]:
-    """The task page's example answers, each with its verdict on the parent version (when it had it)."""
+def example_rows(*, task_version, run: ExampleRun | None = None) -> list[ExampleRow]:
+    """The task page's example answers, each with its verdict on the parent version (when it had it);
+    `run`: the version's ExampleRun, when the caller has it already."""
     examples = task_version.spec.get("examples") or []
     parent = task_version.parent
     previous = {verdict.name: verdict for verdict in example_verdicts(task_version=parent)} if parent else {}
     return [ExampleRow(verdict=engine_examples.ExampleVerdict.from_dict(result), answer=example.get("answer", ""),
                        files=[item.get("path", "") for item in example.get("files") or []], grade=result.get("grade"),
                        previous=previous.get(example.get("name")))
-            for example, result in zip(examples, example_results(task_version=task_version))]
+            for example, result in zip(examples, example_results(task_version=task_version, run=run))]
 
 
 def example_verdict_changes(*, version_a, version_b) -> list[dict]:

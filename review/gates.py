@@ -4,6 +4,8 @@ which starts the previews the gates still miss."""
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from authoring.models import TaskVersion
 from grading import selectors as grading_selectors
 from grading.engine import gates as engine_gates
@@ -55,7 +57,7 @@ def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
     return engine_gates.GateInputs(
         task=spec,
         previews=preview_evidence(task_version=task_version),
-        judge_configured=judge_config_for(spec.get("rubric") or {}) is not None,
+        judge_configured=judge_config_for(spec.get("rubric") or {}, max_age_s=settings.ENDPOINT_CACHE_S) is not None,
         rubric_issues=issues,
         example_answers=_example_answer_results(task_version),
     )

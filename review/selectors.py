@@ -84,7 +84,7 @@ def reviews_of(*, task: Task, user, limit: int = 20) -> QuerySet[Review]:
     queryset = Review.objects.filter(task_version__task=task)
     if not permissions.reads_drafts(user):
         queryset = queryset.filter(task_version__in=approved_versions(task.versions.all()))
-    return queryset.select_related("reviewer", "task_version").order_by("-created_at")[:limit]
+    return queryset.select_related("reviewer", "task_version").defer("task_version__spec").order_by("-created_at")[:limit]
 
 
 def review_workspace_check(*, user) -> None:

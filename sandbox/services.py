@@ -153,10 +153,11 @@ def sandbox_backends_enabled() -> list[str]:
     return [backend for backend in dict.fromkeys(ordered) if backend in BACKENDS]
 
 
-def policy_model_configured() -> bool:
+def policy_model_configured(*, max_age_s: float = 0) -> bool:
+    """Whether a policy model is configured; `max_age_s` > 0 answers from this process's cache."""
     from grading.endpoints import endpoint_config_for
 
-    return endpoint_config_for("policy") is not None
+    return endpoint_config_for("policy", max_age_s=max_age_s) is not None
 
 
 @transaction.atomic

@@ -18,18 +18,22 @@ def task_reviews(context, task, version):
     request = context["request"]
     user = request.user
     gates = review_gates.gates_evaluate(task_version=version) if version else []
+    gates_pass = all(gate.ok for gate in gates)
+    can_review = (permissions.can_review(user) and task.owner_id != user.pk
+                  and (version is None or version.author_id != user.pk))
+    can_submit = permissions.can_edit_task(user, task) and task.status in services.SUBMITTABLE
+    is_admin = permissions.is_admin(user)
     return {
         "task": task, "version": version, "csrf_token": context.get("csrf_token"),
-        "gates": gates, "gates_pass": all(gate.ok for gate in gates),
+        "gates": gates, "gates_pass": gates_pass,
         "submission": selectors.latest_submission(task_version=version) if version else None,
         "next_url": request.get_full_path(),
         "reviews": selectors.reviews_of(task=task, user=user),
-        "can_review": permissions.can_review(user) and task.owner_id != user.pk
-        and (version is None or version.author_id != user.pk),
-        "can_submit": permissions.can_edit_task(user, task) and task.status in services.SUBMITTABLE,
-        "is_admin": permissions.is_admin(user),
-        "review_form": ReviewForm(initial={"version": version.number if version else None}),
-        "submit_form": SubmitForm(),
+        "can_review": can_review, "can_submit": can_submit, "is_admin": is_admin,
+        # the forms only where the template shows them (each costs a deep copy of its fields)
+        "review_form": ReviewForm(initial={"version": version.number if version else None})
+        if can_review and version and task.status == "in_review" else None,
+        "submit_form": SubmitForm() if can_submit and is_admin and not gates_pass else None,
     }
 
 
