@@ -44,11 +44,21 @@ def rollout_list(*, preview_run: PreviewRun) -> QuerySet[Rollout]:
     return preview_run.rollouts.select_related("grade").defer(*ROLLOUT_HEAVY_FIELDS).order_by("index")
 
 
+ROLLOUT_ROW_FIELDS = ("id", "index", "status", "attempts", "reward", "passed", "grade__complete", "steps",
+                      "duration_ms", "error", "progress")
+
+
+def rollout_rows(*, preview_run: PreviewRun) -> list[dict]:
+    """The preview page's table: one plain dict per rollout (ROLLOUT_ROW_FIELDS), in order. The page
+    polls itself every second while a run is live, so no model objects are built for it."""
+    return list(preview_run.rollouts.order_by("index").values(*ROLLOUT_ROW_FIELDS))
+
+
 def preview_run_list_for_task(*, task: Task, user, limit: int | None = 10) -> list[PreviewRun]:
     """Recent preview runs of the versions of `task` that `user` may read, newest first, with live status
     counts."""
     queryset = (PreviewRun.objects.filter(task_version__task=task).select_related("task_version", "created_by")
-                .order_by("-created_at", "-id"))
+                .defer("task_version__spec").order_by("-created_at", "-id"))  # the list shows version numbers only
     if not permissions.reads_drafts(user):
         queryset = queryset.filter(task_version__in=approved_versions(task.versions.all()))
     runs = list(queryset[:limit] if limit else queryset)
@@ -93,11 +103,13 @@ def preview_run_summary(*, policy_kind: str, rollouts: list[dict]) -> dict:
     return summary
 
 
-def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | None = None) -> dict:
-    """Live counts per status, finished fraction, mean reward and pass rate so far (the summary's maths)."""
+def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | list[dict] | None = None) -> dict:
+    """Live counts per status, finished fraction, mean reward and pass rate so far (the summary's maths);
+    `rollouts`: the run's Rollouts or their `rollout_rows`."""
     if rollouts is None:
-        rollouts = list(rollout_list(preview_run=preview_run))
+        rollouts = rollout_rows(preview_run=preview_run)
     so_far = preview_run_summary(policy_kind=preview_run.policy_kind, rollouts=[
+        {"status": r["status"], "reward": r["reward"], "passed": r["passed"]} if isinstance(r, dict) else
         {"status": r.status, "reward": r.reward, "passed": r.passed} for r in rollouts])
     counts = so_far["counts"]
     total = len(rollouts)

@@ -45,7 +45,7 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 
 
 def _detail_context(request: HttpRequest, preview_run: PreviewRun) -> dict:
-    rollouts = list(selectors.rollout_list(preview_run=preview_run))
+    rollouts = selectors.rollout_rows(preview_run=preview_run)
     return {
         "preview_run": preview_run,
         "task": preview_run.task_version.task,
@@ -61,9 +61,9 @@ def preview_detail(request: HttpRequest, preview_run_id: int) -> HttpResponse:
     context = _detail_context(request, preview_run)
     selected = request.GET.get("rollout")
     if selected and selected.isdigit():
-        rollout = next((r for r in context["rollouts"] if r.pk == int(selected)), None)
-        if rollout is not None:
-            rollout = selectors.rollout_get_for_user(rollout_id=rollout.pk, user=request.user)
+        row = next((r for r in context["rollouts"] if r["id"] == int(selected)), None)
+        if row is not None:
+            rollout = selectors.rollout_get_for_user(rollout_id=row["id"], user=request.user)
             context.update(_rollout_context(rollout))
     return render(request, "sandbox/preview_detail.html", context)
 

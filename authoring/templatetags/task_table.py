@@ -8,18 +8,13 @@ every value from the database is escaped.
 
 from __future__ import annotations
 
-from html import escape as _html_escape
-
 from django import template
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
+from gymwright.html import escape
+
 register = template.Library()
-
-
-def escape(value) -> str:
-    """HTML-escape like django.utils.html.escape (& < > " '), without its lazy-string wrapper per call."""
-    return _html_escape(str(value), quote=True)
 
 
 def version_state(row: dict, task_url: str) -> str:
