@@ -12,5 +12,10 @@ timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 max_requests = 2000  # recycle workers now and then so that slow leaks cannot grow without bound
 max_requests_jitter = 200
+# Load Django once in the master and fork the workers from it: a worker recycled under load serves
+# at once instead of spending a second importing the app while its share of requests queue behind
+# it, and the workers share the loaded code's memory. Nothing opens a connection at import time
+# (database, cache and broker connections are made per worker, on first use).
+preload_app = True
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 wsgi_app = "gymwright.wsgi:application"
