@@ -2,7 +2,7 @@
 50,000 graded rollouts, driven by N concurrent clients on loopback (issue 12).
 
 Run: .venv/bin/python bench/bench_load.py [--clients 20] [--duration 30] [--workers 4] [--urls NAME,...]
-     [--compare-conn-max-age] [--keep-db]
+     [--compare-conn-max-age] [--client raw|httpx] [--compare-clients] [--keep-db]
 
 DATABASE_URL must name a PostgreSQL server (the script creates and drops its own database,
 `<name>_load`, unless --keep-db: then a second run reuses the seed). For every URL it prints p50, p95,
@@ -11,8 +11,11 @@ spent per request (read from /proc before and after), plus side-by-side ratios: 
 against `/api/tasks/`, page 100 against page 1, and with --compare-conn-max-age persistent
 database connections (the default, 60 s) against a connection per request (0).
 
-The load client is an asyncio loop of httpx clients (one process, keep-alive), so it shares the
-machine's cores with the server: the load average is printed with the figures.
+The load client is one asyncio process of N closed-loop clients on bare streams (`--client httpx`:
+the httpx client the earlier figures used), so it shares the machine's cores with the server: the
+load average and the client's own CPU per request are printed with the figures, and
+--compare-clients runs every URL with both clients side by side. "web CPU" counts every gunicorn
+worker, recycled ones too (their time reaches the master's cutime when it reaps them).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import argparse
 import asyncio
 import os
 import re
+import resource
 import signal
 import socket
 import statistics
@@ -171,7 +175,10 @@ def seed(url: str) -> dict:
         exprs = ["g.id" if c == "grade_id" else f"src.{c}" for c in cols]
         cur.execute(f"INSERT INTO {cr} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM {cr} src, "
                     f"{type(grade)._meta.db_table} g WHERE src.grade_id = {grade.pk} AND g.id <> {grade.pk}")
-        cur.execute("ANALYZE")
+        # What autovacuum does to a live database after a bulk load: planner statistics, and the
+        # visibility map that lets an index-only scan (the list's keys, a deep page's offset) skip the
+        # table; without it page 100 fetched 8,700 heap rows to step over 5,000 index entries.
+        cur.execute("VACUUM ANALYZE")
     del grade_cols
     print(f"seeded {Task.objects.count()} tasks, {TaskVersion.objects.count()} versions, "
           f"{Rollout.objects.count()} rollouts in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -250,6 +257,14 @@ class Server:
     def worker_pids(self) -> list[int]:
         return _children(self.proc.pid)
 
+    def cpu_ticks(self) -> int:
+        """CPU ticks of every gunicorn worker so far: the live ones', plus those of workers that exited
+        (recycled after max_requests), which the kernel adds to the master's cutime/cstime when the
+        master reaps them. The master's own time is not counted: it serves no request."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        reaped = int(fields[13]) + int(fields[14])  # cutime, cstime
+        return reaped + sum(_cpu_ticks(self.worker_pids()).values())
+
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
@@ -269,7 +284,10 @@ def login_cookies(base: str) -> dict:
         return dict(client.cookies)
 
 
-async def drive(base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float) -> dict:
+async def drive(base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float,
+                client: str = "raw") -> dict:
+    if client == "raw":
+        return await drive_raw(base, path, headers, cookies, clients, duration)
     import httpx
 
     latencies: list[float] = []
@@ -301,14 +319,88 @@ async def drive(base: str, path: str, headers: dict, cookies: dict, clients: int
             "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000}
 
 
-def measure(server: Server, path: str, headers: dict, cookies: dict, clients: int, duration: float) -> dict:
-    asyncio.run(drive(server.base, path, headers, cookies, clients, 1.0))  # open every keep-alive and DB connection
+async def drive_raw(base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float) -> dict:
+    """The same closed loop as `drive` with httpx, on bare asyncio streams: a GET written by hand, the
+    response read by its Content-Length (or chunks), the connection kept while the server keeps it.
+    It spends a fraction of httpx's CPU per request, which on a 2-core machine is CPU the server gets
+    back (`client_cpu_ms` says how much each client took)."""
+    parts = urlparse(base)
+    host, port = parts.hostname, parts.port or 80
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Accept: */*", "Connection: keep-alive"]
+    lines += [f"{key}: {value}" for key, value in headers.items()]
+    if cookies:
+        lines.append("Cookie: " + "; ".join(f"{key}={value}" for key, value in cookies.items()))
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    latencies: list[float] = []
+    errors = 0
+    stop_at = time.perf_counter() + duration
+
+    async def fetch(connection):
+        reader, writer = connection
+        writer.write(request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        fields = {}
+        for line in head.decode("latin-1").split("\r\n")[1:]:
+            key, _, value = line.partition(":")
+            fields[key.strip().lower()] = value.strip()
+        if "content-length" in fields:
+            await reader.readexactly(int(fields["content-length"]))
+        elif fields.get("transfer-encoding") == "chunked":
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                await reader.readexactly(size + 2)
+                if size == 0:
+                    break
+        else:
+            await reader.read()
+            fields["connection"] = "close"
+        return status, fields.get("connection", "").lower() != "close"
+
+    async def one():
+        nonlocal errors
+        connection = None
+        while time.perf_counter() < stop_at:
+            start = time.perf_counter()
+            try:
+                if connection is None:
+                    connection = await asyncio.open_connection(host, port)
+                status, keep = await asyncio.wait_for(fetch(connection), 30)
+                ok = status == 200
+            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ValueError):
+                ok, keep = False, False
+            if not keep and connection is not None:
+                connection[1].close()
+                connection = None
+            latencies.append(time.perf_counter() - start)
+            errors += not ok
+        if connection is not None:
+            connection[1].close()
+
+    began = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(clients)))
+    elapsed = time.perf_counter() - began
+    latencies.sort()
+    return {"n": len(latencies), "errors": errors, "rps": len(latencies) / elapsed,
+            "p50": statistics.median(latencies) * 1000,
+            "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000}
+
+
+def _self_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(server: Server, path: str, headers: dict, cookies: dict, clients: int, duration: float,
+            client: str = "raw") -> dict:
+    asyncio.run(drive(server.base, path, headers, cookies, clients, 1.0, client))  # open every DB connection
     pg = _postgres_pids(server.database)
-    web_before, pg_before = _cpu_ticks(server.worker_pids()), _cpu_ticks(pg)
-    result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration))
-    web_after, pg_after = _cpu_ticks(server.worker_pids()), _cpu_ticks(pg)
-    result["web_cpu_ms"] = _cpu_spent(web_before, web_after) * 1000 / max(result["n"], 1)
+    web_before, pg_before, client_before = server.cpu_ticks(), _cpu_ticks(pg), _self_cpu_s()
+    result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration, client))
+    web_after, pg_after, client_after = server.cpu_ticks(), _cpu_ticks(pg), _self_cpu_s()
+    result["web_cpu_ms"] = (web_after - web_before) / CLK_TCK * 1000 / max(result["n"], 1)
     result["db_cpu_ms"] = _cpu_spent(pg_before, pg_after) * 1000 / max(result["n"], 1)
+    result["client_cpu_ms"] = (client_after - client_before) * 1000 / max(result["n"], 1)
     return result
 
 
@@ -320,6 +412,11 @@ def main() -> int:
     parser.add_argument("--urls", default="", help="comma-separated names to run (default: all)")
     parser.add_argument("--compare-conn-max-age", action="store_true")
     parser.add_argument("--keep-db", action="store_true", help="keep (and reuse) the seeded database")
+    parser.add_argument("--client", choices=("raw", "httpx"), default="raw",
+                        help="load client: bare asyncio streams (default; a fraction of httpx's CPU per request) "
+                             "or httpx")
+    parser.add_argument("--compare-clients", action="store_true",
+                        help="also run every URL with the other client, side by side")
     args = parser.parse_args()
 
     base_url = postgres_url()
@@ -347,11 +444,14 @@ def main() -> int:
     for extra, path in (("review queue", "/review/"), ("pack list", "/packs/"), ("/api/review-queue/", "/api/review-queue/")):
         urls[extra] = (path, path.startswith("/api/"))
     wanted = [u.strip() for u in args.urls.split(",") if u.strip()]
-    configs = [("conn_max_age=60", 60)] + ([("conn_max_age=0", 0)] if args.compare_conn_max_age else [])
+    other_client = "httpx" if args.client == "raw" else "raw"
+    configs = [("conn_max_age=60", 60, args.client)] + \
+        ([("conn_max_age=0", 0, args.client)] if args.compare_conn_max_age else []) + \
+        ([(f"client={other_client}", 60, other_client)] if args.compare_clients else [])
     results: dict[tuple[str, str], dict] = {}
-    print(f"# {args.clients} clients × {args.duration:g} s per URL, gunicorn {args.workers} workers, "
+    print(f"# {args.clients} clients ({args.client}) × {args.duration:g} s per URL, gunicorn {args.workers} workers, "
           f"DEBUG off, PostgreSQL; load average before: {os.getloadavg()}", flush=True)
-    for label, conn_max_age in configs:
+    for label, conn_max_age, client in configs:
         server = Server(url, args.workers, conn_max_age)
         try:
             cookies = login_cookies(server.base)
@@ -364,12 +464,12 @@ def main() -> int:
                 probe = httpx.get(server.base + path, headers=headers, cookies=None if api else cookies)
                 if probe.status_code == 404:
                     continue  # a page that does not exist on this checkout (yet)
-                r = measure(server, path, headers, {} if api else cookies, args.clients, args.duration)
+                r = measure(server, path, headers, {} if api else cookies, args.clients, args.duration, client)
                 results[(label, name_)] = r
                 print(f"{label:16} {name_:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  "
                       f"{r['rps']:6.1f} req/s  errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  "
-                      f"db CPU {r['db_cpu_ms']:5.1f} ms/req  (n={r['n']}, load {os.getloadavg()[0]:.2f})",
-                      flush=True)
+                      f"db CPU {r['db_cpu_ms']:5.1f} ms/req  client CPU {r['client_cpu_ms']:4.1f} ms/req  "
+                      f"(n={r['n']}, load {os.getloadavg()[0]:.2f})", flush=True)
         finally:
             server.stop()
     print("\n# ratios (same run)")
@@ -377,17 +477,20 @@ def main() -> int:
     api = results.get((first, "/api/tasks/"))
     for (label, name_), r in results.items():
         if label == first and api and name_ != "/api/tasks/":
-            print(f"{name_:28} / api list: p95 {r['p95'] / api['p95']:.2f}×  web CPU {r['web_cpu_ms'] / api['web_cpu_ms']:.2f}×")
+            print(f"{name_:28} / api list: p95 {r['p95'] / api['p95']:.2f}×  "
+                  f"web CPU {r['web_cpu_ms'] / max(api['web_cpu_ms'], 0.001):.2f}×")
     p1, p100 = results.get((first, "/api/tasks/")), results.get((first, "/api/tasks/?page=100"))
     if p1 and p100:
         print(f"/api/tasks/ page 100 / page 1: p95 {p100['p95'] / p1['p95']:.2f}×  "
               f"db CPU {p100['db_cpu_ms'] / max(p1['db_cpu_ms'], 0.001):.2f}×")
-    if len(configs) > 1:
+    for other_label, _, other_client in configs[1:]:
         for (label, name_), r in results.items():
-            other = results.get((configs[1][0], name_))
+            other = results.get((other_label, name_))
             if label == first and other:
-                print(f"{name_:28} persistent / per-request connections: p50 {r['p50'] / other['p50']:.2f}×  "
-                      f"p95 {r['p95'] / other['p95']:.2f}×")
+                what = (f"{args.client} / {other_client} client" if other_client != args.client
+                        else "persistent / per-request connections")
+                print(f"{name_:28} {what}: p50 {r['p50'] / other['p50']:.2f}×  p95 {r['p95'] / other['p95']:.2f}×  "
+                      f"client CPU {r['client_cpu_ms'] / max(other['client_cpu_ms'], 0.001):.2f}×")
     print(f"load average after: {os.getloadavg()}")
     if not args.keep_db:
         with _psql_admin(base_url) as admin:
