@@ -6,6 +6,7 @@ from functools import partial
 
 from django.db import transaction
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -113,15 +114,21 @@ class TaskOutput(serializers.Serializer):
         return [tag.name for tag in task.tags.all()]
 
 
-_DATETIME = serializers.DateTimeField()
+def iso_datetime(value) -> str | None:
+    """What DRF's DateTimeField writes for a stored (aware) datetime: ISO 8601 in the current time zone,
+    `Z` for UTC. Without the field's per-call settings lookups, which were an eighth of a task-list
+    request's CPU (two per row)."""
+    if value is None:
+        return None
+    text = value.astimezone(timezone.get_current_timezone()).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def task_row_output(row: dict) -> dict:
     """A `selectors.task_rows` row in TaskOutput's shape, without building the model objects TaskOutput reads."""
     return {"slug": row["slug"], "title": row["title"], "environment": row["environment"], "status": row["status"],
             "tags": row["tags"], "owner": row["owner"], "latest_version": row["latest_version"],
-            "created_at": _DATETIME.to_representation(row["created_at"]),
-            "updated_at": _DATETIME.to_representation(row["updated_at"])}
+            "created_at": iso_datetime(row["created_at"]), "updated_at": iso_datetime(row["updated_at"])}
 
 
 class TaskVersionOutput(serializers.Serializer):

@@ -162,3 +162,23 @@ def test_updated_at_follows_new_versions_and_the_list_is_sorted_by_it(api, autho
     assert updated > created and updated >= fifth
     listed = [row["slug"] for row in api.get("/api/tasks/").json()["results"]]
     assert listed.index("older") < listed.index("newer")  # edited last, listed first
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "America/St_Johns"])
+def test_the_task_lists_dates_are_written_as_drfs_datetime_field_writes_them(zone, settings):
+    """The task list writes its dates without DRF's field (authoring.apis.iso_datetime): the same text."""
+    import datetime
+    from zoneinfo import ZoneInfo
+
+    from django.utils import timezone
+    from rest_framework import serializers
+
+    from authoring.apis import iso_datetime
+
+    settings.TIME_ZONE = zone
+    with timezone.override(ZoneInfo(zone)):
+        for value in (datetime.datetime(2026, 11, 25, 1, 2, 3, tzinfo=datetime.timezone.utc),
+                      datetime.datetime(2026, 6, 30, 23, 59, 59, 999999, tzinfo=datetime.timezone.utc),
+                      datetime.datetime(2026, 3, 29, 0, 30, tzinfo=ZoneInfo("Asia/Kolkata"))):
+            assert iso_datetime(value) == serializers.DateTimeField().to_representation(value)
+    assert iso_datetime(None) is None
