@@ -386,6 +386,42 @@ async def drive_raw(base: str, path: str, headers: dict, cookies: dict, clients:
             "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000}
 
 
+class _BackendCPU:
+    """CPU seconds of one database's PostgreSQL backends over a `with` block. A backend can come and
+    go inside it (a recycled gunicorn worker closes its connection, the new one opens another), so
+    the backends are read every 0.2 s: one born inside counts from zero, one that exits loses at
+    most its last 0.2 s."""
+
+    def __init__(self, database: str):
+        self.database, self.first, self.last, self.seconds = database, {}, {}, 0.0
+        self._stop = None
+
+    def _read(self) -> None:
+        for pid, ticks in _cpu_ticks(_postgres_pids(self.database)).items():
+            self.first.setdefault(pid, ticks if self._stop is None else 0)
+            self.last[pid] = ticks
+
+    def __enter__(self):
+        import threading
+
+        self._read()  # the backends alive before the block: counted from here
+        self._stop = threading.Event()
+
+        def poll():
+            while not self._stop.wait(0.2):
+                self._read()
+
+        self._thread = threading.Thread(target=poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+        self.seconds = sum(max(self.last[pid] - self.first[pid], 0) for pid in self.last) / CLK_TCK
+
+
 def _self_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -394,12 +430,13 @@ def _self_cpu_s() -> float:
 def measure(server: Server, path: str, headers: dict, cookies: dict, clients: int, duration: float,
             client: str = "raw") -> dict:
     asyncio.run(drive(server.base, path, headers, cookies, clients, 1.0, client))  # open every DB connection
-    pg = _postgres_pids(server.database)
-    web_before, pg_before, client_before = server.cpu_ticks(), _cpu_ticks(pg), _self_cpu_s()
-    result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration, client))
-    web_after, pg_after, client_after = server.cpu_ticks(), _cpu_ticks(pg), _self_cpu_s()
+    database = _BackendCPU(server.database)
+    web_before, client_before = server.cpu_ticks(), _self_cpu_s()
+    with database:
+        result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration, client))
+    web_after, client_after = server.cpu_ticks(), _self_cpu_s()
     result["web_cpu_ms"] = (web_after - web_before) / CLK_TCK * 1000 / max(result["n"], 1)
-    result["db_cpu_ms"] = _cpu_spent(pg_before, pg_after) * 1000 / max(result["n"], 1)
+    result["db_cpu_ms"] = database.seconds * 1000 / max(result["n"], 1)
     result["client_cpu_ms"] = (client_after - client_before) * 1000 / max(result["n"], 1)
     return result
 
