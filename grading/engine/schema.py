@@ -52,31 +52,27 @@ def json_schema(name: str) -> dict:
     return json.loads(_schema_text(name))
 
 
-def canonical_json(data: Any) -> str:
-    """Sorted keys, compact separators, UTF-8 (no \\u escapes), NaN/Infinity refused."""
+def _plain(data: Any) -> Any:
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json", by_alias=True)
-    text = _dump_canonical(data)
-    # Integral floats become ints (1.0 → 1), as in RFC 8785: JSON does not tell them apart, and a
-    # browser editor that round-trips a document must not change its hash. Rather than walk the
-    # document in Python, read the text back with the C decoder, which hands each float to a hook,
-    # and write it again only where a float changed (most documents have none).
-    changed = False
-
-    def number(token: str) -> float | int:
-        nonlocal changed
-        value = float(token)
-        if value.is_integer() and abs(value) < 2**53:
-            changed = True
-            return int(value)
-        return value
-
-    decoded = json.loads(text, parse_float=number)
-    return _dump_canonical(decoded) if changed else text
+    return _normalise_numbers(data)
 
 
-def _dump_canonical(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+def _normalise_numbers(value: Any) -> Any:
+    """Integral floats become ints (1.0 → 1), as in RFC 8785: JSON does not tell them apart,
+    and a browser editor that round-trips a document must not change its hash."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _normalise_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_normalise_numbers(item) for item in value]
+    return value
+
+
+def canonical_json(data: Any) -> str:
+    """Sorted keys, compact separators, UTF-8 (no \\u escapes), NaN/Infinity refused."""
+    return json.dumps(_plain(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def content_sha256(data: Any) -> str:
