@@ -18,4 +18,10 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     broker_connection_retry_on_startup=True,
 )
+# Celery's Django fixup closes the database connection before and after every job unless this is set,
+# so each rollout opened a PostgreSQL connection of its own (a backend started and authenticated, ~5 ms
+# of the rollout's bookkeeping). Connections are kept as Django keeps them instead: sandbox.tasks closes
+# an obsolete or broken one after each job (CONN_MAX_AGE, health checks), and the fixup still closes
+# them every 1,000 jobs. The fixup reads the setting by its old-style name only.
+app.conf["CELERY_DB_REUSE_MAX"] = 1000
 app.autodiscover_tasks()

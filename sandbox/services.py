@@ -291,10 +291,11 @@ def rollout_claim(*, rollout_id: int, worker: str) -> int | None:
         heartbeat_at=now, progress={"phase": "starting"}, error="")
     if claimed != 1:
         return None
-    row = Rollout.objects.filter(pk=rollout_id).values("attempts", "preview_run_id").get()
-    # A claimed rollout means its run is under way: one conditional UPDATE, no recount.
-    PreviewRun.objects.filter(pk=row["preview_run_id"], status=PreviewRun.Status.QUEUED).update(
-        status=PreviewRun.Status.RUNNING)
+    row = Rollout.objects.filter(pk=rollout_id).values("attempts", "preview_run_id", "preview_run__status").get()
+    # A claimed rollout means its run is under way: one conditional UPDATE (by the run's first claim), no recount.
+    if row["preview_run__status"] == PreviewRun.Status.QUEUED:
+        PreviewRun.objects.filter(pk=row["preview_run_id"], status=PreviewRun.Status.QUEUED).update(
+            status=PreviewRun.Status.RUNNING)
     return row["attempts"]
 
 

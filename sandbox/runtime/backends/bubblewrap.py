@@ -37,6 +37,8 @@ from a file (`--args FD`), so no host path shows in /proc/*/cmdline inside.
 
 from __future__ import annotations
 
+import functools
+
 import errno
 import logging
 import os
@@ -832,7 +834,10 @@ def _write_private(path: Path, data: bytes) -> None:
 _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 
+@functools.cache
 def _libc():
+    # find_library runs `ldconfig -p` and searches its output: once per process, not per mount
+    # (it was an eighth of a worker's time per rollout)
     import ctypes
     import ctypes.util
 
