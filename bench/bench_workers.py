@@ -1,7 +1,8 @@
 """Lean workers (issue 12): N oracle rollouts through the whole preview path against the ideal.
 
     set -a; . /path/to/env; set +a   # DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis)
-    .venv/bin/python bench/bench_workers.py [--rollouts 32] [--workers 2] [--rounds 2]
+    .venv/bin/python bench/bench_workers.py [--rollouts 32] [--workers 2] [--rounds 2] [--task tiny|demo]
+                                            [--profile FILE]
 
 Side by side in one run, alternating, --rounds times:
   ideal: the same task's oracle rollouts run straight through `sandbox.runtime.run_rollout`
@@ -18,6 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,9 +37,12 @@ _SPEC: dict | None = None
 _WORK_DIR: str | None = None
 
 
-def _init_ideal(spec: dict, work_dir: str) -> None:
-    global _SPEC, _WORK_DIR
-    _SPEC, _WORK_DIR = spec, work_dir
+_FILES: dict | None = None
+
+
+def _init_ideal(spec: dict, work_dir: str, files: dict | None = None) -> None:
+    global _SPEC, _WORK_DIR, _FILES
+    _SPEC, _WORK_DIR, _FILES = spec, work_dir, files
 
 
 def _one_ideal(_index: int) -> float:
@@ -45,7 +51,7 @@ def _one_ideal(_index: int) -> float:
 
     task = parse_task(_SPEC)
     result = run_rollout(task, policy=make_policy("oracle", task=task),
-                         backend=get_backend("bubblewrap", work_dir=_WORK_DIR))
+                         backend=get_backend("bubblewrap", work_dir=_WORK_DIR), files=_FILES)
     assert result.error is None and result.grade.passed, result.error
     return result.grade.reward
 
@@ -76,6 +82,12 @@ def main() -> int:
     parser.add_argument("--rollouts", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--task", choices=("tiny", "demo"), default="tiny",
+                        help="tiny: the tests' six-by-seven task (an oracle rollout of ~15 ms, so the bookkeeping "
+                             "shows); demo: fizzbuzz-implementation as `make run` loads it (command and python checks "
+                             "in the sandbox, as a real task)")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="record the worker's processes with py-spy during the measured rounds (collapsed stacks)")
     args = parser.parse_args()
 
     import django
@@ -100,7 +112,22 @@ def main() -> int:
     from django.contrib.auth.models import Group
 
     user.groups.add(Group.objects.get_or_create(name="author")[0])
-    task = make_task(author=user, slug=f"bench-workers-{suffix}")
+    files = None
+    if args.task == "demo":
+        from authoring import services as authoring_services
+        from authoring.demo import DEMO_ENVIRONMENT, DEMO_TASKS, demo_file_refs, demo_task_document
+
+        demo = next(d for d in DEMO_TASKS if d["slug"] == "fizzbuzz-implementation")
+        for text in demo["files"].values():
+            authoring_services.blob_store(data=text.encode())
+        environment = authoring_services.environment_create(
+            slug=f"bench-workers-env-{suffix}", name="bench", author=user, spec=DEMO_ENVIRONMENT["spec"])
+        task = authoring_services.task_create(
+            slug=f"bench-workers-{suffix}", environment=environment, author=user,
+            content={**demo["content"], "files": demo_file_refs(demo), "tags": demo["tags"]})
+        files = demo_task_document("fizzbuzz-implementation")[1]
+    else:
+        task = make_task(author=user, slug=f"bench-workers-{suffix}")
     version = task.latest_version
 
     work_dir = Path(tempfile.mkdtemp(prefix="gw-bench-workers-"))
@@ -128,13 +155,23 @@ def main() -> int:
             time.sleep(0.2)
         time.sleep(2)  # the worker's first reap and pool start
         with ProcessPoolExecutor(args.workers, initializer=_init_ideal,
-                                 initargs=(version.spec, str(work_dir / "ideal"))) as pool:
+                                 initargs=(version.spec, str(work_dir / "ideal"), files)) as pool:
             ideal(pool, args.workers)  # warm up: imports, first sandboxes
             real(version, user, args.workers)
+            recorder = None
+            if args.profile:
+                recorder = subprocess.Popen(
+                    [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw", "--rate", "250",
+                     "--subprocesses", "--nonblocking", "-o", args.profile, "--pid", str(worker.pid)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1.0)
             for round_number in range(1, args.rounds + 1):
                 ideal_s = ideal(pool, args.rollouts)
                 real_s = real(version, user, args.rollouts)
                 rows.append((round_number, ideal_s, real_s))
+            if recorder is not None:
+                recorder.send_signal(signal.SIGINT)
+                recorder.wait()
         load = os.getloadavg()
     finally:
         worker.terminate()
@@ -146,11 +183,13 @@ def main() -> int:
         shutil.rmtree(work_dir, ignore_errors=True)
         task.delete()  # the bench user and environment stay, like any author's
 
-    print(f"{args.rollouts} oracle rollouts, {args.workers} worker processes, bubblewrap")
+    print(f"{args.rollouts} oracle rollouts of the {args.task} task, {args.workers} worker processes, bubblewrap")
     print("| round | ideal (runtime only) | real (preview through Celery + PostgreSQL) | real / ideal |")
     print("| --- | --- | --- | --- |")
     for round_number, ideal_s, real_s in rows:
         print(f"| {round_number} | {ideal_s:.2f} s | {real_s:.2f} s | {real_s / ideal_s:.2f}x |")
+    overhead = statistics.median((real_s - ideal_s) * args.workers / args.rollouts for _, ideal_s, real_s in rows)
+    print(f"bookkeeping per rollout (median of (real - ideal) x workers / rollouts): {overhead * 1000:.0f} ms")
     print(f"goal: real / ideal <= 1.15x; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return 0
 
