@@ -12,6 +12,7 @@ import hashlib
 import logging
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -35,7 +36,9 @@ from sandbox.models import PreviewRun
 
 logger = logging.getLogger(__name__)
 
-PROGRESS_EVERY = 50  # tasks between progress writes (and cancel checks)
+# Seconds between progress writes (and cancel checks) of a build: the pack page polls about once a
+# second. (Every 50 tasks was 400 queries for a 10,000-task build, ~6 % of its time.)
+PROGRESS_WRITE_INTERVAL_S = 0.5
 CHUNK = 500
 
 
@@ -265,9 +268,14 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
     scratch = Path(tempfile.mkdtemp(prefix=f"pack-{pack_version.pk}-", dir=_scratch_root()))
     temporary = scratch / "archive.tar.gz"
 
+    last_write = time.monotonic()
+
     def progress(done: int) -> None:
-        if done % PROGRESS_EVERY and done != pack_version.progress_total:
+        nonlocal last_write
+        now = time.monotonic()
+        if now - last_write < PROGRESS_WRITE_INTERVAL_S and done != pack_version.progress_total:
             return
+        last_write = now
         PackVersion.objects.filter(pk=pack_version.pk).building_update(progress_done=done, heartbeat_at=timezone.now())
         if PackVersion.objects.filter(pk=pack_version.pk, cancel_requested=True).exists():
             raise archive.BuildCancelled()

@@ -104,7 +104,7 @@ def test_a_failed_build_leaves_no_archive_and_says_why(pack, lab, approved_tasks
 def test_a_cancelled_build_stops_and_leaves_no_archive(pack, lab, approved_tasks, monkeypatch):
     pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
     services.pack_version_cancel(pack_version=pack_version, user=lab)
-    monkeypatch.setattr(services, "PROGRESS_EVERY", 1)
+    monkeypatch.setattr(services, "PROGRESS_WRITE_INTERVAL_S", 0)
     finished = services.pack_version_build(pack_version_id=pack_version.pk)
     assert finished.status == PackVersion.Status.FAILED and finished.failure_reason == "cancelled by a user"
     assert not finished.archive
@@ -155,7 +155,7 @@ def test_a_build_whose_worker_died_is_reaped_as_failed_with_a_reason(pack, lab, 
     from django.utils import timezone
 
     pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
-    monkeypatch.setattr(services, "PROGRESS_EVERY", 1)
+    monkeypatch.setattr(services, "PROGRESS_WRITE_INTERVAL_S", 0)
     real_build = archive.build_pack
 
     def dies_half_way(**kwargs):
