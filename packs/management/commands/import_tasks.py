@@ -4,6 +4,7 @@ rejected (or the file failed as a whole), 2 for usage errors."""
 
 from __future__ import annotations
 
+import gc
 import sys
 
 from django.contrib.auth import get_user_model
@@ -26,6 +27,9 @@ class Command(BaseCommand):
                                               "else the first admin)")
 
     def handle(self, *args, **options):
+        # Django and the apps are loaded: the garbage collector need not walk them again while the
+        # import makes (and drops) tens of thousands of documents (~10 % of the import's CPU).
+        gc.freeze()
         users = get_user_model().objects
         approve_as = None
         if options["approve_as"]:
