@@ -31,5 +31,9 @@ def pre_fork(server, worker):
     gc.freeze()
 
 
+# gunicorn 27's runtime control socket defaults to one path per user (~/.gunicorn/gunicorn.ctl), so two
+# servers on a host (`make serve` beside a test run, two sites) take it from each other; nothing here uses
+# gunicornc. GUNICORN_CMD_ARGS="--control-socket PATH" gives one server its own, if wanted.
+control_socket_disable = True
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 wsgi_app = "gymwright.wsgi:application"

@@ -29,11 +29,7 @@ Never a 500; gunicorn neither restarts nor loses a worker.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -45,39 +41,22 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from tests.support.faults import database_backends_terminate
+from tests.support.servers import gunicorn_serving, sign_in
 from tests.support.users import make_user
 from tests.support.workers import test_database_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "pw-drop-gunicorn-1"
 APP_NAME = "gw-test-drop-gunicorn"  # PGAPPNAME of the server's database connections
 WORKERS = 2
 TASK_TABLE = "authoring_task"  # read by / and /api/tasks/
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _psql(autocommit: bool = True):
     import psycopg
 
     return psycopg.connect(test_database_url().replace("postgres://", "postgresql://", 1), autocommit=autocommit)
-
-
-class Gunicorn:
-    def __init__(self, base: str, proc: subprocess.Popen, log: Path, access_log: Path):
-        self.base, self.proc, self.log, self.access_log = base, proc, log, access_log
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def booted_workers(self) -> set[int]:
-        return {int(pid) for pid in re.findall(r"Booting worker with pid: (\d+)", self.log_text())}
 
 
 @pytest.fixture(scope="module")
@@ -87,40 +66,9 @@ def gunicorn(django_db_setup, tmp_path_factory):
     if connection.vendor != "postgresql":
         pytest.skip("terminating backends needs PostgreSQL (DATABASE_URL=postgres://...)")
     tmp = tmp_path_factory.mktemp("gunicorn-drop")
-    port = _free_port()
-    env = {**os.environ, "DEBUG": "false", "DATABASE_URL": test_database_url(),
-           "STATIC_ROOT": str(tmp / "static"), "GUNICORN_BIND": f"127.0.0.1:{port}",
-           "WEB_CONCURRENCY": str(WORKERS), "GUNICORN_ACCESS_LOG": str(tmp / "access.log"),
-           "PGAPPNAME": APP_NAME}
-    env.pop("DB_CONN_MAX_AGE", None)  # production's default: keep connections 60 s
-    # A control socket of its own: the default (~/.gunicorn/gunicorn.ctl) is shared with any other
-    # gunicorn on the machine (`make serve`, another test run), which would lose it to this one.
-    env["GUNICORN_CMD_ARGS"] = f"--control-socket {tmp / 'gunicorn.ctl'}"
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
-                   cwd=ROOT, env=env, check=True, timeout=120)
-    log_path = tmp / "gunicorn.log"
-    log = open(log_path, "wb")
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "--config",
-                             "python:gymwright.gunicorn_conf"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = Gunicorn(f"http://127.0.0.1:{port}", proc, log_path, tmp / "access.log")
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{server.base}/accounts/login/", timeout=2)
-                if len(server.booted_workers()) >= WORKERS:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(server.log_text())
-            time.sleep(0.2)
+    # PGAPPNAME names the server's database connections; DB_CONN_MAX_AGE unset: production's 60 s
+    with gunicorn_serving(tmp, workers=WORKERS, env={"PGAPPNAME": APP_NAME, "DB_CONN_MAX_AGE": None}) as server:
         yield server
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 @pytest.fixture
@@ -153,12 +101,7 @@ def cookie(server, django_user_model) -> str:
     user = make_user(django_user_model, "ada", "author", password=PASSWORD)
     make_task(author=user, slug="still-here")
     with httpx.Client(base_url=server.base, timeout=10) as client:
-        login = client.get("/accounts/login/")
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text).group(1)
-        r = client.post("/accounts/login/", data={"username": "ada", "password": PASSWORD,
-                                                  "csrfmiddlewaretoken": token},
-                        headers={"Referer": f"{server.base}/accounts/login/"})
-        assert r.status_code == 302, r.text[:500]
+        sign_in(client, username="ada", password=PASSWORD)
         name = django_settings.SESSION_COOKIE_NAME
         return f"{name}={client.cookies[name]}"
 
