@@ -34,6 +34,7 @@ from authoring import permissions
 from authoring import services as authoring_services
 from authoring.models import Blob, Environment, Task
 from gymwright.errors import DomainError, NotAllowed
+from gymwright.nul import nul_check
 from grading.engine import TASK_SCHEMA, validate_task
 
 BATCH = 1000
@@ -608,9 +609,24 @@ def _environment_for(candidate: Candidate, environments: dict, *, user, default_
     return version
 
 
+def _unstorable_ids_rejected(batch: list) -> list:
+    """The batch with each candidate whose task id cannot even be looked up (a NUL, or an unpaired
+    surrogate from a JSON escape, from any source) turned into a rejection, the id left out of it."""
+    checked = []
+    for candidate in batch:
+        if isinstance(candidate, Candidate):
+            try:
+                nul_check(candidate.slug, pointer="/id", what="The task id")
+            except DomainError as exc:
+                candidate = Rejection(candidate.where, exc.message, "/id")
+        checked.append(candidate)
+    return checked
+
+
 def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, approve_as) -> None:
     environments: dict[tuple, Any] = {}
     new_items, new_where, new_position, created_versions = [], [], [], []
+    batch = _unstorable_ids_rejected(batch)
     existing = {task.slug: task for task in Task.objects.filter(
         slug__in=[c.slug for c in batch if isinstance(c, Candidate)]).select_related("latest_version")}
     for position, candidate in enumerate(batch):

@@ -166,3 +166,35 @@ def test_a_slug_with_a_nul_is_not_found(author, task):
         selectors.task_get_for_user(slug="six\x00", user=author)
     with pytest.raises(Http404):
         selectors.environment_get_for_user(slug="shell\x00", user=author)
+
+
+# --------------------------------------------------------------------------- unpaired surrogates
+# JSON may escape a lone surrogate ("\ud800"): it decodes to a str that cannot be written as UTF-8, and
+# hashing the version failed with a UnicodeEncodeError (a 500).
+
+
+def test_the_api_refuses_an_unpaired_surrogate_in_a_prompt_with_its_pointer(api, task):
+    import json
+
+    body = ('{"title": "T", "prompt": "bad \\ud800 here", "base_version": 1, "rubric": %s}' % json.dumps(RUBRIC))
+    response = api.post(f"/api/tasks/{task.slug}/versions/", data=body, content_type="application/json")
+
+    assert response.status_code == 400, response.content
+    # DRF's CharField refuses it before the service's own check (which catches it in JSON fields: below)
+    assert response.json()["error"]["details"] == [
+        {"pointer": "/prompt", "message": "Surrogate characters are not allowed: U+D800."}]
+    assert TaskVersion.objects.filter(task=task).count() == 1
+
+
+def test_the_api_refuses_an_unpaired_surrogate_in_the_rubric_with_its_pointer(api, task):
+    import json
+
+    rubric = json.dumps(RUBRIC).replace('"id": "%s"' % RUBRIC["checks"][0]["id"],
+                                        '"id": "%s", "title": "bad \\udfff"' % RUBRIC["checks"][0]["id"], 1)
+    body = '{"title": "T", "prompt": "p", "base_version": 1, "rubric": %s}' % rubric
+    response = api.post(f"/api/tasks/{task.slug}/versions/", data=body, content_type="application/json")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["details"] == [
+        {"pointer": "/rubric/checks/0/title", "message": "contains an unpaired surrogate (\\ud800-\\udfff)"}]
+    assert TaskVersion.objects.filter(task=task).count() == 1

@@ -156,3 +156,35 @@ def test_an_unknown_kind_of_file_is_a_usage_error(author, scratch):
     with pytest.raises(DomainError) as failure:
         importer.tasks_import(path=path, user=author)
     assert failure.value.code == "usage"
+
+
+def test_unpaired_surrogates_are_rejected_per_row_in_a_file_and_in_a_bulk_request(author, scratch):
+    """A JSON escape of a lone surrogate ("\\ud800") is valid JSON text but not Unicode: its row is refused
+    with the pointer, and the others still import (it used to stop the import with a UnicodeEncodeError)."""
+    import json
+
+    from rest_framework.test import APIClient
+
+    def line(slug: str, prompt: str) -> str:
+        return json.dumps({"schema": "gymwright.task/v1", "id": slug, "version": 1, "prompt": prompt,
+                           "rubric": {"schema": "gymwright.rubric/v1",
+                                      "checks": [{"id": "a", "kind": "regex", "points": 1, "pattern": "x"}]}})
+
+    path = scratch / "tasks.jsonl"
+    path.write_text("\n".join([line("lone", "bad \ud800 here"), line("fine", "fine"), line("\udfff", "p")]) + "\n")
+    report = importer.tasks_import(path=path, user=author)
+    lines = {line.where: line for line in report.lines}
+    assert lines["line 1"].status == "rejected" and lines["line 1"].pointer == "/prompt", report.as_dict()
+    assert "unpaired surrogate" in lines["line 1"].message
+    assert lines["line 2"].status == "created"
+    assert lines["line 3"].status == "rejected"
+
+    api = APIClient()
+    api.force_authenticate(author)
+    body = '{"tasks": [%s, %s, %s]}' % (line("bulk-lone", "bad \ud800"), line("bulk-fine", "fine"), line("\ud800", "p"))
+    response = api.post("/api/imports/bulk/", data=body, content_type="application/json")
+    assert response.status_code == 200, response.content
+    rows = response.json()["rows"]
+    assert [row["status"] for row in rows] == ["rejected", "created", "rejected"], rows
+    assert rows[0]["pointer"] == "/prompt"
+    assert sorted(Task.objects.values_list("slug", flat=True)) == ["bulk-fine", "fine"]
