@@ -611,14 +611,15 @@ def _environment_for(candidate: Candidate, environments: dict, *, user, default_
 
 def _unstorable_ids_rejected(batch: list) -> list:
     """The batch with each candidate whose task id cannot even be looked up (a NUL, or an unpaired
-    surrogate from a JSON escape, from any source) turned into a rejection, the id left out of it."""
+    surrogate from a JSON escape, from any source) turned into a rejection; such an id is not echoed
+    in the report (it cannot be written out)."""
     checked = []
     for candidate in batch:
-        if isinstance(candidate, Candidate):
-            try:
-                nul_check(candidate.slug, pointer="/id", what="The task id")
-            except DomainError as exc:
-                candidate = Rejection(candidate.where, exc.message, "/id")
+        try:
+            nul_check(candidate.slug or "", pointer="/id", what="The task id")
+        except DomainError as exc:
+            candidate = (Rejection(candidate.where, exc.message, "/id") if isinstance(candidate, Candidate)
+                         else dataclasses.replace(candidate, slug=None))  # not echoed: it cannot be written
         checked.append(candidate)
     return checked
 

@@ -181,10 +181,13 @@ def test_unpaired_surrogates_are_rejected_per_row_in_a_file_and_in_a_bulk_reques
 
     api = APIClient()
     api.force_authenticate(author)
-    body = '{"tasks": [%s, %s, %s]}' % (line("bulk-lone", "bad \ud800"), line("bulk-fine", "fine"), line("\ud800", "p"))
+    not_an_object_environment = '{"schema": "gymwright.task/v1", "id": "\\ud800", "environment": 5}'
+    body = '{"tasks": [%s, %s, %s, %s]}' % (line("bulk-lone", "bad \ud800"), line("bulk-fine", "fine"),
+                                            line("\ud800", "p"), not_an_object_environment)
     response = api.post("/api/imports/bulk/", data=body, content_type="application/json")
     assert response.status_code == 200, response.content
     rows = response.json()["rows"]
-    assert [row["status"] for row in rows] == ["rejected", "created", "rejected"], rows
+    assert [row["status"] for row in rows] == ["rejected", "created", "rejected", "rejected"], rows
+    assert "task" not in rows[3]  # the id could not be written back
     assert rows[0]["pointer"] == "/prompt"
     assert sorted(Task.objects.values_list("slug", flat=True)) == ["bulk-fine", "fine"]
