@@ -77,6 +77,13 @@ def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
     return task
 
 
+def task_check_for_user(*, task: Task, user, action: str = "view") -> Task:
+    """`task_get_for_user`'s rules for a task already loaded with something else (a preview run, a
+    rollout): Http404 or NotAllowed as there, and no second query for the task."""
+    _check(user, task, action)
+    return task
+
+
 def task_version_get_for_user(*, slug: str, number: int, user) -> TaskVersion:
     task = task_get_for_user(slug=slug, user=user)
     try:

@@ -9,7 +9,7 @@ from django.http import Http404
 
 from authoring import permissions
 from authoring.models import Task
-from authoring.selectors import approved_versions, task_get_for_user, task_version_check_readable
+from authoring.selectors import approved_versions, task_check_for_user, task_version_check_readable
 from grading.engine import calibration
 from sandbox.models import PreviewRun, Rollout
 
@@ -19,13 +19,14 @@ ROLLOUT_HEAVY_FIELDS = ("trajectory", "workspace_files", "grade__document")
 
 def preview_run_get_for_user(*, preview_run_id: int, user) -> PreviewRun:
     """The preview run, if `user` may view its task; Http404 otherwise."""
+    # The pages poll it every second while a run is live: the version's whole document is not read
+    # (it is loaded if something asks for it), and the task comes with the run, not from a second query.
     preview_run = (PreviewRun.objects.select_related("task_version", "task_version__task", "created_by")
-                   .filter(pk=preview_run_id).first())
+                   .defer("task_version__spec").filter(pk=preview_run_id).first())
     if preview_run is None:
         raise Http404(f"No preview {preview_run_id}")
-    task = task_get_for_user(slug=preview_run.task_version.task.slug, user=user)
+    task_check_for_user(task=preview_run.task_version.task, user=user)
     task_version_check_readable(user=user, version=preview_run.task_version, what=f"preview {preview_run_id}")
-    preview_run.task_version.task = task
     return preview_run
 
 
@@ -35,7 +36,7 @@ def rollout_get_for_user(*, rollout_id: int, user) -> Rollout:
                .filter(pk=rollout_id).first())
     if rollout is None:
         raise Http404(f"No rollout {rollout_id}")
-    task_get_for_user(slug=rollout.preview_run.task_version.task.slug, user=user)
+    task_check_for_user(task=rollout.preview_run.task_version.task, user=user)
     task_version_check_readable(user=user, version=rollout.preview_run.task_version, what=f"rollout {rollout_id}")
     return rollout
 
