@@ -70,7 +70,7 @@ class PreviewStartForm(forms.Form):
         renders each widget and option through templates, ~1.5 ms for these four)."""
         if self.is_bound:
             return {name: str(self[name]) for name in self.fields}
-        key = (self.model_configured, tuple(self.fields["backend"].choices), self.fields["backend"].initial)
+        key = (self.model_configured, tuple(self.fields["backend"].choices))  # the initial backend is the first
         if key not in _UNBOUND_WIDGETS_HTML:
             _UNBOUND_WIDGETS_HTML[key] = {name: str(self[name]) for name in self.fields}
         return _UNBOUND_WIDGETS_HTML[key]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import template
 
 from authoring import permissions
+from authoring.models import Task
 from review import gates as review_gates
 from review import selectors, services
 from review.forms import ReviewForm, SubmitForm
@@ -19,8 +20,8 @@ def task_reviews(context, task, version):
     user = request.user
     gates = review_gates.gates_evaluate(task_version=version) if version else []
     gates_pass = all(gate.ok for gate in gates)
-    can_review = (permissions.can_review(user) and task.owner_id != user.pk
-                  and (version is None or version.author_id != user.pk))
+    can_review = (version is not None and permissions.can_review(user) and task.owner_id != user.pk
+                  and version.author_id != user.pk)
     can_submit = permissions.can_edit_task(user, task) and task.status in services.SUBMITTABLE
     is_admin = permissions.is_admin(user)
     return {
@@ -29,10 +30,10 @@ def task_reviews(context, task, version):
         "submission": selectors.latest_submission(task_version=version) if version else None,
         "next_url": request.get_full_path(),
         "reviews": selectors.reviews_of(task=task, user=user),
-        "can_review": can_review, "can_submit": can_submit, "is_admin": is_admin,
-        # the forms only where the template shows them (each costs a deep copy of its fields)
-        "review_form": ReviewForm(initial={"version": version.number if version else None})
-        if can_review and version and task.status == "in_review" else None,
+        "can_submit": can_submit, "is_admin": is_admin,
+        # each form only where it is shown (the template asks for it by name): building one deep-copies its fields
+        "review_form": ReviewForm(initial={"version": version.number})
+        if can_review and task.status == Task.Status.IN_REVIEW else None,
         "submit_form": SubmitForm() if can_submit and is_admin and not gates_pass else None,
     }
 
