@@ -5,8 +5,19 @@ builds and downloads packs, and edits nothing. Authors, reviewers and admins rea
 
 from __future__ import annotations
 
+from gymwright.sql import Prepared
+
 AUTHOR, REVIEWER, ADMIN, LAB = "author", "reviewer", "admin", "lab"
 ROLES = (AUTHOR, REVIEWER, ADMIN, LAB)
+
+
+def _role_names(user_id):
+    from django.contrib.auth.models import Group
+
+    return Group.objects.filter(user__id=user_id, name__in=ROLES).values_list("name", flat=True)
+
+
+_role_rows = Prepared(_role_names, user_id=int)  # on every page: compiled once (gymwright.sql)
 
 
 def roles_of(user) -> set[str]:
@@ -14,7 +25,7 @@ def roles_of(user) -> set[str]:
         return set()
     cached = getattr(user, "_gymwright_roles", None)
     if cached is None:
-        cached = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+        cached = set(_role_rows(user_id=user.pk))
         if user.is_superuser:
             cached.add(ADMIN)
         user._gymwright_roles = cached

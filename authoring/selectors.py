@@ -11,6 +11,7 @@ from authoring import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from gymwright.errors import NotAllowed
 from gymwright.nul import NUL
+from gymwright.sql import Prepared
 
 ACTIONS = ("view", "edit", "review")
 
@@ -53,6 +54,13 @@ def _check(user, obj, action: str) -> None:
         raise NotAllowed("Only reviewers and admins can review.")
 
 
+# Every task page starts with these two: compiled once per process (gymwright.sql).
+_task_by_slug = Prepared(lambda slug: Task.objects.select_related(
+    "environment", "owner", "latest_version", "approved_version", "latest_version__author",
+    "latest_version__environment_version").filter(slug=slug), slug=str)
+_task_tags = Prepared(lambda task_id: Tag.objects.filter(tasks__id=task_id), task_id=int)
+
+
 def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
     """The task, if `user` may do `action` ("view", "edit", "review") to it.
 
@@ -62,13 +70,14 @@ def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
     """
     if NUL in slug:  # no slug has one, and PostgreSQL refuses it even in a lookup
         raise Http404(f"No task {slug!r}")
-    try:
-        task = (Task.objects.select_related("environment", "owner", "latest_version", "approved_version",
-                                            "latest_version__author", "latest_version__environment_version")
-                .prefetch_related("tags").get(slug=slug))
-    except Task.DoesNotExist:
+    tasks = _task_by_slug(slug=slug)
+    if not tasks:
         raise Http404(f"No task {slug!r}")
+    task = tasks[0]
     _check(user, task, action)
+    tags = task.tags.all()  # as prefetch_related("tags") leaves it: the manager's queryset, already read
+    tags._result_cache, tags._prefetch_done = _task_tags(task_id=task.pk), True
+    task._prefetched_objects_cache = {"tags": tags}
     if not permissions.reads_drafts(user):
         task.latest_version = task.approved_version
     for version in (task.latest_version, task.approved_version):
@@ -196,14 +205,26 @@ def task_version_list(*, task: Task, user) -> QuerySet[TaskVersion]:
     return queryset if permissions.reads_drafts(user) else approved_versions(queryset)
 
 
-def audit_events_for(obj, *, user=None, limit: int = 50) -> QuerySet[AuditEvent]:
+AUDIT_EVENTS_SHOWN = 50
+
+
+def _events_about(content_type_id, object_id) -> QuerySet[AuditEvent]:
+    return (AuditEvent.objects.filter(content_type_id=content_type_id, object_id=object_id)
+            .select_related("actor").order_by("-created_at", "-id"))
+
+
+_latest_events = Prepared(lambda content_type_id, object_id: _events_about(content_type_id, object_id)
+                          [:AUDIT_EVENTS_SHOWN], content_type_id=int, object_id=int)  # every task page
+
+
+def audit_events_for(obj, *, user=None) -> list[AuditEvent]:
     """The latest events about `obj`; of a task, for a member who reads approved work only (lab), only the
     events about versions they may read (a later draft's "v3: message" stays unseen)."""
     content_type = ContentType.objects.get_for_model(type(obj))
-    queryset = AuditEvent.objects.filter(content_type=content_type, object_id=obj.pk)
     if isinstance(obj, Task) and user is not None and not permissions.reads_drafts(user):
-        queryset = queryset.filter(data__version__in=task_version_numbers(task=obj, user=user))
-    return queryset.select_related("actor").order_by("-created_at", "-id")[:limit]
+        return list(_events_about(content_type.pk, obj.pk)
+                    .filter(data__version__in=task_version_numbers(task=obj, user=user))[:AUDIT_EVENTS_SHOWN])
+    return _latest_events(content_type_id=content_type.pk, object_id=obj.pk)
 
 
 def task_version_file_blob(*, version, path: str):

@@ -69,7 +69,8 @@ def main() -> int:
         for _ in range(40):
             client.get(args.profile, **extra)
         profile.disable()
-        pstats.Stats(profile).sort_stats("tottime").print_stats(30)
+        stats = pstats.Stats(profile)
+        stats.sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_TOP", "30")))
     print(f"load average after: {os.getloadavg()}")
     return 0
 

@@ -132,6 +132,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 
+# Django's model backend and database sessions, each reading its row with a query compiled once per
+# process (gymwright.sql): the two queries every signed-in page makes.
+AUTHENTICATION_BACKENDS = ["gymwright.auth.ModelBackend"]
+SESSION_ENGINE = "gymwright.sessions"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "authoring:task_list"
 LOGOUT_REDIRECT_URL = "login"

@@ -11,33 +11,48 @@ from grading import selectors as grading_selectors
 from grading.engine import gates as engine_gates
 from grading.engine import validate_task
 from grading.engine.calibration import rewarded_checks
+from gymwright.sql import Prepared
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
 
 
+# On every task page: compiled once per process (gymwright.sql), the rollouts' query once per number of runs.
+_done_runs = Prepared(lambda version_id: PreviewRun.objects.filter(task_version_id=version_id, status=PreviewRun.Status.DONE)
+                      .order_by("-created_at", "-id").values_list("id", "policy", "n"), version_id=int)
+_rollout_queries: dict[int, Prepared] = {}
+
+
+def _rollout_rows(runs: int) -> Prepared:
+    """(id, preview_run_id, status, reward, passed) of the rollouts of `runs` preview runs (run0, run1, ...)."""
+    if runs not in _rollout_queries:
+        _rollout_queries[runs] = Prepared(
+            lambda **ids: Rollout.objects.filter(preview_run_id__in=list(ids.values()))
+            .values_list("id", "preview_run_id", "status", "reward", "passed"), **{f"run{i}": int for i in range(runs)})
+    return _rollout_queries[runs]
+
+
 def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.PreviewEvidence]:
     """policy -> the latest finished (done) preview run of exactly this version."""
-    runs = (PreviewRun.objects.filter(task_version=task_version, status=PreviewRun.Status.DONE)
-            .order_by("-created_at", "-id").only("id", "policy", "n"))
-    latest: dict[str, PreviewRun] = {}
-    for run in runs:
-        latest.setdefault(run.policy, run)
-    rows = (Rollout.objects.filter(preview_run__in=list(latest.values()))
-            .values("id", "preview_run_id", "status", "reward", "passed"))
-    by_run: dict[int, list[dict]] = {}
-    for row in rows:
-        by_run.setdefault(row["preview_run_id"], []).append(row)
+    latest: dict[str, tuple[int, int]] = {}  # policy -> (run id, n)
+    for run_id, policy, n in _done_runs(version_id=task_version.pk):
+        latest.setdefault(policy, (run_id, n))
+    by_run: dict[int, list[tuple]] = {}  # run id -> [(rollout id, reward, passed)] of its graded rollouts
+    rows = _rollout_rows(len(latest))(**{f"run{i}": run_id for i, (run_id, _) in enumerate(latest.values())}) \
+        if latest else []
+    for rollout_id, run_id, status, reward, passed in rows:
+        if status == Rollout.Status.DONE and reward is not None:
+            by_run.setdefault(run_id, []).append((rollout_id, reward, passed))
     # Hack probes name the checks that rewarded them: read those rollouts' grades.
-    hack_runs = [run.pk for policy, run in latest.items() if policy.startswith("hack:")]
+    hack_runs = [run_id for policy, (run_id, _) in latest.items() if policy.startswith("hack:")]
     documents = dict(Rollout.objects.filter(preview_run__in=hack_runs, grade__isnull=False)
                      .values_list("id", "grade__document")) if hack_runs else {}
     evidence = {}
-    for policy, run in latest.items():
-        graded = [r for r in by_run.get(run.pk, []) if r["status"] == Rollout.Status.DONE and r["reward"] is not None]
+    for policy, (run_id, n) in latest.items():
+        graded = by_run.get(run_id, [])
         evidence[policy] = engine_gates.PreviewEvidence(
-            policy=policy, run_id=run.pk, n=run.n, rewards=[r["reward"] for r in graded],
-            passed=[bool(r["passed"]) for r in graded], errors=run.n - len(graded),
-            rewarded=[rewarded_checks(documents.get(r["id"])) for r in graded])
+            policy=policy, run_id=run_id, n=n, rewards=[reward for _, reward, _ in graded],
+            passed=[bool(passed) for _, _, passed in graded], errors=n - len(graded),
+            rewarded=[rewarded_checks(documents.get(rollout_id)) for rollout_id, _, _ in graded])
     return evidence
 
 

@@ -14,7 +14,14 @@ from authoring.selectors import approved_versions, task_filter
 from grading.engine import flat_checks
 from gymwright.errors import NotAllowed
 from gymwright.nul import NUL
+from gymwright.sql import Prepared
 from review.models import Comment, InboxItem, Review, Submission
+
+
+def _decidable(user_id) -> QuerySet[Task]:
+    """The queue's rule: tasks in review that are not the reviewer's own, whose latest version they did not write."""
+    return (Task.objects.filter(status=Task.Status.IN_REVIEW).exclude(owner_id=user_id)
+            .exclude(latest_version__author_id=user_id))
 
 
 def review_queue(*, user, environment: str = "", tag: str = "", author: str = "",
@@ -25,8 +32,7 @@ def review_queue(*, user, environment: str = "", tag: str = "", author: str = ""
         return Task.objects.none()
     latest_submission = (Submission.objects.filter(task_version=OuterRef("latest_version"))
                          .order_by("-created_at").values("created_at")[:1])
-    queryset = (Task.objects.filter(status=Task.Status.IN_REVIEW)
-                .exclude(owner=user).exclude(latest_version__author=user)
+    queryset = (_decidable(user.pk)
                 .select_related("environment", "owner", "latest_version", "latest_version__author",
                                 "approved_version")
                 .prefetch_related("tags")
@@ -37,11 +43,16 @@ def review_queue(*, user, environment: str = "", tag: str = "", author: str = ""
     return queryset.order_by("submitted_at", "id")
 
 
+# The navigation's two counts, on every page: compiled once per process (gymwright.sql).
+_review_queue_count = Prepared(_decidable, count=True, user_id=int)
+_inbox_unread_count = Prepared(lambda user_id: InboxItem.objects.filter(recipient_id=user_id, read_at__isnull=True),
+                               count=True, user_id=int)
+
+
 def review_queue_count(*, user) -> int:
     if not permissions.can_review(user):
         return 0
-    return (Task.objects.filter(status=Task.Status.IN_REVIEW).exclude(owner=user)
-            .exclude(latest_version__author=user).count())
+    return _review_queue_count(user_id=user.pk)
 
 
 def inbox_items(*, user) -> QuerySet[InboxItem]:
@@ -52,7 +63,7 @@ def inbox_items(*, user) -> QuerySet[InboxItem]:
 def inbox_unread_count(*, user) -> int:
     if not user.is_authenticated:
         return 0
-    return InboxItem.objects.filter(recipient=user, read_at__isnull=True).count()
+    return _inbox_unread_count(user_id=user.pk)
 
 
 def comment_threads(*, task: Task, version: TaskVersion | None = None, check_ids: list[str] | None = None
@@ -79,12 +90,24 @@ def threads_by_check(threads: list[Comment]) -> dict[str, list[Comment]]:
     return grouped
 
 
-def reviews_of(*, task: Task, user, limit: int = 20) -> QuerySet[Review]:
+REVIEWS_SHOWN = 20
+
+
+def _reviews_of_task(task_id, *, approved_only: bool = False) -> QuerySet[Review]:
+    queryset = Review.objects.filter(task_version__task_id=task_id)
+    if approved_only:
+        queryset = queryset.filter(task_version__in=approved_versions(TaskVersion.objects.filter(task_id=task_id)))
+    return queryset.select_related("reviewer", "task_version").defer("task_version__spec").order_by("-created_at")[:REVIEWS_SHOWN]
+
+
+_task_reviews = Prepared(_reviews_of_task, task_id=int)  # the task page's: compiled once per process
+
+
+def reviews_of(*, task: Task, user) -> list[Review]:
     """The task's latest reviews that `user` may read (a lab member: those of approved versions)."""
-    queryset = Review.objects.filter(task_version__task=task)
-    if not permissions.reads_drafts(user):
-        queryset = queryset.filter(task_version__in=approved_versions(task.versions.all()))
-    return queryset.select_related("reviewer", "task_version").defer("task_version__spec").order_by("-created_at")[:limit]
+    if permissions.reads_drafts(user):
+        return _task_reviews(task_id=task.pk)
+    return list(_reviews_of_task(task.pk, approved_only=True))
 
 
 def review_workspace_check(*, user) -> None:
@@ -95,9 +118,12 @@ def review_workspace_check(*, user) -> None:
                          "on their task pages and in packs.")
 
 
+_latest_submission = Prepared(lambda version_id: Submission.objects.filter(task_version_id=version_id)
+                              .select_related("submitted_by").order_by("-created_at", "-id")[:1], version_id=int)
+
+
 def latest_submission(*, task_version: TaskVersion) -> Submission | None:
-    return (Submission.objects.filter(task_version=task_version).select_related("submitted_by")
-            .order_by("-created_at", "-id").first())
+    return next(iter(_latest_submission(version_id=task_version.pk)), None)
 
 
 def diff_base(*, task: Task, version: TaskVersion, seen: TaskVersion | None) -> TaskVersion | None:

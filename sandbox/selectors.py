@@ -8,9 +8,10 @@ from django.db.models import Count, QuerySet
 from django.http import Http404
 
 from authoring import permissions
-from authoring.models import Task
+from authoring.models import Task, TaskVersion
 from authoring.selectors import approved_versions, task_check_for_user, task_version_check_readable
 from grading.engine import calibration
+from gymwright.sql import Prepared
 from sandbox.models import PreviewRun, Rollout
 
 # Heavy JSON columns a list never needs (the grade's document among them: a list reads its totals).
@@ -55,18 +56,38 @@ def rollout_rows(*, preview_run: PreviewRun) -> list[dict]:
     return list(preview_run.rollouts.order_by("index").values(*ROLLOUT_ROW_FIELDS))
 
 
-def preview_run_list_for_task(*, task: Task, user, limit: int | None = 10) -> list[PreviewRun]:
+def _task_runs(task_id, *, approved_only: bool = False) -> QuerySet[PreviewRun]:
+    queryset = (PreviewRun.objects.filter(task_version__task_id=task_id).select_related("task_version", "created_by")
+                .defer("task_version__spec").order_by("-created_at", "-id"))  # the list shows version numbers only
+    if approved_only:
+        queryset = queryset.filter(task_version__in=approved_versions(TaskVersion.objects.filter(task_id=task_id)))
+    return queryset
+
+
+def _status_counts(runs) -> QuerySet:
+    return (Rollout.objects.filter(preview_run__in=runs).values_list("preview_run_id", "status")
+            .annotate(count=Count("id")).order_by())
+
+
+RECENT_RUNS = 10
+# The task page's list, for a member who reads drafts: compiled once per process (gymwright.sql).
+_recent_runs = Prepared(lambda task_id: _task_runs(task_id)[:RECENT_RUNS], task_id=int)
+_recent_run_counts = Prepared(lambda task_id: _status_counts(_task_runs(task_id).values("id")[:RECENT_RUNS]),
+                              task_id=int)
+
+
+def preview_run_list_for_task(*, task: Task, user, limit: int | None = RECENT_RUNS) -> list[PreviewRun]:
     """Recent preview runs of the versions of `task` that `user` may read, newest first, with live status
     counts."""
-    queryset = (PreviewRun.objects.filter(task_version__task=task).select_related("task_version", "created_by")
-                .defer("task_version__spec").order_by("-created_at", "-id"))  # the list shows version numbers only
-    if not permissions.reads_drafts(user):
-        queryset = queryset.filter(task_version__in=approved_versions(task.versions.all()))
-    runs = list(queryset[:limit] if limit else queryset)
+    if limit == RECENT_RUNS and permissions.reads_drafts(user):
+        runs, rows = _recent_runs(task_id=task.pk), _recent_run_counts(task_id=task.pk)
+    else:
+        queryset = _task_runs(task.pk, approved_only=not permissions.reads_drafts(user))
+        runs = list(queryset[:limit] if limit else queryset)
+        rows = _status_counts(runs)
     counts: dict[int, dict[str, int]] = {}
-    for row in (Rollout.objects.filter(preview_run__in=runs).values("preview_run_id", "status")
-                .annotate(count=Count("id"))):
-        counts.setdefault(row["preview_run_id"], {})[row["status"]] = row["count"]
+    for run_id, status, count in rows:
+        counts.setdefault(run_id, {})[status] = count
     for run in runs:
         run.status_counts = counts.get(run.pk, {})
         run.finished_count = sum(run.status_counts.get(s, 0) for s in Rollout.TERMINAL)

@@ -247,8 +247,14 @@ def test_docker_egress_goes_only_through_the_operator_named_network(request, iso
 
 def _watch_build_containers(client, marker: str, found: dict, stop: threading.Event) -> None:
     # The RUN step's container is a real container on the engine: read its HostConfig.
+    import docker
+
     while not stop.is_set() and not found:
-        for container in client.containers.list(all=True):
+        try:  # the SDK inspects each listed container: one that ends in between is NotFound for the whole list
+            containers = client.containers.list(all=True)
+        except docker.errors.NotFound:
+            containers = []
+        for container in containers:
             try:
                 cmd = " ".join(container.attrs["Config"].get("Cmd") or [])
             except Exception:  # noqa: BLE001 - it may vanish between list and read
