@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from django import template
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
+from django.utils.timezone import localtime
 
 from authoring import permissions
 from gymwright.html import escape
 from gymwright.numbers import format_number, format_percent
 from sandbox import selectors
 from sandbox.forms import PreviewStartForm
-from sandbox.models import Rollout
+from sandbox.models import PreviewRun, Rollout
 
 register = template.Library()
 
@@ -87,6 +89,27 @@ def reward_histogram(rewards, bins: int = 10, width: int = 240, height: int = 80
         '<text x="0" y="{ty}" font-size="10" fill="#667085">0</text>'
         '<text x="{w}" y="{ty}" font-size="10" fill="#667085" text-anchor="end">1</text></svg>',
         w=width, h=height, n=len(rewards), counts=",".join(map(str, counts)), bars=bars, ty=height - 2)
+
+
+@register.simple_tag
+def preview_run_rows(runs):
+    """The rows of a task's recent preview runs (`selectors.preview_run_list_for_task`), rendered in
+    Python: on every task page, and polled every 2 s while a run is live. Every value is escaped."""
+    detail = reverse("sandbox:preview_detail", args=[0]).rsplit("/0/", 1)[0]
+    labels = dict(PreviewRun.Status.choices)
+    out = []
+    for run in runs:
+        summary = run.summary if isinstance(run.summary, dict) else {}
+        out.append(
+            f'<tr><td><a href="{detail}/{int(run.pk)}/">{int(run.pk)}</a></td>'
+            f'<td>v{int(run.task_version.number)}</td><td>{escape(run.policy_label)}</td>'
+            f'<td><span class="badge {escape(run.status)}">{escape(labels.get(run.status, run.status))}</span> '
+            f'{int(run.finished_count)}/{int(run.n)}</td>'
+            f'<td>{escape(format_number(summary.get("mean_reward"), 2, fixed=True))}</td>'
+            f'<td>{escape(format_percent(summary.get("pass_rate")))}</td>'
+            f'<td>{escape(run.created_by or "–")}</td>'
+            f'<td class="muted">{localtime(run.created_at):%Y-%m-%d %H:%M}</td></tr>')
+    return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number
 
 
 @register.simple_tag

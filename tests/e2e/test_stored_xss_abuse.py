@@ -144,7 +144,7 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
     return [
         ("/", ["title2"]),
         ("/?q=xss", []),
-        ("/tasks/hostile/", ["title2", "code"]),
+        ("/tasks/hostile/", ["title2", "code", "ctitle", "rtitle"]),  # the rubric table, rendered in Python
         ("/tasks/hostile/edit/", [EDITOR]),
         ("/tasks/hostile/versions/", ["message", "message2"]),
         ("/tasks/hostile/versions/1/", ["title", "code"]),
