@@ -125,6 +125,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
          "transaction_mode": "IMMEDIATE"}
     )
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The hot reads of gymwright.sql run as server-side prepared statements (Django's own queries stay
+    # client-side). Behind a pooler that cannot keep them (PgBouncer in transaction mode) set
+    # DB_PREPARED_STATEMENTS=0.
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = \
+        5 if env_bool("DB_PREPARED_STATEMENTS", True) else None
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -28,9 +28,11 @@ Each run is logged like any other query (query-count tests see it).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import psycopg
 from django.db import connections
 from django.db.models import Count, QuerySet
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable, get_related_populators
@@ -118,9 +120,12 @@ class Prepared:
             for index in indexes:
                 wrap = type(params[index])
                 params[index] = values[name] if wrap is int or wrap is str else wrap(values[name])
-        with connection.cursor() as cursor:
-            cursor.execute(compiled.sql, params)
-            rows = cursor.fetchall()
+        with connection.cursor() as cursor:  # Django's: it connects, checks health and refuses a broken transaction
+            if connection.vendor == "postgresql":
+                rows = _execute_prepared(connection, cursor, compiled.sql, params)
+            else:
+                cursor.execute(compiled.sql, params)
+                rows = cursor.fetchall()
         if compiled.converters:
             rows = [tuple(row) for row in compiled.compiler.apply_converters(rows, compiled.converters)]
         if compiled.shape == "count":
@@ -139,3 +144,21 @@ class Prepared:
                 setattr(obj, name, row[position])
             objects.append(obj)
         return objects
+
+
+def _execute_prepared(connection, cursor, sql: str, params: list) -> list:
+    """Run `sql` as a server-side prepared statement on Django's own connection: PostgreSQL parses and
+    plans it once per connection (and psycopg sends only the parameters), where Django's client-side
+    cursor sends the whole text each time. Errors are Django's (wrap_database_errors) and the query
+    is logged as Django logs one. A connection opened with prepare_threshold=None (a pooler that
+    cannot keep prepared statements, as PgBouncer in transaction mode) is not prepared on."""
+    raw = cursor.cursor.connection
+    started = time.monotonic()
+    with connection.wrap_database_errors:
+        with psycopg.Cursor(raw) as server_cursor:
+            server_cursor.execute(sql, params, prepare=raw.prepare_threshold is not None)
+            rows = server_cursor.fetchall()
+    if connection.queries_logged:
+        connection.queries_log.append({"sql": sql % tuple(repr(param) for param in params),
+                                       "time": f"{time.monotonic() - started:.3f}"})
+    return rows

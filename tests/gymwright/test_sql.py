@@ -135,3 +135,19 @@ def test_a_signed_in_page_is_served_with_the_prepared_session_and_user(client, a
     assert response.status_code == 200 and response.wsgi_request.user.username == "alice"
     get_user_model().objects.filter(pk=author.pk).update(is_active=False)
     assert client.get("/").status_code == 302  # signed out: an inactive user is not loaded
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="server-side prepared statements are PostgreSQL's")
+def test_on_postgresql_it_runs_as_a_server_side_prepared_statement_with_djangos_errors(tasks):
+    from django.db import DatabaseError
+
+    count = Prepared(lambda owner_id: Task.objects.filter(owner_id=owner_id), count=True, owner_id=int)
+    count(owner_id=1)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        statements = [row[0] for row in cursor.fetchall()]
+    assert any('COUNT("authoring_task"."id")' in statement and "$1" in statement for statement in statements)
+    broken = Prepared(lambda slug: Task.objects.filter(slug=slug).extra(where=["1/0 = 1"]).values_list("pk"),
+                      slug=str)
+    with pytest.raises(DatabaseError):  # psycopg's error, wrapped as Django wraps it
+        broken(slug="sql-1")
