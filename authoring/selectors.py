@@ -11,7 +11,7 @@ from authoring import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from gymwright.errors import NotAllowed
 from gymwright.nul import NUL
-from gymwright.sql import Prepared
+from gymwright.sql import Prepared, PreparedIn
 
 ACTIONS = ("view", "edit", "review")
 
@@ -178,6 +178,14 @@ _APPROVED_ROW_FIELDS = {**TASK_ROW_FIELDS, "latest_version": "approved_version__
                         "latest_version_author": "approved_version__author__username"}
 
 
+# A page of the task list or of the API: compiled once per page length (gymwright.sql)
+_task_row_values, _approved_row_values = (
+    PreparedIn(lambda keys, paths=tuple(fields.values()): Task.objects.filter(pk__in=keys).order_by()
+               .values_list(*paths), "keys", item=int) for fields in (TASK_ROW_FIELDS, _APPROVED_ROW_FIELDS))
+_task_row_tags = PreparedIn(lambda keys: Task.tags.through.objects.filter(task_id__in=keys).order_by("tag__name")
+                            .values_list("task_id", "tag__name"), "keys", item=int)
+
+
 def task_rows(keys: list[int], *, user=None) -> list[dict]:
     """The list columns of these tasks as plain dicts (in no particular order): two queries, no model objects.
 
@@ -186,12 +194,10 @@ def task_rows(keys: list[int], *, user=None) -> list[dict]:
     reads approved work only (lab), the latest version is the approved one, as on the task's page.
     """
     fields = TASK_ROW_FIELDS if user is None or permissions.reads_drafts(user) else _APPROVED_ROW_FIELDS
-    names, paths = tuple(fields), tuple(fields.values())
-    rows = [dict(zip(names, values)) for values in
-            Task.objects.filter(pk__in=keys).order_by().values_list(*paths)]
+    rows = [dict(zip(fields, values)) for values in
+            (_task_row_values if fields is TASK_ROW_FIELDS else _approved_row_values)(keys=keys)]
     tags: dict[int, list[str]] = {}
-    for task_id, name in (Task.tags.through.objects.filter(task_id__in=keys)
-                          .order_by("tag__name").values_list("task_id", "tag__name")):
+    for task_id, name in _task_row_tags(keys=keys):
         tags.setdefault(task_id, []).append(name)
     for row in rows:
         row["tags"] = tags.get(row["pk"], [])

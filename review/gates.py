@@ -11,24 +11,17 @@ from grading import selectors as grading_selectors
 from grading.engine import gates as engine_gates
 from grading.engine import validate_task
 from grading.engine.calibration import rewarded_checks
-from gymwright.sql import Prepared
+from gymwright.sql import Prepared, PreparedIn
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
 
 
-# On every task page: compiled once per process (gymwright.sql), the rollouts' query once per number of runs.
+# On every task page: compiled once per process (gymwright.sql).
 _done_runs = Prepared(lambda version_id: PreviewRun.objects.filter(task_version_id=version_id, status=PreviewRun.Status.DONE)
                       .order_by("-created_at", "-id").values_list("id", "policy", "n"), version_id=int)
-_rollout_queries: dict[int, Prepared] = {}
-
-
-def _rollout_rows(runs: int) -> Prepared:
-    """(id, preview_run_id, status, reward, passed) of the rollouts of `runs` preview runs (run0, run1, ...)."""
-    if runs not in _rollout_queries:
-        _rollout_queries[runs] = Prepared(
-            lambda **ids: Rollout.objects.filter(preview_run_id__in=list(ids.values()))
-            .values_list("id", "preview_run_id", "status", "reward", "passed"), **{f"run{i}": int for i in range(runs)})
-    return _rollout_queries[runs]
+# (id, preview_run_id, status, reward, passed) of the rollouts of some preview runs
+_rollout_rows = PreparedIn(lambda run_ids: Rollout.objects.filter(preview_run_id__in=run_ids)
+                           .values_list("id", "preview_run_id", "status", "reward", "passed"), "run_ids", item=int)
 
 
 def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.PreviewEvidence]:
@@ -37,8 +30,7 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
     for run_id, policy, n in _done_runs(version_id=task_version.pk):
         latest.setdefault(policy, (run_id, n))
     by_run: dict[int, list[tuple]] = {}  # run id -> [(rollout id, reward, passed)] of its graded rollouts
-    rows = _rollout_rows(len(latest))(**{f"run{i}": run_id for i, (run_id, _) in enumerate(latest.values())}) \
-        if latest else []
+    rows = _rollout_rows(run_ids=[run_id for run_id, _ in latest.values()])
     for rollout_id, run_id, status, reward, passed in rows:
         if status == Rollout.Status.DONE and reward is not None:
             by_run.setdefault(run_id, []).append((rollout_id, reward, passed))

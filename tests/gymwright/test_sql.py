@@ -151,3 +151,20 @@ def test_on_postgresql_it_runs_as_a_server_side_prepared_statement_with_djangos_
                       slug=str)
     with pytest.raises(DatabaseError):  # psycopg's error, wrapped as Django wraps it
         broken(slug="sql-1")
+
+
+def test_a_list_parameter_compiles_once_per_length_and_an_empty_list_reads_nothing(tasks):
+    from gymwright.sql import PreparedIn
+
+    slugs = PreparedIn(lambda keys, owner_id: Task.objects.filter(pk__in=keys, owner_id=owner_id).order_by("slug")
+                       .values_list("slug", flat=True), "keys", item=int, owner_id=int)
+    owner = tasks[1].owner_id
+    keys = [task.pk for task in tasks]
+    assert slugs(keys=keys, owner_id=owner) == ["sql-1", "sql-3"]
+    assert slugs(keys=keys[:2], owner_id=owner) == ["sql-1"] and slugs(keys=keys[2:4], owner_id=owner) == ["sql-3"]
+    assert sorted(slugs._by_length) == [2, 5]
+    with CaptureQueriesContext(connection) as queries:
+        assert slugs(keys=[], owner_id=owner) == []
+    assert len(queries) == 0
+    counted = PreparedIn(lambda keys: Task.objects.filter(pk__in=keys), "keys", item=int, count=True)
+    assert counted(keys=keys[:3]) == 3 and counted(keys=[]) == 0
