@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import psycopg
@@ -99,11 +99,11 @@ class Prepared:
         klass_info = compiler.klass_info  # as ModelIterable reads it
         fields = klass_info["select_fields"]
         start, end = fields[0], fields[-1] + 1
-        return _Compiled(**{**compiled.__dict__, "model": klass_info["model"],
-                            "init_list": tuple(column[0].target.attname for column in select[start:end]),
-                            "model_slice": slice(start, end),
-                            "related_populators": tuple(get_related_populators(klass_info, select, using)),
-                            "annotation_col_map": compiler.annotation_col_map})
+        return replace(compiled, model=klass_info["model"],
+                       init_list=tuple(column[0].target.attname for column in select[start:end]),
+                       model_slice=slice(start, end),
+                       related_populators=tuple(get_related_populators(klass_info, select, using)),
+                       annotation_col_map=compiler.annotation_col_map)
 
     def __call__(self, *, using: str = "default", **values) -> list | int:
         connection = connections[using]

@@ -93,21 +93,22 @@ def threads_by_check(threads: list[Comment]) -> dict[str, list[Comment]]:
 REVIEWS_SHOWN = 20
 
 
-def _reviews_of_task(task_id, *, approved_only: bool = False) -> QuerySet[Review]:
+def _reviews_of_task(task_id, *, approved_only: bool) -> QuerySet[Review]:
     queryset = Review.objects.filter(task_version__task_id=task_id)
-    if approved_only:
+    if approved_only:  # a member who reads approved work only (lab)
         queryset = queryset.filter(task_version__in=approved_versions(TaskVersion.objects.filter(task_id=task_id)))
-    return queryset.select_related("reviewer", "task_version").defer("task_version__spec").order_by("-created_at")[:REVIEWS_SHOWN]
+    return (queryset.select_related("reviewer", "task_version").defer("task_version__spec")
+            .order_by("-created_at")[:REVIEWS_SHOWN])
 
 
-_task_reviews = Prepared(_reviews_of_task, task_id=int)  # the task page's: compiled once per process
+# On every task page: compiled once per process (gymwright.sql), for each kind of reader.
+_task_reviews = {approved_only: Prepared(lambda task_id, approved_only=approved_only: _reviews_of_task(
+    task_id, approved_only=approved_only), task_id=int) for approved_only in (False, True)}
 
 
 def reviews_of(*, task: Task, user) -> list[Review]:
     """The task's latest reviews that `user` may read (a lab member: those of approved versions)."""
-    if permissions.reads_drafts(user):
-        return _task_reviews(task_id=task.pk)
-    return list(_reviews_of_task(task.pk, approved_only=True))
+    return _task_reviews[not permissions.reads_drafts(user)](task_id=task.pk)
 
 
 def review_workspace_check(*, user) -> None:

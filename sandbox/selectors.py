@@ -56,37 +56,36 @@ def rollout_rows(*, preview_run: PreviewRun) -> list[dict]:
     return list(preview_run.rollouts.order_by("index").values(*ROLLOUT_ROW_FIELDS))
 
 
-def _task_runs(task_id, *, approved_only: bool = False) -> QuerySet[PreviewRun]:
-    queryset = (PreviewRun.objects.filter(task_version__task_id=task_id).select_related("task_version", "created_by")
-                .defer("task_version__spec").order_by("-created_at", "-id"))  # the list shows version numbers only
-    if approved_only:
-        queryset = queryset.filter(task_version__in=approved_versions(TaskVersion.objects.filter(task_id=task_id)))
-    return queryset
-
-
-def _status_counts(runs) -> QuerySet:
-    return (Rollout.objects.filter(preview_run__in=runs).values_list("preview_run_id", "status")
-            .annotate(count=Count("id")).order_by())
-
-
 RECENT_RUNS = 10
-# The task page's list, for a member who reads drafts: compiled once per process (gymwright.sql).
-_recent_runs = Prepared(lambda task_id: _task_runs(task_id)[:RECENT_RUNS], task_id=int)
-_recent_run_counts = Prepared(lambda task_id: _status_counts(_task_runs(task_id).values("id")[:RECENT_RUNS]),
-                              task_id=int)
 
 
-def preview_run_list_for_task(*, task: Task, user, limit: int | None = RECENT_RUNS) -> list[PreviewRun]:
-    """Recent preview runs of the versions of `task` that `user` may read, newest first, with live status
-    counts."""
-    if limit == RECENT_RUNS and permissions.reads_drafts(user):
-        runs, rows = _recent_runs(task_id=task.pk), _recent_run_counts(task_id=task.pk)
-    else:
-        queryset = _task_runs(task.pk, approved_only=not permissions.reads_drafts(user))
-        runs = list(queryset[:limit] if limit else queryset)
-        rows = _status_counts(runs)
+def _recent_runs_of(task_id, *, approved_only: bool) -> QuerySet[PreviewRun]:
+    queryset = PreviewRun.objects.filter(task_version__task_id=task_id)
+    if approved_only:  # a member who reads approved work only (lab)
+        queryset = queryset.filter(task_version__in=approved_versions(TaskVersion.objects.filter(task_id=task_id)))
+    return queryset.order_by("-created_at", "-id")[:RECENT_RUNS]
+
+
+# On every task page, and polled while a run is live: compiled once per process (gymwright.sql), for a
+# member who reads drafts (False) and one who reads approved work only (True).
+_recent_runs = {approved_only: Prepared(lambda task_id, approved_only=approved_only: _recent_runs_of(
+    task_id, approved_only=approved_only).select_related("task_version", "created_by")
+    .defer("task_version__spec"), task_id=int)  # the list shows version numbers only
+    for approved_only in (False, True)}
+_recent_run_counts = {approved_only: Prepared(lambda task_id, approved_only=approved_only: Rollout.objects.filter(
+    preview_run__in=_recent_runs_of(task_id, approved_only=approved_only).values("id"))
+    .values_list("preview_run_id", "status").annotate(count=Count("id")).order_by(), task_id=int)
+    for approved_only in (False, True)}
+
+
+def preview_run_list_for_task(*, task: Task, user) -> list[PreviewRun]:
+    """The task's RECENT_RUNS latest preview runs of versions `user` may read, newest first, with live
+    status counts (read beside the runs: a run started between the two reads shows its counts at the
+    next poll)."""
+    approved_only = not permissions.reads_drafts(user)
+    runs = _recent_runs[approved_only](task_id=task.pk)
     counts: dict[int, dict[str, int]] = {}
-    for run_id, status, count in rows:
+    for run_id, status, count in _recent_run_counts[approved_only](task_id=task.pk):
         counts.setdefault(run_id, {})[status] = count
     for run in runs:
         run.status_counts = counts.get(run.pk, {})

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from django import template
-from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.utils.timezone import localtime
 
 from authoring import permissions
-from gymwright.html import escape
+from gymwright.html import escape, url_stem
 from gymwright.numbers import format_number, format_percent
 from sandbox import selectors
 from sandbox.forms import PreviewStartForm
@@ -19,9 +18,9 @@ register = template.Library()
 
 
 @register.inclusion_tag("sandbox/_task_preview_list.html", takes_context=True)
-def task_preview_list(context, task, limit: int = 10):
+def task_preview_list(context, task):
     user = context["request"].user
-    return {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task, user=user, limit=limit)}
+    return {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task, user=user)}
 
 
 @register.simple_tag(takes_context=True)
@@ -95,7 +94,7 @@ def reward_histogram(rewards, bins: int = 10, width: int = 240, height: int = 80
 def preview_run_rows(runs):
     """The rows of a task's recent preview runs (`selectors.preview_run_list_for_task`), rendered in
     Python: on every task page, and polled every 2 s while a run is live. Every value is escaped."""
-    detail = reverse("sandbox:preview_detail", args=[0]).rsplit("/0/", 1)[0]
+    detail = url_stem("sandbox:preview_detail")
     labels = dict(PreviewRun.Status.choices)
     out = []
     for run in runs:
@@ -113,13 +112,13 @@ def preview_run_rows(runs):
 
 
 @register.simple_tag
-def rollout_table_rows(rows, rollout_url: str):
+def rollout_table_rows(rows):
     """The preview page's rollout rows (`selectors.rollout_rows`), rendered in Python.
 
     The page re-renders every second while a run is live; as a template loop its 64 rows cost
-    most of the page's CPU (~1,000 variables resolved and escaped). `rollout_url` is the URL of
-    rollout 0; every value from the database is escaped."""
-    base = rollout_url.rsplit("/0/", 1)[0]
+    most of the page's CPU (~1,000 variables resolved and escaped). Every value from the database is
+    escaped."""
+    base = url_stem("sandbox:rollout_detail")
     labels = dict(Rollout.Status.choices)
     out = []
     for row in rows:
