@@ -125,10 +125,13 @@ class Task(models.Model):
 
     slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     title = models.CharField(max_length=200)
-    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="tasks")
+    # No index of their own: the (environment, -updated_at) and (owner, -updated_at) indexes below
+    # lead with them, and every index is written again for each of an import's new rows.
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="tasks", db_index=False)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
     tags = models.ManyToManyField(Tag, blank=True, related_name="tasks")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks",
+                              db_index=False)
     # The exact version a reviewer approved (packs export it), kept when later drafts follow it.
     approved_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
                                          related_name="+")
@@ -157,7 +160,8 @@ class TaskVersion(ImmutableModel):
     content without its version number, so an unchanged save is recognised.
     """
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="versions")
+    # indexed by the (task, number) constraint below, which leads with it
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="versions", db_index=False)
     number = models.PositiveIntegerField()
     spec = BulkJSONField()
     sha256 = models.CharField(max_length=64)
@@ -204,7 +208,8 @@ class AuditEvent(models.Model):
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     verb = models.CharField(max_length=20, choices=Verb.choices)
-    content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+    # indexed by the (content_type, object_id, -created_at) index below, which leads with it
+    content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE, db_index=False)
     object_id = models.PositiveBigIntegerField()
     target = GenericForeignKey("content_type", "object_id")
     summary = models.CharField(max_length=300)
