@@ -9,7 +9,7 @@ nothing is overwritten.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
@@ -21,11 +21,11 @@ from rest_framework.authtoken.models import Token
 from authoring import permissions
 from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion,
                               slug_validator)
-from gymwright.bulk import bulk_insert
+from gymwright.bulk import bulk_insert, bulk_insert_rows, ids_reserve, instances
 from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import ConflictError, DomainError, NotAllowed
-from gymwright.nul import nul_check
-from grading.engine import TASK_SCHEMA, canonical_json, content_sha256, validate_task
+from gymwright.nul import json_text_storable, nul_check
+from grading.engine import TASK_SCHEMA, canonical_json_exact, content_sha256, validate_task
 from grading.engine.models import Environment as EngineEnvironment
 from grading.engine.models import normalised_relative_path
 
@@ -300,7 +300,8 @@ def _task_content_defaults(content: dict) -> dict:
 
 
 def _build_task_document(*, task_slug: str, number: int, environment_version: EnvironmentVersion,
-                         content: dict, known_blobs: set[str] | None = None) -> dict:
+                         content: dict, known_blobs: set[str] | None = None) -> tuple[dict, "_Hashes"]:
+    """The task document for `content`, validated and storable, with its hashes."""
     content = _task_content_defaults(content)
     document = _task_document(
         slug=task_slug, number=number, title=content["title"], prompt=content["prompt"],
@@ -314,30 +315,38 @@ def _build_task_document(*, task_slug: str, number: int, environment_version: En
         raise _issues_to_error(issues, message="Invalid task")
     if not str(content["title"]).strip():
         raise DomainError("A title is required.", details=[{"pointer": "/title", "message": "required"}])
-    nul_check({key: document[key] for key in CONTENT_KEYS if key in document}, what="The task")
+    hashes = _document_hashes(document)
     if isinstance(content["files"], list):
         _check_blobs_exist(content["files"], "/files", known=known_blobs)
-    return document
+    return document, hashes
 
 
-def _content_hash(document: dict) -> str:
-    return content_sha256({k: v for k, v in document.items() if k != "version"})
+class _Hashes(NamedTuple):
+    sha256: str
+    content_sha256: str
+    # The document's canonical JSON when it is the document itself (no 1.0 became 1): an import
+    # stores it as it is instead of serialising the document once more.
+    text: str | None
 
 
-def _document_hashes(document: dict) -> tuple[str, str]:
-    """(sha256, content_sha256) of a task document, from one canonical serialisation.
+def _document_hashes(document: dict) -> _Hashes:
+    """The hashes of a task document, from one canonical serialisation, which also refuses a NUL or a
+    lone surrogate anywhere in it (with the pointer to it).
 
     Keys are sorted in canonical JSON and every other top-level key of a task document sorts
     before "version", so the full text is the text without the version, closed with it. (A
     document where that does not hold is serialised twice.)"""
     version = document.get("version")
     rest = {k: v for k, v in document.items() if k != "version"}
-    text = canonical_json(rest)
+    text, exact = canonical_json_exact(rest)
+    if not json_text_storable(text):
+        nul_check(document, what="The task")  # raises, saying where; else a false alarm
     content_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if type(version) is not int or (rest and max(rest) > "version"):
-        return content_sha256(document), content_hash
-    full = (text[:-1] + ("," if rest else "") + f'"version":{version}}}').encode("utf-8")
-    return hashlib.sha256(full).hexdigest(), content_hash
+        full, exact = canonical_json_exact(document)
+    else:
+        full = text[:-1] + ("," if rest else "") + f'"version":{version}}}'
+    return _Hashes(hashlib.sha256(full.encode("utf-8")).hexdigest(), content_hash, full if exact else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,16 +489,15 @@ def task_version_create(*, task: Task, author, content: dict, base_version: int 
         raise DomainError("That environment version belongs to another environment.",
                           details=[{"pointer": "/environment_version", "message": "wrong environment"}])
     number = (latest.number if latest else 0) + 1
-    document = _build_task_document(task_slug=task.slug, number=number, environment_version=environment_version,
-                                    content=content)
-    content_hash = _content_hash(document)
-    if latest is not None and latest.content_sha256 == content_hash:
+    document, hashes = _build_task_document(task_slug=task.slug, number=number,
+                                            environment_version=environment_version, content=content)
+    if latest is not None and latest.content_sha256 == hashes.content_sha256:
         return latest, False
     try:
         with transaction.atomic():
             version = TaskVersion.objects.create(
-                task=task, number=number, spec=document, sha256=content_sha256(document),
-                content_sha256=content_hash, environment_version=environment_version, author=author,
+                task=task, number=number, spec=document, sha256=hashes.sha256,
+                content_sha256=hashes.content_sha256, environment_version=environment_version, author=author,
                 parent=latest, message=message[:500],
             )
     except IntegrityError:
@@ -591,34 +599,33 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
             del documents[index]
         seen.add(slug)
     order = sorted(documents)
-    tasks = bulk_insert([
-        Task(slug=items[i]["slug"], title=documents[i]["title"][:200],
-             environment_id=items[i]["environment_version"].environment_id, owner_id=author.pk) for i in order])
-    hashes = {i: _document_hashes(documents[i]) for i in order}
-    versions = bulk_insert([
-        TaskVersion(task=task, number=documents[i]["version"], spec=documents[i],
-                    sha256=hashes[i][0], content_sha256=hashes[i][1],
-                    environment_version_id=items[i]["environment_version"].pk, author_id=author.pk,
-                    message=message[:500])
-        for i, task in zip(order, tasks)])
-    # One UPDATE for the batch (bulk_update's CASE per row costs more than the inserts)
-    Task.objects.filter(pk__in=[task.pk for task in tasks]).update(latest_version=models.Subquery(
-        TaskVersion.objects.filter(task=models.OuterRef("pk")).order_by("-number").values("pk")[:1]))
+    # Each task row points at its version from the start where the keys can be had first (the
+    # constraint is checked at commit): an UPDATE of every new task row cost more than its insert.
+    version_ids = ids_reserve(TaskVersion, len(order))
+    tasks = bulk_insert(instances(Task, ("slug", "title", "environment_id", "owner_id", "latest_version_id"), [
+        (items[i]["slug"], documents[i][0]["title"][:200], items[i]["environment_version"].environment_id, author.pk,
+         version_ids[n] if version_ids else None) for n, i in enumerate(order)]))
+    versions = bulk_insert(instances(TaskVersion, ("id", "task_id", "number", "spec", "sha256", "content_sha256",
+                                                   "environment_version_id", "author_id", "message"), [
+        (version_ids[n] if version_ids else None, task.pk, documents[i][0]["version"], documents[i][0],
+         documents[i][1].sha256, documents[i][1].content_sha256, items[i]["environment_version"].pk, author.pk,
+         message[:500])
+        for n, (i, task) in enumerate(zip(order, tasks))]), json_text={"spec": [documents[i][1].text for i in order]})
+    if version_ids is None:  # one UPDATE for the batch (bulk_update's CASE per row costs more)
+        Task.objects.filter(pk__in=[task.pk for task in tasks]).update(latest_version=models.Subquery(
+            TaskVersion.objects.filter(task=models.OuterRef("pk")).order_by("-number").values("pk")[:1]))
     for task, version in zip(tasks, versions):
-        task.latest_version = version
-    names = sorted({name for i in order for name in documents[i]["tags"]})
+        task.latest_version, version.task = version, task
+    names = sorted({name for i in order for name in documents[i][0]["tags"]})
     if names:
         Tag.objects.bulk_create([Tag(name=name) for name in names], ignore_conflicts=True)
         tag_ids = dict(Tag.objects.filter(name__in=names).values_list("name", "pk"))
-        bulk_insert([
-            Task.tags.through(task_id=task.pk, tag_id=tag_ids[name])
-            for i, task in zip(order, tasks) for name in documents[i]["tags"]], pks=False)
+        bulk_insert_rows(Task.tags.through, ("task_id", "tag_id"),
+                         [(task.pk, tag_ids[name]) for i, task in zip(order, tasks) for name in documents[i][0]["tags"]])
     content_type = ContentType.objects.get_for_model(Task)
-    bulk_insert([
-        AuditEvent(actor_id=author.pk, verb=AuditEvent.Verb.IMPORT, content_type_id=content_type.pk,
-                   object_id=task.pk,
-                   summary=f"task {task.slug} v{version.number} ({message})"[:300],
-                   data={"version": version.number, "sha256": version.sha256})
-        for task, version in zip(tasks, versions)], pks=False)
+    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"), [
+        (author.pk, AuditEvent.Verb.IMPORT, content_type.pk, task.pk,
+         f"task {task.slug} v{version.number} ({message})"[:300], {"version": version.number, "sha256": version.sha256})
+        for task, version in zip(tasks, versions)])
     _versions_created(list(versions), bulk=True)
     return list(zip(order, versions)), sorted(rejected, key=lambda pair: pair[0])

@@ -42,7 +42,7 @@ def unstorable_text(value, pointer: str = "") -> tuple[str, str] | None:
     except (TypeError, ValueError, RecursionError):  # not plain JSON (say, tuple keys): walk it
         pass
     else:
-        if "\\u0000" not in text and not _SURROGATE.search(text):
+        if json_text_storable(text):
             return None
     stack = [(pointer, value)]
     while stack:
@@ -58,6 +58,13 @@ def unstorable_text(value, pointer: str = "") -> tuple[str, str] | None:
         elif isinstance(item, (list, tuple)):
             stack += [(f"{where}/{index}", child) for index, child in reversed(list(enumerate(item)))]
     return None
+
+
+def json_text_storable(text: str) -> bool:
+    """Whether JSON text written by `json.dumps(..., ensure_ascii=False)` (canonical JSON included)
+    holds neither a NUL (written `\\u0000`) nor a lone surrogate (kept as it is). False may be a
+    false alarm (a backslash before "u0000" in a string): `nul_check` the value then, which finds where."""
+    return "\\u0000" not in text and not _SURROGATE.search(text)
 
 
 def nul_check(value, *, pointer: str = "", what: str = "The input") -> None:

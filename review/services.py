@@ -20,7 +20,7 @@ from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record
 from grading.engine import flat_checks
 from grading.engine.validation import escape_pointer_token
-from gymwright.bulk import bulk_insert
+from gymwright.bulk import bulk_insert_rows
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import nul_check
 from review import gates as review_gates
@@ -46,19 +46,19 @@ def versions_approve_on_import(*, versions: list[TaskVersion], admin) -> None:
     The versions are their tasks' latest (just imported): one UPDATE for the batch."""
     if not permissions.is_admin(admin):
         raise NotAllowed("Only an admin can approve on import.")
-    bulk_insert([Review(task_version_id=version.pk, reviewer_id=admin.pk, decision=Review.Decision.APPROVE,
-                        comment="approved on import (--approve-as)") for version in versions], pks=False)
+    bulk_insert_rows(Review, ("task_version_id", "reviewer_id", "decision", "comment"),
+                     [(version.pk, admin.pk, Review.Decision.APPROVE, "approved on import (--approve-as)")
+                      for version in versions])
     by_task = {version.task_id: version for version in versions}
     Task.objects.filter(pk__in=list(by_task)).update(status=Task.Status.APPROVED,
                                                     approved_version=models.F("latest_version"),
                                                     updated_at=timezone.now())
     content_type = ContentType.objects.get_for_model(Task)
-    bulk_insert([  # each version holds its task (created with it): no query for the slugs
-        AuditEvent(actor_id=admin.pk, verb=AuditEvent.Verb.APPROVE, content_type_id=content_type.pk,
-                   object_id=task_id,
-                   summary=f"{version.task.slug} v{version.number} (approved on import)"[:300],
-                   data={"version": version.number, "approve_as": True})
-        for task_id, version in by_task.items()], pks=False)
+    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"), [
+        # each version holds its task (created with it): no query for the slugs
+        (admin.pk, AuditEvent.Verb.APPROVE, content_type.pk, task_id,
+         f"{version.task.slug} v{version.number} (approved on import)"[:300], {"version": version.number, "approve_as": True})
+        for task_id, version in by_task.items()])
 
 
 def check_ids(rubric: dict) -> list[str]:

@@ -20,7 +20,7 @@ from .models import (
     flat_checks,
 )
 from .sandbox import CheckSandbox, ExecResult
-from .schema import canonical_json, content_sha256, json_schema
+from .schema import canonical_json, canonical_json_exact, content_sha256, json_schema
 from .scoring import grade
 from .validation import Issue, SpecError, parse_rubric, parse_task, validate_document, validate_rubric, validate_task
 
@@ -44,6 +44,7 @@ __all__ = [
     "SpecError",
     "Task",
     "canonical_json",
+    "canonical_json_exact",
     "content_sha256",
     "flat_checks",
     "grade",

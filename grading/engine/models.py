@@ -272,9 +272,6 @@ class StringMatchCheck(CheckBase):
             self._expected = " ".join(value.split()) if self.normalize_whitespace else value
         return self._expected
 
-    def model_post_init(self, __context: Any) -> None:
-        self.expected_normalised()
-
 
 class RegexCheck(CheckBase):
     """Met when `pattern` matches at least `min_count` times (or, with must_match false, never)."""

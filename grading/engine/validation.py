@@ -309,7 +309,7 @@ def rubric_semantic_issues(document: Any, prefix: list | None = None) -> list[Is
     checks = document.get("checks")
     if not isinstance(checks, list):
         return issues
-    seen: dict[str, str] = {}
+    seen: dict[str, list] = {}  # check id -> where it was first used (a pointer's tokens, made into one if needed)
 
     def walk(items: list, pointer: list) -> None:
         for index, check in enumerate(items):
@@ -322,11 +322,11 @@ def rubric_semantic_issues(document: Any, prefix: list | None = None) -> list[Is
                     issues.append(
                         Issue(
                             make_pointer(here + ["id"]),
-                            f"duplicate check id {check_id!r} (first used at {seen[check_id]}); ids must be unique in the rubric, groups included",
+                            f"duplicate check id {check_id!r} (first used at {make_pointer(seen[check_id])}); ids must be unique in the rubric, groups included",
                         )
                     )
                 else:
-                    seen[check_id] = make_pointer(here + ["id"])
+                    seen[check_id] = here + ["id"]
             _check_rules(check, here, issues)
             if check.get("kind") == "group" and isinstance(check.get("checks"), list):
                 walk(check["checks"], here + ["checks"])

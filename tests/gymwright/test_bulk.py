@@ -1,4 +1,4 @@
-"""gymwright.bulk.bulk_insert: COPY on PostgreSQL, bulk_create elsewhere, the same rows either way."""
+"""gymwright.bulk: COPY on PostgreSQL, bulk_create elsewhere, the same rows either way."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from authoring.models import AuditEvent, Environment, Tag, Task
-from gymwright.bulk import bulk_insert
+from gymwright.bulk import bulk_insert, bulk_insert_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -47,16 +47,41 @@ def test_json_columns_round_trip_exactly(author, environment):
     assert stored.data == data and stored.summary == AWKWARD[:300]
 
 
-def test_rows_nobody_reads_back_are_numbered_by_the_database(author, environment):
+def test_rows_nobody_reads_back_go_in_as_tuples_numbered_by_the_database(author, environment):
     tasks = bulk_insert([Task(slug=f"link-{i}", title="t", environment=environment, owner=author) for i in range(2)])
     tags = [Tag.objects.create(name=f"bulk-tag-{i}") for i in range(2)]
-    links = bulk_insert([Task.tags.through(task_id=task.pk, tag_id=tag.pk) for task in tasks for tag in tags],
-                        pks=False)
-    assert len(links) == 4
+    bulk_insert_rows(Task.tags.through, ("task_id", "tag_id"), [(task.pk, tag.pk) for task in tasks for tag in tags])
     assert sorted(tasks[0].tags.values_list("name", flat=True)) == ["bulk-tag-0", "bulk-tag-1"]
     assert Task.tags.through.objects.filter(task__in=tasks).count() == 4
-    with pytest.raises(ValueError, match="either every instance has its key or none has"):
-        bulk_insert([Tag(name="a"), Tag(pk=10_000, name="b")], pks=False)
+    # fields left out take their defaults; auto_now_add the batch's time; JSON serialised
+    content_type = ContentType.objects.get_for_model(Task)
+    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary"),
+                     [(author.pk, AuditEvent.Verb.IMPORT, content_type.pk, tasks[0].pk, AWKWARD[:300])])
+    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"),
+                     [(None, AuditEvent.Verb.IMPORT, content_type.pk, tasks[1].pk, "s", {"k": AWKWARD})])
+    first, second = (AuditEvent.objects.get(object_id=task.pk, content_type=content_type) for task in tasks)
+    assert (first.actor_id, first.summary, first.data) == (author.pk, AWKWARD[:300], {})
+    assert first.created_at is not None and second.created_at >= first.created_at
+    assert (second.actor_id, second.data) == (None, {"k": AWKWARD})
+    with CaptureQueriesContext(connection) as queries:
+        bulk_insert_rows(Task.tags.through, ("task_id", "tag_id"), [])
+    assert len(queries) == 0
+
+
+def test_json_already_serialised_is_stored_as_given(author, environment):
+    """An import hands over each document's canonical JSON (the text it hashed); None: serialise it here."""
+    task = Task.objects.create(slug="bulk-text", title="t", environment=environment, owner=author)
+    content_type = ContentType.objects.get_for_model(Task)
+    data = {"b": [1, 2.5, AWKWARD], "a": {}}
+    events = bulk_insert([AuditEvent(actor=author, verb=AuditEvent.Verb.IMPORT, object_id=task.pk, summary="s",
+                                     content_type=content_type, data=value) for value in (data, data)],
+                         json_text={"data": ['{"a":{},"b":[1,2.5,"given"]}', None]})
+    given, serialised = (AuditEvent.objects.get(pk=event.pk).data for event in events)
+    assert serialised == data
+    if connection.vendor == "postgresql":  # COPY takes the text as it is; bulk_create serialises the values
+        assert given == {"a": {}, "b": [1, 2.5, "given"]}
+    else:
+        assert given == data
 
 
 def test_nothing_to_insert_costs_nothing():

@@ -311,3 +311,20 @@ def test_canonical_json_does_not_tell_integral_floats_from_ints():
     assert canonical_json({"b": [1.0, 2.5], "a": {"x": -3.0}}) == '{"a":{"x":-3},"b":[1,2.5]}'
     assert content_sha256({"points": 1.0}) == content_sha256({"points": 1})
     assert content_sha256({"points": 1.5}) != content_sha256({"points": 1})
+
+
+@pytest.mark.parametrize("value, exact", [
+    ({"b": [1, 2.5, "1.0", True], "a": {}}, True),
+    ({"deep": [[[{"x": 2.0}]]]}, False),
+    ({"big": 2.0 ** 60}, True),  # beyond 2**53 a float stays a float
+    ([0.0], False),
+    ("text", True),
+])
+def test_canonical_json_says_whether_its_text_is_the_value_itself(value, exact):
+    """An import stores the canonical text it hashed when nothing was normalised in it."""
+    from grading.engine import canonical_json, canonical_json_exact
+
+    text, is_exact = canonical_json_exact(value)
+    assert (text, is_exact) == (canonical_json(value), exact)
+    # exact: the text reads back as the value, floats as floats (json.dumps tells 1.0 from 1)
+    assert (json.dumps(json.loads(text), sort_keys=True) == json.dumps(value, sort_keys=True)) is exact
