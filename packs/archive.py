@@ -17,14 +17,20 @@ memory; task documents are dropped once written.
 from __future__ import annotations
 
 import dataclasses
-import gzip
+import functools
 import hashlib
 import io
 import json
+import marshal
+import os
 import shutil
+import struct
+import subprocess
+import sys
 import tarfile
 import uuid
 import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
@@ -115,6 +121,37 @@ def _sha256(data: bytes) -> str:
 def _manifest_digest(manifest: dict) -> str:
     return _sha256(canonical_json({k: v for k, v in manifest.items() if k not in ("build", "content_sha256")})
                    .encode("utf-8"))
+
+
+def indented_json(value: Any, level: int = 0) -> str:
+    """`json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)`, character for character, in
+    a fraction of the time: with `indent`, Python's encoder runs in Python, where the C encoder can
+    write each object or array that holds no other one in a single call (its item separator carrying
+    the newline and indent). The manifest lists 100,000 files; every task folder has a rubric.json."""
+    if not isinstance(value, (dict, list, tuple)) or not value:
+        return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)
+    is_dict = isinstance(value, dict)
+    if is_dict and set(map(type, value)) != {str}:  # keys the encoder converts (numbers, booleans): its own way
+        return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False).replace("\n", "\n" + " " * level)
+    inner = "\n" + " " * (level + 1)
+    types = set(map(type, value.values() if is_dict else value))  # C-speed: no Python loop over 100,000 items
+    if not any(issubclass(kind, (dict, list, tuple)) for kind in types):
+        body = _flat_encoder(level).encode(value)[1:-1]
+    elif is_dict:
+        body = ("," + inner).join(json.dumps(key, ensure_ascii=False) + ": " + indented_json(value[key], level + 1)
+                                  for key in sorted(value))
+    else:
+        body = ("," + inner).join([indented_json(item, level + 1) for item in value])
+    return ("{" if is_dict else "[") + inner + body + "\n" + " " * level + ("}" if is_dict else "]")
+
+
+@functools.lru_cache(maxsize=None)
+def _flat_encoder(level: int) -> json.JSONEncoder:
+    return json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",\n" + " " * (level + 1), ": "))
+
+
+def _manifest_text(manifest: dict) -> str:
+    return indented_json(manifest) + "\n"
 
 
 class _Scratch:
@@ -465,11 +502,12 @@ def build_pack(*, out: BinaryIO | str | Path, info: PackInfo, tasks: Iterable[Ta
     """Write the pack for `tasks` (sorted by task id, each id once) as a .tar.gz to `out`.
 
     One pass over the tasks, streaming: each task's line of tasks.jsonl, its parquet row and its
-    calibration are written to `scratch_dir`, and its Harbor folder is rendered once, its files
-    hashed and written as tar entries to an uncompressed spool file there. Then the manifest
-    (which needs every digest) and the dataset card are written, and the archive is assembled in
-    path order: the top files, then the spooled task folders copied through gzip. Files shared by
-    every task (the grader, the verifier scripts) are stored once and hard-linked.
+    calibration are written to `scratch_dir`, while a second process (`_Renderer`) renders its
+    Harbor folder once, hashes its files and writes them as compressed tar entries to a spool file
+    there: the build's two halves on two cores. Then the manifest (which needs every digest) and the
+    dataset card are written, and the archive is assembled in path order: the top files, then the
+    spooled task folders, joined into one gzip stream. Files shared by every task (the grader, the
+    verifier scripts) are stored once and hard-linked.
     `read_blob(sha256)` returns a file's bytes. `progress(done)` is called as tasks are written
     and as the archive is compressed (it may raise BuildCancelled). `scratch_dir` must be a
     folder this build owns; what the build writes there is removed at the end. Raises PackError
@@ -478,25 +516,154 @@ def build_pack(*, out: BinaryIO | str | Path, info: PackInfo, tasks: Iterable[Ta
     top = f"{info.slug}-{info.version}"
     scratch_dir = Path(scratch_dir)
     root = scratch_dir / top
-    spool_path = scratch_dir / f"{top}.tasks.tar"
+    spool_path = scratch_dir / f"{top}.tasks.tar.deflate"
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
+    renderer = None
     try:
-        with open(spool_path, "wb") as spool_handle:
-            spool = _TarWriter(spool_handle)
-            manifest = _write_tasks(root=root, top=top, info=info, tasks=tasks, read_blob=read_blob, spool=spool,
-                                    progress=progress)
-            spool.flush()
+        renderer = _Renderer(top=top, info=info, spool_path=spool_path, log_path=scratch_dir / f"{top}.renderer.log")
+        manifest, spool = _write_tasks(root=root, top=top, info=info, tasks=tasks, read_blob=read_blob,
+                                       renderer=renderer, progress=progress)
         manifest["build"] = dict(build_record or {})
-        manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
-        (root / "manifest.json").write_bytes(manifest_bytes)
-        sha256, size = _write_tar(root=root, top=top, out=out, spool_path=spool_path,
-                                  total=len(manifest["tasks"]), progress=progress)
+        (root / "manifest.json").write_bytes(_manifest_text(manifest).encode("utf-8"))
+        sha256, size = _write_tar(root=root, top=top, out=out, spool=spool, total=len(manifest["tasks"]),
+                                  progress=progress)
         return BuildResult(manifest=manifest, sha256=sha256, size=size, content_sha256=manifest["content_sha256"])
     finally:
+        if renderer is not None:
+            renderer.stop()
         shutil.rmtree(root, ignore_errors=True)
         spool_path.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------- renderer
+
+RENDER_BATCH = 64  # tasks per message to the renderer
+PIPE_BYTES = 1 << 20
+_CODE_ROOT = Path(__file__).resolve().parent.parent  # where `packs` and `grading` import from
+
+
+@dataclasses.dataclass
+class _Spool:
+    """The renderer's output: the task folders as raw deflate, and the digest of every file in them."""
+
+    path: Path
+    crc: int  # CRC-32 of the uncompressed tar entries
+    size: int  # their length
+    digests: dict[str, str]
+
+
+class _Renderer:
+    """A second process that renders the task folders: each task's Harbor files, their digests,
+    their tar entries, compressed. This process meanwhile reads the tasks, writes tasks.jsonl, the
+    calibration and the parquet splits, and renders each rubric.json (which evens out the two
+    processes' shares), as `tar czf` is two processes too. Messages are plain
+    data (`marshal`: no code can ride along) over a pipe, whose bounded buffer holds this process
+    back when the renderer falls behind, so memory stays flat."""
+
+    def __init__(self, *, top: str, info: PackInfo, spool_path: Path, log_path: Path):
+        self.top, self.info, self.spool_path = top, info, spool_path
+        self.log = open(log_path, "w+b")
+        self.log_path = log_path
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": str(_CODE_ROOT) + (os.pathsep + path if path else "")}
+        self.process = subprocess.Popen([sys.executable, "-c", "from packs.archive import _render_main; _render_main()"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
+        try:  # a deeper pipe than the default 64 KiB, so that neither side waits on the other's pace per batch
+            import fcntl
+
+            fcntl.fcntl(self.process.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except (ImportError, AttributeError, OSError):  # not Linux, or above /proc/sys/fs/pipe-max-size
+            pass
+        self.batch: list[tuple] = []
+
+    def _send(self, message) -> None:
+        try:
+            data = marshal.dumps(message)
+            self.process.stdin.write(struct.pack("<Q", len(data)) + data)
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._failed()
+
+    def _failed(self):
+        self.process.wait()
+        self.log.seek(0)
+        said = self.log.read().decode("utf-8", "replace").strip().splitlines()
+        raise PackError("rendering the task folders failed: " + (said[-1] if said else f"exit {self.process.returncode}"))
+
+    def start(self, *, requirements: bytes, grader_pyz: bytes) -> None:
+        self._send({"top": self.top, "info": dataclasses.asdict(self.info), "spool": str(self.spool_path),
+                    "requirements": requirements, "grader_pyz": grader_pyz})
+
+    def add(self, task: tuple) -> None:
+        """(document, sha256, difficulty, calibration, {sha256: bytes} of its files)"""
+        self.batch.append(task)
+        if len(self.batch) >= RENDER_BATCH:
+            self._send(self.batch)
+            self.batch = []
+
+    def finish(self) -> _Spool:
+        if self.batch:
+            self._send(self.batch)
+            self.batch = []
+        self._send(None)
+        self.process.stdin.close()
+        try:
+            result = marshal.load(self.process.stdout)
+        except (EOFError, ValueError, TypeError):
+            self._failed()
+        if self.process.wait() != 0:
+            self._failed()
+        return _Spool(path=self.spool_path, crc=result["crc"], size=result["size"], digests=result["digests"])
+
+    def stop(self) -> None:
+        """End the renderer if it still runs (the build failed or was cancelled)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except (BrokenPipeError, OSError):
+                pass
+        self.log.close()
+        self.log_path.unlink(missing_ok=True)
+
+
+def _receive(source) -> Any:
+    """One message: its length, then its marshal bytes (read whole: marshal.load reads a file
+    object a few bytes at a time)."""
+    head = source.read(8)
+    if len(head) != 8:
+        raise EOFError("the build process stopped")
+    return marshal.loads(source.read(struct.unpack("<Q", head)[0]))
+
+
+def _render_main() -> None:
+    """The renderer process (`_Renderer`): its work from stdin, the spool's CRC, length and file
+    digests to stdout."""
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    config = _receive(source)
+    top, info = config["top"], PackInfo(**config["info"])
+    shared = _Shared(config["requirements"], config["grader_pyz"])
+    first = dict(shared.first)
+    digests: dict[str, str] = {}
+    with open(config["spool"], "wb") as handle:
+        deflate = _DeflateSink(handle)
+        spool = _TarWriter(deflate)
+        while True:
+            batch = _receive(source)
+            if batch is None:
+                break
+            for document, sha256, difficulty, line, rubric_json, blobs in batch:
+                _render_task(spool=spool, digests=digests, first=first, shared=shared, top=top, info=info,
+                             document=document, sha256=sha256, difficulty=difficulty, line=line,
+                             rubric_json=rubric_json, blobs=blobs)
+        spool.flush()
+        deflate.close(final=False)
+    marshal.dump({"crc": deflate.crc, "size": deflate.size, "digests": digests}, sink)
+    sink.flush()
 
 
 # The share of the progress bar for writing the tasks; the rest is compressing the archive.
@@ -521,8 +688,8 @@ class _Shared:
 
 
 def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskItem], read_blob,
-                 spool: "_TarWriter", progress) -> dict:
-    """The top files under `root`, every task's Harbor folder as tar entries into `spool`; the manifest."""
+                 renderer: "_Renderer", progress) -> tuple[dict, "_Spool"]:
+    """The top files under `root`, every task's Harbor folder through `renderer`; the manifest and the spool."""
     scratch = _Scratch(root)
     engine = grader_files()
     for name, data in engine:
@@ -533,8 +700,7 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     scratch.write("grader/grader.pyz", grader_pyz)
     scratch.write("reward.py", (BUNDLE_DIR / "reward.py").read_bytes())
     scratch.write("inspect_task.py", (BUNDLE_DIR / "inspect_task.py").read_bytes())
-    shared = _Shared(requirements, grader_pyz)
-    first = dict(shared.first)
+    renderer.start(requirements=requirements, grader_pyz=grader_pyz)
 
     splits = {name: _SplitWriter(root / "data" / f"{name}.parquet") for name in ("train", "test")}
     histogram: Counter = Counter()
@@ -557,37 +723,35 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
             environments[(document.get("environment") or {}).get("id") or "default"] += 1
             entries.append({"id": task_id, "version": int(document.get("version") or 1), "sha256": item.sha256,
                             "split": split})
+            splits[split].add(parquet_row(document, sha256=item.sha256, info=info, split=split,
+                                          index=splits[split].count))
+            blobs = {}
+            for _, path, sha256, _ in _task_files(document):
+                if sha256 not in blobs:
+                    data = read_blob(sha256)
+                    if _sha256(data) != sha256:
+                        raise PackError(f"task {task_id}: file {path!r} does not match its sha256")
+                    blobs[sha256] = data
             line = canonical_json(document).encode("utf-8")  # tasks.jsonl and tests/task.json: serialised once
             jsonl.write(line + b"\n")
             calibration_file.write((b"" if done == 1 else b",") + b"\n" + json.dumps(task_id).encode() + b": "
                                    + canonical_json(item.calibration).encode())
-            splits[split].add(parquet_row(document, sha256=item.sha256, info=info, split=split,
-                                          index=splits[split].count))
-            items = [(relative, data, executable, digest, None) for relative, data, executable, digest in
-                     _harbor_files(document, sha256_of_task=item.sha256, info=info, difficulty=difficulty,
-                                   read_blob=read_blob, task_json=line)]
-            items += [(f"tasks/{task_id}/{name}", data, name in shared.executable, shared.digests[name], name)
-                      for name, data in shared.files.items()]
-            items.sort(key=lambda entry: _path_key(entry[0]))
-            for relative, data, executable, digest, shared_name in items:
-                scratch.digests[relative] = digest or _sha256(data)
-                arcname = f"{top}/{relative}"
-                if shared_name is not None and shared_name in first:
-                    spool.add_link(arcname, f"{top}/{first[shared_name]}", executable=executable)
-                    continue
-                if shared_name is not None:
-                    first[shared_name] = relative
-                spool.add_bytes(arcname, data, executable=executable)
+            # rubric.json is rendered here: it evens out the two processes' shares
+            rubric_json = (indented_json(document.get("rubric")) + "\n").encode("utf-8")
+            renderer.add((document, item.sha256, difficulty, line, rubric_json, blobs))
             if progress is not None:
                 progress(int(done * WRITE_SHARE))
         calibration_file.write(b"\n}}\n")
     for writer in splits.values():
         writer.close()
+    # what needs only this process's files first, while the renderer works off what it was sent
     for name in ("tasks.jsonl", "calibration.json", "data/train.parquet", "data/test.parquet"):
         scratch.add_existing(name)
     counts = {"tasks": len(entries), "train": splits["train"].count, "test": splits["test"].count}
     scratch.write("README.md", dataset_card(info=info, counts=counts, histogram=histogram,
                                             environments=environments).encode("utf-8"))
+    spool = renderer.finish()
+    scratch.digests.update(spool.digests)
     manifest = {
         "schema": PACK_SCHEMA,
         "name": info.name,
@@ -605,13 +769,35 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
         "files": dict(sorted(scratch.digests.items())),
     }
     manifest["content_sha256"] = _manifest_digest(manifest)
-    return manifest
+    return manifest, spool
+
+
+def _render_task(*, spool: "_TarWriter", digests: dict, first: dict, shared: _Shared, top: str, info: PackInfo,
+                 document: dict, sha256: str, difficulty: str, line: bytes, rubric_json: bytes, blobs: dict) -> None:
+    """One task's Harbor folder as tar entries into `spool`, each file's digest into `digests`; files
+    shared by every task are stored in the first and hard-linked from the others (`first`)."""
+    task_id = document["id"]
+    items = [(relative, data, executable, digest, None) for relative, data, executable, digest in
+             _harbor_files(document, sha256_of_task=sha256, info=info, difficulty=difficulty,
+                           read_blob=blobs.__getitem__, task_json=line, rubric_json=rubric_json)]
+    items += [(f"tasks/{task_id}/{name}", data, name in shared.executable, shared.digests[name], name)
+              for name, data in shared.files.items()]
+    items.sort(key=lambda entry: _path_key(entry[0]))
+    for relative, data, executable, digest, shared_name in items:
+        digests[relative] = digest or _sha256(data)
+        arcname = f"{top}/{relative}"
+        if shared_name is not None and shared_name in first:
+            spool.add_link(arcname, f"{top}/{first[shared_name]}", executable=executable)
+            continue
+        if shared_name is not None:
+            first[shared_name] = relative
+        spool.add_bytes(arcname, data, executable=executable)
 
 
 def _harbor_files(document: dict, *, sha256_of_task: str, info: PackInfo, difficulty: str, read_blob,
-                  task_json: bytes) -> list[tuple[str, bytes, bool, str | None]]:
+                  task_json: bytes, rubric_json: bytes) -> list[tuple[str, bytes, bool, str | None]]:
     """A task's own Harbor files as (path in the pack, bytes, executable, sha256 when already known).
-    `task_json` is the task's canonical JSON (tests/task.json)."""
+    `task_json` is the task's canonical JSON (tests/task.json), `rubric_json` its rubric.json."""
     base = f"tasks/{document['id']}"
     files: list[tuple[str, bytes, bool, str | None]] = []
     has_env = has_workspace = False
@@ -637,8 +823,7 @@ def _harbor_files(document: dict, *, sha256_of_task: str, info: PackInfo, diffic
         (f"{base}/environment/Dockerfile",
          harbor_dockerfile(document, has_workspace_files=has_workspace, has_env_files=has_env).encode(), False, None),
         (f"{base}/solution/solve.sh", harbor_solve(document).encode("utf-8"), True, None),
-        (f"{base}/rubric.json", (json.dumps(document.get("rubric"), indent=1, sort_keys=True,
-                                            ensure_ascii=False) + "\n").encode("utf-8"), False, None),
+        (f"{base}/rubric.json", rubric_json, False, None),
         (f"{base}/tests/task.json", task_json, False, None),
     ]
     return files
@@ -656,33 +841,104 @@ COMPRESSLEVEL = 6
 COPY_CHUNK = 1 << 20
 
 
-def _write_tar(*, root: Path, top: str, out, spool_path: Path, total: int, progress) -> tuple[str, int]:
+def _write_tar(*, root: Path, top: str, out, spool: "_Spool", total: int, progress) -> tuple[str, int]:
     """The reproducible .tar.gz: entries in path order (component by component; the task folders,
     spooled in that order, last), fixed mtimes, uid/gid 0, no names, gzip without timestamp or
-    file name. Returns (sha256, size)."""
+    file name. One gzip member whose deflate stream is three pieces compressed apart: the top files
+    (here), the spooled task folders (by the renderer), the end of the tar. Returns (sha256, size)."""
     own = not hasattr(out, "write")
     handle = open(out, "wb") if own else out
     hashing = _HashingWriter(handle)
     try:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0, compresslevel=COMPRESSLEVEL) as zipped:
-            tar = _TarWriter(zipped)
-            head = sorted((path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()),
-                          key=_path_key)
-            for relative in head:
-                tar.add_bytes(f"{top}/{relative}", (root / relative).read_bytes(), executable=False)
-            spooled = spool_path.stat().st_size
-            copied = 0
-            with open(spool_path, "rb") as spool:
-                while chunk := spool.read(COPY_CHUNK):
-                    tar.add_raw(chunk)
-                    copied += len(chunk)
-                    if progress is not None:
-                        progress(int(total * WRITE_SHARE + total * (1 - WRITE_SHARE) * copied / max(1, spooled)))
-            tar.close()
+        hashing.write(_GZIP_HEADER)
+        head = _DeflateSink(hashing)
+        tar = _TarWriter(head)
+        names = sorted((path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()),
+                       key=_path_key)
+        for relative in names:
+            tar.add_bytes(f"{top}/{relative}", (root / relative).read_bytes(), executable=False)
+        tar.flush()
+        head.close(final=False)
+        compressed = spool.path.stat().st_size
+        copied = 0
+        with open(spool.path, "rb") as spooled:
+            while chunk := spooled.read(COPY_CHUNK):
+                hashing.write(chunk)
+                copied += len(chunk)
+                if progress is not None:
+                    progress(int(total * WRITE_SHARE + total * (1 - WRITE_SHARE) * copied / max(1, compressed)))
+        tail = _DeflateSink(hashing)
+        tail.write(_tar_end(tar.offset + spool.size))
+        tail.close(final=True)
+        crc = crc32_combine(crc32_combine(head.crc, spool.crc, spool.size), tail.crc, tail.size)
+        hashing.write(struct.pack("<II", crc, (head.size + spool.size + tail.size) & 0xFFFFFFFF))
     finally:
         if own:
             handle.close()
     return hashing.digest.hexdigest(), hashing.size
+
+
+# What gzip.GzipFile(filename="", mtime=0) writes at level 6: deflate, no flags, no timestamp, no
+# extra flags, OS unknown.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+class _DeflateSink:
+    """Raw deflate to a binary handle, with the CRC-32 and length of what went in. Pieces compressed
+    apart (the last one closed final, the others with a sync flush) are one valid deflate stream
+    when joined, as pigz joins its pieces; `crc32_combine` gives the whole one's CRC-32."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.compressor = zlib.compressobj(COMPRESSLEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY)
+        self.crc = 0
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+        self.handle.write(self.compressor.compress(data))
+
+    def close(self, *, final: bool) -> None:
+        self.handle.write(self.compressor.flush(zlib.Z_FINISH if final else zlib.Z_SYNC_FLUSH))
+
+
+def _gf2_times(matrix: list[int], vector: int) -> int:
+    total, row = 0, 0
+    while vector:
+        if vector & 1:
+            total ^= matrix[row]
+        vector >>= 1
+        row += 1
+    return total
+
+
+def _gf2_square(matrix: list[int]) -> list[int]:
+    return [_gf2_times(matrix, matrix[row]) for row in range(32)]
+
+
+def crc32_combine(crc1: int, crc2: int, length2: int) -> int:
+    """The CRC-32 of A + B from crc1 = crc32(A), crc2 = crc32(B) and len(B): zlib's crc32_combine
+    (not in Python's zlib module), squaring the operator that appends a zero bit."""
+    if length2 <= 0:
+        return crc1
+    odd = [0xEDB88320] + [1 << row for row in range(31)]  # one zero bit
+    even = _gf2_square(odd)  # two
+    odd = _gf2_square(even)  # four
+    while True:
+        even = _gf2_square(odd)
+        if length2 & 1:
+            crc1 = _gf2_times(even, crc1)
+        length2 >>= 1
+        if not length2:
+            break
+        odd = _gf2_square(even)
+        if length2 & 1:
+            crc1 = _gf2_times(odd, crc1)
+        length2 >>= 1
+        if not length2:
+            break
+    return crc1 ^ crc2
 
 
 _NAME_MAX = 100  # longer names and link targets take tarfile's GNU long-name blocks
@@ -692,17 +948,27 @@ _MTIME_FIELD = b"%011o\0" % FIXED_MTIME
 
 def _tar_header(arcname: str, *, size: int, mode: int, typeflag: bytes, linkname: str = "") -> bytes:
     """The GNU-format header `tarfile` writes for an entry with our fixed metadata (mtime, uid/gid 0,
-    no user names), byte for byte, without a TarInfo, its copy and its field-by-field packing
-    (a tenth of the build's time at 110,000 entries)."""
+    no user names), byte for byte, without a TarInfo, its copy and its field-by-field packing: the
+    fields that never change per mode and type are joined and summed once (110,000 entries a pack)."""
     name = arcname.encode("utf-8", "surrogateescape")
     link = linkname.encode("utf-8", "surrogateescape")
     if len(name) > _NAME_MAX or len(link) > _NAME_MAX or size >= 8 ** 11:
         info = _tar_info(arcname)
         info.mode, info.size, info.type, info.linkname = mode, size, typeflag, linkname
         return info.tobuf(tarfile.GNU_FORMAT, tarfile.ENCODING, "surrogateescape")
-    block = b"".join((name.ljust(100, b"\0"), b"%07o\0" % (mode & 0o7777), _ZERO_ID, _ZERO_ID, b"%011o\0" % size,
-                      _MTIME_FIELD, b"        ", typeflag, link.ljust(100, b"\0"), tarfile.GNU_MAGIC, bytes(247)))
-    return block[:148] + b"%06o\0" % sum(block) + block[155:]
+    fixed = _HEADER_FIXED.get((mode, typeflag))
+    if fixed is None:
+        ids = b"%07o\0" % (mode & 0o7777) + _ZERO_ID + _ZERO_ID
+        # the checksum counts its own field as eight spaces
+        fixed = _HEADER_FIXED[(mode, typeflag)] = (ids, sum(ids + _MTIME_FIELD + b"        " + typeflag + _GNU_TAIL))
+    size_field = b"%011o\0" % size
+    checksum = fixed[1] + sum(name) + sum(size_field) + sum(link)
+    return b"".join((name.ljust(100, b"\0"), fixed[0], size_field, _MTIME_FIELD, b"%06o\0 " % checksum, typeflag,
+                     link.ljust(100, b"\0"), _GNU_TAIL))
+
+
+_GNU_TAIL = tarfile.GNU_MAGIC + bytes(247)
+_HEADER_FIXED: dict[tuple[int, bytes], tuple[bytes, int]] = {}
 
 
 def _tar_info(arcname: str) -> tarfile.TarInfo:
@@ -747,16 +1013,16 @@ class _TarWriter:
         self._put(_tar_header(arcname, size=0, mode=0o755 if executable else 0o644, typeflag=tarfile.LNKTYPE,
                               linkname=target))
 
-    def add_raw(self, data: bytes) -> None:
-        """Entries written by another _TarWriter (a spool), copied as they are."""
-        self._put(data)
-
     def close(self) -> None:
-        self._put(bytes(tarfile.BLOCKSIZE * 2))
-        remainder = self.offset % tarfile.RECORDSIZE
-        if remainder:
-            self._put(bytes(tarfile.RECORDSIZE - remainder))
+        self._put(_tar_end(self.offset))
         self.flush()
+
+
+def _tar_end(offset: int) -> bytes:
+    """What `tarfile` ends an archive of `offset` bytes with: two zero blocks, then zeros to a
+    10240-byte record."""
+    end = tarfile.BLOCKSIZE * 2
+    return bytes(end + (-(offset + end)) % tarfile.RECORDSIZE)
 
 
 class _HashingWriter(io.RawIOBase):

@@ -29,6 +29,7 @@ import gymwright
 from authoring import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record, blob_read
+from gymwright.bulk import bulk_insert_rows
 from gymwright.errors import DomainError, NotAllowed
 from packs import archive
 from packs.models import PackEntry, PackVersion, TaskPack
@@ -200,11 +201,8 @@ def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: s
                 selection=selection.as_dict(), changes=changes, progress_total=len(versions), created_by=user)
     except IntegrityError:
         raise DomainError(f"{pack.slug} {text} was just started by someone else.", code="conflict", http_status=409)
-    PackEntry.objects.bulk_create([
-        PackEntry(pack_version=pack_version, task_version_id=pk, task_slug=slug,
-                  split=archive.split_of(slug, selection.test_ratio))
-        for pk, slug, _ in versions
-    ], batch_size=1000)
+    bulk_insert_rows(PackEntry, ("pack_version_id", "task_version_id", "task_slug", "split"),
+                     [(pack_version.pk, pk, slug, archive.split_of(slug, selection.test_ratio)) for pk, slug, _ in versions])
     audit_record(actor=user, verb=AuditEvent.Verb.BUILD, target=pack,
                  summary=f"{pack.slug} {text}: started a build of {len(versions)} tasks",
                  data={"version": text, "tasks": len(versions)})

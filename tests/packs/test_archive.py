@@ -205,3 +205,102 @@ def test_the_build_reports_progress_in_order_up_to_the_task_count(tmp_path):
     assert any(value < 25 * archive.WRITE_SHARE for value in seen) and seen.count(25) < len(seen)
     # nothing but the archive is left in the scratch folder
     assert not any((tmp_path / "s").iterdir())
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux)."""
+    import os
+    from pathlib import Path
+
+    found: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
+
+
+def test_the_archive_is_one_gzip_member_joined_from_pieces_compressed_apart(tmp_path):
+    """The top files, the task folders (compressed by the renderer process) and the end of the tar are
+    compressed apart and joined as pigz joins its pieces: one member, one CRC, readable by any gunzip."""
+    import shutil
+    import subprocess
+    import zlib
+
+    build(tmp_path, "a.tar.gz", count=40)
+    raw = (tmp_path / "a.tar.gz").read_bytes()
+    inflater = zlib.decompressobj(31)  # a gzip member, its CRC-32 and length checked
+    tar_bytes = inflater.decompress(raw)
+    assert inflater.eof and inflater.unused_data == b""  # nothing after the one member
+    assert gzip.decompress(raw) == tar_bytes and len(tar_bytes) % tarfile.RECORDSIZE == 0
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
+        assert len(tar.getnames()) > 40 * 8
+    if shutil.which("gzip"):
+        assert subprocess.run(["gzip", "-t", str(tmp_path / "a.tar.gz")]).returncode == 0
+
+
+def test_crc32_combine_is_zlibs():
+    import os
+    import random
+    import zlib
+
+    rng = random.Random(7)
+    for _ in range(200):
+        first, second = os.urandom(rng.randint(0, 5000)), os.urandom(rng.randint(0, 5000))
+        assert archive.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(first + second)
+
+
+def test_indented_json_is_json_dumps_with_indent_one_character_for_character():
+    import random
+
+    rng = random.Random(11)
+
+    class Mapping(dict):
+        pass
+
+    def value(depth=0):
+        roll = rng.random()
+        if depth > 3 or roll < 0.4:
+            return rng.choice([1, 2.5, -3.0, 'x\n"é\u2028', None, True, False, "", 10 ** 20, 1e300])
+        if roll < 0.7:
+            return {rng.choice(["a", "b", "é", "z z"]) + str(rng.randint(0, 9)): value(depth + 1)
+                    for _ in range(rng.randint(0, 4))}
+        if roll < 0.8:
+            return Mapping(a=value(depth + 1))
+        return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+
+    samples = [value() for _ in range(3000)] + [{1: "a"}, {"a": {2: 3}}, [], {}, [[]], [{}], (1, [2]), {"a": ()}]
+    for sample in samples:
+        assert archive.indented_json(sample) == json.dumps(sample, indent=1, sort_keys=True, ensure_ascii=False)
+
+
+def test_a_renderer_that_dies_fails_the_build_with_nothing_left(tmp_path):
+    import os
+    import signal
+
+    killed: list[int] = []
+    before = _children()
+
+    def progress(done):
+        if done >= 5 and not killed:
+            for pid in _children() - before:  # the renderer, not another test's process
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    with pytest.raises(archive.PackError, match="rendering the task folders failed"):
+        archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+                           tasks=items(400), read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", progress=progress)
+    assert killed and not _children() - before
+    assert not any((tmp_path / "s").iterdir())
+
+
+def test_a_cancelled_build_stops_its_renderer(tmp_path):
+    before = _children()
+
+    def progress(done):
+        if done >= 10:
+            raise archive.BuildCancelled()
+
+    with pytest.raises(archive.BuildCancelled):
+        archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+                           tasks=items(200), read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", progress=progress)
+    assert not _children() - before and not any((tmp_path / "s").iterdir())
+
