@@ -17,7 +17,6 @@ memory; task documents are dropped once written.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import io
 import json
@@ -123,35 +122,9 @@ def _manifest_digest(manifest: dict) -> str:
                    .encode("utf-8"))
 
 
-def indented_json(value: Any, level: int = 0) -> str:
-    """`json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)`, character for character, in
-    a fraction of the time: with `indent`, Python's encoder runs in Python, where the C encoder can
-    write each object or array that holds no other one in a single call (its item separator carrying
-    the newline and indent). The manifest lists 100,000 files; every task folder has a rubric.json."""
-    if not isinstance(value, (dict, list, tuple)) or not value:
-        return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)
-    is_dict = isinstance(value, dict)
-    if is_dict and set(map(type, value)) != {str}:  # keys the encoder converts (numbers, booleans): its own way
-        return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False).replace("\n", "\n" + " " * level)
-    inner = "\n" + " " * (level + 1)
-    types = set(map(type, value.values() if is_dict else value))  # C-speed: no Python loop over 100,000 items
-    if not any(issubclass(kind, (dict, list, tuple)) for kind in types):
-        body = _flat_encoder(level).encode(value)[1:-1]
-    elif is_dict:
-        body = ("," + inner).join(json.dumps(key, ensure_ascii=False) + ": " + indented_json(value[key], level + 1)
-                                  for key in sorted(value))
-    else:
-        body = ("," + inner).join([indented_json(item, level + 1) for item in value])
-    return ("{" if is_dict else "[") + inner + body + "\n" + " " * level + ("}" if is_dict else "]")
-
-
-@functools.lru_cache(maxsize=None)
-def _flat_encoder(level: int) -> json.JSONEncoder:
-    return json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",\n" + " " * (level + 1), ": "))
-
-
-def _manifest_text(manifest: dict) -> str:
-    return indented_json(manifest) + "\n"
+def _indented_json(value: Any) -> bytes:
+    """manifest.json and rubric.json as people read them."""
+    return (json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 class _Scratch:
@@ -526,7 +499,7 @@ def build_pack(*, out: BinaryIO | str | Path, info: PackInfo, tasks: Iterable[Ta
         manifest, spool = _write_tasks(root=root, top=top, info=info, tasks=tasks, read_blob=read_blob,
                                        renderer=renderer, progress=progress)
         manifest["build"] = dict(build_record or {})
-        (root / "manifest.json").write_bytes(_manifest_text(manifest).encode("utf-8"))
+        (root / "manifest.json").write_bytes(_indented_json(manifest))
         sha256, size = _write_tar(root=root, top=top, out=out, spool=spool, total=len(manifest["tasks"]),
                                   progress=progress)
         return BuildResult(manifest=manifest, sha256=sha256, size=size, content_sha256=manifest["content_sha256"])
@@ -737,7 +710,7 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
             calibration_file.write((b"" if done == 1 else b",") + b"\n" + json.dumps(task_id).encode() + b": "
                                    + canonical_json(item.calibration).encode())
             # rubric.json is rendered here: it evens out the two processes' shares
-            rubric_json = (indented_json(document.get("rubric")) + "\n").encode("utf-8")
+            rubric_json = _indented_json(document.get("rubric"))
             renderer.add((document, item.sha256, difficulty, line, rubric_json, blobs))
             if progress is not None:
                 progress(int(done * WRITE_SHARE))

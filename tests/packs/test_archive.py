@@ -248,30 +248,6 @@ def test_crc32_combine_is_zlibs():
         assert archive.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(first + second)
 
 
-def test_indented_json_is_json_dumps_with_indent_one_character_for_character():
-    import random
-
-    rng = random.Random(11)
-
-    class Mapping(dict):
-        pass
-
-    def value(depth=0):
-        roll = rng.random()
-        if depth > 3 or roll < 0.4:
-            return rng.choice([1, 2.5, -3.0, 'x\n"é\u2028', None, True, False, "", 10 ** 20, 1e300])
-        if roll < 0.7:
-            return {rng.choice(["a", "b", "é", "z z"]) + str(rng.randint(0, 9)): value(depth + 1)
-                    for _ in range(rng.randint(0, 4))}
-        if roll < 0.8:
-            return Mapping(a=value(depth + 1))
-        return [value(depth + 1) for _ in range(rng.randint(0, 4))]
-
-    samples = [value() for _ in range(3000)] + [{1: "a"}, {"a": {2: 3}}, [], {}, [[]], [{}], (1, [2]), {"a": ()}]
-    for sample in samples:
-        assert archive.indented_json(sample) == json.dumps(sample, indent=1, sort_keys=True, ensure_ascii=False)
-
-
 def test_a_renderer_that_dies_fails_the_build_with_nothing_left(tmp_path):
     import os
     import signal
