@@ -895,22 +895,14 @@ def crc32_combine(crc1: int, crc2: int, length2: int) -> int:
     (not in Python's zlib module), squaring the operator that appends a zero bit."""
     if length2 <= 0:
         return crc1
-    odd = [0xEDB88320] + [1 << row for row in range(31)]  # one zero bit
-    even = _gf2_square(odd)  # two
-    odd = _gf2_square(even)  # four
-    while True:
-        even = _gf2_square(odd)
+    operator = [0xEDB88320] + [1 << row for row in range(31)]  # appends one zero bit to a CRC's message
+    operator = _gf2_square(_gf2_square(_gf2_square(operator)))  # one zero byte
+    while length2:  # B's length in bytes, bit by bit: the operator for 1, 2, 4, ... bytes
         if length2 & 1:
-            crc1 = _gf2_times(even, crc1)
+            crc1 = _gf2_times(operator, crc1)
         length2 >>= 1
-        if not length2:
-            break
-        odd = _gf2_square(even)
-        if length2 & 1:
-            crc1 = _gf2_times(odd, crc1)
-        length2 >>= 1
-        if not length2:
-            break
+        if length2:
+            operator = _gf2_square(operator)
     return crc1 ^ crc2
 
 
