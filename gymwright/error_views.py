@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import sys
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import InterfaceError, OperationalError
-from django.http import HttpResponseServerError, JsonResponse
+from django.http import HttpResponse, HttpResponseServerError, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views import defaults
@@ -31,8 +33,30 @@ def _envelope(code: str, message: str, status: int) -> JsonResponse:
     return JsonResponse(error_body(code, message), status=status)
 
 
+def _too_large_message(exception) -> str | None:
+    """What a request over one of Django's request caps is told, naming the cap; None for any other 400."""
+    if isinstance(exception, RequestDataTooBig):
+        cap = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return (f"The request body is larger than the limit of {cap / (1024 * 1024):.3g} MB "
+                f"(DATA_UPLOAD_MAX_MEMORY_SIZE); send it in smaller requests, or upload it as a file.")
+    if isinstance(exception, TooManyFieldsSent):
+        return (f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields "
+                f"(DATA_UPLOAD_MAX_NUMBER_FIELDS).")
+    if isinstance(exception, TooManyFilesSent):
+        return f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files (DATA_UPLOAD_MAX_NUMBER_FILES)."
+    return None
+
+
 @requires_csrf_token
 def bad_request(request, exception):
+    """A request over a size cap is a 413 that names the cap; any other unreadable request a 400
+    that echoes nothing of it."""
+    too_large = _too_large_message(exception)
+    if too_large is not None:
+        if _is_api(request):
+            return _envelope("request_too_large", too_large, 413)
+        return HttpResponse(render_to_string("500.html", {"title": "Request too large", "message": too_large,
+                                                           "status": 413}), status=413)
     if _is_api(request):
         return _envelope("bad_request", "The request could not be read (malformed request or unknown host).", 400)
     return defaults.bad_request(request, exception)

@@ -46,6 +46,14 @@ def test_a_bad_host_under_api_answers_the_json_envelope(api):
     _envelope(api.get("/api/tasks/", HTTP_HOST="evil.example"), 400, "bad_request")
 
 
+@pytest.mark.parametrize("path", ["/api/imports/bulk/", "/api/tasks/"])
+def test_a_body_over_the_cap_is_a_413_envelope_naming_the_cap(api, settings, path):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = json.dumps({"tasks": [{"id": "big", "prompt": "p" * 5000, "answer": "a"}]})
+    error = _envelope(api.post(path, body, content_type="application/json"), 413, "request_too_large")
+    assert "larger than the limit" in error["message"] and "DATA_UPLOAD_MAX_MEMORY_SIZE" in error["message"]
+
+
 def test_an_unhandled_error_under_api_answers_the_json_envelope(api, monkeypatch):
     from authoring import selectors
 

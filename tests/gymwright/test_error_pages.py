@@ -60,3 +60,11 @@ def test_the_500_page_extends_the_site_layout_and_reads_no_database(rf, settings
     # No database for this test: any query while rendering would raise instead of answering.
     response = defaults.server_error(rf.get("/tasks/"))
     assert response.status_code == 500 and _is_site_page(response.content.decode(), 500)
+
+
+def test_a_form_over_the_body_cap_is_a_413_page_naming_the_cap(logged_in, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = logged_in.post("/tasks/new/", {"title": "x" * 5000})
+    html = response.content.decode()
+    assert response.status_code == 413 and _is_site_page(html, 413)
+    assert "larger than the limit" in html and "DATA_UPLOAD_MAX_MEMORY_SIZE" in html
