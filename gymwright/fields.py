@@ -1,7 +1,8 @@
-"""Model fields shared by the apps."""
+"""Model fields and lookups shared by the apps."""
 
 from __future__ import annotations
 
+from django.core.exceptions import EmptyResultSet
 from django.db import models
 
 
@@ -24,3 +25,28 @@ class BulkJSONField(models.JSONField):
     def deconstruct(self):
         name, _path, args, kwargs = super().deconstruct()
         return name, "django.db.models.JSONField", args, kwargs
+
+
+@models.Field.register_lookup
+class AnyOf(models.Lookup):
+    """`filter(slug__any=values)`: the same rows as `slug__in`, with the values sent to PostgreSQL as
+    one array parameter (`slug = ANY(%s)`). An import looks up 1,000 task ids per batch: as an IN
+    list that is 1,000 parameters for Django to compile and psycopg to bind in Python, twice the
+    time of the query itself. Other databases get the IN list."""
+
+    lookup_name = "any"
+    prepare_rhs = False
+
+    def get_prep_lookup(self):
+        field = self.lhs.output_field
+        return [field.get_prep_value(value) for value in self.rhs]
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        field = self.lhs.output_field
+        values = [field.get_db_prep_value(value, connection, prepared=True) for value in self.rhs]
+        if connection.vendor == "postgresql":
+            return f"{lhs} = ANY(%s)", (*lhs_params, values)
+        if not values:
+            raise EmptyResultSet
+        return f"{lhs} IN ({', '.join(['%s'] * len(values))})", (*lhs_params, *values)

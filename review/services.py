@@ -50,7 +50,7 @@ def versions_approve_on_import(*, versions: list[TaskVersion], admin) -> None:
                      [(version.pk, admin.pk, Review.Decision.APPROVE, "approved on import (--approve-as)")
                       for version in versions])
     by_task = {version.task_id: version for version in versions}
-    Task.objects.filter(pk__in=list(by_task)).update(status=Task.Status.APPROVED,
+    Task.objects.filter(pk__any=list(by_task)).update(status=Task.Status.APPROVED,
                                                     approved_version=models.F("latest_version"),
                                                     updated_at=timezone.now())
     content_type = ContentType.objects.get_for_model(Task)
