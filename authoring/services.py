@@ -21,7 +21,7 @@ from rest_framework.authtoken.models import Token
 from authoring import permissions
 from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion,
                               slug_validator)
-from gymwright.bulk import bulk_insert, bulk_insert_rows, ids_reserve, instances
+from gymwright.bulk import Pipeline, bulk_insert_rows, ids_reserve, keys_of, saved_instances
 from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import json_text_storable, nul_check
@@ -562,70 +562,93 @@ def environment_version_import(*, slug: str, number: int, spec: dict, author) ->
     return version
 
 
+# Tasks per hand-over to the bulk pipeline: its rows are written and their keys checked while the
+# next chunk is validated.
+BULK_CHUNK = 250
+
+
 @transaction.atomic
 def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -> tuple[list, list]:
     """Many new tasks in a constant number of queries (plus one per task that names files).
 
     Each item: {"slug", "environment_version", "content", "number" (optional, default 1)}.
     Returns ([(index, TaskVersion)], [(index, DomainError)]): a bad item is rejected with its
-    reason and the others are still created.
+    reason and the others are still created. Each chunk of BULK_CHUNK items is validated and
+    hashed here while the chunk before is written and its foreign keys checked (gymwright.bulk.Pipeline).
     """
     if not permissions.can_author(author):
         raise NotAllowed("Only authors and admins can import tasks.")
-    documents, rejected = {}, []
-    # one lookup of the batch's attached files, not one per task
+    # one lookup of the batch's attached files, and one of its task ids, not one per task
     known_blobs = _known_blobs(entry for item in items if isinstance(item["content"].get("files"), list)
                                for entry in item["content"]["files"])
-    for index, item in enumerate(items):
-        slug = item["slug"]
-        try:
-            try:
-                slug_validator(slug)
-            except Exception:  # noqa: BLE001 - django ValidationError
-                raise DomainError(f"{slug!r} is not a valid task id: use 1-64 lowercase letters, digits and hyphens.",
-                                  details=[{"pointer": "/id", "message": "invalid slug"}])
-            documents[index] = _build_task_document(task_slug=slug, number=int(item.get("number") or 1),
-                                                    environment_version=item["environment_version"],
-                                                    content=item["content"], known_blobs=known_blobs)
-        except DomainError as exc:
-            rejected.append((index, exc))
-    taken = set(Task.objects.filter(slug__in=[items[i]["slug"] for i in documents]).values_list("slug", flat=True))
-    seen: set[str] = set()
-    for index in list(documents):
-        slug = items[index]["slug"]
-        if slug in taken or slug in seen:
-            rejected.append((index, DomainError(f"A task called {slug!r} already exists.",
-                                                details=[{"pointer": "/id", "message": "already taken"}])))
-            del documents[index]
-        seen.add(slug)
-    order = sorted(documents)
-    # Each task row points at its version from the start where the keys can be had first (the
-    # constraint is checked at commit): an UPDATE of every new task row cost more than its insert.
-    version_ids = ids_reserve(TaskVersion, len(order))
-    tasks = bulk_insert(instances(Task, ("slug", "title", "environment_id", "owner_id", "latest_version_id"), [
-        (items[i]["slug"], documents[i][0]["title"][:200], items[i]["environment_version"].environment_id, author.pk,
-         version_ids[n] if version_ids else None) for n, i in enumerate(order)]))
-    versions = bulk_insert(instances(TaskVersion, ("id", "task_id", "number", "spec", "sha256", "content_sha256",
-                                                   "environment_version_id", "author_id", "message"), [
-        (version_ids[n] if version_ids else None, task.pk, documents[i][0]["version"], documents[i][0],
-         documents[i][1].sha256, documents[i][1].content_sha256, items[i]["environment_version"].pk, author.pk,
-         message[:500])
-        for n, (i, task) in enumerate(zip(order, tasks))]), json_text={"spec": [documents[i][1].text for i in order]})
-    if version_ids is None:  # one UPDATE for the batch (bulk_update's CASE per row costs more)
-        Task.objects.filter(pk__in=[task.pk for task in tasks]).update(latest_version=models.Subquery(
-            TaskVersion.objects.filter(task=models.OuterRef("pk")).order_by("-number").values("pk")[:1]))
-    for task, version in zip(tasks, versions):
-        task.latest_version, version.task = version, task
-    names = sorted({name for i in order for name in documents[i][0]["tags"]})
+    taken = keys_of(Task, "slug", [item["slug"] for item in items if isinstance(item["slug"], str)])
+    # Each task row points at its version from the start, the version at its task (the foreign keys
+    # are checked after both are in): an UPDATE of every new task row cost more than its insert.
+    task_ids, version_ids = ids_reserve(Task, len(items)), ids_reserve(TaskVersion, len(items))
+    task_type = ContentType.objects.get_for_model(Task)
+    now = timezone.now()
+    message = message[:500]
+    created, rejected, seen = [], [], set()
+    with Pipeline() as pipeline:
+        for start in range(0, len(items), BULK_CHUNK):
+            chunk = []
+            for index in range(start, min(start + BULK_CHUNK, len(items))):
+                item = items[index]
+                slug = item["slug"]
+                try:
+                    try:
+                        slug_validator(slug)
+                    except Exception:  # noqa: BLE001 - django ValidationError
+                        raise DomainError(f"{slug!r} is not a valid task id: use 1-64 lowercase letters, digits and "
+                                          "hyphens.", details=[{"pointer": "/id", "message": "invalid slug"}])
+                    document, hashes = _build_task_document(
+                        task_slug=slug, number=int(item.get("number") or 1),
+                        environment_version=item["environment_version"], content=item["content"],
+                        known_blobs=known_blobs)
+                except DomainError as exc:
+                    rejected.append((index, exc))
+                    continue
+                if slug in taken or slug in seen:
+                    rejected.append((index, DomainError(f"A task called {slug!r} already exists.",
+                                                        details=[{"pointer": "/id", "message": "already taken"}])))
+                else:
+                    chunk.append((index, document, hashes))
+                seen.add(slug)
+            if not chunk:
+                continue
+            task_rows = [(task_ids[i], items[i]["slug"], document["title"][:200],
+                          items[i]["environment_version"].environment_id, author.pk, version_ids[i], now, now)
+                         for i, document, _ in chunk]
+            version_rows = [(version_ids[i], task_ids[i], document["version"], document, hashes.sha256,
+                             hashes.content_sha256, items[i]["environment_version"].pk, author.pk, message, now)
+                            for i, document, hashes in chunk]
+            pipeline.insert(Task, _TASK_COLUMNS, task_rows)
+            pipeline.insert(TaskVersion, _VERSION_COLUMNS, version_rows,
+                            json_text={"spec": [hashes.text for _, _, hashes in chunk]})
+            pipeline.insert(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data",
+                                         "created_at"), [
+                (author.pk, AuditEvent.Verb.IMPORT, task_type.pk, task_ids[i],
+                 f"task {items[i]['slug']} v{document['version']} ({message})"[:300],
+                 {"version": document["version"], "sha256": hashes.sha256}, now)
+                for i, document, hashes in chunk])
+            pipeline.check_constraints()
+            # what the caller gets back, made while the thread writes
+            using = pipeline.connection.alias
+            for (i, _, _), task, version in zip(chunk, saved_instances(Task, _TASK_COLUMNS, task_rows, using=using),
+                                                saved_instances(TaskVersion, _VERSION_COLUMNS, version_rows, using=using)):
+                task.latest_version, version.task = version, task
+                created.append((i, version))
+        pipeline.wait()
+    names = sorted({name for _, version in created for name in version.spec["tags"]})
     if names:
         Tag.objects.bulk_create([Tag(name=name) for name in names], ignore_conflicts=True)
         tag_ids = dict(Tag.objects.filter(name__in=names).values_list("name", "pk"))
         bulk_insert_rows(Task.tags.through, ("task_id", "tag_id"),
-                         [(task.pk, tag_ids[name]) for i, task in zip(order, tasks) for name in documents[i][0]["tags"]])
-    content_type = ContentType.objects.get_for_model(Task)
-    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"), [
-        (author.pk, AuditEvent.Verb.IMPORT, content_type.pk, task.pk,
-         f"task {task.slug} v{version.number} ({message})"[:300], {"version": version.number, "sha256": version.sha256})
-        for task, version in zip(tasks, versions)])
-    _versions_created(list(versions), bulk=True)
-    return list(zip(order, versions)), sorted(rejected, key=lambda pair: pair[0])
+                         [(version.task_id, tag_ids[name]) for _, version in created for name in version.spec["tags"]])
+    _versions_created([version for _, version in created], bulk=True)
+    return created, sorted(rejected, key=lambda pair: pair[0])
+
+
+_TASK_COLUMNS = ("id", "slug", "title", "environment_id", "owner_id", "latest_version_id", "created_at", "updated_at")
+_VERSION_COLUMNS = ("id", "task_id", "number", "spec", "sha256", "content_sha256", "environment_version_id",
+                    "author_id", "message", "created_at")

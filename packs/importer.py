@@ -33,6 +33,7 @@ from django.db import transaction
 from authoring import permissions
 from authoring import services as authoring_services
 from authoring.models import Blob, Environment, Task
+from gymwright.bulk import keys_of
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
 from grading.engine import TASK_SCHEMA, validate_task
@@ -628,8 +629,10 @@ def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, ap
     environments: dict[tuple, Any] = {}
     new_items, new_where, new_position, created_versions = [], [], [], []
     batch = _unstorable_ids_rejected(batch)
-    existing = {task.slug: task for task in Task.objects.filter(
-        slug__in=[c.slug for c in batch if isinstance(c, Candidate)]).select_related("latest_version")}
+    # the batch's task ids that exist already (usually none): probed by id, then those tasks whole
+    known = keys_of(Task, "slug", [c.slug for c in batch if isinstance(c, Candidate)])
+    existing = {task.slug: task for task in Task.objects.filter(pk__any=list(known.values())).order_by()
+                .select_related("latest_version")} if known else {}
     for position, candidate in enumerate(batch):
         lines = _Placed(placed, position)
         if isinstance(candidate, Rejection):
