@@ -636,7 +636,8 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
             using = pipeline.connection.alias
             for (i, _, _), task, version in zip(chunk, saved_instances(Task, _TASK_COLUMNS, task_rows, using=using),
                                                 saved_instances(TaskVersion, _VERSION_COLUMNS, version_rows, using=using)):
-                task.latest_version, version.task = version, task
+                _VERSION_TASK.set_cached_value(version, task)  # version.task, task.latest_version: no query
+                _TASK_LATEST_VERSION.set_cached_value(task, version)
                 created.append((i, version))
         pipeline.wait()
     names = sorted({name for _, version in created for name in version.spec["tags"]})
@@ -649,6 +650,7 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
     return created, sorted(rejected, key=lambda pair: pair[0])
 
 
+_VERSION_TASK, _TASK_LATEST_VERSION = TaskVersion._meta.get_field("task"), Task._meta.get_field("latest_version")
 _TASK_COLUMNS = ("id", "slug", "title", "environment_id", "owner_id", "latest_version_id", "created_at", "updated_at")
 _VERSION_COLUMNS = ("id", "task_id", "number", "spec", "sha256", "content_sha256", "environment_version_id",
                     "author_id", "message", "created_at")

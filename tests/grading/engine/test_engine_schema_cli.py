@@ -319,6 +319,10 @@ def test_canonical_json_does_not_tell_integral_floats_from_ints():
     ({"big": 2.0 ** 60}, True),  # beyond 2**53 a float stays a float
     ([0.0], False),
     ("text", True),
+    (3.0, False),  # the text ends with the float
+    ({"x": -0.0, "y": 1e15}, False),
+    ({"note": "version 1.0, then 2.0]", "n": 1.5}, True),  # text that looks like a float: still exact
+    ({"note": "1.0}", "n": [7.0]}, False),
 ])
 def test_canonical_json_says_whether_its_text_is_the_value_itself(value, exact):
     """An import stores the canonical text it hashed when nothing was normalised in it."""
