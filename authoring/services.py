@@ -104,6 +104,14 @@ def api_token_rotate(*, user) -> Token:
     return Token.objects.create(user=user)
 
 
+def _not_yours(target, what: str, *, pointer: str = "/id") -> NotAllowed:
+    """The refusal of a new version of someone else's task or environment (the web pages and the API
+    check first; an import, which names tasks and environments by id, meets it here)."""
+    owner = target.owner.get_username() if target.owner_id else "nobody"
+    return NotAllowed(f"{what} {target.slug} belongs to {owner}: only its owner or an admin can change it.",
+                      details=[{"pointer": pointer, "message": f"another author's {what}"}])
+
+
 def upload_too_large_error(name: str) -> DomainError:
     """The one refusal of an upload over settings.UPLOAD_MAX_BYTES (413), for the pages and the API."""
     cap = f"{settings.UPLOAD_MAX_BYTES / (1024 * 1024):.3g} MB"
@@ -404,6 +412,8 @@ def environment_version_create(*, environment: Environment, author, spec: dict, 
     sha256 = content_sha256(full)
     if latest is not None and latest.sha256 == sha256:
         return latest, False
+    if latest is not None and not permissions.can_edit_environment(author, environment):
+        raise _not_yours(environment, "environment")
     number = (latest.number if latest else 0) + 1
     try:
         with transaction.atomic():
@@ -493,6 +503,8 @@ def task_version_create(*, task: Task, author, content: dict, base_version: int 
                                             environment_version=environment_version, content=content)
     if latest is not None and latest.content_sha256 == hashes.content_sha256:
         return latest, False
+    if latest is not None and not permissions.can_edit_task(author, task):
+        raise _not_yours(task, "task")
     try:
         with transaction.atomic():
             version = TaskVersion.objects.create(
@@ -554,6 +566,8 @@ def environment_version_import(*, slug: str, number: int, spec: dict, author) ->
                 .order_by(models.Case(models.When(number=number, then=0), default=1), "-number").first())
         if same is not None:
             return same
+        if not permissions.can_edit_environment(author, environment):
+            raise _not_yours(environment, "environment", pointer="/environment")
     latest = environment.latest_version
     version = EnvironmentVersion.objects.create(
         environment=environment, number=max(int(number or 1), (latest.number + 1) if latest else 1), spec=full,

@@ -603,9 +603,15 @@ def _environment_for(candidate: Candidate, environments: dict, *, user, default_
     known = environments.setdefault((slug, number), [])
     for known_spec, version in known:
         if known_spec == spec:
+            if isinstance(version, DomainError):  # refused once (another author's environment): refused again
+                raise version
             return version
-    with transaction.atomic():
-        version = authoring_services.environment_version_import(slug=slug, number=number, spec=spec, author=user)
+    try:
+        with transaction.atomic():
+            version = authoring_services.environment_version_import(slug=slug, number=number, spec=spec, author=user)
+    except DomainError as exc:
+        known.append((spec, exc))
+        raise
     known.append((spec, version))
     return version
 

