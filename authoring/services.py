@@ -308,8 +308,10 @@ def _task_content_defaults(content: dict) -> dict:
 
 
 def _build_task_document(*, task_slug: str, number: int, environment_version: EnvironmentVersion,
-                         content: dict, known_blobs: set[str] | None = None) -> tuple[dict, "_Hashes"]:
-    """The task document for `content`, validated and storable, with its hashes."""
+                         content: dict, known_blobs: set[str] | None = None,
+                         check_files: bool = True) -> tuple[dict, "_Hashes"]:
+    """The task document for `content`, validated and storable, with its hashes; with `check_files`,
+    each attached file's blob must exist (looked up unless `known_blobs` has it)."""
     content = _task_content_defaults(content)
     document = _task_document(
         slug=task_slug, number=number, title=content["title"], prompt=content["prompt"],
@@ -324,7 +326,7 @@ def _build_task_document(*, task_slug: str, number: int, environment_version: En
     if not str(content["title"]).strip():
         raise DomainError("A title is required.", details=[{"pointer": "/title", "message": "required"}])
     hashes = _document_hashes(document)
-    if isinstance(content["files"], list):
+    if check_files and isinstance(content["files"], list):
         _check_blobs_exist(content["files"], "/files", known=known_blobs)
     return document, hashes
 
@@ -531,6 +533,24 @@ def task_version_create(*, task: Task, author, content: dict, base_version: int 
                      summary=f"{task.slug} v{number}" + (f": {message}" if message else ""),
                      data={"version": number, "sha256": version.sha256})
     return version, True
+
+
+def task_version_unchanged(*, task: Task, content: dict, environment_version: EnvironmentVersion) -> bool:
+    """Whether `task_version_create` would find `content` (in `environment_version`) unchanged from the
+    task's latest version: the document built and hashed in memory, no query and no lock. A re-import
+    of a pack's tasks into a database that has them asks this of every row (1,000 rows: ~0.05 s,
+    against ~2 s through a savepoint and `task_version_create` each); False (go the whole way, which
+    says why) for any content that does not build."""
+    latest = task.latest_version
+    if latest is None or environment_version.environment_id != task.environment_id:
+        return False
+    try:
+        # files unchecked: the same content names the same files as the latest version, whose blobs exist
+        _, hashes = _build_task_document(task_slug=task.slug, number=latest.number + 1,
+                                         environment_version=environment_version, content=content, check_files=False)
+    except DomainError:
+        return False
+    return hashes.content_sha256 == latest.content_sha256
 
 
 def task_version_content(version: TaskVersion) -> dict:

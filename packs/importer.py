@@ -638,7 +638,7 @@ def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, ap
     # the batch's task ids that exist already (usually none): probed by id, then those tasks whole
     known = keys_of(Task, "slug", [c.slug for c in batch if isinstance(c, Candidate)])
     existing = {task.slug: task for task in Task.objects.filter(pk__any=list(known.values())).order_by()
-                .select_related("latest_version")} if known else {}
+                .select_related("latest_version").defer("latest_version__spec")} if known else {}
     for position, candidate in enumerate(batch):
         lines = _Placed(placed, position)
         if isinstance(candidate, Rejection):
@@ -658,7 +658,13 @@ def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, ap
                 new_where.append(candidate.where)
                 new_position.append(position)
                 continue
-            # an existing task: a savepoint per row, so that a rejected row leaves nothing behind
+            # an existing task: most rows of a pack imported again hold what the task holds already
+            if authoring_services.task_version_unchanged(task=task, content=candidate.content,
+                                                         environment_version=environment_version):
+                lines.append(ReportLine(where=candidate.where, task=task.slug, version=task.latest_version.number,
+                                        status="unchanged"))
+                continue
+            # a savepoint per row, so that a rejected row leaves nothing behind
             with transaction.atomic():
                 if candidate.files:
                     _store_files(candidate, dry_run)

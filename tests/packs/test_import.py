@@ -268,3 +268,31 @@ def test_a_batch_still_rejects_a_row_whose_file_was_never_uploaded_and_imports_t
     rejected = report.as_dict()["rows"][3]
     assert rejected["where"] == "line 4" and rejected["pointer"] == "/files/0/sha256", rejected
     assert "never uploaded" in rejected["message"]
+
+
+def test_importing_the_same_tasks_again_is_unchanged_at_a_constant_number_of_queries(author, tmp_path):
+    """A pack imported into a database that has its tasks: each row is compared in memory with its task's
+    latest version (no savepoint, lock or query per row), and only a changed row goes the whole way."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    blob = authoring_services.blob_store(data=b"a,b\n1,2\n")
+    (tmp_path / "rows.jsonl").write_text(_task_lines("again", 40, with_file=blob.sha256))
+    assert importer.tasks_import(path=tmp_path / "rows.jsonl", user=author).imported == 40
+    (tmp_path / "four.jsonl").write_text(_task_lines("again", 4, with_file=blob.sha256))
+    counts = {}
+    for name, rows in (("four", 4), ("rows", 40)):  # one batch each
+        with CaptureQueriesContext(connection) as queries:
+            report = importer.tasks_import(path=tmp_path / f"{name}.jsonl", user=author)
+        assert [line.status for line in report.lines] == ["unchanged"] * rows
+        counts[rows] = len(queries.captured_queries)
+    assert counts[40] == counts[4], counts
+    assert TaskVersion.objects.filter(task__slug__startswith="again-").count() == 40
+
+    changed = [json.loads(line) for line in _task_lines("again", 4, with_file=blob.sha256).splitlines()]
+    changed[2]["prompt"] = "A new prompt"
+    changed[3]["environment"] = {"id": "elsewhere", "version": 1}
+    (tmp_path / "changed.jsonl").write_text("\n".join(json.dumps(row) for row in changed) + "\n")
+    lines = importer.tasks_import(path=tmp_path / "changed.jsonl", user=author).lines
+    assert [line.status for line in lines] == ["unchanged", "unchanged", "new_version", "rejected"]
+    assert "exists in environment" in lines[3].message
