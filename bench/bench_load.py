@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import re
 import resource
@@ -230,7 +231,8 @@ def _postgres_pids(database: str) -> list[int]:
 
 
 class Server:
-    def __init__(self, url: str, workers: int, conn_max_age: int):
+    def __init__(self, url: str, workers: int, conn_max_age: int, root: Path = ROOT):
+        """gunicorn serving the checkout at `root` (this one by default; another for a side-by-side run)."""
         self.port = _free_port()
         self.database = urlparse(url).path.lstrip("/")
         self.base = f"http://127.0.0.1:{self.port}"
@@ -238,10 +240,12 @@ class Server:
         env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false", "DB_CONN_MAX_AGE": str(conn_max_age),
                "GUNICORN_BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": str(workers),
                "GUNICORN_ACCESS_LOG": "/dev/null", "STATIC_ROOT": "/tmp/gymwright-bench-load/static"}
-        subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
+        if root != ROOT:  # another checkout's static files: a folder of its own
+            env["STATIC_ROOT"] += "-" + hashlib.sha256(str(root).encode()).hexdigest()[:12]
+        subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=root, env=env,
                        check=True)
         self.proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "--config",
-                                      "python:gymwright.gunicorn_conf"], cwd=ROOT, env=env, stdout=self.log,
+                                      "python:gymwright.gunicorn_conf"], cwd=root, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)
         import httpx
 

@@ -3,6 +3,7 @@ requests of 1,000 (issue 9: "match or beat Label Studio's rate"), then the task-
 client (issue 12: "keep the API lead").
 
 Run: .venv/bin/python bench/bench_vs_labelstudio.py [--tasks 10000] [--rounds 2] [--label-studio PATH]
+     [--baseline TREE]
 
 Label Studio is not a dependency: install it into a virtualenv of its own first, e.g.
 `python3.11 -m venv var/labelstudio-venv && var/labelstudio-venv/bin/pip install label-studio`
@@ -11,7 +12,9 @@ server, SQLite in a scratch folder); Gymwright runs as `make serve` does (gunico
 PostgreSQL (DATABASE_URL; the script creates and drops `<name>_vsls`). Each round imports into both,
 alternating which goes first. Printed per system: wall seconds, tasks/s, and the CPU seconds its
 server spent (gunicorn workers + their PostgreSQL backends; Label Studio's process, SQLite inside it),
-with the ratios Gymwright / Label Studio and the load average.
+with the ratios Gymwright / Label Studio and the load average. With --baseline TREE (another checkout,
+e.g. `git archive <rev> | tar x -C /tmp/base`), that tree's Gymwright runs too, on a database of its own,
+in the same rounds, and its ratios are printed beside this tree's.
 """
 
 from __future__ import annotations
@@ -103,21 +106,22 @@ class LabelStudio:
 
 
 class Gymwright:
-    """`make serve`'s gunicorn (DEBUG off) on a fresh PostgreSQL database, with an admin's API token."""
+    """`make serve`'s gunicorn (DEBUG off) on a fresh PostgreSQL database, with an admin's API token; the
+    checkout at `root` (this one unless a baseline's)."""
 
-    def __init__(self, url: str, workers: int):
+    def __init__(self, url: str, workers: int, root: Path = ROOT):
         self.database = urlparse(url).path.lstrip("/")
         env = {**os.environ, "DATABASE_URL": url}
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=root, env=env, check=True)
         script = ("from django.contrib.auth.models import Group, User; "
                   "from rest_framework.authtoken.models import Token; "
                   "u = User.objects.create_user('bench-admin'); "
                   "u.groups.add(Group.objects.get_or_create(name='admin')[0]); "
                   "print(Token.objects.create(user=u).key)")
-        self.token = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=env,
+        self.token = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=root, env=env,
                                     check=True, capture_output=True, text=True).stdout.split()[-1]
         self.headers = {"Authorization": f"Token {self.token}"}
-        self.server = Server(url, workers, 60)
+        self.server = Server(url, workers, 60, root=root)
         self.base = self.server.base
 
     def pids(self) -> list[int]:
@@ -173,6 +177,7 @@ def main() -> int:
     parser.add_argument("--list-requests", type=int, default=200)
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers for Gymwright")
     parser.add_argument("--label-studio", default=str(ROOT / "var/labelstudio-venv/bin/label-studio"))
+    parser.add_argument("--baseline", metavar="TREE", help="another Gymwright checkout to run in the same rounds")
     args = parser.parse_args()
     base_url = postgres_url()
     if not Path(args.label_studio).exists():  # an optional comparison: `make bench` goes on without it
@@ -181,16 +186,21 @@ def main() -> int:
     shown = subprocess.run([str(Path(args.label_studio).with_name("pip")), "show", "label-studio"],
                            capture_output=True, text=True).stdout
     version = next((line.split(":", 1)[1].strip() for line in shown.splitlines() if line.startswith("Version")), "?")
-    name = urlparse(base_url).path.lstrip("/") + "_vsls"
+    names = [urlparse(base_url).path.lstrip("/") + suffix for suffix in ("_vsls", "_vsls_base")[:1 + bool(args.baseline)]]
     with _psql_admin(base_url) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
+        for name in names:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{name}"')
     load_before = os.getloadavg()
-    gymwright = label_studio = None
+    started: list = []
     try:
-        gymwright = Gymwright(_db_url(base_url, name), args.workers)
-        label_studio = LabelStudio(args.label_studio)
-        systems = {"Gymwright": gymwright, "Label Studio": label_studio}
+        systems = {"Gymwright": Gymwright(_db_url(base_url, names[0]), args.workers)}
+        started.append(systems["Gymwright"])
+        if args.baseline:
+            systems["baseline"] = Gymwright(_db_url(base_url, names[1]), args.workers, root=Path(args.baseline).resolve())
+            started.append(systems["baseline"])
+        systems["Label Studio"] = LabelStudio(args.label_studio)
+        started.append(systems["Label Studio"])
         results: dict[str, list[tuple[float, float]]] = {label: [] for label in systems}
         for round_ in range(args.rounds):
             for label in (list(systems) if round_ % 2 == 0 else list(reversed(systems))):
@@ -201,11 +211,11 @@ def main() -> int:
                       f"server CPU {cpu:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
         lists = {label: list_requests(system, args.list_requests) for label, system in systems.items()}
     finally:
-        for system in (gymwright, label_studio):
-            if system is not None:
-                system.stop()
+        for system in started:
+            system.stop()
         with _psql_admin(base_url) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            for name in names:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     median = {label: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
               for label, runs in results.items()}
     gw, ls = median["Gymwright"], median["Label Studio"]
@@ -220,6 +230,16 @@ def main() -> int:
     (gp50, gcpu), (lp50, lcpu) = lists["Gymwright"], lists["Label Studio"]
     print(f"| task list API (50 rows), 1 client, p50 | {gp50:.1f} ms | {lp50:.1f} ms | {gp50 / lp50:.2f}× |")
     print(f"| task list API, server CPU / request | {gcpu:.1f} ms | {lcpu:.1f} ms | {gcpu / lcpu:.2f}× |")
+    if args.baseline:
+        base = median["baseline"]
+        bp50, bcpu = lists["baseline"]
+        print(f"\n# baseline = {args.baseline}, in the same rounds")
+        print("| | baseline | baseline / Label Studio | Gymwright / baseline |")
+        print("| --- | --- | --- | --- |")
+        print(f"| bulk import, wall | {base[0]:.2f} s | {base[0] / ls[0]:.2f}× | {gw[0] / base[0]:.2f}× |")
+        print(f"| bulk import, server CPU | {base[1]:.2f} s | {base[1] / ls[1]:.2f}× | {gw[1] / base[1]:.2f}× |")
+        print(f"| task list API, p50 | {bp50:.1f} ms | {bp50 / lp50:.2f}× | {gp50 / bp50:.2f}× |")
+        print(f"| task list API, server CPU / request | {bcpu:.1f} ms | {bcpu / lcpu:.2f}× | {gcpu / bcpu:.2f}× |")
     return 0
 
 
