@@ -27,7 +27,6 @@ class BulkJSONField(models.JSONField):
         return name, "django.db.models.JSONField", args, kwargs
 
 
-@models.Field.register_lookup
 class AnyOf(models.Lookup):
     """`filter(slug__any=values)`: the same rows as `slug__in`, with the values sent to PostgreSQL as
     one array parameter (`slug = ANY(%s)`). An import looks up 1,000 task ids per batch: as an IN
@@ -50,3 +49,7 @@ class AnyOf(models.Lookup):
         if not values:
             raise EmptyResultSet
         return f"{lhs} IN ({', '.join(['%s'] * len(values))})", (*lhs_params, *values)
+
+
+models.Field.register_lookup(AnyOf)
+models.ForeignKey.register_lookup(AnyOf)  # related fields keep lookups of their own: `task_id__any=keys`

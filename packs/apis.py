@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
-from pathlib import Path
-
 from django.conf import settings
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -137,9 +132,19 @@ class ImportBulkInput(serializers.Serializer):
     dry_run = serializers.BooleanField(required=False, default=False)
 
 
+def _no_query(request) -> None:
+    """An import reads its options from the body: `?dry_run=1` would otherwise import for real, unread."""
+    if request.query_params:
+        key = next(iter(request.query_params))[:100]
+        raise DomainError(f"?{key}: an import takes its options in the request body (dry_run, environment), "
+                          "not in the query string; nothing was imported.",
+                          details=[{"pointer": f"?{key}", "message": "not read here: send it in the body"}])
+
+
 class ImportFileApi(APIView):
     @extend_schema(request={"multipart/form-data": ImportFileInput}, responses=REPORT, operation_id="imports_file")
     def post(self, request):
+        _no_query(request)
         data = _input(ImportFileInput, request.data)
         report = import_upload(uploaded=data["file"], user=request.user, environment=data.get("environment") or None,
                                dry_run=data["dry_run"])
@@ -151,31 +156,11 @@ class ImportBulkApi(APIView):
 
     @extend_schema(request=ImportBulkInput, responses=REPORT, operation_id="imports_bulk")
     def post(self, request):
+        _no_query(request)
         data = _input(ImportBulkInput, request.data)
         if len(data["tasks"]) > settings.IMPORT_MAX_ROWS:
             raise DomainError(f"more than {settings.IMPORT_MAX_ROWS} tasks in one request (GYMWRIGHT_IMPORT_MAX_ROWS).",
                               http_status=413, details=[{"pointer": "/tasks", "message": "too many"}])
-        documents = data["tasks"]
-        if isinstance(documents[0], dict) and documents[0].get("schema") == "gymwright.task/v1":
-            report = importer.tasks_import(documents=documents, user=request.user,
-                                           environment=data.get("environment") or None, dry_run=data["dry_run"])
-            return Response(report.as_dict())
-        # simple rows (prompt, answer, rubric or criteria) go through the table reader, as a file would
-        root = Path(settings.PACK_SCRATCH_DIR)
-        root.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix="bulk-", dir=root))
-        try:
-            target = folder / "rows.jsonl"
-            with open(target, "w", encoding="utf-8") as handle:
-                for document in documents:
-                    handle.write(json.dumps(document, ensure_ascii=False) + "\n")
-            report = importer.tasks_import(path=target, user=request.user,
-                                           environment=data.get("environment") or None, dry_run=data["dry_run"])
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        rows = report.as_dict()
-        for row in rows["rows"]:  # row N of the temporary file is item N-1 of the request
-            kind, _, number = row["where"].partition(" ")
-            if kind in ("line", "row") and number.isdigit():
-                row["where"] = f"/tasks/{int(number) - 1}"
-        return Response(rows)
+        report = importer.tasks_import(documents=data["tasks"], user=request.user,
+                                       environment=data.get("environment") or None, dry_run=data["dry_run"])
+        return Response(report.as_dict())

@@ -32,11 +32,11 @@ from django.db import transaction
 
 from authoring import permissions
 from authoring import services as authoring_services
-from authoring.models import Blob, Environment, Task
+from authoring.models import Blob, Environment, Task, TaskVersion
 from gymwright.bulk import keys_of
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
-from grading.engine import TASK_SCHEMA, validate_task
+from grading.engine import TASK_SCHEMA, content_sha256, validate_task
 
 BATCH = 1000
 TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
@@ -239,36 +239,49 @@ def tasks_jsonl_candidates(path: Path, *, pack_root: Path | None = None) -> Iter
 
 def task_documents_candidates(documents: Iterable[tuple[str, Any]], *,
                               pack_root: Path | None = None) -> Iterator[Candidate | Rejection]:
-    """gymwright.task/v1 documents, each with where it was read (`line 3` of a file, `/tasks/2` of a
-    request; a Rejection in place of one that could not be read); their files come from `pack_root`."""
+    """gymwright.task/v1 documents, each with where it was read (`line 3` of a file; a Rejection in
+    place of one that could not be read); their files come from `pack_root`."""
     first_where: dict[str, str] = {}
     for where, document in documents:
-        if isinstance(document, Rejection):
-            yield document
-            continue
-        slug = document.get("id") if isinstance(document, dict) and isinstance(document.get("id"), str) else None
-        if slug is None or not isinstance(document.get("environment", {}), dict):
-            issues = validate_task(document)  # the full check runs when the version is built
-            issue = issues[0] if issues else None
-            yield Rejection(where, issue.message if issue else "not a gymwright.task/v1 object with an id",
-                            (issue.pointer if issue else "/id") or "", slug)
-            continue
-        if slug in first_where:
-            yield Rejection(where, f"duplicate task id {slug!r} (first on {first_where[slug]})", "/id", slug)
-            continue
-        first_where[slug] = where
-        files: dict[str, bytes] = {}
-        if pack_root is not None:
-            task_root = pack_root / "tasks" / slug
-            for entry in document.get("files") or []:
-                _pack_file(files, task_root / "files", entry)
-            for entry in (document.get("environment") or {}).get("files") or []:
-                _pack_file(files, task_root / "environment" / "env", entry)
-        content = {key: document.get(key) for key in TASK_KEYS}
-        content["title"] = content["title"] or slug  # optional in the format, required in Gymwright
-        yield Candidate(where=where, slug=slug, content=content,
-                        environment=_environment_of(document), number=int(document.get("version") or 1),
-                        files=files)
+        yield document if isinstance(document, Rejection) else _document_candidate(where, document, first_where,
+                                                                                      pack_root=pack_root)
+
+
+def request_candidates(items: list) -> Iterator[Candidate | Rejection]:
+    """A bulk request's items, each at its pointer `/tasks/N` and in their order: gymwright.task/v1
+    documents, and simple rows (a prompt, an answer, a rubric or criteria) as a table's; anything else
+    is rejected at its pointer, and the other items are still imported."""
+    first_where: dict[str, str] = {}
+    for index, item in enumerate(items):
+        where = f"/tasks/{index}"
+        if isinstance(item, dict) and item.get("schema") == TASK_SCHEMA:
+            yield _document_candidate(where, item, first_where)
+        else:
+            yield _row_candidate(where, item, first_where, stem="task")
+
+
+def _document_candidate(where: str, document: Any, first_where: dict[str, str], *,
+                        pack_root: Path | None = None) -> Candidate | Rejection:
+    slug = document.get("id") if isinstance(document, dict) and isinstance(document.get("id"), str) else None
+    if slug is None or not isinstance(document.get("environment", {}), dict):
+        issues = validate_task(document)  # the full check runs when the version is built
+        issue = issues[0] if issues else None
+        return Rejection(where, issue.message if issue else "not a gymwright.task/v1 object with an id",
+                         (issue.pointer if issue else "/id") or "", slug)
+    if slug in first_where:
+        return Rejection(where, f"duplicate task id {slug!r} (first on {first_where[slug]})", "/id", slug)
+    first_where[slug] = where
+    files: dict[str, bytes] = {}
+    if pack_root is not None:
+        task_root = pack_root / "tasks" / slug
+        for entry in document.get("files") or []:
+            _pack_file(files, task_root / "files", entry)
+        for entry in (document.get("environment") or {}).get("files") or []:
+            _pack_file(files, task_root / "environment" / "env", entry)
+    content = {key: document.get(key) for key in TASK_KEYS}
+    content["title"] = content["title"] or slug  # optional in the format, required in Gymwright
+    return Candidate(where=where, slug=slug, content=content, environment=_environment_of(document),
+                     number=int(document.get("version") or 1), files=files)
 
 
 def _pack_file(files: dict, folder: Path, entry: dict) -> None:
@@ -302,51 +315,70 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
         raise ImportFailed(f"{path.name} could not be read as a table: {exc}; nothing was imported.",
                            details=[{"pointer": "", "message": str(exc)[:300]}])
     frame.columns = [str(column).strip().lower() for column in frame.columns]
-    prompt_column = next((c for c in PROMPT_COLUMNS if c in frame.columns), None)
-    if prompt_column is None:
+    if not any(c in frame.columns for c in PROMPT_COLUMNS):
         raise ImportFailed(f"{path.name} has no prompt column (one of {', '.join(PROMPT_COLUMNS)}); nothing was imported.",
                            details=[{"pointer": "/prompt", "message": "missing column"}])
     if len(frame) > settings.IMPORT_MAX_ROWS:
         raise ImportFailed(f"{path.name} has more than {settings.IMPORT_MAX_ROWS} rows (GYMWRIGHT_IMPORT_MAX_ROWS); "
                            "nothing was imported.")
-    answer_column = next((c for c in ANSWER_COLUMNS if c in frame.columns), None)
-    id_column = next((c for c in ID_COLUMNS if c in frame.columns), None)
-    stem = _slugify(path.stem)[:50]
-    seen: dict[str, int] = {}
-    for index, row in enumerate(frame.to_dict("records"), start=1):
-        where = f"row {index}"
-        slug = str(row.get(id_column) or "").strip() if id_column else f"{stem}-{index:05d}"
-        prompt = _cell(row.get(prompt_column))
-        answer = _cell(row.get(answer_column)) if answer_column else ""
-        if not prompt:
-            yield Rejection(where, "the prompt is empty", "/prompt", slug or None)
-            continue
-        if slug in seen:
-            yield Rejection(where, f"duplicate task id {slug!r} (first in row {seen[slug]})", "/id", slug)
-            continue
-        seen[slug] = index
-        rubric = row.get("rubric")
-        if isinstance(rubric, str) and rubric.strip():
-            try:
-                rubric = json.loads(rubric)
-            except json.JSONDecodeError as exc:
-                yield Rejection(where, f"the rubric is not valid JSON: {exc.msg} (column {exc.colno})", "/rubric", slug)
-                continue
-        elif not isinstance(rubric, dict):
-            rubric = None
-        if rubric is None:
-            criteria = [line.strip(" -*\t") for line in _cell(row.get("criteria")).splitlines() if line.strip(" -*\t")]
-            if not criteria:
-                yield Rejection(where, "needs a rubric (JSON) or criteria (one plain-language criterion per line)",
-                                "/rubric", slug)
-                continue
-            checks = [{"id": f"criterion_{number}", "kind": "llm_judge", "points": 1, "criterion": criterion,
-                       **({"reference": answer} if answer else {})} for number, criterion in enumerate(criteria, 1)]
-            rubric = {"schema": "gymwright.rubric/v1", "checks": checks}
-        tags = [t.strip() for t in _cell(row.get("tags")).split(",") if t.strip()]
-        yield Candidate(where=where, slug=slug, environment=None, content={
-            "title": _cell(row.get("title")) or prompt.splitlines()[0][:120], "prompt": prompt, "rubric": rubric,
-            "solution": {"script": None, "answer": answer or None}, "files": [], "tags": tags, "metadata": {}})
+    yield from rows_candidates(((f"row {index}", row) for index, row in enumerate(frame.to_dict("records"), start=1)),
+                               stem=_slugify(path.stem)[:50])
+
+
+def rows_candidates(rows: Iterable[tuple[str, Any]], *, stem: str) -> Iterator[Candidate | Rejection]:
+    """Simple rows, each with where it was read (`row 3` of a table)."""
+    first_where: dict[str, str] = {}
+    for where, row in rows:
+        yield _row_candidate(where, row, first_where, stem=stem)
+
+
+def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: str) -> Candidate | Rejection:
+    """A simple row: an object with a prompt, a reference answer, and a rubric (JSON) or criteria (text,
+    one per line, or a list). A row without an id is named by its content (`<stem>-<10 hex digits>`):
+    the same row imported again is the same task (unchanged), and a row that differs is another task,
+    never a new version of one that a row of another file happened to share a position with."""
+    if not isinstance(row, dict):
+        return Rejection(where, f"expected an object with a prompt, got {type(row).__name__}", "")
+    row = {str(key).strip().lower(): value for key, value in row.items()}
+    prompt_column = next((c for c in PROMPT_COLUMNS if c in row), None)
+    answer_column = next((c for c in ANSWER_COLUMNS if c in row), None)
+    id_column = next((c for c in ID_COLUMNS if c in row), None)
+    prompt = _cell(row.get(prompt_column)) if prompt_column else ""
+    answer = _cell(row.get(answer_column)) if answer_column else ""
+    given = _cell(row.get(id_column)).strip() if id_column else ""
+    if not prompt:
+        return Rejection(where, "the prompt is empty" if prompt_column else
+                         f"no prompt (one of {', '.join(PROMPT_COLUMNS)})", "/prompt", given or None)
+    rubric = row.get("rubric")
+    if isinstance(rubric, str) and rubric.strip():
+        try:
+            rubric = json.loads(rubric)
+        except json.JSONDecodeError as exc:
+            return Rejection(where, f"the rubric is not valid JSON: {exc.msg} (column {exc.colno})", "/rubric",
+                             given or None)
+    elif not isinstance(rubric, dict):
+        rubric = None
+    if rubric is None:
+        criteria = row.get("criteria")
+        lines = [_cell(item) for item in criteria] if isinstance(criteria, list) else _cell(criteria).splitlines()
+        criteria = [line.strip(" -*\t") for line in lines if line.strip(" -*\t")]
+        if not criteria:
+            return Rejection(where, "needs a rubric (JSON) or criteria (one plain-language criterion per line)",
+                             "/rubric", given or None)
+        checks = [{"id": f"criterion_{number}", "kind": "llm_judge", "points": 1, "criterion": criterion,
+                   **({"reference": answer} if answer else {})} for number, criterion in enumerate(criteria, 1)]
+        rubric = {"schema": "gymwright.rubric/v1", "checks": checks}
+    tags = row.get("tags")
+    tags = [_cell(t) for t in tags] if isinstance(tags, list) else _cell(tags).split(",")
+    content = {"title": _cell(row.get("title")) or prompt.splitlines()[0][:120], "prompt": prompt,
+               "rubric": rubric, "solution": {"script": None, "answer": answer or None}, "files": [],
+               "tags": [t.strip() for t in tags if t.strip()], "metadata": {}}
+    slug = given or f"{stem or 'task'}-{content_sha256(content)[:10]}"
+    if slug in first_where:
+        return Rejection(where, f"duplicate task id {slug!r} (first in {first_where[slug]})" if given else
+                         f"the same task as {first_where[slug]} (the same prompt, answer and rubric)", "/id", slug)
+    first_where[slug] = where
+    return Candidate(where=where, slug=slug, environment=None, content=content)
 
 
 def _cell(value: Any) -> str:
@@ -504,8 +536,8 @@ class _DryRunRollback(Exception):
 
 def tasks_import(*, path: str | Path | None = None, documents: list | None = None, user,
                  environment: str | None = None, dry_run: bool = False, approve_as=None) -> ImportReport:
-    """Import every task of `path`, or of `documents` (gymwright.task/v1 documents already read, as
-    the bulk API's; reported as `/tasks/N`); see the module docstring. Raises ImportFailed /
+    """Import every task of `path`, or of `documents` (a bulk request's items, already read: task
+    documents or simple rows; reported as `/tasks/N`); see the module docstring. Raises ImportFailed /
     DomainError for a source that fails as a whole (nothing imported), NotAllowed for missing rights."""
     if not permissions.can_author(user):
         raise NotAllowed("Only authors and admins can import tasks.")
@@ -530,8 +562,7 @@ def tasks_import(*, path: str | Path | None = None, documents: list | None = Non
     try:
         try:
             with transaction.atomic():
-                candidates = source_candidates(path, scratch) if documents is None else \
-                    task_documents_candidates((f"/tasks/{index}", document) for index, document in enumerate(documents))
+                candidates = source_candidates(path, scratch) if documents is None else request_candidates(documents)
                 _run(candidates, lines, user=user, default_environment=default_environment,
                      dry_run=dry_run, approve_as=approve_as)
                 if dry_run:
@@ -633,7 +664,7 @@ def _unstorable_ids_rejected(batch: list) -> list:
 
 def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, approve_as) -> None:
     environments: dict[tuple, Any] = {}
-    new_items, new_where, new_position, created_versions = [], [], [], []
+    new_items, new_where, new_position, created_versions, changed = [], [], [], [], []
     batch = _unstorable_ids_rejected(batch)
     # the batch's task ids that exist already (usually none): probed by id, then those tasks whole
     known = keys_of(Task, "slug", [c.slug for c in batch if isinstance(c, Candidate)])
@@ -658,25 +689,43 @@ def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, ap
                 new_where.append(candidate.where)
                 new_position.append(position)
                 continue
-            # an existing task: most rows of a pack imported again hold what the task holds already
-            if authoring_services.task_version_unchanged(task=task, content=candidate.content,
-                                                         environment_version=environment_version):
+            # an existing task: most rows of a pack imported again hold what one of its versions holds
+            digest = authoring_services.task_content_sha256(task=task, content=candidate.content,
+                                                            environment_version=environment_version)
+            if digest is not None and task.latest_version and digest == task.latest_version.content_sha256:
                 lines.append(ReportLine(where=candidate.where, task=task.slug, version=task.latest_version.number,
                                         status="unchanged"))
                 continue
+            changed.append((position, candidate, task, environment_version, digest))
+        except DomainError as exc:
+            _reject(lines, candidate.where, exc, candidate.slug)
+    # content an earlier version holds (an older pack imported again) is not made again on top of later work
+    earlier = dict(((row["task_id"], row["content_sha256"]), row["number"]) for row in TaskVersion.objects.filter(
+        task_id__any=[task.pk for _, _, task, _, digest in changed if digest],
+        content_sha256__any=[digest for *_, digest in changed if digest]).values("task_id", "content_sha256", "number")
+    ) if any(digest for *_, digest in changed) else {}
+    for position, candidate, task, environment_version, digest in changed:
+        lines = _Placed(placed, position)
+        number = earlier.get((task.pk, digest))
+        if number is not None:
+            lines.append(ReportLine(where=candidate.where, task=task.slug, version=number, status="unchanged",
+                                    message=f"v{number} holds this content; {task.slug} is at v{task.latest_version.number}"))
+            continue
+        try:
             # a savepoint per row, so that a rejected row leaves nothing behind
             with transaction.atomic():
                 if candidate.files:
                     _store_files(candidate, dry_run)
                 if task.environment_id != environment_version.environment_id:
-                    raise DomainError(f"task {task.slug} exists in environment {task.environment.slug}",
+                    raise DomainError(f"task {task.slug} exists in environment {task.environment.slug}; this row is "
+                                      f"for environment {environment_version.environment.slug}",
                                       details=[{"pointer": "/environment/id", "message": "another environment than the existing task's"}])
-                version, changed = authoring_services.task_version_create(
+                version, made = authoring_services.task_version_create(
                     task=task, author=user, base_version=task.latest_version.number if task.latest_version else None,
                     content={**candidate.content, "environment_version": environment_version}, message="imported")
             lines.append(ReportLine(where=candidate.where, task=task.slug, version=version.number,
-                                    status=("would_add_version" if dry_run else "new_version") if changed else "unchanged"))
-            if changed:
+                                    status=("would_add_version" if dry_run else "new_version") if made else "unchanged"))
+            if made:
                 created_versions.append(version)
         except DomainError as exc:
             _reject(lines, candidate.where, exc, candidate.slug)

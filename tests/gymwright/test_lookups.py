@@ -38,3 +38,10 @@ def test_on_postgresql_the_values_are_one_parameter(tasks):
         assert "= ANY(" in sql and " IN (" not in sql
     else:
         assert " IN (" in sql
+
+
+def test_it_works_on_a_foreign_key(tasks):
+    keys = [tasks[1].pk, tasks[3].pk]
+    assert sorted(Task.tags.through.objects.filter(task_id__any=keys).values_list("task_id", flat=True)) == []
+    tasks[1].tags.create(name="t1")
+    assert list(Task.tags.through.objects.filter(task_id__any=keys).values_list("task_id", flat=True)) == [tasks[1].pk]

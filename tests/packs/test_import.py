@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import subprocess
 import tarfile
 from pathlib import Path
@@ -140,12 +141,32 @@ def test_a_table_imports_its_good_rows_and_reports_each_bad_one_with_row_and_poi
 
 
 def test_jsonl_and_parquet_tables_import_the_same_way(author, tmp_path):
-    frame = pd.DataFrame([{"prompt": "Say hi", "reference_answer": "hi", "criteria": "Greets"}] * 3)
+    frame = pd.DataFrame([{"prompt": f"Say hi {n}", "reference_answer": "hi", "criteria": "Greets"} for n in range(3)])
     frame.to_parquet(tmp_path / "greet.parquet")
-    frame.to_json(tmp_path / "greet2.jsonl", orient="records", lines=True)
-    assert importer.tasks_import(path=tmp_path / "greet.parquet", user=author).imported == 3
-    assert importer.tasks_import(path=tmp_path / "greet2.jsonl", user=author).imported == 3
-    assert sorted(Task.objects.values_list("slug", flat=True))[:2] == ["greet-00001", "greet-00002"]
+    frame.to_json(tmp_path / "greet.jsonl", orient="records", lines=True)
+    assert [line.status for line in importer.tasks_import(path=tmp_path / "greet.parquet", user=author).lines] == \
+        ["created"] * 3
+    # the same rows from the other format are the same tasks: named by their content
+    assert [line.status for line in importer.tasks_import(path=tmp_path / "greet.jsonl", user=author).lines] == \
+        ["unchanged"] * 3
+    assert Task.objects.count() == 3 and all(re.fullmatch(r"greet-[0-9a-f]{10}", slug)
+                                             for slug in Task.objects.values_list("slug", flat=True))
+
+
+def test_rows_without_an_id_never_change_another_task(author, tmp_path):
+    """A row without an id is named by its content. Named by its position (rows-00001, ...) before, a second
+    file of the same name, or any bulk request of simple rows, made new versions of the first one's tasks."""
+    write_csv(tmp_path / "rows.csv", [{"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4"}])
+    first = importer.tasks_import(path=tmp_path / "rows.csv", user=author).lines[0]
+    write_csv(tmp_path / "rows.csv", [{"prompt": "What is 3*3?", "answer": "9", "criteria": "Says 9"},
+                                     {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4"},
+                                     {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4"}])
+    second = importer.tasks_import(path=tmp_path / "rows.csv", user=author).lines
+    assert [(line.status, line.task == first.task) for line in second] == \
+        [("created", False), ("unchanged", True), ("rejected", True)]
+    assert second[2].message == "the same task as row 2 (the same prompt, answer and rubric)"
+    assert Task.objects.get(slug=first.task).latest_version.number == 1
+    assert Task.objects.get(slug=first.task).latest_version.spec["prompt"] == "What is 2+2?"
 
 
 def test_import_tasks_command_exit_codes(author, admin, tmp_path, capsys):
@@ -296,3 +317,18 @@ def test_importing_the_same_tasks_again_is_unchanged_at_a_constant_number_of_que
     lines = importer.tasks_import(path=tmp_path / "changed.jsonl", user=author).lines
     assert [line.status for line in lines] == ["unchanged", "unchanged", "new_version", "rejected"]
     assert "exists in environment" in lines[3].message
+
+
+def test_an_older_version_imported_again_is_unchanged_not_a_new_version_on_top(author, tmp_path):
+    """An older pack imported again: a row that holds what an earlier version holds is that version, not a new
+    one that quietly reverts the later work (before: v1's content came back as v3)."""
+    (tmp_path / "v1.jsonl").write_text(_task_lines("old", 1))
+    importer.tasks_import(path=tmp_path / "v1.jsonl", user=author)
+    task = Task.objects.get(slug="old-000")
+    authoring_services.task_version_create(task=task, author=author, base_version=1,
+                                           content={**authoring_services.task_version_content(task.latest_version),
+                                                    "prompt": "Later work"})
+    line = importer.tasks_import(path=tmp_path / "v1.jsonl", user=author).lines[0]
+    assert (line.status, line.version, line.message) == ("unchanged", 1, "v1 holds this content; old-000 is at v2")
+    task.refresh_from_db()
+    assert task.latest_version.number == 2 and task.latest_version.spec["prompt"] == "Later work"

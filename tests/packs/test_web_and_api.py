@@ -113,6 +113,34 @@ def test_bulk_import_endpoint_takes_a_list_of_tasks_and_reports_per_item(author)
     assert api.post("/api/imports/bulk/", {"tasks": []}, format="json").status_code == 400
 
 
+def test_a_bulk_request_rejects_each_bad_item_at_its_pointer_and_imports_the_rest(author):
+    """Before, one item that was not an object failed the whole request with a pandas message about a file the
+    caller never sent ("rows.jsonl could not be read as a table: ..."); items without an id were named by
+    their position and so made new versions of the tasks an earlier request had made."""
+    api = token_client(author)
+    document = {"schema": "gymwright.task/v1", "id": "bulk-doc", "title": "A document", "prompt": "Say hi",
+                "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+                    {"id": "hi", "kind": "string_match", "points": 1, "expected": "hi"}]}}
+    items = [None, 5, "text", {"prompt": "What is 2+2?", "answer": "4", "criteria": ["Says 4", "Shows work"]},
+             document, {"question": "No answer nor criteria"}, {"answer": "no prompt"}]
+    response = api.post("/api/imports/bulk/", {"tasks": items}, format="json")
+    assert response.status_code == 200, response.content
+    rows = response.json()["rows"]
+    assert [row["status"] for row in rows] == ["rejected", "rejected", "rejected", "created", "created",
+                                               "rejected", "rejected"]
+    assert [row["where"] for row in rows] == [f"/tasks/{index}" for index in range(7)]
+    assert rows[0]["message"] == "expected an object with a prompt, got NoneType"
+    assert rows[2]["message"] == "expected an object with a prompt, got str"
+    assert rows[5]["pointer"] == "/rubric" and rows[6]["pointer"] == "/prompt"
+    assert not any("rows.jsonl" in row.get("message", "") for row in rows)
+    row_task = Task.objects.get(slug=rows[3]["task"])
+    assert [check["criterion"] for check in row_task.latest_version.spec["rubric"]["checks"]] == ["Says 4", "Shows work"]
+    again = api.post("/api/imports/bulk/", {"tasks": [{"prompt": "What is 3*3?", "answer": "9", "criteria": "9"},
+                                                       items[3]]}, format="json").json()["rows"]
+    assert [row["status"] for row in again] == ["created", "unchanged"] and again[1]["task"] == rows[3]["task"]
+    assert again[0]["task"] != rows[3]["task"] and row_task.versions.count() == 1
+
+
 def test_the_import_page_uploads_a_file_and_shows_the_report(client, author):
     client.force_login(author)
     upload = io.BytesIO(b"id,prompt,criteria\nweb-1,Say hi,Greets\nweb-2,,Greets\n")
@@ -124,3 +152,19 @@ def test_the_import_page_uploads_a_file_and_shows_the_report(client, author):
     hostile.name = "evil.tar.gz"
     response = client.post("/packs/import/", {"file": hostile})
     assert response.status_code == 400 and "not a readable .tar.gz" in response.content.decode()
+
+
+def test_an_import_refuses_options_it_would_not_read(author):
+    """`?dry_run=1` in the query string, or a field the endpoint does not know, used to be dropped: the
+    "dry run" imported for real."""
+    api = token_client(author)
+    rows = [{"id": "opt-1", "prompt": "Q", "criteria": "Right"}]
+    response = api.post("/api/imports/bulk/?dry_run=1", {"tasks": rows}, format="json")
+    assert response.status_code == 400 and response.json()["error"]["details"][0]["pointer"] == "?dry_run"
+    response = api.post("/api/imports/bulk/", {"tasks": rows, "dryrun": True}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"] == [{"pointer": "/dryrun",
+                                                    "message": "unknown field (the fields are: tasks, environment, dry_run)"}]
+    assert not Task.objects.filter(slug="opt-1").exists()
+    assert api.post("/api/imports/bulk/", {"tasks": rows, "dry_run": True}, format="json").json()["dry_run"] is True
+    assert not Task.objects.filter(slug="opt-1").exists()
