@@ -16,6 +16,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from grading import selectors, services
+from gymwright.api import validated
 from gymwright.errors import DomainError
 
 SCHEMA_NAMES = ("rubric", "task", "grade")
@@ -73,9 +74,8 @@ def rubric_validate(request):
     from grading.engine import validate_rubric
     from grading.engine.lint import lint_rubric
 
-    serializer = RubricValidateInput(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    rubric = serializer.validated_data["rubric"]
+    data = validated(RubricValidateInput, request.data)
+    rubric = data["rubric"]
     if isinstance(rubric, str):
         try:
             rubric = services.rubric_from_text(text=rubric).to_document()
@@ -86,7 +86,7 @@ def rubric_validate(request):
                          "warnings": []})
     issues = [{"pointer": issue.pointer, "message": issue.message} for issue in validate_rubric(rubric)]
     warnings = [{"pointer": issue.pointer, "message": issue.message}
-                for issue in lint_rubric(rubric, serializer.validated_data.get("files"))]
+                for issue in lint_rubric(rubric, data.get("files"))]
     return Response({"valid": not issues, "issues": issues, "warnings": warnings})
 
 
@@ -157,12 +157,10 @@ class JudgeLabelInput(serializers.Serializer):
                request=JudgeLabelInput, responses={201: JudgeLabelOutput})
 @api_view(["POST"])
 def judge_label_create(request, check_result_id: int):
-    serializer = JudgeLabelInput(data=request.data)
-    serializer.is_valid(raise_exception=True)
+    data = validated(JudgeLabelInput, request.data)
     check_result = selectors.check_result_get_for_user(check_result_id=check_result_id, user=request.user,
                                                        action="label")
-    label = services.judge_label_record(check_result=check_result, reviewer=request.user,
-                                        **serializer.validated_data)
+    label = services.judge_label_record(check_result=check_result, reviewer=request.user, **data)
     return Response(JudgeLabelOutput(label).data, status=201)
 
 

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from authoring.selectors import task_version_get_for_user
 from grading.apis import CheckRowOutput
 from grading.selectors import grade_table
-from gymwright.api import Pagination, paginated
+from gymwright.api import Pagination, paginated, validated
 from sandbox import selectors, services
 from sandbox.models import PreviewRun
 
@@ -106,9 +106,7 @@ class TaskVersionPreviewsApi(APIView):
     @extend_schema(request=PreviewCreateInput, responses={201: PreviewRunDetailOutput})
     def post(self, request, slug: str, number: int):
         version = task_version_get_for_user(slug=slug, number=number, user=request.user)
-        serializer = PreviewCreateInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(PreviewCreateInput, request.data)
         preview_run = services.preview_run_create(task_version=version, user=request.user, policy=data["policy"],
                                                   n=data["n"], backend=data.get("backend"))
         preview_run = selectors.preview_run_get_for_user(preview_run_id=preview_run.pk, user=request.user)

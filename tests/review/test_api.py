@@ -49,6 +49,11 @@ def test_reviews_answer_201_409_403_and_400_as_documented(task, author, reviewer
     assert response.status_code == 400 and response.json()["error"]["code"] == "comment_required"
     response = api_client(reviewer).post(url(task, 1, "reviews"), {"decision": "maybe"}, format="json")
     assert response.status_code == 400 and response.json()["error"]["details"][0]["pointer"] == "/decision"
+    # a misnamed field is refused, not dropped (an approval was recorded without the comment sent as "body")
+    response = api_client(reviewer).post(url(task, 1, "reviews"), {"decision": "approve", "body": "Looks right"},
+                                         format="json")
+    assert response.status_code == 400 and response.json()["error"]["details"][0]["pointer"] == "/body"
+    assert "unknown field" in response.json()["error"]["details"][0]["message"]
 
     response = api_client(reviewer).post(url(task, 1, "reviews"), {
         "decision": "request_changes", "check_comments": {"says_42": "Also accept 'forty-two'."}}, format="json")
