@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 
 from grading.engine import flat_checks  # the pure engine: a library for every app
+from grading.engine.describe import check_default
 
 
 @dataclass
@@ -75,6 +76,15 @@ def _flatten_checks(checks: list, into: dict, order: list) -> None:
         order.append(check_id)
 
 
+def _check_value(check: dict, key: str) -> str:
+    """A check's value for the diff; a key it leaves out reads as the default the engine grades by (a
+    string_match without a mode changed to "equals" is a change from "contains", not from nothing)."""
+    if key in check and check[key] is not None:
+        return _pretty(check[key])
+    default = check_default(check.get("kind"), key)
+    return "" if default is None else f"(not set: {_pretty(default)})"
+
+
 def _as_rubric(value) -> dict:
     """A rubric to diff: unsaved input that is not a JSON object shows as a change of the whole."""
     if isinstance(value, dict):
@@ -97,7 +107,7 @@ def rubric_diff(a: dict, b: dict) -> tuple[list[CheckDiff], list[dict]]:
             continue
         strip = lambda c: {k: v for k, v in c.items() if k != "checks"}  # noqa: E731 - children diff on their own
         old_s, new_s = strip(old), strip(new)
-        changes = [{"key": key, "a": _pretty(old_s.get(key)), "b": _pretty(new_s.get(key))}
+        changes = [{"key": key, "a": _check_value(old_s, key), "b": _check_value(new_s, key)}
                    for key in sorted(set(old_s) | set(new_s)) if old_s.get(key) != new_s.get(key)]
         moved = a_order.index(check_id) != position
         diffs.append(CheckDiff(check_id, "changed" if changes else "unchanged", old, new, changes, moved))

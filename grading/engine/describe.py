@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from .models import CHECK_MODELS
+
 
 def _target(check: Mapping) -> str:
     target = str(check.get("target") or "answer")
@@ -19,24 +21,43 @@ def _quote(value, limit: int = 200) -> str:
     return f"“{text[:limit]}{'…' if len(text) > limit else ''}”"
 
 
+# How each string_match mode reads after "the answer".
+_MODE_WORDS = {"equals": "equals", "contains": "contains", "not_contains": "does not contain",
+               "starts_with": "starts with", "ends_with": "ends with"}
+
+
+def check_default(kind, key: str):
+    """What the format fills in for a key a check of `kind` leaves out (the engine grades by it); None
+    for a key without a default."""
+    model = CHECK_MODELS.get(kind)
+    field = model.model_fields.get(key) if model is not None else None
+    return None if field is None else field.get_default(call_default_factory=True)
+
+
+def _value(check: Mapping, key: str):
+    value = check.get(key)
+    return check_default(check.get("kind"), key) if value is None else value
+
+
 def check_in_words(check: Mapping) -> str:
-    """What must hold for `check` to be met, in one sentence."""
+    """What must hold for `check` to be met, in one sentence; a key left out reads as the default the
+    engine grades by (a string_match without a mode is "contains", not "equals")."""
     kind = check.get("kind")
     where = _target(check)
     if kind == "string_match":
-        mode = str(check.get("mode") or "equals").replace("_", " ")
-        return f"{where} {mode} {_quote(check.get('expected'))}" + (
-            " (case-sensitive)" if check.get("case_sensitive") else "")
+        mode = str(_value(check, "mode"))
+        return f"{where} {_MODE_WORDS.get(mode, mode.replace('_', ' '))} {_quote(check.get('expected'))}" + (
+            " (case-sensitive)" if _value(check, "case_sensitive") else "")
     if kind == "regex":
-        must = check.get("must_match", True)
-        count = check.get("min_count") or 1
+        must = _value(check, "must_match")
+        count = _value(check, "min_count") or 1
         times = f" at least {count} times" if must and count > 1 else ""
         return f"{where} {'matches' if must else 'does not match'} /{check.get('pattern', '')}/{times}"
     if kind == "number":
         tolerance = check.get("tolerance") or check.get("rel_tolerance")
         return f"a number in {where} equals {check.get('expected')}" + (f" ± {tolerance}" if tolerance else "")
     if kind == "json_field":
-        return (f"{where} is JSON whose {check.get('pointer', '')} {check.get('op', 'eq')} "
+        return (f"{where} is JSON whose {check.get('pointer', '')} {_value(check, 'op')} "
                 f"{_quote(check.get('expected')) if 'expected' in check else ''}").rstrip()
     if kind == "file_exists":
         return f"a file matching {check.get('path')} exists"
@@ -50,10 +71,10 @@ def check_in_words(check: Mapping) -> str:
         return (f"cell ({check.get('row')}, {check.get('column')}) of {check.get('path')}{sheet} equals "
                 f"{check.get('expected')}" + (f" ± {check.get('tolerance')}" if check.get("tolerance") else ""))
     if kind == "text_similarity":
-        return (f"{where} is at least {check.get('threshold')} similar ({check.get('metric', 'fuzzy')}) to "
+        return (f"{where} is at least {check.get('threshold')} similar ({_value(check, 'metric')}) to "
                 f"{_quote(check.get('reference'), 120)}")
     if kind == "command":
-        return f"`{check.get('run')}` exits with {check.get('expect_exit', 0)} in the sandbox"
+        return f"`{check.get('run')}` exits with {_value(check, 'expect_exit')} in the sandbox"
     if kind == "python":
         return f"the Python function {check.get('function')} says so" if check.get("function") else \
             "the check's Python code says so (run in the sandbox)"
@@ -62,5 +83,5 @@ def check_in_words(check: Mapping) -> str:
         scaled = f" (scored {scale.get('min')}–{scale.get('max')})" if isinstance(scale, dict) else ""
         return f"the judge finds: {check.get('criterion', '')}{scaled}"
     if kind == "group":
-        return f"{check.get('aggregate', 'all')} of its {len(check.get('checks') or [])} checks"
+        return f"{_value(check, 'aggregate')} of its {len(check.get('checks') or [])} checks"
     return str(kind)

@@ -270,3 +270,18 @@ def test_an_added_check_shows_in_the_diff_as_json_not_a_python_dict(client, auth
     assert "&quot;id&quot;: &quot;mentions_unit&quot;" in added and "&quot;case_sensitive&quot;: true" in added
     assert "&quot;id&quot;: &quot;says_42&quot;" in removed
     assert "&#x27;id&#x27;" not in diff and "True" not in added
+
+
+def test_a_key_a_check_leaves_out_reads_as_its_default_in_the_diff_and_the_words(client, author, task):
+    """A string_match without a mode is graded "contains"; the task page said "equals", and the diff of a change
+    to "equals" read `mode null → equals`, so a real change of rule looked like none."""
+    client.force_login(author)
+    rubric = json.loads(json.dumps(RUBRIC))
+    rubric["checks"] = [{"id": "says_paris", "kind": "string_match", "points": 1, "expected": "Paris"}]
+    assert client.post(f"/tasks/{task.slug}/edit/", form_data(rubric=json.dumps(rubric))).status_code == 302
+    page = client.get(f"/tasks/{task.slug}/").content.decode()
+    assert "the answer contains “Paris”" in page and "equals “Paris”" not in page
+    rubric["checks"][0]["mode"] = "equals"
+    assert client.post(f"/tasks/{task.slug}/edit/", form_data(2, rubric=json.dumps(rubric))).status_code == 302
+    diff = client.get(f"/tasks/{task.slug}/diff/?a=2&b=3").content.decode()
+    assert "(not set: contains)" in diff and "null" not in diff.split("says_paris")[1].split("</tr>")[0]
