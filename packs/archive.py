@@ -361,6 +361,15 @@ def parquet_row(document: dict, *, sha256: str, info: PackInfo, split: str, inde
 # ---------------------------------------------------------------------------------------------- dataset card
 
 
+def _empty_split_note(counts: dict) -> str:
+    empty = [name for name in ("test", "train") if not counts[name]]
+    if not empty or not counts["tasks"]:
+        return ""
+    return (f"\n\n**The {empty[0]} split is empty**: no task's id hashed into it at this ratio. "
+            + ("Evaluate on `train` (Inspect: `-T split=train`), or build the pack with another test ratio."
+               if empty[0] == "test" else "Train on `test`, or build the pack with another test ratio."))
+
+
 def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter) -> str:
     top = f"{info.slug}-{info.version}"
     rows = "\n".join(f"| {name} | {histogram.get(name, 0)} |" for name in DIFFICULTY_BINS)
@@ -384,7 +393,7 @@ checks them).
 | total | {counts["tasks"]} |
 
 Held-out split: a stable hash of the task id (test ratio {info.test_ratio:g}); a task stays in
-the same split in every version of the pack.
+the same split in every version of the pack.{_empty_split_note(counts)}
 
 | environment | tasks |
 | --- | --- |

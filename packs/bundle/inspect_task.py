@@ -56,6 +56,10 @@ def _samples(split: str, task_ids: str | None) -> list[Sample]:
     if wanted is not None and len(samples) != len(wanted):
         missing = sorted(wanted - {sample.id for sample in samples})
         raise ValueError(f"not in this pack: {', '.join(missing)}")
+    if not samples:  # a small pack's test split can be empty: say so, rather than evaluate nothing
+        count = manifest["counts"]["tasks"]
+        raise ValueError(f"the {split} split of this pack is empty ({count} task{'' if count == 1 else 's'}, "
+                         f"test ratio {manifest.get('test_ratio')}): run with -T split=train or -T split=all")
     return samples
 
 

@@ -82,3 +82,30 @@ def test_an_unknown_task_id_is_refused_with_its_name(pack_dir, tmp_path):  # noq
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GW_API_KEY": "test",
              "GW_BASE_URL": "http://127.0.0.1:9/v1"})
     assert done.returncode != 0 and "not in this pack: no-such-task" in done.stdout + done.stderr
+
+
+def test_an_empty_split_is_refused_saying_which_split_to_run(tmp_path):
+    """A one-task pack whose task hashes into train: its test split (Inspect's default) is empty, and an
+    evaluation of nothing would look like a run. The dataset card says so too."""
+    import tarfile
+
+    from grading.engine import content_sha256, parse_task
+    from packs import archive
+
+    item = archive.TaskItem(parse_task(TEXT_TASK).to_document() | TEXT_TASK, content_sha256(TEXT_TASK))
+    archive.build_pack(out=tmp_path / "pack.tar.gz", info=archive.PackInfo(slug="one", name="One", version="1.0.0"),
+                       tasks=[item], read_blob={}.__getitem__, scratch_dir=tmp_path / "scratch")
+    with tarfile.open(tmp_path / "pack.tar.gz") as tar:
+        tar.extractall(tmp_path / "out", filter="data")
+    pack = tmp_path / "out" / "one-1.0.0"
+    done = subprocess.run(
+        [inspect_bin(), "eval", "inspect_task.py", "--model", "openai-api/gw/policy", "--display", "none",
+         "--log-dir", str(tmp_path / "logs")],
+        capture_output=True, text=True, cwd=pack, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GW_API_KEY": "test",
+             "GW_BASE_URL": "http://127.0.0.1:9/v1"})
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "the test split of this pack is empty (1 task, test ratio 0.1)" in said
+    assert "-T split=train" in said
+    card = (pack / "README.md").read_text()
+    assert "**The test split is empty**" in card and "`-T split=train`" in card

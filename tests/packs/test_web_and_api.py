@@ -44,6 +44,20 @@ def test_a_lab_member_builds_from_the_page_and_it_shows_progress_then_contents(c
     assert progress["HX-Refresh"] == "true"
     verified = client.get("/packs/from-web/1.0.0/verification/").content.decode()
     assert 'id="verified"' in verified
+    assert 'id="empty-split"' not in page
+
+
+def test_the_pack_page_warns_of_an_empty_split(client, lab, author, reviewer):
+    from tests.packs.conftest import make_approved
+
+    make_approved(author=author, reviewer=reviewer, slug="six-times-seven")  # hashes into train at 0.1
+    pack = services.pack_create(slug="tiny", user=lab, name="Tiny")
+    version = services.pack_version_build(pack_version_id=services.pack_version_start(
+        pack=pack, user=lab, selection=services.Selection(), enqueue=False).pk)
+    assert version.manifest["counts"] == {"tasks": 1, "train": 1, "test": 0}
+    client.force_login(lab)
+    page = client.get("/packs/tiny/1.0.0/").content.decode()
+    assert 'id="empty-split"' in page and "The test split is empty" in page and "-T split=train" in page
 
 
 def test_a_building_version_polls_and_a_failed_one_says_why(client, lab, approved_tasks):
