@@ -3,11 +3,14 @@ diff, live build progress, verification), download, and the task import upload."
 
 from __future__ import annotations
 
+import shutil
+import time
 from pathlib import Path
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.core import signing
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -148,23 +151,93 @@ def pack_version_download(request: HttpRequest, slug: str, version: str):
 
 @require_http_methods(["GET", "POST"])
 def task_import(request: HttpRequest) -> HttpResponse:
+    """Upload and import; a dry run keeps the file for an hour, so that "Import for real" needs no second
+    upload (a browser cannot keep the chosen file across the page it posts to)."""
     if not permissions.can_author(request.user):
         raise NotAllowed("Only authors and admins can import tasks.")
+    if request.method == "POST" and "pending" in request.POST:
+        return _import_pending(request)
     form = ImportForm(request.POST or None, request.FILES or None)
-    report = None
+    report = pending = None
     if request.method == "POST" and form.is_valid():
+        environment, dry_run = form.cleaned_data.get("environment") or None, form.cleaned_data["dry_run"]
         try:
-            report = import_upload(uploaded=form.cleaned_data["file"], user=request.user,
-                                   environment=form.cleaned_data.get("environment") or None,
-                                   dry_run=form.cleaned_data["dry_run"])
+            folder, target = _staged(form.cleaned_data["file"], root=_pending_root() if dry_run else None)
+            try:
+                report = importer.tasks_import(path=target, user=request.user, environment=environment,
+                                               dry_run=dry_run)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            if dry_run:
+                pending = {"token": signing.dumps({"user": request.user.pk, "folder": folder.name, "file": target.name,
+                                                    "environment": environment}, salt=_PENDING_SALT),
+                           "file": target.name, "environment": environment}
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
         except DomainError as exc:
             form_add_domain_error(form, exc)
-    return render(request, "packs/import.html", {"form": form, "report": report},
+    return render(request, "packs/import.html", {"form": form, "report": report, "pending": pending},
                   status=400 if request.method == "POST" and not form.is_valid() else 200)
 
 
+_PENDING_SALT = "packs.import.pending"
+PENDING_MAX_AGE_S = 3600
+
+
+def _pending_root() -> Path:
+    """Where dry-run uploads wait for "Import for real"; those older than an hour are removed as new ones come."""
+    root = Path(settings.PACK_SCRATCH_DIR) / "pending"
+    root.mkdir(parents=True, exist_ok=True)
+    cutoff = time.time() - PENDING_MAX_AGE_S
+    for folder in root.iterdir():
+        try:
+            if folder.stat().st_mtime < cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass
+    return root
+
+
+def _import_pending(request: HttpRequest) -> HttpResponse:
+    """The file a dry run kept, imported for real by the user who uploaded it (the token is signed for
+    them, and names only a folder under the pending root)."""
+    form = ImportForm()
+    try:
+        staged = signing.loads(request.POST["pending"], salt=_PENDING_SALT, max_age=PENDING_MAX_AGE_S)
+    except signing.BadSignature:
+        staged = None
+    folder = Path(settings.PACK_SCRATCH_DIR) / "pending" / str((staged or {}).get("folder", ""))
+    target = folder / str((staged or {}).get("file", ""))
+    if (staged is None or staged.get("user") != request.user.pk or not staged.get("folder")
+            or Path(staged["folder"]).name != staged["folder"] or Path(staged["file"]).name != staged["file"]
+            or not target.is_file()):
+        messages.error(request, "That dry run's file is no longer kept (an hour at most, and once imported it is "
+                                "gone): choose the file again.")
+        return render(request, "packs/import.html", {"form": form}, status=400)
+    try:
+        report = importer.tasks_import(path=target, user=request.user, environment=staged.get("environment"),
+                                       dry_run=False)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+        return render(request, "packs/import.html", {"form": form}, status=exc.http_status)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return render(request, "packs/import.html", {"form": form, "report": report})
+
+
 def import_upload(*, uploaded, user, environment: str | None, dry_run: bool) -> importer.ImportReport:
-    """An uploaded file, saved to the import's scratch folder under a safe name, then imported."""
+    """An uploaded file, saved to the import's scratch folder under a safe name, then imported (the API's)."""
+    folder, target = _staged(uploaded)
+    try:
+        return importer.tasks_import(path=target, user=user, environment=environment, dry_run=dry_run)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _staged(uploaded, *, root: Path | None = None) -> tuple[Path, Path]:
+    """(folder, file): the upload saved under a safe name in a folder of its own under `root` (the
+    scratch folder by default), which the caller removes."""
     import tempfile
 
     name = Path(uploaded.name or "upload").name
@@ -175,17 +248,16 @@ def import_upload(*, uploaded, user, environment: str | None, dry_run: bool) -> 
     if uploaded.size is not None and uploaded.size > settings.IMPORT_MAX_BYTES:
         raise DomainError(f"{name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).", http_status=413,
                           details=[{"pointer": "/file", "message": "too large"}])
-    root = Path(settings.PACK_SCRATCH_DIR)
+    root = root or Path(settings.PACK_SCRATCH_DIR)
     root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="upload-", dir=root))
+    stem = "tasks" if name.lower() == "tasks.jsonl" else (Path(name[: -len(suffix)]).name or "upload")
+    target = folder / f"{stem}{suffix}"
     try:
-        stem = "tasks" if name.lower() == "tasks.jsonl" else (Path(name[: -len(suffix)]).name or "upload")
-        target = folder / f"{stem}{suffix}"
         with open(target, "wb") as handle:
             for chunk in uploaded.chunks():
                 handle.write(chunk)
-        return importer.tasks_import(path=target, user=user, environment=environment, dry_run=dry_run)
-    finally:
-        import shutil
-
+    except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder, target

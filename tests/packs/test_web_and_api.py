@@ -182,3 +182,28 @@ def test_an_import_refuses_options_it_would_not_read(author):
     assert not Task.objects.filter(slug="opt-1").exists()
     assert api.post("/api/imports/bulk/", {"tasks": rows, "dry_run": True}, format="json").json()["dry_run"] is True
     assert not Task.objects.filter(slug="opt-1").exists()
+
+
+def test_after_a_dry_run_the_page_imports_the_same_file_for_real_without_a_second_upload(client, author, other_author,
+                                                                                          settings, tmp_path):
+    settings.PACK_SCRATCH_DIR = tmp_path / "scratch"
+    client.force_login(author)
+    upload = io.BytesIO(b"id,prompt,criteria\nkept-1,Say hi,Greets\n")
+    upload.name = "rows.csv"
+    page = client.post("/packs/import/", {"file": upload, "dry_run": "on"}).content.decode()
+    assert "Dry run: nothing was written" in page and "Import rows.csv for real" in page
+    token = page.split('name="pending" value="')[1].split('"')[0]
+    assert not Task.objects.exists()
+
+    # the token is the uploader's: another author cannot import the kept file, nor a forged name
+    other = client.__class__()
+    other.force_login(other_author)
+    assert other.post("/packs/import/", {"pending": token}).status_code == 400
+    assert client.post("/packs/import/", {"pending": token + "x"}).status_code == 400
+    assert not Task.objects.exists()
+
+    page = client.post("/packs/import/", {"pending": token}).content.decode()
+    assert "Imported — 1 ok, 0 rejected" in page and Task.objects.filter(slug="kept-1").exists()
+    assert not any((tmp_path / "scratch" / "pending").iterdir())  # removed once imported
+    again = client.post("/packs/import/", {"pending": token})
+    assert again.status_code == 400 and "no longer kept" in again.content.decode()
