@@ -76,3 +76,14 @@ def test_outside_api_the_site_pages_still_answer(client, db, settings, django_us
     response = client.get("/no/such/page/")
     assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
     assert client.get("/tasks/", HTTP_HOST="evil.example").status_code == 400
+
+
+def test_unknown_fields_are_refused_with_bounded_pointers(api):
+    """A body of many huge unknown keys is refused at their pointers, a bounded list of bounded names."""
+    body = {f"{'k' * 5000}{index}": 1 for index in range(1000)}
+    body["name"] = "x"
+    response = api.post("/api/environments/", body, format="json")
+    error = response.json()["error"]
+    assert response.status_code == 400 and error["code"] == "invalid"
+    assert 1 <= len(error["details"]) <= 20 and all(len(detail["pointer"]) <= 101 for detail in error["details"])
+    assert len(response.content) < 20_000
