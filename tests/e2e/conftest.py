@@ -23,6 +23,14 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 PASSWORD = "pw-e2e-author-1"
 # Generous enough for a loaded CI machine; the editor itself answers in well under a second.
 TIMEOUT_MS = 15_000
+# Collected by an init script (Playwright injects it outside the page's CSP).
+CSP_LISTENER = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__cspViolations.push(e.violatedDirective + " blocked " + (e.blockedURI || "inline") +
+                              " at " + e.sourceFile + ":" + e.lineNumber);
+});
+"""
 
 
 def _chromium_path() -> str:
@@ -80,6 +88,19 @@ def logged_in(page, live_server, author):
     page.click("form button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
     return page
+
+
+@pytest.fixture
+def watched(logged_in):
+    """`logged_in`, failing the test on any console error or Content-Security-Policy violation."""
+    page = logged_in
+    page.context.add_init_script(CSP_LISTENER)
+    problems: list[str] = []
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    yield page
+    if not page.is_closed():
+        problems += [f"CSP: {violation}" for violation in page.evaluate("window.__cspViolations || []")]
+    assert not problems, "\n".join(problems)
 
 
 def wait_for_editor(page) -> None:

@@ -16,21 +16,13 @@ from django.contrib.auth.models import Group
 
 from authoring import services as authoring_services
 from sandbox import services as sandbox_services
-from tests.e2e.conftest import PASSWORD, TIMEOUT_MS
+from tests.e2e.conftest import CSP_LISTENER, PASSWORD, TIMEOUT_MS
 from tests.sandbox.factories import RUBRIC, make_task
 from tests.support.openai_server import OpenAIServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.bubblewrap, pytest.mark.django_db(transaction=True)]
 
 WIDTH = 1280
-# Collected by an init script (Playwright injects it outside the page's CSP).
-CSP_LISTENER = """
-window.__cspViolations = [];
-document.addEventListener("securitypolicyviolation", (e) => {
-  window.__cspViolations.push(e.violatedDirective + " blocked " + (e.blockedURI || "inline") +
-                              " at " + e.sourceFile + ":" + e.lineNumber);
-});
-"""
 JUDGE_RUBRIC = {**RUBRIC, "checks": [
     *RUBRIC["checks"],
     {"id": "explains_the_product_clearly_with_a_long_identifier", "kind": "llm_judge", "points": 2,
