@@ -136,7 +136,7 @@ def _check_rows_html(items) -> str:
         required = ' <span class="badge">required</span>' if check.get("required") else ""
         title = f'<br><strong>{escape(check["title"])}</strong>' if check.get("title") else ""
         points = check.get("points")
-        out.append(f'<tr><td class="depth-{int(item["depth"])}"><span class="mono">{escape(check.get("id", ""))}</span>'
+        out.append(f'<tr><td class="long-text depth-{int(item["depth"])}"><span class="mono">{escape(check.get("id", ""))}</span>'
                    f'{required}{title}<div class="check-words">{escape(item["words"])}</div></td>'
                    f'<td>{escape(check.get("kind", ""))}</td><td>{"" if points is None else escape(points)}</td></tr>')
     return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number

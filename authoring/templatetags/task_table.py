@@ -46,13 +46,13 @@ def task_rows(rows, task_url: str):
         updated = timezone.localtime(row["updated_at"]).strftime("%Y-%m-%d %H:%M") if row["updated_at"] else ""
         author = escape(row["latest_version_author"] or "")
         out.append(
-            f'<tr><td><a href="{task_url}{slug}/"><strong>{escape(row["title"])}</strong></a><br>'
+            f'<tr><td class="long-text"><a href="{task_url}{slug}/"><strong>{escape(row["title"])}</strong></a><br>'
             f'<span class="muted mono">{slug}</span></td>'
-            f'<td>{escape(row["environment"])}</td>'
+            f'<td class="long-text">{escape(row["environment"])}</td>'
             f'<td><span class="badge {escape(row["status"])}">{escape(row["status_label"])}</span></td>'
-            f"<td>{tags}</td>"
-            f'<td>{version_state(row, task_url)} <span class="muted">by {author}</span></td>'
-            f'<td>{escape(row["owner"])}</td><td class="muted">{updated}</td></tr>'
+            f'<td class="long-text">{tags}</td>'
+            f'<td class="long-text">{version_state(row, task_url)} <span class="muted">by {author}</span></td>'
+            f'<td class="long-text">{escape(row["owner"])}</td><td class="muted">{updated}</td></tr>'
         )
     if not out:
         out.append('<tr><td colspan="7" class="muted">No tasks match.</td></tr>')

@@ -76,7 +76,7 @@ def gate_rows(gates):
         out.append(f'<tr class="gate gate-{status}" data-gate="{escape(gate.gate)}" data-status="{status}">'
                    f'<td><span class="{_GATE_BADGES.get(gate.status, "badge")}">'
                    f'{escape(gate.status.replace("_", "").upper())}</span></td>'
-                   f'<td>{escape(gate.title)}{note}</td><td class="muted">{escape(gate.message)}{link}</td></tr>')
+                   f'<td>{escape(gate.title)}{note}</td><td class="muted long-text">{escape(gate.message)}{link}</td></tr>')
     return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number
 
 

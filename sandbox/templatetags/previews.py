@@ -101,12 +101,12 @@ def preview_run_rows(runs):
         summary = run.summary if isinstance(run.summary, dict) else {}
         out.append(
             f'<tr><td><a href="{detail}/{int(run.pk)}/">{int(run.pk)}</a></td>'
-            f'<td>v{int(run.task_version.number)}</td><td>{escape(run.policy_label)}</td>'
+            f'<td>v{int(run.task_version.number)}</td><td class="long-text">{escape(run.policy_label)}</td>'
             f'<td><span class="badge {escape(run.status)}">{escape(labels.get(run.status, run.status))}</span> '
             f'{int(run.finished_count)}/{int(run.n)}</td>'
             f'<td>{escape(format_number(summary.get("mean_reward"), 2, fixed=True))}</td>'
             f'<td>{escape(format_percent(summary.get("pass_rate")))}</td>'
-            f'<td>{escape(run.created_by or "–")}</td>'
+            f'<td class="long-text">{escape(run.created_by or "–")}</td>'
             f'<td class="muted">{localtime(run.created_at):%Y-%m-%d %H:%M}</td></tr>')
     return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number
 
@@ -148,5 +148,5 @@ def rollout_table_rows(rows):
             f'hx-swap="innerHTML"><td><a href="?rollout={pk}">{int(row["index"]) + 1}</a></td>'
             f'<td><span class="badge {escape(status)}">{escape(labels.get(status, status))}</span>{attempts}</td>'
             f'<td>{format_number(row["reward"], 3, fixed=True)}</td><td>{passed}</td><td>{int(row["steps"])}</td>'
-            f'<td>{seconds(row["duration_ms"])}</td><td>{note}</td></tr>')
+            f'<td>{seconds(row["duration_ms"])}</td><td class="long-text">{note}</td></tr>')
     return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number
