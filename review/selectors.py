@@ -66,19 +66,31 @@ def inbox_unread_count(*, user) -> int:
     return _inbox_unread_count(user_id=user.pk)
 
 
+def _threads(task: Task) -> QuerySet[Comment]:
+    return (Comment.objects.filter(task=task, parent__isnull=True)
+            .select_related("author", "resolved_by", "task_version")
+            .prefetch_related(Prefetch("replies", queryset=Comment.objects.select_related("author")
+                                       .order_by("created_at", "id"))))
+
+
 def comment_threads(*, task: Task, version: TaskVersion | None = None, check_ids: list[str] | None = None
                     ) -> list[Comment]:
     """The task's threads (roots with their replies), oldest first. With `check_ids` (the checks
     of the version shown), each thread says whether its check still exists (`current`)."""
-    roots = list(Comment.objects.filter(task=task, parent__isnull=True)
-                 .select_related("author", "resolved_by", "task_version")
-                 .prefetch_related(Prefetch("replies", queryset=Comment.objects.select_related("author")
-                                            .order_by("created_at", "id")))
-                 .order_by("created_at", "id"))
+    roots = list(_threads(task).order_by("created_at", "id"))
     known = set(check_ids) if check_ids is not None else None
     for root in roots:
         root.current = known is None or not root.check_id or root.check_id in known
     return roots
+
+
+def comment_thread(*, task: Task, comment_id: int) -> Comment | None:
+    """The thread `comment_id` is in (its root, with its replies), as comment_threads gives each; None when
+    the task has no such comment."""
+    root_id = Comment.objects.filter(pk=comment_id, task=task).values_list("parent_id", "pk").first()
+    if root_id is None:
+        return None
+    return _threads(task).filter(pk=root_id[0] or root_id[1]).first()
 
 
 def threads_by_check(threads: list[Comment]) -> dict[str, list[Comment]]:

@@ -7,7 +7,7 @@ from functools import wraps
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -196,6 +196,24 @@ def inbox(request):
 # --------------------------------------------------------------------------------------------- comments
 
 
+def _is_htmx(request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _thread_in_place(request, task, comment_id: int, *, next_url: str, error: str = "", body: str = "") -> HttpResponse:
+    """A thread's reply or resolve sent by htmx (the editor, the review page) answers with the thread
+    alone, swapped in where it was: a reload would drop what the author or reviewer has not saved yet.
+    A refusal is said in the thread (`error`), keeping what was typed (`body`), and answers 200 as a form
+    shown again with its errors does (a 4xx is a console error in the browser, for a typing mistake)."""
+    thread = selectors.comment_thread(task=task, comment_id=comment_id)
+    if thread is None:
+        return HttpResponse('<p class="error thread-error">That thread no longer exists.</p>', status=404)
+    return render(request, "review/_thread.html", {
+        "thread": thread, "task": task, "next_url": next_url, "thread_error": error, "reply_body": body,
+        "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task),
+    })
+
+
 @require_POST
 @_review_workspace
 def comment_create(request, slug):
@@ -206,13 +224,21 @@ def comment_create(request, slug):
         parent = Comment.objects.filter(pk=request.POST["parent"] if request.POST["parent"].isdigit() else 0,
                                         task=task).first()
         if parent is None:
+            if _is_htmx(request):
+                return _thread_in_place(request, task, 0, next_url=back)
             messages.error(request, "That thread no longer exists.")
             return redirect(back)
+    in_place = _is_htmx(request) and parent is not None
     try:
         services.comment_create(task=task, user=request.user, body=request.POST.get("body", ""),
                                 check_id=request.POST.get("check_id", ""), parent=parent)
     except DomainError as exc:
+        if in_place:
+            return _thread_in_place(request, task, parent.pk, next_url=back, error=f"Reply not saved: {exc.message}",
+                                    body=request.POST.get("body", ""))
         messages.error(request, f"Comment not saved: {exc.message}")
+    if in_place:
+        return _thread_in_place(request, task, parent.pk, next_url=back)
     return redirect(back)
 
 
@@ -223,11 +249,17 @@ def comment_resolve(request, slug, comment_id):
     back = _next(request, reverse("review:review_page", args=[slug]))
     comment = Comment.objects.filter(pk=comment_id, task=task).first()
     if comment is None:
+        if _is_htmx(request):
+            return _thread_in_place(request, task, comment_id, next_url=back)
         raise Http404(f"{slug} has no comment {comment_id}")
     try:
         services.comment_resolve(comment=comment, user=request.user, resolved=request.POST.get("resolved") != "0")
     except DomainError as exc:
+        if _is_htmx(request):
+            return _thread_in_place(request, task, comment.pk, next_url=back, error=exc.message)
         messages.error(request, exc.message)
+    if _is_htmx(request):
+        return _thread_in_place(request, task, comment.pk, next_url=back)
     return redirect(back)
 
 

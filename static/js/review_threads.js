@@ -41,6 +41,11 @@ if (panel && structured) {
     requestAnimationFrame(() => { scheduled = false; place(); });
   }).observe(structured, { childList: true, subtree: true });
   place();
+  // A thread answered in place (Reply, Resolve: htmx swaps in a new one) may be resolved or reopened: count again.
+  document.body.addEventListener("htmx:load", () => {
+    const count = panel.querySelector("[data-open-threads]");
+    if (count) count.textContent = document.querySelectorAll("[data-check-thread] .thread:not(.resolved)").length;
+  });
   panel.addEventListener("click", (event) => {
     const link = event.target.closest("[data-goto-check]");
     if (!link) return;

@@ -150,3 +150,58 @@ def test_label_queue_agreement_page_and_dashboard_render(client, submitted, revi
     assert 'data-values="Draft=0;In review=1;' in page
     assert "not measured=1" in page
     assert client.get("/review/environments/shell/agreement/").status_code == 200
+
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def test_a_reply_and_a_resolve_from_htmx_answer_with_the_thread_alone(client, submitted, author, reviewer):
+    """The editor and the review page reply and resolve in place: the answer is the thread, redrawn, never a
+    redirect to a page reload that would drop the author's unsaved edits."""
+    from review import services
+
+    thread = services.comment_create(task=submitted, user=reviewer, body="Worth 3 points?", check_id="says_42")
+    client.force_login(author)
+    editor = client.get(f"/tasks/{submitted.slug}/edit/").content.decode()
+    assert f'hx-post="/tasks/{submitted.slug}/comments/"' in editor and 'hx-target="closest .thread"' in editor
+
+    response = client.post(f"/tasks/{submitted.slug}/comments/", {
+        "parent": thread.pk, "body": "Yes, all of it.", "next": f"/tasks/{submitted.slug}/edit/"}, **HTMX)
+    fragment = response.content.decode()
+    assert response.status_code == 200 and fragment.lstrip().startswith(f'<div class="thread" id="thread-{thread.pk}"')
+    assert "Worth 3 points?" in fragment and "Yes, all of it." in fragment and "<html" not in fragment
+    assert f'name="next" value="/tasks/{submitted.slug}/edit/"' in fragment  # its forms still work without JavaScript
+
+    response = client.post(f"/tasks/{submitted.slug}/comments/{thread.pk}/resolve/", {"resolved": "1"}, **HTMX)
+    fragment = response.content.decode()
+    assert response.status_code == 200 and f'<div class="thread resolved" id="thread-{thread.pk}"' in fragment
+    assert "resolved by alice" in fragment and ">Reopen</button>" in fragment and 'name="resolved" value="0"' in fragment
+    thread.refresh_from_db()
+    assert thread.is_resolved and [reply.body for reply in thread.replies.all()] == ["Yes, all of it."]
+
+    # Without htmx (no JavaScript) both still post and go back to the page.
+    response = client.post(f"/tasks/{submitted.slug}/comments/{thread.pk}/resolve/",
+                           {"resolved": "0", "next": f"/tasks/{submitted.slug}/edit/"})
+    assert response.status_code == 302 and response["Location"] == f"/tasks/{submitted.slug}/edit/"
+
+
+def test_a_refused_reply_from_htmx_says_why_in_the_thread_and_keeps_the_text(client, submitted, author, reviewer,
+                                                                               settings):
+    from review import services
+
+    settings.REVIEW_COMMENT_MAX_CHARS = 20
+    thread = services.comment_create(task=submitted, user=reviewer, body="Why?")
+    client.force_login(author)
+    response = client.post(f"/tasks/{submitted.slug}/comments/", {"parent": thread.pk, "body": "x" * 21}, **HTMX)
+    fragment = response.content.decode()
+    assert response.status_code == 200 and f'id="thread-{thread.pk}"' in fragment
+    assert "Reply not saved: The comment is longer than the 20 character limit" in fragment
+    assert f">{'x' * 21}</textarea>" in fragment  # what was typed is still there to shorten
+    blank = client.post(f"/tasks/{submitted.slug}/comments/", {"parent": thread.pk, "body": "  "}, **HTMX)
+    assert "Reply not saved: The comment is empty." in blank.content.decode()
+    assert not thread.replies.exists()
+
+    gone = client.post(f"/tasks/{submitted.slug}/comments/", {"parent": 999999, "body": "hello"}, **HTMX)
+    assert gone.status_code == 404 and "That thread no longer exists." in gone.content.decode()
+    gone = client.post(f"/tasks/{submitted.slug}/comments/999999/resolve/", {"resolved": "1"}, **HTMX)
+    assert gone.status_code == 404 and "That thread no longer exists." in gone.content.decode()
