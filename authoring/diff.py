@@ -21,6 +21,7 @@ class FieldDiff:
     name: str
     changed: bool
     lines: list[LineDiff] = field(default_factory=list)
+    key: str = ""  # the task document's key ("examples"), for a page that shows one field on its own
 
 
 @dataclass
@@ -127,14 +128,25 @@ JSON_FIELDS = (("solution", "Solution"), ("files", "Files"), ("tags", "Tags"), (
                ("examples", "Example answers"), ("environment", "Environment"))
 
 
+def _field_value(spec: dict, key: str):
+    value = spec.get(key)
+    # A task without example answers has no "examples" key (its document and sha256 stay as they were
+    # before examples existed), while the editor's field sends []: both mean none.
+    if key == "examples" and not value:
+        return None
+    return value
+
+
 def task_version_diff(a_spec: dict, b_spec: dict) -> dict:
     fields: list[FieldDiff] = []
     for key, label in TEXT_FIELDS:
         a_text, b_text = _pretty(a_spec.get(key) or ""), _pretty(b_spec.get(key) or "")
-        fields.append(FieldDiff(label, a_text != b_text, line_diff(a_text, b_text)))
+        fields.append(FieldDiff(label, a_text != b_text, line_diff(a_text, b_text), key))
     for key, label in JSON_FIELDS:
-        a_value, b_value = a_spec.get(key), b_spec.get(key)
-        fields.append(FieldDiff(label, a_value != b_value, line_diff(_pretty(a_value), _pretty(b_value))))
+        a_value, b_value = _field_value(a_spec, key), _field_value(b_spec, key)
+        # A missing value is no lines at all, not a line "null".
+        a_text, b_text = ("" if value is None else _pretty(value) for value in (a_value, b_value))
+        fields.append(FieldDiff(label, a_value != b_value, line_diff(a_text, b_text), key))
     checks, rubric_changes = rubric_diff(a_spec.get("rubric"), b_spec.get("rubric"))
     summary = {status: sum(1 for c in checks if c.status == status) for status in ("added", "removed", "changed")}
     return {"fields": fields, "checks": checks, "rubric_changes": rubric_changes, "summary": summary}

@@ -98,6 +98,53 @@ def test_a_stale_edit_shows_the_conflict_and_keeps_what_was_typed(client, author
     assert task.versions.get(number=3).spec["prompt"] == "My careful prompt"
 
 
+def test_a_stale_edit_without_example_answers_shows_no_example_change(client, author, task):
+    """The editor sends [] for no example answers; a saved task without them has no "examples" key. The
+    conflict page showed "Example answers − null + []" for that: both mean none."""
+    client.force_login(author)
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="Theirs"))
+    response = client.post(f"/tasks/{task.slug}/edit/", form_data(version=1, title="Mine"))
+    assert response.status_code == 409
+    mine = response.content.decode().split("Your edit compared to v2")[1].split("Your edit, kept")[0]
+    assert "Theirs" in mine and "Mine" in mine  # the title, the one change
+    assert "Example answers" not in mine and "null" not in mine
+    assert [f.name for f in response.context["mine_vs_latest"]["fields"] if f.changed] == ["Title"]
+
+
+EXAMPLES = [{"name": "right", "answer": "42", "expect": "pass"}]
+
+
+def test_the_diff_page_shows_example_answers_once_and_no_null(client, author, task):
+    """v1 has no example answers, v2 adds one: the page showed them as a table of verdicts, then again as
+    a JSON diff whose first line was "null". They are one section: the verdicts, and what changed in them."""
+    client.force_login(author)
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(examples=EXAMPLES))
+    page = client.get(f"/tasks/{task.slug}/diff/?a=1&b=2").content.decode()
+    assert page.count("Example answers") == 1  # the section's heading, and nothing else
+    section = page.split('id="examples"')[1].split("</section>")[0]
+    assert 'data-example="right"' in section and 'id="examples-diff"' in section
+    lines = [line for line in section.split('id="examples-diff"')[1].split("<tr") if "diff-add" in line or "diff-del" in line]
+    assert lines and all("diff-add" in line for line in lines)  # only added lines: none says "null"
+    assert "null" not in page
+
+    # Unchanged example answers: their verdicts, and no JSON diff.
+    services.task_version_create(task=task, author=author, base_version=2, content=task_content(examples=EXAMPLES,
+                                                                                               title="Retitled"))
+    page = client.get(f"/tasks/{task.slug}/diff/?a=2&b=3").content.decode()
+    assert 'id="examples-diff"' not in page and page.count("Example answers") == 1
+
+
+def test_no_example_answers_and_an_empty_list_are_the_same_in_a_diff():
+    from authoring.diff import task_version_diff
+
+    for a, b in (({}, {"examples": []}), ({"examples": None}, {"examples": []}), ({"examples": []}, {})):
+        examples = next(f for f in task_version_diff(a, b)["fields"] if f.key == "examples")
+        assert not examples.changed, (a, b)
+    added = next(f for f in task_version_diff({}, {"examples": EXAMPLES})["fields"] if f.key == "examples")
+    assert added.changed and added.lines[0].op == "insert" and added.lines[0].text == "["
+    assert all(line.op == "insert" for line in added.lines)
+
+
 def test_another_author_cannot_edit(client, other_author, task):
     client.force_login(other_author)
     assert client.get(f"/tasks/{task.slug}/edit/").status_code == 403
