@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from authoring import selectors, services
 from authoring.diff import task_version_diff_json
-from authoring.models import Environment, Task
+from authoring.models import Environment, Task, slug_validator
 from gymwright.api import Pagination, paginate as _paginate, paginated, validated as _input
 from gymwright.pagination import KeysFirstPaginator
 from gymwright.errors import DomainError
@@ -44,7 +44,7 @@ class EnvironmentVersionOutput(serializers.Serializer):
 
 
 class EnvironmentCreateInput(serializers.Serializer):
-    slug = serializers.SlugField(max_length=64)
+    slug = serializers.CharField(max_length=64, validators=[slug_validator])
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True)
     spec = serializers.JSONField(help_text="The environment object of gymwright.task/v1 (without id and version).")
@@ -162,8 +162,8 @@ class TaskContentInput(serializers.Serializer):
 
 
 class TaskCreateInput(TaskContentInput):
-    slug = serializers.SlugField(max_length=64)
-    environment = serializers.SlugField()
+    slug = serializers.CharField(max_length=64, validators=[slug_validator])
+    environment = serializers.CharField(max_length=64, validators=[slug_validator])
     message = serializers.CharField(required=False, allow_blank=True, max_length=500,
                                     help_text="Change note of version 1; default \"created\".")
 

@@ -5,7 +5,7 @@ import math
 
 from django import forms
 
-from authoring.models import Environment, Task
+from authoring.models import SLUG_RULE, Environment, Task, slug_validator
 from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
 from grading.engine.models import BUILTIN_TOOLS
 from gymwright.egress import egress_refusal
@@ -81,7 +81,7 @@ class FileRolesMixin:
 class TaskForm(FileRolesMixin, forms.Form):
     """The task editor. The rubric arrives as raw JSON (the structured view writes it)."""
 
-    slug = forms.SlugField(max_length=64, help_text="Lowercase letters, digits and hyphens; cannot change later.")
+    slug = forms.CharField(max_length=64, validators=[slug_validator], help_text=f"{SLUG_RULE}; cannot change later.")
     environment = forms.ModelChoiceField(queryset=Environment.objects.none(), to_field_name="slug")
     environment_version = forms.TypedChoiceField(required=False, coerce=int, empty_value=None,
                                                  label="Environment version")
@@ -179,7 +179,7 @@ class TaskForm(FileRolesMixin, forms.Form):
 
 
 class EnvironmentForm(FileRolesMixin, forms.Form):
-    slug = forms.SlugField(max_length=64)
+    slug = forms.CharField(max_length=64, validators=[slug_validator], help_text=f"{SLUG_RULE}; cannot change later.")
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     image = forms.CharField(required=False, help_text="Container image (docker backend), e.g. python:3.12-slim.")

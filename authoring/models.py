@@ -17,10 +17,11 @@ from django.db import models
 
 from gymwright.fields import BulkJSONField
 
-slug_validator = RegexValidator(
-    r"^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$",
-    "Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.",
-)
+# Every slug (task, environment, pack), and every message, help text and refusal that speaks of one: the
+# forms and the API check it with this validator too (Django's and DRF's SlugField allow uppercase and
+# underscores, and said so in their own message).
+SLUG_RULE = "1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen"
+slug_validator = RegexValidator(r"^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$", f"Use {SLUG_RULE}.")
 
 
 class ImmutableRowError(Exception):

@@ -19,7 +19,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from authoring import permissions
-from authoring.models import (AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion,
+from authoring.models import (SLUG_RULE, AuditEvent, Blob, Environment, EnvironmentVersion, Tag, Task, TaskVersion,
                               slug_validator)
 from gymwright.bulk import Pipeline, bulk_insert_rows, ids_reserve, keys_of, saved_instances
 from gymwright.egress import NETWORK_ON, egress_refusal
@@ -579,7 +579,8 @@ def environment_version_import(*, slug: str, number: int, spec: dict, author) ->
         try:
             environment.full_clean(exclude=["latest_version"])
         except Exception:  # noqa: BLE001 - django ValidationError
-            raise DomainError(f"{slug!r} is not a valid environment id.", details=[{"pointer": "/environment/id", "message": "invalid slug"}])
+            raise DomainError(f"{slug!r} is not a valid environment id: use {SLUG_RULE}.",
+                              details=[{"pointer": "/environment/id", "message": "invalid slug"}])
         environment.save()
         audit_record(actor=author, verb=AuditEvent.Verb.CREATE, target=environment, summary=f"environment {slug} (imported)")
     else:
@@ -634,8 +635,8 @@ def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -
                     try:
                         slug_validator(slug)
                     except Exception:  # noqa: BLE001 - django ValidationError
-                        raise DomainError(f"{slug!r} is not a valid task id: use 1-64 lowercase letters, digits and "
-                                          "hyphens.", details=[{"pointer": "/id", "message": "invalid slug"}])
+                        raise DomainError(f"{slug!r} is not a valid task id: use {SLUG_RULE}.",
+                                          details=[{"pointer": "/id", "message": "invalid slug"}])
                     document, hashes = _build_task_document(
                         task_slug=slug, number=int(item.get("number") or 1),
                         environment_version=item["environment_version"], content=item["content"],

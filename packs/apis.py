@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from authoring.models import slug_validator
 from gymwright.api import paginate as _paginate, paginated, validated as _input
 from gymwright.errors import DomainError
 from packs import downloads, importer, selectors, services
@@ -23,7 +24,7 @@ class PackOutput(serializers.Serializer):
 
 
 class PackCreateInput(serializers.Serializer):
-    slug = serializers.SlugField(max_length=64)
+    slug = serializers.CharField(max_length=64, validators=[slug_validator])
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True)
     licence = serializers.CharField(max_length=100, required=False, allow_blank=True)

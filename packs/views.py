@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from authoring import permissions
-from authoring.models import Environment, Tag
+from authoring.models import SLUG_RULE, Environment, Tag, slug_validator
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
 from packs import downloads, importer, selectors, services
@@ -24,7 +24,7 @@ from packs.models import PackVersion
 
 
 class PackCreateForm(forms.Form):
-    slug = forms.SlugField(max_length=64)
+    slug = forms.CharField(max_length=64, validators=[slug_validator], help_text=f"{SLUG_RULE}.")
     name = forms.CharField(max_length=200, required=False)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     licence = forms.CharField(max_length=100, required=False, initial="proprietary")
