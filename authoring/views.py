@@ -339,6 +339,7 @@ def environment_detail(request, slug):
         "audit_events": selectors.audit_events_for(environment),
         "tasks": selectors.environment_tasks(environment=environment, user=request.user),
         "can_edit": permissions.can_edit_environment(request.user, environment),
+        "can_open_dashboard": permissions.reads_drafts(request.user),  # the review workspace shows drafts
     })
 
 

@@ -68,7 +68,8 @@ def pack_list(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("packs:pack_detail", slug=pack.slug)
     return render(request, "packs/pack_list.html", {"packs": packs, "form": form,
-                                                    "can_build": permissions.can_build_packs(request.user)},
+                                                    "can_build": permissions.can_build_packs(request.user),
+                                                    "can_import": permissions.can_author(request.user)},
                   status=400 if request.method == "POST" else 200)
 
 
