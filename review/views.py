@@ -154,6 +154,7 @@ def review_page(request, slug):
         "previews": evidence.version_previews(task_version=version),
         "older_previews_version": evidence.older_previews_only(task_version=version),
         "gates": gate_results, "gates_pass": all(result.ok for result in gate_results),
+        "can_run_gates": permissions.can_run_previews(request.user),
         "submission": selectors.latest_submission(task_version=version),
         "agreement": agreement,
         "reviews": selectors.reviews_of(task=task, user=request.user),

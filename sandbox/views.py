@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from authoring import permissions
 from authoring.selectors import task_get_for_user, task_version_get_for_user
 from gymwright.errors import DomainError
 from gymwright.forms import form_add_domain_error
@@ -52,6 +53,7 @@ def _detail_context(request: HttpRequest, preview_run: PreviewRun) -> dict:
         "version": preview_run.task_version,
         "rollouts": rollouts,
         "progress": selectors.preview_run_progress(preview_run=preview_run, rollouts=rollouts),
+        "can_cancel": permissions.can_run_previews(request.user),
     }
 
 

@@ -42,6 +42,8 @@ def task_reviews(context, task, version):
         "next_url": request.get_full_path(),
         "reviews": selectors.reviews_of(task=task, user=user),
         "can_submit": can_submit, "is_admin": is_admin,
+        # the previews the gates miss start for whoever may start previews; the review page shows drafts
+        "can_run_gates": permissions.can_run_previews(user), "can_open_review": permissions.reads_drafts(user),
         # each form only where it is shown (the template asks for it by name): building one deep-copies its fields
         "review_form": ReviewForm(initial={"version": version.number})
         if can_review and task.status == Task.Status.IN_REVIEW else None,

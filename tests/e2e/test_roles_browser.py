@@ -14,7 +14,7 @@ from tests.gymwright.test_links_by_role import build_world
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=TIMEOUT_MS)
 
-PAGES = ["/", "/environments/shell/", "/packs/", "/inbox/"]
+PAGES = ["/", "/environments/shell/", "/packs/", "/inbox/", "/tasks/five/", "/tasks/shipped/"]
 SAME_ORIGIN_LINKS = """(origin) => [...document.querySelectorAll("a[href]")]
   .map((a) => a.href.split("#")[0]).filter((href) => href.startsWith(origin + "/")
     && !href.startsWith(origin + "/static/") && !href.startsWith(origin + "/admin/"))"""
@@ -78,3 +78,7 @@ def test_a_lab_member_and_an_author_are_shown_only_what_answers_them(visit, live
     assert refused_links(page, live_server, role, PAGES) == []
     page.goto(f"{live_server.url}/packs/")
     expect(page.get_by_role("link", name="Import tasks")).to_have_count(1 if role == "author" else 0)
+    page.goto(f"{live_server.url}/tasks/five/")
+    expect(page.get_by_role("button", name="Run gates")).to_have_count(0 if role == "lab" else 1)
+    page.goto(live_server.url + site["preview"])
+    expect(page.get_by_role("button", name="Cancel preview")).to_have_count(0 if role == "lab" else 1)

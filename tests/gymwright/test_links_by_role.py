@@ -13,13 +13,14 @@ import pytest
 from authoring import services
 from authoring.models import Task
 from review.services import versions_approve_on_import
+from sandbox.models import PreviewRun, Rollout
 from tests.authoring.conftest import task_content
 from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db
 
 ROLES = ("author", "reviewer", "admin", "lab", "norole")
-LINK = re.compile(r'(?:href|hx-get|action)="(/[^"#]*)')
+LINK = re.compile(r'(?:href|hx-get)="(/[^"#]*)')
 FORM = re.compile(r'<form\b[^>]*\bmethod="post"[^>]*>', re.IGNORECASE)
 ACTION = re.compile(r'\baction="([^"]*)"')
 NOT_FOLLOWED = ("/static/", "/accounts/logout/", "/admin/")
@@ -27,7 +28,8 @@ NOT_FOLLOWED = ("/static/", "/accounts/logout/", "/admin/")
 
 def build_world(django_user_model, password: str | None = None) -> dict:
     """A user per role (`password` for each, else make_user's), and their tasks: `five`: v1 to v5, v2 and v5
-    approved; `shipped`: v1 approved and v2 in review; `hidden`: a draft tagged secret-tag."""
+    approved, with a preview of v5 still running; `shipped`: v1 approved and v2 in review; `hidden`: a draft tagged
+    secret-tag."""
     users = {role: make_user(django_user_model, name, *roles, password=password) for role, name, roles in (
         ("author", "alice", ["author"]), ("reviewer", "rita", ["reviewer"]), ("admin", "adam", ["admin"]),
         ("lab", "lena", ["lab"]), ("norole", "nobody", []))}
@@ -48,7 +50,11 @@ def build_world(django_user_model, password: str | None = None) -> dict:
     Task.objects.filter(pk=shipped.pk).update(status=Task.Status.IN_REVIEW)
     services.task_create(slug="hidden", environment=environment, author=author,
                          content=task_content(title="Hidden draft", tags=["secret-tag"]))
-    return users
+    five.refresh_from_db()
+    preview_run = PreviewRun.objects.create(task_version=five.latest_version, created_by=author, policy="oracle", n=1,
+                                            backend="bubblewrap")
+    Rollout.objects.create(preview_run=preview_run, index=0)
+    return {**users, "preview": f"/previews/{preview_run.pk}/"}
 
 
 @pytest.fixture
@@ -74,12 +80,13 @@ def refused_links(client, pages: list[str]) -> list[str]:
         for href in sorted(links(response.content.decode())):
             if href not in answers:
                 answers[href] = client.get(href).status_code
-            if answers[href] in (401, 403, 404, 405):
+            if answers[href] in (401, 403, 404):
                 problems.append(f"{page} links to {href}: {answers[href]}")
     return problems
 
 
-MEMBER_PAGES = ["/", "/environments/", "/environments/shell/", "/packs/", "/inbox/", "/account/"]
+MEMBER_PAGES = ["/", "/environments/", "/environments/shell/", "/packs/", "/inbox/", "/account/", "/tasks/five/",
+                "/tasks/shipped/"]
 PAGES = {"author": MEMBER_PAGES, "reviewer": MEMBER_PAGES, "admin": MEMBER_PAGES, "lab": MEMBER_PAGES,
          "norole": ["/inbox/", "/account/"]}
 
@@ -87,7 +94,8 @@ PAGES = {"author": MEMBER_PAGES, "reviewer": MEMBER_PAGES, "admin": MEMBER_PAGES
 @pytest.mark.parametrize("role", ROLES)
 def test_every_link_on_a_roles_pages_answers_that_role(client, world, role):
     client.force_login(world[role])
-    assert refused_links(client, PAGES[role]) == []
+    pages = PAGES[role] + ([world["preview"]] if role != "norole" else [])
+    assert refused_links(client, pages) == []
 
 
 def test_the_navigation_shows_review_to_reviewers_and_admins_only(client, world):
@@ -107,7 +115,24 @@ def test_import_tasks_is_linked_for_authors_and_admins_only(client, world):
 
 def test_a_lab_member_is_shown_no_form_that_changes_anything(client, world):
     client.force_login(world["lab"])
-    for page in ("/", "/environments/", "/environments/shell/", "/inbox/", "/account/"):
+    for page in ("/", "/environments/", "/environments/shell/", "/inbox/", "/account/", "/tasks/five/",
+                 "/tasks/shipped/", world["preview"], f"{world['preview']}progress/"):
         body = client.get(page).content.decode()
         # logging out, and the account page's own token (a lab member's API access)
         assert set(post_forms(body)) <= {"/accounts/logout/", ""}, page
+
+
+def test_run_gates_and_cancel_are_shown_to_those_who_may_start_previews(client, world):
+    """A lab member starts and cancels nothing (the server refuses it); authors, reviewers and admins do."""
+    for role in ("author", "reviewer", "admin", "lab"):
+        client.force_login(world[role])
+        task_page = client.get("/tasks/five/").content.decode()
+        preview = client.get(world["preview"]).content.decode()
+        assert ('id="run-gates"' in task_page) == (role != "lab"), role
+        assert ('id="cancel-form"' in preview) == (role != "lab"), role
+    client.force_login(world["reviewer"])
+    assert 'id="run-gates"' in client.get("/review/tasks/shipped/").content.decode()
+    client.force_login(world["lab"])
+    response = client.post("/tasks/five/gates/run/", follow=True)
+    assert b"Only authors, reviewers and admins can start previews" in response.content
+    assert PreviewRun.objects.count() == 1
