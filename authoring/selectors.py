@@ -249,6 +249,20 @@ def task_version_numbers(*, task: Task, user) -> list[int]:
     return list(queryset.values_list("number", flat=True))
 
 
+# The task page's example answers for a lab member: compiled once per process (gymwright.sql).
+_approved_before = Prepared(lambda task_id, number: approved_versions(
+    TaskVersion.objects.filter(task_id=task_id, number__lt=number)).order_by("-number")[:1], task_id=int, number=int)
+
+
+def task_version_before(*, version: TaskVersion, user=None) -> TaskVersion | None:
+    """The version before `version` that `user` may read, to tell what changed since: its parent, or for a member
+    who reads approved work only (lab) the approved version before it (the parent may be a draft they cannot
+    open). One query either way; with no `user`, the parent."""
+    if user is None or permissions.reads_drafts(user):
+        return version.parent
+    return next(iter(_approved_before(task_id=version.task_id, number=version.number)), None)
+
+
 def environment_version_of(*, environment: Environment, number: int) -> EnvironmentVersion | None:
     return environment.versions.filter(number=number).first()
 

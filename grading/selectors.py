@@ -9,7 +9,7 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from authoring import permissions
-from authoring.selectors import task_version_check_readable
+from authoring.selectors import task_version_before, task_version_check_readable
 from grading.engine import example_answers as engine_examples
 from grading.engine import flat_checks
 from grading.engine.calibration import AgreementStats, cohen_kappa
@@ -303,7 +303,8 @@ class ExampleRow:
     answer: str
     files: list[str]
     grade: dict | None
-    previous: engine_examples.ExampleVerdict | None = None  # the same example on the parent version
+    previous: engine_examples.ExampleVerdict | None = None  # the same example on the version before
+    previous_number: int | None = None  # that version's number (authoring.selectors.task_version_before)
 
     @property
     def status_words(self) -> str:
@@ -342,15 +343,16 @@ def example_verdicts(*, task_version) -> list[engine_examples.ExampleVerdict]:
     return [engine_examples.ExampleVerdict.from_dict(result) for result in example_results(task_version=task_version)]
 
 
-def example_rows(*, task_version, run: ExampleRun | None = None) -> list[ExampleRow]:
-    """The task page's example answers, each with its verdict on the parent version (when it had it);
-    `run`: the version's ExampleRun, when the caller has it already."""
+def example_rows(*, task_version, run: ExampleRun | None = None, user=None) -> list[ExampleRow]:
+    """The task page's example answers, each with its verdict on the version before it that `user` may read
+    (the parent; for a lab member the approved version before it), when that version had it; `run`: the
+    version's ExampleRun, when the caller has it already."""
     examples = task_version.spec.get("examples") or []
-    parent = task_version.parent
-    previous = {verdict.name: verdict for verdict in example_verdicts(task_version=parent)} if parent else {}
+    before = task_version_before(version=task_version, user=user)
+    previous = {verdict.name: verdict for verdict in example_verdicts(task_version=before)} if before else {}
     return [ExampleRow(verdict=engine_examples.ExampleVerdict.from_dict(result), answer=example.get("answer", ""),
                        files=[item.get("path", "") for item in example.get("files") or []], grade=result.get("grade"),
-                       previous=previous.get(example.get("name")))
+                       previous=previous.get(example.get("name")), previous_number=before.number if before else None)
             for example, result in zip(examples, example_results(task_version=task_version, run=run))]
 
 

@@ -164,7 +164,7 @@ def kinds_reference(request: HttpRequest) -> HttpResponse:
 def example_answers_context(*, task_version, user) -> dict:
     """What the example-answers section shows (the task page embeds it; the fragment polls it)."""
     run = services.example_run_fail_if_stale(run=selectors.example_run_of(task_version=task_version))
-    rows = selectors.example_rows(task_version=task_version, run=run)
+    rows = selectors.example_rows(task_version=task_version, run=run, user=user)
     return {"task": task_version.task, "version": task_version, "run": run, "rows": rows,
             "pending": any(row.verdict.status == "pending" for row in rows) and run is not None
             and not run.is_finished,

@@ -261,6 +261,30 @@ def test_the_task_list_page_query_count_is_pinned(client, author, environment, d
     assert response.status_code == 200 and b"bulk-" in response.content
 
 
+def test_the_task_page_query_count_is_pinned_for_each_kind_of_reader(client, author, admin, lab, environment,
+                                                                     django_assert_num_queries):
+    from review.services import versions_approve_on_import
+    from tests.grading.test_example_answers import EXAMPLES
+
+    task = services.task_create(slug="pinned", environment=environment, author=author,
+                                content=task_content(examples=EXAMPLES))
+    for number in range(2, 6):  # v2 and v5 approved
+        version, _ = services.task_version_create(task=task, author=author, base_version=number - 1,
+                                                  content=task_content(title=f"v{number}", examples=EXAMPLES))
+        if number in (2, 5):
+            versions_approve_on_import(versions=[version], admin=admin)
+    # session, user, the task (joined rows), roles, tags, activity, the nav's unread inbox count; the example
+    # answers' run, the version before and its run; previews, their rollout counts, the gates' previews, the
+    # examples gate's run, the latest submission, reviews. A lab member's version is the approved one (its
+    # environment version and author are read on their own), and the activity keeps the versions they may read.
+    for user, count in ((author, 16), (lab, 19)):
+        client.force_login(user)
+        client.get("/tasks/pinned/")
+        with django_assert_num_queries(count):
+            response = client.get("/tasks/pinned/")
+        assert response.status_code == 200 and "v5" in response.content.decode()
+
+
 def test_an_oversized_upload_with_csrf_checks_on_is_a_clear_400_that_keeps_the_fields(author, task, settings):
     """The CSRF middleware reads the body first: the upload cap must not turn that into a 500."""
     from django.test import Client

@@ -4,6 +4,8 @@ answers 200, and nothing loads a fragment they are refused (no console error).""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -80,5 +82,14 @@ def test_a_lab_member_and_an_author_are_shown_only_what_answers_them(visit, live
     expect(page.get_by_role("link", name="Import tasks")).to_have_count(1 if role == "author" else 0)
     page.goto(f"{live_server.url}/tasks/five/")
     expect(page.get_by_role("button", name="Run gates")).to_have_count(0 if role == "lab" else 1)
+    # The example answers say what changed since the version before that the reader may open: v4 (a draft)
+    # for its author, none for a lab member (v2, the approved one before, did not break them), to whom no task
+    # version but 2 and 5 is named.
+    expect(page.locator("#example-answers .example-changed")).to_have_count(1 if role == "author" else 0)
+    if role == "author":
+        expect(page.locator("#example-answers .example-changed")).to_have_text("changed: was “not as expected” on v4")
+    else:
+        named = re.findall(r"(?<!environment shell )\bv(\d+)\b", page.inner_text("main"))  # task versions
+        assert set(named) == {"2", "5"}
     page.goto(live_server.url + site["preview"])
     expect(page.get_by_role("button", name="Cancel preview")).to_have_count(0 if role == "lab" else 1)

@@ -4,6 +4,7 @@ vs got, the diff view names the changed verdicts, the API reads and writes them.
 from __future__ import annotations
 
 import copy
+import re
 import json
 
 import pytest
@@ -98,3 +99,30 @@ def test_the_api_writes_examples_and_reads_their_verdicts(task):
         in bad.json()["error"]["details"]
     rerun = api.post(f"/api/tasks/{task.slug}/versions/2/examples/run/")
     assert rerun.status_code == 202 and rerun.json()["total"] == 2
+
+
+def test_a_lab_member_sees_what_changed_since_the_approved_version_before_not_a_draft(client, task, admin, lab):
+    """v2 (approved) and v4 (a draft) break an example, v5 (approved) mends it: its author reads 'was … on v4',
+    a lab member, who cannot open v4, 'was … on v2'; with no approved version before, nothing changed."""
+    from authoring import services as authoring_services
+    from review.services import versions_approve_on_import
+    from tests.grading.test_example_answers import content
+
+    broken = copy.deepcopy(RUBRIC)
+    broken["checks"][0]["expected"] = "forty-two"
+    for number in range(2, 6):
+        version, _ = authoring_services.task_version_create(
+            task=task, author=task.owner, base_version=number - 1,
+            content=content(title=f"v{number}", rubric=broken if number in (2, 4) else RUBRIC))
+        if number in (2, 5):
+            versions_approve_on_import(versions=[version], admin=admin)
+
+    def changed(user, number, page=None):
+        client.force_login(user)
+        body = client.get(page or f"/grading/tasks/{task.slug}/versions/{number}/examples/").content.decode()
+        return re.findall(r"changed: was “([^”]+)” on v(\d+)", body)
+
+    assert changed(task.owner, 5) == changed(task.owner, 5, page=f"/tasks/{task.slug}/") == [("not as expected", "4")]
+    assert changed(lab, 5) == changed(lab, 5, page=f"/tasks/{task.slug}/") == [("not as expected", "2")]
+    assert changed(task.owner, 2) == [("as expected", "1")]
+    assert changed(lab, 2) == []  # v1, a draft, is not compared with: nothing said about it

@@ -14,7 +14,8 @@ from authoring import services
 from authoring.models import Task
 from review.services import versions_approve_on_import
 from sandbox.models import PreviewRun, Rollout
-from tests.authoring.conftest import task_content
+from tests.authoring.conftest import RUBRIC, task_content
+from tests.grading.test_example_answers import EXAMPLES
 from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db
@@ -28,18 +29,20 @@ NOT_FOLLOWED = ("/static/", "/accounts/logout/", "/admin/")
 
 def build_world(django_user_model, password: str | None = None) -> dict:
     """A user per role (`password` for each, else make_user's), and their tasks: `five`: v1 to v5, v2 and v5
-    approved, with a preview of v5 still running; `shipped`: v1 approved and v2 in review; `hidden`: a draft tagged
-    secret-tag."""
+    approved, with a preview of v5 still running and example answers that v4 (a draft) broke; `shipped`: v1
+    approved and v2 in review; `hidden`: a draft tagged secret-tag."""
     users = {role: make_user(django_user_model, name, *roles, password=password) for role, name, roles in (
         ("author", "alice", ["author"]), ("reviewer", "rita", ["reviewer"]), ("admin", "adam", ["admin"]),
         ("lab", "lena", ["lab"]), ("norole", "nobody", []))}
     author, admin = users["author"], users["admin"]
     environment = services.environment_create(slug="shell", name="Shell", author=author, spec={"network": "none"})
+    broken = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "expected": "forty-two"}, *RUBRIC["checks"][1:]]}
     five = services.task_create(slug="five", environment=environment, author=author,
-                                content=task_content(title="Five 1", tags=["shown"]))
+                                content=task_content(title="Five 1", tags=["shown"], examples=EXAMPLES))
     for number in range(2, 6):
-        version, _ = services.task_version_create(task=five, author=author, base_version=number - 1,
-                                                  content=task_content(title=f"Five {number}", tags=["shown"]))
+        content = task_content(title=f"Five {number}", tags=["shown"], examples=EXAMPLES,
+                               rubric=broken if number == 4 else RUBRIC)
+        version, _ = services.task_version_create(task=five, author=author, base_version=number - 1, content=content)
         if number in (2, 5):
             versions_approve_on_import(versions=[version], admin=admin)
     shipped = services.task_create(slug="shipped", environment=environment, author=author,
