@@ -158,11 +158,16 @@ def task_filter(queryset: QuerySet[Task], *, environment: str = "", tag: str = "
 
 
 def task_filter_choices(*, user) -> dict:
-    """The task list's filter menus: environment slugs and tag names, for members only."""
+    """The task list's filter menus: environment slugs and tag names, for members only; for a member who reads
+    approved work only (lab), the tags of approved tasks (a draft's tags are not theirs to see). One query each."""
     if not permissions.can_view(user):
         return {"environments": [], "tags": []}
+    tags = Tag.objects.all()
+    if not permissions.reads_drafts(user):
+        tags = tags.filter(pk__in=Task.tags.through.objects.filter(task__approved_version__isnull=False)
+                           .values("tag_id"))
     return {"environments": Environment.objects.order_by("slug").values_list("slug", flat=True),
-            "tags": Tag.objects.order_by("name").values_list("name", flat=True)[:200]}
+            "tags": tags.order_by("name").values_list("name", flat=True)[:200]}
 
 
 TASK_ROW_FIELDS = {

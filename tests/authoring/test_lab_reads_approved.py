@@ -4,7 +4,11 @@ workspace is refused (403) and nothing can be started. Authors, reviewers and ad
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from authoring import services
@@ -121,3 +125,19 @@ def test_a_lab_member_starts_no_preview_and_is_refused_the_review_workspace(lab_
     assert lab_api.get("/api/tasks/shipped-task/comments/").status_code == 403
     assert lab_api.post("/api/tasks/shipped-task/comments/", {"body": "hi", "check_id": ""},
                         format="json").status_code == 403
+
+
+def test_the_tag_filter_offers_a_lab_member_the_tags_of_approved_tasks_only(client, author, lab, world):
+    services.task_version_create(task=world["secret"], author=author, base_version=1, content=task_content(
+        title="Secret draft DELTA", tags=["maths", "secret-tag-zeta"]))
+    options = {}
+    for user in (author, lab):
+        client.force_login(user)
+        client.get("/")
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get("/").content.decode()
+        options[user.username] = (re.findall(r"<option(?: selected)?>([^<]*)</option>",
+                                             page.split('name="tag"')[1].split("</select>")[0]), len(queries))
+    assert options["alice"][0] == ["maths", "secret-tag-zeta"]
+    assert options["lena"][0] == ["maths"]  # shipped-task's; the draft's own tag is not named
+    assert options["lena"][1] == options["alice"][1]  # the same queries, each reader's own

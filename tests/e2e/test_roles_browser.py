@@ -78,6 +78,9 @@ def test_a_lab_member_and_an_author_are_shown_only_what_answers_them(visit, live
     expect(nav.get_by_role("link", name="Tasks")).to_be_visible()
     expect(nav.get_by_role("link", name="Review")).to_have_count(0)
     assert refused_links(page, live_server, role, PAGES) == []
+    page.goto(f"{live_server.url}/")
+    tags = page.locator("select[name=tag] option").all_inner_texts()  # the task list's Tag filter
+    assert tags == (["any", "maths", "shown"] if role == "lab" else ["any", "maths", "secret-tag", "shown"])
     page.goto(f"{live_server.url}/packs/")
     expect(page.get_by_role("link", name="Import tasks")).to_have_count(1 if role == "author" else 0)
     page.goto(f"{live_server.url}/tasks/five/")
