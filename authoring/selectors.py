@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.contrib.contenttypes.models import ContentType
-from django.db.models import Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from rest_framework.authtoken.models import Token
 
@@ -54,23 +55,41 @@ def _check(user, obj, action: str) -> None:
         raise NotAllowed("Only reviewers and admins can review.")
 
 
-# Every task page starts with these two: compiled once per process (gymwright.sql).
-_task_by_slug = Prepared(lambda slug: Task.objects.select_related(
-    "environment", "owner", "latest_version", "approved_version", "latest_version__author",
-    "latest_version__environment_version").filter(slug=slug), slug=str)
+def _task_with_versions(slug) -> QuerySet[Task]:
+    return Task.objects.select_related(
+        "environment", "owner", "latest_version", "approved_version", "latest_version__author",
+        "latest_version__environment_version").filter(slug=slug)
+
+
+def _readable_version_count(*, approved_only: bool) -> Coalesce:
+    """How many versions of the task in the outer query a reader may open (a lab member: the approved ones)."""
+    versions = TaskVersion.objects.filter(task_id=OuterRef("pk"))
+    if approved_only:
+        versions = approved_versions(versions)
+    return Coalesce(Subquery(versions.order_by().values("task_id").annotate(count=Count("pk")).values("count")), 0)
+
+
+# Every task page starts with these two: compiled once per process (gymwright.sql). The task's own page also
+# counts the versions its reader may open (its History button), in the same query, for each kind of reader.
+_task_by_slug = Prepared(_task_with_versions, slug=str)
+_task_page_by_slug = {approved_only: Prepared(lambda slug, approved_only=approved_only: _task_with_versions(
+    slug).annotate(readable_version_count=_readable_version_count(approved_only=approved_only)), slug=str)
+    for approved_only in (False, True)}
 _task_tags = Prepared(lambda task_id: Tag.objects.filter(tasks__id=task_id), task_id=int)
 
 
-def task_get_for_user(*, slug: str, user, action: str = "view") -> Task:
+def task_get_for_user(*, slug: str, user, action: str = "view", count_versions: bool = False) -> Task:
     """The task, if `user` may do `action` ("view", "edit", "review") to it.
 
     Http404 when it does not exist or the user may not see it; NotAllowed when the
     user may see it but not do `action`. For a member who reads approved work only (lab), the task's
     `latest_version` is its approved version: the newest one they may read (the row is not changed).
+    With `count_versions`, `task.readable_version_count` is how many versions `user` may open (not the latest
+    version's number: an imported task starts at its source's number).
     """
     if NUL in slug:  # no slug has one, and PostgreSQL refuses it even in a lookup
         raise Http404(f"No task {slug!r}")
-    tasks = _task_by_slug(slug=slug)
+    tasks = (_task_page_by_slug[not permissions.reads_drafts(user)] if count_versions else _task_by_slug)(slug=slug)
     if not tasks:
         raise Http404(f"No task {slug!r}")
     task = tasks[0]

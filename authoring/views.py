@@ -106,7 +106,7 @@ def task_create(request):
 
 
 def task_detail(request, slug):
-    task = selectors.task_get_for_user(slug=slug, user=request.user)
+    task = selectors.task_get_for_user(slug=slug, user=request.user, count_versions=True)
     version = task.latest_version
     checks = _flat_checks(version.rubric.get("checks")) if version else []
     return render(request, "authoring/task_detail.html", {

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import Group
@@ -259,6 +260,31 @@ def test_the_task_list_page_query_count_is_pinned(client, author, environment, d
     with django_assert_num_queries(10):
         response = client.get("/?page=7")
     assert response.status_code == 200 and b"bulk-" in response.content
+
+
+def test_the_history_button_counts_the_versions_the_reader_can_open(client, author, admin, lab, environment):
+    """Not the latest version's number: a task imported as v3 has one version; a lab member opens approved ones."""
+    from review.services import versions_approve_on_import
+
+    [(_, imported)], rejected = services.tasks_bulk_create(author=author, items=[{
+        "slug": "imported-v3", "environment_version": environment.latest_version, "content": task_content(),
+        "number": 3}])
+    assert not rejected and imported.number == 3
+
+    def history(user) -> tuple[str, int]:
+        client.force_login(user)
+        button = re.search(r"History \((\d+)\)", client.get("/tasks/imported-v3/").content.decode())[1]
+        return button, client.get("/tasks/imported-v3/versions/").content.decode().count('class="version-row"')
+
+    assert history(author) == ("1", 1)
+    versions_approve_on_import(versions=[imported], admin=admin)
+    task = Task.objects.get(slug="imported-v3")
+    for number in (4, 5):  # v5 approved, v4 stays a draft
+        version, _ = services.task_version_create(task=task, author=author, base_version=number - 1,
+                                                  content=task_content(title=f"v{number}"))
+    versions_approve_on_import(versions=[version], admin=admin)
+    assert history(author) == ("3", 3)
+    assert history(lab) == ("2", 2)
 
 
 def test_the_task_page_query_count_is_pinned_for_each_kind_of_reader(client, author, admin, lab, environment,

@@ -85,6 +85,11 @@ def test_a_lab_member_and_an_author_are_shown_only_what_answers_them(visit, live
     expect(page.get_by_role("link", name="Import tasks")).to_have_count(1 if role == "author" else 0)
     page.goto(f"{live_server.url}/tasks/five/")
     expect(page.get_by_role("button", name="Run gates")).to_have_count(0 if role == "lab" else 1)
+    history = page.get_by_role("link", name=re.compile(r"^History"))
+    expect(history).to_have_text("History (2)" if role == "lab" else "History (5)")  # the versions they may open
+    history.click()
+    expect(page.locator("tr.version-row")).to_have_count(2 if role == "lab" else 5)
+    page.go_back()
     # The example answers say what changed since the version before that the reader may open: v4 (a draft)
     # for its author, none for a lab member (v2, the approved one before, did not break them), to whom no task
     # version but 2 and 5 is named.
