@@ -159,17 +159,20 @@ def grader_files() -> list[tuple[str, bytes]]:
     return files
 
 
-def grader_requirements() -> str:
+def grader_requirements(files: list[tuple[str, bytes]] | None = None) -> str:
     """requirements.txt for the bundled grader: every third-party distribution the engine's source
-    imports (found by reading it, so a new dependency cannot be forgotten), pinned to the version
-    installed here, which is the one that graded the previews."""
+    (`files`, as `grader_files()` gives them) imports (found by reading it, so a new dependency
+    cannot be forgotten), pinned to the version installed here, which is the one that graded the
+    previews."""
     import ast
     import importlib.metadata
     import sys
 
     modules: set[str] = set()
-    for path in sorted(ENGINE_DIR.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for name, data in files if files is not None else grader_files():
+        if not name.endswith(".py"):
+            continue
+        for node in ast.walk(ast.parse(data.decode("utf-8"))):
             if isinstance(node, ast.Import):
                 modules.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -534,13 +537,16 @@ class _Spool:
     crc: int  # CRC-32 of the uncompressed tar entries
     size: int  # their length
     digests: dict[str, str]
+    requirements: bytes  # grader/requirements.txt and grader/grader.pyz, made by the renderer from the
+    grader_pyz: bytes  # engine files it was sent
 
 
 class _Renderer:
     """A second process that renders the task folders: each task's Harbor files, their digests,
-    their tar entries, compressed. This process meanwhile reads the tasks, writes tasks.jsonl, the
-    calibration and the parquet splits, and renders each rubric.json (which evens out the two
-    processes' shares), as `tar czf` is two processes too. Messages are plain
+    their tar entries (rubric.json rendered there too), compressed, and the grader's zip and
+    requirements. This process meanwhile reads the tasks and writes tasks.jsonl, the calibration and
+    the parquet splits, as `tar czf` is two processes too (a profile of a 10,000-task build had this
+    process twice as busy as the renderer when it also rendered the rubrics and the requirements). Messages are plain
     data (`marshal`: no code can ride along) over a pipe, whose bounded buffer holds this process
     back when the renderer falls behind, so memory stays flat."""
 
@@ -574,12 +580,14 @@ class _Renderer:
         said = self.log.read().decode("utf-8", "replace").strip().splitlines()
         raise PackError("rendering the task folders failed: " + (said[-1] if said else f"exit {self.process.returncode}"))
 
-    def start(self, *, requirements: bytes, grader_pyz: bytes) -> None:
+    def start(self, *, engine: list[tuple[str, bytes]]) -> None:
+        """`engine`: the grader's files (`grader_files()`), which the renderer zips and reads the
+        requirements of (half a second that would otherwise hold up the tasks)."""
         self._send({"top": self.top, "info": dataclasses.asdict(self.info), "spool": str(self.spool_path),
-                    "requirements": requirements, "grader_pyz": grader_pyz})
+                    "engine": engine})
 
     def add(self, task: tuple) -> None:
-        """(document, sha256, difficulty, calibration, {sha256: bytes} of its files)"""
+        """(document, sha256, difficulty, its canonical JSON line, {sha256: bytes} of its files)"""
         self.batch.append(task)
         if len(self.batch) >= RENDER_BATCH:
             self._send(self.batch)
@@ -597,7 +605,8 @@ class _Renderer:
             self._failed()
         if self.process.wait() != 0:
             self._failed()
-        return _Spool(path=self.spool_path, crc=result["crc"], size=result["size"], digests=result["digests"])
+        return _Spool(path=self.spool_path, crc=result["crc"], size=result["size"], digests=result["digests"],
+                      requirements=result["requirements"], grader_pyz=result["grader_pyz"])
 
     def stop(self) -> None:
         """End the renderer if it still runs (the build failed or was cancelled)."""
@@ -628,7 +637,9 @@ def _render_main() -> None:
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     config = _receive(source)
     top, info = config["top"], PackInfo(**config["info"])
-    shared = _Shared(config["requirements"], config["grader_pyz"])
+    engine = [tuple(file) for file in config["engine"]]
+    requirements, grader_pyz = grader_requirements(engine).encode(), grader_zip(engine)
+    shared = _Shared(requirements, grader_pyz)
     first = dict(shared.first)
     digests: dict[str, str] = {}
     with open(config["spool"], "wb") as handle:
@@ -638,13 +649,13 @@ def _render_main() -> None:
             batch = _receive(source)
             if batch is None:
                 break
-            for document, sha256, difficulty, line, rubric_json, blobs in batch:
+            for document, sha256, difficulty, line, blobs in batch:
                 _render_task(spool=spool, digests=digests, first=first, shared=shared, top=top, info=info,
-                             document=document, sha256=sha256, difficulty=difficulty, line=line,
-                             rubric_json=rubric_json, blobs=blobs)
+                             document=document, sha256=sha256, difficulty=difficulty, line=line, blobs=blobs)
         spool.flush()
         deflate.close(final=False)
-    marshal.dump({"crc": deflate.crc, "size": deflate.size, "digests": digests}, sink)
+    marshal.dump({"crc": deflate.crc, "size": deflate.size, "digests": digests, "requirements": requirements,
+                  "grader_pyz": grader_pyz}, sink)
     sink.flush()
 
 
@@ -674,15 +685,11 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     """The top files under `root`, every task's Harbor folder through `renderer`; the manifest and the spool."""
     scratch = _Scratch(root)
     engine = grader_files()
+    renderer.start(engine=engine)
     for name, data in engine:
         scratch.write(f"grader/{name}", data)
-    requirements = grader_requirements().encode()
-    grader_pyz = grader_zip(engine)
-    scratch.write("grader/requirements.txt", requirements)
-    scratch.write("grader/grader.pyz", grader_pyz)
     scratch.write("reward.py", (BUNDLE_DIR / "reward.py").read_bytes())
     scratch.write("inspect_task.py", (BUNDLE_DIR / "inspect_task.py").read_bytes())
-    renderer.start(requirements=requirements, grader_pyz=grader_pyz)
 
     splits = {name: _SplitWriter(root / "data" / f"{name}.parquet") for name in ("train", "test")}
     histogram: Counter = Counter()
@@ -718,9 +725,7 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
             jsonl.write(line + b"\n")
             calibration_file.write((b"" if done == 1 else b",") + b"\n" + json.dumps(task_id).encode() + b": "
                                    + canonical_json(item.calibration).encode())
-            # rubric.json is rendered here: it evens out the two processes' shares
-            rubric_json = _indented_json(document.get("rubric"))
-            renderer.add((document, item.sha256, difficulty, line, rubric_json, blobs))
+            renderer.add((document, item.sha256, difficulty, line, blobs))
             if progress is not None:
                 progress(int(done * WRITE_SHARE))
         calibration_file.write(b"\n}}\n")
@@ -733,6 +738,8 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     scratch.write("README.md", dataset_card(info=info, counts=counts, histogram=histogram,
                                             environments=environments).encode("utf-8"))
     spool = renderer.finish()
+    scratch.write("grader/requirements.txt", spool.requirements)
+    scratch.write("grader/grader.pyz", spool.grader_pyz)
     scratch.digests.update(spool.digests)
     manifest = {
         "schema": PACK_SCHEMA,
@@ -755,13 +762,13 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
 
 
 def _render_task(*, spool: "_TarWriter", digests: dict, first: dict, shared: _Shared, top: str, info: PackInfo,
-                 document: dict, sha256: str, difficulty: str, line: bytes, rubric_json: bytes, blobs: dict) -> None:
+                 document: dict, sha256: str, difficulty: str, line: bytes, blobs: dict) -> None:
     """One task's Harbor folder as tar entries into `spool`, each file's digest into `digests`; files
     shared by every task are stored in the first and hard-linked from the others (`first`)."""
     task_id = document["id"]
     items = [(relative, data, executable, digest, None) for relative, data, executable, digest in
              _harbor_files(document, sha256_of_task=sha256, info=info, difficulty=difficulty,
-                           read_blob=blobs.__getitem__, task_json=line, rubric_json=rubric_json)]
+                           read_blob=blobs.__getitem__, task_json=line, rubric_json=_indented_json(document.get("rubric")))]
     items += [(f"tasks/{task_id}/{name}", data, name in shared.executable, shared.digests[name], name)
               for name, data in shared.files.items()]
     items.sort(key=lambda entry: _path_key(entry[0]))
