@@ -241,6 +241,20 @@ def main() -> None:
         builds: dict[str, list[tuple[float, float, int]]] = {label: [] for label in trees}
         if args.builds == 0:
             return
+        # The floor, tar czf of the same files written plainly, is timed in every round beside the builds (the
+        # machine's speed drifts minute to minute: a ratio of runs minutes apart measures the drift).
+        plain = work / "plain"
+        tar_runs = []
+
+        def floor(run):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            subprocess.run(["tar", "czf", str(work / f"floor-{run}.tar.gz"), "-C", str(plain), "."], check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            tar_runs.append((time.perf_counter() - started,
+                             after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+            print(f"  tar czf {run + 1}: {tar_runs[-1][0]:.2f} s wall, {tar_runs[-1][1]:.2f} s CPU", flush=True)
+
         for run in range(args.builds):
             for label, tree in trees.items():
                 out = work / f"pack-{label}-{run}.tar.gz"
@@ -250,24 +264,15 @@ def main() -> None:
                 builds[label].append((wall, cpu, rss))
                 print(f"  build {run + 1} {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB, load "
                       f"{os.getloadavg()[0]:.2f} — {printed.strip()[:60]}", flush=True)
+                if not plain.exists():
+                    with tarfile.open(out) as tar:
+                        tar.extractall(plain, filter="data")
+            floor(run)
         if profile_dir:
             argv = [sys.executable, "manage.py", "export_pack", "bench-prof", "--tag", "bench", "--out",
                     str(work / "pack-prof.tar.gz")]
             timed_child(py_spy(None, profile_dir / "build.txt", argv), env)
             print(f"  build under py-spy -> {profile_dir / 'build.txt'}", flush=True)
-
-        # ---- floor: tar czf of the same files, written plainly
-        plain = work / "plain"
-        with tarfile.open(work / "pack-now-0.tar.gz") as tar:
-            tar.extractall(plain, filter="data")
-        tar_runs = []
-        for run in range(3):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            started = time.perf_counter()
-            subprocess.run(["tar", "czf", str(work / f"floor-{run}.tar.gz"), "-C", str(plain), "."], check=True)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            tar_runs.append((time.perf_counter() - started,
-                             after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
         files = sum(1 for path in plain.rglob("*") if path.is_file())
 
         # ---- download: a 200 MB archive through the API
@@ -322,11 +327,15 @@ def main() -> None:
           "Label Studio: 10,000 in 3.2 s)")
     tar_wall, tar_cpu = median(w for w, _ in tar_runs), median(c for _, c in tar_runs)
     print(f"build {tasks_count} tasks (export_pack, median of {args.builds}), targets <= 15 s, <= 500 MB, "
-          f"<= 3x tar czf; tar czf of the same {files} files: {tar_wall:.2f} s wall, {tar_cpu:.2f} s CPU")
+          f"<= 3x tar czf; tar czf of the same {files} files, timed in each round: {tar_wall:.2f} s wall, "
+          f"{tar_cpu:.2f} s CPU")
     for label, runs in builds.items():
         wall, cpu, rss = median(r[0] for r in runs), median(r[1] for r in runs), max(r[2] for r in runs)
-        print(f"  {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB; / tar czf: {wall / tar_wall:.2f}x wall, "
-              f"{cpu / tar_cpu:.2f}x CPU")
+        walls = [r[0] / t[0] for r, t in zip(runs, tar_runs)]
+        cpus = [r[1] / t[1] for r, t in zip(runs, tar_runs)]
+        print(f"  {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB; / tar czf of the same round: "
+              f"{median(walls):.2f}x wall ({', '.join(f'{w:.2f}' for w in walls)}), {median(cpus):.2f}x CPU "
+              f"({', '.join(f'{c:.2f}' for c in cpus)})")
     if baseline:
         now, base = builds["now"], builds["baseline"]
         print(f"  now / baseline: {median(r[0] for r in now) / median(r[0] for r in base):.2f}x wall, "
