@@ -43,6 +43,7 @@ FIXED_MTIME = 1_700_000_000  # every entry's mtime: the bytes must not depend on
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 ENGINE_DIR = Path(__file__).resolve().parent.parent / "grading" / "engine"
 PARQUET_BATCH = 1000
+PARQUET_BATCH_BYTES = 256 << 20  # a batch's JSON lines stay far below pyarrow's 2 GiB block
 CANARY_NAMESPACE = uuid.UUID("8d3c1b52-3f0e-4d8e-9a55-5b7b9f3c2a10")
 DIFFICULTY_BINS = ("unsolved", "hard", "in band", "easy", "not previewed")
 
@@ -315,31 +316,44 @@ def _parquet_schema():
 
 
 class _SplitWriter:
-    """One parquet file written in row batches (pyarrow; the same bytes as through a pandas frame,
-    which cost 3× the time and gave nothing: the writer's schema carries no pandas metadata)."""
+    """One parquet file written in row batches. Each batch reaches pyarrow as JSON lines read by its
+    JSON reader against the schema: the same table and the same file bytes as `Table.from_pylist`
+    (a test compares them), without converting every value through Python objects, and without
+    pandas, which pyarrow imports for any array built from a Python list (0.4 s of a build's
+    start). A pandas frame cost 3× more again and gave nothing: the schema carries no pandas
+    metadata."""
 
     def __init__(self, path: Path):
         self.path = path
-        self.rows: list[dict] = []
+        self.lines: list[bytes] = []
+        self.size = 0
         self.count = 0
         self.writer = None
 
     def add(self, row: dict) -> None:
-        self.rows.append(row)
+        line = json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.lines.append(line)
+        self.size += len(line) + 1
         self.count += 1
-        if len(self.rows) >= PARQUET_BATCH:
+        if len(self.lines) >= PARQUET_BATCH or self.size >= PARQUET_BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:
-        import pyarrow as pa
+        import pyarrow.json as pa_json
         import pyarrow.parquet as pq
 
+        schema = _parquet_schema()
         if self.writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.writer = pq.ParquetWriter(self.path, _parquet_schema(), compression="zstd")
-        if self.rows:
-            self.writer.write_table(pa.Table.from_pylist(self.rows, schema=_parquet_schema()))
-            self.rows = []
+            self.writer = pq.ParquetWriter(self.path, schema, compression="zstd")
+        if self.lines:
+            data = b"\n".join(self.lines) + b"\n"
+            # one block for the batch: a row must fit in a block, and any row fits this one
+            table = pa_json.read_json(
+                io.BytesIO(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
+            self.writer.write_table(table)
+            self.lines, self.size = [], 0
 
     def close(self) -> None:
         self.flush()
@@ -543,10 +557,10 @@ class _Spool:
 
 class _Renderer:
     """A second process that renders the task folders: each task's Harbor files, their digests,
-    their tar entries (rubric.json rendered there too), compressed, and the grader's zip and
-    requirements. This process meanwhile reads the tasks and writes tasks.jsonl, the calibration and
-    the parquet splits, as `tar czf` is two processes too (a profile of a 10,000-task build had this
-    process twice as busy as the renderer when it also rendered the rubrics and the requirements). Messages are plain
+    their tar entries, compressed, and the grader's zip and requirements. This process meanwhile
+    reads the tasks, writes tasks.jsonl, the calibration and the parquet splits, and renders each
+    rubric.json, which evens out the two processes' shares (profiled with py-spy on both), as `tar
+    czf` is two processes too. Messages are plain
     data (`marshal`: no code can ride along) over a pipe, whose bounded buffer holds this process
     back when the renderer falls behind, so memory stays flat."""
 
@@ -587,7 +601,7 @@ class _Renderer:
                     "engine": engine})
 
     def add(self, task: tuple) -> None:
-        """(document, sha256, difficulty, its canonical JSON line, {sha256: bytes} of its files)"""
+        """(document, sha256, difficulty, its canonical JSON line, its rubric.json, {sha256: bytes} of its files)"""
         self.batch.append(task)
         if len(self.batch) >= RENDER_BATCH:
             self._send(self.batch)
@@ -649,9 +663,10 @@ def _render_main() -> None:
             batch = _receive(source)
             if batch is None:
                 break
-            for document, sha256, difficulty, line, blobs in batch:
+            for document, sha256, difficulty, line, rubric_json, blobs in batch:
                 _render_task(spool=spool, digests=digests, first=first, shared=shared, top=top, info=info,
-                             document=document, sha256=sha256, difficulty=difficulty, line=line, blobs=blobs)
+                             document=document, sha256=sha256, difficulty=difficulty, line=line,
+                             rubric_json=rubric_json, blobs=blobs)
         spool.flush()
         deflate.close(final=False)
     marshal.dump({"crc": deflate.crc, "size": deflate.size, "digests": digests, "requirements": requirements,
@@ -725,7 +740,9 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
             jsonl.write(line + b"\n")
             calibration_file.write((b"" if done == 1 else b",") + b"\n" + json.dumps(task_id).encode() + b": "
                                    + canonical_json(item.calibration).encode())
-            renderer.add((document, item.sha256, difficulty, line, blobs))
+            # rubric.json is rendered here: it evens out the two processes' shares
+            rubric_json = _indented_json(document.get("rubric"))
+            renderer.add((document, item.sha256, difficulty, line, rubric_json, blobs))
             if progress is not None:
                 progress(int(done * WRITE_SHARE))
         calibration_file.write(b"\n}}\n")
@@ -762,13 +779,13 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
 
 
 def _render_task(*, spool: "_TarWriter", digests: dict, first: dict, shared: _Shared, top: str, info: PackInfo,
-                 document: dict, sha256: str, difficulty: str, line: bytes, blobs: dict) -> None:
+                 document: dict, sha256: str, difficulty: str, line: bytes, rubric_json: bytes, blobs: dict) -> None:
     """One task's Harbor folder as tar entries into `spool`, each file's digest into `digests`; files
     shared by every task are stored in the first and hard-linked from the others (`first`)."""
     task_id = document["id"]
     items = [(relative, data, executable, digest, None) for relative, data, executable, digest in
              _harbor_files(document, sha256_of_task=sha256, info=info, difficulty=difficulty,
-                           read_blob=blobs.__getitem__, task_json=line, rubric_json=_indented_json(document.get("rubric")))]
+                           read_blob=blobs.__getitem__, task_json=line, rubric_json=rubric_json)]
     items += [(f"tasks/{task_id}/{name}", data, name in shared.executable, shared.digests[name], name)
               for name, data in shared.files.items()]
     items.sort(key=lambda entry: _path_key(entry[0]))

@@ -280,3 +280,50 @@ def test_a_cancelled_build_stops_its_renderer(tmp_path):
                            tasks=items(200), read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", progress=progress)
     assert not _children() - before and not any((tmp_path / "s").iterdir())
 
+
+
+def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, monkeypatch):
+    """The split writer hands pyarrow JSON lines: the files must be the ones `Table.from_pylist` gives,
+    awkward text, empty and missing lists, a batch cut by size and an empty split included."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    info = archive.PackInfo(slug="demo", name="Demo", version="1.0.0")
+    prompts = ["plain", 'quotes " and \\ backslashes', "line\nbreaks\r\tand tabs", "ünïcödé ✓ 𝔘 \u2028\u2029",
+               "", "x" * 50_000, "{\"not\": \"json\"}\n{}", "\x01\x1f control"]
+    rows = []
+    for index, prompt in enumerate(prompts * 40):
+        doc = document(index, prompt=prompt or " ")
+        doc["prompt"] = prompt
+        if index % 3 == 0:
+            doc["environment"]["tools"] = []
+        if index % 5 == 0:
+            del doc["environment"]["tools"]
+        rows.append(archive.parquet_row(doc, sha256="ab" * 32, info=info, split="train", index=index))
+    monkeypatch.setattr(archive, "PARQUET_BATCH", 100)
+    monkeypatch.setattr(archive, "PARQUET_BATCH_BYTES", 300_000)  # some batches cut by size, not count
+    writer = archive._SplitWriter(tmp_path / "ours.parquet")
+    batches, batch, size = [], [], 0
+    for row in rows:
+        writer.add(row)
+        batch.append(row)
+        size += len(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode()) + 1
+        if len(batch) >= 100 or size >= 300_000:
+            batches.append(batch)
+            batch, size = [], 0
+    writer.close()
+    batches.append(batch)
+    assert len(batches) > len(rows) // 100 + 1  # the size cut happened
+    schema = archive._parquet_schema()
+    with pq.ParquetWriter(tmp_path / "pyarrow.parquet", schema, compression="zstd") as reference:
+        for batch in batches:
+            if batch:
+                reference.write_table(pa.Table.from_pylist(batch, schema=schema))
+    assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "pyarrow.parquet").read_bytes()
+    assert pq.read_table(tmp_path / "ours.parquet").to_pylist() == rows
+
+    empty = archive._SplitWriter(tmp_path / "empty.parquet")
+    empty.close()
+    with pq.ParquetWriter(tmp_path / "empty-pyarrow.parquet", schema, compression="zstd"):
+        pass
+    assert (tmp_path / "empty.parquet").read_bytes() == (tmp_path / "empty-pyarrow.parquet").read_bytes()
