@@ -56,6 +56,7 @@ class Candidate:
     content: dict
     environment: tuple[str, int, dict] | None  # (slug, number, spec); None: the import's environment
     number: int = 1
+    environment_slug: str | None = None  # a simple row's existing environment (its latest version)
     files: dict[str, bytes] = dataclasses.field(default_factory=dict)  # sha256 → bytes found in the source
 
 
@@ -368,17 +369,22 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
         checks = [{"id": f"criterion_{number}", "kind": "llm_judge", "points": 1, "criterion": criterion,
                    **({"reference": answer} if answer else {})} for number, criterion in enumerate(criteria, 1)]
         rubric = {"schema": "gymwright.rubric/v1", "checks": checks}
+    environment = row.get("environment")
+    if environment is not None and not isinstance(environment, str):
+        return Rejection(where, "the environment is named by its id (an environment that exists), "
+                         f"not given as {type(environment).__name__}", "/environment", given or None)
+    environment = _cell(environment).strip() or None
     tags = row.get("tags")
     tags = [_cell(t) for t in tags] if isinstance(tags, list) else _cell(tags).split(",")
     content = {"title": _cell(row.get("title")) or prompt.splitlines()[0][:120], "prompt": prompt,
                "rubric": rubric, "solution": {"script": None, "answer": answer or None}, "files": [],
                "tags": [t.strip() for t in tags if t.strip()], "metadata": {}}
-    slug = given or f"{stem or 'task'}-{content_sha256(content)[:10]}"
+    slug = given or f"{stem or 'task'}-{content_sha256([content, environment] if environment else content)[:10]}"
     if slug in first_where:
         return Rejection(where, f"duplicate task id {slug!r} (first in {first_where[slug]})" if given else
                          f"the same task as {first_where[slug]} (the same prompt, answer and rubric)", "/id", slug)
     first_where[slug] = where
-    return Candidate(where=where, slug=slug, environment=None, content=content)
+    return Candidate(where=where, slug=slug, environment=None, content=content, environment_slug=environment)
 
 
 def _cell(value: Any) -> str:
@@ -624,6 +630,8 @@ class _Placed:
 
 def _environment_for(candidate: Candidate, environments: dict, *, user, default_environment):
     """The environment version a candidate pins, made once per distinct environment of the batch."""
+    if candidate.environment is None and candidate.environment_slug:
+        return _environment_named(candidate.environment_slug, environments)
     if candidate.environment is None:
         if default_environment is not None:
             return default_environment.latest_version
@@ -645,6 +653,18 @@ def _environment_for(candidate: Candidate, environments: dict, *, user, default_
         raise
     known.append((spec, version))
     return version
+
+
+def _environment_named(slug: str, environments: dict):
+    """The latest version of the environment a simple row names, looked up once per batch."""
+    key = ("named", slug)
+    if key not in environments:
+        found = Environment.objects.filter(slug=slug).select_related("latest_version").first()
+        environments[key] = found.latest_version if found is not None and found.latest_version else DomainError(
+            f"There is no environment {slug!r}.", details=[{"pointer": "/environment", "message": "no such environment"}])
+    if isinstance(environments[key], DomainError):
+        raise environments[key]
+    return environments[key]
 
 
 def _unstorable_ids_rejected(batch: list) -> list:

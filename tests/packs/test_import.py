@@ -153,6 +153,36 @@ def test_jsonl_and_parquet_tables_import_the_same_way(author, tmp_path):
                                              for slug in Task.objects.values_list("slug", flat=True))
 
 
+def test_a_row_names_its_environment_by_id_or_takes_the_imports(author, tmp_path):
+    """An `environment` column pins the row's task to that environment's latest version; an id that names no
+    environment rejects that row alone (pointer /environment); a row without one takes the import's."""
+    shell = authoring_services.environment_create(slug="shell", name="shell", author=author, spec={"network": "none"})
+    py = authoring_services.environment_create(slug="py", name="py", author=author, spec={"network": "none", "image": "python:3.11"})
+    rows = [{"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4", "environment": "py"},
+            {"prompt": "What is 3+3?", "answer": "6", "criteria": "Says 6", "environment": "nowhere"},
+            {"prompt": "What is 4+4?", "answer": "8", "criteria": "Says 8", "environment": ""},
+            {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4", "environment": "shell"}]
+    write_csv(tmp_path / "rows.csv", rows)
+    dry = importer.tasks_import(path=tmp_path / "rows.csv", user=author, environment="shell", dry_run=True)
+    assert [line.status for line in dry.lines] == ["would_create", "rejected", "would_create", "would_create"], dry.as_dict()
+    report = importer.tasks_import(path=tmp_path / "rows.csv", user=author, environment="shell")
+    lines = {line.where: line for line in report.lines}
+    assert lines["row 2"].status == "rejected" and lines["row 2"].pointer == "/environment"
+    assert "nowhere" in lines["row 2"].message
+    environment_of = {line.where: Task.objects.get(slug=line.task).latest_version.environment_version
+                      for line in report.lines if line.status == "created"}
+    assert environment_of == {"row 1": py.latest_version, "row 3": shell.latest_version,
+                              "row 4": shell.latest_version}
+    # the same question in two environments is two tasks, each found again by its content
+    assert lines["row 1"].task != lines["row 4"].task
+    again = importer.tasks_import(path=tmp_path / "rows.csv", user=author, environment="shell")
+    assert [line.status for line in again.lines] == ["unchanged", "rejected", "unchanged", "unchanged"]
+    # JSON rows: an environment given as anything but an id is refused, not ignored
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"prompt": "Hi?", "criteria": "Greets", "environment": {"id": "py"}}) + "\n")
+    odd = importer.tasks_import(path=tmp_path / "rows.jsonl", user=author).lines[0]
+    assert odd.status == "rejected" and odd.pointer == "/environment" and "by its id" in odd.message
+
+
 def test_rows_without_an_id_never_change_another_task(author, tmp_path):
     """A row without an id is named by its content. Named by its position (rows-00001, ...) before, a second
     file of the same name, or any bulk request of simple rows, made new versions of the first one's tasks."""
