@@ -79,6 +79,22 @@ def _task_form_context(form, **extra):
             **extra}
 
 
+def _environment_to_offer(request, environments):
+    """The New task form's environment: the one named by `?environment=`, else the one of the task this
+    author last changed, else the only one there is (an import's `imported` environment must not take
+    the place of the one the author works in)."""
+    named = request.GET.get("environment")
+    if named:
+        found = environments.filter(slug=named).first()
+        if found is not None:
+            return found
+    last = (Task.objects.filter(owner=request.user, environment__in=environments).order_by("-updated_at")
+            .select_related("environment").first())
+    if last is not None:
+        return last.environment
+    return environments.first() if environments.count() == 1 else None
+
+
 @require_http_methods(["GET", "POST"])
 def task_create(request):
     if not permissions.can_author(request.user):
@@ -99,8 +115,7 @@ def task_create(request):
                 return redirect("authoring:task_detail", slug=task.slug)
         return render(request, "authoring/task_form.html", _task_form_context(form, creating=True), status=400)
     initial = {"rubric": json.dumps(STARTER_RUBRIC, indent=2), "metadata": "{}", "examples": "[]"}
-    if environments.count() == 1:
-        initial["environment"] = environments.first()
+    initial["environment"] = _environment_to_offer(request, environments)
     form = TaskForm(initial=initial, environments=environments)
     return render(request, "authoring/task_form.html", _task_form_context(form, creating=True))
 
@@ -339,6 +354,7 @@ def environment_detail(request, slug):
         "audit_events": selectors.audit_events_for(environment),
         "tasks": selectors.environment_tasks(environment=environment, user=request.user),
         "can_edit": permissions.can_edit_environment(request.user, environment),
+        "can_author": permissions.can_author(request.user),
         "can_open_dashboard": permissions.reads_drafts(request.user),  # the review workspace shows drafts
     })
 

@@ -44,6 +44,26 @@ def test_an_author_creates_a_task_in_the_browser_form(client, author, environmen
     assert Task.objects.get(slug="new-task").latest_version.spec["solution"]["answer"] == "42"
 
 
+def test_the_new_task_form_offers_the_environment_the_author_works_in(client, author, environment):
+    """An import makes an `imported` environment; the form must not then lose the one the author uses."""
+    def offered(url="/tasks/new/"):
+        page = client.get(url).content.decode()
+        select = re.search(r'<select name="environment".*?</select>', page, re.S).group(0)
+        chosen = re.findall(r'<option value="([^"]*)"[^>]*selected', select)
+        return chosen[0] if chosen else None
+
+    client.force_login(author)
+    assert offered() == "shell"  # the only one
+    services.environment_create(slug="imported", name="imported", author=author, spec={"network": "none"})
+    assert offered() in (None, "")  # two, and no task yet: the author chooses
+    services.task_create(slug="in-shell", environment=environment, author=author, content=task_content())
+    assert offered() == "shell"  # the one of the task this author last changed
+    assert offered("/tasks/new/?environment=imported") == "imported"  # the environment page's New task here
+    assert offered("/tasks/new/?environment=nowhere") == "shell"
+    page = client.get("/environments/imported/").content.decode()
+    assert 'href="/tasks/new/?environment=imported"' in page
+
+
 def test_the_change_note_typed_on_a_new_task_is_kept_for_v1(client, author, environment):
     client.force_login(author)
     data = {**form_data(), "slug": "noted", "environment": "shell", "message": "First draft from the SME call"}
