@@ -79,14 +79,19 @@ def environment(author):
     return services.environment_create(slug="shell", name="Shell", author=author, spec={"network": "none"})
 
 
+def sign_in(page, base_url: str, username: str, password: str = PASSWORD) -> None:
+    """Sign in through the login form, as a person does, and land on the task list."""
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("form button[type=submit]")
+    page.wait_for_url(f"{base_url}/")
+
+
 @pytest.fixture
 def logged_in(page, live_server, author):
     """The page, logged in as the author, on the task list."""
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", author.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url, author.username)
     return page
 
 

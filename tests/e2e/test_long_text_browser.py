@@ -12,7 +12,7 @@ from authoring import services as authoring_services
 from packs import services as pack_services
 from review import services as review_services
 from sandbox import services as sandbox_services
-from tests.e2e.conftest import CSP_LISTENER, PASSWORD, TIMEOUT_MS
+from tests.e2e.conftest import CSP_LISTENER, PASSWORD, TIMEOUT_MS, sign_in
 from tests.support.users import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.bubblewrap, pytest.mark.django_db(transaction=True)]
@@ -104,11 +104,7 @@ def admin_page(browser, live_server, long_site):
     page.on("pageerror", lambda exc: page.problems.append(f"page error: {exc}"))
     page.on("console", lambda msg: page.problems.append(f"console {msg.type}: {msg.text}")
             if msg.type == "error" else None)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "root")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url, "root")
     yield page
     context.close()
 

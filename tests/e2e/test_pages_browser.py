@@ -16,7 +16,7 @@ from django.contrib.auth.models import Group
 
 from authoring import services as authoring_services
 from sandbox import services as sandbox_services
-from tests.e2e.conftest import CSP_LISTENER, PASSWORD, TIMEOUT_MS
+from tests.e2e.conftest import CSP_LISTENER, PASSWORD, TIMEOUT_MS, sign_in
 from tests.sandbox.factories import RUBRIC, make_task
 from tests.support.openai_server import OpenAIServer
 
@@ -76,11 +76,7 @@ def wide_page(browser, live_server, site):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: console.append(msg.text) if msg.type in ("error", "warning") else None)
     page.console_messages = console
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "ada")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url, "ada")
     yield page
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"

@@ -23,7 +23,7 @@ from grading.models import ModelEndpoint
 from packs import services as pack_services
 from review import services as review_services
 from sandbox import services as sandbox_services
-from tests.e2e.conftest import PASSWORD, TIMEOUT_MS, wait_for_editor
+from tests.e2e.conftest import PASSWORD, TIMEOUT_MS, sign_in, wait_for_editor
 from tests.e2e.test_pages_browser import CSP_LISTENER, artifacts_dir
 from tests.support.openai_server import OpenAIServer, tool_call
 from tests.support.users import make_user
@@ -213,11 +213,7 @@ def hostile_page(request, browser, live_server, hostile_site, settings):
     page.on("pageerror", lambda exc: page.findings.append(f"page error: {exc}"))
     page.on("console", lambda msg: page.findings.append(f"console {msg.type}: {msg.text}")
             if msg.type == "error" else None)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "root")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url, "root")
     page.csp = request.param
     yield page
     context.close()
