@@ -1,4 +1,5 @@
-"""HTML built in Python for the hottest tables (the task list, a preview's rollouts)."""
+"""HTML built in Python for the hottest tables (the task list, a preview's rollouts), and what a view asks of
+a request made by htmx."""
 
 from __future__ import annotations
 
@@ -16,3 +17,8 @@ def url_stem(viewname: str) -> str:
     """The URL of `viewname` (a view taking one integer) without that integer: f"{stem}/{pk}/" is the URL
     of `pk`. A table of N rows reverses the URL once instead of N times."""
     return reverse(viewname, args=[0]).rsplit("/0/", 1)[0]
+
+
+def is_htmx(request) -> bool:
+    """Whether htmx sent `request` (it answers with a fragment to swap in, not a page or a redirect)."""
+    return request.headers.get("HX-Request") == "true"

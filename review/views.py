@@ -20,6 +20,7 @@ from authoring.models import Environment, Tag
 from grading.engine import flat_checks
 from grading.engine.describe import check_in_words
 from gymwright.errors import DomainError, NotAllowed
+from gymwright.html import is_htmx
 from review import agreement as review_agreement
 from review import evidence, selectors, services
 from review import gates as review_gates
@@ -197,10 +198,6 @@ def inbox(request):
 # --------------------------------------------------------------------------------------------- comments
 
 
-def _is_htmx(request) -> bool:
-    return request.headers.get("HX-Request") == "true"
-
-
 def _thread_in_place(request, task, comment_id: int, *, next_url: str, error: str = "", body: str = "") -> HttpResponse:
     """A thread's reply or resolve sent by htmx (the editor, the review page) answers with the thread
     alone, swapped in where it was: a reload would drop what the author or reviewer has not saved yet.
@@ -225,11 +222,11 @@ def comment_create(request, slug):
         parent = Comment.objects.filter(pk=request.POST["parent"] if request.POST["parent"].isdigit() else 0,
                                         task=task).first()
         if parent is None:
-            if _is_htmx(request):
+            if is_htmx(request):
                 return _thread_in_place(request, task, 0, next_url=back)
             messages.error(request, "That thread no longer exists.")
             return redirect(back)
-    in_place = _is_htmx(request) and parent is not None
+    in_place = is_htmx(request) and parent is not None
     try:
         services.comment_create(task=task, user=request.user, body=request.POST.get("body", ""),
                                 check_id=request.POST.get("check_id", ""), parent=parent)
@@ -250,16 +247,16 @@ def comment_resolve(request, slug, comment_id):
     back = _next(request, reverse("review:review_page", args=[slug]))
     comment = Comment.objects.filter(pk=comment_id, task=task).first()
     if comment is None:
-        if _is_htmx(request):
+        if is_htmx(request):
             return _thread_in_place(request, task, comment_id, next_url=back)
         raise Http404(f"{slug} has no comment {comment_id}")
     try:
         services.comment_resolve(comment=comment, user=request.user, resolved=request.POST.get("resolved") != "0")
     except DomainError as exc:
-        if _is_htmx(request):
+        if is_htmx(request):
             return _thread_in_place(request, task, comment.pk, next_url=back, error=exc.message)
         messages.error(request, exc.message)
-    if _is_htmx(request):
+    if is_htmx(request):
         return _thread_in_place(request, task, comment.pk, next_url=back)
     return redirect(back)
 

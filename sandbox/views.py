@@ -12,13 +12,10 @@ from authoring import permissions
 from authoring.selectors import task_get_for_user, task_version_get_for_user
 from gymwright.errors import DomainError
 from gymwright.forms import form_add_domain_error
+from gymwright.html import is_htmx
 from sandbox.forms import PreviewStartForm
 from sandbox import selectors, services
 from sandbox.models import PreviewRun
-
-
-def _is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
 
 
 @require_http_methods(["GET", "POST"])
@@ -36,7 +33,7 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
             status = exc.http_status  # 429 when over the per-user cap of rollouts in flight
         else:
             url = reverse("sandbox:preview_detail", args=[preview_run.pk])
-            if _is_htmx(request):
+            if is_htmx(request):
                 response = HttpResponse(status=204)
                 response["HX-Redirect"] = url
                 return response
@@ -101,7 +98,7 @@ def rollout_detail(request: HttpRequest, rollout_id: int) -> HttpResponse:
     """A rollout's trajectory beside its grade: a fragment for the preview page, or a page of its own."""
     rollout = selectors.rollout_get_for_user(rollout_id=rollout_id, user=request.user)
     context = _rollout_context(rollout)
-    if _is_htmx(request):
+    if is_htmx(request):
         return render(request, "sandbox/_rollout_detail.html", context)
     context.update({"preview_run": rollout.preview_run, "task": rollout.preview_run.task_version.task,
                     "version": rollout.preview_run.task_version})
