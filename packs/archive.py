@@ -160,7 +160,7 @@ def grader_files() -> list[tuple[str, bytes]]:
     return files
 
 
-def grader_requirements(files: list[tuple[str, bytes]] | None = None) -> str:
+def grader_requirements(files: list[tuple[str, bytes]]) -> str:
     """requirements.txt for the bundled grader: every third-party distribution the engine's source
     (`files`, as `grader_files()` gives them) imports (found by reading it, so a new dependency
     cannot be forgotten), pinned to the version installed here, which is the one that graded the
@@ -170,7 +170,7 @@ def grader_requirements(files: list[tuple[str, bytes]] | None = None) -> str:
     import sys
 
     modules: set[str] = set()
-    for name, data in files if files is not None else grader_files():
+    for name, data in files:
         if not name.endswith(".py"):
             continue
         for node in ast.walk(ast.parse(data.decode("utf-8"))):

@@ -550,12 +550,7 @@ def tasks_import(*, path: str | Path | None = None, documents: list | None = Non
     if approve_as is not None and not permissions.is_admin(approve_as):
         raise NotAllowed(f"--approve-as {approve_as.get_username()}: only an admin may approve imported tasks.",
                          details=[{"pointer": "/approve_as", "message": "not an admin"}])
-    default_environment = None
-    if environment:
-        default_environment = Environment.objects.filter(slug=environment).select_related("latest_version").first()
-        if default_environment is None or default_environment.latest_version is None:
-            raise DomainError(f"There is no environment {environment!r}.",
-                              details=[{"pointer": "/environment", "message": "no such environment"}])
+    default_version = _environment_latest(environment) if environment else None
     if documents is None:
         path = Path(path)
         if not path.exists():
@@ -569,7 +564,7 @@ def tasks_import(*, path: str | Path | None = None, documents: list | None = Non
         try:
             with transaction.atomic():
                 candidates = source_candidates(path, scratch) if documents is None else request_candidates(documents)
-                _run(candidates, lines, user=user, default_environment=default_environment,
+                _run(candidates, lines, user=user, default_version=default_version,
                      dry_run=dry_run, approve_as=approve_as)
                 if dry_run:
                     raise _DryRunRollback()
@@ -580,16 +575,16 @@ def tasks_import(*, path: str | Path | None = None, documents: list | None = Non
     return ImportReport(lines=lines, dry_run=dry_run)
 
 
-def _run(candidates, lines, *, user, default_environment, dry_run, approve_as) -> None:
+def _run(candidates, lines, *, user, default_version, dry_run, approve_as) -> None:
     batch: list = []
     for candidate in candidates:
         batch.append(candidate)
         if len(batch) >= BATCH:
-            _import_batch(batch, lines, user=user, default_environment=default_environment, dry_run=dry_run,
+            _import_batch(batch, lines, user=user, default_version=default_version, dry_run=dry_run,
                           approve_as=approve_as)
             batch = []
     if batch:
-        _import_batch(batch, lines, user=user, default_environment=default_environment, dry_run=dry_run,
+        _import_batch(batch, lines, user=user, default_version=default_version, dry_run=dry_run,
                       approve_as=approve_as)
 
 
@@ -610,10 +605,10 @@ def _store_files(candidate: Candidate, dry_run: bool) -> None:
             authoring_services.blob_store(data=data)
 
 
-def _import_batch(batch, all_lines, *, user, default_environment, dry_run, approve_as) -> None:
+def _import_batch(batch, all_lines, *, user, default_version, dry_run, approve_as) -> None:
     """Import one batch; its report lines keep the source's order."""
     placed: list[tuple[int, ReportLine]] = []
-    _import_batch_lines(batch, placed, user=user, default_environment=default_environment, dry_run=dry_run,
+    _import_batch_lines(batch, placed, user=user, default_version=default_version, dry_run=dry_run,
                         approve_as=approve_as)
     all_lines.extend(line for _, line in sorted(placed, key=lambda pair: pair[0]))
 
@@ -628,13 +623,21 @@ class _Placed:
         self.placed.append((self.position, line))
 
 
-def _environment_for(candidate: Candidate, environments: dict, *, user, default_environment):
+def _environment_for(candidate: Candidate, environments: dict, *, user, default_version):
     """The environment version a candidate pins, made once per distinct environment of the batch."""
     if candidate.environment is None and candidate.environment_slug:
-        return _environment_named(candidate.environment_slug, environments)
+        key = ("named", candidate.environment_slug)  # looked up once per batch, a refusal too
+        if key not in environments:
+            try:
+                environments[key] = _environment_latest(candidate.environment_slug)
+            except DomainError as exc:
+                environments[key] = exc
+        if isinstance(environments[key], DomainError):
+            raise environments[key]
+        return environments[key]
     if candidate.environment is None:
-        if default_environment is not None:
-            return default_environment.latest_version
+        if default_version is not None:
+            return default_version
         slug, number, spec = DEFAULT_ENVIRONMENT, 1, {}
     else:
         slug, number, spec = candidate.environment
@@ -655,16 +658,13 @@ def _environment_for(candidate: Candidate, environments: dict, *, user, default_
     return version
 
 
-def _environment_named(slug: str, environments: dict):
-    """The latest version of the environment a simple row names, looked up once per batch."""
-    key = ("named", slug)
-    if key not in environments:
-        found = Environment.objects.filter(slug=slug).select_related("latest_version").first()
-        environments[key] = found.latest_version if found is not None and found.latest_version else DomainError(
-            f"There is no environment {slug!r}.", details=[{"pointer": "/environment", "message": "no such environment"}])
-    if isinstance(environments[key], DomainError):
-        raise environments[key]
-    return environments[key]
+def _environment_latest(slug: str):
+    """The latest version of an existing environment, named by the import (its environment) or by a row."""
+    found = Environment.objects.filter(slug=slug).select_related("latest_version").first()
+    if found is None or found.latest_version is None:
+        raise DomainError(f"There is no environment {slug!r}.",
+                          details=[{"pointer": "/environment", "message": "no such environment"}])
+    return found.latest_version
 
 
 def _unstorable_ids_rejected(batch: list) -> list:
@@ -682,7 +682,7 @@ def _unstorable_ids_rejected(batch: list) -> list:
     return checked
 
 
-def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, approve_as) -> None:
+def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approve_as) -> None:
     environments: dict[tuple, Any] = {}
     new_items, new_where, new_position, created_versions, changed = [], [], [], [], []
     batch = _unstorable_ids_rejected(batch)
@@ -698,7 +698,7 @@ def _import_batch_lines(batch, placed, *, user, default_environment, dry_run, ap
             continue
         try:
             environment_version = _environment_for(candidate, environments, user=user,
-                                                   default_environment=default_environment)
+                                                   default_version=default_version)
             task = existing.get(candidate.slug)
             if task is None:
                 if candidate.files:
