@@ -163,7 +163,8 @@ def task_import(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         environment, dry_run = form.cleaned_data.get("environment") or None, form.cleaned_data["dry_run"]
         try:
-            folder, target = _staged(form.cleaned_data["file"], root=_pending_root() if dry_run else None)
+            kept = {"root": _pending_root(request.user), "prefix": _pending_prefix(request.user)} if dry_run else {}
+            folder, target = _staged(form.cleaned_data["file"], **kept)
             try:
                 report = importer.tasks_import(path=target, user=request.user, environment=environment,
                                                dry_run=dry_run)
@@ -186,14 +187,20 @@ _PENDING_SALT = "packs.import.pending"
 PENDING_MAX_AGE_S = 3600
 
 
-def _pending_root() -> Path:
-    """Where dry-run uploads wait for "Import for real"; those older than an hour are removed as new ones come."""
+def _pending_prefix(user) -> str:
+    return f"user-{int(user.pk)}-"
+
+
+def _pending_root(user) -> Path:
+    """Where dry-run uploads wait for "Import for real", on the web host that took them. A user keeps one:
+    a new dry run replaces their last (so the disk they can hold is one upload's cap, not one per dry
+    run for an hour); anyone's older than an hour is removed as new ones come."""
     root = Path(settings.PACK_SCRATCH_DIR) / "pending"
     root.mkdir(parents=True, exist_ok=True)
-    cutoff = time.time() - PENDING_MAX_AGE_S
+    cutoff, own = time.time() - PENDING_MAX_AGE_S, _pending_prefix(user)
     for folder in root.iterdir():
         try:
-            if folder.stat().st_mtime < cutoff:
+            if folder.name.startswith(own) or folder.stat().st_mtime < cutoff:
                 shutil.rmtree(folder, ignore_errors=True)
         except OSError:
             pass
@@ -210,7 +217,8 @@ def _import_pending(request: HttpRequest) -> HttpResponse:
         staged = None
     folder = Path(settings.PACK_SCRATCH_DIR) / "pending" / str((staged or {}).get("folder", ""))
     target = folder / str((staged or {}).get("file", ""))
-    if (staged is None or staged.get("user") != request.user.pk or not staged.get("folder")
+    if (staged is None or staged.get("user") != request.user.pk
+            or not str(staged.get("folder", "")).startswith(_pending_prefix(request.user))
             or Path(staged["folder"]).name != staged["folder"] or Path(staged["file"]).name != staged["file"]
             or not target.is_file()):
         messages.error(request, "That dry run's file is no longer kept (an hour at most, and once imported it is "
@@ -236,7 +244,7 @@ def import_upload(*, uploaded, user, environment: str | None, dry_run: bool) -> 
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _staged(uploaded, *, root: Path | None = None) -> tuple[Path, Path]:
+def _staged(uploaded, *, root: Path | None = None, prefix: str = "upload-") -> tuple[Path, Path]:
     """(folder, file): the upload saved under a safe name in a folder of its own under `root` (the
     scratch folder by default), which the caller removes."""
     import tempfile
@@ -251,7 +259,7 @@ def _staged(uploaded, *, root: Path | None = None) -> tuple[Path, Path]:
                           details=[{"pointer": "/file", "message": "too large"}])
     root = root or Path(settings.PACK_SCRATCH_DIR)
     root.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="upload-", dir=root))
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
     stem = "tasks" if name.lower() == "tasks.jsonl" else (Path(name[: -len(suffix)]).name or "upload")
     target = folder / f"{stem}{suffix}"
     try:

@@ -231,3 +231,31 @@ def test_an_import_cannot_change_another_authors_task_or_environment(author, oth
     # the owner may, and an admin
     assert [row["status"] for row in rows_of(author, changed, other_env)] == ["new_version", "created"]
     assert rows_of(admin, {**changed, "prompt": "by the admin"})[0]["status"] == "new_version"
+
+
+def test_dry_runs_on_the_import_page_keep_one_upload_per_user(client, author, other_author, scratch, settings):
+    """A dry run keeps its file for "Import for real". Kept one per dry run for an hour, an author posting dry runs
+    in a loop filled the web host's disk (each up to the upload cap); now a user's new dry run replaces their last."""
+    settings.IMPORT_MAX_BYTES = 1 << 20
+    pending = scratch / "scratch" / "pending"
+
+    def dry_run(who, name: str) -> str:
+        client.force_login(who)
+        stem = name.split(".")[0].encode()
+        upload = io.BytesIO(b"id,prompt,criteria\n" + b"".join(b"%s-%d,Say %d,Greets\n" % (stem, n, n) for n in range(2000)))
+        upload.name = name
+        page = client.post("/packs/import/", {"file": upload, "dry_run": "on"}).content.decode()
+        return page.split('name="pending" value="')[1].split('"')[0]
+
+    tokens = [dry_run(author, f"rows-{n}.csv") for n in range(25)]
+    others = dry_run(other_author, "theirs.csv")
+    kept = sorted(folder.name.split("-")[1] for folder in pending.iterdir())
+    assert kept == sorted([str(author.pk), str(other_author.pk)])  # one each, however many dry runs
+    assert sum(path.stat().st_size for path in pending.rglob("*") if path.is_file()) < 2 * (1 << 20)
+    client.force_login(author)
+    stale = client.post("/packs/import/", {"pending": tokens[0]})
+    assert stale.status_code == 400 and "no longer kept" in stale.content.decode()
+    assert not Task.objects.exists()
+    assert "Imported — 2000 ok" in client.post("/packs/import/", {"pending": tokens[-1]}).content.decode()
+    client.force_login(other_author)
+    assert "Imported — 2000 ok" in client.post("/packs/import/", {"pending": others}).content.decode()
