@@ -111,7 +111,7 @@ REPORT = inline_serializer("ImportReport", fields={
 
 class ImportFileInput(serializers.Serializer):
     file = serializers.FileField()
-    environment = serializers.CharField(required=False, allow_blank=True)
+    environment = serializers.CharField(required=False, allow_blank=True, max_length=64)
     dry_run = serializers.BooleanField(required=False, default=False)
 
 
@@ -129,7 +129,7 @@ class JSONItemsField(serializers.ListField):
 class ImportBulkInput(serializers.Serializer):
     tasks = JSONItemsField(child=serializers.JSONField(), min_length=1,
                                   help_text="gymwright.task/v1 documents, or simple rows {id, prompt, answer, rubric | criteria}")
-    environment = serializers.CharField(required=False, allow_blank=True)
+    environment = serializers.CharField(required=False, allow_blank=True, max_length=64)
     dry_run = serializers.BooleanField(required=False, default=False)
 
 

@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from authoring import permissions
 from authoring import services as authoring_services
-from authoring.models import Blob, Environment, Task, TaskVersion
+from authoring.models import SLUG_RULE, Blob, Environment, Task, TaskVersion, slug_validator
 from gymwright.bulk import keys_of
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
@@ -340,6 +341,10 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
     never a new version of one that a row of another file happened to share a position with."""
     if not isinstance(row, dict):
         return Rejection(where, f"expected an object with a prompt, got {type(row).__name__}", "")
+    try:  # before any of it is hashed (a row without an id is named by its content) or looked up
+        nul_check(row, what="The row")
+    except DomainError as exc:
+        return Rejection(where, exc.message, exc.details[0]["pointer"])  # the id is not echoed: it may be the one
     row = {str(key).strip().lower(): value for key, value in row.items()}
     prompt_column = next((c for c in PROMPT_COLUMNS if c in row), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in row), None)
@@ -370,10 +375,12 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
                    **({"reference": answer} if answer else {})} for number, criterion in enumerate(criteria, 1)]
         rubric = {"schema": "gymwright.rubric/v1", "checks": checks}
     environment = row.get("environment")
-    if environment is not None and not isinstance(environment, str):
+    # a table's empty cell reads as None or NaN (no environment); a number is a name, if not an id
+    environment = _cell(environment) if environment is None or isinstance(environment, float) else environment
+    if not isinstance(environment, str):
         return Rejection(where, "the environment is named by its id (an environment that exists), "
                          f"not given as {type(environment).__name__}", "/environment", given or None)
-    environment = _cell(environment).strip() or None
+    environment = environment.strip() or None
     tags = row.get("tags")
     tags = [_cell(t) for t in tags] if isinstance(tags, list) else _cell(tags).split(",")
     content = {"title": _cell(row.get("title")) or prompt.splitlines()[0][:120], "prompt": prompt,
@@ -659,7 +666,14 @@ def _environment_for(candidate: Candidate, environments: dict, *, user, default_
 
 
 def _environment_latest(slug: str):
-    """The latest version of an existing environment, named by the import (its environment) or by a row."""
+    """The latest version of an existing environment, named by the import (its environment) or by a row;
+    a name that cannot be an environment id (a NUL, a megabyte of text) is refused before any query and
+    quoted only in part."""
+    try:
+        slug_validator(slug)
+    except ValidationError:
+        raise DomainError(f"{slug[:64]!r}{'…' if len(slug) > 64 else ''} is not an environment id: use {SLUG_RULE}.",
+                          details=[{"pointer": "/environment", "message": "not an environment id"}])
     found = Environment.objects.filter(slug=slug).select_related("latest_version").first()
     if found is None or found.latest_version is None:
         raise DomainError(f"There is no environment {slug!r}.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import tarfile
 from pathlib import Path
 
@@ -259,3 +260,52 @@ def test_dry_runs_on_the_import_page_keep_one_upload_per_user(client, author, ot
     assert "Imported — 2000 ok" in client.post("/packs/import/", {"pending": tokens[-1]}).content.decode()
     client.force_login(other_author)
     assert "Imported — 2000 ok" in client.post("/packs/import/", {"pending": others}).content.decode()
+
+
+@pytest.mark.parametrize("name, said", [("a\x00b", "contains a NUL"), ("x" * 100_000, "not an environment id"),
+                                        ("../etc", "not an environment id"), ("Shell", "not an environment id"),
+                                        ("-", "not an environment id")])
+def test_an_environment_name_that_cannot_be_an_id_is_refused_per_row_before_any_query(author, scratch, name, said):
+    """A simple row's environment is looked up by name: a NUL reached PostgreSQL (which refuses it even in a
+    lookup), and a megabyte of text was quoted back whole. Each is that row's refusal at /environment, bounded;
+    the other rows import; in a file and in a bulk request alike."""
+    rows = [{"id": "bad-env", "prompt": "Q?", "criteria": "Right", "environment": name},
+            {"id": "good-row", "prompt": "Q?", "criteria": "Right"}]
+    jsonl = scratch / "rows.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    for report in (importer.tasks_import(path=jsonl, user=author),
+                   importer.tasks_import(documents=[dict(row, id=row["id"] + "-api") for row in rows], user=author)):
+        bad, good = report.lines
+        assert bad.status == "rejected" and bad.pointer == "/environment", bad
+        assert said in bad.message and len(bad.message) < 300
+        assert good.status == "created", good
+    assert sorted(Task.objects.values_list("slug", flat=True)) == ["good-row", "good-row-api"]
+
+
+def test_the_import_environment_option_is_bounded_in_the_api(author):
+    """The import's own environment, and a row's that arrives as a lone surrogate (JSON can carry one; pandas'
+    JSONL reader drops it from a file's cell, so only a request can send it)."""
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(author)
+    # simple rows with one (escaped in the body: ASCII) in their environment, prompt or id; they have no id, or
+    # one that cannot be written back, and were named by hashing their content: a UnicodeEncodeError, a 500
+    body = json.dumps({"tasks": [{"prompt": "Q?", "criteria": "Right", "environment": "\ud800"},
+                                 {"prompt": "Q \udfff?", "criteria": "Right"},
+                                 {"id": "\ud800", "prompt": "Q?", "criteria": "Right"},
+                                 {"prompt": "Fine?", "criteria": "Right"}]})
+    response = api.post("/api/imports/bulk/", body, content_type="application/json")
+    assert response.status_code == 200, response.content[:500]
+    rows = response.json()["rows"]
+    assert [(row["status"], row.get("pointer")) for row in rows] == [
+        ("rejected", "/environment"), ("rejected", "/prompt"), ("rejected", "/id"), ("created", None)], rows
+    assert "unpaired surrogate" in rows[0]["message"] and "task" not in rows[2]
+    Task.objects.all().delete()
+    for name in ("a\x00b", "x" * 100_000):
+        response = api.post("/api/imports/bulk/", {"tasks": [{"prompt": "Q?", "criteria": "Right"}],
+                                                   "environment": name}, format="json")
+        assert response.status_code == 400, response.content[:300]
+        assert response.json()["error"]["details"][0]["pointer"] == "/environment"
+        assert len(response.content) < 2000
+    assert not Task.objects.exists()
