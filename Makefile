@@ -54,12 +54,17 @@ $(HARBOR_VENV)/.installed:
 	$(HARBOR_VENV)/bin/pip install -q --no-deps harbor==0.25.0
 	@touch $@
 
+# The bundled grader's requirements.txt (what a pack ships), which the virtualenvs below install.
+.PHONY: grader-requirements
+grader-requirements: $(STAMP)
+	@$(PY) -c "from packs.archive import grader_files, grader_requirements; print(grader_requirements(grader_files()), end='')"
+
 # Inspect (inspect_ai) with the bundled grader's requirements, to run a pack's inspect_task.py as labs do.
 INSPECT_VENV := var/inspect-venv
 inspect-venv: $(INSPECT_VENV)/.installed
 $(INSPECT_VENV)/.installed: $(STAMP) packs/archive.py
 	@test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
-	$(PY) -c "from packs.archive import grader_requirements; print(grader_requirements(), end='')" > $(INSPECT_VENV)/requirements.txt
+	$(MAKE) -s --no-print-directory grader-requirements > $(INSPECT_VENV)/requirements.txt
 	$(INSPECT_VENV)/bin/pip install -q inspect_ai==0.3.285 openai -r $(INSPECT_VENV)/requirements.txt
 	@touch $@
 
@@ -69,7 +74,7 @@ GRADER_VENV := var/grader-venv
 grader-venv: $(GRADER_VENV)/.installed
 $(GRADER_VENV)/.installed: $(STAMP) packs/archive.py $(wildcard grading/engine/*.py)
 	@test -x $(GRADER_VENV)/bin/python || $(PYTHON) -m venv $(GRADER_VENV)
-	$(PY) -c "from packs.archive import grader_requirements; print(grader_requirements(), end='')" > $(GRADER_VENV)/requirements.txt
+	$(MAKE) -s --no-print-directory grader-requirements > $(GRADER_VENV)/requirements.txt
 	$(GRADER_VENV)/bin/pip install -q -r $(GRADER_VENV)/requirements.txt
 	@touch $@
 
@@ -80,7 +85,7 @@ TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0
 trainers-venv: $(TRAINERS_VENV)/.installed
 $(TRAINERS_VENV)/.installed: $(STAMP) packs/archive.py
 	@test -x $(TRAINERS_VENV)/bin/python || $(PYTHON) -m venv $(TRAINERS_VENV)
-	$(PY) -c "from packs.archive import grader_requirements; print(grader_requirements(), end='')" > $(TRAINERS_VENV)/requirements.txt
+	$(MAKE) -s --no-print-directory grader-requirements > $(TRAINERS_VENV)/requirements.txt
 	$(TRAINERS_VENV)/bin/pip install -q $(TRAINERS_PINS) -r $(TRAINERS_VENV)/requirements.txt
 	@touch $@
 

@@ -154,6 +154,24 @@ def test_the_archive_writer_and_the_bundled_files_import_no_django():
     assert done.returncode == 0, done.stderr
 
 
+def test_the_virtualenvs_install_the_requirements_a_pack_ships(tmp_path):
+    """`make grader-requirements` (what the grader, Inspect and trainer virtualenvs install) prints the
+    grader/requirements.txt a pack carries (the Makefile once called the function with an old signature, and
+    only a clone without cached virtualenvs noticed)."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(["make", "-s", "--no-print-directory", "grader-requirements"], cwd=root,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    build(tmp_path, "a.tar.gz", count=2)
+    with tarfile.open(tmp_path / "a.tar.gz") as tar:
+        shipped = tar.extractfile("demo-1.0.0/grader/requirements.txt").read().decode()
+    assert done.stdout == shipped
+    assert "pydantic==" in shipped
+
+
 def test_the_harbor_layout_follows_file_roles(tmp_path):
     blobs = {b"w": "workspace", b"p": "protected", b"g": "grader"}
     doc = document(1)
