@@ -69,18 +69,25 @@ def pack_create(*, slug: str, user, name: str = "", description: str = "", licen
 # ---------------------------------------------------------------------------------------------- selection
 
 
-def approved_versions(*, environment: str | None = None, tags: list[str] | tuple = (),
-                      tasks: list[str] | tuple = ()):
-    """The approved TaskVersion of every selected task (all approved tasks without a selector), by slug."""
+def selected_versions(*, environment: str | None = None, tags: list[str] | tuple = (),
+                      tasks: list[str] | tuple = ()) -> list[tuple[int, str, int]]:
+    """(pk, task slug, number) of the approved TaskVersion of every selected task (all approved tasks without
+    a selector), by slug. The environment and tags are the approved version's own: a later draft that
+    retags a task or moves it to another environment does not change what a pack selects."""
     heads = Task.objects.filter(approved_version__isnull=False).exclude(status=Task.Status.ARCHIVED)
-    if environment:
-        heads = heads.filter(environment__slug=environment)
-    for tag in tags:
-        heads = heads.filter(tags__name=tag)
     if tasks:
         heads = heads.filter(slug__in=list(tasks))
-    return (TaskVersion.objects.filter(pk__in=heads.values("approved_version_id"))
-            .select_related("task").order_by("task__slug"))
+    versions = TaskVersion.objects.filter(pk__in=heads.values("approved_version_id"))
+    if environment:
+        versions = versions.filter(environment_version__environment__slug=environment)
+    if not tags:
+        return list(versions.order_by("task__slug").values_list("pk", "task__slug", "number"))
+    # Tags live in the version's document; containment on a JSON array is PostgreSQL's alone, and a
+    # pack's candidates are read once, so the document's tag list is compared here.
+    wanted = set(tags)
+    return [(pk, slug, number) for pk, slug, number, have in
+            versions.order_by("task__slug").values_list("pk", "task__slug", "number", "spec__tags")
+            if isinstance(have, list) and wanted <= set(have)]
 
 
 def _selection_check(*, environment, tags, tasks) -> None:
@@ -179,8 +186,7 @@ def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: s
         raise DomainError("The test ratio must be between 0 and 1.", details=[{"pointer": "/test_ratio", "message": "between 0 and 1"}])
     _selection_check(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
     pack = TaskPack.objects.select_for_update().get(pk=pack.pk)
-    versions = list(approved_versions(environment=selection.environment, tags=selection.tags,
-                                      tasks=selection.tasks).values_list("pk", "task__slug", "number"))
+    versions = selected_versions(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
     if not versions:
         raise DomainError("No approved task matches this selection.", details=[{"pointer": "/selection", "message": "nothing approved matches"}])
     proposal, changes = pack_version_propose(pack=pack, selected={slug: number for _, slug, number in versions})

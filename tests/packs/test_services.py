@@ -57,6 +57,21 @@ def test_drafts_and_unapproved_tasks_are_never_packed(pack, lab, author, reviewe
         build(pack, lab, tasks=("just-a-draft",))
 
 
+def test_tags_select_by_the_approved_version_not_a_later_draft(pack, lab, author, approved_tasks):
+    retagged = approved_tasks[0]
+    authoring_services.task_version_create(task=retagged, author=author, base_version=1, content={
+        **authoring_services.task_version_content(retagged.latest_version), "tags": ["physics"]})
+    retagged.refresh_from_db()
+    assert set(retagged.tags.values_list("name", flat=True)) == {"physics"}  # the head follows the draft
+    maths = build(pack, lab, tags=("maths",))
+    assert set(maths.entries.values_list("task_slug", flat=True)) == {t.slug for t in approved_tasks}
+    assert maths.entries.get(task_slug=retagged.slug).task_version.number == 1
+    with pytest.raises(DomainError, match="No approved task matches"):
+        build(pack, lab, tags=("physics",))  # only the unapproved draft has it
+    with pytest.raises(DomainError, match="No approved task matches"):
+        build(pack, lab, tags=("maths", "physics"))  # a task needs every tag
+
+
 def test_the_next_version_follows_the_changes_and_may_be_raised_never_lowered(pack, lab, author, reviewer, admin,
                                                                               approved_tasks):
     assert build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:5])).version == "1.0.0"
