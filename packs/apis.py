@@ -56,6 +56,14 @@ class PackBuildInput(serializers.Serializer):
     tasks = serializers.ListField(child=serializers.CharField(), required=False)
     version = serializers.CharField(required=False, allow_blank=True, allow_null=True)
     test_ratio = serializers.FloatField(required=False, min_value=0, max_value=1, default=0.1)
+    dry_run = serializers.BooleanField(required=False, default=False,
+                                       help_text="answer with the build's plan (version, tasks, changes) and start nothing")
+
+
+BUILD_PLAN = inline_serializer("PackBuildPlan", fields={
+    "version": serializers.CharField(), "tasks": serializers.IntegerField(), "changes": serializers.JSONField(),
+    "previous": serializers.CharField(allow_null=True),
+    "unchanged": serializers.BooleanField(help_text="the previous version's task versions, split the same way")})
 
 
 class PackListApi(APIView):
@@ -76,12 +84,17 @@ class PackVersionListApi(APIView):
         pack = selectors.pack_get_for_user(slug=slug, user=request.user)
         return _paginate(request, self, pack.versions.select_related("created_by"), PackVersionOutput)
 
-    @extend_schema(request=PackBuildInput, responses={202: PackVersionOutput}, operation_id="pack_versions_build")
+    @extend_schema(request=PackBuildInput, responses={202: PackVersionOutput, 200: BUILD_PLAN},
+                   operation_id="pack_versions_build")
     def post(self, request, slug):
         pack = selectors.pack_get_for_user(slug=slug, user=request.user)
         data = _input(PackBuildInput, request.data)
         selection = services.Selection(environment=data.get("environment") or None, tags=tuple(data.get("tags") or ()),
                                        tasks=tuple(data.get("tasks") or ()), test_ratio=data["test_ratio"])
+        if data["dry_run"]:
+            plan = services.pack_version_plan(pack=pack, user=request.user, selection=selection,
+                                              version=data.get("version") or None)
+            return Response(plan.as_dict())
         pack_version = services.pack_version_start(pack=pack, user=request.user, selection=selection,
                                                    version=data.get("version") or None)
         return Response(PackVersionOutput(pack_version).data, status=status.HTTP_202_ACCEPTED)

@@ -13,7 +13,7 @@ import logging
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Iterator
@@ -57,8 +57,8 @@ def pack_create(*, slug: str, user, name: str = "", description: str = "", licen
     try:
         pack.full_clean()
     except Exception as exc:  # django ValidationError → pointers
-        details = [{"pointer": f"/{field}", "message": " ".join(messages)}
-                   for field, messages in getattr(exc, "message_dict", {"slug": [str(exc)]}).items()]
+        details = [{"pointer": f"/{name}", "message": " ".join(messages)}
+                   for name, messages in getattr(exc, "message_dict", {"slug": [str(exc)]}).items()]
         raise DomainError("Invalid pack: " + "; ".join(f"{d['pointer']}: {d['message']}" for d in details),
                           details=details)
     pack.save()
@@ -176,20 +176,36 @@ class Selection:
                 "test_ratio": self.test_ratio}
 
 
-@transaction.atomic
-def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: str | None = None,
-                       enqueue: bool = True) -> PackVersion:
-    """A new PackVersion in `building`, its entries pinned now; the build job is enqueued after commit."""
+@dataclass
+class BuildPlan:
+    """What a build of `selection` would make, before anything is written: its version, task count and the
+    changes against the previous ready version (`previous`). `unchanged`: the same task versions split by the
+    same ratio as `previous`, so the build would publish the same tasks under a new patch number."""
+    version: str
+    semver: tuple[int, int, int]
+    tasks: int
+    changes: dict
+    previous: PackVersion | None
+    unchanged: bool
+    rows: list[tuple[int, str, int]] = field(repr=False, default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"version": self.version, "tasks": self.tasks, "changes": self.changes,
+                "previous": self.previous.version if self.previous else None, "unchanged": self.unchanged}
+
+
+def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: str | None = None) -> BuildPlan:
+    """The build `pack_version_start` would start for `selection` (a dry run: nothing is written), or the
+    DomainError it would raise."""
     if user is not None and not permissions.can_build_packs(user):  # None: the command line (manage.py)
         raise NotAllowed("Only lab members and admins can build packs.")
     if not (0 <= selection.test_ratio <= 1):
         raise DomainError("The test ratio must be between 0 and 1.", details=[{"pointer": "/test_ratio", "message": "between 0 and 1"}])
     _selection_check(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
-    pack = TaskPack.objects.select_for_update().get(pk=pack.pk)
-    versions = selected_versions(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
-    if not versions:
+    rows = selected_versions(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
+    if not rows:
         raise DomainError("No approved task matches this selection.", details=[{"pointer": "/selection", "message": "nothing approved matches"}])
-    proposal, changes = pack_version_propose(pack=pack, selected={slug: number for _, slug, number in versions})
+    proposal, changes = pack_version_propose(pack=pack, selected={slug: number for _, slug, number in rows})
     if version:
         wanted = parse_semver(version)
         if wanted < proposal:
@@ -200,6 +216,20 @@ def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: s
     text = ".".join(str(part) for part in proposal)
     if pack.versions.filter(version=text).exists():
         raise DomainError(f"{pack.slug} {text} already exists.", details=[{"pointer": "/version", "message": "already used"}])
+    previous = _previous_ready(pack)
+    unchanged = (previous is not None and not any(changes.values())
+                 and (previous.selection or {}).get("test_ratio", 0.1) == selection.test_ratio)
+    return BuildPlan(version=text, semver=proposal, tasks=len(rows), changes=changes, previous=previous,
+                     unchanged=unchanged, rows=rows)
+
+
+@transaction.atomic
+def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: str | None = None,
+                       enqueue: bool = True) -> PackVersion:
+    """A new PackVersion in `building`, its entries pinned now; the build job is enqueued after commit."""
+    pack = TaskPack.objects.select_for_update().get(pk=pack.pk)
+    plan = pack_version_plan(pack=pack, user=user, selection=selection, version=version)
+    text, proposal, changes, versions = plan.version, plan.semver, plan.changes, plan.rows
     try:
         with transaction.atomic():
             pack_version = PackVersion.objects.create(

@@ -77,19 +77,26 @@ def pack_list(request: HttpRequest) -> HttpResponse:
 def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
     pack = selectors.pack_get_for_user(slug=slug, user=request.user)
     form = PackBuildForm(request.POST or None)
+    plan, status = None, 200
     if request.method == "POST":
+        status = 400
         if form.is_valid():
+            selection, version = form.selection(), form.cleaned_data.get("version") or None
             try:
-                pack_version = services.pack_version_start(pack=pack, user=request.user, selection=form.selection(),
-                                                           version=form.cleaned_data.get("version") or None)
+                # "Check" shows the plan; a build that would publish the previous version's tasks again asks first
+                plan = services.pack_version_plan(pack=pack, user=request.user, selection=selection, version=version)
+                if request.POST.get("action") != "check" and not (plan.unchanged and not request.POST.get("confirm")):
+                    pack_version = services.pack_version_start(pack=pack, user=request.user, selection=selection,
+                                                               version=version)
+                    return redirect("packs:pack_version", slug=pack.slug, version=pack_version.version)
+                status = 200
             except DomainError as exc:
+                plan = None
                 form_add_domain_error(form, exc)
-            else:
-                return redirect("packs:pack_version", slug=pack.slug, version=pack_version.version)
     return render(request, "packs/pack_detail.html", {
-        "pack": pack, "versions": pack.versions.select_related("created_by"), "form": form,
+        "pack": pack, "versions": pack.versions.select_related("created_by"), "form": form, "plan": plan,
         "tags": Tag.objects.values_list("name", flat=True)[:200],
-        "can_build": permissions.can_build_packs(request.user)}, status=400 if request.method == "POST" else 200)
+        "can_build": permissions.can_build_packs(request.user)}, status=status)
 
 
 def _version_context(request, pack_version: PackVersion) -> dict:

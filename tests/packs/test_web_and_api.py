@@ -47,6 +47,42 @@ def test_a_lab_member_builds_from_the_page_and_it_shows_progress_then_contents(c
     assert 'id="empty-split"' not in page
 
 
+def test_check_shows_the_plan_and_a_build_of_the_same_tasks_asks_first(client, lab, ready):
+    """The build form's Check shows what a build would make and writes nothing; a build that would publish the
+    previous version's task versions again (a patch with no change) asks before it builds."""
+    client.force_login(lab)
+    page = client.post("/packs/web-pack/", {"test_ratio": "0.1", "tasks": "task-00, task-01", "action": "check"})
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert 'id="build-plan"' in text and "web-pack 2.0.0" in text and "10 removed" in text, text
+    assert PackVersion.objects.filter(pack__slug="web-pack").count() == 1  # nothing built
+    same = client.post("/packs/web-pack/", {"test_ratio": "0.1", "action": "build"})
+    assert same.status_code == 200 and PackVersion.objects.filter(pack__slug="web-pack").count() == 1
+    text = same.content.decode()
+    assert "Nothing changed since 1.0.0" in text and "Build 1.0.1 anyway" in text
+    assert 'name="confirm" value="1"' in text
+    other_ratio = client.post("/packs/web-pack/", {"test_ratio": "0.5", "action": "check"}).content.decode()
+    assert "Nothing changed" not in other_ratio  # the same tasks, split differently
+    built = client.post("/packs/web-pack/", {"test_ratio": "0.1", "action": "build", "confirm": "1"})
+    assert built.status_code == 302 and built["Location"] == "/packs/web-pack/1.0.1/"
+    bad = client.post("/packs/web-pack/", {"test_ratio": "0.1", "tasks": "nope", "action": "check"})
+    assert bad.status_code == 400 and "There is no task" in bad.content.decode()
+    assert 'id="build-plan"' not in bad.content.decode()
+
+
+def test_the_api_answers_a_dry_run_build_with_its_plan(lab, ready):
+    api = token_client(lab)
+    response = api.post("/api/packs/web-pack/versions/", {"tasks": ["task-00"], "dry_run": True}, format="json")
+    assert response.status_code == 200, response.content
+    plan = response.json()
+    assert plan["version"] == "2.0.0" and plan["tasks"] == 1 and plan["previous"] == "1.0.0"
+    assert len(plan["changes"]["removed"]) == 11 and plan["unchanged"] is False
+    assert api.post("/api/packs/web-pack/versions/", {"dry_run": True}, format="json").json()["unchanged"] is True
+    assert PackVersion.objects.filter(pack__slug="web-pack").count() == 1
+    bad = api.post("/api/packs/web-pack/versions/", {"dry_run": True, "version": "0.1.0"}, format="json")
+    assert bad.status_code == 400 and bad.json()["error"]["details"][0]["pointer"] == "/version"
+
+
 def test_the_pack_page_warns_of_an_empty_split(client, lab, author, reviewer):
     from tests.packs.conftest import make_approved
 
