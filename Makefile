@@ -32,8 +32,12 @@ serve: migrate
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(VENV)/bin/gunicorn --config python:gymwright.gunicorn_conf
 
+# Two pytest-xdist workers (the machine's two cores; the suite waits on servers, browsers and sandboxes
+# as much as it computes), each with its own test database and data directory (gymwright/pytest_workers.py);
+# a test file stays on one worker. PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/run_all.py
