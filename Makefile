@@ -34,10 +34,10 @@ serve: migrate
 
 # Two pytest-xdist workers (the machine's two cores; the suite waits on servers, browsers and sandboxes
 # as much as it computes), each with its own test database and data directory (gymwright/pytest_workers.py);
-# a test file stays on one worker. PYTEST_WORKERS=0 runs it in this process.
+# (--dist load: loadfile and loadscope drop the schemathesis operations). PYTEST_WORKERS=0 runs it in this process.
 PYTEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist load $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/run_all.py
