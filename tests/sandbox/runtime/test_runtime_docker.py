@@ -141,8 +141,13 @@ def test_the_reaper_removes_a_sandbox_container_stopped_for_longer_than_the_grac
 
 def test_timeouts_still_work_after_the_sandbox_kills_our_helper(docker_backend):
     with docker_backend.start(SandboxSpec()) as box:
-        helpers = box.exec("ps -o pid,args | grep 'while read -r f' | grep -v grep | wc -l")
-        assert helpers.stdout.strip() == "1"
+        # The helper is an exec the engine starts asynchronously: on a loaded machine the first exec can run
+        # before it shows in ps (the suite's two workers made that happen).
+        count = "ps -o pid,args | grep 'while read -r f' | grep -v grep | wc -l"
+        deadline = time.monotonic() + 20
+        while box.exec(count).stdout.strip() != "1" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert box.exec(count).stdout.strip() == "1"
         box.exec("pkill -9 -f 'while read -r f' || true")
         result = box.exec("sleep 30 & sleep 30", timeout_s=1)
         assert result.timed_out
