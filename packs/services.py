@@ -142,13 +142,14 @@ def _entry_map(pack_version: PackVersion | None) -> dict[str, int]:
     return dict(pack_version.entries.values_list("task_slug", "task_version__number"))
 
 
-def pack_version_propose(*, pack: TaskPack, selected: dict[str, int]) -> tuple[tuple[int, int, int], dict]:
-    """The next version for `selected` ({slug: version number}) and the changes it carries.
+def pack_version_propose(*, pack: TaskPack, selected: dict[str, int],
+                         previous: PackVersion | None) -> tuple[tuple[int, int, int], dict]:
+    """The next version for `selected` ({slug: version number}) and the changes it carries against
+    `previous`, the pack's last ready version (`_previous_ready`).
 
     Removed tasks → major, added → minor, changed (or nothing) → patch, counted from the last
     ready version; never a number any earlier version (ready or failed) already has.
     """
-    previous = _previous_ready(pack)
     changes = pack_changes(previous=_entry_map(previous), current=selected)
     kind = "major" if changes["removed"] else "minor" if changes["added"] else "patch"
     if previous is None:
@@ -205,7 +206,9 @@ def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: st
     rows = selected_versions(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
     if not rows:
         raise DomainError("No approved task matches this selection.", details=[{"pointer": "/selection", "message": "nothing approved matches"}])
-    proposal, changes = pack_version_propose(pack=pack, selected={slug: number for _, slug, number in rows})
+    previous = _previous_ready(pack)
+    proposal, changes = pack_version_propose(pack=pack, selected={slug: number for _, slug, number in rows},
+                                             previous=previous)
     if version:
         wanted = parse_semver(version)
         if wanted < proposal:
@@ -216,7 +219,6 @@ def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: st
     text = ".".join(str(part) for part in proposal)
     if pack.versions.filter(version=text).exists():
         raise DomainError(f"{pack.slug} {text} already exists.", details=[{"pointer": "/version", "message": "already used"}])
-    previous = _previous_ready(pack)
     unchanged = (previous is not None and not any(changes.values())
                  and (previous.selection or {}).get("test_ratio", 0.1) == selection.test_ratio)
     return BuildPlan(version=text, semver=proposal, tasks=len(rows), changes=changes, previous=previous,
