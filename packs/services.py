@@ -225,12 +225,25 @@ def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: st
                      unchanged=unchanged, rows=rows)
 
 
+class UnchangedBuild(DomainError):
+    """The build would publish the previous version's task versions again, split the same way (`plan`)."""
+
+    def __init__(self, plan: BuildPlan):
+        super().__init__(f"Nothing changed since {plan.previous.version}: a build would publish the same task "
+                         f"versions again as {plan.version}.", code="unchanged",
+                         details=[{"pointer": "/selection", "message": "the previous version's tasks"}])
+        self.plan = plan
+
+
 @transaction.atomic
 def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: str | None = None,
-                       enqueue: bool = True) -> PackVersion:
-    """A new PackVersion in `building`, its entries pinned now; the build job is enqueued after commit."""
+                       enqueue: bool = True, allow_unchanged: bool = True) -> PackVersion:
+    """A new PackVersion in `building`, its entries pinned now; the build job is enqueued after commit.
+    With `allow_unchanged=False`, UnchangedBuild (carrying the plan) instead of a build that changes nothing."""
     pack = TaskPack.objects.select_for_update().get(pk=pack.pk)
     plan = pack_version_plan(pack=pack, user=user, selection=selection, version=version)
+    if plan.unchanged and not allow_unchanged:
+        raise UnchangedBuild(plan)
     text, proposal, changes, versions = plan.version, plan.semver, plan.changes, plan.rows
     try:
         with transaction.atomic():

@@ -83,15 +83,17 @@ def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
         if form.is_valid():
             selection, version = form.selection(), form.cleaned_data.get("version") or None
             try:
-                # "Check" shows the plan; a build that would publish the previous version's tasks again asks first
-                plan = services.pack_version_plan(pack=pack, user=request.user, selection=selection, version=version)
-                if request.POST.get("action") != "check" and not (plan.unchanged and not request.POST.get("confirm")):
+                if request.POST.get("action") == "check":  # the plan, nothing written
+                    plan, status = services.pack_version_plan(pack=pack, user=request.user, selection=selection,
+                                                              version=version), 200
+                else:  # a build that would publish the previous version's tasks again asks first
                     pack_version = services.pack_version_start(pack=pack, user=request.user, selection=selection,
-                                                               version=version)
+                                                               version=version,
+                                                               allow_unchanged=bool(request.POST.get("confirm")))
                     return redirect("packs:pack_version", slug=pack.slug, version=pack_version.version)
-                status = 200
+            except services.UnchangedBuild as exc:
+                plan, status = exc.plan, 200
             except DomainError as exc:
-                plan = None
                 form_add_domain_error(form, exc)
     return render(request, "packs/pack_detail.html", {
         "pack": pack, "versions": pack.versions.select_related("created_by"), "form": form, "plan": plan,
