@@ -51,10 +51,10 @@ class PackVersionOutput(serializers.Serializer):
 
 
 class PackBuildInput(serializers.Serializer):
-    environment = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
-    tasks = serializers.ListField(child=serializers.CharField(), required=False)
-    version = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    environment = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=20)
+    tasks = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+    version = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=24)
     test_ratio = serializers.FloatField(required=False, min_value=0, max_value=1, default=0.1)
     dry_run = serializers.BooleanField(required=False, default=False,
                                        help_text="answer with the build's plan (version, tasks, changes) and start nothing")

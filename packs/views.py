@@ -32,7 +32,7 @@ class PackCreateForm(forms.Form):
 
 class PackBuildForm(forms.Form):
     environment = forms.ChoiceField(required=False)
-    tags = forms.CharField(required=False, help_text="comma-separated; a task needs every tag")
+    tags = forms.CharField(required=False, max_length=1400, help_text="comma-separated; a task needs every tag")
     tasks = forms.CharField(required=False, help_text="task ids, comma-separated (default: every approved task)")
     version = forms.CharField(required=False, max_length=24, help_text="default: proposed from the changes")
     test_ratio = forms.FloatField(min_value=0, max_value=1, initial=0.1)

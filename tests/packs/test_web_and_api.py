@@ -83,6 +83,21 @@ def test_the_api_answers_a_dry_run_build_with_its_plan(lab, ready):
     assert bad.status_code == 400 and bad.json()["error"]["details"][0]["pointer"] == "/version"
 
 
+def test_a_build_request_with_oversized_names_is_refused_at_its_pointer(lab, ready):
+    """Selection names are ids: a megabyte-long tag, task id, environment or version is refused before any query
+    or comparison, at its pointer."""
+    api = token_client(lab)
+    huge = "x" * 1_000_000
+    for body, pointer in (({"tags": [huge]}, "/tags/0"), ({"tasks": [huge]}, "/tasks/0"),
+                          ({"environment": huge}, "/environment"), ({"version": huge}, "/version"),
+                          ({"tags": [f"t{n}" for n in range(21)]}, "/tags")):
+        response = api.post("/api/packs/web-pack/versions/", {**body, "dry_run": True}, format="json")
+        assert response.status_code == 400, (pointer, response.content[:300])
+        assert response.json()["error"]["details"][0]["pointer"] == pointer
+        assert len(response.content) < 2000
+    assert PackVersion.objects.filter(pack__slug="web-pack").count() == 1
+
+
 def test_the_pack_page_warns_of_an_empty_split(client, lab, author, reviewer):
     from tests.packs.conftest import make_approved
 
