@@ -126,6 +126,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend with a health check that asks the socket before it asks the server (gymwright/db).
+    DATABASES["default"]["ENGINE"] = "gymwright.db.postgresql"
     # The hot reads of gymwright.sql run as server-side prepared statements (Django's own queries stay
     # client-side). Behind a pooler that cannot keep them (PgBouncer in transaction mode) set
     # DB_PREPARED_STATEMENTS=0.
