@@ -17,7 +17,33 @@ def _role_names(user_id):
     return Group.objects.filter(user__id=user_id, name__in=ROLES).values_list("name", flat=True)
 
 
-_role_rows = Prepared(_role_names, user_id=int)  # on every page: compiled once (gymwright.sql)
+_role_rows = Prepared(_role_names, user_id=int)  # compiled once (gymwright.sql)
+_ROLE_FLAG = "gymwright_role_"
+
+
+def with_roles(queryset, user_field: str = "pk"):
+    """`queryset` with the roles of the user it loads (`user_field` names that user's key): one flag a role, read in
+    the same query, so that a request which loads its user (the session's, or an API token's) needs no query for
+    its roles. `roles_known` then keeps them on the user."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Exists, OuterRef
+
+    memberships = get_user_model().groups.through.objects.filter(user_id=OuterRef(user_field))
+    return queryset.annotate(**{_ROLE_FLAG + role: Exists(memberships.filter(group__name=role)) for role in ROLES})
+
+
+def roles_known(user, flags_from=None):
+    """Keep on `user` the roles `with_roles` read (onto `flags_from`, the object the query loaded, by default the
+    user itself). Returns the user."""
+    source = user if flags_from is None else flags_from
+    user._gymwright_roles = _with_superuser(user, {role for role in ROLES if getattr(source, _ROLE_FLAG + role)})
+    return user
+
+
+def _with_superuser(user, roles: set[str]) -> set[str]:
+    if user.is_superuser:
+        roles.add(ADMIN)
+    return roles
 
 
 def roles_of(user) -> set[str]:
@@ -25,9 +51,7 @@ def roles_of(user) -> set[str]:
         return set()
     cached = getattr(user, "_gymwright_roles", None)
     if cached is None:
-        cached = set(_role_rows(user_id=user.pk))
-        if user.is_superuser:
-            cached.add(ADMIN)
+        cached = _with_superuser(user, set(_role_rows(user_id=user.pk)))
         user._gymwright_roles = cached
     return cached
 

@@ -141,8 +141,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # Django's model backend and database sessions, each reading its row with a query compiled once per
-# process (gymwright.sql): the two queries every signed-in page makes.
-AUTHENTICATION_BACKENDS = ["gymwright.auth.ModelBackend"]
+# process (gymwright.sql): the two queries every signed-in page makes (the user's with its roles).
+AUTHENTICATION_BACKENDS = ["authoring.auth.ModelBackend"]
 SESSION_ENGINE = "gymwright.sessions"
 
 LOGIN_URL = "login"
@@ -214,7 +214,7 @@ CONTENT_SECURITY_POLICY = env_str(
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "authoring.auth.TokenAuthentication",  # DRF's, reading the token, its user and roles in one query
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -18,15 +18,24 @@ the markers, and each later call puts its values in their places. What the query
 through the ORM's own converters and row populators, so the objects are the ones the queryset
 would give.
 
+A page of a list takes its bounds at each call with `sliced=True` (`offset` and `limit` become
+parameters), and a filter that a call may leave out is named in `optional`: `build` then receives
+only the parameters given (a call with "" or None omits one), and each combination compiles once:
+
+    _keys = Prepared(lambda environment=None: tasks(environment), sliced=True, optional=["environment"],
+                     environment=str)
+    _keys(offset=50, limit=50) ; _keys(offset=0, limit=50, environment="shell")
+
 Limits, on purpose: parameters are ints or strings that the ORM passes through unchanged (ids and
 exact matches: not `icontains`, not datetimes, which a backend may adapt); no `prefetch_related`
-and no related managers (their known objects); a slice's bounds are fixed when `build` runs. A
-query that breaks one raises at its first call, so it fails loudly in every test that reaches it.
-Each run is logged like any other query (query-count tests see it).
+and no related managers (their known objects); a slice's bounds are fixed when `build` runs unless
+`sliced`. A query that breaks one raises at its first call, so it fails loudly in every test that
+reaches it. Each run is logged like any other query (query-count tests see it).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -40,6 +49,9 @@ from django.db.models.query import FlatValuesListIterable, ModelIterable, Values
 # Markers stand for the parameters while the query compiles (they are never sent): values no query
 # writes as a constant, and inside every integer field's range (the ORM drops a lookup out of range).
 _MARKERS = {int: lambda i: 2_147_480_011 + 7 * i, str: lambda i: f"\ue000gymwright-marker-{i}\ue000"}
+# A slice's bounds are written into the SQL as numbers (LIMIT n OFFSET m), not as parameters: a `sliced` query
+# compiles with these, whose text is then made two parameters.
+_OFFSET, _LIMIT = 1_070_000_003, 1_070_000_011
 
 
 @dataclass(frozen=True)
@@ -58,24 +70,32 @@ class _Compiled:
 
 
 class Prepared:
-    def __init__(self, build: Callable[..., QuerySet], *, count: bool = False, **types: type):
+    def __init__(self, build: Callable[..., QuerySet], *, count: bool = False, sliced: bool = False,
+                 optional: tuple | list = (), **types: type):
         unknown = {name: kind for name, kind in types.items() if kind not in _MARKERS}
         if unknown:
             raise TypeError(f"Prepared: parameters must be int or str, not {unknown}")
+        if set(optional) - set(types) or (count and sliced) or {"offset", "limit"} & set(types):
+            raise TypeError("Prepared: optional names parameters; a count is not sliced; offset and limit are the "
+                            "slice's")
         self._build = build
         self._count = count
+        self._sliced = sliced
+        self._optional = frozenset(optional)
         self._types = types
-        self._compiled: dict[tuple[str, str], _Compiled] = {}
+        self._compiled: dict[tuple, _Compiled] = {}
         self._lock = threading.Lock()
 
-    def _compile(self, using: str) -> _Compiled:
-        markers = {name: _MARKERS[kind](i) for i, (name, kind) in enumerate(self._types.items())}
+    def _compile(self, using: str, given: frozenset) -> _Compiled:
+        markers = {name: _MARKERS[kind](i) for i, (name, kind) in enumerate(self._types.items()) if name in given}
         queryset = self._build(**markers)
         if queryset._prefetch_related_lookups or queryset._known_related_objects:
             raise TypeError("Prepared: no prefetch_related and no related managers")
         if self._count:  # COUNT of the rows as QuerySet.count() (an aggregate in values_list groups by row)
             queryset = queryset.order_by().values_list(Count("pk"), flat=True)
             queryset.query.group_by = None
+        if self._sliced:
+            queryset = queryset[_OFFSET:_OFFSET + _LIMIT]
         shape = {ModelIterable: "model", ValuesListIterable: "tuples",
                  FlatValuesListIterable: "count" if self._count else "flat"}.get(queryset._iterable_class)
         if shape is None:
@@ -90,6 +110,13 @@ class Prepared:
             if not places[name]:
                 raise ValueError(f"Prepared: parameter {name!r} is not among the compiled query's parameters "
                                  f"(it must pass through the ORM unchanged)")
+        if self._sliced:  # the outermost LIMIT ... OFFSET ..., which ends the query, takes two parameters
+            bounds = f"LIMIT {_LIMIT} OFFSET {_OFFSET}"
+            if not sql.endswith(bounds) or sql.count(str(_OFFSET)) != 1:
+                raise TypeError(f"Prepared: a sliced query must end with its bounds, not {sql[-60:]!r}")
+            sql = sql[:-len(bounds)] + "LIMIT %s OFFSET %s"
+            places.update(limit=[len(params)], offset=[len(params) + 1])
+            params += [_LIMIT, _OFFSET]
         select = compiler.select
         converters = compiler.get_converters([column[0] for column in select[0:compiler.col_count]])
         compiled = _Compiled(sql=sql, params=params, places=places, compiler=compiler, converters=converters,
@@ -107,11 +134,15 @@ class Prepared:
 
     def __call__(self, *, using: str = "default", **values) -> list | int:
         connection = connections[using]
-        key = (using, connection.vendor)
+        given = frozenset(name for name in self._types if name not in self._optional
+                          or values.get(name) not in (None, ""))
+        for name in self._optional - given:
+            values.pop(name, None)
+        key = (using, connection.vendor, given)
         compiled = self._compiled.get(key)
         if compiled is None:
             with self._lock:
-                compiled = self._compiled.get(key) or self._compile(using)
+                compiled = self._compiled.get(key) or self._compile(using, given)
                 self._compiled[key] = compiled
         if values.keys() != compiled.places.keys():
             raise TypeError(f"Prepared: expected {sorted(compiled.places)}, got {sorted(values)}")
@@ -180,11 +211,18 @@ def _execute_prepared(connection, cursor, sql: str, params: list) -> list:
     cannot keep prepared statements, as PgBouncer in transaction mode) is not prepared on."""
     raw = cursor.cursor.connection
     started = time.monotonic()
-    with connection.wrap_database_errors:
+    rows: list = []
+
+    def execute(sql, params, many, context):
         with psycopg.Cursor(raw) as server_cursor:
             server_cursor.execute(sql, params, prepare=raw.prepare_threshold is not None)
-            rows = server_cursor.fetchall()
+            rows.extend(server_cursor.fetchall())
+
+    for wrapper in reversed(connection.execute_wrappers):  # connection.execute_wrapper() sees it, as any query
+        execute = functools.partial(wrapper, execute)
+    with connection.wrap_database_errors:
+        execute(sql, params, False, {"connection": connection, "cursor": cursor})
     if connection.queries_logged:
-        connection.queries_log.append({"sql": sql % tuple(repr(param) for param in params),
+        connection.queries_log.append({"sql": connection.ops.compose_sql(sql, params),  # runnable as logged
                                        "time": f"{time.monotonic() - started:.3f}"})
     return rows

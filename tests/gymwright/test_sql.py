@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from authoring.models import AuditEvent, Environment, Tag, Task
-from gymwright.auth import ModelBackend
+from authoring.auth import ModelBackend
 from gymwright.sessions import SessionStore
 from gymwright.sql import Prepared
 
@@ -123,7 +123,8 @@ def test_the_session_store_loads_a_live_session_and_drops_an_expired_one():
 def test_the_backend_loads_the_user_and_refuses_an_inactive_one(author):
     backend = ModelBackend()
     loaded = backend.get_user(author.pk)
-    assert _fields(loaded) == _fields(get_user_model().objects.get(pk=author.pk))
+    fields = {key: value for key, value in _fields(loaded).items() if "gymwright_role" not in key}
+    assert fields == _fields(get_user_model().objects.get(pk=author.pk))
     assert backend.get_user(author.pk + 1000) is None
     get_user_model().objects.filter(pk=author.pk).update(is_active=False)
     assert backend.get_user(author.pk) is None
@@ -168,3 +169,53 @@ def test_a_list_parameter_compiles_once_per_length_and_an_empty_list_reads_nothi
     assert len(queries) == 0
     counted = PreparedIn(lambda keys: Task.objects.filter(pk__in=keys), "keys", item=int, count=True)
     assert counted(keys=keys[:3]) == 3 and counted(keys=[]) == 0
+
+
+def test_a_sliced_query_takes_its_bounds_at_each_call(tasks, author):
+    ordered = Task.objects.order_by("slug")
+    page = Prepared(lambda: ordered.values_list("slug", flat=True), sliced=True)
+    for offset, limit in ((0, 2), (2, 2), (4, 2), (1, 3), (5, 10)):
+        assert page(offset=offset, limit=limit) == list(ordered.values_list("slug", flat=True)[offset:offset + limit])
+    owned = Prepared(lambda owner_id: ordered.filter(owner_id=owner_id).select_related("owner"), sliced=True,
+                     owner_id=int)
+    assert [t.slug for t in owned(owner_id=author.pk, offset=1, limit=1)] == ["sql-3"]
+    assert len(page._compiled) == 1 and len(owned._compiled) == 1
+    with pytest.raises(TypeError, match="expected"):
+        page(offset=0)  # both bounds, every call
+    with pytest.raises(TypeError, match="not sliced"):
+        Prepared(lambda: ordered, count=True, sliced=True)
+
+
+def test_an_optional_filter_compiles_once_for_each_combination_given(tasks, author, other_author):
+    def build(owner_id=None, slug=None):
+        queryset = Task.objects.order_by("slug")
+        if owner_id is not None:
+            queryset = queryset.filter(owner_id=owner_id)
+        if slug is not None:
+            queryset = queryset.filter(slug=slug)
+        return queryset.values_list("slug", flat=True)
+
+    slugs = Prepared(build, optional=["owner_id", "slug"], owner_id=int, slug=str)
+    everything = [t.slug for t in sorted(tasks, key=lambda t: t.slug)]
+    assert slugs() == everything and slugs(slug="", owner_id=None) == everything
+    assert slugs(owner_id=author.pk) == ["sql-1", "sql-3"]
+    assert slugs(owner_id=other_author.pk) == ["sql-0", "sql-2", "sql-4"]
+    assert slugs(slug="sql-2") == ["sql-2"] and slugs(slug="sql-2", owner_id=author.pk) == []
+    assert len(slugs._compiled) == 4  # none, owner, slug, both
+    counted = Prepared(build, count=True, optional=["owner_id", "slug"], owner_id=int, slug=str)
+    assert counted() == 5 and counted(owner_id=author.pk) == 2
+    with pytest.raises(TypeError, match="optional names parameters"):
+        Prepared(build, optional=["nope"], owner_id=int)
+
+
+def test_execute_wrappers_see_a_prepared_query_as_any_other(tasks):
+    seen = []
+
+    def spy(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    count = Prepared(lambda owner_id: Task.objects.filter(owner_id=owner_id), count=True, owner_id=int)
+    with connection.execute_wrapper(spy):
+        assert count(owner_id=tasks[0].owner_id) == 3
+    assert len(seen) == 1 and "authoring_task" in seen[0]
