@@ -140,6 +140,9 @@ class Task(models.Model):
                                        related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When the latest submission sent the task to review (review.services.task_submit sets it with the submission):
+    # the review queue's order, oldest first, read from the task itself instead of from its submissions.
+    submitted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at", "-id"]
@@ -148,6 +151,11 @@ class Task(models.Model):
             models.Index(fields=["environment", "-updated_at"]),
             models.Index(fields=["owner", "-updated_at"]),
             models.Index(fields=["-updated_at", "-id"]),
+            # The review queue and every reviewer's navigation count: the tasks in review in queue order, with
+            # what the queue's rule reads (the owner, the latest version), answered from the index alone. Only
+            # tasks in review are in it: an import's drafts do not write it.
+            models.Index(fields=["submitted_at", "id", "owner", "latest_version"], name="task_review_queue",
+                         condition=models.Q(status="in_review")),
         ]
 
     def __str__(self) -> str:

@@ -12,6 +12,7 @@ from authoring import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from gymwright.errors import NotAllowed
 from gymwright.nul import NUL
+from gymwright.pagination import PreparedList
 from gymwright.sql import Prepared, PreparedIn
 
 ACTIONS = ("view", "edit", "review")
@@ -165,6 +166,37 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
     return task_filter(queryset, environment=environment, tag=tag, author=author).order_by("-updated_at", "-id")
 
 
+def _listed(reads_drafts: bool):
+    """The task list's rule without its search (`task_list` without `q`), for the prepared page queries."""
+    def build(environment=None, status=None, tag=None, author=None) -> QuerySet[Task]:
+        queryset = Task.objects.all() if status is None else Task.objects.filter(status=status)
+        if not reads_drafts:
+            queryset = queryset.filter(approved_version__isnull=False)
+        return task_filter(queryset, environment=environment or "", tag=tag or "", author=author or "").order_by(
+            "-updated_at", "-id")
+    return build
+
+
+# The task list's and the API's count and page of keys, for every combination of filters but the search (whose
+# `icontains` the ORM rewrites): compiled once per process and combination (gymwright.sql).
+_LIST_FILTERS = {"environment": str, "status": str, "tag": str, "author": str}
+_list_count = {reads_drafts: Prepared(_listed(reads_drafts), count=True, optional=list(_LIST_FILTERS), **_LIST_FILTERS)
+               for reads_drafts in (True, False)}
+_list_keys = {reads_drafts: Prepared(lambda build=_listed(reads_drafts), **filters: build(**filters).values_list(
+    "pk", flat=True), sliced=True, optional=list(_LIST_FILTERS), **_LIST_FILTERS) for reads_drafts in (True, False)}
+
+
+def task_list_page_source(*, user, q: str = "", environment: str = "", status: str = "", tag: str = "",
+                          author: str = "") -> QuerySet[Task] | PreparedList:
+    """What the task list and `/api/tasks/` page through with `task_rows`: `task_list`'s tasks, as prepared count
+    and key queries where no search is given (the list as it opens, and its menus' filters)."""
+    if q or not permissions.can_view(user) or any(NUL in value for value in (environment, status, tag, author)):
+        return task_list(user=user, q=q, environment=environment, status=status, tag=tag, author=author)
+    reads_drafts = permissions.reads_drafts(user)
+    filters = {"environment": environment, "status": status, "tag": tag, "author": author}
+    return PreparedList(_list_count[reads_drafts], _list_keys[reads_drafts], **filters)
+
+
 def task_filter(queryset: QuerySet[Task], *, environment: str = "", tag: str = "", author: str = "") -> QuerySet[Task]:
     """The task list's menus (environment slug, tag name, owner's username), for any list of tasks."""
     if environment:
@@ -181,19 +213,28 @@ def task_filter_choices(*, user) -> dict:
     approved work only (lab), the tags of approved tasks (a draft's tags are not theirs to see). One query each."""
     if not permissions.can_view(user):
         return {"environments": [], "tags": []}
+    return {"environments": _environment_slugs(), "tags": _tag_names[permissions.reads_drafts(user)]()}
+
+
+def _tag_choices(reads_drafts: bool) -> QuerySet[Tag]:
     tags = Tag.objects.all()
-    if not permissions.reads_drafts(user):
+    if not reads_drafts:
         tags = tags.filter(pk__in=Task.tags.through.objects.filter(task__approved_version__isnull=False)
                            .values("tag_id"))
-    return {"environments": Environment.objects.order_by("slug").values_list("slug", flat=True),
-            "tags": tags.order_by("name").values_list("name", flat=True)[:200]}
+    return tags.order_by("name").values_list("name", flat=True)[:200]
+
+
+# On the task list and the review queue: compiled once per process (gymwright.sql).
+_environment_slugs = Prepared(lambda: Environment.objects.order_by("slug").values_list("slug", flat=True))
+_tag_names = {reads_drafts: Prepared(lambda reads_drafts=reads_drafts: _tag_choices(reads_drafts))
+              for reads_drafts in (True, False)}
 
 
 TASK_ROW_FIELDS = {
     "pk": "pk", "slug": "slug", "title": "title", "status": "status", "created_at": "created_at",
     "updated_at": "updated_at", "environment": "environment__slug", "owner": "owner__username",
     "latest_version": "latest_version__number", "latest_version_author": "latest_version__author__username",
-    "approved_version": "approved_version__number",
+    "approved_version": "approved_version__number", "submitted_at": "submitted_at",
 }
 _STATUS_LABELS = dict(Task.Status.choices)
 

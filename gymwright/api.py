@@ -11,6 +11,7 @@ from functools import lru_cache
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.utils import inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import PageNumberPagination
@@ -132,3 +133,13 @@ class ApiDocsPermission(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return settings.API_DOCS_PUBLIC or bool(request.user and request.user.is_authenticated)
+
+
+def iso_datetime(value) -> str | None:
+    """What DRF's DateTimeField writes for a stored (aware) datetime: ISO 8601 in the current time zone,
+    `Z` for UTC. Without the field's per-call settings lookups, which were an eighth of a task-list
+    request's CPU (two per row)."""
+    if value is None:
+        return None
+    text = value.astimezone(timezone.get_current_timezone()).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text

@@ -19,6 +19,12 @@ def url_stem(viewname: str) -> str:
     return reverse(viewname, args=[0]).rsplit("/0/", 1)[0]
 
 
+def slug_url_prefix(viewname: str) -> str:
+    """The URL of `viewname` (a view taking one slug, its last part) up to that slug: f"{prefix}{slug}/" is the URL of
+    `slug`. A table of N rows reverses the URL once instead of N times."""
+    return reverse(viewname, args=["--slug--"]).rsplit("--slug--/", 1)[0]
+
+
 def is_htmx(request) -> bool:
     """Whether htmx sent `request` (it answers with a fragment to swap in, not a page or a redirect)."""
     return request.headers.get("HX-Request") == "true"

@@ -13,6 +13,24 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.db.models.query import ModelIterable
 
+from gymwright.sql import Prepared
+
+
+class PreparedList:
+    """A list for KeysFirstPaginator whose count and page of keys come from queries compiled once per process
+    (gymwright.sql): `count` a `Prepared(count=True)`, `keys` a `Prepared(sliced=True)` of the list's keys in its
+    order, both taking `values`. Paging a queryset compiles both queries on every request, which on a list page
+    costs more CPU than running them."""
+
+    def __init__(self, count: Prepared, keys: Prepared, **values):
+        self._count, self._keys, self._values = count, keys, values
+
+    def count(self) -> int:
+        return self._count(**self._values)
+
+    def page_keys(self, bottom: int, top: int) -> list:
+        return self._keys(offset=bottom, limit=top - bottom, **self._values) if top > bottom else []
+
 
 class KeysFirstPaginator(Paginator):
     """`rows`, when given, loads the page's rows from their keys (e.g. as `.values()` dicts with a "pk")."""
@@ -31,7 +49,12 @@ class KeysFirstPaginator(Paginator):
 
 
 def keys_first(queryset, bottom: int, top: int, rows=None) -> list:
-    """`list(queryset[bottom:top])`, loading related rows only for that slice (with `rows(keys)` if given)."""
+    """`list(queryset[bottom:top])`, loading related rows only for that slice (with `rows(keys)` if given, which a
+    PreparedList needs)."""
+    if isinstance(queryset, PreparedList):
+        keys = queryset.page_keys(bottom, top)
+        by_key = {row["pk"]: row for row in rows(keys)} if keys else {}
+        return [by_key[key] for key in keys if key in by_key]
     if rows is not None:
         keys = list(queryset.values_list("pk", flat=True)[bottom:top])
         by_key = {row["pk"]: row for row in rows(keys)} if keys else {}

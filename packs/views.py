@@ -18,19 +18,19 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from authoring import permissions
 from authoring.models import SLUG_RULE, Environment, Tag, slug_validator
 from gymwright.errors import DomainError, NotAllowed
-from gymwright.forms import form_add_domain_error
+from gymwright.forms import RenderedOnceWhenUnbound, form_add_domain_error
 from packs import downloads, importer, selectors, services
 from packs.models import PackVersion
 
 
-class PackCreateForm(forms.Form):
+class PackCreateForm(RenderedOnceWhenUnbound):
     slug = forms.CharField(max_length=64, validators=[slug_validator], help_text=f"{SLUG_RULE}.")
     name = forms.CharField(max_length=200, required=False)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     licence = forms.CharField(max_length=100, required=False, initial="proprietary")
 
 
-class PackBuildForm(forms.Form):
+class PackBuildForm(RenderedOnceWhenUnbound):
     environment = forms.ChoiceField(required=False)
     tags = forms.CharField(required=False, max_length=1400, help_text="comma-separated; a task needs every tag")
     tasks = forms.CharField(required=False, help_text="task ids, comma-separated (default: every approved task)")

@@ -6,6 +6,8 @@ Errors answer in the single envelope (gymwright.api): 409 gates_failed lists the
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -13,7 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from authoring import selectors as authoring_selectors
-from gymwright.api import paginate, paginated, validated
+from gymwright.api import Pagination, iso_datetime, paginate, paginated, validated
+from gymwright.pagination import KeysFirstPaginator
 from gymwright.errors import DomainError
 from review import agreement as review_agreement
 from review import gates as review_gates
@@ -84,6 +87,13 @@ class QueueItemOutput(serializers.Serializer):
 
     def get_tags(self, task) -> list[str]:
         return [tag.name for tag in task.tags.all()]
+
+
+def queue_item_output(row: dict) -> dict:
+    """A `authoring.selectors.task_rows` row in QueueItemOutput's shape, without the model objects it reads."""
+    return {"slug": row["slug"], "title": row["title"], "environment": row["environment"], "owner": row["owner"],
+            "version": row["latest_version"], "approved_version": row["approved_version"], "tags": row["tags"],
+            "submitted_at": iso_datetime(row["submitted_at"])}
 
 
 class InboxItemOutput(serializers.Serializer):
@@ -207,8 +217,12 @@ class ReviewQueueApi(APIView):
                    tags=["review"], description="Tasks in review that you may decide, oldest submission first.")
     def get(self, request):
         filters = {key: request.query_params.get(key, "").strip()[:100] for key in ("environment", "tag", "author")}
-        queryset = selectors.review_queue(user=request.user, older_than_days=_age(request), **filters)
-        return paginate(request, self, queryset, QueueItemOutput)
+        source = selectors.review_queue(user=request.user, older_than_days=_age(request), **filters)
+        paginator = Pagination()
+        paginator.django_paginator_class = partial(KeysFirstPaginator,
+                                                   rows=partial(authoring_selectors.task_rows, user=request.user))
+        page = paginator.paginate_queryset(source, request, view=self)
+        return paginator.get_paginated_response([queue_item_output(row) for row in page])
 
 
 class InboxApi(APIView):

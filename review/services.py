@@ -125,8 +125,9 @@ def task_submit(*, task: Task, user, task_version: TaskVersion | None = None, ov
     submission = Submission.objects.create(task_version=version, submitted_by=user,
                                            gates=[result.to_dict() for result in results],
                                            override_reason=override_reason if failing else "")
-    Task.objects.filter(pk=task.pk).update(status=Task.Status.IN_REVIEW, updated_at=timezone.now())
-    task.status = Task.Status.IN_REVIEW
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.IN_REVIEW, updated_at=timezone.now(),
+                                           submitted_at=submission.created_at)
+    task.status, task.submitted_at = Task.Status.IN_REVIEW, submission.created_at
     data = {"version": version.number}
     if submission.override_reason:
         data.update(override_reason=submission.override_reason, failing_gates=[r.gate for r in failing])

@@ -3,7 +3,7 @@ author's inbox, the judge labelling queue and agreement, the environment dashboa
 
 from __future__ import annotations
 
-from functools import wraps
+from functools import partial, wraps
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -16,11 +16,11 @@ from authoring import permissions
 from authoring import selectors as authoring_selectors
 from authoring.diff import task_version_diff
 from authoring.markdown import render_markdown
-from authoring.models import Environment, Tag
 from grading.engine import flat_checks
 from grading.engine.describe import check_in_words
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.html import is_htmx
+from gymwright.pagination import KeysFirstPaginator
 from review import agreement as review_agreement
 from review import evidence, selectors, services
 from review import gates as review_gates
@@ -176,14 +176,14 @@ def review_queue(request):
     filters = {key: request.GET.get(key, "").strip()[:100] for key in ("environment", "tag", "author")}
     age = request.GET.get("older_than_days", "").strip()
     older_than_days = int(age) if age.isdigit() and int(age) <= 36500 else None
-    queryset = selectors.review_queue(user=request.user, older_than_days=older_than_days, **filters)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    source = selectors.review_queue(user=request.user, older_than_days=older_than_days, **filters)
+    rows = partial(authoring_selectors.task_rows, user=request.user)
+    page = KeysFirstPaginator(source, PAGE_SIZE, rows=rows).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "review/queue.html", {
         "page": page, "filters": filters, "older_than_days": older_than_days or "", "query": query.urlencode(),
-        "environments": Environment.objects.order_by("slug").values_list("slug", flat=True),
-        "tags": Tag.objects.order_by("name").values_list("name", flat=True)[:200],
+        **authoring_selectors.task_filter_choices(user=request.user),
     })
 
 

@@ -7,6 +7,7 @@ import functools
 from django import forms
 from django.conf import settings
 
+from gymwright.forms import rendered_once
 from sandbox import services
 from sandbox.models import PreviewRun
 from sandbox.runtime.hacks import HACKS
@@ -28,9 +29,6 @@ class PolicySelect(forms.Select):
         if value in self.disabled_values:
             option["attrs"]["disabled"] = True
         return option
-
-
-_UNBOUND_WIDGETS_HTML: dict[tuple, dict[str, str]] = {}
 
 
 class PreviewStartForm(forms.Form):
@@ -70,10 +68,8 @@ class PreviewStartForm(forms.Form):
         renders each widget and option through templates, ~1.5 ms for these four)."""
         if self.is_bound:
             return {name: str(self[name]) for name in self.fields}
-        key = (self.model_configured, tuple(self.fields["backend"].choices))  # the initial backend is the first
-        if key not in _UNBOUND_WIDGETS_HTML:
-            _UNBOUND_WIDGETS_HTML[key] = {name: str(self[name]) for name in self.fields}
-        return _UNBOUND_WIDGETS_HTML[key]
+        key = (type(self), self.model_configured, tuple(self.fields["backend"].choices))  # initial: the first
+        return rendered_once(key, lambda: {name: str(self[name]) for name in self.fields})
 
     def policy_string(self) -> str:
         policy = self.cleaned_data["policy"]

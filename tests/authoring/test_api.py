@@ -166,14 +166,14 @@ def test_updated_at_follows_new_versions_and_the_list_is_sorted_by_it(api, autho
 
 @pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "America/St_Johns"])
 def test_the_task_lists_dates_are_written_as_drfs_datetime_field_writes_them(zone, settings):
-    """The task list writes its dates without DRF's field (authoring.apis.iso_datetime): the same text."""
+    """The task list writes its dates without DRF's field (gymwright.api.iso_datetime): the same text."""
     import datetime
     from zoneinfo import ZoneInfo
 
     from django.utils import timezone
     from rest_framework import serializers
 
-    from authoring.apis import iso_datetime
+    from gymwright.api import iso_datetime
 
     settings.TIME_ZONE = zone
     with timezone.override(ZoneInfo(zone)):
