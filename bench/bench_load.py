@@ -43,6 +43,7 @@ VERSIONS = 3
 ROLLOUTS = 50_000
 RUN_SIZE = 64
 PASSWORD = "bench-load-pw-1"
+REVIEWER = "bench-reviewer"
 import logging  # noqa: E402
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -92,19 +93,29 @@ def seed(url: str) -> dict:
     from authoring.models import Task, TaskVersion
     from grading import engine
     from grading.services import grade_record
+    from review.models import Submission
     from sandbox.models import PreviewRun, Rollout
 
     user = User.objects.filter(username="bench").first()
-    if user is not None and Task.objects.filter(slug__startswith="load-").count() >= TASKS:
+    reviewer = User.objects.filter(username=REVIEWER).first()
+    if user is not None and reviewer is not None and Task.objects.filter(slug__startswith="load-").count() >= TASKS:
         token = Token.objects.get_or_create(user=user)[0]
         run = PreviewRun.objects.filter(n=RUN_SIZE).order_by("id").first()
         rollout = Rollout.objects.filter(preview_run=run).first()
-        return {"token": token.key, "task": "load-00042", "run": run.pk, "rollout": rollout.pk}
+        return {"token": token.key, "reviewer_token": Token.objects.get_or_create(user=reviewer)[0].key,
+                "task": "load-00042", "run": run.pk, "rollout": rollout.pk}
+    if user is not None:
+        raise SystemExit(f"{connection.settings_dict['NAME']} holds an older seed: drop it (or run without --keep-db)")
 
     user = User.objects.create_user("bench", password=PASSWORD)
     for role in ("author", "reviewer", "admin"):
         user.groups.add(Group.objects.get_or_create(name=role)[0])
     token = Token.objects.get_or_create(user=user)[0]
+    # The review queue is a reviewer's: the tasks in review that others wrote (a third of the seed), each with
+    # the submission that sent it, oldest first.
+    reviewer = User.objects.create_user(REVIEWER, password=PASSWORD)
+    reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    reviewer_token = Token.objects.get_or_create(user=reviewer)[0]
     environment = services.environment_create(slug=DEMO_ENVIRONMENT["slug"], name=DEMO_ENVIRONMENT["name"],
                                               author=user, spec=DEMO_ENVIRONMENT["spec"])
     demo = next(d for d in DEMO_TASKS if d["slug"] == "ibuprofen-dosing")
@@ -143,6 +154,9 @@ def seed(url: str) -> dict:
                               "AND t.slug LIKE 'load-0%%'"))
         cur.execute("UPDATE authoring_task t SET latest_version_id = v.id FROM authoring_taskversion v "
                     f"WHERE v.task_id = t.id AND v.number = {VERSIONS} AND t.slug LIKE 'load-0%%'")
+        cur.execute(f"INSERT INTO {Submission._meta.db_table} (task_version_id, submitted_by_id, gates, "
+                    "override_reason, created_at) SELECT t.latest_version_id, t.owner_id, '[]'::jsonb, '', "
+                    "t.updated_at FROM authoring_task t WHERE t.status = 'in_review' AND t.slug LIKE 'load-0%%'")
     runs_needed = -(-ROLLOUTS // RUN_SIZE)
     first = TaskVersion.objects.filter(task__slug__startswith="load-0", number=VERSIONS).order_by("task__slug")
     run_template = PreviewRun.objects.create(task_version=first[0], created_by=user, policy="oracle", n=RUN_SIZE,
@@ -183,7 +197,8 @@ def seed(url: str) -> dict:
     del grade_cols
     print(f"seeded {Task.objects.count()} tasks, {TaskVersion.objects.count()} versions, "
           f"{Rollout.objects.count()} rollouts in {time.perf_counter() - t0:.1f} s", flush=True)
-    return {"token": token.key, "task": "load-00042", "run": run_template.pk, "rollout": rollout_template.pk}
+    return {"token": token.key, "reviewer_token": reviewer_token.key, "task": "load-00042", "run": run_template.pk,
+            "rollout": rollout_template.pk}
 
 
 def _free_port() -> int:
@@ -275,13 +290,13 @@ class Server:
         self.log.close()
 
 
-def login_cookies(base: str) -> dict:
+def login_cookies(base: str, username: str = "bench") -> dict:
     import httpx
 
     with httpx.Client(base_url=base) as client:
         page = client.get("/accounts/login/")
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        r = client.post("/accounts/login/", data={"username": "bench", "password": PASSWORD,
+        r = client.post("/accounts/login/", data={"username": username, "password": PASSWORD,
                                                   "csrfmiddlewaretoken": token},
                         headers={"Referer": f"{base}/accounts/login/"})
         assert r.status_code == 302, r.status_code
@@ -474,16 +489,18 @@ def main() -> int:
     from django.db import connections
 
     connections.close_all()
+    # name: (path, API?, as the reviewer?): the review queue is a reviewer's, 3,333 tasks long
     urls = {
-        "task list /": ("/", False),
-        "task page": (f"/tasks/{ids['task']}/", False),
-        "preview page (64 rollouts)": (f"/previews/{ids['run']}/", False),
-        "rollout page": (f"/previews/rollouts/{ids['rollout']}/", False),
-        "/api/tasks/": ("/api/tasks/", True),
-        "/api/tasks/?page=100": ("/api/tasks/?page=100", True),
+        "task list /": ("/", False, False),
+        "task page": (f"/tasks/{ids['task']}/", False, False),
+        "preview page (64 rollouts)": (f"/previews/{ids['run']}/", False, False),
+        "rollout page": (f"/previews/rollouts/{ids['rollout']}/", False, False),
+        "/api/tasks/": ("/api/tasks/", True, False),
+        "/api/tasks/?page=100": ("/api/tasks/?page=100", True, False),
+        "review queue": ("/review/", False, True),
+        "pack list": ("/packs/", False, False),
+        "/api/review-queue/": ("/api/review-queue/", True, True),
     }
-    for extra, path in (("review queue", "/review/"), ("pack list", "/packs/"), ("/api/review-queue/", "/api/review-queue/")):
-        urls[extra] = (path, path.startswith("/api/"))
     wanted = [u.strip() for u in args.urls.split(",") if u.strip()]
     other_client = "httpx" if args.client == "raw" else "raw"
     configs = [("conn_max_age=60", 60, args.client)] + \
@@ -495,17 +512,20 @@ def main() -> int:
     for label, conn_max_age, client in configs:
         server = Server(url, args.workers, conn_max_age)
         try:
-            cookies = login_cookies(server.base)
-            for name_, (path, api) in urls.items():
+            sessions = {False: login_cookies(server.base), True: login_cookies(server.base, REVIEWER)}
+            for name_, (path, api, as_reviewer) in urls.items():
                 if wanted and name_ not in wanted:
                     continue
-                headers = {"Authorization": f"Token {ids['token']}"} if api else {}
+                headers = {"Authorization": f"Token {ids['reviewer_token' if as_reviewer else 'token']}"} if api else {}
+                cookies = {} if api else sessions[as_reviewer]
                 import httpx
 
-                probe = httpx.get(server.base + path, headers=headers, cookies=None if api else cookies)
+                probe = httpx.get(server.base + path, headers=headers, cookies=cookies)
                 if probe.status_code == 404:
                     continue  # a page that does not exist on this checkout (yet)
-                r = measure(server, path, headers, {} if api else cookies, args.clients, args.duration, client)
+                if "review" in name_ and "load-" not in probe.text:
+                    raise SystemExit(f"{path}: the reviewer's queue is empty (an older seed?)")
+                r = measure(server, path, headers, cookies, args.clients, args.duration, client)
                 results[(label, name_)] = r
                 print(f"{label:16} {name_:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  "
                       f"{r['rps']:6.1f} req/s  errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  "

@@ -41,14 +41,18 @@ def main() -> int:
     from django.test import Client
 
     settings.ALLOWED_HOSTS = ["*"]
-    client = Client()
-    client.force_login(User.objects.get(username="bench"))
-    token = {"HTTP_AUTHORIZATION": f"Token {ids['token']}"}
-    urls = ["/", f"/tasks/{ids['task']}/", f"/previews/{ids['run']}/", "/review/", "/api/tasks/",
-            "/api/tasks/?page=100"]
+    clients = {}
+    for username in ("bench", bench_load.REVIEWER):  # the review queue is the reviewer's (bench_load.seed)
+        clients[username] = Client()
+        clients[username].force_login(User.objects.get(username=username))
+    tokens = {"bench": ids["token"], bench_load.REVIEWER: ids["reviewer_token"]}
+    urls = ["/", f"/tasks/{ids['task']}/", f"/previews/{ids['run']}/", f"/previews/rollouts/{ids['rollout']}/",
+            "/review/", "/packs/", "/api/tasks/", "/api/tasks/?page=100", "/api/review-queue/"]
     print(f"# CPU per request, in process; load average {os.getloadavg()}")
     for url in urls:
-        extra = token if url.startswith("/api/") else {}
+        username = bench_load.REVIEWER if "review" in url else "bench"
+        client = clients[username]
+        extra = {"HTTP_AUTHORIZATION": f"Token {tokens[username]}"} if url.startswith("/api/") else {}
         if client.get(url, **extra).status_code != 200:
             print(f"{url:32} skipped (not 200 on this checkout)")
             continue
@@ -63,7 +67,9 @@ def main() -> int:
         batches.sort()
         print(f"{url:32} min {batches[0]:6.2f} ms  median {batches[3]:6.2f} ms CPU/request")
     if args.profile:
-        extra = token if args.profile.startswith("/api/") else {}
+        username = bench_load.REVIEWER if "review" in args.profile else "bench"
+        client = clients[username]
+        extra = {"HTTP_AUTHORIZATION": f"Token {tokens[username]}"} if args.profile.startswith("/api/") else {}
         profile = cProfile.Profile(time.process_time)
         profile.enable()
         for _ in range(40):
