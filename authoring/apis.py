@@ -6,6 +6,7 @@ from functools import partial
 
 from django.db import transaction
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -113,11 +114,11 @@ class TaskOutput(serializers.Serializer):
         return [tag.name for tag in task.tags.all()]
 
 
-def task_row_output(row: dict) -> dict:
+def task_row_output(row: dict, zone=None) -> dict:
     """A `selectors.task_rows` row in TaskOutput's shape, without building the model objects TaskOutput reads."""
     return {"slug": row["slug"], "title": row["title"], "environment": row["environment"], "status": row["status"],
             "tags": row["tags"], "owner": row["owner"], "latest_version": row["latest_version"],
-            "created_at": iso_datetime(row["created_at"]), "updated_at": iso_datetime(row["updated_at"])}
+            "created_at": iso_datetime(row["created_at"], zone), "updated_at": iso_datetime(row["updated_at"], zone)}
 
 
 class TaskVersionOutput(serializers.Serializer):
@@ -190,7 +191,8 @@ class TaskListApi(APIView):
         paginator.django_paginator_class = partial(KeysFirstPaginator, rows=rows)
         page = paginator.paginate_queryset(selectors.task_list_page_source(user=request.user, **filters), request,
                                            view=self)
-        return paginator.get_paginated_response([task_row_output(row) for row in page])
+        zone = timezone.get_current_timezone()
+        return paginator.get_paginated_response([task_row_output(row, zone) for row in page])
 
     @extend_schema(request=TaskCreateInput, responses={201: TaskOutput})
     def post(self, request):

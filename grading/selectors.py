@@ -16,6 +16,7 @@ from grading.engine.calibration import AgreementStats, cohen_kappa
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright.errors import NotAllowed
 from gymwright.numbers import format_number
+from gymwright.sql import Prepared
 
 PENDING = "pending"
 
@@ -207,6 +208,13 @@ def _mark_judge_checks(rows: list[CheckRow], *, status: str, explanation: str) -
                 depth = parent.depth
 
 
+# A stored grade's table (a rollout's page): compiled once per process (gymwright.sql).
+_check_results = Prepared(lambda grade_id: CheckResult.objects.filter(grade_id=grade_id).order_by("position"),
+                          grade_id=int)
+_grade_labels = Prepared(lambda grade_id: JudgeLabel.objects.filter(check_result__grade_id=grade_id)
+                         .select_related("reviewer").order_by("created_at", "id"), grade_id=int)
+
+
 def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge_note: str = "") -> GradeTable:
     """The rows and totals to show for a stored Grade, or for a grade document that was not stored.
 
@@ -216,13 +224,16 @@ def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge
     if isinstance(grade, Grade):
         if "check_results" in getattr(grade, "_prefetched_objects_cache", {}):
             results = sorted(grade.check_results.all(), key=lambda result: result.position)
-        else:  # a caller that did not prefetch (a list of rollouts): two queries for this grade
-            results = list(grade.check_results.order_by("position").prefetch_related(
-                Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer"))))
+            labels = {r.pk: list(r.labels.all()) for r in results}
+        else:  # a caller that did not prefetch (a rollout's page): two queries for this grade
+            results = _check_results(grade_id=grade.pk)
+            labels = {}
+            for label in _grade_labels(grade_id=grade.pk):
+                labels.setdefault(label.check_result_id, []).append(label)
         rows = [CheckRow(check_id=r.check_id, kind=r.kind, title=r.title, status=r.status, score=r.score,
                          points=r.points, awarded=r.awarded, explanation=r.explanation, depth=r.depth,
                          required=r.required, votes=list(r.votes or []), duration_ms=r.duration_ms,
-                         parent_check_id=r.parent_check_id, check_result=r, labels=list(r.labels.all()))
+                         parent_check_id=r.parent_check_id, check_result=r, labels=labels.get(r.pk, []))
                 for r in results]
         return GradeTable(rows=rows, reward=grade.reward, earned=grade.earned, max=grade.max, passed=grade.passed,
                           gated=grade.gated, complete=grade.complete, grade=grade)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -89,11 +90,11 @@ class QueueItemOutput(serializers.Serializer):
         return [tag.name for tag in task.tags.all()]
 
 
-def queue_item_output(row: dict) -> dict:
+def queue_item_output(row: dict, zone=None) -> dict:
     """A `authoring.selectors.task_rows` row in QueueItemOutput's shape, without the model objects it reads."""
     return {"slug": row["slug"], "title": row["title"], "environment": row["environment"], "owner": row["owner"],
             "version": row["latest_version"], "approved_version": row["approved_version"], "tags": row["tags"],
-            "submitted_at": iso_datetime(row["submitted_at"])}
+            "submitted_at": iso_datetime(row["submitted_at"], zone)}
 
 
 class InboxItemOutput(serializers.Serializer):
@@ -222,7 +223,8 @@ class ReviewQueueApi(APIView):
         paginator.django_paginator_class = partial(KeysFirstPaginator,
                                                    rows=partial(authoring_selectors.task_rows, user=request.user))
         page = paginator.paginate_queryset(source, request, view=self)
-        return paginator.get_paginated_response([queue_item_output(row) for row in page])
+        zone = timezone.get_current_timezone()
+        return paginator.get_paginated_response([queue_item_output(row, zone) for row in page])
 
 
 class InboxApi(APIView):

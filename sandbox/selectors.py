@@ -18,25 +18,35 @@ from sandbox.models import PreviewRun, Rollout
 ROLLOUT_HEAVY_FIELDS = ("trajectory", "workspace_files", "grade__document")
 
 
+# The pages poll it every second while a run is live: the version's whole document is not read (it is loaded if
+# something asks for it), and the task comes with the run, not from a second query. Compiled once per process.
+_preview_run = Prepared(lambda preview_run_id: PreviewRun.objects.select_related(
+    "task_version", "task_version__task", "created_by").defer("task_version__spec").filter(pk=preview_run_id),
+    preview_run_id=int)
+
+
 def preview_run_get_for_user(*, preview_run_id: int, user) -> PreviewRun:
     """The preview run, if `user` may view its task; Http404 otherwise."""
-    # The pages poll it every second while a run is live: the version's whole document is not read
-    # (it is loaded if something asks for it), and the task comes with the run, not from a second query.
-    preview_run = (PreviewRun.objects.select_related("task_version", "task_version__task", "created_by")
-                   .defer("task_version__spec").filter(pk=preview_run_id).first())
-    if preview_run is None:
+    found = _preview_run(preview_run_id=preview_run_id)
+    if not found:
         raise Http404(f"No preview {preview_run_id}")
+    preview_run = found[0]
     task_check_for_user(task=preview_run.task_version.task, user=user)
     task_version_check_readable(user=user, version=preview_run.task_version, what=f"preview {preview_run_id}")
     return preview_run
 
 
+# The rollout page, and each rollout opened on a preview page: compiled once per process (gymwright.sql).
+_rollout = Prepared(lambda rollout_id: Rollout.objects.select_related(
+    "preview_run", "preview_run__task_version", "preview_run__task_version__task", "grade").filter(pk=rollout_id),
+    rollout_id=int)
+
+
 def rollout_get_for_user(*, rollout_id: int, user) -> Rollout:
-    rollout = (Rollout.objects.select_related("preview_run", "preview_run__task_version",
-                                              "preview_run__task_version__task", "grade")
-               .filter(pk=rollout_id).first())
-    if rollout is None:
+    found = _rollout(rollout_id=rollout_id)
+    if not found:
         raise Http404(f"No rollout {rollout_id}")
+    rollout = found[0]
     task_check_for_user(task=rollout.preview_run.task_version.task, user=user)
     task_version_check_readable(user=user, version=rollout.preview_run.task_version, what=f"rollout {rollout_id}")
     return rollout
@@ -50,10 +60,15 @@ ROLLOUT_ROW_FIELDS = ("id", "index", "status", "attempts", "reward", "passed", "
                       "duration_ms", "error", "progress")
 
 
+_rollout_rows = Prepared(lambda preview_run_id: Rollout.objects.filter(preview_run_id=preview_run_id)
+                         .order_by("index").values_list(*ROLLOUT_ROW_FIELDS), preview_run_id=int)
+
+
 def rollout_rows(*, preview_run: PreviewRun) -> list[dict]:
     """The preview page's table: one plain dict per rollout (ROLLOUT_ROW_FIELDS), in order. The page
-    polls itself every second while a run is live, so no model objects are built for it."""
-    return list(preview_run.rollouts.order_by("index").values(*ROLLOUT_ROW_FIELDS))
+    polls itself every second while a run is live, so no model objects are built for it, and the query is
+    compiled once per process."""
+    return [dict(zip(ROLLOUT_ROW_FIELDS, row)) for row in _rollout_rows(preview_run_id=preview_run.pk)]
 
 
 RECENT_RUNS = 10

@@ -181,4 +181,5 @@ def test_the_task_lists_dates_are_written_as_drfs_datetime_field_writes_them(zon
                       datetime.datetime(2026, 6, 30, 23, 59, 59, 999999, tzinfo=datetime.timezone.utc),
                       datetime.datetime(2026, 3, 29, 0, 30, tzinfo=ZoneInfo("Asia/Kolkata"))):
             assert iso_datetime(value) == serializers.DateTimeField().to_representation(value)
+            assert iso_datetime(value, timezone.get_current_timezone()) == iso_datetime(value)  # a list's zone
     assert iso_datetime(None) is None
