@@ -402,3 +402,16 @@ def test_a_key_a_check_leaves_out_reads_as_its_default_in_the_diff_and_the_words
     assert client.post(f"/tasks/{task.slug}/edit/", form_data(2, rubric=json.dumps(rubric))).status_code == 302
     diff = client.get(f"/tasks/{task.slug}/diff/?a=2&b=3").content.decode()
     assert "(not set: contains)" in diff and "null" not in diff.split("says_paris")[1].split("</tr>")[0]
+
+
+def test_the_task_page_shows_each_versions_own_rubric_though_a_process_keeps_the_last_few(client, author, task):
+    """The rubric's JSON and table are kept per version hash (authoring.views._rubric_shown): a new version shows its
+    own, and an old one is never shown for it."""
+    client.force_login(author)
+    first = client.get(f"/tasks/{task.slug}/").content.decode()
+    assert "says_42" in first and "renamed_check" not in first
+    rubric = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "id": "renamed_check"}]}
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(rubric=rubric))
+    for _ in range(2):  # the second view is served from what the process kept
+        page = client.get(f"/tasks/{task.slug}/").content.decode()
+        assert "renamed_check" in page and "says_42" not in page and "(1 checks" in page
