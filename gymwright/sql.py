@@ -48,7 +48,13 @@ from django.db.models.query import FlatValuesListIterable, ModelIterable, Values
 
 # Markers stand for the parameters while the query compiles (they are never sent): values no query
 # writes as a constant, and inside every integer field's range (the ORM drops a lookup out of range).
-_MARKERS = {int: lambda i: 2_147_480_011 + 7 * i, str: lambda i: f"\ue000gymwright-marker-{i}\ue000"}
+class SmallInt(int):
+    """A parameter's type for a small integer column (a SmallIntegerField, whose range the ORM checks a value
+    against, dropping the lookup of one outside it): its marker fits that range."""
+
+
+_MARKERS = {int: lambda i: 2_147_480_011 + 7 * i, str: lambda i: f"\ue000gymwright-marker-{i}\ue000",
+            SmallInt: lambda i: 32_611 + 7 * i}
 # A slice's bounds are written into the SQL as numbers (LIMIT n OFFSET m), not as parameters: a `sliced` query
 # compiles with these, whose text is then made two parameters.
 _OFFSET, _LIMIT = 1_070_000_003, 1_070_000_011
@@ -74,7 +80,7 @@ class Prepared:
                  optional: tuple | list = (), **types: type):
         unknown = {name: kind for name, kind in types.items() if kind not in _MARKERS}
         if unknown:
-            raise TypeError(f"Prepared: parameters must be int or str, not {unknown}")
+            raise TypeError(f"Prepared: parameters must be int, SmallInt or str, not {unknown}")
         if set(optional) - set(types) or (count and sliced) or {"offset", "limit"} & set(types):
             raise TypeError("Prepared: optional names parameters; a count is not sliced; offset and limit are the "
                             "slice's")

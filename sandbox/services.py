@@ -30,6 +30,7 @@ from authoring import permissions
 from authoring.models import AuditEvent, TaskVersion
 from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError, NotAllowed
+from gymwright.sql import Prepared
 from sandbox.models import PreviewRun, Rollout
 from sandbox.selectors import preview_run_summary
 
@@ -251,6 +252,13 @@ def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     return preview_run
 
 
+# After every claim and every finish: compiled once per process (gymwright.sql).
+_status_counts = Prepared(lambda preview_run_id: Rollout.objects.filter(preview_run_id=preview_run_id).order_by()
+                          .values_list("status").annotate(count=Count("id")), preview_run_id=int)
+_claimed = Prepared(lambda rollout_id: Rollout.objects.filter(pk=rollout_id).values_list(
+    "attempts", "preview_run_id", "preview_run__status"), rollout_id=int)
+
+
 def preview_run_refresh(*, preview_run_id: int, known_running: bool = False) -> None:
     """Derive the run's status (and, when every rollout is terminal, its summary) from its rollouts.
 
@@ -258,8 +266,7 @@ def preview_run_refresh(*, preview_run_id: int, known_running: bool = False) -> 
     rollouts counted by status in SQL. The run row and the graded rows are read once, when
     every rollout is terminal. `known_running`: the caller knows the run left QUEUED.
     """
-    counts = dict(Rollout.objects.filter(preview_run_id=preview_run_id).order_by().values_list("status")
-                  .annotate(count=Count("id")))
+    counts = dict(_status_counts(preview_run_id=preview_run_id))
     total = sum(counts.values())
     if not total:
         return
@@ -291,12 +298,12 @@ def rollout_claim(*, rollout_id: int, worker: str) -> int | None:
         heartbeat_at=now, progress={"phase": "starting"}, error="")
     if claimed != 1:
         return None
-    row = Rollout.objects.filter(pk=rollout_id).values("attempts", "preview_run_id", "preview_run__status").get()
+    [(attempts, preview_run_id, run_status)] = _claimed(rollout_id=rollout_id)
     # A claimed rollout means its run is under way: one conditional UPDATE (by the run's first claim), no recount.
-    if row["preview_run__status"] == PreviewRun.Status.QUEUED:
-        PreviewRun.objects.filter(pk=row["preview_run_id"], status=PreviewRun.Status.QUEUED).update(
+    if run_status == PreviewRun.Status.QUEUED:
+        PreviewRun.objects.filter(pk=preview_run_id, status=PreviewRun.Status.QUEUED).update(
             status=PreviewRun.Status.RUNNING)
-    return row["attempts"]
+    return attempts
 
 
 def claimed_rollout(rollout_id: int, attempt: int):

@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
@@ -22,6 +23,7 @@ from django.utils import timezone
 
 from authoring.models import TaskVersion
 from gymwright.errors import DomainError
+from gymwright.sql import Prepared, SmallInt
 from sandbox.models import PreviewRun, Rollout
 from sandbox.runtime.rollout import RolloutResult
 from sandbox.services import (claimed_rollout, preview_run_refresh, rollout_claim, rollout_fail, rollout_heartbeat,
@@ -133,11 +135,21 @@ class _Progress:
         now = time.monotonic()
         if now - self.last_cancel_check >= CANCEL_POLL_INTERVAL_S:
             self.last_cancel_check = now
-            self.cancelled = _reconnecting(
-                lambda: PreviewRun.objects.filter(pk=self.preview_run_id, cancel_requested=True).exists())
-            if not self.cancelled and not _reconnecting(claimed_rollout(self.rollout_id, self.attempt).exists):
+            held = _reconnecting(lambda: _claim_and_cancel(rollout_id=self.rollout_id, attempt=self.attempt))
+            if not held:
                 self.lost = True  # reaped and re-queued elsewhere: stop doing work nobody will keep
+            else:
+                self.cancelled = held[0]
         return self.cancelled or self.lost
+
+
+# Asked every CANCEL_POLL_INTERVAL_S while a rollout runs, and once per rollout for its row: compiled once per
+# worker process (gymwright.sql). [] when the claim is lost; [cancel_requested] while it holds.
+_claim_and_cancel = Prepared(lambda rollout_id, attempt: claimed_rollout(rollout_id, attempt).values_list(
+    "preview_run__cancel_requested", flat=True), rollout_id=int, attempt=SmallInt)
+_rollout_to_run = Prepared(lambda rollout_id: Rollout.objects.select_related(
+    "preview_run__task_version__task", "preview_run__task_version__environment_version").filter(pk=rollout_id),
+    rollout_id=int)
 
 
 def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
@@ -153,8 +165,7 @@ def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
     if attempt is None:
         logger.info("rollout %s is not queued any more; another worker has it or it is finished", rollout_id)
         return "skipped"
-    rollout = Rollout.objects.select_related("preview_run__task_version__task",
-                                             "preview_run__task_version__environment_version").get(pk=rollout_id)
+    rollout = _rollout_to_run(rollout_id=rollout_id)[0]
     preview_run = rollout.preview_run
     heartbeat = _Heartbeat(rollout_id, attempt, interval_s=max(1.0, min(30.0, settings.ROLLOUT_STALE_AFTER_S / 4)))
     heartbeat.start()
@@ -297,24 +308,56 @@ def _jsonable(value: Any) -> Any:
 
 
 def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """(workspace files, environment files) of a version, read from their blobs by sha256."""
+    """(workspace files, environment files) of a version, read from their blobs by sha256.
+
+    A preview runs the same version's files N times in each worker: a blob's bytes never change for its sha256, so
+    a worker process keeps the last ones it read (BLOB_CACHE_BYTES in all, none larger than a quarter of it) and
+    asks the database and the storage only for the others."""
     from authoring.models import Blob
 
     spec = task_version.spec
     environment = spec.get("environment") or {}
     wanted = [("task", entry) for entry in spec.get("files") or []]
     wanted += [("env", entry) for entry in environment.get("files") or []]
-    blobs = {blob.sha256: blob for blob in Blob.objects.filter(sha256__in=[e.get("sha256") for _, e in wanted])}
+    contents = {sha256: data for _, entry in wanted
+                if (data := _blob_cache_get(sha256 := str(entry.get("sha256")))) is not None}
+    missing = {str(entry.get("sha256")) for _, entry in wanted} - contents.keys()
+    if missing:
+        for blob in Blob.objects.filter(sha256__in=missing):
+            with blob.file.open("rb") as handle:
+                contents[blob.sha256] = data = handle.read()
+            _blob_cache_put(blob.sha256, data)
     files: dict[str, bytes] = {}
     env_files: dict[str, bytes] = {}
     for where, entry in wanted:
-        blob = blobs.get(entry.get("sha256"))
-        if blob is None:
+        data = contents.get(str(entry.get("sha256")))
+        if data is None:
             raise DomainError(f"The content of file {entry.get('path')!r} ({str(entry.get('sha256'))[:12]}) is missing "
                               "from storage.", code="missing_blob")
-        with blob.file.open("rb") as handle:
-            (files if where == "task" else env_files)[entry["path"]] = handle.read()
+        (files if where == "task" else env_files)[entry["path"]] = data
     return files, env_files
+
+
+BLOB_CACHE_BYTES = 64 * 1024 * 1024
+_blob_cache: OrderedDict[str, bytes] = OrderedDict()
+_blob_cache_lock = threading.Lock()
+
+
+def _blob_cache_get(sha256: str) -> bytes | None:
+    with _blob_cache_lock:
+        data = _blob_cache.get(sha256)
+        if data is not None:
+            _blob_cache.move_to_end(sha256)
+        return data
+
+
+def _blob_cache_put(sha256: str, data: bytes) -> None:
+    if len(data) > BLOB_CACHE_BYTES // 4:
+        return
+    with _blob_cache_lock:
+        _blob_cache[sha256] = data
+        while sum(len(kept) for kept in _blob_cache.values()) > BLOB_CACHE_BYTES:
+            _blob_cache.popitem(last=False)
 
 
 def policy_model_config():

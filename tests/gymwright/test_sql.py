@@ -102,7 +102,7 @@ def test_queries_it_cannot_prepare_fail_loudly_at_their_first_call(tasks):
         Prepared(lambda slug: Task.objects.prefetch_related("tags").filter(slug=slug), slug=str)(slug="sql-1")
     with pytest.raises(TypeError, match="values_list"):
         Prepared(lambda slug: Task.objects.filter(slug=slug).values("pk"), slug=str)(slug="sql-1")
-    with pytest.raises(TypeError, match="int or str"):
+    with pytest.raises(TypeError, match="int, SmallInt or str"):
         Prepared(lambda when: Task.objects.filter(created_at__lt=when), when=timezone.datetime)
     ok = Prepared(lambda slug: Task.objects.filter(slug=slug).values_list(Count("pk")), slug=str)
     with pytest.raises(TypeError, match="expected"):
@@ -219,3 +219,16 @@ def test_execute_wrappers_see_a_prepared_query_as_any_other(tasks):
     with connection.execute_wrapper(spy):
         assert count(owner_id=tasks[0].owner_id) == 3
     assert len(seen) == 1 and "authoring_task" in seen[0]
+
+
+def test_a_small_integer_column_takes_a_smallint_parameter(db, author):
+    """An int marker is outside a SmallIntegerField's range, where the ORM drops the lookup (EmptyResultSet)."""
+    from gymwright.sql import SmallInt
+    from sandbox.models import Rollout
+
+    attempts = Prepared(lambda attempts: Rollout.objects.filter(attempts=attempts), count=True, attempts=SmallInt)
+    assert attempts(attempts=1) == 0  # compiles, and runs
+    from django.core.exceptions import EmptyResultSet
+
+    with pytest.raises(EmptyResultSet):
+        Prepared(lambda attempts: Rollout.objects.filter(attempts=attempts), count=True, attempts=int)(attempts=1)

@@ -127,6 +127,32 @@ def test_the_reference_solution_files_reach_the_sandbox(sandbox_dir, author):
     assert files["numbers.txt"] == "6\n7\n" and rollout.passed, json.dumps(rollout.trajectory)[:2000]
 
 
+def test_a_worker_reads_a_versions_files_from_storage_once_and_never_an_oversized_one_again(author,
+                                                                                          django_assert_num_queries):
+    """A blob's bytes never change for its sha256: a worker keeps the last ones it read (worker.task_files)."""
+    from authoring.services import blob_store
+
+    small, large = blob_store(data=b"6\n7\n"), blob_store(data=b"x" * 300)
+    task = make_task(author=author, slug="files-kept", files=[{"path": "numbers.txt", "sha256": small.sha256},
+                                                              {"path": "big.txt", "sha256": large.sha256}])
+    worker._blob_cache.clear()
+    original = worker.BLOB_CACHE_BYTES
+    worker.BLOB_CACHE_BYTES = 1000  # a quarter of it: 250 bytes, under the large file's 300
+    try:
+        files, _ = worker.task_files(task.latest_version)
+        assert files == {"numbers.txt": b"6\n7\n", "big.txt": b"x" * 300}
+        with django_assert_num_queries(1):  # the large one only
+            assert worker.task_files(task.latest_version)[0] == files
+        for name in ("a", "b", "c", "d"):  # 4 + 4 x 240 bytes: all kept
+            worker._blob_cache_put(name, b"y" * 240)
+        assert worker._blob_cache_get(small.sha256) == b"6\n7\n"
+        worker._blob_cache_put("e", b"y" * 240)  # past 1000 bytes: the least recently used go
+        assert worker._blob_cache_get("a") is None and worker._blob_cache_get("e") is not None
+    finally:
+        worker.BLOB_CACHE_BYTES = original
+        worker._blob_cache.clear()
+
+
 @pytest.mark.docker
 def test_a_docker_preview_runs_in_a_container_and_leaves_none_behind(author, settings):
     from tests.support.images import busybox_image
