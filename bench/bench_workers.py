@@ -74,7 +74,19 @@ def real(task_version, user, n: int) -> float:
     elapsed = time.perf_counter() - started
     preview_run.refresh_from_db()
     assert preview_run.summary["counts"]["done"] == n and preview_run.summary["pass_rate"] == 1.0, preview_run.summary
-    return elapsed
+    return elapsed, timeline(preview_run)
+
+
+def timeline(preview_run) -> dict:
+    """Where a run's wall time went, from its rows: each rollout's claim to its stored result, and the gap between a
+    worker process's stored result and its next claim (Celery's delivery of the next job, and the claim)."""
+    rows = sorted(preview_run.rollouts.values_list("worker", "started_at", "finished_at"), key=lambda r: (r[0], r[1]))
+    held = [(finished - started).total_seconds() for _, started, finished in rows]
+    gaps = [(b[1] - a[2]).total_seconds() for a, b in zip(rows, rows[1:]) if a[0] == b[0]]
+    first = min(started for _, started, _ in rows)
+    return {"held_ms": statistics.median(held) * 1000, "gap_ms": statistics.median(gaps) * 1000 if gaps else 0.0,
+            "first_claim_ms": (first - preview_run.created_at).total_seconds() * 1000,
+            "last_to_done_ms": (preview_run.finished_at - max(f for _, _, f in rows)).total_seconds() * 1000}
 
 
 def main() -> int:
@@ -157,7 +169,7 @@ def main() -> int:
         with ProcessPoolExecutor(args.workers, initializer=_init_ideal,
                                  initargs=(version.spec, str(work_dir / "ideal"), files)) as pool:
             ideal(pool, args.workers)  # warm up: imports, first sandboxes
-            real(version, user, args.workers)
+            real(version, user, args.workers)  # warm up the worker's processes
             recorder = None
             if args.profile:
                 recorder = subprocess.Popen(
@@ -167,8 +179,8 @@ def main() -> int:
                 time.sleep(1.0)
             for round_number in range(1, args.rounds + 1):
                 ideal_s = ideal(pool, args.rollouts)
-                real_s = real(version, user, args.rollouts)
-                rows.append((round_number, ideal_s, real_s))
+                real_s, parts = real(version, user, args.rollouts)
+                rows.append((round_number, ideal_s, real_s, parts))
             if recorder is not None:
                 recorder.send_signal(signal.SIGINT)
                 recorder.wait()
@@ -184,11 +196,14 @@ def main() -> int:
         task.delete()  # the bench user and environment stay, like any author's
 
     print(f"{args.rollouts} oracle rollouts of the {args.task} task, {args.workers} worker processes, bubblewrap")
-    print("| round | ideal (runtime only) | real (preview through Celery + PostgreSQL) | real / ideal |")
-    print("| --- | --- | --- | --- |")
-    for round_number, ideal_s, real_s in rows:
-        print(f"| {round_number} | {ideal_s:.2f} s | {real_s:.2f} s | {real_s / ideal_s:.2f}x |")
-    overhead = statistics.median((real_s - ideal_s) * args.workers / args.rollouts for _, ideal_s, real_s in rows)
+    print("| round | ideal (runtime only) | real (preview through Celery + PostgreSQL) | real / ideal | a rollout held "
+          "(claim to stored), median | a worker's gap to its next claim, median | create to first claim | last "
+          "stored to run done |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for round_number, ideal_s, real_s, parts in rows:
+        print(f"| {round_number} | {ideal_s:.2f} s | {real_s:.2f} s | {real_s / ideal_s:.2f}x | {parts['held_ms']:.0f} ms "
+              f"| {parts['gap_ms']:.1f} ms | {parts['first_claim_ms']:.0f} ms | {parts['last_to_done_ms']:.0f} ms |")
+    overhead = statistics.median((real_s - ideal_s) * args.workers / args.rollouts for _, ideal_s, real_s, _ in rows)
     print(f"bookkeeping per rollout (median of (real - ideal) x workers / rollouts): {overhead * 1000:.0f} ms")
     print(f"goal: real / ideal <= 1.15x; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return 0
