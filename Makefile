@@ -39,8 +39,21 @@ PYTEST_WORKERS ?= 2
 test: setup
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist load $(PYTEST_ARGS)
 
-bench: setup
-	$(PY) bench/run_all.py
+# Every benchmark, against this machine's PostgreSQL and Redis (each benchmark makes databases of its own on
+# BENCH_DATABASE_URL's server) and Label Studio in a virtualenv of its own; rewrites BENCHMARKS.md's latest run.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gymwright_bench
+BENCH_BROKER_URL   ?= redis://127.0.0.1:6379/14
+bench: setup labelstudio-venv
+	DATABASE_URL=$(BENCH_DATABASE_URL) CELERY_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/run_all.py $(BENCH_ARGS)
+
+# Label Studio, which bench_vs_labelstudio.py runs beside Gymwright (not a dependency of Gymwright).
+LABELSTUDIO_VENV := var/labelstudio-venv
+.PHONY: labelstudio-venv
+labelstudio-venv: $(LABELSTUDIO_VENV)/.installed
+$(LABELSTUDIO_VENV)/.installed:
+	@test -x $(LABELSTUDIO_VENV)/bin/python || $(PYTHON) -m venv $(LABELSTUDIO_VENV)
+	$(LABELSTUDIO_VENV)/bin/pip install -q label-studio==1.23.2
+	@touch $@
 
 clean:
 	rm -rf $(VENV) var

@@ -1,6 +1,6 @@
 """Lean workers (issue 12): N oracle rollouts through the whole preview path against the ideal.
 
-    set -a; . /path/to/env; set +a   # DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis)
+    set -a; . /path/to/env; set +a   # DATABASE_URL (PostgreSQL: its `<name>_workers` database) and CELERY_BROKER_URL (Redis)
     .venv/bin/python bench/bench_workers.py [--rollouts 32] [--workers 2] [--rounds 2] [--task tiny|demo]
                                             [--profile FILE]
 
@@ -32,6 +32,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
+
+
+def _own_database() -> None:
+    """DATABASE_URL's server, in a database of this benchmark's own (`<name>_workers`, made when missing): the
+    workers and this process read DATABASE_URL, so it is set before Django starts."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith("postgres"):
+        raise SystemExit("set DATABASE_URL to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/gymwright")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from urllib.parse import urlparse
+
+    from bench_load import _db_url, _psql_admin
+
+    name = urlparse(url).path.lstrip("/") + "_workers"
+    with _psql_admin(url) as admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            admin.execute(f'CREATE DATABASE "{name}"')
+    os.environ["DATABASE_URL"] = _db_url(url, name)
 
 _SPEC: dict | None = None
 _WORK_DIR: str | None = None
@@ -101,6 +119,7 @@ def main() -> int:
     parser.add_argument("--profile", metavar="FILE",
                         help="record the worker's processes with py-spy during the measured rounds (collapsed stacks)")
     args = parser.parse_args()
+    _own_database()
 
     import django
 

@@ -6,8 +6,10 @@ BENCHMARKS.md (the hand-written sections above them, with their analysis, stay a
 
     .venv/bin/python bench/run_all.py [--only NAME,...] [--no-write]
 
-Benchmarks that need PostgreSQL (bench_load.py) read DATABASE_URL; without a PostgreSQL URL they
-say so and the run records it.
+Benchmarks that need PostgreSQL read DATABASE_URL (each makes its own databases on that server), the workers'
+CELERY_BROKER_URL (Redis), and the comparison with Label Studio its virtualenv: `make bench` sets all three to
+this machine's services. A benchmark that cannot run says why, and the run records it. Each script runs with
+ARGUMENTS, the settings its figures in BENCHMARKS.md were measured with.
 """
 
 from __future__ import annotations
@@ -31,14 +33,23 @@ def _load() -> str:
     return " / ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
+# The settings of the figures BENCHMARKS.md quotes (the scripts' own defaults are quicker, for trying a change).
+ARGUMENTS = {
+    "bench_load.py": ["--keep-db"],
+    "bench_packs.py": ["--builds", "3"],
+    "bench_vs_labelstudio.py": ["--rounds", "3"],
+    "bench_workers.py": ["--task", "demo", "--rounds", "3"],
+}
+
+
 def run(script: Path) -> dict:
-    command = [sys.executable, str(script.relative_to(ROOT))]
+    command = [sys.executable, str(script.relative_to(ROOT)), *ARGUMENTS.get(script.name, [])]
     load_before = _load()
     started = time.perf_counter()
     print(f"\n=== {script.name} (load {load_before}) ===", flush=True)
     proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sys.stdout.write(proc.stdout)
-    return {"name": script.name, "command": " ".join([".venv/bin/python", str(script.relative_to(ROOT))]),
+    return {"name": script.name, "command": " ".join([".venv/bin/python", *command[1:]]),
             "status": proc.returncode, "seconds": time.perf_counter() - started, "load_before": load_before,
             "load_after": _load(), "output": proc.stdout.strip()}
 
