@@ -56,3 +56,20 @@ def pack_version_split_counts(*, pack_version: PackVersion) -> dict:
 def pack_version_previous(*, pack_version: PackVersion) -> PackVersion | None:
     return (pack_version.pack.versions.filter(status=PackVersion.Status.READY)
             .exclude(pk=pack_version.pk).filter(created_at__lt=pack_version.created_at).first())
+
+
+TAGS_SHOWN = 60
+
+
+def approved_tag_counts() -> list[tuple[str, int]]:
+    """The tags a build's selection can name, with how many approved tasks carry each, most used first: the tags
+    of each task's approved version (a pack selects by those, not by a later draft's), at most TAGS_SHOWN."""
+    from collections import Counter
+
+    from authoring.models import Task, TaskVersion
+
+    approved = Task.objects.filter(approved_version__isnull=False).exclude(status=Task.Status.ARCHIVED)
+    counts = Counter(tag for tags in TaskVersion.objects.filter(pk__in=approved.values("approved_version_id"))
+                     .values_list("spec__tags", flat=True) if isinstance(tags, list) for tag in tags
+                     if isinstance(tag, str))
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TAGS_SHOWN]

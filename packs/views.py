@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from authoring import permissions
-from authoring.models import SLUG_RULE, Environment, Tag, slug_validator
+from authoring.models import SLUG_RULE, Environment, slug_validator
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import RenderedOnceWhenUnbound, form_add_domain_error
 from packs import downloads, importer, selectors, services
@@ -97,7 +97,7 @@ def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 form_add_domain_error(form, exc)
     return render(request, "packs/pack_detail.html", {
         "pack": pack, "versions": pack.versions.select_related("created_by"), "form": form, "plan": plan,
-        "tags": Tag.objects.values_list("name", flat=True)[:200],
+        "approved_tags": selectors.approved_tag_counts() if permissions.can_build_packs(request.user) else [],
         "can_build": permissions.can_build_packs(request.user)}, status=status)
 
 

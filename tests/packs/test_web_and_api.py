@@ -70,6 +70,23 @@ def test_check_shows_the_plan_and_a_build_of_the_same_tasks_asks_first(client, l
     assert 'id="build-plan"' not in bad.content.decode()
 
 
+def test_the_build_form_shows_the_approved_tasks_tags_not_a_later_drafts(client, lab, author, reviewer, ready):
+    """A pack selects by the approved version's tags (services.selected_versions): the page names those, with how
+    many tasks carry each, and not a tag only a later draft has."""
+    from authoring import services as authoring_services
+    from tests.packs.conftest import make_approved
+
+    make_approved(author=author, reviewer=reviewer, slug="physics-01", tags=("physics", "maths"))
+    retagged = Task.objects.get(slug="task-00")
+    authoring_services.task_version_create(task=retagged, author=author, base_version=1, content={
+        **authoring_services.task_version_content(retagged.latest_version), "tags": ["draft-only"]})
+    client.force_login(lab)
+    page = client.get("/packs/web-pack/").content.decode()
+    shown = page.split('id="approved-tags"')[1].split("</p>")[0]
+    assert '<span class="badge">maths</span>&nbsp;13' in shown  # task-00 keeps its approved version's tag
+    assert '<span class="badge">physics</span>&nbsp;1' in shown and "draft-only" not in shown
+
+
 def test_the_api_answers_a_dry_run_build_with_its_plan(lab, ready):
     api = token_client(lab)
     response = api.post("/api/packs/web-pack/versions/", {"tasks": ["task-00"], "dry_run": True}, format="json")
