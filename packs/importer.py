@@ -218,25 +218,28 @@ def tasks_jsonl_candidates(path: Path, *, pack_root: Path | None = None) -> Iter
     if path.stat().st_size > settings.IMPORT_MAX_BYTES:
         raise ImportFailed(f"{path.name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).")
 
-    def documents() -> Iterator[tuple[str, Any]]:
-        with open(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                where = f"line {number}"
-                if number > settings.IMPORT_MAX_ROWS:
-                    yield where, Rejection(where, f"more than {settings.IMPORT_MAX_ROWS} rows "
-                                                  "(GYMWRIGHT_IMPORT_MAX_ROWS); the rest was not read")
-                    return
-                if not raw.strip():
-                    continue
-                try:
-                    yield where, json.loads(raw.decode("utf-8"))
-                except UnicodeDecodeError as exc:
-                    yield where, Rejection(where, f"not valid UTF-8 (byte {exc.start})")
-                except (json.JSONDecodeError, RecursionError) as exc:
-                    yield where, Rejection(where, f"invalid JSON: {getattr(exc, 'msg', exc)} "
-                                                  f"(column {getattr(exc, 'colno', '?')})")
+    yield from task_documents_candidates(_json_lines(path), pack_root=pack_root)
 
-    yield from task_documents_candidates(documents(), pack_root=pack_root)
+
+def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
+    """Each non-blank line of a JSONL file as JSON reads it, with where (`line 3`); a Rejection in place of a line
+    that is not UTF-8 or not JSON, and after IMPORT_MAX_ROWS lines."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"line {number}"
+            if number > settings.IMPORT_MAX_ROWS:
+                yield where, Rejection(where, f"more than {settings.IMPORT_MAX_ROWS} rows "
+                                              "(GYMWRIGHT_IMPORT_MAX_ROWS); the rest was not read")
+                return
+            if not raw.strip():
+                continue
+            try:
+                yield where, json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                yield where, Rejection(where, f"not valid UTF-8 (byte {exc.start})")
+            except (json.JSONDecodeError, RecursionError) as exc:
+                yield where, Rejection(where, f"invalid JSON: {getattr(exc, 'msg', exc)} "
+                                              f"(column {getattr(exc, 'colno', '?')})")
 
 
 def task_documents_candidates(documents: Iterable[tuple[str, Any]], *,
@@ -300,31 +303,47 @@ ID_COLUMNS = ("id", "slug", "task_id")
 
 
 def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
-    """Rows of a CSV / JSONL / Parquet table: prompt, reference answer, rubric (JSON) or criteria (text)."""
+    """Rows of a CSV / JSONL / Parquet table: prompt, reference answer, rubric (JSON) or criteria (text).
+
+    CSV and Parquet are read with pandas. A JSONL table is read a line at a time, as a tasks.jsonl and a bulk
+    request's rows are: pandas' JSONL reader drops an unpaired surrogate from a cell without a word (the row then
+    imported text the file did not hold), fails the whole file for one line it cannot read, and names rows by
+    position where a line number finds them in the file."""
     import pandas as pd
 
     if path.stat().st_size > settings.IMPORT_MAX_BYTES:
         raise ImportFailed(f"{path.name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).")
-    try:
-        if path.suffix.lower() == ".csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8",
-                                nrows=settings.IMPORT_MAX_ROWS + 1)
-        elif path.suffix.lower() == ".parquet":
-            frame = pd.read_parquet(path)
-        else:
-            frame = pd.read_json(path, lines=True, dtype=False, encoding="utf-8")
-    except Exception as exc:  # noqa: BLE001 - any parser error: the file as a whole is unreadable
-        raise ImportFailed(f"{path.name} could not be read as a table: {exc}; nothing was imported.",
-                           details=[{"pointer": "", "message": str(exc)[:300]}])
-    frame.columns = [str(column).strip().lower() for column in frame.columns]
-    if not any(c in frame.columns for c in PROMPT_COLUMNS):
+    if path.suffix.lower() not in (".csv", ".parquet"):
+        rows = [(where, _columns_named(row)) for where, row in _json_lines(path)]
+        columns = {key for _, row in rows if isinstance(row, dict) for key in row}
+    else:
+        try:
+            if path.suffix.lower() == ".csv":
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8",
+                                    nrows=settings.IMPORT_MAX_ROWS + 1)
+            else:
+                frame = pd.read_parquet(path)
+        except Exception as exc:  # noqa: BLE001 - any parser error: the file as a whole is unreadable
+            raise ImportFailed(f"{path.name} could not be read as a table: {exc}; nothing was imported.",
+                               details=[{"pointer": "", "message": str(exc)[:300]}])
+        if len(frame) > settings.IMPORT_MAX_ROWS:
+            raise ImportFailed(f"{path.name} has more than {settings.IMPORT_MAX_ROWS} rows "
+                               "(GYMWRIGHT_IMPORT_MAX_ROWS); nothing was imported.")
+        frame.columns = [str(column).strip().lower() for column in frame.columns]
+        columns = set(frame.columns)
+        rows = [(f"row {index}", row) for index, row in enumerate(frame.to_dict("records"), start=1)]
+    if not any(c in columns for c in PROMPT_COLUMNS):
         raise ImportFailed(f"{path.name} has no prompt column (one of {', '.join(PROMPT_COLUMNS)}); nothing was imported.",
                            details=[{"pointer": "/prompt", "message": "missing column"}])
-    if len(frame) > settings.IMPORT_MAX_ROWS:
-        raise ImportFailed(f"{path.name} has more than {settings.IMPORT_MAX_ROWS} rows (GYMWRIGHT_IMPORT_MAX_ROWS); "
-                           "nothing was imported.")
-    yield from rows_candidates(((f"row {index}", row) for index, row in enumerate(frame.to_dict("records"), start=1)),
-                               stem=_slugify(path.stem)[:50])
+    stem = _slugify(path.stem)[:50]
+    first_where: dict[str, str] = {}
+    for where, row in rows:
+        yield row if isinstance(row, Rejection) else _row_candidate(where, row, first_where, stem=stem)
+
+
+def _columns_named(row: Any) -> Any:
+    """A JSON row's keys as a table's columns are named (stripped, lower case)."""
+    return {str(key).strip().lower(): value for key, value in row.items()} if isinstance(row, dict) else row
 
 
 def rows_candidates(rows: Iterable[tuple[str, Any]], *, stem: str) -> Iterator[Candidate | Rejection]:

@@ -283,8 +283,7 @@ def test_an_environment_name_that_cannot_be_an_id_is_refused_per_row_before_any_
 
 
 def test_the_import_environment_option_is_bounded_in_the_api(author):
-    """The import's own environment, and a row's that arrives as a lone surrogate (JSON can carry one; pandas'
-    JSONL reader drops it from a file's cell, so only a request can send it)."""
+    """The import's own environment, and a row's that arrives as a lone surrogate (JSON can carry one)."""
     from rest_framework.test import APIClient
 
     api = APIClient()
@@ -309,3 +308,25 @@ def test_the_import_environment_option_is_bounded_in_the_api(author):
         assert response.json()["error"]["details"][0]["pointer"] == "/environment"
         assert len(response.content) < 2000
     assert not Task.objects.exists()
+
+
+def test_a_jsonl_tables_unpaired_surrogate_is_refused_at_its_line_not_dropped(author, scratch):
+    """pandas' JSONL reader dropped a lone surrogate ("\\ud800") from a cell without a word (the row imported text
+    the file did not hold), or failed the whole file on one; a JSONL table is read a line at a time as JSON: that
+    line is refused at its pointer like a request's row, a surrogate pair is kept whole, and a line that is not JSON
+    is refused alone."""
+    path = scratch / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in [
+        {"prompt": "bad \ud800 here", "answer": "x", "criteria": "Right"},
+        {"prompt": "fine \U0001f600", "answer": "y", "criteria": "Right"},
+        {"prompt": "also fine", "answer": "z", "criteria": "Right", "notes": "a \udfff"}]) + "\n\n{not json\n")
+    assert "\\ud800" in path.read_text()  # the file holds the escape, as JSON writers write one
+    report = importer.tasks_import(path=path, user=author)
+    lines = {line.where: line for line in report.lines}
+    assert (lines["line 1"].status, lines["line 1"].pointer) == ("rejected", "/prompt"), report.as_dict()
+    assert "unpaired surrogate" in lines["line 1"].message
+    assert lines["line 2"].status == "created"
+    assert (lines["line 3"].status, lines["line 3"].pointer) == ("rejected", "/notes")
+    assert lines["line 5"].status == "rejected" and "invalid JSON" in lines["line 5"].message
+    [task] = Task.objects.all()
+    assert task.latest_version.spec["prompt"] == "fine \U0001f600"
