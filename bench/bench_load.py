@@ -2,7 +2,7 @@
 50,000 graded rollouts, driven by N concurrent clients on loopback (issue 12).
 
 Run: .venv/bin/python bench/bench_load.py [--clients 20] [--duration 30] [--workers 4] [--urls NAME,...]
-     [--compare-conn-max-age] [--client raw|httpx] [--compare-clients] [--keep-db]
+     [--compare-conn-max-age] [--client raw|httpx] [--compare-clients] [--keep-db] [--baseline TREE]
 
 DATABASE_URL must name a PostgreSQL server (the script creates and drops its own database,
 `<name>_load`, unless --keep-db: then a second run reuses the seed). For every URL it prints p50, p95,
@@ -460,6 +460,55 @@ def measure(server: Server, path: str, headers: dict, cookies: dict, clients: in
     return result
 
 
+def _drive_url(server: "Server", sessions: dict, ids: dict, path: str, api: bool, as_reviewer: bool, args) -> dict:
+    import httpx
+
+    headers = {"Authorization": f"Token {ids['reviewer_token' if as_reviewer else 'token']}"} if api else {}
+    cookies = {} if api else sessions[as_reviewer]
+    probe = httpx.get(server.base + path, headers=headers, cookies=cookies)
+    if probe.status_code != 200 or ("review" in path and "load-" not in probe.text):
+        raise SystemExit(f"{path} answered {probe.status_code} on {server.base} (or the reviewer's queue is empty)")
+    return measure(server, path, headers, cookies, args.clients, args.duration, args.client)
+
+
+def side_by_side(args, url: str, ids: dict, urls: dict, baseline: Path, base_url: str, name: str) -> int:
+    """Every URL on this checkout and on `baseline`, both served on the same seed, one after the other (which goes
+    first alternates from URL to URL, so the machine's drift falls on both): the ratios now / baseline."""
+    servers = {"now": Server(url, args.workers, 60), "baseline": Server(url, args.workers, 60, root=baseline)}
+    results: dict[tuple[str, str], dict] = {}
+    print(f"# side by side with {baseline}: {args.clients} clients ({args.client}) × {args.duration:g} s per URL and "
+          f"tree, gunicorn {args.workers} workers each, DEBUG off, PostgreSQL; load average before: "
+          f"{os.getloadavg()}", flush=True)
+    try:
+        sessions = {label: {False: login_cookies(server.base), True: login_cookies(server.base, REVIEWER)}
+                    for label, server in servers.items()}
+        for position, (name_, (path, api, as_reviewer)) in enumerate(urls.items()):
+            for label in (("now", "baseline") if position % 2 == 0 else ("baseline", "now")):
+                r = _drive_url(servers[label], sessions[label], ids, path, api, as_reviewer, args)
+                results[(label, name_)] = r
+                print(f"{label:9} {name_:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  {r['rps']:6.1f} req/s  "
+                      f"errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  db CPU {r['db_cpu_ms']:5.1f} "
+                      f"ms/req  client CPU {r['client_cpu_ms']:4.1f} ms/req  (n={r['n']}, load "
+                      f"{os.getloadavg()[0]:.2f})", flush=True)
+    finally:
+        for server in servers.values():
+            server.stop()
+    print("\n| URL (20 clients) | p95 now | p95 baseline | now / baseline | web CPU now | baseline | now / baseline "
+          "| db CPU now | baseline |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name_ in urls:
+        now, before = results[("now", name_)], results[("baseline", name_)]
+        print(f"| {name_} | {now['p95']:.0f} ms | {before['p95']:.0f} ms | {now['p95'] / before['p95']:.2f}× | "
+              f"{now['web_cpu_ms']:.1f} ms | {before['web_cpu_ms']:.1f} ms | "
+              f"{now['web_cpu_ms'] / max(before['web_cpu_ms'], 0.001):.2f}× | {now['db_cpu_ms']:.1f} ms | "
+              f"{before['db_cpu_ms']:.1f} ms |")
+    print(f"load average after: {os.getloadavg()}")
+    if not args.keep_db:
+        with _psql_admin(base_url) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    return 1 if any(r["errors"] for r in results.values()) else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=20)
@@ -473,6 +522,9 @@ def main() -> int:
                              "or httpx")
     parser.add_argument("--compare-clients", action="store_true",
                         help="also run every URL with the other client, side by side")
+    parser.add_argument("--baseline", metavar="TREE",
+                        help="another checkout (e.g. `git archive REV | tar x -C /tmp/base`) served beside this one "
+                             "on the same seed: each URL is driven on both, one after the other, order alternating")
     args = parser.parse_args()
 
     base_url = postgres_url()
@@ -502,6 +554,9 @@ def main() -> int:
         "/api/review-queue/": ("/api/review-queue/", True, True),
     }
     wanted = [u.strip() for u in args.urls.split(",") if u.strip()]
+    if args.baseline:
+        return side_by_side(args, url, ids, {k: v for k, v in urls.items() if not wanted or k in wanted},
+                            Path(args.baseline).resolve(), base_url, name)
     other_client = "httpx" if args.client == "raw" else "raw"
     configs = [("conn_max_age=60", 60, args.client)] + \
         ([("conn_max_age=0", 0, args.client)] if args.compare_conn_max_age else []) + \
