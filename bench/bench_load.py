@@ -460,7 +460,10 @@ def measure(server: Server, path: str, headers: dict, cookies: dict, clients: in
     return result
 
 
-def _drive_url(server: "Server", sessions: dict, ids: dict, path: str, api: bool, as_reviewer: bool, args) -> dict:
+def _drive_url(server: "Server", sessions: dict, ids: dict, path: str, api: bool, as_reviewer: bool, args,
+               label: str, name: str, client: str) -> dict:
+    """`path` driven by args.clients clients for args.duration seconds, as the bench user or the reviewer; the
+    figures printed on a line and returned."""
     import httpx
 
     headers = {"Authorization": f"Token {ids['reviewer_token' if as_reviewer else 'token']}"} if api else {}
@@ -468,7 +471,11 @@ def _drive_url(server: "Server", sessions: dict, ids: dict, path: str, api: bool
     probe = httpx.get(server.base + path, headers=headers, cookies=cookies)
     if probe.status_code != 200 or ("review" in path and "load-" not in probe.text):
         raise SystemExit(f"{path} answered {probe.status_code} on {server.base} (or the reviewer's queue is empty)")
-    return measure(server, path, headers, cookies, args.clients, args.duration, args.client)
+    r = measure(server, path, headers, cookies, args.clients, args.duration, client)
+    print(f"{label:16} {name:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  {r['rps']:6.1f} req/s  "
+          f"errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  db CPU {r['db_cpu_ms']:5.1f} ms/req  "
+          f"client CPU {r['client_cpu_ms']:4.1f} ms/req  (n={r['n']}, load {os.getloadavg()[0]:.2f})", flush=True)
+    return r
 
 
 def side_by_side(args, url: str, ids: dict, urls: dict, baseline: Path, base_url: str, name: str) -> int:
@@ -484,12 +491,8 @@ def side_by_side(args, url: str, ids: dict, urls: dict, baseline: Path, base_url
                     for label, server in servers.items()}
         for position, (name_, (path, api, as_reviewer)) in enumerate(urls.items()):
             for label in (("now", "baseline") if position % 2 == 0 else ("baseline", "now")):
-                r = _drive_url(servers[label], sessions[label], ids, path, api, as_reviewer, args)
-                results[(label, name_)] = r
-                print(f"{label:9} {name_:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  {r['rps']:6.1f} req/s  "
-                      f"errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  db CPU {r['db_cpu_ms']:5.1f} "
-                      f"ms/req  client CPU {r['client_cpu_ms']:4.1f} ms/req  (n={r['n']}, load "
-                      f"{os.getloadavg()[0]:.2f})", flush=True)
+                results[(label, name_)] = _drive_url(servers[label], sessions[label], ids, path, api, as_reviewer,
+                                                     args, label, name_, args.client)
     finally:
         for server in servers.values():
             server.stop()
@@ -571,21 +574,8 @@ def main() -> int:
             for name_, (path, api, as_reviewer) in urls.items():
                 if wanted and name_ not in wanted:
                     continue
-                headers = {"Authorization": f"Token {ids['reviewer_token' if as_reviewer else 'token']}"} if api else {}
-                cookies = {} if api else sessions[as_reviewer]
-                import httpx
-
-                probe = httpx.get(server.base + path, headers=headers, cookies=cookies)
-                if probe.status_code == 404:
-                    continue  # a page that does not exist on this checkout (yet)
-                if "review" in name_ and "load-" not in probe.text:
-                    raise SystemExit(f"{path}: the reviewer's queue is empty (an older seed?)")
-                r = measure(server, path, headers, cookies, args.clients, args.duration, client)
-                results[(label, name_)] = r
-                print(f"{label:16} {name_:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  "
-                      f"{r['rps']:6.1f} req/s  errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  "
-                      f"db CPU {r['db_cpu_ms']:5.1f} ms/req  client CPU {r['client_cpu_ms']:4.1f} ms/req  "
-                      f"(n={r['n']}, load {os.getloadavg()[0]:.2f})", flush=True)
+                results[(label, name_)] = _drive_url(server, sessions, ids, path, api, as_reviewer, args, label,
+                                                     name_, client)
         finally:
             server.stop()
     print("\n# ratios (same run)")
