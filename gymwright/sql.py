@@ -55,6 +55,10 @@ class SmallInt(int):
 
 _MARKERS = {int: lambda i: 2_147_480_011 + 7 * i, str: lambda i: f"\ue000gymwright-marker-{i}\ue000",
             SmallInt: lambda i: 32_611 + 7 * i}
+# The values each integer kind is prepared for (its markers lie inside): the ORM checks a value against its column's
+# range (one outside matches nothing), a prepared statement would send it as it is (SQLite cannot take one past 64
+# bits, PostgreSQL refuses one past its parameter's type), so a call with a value outside goes through the ORM.
+_PREPARED_RANGE = {int: (-2**31, 2**31 - 1), SmallInt: (-2**15, 2**15 - 1)}
 # A slice's bounds are written into the SQL as numbers (LIMIT n OFFSET m), not as parameters: a `sliced` query
 # compiles with these, whose text is then made two parameters.
 _OFFSET, _LIMIT = 1_070_000_003, 1_070_000_011
@@ -144,6 +148,11 @@ class Prepared:
                           or values.get(name) not in (None, ""))
         for name in self._optional - given:
             values.pop(name, None)
+        for name, kind in self._types.items():
+            low, high = _PREPARED_RANGE.get(kind, (None, None))
+            if low is not None and name in values and not low <= values[name] <= high:
+                return self._through_the_orm(using, {name: values[name] for name in given if name in values},
+                                             values.get("offset"), values.get("limit"))
         key = (using, connection.vendor, given)
         compiled = self._compiled.get(key)
         if compiled is None:
@@ -181,6 +190,16 @@ class Prepared:
                 setattr(obj, name, row[position])
             objects.append(obj)
         return objects
+
+
+    def _through_the_orm(self, using: str, values: dict, offset, limit) -> list | int:
+        """What a call answers, from the queryset itself (for a value the prepared statement cannot take)."""
+        queryset = self._build(**values).using(using)
+        if self._count:
+            return queryset.count()
+        if self._sliced:
+            queryset = queryset[offset:offset + limit]
+        return list(queryset)
 
 
 class PreparedIn:

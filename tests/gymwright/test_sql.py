@@ -232,3 +232,21 @@ def test_a_small_integer_column_takes_a_smallint_parameter(db, author):
 
     with pytest.raises(EmptyResultSet):
         Prepared(lambda attempts: Rollout.objects.filter(attempts=attempts), count=True, attempts=int)(attempts=1)
+
+
+def test_a_value_past_the_prepared_range_is_answered_as_the_orm_answers_it(tasks, client, author):
+    """An id from a URL can be any number: one the statement cannot take (past 64 bits for SQLite, past the column's
+    type for PostgreSQL) goes through the queryset, where it matches nothing, as the ORM says."""
+    by_pk = Prepared(lambda pk: Task.objects.filter(pk=pk), pk=int)
+    counted = Prepared(lambda pk: Task.objects.filter(pk=pk), count=True, pk=int)
+    page = Prepared(lambda owner_id: Task.objects.filter(owner_id=owner_id).order_by("pk").values_list("pk", flat=True),
+                    sliced=True, owner_id=int)
+    for huge in (10**20, -(10**20), 2**31, 2**63):
+        assert by_pk(pk=huge) == [] and counted(pk=huge) == 0 and page(owner_id=huge, offset=0, limit=5) == []
+    assert [t.pk for t in by_pk(pk=tasks[0].pk)] == [tasks[0].pk]
+    client.force_login(author)
+    for url in ("/previews/99999999999999999999/", "/previews/rollouts/99999999999999999999/",
+                "/previews/99999999999999999999/progress/", "/api/previews/99999999999999999999/",
+                "/api/rollouts/99999999999999999999/"):
+        assert client.get(url).status_code == 404, url
+    assert client.post("/api/previews/99999999999999999999/cancel/").status_code == 404
