@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,10 +58,41 @@ def stop_children(processes: dict[str, subprocess.Popen], grace_s: float = STOP_
         _kill_group(process, signal.SIGKILL)
 
 
+def _port_taken(host: str, port: str) -> str:
+    """Why the web server could not listen on host:port ("" when it can): asked before anything starts, so that
+    nothing says it is running when it is not."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, int(port)))
+    except ValueError:
+        return f"GYMWRIGHT_PORT={port!r} is not a port number"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return ""
+
+
+def _listening(host: str, port: str, web: subprocess.Popen, timeout_s: float = 30.0) -> bool:
+    """Whether the web server accepts connections within `timeout_s` (False once it has exited)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and web.poll() is None:
+        try:
+            with socket.create_connection((host, int(port)), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
     host = os.environ.get("GYMWRIGHT_HOST", "127.0.0.1")
     port = os.environ.get("GYMWRIGHT_PORT", "8000")
+    taken = _port_taken(host, port)
+    if taken:
+        print(f"Cannot serve on {host}:{port}: {taken}. Another Gymwright (or another server) may be running there: "
+              f"stop it, or choose a free port, e.g. GYMWRIGHT_PORT=8765 make run", file=sys.stderr, flush=True)
+        return 1
     _manage("migrate", "--noinput", "-v", "0")
     _manage("bootstrap")
     _manage("load_demo")
@@ -84,7 +116,7 @@ def main() -> int:
         for name, command in commands.items():
             if not stop_signal:
                 processes[name] = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
-        if not stop_signal:
+        if not stop_signal and _listening(host, port, processes["web"]):
             print(f"\nGymwright is running: open http://{host}:{port}/ and log in. Ctrl-C stops the web server and "
                   "the worker.\n", flush=True)
         while not stop_signal:

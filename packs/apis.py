@@ -119,7 +119,13 @@ class PackVersionDownloadApi(APIView):
 
 REPORT = inline_serializer("ImportReport", fields={
     "dry_run": serializers.BooleanField(), "imported": serializers.IntegerField(),
-    "rejected": serializers.IntegerField(), "rows": serializers.ListField(child=serializers.JSONField())})
+    "rejected": serializers.IntegerField(),
+    "environments": inline_serializer("ImportEnvironment", many=True, fields={
+        "environment": serializers.CharField(), "tasks": serializers.IntegerField(),
+        "new": serializers.BooleanField(help_text="this import makes it (a row without an environment, and none "
+                                                  "given: the 'imported' environment)")},
+        help_text="where the created and changed tasks went"),
+    "rows": serializers.ListField(child=serializers.JSONField())})
 
 
 class ImportFileInput(serializers.Serializer):

@@ -24,12 +24,14 @@ import tarfile
 import tempfile
 import tomllib
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from authoring import permissions
 from authoring import services as authoring_services
@@ -97,6 +99,9 @@ _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ReportLine))
 class ImportReport:
     lines: list[ReportLine]
     dry_run: bool
+    # Where the created and changed tasks went: [{"environment", "tasks", "new"}], "new" for one this import makes
+    # (a row without an environment, and no environment given, goes to DEFAULT_ENVIRONMENT).
+    environments: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def rejected(self) -> int:
@@ -108,7 +113,12 @@ class ImportReport:
 
     def as_dict(self) -> dict:
         return {"dry_run": self.dry_run, "imported": self.imported, "rejected": self.rejected,
-                "rows": [line.as_dict() for line in self.lines]}
+                "environments": self.environments, "rows": [line.as_dict() for line in self.lines]}
+
+    def environments_text(self) -> str:
+        """e.g. "environment imported (new): 3 tasks"; "" when no task was created or changed."""
+        return "; ".join(f"environment {item['environment']}{' (new)' if item['new'] else ''}: {item['tasks']} "
+                         f"task{'s' if item['tasks'] != 1 else ''}" for item in self.environments)
 
 
 # ---------------------------------------------------------------------------------------------- archives
@@ -233,8 +243,8 @@ def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
                 return
             if not raw.strip():
                 continue
-            try:
-                yield where, json.loads(raw.decode("utf-8"))
+            try:  # without its line end, where JSON's column count would otherwise go past it
+                yield where, json.loads(raw.rstrip(b"\r\n").decode("utf-8"))
             except UnicodeDecodeError as exc:
                 yield where, Rejection(where, f"not valid UTF-8 (byte {exc.start})")
             except (json.JSONDecodeError, RecursionError) as exc:
@@ -324,14 +334,18 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
             else:
                 frame = pd.read_parquet(path)
         except Exception as exc:  # noqa: BLE001 - any parser error: the file as a whole is unreadable
-            raise ImportFailed(f"{path.name} could not be read as a table: {exc}; nothing was imported.",
-                               details=[{"pointer": "", "message": str(exc)[:300]}])
+            why = str(exc).replace(str(path), path.name)[:300]  # the parser's message names the file: not our folders
+            raise ImportFailed(f"{path.name} could not be read as a table: {why}; nothing was imported.",
+                               details=[{"pointer": "", "message": why}])
         if len(frame) > settings.IMPORT_MAX_ROWS:
             raise ImportFailed(f"{path.name} has more than {settings.IMPORT_MAX_ROWS} rows "
                                "(GYMWRIGHT_IMPORT_MAX_ROWS); nothing was imported.")
         frame.columns = [str(column).strip().lower() for column in frame.columns]
         columns = set(frame.columns)
         rows = [(f"row {index}", row) for index, row in enumerate(frame.to_dict("records"), start=1)]
+    if not rows:
+        raise ImportFailed(f"{path.name} has no rows; nothing was imported.",
+                           details=[{"pointer": "", "message": "no rows"}])
     if not any(c in columns for c in PROMPT_COLUMNS):
         raise ImportFailed(f"{path.name} has no prompt column (one of {', '.join(PROMPT_COLUMNS)}); nothing was imported.",
                            details=[{"pointer": "/prompt", "message": "missing column"}])
@@ -586,32 +600,42 @@ def tasks_import(*, path: str | Path | None = None, documents: list | None = Non
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="import-", dir=scratch_root))
     lines: list[ReportLine] = []
+    used: Counter = Counter()  # environment id -> tasks created or changed in it
+    environments: list[dict] = []
+    started = timezone.now()
     try:
         try:
             with transaction.atomic():
                 candidates = source_candidates(path, scratch) if documents is None else request_candidates(documents)
                 _run(candidates, lines, user=user, default_version=default_version,
-                     dry_run=dry_run, approve_as=approve_as)
+                     dry_run=dry_run, approve_as=approve_as, used=used)
+                environments = _environments_used(used, since=started)  # before a dry run's rollback
                 if dry_run:
                     raise _DryRunRollback()
         except _DryRunRollback:
             pass
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return ImportReport(lines=lines, dry_run=dry_run)
+    return ImportReport(lines=lines, dry_run=dry_run, environments=environments)
 
 
-def _run(candidates, lines, *, user, default_version, dry_run, approve_as) -> None:
+def _environments_used(used: Counter, *, since) -> list[dict]:
+    rows = Environment.objects.filter(pk__in=list(used)).values_list("pk", "slug", "created_at") if used else []
+    return [{"environment": slug, "tasks": used[pk], "new": created_at >= since}
+            for pk, slug, created_at in sorted(rows, key=lambda row: row[1])]
+
+
+def _run(candidates, lines, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
     batch: list = []
     for candidate in candidates:
         batch.append(candidate)
         if len(batch) >= BATCH:
             _import_batch(batch, lines, user=user, default_version=default_version, dry_run=dry_run,
-                          approve_as=approve_as)
+                          approve_as=approve_as, used=used)
             batch = []
     if batch:
         _import_batch(batch, lines, user=user, default_version=default_version, dry_run=dry_run,
-                      approve_as=approve_as)
+                      approve_as=approve_as, used=used)
 
 
 def _reject(lines, where, exc: DomainError, slug=None) -> None:
@@ -631,11 +655,11 @@ def _store_files(candidate: Candidate, dry_run: bool) -> None:
             authoring_services.blob_store(data=data)
 
 
-def _import_batch(batch, all_lines, *, user, default_version, dry_run, approve_as) -> None:
+def _import_batch(batch, all_lines, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
     """Import one batch; its report lines keep the source's order."""
     placed: list[tuple[int, ReportLine]] = []
     _import_batch_lines(batch, placed, user=user, default_version=default_version, dry_run=dry_run,
-                        approve_as=approve_as)
+                        approve_as=approve_as, used=used)
     all_lines.extend(line for _, line in sorted(placed, key=lambda pair: pair[0]))
 
 
@@ -715,7 +739,7 @@ def _unstorable_ids_rejected(batch: list) -> list:
     return checked
 
 
-def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approve_as) -> None:
+def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
     environments: dict[tuple, Any] = {}
     new_items, new_where, new_position, created_versions, changed = [], [], [], [], []
     batch = _unstorable_ids_rejected(batch)
@@ -780,6 +804,7 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                                     status=("would_add_version" if dry_run else "new_version") if made else "unchanged"))
             if made:
                 created_versions.append(version)
+                used[environment_version.environment_id] += 1
         except DomainError as exc:
             _reject(lines, candidate.where, exc, candidate.slug)
     if new_items:
@@ -793,6 +818,7 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                 lines.append(ReportLine(where=new_where[index], status="would_create" if dry_run else "created",
                                         task=new_items[index]["slug"], version=value.number))
                 created_versions.append(value)
+                used[new_items[index]["environment_version"].environment_id] += 1
             else:
                 _reject(lines, new_where[index], value, new_items[index]["slug"])
     if approve_as is not None and created_versions:

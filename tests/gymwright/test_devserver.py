@@ -136,3 +136,25 @@ def test_a_child_that_outlives_the_grace_is_killed_with_all_of_its_group():
     else:
         os.kill(grandchild, signal.SIGKILL)
         pytest.fail("the worker's own child survived it")
+
+
+def test_a_port_in_use_is_said_before_anything_starts_and_nothing_claims_to_run(tmp_path):
+    """`make run` on a port another server holds said it was running, then that the web server had exited."""
+    import socket
+
+    env = {**os.environ, "GYMWRIGHT_DATA_DIR": str(tmp_path / "data")}
+    for key in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"):
+        env.pop(key, None)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        env["GYMWRIGHT_PORT"] = str(holder.getsockname()[1])
+        done = subprocess.run([sys.executable, "-m", "gymwright.devserver"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"Cannot serve on 127.0.0.1:{env['GYMWRIGHT_PORT']}" in done.stderr and "GYMWRIGHT_PORT=" in done.stderr
+    assert "is running" not in done.stdout and not (tmp_path / "data" / "gymwright.sqlite3").exists()  # nothing ran
+    env["GYMWRIGHT_PORT"] = "eighty"
+    done = subprocess.run([sys.executable, "-m", "gymwright.devserver"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and "not a port number" in done.stderr

@@ -362,3 +362,22 @@ def test_an_older_version_imported_again_is_unchanged_not_a_new_version_on_top(a
     assert (line.status, line.version, line.message) == ("unchanged", 1, "v1 holds this content; old-000 is at v2")
     task.refresh_from_db()
     assert task.latest_version.number == 2 and task.latest_version.spec["prompt"] == "Later work"
+
+
+def test_what_a_table_import_says_is_where_the_problem_is_and_no_more(author, tmp_path):
+    """A JSONL line's error names its real column (the line end counted past it: "column 1" of the next line);
+    a table with a header and no rows says so (it reported "0 ok, 0 rejected"); a table pandas cannot read is
+    named by its file name, never by the server's folders."""
+    (tmp_path / "rows.jsonl").write_text('{"prompt": "Hi?", "criteria": "Greets"}\n'
+                                         '{"prompt": "Bye?", "criteria": "Leaves"\n')
+    bad = importer.tasks_import(path=tmp_path / "rows.jsonl", user=author).lines[1]
+    assert bad.where == "line 2" and bad.status == "rejected"
+    assert "column 40" in bad.message, bad.message  # just past the line's 39 characters
+    (tmp_path / "empty.csv").write_text("prompt,answer,criteria\n")
+    with pytest.raises(importer.ImportFailed, match="empty.csv has no rows"):
+        importer.tasks_import(path=tmp_path / "empty.csv", user=author)
+    (tmp_path / "garbage.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(importer.ImportFailed) as failure:
+        importer.tasks_import(path=tmp_path / "garbage.parquet", user=author)
+    assert "garbage.parquet" in failure.value.message and str(tmp_path) not in failure.value.message
+    assert all(str(tmp_path) not in detail["message"] for detail in failure.value.details)

@@ -236,6 +236,30 @@ def test_the_import_page_uploads_a_file_and_shows_the_report(client, author):
     assert response.status_code == 400 and "not a readable .tar.gz" in response.content.decode()
 
 
+def test_an_import_says_which_environment_its_tasks_go_to_and_whether_it_makes_one(client, author):
+    """Rows without an environment, and none named, go to a new 'imported' environment: the dry run says so (it made
+    one silently), the import says it made it, and a second import finds it."""
+    from authoring.models import Environment
+    from packs import importer
+
+    client.force_login(author)
+    upload = io.BytesIO(b"id,prompt,criteria\nenv-1,Say hi,Greets\nenv-2,Say bye,Leaves\n")
+    upload.name = "rows.csv"
+    page = client.post("/packs/import/", {"file": upload, "dry_run": "on"}).content.decode()
+    shown = page.split('id="import-environments"')[1].split("</p>")[0]
+    assert "<strong>imported</strong>" in shown and "2 tasks" in shown and "a new environment" in shown
+    assert "would make" in shown and not Environment.objects.filter(slug="imported").exists()
+    report = importer.tasks_import(path=None, documents=[{"id": "env-1", "prompt": "Say hi", "criteria": "Greets"}],
+                                   user=author)
+    assert report.environments == [{"environment": "imported", "tasks": 1, "new": True}]
+    assert report.as_dict()["environments"] == report.environments
+    assert report.environments_text() == "environment imported (new): 1 task"
+    again = importer.tasks_import(path=None, documents=[{"id": "env-2", "prompt": "Say bye", "criteria": "Leaves"},
+                                                        {"id": "env-1", "prompt": "Say hi", "criteria": "Greets"}],
+                                  user=author)
+    assert again.environments == [{"environment": "imported", "tasks": 1, "new": False}]  # env-1: unchanged
+
+
 def test_an_import_refuses_options_it_would_not_read(author):
     """`?dry_run=1` in the query string, or a field the endpoint does not know, used to be dropped: the
     "dry run" imported for real."""

@@ -4,12 +4,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from authoring.permissions import ADMIN, AUTHOR, REVIEWER, ROLES
+from authoring.permissions import ADMIN, AUTHOR, LAB, REVIEWER, ROLES
 
 
 class Command(BaseCommand):
     help = ("Creates the role groups; on a new database (no users yet) also creates the demo users "
-            "author, reviewer and admin with random passwords, printed once.")
+            "author, reviewer, admin and lab (builds and downloads packs) with random passwords, printed once.")
 
     def handle(self, *args, **options):
         for role in ROLES:
@@ -19,7 +19,7 @@ class Command(BaseCommand):
             self.stdout.write("Users exist already; no demo users created.")
             return
         lines = []
-        for username, role in (("author", AUTHOR), ("reviewer", REVIEWER), ("admin", ADMIN)):
+        for username, role in (("author", AUTHOR), ("reviewer", REVIEWER), ("admin", ADMIN), ("lab", LAB)):
             password = secrets.token_urlsafe(9)
             if role == ADMIN:
                 user = User.objects.create_superuser(username=username, email="", password=password)

@@ -63,6 +63,8 @@ class Command(BaseCommand):
         summary = (f"{'dry run: ' if report.dry_run else ''}{report.imported} imported, {report.rejected} rejected"
                    + (f", approved as {approve_as.get_username()}" if approve_as and not report.dry_run else ""))
         self.stdout.write(summary)
+        if report.environments:
+            self.stdout.write(report.environments_text())
         if report.rejected:
             sys.stdout.flush()
             raise CommandError(f"{report.rejected} rejected", returncode=1)
