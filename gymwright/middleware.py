@@ -6,6 +6,10 @@ from django.http import JsonResponse
 # Paths an anonymous visitor may reach: the login page, static files (and the icon), and the API
 # (which answers 401/403 through DRF in its own error envelope instead of redirecting).
 PUBLIC_PREFIXES = ("/accounts/login/", "/static/", "/api/", "/admin/login/", "/healthz", "/favicon.ico")
+# The API's docs are a page for people: a browser that is not signed in is sent to sign in, as on any page (it was
+# answered a bare 401), unless the operator made them public (GYMWRIGHT_API_DOCS_PUBLIC); a script is answered by
+# the API's own authentication.
+API_DOCS = "/api/docs/"
 
 
 class LoginRequiredEverywhereMiddleware:
@@ -15,7 +19,9 @@ class LoginRequiredEverywhereMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not request.user.is_authenticated and not request.path.startswith(PUBLIC_PREFIXES):
+        if not request.user.is_authenticated and (not request.path.startswith(PUBLIC_PREFIXES) or (
+                request.path.startswith(API_DOCS) and not settings.API_DOCS_PUBLIC
+                and "text/html" in request.headers.get("Accept", ""))):
             if request.headers.get("HX-Request"):
                 return JsonResponse({"error": {"code": "not_authenticated",
                                                "message": "Log in first."}}, status=401)

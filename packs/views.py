@@ -49,6 +49,14 @@ class PackBuildForm(RenderedOnceWhenUnbound):
                                   tasks=split(data.get("tasks")), test_ratio=data["test_ratio"])
 
 
+def _last_selection(pack) -> dict:
+    """The build form's start: the selection of the pack's latest version, so that the next build selects what the
+    last one did unless the builder changes it (an empty form built every approved task)."""
+    latest = pack.versions.order_by("-created_at", "-id").values_list("selection", flat=True).first() or {}
+    return {"environment": latest.get("environment") or "", "tags": ", ".join(latest.get("tags") or []),
+            "tasks": ", ".join(latest.get("tasks") or []), "test_ratio": latest.get("test_ratio", 0.1)}
+
+
 class ImportForm(forms.Form):
     file = forms.FileField(help_text="tasks.jsonl, a .csv/.jsonl/.parquet table, or a .tar.gz of a pack or of "
                                      "Harbor / Terminal-Bench tasks")
@@ -76,7 +84,7 @@ def pack_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
     pack = selectors.pack_get_for_user(slug=slug, user=request.user)
-    form = PackBuildForm(request.POST or None)
+    form = PackBuildForm(request.POST or None, initial=_last_selection(pack))
     plan, status = None, 200
     if request.method == "POST":
         status = 400

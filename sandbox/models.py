@@ -53,8 +53,9 @@ class PreviewRun(models.Model):
     @property
     def policy_label(self) -> str:
         if self.policy_kind == "probe":
-            text = self.policy_argument
-            return f"probe “{text[:40]}{'…' if len(text) > 40 else ''}”"
+            from grading.engine.gates import probe_shown
+
+            return f"probe {probe_shown(self.policy_argument)}"
         return self.policy
 
 

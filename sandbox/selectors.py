@@ -145,8 +145,10 @@ def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | l
     if rollouts is None:
         rollouts = rollout_rows(preview_run=preview_run)
     so_far = preview_run_summary(policy_kind=preview_run.policy_kind, rollouts=[
-        {"status": r["status"], "reward": r["reward"], "passed": r["passed"]} if isinstance(r, dict) else
-        {"status": r.status, "reward": r.reward, "passed": r.passed} for r in rollouts])
+        {"status": r["status"], "reward": r["reward"], "passed": r["passed"],
+         "grade__complete": r.get("grade__complete")} if isinstance(r, dict) else
+        {"status": r.status, "reward": r.reward, "passed": r.passed,
+         "grade__complete": r.grade.complete if r.grade_id and r.grade else None} for r in rollouts])
     counts = so_far["counts"]
     total = len(rollouts)
     finished = sum(counts[s] for s in Rollout.TERMINAL)
@@ -158,6 +160,7 @@ def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | l
         "percent_by_status": {s: (100 * counts[s] / total if total else 0) for s in counts},
         "graded": so_far["graded"],
         "passed": so_far["passed"],
+        "incomplete": so_far.get("incomplete", 0),  # graded without some checks: their pass is not the rubric's
         "mean_reward": so_far["mean_reward"],
         "pass_rate": so_far["pass_rate"],
     }

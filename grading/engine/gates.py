@@ -167,6 +167,13 @@ def probe_policy(answer: str) -> str:
     return f"probe:{answer}"
 
 
+def probe_shown(answer: str) -> str:
+    """A probe's answer as people read it: “its first 40 characters”, or (the empty answer)."""
+    if not answer:
+        return "(the empty answer)"
+    return f"“{answer[:40]}{'…' if len(answer) > 40 else ''}”"
+
+
 def _not_run(gate: str, title: str, policy: str, what: str) -> GateResult:
     return GateResult(gate, title, NOT_RUN, f"no finished {what} preview of this version yet", policy=policy)
 
@@ -220,8 +227,7 @@ def _gate_probes(inputs: GateInputs) -> list[GateResult]:
     results = []
     for index, probe in enumerate(inputs.rubric.get("probes") or []):
         answer, limit = str(probe.get("answer", "")), float(probe.get("max_reward", 0))
-        shown = answer if len(answer) <= 40 else answer[:40] + "…"
-        title = f"Probe {index + 1} “{shown}” scores ≤ {limit:g}"
+        title = f"Probe {index + 1} {probe_shown(answer)} scores ≤ {limit:g}"
         policy = probe_policy(answer)
         evidence = inputs.previews.get(policy)
         if evidence is None:

@@ -128,3 +128,9 @@ def bar_chart(pairs, width: int = 360, row: int = 22):
     return format_html('<svg class="bar-chart" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
                        'data-values="{values}">{rows}</svg>', w=width, h=row * len(pairs) + 4, rows=rows,
                        values=";".join(f"{label}={count}" for label, count in pairs))
+
+
+@register.filter
+def previews_missing(gates) -> bool:
+    """Whether a gate waits for a preview that has not run (what Run gates would start)."""
+    return any(gate.status == "not_run" and gate.policy for gate in gates or [])

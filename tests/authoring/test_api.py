@@ -138,7 +138,9 @@ def test_openapi_schema_and_docs_are_served(api):
 def test_openapi_schema_and_docs_need_a_login_unless_made_public(client, settings):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert schema.status_code in (401, 403) and schema.json()["error"]["code"] == "not_authenticated"
-    assert client.get("/api/docs/").status_code in (401, 403)
+    assert client.get("/api/docs/").status_code in (401, 403)  # a script: the API's answer
+    docs = client.get("/api/docs/", HTTP_ACCEPT="text/html")  # a browser: sent to sign in, and back (a bare 401)
+    assert docs.status_code == 302 and docs.headers["Location"] == "/accounts/login/?next=/api/docs/"
     settings.API_DOCS_PUBLIC = True
     assert client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").status_code == 200
     assert client.get("/api/docs/").status_code == 200

@@ -87,6 +87,19 @@ def test_the_build_form_shows_the_approved_tasks_tags_not_a_later_drafts(client,
     assert '<span class="badge">physics</span>&nbsp;1' in shown and "draft-only" not in shown
 
 
+def test_the_build_form_starts_from_the_last_versions_selection(client, lab, approved_tasks):
+    """An empty form built every approved task: after a build of tags 'maths' and a 0.2 split, Build again selected
+    everything. The form now starts from the latest version's selection."""
+    pack = services.pack_create(slug="sel-pack", user=lab, name="Selection")
+    client.force_login(lab)
+    assert 'name="tags" value' not in client.get("/packs/sel-pack/").content.decode()  # a new pack: empty
+    services.pack_version_start(pack=pack, user=lab, enqueue=False, selection=services.Selection(
+        tags=("maths",), tasks=("task-00", "task-01"), test_ratio=0.2))
+    page = client.get("/packs/sel-pack/").content.decode()
+    assert 'name="tags" value="maths"' in page and 'name="tasks" value="task-00, task-01"' in page
+    assert 'name="test_ratio" value="0.2"' in page
+
+
 def test_the_api_answers_a_dry_run_build_with_its_plan(lab, ready):
     api = token_client(lab)
     response = api.post("/api/packs/web-pack/versions/", {"tasks": ["task-00"], "dry_run": True}, format="json")

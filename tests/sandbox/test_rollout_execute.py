@@ -57,7 +57,7 @@ def test_a_model_preview_runs_the_agent_in_a_sandbox_and_grades_it_with_the_judg
     assert calls == ["bash", "submit"]
 
 
-def test_without_a_judge_the_judged_check_is_unscored_not_zero(sandbox_dir, author, settings):
+def test_without_a_judge_the_judged_check_is_unscored_not_zero(sandbox_dir, author, settings, client):
     settings.OPENAI_BASE_URL = ""
     task = make_task(author=author, slug="judged", rubric=JUDGED_RUBRIC)
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
@@ -67,6 +67,12 @@ def test_without_a_judge_the_judged_check_is_unscored_not_zero(sandbox_dir, auth
     assert rollout.grade.document["complete"] is False and rollout.reward == 1.0
     judged = rollout.grade.check_results.get(check_id="explains")
     assert judged.status == "unscored" and "judge" in judged.explanation.lower()
+    # the preview page's tiles: a pass, and that it is incomplete (the verdict said so; the tiles read 1/1 alone)
+    client.force_login(author)
+    page = client.get(f"/previews/{preview_run.pk}/").content.decode()
+    assert 'id="preview-incomplete"' in page and "1 incomplete" in page
+    progress = client.get(f"/api/previews/{preview_run.pk}/").json()["progress"]
+    assert progress["passed"] == 1 and progress["incomplete"] == 1
 
 
 def test_a_model_api_failure_is_retried_once_then_reported(sandbox_dir, author, enqueued,

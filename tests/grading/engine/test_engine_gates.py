@@ -105,3 +105,10 @@ def test_every_applicable_hack_probe_must_stay_under_the_task_limit_and_a_failin
                                                       previews={**previews, "nop": evidence("nop", [0.2])})))
     assert lenient["hack:echo-prompt"].status == "pass" and lenient["hack:skip-tests"].status == "fail"
     assert lenient["nop"].status == "pass" and lenient["nop"].title == "Nop scores ≤ 0.25"
+
+
+def test_a_probe_is_named_by_its_answer_and_the_empty_answer_in_words():
+    """A probe's gate read `Probe 1 “” scores ≤ 0` for the empty answer."""
+    assert gates.probe_shown("") == "(the empty answer)"
+    assert gates.probe_shown("Thought process:") == "“Thought process:”"
+    assert gates.probe_shown("x" * 50) == "“" + "x" * 40 + "…”"
