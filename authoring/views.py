@@ -9,6 +9,7 @@ from collections import OrderedDict
 from functools import partial
 
 from django.contrib import messages
+from django.core import signing
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
@@ -73,6 +74,38 @@ def task_list(request):
     })
 
 
+# Files attached to a save that failed: a browser empties a file input when the page comes back, so they are stored
+# (blobs are content-addressed) and carried, signed for this user, in the form's `kept_files` to the next try.
+_KEPT_SALT = "gymwright.authoring.kept-files"
+_KEPT_MAX_AGE_S = 24 * 3600
+
+
+def _kept_uploads(request) -> list[dict]:
+    """The files earlier failed tries of this form stored ([{path, sha256}]), from its signed `kept_files`."""
+    token = request.POST.get("kept_files") or ""
+    try:
+        kept = signing.loads(token, salt=_KEPT_SALT, max_age=_KEPT_MAX_AGE_S) if token else {}
+    except signing.BadSignature:
+        return []
+    if not isinstance(kept, dict) or kept.get("user") != request.user.pk:
+        return []
+    return [{"path": entry["path"], "sha256": entry["sha256"]} for entry in kept.get("files") or []]
+
+
+def _keep_uploads(request, form) -> dict:
+    """After a failed save: the files this try attached, stored, with those kept before; the form's context."""
+    kept = _kept_uploads(request)
+    uploads = (getattr(form, "cleaned_data", None) or {}).get("files") or []
+    try:
+        kept = services.files_with_uploads(files=kept, uploads=uploads)
+    except DomainError:
+        pass  # a file the save refused (its name): the form says why; the others stay as they were
+    if not kept:
+        return {}
+    return {"kept_files": kept, "kept_files_token": signing.dumps({"user": request.user.pk, "files": kept},
+                                                                  salt=_KEPT_SALT)}
+
+
 def _task_form_context(form, **extra):
     # Each kind's worked example and edge cases, from the engine (the same as /grading/kinds/).
     kind_examples = {kind: example_as_dict(example) for kind, example in EXAMPLES.items()}
@@ -105,7 +138,7 @@ def task_create(request):
         form = TaskForm(request.POST, request.FILES, environments=environments)
         if not _upload_refused(request, form, what="An attached file") and form.is_valid():
             try:
-                files = services.files_with_uploads(files=[], uploads=form.cleaned_data["files"])
+                files = services.files_with_uploads(files=_kept_uploads(request), uploads=form.cleaned_data["files"])
                 task = services.task_create(slug=form.cleaned_data["slug"], environment=form.cleaned_data["environment"],
                                             author=request.user, content=form.content(current_files=files),
                                             message=form.cleaned_data.get("message") or "")
@@ -114,7 +147,8 @@ def task_create(request):
             else:
                 messages.success(request, f"Created {task.slug} v1.")
                 return redirect("authoring:task_detail", slug=task.slug)
-        return render(request, "authoring/task_form.html", _task_form_context(form, creating=True), status=400)
+        return render(request, "authoring/task_form.html",
+                      _task_form_context(form, creating=True, **_keep_uploads(request, form)), status=400)
     initial = {"rubric": json.dumps(STARTER_RUBRIC, indent=2), "metadata": "{}", "examples": "[]"}
     initial["environment"] = _environment_to_offer(request, environments)
     form = TaskForm(initial=initial, environments=environments)
@@ -213,9 +247,11 @@ def task_edit(request, slug):
 
     form = TaskForm(request.POST, request.FILES, editing=task, current_files=current_files)
     if _upload_refused(request, form, what="An attached file"):
-        return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
+        return render(request, "authoring/task_form.html",
+                      _task_form_context(form, **context, **_keep_uploads(request, form)), status=400)
     if not form.is_valid():
-        return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
+        return render(request, "authoring/task_form.html",
+                      _task_form_context(form, **context, **_keep_uploads(request, form)), status=400)
     base_version = form.cleaned_data.get("base_version")
     content = form.content(current_files=current_files)
     env_number = form.cleaned_data.get("environment_version")
@@ -224,9 +260,11 @@ def task_edit(request, slug):
                                                                           number=env_number)
         if content["environment_version"] is None:
             form.add_error("environment_version", "No such environment version.")
-            return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
+            return render(request, "authoring/task_form.html",
+                          _task_form_context(form, **context, **_keep_uploads(request, form)), status=400)
     try:
-        content["files"] = services.files_with_uploads(files=content["files"], uploads=form.cleaned_data["files"])
+        content["files"] = services.files_with_uploads(files=[*content["files"], *_kept_uploads(request)],
+                                                       uploads=form.cleaned_data["files"])
         version, created = services.task_version_create(task=task, author=request.user, content=content,
                                                         base_version=base_version,
                                                         message=form.cleaned_data.get("message") or "")
@@ -234,7 +272,8 @@ def task_edit(request, slug):
         return _conflict(request, task=task, form=form, content=content, base_version=base_version)
     except DomainError as exc:
         form_add_domain_error(form, exc, field_for=form.field_for)
-        return render(request, "authoring/task_form.html", _task_form_context(form, **context), status=400)
+        return render(request, "authoring/task_form.html",
+                      _task_form_context(form, **context, **_keep_uploads(request, form)), status=400)
     if created:
         messages.success(request, f"Saved {task.slug} v{version.number}.")
     else:

@@ -415,3 +415,30 @@ def test_the_task_page_shows_each_versions_own_rubric_though_a_process_keeps_the
     for _ in range(2):  # the second view is served from what the process kept
         page = client.get(f"/tasks/{task.slug}/").content.decode()
         assert "renamed_check" in page and "says_42" not in page and "(1 checks" in page
+
+
+def test_files_attached_to_a_save_that_failed_are_kept_for_the_next_try(client, author, other_author, environment,
+                                                                        task):
+    """A browser empties a file input when the page comes back: a create that failed (a slug taken, then bad
+    examples) lost its attached file without a word, and the task was made without it."""
+    import re as re_
+
+    client.force_login(author)
+    data = {**form_data(), "slug": task.slug, "environment": environment.slug}
+    data["files"] = [SimpleUploadedFile("notes.md", b"# notes\n")]
+    first = client.post("/tasks/new/", data)
+    assert first.status_code == 400 and 'id="kept-files"' in first.content.decode()
+    assert "<code>notes.md</code>" in first.content.decode()
+    token = re_.search(r'name="kept_files" value="([^"]+)"', first.content.decode())[1]
+    second = client.post("/tasks/new/", {**form_data(), "slug": "with-notes", "environment": environment.slug,
+                                         "examples": '[{"expect": "maybe"}]', "kept_files": token})
+    assert second.status_code == 400 and "<code>notes.md</code>" in second.content.decode()  # still kept
+    token = re_.search(r'name="kept_files" value="([^"]+)"', second.content.decode())[1]
+    client.force_login(other_author)  # another user's try: the token is not theirs
+    assert client.post("/tasks/new/", {**form_data(), "slug": "theirs", "environment": environment.slug,
+                                       "kept_files": token}).status_code == 302
+    assert Task.objects.get(slug="theirs").latest_version.spec["files"] == []
+    client.force_login(author)
+    assert client.post("/tasks/new/", {**form_data(), "slug": "with-notes", "environment": environment.slug,
+                                       "kept_files": token}).status_code == 302
+    assert [f["path"] for f in Task.objects.get(slug="with-notes").latest_version.spec["files"]] == ["notes.md"]
