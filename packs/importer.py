@@ -84,12 +84,16 @@ class ReportLine:
         # not dataclasses.asdict, which deep-copies every value (a bulk request reports 1,000 lines)
         return {name: value for name in _REPORT_FIELDS if (value := getattr(self, name)) not in (None, "")}
 
+    @property
+    def status_label(self) -> str:
+        """The status in words ("would create")."""
+        return self.status.replace("_", " ")
+
     def text(self) -> str:
         if self.status == "rejected":
             where = f"{self.pointer}: " if self.pointer else ""
             return f"{self.where}: rejected{' ' + self.task if self.task else ''}: {where}{self.message}"
-        label = self.status.replace("_", " ")
-        return f"{self.where}: {label} {self.task} v{self.version}" + (f" ({self.message})" if self.message else "")
+        return f"{self.where}: {self.status_label} {self.task} v{self.version}" + (f" ({self.message})" if self.message else "")
 
 
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ReportLine))

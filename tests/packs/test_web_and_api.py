@@ -312,3 +312,12 @@ def test_after_a_dry_run_the_page_imports_the_same_file_for_real_without_a_secon
     assert not any((tmp_path / "scratch" / "pending").iterdir())  # removed once imported
     again = client.post("/packs/import/", {"pending": token})
     assert again.status_code == 400 and "no longer kept" in again.content.decode()
+
+
+def test_the_import_report_says_each_status_in_words_and_links_what_it_made(client, author):
+    client.force_login(author)
+    upload = io.BytesIO(b"id,prompt,criteria\nlinked-1,Say hi,Greets\nlinked-2,,Greets\n")
+    upload.name = "rows.csv"
+    page = client.post("/packs/import/", {"file": upload}).content.decode()
+    assert '<span class="badge">created</span>' in page and '<span class="badge error">rejected</span>' in page
+    assert '<a href="/tasks/linked-1/versions/1/">linked-1 v1</a>' in page
