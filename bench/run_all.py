@@ -57,8 +57,9 @@ def run(script: Path) -> dict:
 def render(results: list[dict]) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [BEGIN, "", "## Latest run (`make bench`)", "",
-             f"{now} on {platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()}). "
-             "Each block is one script's own output; its ratios were measured side by side in that run.", ""]
+             f"{now} on {platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()}), with "
+             + ", ".join(f"{name}={os.environ.get(name) or '(unset)'}" for name in ("DATABASE_URL", "CELERY_BROKER_URL"))
+             + ". Each block is one script's own output; its ratios were measured side by side in that run.", ""]
     for r in results:
         verdict = "ok" if r["status"] == 0 else f"exit status {r['status']}"
         lines += [f"### {r['name']}", "",
