@@ -478,6 +478,15 @@ def _drive_url(server: "Server", sessions: dict, ids: dict, path: str, api: bool
     return r
 
 
+def _finish(args, base_url: str, name: str, results: dict) -> int:
+    """The load average after, the seeded database dropped unless kept; 1 when any request failed."""
+    print(f"load average after: {os.getloadavg()}")
+    if not args.keep_db:
+        with _psql_admin(base_url) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    return 1 if any(r["errors"] for r in results.values()) else 0
+
+
 def side_by_side(args, url: str, ids: dict, urls: dict, baseline: Path, base_url: str, name: str) -> int:
     """Every URL on this checkout and on `baseline`, both served on the same seed, one after the other (which goes
     first alternates from URL to URL, so the machine's drift falls on both): the ratios now / baseline."""
@@ -505,11 +514,7 @@ def side_by_side(args, url: str, ids: dict, urls: dict, baseline: Path, base_url
               f"{now['web_cpu_ms']:.1f} ms | {before['web_cpu_ms']:.1f} ms | "
               f"{now['web_cpu_ms'] / max(before['web_cpu_ms'], 0.001):.2f}× | {now['db_cpu_ms']:.1f} ms | "
               f"{before['db_cpu_ms']:.1f} ms |")
-    print(f"load average after: {os.getloadavg()}")
-    if not args.keep_db:
-        with _psql_admin(base_url) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    return 1 if any(r["errors"] for r in results.values()) else 0
+    return _finish(args, base_url, name, results)
 
 
 def main() -> int:
@@ -597,11 +602,7 @@ def main() -> int:
                         else "persistent / per-request connections")
                 print(f"{name_:28} {what}: p50 {r['p50'] / other['p50']:.2f}×  p95 {r['p95'] / other['p95']:.2f}×  "
                       f"client CPU {r['client_cpu_ms'] / max(other['client_cpu_ms'], 0.001):.2f}×")
-    print(f"load average after: {os.getloadavg()}")
-    if not args.keep_db:
-        with _psql_admin(base_url) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    return 1 if any(r["errors"] for r in results.values()) else 0
+    return _finish(args, base_url, name, results)
 
 
 if __name__ == "__main__":
