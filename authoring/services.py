@@ -86,6 +86,14 @@ def blob_store(*, data: bytes | None = None, uploaded_file=None) -> Blob:
     sha256 = hashlib.sha256(data).hexdigest()
     existing = Blob.objects.filter(sha256=sha256).first()
     if existing:
+        if not existing.file.name or not existing.file.storage.exists(existing.file.name):
+            # A row whose file is gone (a media folder restored without it, another folder on the same database):
+            # these are its bytes, so they are written again where the row says, not kept as a dangling reference.
+            if existing.file.name:
+                existing.file.storage.save(existing.file.name, ContentFile(data))
+            else:
+                existing.file.save(f"{sha256[:2]}/{sha256}", ContentFile(data), save=False)
+                Blob.objects.filter(pk=existing.pk).update(file=existing.file.name)
         return existing
     blob = Blob(sha256=sha256, size=len(data))
     blob.file.save(f"{sha256[:2]}/{sha256}", ContentFile(data), save=False)

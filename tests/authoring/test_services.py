@@ -109,6 +109,23 @@ def test_blobs_are_stored_once_by_content(db):
     assert services.blob_read(sha256=first.sha256) == b"hello"
 
 
+def test_a_blob_whose_file_is_gone_is_written_again_when_its_bytes_come_back(db):
+    """A row whose file is missing (a media folder restored without it, another folder on the same database) was
+    returned as it was, and every rollout reading it failed with FileNotFoundError."""
+    from authoring.models import Blob
+
+    import hashlib
+
+    blob = services.blob_store(data=b"kept bytes")
+    blob.file.storage.delete(blob.file.name)
+    again = services.blob_store(data=b"kept bytes")
+    assert again.pk == blob.pk and services.blob_read(sha256=blob.sha256) == b"kept bytes"
+    assert services.blob_store(data=b"kept bytes").file.name == blob.file.name  # the row's own name, kept
+    nameless = Blob.objects.create(sha256=hashlib.sha256(b"other").hexdigest(), size=5, file="")  # no file at all
+    assert services.blob_store(data=b"other").pk == nameless.pk
+    assert services.blob_read(sha256=nameless.sha256) == b"other"
+
+
 def test_only_authors_and_admins_create_tasks(reviewer, environment):
     with pytest.raises(NotAllowed):
         services.task_create(slug="x", environment=environment, author=reviewer, content=task_content())
