@@ -158,6 +158,8 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
                                             "approved_version")
                 .defer("latest_version__spec", "approved_version__spec").prefetch_related("tags"))
     if q:
+        # On PostgreSQL, trigram indexes on the expressions these compile to answer them (authoring migration
+        # 0007): a change of lookup or of field needs its index changed too (tests/authoring/test_search_index.py).
         queryset = queryset.filter(Q(slug__icontains=q) | Q(title__icontains=q))
     if status:
         queryset = queryset.filter(status=status)
