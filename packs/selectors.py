@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404
 
 from authoring import permissions
@@ -10,10 +11,17 @@ from packs import archive
 from packs.models import PackEntry, PackVersion, TaskPack
 
 
-def pack_list_for_user(*, user):
+def pack_list_for_user(*, user, with_latest_version: bool = False) -> QuerySet[TaskPack]:
+    """The packs, by slug. With `with_latest_version`, each carries its highest version's number and status
+    (`latest_version`, `latest_status`: None for a pack with none) from the same query, never a version's manifest
+    (which names every task of the pack)."""
     if not permissions.can_view(user):
         raise NotAllowed("You need a role to see task packs.")
-    return TaskPack.objects.all()
+    if not with_latest_version:
+        return TaskPack.objects.all()
+    highest = PackVersion.objects.filter(pack_id=OuterRef("pk")).order_by("-major", "-minor", "-patch")
+    return TaskPack.objects.annotate(latest_version=Subquery(highest.values("version")[:1]),
+                                     latest_status=Subquery(highest.values("status")[:1]))
 
 
 def pack_get_for_user(*, slug: str, user) -> TaskPack:

@@ -19,6 +19,8 @@ from authoring import permissions
 from authoring.models import SLUG_RULE, Environment, slug_validator
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import RenderedOnceWhenUnbound, form_add_domain_error
+from gymwright.html import slug_url_prefix
+from gymwright.pagination import KeysFirstPaginator
 from packs import downloads, importer, selectors, services
 from packs.models import PackVersion
 
@@ -64,9 +66,12 @@ class ImportForm(forms.Form):
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run (show what would be created)")
 
 
+PAGE_SIZE = 50
+
+
 @require_http_methods(["GET", "POST"])
 def pack_list(request: HttpRequest) -> HttpResponse:
-    packs = selectors.pack_list_for_user(user=request.user)
+    packs = selectors.pack_list_for_user(user=request.user, with_latest_version=True)
     form = PackCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -75,7 +80,10 @@ def pack_list(request: HttpRequest) -> HttpResponse:
             form_add_domain_error(form, exc)
         else:
             return redirect("packs:pack_detail", slug=pack.slug)
-    return render(request, "packs/pack_list.html", {"packs": packs, "form": form,
+    page = KeysFirstPaginator(packs, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "packs/pack_list.html", {"page": page, "form": form,
+                                                    "pack_url": slug_url_prefix("packs:pack_detail"),
+                                                    "status_labels": dict(PackVersion.Status.choices),
                                                     "can_build": permissions.can_build_packs(request.user),
                                                     "can_import": permissions.can_author(request.user)},
                   status=400 if request.method == "POST" else 200)
