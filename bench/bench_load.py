@@ -2,14 +2,17 @@
 50,000 graded rollouts, driven by N concurrent clients on loopback (issue 12).
 
 Run: .venv/bin/python bench/bench_load.py [--clients 20] [--duration 30] [--workers 4] [--urls NAME,...]
-     [--compare-conn-max-age] [--client raw|httpx] [--compare-clients] [--keep-db] [--baseline TREE]
+     [--compare-conn-max-age] [--client raw|httpx] [--compare-clients] [--compare-search-index] [--keep-db]
+     [--baseline TREE]
 
 DATABASE_URL must name a PostgreSQL server (the script creates and drops its own database,
 `<name>_load`, unless --keep-db: then a second run reuses the seed). For every URL it prints p50, p95,
 requests per second, errors, and the CPU that the gunicorn workers and the PostgreSQL backends
 spent per request (read from /proc before and after), plus side-by-side ratios: each page
 against `/api/tasks/`, page 100 against page 1, and with --compare-conn-max-age persistent
-database connections (the default, 60 s) against a connection per request (0).
+database connections (the default, 60 s) against a connection per request (0), and with
+--compare-search-index the search URLs with the task search's trigram indexes against without them
+(dropped for that run, made again after).
 
 The load client is one asyncio process of N closed-loop clients on bare streams (`--client httpx`:
 the httpx client the earlier figures used), so it shares the machine's cores with the server: the
@@ -42,6 +45,13 @@ TASKS = 10_000
 VERSIONS = 3
 ROLLOUTS = 50_000
 RUN_SIZE = 64
+# The pack list's seed: packs of ready versions, each with the manifest a 1,000-task pack stores (it names every
+# task: ~130 kB of JSON), which a list must never read.
+PACKS = 200
+PACK_VERSIONS = 3
+PACK_MANIFEST_TASKS = 1_000
+# A word of one task's title (the template's, "Explain safe ibuprofen dosing"), and the start of 10 slugs.
+SEARCH_WORD, SEARCH_SLUG = "ibuprofen", "load-0421"
 PASSWORD = "bench-load-pw-1"
 REVIEWER = "bench-reviewer"
 import logging  # noqa: E402
@@ -79,6 +89,19 @@ def _setup_django(url: str) -> None:
     django.setup()
 
 
+def columns(model, skip=("id",)) -> list[str]:
+    return [f.column for f in model._meta.concrete_fields if f.column not in skip]
+
+
+def clone_sql(model, overrides: dict[str, str], source: str, extra_from: str = "", where: str = "") -> str:
+    """INSERT … SELECT copying row `source` of `model`'s table once per row of `extra_from`, with `overrides`."""
+    cols = columns(model)
+    exprs = [overrides.get(c, f"src.{c}") for c in cols]
+    table = model._meta.db_table
+    return (f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(exprs)} "
+            f"FROM {table} src {extra_from} WHERE src.id = {source} {where}")
+
+
 def seed(url: str) -> dict:
     """Migrate and seed through the services for one real task, then clone it in SQL (seconds, not hours)."""
     _setup_django(url)
@@ -93,12 +116,21 @@ def seed(url: str) -> dict:
     from authoring.models import Task, TaskVersion
     from grading import engine
     from grading.services import grade_record
+    from packs.models import PackVersion, TaskPack
     from review.models import Submission
     from sandbox.models import PreviewRun, Rollout
 
     user = User.objects.filter(username="bench").first()
     reviewer = User.objects.filter(username=REVIEWER).first()
     if user is not None and reviewer is not None and Task.objects.filter(slug__startswith="load-").count() >= TASKS:
+        packs = TaskPack.objects.filter(slug__startswith="load-pack-").count()
+        if packs == 0:  # kept from before the packs were seeded: add them
+            _seed_packs(user)
+            with connection.cursor() as cur:
+                cur.execute("VACUUM ANALYZE")
+        elif packs < PACKS:
+            raise SystemExit(f"{connection.settings_dict['NAME']} holds {packs} of {PACKS} packs: drop it (or run "
+                             "without --keep-db)")
         token = Token.objects.get_or_create(user=user)[0]
         run = PreviewRun.objects.filter(n=RUN_SIZE).order_by("id").first()
         rollout = Rollout.objects.filter(preview_run=run).first()
@@ -126,16 +158,6 @@ def seed(url: str) -> dict:
     rubric = engine.parse_task(version.spec).rubric
     answer = "Take 200-400 mg every 4 to 6 hours with food; do not exceed 1200 mg a day without a doctor."
     graded = engine.grade(rubric, answer=answer, workspace=None, judge=None, sandbox=None)
-
-    def columns(model, skip=("id",)):
-        return [f.column for f in model._meta.concrete_fields if f.column not in skip]
-
-    def clone_sql(model, overrides: dict[str, str], source: str, extra_from: str = "", where: str = "") -> str:
-        cols = columns(model)
-        exprs = [overrides.get(c, f"src.{c}") for c in cols]
-        table = model._meta.db_table
-        return (f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(exprs)} "
-                f"FROM {table} src {extra_from} WHERE src.id = {source} {where}")
 
     t0 = time.perf_counter()
     with connection.cursor() as cur:
@@ -190,15 +212,50 @@ def seed(url: str) -> dict:
         exprs = ["g.id" if c == "grade_id" else f"src.{c}" for c in cols]
         cur.execute(f"INSERT INTO {cr} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM {cr} src, "
                     f"{type(grade)._meta.db_table} g WHERE src.grade_id = {grade.pk} AND g.id <> {grade.pk}")
+    _seed_packs(user)
+    with connection.cursor() as cur:
         # What autovacuum does to a live database after a bulk load: planner statistics, and the
         # visibility map that lets an index-only scan (the list's keys, a deep page's offset) skip the
-        # table; without it page 100 fetched 8,700 heap rows to step over 5,000 index entries.
+        # table; without it page 100 fetched 8,700 heap rows to step over 5,000 index entries. And the search's
+        # trigram indexes' counts, which only VACUUM updates: before it, the planner read the table for a search.
         cur.execute("VACUUM ANALYZE")
     del grade_cols
     print(f"seeded {Task.objects.count()} tasks, {TaskVersion.objects.count()} versions, "
-          f"{Rollout.objects.count()} rollouts in {time.perf_counter() - t0:.1f} s", flush=True)
+          f"{Rollout.objects.count()} rollouts, {TaskPack.objects.count()} packs of {PackVersion.objects.count()} "
+          f"versions in {time.perf_counter() - t0:.1f} s", flush=True)
     return {"token": token.key, "reviewer_token": reviewer_token.key, "task": "load-00042", "run": run_template.pk,
             "rollout": rollout_template.pk}
+
+
+def _seed_packs(user) -> None:
+    """PACKS packs of PACK_VERSIONS ready versions each (1.0.0, 1.1.0, ...), every version with a manifest of
+    PACK_MANIFEST_TASKS tasks as a build stores it (archive.manifest_summary): one written, the rest cloned in SQL."""
+    from django.db import connection
+
+    from packs import archive
+    from packs.models import PackVersion, TaskPack
+
+    with connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {TaskPack._meta.db_table} (slug, name, description, licence, created_by_id, "
+                    f"created_at) SELECT 'load-pack-' || lpad(g::text, 3, '0'), 'Load pack ' || g, 'A pack of the "
+                    f"load seed', 'proprietary', {user.pk}, now() FROM generate_series(0, {PACKS - 1}) g")
+    first = TaskPack.objects.get(slug="load-pack-000")
+    tasks = [{"id": f"load-{i:05d}", "version": VERSIONS, "sha256": hashlib.sha256(str(i).encode()).hexdigest(),
+              "split": archive.split_of(f"load-{i:05d}", 0.1)} for i in range(PACK_MANIFEST_TASKS)]
+    counts = {"tasks": len(tasks), "test": sum(t["split"] == "test" for t in tasks)}
+    counts["train"] = counts["tasks"] - counts["test"]
+    manifest = {"schema": archive.PACK_SCHEMA, "name": first.name, "slug": first.slug, "version": "1.0.0",
+                "description": first.description, "licence": first.licence, "counts": counts, "test_ratio": 0.1,
+                "difficulty": {name: 0 for name in archive.DIFFICULTY_BINS}, "canary": archive.canary_guid(first.slug),
+                "tasks": tasks, "content_sha256": "0" * 64}
+    template = PackVersion.objects.create(
+        pack=first, version="1.0.0", major=1, minor=0, patch=0, status=PackVersion.Status.READY, created_by=user,
+        selection={"environment": None, "tags": [], "tasks": [], "test_ratio": 0.1}, progress_done=len(tasks),
+        progress_total=len(tasks), size=40_000_000, sha256="0" * 64, content_sha256="0" * 64, manifest=manifest)
+    with connection.cursor() as cur:
+        cur.execute(clone_sql(PackVersion, {"pack_id": "p.id", "version": "'1.' || m || '.0'", "minor": "m"},
+                              str(template.pk), f", {TaskPack._meta.db_table} p, generate_series(0, "
+                              f"{PACK_VERSIONS - 1}) m", f"AND NOT (p.id = {first.pk} AND m = 0)"))
 
 
 def _free_port() -> int:
@@ -288,6 +345,26 @@ class Server:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
         self.log.close()
+
+
+NO_SEARCH_INDEX = "no trigram index"
+
+
+def _search_indexes(*, drop: bool) -> None:
+    """The task search's trigram indexes dropped, or made again, by authoring migration 0007's own steps; made
+    again, with their statistics (VACUUM ANALYZE, as after the seed)."""
+    import importlib
+
+    from django.apps import apps
+    from django.db import connection
+
+    migration = importlib.import_module("authoring.migrations.0007_task_search_trigram_indexes")
+    with connection.schema_editor() as editor:
+        (migration.indexes_drop if drop else migration.indexes_create)(apps, editor)
+    if not drop:
+        with connection.cursor() as cur:
+            cur.execute("VACUUM ANALYZE authoring_task")
+    connection.close()
 
 
 def login_cookies(base: str, username: str = "bench") -> dict:
@@ -505,8 +582,8 @@ def side_by_side(args, url: str, ids: dict, urls: dict, baseline: Path, base_url
     finally:
         for server in servers.values():
             server.stop()
-    print("\n| URL (20 clients) | p95 now | p95 baseline | now / baseline | web CPU now | baseline | now / baseline "
-          "| db CPU now | baseline |")
+    print(f"\n| URL ({args.clients} clients) | p95 now | p95 baseline | now / baseline | web CPU now | baseline "
+          "| now / baseline | db CPU now | baseline |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name_ in urls:
         now, before = results[("now", name_)], results[("baseline", name_)]
@@ -530,6 +607,9 @@ def main() -> int:
                              "or httpx")
     parser.add_argument("--compare-clients", action="store_true",
                         help="also run every URL with the other client, side by side")
+    parser.add_argument("--compare-search-index", action="store_true",
+                        help="also run the search URLs (?q=) without the task search's trigram indexes (dropped for "
+                             "that run, made again after)")
     parser.add_argument("--baseline", metavar="TREE",
                         help="another checkout (e.g. `git archive REV | tar x -C /tmp/base`) served beside this one "
                              "on the same seed: each URL is driven on both, one after the other, order alternating")
@@ -559,7 +639,11 @@ def main() -> int:
         "/api/tasks/?page=100": ("/api/tasks/?page=100", True, False),
         "review queue": ("/review/", False, True),
         "pack list": ("/packs/", False, False),
+        "/api/packs/": ("/api/packs/", True, False),
         "/api/review-queue/": ("/api/review-queue/", True, True),
+        f"search /?q={SEARCH_WORD}": (f"/?q={SEARCH_WORD}", False, False),
+        f"search /?q={SEARCH_SLUG}": (f"/?q={SEARCH_SLUG}", False, False),
+        f"/api/tasks/?q={SEARCH_WORD}": (f"/api/tasks/?q={SEARCH_WORD}", True, False),
     }
     wanted = [u.strip() for u in args.urls.split(",") if u.strip()]
     if args.baseline:
@@ -568,21 +652,26 @@ def main() -> int:
     other_client = "httpx" if args.client == "raw" else "raw"
     configs = [("conn_max_age=60", 60, args.client)] + \
         ([("conn_max_age=0", 0, args.client)] if args.compare_conn_max_age else []) + \
-        ([(f"client={other_client}", 60, other_client)] if args.compare_clients else [])
+        ([(f"client={other_client}", 60, other_client)] if args.compare_clients else []) + \
+        ([(NO_SEARCH_INDEX, 60, args.client)] if args.compare_search_index else [])
     results: dict[tuple[str, str], dict] = {}
     print(f"# {args.clients} clients ({args.client}) × {args.duration:g} s per URL, gunicorn {args.workers} workers, "
           f"DEBUG off, PostgreSQL; load average before: {os.getloadavg()}", flush=True)
     for label, conn_max_age, client in configs:
+        if label == NO_SEARCH_INDEX:
+            _search_indexes(drop=True)
         server = Server(url, args.workers, conn_max_age)
         try:
             sessions = {False: login_cookies(server.base), True: login_cookies(server.base, REVIEWER)}
             for name_, (path, api, as_reviewer) in urls.items():
-                if wanted and name_ not in wanted:
+                if (wanted and name_ not in wanted) or (label == NO_SEARCH_INDEX and "?q=" not in path):
                     continue
                 results[(label, name_)] = _drive_url(server, sessions, ids, path, api, as_reviewer, args, label,
                                                      name_, client)
         finally:
             server.stop()
+            if label == NO_SEARCH_INDEX:
+                _search_indexes(drop=False)
     print("\n# ratios (same run)")
     first = configs[0][0]
     api = results.get((first, "/api/tasks/"))
@@ -597,7 +686,11 @@ def main() -> int:
     for other_label, _, other_client in configs[1:]:
         for (label, name_), r in results.items():
             other = results.get((other_label, name_))
-            if label == first and other:
+            if label == first and other and other_label == NO_SEARCH_INDEX:
+                print(f"{name_:28} with / without the trigram index: p50 {r['p50'] / other['p50']:.2f}×  "
+                      f"p95 {r['p95'] / other['p95']:.2f}×  "
+                      f"db CPU {r['db_cpu_ms'] / max(other['db_cpu_ms'], 0.001):.2f}×")
+            elif label == first and other:
                 what = (f"{args.client} / {other_client} client" if other_client != args.client
                         else "persistent / per-request connections")
                 print(f"{name_:28} {what}: p50 {r['p50'] / other['p50']:.2f}×  p95 {r['p95'] / other['p95']:.2f}×  "

@@ -3,7 +3,7 @@
 Run: DATABASE_URL=postgres://... .venv/bin/python bench/bench_page_cpu.py [--profile URL]
 
 Uses (and, if missing, makes) the `<name>_load` database of bench/bench_load.py: 10,000 tasks ×
-3 versions and 50,000 graded rollouts. For each URL it prints the CPU time of this process per
+3 versions, 50,000 graded rollouts and 200 packs. For each URL it prints the CPU time of this process per
 request (time.process_time, min and median of 6 batches of 20 after 5 warm-up requests): steadier
 than wall time on a shared machine, and free of the network and of gunicorn. With --profile URL it
 prints the top functions by CPU time for that URL (cProfile with a CPU clock).
@@ -47,7 +47,8 @@ def main() -> int:
         clients[username].force_login(User.objects.get(username=username))
     tokens = {"bench": ids["token"], bench_load.REVIEWER: ids["reviewer_token"]}
     urls = ["/", f"/tasks/{ids['task']}/", f"/previews/{ids['run']}/", f"/previews/rollouts/{ids['rollout']}/",
-            "/review/", "/packs/", "/api/tasks/", "/api/tasks/?page=100", "/api/review-queue/"]
+            "/review/", "/packs/", "/api/packs/", "/api/tasks/", "/api/tasks/?page=100", "/api/review-queue/",
+            f"/?q={bench_load.SEARCH_WORD}", f"/?q={bench_load.SEARCH_SLUG}", f"/api/tasks/?q={bench_load.SEARCH_WORD}"]
     print(f"# CPU per request, in process; load average {os.getloadavg()}")
     for url in urls:
         username = bench_load.REVIEWER if "review" in url else "bench"
