@@ -96,9 +96,10 @@ $(GRADER_VENV)/.installed: $(STAMP) packs/archive.py $(wildcard grading/engine/*
 	@touch $@
 
 # verl and TRL with PyTorch on the CPU and the bundled grader's requirements, to load a pack as labs do
-# (tests/packs/test_trainers.py). torch 2.13.0 is the CPU build this machine keeps on disk.
+# (tests/packs/test_trainers.py). torch 2.13.0 is the CPU build this machine keeps on disk; cachetools, fastapi
+# and uvicorn are imported by verl 0.9.1's trainer and agent loop, which its package does not require.
 TRAINERS_VENV := var/trainers-venv
-TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0
+TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0 cachetools==8.0.2 fastapi==0.165.0 uvicorn==0.54.0
 trainers-venv: $(TRAINERS_VENV)/.installed
 $(TRAINERS_VENV)/.installed: $(STAMP) packs/archive.py
 	@test -x $(TRAINERS_VENV)/bin/python || $(PYTHON) -m venv $(TRAINERS_VENV)

@@ -36,6 +36,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from grading.engine import canonical_json
 from grading.engine.calibration import DEFAULT_BAND
+from grading.engine.gates import has_judge_checks
 from grading.engine.models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA
 
 PACK_SCHEMA = "gymwright.pack/v1"
@@ -209,13 +210,31 @@ def _toml_list(values: Iterable[str]) -> str:
     return "[" + ", ".join(_toml_string(v) for v in values) + "]"
 
 
+# What the bundled grader reads to reach a judge (grading.engine.JudgeConfig.from_env). A task with judge
+# checks names them in [verifier.env] as Harbor templates, resolved from the host's environment when the
+# verifier runs (empty when unset: then the judge checks are unscored); a value is never written.
+JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL")
+
+
 def harbor_task_toml(document: dict, *, info: PackInfo, difficulty: str, sha256: str) -> str:
     """Harbor's task.toml (schema 1.4, as `harbor init` writes it) with a separate verifier that
-    receives the agent's /workspace as an artifact, so grading never shares the agent's sandbox."""
+    receives the agent's /workspace as an artifact, so grading never shares the agent's sandbox.
+    A task with judge checks passes the judge settings to the verifier by name and lets the verifier
+    (not the agent) reach the network."""
     environment = document.get("environment") or {}
     limits = environment.get("limits") or {}
     timeout = float(limits.get("timeout_s") or 600)
     network = "no-network" if (environment.get("network") or "none") == "none" else "public"
+    judged = has_judge_checks(document.get("rubric") or {})
+    verifier = [
+        "[verifier]",
+        f"timeout_sec = {max(120.0, min(timeout, 3600.0))}",
+        'environment_mode = "separate"',
+    ]
+    if judged and network == "no-network":
+        verifier.append('network_mode = "public"')  # the judge's endpoint; the agent's phase keeps none
+    if judged:
+        verifier += ["", "[verifier.env]"] + [f'{name} = "${{{name}:-}}"' for name in JUDGE_ENV]
     lines = [
         'schema_version = "1.4"',
         'artifacts = ["/workspace"]',
@@ -235,9 +254,7 @@ def harbor_task_toml(document: dict, *, info: PackInfo, difficulty: str, sha256:
         f"gymwright_task_sha256 = {_toml_string(sha256)}",
         f"gymwright_pack = {_toml_string(info.slug + ' ' + info.version)}",
         "",
-        "[verifier]",
-        f"timeout_sec = {max(120.0, min(timeout, 3600.0))}",
-        'environment_mode = "separate"',
+        *verifier,
         "",
         "[agent]",
         f"timeout_sec = {timeout}",
@@ -261,7 +278,13 @@ WORKDIR /workspace
 """
 
 
+SETUP_SCRIPT = "/tmp/gymwright-setup.sh"
+
+
 def harbor_dockerfile(document: dict, *, has_workspace_files: bool, has_env_files: bool) -> str:
+    """The agent's image: the environment's image or Dockerfile, its files (/env, /workspace), then its
+    setup script (environment/setup.sh), run whole by /bin/sh in /workspace as the sandbox runs it: a
+    script's comments, loops and continued lines mean what they mean there."""
     environment = document.get("environment") or {}
     if environment.get("dockerfile"):
         head = environment["dockerfile"].rstrip("\n")
@@ -273,14 +296,25 @@ def harbor_dockerfile(document: dict, *, has_workspace_files: bool, has_env_file
     if has_workspace_files:
         lines.append("COPY workspace/ /workspace/")
     if environment.get("setup"):
-        lines.append("RUN " + " \\\n    && ".join(line for line in environment["setup"].splitlines() if line.strip()))
+        lines += [f"COPY setup.sh {SETUP_SCRIPT}", f"RUN /bin/sh {SETUP_SCRIPT} && rm -f {SETUP_SCRIPT}"]
     return "\n".join(lines) + "\n"
 
 
 def harbor_instruction(document: dict) -> str:
+    """The prompt, where to work and answer, and the environment's custom tools, which Gymwright's
+    harness offers as tools and a Harbor agent calls from its shell."""
     prompt = document.get("prompt") or ""
-    return (prompt.rstrip("\n") + "\n\n---\n\nWork in `/workspace`. When you are done, write your final answer "
+    text = (prompt.rstrip("\n") + "\n\n---\n\nWork in `/workspace`. When you are done, write your final answer "
             "to `/workspace/answer.txt`.\n")
+    tools = (document.get("environment") or {}).get("custom_tools") or []
+    if tools:
+        text += ("\nThis environment has these tools. Call one by running its command with the call's arguments "
+                 "as a JSON object on standard input; its standard output is the result.\n\n")
+        for tool in tools:
+            text += (f"- `{tool['name']}`: {(tool.get('description') or '').strip() or 'no description'}\n"
+                     f"  - command: `{tool['command']}`\n"
+                     f"  - arguments (JSON Schema): `{canonical_json(tool.get('parameters') or {})}`\n")
+    return text
 
 
 def harbor_solve(document: dict) -> str:
@@ -383,8 +417,54 @@ def _empty_split_note(counts: dict) -> str:
     if not empty or not counts["tasks"]:
         return ""
     return (f"\n\n**The {empty[0]} split is empty**: no task's id hashed into it at this ratio. "
-            + ("Evaluate on `train` (Inspect: `-T split=train`), or build the pack with another test ratio."
+            + ("Evaluate on `train` (Inspect: `-T split=train`; verl, which refuses an empty validation set: "
+               "`data.val_files=$PWD/data/train.parquet`), or build the pack with another test ratio."
                if empty[0] == "test" else "Train on `test`, or build the pack with another test ratio."))
+
+
+# Hugging Face's licence identifiers (https://huggingface.co/docs/hub/repositories-licenses) that a pack's
+# SPDX-style licence may name; any other licence is `other`, with its name.
+HF_LICENCES = frozenset((
+    "apache-2.0", "mit", "openrail", "bigscience-openrail-m", "creativeml-openrail-m", "bigscience-bloom-rail-1.0",
+    "bigcode-openrail-m", "afl-3.0", "artistic-2.0", "bsl-1.0", "bsd", "bsd-2-clause", "bsd-3-clause",
+    "bsd-3-clause-clear", "c-uda", "cc", "cc0-1.0", "cc-by-2.0", "cc-by-2.5", "cc-by-3.0", "cc-by-4.0",
+    "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nd-4.0",
+    "cc-by-nc-nd-3.0", "cc-by-nc-nd-4.0", "cc-by-nc-sa-2.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0",
+    "cdla-sharing-1.0", "cdla-permissive-1.0", "cdla-permissive-2.0", "wtfpl", "ecl-2.0", "epl-1.0", "epl-2.0",
+    "eupl-1.1", "agpl-3.0", "gfdl", "gpl", "gpl-2.0", "gpl-3.0", "lgpl", "lgpl-2.1", "lgpl-3.0", "isc",
+    "lppl-1.3c", "ms-pl", "mpl-2.0", "odc-by", "odbl", "openrail++", "osl-3.0", "postgresql", "ofl-1.1", "ncsa",
+    "unlicense", "zlib", "pddl", "lgpl-lr", "deepfloyd-if-license", "llama2", "llama3", "llama3.1", "llama3.2",
+    "llama3.3", "gemma", "unknown", "other"))
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                   (10_000_000, "1M<n<10M"))
+
+
+def _yaml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
+
+
+def card_front_matter(*, info: PackInfo, counts: dict) -> str:
+    """The Hugging Face dataset card's YAML header: licence, name, categories, size, and the parquet
+    splits as the `default` config, so that `datasets.load_dataset(<unpacked pack>)` reads them. An empty
+    split is left out: `datasets` refuses a split with no rows."""
+    licence = (info.licence or "").strip().lower()
+    lines = ["---"]
+    if licence in HF_LICENCES:
+        lines.append(f"license: {licence}")
+    else:
+        name = "-".join(part for part in "".join(c if c.isalnum() or c in ".-" else "-" for c in licence).split("-")
+                        if part) or "unknown"
+        lines += ["license: other", f"license_name: {_yaml_string(name)}"]
+    size = next((label for bound, label in SIZE_CATEGORIES if counts["tasks"] < bound), "n>10M")
+    splits = [name for name in ("train", "test") if counts[name]] or ["train"]
+    lines += [f"pretty_name: {_yaml_string(info.name)}",
+              "task_categories:", "- text-generation", "- reinforcement-learning",
+              "tags:", "- gymwright", "- rubric", "- agents", "- rl-environments",
+              "size_categories:", f"- {size}",
+              "configs:", "- config_name: default", "  data_files:"]
+    for name in splits:
+        lines += [f"  - split: {name}", f"    path: data/{name}.parquet"]
+    return "\n".join(lines + ["---", ""])
 
 
 def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter) -> str:
@@ -392,7 +472,8 @@ def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environmen
     rows = "\n".join(f"| {name} | {histogram.get(name, 0)} |" for name in DIFFICULTY_BINS)
     environment_rows = "\n".join(f"| {name} | {count} |" for name, count in sorted(environments.items()))
     low, high = DEFAULT_BAND
-    return f"""# {info.name} — version {info.version}
+    return card_front_matter(info=info, counts=counts) + f"""
+# {info.name} — version {info.version}
 
 {info.description or "A Gymwright task pack."}
 
@@ -443,27 +524,41 @@ Unpack: `tar xzf {top}.tar.gz && cd {top}`. Judge checks call the OpenAI-compati
 in `OPENAI_BASE_URL` / `OPENAI_API_KEY` with the model in `GYMWRIGHT_JUDGE_MODEL`; without one
 they are unscored (the reward says so) and the reward covers the other checks.
 
-verl:
+Hugging Face `datasets`: `load_dataset("path/to/{top}")` gives the splits above (those with tasks),
+from the header of this card (a path that names the folder: `datasets` cannot name a dataset `"."`).
+
+verl (0.9; verl's own config keys, `reward.custom_reward_function`, which main_ppo reads):
 
 ```sh
 python -m verl.trainer.main_ppo data.train_files=$PWD/data/train.parquet data.val_files=$PWD/data/test.parquet \\
-  custom_reward_function.path=$PWD/reward.py custom_reward_function.name=compute_score ...
+  reward.custom_reward_function.path=$PWD/reward.py reward.custom_reward_function.name=compute_score ...
 ```
 
-TRL (GRPO):
+`compute_score` returns numbers only, the same for every response (verl stacks each into an array
+over the batch and logs its mean): `score` (the reward), `passed`, `complete`, `gated` (0 or 1) and
+`unscored` (how many checks could not be scored; `reward.grade_response(task_id, text)` names them).
+
+TRL (1.16, GRPO):
 
 ```python
 import sys; sys.path.insert(0, ".")
 from datasets import load_dataset
 from reward import trl_reward
 from trl import GRPOConfig, GRPOTrainer
-data = load_dataset("parquet", data_files={{"train": "data/train.parquet", "test": "data/test.parquet"}})
+train = load_dataset("parquet", data_files={{"train": "data/train.parquet"}})["train"]
 trainer = GRPOTrainer(model="Qwen/Qwen2.5-0.5B-Instruct", reward_funcs=trl_reward,
-                      args=GRPOConfig(output_dir="out"), train_dataset=data["train"])
+                      args=GRPOConfig(output_dir="out"), train_dataset=train)
 ```
 
-Harbor: `harbor run -p tasks/<id> -a <agent> -m <model>` (each folder passes `harbor tasks check`-style
-linting; `tests/test.sh` runs the bundled grader and writes `/logs/verifier/reward.txt`).
+`trl_reward` gives `None` to a completion none of whose checks could be scored (TRL gives it no
+advantage) and logs `gymwright/incomplete` and `gymwright/unscorable`.
+
+Harbor: `harbor run -p tasks/<id> -a <agent> -m <model>` (each folder passes `harbor lint`). The
+verifier runs in its own container (`tests/Dockerfile`, the agent's `/workspace` arrives as an
+artifact); `tests/test.sh` runs the bundled grader and writes `/logs/verifier/reward.json`
+(`reward`, `passed`, `complete`, `unscored`) and `reward.txt`. A task with judge checks passes
+`OPENAI_BASE_URL`, `OPENAI_API_KEY` and `GYMWRIGHT_JUDGE_MODEL` from the host to its verifier
+(`[verifier.env]`, by name) and gives the verifier network access to reach the judge.
 
 Inspect (`pip install inspect_ai openai -r grader/requirements.txt`):
 
@@ -490,7 +585,7 @@ Evaluation data: do not train on the test split. canary GUID {canary_guid(info.s
 def _task_files(document: dict) -> Iterator[tuple[str, str, str, str]]:
     """(where, path, sha256, role) for every file a task names; where is 'task' or 'env'."""
     for entry in (document.get("environment") or {}).get("files") or []:
-        yield "env", entry["path"], entry["sha256"], "workspace"
+        yield "env", entry["path"], entry["sha256"], entry.get("role") or "workspace"
     for entry in document.get("files") or []:
         yield "task", entry["path"], entry["sha256"], entry.get("role") or "workspace"
 
@@ -812,8 +907,11 @@ def _harbor_files(document: dict, *, sha256_of_task: str, info: PackInfo, diffic
         if _sha256(data) != sha256:
             raise PackError(f"task {document['id']}: file {path!r} does not match its sha256")
         if where == "env":
-            files.append((f"{base}/environment/env/{path}", data, False, sha256))
-            has_env = True
+            # Under /env in the verifier too (its own image), for the checks; a grader-role one only there.
+            files.append((f"{base}/tests/env-files/{path}", data, False, sha256))
+            if role != "grader":
+                files.append((f"{base}/environment/env/{path}", data, False, sha256))
+                has_env = True
             continue
         files.append((f"{base}/files/{path}", data, False, sha256))
         if role in ("grader", "protected"):
@@ -829,6 +927,8 @@ def _harbor_files(document: dict, *, sha256_of_task: str, info: PackInfo, diffic
         (f"{base}/environment/Dockerfile",
          harbor_dockerfile(document, has_workspace_files=has_workspace, has_env_files=has_env).encode(), False, None),
         (f"{base}/solution/solve.sh", harbor_solve(document).encode("utf-8"), True, None),
+        *([(f"{base}/environment/setup.sh", document["environment"]["setup"].encode("utf-8"), False, None)]
+          if (document.get("environment") or {}).get("setup") else []),
         (f"{base}/rubric.json", rubric_json, False, None),
         (f"{base}/tests/task.json", task_json, False, None),
     ]

@@ -2,10 +2,12 @@
 
 Run by tests/test.sh inside the verifier's container. Reads the task (tests/task.json), copies
 the task's grader-only and protected files (tests/grader-files/) into the workspace after the
-episode (protected ones put back to their original bytes), reads
-the agent's final answer from /workspace/answer.txt, runs every check (command and python checks
-run here, in the verifier's container), and writes the reward to /logs/verifier/reward.txt and
-the full grade to /logs/verifier/grade.json.
+episode (protected ones put back to their original bytes) and the environment's files
+(tests/env-files/) under /env, reads the agent's final answer from /workspace/answer.txt, runs
+every check (command and python checks run here, in the verifier's container, without the judge's
+settings in their environment), and writes /logs/verifier/reward.json (reward, passed, complete,
+unscored: numbers, which Harbor reads as the trial's rewards), reward.txt (the reward alone) and
+the full grade to grade.json.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ sys.path.insert(0, str(TESTS / "grader.pyz"))
 from grading.engine import ExecResult, JudgeClient, JudgeConfig, grade, parse_task  # noqa: E402
 
 WORKSPACE = Path(os.environ.get("GYMWRIGHT_WORKSPACE", "/workspace"))
+ENV_DIR = Path(os.environ.get("GYMWRIGHT_ENV_DIR", "/env"))
 LOGS = Path(os.environ.get("GYMWRIGHT_VERIFIER_LOGS", "/logs/verifier"))
 OUTPUT_CAP = 1 << 20
+# The judge's settings ([verifier.env] in task.toml) are the grader's, not the checks': commands the
+# checks run (often the agent's own code) get an environment without them.
+JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL")
 
 
 class ContainerSandbox:
@@ -36,8 +42,9 @@ class ContainerSandbox:
         started = time.monotonic()
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         try:
+            base = {name: value for name, value in os.environ.items() if name not in JUDGE_ENV}
             done = subprocess.run(argv, cwd=WORKSPACE, input=stdin, capture_output=True, timeout=timeout_s,
-                                  env={**os.environ, **(env or {})})
+                                  env={**base, **(env or {})})
         except subprocess.TimeoutExpired as exc:
             return ExecResult(None, (exc.stdout or b"")[:OUTPUT_CAP].decode("utf-8", "replace"),
                               (exc.stderr or b"")[:OUTPUT_CAP].decode("utf-8", "replace"), False, False, True,
@@ -55,16 +62,23 @@ class ContainerSandbox:
         return (WORKSPACE / path).read_bytes()
 
 
+def _files_under(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def main() -> int:
+    from grading.engine.safe_files import place_files
+
     task = parse_task(json.loads((TESTS / "task.json").read_text(encoding="utf-8")))
     grader_files = TESTS / "grader-files"
     if grader_files.is_dir():
         # Grader files, and protected ones back to their bytes, whatever the agent put there
         # (links, directories): never written through a link.
-        from grading.engine.safe_files import place_files
-
-        place_files(WORKSPACE, {p.relative_to(grader_files).as_posix(): p.read_bytes()
-                                for p in sorted(grader_files.rglob("*")) if p.is_file()})
+        place_files(WORKSPACE, _files_under(grader_files))
+    env_files = TESTS / "env-files"
+    if env_files.is_dir():  # the verifier's image is not the agent's: the checks find /env as the agent had it
+        ENV_DIR.mkdir(parents=True, exist_ok=True)
+        place_files(ENV_DIR, _files_under(env_files))
     answer_file = WORKSPACE / "answer.txt"
     answer = answer_file.read_text(encoding="utf-8", errors="replace") if answer_file.is_file() else ""
     config = JudgeConfig.from_env()
@@ -74,6 +88,10 @@ def main() -> int:
     document = result.to_document()
     LOGS.mkdir(parents=True, exist_ok=True)
     (LOGS / "grade.json").write_text(json.dumps(document, indent=1, ensure_ascii=False), encoding="utf-8")
+    unscored = sum(1 for check in document["checks"] if check["status"] != "scored")
+    rewards = {"reward": float(document["reward"]), "passed": int(bool(document["passed"])),
+               "complete": int(bool(document["complete"])), "unscored": unscored}
+    (LOGS / "reward.json").write_text(json.dumps(rewards) + "\n", encoding="utf-8")
     (LOGS / "reward.txt").write_text(f"{document['reward']}\n", encoding="utf-8")
     print(f"reward {document['reward']} (passed: {document['passed']}, complete: {document['complete']})")
     return 0

@@ -6,9 +6,12 @@ no Django and no Gymwright install. Each response is graded by the pack's own gr
 
 Judge checks (`llm_judge`) call the OpenAI-compatible endpoint in OPENAI_BASE_URL (key in
 OPENAI_API_KEY, model in GYMWRIGHT_JUDGE_MODEL). Without one they are *unscored*: left out of the
-reward, never counted as 0. `compute_score` then returns `complete: False` and the ids of the
-unscored checks next to the score; the TRL function returns None for a response whose grade has
-no scored check at all (TRL ignores None rewards) and warns once.
+reward, never counted as 0. `compute_score` then returns `complete: 0` and the number of unscored
+checks next to the score (numbers only, the same keys for every response: verl stacks each key into
+an array over the batch and averages it in validation), and warns once naming them; the TRL
+function returns None for a response whose grade has no scored check at all (TRL gives it no
+advantage and leaves it out of its group's mean) and logs the share of incomplete grades.
+`grade_response(task_id, response)` gives the whole grade, every check's result included.
 
 Checks that need the agent's workspace or a sandbox (files, commands, python checks) are also
 unscored here: grade those with the Harbor tasks under tasks/<id>/ (tests/test.sh).
@@ -76,13 +79,25 @@ def _task_id(ground_truth, extra_info) -> str:
     return str(ground_truth)
 
 
+def _warn_unscored(document: dict) -> None:
+    global _warned
+    if _warned or document["complete"]:
+        return
+    _warned = True
+    unscored = ", ".join(check["id"] for check in document["checks"] if check["status"] != "scored")
+    warnings.warn(f"some checks are unscored (no judge configured, or they need a sandbox), e.g. {unscored}; "
+                  "rewards cover the scored checks only", stacklevel=3)
+
+
 def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:
-    """verl's custom reward function: {"score": reward, "complete": bool, "unscored": [check ids], ...}."""
+    """verl's custom reward function: {"score": reward in [0, 1], "passed": 0/1, "complete": 0/1,
+    "gated": 0/1, "unscored": number of unscored checks}. Numbers only, and the same keys for every
+    response, so that verl can stack each into an array and average it (val-aux/<source>/passed/...)."""
     document = grade_response(_task_id(ground_truth, extra_info), solution_str)
-    unscored = [check["id"] for check in document["checks"] if check["status"] != "scored"]
-    return {"score": float(document["reward"]), "passed": bool(document["passed"]),
-            "complete": bool(document["complete"]), "gated": bool(document["gated"]),
-            "unscored": unscored}
+    _warn_unscored(document)
+    return {"score": float(document["reward"]), "passed": int(bool(document["passed"])),
+            "complete": int(bool(document["complete"])), "gated": int(bool(document["gated"])),
+            "unscored": sum(1 for check in document["checks"] if check["status"] != "scored")}
 
 
 def _completion_text(completion) -> str:
@@ -95,20 +110,25 @@ def _completion_text(completion) -> str:
 
 
 def trl_reward(prompts, completions, **columns) -> list[float | None]:
-    """TRL GRPOTrainer reward function: one reward per completion (None when nothing could be scored)."""
-    global _warned
+    """TRL GRPOTrainer reward function: one reward per completion, None when no check of its rubric
+    could be scored (TRL then gives it no advantage and leaves it out of its group's baseline).
+    With TRL's `log_metric` (1.16), logs gymwright/incomplete (the share of grades with unscored
+    checks) and gymwright/unscorable (the share of None rewards)."""
     reward_models = columns.get("reward_model") or [None] * len(completions)
     extra_infos = columns.get("extra_info") or [None] * len(completions)
     rewards: list[float | None] = []
+    incomplete = 0
     for completion, reward_model, extra_info in zip(completions, reward_models, extra_infos):
         ground_truth = reward_model.get("ground_truth") if isinstance(reward_model, dict) else reward_model
         document = grade_response(_task_id(ground_truth, extra_info), _completion_text(completion))
-        if not document["complete"] and not _warned:
-            _warned = True
-            warnings.warn("some checks are unscored (no judge configured, or they need a sandbox); "
-                          "rewards cover the scored checks only", stacklevel=2)
+        _warn_unscored(document)
+        incomplete += not document["complete"]
         scored = any(check["status"] == "scored" for check in document["checks"])
         rewards.append(float(document["reward"]) if scored else None)
+    log_metric = columns.get("log_metric")
+    if callable(log_metric) and rewards:
+        log_metric("gymwright/incomplete", incomplete / len(rewards))
+        log_metric("gymwright/unscorable", sum(reward is None for reward in rewards) / len(rewards))
     return rewards
 
 
@@ -118,4 +138,5 @@ if __name__ == "__main__":  # python reward.py TASK_ID < answer.txt
     if len(sys.argv) != 2:
         sys.exit("usage: python reward.py TASK_ID < answer.txt")
     print(json.dumps(grade_response(sys.argv[1], sys.stdin.read()), indent=2, ensure_ascii=False))
+    sys.stdout.flush()  # os._exit skips it: a pipe's or a file's buffer would be lost
     os._exit(0)  # the judge client's threads need not be joined

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Harbor verifier: grade the agent's work with the pack's bundled Gymwright grader.
-# Writes /logs/verifier/reward.txt (and grade.json with every check's result). The verifier image
+# Writes /logs/verifier/reward.json, reward.txt and grade.json (every check's result). The verifier image
 # (tests/Dockerfile) has the grader's dependencies baked in; the agent's /workspace arrives as an artifact.
 set -u
 mkdir -p /logs/verifier

@@ -345,3 +345,28 @@ def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, mo
     with pq.ParquetWriter(tmp_path / "empty-pyarrow.parquet", schema, compression="zstd"):
         pass
     assert (tmp_path / "empty.parquet").read_bytes() == (tmp_path / "empty-pyarrow.parquet").read_bytes()
+
+
+@pytest.mark.parametrize("licence, expected", [
+    ("Apache-2.0", {"license": "apache-2.0"}),
+    ("cc-by-4.0", {"license": "cc-by-4.0"}),
+    ("proprietary", {"license": "other", "license_name": "proprietary"}),
+    ("ACME internal use only", {"license": "other", "license_name": "acme-internal-use-only"}),
+])
+def test_the_dataset_card_opens_with_a_hugging_face_header(tmp_path, licence, expected):
+    """The header `datasets` and the Hub read: licence, name, categories, size and the parquet splits."""
+    import yaml
+
+    result = archive.build_pack(out=tmp_path / "a.tar.gz", tasks=items(30), read_blob=lambda sha: b"",
+                                info=archive.PackInfo(slug="demo", name='Demo: "quoted" ✓', version="1.0.0",
+                                                      licence=licence), scratch_dir=tmp_path / "s")
+    with tarfile.open(tmp_path / "a.tar.gz") as tar:
+        card = tar.extractfile("demo-1.0.0/README.md").read().decode()
+    assert card.startswith("---\n")
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert {key: header[key] for key in expected} == expected
+    assert header["pretty_name"] == 'Demo: "quoted" ✓' and header["size_categories"] == ["n<1K"]
+    assert "text-generation" in header["task_categories"] and "gymwright" in header["tags"]
+    assert header["configs"] == [{"config_name": "default", "data_files": [
+        {"split": "train", "path": "data/train.parquet"}, {"split": "test", "path": "data/test.parquet"}]}]
+    assert result.manifest["counts"]["test"] > 0

@@ -100,8 +100,8 @@ def test_verl_compute_score_without_a_judge_matches_the_engine_and_says_what_is_
     results = run_reward(pack_dir, calls)
     for answer, result in zip(ANSWERS, results):
         expected = engine_reward(TEXT_TASK, answer)
-        assert result["score"] == expected["reward"]
-        assert result["complete"] is False and result["unscored"] == ["explains"]
+        assert result == {"score": expected["reward"], "passed": int(expected["passed"]), "complete": 0,
+                          "gated": int(expected["gated"]), "unscored": 1}  # the judge check, "explains"
     assert results[0]["score"] == 1.0 and results[3]["score"] == 0.0
 
 
@@ -122,7 +122,7 @@ def test_verl_and_trl_rewards_with_a_judge_match_the_engine_with_the_same_judge(
         finally:
             judge.close()
     for result, grade_document in zip(results[:-1], expected):
-        assert result["score"] == grade_document["reward"] and result["complete"] is True
+        assert result["score"] == grade_document["reward"] and result["complete"] == 1 and result["unscored"] == 0
     assert results[-1] == [expected[1]["reward"], expected[3]["reward"]]
     assert expected[1]["reward"] == 1.0
 
@@ -131,6 +131,47 @@ def test_trl_reward_is_none_when_nothing_could_be_scored(pack_dir):
     # the file task's checks need a workspace and a sandbox: nothing is scored from text alone
     results = run_reward(pack_dir, [("trl", [["q"], ["hello"], {"reward_model": [{"ground_truth": "write-hello"}]}])])
     assert results == [[None]]
+
+
+def harbor_python() -> str:
+    return str(Path(harbor_bin()).parent / "python")
+
+
+def test_harbor_passes_the_judge_settings_to_the_verifier_by_name_and_never_their_values(pack_dir):
+    """Harbor's own TaskConfig reads the task.toml of a task with judge checks: its verifier gets the
+    judge's settings from the host's environment (Harbor's ${VAR} templates, empty when unset) and the
+    network, the agent's phase none; a task without judge checks passes nothing."""
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from harbor.models.task.config import TaskConfig\n"
+        "from harbor.trial.network_policy import resolve_verifier_phase_policy\n"
+        "from harbor.utils.env import resolve_env_vars\n"
+        "out = {}\n"
+        "for folder in sys.argv[1:]:\n"
+        "    config = TaskConfig.model_validate_toml((Path(folder) / 'task.toml').read_text())\n"
+        "    verifier = resolve_verifier_phase_policy(config, baseline=config.environment.resolve_baseline())\n"
+        "    out[Path(folder).name] = {'env': resolve_env_vars(config.verifier.env),\n"
+        "                              'agent_network': config.environment.network_mode.value,\n"
+        "                              'verifier_network': verifier.network_mode.value}\n"
+        "print(json.dumps(out))\n")
+    folders = [str(pack_dir / "tasks" / name) for name in ("six-times-seven", "write-hello")]
+
+    def resolved(env: dict) -> dict:
+        done = subprocess.run([harbor_python(), "-c", script, *folders], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir), **env}, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    judge = {"OPENAI_BASE_URL": "http://judge.example:8000/v1", "OPENAI_API_KEY": "sk-never-in-the-pack",
+             "GYMWRIGHT_JUDGE_MODEL": "judge-model"}
+    seen = resolved(judge)
+    assert seen["six-times-seven"] == {"env": judge, "agent_network": "no-network", "verifier_network": "public"}
+    assert seen["write-hello"] == {"env": {}, "agent_network": "no-network", "verifier_network": "no-network"}
+    unset = resolved({})
+    assert unset["six-times-seven"]["env"] == dict.fromkeys(judge, "")  # no judge: its checks are unscored
+    toml = (pack_dir / "tasks" / "six-times-seven" / "task.toml").read_text()
+    assert 'OPENAI_API_KEY = "${OPENAI_API_KEY:-}"' in toml
 
 
 def test_every_exported_harbor_task_passes_harbor_lint(pack_dir):
@@ -173,10 +214,49 @@ def test_harbor_test_sh_runs_the_bundled_grader_in_a_sandbox_and_writes_the_rewa
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         grade_document = json.loads((logs / "verifier" / "grade.json").read_text())
-        return (logs / "verifier" / "reward.txt").read_text().strip(), grade_document
+        rewards = json.loads((logs / "verifier" / "reward.json").read_text())
+        assert rewards["reward"] == float((logs / "verifier" / "reward.txt").read_text())
+        # Harbor's verifier reads reward.json (before reward.txt) as the trial's rewards: numbers only
+        parse = ("import json, sys; from pathlib import Path; from harbor.models.trial.paths import TrialPaths; "
+                 "from harbor.verifier.verifier import Verifier; v = Verifier.__new__(Verifier); "
+                 "v.trial_paths = TrialPaths(trial_dir=Path(sys.argv[1])); print(json.dumps(v._parse_reward_json()))")
+        harbor = subprocess.run([harbor_python(), "-c", parse, str(logs)], capture_output=True, text=True, timeout=60)
+        assert harbor.returncode == 0, harbor.stderr
+        assert json.loads(harbor.stdout) == rewards
+        return rewards, grade_document
 
-    reward, document = verify({"out.txt": b"hello world\n"})
-    assert reward == "1.0" and document["complete"] is True
+    rewards, document = verify({"out.txt": b"hello world\n"})
+    assert rewards == {"reward": 1.0, "passed": 1, "complete": 1, "unscored": 0} and document["complete"] is True
     assert {check["id"]: check["score"] for check in document["checks"]} == {"has_out": 1.0, "grader_passes": 1.0}
-    reward, document = verify({"out.txt": b"bye\n", "other": b""})
-    assert reward == "0.0"
+    rewards, document = verify({"out.txt": b"bye\n", "other": b""})
+    assert rewards == {"reward": 0.0, "passed": 0, "complete": 1, "unscored": 0}
+
+
+def test_commands_run_by_the_harbor_verifiers_checks_do_not_see_the_judges_settings(tmp_path, monkeypatch):
+    """[verifier.env] gives the verifier the judge's key; the checks' commands (often the agent's own code,
+    e.g. its tests) run without it, with the rest of the environment."""
+    import importlib.util
+
+    monkeypatch.setenv("GYMWRIGHT_WORKSPACE", str(tmp_path))
+    for name, value in {"OPENAI_API_KEY": "sk-secret", "OPENAI_BASE_URL": "http://judge", "GYMWRIGHT_JUDGE_MODEL": "j",
+                        "SOMETHING_ELSE": "kept"}.items():
+        monkeypatch.setenv(name, value)
+    spec = importlib.util.spec_from_file_location("harbor_grade_under_test", archive.BUNDLE_DIR / "harbor_grade.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.ContainerSandbox().exec("env")
+    assert result.exit_code == 0 and "SOMETHING_ELSE=kept" in result.stdout
+    assert "sk-secret" not in result.stdout and "OPENAI_BASE_URL" not in result.stdout
+    assert "GYMWRIGHT_JUDGE_MODEL" not in result.stdout
+
+
+def test_reward_py_grades_one_answer_from_the_command_line_into_a_pipe(pack_dir):
+    """`python reward.py TASK_ID < answer.txt` (reward.py's own usage line) prints the grade, also when its
+    output goes to a pipe or a file (it once ended before its buffer was written, printing nothing)."""
+    done = subprocess.run([grader_python(), "reward.py", "six-times-seven"], input="It is 42", capture_output=True,
+                          text=True, cwd=pack_dir, env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    printed, expected = json.loads(done.stdout), engine_reward(TEXT_TASK, "It is 42")
+    assert printed["reward"] == expected["reward"] == 1.0 and printed["complete"] is False
+    assert [(c["id"], c["status"], c["score"]) for c in printed["checks"]] == [
+        (c["id"], c["status"], c["score"]) for c in expected["checks"]]

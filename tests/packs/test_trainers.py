@@ -1,11 +1,15 @@
-"""A pack loads straight into verl and TRL, as the README's "Use a pack in verl / TRL" says, in a
-virtualenv with verl 0.9.1, TRL 1.16.0 and PyTorch on the CPU (`make trainers-venv`) and without Gymwright:
+"""A pack loads straight into verl and TRL, as the pack's README ("Use it") says, in a virtualenv with
+verl 0.9.1, TRL 1.16.0, `datasets` and PyTorch on the CPU (`make trainers-venv`) and without Gymwright:
 
-- TRL: `datasets`' parquet loader reads data/train.parquet and GRPOTrainer runs a real step whose reward
-  function is the pack's `reward.trl_reward`; every reward it got is the engine's for that completion.
+- `datasets.load_dataset(<unpacked pack>)` gives the pack's splits, named by the card's YAML header.
+- TRL: `load_dataset(".")` in the pack, and GRPOTrainer runs a real step whose reward function is the
+  pack's `reward.trl_reward`; every reward it got is the engine's for that completion, and the share
+  of incomplete grades it logged reaches the trainer's log.
 - verl: verl's own trainer config with the README's overrides gives the RLHFDataset and the reward
   manager verl's reward loop uses, which scores responses with the pack's `compute_score` exactly as
-  the engine does, unscored checks named.
+  the engine does; a batch whose responses leave different numbers of checks unscored then goes
+  through verl's own stacking into arrays, its validation (`_validate`, `process_validation_metrics`),
+  its training step's reward extraction and its dumps of generations.
 
 The policy is a tiny random model (no weights can be downloaded here): these prove the data and the
 reward wiring, not learning.
@@ -67,18 +71,65 @@ def test_trl_grpo_trains_a_step_on_the_pack_with_its_reward_function(pack_dir):
         expected = engine_reward(task_id, completion)
         scored = any(check["status"] == "scored" for check in expected["checks"])
         assert reward == (expected["reward"] if scored else None), (task_id, completion)
+    # what the reward function logged through TRL's log_metric reached the trainer's log
+    logged = seen["log_history"][0]
+    assert logged["gymwright/incomplete"] == 1.0  # no judge here: every grade has an unscored check
+    unscorable = [reward is None for _, _, reward in completions]
+    assert logged["gymwright/unscorable"] == pytest.approx(sum(unscorable) / len(unscorable))
 
 
-def test_verl_loads_the_pack_with_the_readme_overrides_and_rewards_as_the_engine_does(pack_dir):
+def test_verl_loads_the_pack_with_the_readme_overrides_and_its_trainer_reduces_the_rewards(pack_dir):
     answers = {"six-times-seven": "It is 42, since 6 * 7 = 42", "write-hello": "done"}
     order = sorted(DOCUMENTS)  # the parquet rows are in task-id order
-    seen = run("verl_reward_step.py", pack_dir, json.dumps([answers[task_id] for task_id in order]))
+    seen = run("verl_reward_step.py", pack_dir, json.dumps(answers))
     assert seen["manager"].endswith("reward_manager.naive.NaiveRewardManager")
     assert set(VERL_COLUMNS) <= set(seen["columns"]) and seen["task_ids"] == order
+    expected = {task_id: engine_reward(task_id, answers[task_id]) for task_id in order}
+    unscored = {task_id: sum(c["status"] != "scored" for c in expected[task_id]["checks"]) for task_id in order}
+    assert unscored == {"six-times-seven": 1, "write-hello": 2}  # a ragged batch, had they been lists
     for task_id, result in zip(order, seen["results"]):
-        expected = engine_reward(task_id, answers[task_id])
         info = result["reward_extra_info"]
-        assert result["reward_score"] == expected["reward"] and info["score"] == expected["reward"]
-        assert info["complete"] is expected["complete"] is False  # judge and workspace checks: unscored, said so
-        assert info["unscored"] == [c["id"] for c in expected["checks"] if c["status"] != "scored"]
+        assert result["reward_score"] == expected[task_id]["reward"] == info["score"]
+        assert info == {"score": expected[task_id]["reward"], "passed": int(expected[task_id]["passed"]),
+                        "complete": 0, "gated": 0, "unscored": unscored[task_id]}
     assert seen["results"][0]["reward_score"] == 1.0  # "42" earns the string check; the judge check is left out
+    # verl's arrays over the training batch, and its validation metrics over them
+    assert seen["batch_arrays"] == {key: [r["reward_extra_info"][key] for r in seen["results"]]
+                                    for key in ("score", "passed", "complete", "gated", "unscored")}
+    prefix = "val-aux/gymwright/trainers"
+    assert seen["validation"]["val-core/gymwright/trainers/reward/mean@1"] == 0.5
+    assert seen["validation"][f"{prefix}/unscored/mean@1"] == 1.5
+    assert seen["validation"][f"{prefix}/passed/mean@1"] == 0.5
+    assert seen["validation"][f"{prefix}/complete/mean@1"] == 0.0
+    assert seen["validation_v1"]["gymwright/trainers/unscored/mean@1"] == 1.5
+    # the dumps of generations carry every key, one number per response
+    for dump in (seen["validation_dump"], seen["rollout_dump"]):
+        assert [(line["gts"], line["unscored"], line["passed"]) for line in dump] == [
+            (task_id, unscored[task_id], int(expected[task_id]["passed"])) for task_id in order]
+
+
+def test_datasets_loads_an_unpacked_pack_with_both_splits_from_its_card(tmp_path):
+    from tests.packs.test_archive import items
+
+    folders = []
+    for name, count, ratio in (("both", 20, 0.3), ("no-test", 2, 0.0)):
+        archive.build_pack(out=tmp_path / f"{name}.tar.gz", tasks=items(count), read_blob=lambda sha: b"",
+                           scratch_dir=tmp_path / f"s-{name}",
+                           info=archive.PackInfo(slug=name, name=name, version="1.0.0", test_ratio=ratio))
+        with tarfile.open(tmp_path / f"{name}.tar.gz") as tar:
+            tar.extractall(tmp_path / "out", filter="data")
+        folders.append(tmp_path / "out" / f"{name}-1.0.0")
+    out = tmp_path / "datasets.json"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    done = subprocess.run([trainers_python(), str(SCRIPTS / "datasets_load.py"), str(out), *map(str, folders)],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(out.read_text())
+    both = seen[str(folders[0])]
+    expected = {split: [f"task-{i:03d}" for i in range(20) if archive.split_of(f"task-{i:03d}", 0.3) == split]
+                for split in ("train", "test")}
+    assert expected["train"] and expected["test"]
+    assert {split: both[split]["task_ids"] for split in both} == expected
+    assert both["train"]["columns"] == VERL_COLUMNS
+    # an empty split is left out of the card's configs: `datasets` refuses a split with no rows
+    assert list(seen[str(folders[1])]) == ["train"] and len(seen[str(folders[1])]["train"]["task_ids"]) == 2

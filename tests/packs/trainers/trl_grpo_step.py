@@ -1,10 +1,11 @@
-"""One GRPO step with TRL on a pack, as the README says a lab runs it: data/train.parquet through
+"""One GRPO step with TRL on a pack, as the pack's README says a lab runs it: data/train.parquet through
 `datasets`' parquet loader, the pack's reward.py `trl_reward` as the reward function, on the CPU.
 
     python trl_grpo_step.py PACK_DIR OUT_JSON
 
-Writes what the trainer saw: the dataset's columns, the steps run, and every call of the reward
-function (the completions it was given, their task ids and the rewards it returned).
+Writes what the trainer saw: the dataset's columns, the steps run, every call of the reward
+function (the completions it was given, their task ids and the rewards it returned), and the
+trainer's log history (where the metrics the reward function logged end up).
 """
 
 import json
@@ -39,4 +40,4 @@ trainer = GRPOTrainer(model=tiny_policy.model(len(tokenizer)), reward_funcs=gymw
                       train_dataset=dataset, processing_class=tokenizer)
 result = trainer.train()
 out.write_text(json.dumps({"columns": dataset.column_names, "rows": len(dataset), "steps": result.global_step,
-                           "calls": calls}))
+                           "calls": calls, "log_history": trainer.state.log_history}))
