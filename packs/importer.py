@@ -18,7 +18,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -40,6 +42,7 @@ from gymwright.bulk import keys_of
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
 from grading.engine import TASK_SCHEMA, content_sha256, validate_task
+from grading.engine.models import relative_path_problem
 
 BATCH = 1000
 TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
@@ -50,6 +53,10 @@ class ImportFailed(DomainError):
     """The source as a whole cannot be imported (nothing was)."""
 
     code = "import_failed"
+
+
+class ImportTooLarge(ImportFailed):
+    """The import reads more than IMPORT_MAX_BYTES: the whole source is refused, never one task of it."""
 
 
 @dataclasses.dataclass
@@ -134,13 +141,25 @@ def _member_error(name: str, why: str) -> ImportFailed:
 
 def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = None,
                     max_members: int | None = None) -> None:
-    """Unpack a .tar.gz into `destination` safely, or raise ImportFailed naming the bad member."""
+    """Unpack a .tar.gz into `destination` safely, or raise ImportFailed naming the bad member.
+
+    Every byte written counts toward IMPORT_MAX_BYTES. A hard link to a file written before is made with
+    os.link (no bytes copied: its bytes count when the import reads them, see `_ReadBudget`). In a pack
+    archive (a tasks.jsonl at the top, or in its one top folder) only what the import reads is written
+    after it: tasks.jsonl and each task's files/ and environment/env/; the Harbor folders beside them (a
+    copy of every task's tests, their shared grader hard-linked from one copy) are skipped unread."""
     max_bytes = max_bytes or settings.IMPORT_MAX_BYTES
     max_members = max_members or settings.IMPORT_MAX_MEMBERS
     member_cap = settings.UPLOAD_MAX_BYTES
     destination.mkdir(parents=True, exist_ok=True)
     total = 0
     written: set[str] = set()
+    pack_top: str | None = None  # "" or "<folder>/": where a pack's tasks.jsonl was written
+
+    def over_cap(name: str) -> ImportFailed:
+        return _member_error(name, f"the archive unpacks to more than {max_bytes // (1 << 20)} MB "
+                                   "(GYMWRIGHT_IMPORT_MAX_MB); stopped")
+
     try:
         with tarfile.open(path, mode="r|gz") as tar:
             for count, member in enumerate(tar, start=1):
@@ -161,37 +180,48 @@ def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = No
                 if not parts:
                     continue
                 relative = "/".join(parts)
+                if member.issym():
+                    raise _member_error(name, f"a symbolic link (to {member.linkname!r}); links are not imported")
+                if not (member.isdir() or member.isfile() or member.islnk()):
+                    raise _member_error(name, "not a regular file (a device, fifo or socket)")
+                if pack_top is not None and not _pack_reads(relative, pack_top):
+                    continue  # never read by a pack's import: not written (a link's target is not looked at)
                 target = destination.joinpath(*parts)
                 if member.isdir():
                     target.mkdir(parents=True, exist_ok=True)
                     continue
-                if member.issym():
-                    raise _member_error(name, f"a symbolic link (to {member.linkname!r}); links are not imported")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_symlink() or (target.exists() and not target.is_file()):
+                    raise _member_error(name, "collides with another member")
+                if target.exists():  # a later member of the same name: never written through a shared link
+                    target.unlink()
                 if member.islnk():
                     link = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
                     if member.linkname.startswith("/") or ".." in link.split("/") or link not in written:
                         raise _member_error(name, f"a hard link to {member.linkname!r}, outside the archive's own files")
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(destination / link, target)
+                    try:
+                        os.link(destination / link, target)
+                    except OSError:  # too many links to one file on this file system: a counted copy
+                        size = (destination / link).stat().st_size
+                        if total + size > max_bytes:
+                            raise over_cap(name)
+                        total += size
+                        shutil.copyfile(destination / link, target)
                     written.add(relative)
                     continue
-                if not member.isfile():
-                    raise _member_error(name, "not a regular file (a device, fifo or socket)")
                 if member.size > member_cap:
                     raise _member_error(name, f"larger than the {member_cap // (1 << 20)} MB upload limit "
                                               "(GYMWRIGHT_UPLOAD_MAX_MB)")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if target.is_symlink() or (target.exists() and not target.is_file()):
-                    raise _member_error(name, "collides with another member")
                 source = tar.extractfile(member)
                 with open(target, "wb") as handle:
                     while chunk := source.read(1 << 20):
                         total += len(chunk)
                         if total > max_bytes:
-                            raise _member_error(name, f"the archive unpacks to more than {max_bytes // (1 << 20)} MB "
-                                                      "(GYMWRIGHT_IMPORT_MAX_MB); stopped")
+                            raise over_cap(name)
                         handle.write(chunk)
                 written.add(relative)
+                if pack_top is None and parts[-1] == "tasks.jsonl" and len(parts) <= 2:
+                    pack_top = "/".join(parts[:-1]) + "/" if len(parts) == 2 else ""
     except ImportFailed:
         raise
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
@@ -199,15 +229,47 @@ def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = No
                            details=[{"pointer": "", "message": str(exc)}])
 
 
+def _pack_reads(relative: str, top: str) -> bool:
+    """Whether importing a pack whose tasks.jsonl is at `top` reads this member: its tasks' files
+    (tasks/<id>/files/..., tasks/<id>/environment/env/...); members outside `top` are written as usual."""
+    if not relative.startswith(top):
+        return True
+    parts = relative[len(top):].split("/")
+    if parts[0] != "tasks" or len(parts) < 3:
+        return parts == ["tasks"] or (parts[0] == "tasks" and len(parts) == 2)  # the folders themselves
+    return parts[2] == "files" or (parts[2] == "environment" and (len(parts) == 3 or parts[3] == "env"))
+
+
+class _ReadBudget:
+    """The bytes an import reads from its source, hard links and repeated reads included: at most
+    IMPORT_MAX_BYTES. The unpacking cap counts bytes written; a hard link writes none, but every path
+    the import reads through it is read in full."""
+
+    def __init__(self, max_bytes: int | None = None):
+        self.max_bytes = max_bytes or settings.IMPORT_MAX_BYTES
+        self.total = 0
+
+    def take(self, where: str, size: int) -> None:
+        self.total += size
+        if self.total > self.max_bytes:
+            raise ImportTooLarge(
+                f"{where}: the import reads more than {self.max_bytes // (1 << 20)} MB "
+                "(GYMWRIGHT_IMPORT_MAX_MB; hard-linked and repeated files count each time); nothing was imported.",
+                details=[{"pointer": "", "message": f"{where}: over the {self.max_bytes // (1 << 20)} MB import limit"}])
+
+
 # ---------------------------------------------------------------------------------------------- sources
 
 
-def _read_text(path: Path, where: str, *, cap: int | None = None) -> str:
+def _read_text(path: Path, where: str, *, cap: int | None = None, budget: _ReadBudget | None = None) -> str:
     cap = cap or settings.UPLOAD_MAX_BYTES
     if path.is_symlink() or not path.is_file():
         raise ImportFailed(f"{where}: not a regular file.", details=[{"pointer": "", "message": f"{where}: not a regular file"}])
-    if path.stat().st_size > cap:
+    size = path.stat().st_size
+    if size > cap:
         raise ImportFailed(f"{where}: larger than {cap // (1 << 20)} MB.", details=[{"pointer": "", "message": f"{where}: too large"}])
+    if budget is not None:
+        budget.take(where, size)
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -227,12 +289,14 @@ def _environment_of(document: dict) -> tuple[str, int, dict]:
     return slug, number, environment
 
 
-def tasks_jsonl_candidates(path: Path, *, pack_root: Path | None = None) -> Iterator[Candidate | Rejection]:
+def tasks_jsonl_candidates(path: Path, *, pack_root: Path | None = None,
+                           budget: _ReadBudget | None = None) -> Iterator[Candidate | Rejection]:
     """gymwright.task/v1 documents, one per line; their files come from the pack folder next to it."""
     if path.stat().st_size > settings.IMPORT_MAX_BYTES:
         raise ImportFailed(f"{path.name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).")
-
-    yield from task_documents_candidates(_json_lines(path), pack_root=pack_root)
+    budget = budget or _ReadBudget()
+    budget.take(path.name, path.stat().st_size)
+    yield from task_documents_candidates(_json_lines(path), pack_root=pack_root, budget=budget)
 
 
 def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
@@ -256,14 +320,15 @@ def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
                                               f"(column {getattr(exc, 'colno', '?')})")
 
 
-def task_documents_candidates(documents: Iterable[tuple[str, Any]], *,
-                              pack_root: Path | None = None) -> Iterator[Candidate | Rejection]:
+def task_documents_candidates(documents: Iterable[tuple[str, Any]], *, pack_root: Path | None = None,
+                              budget: _ReadBudget | None = None) -> Iterator[Candidate | Rejection]:
     """gymwright.task/v1 documents, each with where it was read (`line 3` of a file; a Rejection in
-    place of one that could not be read); their files come from `pack_root`."""
+    place of one that could not be read); their files come from `pack_root`, read within `budget`."""
     first_where: dict[str, str] = {}
+    budget = budget or _ReadBudget()
     for where, document in documents:
-        yield document if isinstance(document, Rejection) else _document_candidate(where, document, first_where,
-                                                                                      pack_root=pack_root)
+        yield document if isinstance(document, Rejection) else _document_candidate(
+            where, document, first_where, pack_root=pack_root, budget=budget)
 
 
 def request_candidates(items: list) -> Iterator[Candidate | Rejection]:
@@ -280,7 +345,7 @@ def request_candidates(items: list) -> Iterator[Candidate | Rejection]:
 
 
 def _document_candidate(where: str, document: Any, first_where: dict[str, str], *,
-                        pack_root: Path | None = None) -> Candidate | Rejection:
+                        pack_root: Path | None = None, budget: _ReadBudget | None = None) -> Candidate | Rejection:
     slug = document.get("id") if isinstance(document, dict) and isinstance(document.get("id"), str) else None
     if slug is None or not isinstance(document.get("environment", {}), dict):
         issues = validate_task(document)  # the full check runs when the version is built
@@ -291,21 +356,28 @@ def _document_candidate(where: str, document: Any, first_where: dict[str, str], 
         return Rejection(where, f"duplicate task id {slug!r} (first on {first_where[slug]})", "/id", slug)
     first_where[slug] = where
     files: dict[str, bytes] = {}
-    if pack_root is not None:
+    if pack_root is not None and "/" not in slug and slug not in ("", ".", ".."):  # else refused by its id
         task_root = pack_root / "tasks" / slug
+        budget = budget or _ReadBudget()
         for entry in document.get("files") or []:
-            _pack_file(files, task_root / "files", entry)
+            _pack_file(files, task_root / "files", entry, pack_root=pack_root, budget=budget)
         for entry in (document.get("environment") or {}).get("files") or []:
-            _pack_file(files, task_root / "environment" / "env", entry)
+            _pack_file(files, task_root / "environment" / "env", entry, pack_root=pack_root, budget=budget)
     content = {key: document.get(key) for key in TASK_KEYS}
     content["title"] = content["title"] or slug  # optional in the format, required in Gymwright
     return Candidate(where=where, slug=slug, content=content, environment=_environment_of(document),
                      number=int(document.get("version") or 1), files=files)
 
 
-def _pack_file(files: dict, folder: Path, entry: dict) -> None:
+def _pack_file(files: dict, folder: Path, entry: Any, *, pack_root: Path, budget: _ReadBudget) -> None:
+    """The bytes of a file a pack's task names, when they are in the pack and match its sha256 (else the
+    version check reports the file as never uploaded, at its pointer)."""
+    if not (isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("sha256"), str)
+            and relative_path_problem(entry["path"]) is None):
+        return
     path = folder / entry["path"]
     if path.is_file() and not path.is_symlink() and path.stat().st_size <= settings.UPLOAD_MAX_BYTES:
+        budget.take(path.relative_to(pack_root).as_posix(), path.stat().st_size)
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() == entry["sha256"]:
             files[entry["sha256"]] = data
@@ -437,49 +509,175 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-HARBOR_REWARD_CHECK = ("mkdir -p /logs/verifier; ln -sfn \"$PWD/tests\" /tests 2>/dev/null; "
-                       "bash /tests/test.sh >/dev/null 2>&1; "
-                       "awk '{exit !($1 >= 1)}' /logs/verifier/reward.txt")
+# Harbor's and Terminal-Bench's verifier, run as a command check in the sandbox the agent used once its episode
+# is over. The task's tests are grader files under VERIFIER_FILES (never in the sandbox during the episode),
+# listed in VERIFIER_FILES + "tests.list"; exactly those are copied into /tests, so nothing the agent planted
+# beside them (a conftest.py) is run. The sandbox makes /tests and /logs writable for the checks only (see
+# sandbox/runtime/backends/base.py, `open_verifier_paths`): the agent cannot write /logs/verifier/reward.txt
+# during its episode, and the check empties /logs/verifier before the tests run. The tests run from the
+# workspace, which the image's WORKDIR (/app in Harbor's template) is a link to.
+VERIFIER_FILES = ".harbor/"
+_VERIFIER_SETUP = r"""set -u
+V=/workspace/.harbor
+L=/logs/verifier
+if ! { [ -d /tests ] && [ -w /tests ] && rm -rf "$L" && mkdir -p "$L" && [ -w "$L" ]; }; then
+  echo "this sandbox gives the checks no writable /tests and /logs/verifier (Harbor's verifier paths)" >&2
+  exit 3
+fi
+while IFS= read -r f; do
+  [ -n "$f" ] || continue
+  mkdir -p "/tests/$(dirname "$f")" && cp "$V/tests/$f" "/tests/$f" || { echo "cannot copy tests/$f to /tests" >&2; exit 3; }
+done < "$V/tests.list"
+rm -rf "$V"
+run() {
+  if [ "$(head -c 2 "$1")" = '#!' ]; then chmod +x "$1" && "$1"
+  elif command -v bash >/dev/null 2>&1; then bash "$1"
+  else sh "$1"; fi
+}
+"""
+# Harbor reads reward.json (named rewards) when test.sh wrote one, else reward.txt (one number). A command
+# check passes or fails: it passes on the full reward (every reward at least 1); a fractional reward fails.
+HARBOR_REWARD_CHECK = _VERIFIER_SETUP + r"""run /tests/test.sh > "$L/test-stdout.txt" 2>&1
+tail -c 1500 "$L/test-stdout.txt" >&2
+NUM='^[+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$'
+if [ -f "$L/reward.json" ]; then
+  F=reward.json
+  tr -d ' \t\r\n' < "$L/reward.json" | awk -v num="$NUM" '{ s = s $0 } END {
+    if (s !~ /^[{].*[}]$/) exit 1
+    n = split(substr(s, 2, length(s) - 2), parts, ",")
+    for (i = 1; i <= n; i++) { v = parts[i]; sub(/^"[^"]*":/, "", v); if (v !~ num || v + 0 < 1) exit 1 }
+    exit (n == 0) }'
+elif [ -f "$L/reward.txt" ]; then
+  F=reward.txt
+  awk -v num="$NUM" 'NF { n++; v = $0 } END { gsub(/^[ \t\r]+|[ \t\r]+$/, "", v); exit !(n == 1 && v ~ num && v + 0 >= 1) }' "$L/reward.txt"
+else
+  echo "test.sh wrote no /logs/verifier/reward.txt or reward.json" >&2
+  exit 1
+fi
+passed=$?
+echo "$F: $(head -c 200 "$L/$F" | tr '\n' ' ')(the full reward passes)" >&2
+exit $passed
+"""
+# Terminal-Bench runs run-tests.sh from the image's WORKDIR with TEST_DIR=/tests; its exit code is the verdict
+# (as Harbor's own Terminal-Bench mapper reads it).
+TERMINAL_BENCH_CHECK = _VERIFIER_SETUP + r"""export TEST_DIR=/tests
+run /tests/run-tests.sh > "$L/test-stdout.txt" 2>&1
+code=$?
+tail -c 1500 "$L/test-stdout.txt" >&2
+echo "run-tests.sh exited with $code" >&2
+exit $code
+"""
 
 
-def _folder_files(root: Path, prefix: str, where: str) -> tuple[list[dict], dict[str, bytes]]:
+def _folder_files(root: Path, prefix: str, where: str, budget: _ReadBudget, *,
+                  skip: Iterable[str] = ()) -> tuple[list[dict], dict[str, bytes]]:
+    """Every regular file under `root` as a file entry at `prefix` + its path under `root`, with its bytes
+    (read within `budget`); a link is refused. `where` names `root` in messages; `skip`: paths under it."""
     entries, files = [], {}
     if not root.is_dir():
         return entries, files
     for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
         if path.is_symlink():
-            raise ImportFailed(f"{where}/{path.relative_to(root.parent)}: a symbolic link; links are not imported.")
-        if not path.is_file():
+            raise ImportFailed(f"{where}/{relative}: a symbolic link; links are not imported.")
+        if not path.is_file() or relative in skip:
             continue
-        if path.stat().st_size > settings.UPLOAD_MAX_BYTES:
-            raise ImportFailed(f"{where}/{path.relative_to(root.parent)}: larger than the upload limit.")
+        size = path.stat().st_size
+        if size > settings.UPLOAD_MAX_BYTES:
+            raise ImportFailed(f"{where}/{relative}: larger than the upload limit.")
+        budget.take(f"{where}/{relative}", size)
         data = path.read_bytes()
         sha256 = hashlib.sha256(data).hexdigest()
-        entries.append({"path": f"{prefix}{path.relative_to(root).as_posix()}", "sha256": sha256})
+        entries.append({"path": f"{prefix}{relative}", "sha256": sha256})
         files[sha256] = data
     return entries, files
 
 
-def harbor_candidate(folder: Path, where: str) -> Candidate | Rejection:
+def _verifier_files(entries: list[dict], files: dict[str, bytes]) -> list[dict]:
+    """The tests as grader files under VERIFIER_FILES, with the list of them the check copies."""
+    listing = "".join(entry["path"][len(VERIFIER_FILES + "tests/"):] + "\n" for entry in entries).encode()
+    sha256 = hashlib.sha256(listing).hexdigest()
+    files[sha256] = listing
+    return [{**entry, "role": "grader"} for entry in
+            [*entries, {"path": f"{VERIFIER_FILES}tests.list", "sha256": sha256}]]
+
+
+_CONTEXT_INSTRUCTION = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)
+
+
+def _context_copy_line(dockerfile: str) -> int | None:
+    """The line of the first COPY or ADD that reads the build context (not `--from=`, a URL or a heredoc)."""
+    logical, start = "", None
+    for number, line in enumerate(dockerfile.splitlines(), start=1):
+        if not logical and line.lstrip().startswith("#"):
+            continue
+        start = start or number
+        if line.rstrip().endswith("\\"):
+            logical += line.rstrip()[:-1] + " "
+            continue
+        logical, text, at = "", logical + line, start
+        start = None
+        match = _CONTEXT_INSTRUCTION.match(text)
+        if not match:
+            continue
+        words = match.group(2).split()
+        if any(word.lower().startswith("--from") for word in words if word.startswith("--")):
+            continue
+        sources = [word for word in words if not word.startswith("--")][:-1]
+        if any(not re.match(r"^(https?://|git@|<<)", source) for source in sources):
+            return at
+    return None
+
+
+def _build_context_rejection(dockerfile: str | None, context: Path, label: str, *, known: set[str],
+                             slug: str) -> Rejection | None:
+    """A task whose Dockerfile copies files from its build context cannot build here: a Gymwright environment
+    is built from its Dockerfile alone (its files go to /env in the sandbox, not into the image)."""
+    line = _context_copy_line(dockerfile) if dockerfile else None
+    if line is None:
+        return None
+    extra = sorted(path.relative_to(context).as_posix() for path in context.rglob("*")
+                   if (path.is_file() or path.is_symlink())
+                   and path.relative_to(context).parts[0] not in known)
+    if not extra:
+        return None
+    return Rejection(f"{label}/{extra[0]}", "build-context files are not supported: the Dockerfile's COPY/ADD on "
+                     f"line {line} reads them, and an environment is built from its Dockerfile alone "
+                     f"({len(extra)} file{'s' if len(extra) != 1 else ''} beside it)", slug=slug)
+
+
+def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate | Rejection:
     """A Harbor task folder (task.toml, instruction.md, environment/, solution/, tests/)."""
     try:
-        config = tomllib.loads(_read_text(folder / "task.toml", f"{where}/task.toml"))
+        config = tomllib.loads(_read_text(folder / "task.toml", f"{where}/task.toml", budget=budget))
     except tomllib.TOMLDecodeError as exc:
         return Rejection(f"{where}/task.toml", f"does not parse as TOML: {exc}")
     except ImportFailed as exc:
         return Rejection(f"{where}/task.toml", exc.message)
     name = (config.get("task") or {}).get("name") if isinstance(config.get("task"), dict) else None
-    slug = _slugify((name or folder.name).split("/")[-1])
+    slug = _slugify((name if isinstance(name, str) else folder.name).split("/")[-1])
     try:
-        instruction = _read_text(folder / "instruction.md", f"{where}/instruction.md")
+        instruction = _read_text(folder / "instruction.md", f"{where}/instruction.md", budget=budget)
     except ImportFailed as exc:
         return Rejection(f"{where}/instruction.md", exc.message, slug=slug)
-    dockerfile_path = folder / "environment" / "Dockerfile"
-    dockerfile = _read_text(dockerfile_path, f"{where}/environment/Dockerfile") if dockerfile_path.is_file() else None
+    environment = folder / "environment"
+    for compose in ("docker-compose.yaml", "docker-compose.yml"):
+        if (environment / compose).exists():
+            return Rejection(f"{where}/environment/{compose}", "multi-container environments (docker-compose) "
+                             "are not supported: an environment is one image, built from environment/Dockerfile",
+                             slug=slug)
+    dockerfile_path = environment / "Dockerfile"
+    dockerfile = _read_text(dockerfile_path, f"{where}/environment/Dockerfile", budget=budget) \
+        if dockerfile_path.is_file() else None
+    refused = _build_context_rejection(dockerfile, environment, f"{where}/environment",
+                                       known={"Dockerfile", ".dockerignore"}, slug=slug)
+    if refused is not None:
+        return refused
     solve = folder / "solution" / "solve.sh"
-    script = _read_text(solve, f"{where}/solution/solve.sh") if solve.is_file() else None
-    test_entries, files = _folder_files(folder / "tests", "tests/", where)
-    test_entries = [{**entry, "role": "grader"} for entry in test_entries]
+    script = _read_text(solve, f"{where}/solution/solve.sh", budget=budget) if solve.is_file() else None
+    test_entries, files = _folder_files(folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget)
+    if not any(entry["path"] == f"{VERIFIER_FILES}tests/test.sh" for entry in test_entries):
+        return Rejection(f"{where}/tests/test.sh", "is missing: Harbor's verifier runs tests/test.sh", slug=slug)
     timeout = int(float((config.get("verifier") or {}).get("timeout_sec") or 600))
     keywords = (config.get("task") or {}).get("keywords") or (config.get("metadata") or {}).get("tags") or []
     return Candidate(where=where, slug=slug, number=1, files=files,
@@ -488,17 +686,17 @@ def harbor_candidate(folder: Path, where: str) -> Candidate | Rejection:
                          "rubric": {"schema": "gymwright.rubric/v1", "checks": [
                              {"id": "tests_pass", "kind": "command", "points": 1, "run": HARBOR_REWARD_CHECK,
                               "expect_exit": 0, "timeout_s": max(1, min(timeout, 86400))}]},
-                         "solution": {"script": script, "answer": None}, "files": test_entries,
+                         "solution": {"script": script, "answer": None}, "files": _verifier_files(test_entries, files),
                          "tags": [str(k) for k in keywords if isinstance(k, str)][:20],
                          "metadata": {"source": "harbor", "harbor_name": name or folder.name}})
 
 
-def terminal_bench_candidate(folder: Path, where: str) -> Candidate | Rejection:
+def terminal_bench_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate | Rejection:
     """A Terminal-Bench task folder (task.yaml, Dockerfile, solution.sh, run-tests.sh, tests/)."""
     import yaml
 
     try:
-        config = yaml.safe_load(_read_text(folder / "task.yaml", f"{where}/task.yaml"))
+        config = yaml.safe_load(_read_text(folder / "task.yaml", f"{where}/task.yaml", budget=budget))
     except yaml.YAMLError as exc:
         return Rejection(f"{where}/task.yaml", f"does not parse as YAML: {str(exc).splitlines()[0]}")
     except ImportFailed as exc:
@@ -511,46 +709,69 @@ def terminal_bench_candidate(folder: Path, where: str) -> Candidate | Rejection:
         instruction = (config["descriptions"][0] or {}).get("description")
     if not isinstance(instruction, str) or not instruction.strip():
         return Rejection(f"{where}/task.yaml", "has no instruction", "/instruction", slug)
-    dockerfile = _read_text(folder / "Dockerfile", f"{where}/Dockerfile") if (folder / "Dockerfile").is_file() else None
-    script = _read_text(folder / "solution.sh", f"{where}/solution.sh") if (folder / "solution.sh").is_file() else None
-    test_entries, files = _folder_files(folder / "tests", "tests/", where)
+    dockerfile = _read_text(folder / "Dockerfile", f"{where}/Dockerfile", budget=budget) \
+        if (folder / "Dockerfile").is_file() else None
+    refused = _build_context_rejection(dockerfile, folder, where, slug=slug, known={
+        "Dockerfile", ".dockerignore", "task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests",
+        "docker-compose.yaml", "docker-compose.yml"})
+    if refused is not None:
+        return refused
+    script = _read_text(folder / "solution.sh", f"{where}/solution.sh", budget=budget) \
+        if (folder / "solution.sh").is_file() else None
     run_tests = folder / "run-tests.sh"
-    if run_tests.is_file():
-        data = run_tests.read_bytes()
-        files[hashlib.sha256(data).hexdigest()] = data
-        test_entries.append({"path": "run-tests.sh", "sha256": hashlib.sha256(data).hexdigest()})
-    test_entries = [{**entry, "role": "grader"} for entry in test_entries]
+    if run_tests.is_symlink() or not run_tests.is_file():
+        return Rejection(f"{where}/run-tests.sh", "is missing: Terminal-Bench runs run-tests.sh", slug=slug)
+    # run-tests.sh goes to /tests beside the tests, as Terminal-Bench puts it (one in tests/ gives way to it)
+    test_entries, files = _folder_files(folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget,
+                                        skip={"run-tests.sh"})
+    data = _read_text(run_tests, f"{where}/run-tests.sh", budget=budget).encode("utf-8")
+    files[hashlib.sha256(data).hexdigest()] = data
+    test_entries.append({"path": f"{VERIFIER_FILES}tests/run-tests.sh", "sha256": hashlib.sha256(data).hexdigest()})
     timeout = int(float(config.get("max_test_timeout_sec") or 600))
     return Candidate(where=where, slug=slug, number=1, files=files,
                      environment=(f"tbench-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}), content={
                          "title": slug, "prompt": instruction,
                          "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                             {"id": "tests_pass", "kind": "command", "points": 1, "run": "bash run-tests.sh",
+                             {"id": "tests_pass", "kind": "command", "points": 1, "run": TERMINAL_BENCH_CHECK,
                               "expect_exit": 0, "timeout_s": max(1, min(timeout, 86400))}]},
-                         "solution": {"script": script, "answer": None}, "files": test_entries,
+                         "solution": {"script": script, "answer": None}, "files": _verifier_files(test_entries, files),
                          "tags": [str(t) for t in config.get("tags") or [] if isinstance(t, str)][:20],
                          "metadata": {"source": "terminal-bench"}})
 
 
-def folder_candidates(root: Path, label: str) -> Iterator[Candidate | Rejection]:
+def folder_candidates(root: Path, label: str, budget: _ReadBudget | None = None) -> Iterator[Candidate | Rejection]:
+    budget = budget or _ReadBudget()
     if (root / "tasks.jsonl").is_file():
-        yield from tasks_jsonl_candidates(root / "tasks.jsonl", pack_root=root)
+        yield from tasks_jsonl_candidates(root / "tasks.jsonl", pack_root=root, budget=budget)
         return
     folders = [root] if (root / "task.toml").exists() or (root / "task.yaml").exists() else \
         sorted(path for path in root.iterdir() if path.is_dir() and not path.is_symlink())
     found = False
+    first_where: dict[str, str] = {}
     for folder in folders:
         where = label if folder == root else f"{label}/{folder.name}"
-        if (folder / "task.toml").exists():
-            found = True
-            yield harbor_candidate(folder, where)
-        elif (folder / "task.yaml").exists():
-            found = True
-            yield terminal_bench_candidate(folder, where)
+        kind = harbor_candidate if (folder / "task.toml").exists() else \
+            terminal_bench_candidate if (folder / "task.yaml").exists() else None
+        if kind is None:
+            continue
+        try:
+            candidate = kind(folder, where, budget)
+        except ImportTooLarge:
+            raise
+        except ImportFailed as exc:  # one of its files cannot be read (a link, not UTF-8, too large): that task
+            candidate = Rejection(where, exc.message.removesuffix("."))
+        found = True
+        if isinstance(candidate, Candidate):
+            if candidate.slug in first_where:  # two folders, one task id: the first is imported
+                candidate = Rejection(where, f"duplicate task id {candidate.slug!r} (first in "
+                                             f"{first_where[candidate.slug]})", "/id", candidate.slug)
+            else:
+                first_where[candidate.slug] = where
+        yield candidate
     if not found:
         children = [path for path in root.iterdir() if path.is_dir()]
         if len(children) == 1 and not any(path.is_file() for path in root.iterdir()):
-            yield from folder_candidates(children[0], f"{label}/{children[0].name}")
+            yield from folder_candidates(children[0], f"{label}/{children[0].name}", budget)
             return
         raise ImportFailed(f"{label}: no tasks.jsonl, task.toml or task.yaml found; nothing was imported.")
 

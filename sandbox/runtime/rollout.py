@@ -132,6 +132,7 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
         grading_started = time.monotonic()
         try:
             sandbox.end_processes()
+            sandbox.open_verifier_paths()
             # The agent's workspace as it left it (what the viewer shows) ...
             snapshot = sandbox.snapshot(Path(work) / "workspace")
             result.workspace_files, result.workspace_truncated = _capture(snapshot)

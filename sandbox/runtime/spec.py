@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -44,7 +46,9 @@ class SandboxSpec:
     `memory_mb` apply to the whole sandbox (all its processes together),
     `pids` caps the number of live processes, `output_cap` the bytes kept of
     each of stdout and stderr per exec, `workspace_mb` / `tmp_mb` the size of
-    the writable /workspace and /tmp.
+    the writable /workspace and /tmp. `workdir` is the Dockerfile's work directory (its last
+    WORKDIR, see `dockerfile_workdir`): a link to /workspace in the sandbox, so that a task written
+    for that image (Harbor's and Terminal-Bench's /app) finds the agent's work where it expects it.
     """
 
     image: str | None = None
@@ -64,6 +68,7 @@ class SandboxSpec:
     tools: tuple[str, ...] = DEFAULT_TOOLS
     custom_tools: tuple[dict, ...] = ()
     environment_id: str | None = None
+    workdir: str | None = None
 
     def __post_init__(self):
         if self.network not in ("none", "allowed", "egress"):
@@ -83,11 +88,27 @@ class SandboxSpec:
         """A copy with some fields replaced (None values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
-    def dockerfile_tag(self) -> str | None:
-        """The cache tag of the image built from `dockerfile`: content-addressed."""
+    def build_dockerfile(self) -> str | None:
+        """The Dockerfile an image is built from: the environment's, and when it has a `workdir`, a last
+        step that moves what the image has there to WORKDIR_COPY (copied into /workspace when a sandbox
+        starts) and leaves a link to /workspace in its place."""
         if not self.dockerfile:
             return None
-        digest = hashlib.sha256(self.dockerfile.encode()).hexdigest()[:32]
+        if not self.workdir:
+            return self.dockerfile
+        workdir, parent = self.workdir, posixpath.dirname(self.workdir)
+        return (self.dockerfile.rstrip("\n") + "\n\n# gymwright: the agent works in /workspace; "
+                f"WORKDIR {workdir} is a link to it\nUSER 0\n"
+                f"RUN if [ -d {workdir} ] && [ ! -L {workdir} ]; then mkdir -p {posixpath.dirname(WORKDIR_COPY)} "
+                f"&& mv {workdir} {WORKDIR_COPY}; else rm -f {workdir}; fi && mkdir -p {parent} "
+                f"&& ln -s /workspace {workdir}\n")
+
+    def dockerfile_tag(self) -> str | None:
+        """The cache tag of the image built from `build_dockerfile()`: content-addressed."""
+        dockerfile = self.build_dockerfile()
+        if not dockerfile:
+            return None
+        digest = hashlib.sha256(dockerfile.encode()).hexdigest()[:32]
         return f"gymwright-env:{digest}"
 
     @classmethod
@@ -105,6 +126,7 @@ class SandboxSpec:
             "setup": env.get("setup") or None,
             "network": env.get("network") or "none",
             "environment_id": env.get("id"),
+            "workdir": dockerfile_workdir(env.get("dockerfile") or ""),
         }
         limit_keys = {
             "cpus": "cpus", "memory_mb": "memory_mb", "timeout_s": "timeout_s",
@@ -121,6 +143,34 @@ class SandboxSpec:
             values["custom_tools"] = tuple(_as_dict(tool) for tool in env["custom_tools"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+# Where an image's own work directory goes when its WORKDIR becomes a link to /workspace (docker).
+WORKDIR_COPY = "/opt/gymwright/workdir"
+# A WORKDIR shown as a link to /workspace: a plain absolute path, not in a folder the sandbox provides
+# or the system needs (bubblewrap binds the host's /usr, /etc, /bin ... read-only).
+_WORKDIR_PATTERN = re.compile(r"^(/[A-Za-z0-9._-]+)+$")
+_WORKDIR_RESERVED = ("workspace", "tmp", "env", "logs", "tests", "usr", "etc", "bin", "sbin", "lib", "lib32",
+                     "lib64", "libx32", "proc", "dev", "sys", "run")
+
+
+def dockerfile_workdir(dockerfile: str) -> str | None:
+    """The work directory a Dockerfile leaves its image in (its last WORKDIR, relative ones resolved
+    against the one before), when it can be a link to /workspace: None for none, /workspace itself,
+    one with variables in it, or one in a reserved folder (/usr, /tmp, /etc ...)."""
+    workdir = None
+    for line in dockerfile.splitlines():
+        words = line.strip().split(None, 1)
+        if len(words) == 2 and words[0].upper() == "FROM":
+            workdir = None  # a new stage starts from its base image's
+        elif len(words) == 2 and words[0].upper() == "WORKDIR":
+            value = words[1].strip().strip('"').strip("'")
+            workdir = posixpath.normpath(posixpath.join(workdir or "/", value))
+    if (not workdir or not _WORKDIR_PATTERN.match(workdir) or ".." in workdir.split("/")
+            or workdir.split("/")[1] in _WORKDIR_RESERVED or workdir == "/opt"
+            or (workdir + "/").startswith("/opt/gymwright/")):
+        return None
+    return workdir
 
 
 def _as_dict(value: Any) -> dict:

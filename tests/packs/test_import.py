@@ -239,8 +239,14 @@ def test_harbor_task_folders_made_by_harbor_init_import_as_tasks(author, tmp_pat
     assert spec["environment"]["dockerfile"].startswith("FROM ubuntu:24.04")
     assert spec["solution"]["script"].startswith("#!/bin/bash")
     check = spec["rubric"]["checks"][0]
-    assert check["kind"] == "command" and "test.sh" in check["run"] and "reward.txt" in check["run"]
-    assert {entry["path"]: entry.get("role") for entry in spec["files"]}["tests/test.sh"] == "grader"
+    assert check == {"id": "tests_pass", "kind": "command", "points": 1, "run": importer.HARBOR_REWARD_CHECK,
+                     "expect_exit": 0, "timeout_s": 600}
+    # the tests are grader files (in the sandbox only after the episode), with the list of them the check copies
+    files = {entry["path"]: entry.get("role") for entry in spec["files"]}
+    assert files == {".harbor/tests/test.sh": "grader", ".harbor/tests/Dockerfile": "grader",
+                     ".harbor/tests.list": "grader"}
+    listing = Blob.objects.get(sha256=next(e["sha256"] for e in spec["files"] if e["path"] == ".harbor/tests.list"))
+    assert listing.file.open("rb").read() == b"Dockerfile\ntest.sh\n"
     # the same folders as a .tar.gz
     with tarfile.open(tmp_path / "harbor.tar.gz", "w:gz") as tar:
         tar.add(tmp_path / "harbor", arcname="harbor")
@@ -261,8 +267,10 @@ def test_terminal_bench_task_folders_import_as_tasks(author, tmp_path):
     assert [(line.status, line.task) for line in report.lines] == [("created", "hello-world")]
     spec = Task.objects.get(slug="hello-world").latest_version.spec
     assert spec["prompt"].startswith("Create hello.txt") and spec["tags"] == ["file-operations"]
-    assert spec["rubric"]["checks"][0]["run"] == "bash run-tests.sh"
+    assert spec["rubric"]["checks"][0]["run"] == importer.TERMINAL_BENCH_CHECK
     assert spec["rubric"]["checks"][0]["timeout_s"] == 60
+    assert sorted(entry["path"] for entry in spec["files"]) == [
+        ".harbor/tests.list", ".harbor/tests/run-tests.sh", ".harbor/tests/test_outputs.py"]
 
 
 def _task_lines(prefix: str, count: int, *, with_file: str | None = None) -> str:

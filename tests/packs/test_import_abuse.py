@@ -330,3 +330,197 @@ def test_a_jsonl_tables_unpaired_surrogate_is_refused_at_its_line_not_dropped(au
     assert lines["line 5"].status == "rejected" and "invalid JSON" in lines["line 5"].message
     [task] = Task.objects.all()
     assert task.latest_version.spec["prompt"] == "fine \U0001f600"
+
+
+def hard_link(name: str, target: str) -> tuple[tarfile.TarInfo, None]:
+    return special(name, tarfile.LNKTYPE, target)
+
+
+def harbor_members(*extra) -> list:
+    return [regular("pack/task.toml", TASK_TOML), regular("pack/instruction.md", b"Do it."),
+            regular("pack/tests/test.sh", b"#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"), *extra]
+
+
+def unpacked_bytes(folder: Path) -> int:
+    """Bytes on disk under `folder`: each file once, however many links it has."""
+    inodes = {}
+    for path in folder.rglob("*"):
+        if path.is_file():
+            inodes[path.stat().st_ino] = path.stat().st_size
+    return sum(inodes.values())
+
+
+BIG = b"\x01" * (1 << 20)
+
+
+@pytest.mark.parametrize("shape", ["many", "chain"])
+def test_hard_links_count_toward_the_import_cap(author, scratch, settings, shape):
+    """A 1 MB file and 50 hard links to it (or a chain: each link to the one before): each link was copied
+    with its bytes never counted, 53 MB unpacked against a 2 MB cap. A link is now made without copying,
+    and every path the import reads counts, so reading the links stops at the cap, naming the member."""
+    settings.IMPORT_MAX_BYTES = 2 << 20
+    links = [hard_link(f"pack/tests/link-{n:02d}", "pack/tests/big.bin" if shape == "many" or n == 0
+                       else f"pack/tests/link-{n - 1:02d}") for n in range(50)]
+    path = archive_with(scratch / "links.tar.gz", harbor_members(regular("pack/tests/big.bin", BIG), *links))
+    assert path.stat().st_size < 1 << 20
+    assert_refused(path, author, "pack/tests/link-00", "reads more than 2 MB (GYMWRIGHT_IMPORT_MAX_MB", scratch)
+    # what unpacking writes: the file once
+    importer.extract_archive(path, scratch / "unpacked")
+    assert unpacked_bytes(scratch / "unpacked") < 2 << 20
+    assert (scratch / "unpacked/pack/tests/link-49").read_bytes() == BIG
+
+
+def test_hard_links_the_import_never_reads_cost_nothing(author, scratch, settings):
+    settings.IMPORT_MAX_BYTES = 2 << 20
+    links = [hard_link(f"pack/docs/copy-{n:02d}", "pack/docs/big.bin") for n in range(50)]
+    path = archive_with(scratch / "unread.tar.gz", harbor_members(regular("pack/docs/big.bin", BIG), *links))
+    report = importer.tasks_import(path=path, user=author)
+    assert [line.status for line in report.lines] == ["created"], report.as_dict()
+    importer.extract_archive(path, scratch / "unpacked")  # 51 MB before: every link a copy
+    assert unpacked_bytes(scratch / "unpacked") < 2 << 20
+
+
+def test_a_hard_link_copied_where_links_run_out_counts_its_bytes(author, scratch, settings, monkeypatch):
+    """A file system allows so many links to one file (ext4: 65,000); past that a link is copied, and the copy
+    counts toward the cap on what the archive unpacks to."""
+    settings.IMPORT_MAX_BYTES = 2 << 20
+
+    def no_more_links(source, target):
+        raise OSError(31, "Too many links")
+
+    monkeypatch.setattr(importer.os, "link", no_more_links)
+    links = [hard_link(f"pack/docs/copy-{n:02d}", "pack/docs/big.bin") for n in range(50)]
+    path = archive_with(scratch / "copied.tar.gz", harbor_members(regular("pack/docs/big.bin", BIG), *links))
+    assert_refused(path, author, "pack/docs/copy-00", "unpacks to more than 2 MB (GYMWRIGHT_IMPORT_MAX_MB)", scratch)
+
+
+def test_a_pack_archive_unpacks_only_what_its_import_reads(author, scratch, tmp_path):
+    """A pack hard-links every task's tests/grader.pyz (and its other shared verifier files) to one copy: the
+    import of a 10,000-task pack copied each (about 600 MB). It reads tasks.jsonl and each task's files/ only:
+    the Harbor folders beside them are not written at all, and every task is still read."""
+    from grading.engine import content_sha256
+    from packs import archive
+
+    def items():
+        for index in range(10_000):
+            document = {"schema": "gymwright.task/v1", "id": f"t-{index:05d}", "version": 1, "title": "T",
+                        "prompt": f"What is {index} + 1?", "environment": {"id": "env", "version": 1},
+                        "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+                            {"id": "right", "kind": "string_match", "points": 1, "expected": str(index + 1)}]},
+                        "solution": {"script": None, "answer": str(index + 1)}, "tags": [], "files": [],
+                        "metadata": {}}
+            yield archive.TaskItem(document=document, sha256=content_sha256(document))
+
+    path = tmp_path / "big-1.0.0.tar.gz"
+    archive.build_pack(out=path, info=archive.PackInfo(slug="big", name="Big", version="1.0.0"), tasks=items(),
+                       read_blob=lambda sha256: b"", scratch_dir=tmp_path / "build")
+    with tarfile.open(path) as tar:
+        assert sum(1 for member in tar if member.islnk()) >= 40_000
+    importer.extract_archive(path, scratch / "unpacked")
+    assert unpacked_bytes(scratch / "unpacked") < 40 << 20
+    assert not list((scratch / "unpacked").rglob("grader.pyz"))[1:]  # the pack's own grader/ copy at most
+    assert not (scratch / "unpacked/big-1.0.0/tasks/t-00000/tests").exists()
+    candidates = list(importer.folder_candidates(scratch / "unpacked", path.name))
+    assert len(candidates) == 10_000 and all(isinstance(c, importer.Candidate) for c in candidates)
+
+
+def test_pack_files_are_read_with_the_ids_and_paths_a_task_names_checked(author, scratch, tmp_path):
+    """A tasks.jsonl names its files; an entry that is not an object, or a path out of the pack (absolute, '..'),
+    is not read (its row is then refused at its pointer), where a missing key was a 500."""
+    import hashlib
+
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"host file\n")
+    digest = hashlib.sha256(secret.read_bytes()).hexdigest()
+    rubric = {"schema": "gymwright.rubric/v1", "checks": [{"id": "a", "kind": "regex", "points": 1, "pattern": "x"}]}
+    pack = tmp_path / "pack"
+    (pack / "tasks").mkdir(parents=True)
+    documents = [{"schema": "gymwright.task/v1", "id": "escape", "prompt": "p", "rubric": rubric,
+                  "files": [{"path": str(secret), "sha256": digest}]},
+                 {"schema": "gymwright.task/v1", "id": "dotdot", "prompt": "p", "rubric": rubric,
+                  "files": [{"path": "../../../secret.txt", "sha256": digest}]},
+                 {"schema": "gymwright.task/v1", "id": "odd", "prompt": "p", "rubric": rubric, "files": ["x", {}]}]
+    (pack / "tasks.jsonl").write_text("".join(json.dumps(document) + "\n" for document in documents))
+    report = importer.tasks_import(path=pack, user=author)
+    assert [line.status for line in report.lines] == ["rejected"] * 3, report.as_dict()
+    assert all(line.pointer.startswith("/files/0") for line in report.lines), report.as_dict()
+    assert not Task.objects.exists()
+
+
+def write_tree(root: Path, files: dict[str, bytes | str]) -> Path:
+    for relative, data in files.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+    return root
+
+
+HARBOR = {"task.toml": TASK_TOML.decode(), "instruction.md": "Do it.",
+          "tests/test.sh": "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"}
+
+
+def test_one_task_id_in_two_folders_is_refused_at_the_second_naming_the_first(author, scratch):
+    """Two Harbor folders whose task.toml names the same task, and a Terminal-Bench folder of that name: the first
+    is imported and each other one is refused at its own path, the message naming the first (it was imported as
+    a new version of it, or refused with the environment's error)."""
+    root = scratch / "tasks"
+    write_tree(root / "a", HARBOR)
+    write_tree(root / "b", {**HARBOR, "instruction.md": "Do it differently."})
+    write_tree(root / "ok", {"task.yaml": "instruction: Do it.\n", "run-tests.sh": "exit 0\n"})
+    write_tree(root / "z", {"task.yaml": "instruction: Do it again.\n", "run-tests.sh": "exit 0\n"})
+    (root / "z").rename(root / "ok-2")
+    write_tree(root / "ok-3", {**HARBOR, "task.toml": 'schema_version = "1.4"\n[task]\nname = "acme/ok-2"\n'})
+    report = importer.tasks_import(path=root, user=author)
+    lines = {line.where: line for line in report.lines}
+    assert lines["tasks/a"].status == "created" and lines["tasks/a"].task == "ok"
+    assert (lines["tasks/b"].status, lines["tasks/b"].pointer) == ("rejected", "/id")
+    assert lines["tasks/b"].message == "duplicate task id 'ok' (first in tasks/a)"
+    assert lines["tasks/ok"].message == "duplicate task id 'ok' (first in tasks/a)"
+    assert lines["tasks/ok-2"].status == "created"
+    assert lines["tasks/ok-3"].message == "duplicate task id 'ok-2' (first in tasks/ok-2)"
+    assert Task.objects.get(slug="ok").latest_version.spec["prompt"] == "Do it."
+
+
+def test_a_dockerfile_that_copies_its_build_context_is_refused_at_the_files_path(author, scratch):
+    """Only environment/Dockerfile was read: a COPY of a file beside it failed when the image was built. An
+    environment is built from its Dockerfile alone, so such a task is refused at its path; one whose extra files
+    the Dockerfile never copies, or that copies from another image, is imported."""
+    root = scratch / "tasks"
+    write_tree(root / "copies", {**HARBOR, "environment/Dockerfile": "FROM ubuntu:24.04\n# COPY is below\n"
+                                 "WORKDIR /app\nCOPY --chown=1000 \\\n  app.py data/ /app/\n",
+                                 "environment/app.py": "print(1)\n", "environment/data/x.csv": "a\n"})
+    write_tree(root / "compose", {**HARBOR, "environment/Dockerfile": "FROM ubuntu:24.04\n",
+                                  "environment/docker-compose.yaml": "services: {}\n"})
+    write_tree(root / "unused", {**HARBOR, "task.toml": 'schema_version = "1.4"\n[task]\nname = "acme/unused"\n',
+                                 "environment/Dockerfile": "FROM ubuntu:24.04\nCOPY --from=busybox /bin/busybox /bin/\n"
+                                 "ADD https://example.com/x.tar.gz /opt/\nWORKDIR /app\n",
+                                 "environment/NOTES.md": "not copied\n"})
+    write_tree(root / "tb-copies", {"task.yaml": "instruction: Do it.\n", "run-tests.sh": "exit 0\n",
+                                    "Dockerfile": "FROM ubuntu:24.04\nCOPY seed.txt /app/\n", "seed.txt": "x\n"})
+    report = importer.tasks_import(path=root, user=author)
+    lines = {line.where: line for line in report.lines}
+    assert lines["tasks/copies/environment/app.py"].status == "rejected", report.as_dict()
+    assert lines["tasks/copies/environment/app.py"].message.startswith(
+        "build-context files are not supported: the Dockerfile's COPY/ADD on line 4 reads them")
+    assert "(2 files beside it)" in lines["tasks/copies/environment/app.py"].message
+    assert "docker-compose" in lines["tasks/compose/environment/docker-compose.yaml"].message
+    assert lines["tasks/tb-copies/seed.txt"].message.startswith("build-context files are not supported")
+    assert lines["tasks/unused"].status == "created"
+    assert sorted(Task.objects.values_list("slug", flat=True)) == ["unused"]
+
+
+def test_a_task_folder_with_a_file_that_cannot_be_read_is_refused_alone(author, scratch):
+    """A link in one task's tests/ (a folder import: an archive refuses links outright), or a run-tests.sh that is
+    not UTF-8, refused the whole import; that task is now refused at its path, naming the file, and the others
+    are imported. Reading past the import cap still refuses the whole import (test_hard_links_count_...)."""
+    root = scratch / "tasks"
+    write_tree(root / "linked", HARBOR)
+    (root / "linked/tests/secret").symlink_to("/etc/passwd")
+    write_tree(root / "latin1", {"task.yaml": "instruction: Do it.\n", "run-tests.sh": b"echo caf\xe9\n"})
+    write_tree(root / "fine", {**HARBOR, "task.toml": 'schema_version = "1.4"\n[task]\nname = "acme/fine"\n'})
+    report = importer.tasks_import(path=root, user=author)
+    lines = {line.where: line for line in report.lines}
+    assert lines["tasks/linked"].message == "tasks/linked/tests/secret: a symbolic link; links are not imported"
+    assert lines["tasks/latin1"].message == "tasks/latin1/run-tests.sh: not valid UTF-8 (byte 8)"
+    assert lines["tasks/fine"].status == "created"
+    assert list(Task.objects.values_list("slug", flat=True)) == ["fine"]

@@ -25,6 +25,9 @@ from ..spec import SandboxError, SandboxSpec
 WORKSPACE = "/workspace"
 TMP = "/tmp"
 ENV_DIR = "/env"
+# Writable for the checks only, after the episode (`Sandbox.open_verifier_paths`): where Harbor's
+# verifier finds its tests and writes its reward (/tests/test.sh, /logs/verifier/reward.txt).
+VERIFIER_PATHS = ("/logs", "/tests")
 MAX_READ_BYTES = 64 * 1024 * 1024
 INTERRUPT_POLL_S = 0.5
 FULL_MARGIN = 1024 * 1024
@@ -198,6 +201,11 @@ class Sandbox(abc.ABC):
         again). Call after `end_processes()`, so nothing races the writes.
         Returns, per path, what was found there first: "file", "missing",
         "link", "dir" or "other"."""
+
+    def open_verifier_paths(self) -> None:
+        """Make /logs and /tests (VERIFIER_PATHS) empty directories the checks can write. Call after
+        `end_processes()`: during the episode they do not exist (bubblewrap) or belong to root
+        (docker), so nothing the agent did can be in them when the checks run."""
 
     def add_env_files(self, env_files: Mapping[str, bytes]) -> None:
         """Add files under /env (read-only to the sandbox) after the start:

@@ -42,6 +42,7 @@ import functools
 import errno
 import logging
 import os
+import secrets
 import selectors
 import shlex
 import shutil
@@ -57,8 +58,8 @@ from ..results import ExecResult
 from ..spec import CappedBuffer, SandboxError, SandboxSpec
 from grading.engine.safe_files import NotRegularFile, copy_sparse, open_regular
 
-from .base import (CANCELLED_NOTE, ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits, Sandbox, SnapshotBudget,
-                   pid_alive, shell_command, split_path)
+from .base import (CANCELLED_NOTE, ENV_DIR, MAX_READ_BYTES, TMP, VERIFIER_PATHS, WORKSPACE, Backend, HostLimits, Sandbox,
+                   SnapshotBudget, pid_alive, shell_command, split_path)
 from .bwrap_process import Child, PopenChild, SpawnedChild, SpawnerGone, parse_status, read_line
 from .cgroups import CgroupSet
 from ..egress import DNS, EGRESS_REFUSED, GATEWAY, HOST_ALIAS, EgressLink, EgressPolicy, host_addresses, \
@@ -181,6 +182,7 @@ class BubblewrapSandbox(Sandbox):
             os.chown(self.tmp_dir, uid, gid)
             self._check_traversable()
         self.mounts: list[Path] = []
+        self.verifier_binds: list[str] = []  # bwrap binds of VERIFIER_PATHS, once the checks may write them
         if backend.tmpfs_caps and os.geteuid() == 0:
             self._mount_caps()
         self._write_etc()
@@ -281,7 +283,10 @@ class BubblewrapSandbox(Sandbox):
                  "--bind", str(self.workspace_dir), WORKSPACE,
                  "--bind", str(self.tmp_dir), TMP,
                  "--ro-bind", str(self.env_dir), ENV_DIR,
+                 *self.verifier_binds,
                  "--dir", "/opt/gymwright/bin"]
+        if spec.workdir:
+            args += ["--symlink", WORKSPACE, spec.workdir]
         if self.backend.python:
             for alias in ("python", "python3"):
                 args += ["--symlink", self.backend.python, f"/opt/gymwright/bin/{alias}"]
@@ -744,6 +749,28 @@ class BubblewrapSandbox(Sandbox):
         with self._exec_lock:
             self._close_spawner()
             self.cgroups.kill_all()
+
+    def open_verifier_paths(self) -> None:
+        # Folders inside the sandbox's /tmp (under its cap), under a name the agent could not guess and
+        # made now, when none of its processes is left: bound at /logs and /tests for every later exec.
+        with self._exec_lock:
+            if self.verifier_binds:
+                return
+            base = self.tmp_dir / f".gymwright-verifier-{secrets.token_hex(12)}"
+            binds = []
+            try:
+                base.mkdir(mode=0o755)
+                for path in VERIFIER_PATHS:
+                    folder = base / path.lstrip("/")
+                    folder.mkdir(mode=0o755)
+                    if self.backend.run_as:
+                        os.chown(folder, self.uid, self.gid)
+                    binds += ["--bind", str(folder), path]
+            except OSError as exc:  # /tmp full: the checks that need them say so
+                log.warning("sandbox %s: no verifier paths: %s", self.id, exc)
+                return
+            self.verifier_binds = binds
+            self._static_args = self._bwrap_args()
 
     def restore_files(self, files) -> dict[str, str]:
         from grading.engine.safe_files import place_files

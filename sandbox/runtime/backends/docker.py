@@ -47,11 +47,11 @@ from pathlib import Path
 
 from ..egress import EGRESS_REFUSED
 from ..results import ExecResult
-from ..spec import CappedBuffer, SandboxError, SandboxSpec
+from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec
 from grading.engine.safe_files import write_sparse
 
-from .base import (CANCELLED_NOTE, ENV_DIR, MAX_READ_BYTES, TMP, WORKSPACE, Backend, HostLimits, Sandbox, SnapshotBudget,
-                   pid_alive, shell_command, split_path)
+from .base import (CANCELLED_NOTE, ENV_DIR, MAX_READ_BYTES, TMP, VERIFIER_PATHS, WORKSPACE, Backend, HostLimits, Sandbox,
+                   SnapshotBudget, pid_alive, shell_command, split_path)
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +228,7 @@ class DockerBackend(Backend):
                     raise SandboxError(f"Docker engine error: {exc}") from exc
                 context = io.BytesIO()
                 with tarfile.open(fileobj=context, mode="w") as tar:
-                    data = spec.dockerfile.encode()
+                    data = spec.build_dockerfile().encode()
                     info = tarfile.TarInfo("Dockerfile")
                     info.size = len(data)
                     tar.addfile(info, io.BytesIO(data))
@@ -299,6 +299,8 @@ class DockerBackend(Backend):
                     WORKSPACE: f"{tmpfs_opts},size={spec.workspace_mb}m,uid={uid},gid={gid},mode=0755",
                     TMP: f"{tmpfs_opts},size={spec.tmp_mb}m,mode=1777",
                     ENV_DIR: f"{tmpfs_opts},size={spec.workspace_mb}m,mode=0755",
+                    # root's until the checks run (open_verifier_paths): the agent cannot write them
+                    **{path: f"{tmpfs_opts},size={spec.tmp_mb}m,mode=0755" for path in VERIFIER_PATHS},
                 },
                 mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
                 # +3: docker-init, the keep-alive sleep and the killer exec.
@@ -391,6 +393,14 @@ class DockerSandbox(Sandbox):
         self._keep_pids = " ".join(p for p in lines if p.isdigit() and p != own)
         self.oom_seen = self._oom_count()
         self._start_killer()
+        if self.spec.workdir:
+            # What the image had in its WORKDIR (moved aside when it became a link to /workspace).
+            code, _, err, _ = self._run(["/bin/sh", "-c", f'[ ! -d {WORKDIR_COPY} ] || cp -R {WORKDIR_COPY}/. "$1"/',
+                                         "gymwright", WORKSPACE], timeout_s=self.spec.setup_timeout_s)
+            if code != 0:
+                raise SandboxError(f"the image's WORKDIR {self.spec.workdir} could not be copied into {WORKSPACE} "
+                                   f"(its {self.spec.workspace_mb} MB cap, or files the sandbox user cannot read): "
+                                   f"{err.text()[-500:]}", permanent=True)
 
     def _start_killer(self) -> None:
         try:
@@ -806,6 +816,14 @@ class DockerSandbox(Sandbox):
         if code != 0:
             raise SandboxError("could not stop the processes the episode left running"
                                + (" (timed out)" if timed_out else f": {err.text()[-300:]}"))
+
+    @_engine_errors
+    def open_verifier_paths(self) -> None:
+        # Their tmpfs mounts are root's (mode 0755) during the episode; root (no capabilities, but their
+        # owner) opens them to the sandbox user now that none of its processes is left.
+        code, _, err, _ = self._run(["chmod", "0777", *VERIFIER_PATHS], timeout_s=30, user="0:0")
+        if code != 0:
+            log.warning("sandbox %s: no verifier paths: %s", self.id, err.text()[-300:])
 
     @_engine_errors
     def restore_files(self, files) -> dict[str, str]:

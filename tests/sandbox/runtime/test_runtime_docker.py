@@ -28,7 +28,7 @@ def test_the_container_is_locked_down_and_labelled(docker_backend):
         assert host["ReadonlyRootfs"] is True and host["Binds"] in (None, [])
         assert host["Memory"] == 128 * 1024 * 1024 == host["MemorySwap"]
         assert host["PidsLimit"] == 40 + 3 and host["NanoCpus"] == 500_000_000
-        assert set(host["Tmpfs"]) == {"/workspace", "/tmp", "/env"}
+        assert set(host["Tmpfs"]) == {"/workspace", "/tmp", "/env", "/logs", "/tests"}
         # The keep-alive runs as its own uid, out of the sandbox user's reach.
         assert attrs["Config"]["User"] == "65533:65533"
         labels = attrs["Config"]["Labels"]
