@@ -59,6 +59,7 @@ class PreviewStartForm(forms.Form):
         self.fields["backend"].choices = [(b, b) for b in backends]
         self.fields["backend"].initial = backends[0] if backends else ""
         self.show_backend = len(backends) > 1
+        self.bubblewrap_offered = "bubblewrap" in backends
 
     @functools.cached_property
     def widgets_html(self) -> dict[str, str]:

@@ -164,3 +164,28 @@ def test_the_preview_form_offers_a_backend_choice_only_when_several_are_enabled(
     assert PreviewRun.objects.get().backend == "docker"
     response = client_author.post(start_url(version), {"policy": "nop", "n": "1", "backend": "firecracker"})
     assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+
+
+def test_the_preview_form_says_when_bubblewrap_would_not_use_the_environments_image(client_author, author, version,
+                                                                                    settings):
+    """bubblewrap runs a rollout on the server's own system: an environment built from a Dockerfile or an image
+    is what ships only on docker, and the form says so before a preview is read as the task's behaviour."""
+    from authoring import services as authoring_services
+    from tests.sandbox.factories import make_task
+
+    settings.SANDBOX_BACKEND, settings.SANDBOX_BACKENDS_ALLOWED = "bubblewrap", ["bubblewrap"]
+    assert 'id="backend-image-note"' not in client_author.get(start_url(version)).content.decode()
+
+    authoring_services.environment_create(slug="built", name="built", author=author, spec={
+        "network": "none", "dockerfile": "FROM busybox\nRUN mkdir /app && echo hi > /app/data.txt\nWORKDIR /app\n"})
+    built = make_task(author=author, slug="built-task", environment_slug="built").latest_version
+    html = client_author.get(start_url(built)).content.decode()
+    assert 'id="backend-image-note"' in html and "the Dockerfile's steps are not run" in html
+    assert "Choose docker" not in html  # not offered here
+    html = client_author.get(reverse("authoring:task_detail", args=["built-task"])).content.decode()
+    assert 'id="backend-image-note"' in html
+
+    settings.SANDBOX_BACKENDS_ALLOWED = ["bubblewrap", "docker"]
+    assert "Choose docker to preview it as it ships" in client_author.get(start_url(built)).content.decode()
+    settings.SANDBOX_BACKEND, settings.SANDBOX_BACKENDS_ALLOWED = "docker", ["docker"]
+    assert 'id="backend-image-note"' not in client_author.get(start_url(built)).content.decode()
