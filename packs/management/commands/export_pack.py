@@ -6,14 +6,16 @@ from __future__ import annotations
 import shutil
 
 from django.core.files.storage import default_storage
-from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from django.core.management.base import CommandError
 
+from gymwright.commands import DatabaseCommand
 from gymwright.errors import DomainError
 from packs import services
 from packs.models import PackVersion, TaskPack
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = ("Build the next version of a task pack from the selected approved task versions (all approved "
             "tasks when no selector is given), synchronously, and write the archive.")
     # A batch job that touches no URL or template: the system checks would import every URL
@@ -36,12 +38,21 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         slug = options["pack_slug"]
+        selection = services.Selection(environment=options["environment"], tags=tuple(options["tag"]),
+                                       tasks=tuple(options["task"]), test_ratio=options["test_ratio"])
         try:
-            pack = TaskPack.objects.filter(slug=slug).first() or services.pack_create(slug=slug, user=None)
-            selection = services.Selection(environment=options["environment"], tags=tuple(options["tag"]),
-                                           tasks=tuple(options["task"]), test_ratio=options["test_ratio"])
-            pack_version = services.pack_version_start(pack=pack, user=None, selection=selection,
-                                                       version=options["version"], enqueue=False)
+            # One transaction: a pack this command creates is not left behind, empty, by a selection it refuses.
+            with transaction.atomic():
+                pack = TaskPack.objects.filter(slug=slug).first() or services.pack_create(slug=slug, user=None)
+                try:
+                    pack_version = services.pack_version_start(pack=pack, user=None, selection=selection,
+                                                               version=options["version"], enqueue=False,
+                                                               allow_unchanged=False)
+                except services.UnchangedBuild as exc:
+                    # The contract builds the next version all the same; the page asks first, this says so.
+                    self.stderr.write(f"note: {exc.message}")
+                    pack_version = services.pack_version_start(pack=pack, user=None, selection=selection,
+                                                               version=options["version"], enqueue=False)
         except DomainError as exc:
             raise CommandError(exc.message, returncode=1)
         pack_version = services.pack_version_build(pack_version_id=pack_version.pk)

@@ -8,13 +8,14 @@ import gc
 import sys
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from gymwright.commands import DatabaseCommand
 from gymwright.errors import DomainError, NotAllowed
 from packs import importer
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = ("Import a tasks.jsonl, a CSV/JSONL/Parquet table, or a folder / .tar.gz of Harbor or Terminal-Bench "
             "tasks; print one line per task or rejected row.")
     # A batch job that touches no URL or template, as export_pack: the system checks would import
