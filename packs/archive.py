@@ -36,6 +36,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from grading.engine import canonical_json
 from grading.engine.calibration import DEFAULT_BAND
+from grading.engine.checks import episode_checks
 from grading.engine.gates import has_judge_checks
 from grading.engine.models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA
 
@@ -344,7 +345,7 @@ def _parquet_schema():
         ("extra_info", pa.struct([
             ("task_id", pa.string()), ("version", pa.int64()), ("sha256", pa.string()),
             ("environment", pa.string()), ("tools", pa.list_(pa.string())), ("split", pa.string()),
-            ("index", pa.int64()),
+            ("index", pa.int64()), ("response_only", pa.bool_()),
         ])),
     ])
 
@@ -404,7 +405,7 @@ def parquet_row(document: dict, *, sha256: str, info: PackInfo, split: str, inde
         "extra_info": {
             "task_id": document["id"], "version": int(document.get("version") or 1), "sha256": sha256,
             "environment": environment.get("id") or "default", "tools": list(environment.get("tools") or []),
-            "split": split, "index": index,
+            "split": split, "index": index, "response_only": not episode_checks(document.get("rubric")),
         },
     }
 
@@ -467,7 +468,21 @@ def card_front_matter(*, info: PackInfo, counts: dict) -> str:
     return "\n".join(lines + ["---", ""])
 
 
-def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter) -> str:
+def _response_only_note(counts: dict, response_only: int | None) -> str:
+    if response_only is None or response_only == counts["tasks"]:
+        return ""
+    return (f"""
+**{counts["tasks"] - response_only} of {counts["tasks"]} tasks grade only in part from a response**: their rubrics
+have checks that read the agent's workspace, run in its sandbox or read its trajectory (files, commands,
+python checks), which `reward.py` (verl, TRL) and `inspect_task.py` cannot score from the response text:
+they are unscored, and the reward covers the other checks. Those tasks have `extra_info.response_only`
+false in the parquet files: keep them out of a text-only training run (`dataset.filter(lambda row:
+row["extra_info"]["response_only"])`), or grade them in their sandbox with the Harbor tasks.
+""")
+
+
+def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter,
+                 response_only: int | None = None) -> str:
     top = f"{info.slug}-{info.version}"
     rows = "\n".join(f"| {name} | {histogram.get(name, 0)} |" for name in DIFFICULTY_BINS)
     environment_rows = "\n".join(f"| {name} | {count} |" for name, count in sorted(environments.items()))
@@ -523,7 +538,7 @@ rollout passed, hard = pass rate below {low:.0%}, in band = {low:.0%}–{high:.0
 Unpack: `tar xzf {top}.tar.gz && cd {top}`. Judge checks call the OpenAI-compatible endpoint
 in `OPENAI_BASE_URL` / `OPENAI_API_KEY` with the model in `GYMWRIGHT_JUDGE_MODEL`; without one
 they are unscored (the reward says so) and the reward covers the other checks.
-
+{_response_only_note(counts, response_only)}
 Hugging Face `datasets`: `load_dataset("path/to/{top}")` gives the splits above (those with tasks),
 from the header of this card (a path that names the folder: `datasets` cannot name a dataset `"."`).
 
@@ -804,6 +819,7 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     splits = {name: _SplitWriter(root / "data" / f"{name}.parquet") for name in ("train", "test")}
     histogram: Counter = Counter()
     environments: Counter = Counter()
+    response_only = 0
     entries: list[dict] = []
     previous_id = None
     with open(root / "tasks.jsonl", "wb") as jsonl, open(root / "calibration.json", "wb") as calibration_file:
@@ -822,8 +838,9 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
             environments[(document.get("environment") or {}).get("id") or "default"] += 1
             entries.append({"id": task_id, "version": int(document.get("version") or 1), "sha256": item.sha256,
                             "split": split})
-            splits[split].add(parquet_row(document, sha256=item.sha256, info=info, split=split,
-                                          index=splits[split].count))
+            row = parquet_row(document, sha256=item.sha256, info=info, split=split, index=splits[split].count)
+            response_only += row["extra_info"]["response_only"]
+            splits[split].add(row)
             blobs = {}
             for _, path, sha256, _ in _task_files(document):
                 if sha256 not in blobs:
@@ -847,8 +864,8 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     for name in ("tasks.jsonl", "calibration.json", "data/train.parquet", "data/test.parquet"):
         scratch.add_existing(name)
     counts = {"tasks": len(entries), "train": splits["train"].count, "test": splits["test"].count}
-    scratch.write("README.md", dataset_card(info=info, counts=counts, histogram=histogram,
-                                            environments=environments).encode("utf-8"))
+    scratch.write("README.md", dataset_card(info=info, counts=counts, histogram=histogram, environments=environments,
+                                            response_only=response_only).encode("utf-8"))
     spool = renderer.finish()
     scratch.write("grader/requirements.txt", spool.requirements)
     scratch.write("grader/grader.pyz", spool.grader_pyz)

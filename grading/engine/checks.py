@@ -627,3 +627,25 @@ _HANDLERS = {
     "text_similarity": text_similarity,
     "command": command,
 }
+
+
+#: Kinds that read the agent's workspace or run in its sandbox.
+EPISODE_KINDS = frozenset({"file_exists", "file_content", "table_cell", "command", "python"})
+
+
+def episode_checks(rubric: Any) -> list[str]:
+    """Ids of a rubric document's checks, at any depth, that need the episode rather than the response text:
+    the agent's workspace files, its sandbox (commands, python checks) or its trajectory. Graded from a
+    response alone (a trainer's reward function, `grade` without a workspace or sandbox), they are unscored.
+    Groups are not listed themselves, only their children that need the episode."""
+    found: list[str] = []
+    stack = list(reversed((rubric or {}).get("checks") or [])) if isinstance(rubric, dict) else []
+    while stack:
+        check = stack.pop()
+        if not isinstance(check, dict):
+            continue
+        if check.get("kind") == "group":
+            stack.extend(reversed(check.get("checks") or []))
+        elif check.get("kind") in EPISODE_KINDS or (check.get("target") or "answer") != "answer":
+            found.append(str(check.get("id")))
+    return found

@@ -13,8 +13,9 @@ function returns None for a response whose grade has no scored check at all (TRL
 advantage and leaves it out of its group's mean) and logs the share of incomplete grades.
 `grade_response(task_id, response)` gives the whole grade, every check's result included.
 
-Checks that need the agent's workspace or a sandbox (files, commands, python checks) are also
-unscored here: grade those with the Harbor tasks under tasks/<id>/ (tests/test.sh).
+Checks that need the agent's workspace, its sandbox or its trajectory (files, commands, python checks)
+are also unscored here: the parquet rows of such tasks have `extra_info.response_only` false (keep them
+out of a text-only run), and the Harbor tasks under tasks/<id>/ grade them whole (tests/test.sh).
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ def _warn_unscored(document: dict) -> None:
         return
     _warned = True
     unscored = ", ".join(check["id"] for check in document["checks"] if check["status"] != "scored")
-    warnings.warn(f"some checks are unscored (no judge configured, or they need a sandbox), e.g. {unscored}; "
-                  "rewards cover the scored checks only", stacklevel=3)
+    warnings.warn(f"some checks are unscored (no judge configured, or they need the agent's workspace or sandbox: "
+                  f"such tasks have extra_info.response_only false), e.g. {unscored}; rewards cover the scored "
+                  "checks only", stacklevel=3)
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:

@@ -370,3 +370,34 @@ def test_the_dataset_card_opens_with_a_hugging_face_header(tmp_path, licence, ex
     assert header["configs"] == [{"config_name": "default", "data_files": [
         {"split": "train", "path": "data/train.parquet"}, {"split": "test", "path": "data/test.parquet"}]}]
     assert result.manifest["counts"]["test"] > 0
+
+
+def test_tasks_that_need_their_episode_are_marked_for_text_only_trainers(tmp_path):
+    """A rubric with a check on the agent's files, its sandbox or its trajectory cannot be graded from a
+    response alone (verl's and TRL's reward functions): its parquet row says so (extra_info.response_only)
+    and the card counts such tasks and says how to keep them out of a text-only run."""
+    def with_rubric(index: int, checks: list) -> archive.TaskItem:
+        doc = document(index)
+        doc["rubric"] = {"schema": "gymwright.rubric/v1", "checks": checks}
+        return archive.TaskItem(doc, content_sha256(doc), None)
+
+    text = {"id": "right", "kind": "string_match", "points": 1, "expected": "1"}
+    tasks = [with_rubric(0, [text]),
+             with_rubric(1, [text, {"id": "report", "kind": "file_exists", "points": 1, "path": "r.txt"}]),
+             with_rubric(2, [{"id": "g", "kind": "group", "points": 1, "checks": [
+                 text, {"id": "said", "kind": "regex", "points": 1, "pattern": "x", "target": "trajectory"}]}]),
+             with_rubric(3, [text, {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Is right."}])]
+    archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0",
+                                                                         test_ratio=0.0),
+                       tasks=tasks, read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", build_record={})
+    with tarfile.open(tmp_path / "p.tar.gz") as tar:
+        train = pd.read_parquet(io.BytesIO(tar.extractfile("demo-1.0.0/data/train.parquet").read()))
+        card = tar.extractfile("demo-1.0.0/README.md").read().decode()
+    assert {row["task_id"]: row["response_only"] for row in train["extra_info"]} == {
+        "task-000": True, "task-001": False, "task-002": False, "task-003": True}
+    assert "**2 of 4 tasks grade only in part from a response**" in card
+    assert 'row["extra_info"]["response_only"]' in card
+
+    build(tmp_path, "all-text.tar.gz", count=3)
+    with tarfile.open(tmp_path / "all-text.tar.gz") as tar:
+        assert "grade only in part" not in tar.extractfile("demo-1.0.0/README.md").read().decode()
