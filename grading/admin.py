@@ -40,6 +40,9 @@ class CheckResultAdmin(admin.ModelAdmin):
     raw_id_fields = ["grade"]
     readonly_fields = [field.name for field in CheckResult._meta.fields]
 
+    def has_add_permission(self, request):
+        return False  # a check result is part of its grade, written by the grader (the form saved none: a 500)
+
 
 @admin.register(JudgeLabel)
 class JudgeLabelAdmin(admin.ModelAdmin):
