@@ -12,12 +12,17 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from authoring import selectors, services
+from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff_json
 from authoring.models import Environment, Task, slug_validator
 from gymwright.api import Pagination, iso_datetime, paginate as _paginate, paginated, validated as _input
 from gymwright.pagination import KeysFirstPaginator
-from gymwright.errors import DomainError
+from gymwright.errors import DomainError, NotAllowed
+
+
+def _authors_only(user, what: str) -> None:
+    if not permissions.can_author(user):
+        raise NotAllowed(f"Only authors and admins can {what}.")
 
 
 # --------------------------------------------------------------------------------------------- environments
@@ -63,6 +68,7 @@ class EnvironmentListApi(APIView):
 
     @extend_schema(request=EnvironmentCreateInput, responses={201: EnvironmentOutput})
     def post(self, request):
+        _authors_only(request.user, "create environments")  # before anything is looked up in the body
         data = _input(EnvironmentCreateInput, request.data)
         if Environment.objects.filter(slug=data["slug"]).exists():
             raise DomainError(f"An environment called {data['slug']!r} already exists.",
@@ -196,6 +202,7 @@ class TaskListApi(APIView):
 
     @extend_schema(request=TaskCreateInput, responses={201: TaskOutput})
     def post(self, request):
+        _authors_only(request.user, "create tasks")  # a refusal, not "no environment" (its lookup refuses too)
         data = _input(TaskCreateInput, request.data)
         try:
             environment = selectors.environment_get_for_user(slug=data["environment"], user=request.user)
@@ -271,6 +278,7 @@ class BlobUploadApi(APIView):
                    responses={201: inline_serializer("Blob", {"sha256": serializers.CharField(),
                                                                "size": serializers.IntegerField()})})
     def post(self, request):
+        _authors_only(request.user, "upload files")  # before the body is read: a blob is stored for good
         upload = request.FILES.get("file")  # parses the body, which runs the capped upload handler
         if getattr(request._request, "upload_too_large", False):
             raise services.upload_too_large_error("The file")

@@ -13,7 +13,7 @@ from django.core import signing
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 
 from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff
@@ -56,6 +56,7 @@ def _upload_refused(request, form, *, what: str) -> bool:
 # --------------------------------------------------------------------------------------------- tasks
 
 
+@require_safe
 def task_list(request):
     filters = {key: request.GET.get(key, "").strip()[:100] for key in ("q", "environment", "status", "tag", "author")}
     queryset = selectors.task_list_page_source(user=request.user, **filters)
@@ -155,6 +156,7 @@ def task_create(request):
     return render(request, "authoring/task_form.html", _task_form_context(form, creating=True))
 
 
+@require_safe
 def task_detail(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user, count_versions=True)
     version = task.latest_version
@@ -299,12 +301,14 @@ def _conflict(request, *, task, form, content, base_version):
     }, status=409)
 
 
+@require_safe
 def task_versions(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user)
     versions = selectors.task_version_list(task=task, user=request.user)
     return render(request, "authoring/task_versions.html", {"task": task, "versions": versions})
 
 
+@require_safe
 def task_version_detail(request, slug, number):
     version = selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
     if request.GET.get("format") == "json":
@@ -348,6 +352,7 @@ def task_version_file(request, slug, number, path):
     return response
 
 
+@require_safe
 def task_diff(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user)
     numbers = selectors.task_version_numbers(task=task, user=request.user)
@@ -374,6 +379,7 @@ def markdown_preview(request):
 # --------------------------------------------------------------------------------------------- environments
 
 
+@require_safe
 def environment_list(request):
     return render(request, "authoring/environment_list.html", {
         "environments": selectors.environment_list(user=request.user),
@@ -408,6 +414,7 @@ def environment_create(request):
     return render(request, "authoring/environment_form.html", {"form": form, "creating": True})
 
 
+@require_safe
 def environment_detail(request, slug):
     environment = selectors.environment_get_for_user(slug=slug, user=request.user)
     return render(request, "authoring/environment_detail.html", {

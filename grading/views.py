@@ -43,7 +43,7 @@ def dry_run_create(request: HttpRequest) -> HttpResponse:
     try:
         if getattr(request, "upload_too_large", False):
             raise upload_too_large_error("A file")
-        if not permissions.can_view(request.user):
+        if not permissions.can_run_previews(request.user):  # a lab member grades with the engine's own CLI
             raise NotAllowed("You need a role (author, reviewer or admin) to grade answers.")
         task, task_version = _task_context(request)
         answer = post.get("answer", "")
@@ -188,6 +188,8 @@ def example_answers_run(request: HttpRequest, slug: str, number: int) -> HttpRes
     task_version = task_version_get_for_user(slug=slug, number=number, user=request.user)
     try:
         services.example_answers_run(task_version=task_version, user=request.user)
+    except NotAllowed:
+        raise  # 403 (gymwright.middleware.DomainErrorMiddleware): a refusal is not a flash over the task page
     except DomainError as error:
         messages.error(request, error.message)
     return redirect(reverse("authoring:task_detail", args=[slug]) + "#examples")

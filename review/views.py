@@ -10,7 +10,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from authoring import permissions
 from authoring import selectors as authoring_selectors
@@ -65,6 +65,8 @@ def task_submit(request, slug):
     try:
         services.task_submit(task=task, user=request.user,
                              override_reason=form.cleaned_data.get("override_reason") or "")
+    except NotAllowed as exc:
+        return _forbidden(request, exc)  # a refusal, not a flash over the task page
     except DomainError as exc:
         messages.error(request, exc.message)
     else:
@@ -77,6 +79,8 @@ def gates_run(request, slug):
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
     try:
         runs = review_gates.gates_run(task_version=task.latest_version, user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)  # as a refused submit
     except DomainError as exc:
         messages.error(request, exc.message)
     else:
@@ -111,8 +115,10 @@ def task_review(request, slug):
                                         decision=form.cleaned_data["decision"],
                                         comment=form.cleaned_data.get("comment") or "",
                                         check_comments=_check_comments(request.POST))
-    except (DomainError, Http404) as exc:
-        messages.error(request, f"Review not recorded: {getattr(exc, 'message', str(exc))}")
+    except NotAllowed as exc:
+        return _forbidden(request, exc)  # one's own task, or not a reviewer; a version not theirs to read: 404
+    except DomainError as exc:
+        messages.error(request, f"Review not recorded: {exc.message}")
         return redirect(back)
     messages.success(request, f"Review recorded: {review.get_decision_display().lower()} on v{version.number}.")
     return redirect("review:queue" if permissions.can_review(request.user) else "authoring:task_detail",
@@ -129,6 +135,7 @@ def _check_cards(version, threads_by_check, agreement_by_check, flags) -> list[d
     return cards
 
 
+@require_safe
 @_review_workspace
 def review_page(request, slug):
     """Everything needed to decide, on one screen."""
@@ -170,6 +177,7 @@ def review_page(request, slug):
 # --------------------------------------------------------------------------------------------- queue, inbox
 
 
+@require_safe
 def review_queue(request):
     if not permissions.can_review(request.user):
         return _forbidden(request, NotAllowed("Only reviewers and admins have a review queue."))
@@ -187,6 +195,7 @@ def review_queue(request):
     })
 
 
+@require_safe
 def inbox(request):
     page = Paginator(selectors.inbox_items(user=request.user), PAGE_SIZE).get_page(request.GET.get("page"))
     unread_ids = {item.pk for item in page if item.read_at is None}
@@ -234,6 +243,8 @@ def comment_create(request, slug):
         if in_place:
             return _thread_in_place(request, task, parent.pk, next_url=back, error=f"Reply not saved: {exc.message}",
                                     body=request.POST.get("body", ""))
+        if isinstance(exc, NotAllowed):
+            return _forbidden(request, exc)  # as a refused submit (in place, the thread says it)
         messages.error(request, f"Comment not saved: {exc.message}")
     if in_place:
         return _thread_in_place(request, task, parent.pk, next_url=back)
@@ -255,6 +266,8 @@ def comment_resolve(request, slug, comment_id):
     except DomainError as exc:
         if is_htmx(request):
             return _thread_in_place(request, task, comment.pk, next_url=back, error=exc.message)
+        if isinstance(exc, NotAllowed):
+            return _forbidden(request, exc)  # as a refused submit (in place, the thread says it)
         messages.error(request, exc.message)
     if is_htmx(request):
         return _thread_in_place(request, task, comment.pk, next_url=back)
@@ -275,6 +288,7 @@ def _scope(request):
     return task, environment
 
 
+@require_safe
 def label_queue(request):
     """Judged checks no human has labelled yet: y / n / s(kip), j / k; labels save without a reload."""
     if not permissions.can_review(request.user):
@@ -284,6 +298,7 @@ def label_queue(request):
     return render(request, "review/label_queue.html", {"items": items, "task": task, "environment": environment})
 
 
+@require_safe
 @_review_workspace
 def agreement_page(request, slug):
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
@@ -291,6 +306,7 @@ def agreement_page(request, slug):
         "environment": environment, "agreement": review_agreement.agreement_json(environment=environment)})
 
 
+@require_safe
 @_review_workspace
 def environment_dashboard(request, slug):
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)

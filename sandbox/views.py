@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from authoring import permissions
 from authoring.selectors import task_get_for_user, task_version_get_for_user
-from gymwright.errors import DomainError
+from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
 from gymwright.html import is_htmx
 from sandbox.forms import PreviewStartForm
@@ -21,6 +21,8 @@ from sandbox.models import PreviewRun
 @require_http_methods(["GET", "POST"])
 def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = task_version_get_for_user(slug=slug, number=number, user=request.user)
+    if not permissions.can_run_previews(request.user):  # the form too: a lab member starts nothing
+        raise NotAllowed("Only authors, reviewers and admins can start previews.")
     form = PreviewStartForm(request.POST or None)
     status = 400 if request.method == "POST" else 200
     if request.method == "POST" and form.is_valid():
@@ -79,6 +81,8 @@ def preview_cancel(request: HttpRequest, preview_run_id: int) -> HttpResponse:
     preview_run = selectors.preview_run_get_for_user(preview_run_id=preview_run_id, user=request.user)
     try:
         services.preview_run_cancel(preview_run=preview_run, user=request.user)
+    except NotAllowed:
+        raise  # 403 (gymwright.middleware.DomainErrorMiddleware): a refusal is not a flash over the preview
     except DomainError as exc:
         messages.error(request, exc.message)
     else:
