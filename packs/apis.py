@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,7 +12,7 @@ from authoring.models import slug_validator
 from gymwright.api import paginate as _paginate, paginated, validated as _input
 from gymwright.errors import DomainError
 from packs import downloads, importer, selectors, services
-from packs.views import import_upload
+from packs.views import import_upload, pack_version_verification_state
 
 
 class PackOutput(serializers.Serializer):
@@ -100,11 +100,38 @@ class PackVersionListApi(APIView):
         return Response(PackVersionOutput(pack_version).data, status=status.HTTP_202_ACCEPTED)
 
 
+class PackVerificationOutput(serializers.Serializer):
+    ok = serializers.BooleanField()
+    problems = serializers.ListField(child=serializers.CharField())
+    files_checked = serializers.IntegerField()
+    checked_at = serializers.DateTimeField(source="finished_at")
+    requested_by = serializers.CharField(source="requested_by.username", allow_null=True, default=None,
+                                         help_text="null: the check that followed the build")
+
+
+class PackVersionDetailOutput(PackVersionOutput):
+    """With the archive's verification: the context's `verification` and `checking`
+    (views.pack_version_verification_state)."""
+    verification = serializers.SerializerMethodField(
+        help_text="the stored archive's last finished check (null: not checked yet)")
+    verifying = serializers.SerializerMethodField(help_text="a check is queued or running")
+
+    @extend_schema_field(PackVerificationOutput(allow_null=True))
+    def get_verification(self, obj):
+        done = self.context["verification"]
+        return PackVerificationOutput(done).data if done is not None else None
+
+    def get_verifying(self, obj) -> bool:
+        return self.context["checking"] is not None
+
+
 class PackVersionDetailApi(APIView):
-    @extend_schema(responses=PackVersionOutput, operation_id="pack_versions_retrieve")
+    @extend_schema(responses=PackVersionDetailOutput, operation_id="pack_versions_retrieve")
     def get(self, request, slug, version):
         pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
-        return Response(PackVersionOutput(pack_version).data)
+        verification, checking = pack_version_verification_state(pack_version=pack_version)
+        return Response(PackVersionDetailOutput(pack_version, context={"verification": verification,
+                                                                       "checking": checking}).data)
 
 
 class PackVersionDownloadApi(APIView):

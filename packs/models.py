@@ -135,3 +135,37 @@ class PackEntry(ImmutableModel):
 
     def __str__(self) -> str:
         return f"{self.task_slug} ({self.split})"
+
+
+class PackVerification(models.Model):
+    """One check of a ready PackVersion's stored archive: every sha256 of its manifest (what `manage.py verify_pack`
+    checks) and the archive's sha256 and content_sha256 against those recorded at its build. A version never
+    changes, so it is checked once after its build and again only when someone asks ("Verify again"), one check
+    at a time per version; the pages show the last finished one and when it ran."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+
+    pack_version = models.ForeignKey(PackVersion, on_delete=models.CASCADE, related_name="verifications")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    ok = models.BooleanField(null=True, blank=True)
+    problems = models.JSONField(default=list, blank=True)
+    files_checked = models.PositiveIntegerField(default=0)
+    # None: the check that follows the build
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pack_version_id", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["pack_version"], condition=models.Q(status__in=["queued", "running"]),
+                                    name="pack_verification_one_at_a_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pack_version_id}: {self.status} ({'ok' if self.ok else 'failed' if self.ok is False else '-'})"

@@ -1,4 +1,5 @@
-"""Writes for task packs: create a pack, start, build, fail and cancel a PackVersion, record downloads.
+"""Writes for task packs: create a pack, start, build, fail and cancel a PackVersion, verify its archive, record
+downloads.
 
 A build reads the approved version of each selected task (Task.approved_version, never a later
 draft) in task-slug order, streams them through the pure writer (packs.archive) into a temporary
@@ -13,6 +14,7 @@ import logging
 import shutil
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -32,7 +34,7 @@ from authoring.services import audit_record, blob_read
 from gymwright.bulk import bulk_insert_rows
 from gymwright.errors import DomainError, NotAllowed
 from packs import archive
-from packs.models import PackEntry, PackVersion, TaskPack
+from packs.models import PackEntry, PackVerification, PackVersion, TaskPack
 from sandbox.models import PreviewRun
 
 logger = logging.getLogger(__name__)
@@ -90,15 +92,33 @@ def selected_versions(*, environment: str | None = None, tags: list[str] | tuple
             if isinstance(have, list) and wanted <= set(have)]
 
 
+SELECTION_PROBLEMS_SHOWN = 50  # a list of thousands of unknown names is answered with the first ones
+
+
 def _selection_check(*, environment, tags, tasks) -> None:
-    if tasks:
-        known = dict(Task.objects.filter(slug__in=list(tasks)).values_list("slug", "approved_version_id"))
-        for index, slug in enumerate(tasks):
-            if slug not in known:
-                raise DomainError(f"There is no task {slug!r}.", details=[{"pointer": f"/tasks/{index}", "message": "no such task"}])
-            if known[slug] is None:
-                raise DomainError(f"Task {slug!r} has no approved version.",
-                                  details=[{"pointer": f"/tasks/{index}", "message": "not approved"}])
+    """Every task named in an explicit list is packable: it exists, a reviewer approved a version of it and it is
+    not archived. Each one that is not is refused at its pointer (/tasks/N), all of them at once: a named task
+    is never left out without a word (an archived one was)."""
+    if not tasks:
+        return
+    known = {slug: (approved, status) for slug, approved, status in
+             Task.objects.filter(slug__in=list(tasks)).values_list("slug", "approved_version_id", "status")}
+    problems = []  # (pointer, message at the pointer, the sentence)
+    for index, slug in enumerate(tasks):
+        approved, status = known.get(slug, (None, None))
+        if slug not in known:
+            problems.append((f"/tasks/{index}", "no such task", f"There is no task {slug!r}"))
+        elif status == Task.Status.ARCHIVED:
+            problems.append((f"/tasks/{index}", "archived", f"Task {slug!r} is archived"))
+        elif approved is None:
+            problems.append((f"/tasks/{index}", "not approved", f"Task {slug!r} has no approved version"))
+    if problems:
+        shown = problems[:SELECTION_PROBLEMS_SHOWN]
+        more = f"; and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        message = (f"{problems[0][2]}." if len(problems) == 1 else
+                   f"{len(problems)} of the tasks named cannot be packed: "
+                   + "; ".join(f"{pointer}: {sentence}" for pointer, _, sentence in shown) + more + ".")
+        raise DomainError(message, details=[{"pointer": pointer, "message": text} for pointer, text, _ in shown])
 
 
 # ---------------------------------------------------------------------------------------------- semver
@@ -308,8 +328,22 @@ def _scratch_root() -> Path:
     return root
 
 
+def _archive_name(pack_version: PackVersion) -> str:
+    """Where this build attempt stores its archive: a name no other attempt uses (a redelivered job may build the
+    same version twice at once), so that a failed attempt removes exactly the file it wrote, even a partial one."""
+    return f"packs/{pack_version.pack.slug}/{pack_version.version}-{uuid.uuid4().hex[:12]}/{pack_version.filename}"
+
+
+def _storage_delete_quietly(name: str) -> None:
+    try:
+        if default_storage.exists(name):
+            default_storage.delete(name)
+    except Exception:  # noqa: BLE001 - the build's outcome stands; the file is logged for a person to remove
+        logger.exception("could not remove the unpublished pack archive %s", name)
+
+
 def pack_version_build(*, pack_version_id: int) -> PackVersion:
-    """Build a `building` PackVersion and publish its archive; a no-op for a finished one."""
+    """Build a `building` PackVersion, publish its archive and verify it; a no-op for a finished one."""
     pack_version = PackVersion.objects.select_related("pack", "created_by").get(pk=pack_version_id)
     if pack_version.is_finished:
         return pack_version
@@ -330,6 +364,12 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
             raise archive.BuildCancelled()
 
     user = pack_version.created_by
+    # The stored file this attempt is responsible for until the version's row names it: removed on every way
+    # out but publishing (a cancel or a reap that lands while it is being saved, any error after the save, an
+    # error in the middle of the save). It is removed directly, not on commit: the transaction that finds the
+    # build cancelled is the one that rolls back, and a rollback drops its on-commit callbacks.
+    unpublished: str | None = None
+    verification = None
     try:
         result = archive.build_pack(
             out=temporary, info=pack_info(pack_version), tasks=_task_items(pack_version),
@@ -340,20 +380,23 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
         if result.size > settings.PACK_MAX_BYTES:
             raise archive.PackError(f"the archive is {result.size} bytes, over the {settings.PACK_MAX_BYTES}-byte "
                                     "limit (GYMWRIGHT_PACK_MAX_MB)")
+        unpublished = _archive_name(pack_version)
         with open(temporary, "rb") as handle:
-            name = default_storage.save(f"packs/{pack_version.pack.slug}/{pack_version.filename}", File(handle))
+            unpublished = default_storage.save(unpublished, File(handle), max_length=300)
         with transaction.atomic():
             updated = PackVersion.objects.filter(pk=pack_version.pk, cancel_requested=False).building_update(
-                status=PackVersion.Status.READY, archive=name, size=result.size, sha256=result.sha256,
+                status=PackVersion.Status.READY, archive=unpublished, size=result.size, sha256=result.sha256,
                 content_sha256=result.content_sha256, manifest=archive.manifest_summary(result.manifest),
                 progress_done=pack_version.progress_total, finished_at=timezone.now())
-            if updated != 1:
-                transaction.on_commit(lambda: default_storage.delete(name))
+            if updated != 1:  # cancelled, or reaped, while it was being written or saved
                 raise archive.BuildCancelled()
             audit_record(actor=user, verb=AuditEvent.Verb.BUILD, target=pack_version.pack,
                          summary=f"{pack_version.pack.slug} {pack_version.version}: built ({result.size} bytes)",
                          data={"version": pack_version.version, "sha256": result.sha256,
                                "content_sha256": result.content_sha256})
+            # in the same transaction: a ready version always has its check, queued if not run yet
+            verification = PackVerification.objects.create(pack_version_id=pack_version.pk)
+        unpublished = None
     except archive.BuildCancelled:
         pack_version_fail(pack_version_id=pack_version.pk, reason="cancelled by a user")
     except (archive.PackError, DomainError) as exc:
@@ -362,7 +405,16 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
         logger.exception("pack build %s failed", pack_version.pk)
         pack_version_fail(pack_version_id=pack_version.pk, reason=f"internal error: {type(exc).__name__}: {exc}")
     finally:
+        if unpublished is not None:
+            _storage_delete_quietly(unpublished)
         shutil.rmtree(scratch, ignore_errors=True)
+    if verification is not None:  # published: checked from storage, as "Verify again" does; its failure is the check's
+        try:
+            pack_verification_run(verification_id=verification.pk)
+        except Exception as exc:
+            logger.exception("checking pack version %s after its build failed", pack_version.pk)
+            pack_verification_fail(verification_id=verification.pk,
+                                   reason=f"the check stopped: {type(exc).__name__}: {exc}")
     return PackVersion.objects.select_related("pack").get(pk=pack_version.pk)
 
 
@@ -391,7 +443,8 @@ def _silent_since(moment) -> Q:
 def pack_versions_reap_stale(*, stale_after_s: float | None = None, now=None) -> list[int]:
     """Fail building versions whose build stopped reporting (its worker died mid-build, or the job
     was lost before any worker took it), with the reason; a build that reports again afterwards
-    finds its version finished and stops. Safe from any number of processes: conditional UPDATEs."""
+    finds its version finished and stops. Checks of an archive that stopped as long ago are finished as
+    failed too. Safe from any number of processes: conditional UPDATEs."""
     stale_after_s = settings.PACK_BUILD_STALE_AFTER_S if stale_after_s is None else stale_after_s
     cutoff = (now or timezone.now()) - timedelta(seconds=stale_after_s)
     reaped = []
@@ -403,6 +456,7 @@ def pack_versions_reap_stale(*, stale_after_s: float | None = None, now=None) ->
         if pack_version_fail(pack_version_id=row["pk"], reason=reason, stale_before=cutoff):
             reaped.append(row["pk"])
             logger.warning("reaped stale pack build %s: %s", row["pk"], reason)
+    _verifications_reap_stale(stale_after_s=stale_after_s, now=now)
     return reaped
 
 
@@ -425,19 +479,112 @@ def pack_version_download_record(*, pack_version: PackVersion, user, via: str) -
                  data={"version": pack_version.version, "via": via})
 
 
+# ---------------------------------------------------------------------------------------------- verification
+
+# "Verify again" is refused this soon after the end of the version's last check someone asked for: each check reads
+# the whole archive.
+VERIFY_AGAIN_AFTER_S = 60
+PROBLEMS_KEPT = 1000  # a check's problems stored and shown; a wrecked archive can have one per file
+
+
+class _HashingReader:
+    """A read-only stream that hashes what is read through it: the archive is read once for both checks."""
+
+    def __init__(self, handle):
+        self.handle, self.digest = handle, hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.digest.update(data)
+        return data
+
+
 def pack_version_verify(*, pack_version: PackVersion) -> archive.Verification:
-    """Check the stored archive against its manifest (and the sha256 recorded at build time)."""
+    """Check the stored archive against its manifest (archive.verify_pack, what `manage.py verify_pack` runs) and
+    against the sha256 and content_sha256 recorded at build time, in one read of the archive."""
     with default_storage.open(pack_version.archive.name, "rb") as handle:
-        result = archive.verify_pack(handle)
+        reader = _HashingReader(handle)
+        result = archive.verify_pack(reader)
+        while reader.read(1 << 20):  # what the tar reader left (its end blocks, the gzip trailer, anything after)
+            pass
+    digest = reader.digest.hexdigest()
     digest_problems = []
-    digest = hashlib.sha256()
-    with default_storage.open(pack_version.archive.name, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    if digest.hexdigest() != pack_version.sha256:
-        digest_problems.append(f"the archive's sha256 {digest.hexdigest()} is not the recorded {pack_version.sha256}")
+    if digest != pack_version.sha256:
+        digest_problems.append(f"the archive's sha256 {digest} is not the recorded {pack_version.sha256}")
     if result.manifest and result.manifest.get("content_sha256") != pack_version.content_sha256:
         digest_problems.append("the manifest's content_sha256 is not the recorded one")
     return archive.Verification(result.ok and not digest_problems, result.problems + digest_problems,
                                 result.manifest, result.files_checked)
 
+
+def _verifications_reap_stale(*, stale_after_s: float, now=None, pack_version_id: int | None = None) -> int:
+    """Finish checks that stopped (their worker died) or never started, so that the version can be checked
+    again and its page stops waiting; a check reads one archive, far less than the builds' stale period."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=stale_after_s)
+    stale = PackVerification.objects.filter(
+        Q(status=PackVerification.Status.RUNNING, started_at__lt=cutoff)
+        | Q(status=PackVerification.Status.QUEUED, created_at__lt=cutoff))
+    if pack_version_id is not None:
+        stale = stale.filter(pack_version_id=pack_version_id)
+    return stale.update(status=PackVerification.Status.DONE, ok=False, finished_at=timezone.now(), problems=[
+        f"the check did not finish within {stale_after_s:g} s (its worker died or its job was lost): verify again"])
+
+
+def pack_verification_request(*, pack_version: PackVersion, user) -> PackVerification:
+    """"Verify again": a queued check of the stored archive, run by a worker after commit. One check at a time per
+    version, and not within VERIFY_AGAIN_AFTER_S of the end of the last one someone asked for (each reads the
+    whole archive)."""
+    if not permissions.can_build_packs(user):
+        raise NotAllowed("Only lab members and admins can verify packs.")
+    if pack_version.status != PackVersion.Status.READY:
+        raise DomainError(f"{pack_version} is {pack_version.get_status_display().lower()}; there is no archive to "
+                          "verify.", code="invalid_state", http_status=409)
+    _verifications_reap_stale(stale_after_s=settings.PACK_BUILD_STALE_AFTER_S, pack_version_id=pack_version.pk)
+    # the check that followed the build does not count: the first "Verify again" is never refused for it
+    last = (pack_version.verifications.filter(status=PackVerification.Status.DONE, requested_by__isnull=False)
+            .order_by("-finished_at").first())
+    since = (timezone.now() - last.finished_at).total_seconds() if last is not None else None
+    if since is not None and since < VERIFY_AGAIN_AFTER_S:
+        raise DomainError(f"{pack_version} was checked {since:.0f} s ago; verify again at most once every "
+                          f"{VERIFY_AGAIN_AFTER_S} s (each check reads the whole archive).", code="too_soon",
+                          http_status=429)
+    try:
+        with transaction.atomic():
+            verification = PackVerification.objects.create(pack_version=pack_version, requested_by=user)
+    except IntegrityError:  # pack_verification_one_at_a_time
+        raise DomainError(f"{pack_version} is being verified now; its result will show here.", code="conflict",
+                          http_status=409)
+    from packs.tasks import pack_verification_run_job
+
+    transaction.on_commit(lambda: pack_verification_run_job.delay(verification.pk))
+    return verification
+
+
+def pack_verification_run(*, verification_id: int) -> PackVerification | None:
+    """Run a queued check (claimed with a conditional UPDATE: a redelivered job walks away) and store its result;
+    an archive that cannot be read is a failed check that says why."""
+    claimed = PackVerification.objects.filter(pk=verification_id, status=PackVerification.Status.QUEUED).update(
+        status=PackVerification.Status.RUNNING, started_at=timezone.now())
+    if claimed != 1:
+        return None
+    verification = PackVerification.objects.select_related("pack_version__pack").get(pk=verification_id)
+    try:
+        result = pack_version_verify(pack_version=verification.pack_version)
+        ok, problems, files_checked = result.ok, result.problems, result.files_checked
+    except OSError as exc:
+        ok, problems, files_checked = False, [f"the stored archive cannot be read: {exc}"], 0
+    if len(problems) > PROBLEMS_KEPT:
+        problems = problems[:PROBLEMS_KEPT] + [f"… and {len(problems) - PROBLEMS_KEPT} more problems "
+                                               "(manage.py verify_pack on the downloaded archive lists them all)"]
+    PackVerification.objects.filter(pk=verification_id, status=PackVerification.Status.RUNNING).update(
+        status=PackVerification.Status.DONE, ok=ok, problems=problems, files_checked=files_checked,
+        finished_at=timezone.now())
+    verification.refresh_from_db()
+    return verification
+
+
+def pack_verification_fail(*, verification_id: int, reason: str) -> bool:
+    """Finish a check whose job blew up, with the reason; False when it had already finished."""
+    unfinished = PackVerification.objects.exclude(status=PackVerification.Status.DONE).filter(pk=verification_id)
+    return bool(unfinished.update(status=PackVerification.Status.DONE, ok=False, problems=[reason[:2000]],
+                                  finished_at=timezone.now()))

@@ -38,6 +38,25 @@ def pack_version_build_job(self, pack_version_id: int) -> str:
     return services.pack_version_build(pack_version_id=int(pack_version_id)).status
 
 
+class PackVerificationTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        # The job blew up (storage gone, time limit): the check must end, and say why, or the page waits on it.
+        verification_id = (args or [None])[0] if args else kwargs.get("verification_id")
+        if verification_id is None:
+            return
+        try:
+            services.pack_verification_fail(verification_id=int(verification_id),
+                                            reason=f"the check stopped: {type(exc).__name__}: {exc}")
+        except Exception:  # noqa: BLE001
+            logger.exception("could not mark pack verification %s as failed", verification_id)
+
+
+@shared_task(bind=True, base=PackVerificationTask, name="packs.pack_verification_run", acks_late=True,
+             ignore_result=True, soft_time_limit=3600, time_limit=3700)
+def pack_verification_run_job(self, verification_id: int) -> None:
+    services.pack_verification_run(verification_id=int(verification_id))
+
+
 @shared_task(name="packs.pack_versions_reap_stale", ignore_result=True)
 def pack_versions_reap_stale() -> list[int]:
     return services.pack_versions_reap_stale()

@@ -22,7 +22,7 @@ from gymwright.forms import RenderedOnceWhenUnbound, form_add_domain_error
 from gymwright.html import slug_url_prefix
 from gymwright.pagination import KeysFirstPaginator
 from packs import downloads, importer, selectors, services
-from packs.models import PackVersion
+from packs.models import PackVerification, PackVersion
 
 
 class PackCreateForm(RenderedOnceWhenUnbound):
@@ -76,6 +76,8 @@ def pack_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             pack = services.pack_create(user=request.user, **form.cleaned_data)
+        except NotAllowed:
+            raise  # 403 (gymwright.middleware.DomainErrorMiddleware): a refusal is not a form error
         except DomainError as exc:
             form_add_domain_error(form, exc)
         else:
@@ -109,6 +111,8 @@ def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
                     return redirect("packs:pack_version", slug=pack.slug, version=pack_version.version)
             except services.UnchangedBuild as exc:
                 plan, status = exc.plan, 200
+            except NotAllowed:
+                raise  # 403, as a refused create
             except DomainError as exc:
                 form_add_domain_error(form, exc)
     return render(request, "packs/pack_detail.html", {
@@ -124,17 +128,51 @@ def _version_context(request, pack_version: PackVersion) -> dict:
     }
 
 
+def pack_version_verification_state(*, pack_version: PackVersion) -> tuple[PackVerification | None,
+                                                                          PackVerification | None]:
+    """(the last finished check of the version's stored archive, the check queued or running), read from the
+    checks' rows, never by reading the archive: a page load costs the same for any size. One check runs at a
+    time, so the newest two rows hold both. (A read for packs/selectors.py.)"""
+    verification = checking = None
+    for index, row in enumerate(pack_version.verifications.select_related("requested_by")
+                                .order_by("-created_at", "-id")[:2]):
+        if row.status != PackVerification.Status.DONE:
+            checking = row if index == 0 else checking
+        elif verification is None:
+            verification = row
+    return verification, checking
+
+
+def _verification_context(request, pack_version: PackVersion) -> dict:
+    verification, checking = pack_version_verification_state(pack_version=pack_version)
+    return {**_version_context(request, pack_version), "verification": verification, "checking": checking}
+
+
+def _diff_rows(pack_version: PackVersion, previous: PackVersion | None) -> list[dict]:
+    """The changes against the previous version, each with the task version(s) it names: an added task's version in
+    this pack, a removed one's in the previous pack, a changed one's two (its version diff)."""
+    changes = pack_version.changes or {}
+    numbers = dict(pack_version.entries.filter(task_slug__in=changes.get("added") or [])
+                   .values_list("task_slug", "task_version__number"))
+    removed = dict(previous.entries.filter(task_slug__in=changes.get("removed") or [])
+                   .values_list("task_slug", "task_version__number")) if previous is not None else {}
+    return ([{"kind": "added", "slug": slug, "number": numbers.get(slug)} for slug in changes.get("added") or []]
+            + [{"kind": "removed", "slug": slug, "number": removed.get(slug)} for slug in changes.get("removed") or []]
+            + [{"kind": "changed", "slug": row["id"], "from": row["from"], "to": row["to"]}
+               for row in changes.get("changed") or []])
+
+
 @require_GET
 def pack_version_detail(request: HttpRequest, slug: str, version: str) -> HttpResponse:
     pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
-    context = _version_context(request, pack_version)
+    context = _verification_context(request, pack_version)
     previous = selectors.pack_version_previous(pack_version=pack_version)
     context.update({
         "entries": selectors.pack_version_entries(pack_version=pack_version),
         "histogram": selectors.pack_version_histogram(pack_version=pack_version),
         "split_counts": selectors.pack_version_split_counts(pack_version=pack_version),
         "previous": previous,
-        "changed_rows": [{**row, "slug": row["id"]} for row in (pack_version.changes or {}).get("changed", [])],
+        "diff_rows": _diff_rows(pack_version, previous),
     })
     return render(request, "packs/pack_version.html", context)
 
@@ -149,12 +187,24 @@ def pack_version_progress(request: HttpRequest, slug: str, version: str) -> Http
     return response
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 def pack_version_verification(request: HttpRequest, slug: str, version: str) -> HttpResponse:
+    """The archive's verification as stored (GET; it polls itself while a check runs); POST: "Verify again"."""
     pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
-    result = services.pack_version_verify(pack_version=pack_version) \
-        if pack_version.status == PackVersion.Status.READY else None
-    return render(request, "packs/_verification.html", {"pack_version": pack_version, "verification": result})
+    error, status = None, 200
+    if request.method == "POST":
+        try:
+            services.pack_verification_request(pack_version=pack_version, user=request.user)
+        except NotAllowed:
+            raise  # 403, not a flash over the page
+        except DomainError as exc:
+            error, status = exc.message, exc.http_status
+        if request.headers.get("HX-Request") != "true":
+            if error:
+                messages.error(request, error)
+            return redirect("packs:pack_version", slug=slug, version=version)
+    return render(request, "packs/_verification.html",
+                  {**_verification_context(request, pack_version), "verify_error": error}, status=status)
 
 
 @require_POST
@@ -162,6 +212,8 @@ def pack_version_cancel(request: HttpRequest, slug: str, version: str) -> HttpRe
     pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
     try:
         services.pack_version_cancel(pack_version=pack_version, user=request.user)
+    except NotAllowed:
+        raise  # 403, as a refused preview cancel
     except DomainError as exc:
         messages.error(request, exc.message)
     return redirect("packs:pack_version", slug=slug, version=version)

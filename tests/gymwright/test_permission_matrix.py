@@ -225,18 +225,15 @@ api-agreement                          GET,HEAD      -         401    403    200
 
 # ---------------------------------------------------------- packs: lab members and admins build, every member reads
 packs:pack_list                        GET           -         login  403    200    200    200    200    200
-#   refused on the form (packs/views.py)
-packs:pack_list                        POST          -         login  403    400    400    400    302w   302w
+packs:pack_list                        POST          -         login  403    403    403    403    302w   302w
 packs:pack_detail                      GET           -         login  403    200    200    200    200    200
-#   refused on the form (packs/views.py)
-packs:pack_detail                      POST          -         login  403    400    400    400    302w   302w
+packs:pack_detail                      POST          -         login  403    403    403    403    302w   302w
 packs:pack_version                     GET           -         login  403    200    200    200    200    200
 packs:pack_version_progress            GET           -         login  403    200    200    200    200    200
 packs:pack_version_verification        GET           -         login  403    200    200    200    200    200
-#   "Verify again"; refused with a flash (packs/views.py)
-packs:pack_version_verification        POST          -         login  403    302=   302=   302=   302w   302w
-#   refused with a flash (packs/views.py)
-packs:pack_version_cancel              POST          building  login  403    302=   302=   302=   302w   302w
+#   "Verify again"
+packs:pack_version_verification        POST          -         login  403    403    403    403    302w   302w
+packs:pack_version_cancel              POST          building  login  403    403    403    403    302w   302w
 #   each download is audited
 packs:pack_version_download            GET           -         login  403    403    403    403    200w   200w
 packs:task_import                      GET           -         login  403    200    200    403    200    403

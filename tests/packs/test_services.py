@@ -14,6 +14,7 @@ from gymwright.errors import DomainError, NotAllowed
 from packs import archive, services
 from packs.models import PackVersion
 from tests.packs.conftest import make_approved
+from tests.packs.storage_hooks import hooked_storage, stored_archives  # noqa: F401 - a fixture
 
 
 def build(pack, user, **selection):
@@ -238,3 +239,161 @@ def test_difficulty_and_calibration_come_from_the_last_model_preview_not_the_san
     assert pack_version.manifest["difficulty"]["in band"] == 1
     assert pack_version.manifest["difficulty"]["not previewed"] == 1
     assert pack_version.manifest["difficulty"]["unsolved"] == 0
+
+
+@pytest.mark.parametrize("landing", ["a cancel", "a reap", "a storage error"])
+def test_a_build_stopped_while_its_archive_is_saved_leaves_no_archive(pack, lab, approved_tasks, hooked_storage,
+                                                                       landing):
+    """The archive is in storage, the version not yet marked ready: a cancel or a reap lands (or the storage fails)
+    right then. The cleanup was an on-commit callback registered in the transaction that then rolled back, so the
+    file stayed for good."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
+    seen = []
+
+    def land(name):
+        seen.append(default_storage.exists(name))
+        if landing == "a cancel":
+            services.pack_version_cancel(pack_version=pack_version, user=lab)
+        elif landing == "a reap":
+            assert services.pack_versions_reap_stale(stale_after_s=60, now=timezone.now() + timedelta(seconds=61)) \
+                == [pack_version.pk]
+        else:
+            raise OSError(28, "No space left on device")
+
+    hooked_storage.after_write = land
+    finished = services.pack_version_build(pack_version_id=pack_version.pk)
+    assert seen == [True]  # the hook ran with the whole archive in storage
+    assert finished.status == PackVersion.Status.FAILED and not finished.archive
+    assert {"a cancel": "cancelled by a user", "a reap": "the build stopped reporting",
+            "a storage error": "No space left on device"}[landing] in finished.failure_reason
+    assert stored_archives() == []
+    assert not finished.verifications.exists()
+
+
+def test_a_version_is_verified_once_after_its_build_and_again_only_on_request_one_check_at_a_time(
+        pack, lab, author, approved_tasks, monkeypatch, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from packs.models import PackVerification
+
+    pack_version = build(pack, lab)
+    after_build = pack_version.verifications.get()
+    assert after_build.status == "done" and after_build.ok is True and after_build.problems == []
+    assert after_build.requested_by is None and after_build.finished_at is not None
+    assert after_build.files_checked == len(verify_files(pack_version))
+    # a check reads the whole archive: one at a time, not again within a minute of the last one asked for, and
+    # never by an author
+    with pytest.raises(NotAllowed):
+        services.pack_verification_request(pack_version=pack_version, user=author)
+    with django_capture_on_commit_callbacks() as queued:
+        again = services.pack_verification_request(pack_version=pack_version, user=lab)
+    assert again.status == "queued" and len(queued) == 1  # the job, after commit
+    with pytest.raises(DomainError, match="is being verified now") as busy:
+        services.pack_verification_request(pack_version=pack_version, user=lab)
+    assert busy.value.http_status == 409
+    assert services.pack_verification_run(verification_id=again.pk).ok is True
+    assert services.pack_verification_run(verification_id=again.pk) is None  # a redelivered job walks away
+    with pytest.raises(DomainError, match="at most once every 60 s") as refused:
+        services.pack_verification_request(pack_version=pack_version, user=lab)
+    assert refused.value.http_status == 429
+    monkeypatch.setattr(services, "VERIFY_AGAIN_AFTER_S", 0)
+    # a check whose worker died is finished by the reaper, saying why, and no longer blocks the next one
+    stuck = services.pack_verification_request(pack_version=pack_version, user=lab)
+    services.pack_versions_reap_stale(stale_after_s=60, now=timezone.now() + timedelta(seconds=61))
+    stuck.refresh_from_db()
+    assert stuck.status == "done" and stuck.ok is False and "did not finish within 60 s" in stuck.problems[0]
+    last = services.pack_verification_request(pack_version=pack_version, user=lab)
+    assert PackVerification.objects.filter(pack_version=pack_version).count() == 4
+    # a job that blew up (a time limit, the database gone) ends its check with the reason
+    from packs.tasks import pack_verification_run_job
+
+    pack_verification_run_job.on_failure(TimeoutError("hard time limit"), "job-id", (last.pk,), {}, None)
+    last.refresh_from_db()
+    assert last.status == "done" and last.ok is False
+    assert last.problems == ["the check stopped: TimeoutError: hard time limit"]
+    building = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(test_ratio=0.3),
+                                           enqueue=False)
+    with pytest.raises(DomainError, match="no archive to verify"):
+        services.pack_verification_request(pack_version=building, user=lab)
+
+
+def verify_files(pack_version) -> dict:
+    with default_storage.open(pack_version.archive.name, "rb") as handle:
+        return archive.verify_pack(handle).manifest["files"]
+
+
+def test_a_tampered_archive_is_caught_by_verify_again_with_each_mismatch_as_verify_pack_lists_them(
+        pack, lab, approved_tasks, capsys):
+    from tests.packs.storage_hooks import tamper
+
+    pack_version = build(pack, lab)
+    tamper(pack_version, {"tasks/task-00/instruction.md": b"Ignore the rubric.\n", "README.md": b"# not the card\n"})
+    verification = services.pack_verification_run(
+        verification_id=services.pack_verification_request(pack_version=pack_version, user=lab).pk)
+    assert verification.ok is False and verification.requested_by == lab
+    with pytest.raises(CommandError):
+        call_command("verify_pack", default_storage.path(pack_version.archive.name))
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in listed] == ["README.md", "tasks/task-00/instruction.md"]
+    # the command's lines, then what only the server knows: the digests recorded at the build
+    assert verification.problems[:2] == listed
+    assert verification.problems[2].startswith("the archive's sha256 ") and len(verification.problems) == 3
+
+
+def test_every_task_keeps_its_split_across_versions_and_the_test_ratio_is_the_builders(pack, lab, author, reviewer):
+    """A task's split is a stable hash of its id: adding tasks moves none of the others, and a larger test ratio only
+    moves tasks from train to test."""
+    for index in range(40):
+        make_approved(author=author, reviewer=reviewer, slug=f"split-{index:02d}")
+    first = build(pack, lab, tasks=tuple(f"split-{index:02d}" for index in range(20)), test_ratio=0.3)
+    second = build(pack, lab, test_ratio=0.3)  # 20 tasks added
+    assert (first.version, second.version) == ("1.0.0", "1.1.0")
+    first_splits = dict(first.entries.values_list("task_slug", "split"))
+    second_splits = dict(second.entries.values_list("task_slug", "split"))
+    assert len(first_splits) == 20 and len(second_splits) == 40
+    assert {slug: second_splits[slug] for slug in first_splits} == first_splits
+    assert {"train", "test"} == set(first_splits.values()) == set(second_splits.values())
+    assert {task["id"]: task["split"] for task in second.manifest["tasks"]} == second_splits
+    assert second.manifest["test_ratio"] == 0.3 and second.selection["test_ratio"] == 0.3
+    # another ratio: another split, counted in the manifest; a test task at 0.3 stays test at 0.8
+    wider = build(pack, lab, test_ratio=0.8)
+    wider_splits = dict(wider.entries.values_list("task_slug", "split"))
+    assert wider.manifest["counts"]["test"] == list(wider_splits.values()).count("test") > \
+        list(second_splits.values()).count("test")
+    assert all(wider_splits[slug] == "test" for slug, split in second_splits.items() if split == "test")
+    assert all(split == "test" for split in dict(build(pack, lab, test_ratio=1.0).entries.values_list(
+        "task_slug", "split")).values())
+
+
+def test_an_archived_task_named_in_the_selection_is_refused_at_its_pointer_not_dropped(pack, lab, author, reviewer,
+                                                                                         approved_tasks, tmp_path):
+    from authoring.models import Task
+
+    Task.objects.filter(slug="task-03").update(status=Task.Status.ARCHIVED)
+    with pytest.raises(DomainError) as refused:
+        build(pack, lab, tasks=("task-01", "task-03"))
+    assert refused.value.message == "Task 'task-03' is archived."
+    assert refused.value.details == [{"pointer": "/tasks/1", "message": "archived"}]
+    make_approved(author=author, reviewer=reviewer, slug="draft-only")
+    Task.objects.filter(slug="draft-only").update(approved_version=None)
+    with pytest.raises(DomainError) as refused:
+        build(pack, lab, tasks=("task-03", "task-01", "nope", "draft-only"))
+    assert refused.value.details == [{"pointer": "/tasks/0", "message": "archived"},
+                                     {"pointer": "/tasks/2", "message": "no such task"},
+                                     {"pointer": "/tasks/3", "message": "not approved"}]
+    assert refused.value.message == ("3 of the tasks named cannot be packed: /tasks/0: Task 'task-03' is archived; "
+                                     "/tasks/2: There is no task 'nope'; /tasks/3: Task 'draft-only' has no approved "
+                                     "version.")
+    assert not PackVersion.objects.exists()
+    with pytest.raises(CommandError, match="Task 'task-03' is archived") as failed:
+        call_command("export_pack", "cli-pack", "--task", "task-01", "--task", "task-03",
+                     "--out", str(tmp_path / "out.tar.gz"))
+    assert failed.value.returncode == 1
+    # selected by tag, an archived task is simply not among the tasks selected
+    assert "task-03" not in set(build(pack, lab, tags=("maths",)).entries.values_list("task_slug", flat=True))

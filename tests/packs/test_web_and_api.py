@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -14,6 +15,7 @@ from rest_framework.test import APIClient
 from authoring.models import AuditEvent, Task
 from packs import services
 from packs.models import PackVersion
+from tests.packs.storage_hooks import hooked_storage  # noqa: F401 - a fixture
 
 
 @pytest.fixture
@@ -321,3 +323,126 @@ def test_the_import_report_says_each_status_in_words_and_links_what_it_made(clie
     page = client.post("/packs/import/", {"file": upload}).content.decode()
     assert '<span class="badge">created</span>' in page and '<span class="badge error">rejected</span>' in page
     assert '<a href="/tasks/linked-1/versions/1/">linked-1 v1</a>' in page
+
+
+@pytest.fixture
+def hooked_ready(hooked_storage, lab, approved_tasks):
+    """A ready version built into the hooked storage (tests.packs.storage_hooks), its check after the build done."""
+    return services.pack_version_build(pack_version_id=services.pack_version_start(
+        pack=services.pack_create(slug="web-pack", user=lab, name="Web pack"), user=lab,
+        selection=services.Selection(), enqueue=False).pk)
+
+
+def test_pages_show_the_stored_verification_and_never_read_the_archive(client, lab, author, hooked_storage,
+                                                                     hooked_ready):
+    """The verification fragment read and hashed the whole archive twice on every load, for any role member."""
+    hooked_storage.opened.clear()
+    for user in (lab, author):
+        client.force_login(user)
+        for _ in range(3):
+            page = client.get("/packs/web-pack/1.0.0/").content.decode()
+            fragment = client.get("/packs/web-pack/1.0.0/verification/").content.decode()
+            assert 'id="verified"' in page and 'id="verified"' in fragment
+            assert "after the build" in fragment and 'data-state="verified"' in fragment
+            assert 'hx-trigger="every 2s"' not in fragment  # nothing running: no polling
+    assert ('id="verify-again"' in client.get("/packs/web-pack/1.0.0/").content.decode()) is False  # author
+    detail = token_client(lab).get("/api/packs/web-pack/versions/1.0.0/").json()
+    assert detail["verification"]["ok"] is True and detail["verification"]["requested_by"] is None
+    assert detail["verification"]["checked_at"] and detail["verifying"] is False
+    assert hooked_storage.opened == []
+
+
+def test_verify_again_catches_a_tampered_archive_and_the_page_shows_it_failed_with_each_mismatch(
+        client, lab, author, hooked_ready, eager_celery, django_capture_on_commit_callbacks, capsys):
+    import html
+
+    from django.core.files.storage import default_storage
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from tests.packs.storage_hooks import tamper
+
+    tamper(hooked_ready, {"tasks/task-04/solution/solve.sh": b"#!/bin/sh\necho 41\n"})
+    client.force_login(lab)
+    page = client.get("/packs/web-pack/1.0.0/").content.decode()
+    assert 'id="verified"' in page and 'id="verify-again"' in page  # the stored check, until someone asks again
+    with django_capture_on_commit_callbacks(execute=True):
+        asked = client.post("/packs/web-pack/1.0.0/verification/", HTTP_HX_REQUEST="true")
+    assert asked.status_code == 200
+    assert 'id="verifying"' in asked.content.decode() and 'hx-trigger="every 2s"' in asked.content.decode()
+    too_soon = client.post("/packs/web-pack/1.0.0/verification/", HTTP_HX_REQUEST="true")
+    assert too_soon.status_code == 429 and "at most once every 60 s" in too_soon.content.decode()
+    assert 'id="verify-failed"' in too_soon.content.decode()  # with the result it refers to
+    for user in (lab, author):  # every role member reads the result
+        client.force_login(user)
+        page = html.unescape(client.get("/packs/web-pack/1.0.0/").content.decode())
+        assert 'id="verify-failed"' in page and 'id="verified"' not in page and "at lena's request" in page
+    with pytest.raises(CommandError):
+        call_command("verify_pack", default_storage.path(hooked_ready.archive.name))
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 1 and listed[0].startswith("tasks/task-04/solution/solve.sh: sha256 ")
+    shown = page.split('id="verify-problems"')[1].split("</ul>")[0]
+    assert shown.count("<li>") == 2 and f"<li>{listed[0]}</li>" in shown
+    assert "<li>the archive's sha256 " in shown and f"is not the recorded {hooked_ready.sha256}" in shown
+    detail = token_client(lab).get("/api/packs/web-pack/versions/1.0.0/").json()["verification"]
+    assert detail["ok"] is False and detail["problems"][0] == listed[0] and detail["requested_by"] == "lena"
+    client.force_login(author)
+    assert client.post("/packs/web-pack/1.0.0/verification/", HTTP_HX_REQUEST="true").status_code == 403
+
+
+def test_the_diff_links_each_change_to_the_task_versions_it_names(client, lab, author, reviewer, admin,
+                                                                  approved_tasks):
+    """Added: the version in this pack; removed: the one in the previous pack; changed: the task's version diff.
+    Each link opens for a lab member, on the right versions (an added task's later approved version is not the
+    pack's)."""
+    from authoring import services as authoring_services
+    from review import services as review_services
+
+    def approve_new_version(task, prompt):
+        authoring_services.task_version_create(task=task, author=author, base_version=task.latest_version.number,
+                                               content={**authoring_services.task_version_content(task.latest_version),
+                                                        "prompt": prompt})
+        task.refresh_from_db()
+        review_services.task_submit(task=task, user=admin, override_reason="no previews in this test")
+        review_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
+
+    pack = services.pack_create(slug="diff-pack", user=lab)
+    slugs = [task.slug for task in approved_tasks]
+    services.pack_version_build(pack_version_id=services.pack_version_start(
+        pack=pack, user=lab, selection=services.Selection(tasks=tuple(slugs[:5])), enqueue=False).pk)
+    approve_new_version(approved_tasks[2], "reworded")
+    second = services.pack_version_build(pack_version_id=services.pack_version_start(
+        pack=pack, user=lab, selection=services.Selection(tasks=(*slugs[:4], slugs[6])), enqueue=False).pk)
+    assert second.version == "2.0.0"
+    approve_new_version(approved_tasks[6], "after the pack")  # task-06 is at v2 now; the pack has v1
+    client.force_login(lab)
+    page = client.get("/packs/diff-pack/2.0.0/").content.decode()
+    assert "Changes since 1.0.0" in page
+    diff = page.split('id="pack-diff"')[1].split("</ul>")[0]
+    links = {kind: href.replace("&amp;", "&") for kind, href in
+             re.findall(r'data-change="(\w+)">\w+\s*<a href="([^"]+)"', diff)}
+    assert links == {"added": "/tasks/task-06/versions/1/", "removed": "/tasks/task-04/versions/1/",
+                     "changed": "/tasks/task-02/diff/?a=1&b=2"}
+    for kind, href in links.items():
+        response = client.get(href)
+        assert response.status_code == 200, (kind, href)
+        if kind == "changed":
+            assert (response.context["a"].number, response.context["b"].number) == (1, 2)
+            assert response.context["task"].slug == "task-02"
+        else:
+            assert (response.context["version"].task.slug, response.context["version"].number) == \
+                ({"added": "task-06", "removed": "task-04"}[kind], 1)
+
+
+def test_the_api_refuses_an_archived_task_in_the_list_at_its_pointer(lab, approved_tasks):
+    Task.objects.filter(slug="task-02").update(status=Task.Status.ARCHIVED)
+    api = token_client(lab)
+    assert api.post("/api/packs/", {"slug": "api-pack"}, format="json").status_code == 201
+    for dry_run in (True, False):
+        response = api.post("/api/packs/api-pack/versions/", {"tasks": ["task-01", "task-02"], "dry_run": dry_run},
+                            format="json")
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["message"] == "Task 'task-02' is archived."
+        assert error["details"] == [{"pointer": "/tasks/1", "message": "archived"}]
+    assert not PackVersion.objects.exists()

@@ -57,6 +57,36 @@ def require_redis() -> str:
     return url
 
 
+def require_postgres(why: str = "the test needs PostgreSQL") -> None:
+    """The test database is PostgreSQL's (terminated backends, row locks, query plans...)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        missing("PostgreSQL", f"{why}; set DATABASE_URL=postgres://... (the test database is {connection.vendor}'s)")
+
+
+def require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        missing(f"root ({what})", "run the tests as root, as CI does")
+
+
+def require_playwright():
+    """Playwright's sync API (the browser tests drive Chromium with it)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        missing("the Python package playwright", f"pip install -e '.[test]': {exc}")
+    return sync_playwright
+
+
+def pytest_runtest_setup(item) -> None:
+    """A test marked `postgres` needs PostgreSQL: on another database it skips with the how-to (fails in CI),
+    where the marker alone was a label and such a test ran, and passed, on SQLite.
+    (tests/conftest.py imports this hook.)"""
+    if item.get_closest_marker("postgres"):
+        require_postgres(f"{item.nodeid} is marked postgres")
+
+
 def require_chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
