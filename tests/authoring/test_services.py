@@ -2,7 +2,6 @@ import copy
 import json
 
 import pytest
-from django.db import connection
 
 from authoring import services
 from authoring.models import AuditEvent, ImmutableRowError, Task, TaskVersion
@@ -159,8 +158,9 @@ def test_two_concurrent_saves_on_the_same_base_make_one_version_and_one_conflict
 
     from django.db import close_old_connections
 
-    if connection.vendor == "sqlite":
-        pytest.skip("SQLite has no row locks; CI runs this on PostgreSQL")
+    from tests.support.services import require_postgres
+
+    require_postgres("row locks (SQLite has none)")
     task = services.task_create(slug="race", environment=environment, author=author, content=task_content())
     barrier = threading.Barrier(2)
     outcomes = []

@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from authoring import services
-from tests.support.services import require_chromium
+from tests.support.services import require_chromium, require_playwright
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -41,10 +41,7 @@ def _chromium_path() -> str:
 
 @pytest.fixture(scope="session")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover - the test extra installs it
-        pytest.skip("the Python package playwright is not installed (pip install -e '.[test]')")
+    sync_playwright = require_playwright()  # skips with a how-to, or fails when GYMWRIGHT_REQUIRE_SERVICES=1
     path = _chromium_path()
     if not shutil.which(path) and not os.path.exists(path):
         require_chromium()

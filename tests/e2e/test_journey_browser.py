@@ -233,6 +233,7 @@ def lab_builds_and_downloads(lab: Visitor, tmp_path) -> tuple:
     return target, page.inner_text("#archive-sha256")
 
 
+@pytest.mark.timeout(1200)  # its waits: two previews, a gate run and a build, up to 240 s each
 def test_author_reviewer_and_lab_go_through_the_whole_product(
         request, browser, live_server, environment, django_user_model, redis_db, celery_producer, tmp_path):
     make_user(django_user_model, "rita", "reviewer", password=PASSWORD)

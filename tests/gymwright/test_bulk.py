@@ -117,7 +117,7 @@ def test_nothing_to_insert_costs_nothing():
     assert len(queries) == 0
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="COPY is PostgreSQL's; elsewhere it is bulk_create")
+@pytest.mark.postgres
 def test_on_postgresql_it_is_one_copy_counted_like_any_statement(author, environment):
     rows = _task_rows(environment, author, [f"copy-{i}" for i in range(50)])
     with CaptureQueriesContext(connection) as queries:
@@ -163,8 +163,7 @@ def test_a_pipeline_writes_in_order_and_rows_may_point_at_rows_written_later(aut
     assert specs == ([-1, -1, -1, 0, 1, 2] if connection.vendor == "postgresql" else [0, 0, 1, 1, 2, 2])
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the thread is PostgreSQL's; elsewhere the keys are "
-                                                              "checked at COMMIT, as Django always does")
+@pytest.mark.postgres
 def test_a_pipeline_raises_its_threads_error_in_the_caller_and_the_transaction_rolls_back(author, environment):
     with pytest.raises(IntegrityError):
         with transaction.atomic():
@@ -191,8 +190,7 @@ def test_a_pipeline_drops_its_queue_when_the_caller_fails_and_restores_thread_sw
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="only PostgreSQL's pipeline has a thread to share the "
-                                                              "transaction with")
+@pytest.mark.postgres
 def test_a_pipeline_refuses_to_start_outside_a_transaction():
     with pytest.raises(RuntimeError, match="inside a transaction"):
         with Pipeline():

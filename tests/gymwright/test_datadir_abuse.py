@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gymwright.datadir import WorkDirError, sandbox_work_dir_check
+from tests.support.services import missing, require_root
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = ("import django; django.setup(); from django.core.files.storage import default_storage; "
@@ -66,9 +67,10 @@ def test_with_the_sandbox_dir_elsewhere_the_data_dir_is_0700(tmp_path):
     assert mode(data) == 0o700
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                    reason="needs root and setpriv to act as the sandbox user (CI runs as root)")
 def test_the_sandbox_user_cannot_read_the_secrets(tmp_path):
+    require_root("to act as the sandbox user")
+    if not shutil.which("setpriv"):
+        missing("setpriv", "apt-get install util-linux")
     tmp_path.chmod(0o755)
     data = tmp_path / "data"
     start(data)
@@ -101,8 +103,8 @@ def test_a_symlinked_sandbox_work_dir_is_refused(tmp_path):
         sandbox_work_dir_check(tmp_path / "boxes")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the folder to another user (CI runs as root)")
 def test_a_sandbox_work_dir_owned_by_another_user_is_refused_and_the_rollout_says_why(tmp_path, settings):
+    require_root("to give the folder to another user")
     from sandbox.runtime import SandboxError
     from sandbox.worker import _backend_options
 

@@ -7,6 +7,7 @@ import pytest
 from django.db import connection, connections
 
 from tests.support.faults import database_backends_terminate
+from tests.support.services import require_postgres
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -15,8 +16,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 def kept_connection(monkeypatch):
     """A connection kept between requests with health checks on, as production's settings keep it, and a count
     of the round-trip checks (Django's `SELECT 1`) made on it."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the health check is PostgreSQL's (DATABASE_URL=postgres://...)")
+    require_postgres("the health check is PostgreSQL's")
     connection.close()
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 60)
     monkeypatch.setitem(connection.settings_dict, "CONN_HEALTH_CHECKS", True)

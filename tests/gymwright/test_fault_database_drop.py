@@ -22,6 +22,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection
 
 from tests.support.faults import DropWhenQuerying, database_backends_terminate
+from tests.support.services import require_postgres
 from tests.support.users import make_user
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -29,8 +30,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def production_connections(monkeypatch):
-    if connection.vendor != "postgresql":
-        pytest.skip("terminating backends needs PostgreSQL (DATABASE_URL=postgres://...)")
+    require_postgres("terminating backends needs PostgreSQL")
     connection.close()  # the next connect reads the settings below
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 60)
     monkeypatch.setitem(connection.settings_dict, "CONN_HEALTH_CHECKS", True)

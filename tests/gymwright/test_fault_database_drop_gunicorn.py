@@ -42,6 +42,7 @@ from django.db import connection
 
 from tests.support.faults import database_backends_terminate
 from tests.support.servers import gunicorn_serving, sign_in
+from tests.support.services import require_postgres
 from tests.support.users import make_user
 from tests.support.workers import test_database_url
 
@@ -63,8 +64,7 @@ def _psql(autocommit: bool = True):
 def gunicorn(django_db_setup, tmp_path_factory):
     """gunicorn as `make serve` runs it, two workers, on the test database; one for the module: the
     tests also show that it keeps serving, with the same workers, across several drops."""
-    if connection.vendor != "postgresql":
-        pytest.skip("terminating backends needs PostgreSQL (DATABASE_URL=postgres://...)")
+    require_postgres("terminating backends needs PostgreSQL")
     tmp = tmp_path_factory.mktemp("gunicorn-drop")
     # PGAPPNAME names the server's database connections; DB_CONN_MAX_AGE unset: production's 60 s
     with gunicorn_serving(tmp, workers=WORKERS, env={"PGAPPNAME": APP_NAME, "DB_CONN_MAX_AGE": None}) as server:

@@ -138,7 +138,7 @@ def test_a_signed_in_page_is_served_with_the_prepared_session_and_user(client, a
     assert client.get("/").status_code == 302  # signed out: an inactive user is not loaded
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="server-side prepared statements are PostgreSQL's")
+@pytest.mark.postgres
 def test_on_postgresql_it_runs_as_a_server_side_prepared_statement_with_djangos_errors(tasks):
     from django.db import DatabaseError
 

@@ -53,7 +53,7 @@ def test_queue_and_inbox_queries_stay_constant_at_ten_thousand_tasks(client, man
         assert len(queries) <= max_queries, (url, len(queries), [q["sql"][:120] for q in queries.captured_queries])
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="query plans are PostgreSQL's")
+@pytest.mark.postgres
 def test_a_reviewers_queue_and_navigation_count_never_read_the_version_table_through(
         client, many_tasks_in_review, reviewer):
     """Asking "did this reviewer write the latest version?" by joining every task in review to its version read the

@@ -19,6 +19,7 @@ from sandbox.models import PreviewRun
 from tests.sandbox.factories import make_task
 from tests.support.users import make_user
 from tests.support.faults import DropWhenQuerying, database_backends_terminate
+from tests.support.services import require_postgres
 from tests.support.workers import processes_with, start_workers, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
@@ -28,10 +29,10 @@ def _finished(preview_run):
     return lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists()
 
 
+@pytest.mark.timeout(90 + 4 * 120 + 90)  # the worker's start, then the four waits below
 def test_a_worker_whose_connections_are_dropped_runs_its_next_jobs(request, transactional_db, django_user_model,
                                                                   redis_db, celery_producer, tmp_path):
-    if connection.vendor != "postgresql":
-        pytest.skip("terminating backends needs PostgreSQL (DATABASE_URL=postgres://...)")
+    require_postgres("terminating backends needs PostgreSQL")
     author = make_user(django_user_model, "ada", "author")
     quick = make_task(author=author).latest_version
     marker = f"gwmark{uuid.uuid4().hex[:10]}"
@@ -70,8 +71,7 @@ def test_a_rollout_whose_connection_drops_before_its_sandbox_starts_is_queued_ag
     from authoring.services import blob_store
     from sandbox import worker
 
-    if connection.vendor != "postgresql":
-        pytest.skip("terminating backends needs PostgreSQL (DATABASE_URL=postgres://...)")
+    require_postgres("terminating backends needs PostgreSQL")
     blob = blob_store(data=b"6\n7\n")
     task = make_task(author=author, slug="with-files", files=[{"path": "numbers.txt", "sha256": blob.sha256}])
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)

@@ -7,6 +7,7 @@ import pytest
 
 from tests.e2e.conftest import CHROMIUM_ARGS, PASSWORD, _chromium_path
 from tests.sandbox.factories import make_task
+from tests.support.services import require_playwright
 from tests.support.workers import start_workers
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
@@ -17,9 +18,9 @@ def in_browser(steps) -> None:
     refuses to start where another Playwright (the e2e tests' session browser) already runs."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def run():
-        from playwright.sync_api import sync_playwright
+    sync_playwright = require_playwright()  # here, not in the thread: a skip (or CI's failure) is the test's
 
+    def run():
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=_chromium_path(), args=CHROMIUM_ARGS)
             try:
@@ -36,11 +37,12 @@ def in_browser(steps) -> None:
         pool.submit(run).result(timeout=240)
 
 
+@pytest.mark.timeout(420)  # its waits: the preview (90 s) and the worker's run (240 s)
 def test_a_preview_started_in_the_browser_updates_live_and_shows_a_rollout(
         request, live_server, redis_db, celery_producer, tmp_path, django_user_model):
     from tests.support.users import make_user
 
-    pytest.importorskip("playwright")
+    require_playwright()
     user = make_user(django_user_model, "eve", "author")
     user.set_password(PASSWORD)
     user.save()

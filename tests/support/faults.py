@@ -24,7 +24,7 @@ def database_backends_terminate() -> list[int]:
 
     url = test_database_url()
     if not url.startswith("postgres"):
-        pytest.skip("terminating backends needs PostgreSQL")
+        missing("PostgreSQL", "terminating backends needs it; set DATABASE_URL=postgres://...")
     with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as killer:
         pids = [row[0] for row in killer.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")]

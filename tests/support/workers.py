@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
-from tests.support.services import require_bwrap, require_redis
+from tests.support.services import missing, require_bwrap, require_redis
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = Path(sys.executable).with_name("celery")
@@ -46,7 +47,8 @@ class PrivateRedis:
                 self.url, self.client = url, client
                 self.purge()
                 return
-        pytest.skip("every Redis database 1-14 is in use by other test runs")
+        missing("a free Redis database", "every database 1-14 of the Redis server is in use by other test runs; "
+                "wait for them or delete a stale 'gymwright-test:owner' key")
 
     def purge(self) -> None:
         for key in self.client.scan_iter(count=1000):
@@ -73,7 +75,7 @@ def test_database_url() -> str:
         host = db.get("HOST") or "localhost"
         port = f":{db['PORT']}" if db.get("PORT") else ""
         return f"postgres://{auth}{'@' if auth else ''}{host}{port}/{quote(db['NAME'], safe='')}"
-    pytest.skip(f"no worker URL for database engine {db['ENGINE']}")
+    missing(f"a worker URL for the database engine {db['ENGINE']}", "use PostgreSQL or SQLite")
 
 
 test_database_url.__test__ = False  # a helper, not a test
@@ -142,28 +144,40 @@ class Workers:
         }
 
     def start(self, *, name: str | None = None, concurrency: int = 2, env: dict[str, str] | None = None,
-              queues: str | None = None) -> subprocess.Popen:
-        """Start a worker named `name@<host>` and wait until it is ready to take jobs."""
+              queues: str | None = None, command: list[str] | None = None) -> subprocess.Popen:
+        """Start a worker named `name@<host>` and wait until it is ready to take jobs.
+
+        `command`: the worker's command line as given (a README's, run from the repository's root), whose node
+        name must be `name@%h`; otherwise the tests' own, which also logs at INFO and talks less to its peers."""
         name = name or f"gwtest-{uuid.uuid4().hex[:8]}"
         log_path = self.log_dir / f"{name}.log"
         log = open(log_path, "wb")
-        command = [str(CELERY), "-A", "gymwright", "worker", "-P", "prefork", "-c", str(concurrency),
-                   "--loglevel=INFO", "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
-                   "--without-heartbeat"]
-        if queues:
-            command += ["-Q", queues]
+        own = command is None
+        if own:
+            command = [str(CELERY), "-A", "gymwright", "worker", "-P", "prefork", "-c", str(concurrency),
+                       "--loglevel=INFO", "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
+                       "--without-heartbeat"]
+            if queues:
+                command += ["-Q", queues]
         process = subprocess.Popen(command, cwd=ROOT, env=self.environment(**(env or {})), stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.processes.append((process, log_path))
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            if b" ready." in log_path.read_bytes():
+            # " ready." is logged at INFO; a worker that logs less answers a ping once it consumes.
+            if b" ready." in log_path.read_bytes() or (not own and self._answers_ping(f"{name}@{socket.gethostname()}")):
                 return process
             if process.poll() is not None:
                 break
             time.sleep(0.2)
         pytest.fail(f"the Celery worker did not start:\n{self.logs()}")
+
+    def _answers_ping(self, node: str) -> bool:
+        from gymwright.celery import app
+
+        with app.connection_for_write(self.broker_url) as connection:
+            return bool(app.control.ping(destination=[node], timeout=0.5, connection=connection))
 
     def kill(self, process: subprocess.Popen, sig=signal.SIGKILL) -> None:
         try:
