@@ -33,6 +33,9 @@ def _finished(preview_run):
     return lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists()
 
 
+# Its own dockerd starts twice (90 s at most each) and a worker once (90 s); the four waits below are 120 s each
+# (the whole test takes about a minute here).
+@pytest.mark.timeout(3 * 90 + 4 * 120 + 150)
 def test_rollouts_fail_with_the_reason_while_docker_is_down_and_run_once_it_is_back(
         request, transactional_db, django_user_model, redis_db, celery_producer, own_dockerd, settings, tmp_path,
         client):
@@ -49,9 +52,9 @@ def test_rollouts_fail_with_the_reason_while_docker_is_down_and_run_once_it_is_b
     down = services.preview_run_create(task_version=version, user=author, policy="oracle", n=2, backend="docker")
     wait_for(lambda: down.rollouts.filter(status=Rollout.Status.RUNNING).exists()
              and engine.containers.list(sparse=True, filters={"label": "gymwright.sandbox"}),
-             timeout=180, what="a rollout's container to run on our engine", workers=workers)
+             timeout=120, what="a rollout's container to run on our engine", workers=workers)
     own_dockerd.stop()
-    wait_for(_finished(down), timeout=240, what="the preview to end while Docker is down", workers=workers)
+    wait_for(_finished(down), timeout=120, what="the preview to end while Docker is down", workers=workers)
     rollouts = list(down.rollouts.all())
     assert [r.status for r in rollouts] == ["error", "error"], ([(r.status, r.error) for r in rollouts],
                                                                 workers.logs(), own_dockerd.logs())
@@ -68,10 +71,10 @@ def test_rollouts_fail_with_the_reason_while_docker_is_down_and_run_once_it_is_b
     engine = own_dockerd.start()
     assert image in [tag for found in engine.images.list() for tag in found.tags]  # the engine kept its images
     back = services.preview_run_create(task_version=version, user=author, policy="oracle", n=2, backend="docker")
-    wait_for(_finished(back), timeout=240, what="a preview after Docker came back", workers=workers)
+    wait_for(_finished(back), timeout=120, what="a preview after Docker came back", workers=workers)
     assert [(r.status, r.passed) for r in back.rollouts.all()] == [("done", True)] * 2, (
         [r.error for r in back.rollouts.all()], workers.logs())
     # The containers the engine stopped while their worker could not remove them are reaped
     # (stopped for longer than EXITED_GRACE_S).
     wait_for(lambda: engine.containers.list(all=True, sparse=True, filters={"label": "gymwright.sandbox"}) == [],
-             timeout=180, what="the reaper to remove the containers left while the engine was down", workers=workers)
+             timeout=120, what="the reaper to remove the containers left while the engine was down", workers=workers)

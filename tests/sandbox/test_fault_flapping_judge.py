@@ -33,6 +33,7 @@ RUBRIC = {
 }
 
 
+@pytest.mark.timeout(90 + 240 + 90)  # the worker's start, then the wait below
 def test_a_flapping_judge_leaves_its_checks_unscored_with_the_reason(request, transactional_db, django_user_model,
                                                                     redis_db, celery_producer, tmp_path, client):
     author = make_user(django_user_model, "ada", "author")

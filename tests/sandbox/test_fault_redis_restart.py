@@ -29,6 +29,7 @@ def own_redis(tmp_path):
     server.kill()
 
 
+@pytest.mark.timeout(90 + 90 + 240 + 120)  # the worker's start, then the waits below, and two Redis starts
 def test_a_preview_survives_a_redis_restart_that_loses_its_queue(request, transactional_db, django_user_model,
                                                                 own_redis, monkeypatch, tmp_path):
     author = make_user(django_user_model, "ada", "author")

@@ -475,3 +475,108 @@ def test_a_rollout_costs_a_fixed_number_of_queries_whatever_the_run_size(version
     worker.rollout_execute(rollout_id=first.pk, worker="w")
     with django_assert_max_num_queries(13):
         assert worker.rollout_execute(rollout_id=others[0].pk, worker="w") == "done"
+
+
+def _rollout_updates(queries) -> int:
+    return sum(1 for query in queries if query["sql"].startswith('UPDATE "sandbox_rollout"'))
+
+
+def test_progress_is_written_at_most_once_per_interval_however_fast_steps_come(version, author, monkeypatch):
+    """Lean workers: an agent stepping four times per PROGRESS_WRITE_INTERVAL_S costs one write per interval (the
+    worker's clock is the test's: no wall time), the switch to grading is written at once, "done" writes nothing."""
+    from types import SimpleNamespace
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(worker, "time", SimpleNamespace(monotonic=lambda: clock["now"]))
+    interval = worker.PROGRESS_WRITE_INTERVAL_S
+    assert interval > 0
+    preview_run = start(version, author, n=1)
+    rollout = preview_run.rollouts.get()
+    attempt = services.rollout_claim(rollout_id=rollout.pk, worker="w")
+    progress = worker._Progress(rollout.pk, attempt, preview_run.pk)
+    written = []  # (clock, step) of each step that wrote the row
+    for step in range(1, 41):
+        clock["now"] = 1000.0 + step * interval / 4
+        with CaptureQueriesContext(connection) as queries:
+            progress.on_event({"type": "step", "step": step, "tool": "bash"})
+        assert _rollout_updates(queries) <= 1
+        if _rollout_updates(queries):
+            written.append((clock["now"], step))
+    # Ten intervals went by: at most one write in each, and never two closer than the interval.
+    assert 9 <= len(written) <= 10, written
+    assert all(later - earlier >= interval - 1e-9 for (earlier, _), (later, _) in zip(written, written[1:])), written
+    rollout.refresh_from_db()
+    assert rollout.progress == {"phase": "step", "step": written[-1][1]} and rollout.steps == written[-1][1]
+    with CaptureQueriesContext(connection) as queries:  # right after a write: grading is a status change, written
+        progress.on_event({"type": "grading"})
+        progress.on_event({"type": "done", "error": None})
+    assert _rollout_updates(queries) == 1
+    rollout.refresh_from_db()
+    assert rollout.status == "grading" and rollout.steps == 40
+
+
+def test_a_run_s_rollouts_are_counted_by_status_in_sql_whatever_the_run_size(author, version, enqueued):
+    """Lean workers: the refresh after a claim or a finish asks the database for one row per status, an aggregate,
+    never every rollout's status to count in Python (40 rollouts cost the rows 4 do)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    fetched = {}
+    for n in (4, 40):
+        preview_run = start(version, author, n=n)
+        ids = list(preview_run.rollouts.order_by("index").values_list("pk", flat=True))
+        Rollout.objects.filter(pk__in=ids[:n // 4]).update(status="done")
+        Rollout.objects.filter(pk__in=ids[n // 4:n // 2]).update(status="running")  # the rest stay queued
+        with CaptureQueriesContext(connection) as queries:
+            services.preview_run_refresh(preview_run_id=preview_run.pk, known_running=True)
+        reads = [query["sql"] for query in queries if query["sql"].lstrip().upper().startswith("SELECT")]
+        assert len(reads) == 1, reads  # the run goes on: its row and the rollouts' rows are not read
+        assert "COUNT(" in reads[0].upper() and "GROUP BY" in reads[0].upper(), reads[0]
+        with connection.cursor() as cursor:  # the query as it ran (logged runnable): how many rows it returns
+            cursor.execute(reads[0])
+            fetched[n] = cursor.fetchall()
+        assert sorted((status, count) for status, count in fetched[n]) == [
+            ("done", n // 4), ("queued", n - n // 2), ("running", n // 4)], fetched[n]
+    assert len(fetched[40]) == len(fetched[4]) == 3
+
+
+def test_a_rollout_job_does_not_reap_the_worker_s_timer_does(version, author, monkeypatch, settings, eager_celery,
+                                                              enqueued):
+    """Lean workers: no sweep after each job (it cost every rollout a scan); a worker reaps when it starts and then on
+    its own timer, every reap_interval_s()."""
+    from time import monotonic
+
+    from kombu.asynchronous.timer import Timer
+
+    from sandbox import tasks
+
+    settings.ROLLOUT_STALE_AFTER_S, settings.ROLLOUT_REQUEUE_AFTER_S = 600, 900  # the timer's period: 300 s
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
+    stale_run = start(version, author, n=1)
+    stale = stale_run.rollouts.get()
+    services.rollout_claim(rollout_id=stale.pk, worker="dead")
+    _age(stale.pk, 10_000)  # a reap, any reap, would re-queue it
+    preview_run = start(version, author, n=2)
+    for rollout in preview_run.rollouts.all():
+        assert tasks.rollout_run.apply(args=[rollout.pk]).get() == "done"
+    stale.refresh_from_db()
+    assert (stale.status, stale.worker) == ("running", "dead")  # two jobs ran, and nothing was reaped
+
+    timer = Timer()  # the worker's event-loop timer (kombu's), given as the consumer's
+    try:
+        tasks._reap_from_worker(sender=type("Consumer", (), {"timer": timer})())
+        stale.refresh_from_db()
+        assert stale.status == "queued"  # reaped once as the worker starts
+        [entry] = [scheduled.entry for scheduled in timer.queue]
+        assert entry.fun.__wrapped__ is tasks._reap_quietly  # and then again and again from the timer
+        assert tasks.reap_interval_s() - 60 < timer.queue[0].eta - monotonic() <= tasks.reap_interval_s()
+        assert services.rollout_claim(rollout_id=stale.pk, worker="dead-again") == 2
+        _age(stale.pk, 10_000)
+        entry()  # the timer's turn comes
+        stale.refresh_from_db()
+        assert stale.status == "error" and stale.error.startswith("worker lost")
+    finally:
+        timer.clear()
