@@ -39,14 +39,22 @@ def payload(label: str) -> str:
             "{{ 7|add:7 }}{% now 'Y' %}")
 
 
-def shown(label: str, text: str) -> bool:
-    """Whether a page's text shows payload(label) literally (as typed, or inside JSON)."""
-    return (f'<script>alert("xss-{label}")</script>' in text
-            or f'<script>alert(\\"xss-{label}\\")</script>' in text)
-
-
 FILE_NAME = '<img src=x onerror=alert("xss-fname")>.txt'
 WORKSPACE_NAME = '"><svg onload=alert("xss-wsname")>.md'
+TAG = '<img src=x onerror=alert("xss-tag")>'
+CHECK_TAG = '<img src=x onerror=alert("xss-ctag")>'
+# (Chromium sends a double quote in an upload's name as %22: this one has none, so the page shows it as typed.)
+IMPORT_NAME = "<img src=x onerror=alert('xss-importname')>.csv"
+# Labels of the values that are not payload(label) (names and tags: no slashes, short), as typed.
+LITERALS = {"fname": FILE_NAME, "wsname": WORKSPACE_NAME, "tag": TAG, "ctag": CHECK_TAG, "importname": IMPORT_NAME}
+
+
+def shown(label: str, text: str) -> bool:
+    """Whether a page's text shows the value of `label` literally (as typed, or inside JSON): text, so escaped."""
+    if label in LITERALS:
+        return LITERALS[label] in text or json.dumps(LITERALS[label])[1:-1] in text
+    return (f'<script>alert("xss-{label}")</script>' in text
+            or f'<script>alert(\\"xss-{label}\\")</script>' in text)
 PROMPT = "\n\n".join([
     "Answer the question. " + payload("prompt"),
     "`" + payload("code") + "`",
@@ -56,7 +64,7 @@ PROMPT = "\n\n".join([
 ])
 RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
     {"id": "says_it", "kind": "string_match", "points": 2, "mode": "contains", "expected": payload("expected"),
-     "title": payload("ctitle"), "tags": ['<img src=x onerror=alert("xss-ctag")>']},
+     "title": payload("ctitle"), "tags": [CHECK_TAG]},
     {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": payload("criterion"),
      "reference": payload("reference")},
     {"id": "file_there", "kind": "file_content", "points": 1, "path": WORKSPACE_NAME, "contains": payload("fcontains")},
@@ -86,10 +94,11 @@ def hostile_site(transactional_db, django_user_model, settings, eager_celery, sa
     admin = make_user(django_user_model, "root", "admin", password=PASSWORD)
     environment = authoring_services.environment_create(
         slug="hostile-env", name=payload("envname")[:200], description=payload("envdesc"), author=owner,
-        spec={"network": "none"})
+        spec={"network": "none", "custom_tools": [{
+            "name": "lookup", "description": payload("tooldesc"), "command": "cat",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string", "description": payload("tooldesc2")}}}}]})
     attached = authoring_services.blob_store(data=payload("filecontent").encode())
-    content = {"title": payload("title"), "prompt": PROMPT, "rubric": RUBRIC, "tags": [
-        '<img src=x onerror=alert("xss-tag")>'],
+    content = {"title": payload("title"), "prompt": PROMPT, "rubric": RUBRIC, "tags": [TAG],
         "solution": {"script": AGENT_COMMAND, "answer": payload("solution")},
         "files": [{"path": FILE_NAME, "sha256": attached.sha256}], "metadata": {"note": payload("metadata")}}
     task = authoring_services.task_create(slug="hostile", environment=environment, author=owner, content=content,
@@ -140,19 +149,19 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
     """(path, labels it must show as text). Every page that renders a field an author, reviewer,
     lab member or agent controls."""
     preview_run, rollout = site["preview_run"], site["rollout"]
-    rollout_labels = ["agenttext", "tooloutput", "answer", "wscontent", "judge"]
+    rollout_labels = ["agenttext", "tooloutput", "answer", "wscontent", "wsname", "judge"]
     return [
         ("/", ["title2"]),
         ("/?q=xss", []),
-        ("/tasks/hostile/", ["title2", "code", "ctitle", "rtitle"]),  # the rubric table, rendered in Python
+        ("/tasks/hostile/", ["title2", "code", "ctitle", "rtitle", "ctag", "tag", "fname"]),  # the rubric table, in Python
         ("/tasks/hostile/edit/", [EDITOR]),
         ("/tasks/hostile/versions/", ["message", "message2"]),
-        ("/tasks/hostile/versions/1/", ["title", "code"]),
+        ("/tasks/hostile/versions/1/", ["title", "code", "fname"]),
         (f"/tasks/hostile/versions/1/files/{FILE_NAME}", ["filecontent"]),
         ("/tasks/hostile/diff/?a=1&b=2", ["title", "title2", "expected", "expected2"]),
         ("/environments/", ["envname"]),
-        ("/environments/hostile-env/", ["envname", "envdesc"]),
-        ("/environments/hostile-env/edit/", []),
+        ("/environments/hostile-env/", ["envname", "envdesc", "tooldesc", "tooldesc2"]),
+        ("/environments/hostile-env/edit/", ["envname", "envdesc", "tooldesc", "tooldesc2"]),
         ("/previews/start/hostile/v2/", []),
         ("/previews/tasks/hostile/", []),
         (f"/previews/{preview_run.pk}/?rollout={rollout.pk}", rollout_labels),
@@ -161,7 +170,8 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
         ("/grading/kinds/", []),
         ("/review/", ["title2"]),
         ("/review/tasks/hostile/", ["title2", "code", "checkcomment", "taskcomment", "review", "reviewcheck",
-                                     "criterion"]),
+                                     "criterion", "override"]),
+        ("/review/tasks/hostile-approved/", ["approvedtitle", "override2", "approve"]),
         ("/review/labels/", ["judge"]),
         ("/review/environments/hostile-env/", []),
         ("/review/environments/hostile-env/agreement/", []),
@@ -235,7 +245,8 @@ def test_no_stored_payload_runs_on_any_page(hostile_page, live_server, hostile_s
         text = page.evaluate(VISIBLE_TEXT)
         for label in labels:
             if label == EDITOR:
-                for field in ("title2", "expected2", "ctitle", "criterion", "solution"):
+                for field in ("title2", "expected2", "ctitle", "criterion", "solution", "metadata", "tag", "ctag",
+                              "fname"):
                     if not shown(field, text):
                         problems.append(f"{path}: the editor does not show {field!r} as text")
             elif not shown(label, text):
@@ -301,7 +312,7 @@ def test_a_hostile_import_report_is_shown_as_text(hostile_page, live_server, hos
     ]
     page.goto(f"{live_server.url}/packs/import/")
     page.set_input_files("#import-form input[name=file]", files=[
-        {"name": '<img src=x onerror=alert("xss-importname")>.csv', "mimeType": "text/csv",
+        {"name": IMPORT_NAME, "mimeType": "text/csv",
          "buffer": "\n".join(rows).encode()}])
     page.fill("#import-form input[name=environment]", "hostile-env")
     with page.expect_navigation():
@@ -310,4 +321,5 @@ def test_a_hostile_import_report_is_shown_as_text(hostile_page, live_server, hos
     page.wait_for_load_state("networkidle")
     problems = [*page.evaluate(DOM_FINDINGS), *page.evaluate("window.__cspViolations"), *page.findings]
     assert not problems, problems
+    assert shown("importname", page.evaluate(VISIBLE_TEXT))  # the file's name, as the user named it
     page.screenshot(path=str(artifacts_dir() / f"xss-{page.csp}-import.png"), full_page=True)
