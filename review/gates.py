@@ -11,6 +11,7 @@ from grading import selectors as grading_selectors
 from grading.engine import gates as engine_gates
 from grading.engine import validate_task
 from grading.engine.calibration import rewarded_checks
+from gymwright.errors import DomainError
 from gymwright.sql import Prepared, PreparedIn
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
@@ -19,32 +20,39 @@ from sandbox.models import PreviewRun, Rollout
 # On every task page: compiled once per process (gymwright.sql).
 _done_runs = Prepared(lambda version_id: PreviewRun.objects.filter(task_version_id=version_id, status=PreviewRun.Status.DONE)
                       .order_by("-created_at", "-id").values_list("id", "policy", "n"), version_id=int)
-# (id, preview_run_id, status, reward, passed) of the rollouts of some preview runs
+# (id, preview_run_id, status, reward, passed, whether its grade is complete) of the rollouts of some preview runs
 _rollout_rows = PreparedIn(lambda run_ids: Rollout.objects.filter(preview_run_id__in=run_ids)
-                           .values_list("id", "preview_run_id", "status", "reward", "passed"), "run_ids", item=int)
+                           .values_list("id", "preview_run_id", "status", "reward", "passed", "grade__complete"),
+                           "run_ids", item=int)
 
 
 def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.PreviewEvidence]:
-    """policy -> the latest finished (done) preview run of exactly this version."""
+    """policy -> the latest finished (done) preview run of exactly this version, with how far each of
+    its incomplete grades (some check unscored) leaves the reward open."""
     latest: dict[str, tuple[int, int]] = {}  # policy -> (run id, n)
     for run_id, policy, n in _done_runs(version_id=task_version.pk):
         latest.setdefault(policy, (run_id, n))
-    by_run: dict[int, list[tuple]] = {}  # run id -> [(rollout id, reward, passed)] of its graded rollouts
+    by_run: dict[int, list[tuple]] = {}  # run id -> [(rollout id, reward, passed, complete)] of its graded rollouts
     rows = _rollout_rows(run_ids=[run_id for run_id, _ in latest.values()])
-    for rollout_id, run_id, status, reward, passed in rows:
+    for rollout_id, run_id, status, reward, passed, complete in rows:
         if status == Rollout.Status.DONE and reward is not None:
-            by_run.setdefault(run_id, []).append((rollout_id, reward, passed))
-    # Hack probes name the checks that rewarded them: read those rollouts' grades.
-    hack_runs = [run_id for policy, (run_id, _) in latest.items() if policy.startswith("hack:")]
-    documents = dict(Rollout.objects.filter(preview_run__in=hack_runs, grade__isnull=False)
-                     .values_list("id", "grade__document")) if hack_runs else {}
+            by_run.setdefault(run_id, []).append((rollout_id, reward, passed, complete is not False))
+    # Grade documents, read only where needed: hack probes name the checks that rewarded them, and an
+    # incomplete grade's unscored checks say how far its reward could move.
+    hack_runs = {run_id for policy, (run_id, _) in latest.items() if policy.startswith("hack:")}
+    wanted = [rollout_id for run_id, graded in by_run.items() for rollout_id, _, _, complete in graded
+              if run_id in hack_runs or not complete]
+    documents = dict(Rollout.objects.filter(id__in=wanted, grade__isnull=False)
+                     .values_list("id", "grade__document")) if wanted else {}
     evidence = {}
     for policy, (run_id, n) in latest.items():
         graded = by_run.get(run_id, [])
         evidence[policy] = engine_gates.PreviewEvidence(
-            policy=policy, run_id=run_id, n=n, rewards=[reward for _, reward, _ in graded],
-            passed=[bool(passed) for _, _, passed in graded], errors=n - len(graded),
-            rewarded=[rewarded_checks(documents.get(rollout_id)) for rollout_id, _, _ in graded])
+            policy=policy, run_id=run_id, n=n, rewards=[reward for _, reward, _, _ in graded],
+            passed=[bool(passed) for _, _, passed, _ in graded], errors=n - len(graded),
+            rewarded=[rewarded_checks(documents.get(rollout_id)) for rollout_id, _, _, _ in graded],
+            gaps=[None if complete else engine_gates.grade_gap(documents.get(rollout_id))
+                  for rollout_id, _, _, complete in graded])
     return evidence
 
 
@@ -75,14 +83,31 @@ def gates_evaluate(*, task_version: TaskVersion) -> list[engine_gates.GateResult
 
 
 def gates_missing_previews(*, task_version: TaskVersion) -> list[tuple[str, int]]:
-    """The previews the gates need that this version has not run (a queued or running one counts as run)."""
-    started = set(PreviewRun.objects.filter(task_version=task_version)
-                  .exclude(status=PreviewRun.Status.CANCELLED).values_list("policy", flat=True))
-    return engine_gates.missing_previews(task_version.spec, started)
+    """The previews "Run gates" would start on this version: those the gates need and it has not run,
+    and those whose latest run left a gate undecided (incomplete grades); none already queued or running."""
+    return _to_start(task_version)[0]
+
+
+def _to_start(task_version: TaskVersion) -> tuple[list[tuple[str, int]], list[engine_gates.GateResult]]:
+    inputs = gate_inputs(task_version=task_version)
+    results = engine_gates.evaluate_gates(inputs)
+    pending = set(PreviewRun.objects.filter(task_version=task_version)
+                  .exclude(status__in=PreviewRun.FINISHED).values_list("policy", flat=True))
+    return engine_gates.previews_to_start(inputs, results, pending=pending), results
 
 
 def gates_run(*, task_version: TaskVersion, user) -> list[PreviewRun]:
-    """Start every preview the gates still miss (oracle ×3, nop ×3, each probe ×1), in one go."""
+    """Start every preview the gates still miss (oracle ×3, nop ×3, each probe ×1), and again each one
+    whose incomplete grades left its gate undecided, in one go. Refused when nothing can start because
+    the undecided gates wait for a judge (a new run would leave the same checks unscored)."""
+    to_start, results = _to_start(task_version)
+    waiting = [result for result in results if result.status == engine_gates.NOT_RUN and result.waiting_for]
+    if not to_start and waiting:
+        raise DomainError(
+            f"Nothing to start: {', '.join(result.title for result in waiting)} "
+            f"{'waits' if len(waiting) == 1 else 'wait'} for {waiting[0].waiting_for}. Their previews ran with "
+            "judge checks unscored and would again: configure a judge endpoint, then run the gates.",
+            code="gates_waiting", http_status=409,
+            details=[{"pointer": f"/gates/{result.gate}", "message": result.message} for result in waiting])
     return [sandbox_services.preview_run_create(task_version=task_version, user=user, policy=policy, n=n)
-            for policy, n in gates_missing_previews(task_version=task_version)]
-
+            for policy, n in to_start]

@@ -6,12 +6,20 @@ example answers graded) and answers one or more `GateResult` lines: pass, fail o
 A gate may also say which previews it needs (`previews(task) -> [(policy, n)]`), so that
 "Run gates" can start exactly the missing ones.
 
+A preview graded without some of its checks (a judge that was not configured or failed, a check
+that ran out of time) has incomplete grades: their rewards leave those checks out, so they are
+not the rubric's. Such evidence decides a preview gate only where no score of the unscored checks
+could change the verdict (`grade_gap` gives each incomplete grade's lowest and highest possible
+reward); otherwise the gate is not_run, and "Run gates" starts that preview again
+(`previews_to_start`).
+
 Other parts extend the set with `register_gate` (hack probes register `hack:NAME` gates).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Callable, Iterable, Literal, Mapping
 
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
@@ -30,6 +38,18 @@ PROBE_ROLLOUTS = 1
 
 
 @dataclass(frozen=True)
+class GradeGap:
+    """What an incomplete grade leaves open: the lowest and highest reward the rubric's formula
+    can give once every check it left unscored is scored (each anywhere in [0, 1]), and why."""
+
+    low: float
+    high: float
+    reasons: tuple[str, ...] = ()   # why its checks are unscored, in words, each once
+    needs_judge: bool = False       # a judge check is unscored: a grade with no judge leaves it so again
+    gated: bool = False             # a required check already failed: the reward is 0 whatever the rest score
+
+
+@dataclass(frozen=True)
 class PreviewEvidence:
     """The latest finished preview run of one policy on the exact version."""
 
@@ -40,10 +60,21 @@ class PreviewEvidence:
     passed: list[bool]            # their pass flags, same order
     errors: int = 0               # rollouts that ended without a grade
     rewarded: list[tuple[str, ...]] = field(default_factory=list)  # per graded rollout: checks that awarded points
+    gaps: list[GradeGap | None] = field(default_factory=list)  # per graded rollout: None (or left out) = complete
 
     @property
     def graded(self) -> int:
         return len(self.rewards)
+
+    @property
+    def incomplete(self) -> list[GradeGap]:
+        """The gaps of its incomplete grades."""
+        return [gap for gap in self.gaps[:self.graded] if gap is not None]
+
+    def reward_ranges(self) -> list[tuple[float, float]]:
+        """Per graded rollout, the (lowest, highest) reward its complete grade could have."""
+        return [(gap.low, gap.high) if gap is not None else (reward, reward)
+                for reward, gap in zip_longest(self.rewards, self.gaps[:self.graded])]
 
 
 @dataclass(frozen=True)
@@ -82,6 +113,8 @@ class GateResult:
     policy: str | None = None     # the preview policy whose evidence decided it
     run_id: int | None = None     # that preview run
     blocking: bool = True         # False only for a check this installation cannot make at all
+    # A not_run gate whose preview cannot decide it yet ("a judge"): Run gates starts nothing for it.
+    waiting_for: str = ""
 
     @property
     def ok(self) -> bool:
@@ -139,6 +172,19 @@ def missing_previews(task: Mapping, previews: Mapping[str, PreviewEvidence] | It
     return [(policy, n) for policy, n in required_previews(task) if policy not in have]
 
 
+def previews_to_start(inputs: GateInputs, results: Iterable[GateResult], *,
+                      pending: Iterable[str] = ()) -> list[tuple[str, int]]:
+    """What "Run gates" starts: each preview the gates need that has no finished run (`inputs.previews`)
+    and each whose latest run left its gate not_run (incomplete grades), unless that gate waits for
+    something a new run would not have (no judge configured yet); never a policy in `pending` (a run
+    of it is queued or running)."""
+    undecided = {result.policy for result in results
+                 if result.status == NOT_RUN and result.policy and not result.waiting_for}
+    pending = set(pending)
+    return [(policy, n) for policy, n in required_previews(inputs.task)
+            if policy not in pending and (policy not in inputs.previews or policy in undecided)]
+
+
 def all_pass(results: Iterable[GateResult]) -> bool:
     return all(result.ok for result in results)
 
@@ -178,12 +224,149 @@ def _not_run(gate: str, title: str, policy: str, what: str) -> GateResult:
     return GateResult(gate, title, NOT_RUN, f"no finished {what} preview of this version yet", policy=policy)
 
 
-def _incomplete(evidence: PreviewEvidence) -> str | None:
+def _ungraded(evidence: PreviewEvidence) -> str | None:
     if evidence.graded == 0:
         return f"none of its {evidence.n} rollouts was graded"
     if evidence.errors:
         return f"{evidence.errors} of {evidence.n} rollouts ended without a grade"
     return None
+
+
+# grading.engine.scoring's explanation of a judge check graded without a judge client.
+_NO_JUDGE = "no judge model configured"
+_REASON_CHARS = 80
+
+
+def _short(text) -> str:
+    line = " ".join(str(text or "").split())
+    return line if len(line) <= _REASON_CHARS else line[:_REASON_CHARS - 1] + "…"
+
+
+def _number(value, default: float = 0.0) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def grade_gap(document) -> GradeGap | None:
+    """How far the reward of an incomplete gymwright.grade/v1 document could move once every check it
+    left unscored is scored; None for a complete grade.
+
+    Follows `scoring.totals`: a top-level check with an unscored part (itself, or a check inside its
+    group) may score anything in [0, 1], so its positive points may all be earned or all be lost, and
+    a penalty may apply in full or not at all, while the rubric's maximum gains its positive points.
+    A required check that is unscored (or whose group has unscored parts) may still gate, so the lowest
+    reward is then 0; a required check already scored below 1, with nothing unscored under it, has
+    gated: the reward is 0 whatever the rest score. A document that cannot be read allows [0, 1].
+    """
+    if not isinstance(document, Mapping):
+        return GradeGap(0.0, 1.0, ("its grade could not be read",))
+    if document.get("complete") is not False:
+        return None
+    gated = may_gate = False
+    unscored: list[Mapping] = []  # unscored checks with no unscored check under them: the causes
+
+    def children(check: Mapping) -> list[Mapping]:
+        return [child for child in check.get("checks") or [] if isinstance(child, Mapping)]
+
+    def settled(check: Mapping) -> bool:
+        """Visit `check` and its children; whether its score is final (it and all under it scored)."""
+        nonlocal gated, may_gate
+        kids = children(check)
+        all_kids_settled = all([settled(kid) for kid in kids])  # a list: every child is visited
+        scored = check.get("status") == "scored"
+        if not scored and all(kid.get("status") == "scored" for kid in kids):
+            unscored.append(check)
+        final = scored and all_kids_settled
+        if check.get("required"):
+            if not final:
+                may_gate = True
+            elif _number(check.get("score"), 1.0) < 1.0:
+                gated = True
+        return final
+
+    top = [check for check in document.get("checks") or [] if isinstance(check, Mapping)]
+    earned = maximum = gain = loss = 0.0
+    for check in top:
+        points = _number(check.get("points"))
+        if settled(check):
+            earned += points * _number(check.get("score"))
+            maximum += max(points, 0.0)
+        elif points > 0:
+            gain += points
+        else:
+            loss += points
+    if not unscored:
+        return GradeGap(0.0, 1.0, ("some checks unscored",))
+    reasons: list[str] = []
+    for check in unscored:
+        explanation = check.get("explanation")
+        if check.get("kind") == "llm_judge":
+            reason = "judge checks unscored: " + ("no judge was configured when it ran" if explanation == _NO_JUDGE
+                                                  else _short(explanation))
+        else:
+            reason = f"{_short(check.get('id'))} unscored: {_short(explanation)}"
+        if reason not in reasons:
+            reasons.append(reason)
+    needs_judge = any(check.get("kind") == "llm_judge" for check in unscored)
+    total = maximum + gain
+    if gated or total <= 0:
+        low = high = 0.0
+    else:
+        high = min(1.0, max(0.0, (earned + gain) / total))
+        low = 0.0 if may_gate else min(1.0, max(0.0, (earned + loss) / total))
+    return GradeGap(low, high, tuple(reasons), needs_judge=needs_judge, gated=gated)
+
+
+def _pass_threshold(rubric: Mapping) -> float:
+    from grading.engine.models import Rubric
+
+    return _number(rubric.get("pass_threshold"), Rubric.model_fields["pass_threshold"].default)
+
+
+def _incomplete_note(evidence: PreviewEvidence) -> str:
+    """“2 of 3 grades are incomplete (judge checks unscored: …)”."""
+    gaps = evidence.incomplete
+    reasons: list[str] = []
+    for gap in gaps:
+        reasons.extend(reason for reason in gap.reasons if reason not in reasons)
+    why = "; ".join(reasons[:2]) + ("; …" if len(reasons) > 2 else "")
+    return f"{len(gaps)} of {evidence.graded} grades are incomplete" + (f" ({why})" if why else "")
+
+
+def _decided_anyway(evidence: PreviewEvidence) -> str:
+    """What a gate decided on incomplete grades adds to its message."""
+    if not evidence.incomplete:
+        return ""
+    return f"; {_incomplete_note(evidence)}, but no score of their unscored checks could change this"
+
+
+def _undecided(gate: str, title: str, evidence: PreviewEvidence, inputs: GateInputs) -> GateResult:
+    """Incomplete grades that leave the verdict open: not run, until a run with every check scored."""
+    note = _incomplete_note(evidence)
+    if not inputs.judge_configured and all(gap.needs_judge for gap in evidence.incomplete):
+        # with no judge, running it again would leave the same judge checks unscored
+        return GateResult(gate, title, NOT_RUN, f"{note} — configure a judge, then run it again",
+                          policy=evidence.policy, run_id=evidence.run_id, waiting_for="a judge")
+    return GateResult(gate, title, NOT_RUN, f"{note} — run it again", policy=evidence.policy, run_id=evidence.run_id)
+
+
+def _cap(evidence: PreviewEvidence, limit: float) -> tuple[GateStatus, int, float]:
+    """Whether every graded rollout scores at most `limit` whatever its unscored checks score:
+    (pass, the rollout with the highest possible reward, that reward), (fail, a rollout over the
+    limit in any case, its lowest possible reward), or (not_run, …) when the unscored checks decide."""
+    ranges = evidence.reward_ranges()
+    worst = max(range(len(ranges)), key=lambda i: ranges[i][1])
+    if ranges[worst][1] <= limit:
+        return PASS, worst, ranges[worst][1]
+    over = max(range(len(ranges)), key=lambda i: ranges[i][0])
+    if ranges[over][0] > limit:
+        return FAIL, over, ranges[over][0]
+    return NOT_RUN, worst, ranges[worst][1]
+
+
+def _reward_words(evidence: PreviewEvidence, status: GateStatus, reward: float) -> str:
+    if not evidence.incomplete:
+        return f"{reward:.2f}"
+    return f"{'at most' if status == PASS else 'at least'} {reward:.2f}"
 
 
 def _gate_rubric(inputs: GateInputs) -> GateResult:
@@ -200,12 +383,33 @@ def _gate_oracle(inputs: GateInputs) -> GateResult:
     evidence = inputs.previews.get("oracle")
     if evidence is None:
         return _not_run("oracle", title, "oracle", "oracle")
-    problem = _incomplete(evidence)
+    problem = _ungraded(evidence)
     if problem:
         return GateResult("oracle", title, FAIL, problem, policy="oracle", run_id=evidence.run_id)
-    verdict = band_verdict("oracle", sum(evidence.passed) / evidence.graded)
-    message = f"{sum(evidence.passed)} of {evidence.graded} passed: {verdict.message}"
-    return GateResult("oracle", title, PASS if verdict.ok else FAIL, message, policy="oracle", run_id=evidence.run_id)
+    graded = evidence.graded
+    if not evidence.incomplete:
+        verdict = band_verdict("oracle", sum(evidence.passed) / graded)
+        message = f"{sum(evidence.passed)} of {graded} passed: {verdict.message}"
+        return GateResult("oracle", title, PASS if verdict.ok else FAIL, message, policy="oracle",
+                          run_id=evidence.run_id)
+    # Each rollout surely passes, may pass, or cannot pass whatever its unscored checks score.
+    threshold = _pass_threshold(inputs.rubric)
+    sure = can = 0
+    for passed, gap, (low, high) in zip(evidence.passed, evidence.gaps + [None] * graded, evidence.reward_ranges()):
+        sure += passed if gap is None else low >= threshold
+        can += passed if gap is None else high >= threshold
+    if can < graded:
+        gated = sum(1 for gap in evidence.incomplete if gap.gated)
+        verdict = band_verdict("oracle", can / graded)
+        message = (f"at most {can} of {graded} can pass" + (f" ({gated} failed a required check)" if gated else "")
+                   + f": {verdict.message}")
+        return GateResult("oracle", title, FAIL, message + _decided_anyway(evidence), policy="oracle",
+                          run_id=evidence.run_id)
+    if sure < graded:
+        return _undecided("oracle", title, evidence, inputs)
+    message = f"{graded} of {graded} passed: {band_verdict('oracle', 1.0).message}"
+    return GateResult("oracle", title, PASS, message + _decided_anyway(evidence), policy="oracle",
+                      run_id=evidence.run_id)
 
 
 def _gate_nop(inputs: GateInputs) -> GateResult:
@@ -214,13 +418,15 @@ def _gate_nop(inputs: GateInputs) -> GateResult:
     evidence = inputs.previews.get("nop")
     if evidence is None:
         return _not_run("nop", title, "nop", "nop")
-    problem = _incomplete(evidence)
+    problem = _ungraded(evidence)
     if problem:
         return GateResult("nop", title, FAIL, problem, policy="nop", run_id=evidence.run_id)
-    worst = max(evidence.rewards)
-    ok = worst <= limit
-    message = (f"highest reward {worst:.2f}" + ("" if ok else f" > {limit:g}: the rubric rewards doing nothing"))
-    return GateResult("nop", title, PASS if ok else FAIL, message, policy="nop", run_id=evidence.run_id)
+    status, _, reward = _cap(evidence, limit)
+    if status == NOT_RUN:
+        return _undecided("nop", title, evidence, inputs)
+    message = (f"highest reward {_reward_words(evidence, status, reward)}"
+               + ("" if status == PASS else f" > {limit:g}: the rubric rewards doing nothing"))
+    return GateResult("nop", title, status, message + _decided_anyway(evidence), policy="nop", run_id=evidence.run_id)
 
 
 def _gate_probes(inputs: GateInputs) -> list[GateResult]:
@@ -233,15 +439,18 @@ def _gate_probes(inputs: GateInputs) -> list[GateResult]:
         if evidence is None:
             results.append(_not_run(f"probe:{index}", title, policy, "probe"))
             continue
-        problem = _incomplete(evidence)
+        problem = _ungraded(evidence)
         if problem:
             results.append(GateResult(f"probe:{index}", title, FAIL, problem, policy=policy, run_id=evidence.run_id))
             continue
-        worst = max(evidence.rewards)
-        ok = worst <= limit
-        message = f"highest reward {worst:.2f}" + ("" if ok else f" > {limit:g}: the rubric rewards this probe")
-        results.append(GateResult(f"probe:{index}", title, PASS if ok else FAIL, message, policy=policy,
-                                  run_id=evidence.run_id))
+        status, _, reward = _cap(evidence, limit)
+        if status == NOT_RUN:
+            results.append(_undecided(f"probe:{index}", title, evidence, inputs))
+            continue
+        message = (f"highest reward {_reward_words(evidence, status, reward)}"
+                   + ("" if status == PASS else f" > {limit:g}: the rubric rewards this probe"))
+        results.append(GateResult(f"probe:{index}", title, status, message + _decided_anyway(evidence),
+                                  policy=policy, run_id=evidence.run_id))
     return results
 
 
@@ -260,15 +469,17 @@ def _gate_hacks(inputs: GateInputs) -> list[GateResult]:
         if evidence is None:
             results.append(_not_run(policy, title, policy, policy))
             continue
-        problem = _incomplete(evidence)
+        problem = _ungraded(evidence)
         if problem:
             results.append(GateResult(policy, title, FAIL, problem, policy=policy, run_id=evidence.run_id))
             continue
-        worst = max(range(evidence.graded), key=lambda i: evidence.rewards[i])
+        status, worst, reward = _cap(evidence, limit)
+        if status == NOT_RUN:
+            results.append(_undecided(policy, title, evidence, inputs))
+            continue
         rewarded = evidence.rewarded[worst] if worst < len(evidence.rewarded) else ()
-        reward = evidence.rewards[worst]
-        results.append(GateResult(policy, title, PASS if reward <= limit else FAIL,
-                                  hack_message(policy.split(":", 1)[1], reward, limit, rewarded),
+        message = hack_message(policy.split(":", 1)[1], reward, limit, rewarded)
+        results.append(GateResult(policy, title, status, message + _decided_anyway(evidence),
                                   policy=policy, run_id=evidence.run_id))
     return results
 

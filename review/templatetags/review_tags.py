@@ -132,5 +132,6 @@ def bar_chart(pairs, width: int = 360, row: int = 22):
 
 @register.filter
 def previews_missing(gates) -> bool:
-    """Whether a gate waits for a preview that has not run (what Run gates would start)."""
-    return any(gate.status == "not_run" and gate.policy for gate in gates or [])
+    """Whether a gate waits for a preview that has not run, or ran with incomplete grades (what Run gates
+    would start); not one that waits for something else first (a judge)."""
+    return any(gate.status == "not_run" and gate.policy and not gate.waiting_for for gate in gates or [])
