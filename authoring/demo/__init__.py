@@ -55,11 +55,15 @@ REVENUE_RUBRIC = {
     "pass_threshold": 0.8,
     "checks": [
         {"id": "csv_exists", "kind": "file_exists", "points": 1, "required": True, "path": "summary.csv"},
-        {"id": "q3_revenue", "kind": "table_cell", "points": 4, "path": "summary.csv", "row": "Revenue",
-         "column": "Q3", "expected": 1234.5, "tolerance": 0.5},
+        # The figure the task is about: without it nothing else counts (a file that merely exists, or
+        # echoes the prompt, earns nothing).
+        {"id": "q3_revenue", "kind": "table_cell", "points": 4, "required": True, "path": "summary.csv",
+         "row": "Revenue", "column": "Q3", "expected": 1234.5, "tolerance": 0.5},
         {"id": "q4_costs", "kind": "table_cell", "points": 2, "path": "summary.csv", "row": "Costs",
          "column": "Q4", "expected": 950, "tolerance": 0.5},
-        {"id": "report_written", "kind": "file_content", "points": 2, "path": "report.md", "regex": r"(?i)q3"},
+        # The report states the Q3 revenue (the prompt says "Q3" but never the figure).
+        {"id": "report_written", "kind": "file_content", "points": 2, "path": "report.md", "regex": r"1,?234\.5",
+         "title": "The report on Q3 states its revenue"},
         {"id": "answer_states_total", "kind": "number", "points": 1, "expected": 1234.5, "tolerance": 0.5},
     ],
     "probes": [{"answer": "", "max_reward": 0.0}],
