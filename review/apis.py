@@ -270,8 +270,10 @@ class GatesApi(APIView):
 class GatesRunApi(APIView):
     @extend_schema(request=None, responses={201: inline_serializer("GatesRun", fields={
         "preview_runs": serializers.ListField(child=serializers.IntegerField()), "gates": GATES}),
-        **_errors(400, 403, 404)}, operation_id="tasks_versions_gates_run", tags=["review"],
-        description="Start the previews the gates still miss (oracle ×3, nop ×3, each declared probe ×1).")
+        **_errors(400, 403, 404, 409)}, operation_id="tasks_versions_gates_run", tags=["review"],
+        description="Start the previews the gates still miss (oracle ×3, nop ×3, each declared probe ×1, each "
+                    "applicable hack probe ×1), and those whose incomplete grades left a gate undecided. 409 "
+                    "(gates_waiting): the gates wait for a judge to be configured, and no preview can help yet.")
     def post(self, request, slug, number):
         version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
         runs = review_gates.gates_run(task_version=version, user=request.user)
