@@ -1238,6 +1238,9 @@ def verify_pack(source: str | Path | BinaryIO, *, max_bytes: int = 8 << 30) -> V
         problems.append(f"{relative}: in the archive, not in the manifest")
     if manifest.get("content_sha256") != _manifest_digest(manifest):
         problems.append("manifest.json: content_sha256 does not match the manifest's content")
+    expected_top = f"{manifest.get('slug')}-{manifest.get('version')}"
+    if top != expected_top:  # a renamed or repacked folder: not the pack its manifest names
+        problems.append(f"{top}/: the pack's folder, where its manifest names {expected_top}/")
     return Verification(not problems, problems, manifest, len(digests))
 
 

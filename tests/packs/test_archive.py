@@ -142,6 +142,16 @@ def test_verify_accepts_a_good_pack_and_names_each_mismatch(tmp_path):
     truncated.write_bytes((tmp_path / "a.tar.gz").read_bytes()[:5000])
     cut = archive.verify_pack(truncated)
     assert not cut.ok and "damaged" in cut.problems[0]
+    # the same files in a folder its manifest does not name (repacked under another name)
+    with tarfile.open(tmp_path / "a.tar.gz") as source, tarfile.open(tmp_path / "moved.tar.gz", "w:gz") as target:
+        for member in source.getmembers():
+            data = source.extractfile(member).read() if member.isfile() else None
+            member.name = member.name.replace("demo-1.0.0", "demo-9.9.9", 1)
+            if member.islnk():
+                member.linkname = member.linkname.replace("demo-1.0.0", "demo-9.9.9", 1)
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+    moved = archive.verify_pack(tmp_path / "moved.tar.gz")
+    assert moved.problems == ["demo-9.9.9/: the pack's folder, where its manifest names demo-1.0.0/"]
 
 
 def test_the_archive_writer_and_the_bundled_files_import_no_django():
