@@ -136,6 +136,10 @@ class Task(models.Model):
     # The exact version a reviewer approved (packs export it), kept when later drafts follow it.
     approved_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
                                          related_name="+")
+    # The approved version's title, set with `approved_version` (review.services): what a member who reads approved
+    # work only (lab) is shown and searches, where `title` follows every new draft. The version's own title is in its
+    # spec, which lists do not read. `db_default`: an import's raw inserts (authoring.services) leave it out.
+    approved_title = models.CharField(max_length=200, blank=True, default="", db_default="")
     latest_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
                                        related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

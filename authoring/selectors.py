@@ -84,7 +84,8 @@ def task_get_for_user(*, slug: str, user, action: str = "view", count_versions: 
 
     Http404 when it does not exist or the user may not see it; NotAllowed when the
     user may see it but not do `action`. For a member who reads approved work only (lab), the task's
-    `latest_version` is its approved version: the newest one they may read (the row is not changed).
+    `latest_version` is its approved version: the newest one they may read, and its `title` that version's
+    (`approved_title`: a later draft's title is not theirs to read). The row is not changed.
     With `count_versions`, `task.readable_version_count` is how many versions `user` may open (not the latest
     version's number: an imported task starts at its source's number).
     """
@@ -99,7 +100,7 @@ def task_get_for_user(*, slug: str, user, action: str = "view", count_versions: 
     tags._result_cache, tags._prefetch_done = _task_tags(task_id=task.pk), True
     task._prefetched_objects_cache = {"tags": tags}
     if not permissions.reads_drafts(user):
-        task.latest_version = task.approved_version
+        task.latest_version, task.title = task.approved_version, task.approved_title
     for version in (task.latest_version, task.approved_version):
         if version is not None:
             version.task = task  # the version's task is this row: no query when a section reads it
@@ -108,8 +109,11 @@ def task_get_for_user(*, slug: str, user, action: str = "view", count_versions: 
 
 def task_check_for_user(*, task: Task, user, action: str = "view") -> Task:
     """`task_get_for_user`'s rules for a task already loaded with something else (a preview run, a
-    rollout): Http404 or NotAllowed as there, and no second query for the task."""
+    rollout): Http404 or NotAllowed as there, and no second query for the task. As there, a member who reads
+    approved work only (lab) is shown the approved version's title."""
     _check(user, task, action)
+    if not permissions.reads_drafts(user):
+        task.title = task.approved_title
     return task
 
 
@@ -157,13 +161,17 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
     queryset = (Task.objects.select_related("environment", "owner", "latest_version", "latest_version__author",
                                             "approved_version")
                 .defer("latest_version__spec", "approved_version__spec").prefetch_related("tags"))
+    reads_drafts = permissions.reads_drafts(user)
     if q:
-        # On PostgreSQL, trigram indexes on the expressions these compile to answer them (authoring migration
-        # 0007): a change of lookup or of field needs its index changed too (tests/authoring/test_search_index.py).
-        queryset = queryset.filter(Q(slug__icontains=q) | Q(title__icontains=q))
+        # On PostgreSQL, trigram indexes on the expressions these compile to answer them (authoring migrations
+        # 0007 and 0008): a change of lookup or of field needs its index changed too
+        # (tests/authoring/test_search_index.py, tests/authoring/test_lab_titles.py). A member who reads approved work
+        # only (lab) searches the approved version's title: a draft's words find nothing.
+        title = "title" if reads_drafts else "approved_title"
+        queryset = queryset.filter(Q(slug__icontains=q) | Q(**{f"{title}__icontains": q}))
     if status:
         queryset = queryset.filter(status=status)
-    if not permissions.reads_drafts(user):
+    if not reads_drafts:
         queryset = queryset.filter(approved_version__isnull=False)
     return task_filter(queryset, environment=environment, tag=tag, author=author).order_by("-updated_at", "-id")
 
@@ -241,7 +249,7 @@ TASK_ROW_FIELDS = {
 _STATUS_LABELS = dict(Task.Status.choices)
 
 
-_APPROVED_ROW_FIELDS = {**TASK_ROW_FIELDS, "latest_version": "approved_version__number",
+_APPROVED_ROW_FIELDS = {**TASK_ROW_FIELDS, "title": "approved_title", "latest_version": "approved_version__number",
                         "latest_version_author": "approved_version__author__username"}
 
 
@@ -258,7 +266,7 @@ def task_rows(keys: list[int], *, user=None) -> list[dict]:
 
     A page of the task list or of `/api/tasks/` builds 250+ model instances through `select_related`;
     the same columns as `.values()` rows cost a fraction of the CPU (bench/bench_load.py). For a member who
-    reads approved work only (lab), the latest version is the approved one, as on the task's page.
+    reads approved work only (lab), the latest version and the title are the approved one's, as on the task's page.
     """
     fields = TASK_ROW_FIELDS if user is None or permissions.reads_drafts(user) else _APPROVED_ROW_FIELDS
     rows = [dict(zip(fields, values)) for values in

@@ -21,6 +21,18 @@ from gymwright.sql import Prepared
 PENDING = "pending"
 
 
+def grade_check_readable(*, user, grade: Grade, what: str) -> None:
+    """Http404 (naming `what`) unless `user` may read `grade`. A rollout's grade follows its task version (a lab
+    member: approved versions only). A dry run's grade follows the dry run (`dry_run_get_for_user`): its author's
+    scratch work, graded against the rubric as it was in their editor (unsaved, whatever version the panel sat on),
+    so only they and admins read it, and never a member who reads approved work only (lab)."""
+    if not permissions.reads_drafts(user):
+        task_version_check_readable(user=user, version=grade.task_version, what=what)
+    if grade.source == Grade.Source.DRY_RUN and not (
+            permissions.is_admin(user) or (permissions.reads_drafts(user) and grade.created_by_id == user.pk)):
+        raise Http404(f"No {what}")
+
+
 def grade_get_for_user(*, grade_id: int, user) -> Grade:
     if not permissions.can_view(user):
         raise Http404
@@ -29,8 +41,7 @@ def grade_get_for_user(*, grade_id: int, user) -> Grade:
                  .prefetch_related(check_results_prefetch()).get(id=grade_id))
     except Grade.DoesNotExist:
         raise Http404(f"No grade {grade_id}")
-    if not permissions.reads_drafts(user):  # a lab member: grades of approved versions only
-        task_version_check_readable(user=user, version=grade.task_version, what=f"grade {grade_id}")
+    grade_check_readable(user=user, grade=grade, what=f"grade {grade_id}")
     return grade
 
 

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpResponse, HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path
+from django.views.decorators.http import require_safe
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from gymwright.api import ApiDocsPermission
@@ -15,10 +16,11 @@ urlpatterns = [
     # The split view serves Swagger UI's start-up script as a file, so the CSP needs no inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[ApiDocsPermission]),
          name="api-docs"),
-    path("healthz", lambda request: HttpResponse("ok", content_type="text/plain")),
+    # GET and HEAD only, as every read (405 for anything else: a write here would be answered "ok").
+    path("healthz", require_safe(lambda request: HttpResponse("ok", content_type="text/plain"))),
     # Browsers ask for /favicon.ico whatever the page says; send them to the one icon (not permanent:
     # its hashed static name changes with its content).
-    path("favicon.ico", lambda request: HttpResponseRedirect(static("favicon.svg"))),
+    path("favicon.ico", require_safe(lambda request: HttpResponseRedirect(static("favicon.svg")))),
     path("api/", include("gymwright.api_urls")),
     path("grading/", include("grading.urls")),
     path("previews/", include("sandbox.urls")),

@@ -15,10 +15,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from authoring import permissions
 from authoring import selectors as authoring_selectors
 from gymwright.api import Pagination, iso_datetime, paginate, paginated, validated
 from gymwright.pagination import KeysFirstPaginator
-from gymwright.errors import DomainError
+from gymwright.errors import DomainError, NotAllowed
 from review import agreement as review_agreement
 from review import gates as review_gates
 from review import selectors, services
@@ -214,9 +215,13 @@ class ReviewQueueApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("environment", str), OpenApiParameter("tag", str),
                                OpenApiParameter("author", str, description="owner's username"),
                                OpenApiParameter("older_than_days", int, description="submitted at least this long ago")],
-                   responses={200: paginated(QueueItemOutput), **_errors(400)}, operation_id="review_queue_list",
-                   tags=["review"], description="Tasks in review that you may decide, oldest submission first.")
+                   responses={200: paginated(QueueItemOutput), **_errors(400, 403)},
+                   operation_id="review_queue_list", tags=["review"],
+                   description="Tasks in review that you may decide, oldest submission first (reviewers and admins; "
+                               "403 for anyone else, as on /review/).")
     def get(self, request):
+        if not permissions.can_review(request.user):  # the page's refusal (review.views.review_queue), before the query
+            raise NotAllowed("Only reviewers and admins have a review queue.")
         filters = {key: request.query_params.get(key, "").strip()[:100] for key in ("environment", "tag", "author")}
         source = selectors.review_queue(user=request.user, older_than_days=_age(request), **filters)
         paginator = Pagination()

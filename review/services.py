@@ -50,9 +50,10 @@ def versions_approve_on_import(*, versions: list[TaskVersion], admin) -> None:
                      [(version.pk, admin.pk, Review.Decision.APPROVE, "approved on import (--approve-as)")
                       for version in versions])
     by_task = {version.task_id: version for version in versions}
+    # Task.title is the latest version's title (authoring.services writes both together): the approved one's here.
     Task.objects.filter(pk__any=list(by_task)).update(status=Task.Status.APPROVED,
                                                     approved_version=models.F("latest_version"),
-                                                    updated_at=timezone.now())
+                                                    approved_title=models.F("title"), updated_at=timezone.now())
     content_type = ContentType.objects.get_for_model(Task)
     bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"), [
         # each version holds its task (created with it): no query for the slugs
@@ -193,8 +194,9 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
     Comment.objects.bulk_create(threads)
     # .update() skips auto_now: every review (a comment too) makes the task's "Updated" time current.
     if decision == Review.Decision.APPROVE:
+        # task_version is the latest (checked above, under the row lock), whose title Task.title holds
         Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED, approved_version=task_version,
-                                               updated_at=timezone.now())
+                                               approved_title=models.F("title"), updated_at=timezone.now())
         verb, kind = AuditEvent.Verb.APPROVE, InboxItem.Kind.APPROVED
     elif decision == Review.Decision.REQUEST_CHANGES:
         Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED, updated_at=timezone.now())

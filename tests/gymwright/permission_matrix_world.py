@@ -2,13 +2,15 @@
 and every object a route names, made through the services where there is one (so each is as the product makes it).
 
 - `ENV`, the owner's environment;
-- `REVIEW`, the owner's task: v1 approved by the reviewer, then v2 (with example answers), submitted and in review;
+- `REVIEW`, the owner's task: v1 approved by the reviewer, then v2 (with example answers and a new title, which
+  holds `UNAPPROVED` as its prompt does), submitted and in review;
   both with an attached file, a preview (one rollout graded, one still queued) and its grade with a scored judge
   check (v1's labelled by the reviewer, v2's waiting in the labelling queue); the reviewer's comment thread on it;
 - `DRAFT`, the owner's task that was never approved, whose gates pass (the owner may submit it);
 - `PACK`, the lab member's pack: `1.0.0` built and ready (an archive to download), `2.0.0` still building;
 - a dry run of the owner's waiting for the judge, and a judge endpoint, so that judge work is queued for a worker,
-  never run here (jobs are enqueued on commit, and the matrix rolls back each request).
+  never run here (jobs are enqueued on commit, and the matrix rolls back each request); and another of the owner's
+  dry runs, on v1 and done, with its grade (the target `dry-run`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ GROUPS = {NOROLE: (), OWNER: ("author",), OTHER: ("author",), REVIEWER: ("review
           LAB: ("lab",)}
 
 ENV, REVIEW, DRAFT, PACK = "matrix-env-q7", "matrix-review-q7", "matrix-draft-q7", "matrix-pack-q7"
-UNAPPROVED = "unapproved-words-q7"  # in the prompt of every version no reviewer approved: a lab member never reads it
+UNAPPROVED = "unapproved-words-q7"  # in the prompt of every version no reviewer approved (and in v2's title): a lab
+#                                     member never reads it
 NAMES = (ENV, REVIEW, DRAFT)  # a member with no role is shown none of them, anywhere
 
 RUBRIC = {
@@ -94,7 +97,8 @@ def build_world(django_user_model) -> dict:
     task.refresh_from_db()
     v2, _ = authoring_services.task_version_create(
         task=task, author=owner, base_version=1,
-        content=content(prompt=f"What is six times seven? ({UNAPPROVED})", files=files, examples=EXAMPLES))
+        content=content(title=f"Six sevens ({UNAPPROVED})", prompt=f"What is six times seven? ({UNAPPROVED})",
+                        files=files, examples=EXAMPLES))
     ExampleRun.objects.filter(task_version=v2).update(status=ExampleRun.Status.DONE)  # graded: "Grade again" may run
     task.refresh_from_db()
     review_services.task_submit(task=task, user=admin, override_reason="matrix: in review without previews")
@@ -120,6 +124,9 @@ def build_world(django_user_model) -> dict:
     assert all(result.ok for result in review_gates.gates_evaluate(task_version=draft.latest_version))
 
     dry_run = DryRun.objects.create(rubric=RUBRIC, answer="It is 42.", created_by=owner)
+    dry_run_grade = grade_record(grade=grade_from_document(GRADE), task_version=v1, source="dry_run", user=owner)
+    DryRun.objects.create(task=task, task_version=v1, rubric=RUBRIC, answer="It is 42.", created_by=owner,
+                          status=DryRun.Status.DONE, grade=dry_run_grade)
 
     pack = pack_services.pack_create(slug=PACK, user=users[LAB], name="Matrix pack")
     ready = pack_services.pack_version_start(pack=pack, user=users[LAB], selection=pack_services.Selection(),
@@ -136,5 +143,6 @@ def build_world(django_user_model) -> dict:
         "v1": {**values, "number": 1, **previews[1]},           # the approved version: a lab member reads it
         "draft": {**values, "task": DRAFT, "number": 1},         # never approved, gates pass
         "building": {**values, "version": "2.0.0"},              # a pack version still building
+        "dry-run": {**values, "number": 1, **previews[1], "grade_id": dry_run_grade.pk},  # the owner's, on v1
     }
     return {"users": users, "tokens": tokens, "targets": targets}

@@ -25,7 +25,8 @@ UNAPPROVED words, the draft's slug), and a member with no role is shown none of 
 
 Columns: the route's name; its methods (comma-separated, or * for any: each is sent, and gets the row's answers); the
 target, which objects the URL names (`-` the task in review at its v2, which no one approved; `v1` its approved
-version; `draft` the task never approved; `building` the pack version still building); then one cell per role. A
+version; `draft` the task never approved; `building` the pack version still building; `dry-run` the grade of the
+owner's dry run on v1); then one cell per role. A
 comment says why a row answers as it does where the columns do not.
 """
 
@@ -62,10 +63,10 @@ login                                  OPTIONS       -         200    200    200
 #   signed out, back to the login page
 logout                                 POST          -         login  login  login  login  login  login  login
 logout                                 OPTIONS       -         login  200    200    200    200    200    200
-#   "ok", whatever the method (gymwright/urls.py: the lambdas take any)
-healthz                                *             -         200    200    200    200    200    200    200
-#   to the static icon, whatever the method
-favicon.ico                            *             -         302    302    302    302    302    302    302
+#   "ok"; GET and HEAD only (any other method: 405)
+healthz                                GET,HEAD      -         200    200    200    200    200    200    200
+#   to the static icon; GET and HEAD only
+favicon.ico                            GET,HEAD      -         302    302    302    302    302    302    302
 #   GYMWRIGHT_API_DOCS_PUBLIC is off
 api-schema                             GET,HEAD      -         401    200    200    200    200    200    200
 api-docs                               GET,HEAD      -         401    200    200    200    200    200    200
@@ -132,6 +133,8 @@ grading:dry_run                        POST          -         login  403    200
 grading:dry_run_detail                 GET           -         login  404    200    404    404    200    404
 grading:grade_detail                   GET           -         login  404    200    200    200    200    404
 grading:grade_detail                   GET           v1        login  404    200    200    200    200    200
+#   a dry run's grade is the dry run's: its author's (and an admin's), whatever version it was on
+grading:grade_detail                   GET           dry-run   login  404    200    404    404    200    404
 #   the check kinds, from the schema
 grading:kinds_reference                GET           -         login  200    200    200    200    200    200
 grading:example_answers                GET           -         login  404    200    200    200    200    404
@@ -146,6 +149,7 @@ grading:judge_label                    POST          v1        login  404    403
 rubric-validate                        POST          -         401    200    200    200    200    200    200
 grade-detail                           GET           -         401    404    200    200    200    200    404
 grade-detail                           GET           v1        401    404    200    200    200    200    200
+grade-detail                           GET           dry-run   401    404    200    404    404    200    404
 api-task-version-examples              GET           -         401    404    200    200    200    200    404
 api-task-version-examples              GET           v1        401    404    200    200    200    200    200
 api-task-version-examples-run          POST          -         401    404    202w   403    202w   202w   404
@@ -215,8 +219,8 @@ api-task-version-gates-run             POST          v1        401    404    201
 api-task-comments                      GET,HEAD      -         401    404    200    200    200    200    403
 api-task-comments                      POST          -         401    404    201w   403    201w   201w   403
 api-task-comment-resolve               POST          -         401    404    200w   403    200w   200w   403
-#   the tasks one may decide
-api-review-queue                       GET,HEAD      -         401    200-   200-   200-   200+   200+   200-
+#   the tasks one may decide: reviewers' and admins', as /review/ is
+api-review-queue                       GET,HEAD      -         401    403    403    403    200+   200+   403
 #   one's own
 api-inbox                              GET,HEAD      -         401    200    200    200    200    200    200
 #   the owner has unread items
