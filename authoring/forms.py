@@ -5,7 +5,7 @@ import math
 
 from django import forms
 
-from authoring.models import SLUG_RULE, Environment, Task, slug_validator
+from authoring.models import SLUG_RULE, Environment, Tag, Task, slug_validator
 from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
 from grading.engine.models import BUILTIN_TOOLS
 from gymwright.egress import egress_refusal
@@ -37,6 +37,28 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):  # 1e999 reads as infinity, which no JSON column can store
         raise ValueError(f"the number {text[:40]} is too large")
     return value
+
+
+# The editor's bound on a prompt: the live Markdown preview renders at most this many characters, and the task
+# page renders a longer prompt (sent through the API or an import) as plain text (authoring.prompt_html). The
+# task format itself sets no bound yet: a grading.engine.models constant should take this one's place.
+PROMPT_MAX_CHARS = 500_000
+
+
+class ExactTextField(forms.CharField):
+    """Multi-line text kept exactly as typed: nothing stripped (a script's final newline, a prompt's leading blank
+    line and indentation are content). Line ends are saved as "\n", as the task format says (docs/formats.md): a
+    browser sends a textarea with CRLF, and the same text sent through the API has LF, so both must hash the same.
+    They are made "\n" before `max_length` is checked, so that the limit counts what a browser's `maxlength`
+    counts and what is stored."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("strip", False)
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return value.replace("\r\n", "\n").replace("\r", "\n") if isinstance(value, str) else value
 
 
 def parse_json_field(text: str, *, label: str):
@@ -81,22 +103,26 @@ class FileRolesMixin:
 class TaskForm(FileRolesMixin, forms.Form):
     """The task editor. The rubric arrives as raw JSON (the structured view writes it)."""
 
+    # A problem inside one of these is said at its pointer (gymwright.forms.form_add_domain_error).
+    json_fields = ("rubric", "metadata", "examples")
+
     slug = forms.CharField(max_length=64, validators=[slug_validator], help_text=f"{SLUG_RULE}; cannot change later.")
     environment = forms.ModelChoiceField(queryset=Environment.objects.none(), to_field_name="slug")
     environment_version = forms.TypedChoiceField(required=False, coerce=int, empty_value=None,
                                                  label="Environment version")
     title = forms.CharField(max_length=200)
-    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}), help_text="Markdown shown to the agent.")
-    rubric = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "id": "rubric-json", "spellcheck": "false"}))
-    solution_script = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5}),
-                                      label="Reference solution script",
-                                      help_text="Shell commands run in the sandbox by the oracle policy.")
-    solution_answer = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
-                                      label="Reference answer")
+    prompt = ExactTextField(max_length=PROMPT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 14}),
+                            help_text="Markdown shown to the agent.")
+    rubric = ExactTextField(widget=forms.Textarea(attrs={"rows": 24, "id": "rubric-json", "spellcheck": "false"}))
+    solution_script = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 5}),
+                                     label="Reference solution script",
+                                     help_text="Shell commands run in the sandbox by the oracle policy.")
+    solution_answer = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                     label="Reference answer")
     tags = forms.CharField(required=False, help_text="Comma-separated.")
-    metadata = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), initial="{}",
-                               help_text="Free-form JSON object.")
-    examples = forms.CharField(
+    metadata = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 3}), initial="{}",
+                              help_text="Free-form JSON object.")
+    examples = ExactTextField(
         required=False, label="Example answers", initial="[]",
         widget=forms.Textarea(attrs={"rows": 8, "id": "examples-json", "spellcheck": "false"}),
         help_text='JSON list: answers with the verdict you expect, graded on every new version, e.g. '
@@ -136,6 +162,14 @@ class TaskForm(FileRolesMixin, forms.Form):
     def file_role_fields(self):
         return [self[name] for name in self.fields if name.startswith("file_role_")]
 
+    def clean_title(self):
+        title = self.cleaned_data["title"]
+        # A title saved with spaces around it (through an import) is shown as it is, and the box gives it back
+        # stripped: that alone changes nothing, so it must make no new version.
+        latest = self.editing.latest_version if self.editing is not None else None
+        current = latest.spec.get("title") if latest is not None else None
+        return current if isinstance(current, str) and current.strip() == title else title
+
     def clean_rubric(self):
         return parse_json_field(self.cleaned_data["rubric"], label="The rubric")
 
@@ -154,7 +188,12 @@ class TaskForm(FileRolesMixin, forms.Form):
         return value
 
     def clean_tags(self):
-        return sorted({t.strip().lower() for t in (self.cleaned_data.get("tags") or "").split(",") if t.strip()})
+        tags = sorted({t.strip().lower() for t in (self.cleaned_data.get("tags") or "").split(",") if t.strip()})
+        limit = Tag._meta.get_field("name").max_length
+        long = [tag for tag in tags if len(tag) > limit]
+        if long:  # the tag table's column: a longer one failed the save with a server error
+            raise forms.ValidationError(f"A tag is at most {limit} characters: {long[0][:limit]}… has {len(long[0])}.")
+        return tags
 
     def content(self, *, current_files: list[dict]) -> dict:
         data = self.cleaned_data
@@ -179,14 +218,16 @@ class TaskForm(FileRolesMixin, forms.Form):
 
 
 class EnvironmentForm(FileRolesMixin, forms.Form):
+    json_fields = ("custom_tools",)
+
     slug = forms.CharField(max_length=64, validators=[slug_validator], help_text=f"{SLUG_RULE}; cannot change later.")
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     image = forms.CharField(required=False, help_text="Container image (docker backend), e.g. python:3.12-slim.")
-    dockerfile = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
-                                 help_text="Instead of an image: built once and cached by content hash.")
-    setup = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
-                            help_text="Shell script run once when a sandbox starts.")
+    dockerfile = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
+                                help_text="Instead of an image: built once and cached by content hash.")
+    setup = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                           help_text="Shell script run once when a sandbox starts.")
     network = forms.ChoiceField(choices=[("none", "none"), ("allowed", "allowed")], initial=DEFAULTS["network"])
     cpus = forms.FloatField(min_value=0.1, max_value=64, initial=DEFAULTS["limits"]["cpus"])
     memory_mb = forms.IntegerField(min_value=64, max_value=262144, initial=DEFAULTS["limits"]["memory_mb"])
@@ -194,10 +235,10 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
     max_steps = forms.IntegerField(min_value=1, max_value=1000, initial=DEFAULTS["limits"]["max_steps"])
     tools = forms.MultipleChoiceField(choices=[(tool, tool) for tool in BUILTIN_TOOLS],
                                       widget=forms.CheckboxSelectMultiple, initial=list(DEFAULTS["tools"]))
-    custom_tools = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}), initial="[]",
-                                   help_text='JSON list: [{"name", "description", "parameters", "command"}].')
-    checks_module = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}),
-                                    help_text="Optional Python module `checks` for python checks (function: \"checks:fn\").")
+    custom_tools = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 6}), initial="[]",
+                                  help_text='JSON list: [{"name", "description", "parameters", "command"}].')
+    checks_module = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 8}),
+                                   help_text="Optional Python module `checks` for python checks (function: \"checks:fn\").")
     files = MultipleFileField(required=False, label="Shared data files", help_text="Mounted read-only at /env.")
     message = forms.CharField(required=False, max_length=500, label="Change note")
     base_version = forms.IntegerField(required=False, widget=forms.HiddenInput)

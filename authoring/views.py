@@ -18,7 +18,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff
 from authoring.forms import EnvironmentForm, TaskForm
-from authoring.markdown import render_markdown
+from authoring.prompt_html import markdown_or_text, prompt_html
+from authoring.templatetags.check_words import inline_code
 from authoring.models import Task
 from grading.engine import flat_checks  # the pure engine: a library for every app
 from grading.engine.describe import check_in_words
@@ -164,7 +165,7 @@ def task_detail(request, slug):
     return render(request, "authoring/task_detail.html", {
         "task": task,
         "version": version,
-        "prompt_html": render_markdown(version.prompt) if version else "",
+        "prompt_html": prompt_html(version) if version else "",
         "rubric_json": rubric_json,
         "checks_html": checks_html,
         "check_count": check_count,
@@ -210,12 +211,12 @@ def _check_rows_html(items) -> str:
     for item in items:
         check = item["check"] if isinstance(item["check"], dict) else {}
         required = ' <span class="badge">required</span>' if check.get("required") else ""
-        title = f'<br><strong>{escape(check["title"])}</strong>' if check.get("title") else ""
+        title = f'<br><strong>{inline_code(check["title"])}</strong>' if check.get("title") else ""
         points = check.get("points")
         out.append(f'<tr><td class="long-text depth-{int(item["depth"])}"><span class="mono">{escape(check.get("id", ""))}</span>'
-                   f'{required}{title}<div class="check-words">{escape(item["words"])}</div></td>'
+                   f'{required}{title}<div class="check-words">{inline_code(item["words"])}</div></td>'
                    f'<td>{escape(check.get("kind", ""))}</td><td>{"" if points is None else escape(points)}</td></tr>')
-    return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number
+    return mark_safe("\n".join(out))  # every interpolated value above is escaped (inline_code escapes) or a number
 
 
 def _initial_from_version(version) -> dict:
@@ -316,7 +317,7 @@ def task_version_detail(request, slug, number):
         response["Content-Disposition"] = f'attachment; filename="{slug}-v{number}.json"'
         return response
     return render(request, "authoring/task_version.html", {
-        "task": version.task, "version": version, "prompt_html": render_markdown(version.prompt),
+        "task": version.task, "version": version, "prompt_html": prompt_html(version),
         "spec_json": json.dumps(version.spec, indent=2, ensure_ascii=False),
     })
 
@@ -373,7 +374,7 @@ def task_diff(request, slug):
 
 @require_POST
 def markdown_preview(request):
-    return HttpResponse(render_markdown(request.POST.get("prompt", "")[:500_000]))
+    return HttpResponse(markdown_or_text(request.POST.get("prompt", "")))
 
 
 # --------------------------------------------------------------------------------------------- environments

@@ -55,6 +55,9 @@ def bad_request(request, exception):
     if too_large is not None:
         if _is_api(request):
             return _envelope("request_too_large", too_large, 413)
+        # A browser keeps a form's text in its history: the page says so, since the form itself is gone.
+        too_large += (" Nothing was saved. Your browser's Back button returns to the form with everything you "
+                      "typed still in it.")
         return HttpResponse(render_to_string("500.html", {"title": "Request too large", "message": too_large,
                                                            "status": 413}), status=413)
     if _is_api(request):

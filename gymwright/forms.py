@@ -19,16 +19,50 @@ def pointer_head(pointer: str) -> str:
 
 def form_add_domain_error(form: forms.Form, exc: DomainError, *,
                           field_for: Callable[[str], str | None] = pointer_head) -> None:
-    """Shows a service's DomainError on the form: its sentence at the top, and each problem at the
-    field its JSON pointer names (`field_for` maps a pointer to a field; by default its first token)
-    as "pointer: message", so that the field says what is wrong and where.
+    """Shows a service's DomainError on the form, each problem once, in words, under the field its JSON pointer
+    names (`field_for` maps a pointer to a field; by default its first token). JSON pointers are for API answers:
+    on a form, the field says where.
+
+    - The only problem of the error, at a field: the error's own sentence, under that field, and nowhere else
+      ("Version 0.1.0 is lower than the proposed 0.2.0; ..." under Version, not "/version: lower than the
+      proposal" there and the sentence again on top).
+    - One of several problems: the error's sentence on top, and the problem's message under its field as a
+      sentence (the item of a list named: "Item 3: not approved.").
+    - Inside a field that holds a JSON document (the form's `json_fields`: a rubric, metadata, example answers)
+      the pointer is the only way to say where, so it stays in front ("/rubric/checks/1/id: duplicate check id
+      'same'"; the rubric editor places that at its check), and the sentence goes on top.
+    - A problem no field holds is said by the sentence on top.
     """
-    form.add_error(None, exc.message)
+    json_fields = set(getattr(form, "json_fields", ()))
+    placed = []
     for detail in exc.details:
         pointer = str(detail.get("pointer") or "")
-        field = field_for(pointer)
-        if pointer and field in form.fields:
-            form.add_error(field, f"{pointer}: {detail.get('message', '')}")
+        field = field_for(pointer) if pointer else None
+        if field in form.fields:
+            placed.append((field, pointer, str(detail.get("message", ""))))
+    if len(exc.details) == 1 and len(placed) == 1 and placed[0][0] not in json_fields:
+        form.add_error(placed[0][0], exc.message)
+        return
+    form.add_error(None, exc.message)
+    for field, pointer, message in placed:
+        if field in json_fields:
+            form.add_error(field, f"{pointer}: {message}")
+            continue
+        last = pointer.rsplit("/", 1)[-1]
+        item = f"Item {int(last) + 1}: " if pointer.count("/") == 2 and pointer_head(pointer) == field \
+            and last.isdigit() and len(last) < 10 else ""
+        form.add_error(field, item + _sentence(message, capital=not item))
+
+
+def _sentence(text: str, *, capital: bool = True) -> str:
+    """"lower than the proposal" as a sentence: a capital first letter (unless it follows a label) and a full
+    stop."""
+    text = text.strip()
+    if not text:
+        return text
+    if capital:
+        text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 _RENDERED: dict[Hashable, object] = {}

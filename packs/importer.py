@@ -405,7 +405,8 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
     else:
         try:
             if path.suffix.lower() == ".csv":
-                frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8",
+                delimiter, _ = _csv_header(path)
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8", sep=delimiter,
                                     nrows=settings.IMPORT_MAX_ROWS + 1)
             else:
                 frame = pd.read_parquet(path)
@@ -423,12 +424,62 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
         raise ImportFailed(f"{path.name} has no rows; nothing was imported.",
                            details=[{"pointer": "", "message": "no rows"}])
     if not any(c in columns for c in PROMPT_COLUMNS):
-        raise ImportFailed(f"{path.name} has no prompt column (one of {', '.join(PROMPT_COLUMNS)}); nothing was imported.",
+        raise ImportFailed(_no_prompt_column(path, columns),
                            details=[{"pointer": "/prompt", "message": "missing column"}])
     stem = _slugify(path.stem)[:50]
     first_where: dict[str, str] = {}
     for where, row in rows:
         yield row if isinstance(row, Rejection) else _row_candidate(where, row, first_where, stem=stem)
+
+
+# A table's delimiter is one of these; a CSV's is the first that makes its header name a prompt column.
+CSV_DELIMITERS = (",", ";", "\t", "|")
+CSV_DELIMITER_NAMES = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+CSV_HEADER_MAX_BYTES = 64 * 1024  # of the file's start, where the header row is looked for
+
+
+def _csv_header(path: Path) -> tuple[str, list[str]]:
+    """(delimiter, the header row's columns, stripped and lower case) of a CSV: the first of CSV_DELIMITERS with
+    which the header names a prompt column. Excel writes semicolons where a comma is the decimal separator, and
+    pandas read such a file as one column ("has no prompt column", with no hint). Failing that, the delimiter
+    that splits the header into the most columns (a comma on a tie), for the error to name. Reads at most
+    CSV_HEADER_MAX_BYTES with the csv module's reader, in linear time (csv.Sniffer is quadratic on crafted lines)."""
+    import csv
+    import io
+
+    with path.open("rb") as handle:
+        text = handle.read(CSV_HEADER_MAX_BYTES).decode("utf-8-sig", errors="replace")  # Excel's byte order mark
+    headers = []
+    for delimiter in CSV_DELIMITERS:
+        try:
+            row = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
+        except csv.Error:  # a NUL, an unclosed quote at the end of the sample: not this way
+            row = []
+        columns = [str(cell).strip().lower() for cell in row]
+        if any(column in PROMPT_COLUMNS for column in columns):
+            return delimiter, columns
+        headers.append((len(columns), delimiter, columns))
+    _, delimiter, columns = max(headers, key=lambda item: item[0])  # max keeps the first of equals: a comma
+    return delimiter, columns
+
+
+def _no_prompt_column(path: Path, columns) -> str:
+    """The refusal of a table without a prompt column, naming the columns it has (for a CSV, as its delimiter
+    splits them) and what to do."""
+    shown = 20
+    if path.suffix.lower() == ".csv":
+        delimiter, names = _csv_header(path)
+        split = f" (split at {CSV_DELIMITER_NAMES[delimiter]})"
+    else:
+        names, split = sorted(columns), ""
+    found = ", ".join(repr(name[:40] + ("…" if len(name) > 40 else "")) for name in names[:shown])
+    found += f" and {len(names) - shown} more" if len(names) > shown else ""
+    names_allowed = ", ".join(PROMPT_COLUMNS[:-1]) + f" or {PROMPT_COLUMNS[-1]}"
+    delimiters = ", ".join(CSV_DELIMITER_NAMES[d] for d in CSV_DELIMITERS[:-1]) + \
+        f" or {CSV_DELIMITER_NAMES[CSV_DELIMITERS[-1]]}"
+    hint = f" (a CSV's columns may be separated by {delimiters})" if split else ""
+    return (f"{path.name} has no prompt column: its columns are {found or 'none'}{split}. Name the column that "
+            f"holds the prompts {names_allowed}{hint}; nothing was imported.")
 
 
 def _columns_named(row: Any) -> Any:

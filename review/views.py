@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST, require_safe
 from authoring import permissions
 from authoring import selectors as authoring_selectors
 from authoring.diff import task_version_diff
-from authoring.markdown import render_markdown
+from authoring.prompt_html import prompt_html
 from grading.engine import flat_checks
 from grading.engine.describe import check_in_words
 from gymwright.errors import DomainError, NotAllowed
@@ -24,6 +24,8 @@ from gymwright.pagination import KeysFirstPaginator
 from review import agreement as review_agreement
 from review import evidence, selectors, services
 from review import gates as review_gates
+from review.drafts import drafts_keep, drafts_take
+from review.label_cards import label_cards
 from review.forms import ReviewForm, SubmitForm
 from review.models import Comment
 
@@ -107,6 +109,7 @@ def task_review(request, slug):
     if not form.is_valid():
         problems = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
         messages.error(request, f"Review not recorded: {problems}")
+        drafts_keep(request, page_url=back, check_prefix=CHECK_COMMENT_PREFIX)  # back in the boxes
         return redirect(back)
     try:
         version = authoring_selectors.task_version_get_for_user(slug=slug, number=form.cleaned_data["version"],
@@ -119,6 +122,7 @@ def task_review(request, slug):
         return _forbidden(request, exc)  # one's own task, or not a reviewer; a version not theirs to read: 404
     except DomainError as exc:
         messages.error(request, f"Review not recorded: {exc.message}")
+        drafts_keep(request, page_url=back, check_prefix=CHECK_COMMENT_PREFIX)
         return redirect(back)
     messages.success(request, f"Review recorded: {review.get_decision_display().lower()} on v{version.number}.")
     return redirect("review:queue" if permissions.can_review(request.user) else "authoring:task_detail",
@@ -152,9 +156,13 @@ def review_page(request, slug):
     gate_results = review_gates.gates_evaluate(task_version=version)
     can_decide = (permissions.can_review(request.user) and task.owner_id != request.user.pk
                   and version.author_id != request.user.pk)
+    drafts = drafts_take(request, page_url=request.path)  # what a refused post held, back in its boxes
+    cards = _check_cards(version, grouped, agreement_by_check, flags["flags"])
+    for card in cards:
+        card["draft"] = drafts["checks"].get(card["id"], "")
     return render(request, "review/review_page.html", {
-        "task": task, "version": version, "prompt_html": render_markdown(version.prompt),
-        "cards": _check_cards(version, grouped, agreement_by_check, flags["flags"]),
+        "task": task, "version": version, "prompt_html": prompt_html(version),
+        "cards": cards, "task_draft": drafts["task"],
         "discrimination_run": flags["run"],
         "task_threads": grouped.get("", []),
         "outdated_threads": [thread for thread in threads if not thread.current],
@@ -246,6 +254,7 @@ def comment_create(request, slug):
         if isinstance(exc, NotAllowed):
             return _forbidden(request, exc)  # as a refused submit (in place, the thread says it)
         messages.error(request, f"Comment not saved: {exc.message}")
+        drafts_keep(request, page_url=back, check_prefix=CHECK_COMMENT_PREFIX)
     if in_place:
         return _thread_in_place(request, task, parent.pk, next_url=back)
     return redirect(back)
@@ -295,7 +304,8 @@ def label_queue(request):
         return _forbidden(request, NotAllowed("Only reviewers and admins label the judge."))
     task, environment = _scope(request)
     items = selectors.unlabelled_judgements(task=task, environment=environment, limit=PAGE_SIZE)
-    return render(request, "review/label_queue.html", {"items": items, "task": task, "environment": environment})
+    return render(request, "review/label_queue.html", {"cards": label_cards(items), "task": task,
+                                                       "environment": environment})
 
 
 @require_safe

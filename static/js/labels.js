@@ -12,23 +12,36 @@ function select(index) {
   items[current].focus({ preventScroll: true });
 }
 
-async function label(item, verdict) {
-  const state = item.querySelector(".label-state");
-  if (verdict === "skip") { state.textContent = "skipped"; return true; }
-  state.textContent = "saving…";
-  const response = await fetch(item.dataset.url, {
+async function post(url, verdict) {
+  const response = await fetch(url, {
     method: "POST", credentials: "same-origin",
     headers: { "Content-Type": "application/json", "X-CSRFToken": queue.dataset.csrf },
     body: JSON.stringify({ verdict }),
   });
-  if (!response.ok) {
-    let message = response.statusText;
-    try { message = (await response.json()).error.message; } catch (e) { /* keep the status text */ }
-    state.textContent = "not saved: " + message;
+  if (response.ok) return null;
+  try { return (await response.json()).error.message; } catch (e) { return response.statusText; }
+}
+
+// A card holds every judged copy of one text against one criterion (review/label_cards.py): its verdict is
+// saved on each copy, one request each, and the card says how many were saved.
+async function label(item, verdict) {
+  const state = item.querySelector(".label-state");
+  if (verdict === "skip") { state.textContent = "skipped"; return true; }
+  const urls = item.dataset.urls.split(" ").filter(Boolean);
+  state.textContent = "saving…";
+  let saved = 0;
+  let problem = null;
+  for (const url of urls) {
+    const message = await post(url, verdict);
+    if (message === null) saved += 1; else problem = problem || message;
+  }
+  const words = verdict === "met" ? "met" : "not met";
+  if (problem !== null) {
+    state.textContent = (saved ? `labelled ${saved} of ${urls.length}: ${words}; ` : "") + "not saved: " + problem;
     item.classList.add("has-error");
     return false;
   }
-  state.textContent = verdict === "met" ? "labelled: met" : "labelled: not met";
+  state.textContent = "labelled: " + words + (urls.length > 1 ? ` (all ${urls.length})` : "");
   item.dataset.labelled = verdict;
   item.classList.remove("has-error");
   return true;

@@ -442,3 +442,18 @@ def test_files_attached_to_a_save_that_failed_are_kept_for_the_next_try(client, 
     assert client.post("/tasks/new/", {**form_data(), "slug": "with-notes", "environment": environment.slug,
                                        "kept_files": token}).status_code == 302
     assert [f["path"] for f in Task.objects.get(slug="with-notes").latest_version.spec["files"]] == ["notes.md"]
+
+
+def test_a_diff_without_a_rubric_change_says_so_instead_of_an_empty_table(client, author, task):
+    """The walkthrough's diff of a prompt edit read "0 check(s) changed" above an empty CHECK/CHANGE/DETAILS table."""
+    client.force_login(author)
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(prompt="Reworded."))
+    rubric = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "points": 3}, RUBRIC["checks"][1]]}
+    services.task_version_create(task=task, author=author, base_version=2, content=task_content(prompt="Reworded.",
+                                                                                              rubric=rubric))
+    page = client.get(f"/tasks/{task.slug}/diff/?a=1&b=2").content.decode()
+    assert "No check changed." in page and 'class="check-diff"' not in page and "check(s)" not in page
+    assert "<h2>Prompt</h2>" in page
+    page = client.get(f"/tasks/{task.slug}/diff/?a=2&b=3").content.decode()
+    assert "1 check changed, 0 added, 0 removed." in page and 'class="check-diff-changed"' in page
+    assert "No check changed." not in page

@@ -314,7 +314,7 @@ def test_a_hostile_import_report_is_shown_as_text(hostile_page, live_server, hos
     page.set_input_files("#import-form input[name=file]", files=[
         {"name": IMPORT_NAME, "mimeType": "text/csv",
          "buffer": "\n".join(rows).encode()}])
-    page.fill("#import-form input[name=environment]", "hostile-env")
+    page.select_option("#import-form select[name=environment]", "hostile-env")  # the environments that exist
     with page.expect_navigation():
         page.click("#import-form button[type=submit]")
     expect(page.locator("main h2")).to_contain_text("1 ok, 1 rejected")

@@ -196,7 +196,7 @@ def test_a_refused_reply_from_htmx_says_why_in_the_thread_and_keeps_the_text(cli
     fragment = response.content.decode()
     assert response.status_code == 200 and f'id="thread-{thread.pk}"' in fragment
     assert "Reply not saved: The comment is longer than the 20 character limit" in fragment
-    assert f">{'x' * 21}</textarea>" in fragment  # what was typed is still there to shorten
+    assert f">\n{'x' * 21}</textarea>" in fragment  # what was typed is still there to shorten
     blank = client.post(f"/tasks/{submitted.slug}/comments/", {"parent": thread.pk, "body": "  "}, **HTMX)
     assert "Reply not saved: The comment is empty." in blank.content.decode()
     assert not thread.replies.exists()
@@ -205,3 +205,41 @@ def test_a_refused_reply_from_htmx_says_why_in_the_thread_and_keeps_the_text(cli
     assert gone.status_code == 404 and "That thread no longer exists." in gone.content.decode()
     gone = client.post(f"/tasks/{submitted.slug}/comments/999999/resolve/", {"resolved": "1"}, **HTMX)
     assert gone.status_code == 404 and "That thread no longer exists." in gone.content.decode()
+
+
+def test_a_refused_decision_comes_back_with_every_comment_typed_and_each_box_carries_the_limit(client, submitted,
+                                                                                               reviewer, settings):
+    """The walkthrough's 10,001-character comment said "Comment not saved: ... longer than the 10000 character
+    limit" and came back with the box empty."""
+    settings.REVIEW_COMMENT_MAX_CHARS = 50
+    client.force_login(reviewer)
+    page_url = f"/review/tasks/{submitted.slug}/"
+    page = client.get(page_url).content.decode()
+    for name in ('name="comment"', 'name="check_comment__says_42"'):
+        assert 'maxlength="50"' in page.split(name)[1].split(">")[0], name
+    long_comment = "Tighten the pattern: " + "x" * 40
+    response = client.post(f"/tasks/{submitted.slug}/review/", {
+        "decision": "request_changes", "version": 1, "comment": long_comment, "next": page_url,
+        "check_comment__says_42": "Accept 42.0 as well.", "check_comment__has_number": ""}, follow=True)
+    page = response.content.decode()
+    assert response.redirect_chain[-1][0] == page_url
+    assert "longer than the 50 character limit" in page
+    assert f'id="task-comment" rows="3" maxlength="50">\n{long_comment}</textarea>' in page
+    assert 'aria-label="Comment on says_42">\nAccept 42.0 as well.</textarea>' in page
+    assert '<details class="check-comment" open><summary>Comment on says_42' in page
+    submitted.refresh_from_db()
+    assert submitted.status == "in_review"
+    again = client.get(page_url).content.decode()  # kept for the page that was refused, once
+    assert long_comment not in again and "Accept 42.0 as well." not in again
+
+
+def test_a_refused_comment_from_the_comment_form_comes_back_in_its_box(client, submitted, author, settings):
+    settings.REVIEW_COMMENT_MAX_CHARS = 20
+    client.force_login(author)  # the owner: comments, but does not decide
+    page_url = f"/review/tasks/{submitted.slug}/"
+    assert 'maxlength="20"' in client.get(page_url).content.decode().split('name="body"')[1].split(">")[0]
+    response = client.post(f"/tasks/{submitted.slug}/comments/", {
+        "body": "Why is 42.0 refused here, exactly?", "check_id": "says_42", "next": page_url}, follow=True)
+    page = response.content.decode()
+    assert "Comment not saved" in page and "longer than the 20 character limit" in page
+    assert 'aria-label="Comment on says_42">\nWhy is 42.0 refused here, exactly?</textarea>' in page
