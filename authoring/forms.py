@@ -7,7 +7,7 @@ from django import forms
 
 from authoring.models import SLUG_RULE, Environment, Tag, Task, slug_validator
 from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
-from grading.engine.models import BUILTIN_TOOLS
+from grading.engine.models import BUILTIN_TOOLS, PROMPT_MAX_CHARS
 from gymwright.egress import egress_refusal
 from gymwright.forms import pointer_head
 
@@ -39,10 +39,8 @@ def _finite_float(text: str) -> float:
     return value
 
 
-# The editor's bound on a prompt: the live Markdown preview renders at most this many characters, and the task
-# page renders a longer prompt (sent through the API or an import) as plain text (authoring.prompt_html). The
-# task format itself sets no bound yet: a grading.engine.models constant should take this one's place.
-PROMPT_MAX_CHARS = 500_000
+# The editor's bound on a prompt is the task format's (grading.engine.models.PROMPT_MAX_CHARS), shown as the
+# textarea's maxlength so that a browser stops the author first.
 
 
 class ExactTextField(forms.CharField):

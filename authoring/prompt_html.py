@@ -1,10 +1,11 @@
 """A task version's prompt as the task, version and review pages show it.
 
 Rendering Markdown costs about 3 µs a character (python-markdown's inline patterns; sanitising is cheap): a 3 MB
-prompt, which the API and an import accept, took 6 s on every view of its task page. A version never changes, so
+prompt, which the API and an import accepted before the task format bounded it, took 6 s on every view of its task
+page. A version never changes, so
 its prompt's HTML is rendered once and kept in Django's cache (shared by a host's web processes, or by all of them
-with Redis) under the version's hash, as the rubric table is kept per process. A prompt longer than the editor
-takes (PROMPT_MAX_CHARS) is not rendered at all: it is shown as plain text with a line that says why, so that no
+with Redis) under the version's hash, as the rubric table is kept per process. A prompt longer than the format's
+bound (PROMPT_MAX_CHARS; a version saved before it) is not rendered at all: it is shown as plain text with a line that says why, so that no
 single view costs more than rendering the longest prompt the editor lets an author type.
 """
 
@@ -14,7 +15,7 @@ from django.core.cache import cache
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from authoring.forms import PROMPT_MAX_CHARS
+from grading.engine.models import PROMPT_MAX_CHARS
 from authoring.markdown import render_markdown
 
 # Part of the cache key: change it when the renderer or its sanitising rules change, so that no page shows HTML

@@ -635,6 +635,13 @@ class Solution(Strict):
 # are re-graded on every new version. Larger fixtures belong in the task's attached files.
 MAX_EXAMPLES = 50
 EXAMPLE_ANSWER_MAX_CHARS = 100_000
+# A task's words, bounded where every path meets them (editor, API, import, bulk): the web app's columns
+# hold a title of 200 characters and tags of 64, and a prompt past 500,000 characters (~125k tokens) is
+# no prompt an agent reads, while its page would render it on every view.
+TITLE_MAX_CHARS = 200
+TAG_MAX_CHARS = 64
+MAX_TAGS = 50
+PROMPT_MAX_CHARS = 500_000
 EXAMPLE_MAX_FILES = 20
 EXAMPLE_FILE_MAX_CHARS = 256 * 1024
 EXAMPLE_FILES_MAX_CHARS = 1024 * 1024  # all files of one example together
@@ -674,13 +681,14 @@ class Task(Strict):
     schema_: Literal["gymwright.task/v1"] = Field(alias="schema")
     id: Annotated[str, Field(pattern=SLUG_PATTERN)]
     version: Annotated[StrictInt, Field(ge=1)] = 1
-    title: str = ""
-    prompt: str
+    title: Annotated[str, Field(max_length=TITLE_MAX_CHARS)] = ""
+    prompt: Annotated[str, Field(max_length=PROMPT_MAX_CHARS)]
     environment: Environment = Field(default_factory=Environment)
     files: list[FileRef] = Field(default_factory=list)
     solution: Solution | None = None
     rubric: Rubric
-    tags: list[str] = Field(default_factory=list)
+    tags: Annotated[list[Annotated[str, Field(max_length=TAG_MAX_CHARS)]], Field(max_length=MAX_TAGS)] = Field(
+        default_factory=list)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     # Optional, and absent rather than [] when there are none: documents written before example
     # answers existed keep their bytes and their sha256.

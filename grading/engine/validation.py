@@ -164,6 +164,8 @@ def _message(error: dict, tokens: list, document: Any) -> tuple[list, str]:
         return tokens, f"must have at least {ctx.get('min_length')} item(s)"
     if kind == "string_too_short":
         return tokens, "must not be empty"
+    if kind == "string_unicode":  # a bounded string is checked as UTF-8, which a lone surrogate is not
+        return tokens, "contains an unpaired surrogate (a lone \\ud800-\\udfff escape, not Unicode text)"
     if kind == "string_too_long":
         return tokens, f"is too long: at most {ctx.get('max_length')} characters (this one has {len(value) if isinstance(value, str) else '?'})"
     if kind == "too_long":

@@ -8,7 +8,7 @@ textarea drops after its tag)."""
 import pytest
 
 from authoring import services
-from authoring.forms import PROMPT_MAX_CHARS
+from grading.engine.models import PROMPT_MAX_CHARS
 from authoring.models import Environment, Task
 from tests.authoring.conftest import task_content
 from tests.support.html_forms import browser_form_data

@@ -6,7 +6,7 @@ import pytest
 from django.core.cache import cache
 
 from authoring import services
-from authoring.forms import PROMPT_MAX_CHARS
+from grading.engine.models import PROMPT_MAX_CHARS
 from authoring.prompt_html import RENDERER_VERSION
 from tests.authoring.conftest import task_content
 
@@ -17,11 +17,24 @@ def kept(version) -> str | None:
     return cache.get(f"gymwright:prompt-html:{RENDERER_VERSION}:{version.sha256}")
 
 
-def test_a_prompt_over_the_editors_limit_is_shown_as_plain_text_saying_why(client, author, environment):
+def test_a_prompt_over_the_limit_is_refused_and_one_saved_before_it_is_shown_as_plain_text(client, author,
+                                                                                           environment):
+    from django.db.models import QuerySet
+
+    from authoring.models import TaskVersion
+    from gymwright.errors import DomainError
+
     prompt = "A *line* with <script>alert(1)</script>.\n" * (PROMPT_MAX_CHARS // 40 + 1)
     assert len(prompt) > PROMPT_MAX_CHARS
+    with pytest.raises(DomainError) as refused:  # the task format's bound, on every path
+        services.task_create(slug="huge-prompt", environment=environment, author=author,
+                             content=task_content(prompt=prompt))
+    assert any(detail["pointer"] == "/prompt" for detail in refused.value.details)
+    # A version saved before the bound (versions are never updated: a plain queryset stands in for the old data)
     task = services.task_create(slug="huge-prompt", environment=environment, author=author,
-                                content=task_content(prompt=prompt))
+                                content=task_content(prompt="short"))
+    version = task.latest_version
+    QuerySet(model=TaskVersion).filter(pk=version.pk).update(spec={**version.spec, "prompt": prompt})
     client.force_login(author)
     for url in (f"/tasks/{task.slug}/", f"/tasks/{task.slug}/versions/1/"):
         page = client.get(url).content.decode()

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from authoring import services
-from authoring.forms import PROMPT_MAX_CHARS
+from grading.engine.models import PROMPT_MAX_CHARS
 from authoring.models import Task
 from tests.e2e.conftest import sign_in, wait_for_editor
 

@@ -1,0 +1,30 @@
+"""Abuse: a row's words past the task format's bounds (a title over 200 characters, a tag over 64, more than 50
+tags, a prompt over 500,000 characters) are refused at their pointer, row by row; the import crashed on a long tag
+(PostgreSQL: value too long for character varying(64)), which on the web upload was a 500."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grading.engine.models import MAX_TAGS, PROMPT_MAX_CHARS, TAG_MAX_CHARS, TITLE_MAX_CHARS
+from packs import importer
+
+pytestmark = pytest.mark.django_db
+
+
+def test_words_past_the_formats_bounds_are_refused_row_by_row(author, tmp_path):
+    rows = [{"prompt": "one", "answer": "a", "criteria": "c", "tags": "x" * (TAG_MAX_CHARS + 1)},
+            {"prompt": "two", "answer": "a", "criteria": "c", "title": "t" * (TITLE_MAX_CHARS + 1)},
+            {"prompt": "p" * (PROMPT_MAX_CHARS + 1), "answer": "a", "criteria": "c"},
+            {"prompt": "four", "answer": "a", "criteria": "c", "tags": ",".join(f"t{i}" for i in range(MAX_TAGS + 1))},
+            {"prompt": "five", "answer": "a", "criteria": "c", "tags": "fine"}]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    report = importer.tasks_import(path=path, user=author)
+    assert (report.imported, report.rejected) == (1, 4)
+    refused = {line.where: line for line in report.lines if line.status == "rejected"}
+    pointers = sorted((where, line.pointer) for where, line in refused.items())
+    assert pointers == [("line 1", "/tags/0"), ("line 2", "/title"), ("line 3", "/prompt"), ("line 4", "/tags")], \
+        [line.text() for line in report.lines]
