@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff_json
 from authoring.models import Environment, Task, slug_validator
+from grading.engine.models import MAX_TAGS, PROMPT_MAX_CHARS, TAG_MAX_CHARS, TITLE_MAX_CHARS
 from gymwright.api import Pagination, iso_datetime, paginate as _paginate, paginated, validated as _input
 from gymwright.pagination import KeysFirstPaginator
 from gymwright.errors import DomainError, NotAllowed
@@ -142,12 +143,15 @@ class TaskVersionSummaryOutput(TaskVersionOutput):
 
 
 class TaskContentInput(serializers.Serializer):
-    title = serializers.CharField(max_length=200)
-    prompt = serializers.CharField(allow_blank=True)
+    title = serializers.CharField(max_length=TITLE_MAX_CHARS)
+    # Kept as sent, as the editor keeps what is typed (DRF trims by default): a prompt's leading blank line and
+    # final newline are content, and the same text must hash the same through the page and the API.
+    prompt = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=PROMPT_MAX_CHARS)
     rubric = serializers.JSONField(help_text="A gymwright.rubric/v1 document.")
     solution = serializers.JSONField(required=False, help_text='{"script": "...", "answer": "..."}')
     files = serializers.JSONField(required=False, help_text="[{path, sha256}] of uploaded blobs.")
-    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=TAG_MAX_CHARS), max_length=MAX_TAGS,
+                                 required=False)
     metadata = serializers.JSONField(required=False)
     examples = serializers.JSONField(required=False, help_text=(
         'Example answers graded on every new version: [{"name", "answer", "expect": "pass"|"fail", '

@@ -185,3 +185,23 @@ def test_the_task_lists_dates_are_written_as_drfs_datetime_field_writes_them(zon
             assert iso_datetime(value) == serializers.DateTimeField().to_representation(value)
             assert iso_datetime(value, timezone.get_current_timezone()) == iso_datetime(value)  # a list's zone
     assert iso_datetime(None) is None
+
+
+def test_the_api_keeps_a_prompt_as_sent_and_bounds_it_as_the_format_does(author, environment):
+    """DRF trims a CharField by default: a prompt's leading blank line and final newline, which the editor keeps,
+    were lost through the API, so the same text hashed differently by the two paths."""
+    from authoring.models import Task
+    from grading.engine.models import MAX_TAGS, PROMPT_MAX_CHARS
+
+    client = APIClient()
+    client.force_authenticate(author)
+    body = {"slug": "kept-prompt", "environment": environment.slug, "title": "t", "prompt": "\n  Indented.\n",
+            "rubric": {"schema": "gymwright.rubric/v1",
+                       "checks": [{"id": "a", "kind": "string_match", "points": 1, "expected": "x"}]}}
+    assert client.post("/api/tasks/", body, format="json").status_code == 201
+    assert Task.objects.get(slug="kept-prompt").latest_version.spec["prompt"] == "\n  Indented.\n"
+    too_long = client.post("/api/tasks/", {**body, "slug": "long", "prompt": "p" * (PROMPT_MAX_CHARS + 1)}, format="json")
+    assert too_long.status_code == 400 and too_long.json()["error"]["details"][0]["pointer"] == "/prompt"
+    many = client.post("/api/tasks/", {**body, "slug": "tags", "tags": [f"t{i}" for i in range(MAX_TAGS + 1)]},
+                       format="json")
+    assert many.status_code == 400 and many.json()["error"]["details"][0]["pointer"] == "/tags"
