@@ -408,6 +408,11 @@ def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, sco
         score = None
         agrees = verdict == judge_verdict
     nul_check(comment or "", pointer="/comment", what="The comment")
+    limit = settings.REVIEW_COMMENT_MAX_CHARS  # a label's comment is a review comment's size at most
+    if len(comment or "") > limit:
+        raise DomainError(f"The comment is longer than the {limit} character limit "
+                          "(GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS).", code="invalid",
+                          details=[{"pointer": "/comment", "message": f"at most {limit} characters"}])
     label, _ = JudgeLabel.objects.update_or_create(
         check_result=check_result, reviewer=reviewer,
         defaults={"verdict": verdict, "score": score, "agrees": agrees, "comment": (comment or "").strip()},

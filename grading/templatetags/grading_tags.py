@@ -1,4 +1,5 @@
 from django import template
+from django.conf import settings
 
 from authoring import permissions
 from grading import selectors
@@ -61,3 +62,10 @@ def example_status(status: str) -> str:
     from grading.engine.example_answers import STATUS_WORDS
 
     return STATUS_WORDS.get(status, status)
+
+
+@register.simple_tag
+def comment_max_chars() -> int:
+    """GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS, a comment box's maxlength (the server's own limit, which it enforces): a
+    review comment, a reply, a check comment, an override reason, a comment on the judge's verdict."""
+    return settings.REVIEW_COMMENT_MAX_CHARS

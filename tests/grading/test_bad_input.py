@@ -110,6 +110,20 @@ def test_a_judge_label_comment_with_a_nul_is_refused_at_the_comment(reviewing, j
     assert not JudgeLabel.objects.exists()
 
 
+def test_a_judge_label_comment_over_the_comment_limit_is_refused_at_the_comment(reviewing, judged_check, settings):
+    """A comment on the judge's verdict is a review comment's size at most (a TextField took any size, up to the
+    request's cap); the box carries the same limit as its maxlength."""
+    settings.REVIEW_COMMENT_MAX_CHARS = 40
+    url = f"/grading/check-results/{judged_check.pk}/label/"
+    response = reviewing.post(url, {"verdict": "agree", "comment": "x" * 41})
+
+    assert response.status_code == 400
+    assert response.context["error"].details == [{"pointer": "/comment", "message": "at most 40 characters"}]
+    assert not JudgeLabel.objects.exists()
+    response = reviewing.post(url, {"verdict": "agree", "comment": "x" * 40})
+    assert response.status_code == 200 and 'maxlength="40"' in response.content.decode()
+
+
 def test_a_judge_label_score_that_is_not_a_number_says_which_field(reviewing, judged_check):
     response = reviewing.post(f"/grading/check-results/{judged_check.pk}/label/", {"verdict": "score", "score": "lots"})
 
