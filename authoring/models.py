@@ -140,6 +140,10 @@ class Task(models.Model):
     # work only (lab) is shown and searches, where `title` follows every new draft. The version's own title is in its
     # spec, which lists do not read. `db_default`: an import's raw inserts (authoring.services) leave it out.
     approved_title = models.CharField(max_length=200, blank=True, default="", db_default="")
+    # As `approved_title`, the approved version's tags and when it was approved: `tags` and `updated_at` follow every
+    # new draft (and every review), so a lab member's list, tag menu, tag filter, task page and API read these.
+    approved_tags = models.ManyToManyField(Tag, blank=True, related_name="approved_tasks")
+    approved_at = models.DateTimeField(null=True, blank=True)
     latest_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
                                        related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -160,6 +164,9 @@ class Task(models.Model):
             # tasks in review are in it: an import's drafts do not write it.
             models.Index(fields=["submitted_at", "id", "owner", "latest_version"], name="task_review_queue",
                          condition=models.Q(status="in_review")),
+            # A lab member's task list, newest approval first (approved tasks only: drafts do not write it).
+            models.Index(fields=["-approved_at", "-id"], name="task_approved_order",
+                         condition=models.Q(approved_version__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -76,7 +76,40 @@ _task_by_slug = Prepared(_task_with_versions, slug=str)
 _task_page_by_slug = {approved_only: Prepared(lambda slug, approved_only=approved_only: _task_with_versions(
     slug).annotate(readable_version_count=_readable_version_count(approved_only=approved_only)), slug=str)
     for approved_only in (False, True)}
-_task_tags = Prepared(lambda task_id: Tag.objects.filter(tasks__id=task_id), task_id=int)
+_task_tags = {reads_drafts: Prepared(lambda task_id, reads_drafts=reads_drafts: Tag.objects.filter(
+    **{"tasks__id" if reads_drafts else "approved_tasks__id": task_id}), task_id=int) for reads_drafts in (True, False)}
+
+
+def _approved_status(status: str) -> str:
+    """The status a member who reads approved work only (lab) is shown for a task whose `status` is this: its
+    approved version's ("approved"), or "archived"; never a later draft's place in review (draft, in review, changes
+    requested). `_status_filters` is the same rule the other way, for the list's status filter."""
+    return Task.Status.ARCHIVED if status == Task.Status.ARCHIVED else Task.Status.APPROVED
+
+
+def _status_filters(status: str, *, reads_drafts: bool) -> dict | None:
+    """The task list's filters on the stored status that find the tasks shown to the reader as `status`, or None
+    where none is. A member who reads approved work only (lab) is shown `_approved_status`: "archived" is the stored
+    one, "approved" any other (`not_status`), and a draft's place in review none. Filters on the column, not on an
+    expression of it: the planner then knows how many rows match, and pages through the list's index."""
+    if reads_drafts:
+        return {"status": status}
+    if status == Task.Status.ARCHIVED:
+        return {"status": Task.Status.ARCHIVED.value}
+    if status == Task.Status.APPROVED:
+        return {"not_status": Task.Status.ARCHIVED.value}
+    return {} if not status else None
+
+
+_APPROVED_STATUSES = [(value, label) for value, label in Task.Status.choices
+                      if value in (Task.Status.APPROVED, Task.Status.ARCHIVED)]
+
+
+def _as_approved(task: Task) -> Task:
+    """`task` as a member who reads approved work only (lab) reads it: its approved version's title and status, and
+    its approval's time for its last update (the row is not changed)."""
+    task.title, task.status, task.updated_at = task.approved_title, _approved_status(task.status), task.approved_at
+    return task
 
 
 def task_get_for_user(*, slug: str, user, action: str = "view", count_versions: bool = False) -> Task:
@@ -84,8 +117,9 @@ def task_get_for_user(*, slug: str, user, action: str = "view", count_versions: 
 
     Http404 when it does not exist or the user may not see it; NotAllowed when the
     user may see it but not do `action`. For a member who reads approved work only (lab), the task's
-    `latest_version` is its approved version: the newest one they may read, and its `title` that version's
-    (`approved_title`: a later draft's title is not theirs to read). The row is not changed.
+    `latest_version` is its approved version: the newest one they may read, and its `title`, `tags` and `status`
+    that version's (`approved_title`, `approved_tags`: a later draft's are not theirs to read), its `updated_at` the
+    approval's time. The row is not changed.
     With `count_versions`, `task.readable_version_count` is how many versions `user` may open (not the latest
     version's number: an imported task starts at its source's number).
     """
@@ -96,11 +130,13 @@ def task_get_for_user(*, slug: str, user, action: str = "view", count_versions: 
         raise Http404(f"No task {slug!r}")
     task = tasks[0]
     _check(user, task, action)
+    reads_drafts = permissions.reads_drafts(user)
     tags = task.tags.all()  # as prefetch_related("tags") leaves it: the manager's queryset, already read
-    tags._result_cache, tags._prefetch_done = _task_tags(task_id=task.pk), True
+    tags._result_cache, tags._prefetch_done = _task_tags[reads_drafts](task_id=task.pk), True
     task._prefetched_objects_cache = {"tags": tags}
-    if not permissions.reads_drafts(user):
-        task.latest_version, task.title = task.approved_version, task.approved_title
+    if not reads_drafts:
+        task.latest_version = task.approved_version
+        _as_approved(task)
     for version in (task.latest_version, task.approved_version):
         if version is not None:
             version.task = task  # the version's task is this row: no query when a section reads it
@@ -110,10 +146,10 @@ def task_get_for_user(*, slug: str, user, action: str = "view", count_versions: 
 def task_check_for_user(*, task: Task, user, action: str = "view") -> Task:
     """`task_get_for_user`'s rules for a task already loaded with something else (a preview run, a
     rollout): Http404 or NotAllowed as there, and no second query for the task. As there, a member who reads
-    approved work only (lab) is shown the approved version's title."""
+    approved work only (lab) is shown the approved version's title and status."""
     _check(user, task, action)
     if not permissions.reads_drafts(user):
-        task.title = task.approved_title
+        _as_approved(task)
     return task
 
 
@@ -153,15 +189,17 @@ def environment_version_list(*, environment: Environment) -> QuerySet[Environmen
 
 def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag: str = "",
               author: str = "") -> QuerySet[Task]:
-    """Tasks the user can see, filtered; a constant number of queries however many rows."""
+    """Tasks the user can see, filtered; a constant number of queries however many rows. A member who reads
+    approved work only (lab) filters by the approved version's status and tags, newest approval first."""
     if not permissions.can_view(user) or any(NUL in value for value in (q, environment, status, tag, author)):
         return Task.objects.none()  # nothing stored holds a NUL, and PostgreSQL refuses one in a filter
     # A list shows each task's latest version number and author, never its document: leave it out.
     # (Pages and the API list read rows with `task_rows`; the related objects serve other callers.)
+    reads_drafts = permissions.reads_drafts(user)
     queryset = (Task.objects.select_related("environment", "owner", "latest_version", "latest_version__author",
                                             "approved_version")
-                .defer("latest_version__spec", "approved_version__spec").prefetch_related("tags"))
-    reads_drafts = permissions.reads_drafts(user)
+                .defer("latest_version__spec", "approved_version__spec")
+                .prefetch_related("tags" if reads_drafts else "approved_tags"))
     if q:
         # On PostgreSQL, trigram indexes on the expressions these compile to answer them (authoring migrations
         # 0007 and 0008): a change of lookup or of field needs its index changed too
@@ -169,27 +207,33 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
         # only (lab) searches the approved version's title: a draft's words find nothing.
         title = "title" if reads_drafts else "approved_title"
         queryset = queryset.filter(Q(slug__icontains=q) | Q(**{f"{title}__icontains": q}))
-    if status:
-        queryset = queryset.filter(status=status)
-    if not reads_drafts:
-        queryset = queryset.filter(approved_version__isnull=False)
-    return task_filter(queryset, environment=environment, tag=tag, author=author).order_by("-updated_at", "-id")
+    statuses = _status_filters(status, reads_drafts=reads_drafts)
+    if statuses is None:
+        return Task.objects.none()
+    return _listed(reads_drafts)(queryset, environment=environment, tag=tag, author=author, **statuses)
 
 
 def _listed(reads_drafts: bool):
-    """The task list's rule without its search (`task_list` without `q`), for the prepared page queries."""
-    def build(environment=None, status=None, tag=None, author=None) -> QuerySet[Task]:
-        queryset = Task.objects.all() if status is None else Task.objects.filter(status=status)
+    """The task list's rule without its search, for `task_list` and the prepared page queries. A member who reads
+    approved work only (lab) is given approved tasks, newest approval first, and filters by their approved tags."""
+    def build(queryset=None, environment=None, status=None, not_status=None, tag=None, author=None) -> QuerySet[Task]:
+        queryset = Task.objects.all() if queryset is None else queryset
+        if status:
+            queryset = queryset.filter(status=status)
+        if not_status:
+            queryset = queryset.exclude(status=not_status)
         if not reads_drafts:
             queryset = queryset.filter(approved_version__isnull=False)
-        return task_filter(queryset, environment=environment or "", tag=tag or "", author=author or "").order_by(
-            "-updated_at", "-id")
+        # the lab's order is the time they are shown (index task_approved_order)
+        order = ("-updated_at", "-id") if reads_drafts else ("-approved_at", "-id")
+        return task_filter(queryset, environment=environment or "", tag=tag or "", author=author or "",
+                           approved=not reads_drafts).order_by(*order)
     return build
 
 
 # The task list's and the API's count and page of keys, for every combination of filters but the search (whose
 # `icontains` the ORM rewrites): compiled once per process and combination (gymwright.sql).
-_LIST_FILTERS = {"environment": str, "status": str, "tag": str, "author": str}
+_LIST_FILTERS = {"environment": str, "status": str, "not_status": str, "tag": str, "author": str}
 _list_count = {reads_drafts: Prepared(_listed(reads_drafts), count=True, optional=list(_LIST_FILTERS), **_LIST_FILTERS)
                for reads_drafts in (True, False)}
 _list_keys = {reads_drafts: Prepared(lambda build=_listed(reads_drafts), **filters: build(**filters).values_list(
@@ -203,34 +247,41 @@ def task_list_page_source(*, user, q: str = "", environment: str = "", status: s
     if q or not permissions.can_view(user) or any(NUL in value for value in (environment, status, tag, author)):
         return task_list(user=user, q=q, environment=environment, status=status, tag=tag, author=author)
     reads_drafts = permissions.reads_drafts(user)
-    filters = {"environment": environment, "status": status, "tag": tag, "author": author}
+    statuses = _status_filters(status, reads_drafts=reads_drafts)
+    if statuses is None:
+        return Task.objects.none()
+    filters = {"environment": environment, "tag": tag, "author": author, **statuses}
     return PreparedList(_list_count[reads_drafts], _list_keys[reads_drafts], **filters)
 
 
-def task_filter(queryset: QuerySet[Task], *, environment: str = "", tag: str = "", author: str = "") -> QuerySet[Task]:
-    """The task list's menus (environment slug, tag name, owner's username), for any list of tasks."""
+def task_filter(queryset: QuerySet[Task], *, environment: str = "", tag: str = "", author: str = "",
+                approved: bool = False) -> QuerySet[Task]:
+    """The task list's menus (environment slug, tag name, owner's username), for any list of tasks; with `approved`,
+    the tag is one of the approved version's (what a member who reads approved work only is shown)."""
     if environment:
         queryset = queryset.filter(environment__slug=environment)
     if tag:
-        queryset = queryset.filter(tags__name=tag)
+        queryset = queryset.filter(**{"approved_tags__name" if approved else "tags__name": tag})
     if author:
         queryset = queryset.filter(owner__username=author)
     return queryset
 
 
 def task_filter_choices(*, user) -> dict:
-    """The task list's filter menus: environment slugs and tag names, for members only; for a member who reads
-    approved work only (lab), the tags of approved tasks (a draft's tags are not theirs to see). One query each."""
+    """The task list's filter menus: environment slugs, statuses and tag names, for members only; for a member who
+    reads approved work only (lab), the tags of approved versions and the statuses they are shown (a draft's are
+    not theirs to see). One query each."""
     if not permissions.can_view(user):
-        return {"environments": [], "tags": []}
-    return {"environments": _environment_slugs(), "tags": _tag_names[permissions.reads_drafts(user)]()}
+        return {"environments": [], "tags": [], "statuses": []}
+    reads_drafts = permissions.reads_drafts(user)
+    return {"environments": _environment_slugs(), "tags": _tag_names[reads_drafts](),
+            "statuses": Task.Status.choices if reads_drafts else _APPROVED_STATUSES}
 
 
 def _tag_choices(reads_drafts: bool) -> QuerySet[Tag]:
     tags = Tag.objects.all()
     if not reads_drafts:
-        tags = tags.filter(pk__in=Task.tags.through.objects.filter(task__approved_version__isnull=False)
-                           .values("tag_id"))
+        tags = tags.filter(pk__in=Task.approved_tags.through.objects.values("tag_id"))
     return tags.order_by("name").values_list("name", flat=True)[:200]
 
 
@@ -249,7 +300,8 @@ TASK_ROW_FIELDS = {
 _STATUS_LABELS = dict(Task.Status.choices)
 
 
-_APPROVED_ROW_FIELDS = {**TASK_ROW_FIELDS, "title": "approved_title", "latest_version": "approved_version__number",
+_APPROVED_ROW_FIELDS = {**TASK_ROW_FIELDS, "title": "approved_title", "updated_at": "approved_at",
+                        "latest_version": "approved_version__number",
                         "latest_version_author": "approved_version__author__username"}
 
 
@@ -257,8 +309,10 @@ _APPROVED_ROW_FIELDS = {**TASK_ROW_FIELDS, "title": "approved_title", "latest_ve
 _task_row_values, _approved_row_values = (
     PreparedIn(lambda keys, paths=tuple(fields.values()): Task.objects.filter(pk__in=keys).order_by()
                .values_list(*paths), "keys", item=int) for fields in (TASK_ROW_FIELDS, _APPROVED_ROW_FIELDS))
-_task_row_tags = PreparedIn(lambda keys: Task.tags.through.objects.filter(task_id__in=keys).order_by("tag__name")
-                            .values_list("task_id", "tag__name"), "keys", item=int)
+_task_row_tags, _approved_row_tags = (
+    PreparedIn(lambda keys, through=through: through.objects.filter(task_id__in=keys).order_by("tag__name")
+               .values_list("task_id", "tag__name"), "keys", item=int)
+    for through in (Task.tags.through, Task.approved_tags.through))
 
 
 def task_rows(keys: list[int], *, user=None) -> list[dict]:
@@ -266,16 +320,20 @@ def task_rows(keys: list[int], *, user=None) -> list[dict]:
 
     A page of the task list or of `/api/tasks/` builds 250+ model instances through `select_related`;
     the same columns as `.values()` rows cost a fraction of the CPU (bench/bench_load.py). For a member who
-    reads approved work only (lab), the latest version and the title are the approved one's, as on the task's page.
+    reads approved work only (lab), the latest version, title, tags and status are the approved one's and the
+    update time the approval's, as on the task's page.
     """
-    fields = TASK_ROW_FIELDS if user is None or permissions.reads_drafts(user) else _APPROVED_ROW_FIELDS
+    reads_drafts = user is None or permissions.reads_drafts(user)
+    fields = TASK_ROW_FIELDS if reads_drafts else _APPROVED_ROW_FIELDS
     rows = [dict(zip(fields, values)) for values in
-            (_task_row_values if fields is TASK_ROW_FIELDS else _approved_row_values)(keys=keys)]
+            (_task_row_values if reads_drafts else _approved_row_values)(keys=keys)]
     tags: dict[int, list[str]] = {}
-    for task_id, name in _task_row_tags(keys=keys):
+    for task_id, name in (_task_row_tags if reads_drafts else _approved_row_tags)(keys=keys):
         tags.setdefault(task_id, []).append(name)
     for row in rows:
         row["tags"] = tags.get(row["pk"], [])
+        if not reads_drafts:
+            row["status"] = _approved_status(row["status"])
         row["status_label"] = _STATUS_LABELS.get(row["status"], row["status"])
     return rows
 

@@ -70,8 +70,7 @@ def task_list(request):
         "task_url": slug_url_prefix("authoring:task_detail"),
         "filters": filters,
         "query": query.urlencode(),
-        "statuses": Task.Status.choices,
-        **selectors.task_filter_choices(user=request.user),
+        **selectors.task_filter_choices(user=request.user),  # environments, statuses, tags: each reader's own
         "can_author": permissions.can_author(request.user),
     })
 

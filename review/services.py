@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from authoring import permissions
@@ -51,15 +51,31 @@ def versions_approve_on_import(*, versions: list[TaskVersion], admin) -> None:
                       for version in versions])
     by_task = {version.task_id: version for version in versions}
     # Task.title is the latest version's title (authoring.services writes both together): the approved one's here.
+    now = timezone.now()
     Task.objects.filter(pk__any=list(by_task)).update(status=Task.Status.APPROVED,
                                                     approved_version=models.F("latest_version"),
-                                                    approved_title=models.F("title"), updated_at=timezone.now())
+                                                    approved_title=models.F("title"), approved_at=now, updated_at=now)
+    _approved_tags_record(task_ids=list(by_task))
     content_type = ContentType.objects.get_for_model(Task)
     bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"), [
         # each version holds its task (created with it): no query for the slugs
         (admin.pk, AuditEvent.Verb.APPROVE, content_type.pk, task_id,
          f"{version.task.slug} v{version.number} (approved on import)"[:300], {"version": version.number, "approve_as": True})
         for task_id, version in by_task.items()])
+
+
+def _approved_tags_record(*, task_ids: list[int]) -> None:
+    """Each task's approved tags (Task.approved_tags, what a lab member sees and filters by) become its tags: the
+    tasks' latest versions were just approved, and Task.tags holds the latest version's (authoring.services writes
+    them with each version). Two queries however many tasks: the rows are copied in the database."""
+    approved = Task.approved_tags.through
+    approved.objects.filter(task_id__any=task_ids).delete()
+    tags, params = (Task.tags.through.objects.filter(task_id__any=task_ids).order_by()
+                    .values_list("task_id", "tag_id").query.sql_with_params())
+    quote, meta = connection.ops.quote_name, approved._meta
+    columns = ", ".join(quote(meta.get_field(name).column) for name in ("task", "tag"))
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {quote(meta.db_table)} ({columns}) {tags}", params)
 
 
 def check_ids(rubric: dict) -> list[str]:
@@ -195,8 +211,10 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
     # .update() skips auto_now: every review (a comment too) makes the task's "Updated" time current.
     if decision == Review.Decision.APPROVE:
         # task_version is the latest (checked above, under the row lock), whose title Task.title holds
+        now = timezone.now()
         Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED, approved_version=task_version,
-                                               approved_title=models.F("title"), updated_at=timezone.now())
+                                               approved_title=models.F("title"), approved_at=now, updated_at=now)
+        _approved_tags_record(task_ids=[task.pk])
         verb, kind = AuditEvent.Verb.APPROVE, InboxItem.Kind.APPROVED
     elif decision == Review.Decision.REQUEST_CHANGES:
         Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED, updated_at=timezone.now())

@@ -2,8 +2,8 @@
 and every object a route names, made through the services where there is one (so each is as the product makes it).
 
 - `ENV`, the owner's environment;
-- `REVIEW`, the owner's task: v1 approved by the reviewer, then v2 (with example answers and a new title, which
-  holds `UNAPPROVED` as its prompt does), submitted and in review;
+- `REVIEW`, the owner's task: v1 approved by the reviewer, then v2 (with example answers, a new title and a new tag,
+  which hold `UNAPPROVED` as its prompt does), submitted and in review;
   both with an attached file, a preview (one rollout graded, one still queued) and its grade with a scored judge
   check (v1's labelled by the reviewer, v2's waiting in the labelling queue); the reviewer's comment thread on it;
 - `DRAFT`, the owner's task that was never approved, whose gates pass (the owner may submit it);
@@ -25,8 +25,8 @@ GROUPS = {NOROLE: (), OWNER: ("author",), OTHER: ("author",), REVIEWER: ("review
           LAB: ("lab",)}
 
 ENV, REVIEW, DRAFT, PACK = "matrix-env-q7", "matrix-review-q7", "matrix-draft-q7", "matrix-pack-q7"
-UNAPPROVED = "unapproved-words-q7"  # in the prompt of every version no reviewer approved (and in v2's title): a lab
-#                                     member never reads it
+UNAPPROVED = "unapproved-words-q7"  # in the prompt of every version no reviewer approved (and in v2's title and
+#                                     tags): a lab member never reads it
 NAMES = (ENV, REVIEW, DRAFT)  # a member with no role is shown none of them, anywhere
 
 RUBRIC = {
@@ -98,7 +98,7 @@ def build_world(django_user_model) -> dict:
     v2, _ = authoring_services.task_version_create(
         task=task, author=owner, base_version=1,
         content=content(title=f"Six sevens ({UNAPPROVED})", prompt=f"What is six times seven? ({UNAPPROVED})",
-                        files=files, examples=EXAMPLES))
+                        files=files, examples=EXAMPLES, tags=["maths", UNAPPROVED]))
     ExampleRun.objects.filter(task_version=v2).update(status=ExampleRun.Status.DONE)  # graded: "Grade again" may run
     task.refresh_from_db()
     review_services.task_submit(task=task, user=admin, override_reason="matrix: in review without previews")
