@@ -131,7 +131,7 @@ def hostile_site(transactional_db, django_user_model, settings, eager_celery, sa
     review_services.comment_create(task=task, user=owner, body=payload("reply"), parent=question)
 
     approved = authoring_services.task_create(slug="hostile-approved", environment=environment, author=owner,
-                                              content={**content, "title": payload("approvedtitle")})
+                                              content={**content, "title": payload("aptitle")})
     review_services.task_submit(task=approved, user=admin, override_reason=payload("override2"))
     review_services.review_create(task_version=approved.latest_version, reviewer=reviewer, decision="approve",
                                   comment=payload("approve"))
@@ -171,7 +171,7 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
         ("/review/", ["title2"]),
         ("/review/tasks/hostile/", ["title2", "code", "checkcomment", "taskcomment", "review", "reviewcheck",
                                      "criterion", "override"]),
-        ("/review/tasks/hostile-approved/", ["approvedtitle", "override2", "approve"]),
+        ("/review/tasks/hostile-approved/", ["aptitle", "override2", "approve"]),
         ("/review/labels/", ["judge"]),
         ("/review/environments/hostile-env/", []),
         ("/review/environments/hostile-env/agreement/", []),
@@ -306,9 +306,9 @@ def test_a_hostile_import_report_is_shown_as_text(hostile_page, live_server, hos
         "prompt,answer,rubric,criteria,title",
         ",".join(json.dumps(value) for value in (payload("importprompt"), payload("importanswer"),
                                                  '{"checks": "' + payload("importrubric").replace('"', "'") + '"}',
-                                                 "", payload("importtitle"))),
+                                                 "", payload("ititle"))),
         ",".join(json.dumps(value) for value in (payload("importprompt2"), "42", "", payload("importcriterion"),
-                                                 payload("importtitle2"))),
+                                                 payload("ititle2"))),
     ]
     page.goto(f"{live_server.url}/packs/import/")
     page.set_input_files("#import-form input[name=file]", files=[
