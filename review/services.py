@@ -88,6 +88,9 @@ def _text(value, *, pointer: str, what: str) -> str:
         return ""
     if not isinstance(value, str):
         raise DomainError(f"{what} must be text.", details=[{"pointer": pointer, "message": "expected a string"}])
+    # Line ends as \n before the length is counted: a browser's maxlength counts a line end as one character
+    # and sends two (CRLF), so a comment that fit its box was refused.
+    value = value.replace("\r\n", "\n")
     limit = settings.REVIEW_COMMENT_MAX_CHARS
     if len(value) > limit:
         raise DomainError(f"{what} is longer than the {limit} character limit (GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS).",
@@ -227,7 +230,7 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
     _notify(recipients=[task.owner, task_version.author], actor=reviewer, task=task, kind=kind,
             version_number=task_version.number,
             # The task comment and every check comment: an approval with both must not hide the latter.
-            text="; ".join([*([comment] if comment else []),
+            text="\n".join([*([comment] if comment else []),  # one to a line, as the inbox shows them
                             *(f"{check_id}: {text}" for check_id, text in cleaned.items())]))
     return review
 

@@ -158,7 +158,15 @@ def test_an_approval_tells_the_author_its_task_comment_and_every_check_comment(s
                            comment="Clear and well graded.", check_comments={"says_42": "Worth more points."})
     item = InboxItem.objects.get(recipient=author)
     assert item.kind == "approved"
-    assert item.text == "Clear and well graded.; says_42: Worth more points."
+    assert item.text == "Clear and well graded.\nsays_42: Worth more points."
+
+
+def test_a_comment_that_fits_its_box_fits_the_limit_whatever_its_line_ends(submitted, reviewer, settings):
+    """A browser's maxlength counts a line end as one character and sends CRLF: the limit counts \n."""
+    settings.REVIEW_COMMENT_MAX_CHARS = 9  # "line\nline"; sent as "line\r\nline", 10
+    review = services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="comment",
+                                    comment="line\r\nline")
+    assert review.comment == "line\nline"
 
 
 def test_comments_are_bounded_and_refuse_nul(submitted, reviewer, settings):
