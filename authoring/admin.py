@@ -36,6 +36,9 @@ class TaskAdmin(admin.ModelAdmin):
     list_select_related = ("environment", "owner", "latest_version")
     raw_id_fields = ("owner", "latest_version")
     filter_horizontal = ("tags",)
+    # What a lab member is shown of the approved version, set by approving (review.services): changed here it
+    # would disagree with the version it describes.
+    readonly_fields = ("approved_version", "approved_title", "approved_tags", "approved_at")
 
 
 @admin.register(TaskVersion)
