@@ -19,36 +19,35 @@ from packs import services
 logger = logging.getLogger(__name__)
 
 
-class PackBuildTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        # The job itself blew up (database down mid-way, time limit): the version must say why.
-        pack_version_id = (args or [None])[0] if args else kwargs.get("pack_version_id")
-        if pack_version_id is None:
-            return
-        try:
-            services.pack_version_fail(pack_version_id=int(pack_version_id),
-                                       reason=f"the build job stopped: {type(exc).__name__}: {exc}")
-        except Exception:  # noqa: BLE001
-            logger.exception("could not mark pack version %s as failed", pack_version_id)
+def _failing_its_row(fail, id_name: str, what: str) -> type[Task]:
+    """A job base class whose `on_failure` ends the job's row with the reason: the job itself blew up (database
+    down mid-way, storage gone, a time limit), and the row must say why, or its page waits on it for ever."""
+
+    class FailsItsRow(Task):
+        def on_failure(self, exc, task_id, args, kwargs, einfo):
+            row_id = (args or [None])[0] if args else kwargs.get(id_name)
+            if row_id is None:
+                return
+            try:
+                fail(int(row_id), f"{what} stopped: {type(exc).__name__}: {exc}")
+            except Exception:  # noqa: BLE001
+                logger.exception("could not mark %s %s as failed", id_name, row_id)
+
+    return FailsItsRow
+
+
+PackBuildTask = _failing_its_row(
+    lambda row_id, reason: services.pack_version_fail(pack_version_id=row_id, reason=reason),
+    "pack_version_id", "the build job")
+PackVerificationTask = _failing_its_row(
+    lambda row_id, reason: services.pack_verification_fail(verification_id=row_id, reason=reason),
+    "verification_id", "the check")
 
 
 @shared_task(bind=True, base=PackBuildTask, name="packs.pack_version_build", acks_late=True, ignore_result=True,
              soft_time_limit=3600, time_limit=3700)
 def pack_version_build_job(self, pack_version_id: int) -> str:
     return services.pack_version_build(pack_version_id=int(pack_version_id)).status
-
-
-class PackVerificationTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        # The job blew up (storage gone, time limit): the check must end, and say why, or the page waits on it.
-        verification_id = (args or [None])[0] if args else kwargs.get("verification_id")
-        if verification_id is None:
-            return
-        try:
-            services.pack_verification_fail(verification_id=int(verification_id),
-                                            reason=f"the check stopped: {type(exc).__name__}: {exc}")
-        except Exception:  # noqa: BLE001
-            logger.exception("could not mark pack verification %s as failed", verification_id)
 
 
 @shared_task(bind=True, base=PackVerificationTask, name="packs.pack_verification_run", acks_late=True,

@@ -397,3 +397,19 @@ def test_an_archived_task_named_in_the_selection_is_refused_at_its_pointer_not_d
     assert failed.value.returncode == 1
     # selected by tag, an archived task is simply not among the tasks selected
     assert "task-03" not in set(build(pack, lab, tags=("maths",)).entries.values_list("task_slug", flat=True))
+
+
+def test_a_build_job_that_blew_up_ends_its_version_with_the_reason(pack, lab, approved_tasks):
+    """on_failure (the job itself failed: the database gone mid-way, a time limit) marks the version failed and says
+    why, whether the job was sent its id as an argument or by name."""
+    from packs.tasks import pack_version_build_job
+
+    first = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
+    pack_version_build_job.on_failure(TimeoutError("hard time limit"), "job-id", (first.pk,), {}, None)
+    first.refresh_from_db()
+    assert first.status == PackVersion.Status.FAILED
+    assert first.failure_reason == "the build job stopped: TimeoutError: hard time limit"
+    second = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
+    pack_version_build_job.on_failure(RuntimeError("gone"), "job-id", (), {"pack_version_id": second.pk}, None)
+    second.refresh_from_db()
+    assert second.status == PackVersion.Status.FAILED and "RuntimeError: gone" in second.failure_reason
