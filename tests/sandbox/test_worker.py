@@ -123,8 +123,10 @@ def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(reque
     assert rollout.attempts == 2 and rollout.worker != first_worker, workers.logs()
     assert rollout.status == Rollout.Status.DONE and rollout.passed is True, (rollout.error, workers.logs())
     assert not Rollout.objects.filter(status__in=Rollout.ACTIVE).exists()
-    preview_run.refresh_from_db()
-    assert preview_run.status == "done"
+    # The run is refreshed after the rollout's row commits (so that two rollouts finishing at once each count the
+    # other's): a moment after it, not with it.
+    wait_for(lambda: PreviewRun.objects.filter(pk=preview_run.pk, status="done").exists(), timeout=30,
+             what="the run to be done once its rollout is", workers=workers)
 
     # Nothing of either attempt is left: no process, no sandbox folder, no container.
     assert processes_with(marker) == []
