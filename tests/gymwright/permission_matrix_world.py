@@ -66,6 +66,7 @@ def build_world(django_user_model) -> dict:
     from grading.models import CheckResult, DryRun, ExampleRun, ModelEndpoint
     from grading.services import grade_from_document, grade_record, judge_label_record
     from packs import services as pack_services
+    from tests.packs.conftest import build_and_verify
     from review import gates as review_gates
     from review import services as review_services
     from sandbox.models import PreviewRun, Rollout
@@ -131,7 +132,7 @@ def build_world(django_user_model) -> dict:
     pack = pack_services.pack_create(slug=PACK, user=users[LAB], name="Matrix pack")
     ready = pack_services.pack_version_start(pack=pack, user=users[LAB], selection=pack_services.Selection(),
                                              enqueue=False)
-    ready = pack_services.pack_version_build(pack_version_id=ready.pk)
+    ready = build_and_verify(ready.pk)
     building = pack_services.pack_version_start(pack=pack, user=users[LAB], selection=pack_services.Selection(),
                                                 version="2.0.0", enqueue=False)
     assert (ready.version, ready.status, building.status) == ("1.0.0", "ready", "building")

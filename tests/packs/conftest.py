@@ -49,3 +49,21 @@ def make_approved(*, author, reviewer, slug: str, environment_slug: str = "shell
 @pytest.fixture
 def approved_tasks(author, reviewer):
     return [make_approved(author=author, reviewer=reviewer, slug=f"task-{i:02d}") for i in range(12)]
+
+
+def build_and_verify(pack_version_id: int):
+    """`pack_version_build`, then its check run here as a worker would run the job the build sends (its own job,
+    sent once the build's rows commit: a test's transaction never commits, and no worker listens)."""
+    from django.test import TestCase
+
+    from packs import services
+    from packs.models import PackVerification
+
+    with TestCase.captureOnCommitCallbacks(execute=False) as sent:
+        pack_version = services.pack_version_build(pack_version_id=pack_version_id)
+    assert len(sent) <= 1, sent  # the check's job, when the build was published
+    for verification in PackVerification.objects.filter(pack_version_id=pack_version_id,
+                                                        status=PackVerification.Status.QUEUED):
+        services.pack_verification_run(verification_id=verification.pk)
+    pack_version.refresh_from_db()
+    return pack_version

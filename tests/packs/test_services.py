@@ -13,7 +13,7 @@ from authoring.models import AuditEvent, ImmutableRowError
 from gymwright.errors import DomainError, NotAllowed
 from packs import archive, services
 from packs.models import PackVersion
-from tests.packs.conftest import make_approved
+from tests.packs.conftest import build_and_verify, make_approved
 from tests.packs.storage_hooks import hooked_storage, stored_archives  # noqa: F401 - a fixture
 
 
@@ -21,7 +21,7 @@ def build(pack, user, **selection):
     version = selection.pop("version", None)
     pack_version = services.pack_version_start(pack=pack, user=user, selection=services.Selection(**selection),
                                                version=version, enqueue=False)
-    return services.pack_version_build(pack_version_id=pack_version.pk)
+    return build_and_verify(pack_version.pk)
 
 
 @pytest.fixture

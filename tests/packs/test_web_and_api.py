@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from authoring.models import AuditEvent, Task
 from packs import services
 from packs.models import PackVersion
+from tests.packs.conftest import build_and_verify
 from tests.packs.storage_hooks import hooked_storage  # noqa: F401 - a fixture
 
 
@@ -22,7 +23,7 @@ from tests.packs.storage_hooks import hooked_storage  # noqa: F401 - a fixture
 def ready(lab, approved_tasks):
     pack = services.pack_create(slug="web-pack", user=lab, name="Web pack")
     pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
-    return services.pack_version_build(pack_version_id=pack_version.pk)
+    return build_and_verify(pack_version.pk)
 
 
 def token_client(user) -> APIClient:
@@ -328,7 +329,7 @@ def test_the_import_report_says_each_status_in_words_and_links_what_it_made(clie
 @pytest.fixture
 def hooked_ready(hooked_storage, lab, approved_tasks):
     """A ready version built into the hooked storage (tests.packs.storage_hooks), its check after the build done."""
-    return services.pack_version_build(pack_version_id=services.pack_version_start(
+    return build_and_verify(services.pack_version_start(
         pack=services.pack_create(slug="web-pack", user=lab, name="Web pack"), user=lab,
         selection=services.Selection(), enqueue=False).pk)
 
