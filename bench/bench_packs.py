@@ -60,7 +60,7 @@ def rows(count: int) -> list[dict]:
 
 def py_spy(pid: int | None, out: Path, argv: list[str] = ()) -> list[str] | subprocess.Popen:
     """py-spy in "raw" (collapsed stacks) format: a prefix for argv, or a recorder attached to pid."""
-    command = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "200",
+    command = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "200", "--subprocesses",
                "--nonblocking", "-o", str(out)]
     if pid is None:
         return [*command, "--", *argv]
