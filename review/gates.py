@@ -4,6 +4,8 @@ which starts the previews the gates still miss."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from django.conf import settings
 
 from authoring.models import TaskVersion
@@ -42,18 +44,39 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
     hack_runs = {run_id for policy, (run_id, _) in latest.items() if policy.startswith("hack:")}
     wanted = [rollout_id for run_id, graded in by_run.items() for rollout_id, _, _, complete in graded
               if run_id in hack_runs or not complete]
-    documents = dict(Rollout.objects.filter(id__in=wanted, grade__isnull=False)
-                     .values_list("id", "grade__document")) if wanted else {}
+    facts = _grade_facts(wanted)
     evidence = {}
     for policy, (run_id, n) in latest.items():
         graded = by_run.get(run_id, [])
         evidence[policy] = engine_gates.PreviewEvidence(
             policy=policy, run_id=run_id, n=n, rewards=[reward for _, reward, _, _ in graded],
             passed=[bool(passed) for _, _, passed, _ in graded], errors=n - len(graded),
-            rewarded=[rewarded_checks(documents.get(rollout_id)) for rollout_id, _, _, _ in graded],
-            gaps=[None if complete else engine_gates.grade_gap(documents.get(rollout_id))
-                  for rollout_id, _, _, complete in graded])
+            rewarded=[facts.get(rollout_id, _NO_FACTS)[1] for rollout_id, _, _, _ in graded],
+            gaps=[None if complete else facts.get(rollout_id, _NO_FACTS)[0] for rollout_id, _, _, complete in graded])
     return evidence
+
+
+# What the gates read from a finished rollout's grade document: (how far its reward could still move, the checks
+# that awarded points). A finished rollout's grade never changes, so each is worked out once per process and kept
+# by rollout id (the most recent GRADE_FACTS_KEPT; ids never repeat: a committed row's id is not given again, on
+# PostgreSQL or SQLite): the task page reads the gates on every view, and reading and walking 64 incomplete
+# grades' documents cost half of its CPU.
+GRADE_FACTS_KEPT = 20_000
+_grade_facts_kept: OrderedDict[int, tuple] = OrderedDict()
+_NO_FACTS = (engine_gates.grade_gap(None), ())  # a rollout whose grade is gone: its reward is open, nothing named
+
+
+def _grade_facts(rollout_ids: list[int]) -> dict[int, tuple]:
+    found = {rollout_id: _grade_facts_kept[rollout_id] for rollout_id in rollout_ids if rollout_id in _grade_facts_kept}
+    missing = [rollout_id for rollout_id in rollout_ids if rollout_id not in found]
+    if missing:
+        for rollout_id, document in (Rollout.objects.filter(id__in=missing, grade__isnull=False)
+                                     .values_list("id", "grade__document")):
+            found[rollout_id] = _grade_facts_kept[rollout_id] = (engine_gates.grade_gap(document),
+                                                                 rewarded_checks(document))
+        while len(_grade_facts_kept) > GRADE_FACTS_KEPT:
+            _grade_facts_kept.popitem(last=False)
+    return found
 
 
 def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.ExampleAnswerResult]:

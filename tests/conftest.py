@@ -37,6 +37,17 @@ def _fresh_endpoint_cache():
     cache_clear()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_grade_facts():
+    """The gates keep what they read of a finished rollout's grade per process, by rollout id (review.gates): ids
+    never repeat in a database, but a test's rolled-back rows free theirs on SQLite."""
+    from review import gates
+
+    gates._grade_facts_kept.clear()
+    yield
+    gates._grade_facts_kept.clear()
+
+
 @pytest.fixture
 def eager_celery(settings):
     """Celery jobs run at once in this process (the job logic, without a worker)."""
