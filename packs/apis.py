@@ -61,7 +61,9 @@ class PackBuildInput(serializers.Serializer):
 
 
 BUILD_PLAN = inline_serializer("PackBuildPlan", fields={
-    "version": serializers.CharField(), "tasks": serializers.IntegerField(), "changes": serializers.JSONField(),
+    "version": serializers.CharField(), "tasks": serializers.IntegerField(),
+    "splits": serializers.DictField(child=serializers.IntegerField(), help_text="tasks per split: train, test"),
+    "changes": serializers.JSONField(),
     "previous": serializers.CharField(allow_null=True),
     "unchanged": serializers.BooleanField(help_text="the previous version's task versions, split the same way")})
 

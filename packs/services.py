@@ -209,9 +209,15 @@ class BuildPlan:
     previous: PackVersion | None
     unchanged: bool
     rows: list[tuple[int, str, int]] = field(repr=False, default_factory=list)
+    splits: dict = field(default_factory=dict)  # {"train": n, "test": n}, by the same hash the build uses
+
+    @property
+    def empty_split(self) -> str | None:
+        """The split that would hold no task ("test" for a small pack at a small ratio), or None."""
+        return next((name for name in ("test", "train") if not self.splits.get(name)), None)
 
     def as_dict(self) -> dict:
-        return {"version": self.version, "tasks": self.tasks, "changes": self.changes,
+        return {"version": self.version, "tasks": self.tasks, "splits": self.splits, "changes": self.changes,
                 "previous": self.previous.version if self.previous else None, "unchanged": self.unchanged}
 
 
@@ -241,8 +247,9 @@ def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: st
         raise DomainError(f"{pack.slug} {text} already exists.", details=[{"pointer": "/version", "message": "already used"}])
     unchanged = (previous is not None and not any(changes.values())
                  and (previous.selection or {}).get("test_ratio", 0.1) == selection.test_ratio)
+    test = sum(archive.split_of(slug, selection.test_ratio) == "test" for _, slug, _ in rows)
     return BuildPlan(version=text, semver=proposal, tasks=len(rows), changes=changes, previous=previous,
-                     unchanged=unchanged, rows=rows)
+                     unchanged=unchanged, rows=rows, splits={"train": len(rows) - test, "test": test})
 
 
 class UnchangedBuild(DomainError):

@@ -58,6 +58,10 @@ def test_check_shows_the_plan_and_a_build_of_the_same_tasks_asks_first(client, l
     assert page.status_code == 200
     text = page.content.decode()
     assert 'id="build-plan"' in text and "web-pack 2.0.0" in text and "10 removed" in text, text
+    # two tasks at a ratio of 0.1: no task in test, which the plan says before anything is built
+    assert "2 in train, 0 in test" in text and "The test split would be empty" in text, text
+    assert "would be empty" not in client.post("/packs/web-pack/", {"test_ratio": "0.5", "action": "check"}
+                                               ).content.decode()
     assert PackVersion.objects.filter(pack__slug="web-pack").count() == 1  # nothing built
     same = client.post("/packs/web-pack/", {"test_ratio": "0.1", "action": "build"})
     assert same.status_code == 200 and PackVersion.objects.filter(pack__slug="web-pack").count() == 1
@@ -109,6 +113,7 @@ def test_the_api_answers_a_dry_run_build_with_its_plan(lab, ready):
     assert response.status_code == 200, response.content
     plan = response.json()
     assert plan["version"] == "2.0.0" and plan["tasks"] == 1 and plan["previous"] == "1.0.0"
+    assert plan["splits"] == {"train": 1, "test": 0}
     assert len(plan["changes"]["removed"]) == 11 and plan["unchanged"] is False
     assert api.post("/api/packs/web-pack/versions/", {"dry_run": True}, format="json").json()["unchanged"] is True
     assert PackVersion.objects.filter(pack__slug="web-pack").count() == 1
