@@ -224,6 +224,36 @@ def test_tar_headers_are_byte_for_byte_the_ones_tarfile_writes(arcname, size, mo
     assert archive._tar_header(arcname, size=size, mode=mode, typeflag=typeflag, linkname=linkname) == expected
 
 
+@pytest.mark.parametrize("value", [
+    {}, [], "", 0, -0.0, 1.0, 1e16, 1e-7, 2**70, -3, True, False, None, float("nan"), float("inf"), float("-inf"),
+    {"b": 1, "a": [1, 2.5, {"z": None, "y": [[], {}]}], "é": "ünï\u2028\x00\"\\\n", "": True},
+    [[[]], [{}], {"k": [{"k": ["v"]}]}, ("tuple", 1)],
+    {"files": {f"tasks/t-{n}/f.txt": f"{n:064x}" for n in range(300, 0, -1)}},
+    document(7)["rubric"], document(7),
+])
+def test_indented_json_is_the_json_modules_text(value):
+    # manifest.json and rubric.json must not change with the writer that makes them faster
+    assert archive._indented_json(value) == (json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)
+                                             + "\n").encode("utf-8")
+
+
+def test_indented_json_leaves_what_is_not_plain_json_to_the_json_module():
+    assert archive._indented_json({1: "a", 2: "b"}) == b'{\n "1": "a",\n "2": "b"\n}\n'
+    with pytest.raises(TypeError):
+        archive._indented_json({"a": object()})
+    with pytest.raises(TypeError):
+        archive._indented_json({1: "a", "b": 2})
+
+
+def test_the_manifest_and_rubric_files_are_the_json_modules_text(tmp_path):
+    build(tmp_path, "m.tar.gz", count=3)
+    with tarfile.open(tmp_path / "m.tar.gz") as tar:
+        manifest = tar.extractfile("demo-1.0.0/manifest.json").read()
+        rubric = tar.extractfile("demo-1.0.0/tasks/task-001/rubric.json").read()
+    for text in (manifest, rubric):
+        assert text == (json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
 def test_the_build_reports_progress_in_order_up_to_the_task_count(tmp_path):
     seen: list[int] = []
     archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
