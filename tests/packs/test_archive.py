@@ -306,6 +306,13 @@ def test_crc32_combine_is_zlibs():
         assert archive.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(first + second)
 
 
+def test_a_finished_build_leaves_no_renderer_behind(tmp_path):
+    # the build reads the renderer's last message and goes on while the renderer exits; it is waited for
+    before = _children()
+    build(tmp_path, "w.tar.gz", count=5)
+    assert not _children() - before
+
+
 def test_a_renderer_that_dies_fails_the_build_with_nothing_left(tmp_path):
     import os
     import signal
