@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from django.conf import settings
 from django.core.files import File
@@ -264,13 +264,17 @@ class UnchangedBuild(DomainError):
 
 @transaction.atomic
 def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: str | None = None,
-                       enqueue: bool = True, allow_unchanged: bool = True) -> PackVersion:
+                       enqueue: bool = True, allow_unchanged: bool = True,
+                       on_unchanged: Callable[[UnchangedBuild], None] | None = None) -> PackVersion:
     """A new PackVersion in `building`, its entries pinned now; the build job is enqueued after commit.
-    With `allow_unchanged=False`, UnchangedBuild (carrying the plan) instead of a build that changes nothing."""
+    A build that changes nothing: with `allow_unchanged=False`, UnchangedBuild (carrying the plan) is raised;
+    otherwise it goes ahead, and `on_unchanged` is told first (the command line's note), from the one plan."""
     pack = TaskPack.objects.select_for_update().get(pk=pack.pk)
     plan = pack_version_plan(pack=pack, user=user, selection=selection, version=version)
     if plan.unchanged and not allow_unchanged:
         raise UnchangedBuild(plan)
+    if plan.unchanged and on_unchanged is not None:
+        on_unchanged(UnchangedBuild(plan))
     text, proposal, changes, versions = plan.version, plan.semver, plan.changes, plan.rows
     try:
         with transaction.atomic():

@@ -44,15 +44,10 @@ class Command(DatabaseCommand):
             # One transaction: a pack this command creates is not left behind, empty, by a selection it refuses.
             with transaction.atomic():
                 pack = TaskPack.objects.filter(slug=slug).first() or services.pack_create(slug=slug, user=None)
-                try:
-                    pack_version = services.pack_version_start(pack=pack, user=None, selection=selection,
-                                                               version=options["version"], enqueue=False,
-                                                               allow_unchanged=False)
-                except services.UnchangedBuild as exc:
-                    # The contract builds the next version all the same; the page asks first, this says so.
-                    self.stderr.write(f"note: {exc.message}")
-                    pack_version = services.pack_version_start(pack=pack, user=None, selection=selection,
-                                                               version=options["version"], enqueue=False)
+                # The contract builds the next version all the same; the page asks first, this says so.
+                pack_version = services.pack_version_start(
+                    pack=pack, user=None, selection=selection, version=options["version"], enqueue=False,
+                    on_unchanged=lambda unchanged: self.stderr.write(f"note: {unchanged.message}"))
         except DomainError as exc:
             raise CommandError(exc.message, returncode=1)
         pack_version = services.pack_version_build(pack_version_id=pack_version.pk)
