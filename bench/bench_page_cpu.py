@@ -6,7 +6,8 @@ Uses (and, if missing, makes) the `<name>_load` database of bench/bench_load.py:
 3 versions, 50,000 graded rollouts and 200 packs. For each URL it prints the CPU time of this process per
 request (time.process_time, min and median of 6 batches of 20 after 5 warm-up requests): steadier
 than wall time on a shared machine, and free of the network and of gunicorn. With --profile URL it
-prints the top functions by CPU time for that URL (cProfile with a CPU clock).
+prints the top functions by CPU time for that URL (cProfile with a CPU clock; BENCH_PROFILE_N requests,
+40 by default, BENCH_SORT and BENCH_TOP as pstats takes them).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def main() -> int:
         extra = {"HTTP_AUTHORIZATION": f"Token {tokens[username]}"} if args.profile.startswith("/api/") else {}
         profile = cProfile.Profile(time.process_time)
         profile.enable()
-        for _ in range(40):
+        for _ in range(int(os.environ.get("BENCH_PROFILE_N", "40"))):
             client.get(args.profile, **extra)
         profile.disable()
         stats = pstats.Stats(profile)
