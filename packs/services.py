@@ -95,10 +95,12 @@ def selected_versions(*, environment: str | None = None, tags: list[str] | tuple
 SELECTION_PROBLEMS_SHOWN = 50  # a list of thousands of unknown names is answered with the first ones
 
 
-def _selection_check(*, environment, tags, tasks) -> None:
+def _selection_check(*, environment, tags, tasks, reads_drafts: bool = True) -> None:
     """Every task named in an explicit list is packable: it exists, a reviewer approved a version of it and it is
     not archived. Each one that is not is refused at its pointer (/tasks/N), all of them at once: a named task
-    is never left out without a word (an archived one was)."""
+    is never left out without a word (an archived one was). A member who reads approved work only (lab) is told
+    "no approved task" alike for a task that does not exist and one that was never approved, as its page answers
+    them both 404: the answer must not tell which drafts exist."""
     if not tasks:
         return
     known = {slug: (approved, status) for slug, approved, status in
@@ -106,7 +108,9 @@ def _selection_check(*, environment, tags, tasks) -> None:
     problems = []  # (pointer, message at the pointer, the sentence)
     for index, slug in enumerate(tasks):
         approved, status = known.get(slug, (None, None))
-        if slug not in known:
+        if not reads_drafts and approved is None:
+            problems.append((f"/tasks/{index}", "no approved task", f"There is no approved task {slug!r}"))
+        elif slug not in known:
             problems.append((f"/tasks/{index}", "no such task", f"There is no task {slug!r}"))
         elif status == Task.Status.ARCHIVED:
             problems.append((f"/tasks/{index}", "archived", f"Task {slug!r} is archived"))
@@ -228,7 +232,8 @@ def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: st
         raise NotAllowed("Only lab members and admins can build packs.")
     if not (0 <= selection.test_ratio <= 1):
         raise DomainError("The test ratio must be between 0 and 1.", details=[{"pointer": "/test_ratio", "message": "between 0 and 1"}])
-    _selection_check(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
+    _selection_check(environment=selection.environment, tags=selection.tags, tasks=selection.tasks,
+                     reads_drafts=user is None or permissions.reads_drafts(user))
     rows = selected_versions(environment=selection.environment, tags=selection.tags, tasks=selection.tasks)
     if not rows:
         raise DomainError("No approved task matches this selection.", details=[{"pointer": "/selection", "message": "nothing approved matches"}])

@@ -382,14 +382,24 @@ def test_an_archived_task_named_in_the_selection_is_refused_at_its_pointer_not_d
     assert refused.value.details == [{"pointer": "/tasks/1", "message": "archived"}]
     make_approved(author=author, reviewer=reviewer, slug="draft-only")
     Task.objects.filter(slug="draft-only").update(approved_version=None)
-    with pytest.raises(DomainError) as refused:
-        build(pack, lab, tasks=("task-03", "task-01", "nope", "draft-only"))
+    from tests.packs.conftest import _admin
+
+    with pytest.raises(DomainError) as refused:  # an admin reads drafts: each reason as it is
+        build(pack, _admin(), tasks=("task-03", "task-01", "nope", "draft-only"))
     assert refused.value.details == [{"pointer": "/tasks/0", "message": "archived"},
                                      {"pointer": "/tasks/2", "message": "no such task"},
                                      {"pointer": "/tasks/3", "message": "not approved"}]
     assert refused.value.message == ("3 of the tasks named cannot be packed: /tasks/0: Task 'task-03' is archived; "
                                      "/tasks/2: There is no task 'nope'; /tasks/3: Task 'draft-only' has no approved "
                                      "version.")
+    # a lab member reads approved work only: a draft is answered as a task that does not exist (its page is a 404)
+    with pytest.raises(DomainError) as refused:
+        build(pack, lab, tasks=("task-03", "task-01", "nope", "draft-only"))
+    assert refused.value.details == [{"pointer": "/tasks/0", "message": "archived"},
+                                     {"pointer": "/tasks/2", "message": "no approved task"},
+                                     {"pointer": "/tasks/3", "message": "no approved task"}]
+    assert "draft-only' has" not in refused.value.message and "There is no approved task 'draft-only'" in \
+        refused.value.message
     assert not PackVersion.objects.exists()
     with pytest.raises(CommandError, match="Task 'task-03' is archived") as failed:
         call_command("export_pack", "cli-pack", "--task", "task-01", "--task", "task-03",
