@@ -535,9 +535,30 @@ row["extra_info"]["response_only"])`), or grade them in their sandbox with the H
 """)
 
 
+def _verl_filter_note(counts: dict, response_only: int | None) -> str:
+    """The verl recipe's step that keeps the tasks a response alone cannot grade out of the parquet files it
+    reads (verl reads files, not a filtered dataset)."""
+    if response_only is None or response_only == counts["tasks"]:
+        return ""
+    return """
+For a text-only run, write parquet files of the tasks that grade from the response alone first, and give those
+to verl:
+
+```sh
+python -c "import pandas as pd
+for name in ('train', 'test'):
+    rows = pd.read_parquet(f'data/{name}.parquet')
+    rows[rows.extra_info.map(lambda info: info['response_only'])].to_parquet(f'data/{name}.text.parquet')"
+```
+"""
+
+
 def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter,
                  response_only: int | None = None) -> str:
     top = f"{info.slug}-{info.version}"
+    val = "test" if counts["test"] else "train"  # verl refuses an empty validation set
+    inspect_split = ("            # the test split; -T split=all for every task" if counts["test"] else
+                     " -T split=train   # the test split is empty")
     rows = "\n".join(f"| {name} | {histogram.get(name, 0)} |" for name in DIFFICULTY_BINS)
     environment_rows = "\n".join(f"| {name} | {count} |" for name, count in sorted(environments.items()))
     low, high = DEFAULT_BAND
@@ -548,8 +569,8 @@ def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environmen
 
 Tasks written and reviewed in Gymwright, exported as an immutable pack: each task is a prompt,
 the sandbox it runs in, a reference solution and a rubric of checks. `manifest.json` pins every
-task version and the sha256 of every file (`python manage.py verify_pack` or any sha256 tool
-checks them).
+task version and the sha256 of every file (Gymwright's `manage.py verify_pack {top}.tar.gz` checks the
+archive; any sha256 tool checks the unpacked files).
 
 ## Counts
 
@@ -599,10 +620,10 @@ from the header of this card (a path that names the folder: `datasets` cannot na
 verl (0.9; verl's own config keys, `reward.custom_reward_function`, which main_ppo reads):
 
 ```sh
-python -m verl.trainer.main_ppo data.train_files=$PWD/data/train.parquet data.val_files=$PWD/data/test.parquet \\
+python -m verl.trainer.main_ppo data.train_files=$PWD/data/train.parquet data.val_files=$PWD/data/{val}.parquet \\
   reward.custom_reward_function.path=$PWD/reward.py reward.custom_reward_function.name=compute_score ...
 ```
-
+{_verl_filter_note(counts, response_only)}
 `compute_score` returns numbers only, the same for every response (verl stacks each into an array
 over the batch and logs its mean): `score` (the reward), `passed`, `complete`, `gated` (0 or 1) and
 `unscored` (how many checks could not be scored; `reward.grade_response(task_id, text)` names them).
@@ -632,7 +653,7 @@ artifact); `tests/test.sh` runs the bundled grader and writes `/logs/verifier/re
 Inspect (`pip install inspect_ai openai -r grader/requirements.txt`):
 
 ```sh
-inspect eval inspect_task.py --model openai/<model>            # the test split; -T split=all for every task
+inspect eval inspect_task.py --model openai/<model>{inspect_split}
 inspect eval inspect_task.py --model openai-api/vllm/<model>   # an OpenAI-compatible server: VLLM_BASE_URL, VLLM_API_KEY
 ```
 

@@ -444,6 +444,21 @@ def test_tasks_that_need_their_episode_are_marked_for_text_only_trainers(tmp_pat
         "task-000": True, "task-001": False, "task-002": False, "task-003": True}
     assert "**2 of 4 tasks grade only in part from a response**" in card
     assert 'row["extra_info"]["response_only"]' in card
+    # test ratio 0: an empty test split, which verl refuses as its validation set, and Inspect's default
+    assert "data.val_files=$PWD/data/train.parquet" in card and "data.val_files=$PWD/data/test.parquet" not in card
+    assert "inspect eval inspect_task.py --model openai/<model> -T split=train" in card
+    # the card's step for a text-only verl run, run as written in the unpacked pack: only response-only rows
+    import re
+    import subprocess
+    import sys
+
+    with tarfile.open(tmp_path / "p.tar.gz") as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    step = re.search(r"```sh\n(python -c \"import pandas as pd.*?)```", card, re.S).group(1)
+    subprocess.run(["bash", "-c", step.replace("python ", f"{sys.executable} ", 1)], cwd=tmp_path / "unpacked/demo-1.0.0",
+                   check=True)
+    kept = pd.read_parquet(tmp_path / "unpacked/demo-1.0.0/data/train.text.parquet")
+    assert sorted(row["task_id"] for row in kept["extra_info"]) == ["task-000", "task-003"]
 
     build(tmp_path, "all-text.tar.gz", count=3)
     with tarfile.open(tmp_path / "all-text.tar.gz") as tar:

@@ -53,3 +53,11 @@ def test_a_database_without_the_tables_is_named_instead_of_a_traceback(command, 
     assert "has no Gymwright tables" in message and "manage.py migrate" in message, message
     assert connection.settings_dict["NAME"] in message
     assert failure.value.returncode == 1
+
+
+def test_verify_pack_on_an_unpacked_folder_says_what_it_checks(tmp_path):
+    # an unpacked pack is not a damaged archive: the command says it checks the .tar.gz
+    (tmp_path / "demo-1.0.0").mkdir()
+    with pytest.raises(CommandError, match=r"is a folder: verify_pack checks the pack's \.tar\.gz") as failed:
+        call_command("verify_pack", str(tmp_path / "demo-1.0.0"))
+    assert failed.value.returncode == 1

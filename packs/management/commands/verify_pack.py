@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
 from packs import archive
@@ -14,6 +16,10 @@ class Command(BaseCommand):
         parser.add_argument("archive")
 
     def handle(self, *args, **options):
+        if Path(options["archive"]).is_dir():
+            raise CommandError(f"{options['archive']} is a folder: verify_pack checks the pack's .tar.gz as it was "
+                               "downloaded (an unpacked pack's files are listed with their sha256 in its "
+                               "manifest.json: `sha256sum` checks them)", returncode=1)
         try:
             result = archive.verify_pack(options["archive"])
         except OSError as exc:
