@@ -63,6 +63,9 @@ class PackBuildInput(serializers.Serializer):
 BUILD_PLAN = inline_serializer("PackBuildPlan", fields={
     "version": serializers.CharField(), "tasks": serializers.IntegerField(),
     "splits": serializers.DictField(child=serializers.IntegerField(), help_text="tasks per split: train, test"),
+    "test_ratio_filling_both": serializers.FloatField(
+        allow_null=True, help_text="where a split would be empty, a test ratio that puts tasks in both (null: the "
+                                   "splits are both filled, or a single task cannot fill both)"),
     "changes": serializers.JSONField(),
     "previous": serializers.CharField(allow_null=True),
     "unchanged": serializers.BooleanField(help_text="the previous version's task versions, split the same way")})

@@ -94,10 +94,27 @@ def manifest_summary(manifest: dict) -> dict:
     return {key: value for key, value in manifest.items() if key != "files"}
 
 
+def split_bucket(task_id: str) -> float:
+    """Where a task id hashes in [0, 1): below the test ratio it is in the test split."""
+    return int.from_bytes(hashlib.sha256(task_id.encode("utf-8")).digest()[:8], "big") / 2**64
+
+
 def split_of(task_id: str, test_ratio: float) -> str:
     """'test' or 'train', from a stable hash of the task id (the same in every version of every pack)."""
-    bucket = int.from_bytes(hashlib.sha256(task_id.encode("utf-8")).digest()[:8], "big") / 2**64
-    return "test" if bucket < test_ratio else "train"
+    return "test" if split_bucket(task_id) < test_ratio else "train"
+
+
+def test_ratio_filling_both(task_ids: Iterable[str]) -> float | None:
+    """A test ratio, in hundredths, at which these tasks fill both splits: the smallest that puts one in test, or
+    when that would empty train, the largest that keeps one there; None where no ratio can (a single task)."""
+    buckets = sorted(split_bucket(task_id) for task_id in task_ids)
+    if len(buckets) < 2:
+        return None
+    low, high = buckets[0], buckets[-1]  # a ratio r fills both when low < r <= high
+    for ratio in ((int(low * 100) + 1) / 100, int(high * 100) / 100):
+        if low < ratio <= high:
+            return ratio
+    return None
 
 
 def canary_guid(pack_slug: str) -> str:

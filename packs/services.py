@@ -214,6 +214,7 @@ class BuildPlan:
     unchanged: bool
     rows: list[tuple[int, str, int]] = field(repr=False, default_factory=list)
     splits: dict = field(default_factory=dict)  # {"train": n, "test": n}, by the same hash the build uses
+    test_ratio_filling_both: float | None = None  # where a split would be empty: a ratio that fills both, if any
 
     @property
     def empty_split(self) -> str | None:
@@ -221,7 +222,8 @@ class BuildPlan:
         return next((name for name in ("test", "train") if not self.splits.get(name)), None)
 
     def as_dict(self) -> dict:
-        return {"version": self.version, "tasks": self.tasks, "splits": self.splits, "changes": self.changes,
+        return {"version": self.version, "tasks": self.tasks, "splits": self.splits,
+                "test_ratio_filling_both": self.test_ratio_filling_both, "changes": self.changes,
                 "previous": self.previous.version if self.previous else None, "unchanged": self.unchanged}
 
 
@@ -253,8 +255,10 @@ def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: st
     unchanged = (previous is not None and not any(changes.values())
                  and (previous.selection or {}).get("test_ratio", 0.1) == selection.test_ratio)
     test = sum(archive.split_of(slug, selection.test_ratio) == "test" for _, slug, _ in rows)
+    both = None if 0 < test < len(rows) else archive.test_ratio_filling_both(slug for _, slug, _ in rows)
     return BuildPlan(version=text, semver=proposal, tasks=len(rows), changes=changes, previous=previous,
-                     unchanged=unchanged, rows=rows, splits={"train": len(rows) - test, "test": test})
+                     unchanged=unchanged, rows=rows, splits={"train": len(rows) - test, "test": test},
+                     test_ratio_filling_both=both)
 
 
 class UnchangedBuild(DomainError):

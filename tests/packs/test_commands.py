@@ -32,8 +32,23 @@ def test_an_export_that_changes_nothing_says_so_and_builds_the_next_version(appr
     assert planned.call_count == 1  # planned once: a second plan of 10,000 tasks cost 0.4 s of the build
     printed = capsys.readouterr()
     assert "note: Nothing changed since 1.0.0" in printed.err and "cli-pack 1.0.1: 12 tasks" in printed.out
+    assert "split is empty" not in printed.err
     assert list(PackVersion.objects.filter(pack__slug="cli-pack").order_by("version")
                 .values_list("version", "status")) == [("1.0.0", "ready"), ("1.0.1", "ready")]
+
+
+@pytest.mark.django_db
+def test_an_export_with_an_empty_split_says_so_and_names_a_ratio_that_fills_both(approved_tasks, tmp_path, capsys):
+    from packs.archive import test_ratio_filling_both
+
+    call_command("export_pack", "two", "--task", "task-01", "--task", "task-02", "--test-ratio", "0",
+                 "--out", str(tmp_path / "1.tar.gz"))
+    both = test_ratio_filling_both(["task-01", "task-02"])
+    assert f"note: the test split is empty (a trainer's validation set cannot be): --test-ratio {both} puts tasks " \
+           "in both" in capsys.readouterr().err
+    call_command("export_pack", "two", "--task", "task-01", "--task", "task-02", "--test-ratio", str(both),
+                 "--out", str(tmp_path / "2.tar.gz"))
+    assert "split is empty" not in capsys.readouterr().err
 
 
 @pytest.mark.django_db

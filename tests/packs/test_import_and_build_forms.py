@@ -104,5 +104,6 @@ def test_a_version_lower_than_the_proposal_is_refused_once_in_words_under_the_ve
     assert "/version" not in page and "lower than the proposal" not in page
     page = client.post("/packs/form-pack/", {"action": "check", "tasks": "first-task, nope, ghost",
                                              "test_ratio": "0.1"}).content.decode()
-    # Two problems in one field: the sentence (naming them) on top, each at its place in the list, in words.
-    assert field_errors(page, "tasks") == ["Item 2: no such task.", "Item 3: no such task."]
+    # Two problems in one field: the sentence (naming them) on top, each at its place in the list, in words (a lab
+    # member's: a draft and a task that does not exist read alike).
+    assert field_errors(page, "tasks") == ["Item 2: no approved task.", "Item 3: no approved task."]

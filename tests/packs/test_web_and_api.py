@@ -13,7 +13,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from authoring.models import AuditEvent, Task
-from packs import services
+from packs import archive, services
 from packs.models import PackVersion
 from tests.packs.conftest import build_and_verify
 from tests.packs.storage_hooks import hooked_storage  # noqa: F401 - a fixture
@@ -60,6 +60,13 @@ def test_check_shows_the_plan_and_a_build_of_the_same_tasks_asks_first(client, l
     assert 'id="build-plan"' in text and "web-pack 2.0.0" in text and "10 removed" in text, text
     # two tasks at a ratio of 0.1: no task in test, which the plan says before anything is built
     assert "2 in train, 0 in test" in text and "The test split would be empty" in text, text
+    # and names a ratio that fills both, which checks without the warning
+    from packs.archive import test_ratio_filling_both
+
+    both = test_ratio_filling_both(["task-00", "task-01"])
+    assert f"a test\n      ratio of {both} puts tasks in both" in text, text
+    fills = client.post("/packs/web-pack/", {"test_ratio": str(both), "tasks": "task-00, task-01", "action": "check"})
+    assert "1 in train, 1 in test" in fills.content.decode() and "would be empty" not in fills.content.decode()
     assert "would be empty" not in client.post("/packs/web-pack/", {"test_ratio": "0.5", "action": "check"}
                                                ).content.decode()
     assert PackVersion.objects.filter(pack__slug="web-pack").count() == 1  # nothing built
@@ -73,7 +80,7 @@ def test_check_shows_the_plan_and_a_build_of_the_same_tasks_asks_first(client, l
     built = client.post("/packs/web-pack/", {"test_ratio": "0.1", "action": "build", "confirm": "1"})
     assert built.status_code == 302 and built["Location"] == "/packs/web-pack/1.0.1/"
     bad = client.post("/packs/web-pack/", {"test_ratio": "0.1", "tasks": "nope", "action": "check"})
-    assert bad.status_code == 400 and "There is no task" in bad.content.decode()
+    assert bad.status_code == 400 and "There is no approved task" in bad.content.decode()
     assert 'id="build-plan"' not in bad.content.decode()
 
 
@@ -113,7 +120,9 @@ def test_the_api_answers_a_dry_run_build_with_its_plan(lab, ready):
     assert response.status_code == 200, response.content
     plan = response.json()
     assert plan["version"] == "2.0.0" and plan["tasks"] == 1 and plan["previous"] == "1.0.0"
-    assert plan["splits"] == {"train": 1, "test": 0}
+    assert plan["splits"] == {"train": 1, "test": 0} and plan["test_ratio_filling_both"] is None  # one task
+    two = api.post("/api/packs/web-pack/versions/", {"tasks": ["task-00", "task-01"], "dry_run": True}, format="json")
+    assert two.json()["test_ratio_filling_both"] == archive.test_ratio_filling_both(["task-00", "task-01"])
     assert len(plan["changes"]["removed"]) == 11 and plan["unchanged"] is False
     assert api.post("/api/packs/web-pack/versions/", {"dry_run": True}, format="json").json()["unchanged"] is True
     assert PackVersion.objects.filter(pack__slug="web-pack").count() == 1

@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from gymwright.commands import DatabaseCommand
 from gymwright.errors import DomainError
-from packs import services
+from packs import archive, services
 from packs.models import PackVersion, TaskPack
 
 
@@ -57,6 +57,11 @@ class Command(DatabaseCommand):
         with default_storage.open(pack_version.archive.name, "rb") as source, open(options["out"], "wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
         counts = pack_version.manifest["counts"]
+        empty = next((name for name in ("test", "train") if not counts[name]), None)
+        if empty:  # as the page's Check says before a build
+            both = archive.test_ratio_filling_both(pack_version.entries.values_list("task_slug", flat=True))
+            self.stderr.write(f"note: the {empty} split is empty (a trainer's validation set cannot be)"
+                              + (f": --test-ratio {both} puts tasks in both" if both else ""))
         self.stdout.write(f"{pack.slug} {pack_version.version}: {counts['tasks']} tasks ({counts['train']} train, "
                           f"{counts['test']} test), sha256 {pack_version.sha256}, content_sha256 "
                           f"{pack_version.content_sha256} -> {options['out']}")
