@@ -202,8 +202,13 @@ def test_rows_without_an_id_never_change_another_task(author, tmp_path):
 def test_import_tasks_command_exit_codes(author, admin, tmp_path, capsys):
     good = write_csv(tmp_path / "good.csv", TABLE_ROWS[:2])
     call_command("import_tasks", str(good), "--dry-run")
-    assert "dry run: 2 imported, 0 rejected" in capsys.readouterr().out
+    assert "dry run: 2 to import, 0 rejected" in capsys.readouterr().out
     assert not Task.objects.exists()
+    call_command("import_tasks", str(good))
+    assert "2 imported, 0 rejected" in capsys.readouterr().out
+    call_command("import_tasks", str(good), "--dry-run")  # the same rows again: nothing new, and it says so
+    assert "dry run: 2 to import (2 unchanged), 0 rejected" in capsys.readouterr().out
+    Task.objects.all().delete()
     mixed = write_csv(tmp_path / "mixed.csv", TABLE_ROWS)
     with pytest.raises(CommandError) as failure:
         call_command("import_tasks", str(mixed))

@@ -61,7 +61,10 @@ class Command(DatabaseCommand):
             raise CommandError(exc.message, returncode=2 if exc.code in ("usage", "invalid") else 1)
         for line in report.lines:
             self.stdout.write(line.text())
-        summary = (f"{'dry run: ' if report.dry_run else ''}{report.imported} imported, {report.rejected} rejected"
+        unchanged = sum(1 for line in report.lines if line.status == "unchanged")
+        summary = (f"{'dry run: ' if report.dry_run else ''}{report.imported} "
+                   f"{'to import' if report.dry_run else 'imported'}"
+                   + (f" ({unchanged} unchanged)" if unchanged else "") + f", {report.rejected} rejected"
                    + (f", approved as {approve_as.get_username()}" if approve_as and not report.dry_run else ""))
         self.stdout.write(summary)
         if report.environments:
