@@ -107,3 +107,15 @@ def test_a_version_lower_than_the_proposal_is_refused_once_in_words_under_the_ve
     # Two problems in one field: the sentence (naming them) on top, each at its place in the list, in words (a lab
     # member's: a draft and a task that does not exist read alike).
     assert field_errors(page, "tasks") == ["Item 2: no approved task.", "Item 3: no approved task."]
+
+
+def test_a_dry_run_that_would_import_nothing_offers_no_import_and_says_how_rows_are_counted(client, author):
+    client.force_login(author)
+    rows = b"prompt,answer\nWhat is 6 x 7?,42\n,7\n"  # no rubric or criteria: every row is refused
+    page = client.post("/packs/import/", {"file": upload("rows.csv", rows), "dry_run": "on"}).content.decode()
+    assert "0 ok, 2 rejected" in page
+    assert 'id="import-pending"' not in page and 'id="import-nothing"' in page
+    assert 'id="import-row-numbers"' in page and "in a CSV, the line after its header" in page
+    good = b"prompt,answer,criteria\nWhat is 6 x 7?,42,States 42\n"
+    page = client.post("/packs/import/", {"file": upload("good.csv", good), "dry_run": "on"}).content.decode()
+    assert 'id="import-pending"' in page and 'id="import-nothing"' not in page
