@@ -606,7 +606,8 @@ the same split in every version of the pack.{_empty_split_note(counts)}
 
 ## Difficulty
 
-From each task's last model preview (`calibration.json`; none: not previewed): unsolved = no
+From each task's last model preview (`calibration.json`; not previewed = no model was previewed on it: oracle,
+nop and probe previews check a task, they do not measure its difficulty): unsolved = no
 rollout passed, hard = pass rate below {low:.0%}, in band = {low:.0%}–{high:.0%}, easy = above {high:.0%}.
 
 | difficulty | tasks |
