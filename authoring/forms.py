@@ -10,6 +10,7 @@ from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
 from grading.engine.models import BUILTIN_TOOLS, PROMPT_MAX_CHARS
 from gymwright.egress import egress_refusal
 from gymwright.forms import pointer_head
+from gymwright.text import unix_newlines
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -56,7 +57,7 @@ class ExactTextField(forms.CharField):
 
     def to_python(self, value):
         value = super().to_python(value)
-        return value.replace("\r\n", "\n").replace("\r", "\n") if isinstance(value, str) else value
+        return unix_newlines(value)
 
 
 def parse_json_field(text: str, *, label: str):

@@ -25,6 +25,7 @@ from gymwright.bulk import Pipeline, bulk_insert_rows, ids_reserve, keys_of, sav
 from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.nul import json_text_storable, nul_check
+from gymwright.text import unix_newlines
 from grading.engine import TASK_SCHEMA, canonical_json_exact, content_sha256, validate_task
 from grading.engine.models import Environment as EngineEnvironment
 from grading.engine.models import normalised_relative_path
@@ -215,7 +216,7 @@ def environment_spec_validate(spec: dict) -> dict:
     # part of each command.
     for key in _ENVIRONMENT_TEXT_KEYS:
         if key in full:
-            full[key] = _unix_newlines(full[key])
+            full[key] = unix_newlines(full[key])
     document = _task_document(slug="environment-check", number=1, title="x", prompt="x",
                               environment_id="environment-check", environment_number=1, environment_spec=full,
                               files=[], solution={"script": None, "answer": None},
@@ -261,14 +262,6 @@ def _task_document(*, slug, number, title, prompt, environment_id, environment_n
 CONTENT_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
 
 
-def _unix_newlines(value):
-    """Browsers submit textareas with CRLF line ends; a prompt saved from the form and the same
-    prompt sent through the API must be the same content (same hash, no spurious diff)."""
-    if isinstance(value, str):
-        return value.replace("\r\n", "\n").replace("\r", "\n")
-    return value
-
-
 _ENVIRONMENT_TEXT_KEYS = ("setup", "dockerfile", "checks_module")
 
 # Free-text keys of a rubric check that authors type in multi-line boxes (criterion, reference
@@ -276,14 +269,14 @@ _ENVIRONMENT_TEXT_KEYS = ("setup", "dockerfile", "checks_module")
 _RUBRIC_TEXT_KEYS = ("criterion", "reference", "code", "run", "title")
 
 
-def _rubric_unix_newlines(rubric):
+def _rubricunix_newlines(rubric):
     if not isinstance(rubric, dict) or not isinstance(rubric.get("checks"), list):
         return rubric
 
     def check_text(check):
         if not isinstance(check, dict):
             return check
-        check = {key: _unix_newlines(value) if key in _RUBRIC_TEXT_KEYS else value for key, value in check.items()}
+        check = {key: unix_newlines(value) if key in _RUBRIC_TEXT_KEYS else value for key, value in check.items()}
         if isinstance(check.get("checks"), list):
             check["checks"] = [check_text(child) for child in check["checks"]]
         return check
@@ -297,16 +290,16 @@ def _task_content_defaults(content: dict) -> dict:
         raise DomainError(f"Unknown field {unknown[0]!r}.", details=[{"pointer": f"/{k}", "message": "unknown field"} for k in unknown])
     solution = content.get("solution") or {}
     if isinstance(solution, dict):
-        solution = {"script": _unix_newlines(solution.get("script")) or None,
-                    "answer": _unix_newlines(solution.get("answer")) or None,
+        solution = {"script": unix_newlines(solution.get("script")) or None,
+                    "answer": unix_newlines(solution.get("answer")) or None,
                     **{k: v for k, v in solution.items() if k not in ("script", "answer")}}
     tags = content.get("tags") or []
     if isinstance(tags, list):
         tags = sorted({str(t).strip().lower() for t in tags if str(t).strip()})
     return {
         "title": content.get("title", ""),
-        "prompt": _unix_newlines(content.get("prompt", "")),
-        "rubric": _rubric_unix_newlines(content.get("rubric")),
+        "prompt": unix_newlines(content.get("prompt", "")),
+        "rubric": _rubricunix_newlines(content.get("rubric")),
         "solution": solution,
         "files": content.get("files") or [],
         "tags": tags,

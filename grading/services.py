@@ -29,6 +29,7 @@ from grading.engine.models import normalised_relative_path
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
+from gymwright.text import comment_text
 from grading.endpoints import judge_client_for, judge_config_for
 
 logger = logging.getLogger(__name__)
@@ -407,15 +408,10 @@ def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, sco
     else:
         score = None
         agrees = verdict == judge_verdict
-    nul_check(comment or "", pointer="/comment", what="The comment")
-    limit = settings.REVIEW_COMMENT_MAX_CHARS  # a label's comment is a review comment's size at most
-    if len(comment or "") > limit:
-        raise DomainError(f"The comment is longer than the {limit} character limit "
-                          "(GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS).", code="invalid",
-                          details=[{"pointer": "/comment", "message": f"at most {limit} characters"}])
+    comment = comment_text(comment, pointer="/comment", what="The comment")  # a review comment's rules
     label, _ = JudgeLabel.objects.update_or_create(
         check_result=check_result, reviewer=reviewer,
-        defaults={"verdict": verdict, "score": score, "agrees": agrees, "comment": (comment or "").strip()},
+        defaults={"verdict": verdict, "score": score, "agrees": agrees, "comment": comment},
     )
     return label
 

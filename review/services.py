@@ -10,7 +10,6 @@ bulk import of an already-reviewed dataset records its versions as approved (ver
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -22,7 +21,7 @@ from grading.engine import flat_checks
 from grading.engine.validation import escape_pointer_token
 from gymwright.bulk import bulk_insert_rows
 from gymwright.errors import ConflictError, DomainError, NotAllowed
-from gymwright.nul import nul_check
+from gymwright.text import comment_text
 from review import gates as review_gates
 from review.models import Comment, InboxItem, Review, ReviewVisit, Submission
 
@@ -83,22 +82,6 @@ def check_ids(rubric: dict) -> list[str]:
     return [str(row.check["id"]) for row in flat_checks((rubric or {}).get("checks")) if row.check.get("id")]
 
 
-def _text(value, *, pointer: str, what: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise DomainError(f"{what} must be text.", details=[{"pointer": pointer, "message": "expected a string"}])
-    # Line ends as \n before the length is counted: a browser's maxlength counts a line end as one character
-    # and sends two (CRLF), so a comment that fit its box was refused.
-    value = value.replace("\r\n", "\n")
-    limit = settings.REVIEW_COMMENT_MAX_CHARS
-    if len(value) > limit:
-        raise DomainError(f"{what} is longer than the {limit} character limit (GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS).",
-                          code="too_long", details=[{"pointer": pointer, "message": f"at most {limit} characters"}])
-    nul_check(value, pointer=pointer, what=what)
-    return value.strip()
-
-
 def _notify(*, recipients, actor, task: Task, kind: str, version_number: int | None = None, check_id: str = "",
             text: str = "") -> None:
     rows, seen = [], set()
@@ -128,7 +111,7 @@ def task_submit(*, task: Task, user, task_version: TaskVersion | None = None, ov
     if task.status not in SUBMITTABLE:
         raise DomainError(f"{task.slug} is {task.get_status_display().lower()}; only a draft or a task with "
                           "changes requested can be submitted.", code="invalid_state", http_status=409)
-    override_reason = _text(override_reason, pointer="/override_reason", what="The override reason")
+    override_reason = comment_text(override_reason, pointer="/override_reason", what="The override reason")
     results = review_gates.gates_evaluate(task_version=version)
     failing = [result for result in results if not result.ok]
     if failing and override_reason and not permissions.is_admin(user):
@@ -185,7 +168,7 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
             + (f" (the task is {task.get_status_display().lower()})" if task.status != Task.Status.IN_REVIEW
                else f" (v{task.latest_version.number} is)") + "; only a submitted version can be reviewed.",
             code="not_in_review", extra={"status": task.status})
-    comment = _text(comment, pointer="/comment", what="The comment")
+    comment = comment_text(comment, pointer="/comment", what="The comment")
     if check_comments is None:
         check_comments = {}
     if not isinstance(check_comments, dict):
@@ -198,7 +181,7 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
         if check_id not in known:
             raise DomainError(f"v{task_version.number} has no check {str(check_id)[:64]!r}.",
                               details=[{"pointer": pointer, "message": "no such check in this version"}])
-        text = _text(text, pointer=pointer, what=f"The comment on {check_id}")
+        text = comment_text(text, pointer=pointer, what=f"The comment on {check_id}")
         if text:
             cleaned[check_id] = text
     if decision == Review.Decision.REQUEST_CHANGES and not comment and not cleaned:
@@ -259,7 +242,7 @@ def comment_create(*, task: Task, user, body: str, check_id: str = "", parent: C
     """A new thread on the task or on one check of `task_version` (default: the latest), or a
     reply to `parent`'s thread."""
     _may_comment(user, task)
-    body = _text(body, pointer="/body", what="The comment")
+    body = comment_text(body, pointer="/body", what="The comment")
     if not body:
         raise DomainError("The comment is empty.", details=[{"pointer": "/body", "message": "required"}])
     if parent is not None:

@@ -130,3 +130,13 @@ def test_a_judge_label_score_that_is_not_a_number_says_which_field(reviewing, ju
     assert response.status_code == 400
     assert response.context["error"].details == [{"pointer": "/score", "message": "a number between 0 and 1"}]
     assert "'lots'" in response.context["error"].message
+
+
+def test_a_judge_label_comment_counts_a_line_end_as_one_character(reviewing, judged_check, settings):
+    """As a review comment: a browser sends the box's line ends as CRLF and its maxlength counts each as one, so a
+    comment that fit its box is saved, with "\\n" line ends (gymwright.text.comment_text)."""
+    settings.REVIEW_COMMENT_MAX_CHARS = 40
+    response = reviewing.post(f"/grading/check-results/{judged_check.pk}/label/",
+                              {"verdict": "agree", "comment": "x" * 19 + "\r\n" + "y" * 20})
+    assert response.status_code == 200
+    assert JudgeLabel.objects.get().comment == "x" * 19 + "\n" + "y" * 20
