@@ -49,12 +49,7 @@ def versions_approve_on_import(*, versions: list[TaskVersion], admin) -> None:
                      [(version.pk, admin.pk, Review.Decision.APPROVE, "approved on import (--approve-as)")
                       for version in versions])
     by_task = {version.task_id: version for version in versions}
-    # Task.title is the latest version's title (authoring.services writes both together): the approved one's here.
-    now = timezone.now()
-    Task.objects.filter(pk__any=list(by_task)).update(status=Task.Status.APPROVED,
-                                                    approved_version=models.F("latest_version"),
-                                                    approved_title=models.F("title"), approved_at=now, updated_at=now)
-    _approved_tags_record(task_ids=list(by_task))
+    _latest_versions_approve(task_ids=list(by_task))
     content_type = ContentType.objects.get_for_model(Task)
     bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"), [
         # each version holds its task (created with it): no query for the slugs
@@ -63,10 +58,20 @@ def versions_approve_on_import(*, versions: list[TaskVersion], admin) -> None:
         for task_id, version in by_task.items()])
 
 
+def _latest_versions_approve(*, task_ids: list[int]) -> None:
+    """Record each task's latest version as its approved one, with what a lab member is shown of it: its title, tags
+    (Task.approved_title, Task.approved_tags) and the time. The head's `title` and `tags` are the latest version's
+    (authoring.services writes them with each version), so they are copied in the database: three queries however
+    many tasks. Both ways of approving (a review, an admin's import) come here."""
+    now = timezone.now()
+    Task.objects.filter(pk__any=task_ids).update(status=Task.Status.APPROVED, approved_version=models.F("latest_version"),
+                                                 approved_title=models.F("title"), approved_at=now, updated_at=now)
+    _approved_tags_record(task_ids=task_ids)
+
+
 def _approved_tags_record(*, task_ids: list[int]) -> None:
-    """Each task's approved tags (Task.approved_tags, what a lab member sees and filters by) become its tags: the
-    tasks' latest versions were just approved, and Task.tags holds the latest version's (authoring.services writes
-    them with each version). Two queries however many tasks: the rows are copied in the database."""
+    """Each task's approved tags become its tags (Task.tags, the latest version's): two queries, rows copied in the
+    database."""
     approved = Task.approved_tags.through
     approved.objects.filter(task_id__any=task_ids).delete()
     tags, params = (Task.tags.through.objects.filter(task_id__any=task_ids).order_by()
@@ -196,11 +201,7 @@ def review_create(*, task_version: TaskVersion, reviewer, decision: str, comment
     Comment.objects.bulk_create(threads)
     # .update() skips auto_now: every review (a comment too) makes the task's "Updated" time current.
     if decision == Review.Decision.APPROVE:
-        # task_version is the latest (checked above, under the row lock), whose title Task.title holds
-        now = timezone.now()
-        Task.objects.filter(pk=task.pk).update(status=Task.Status.APPROVED, approved_version=task_version,
-                                               approved_title=models.F("title"), approved_at=now, updated_at=now)
-        _approved_tags_record(task_ids=[task.pk])
+        _latest_versions_approve(task_ids=[task.pk])  # task_version is the latest: checked above, under the row lock
         verb, kind = AuditEvent.Verb.APPROVE, InboxItem.Kind.APPROVED
     elif decision == Review.Decision.REQUEST_CHANGES:
         Task.objects.filter(pk=task.pk).update(status=Task.Status.CHANGES_REQUESTED, updated_at=timezone.now())
