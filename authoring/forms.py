@@ -5,9 +5,9 @@ import math
 
 from django import forms
 
-from authoring.models import SLUG_RULE, Environment, Tag, Task, slug_validator
+from authoring.models import SLUG_RULE, Environment, Task, slug_validator
 from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
-from grading.engine.models import BUILTIN_TOOLS, PROMPT_MAX_CHARS
+from grading.engine.models import BUILTIN_TOOLS, PROMPT_MAX_CHARS, TAG_MAX_CHARS
 from gymwright.egress import egress_refusal
 from gymwright.forms import pointer_head
 from gymwright.text import unix_newlines
@@ -188,10 +188,10 @@ class TaskForm(FileRolesMixin, forms.Form):
 
     def clean_tags(self):
         tags = sorted({t.strip().lower() for t in (self.cleaned_data.get("tags") or "").split(",") if t.strip()})
-        limit = Tag._meta.get_field("name").max_length
-        long = [tag for tag in tags if len(tag) > limit]
-        if long:  # the tag table's column: a longer one failed the save with a server error
-            raise forms.ValidationError(f"A tag is at most {limit} characters: {long[0][:limit]}… has {len(long[0])}.")
+        long = [tag for tag in tags if len(tag) > TAG_MAX_CHARS]
+        if long:  # the task format's bound (and the tag table's column), said in the box's words
+            raise forms.ValidationError(f"A tag is at most {TAG_MAX_CHARS} characters: {long[0][:TAG_MAX_CHARS]}… has "
+                                        f"{len(long[0])}.")
         return tags
 
     def content(self, *, current_files: list[dict]) -> dict:

@@ -15,6 +15,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.validators import RegexValidator
 from django.db import models
 
+from grading.engine.models import TAG_MAX_CHARS, TITLE_MAX_CHARS
 from gymwright.fields import BulkJSONField
 
 # Every slug (task, environment, pack), and every message, help text and refusal that speaks of one: the
@@ -61,7 +62,7 @@ class Blob(models.Model):
 
 
 class Tag(models.Model):
-    name = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=TAG_MAX_CHARS, unique=True)  # the task format's bound
 
     class Meta:
         ordering = ["name"]
@@ -125,7 +126,7 @@ class Task(models.Model):
         ARCHIVED = "archived", "Archived"
 
     slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
-    title = models.CharField(max_length=200)
+    title = models.CharField(max_length=TITLE_MAX_CHARS)  # the task format's bound
     # No index of their own: the (environment, -updated_at) and (owner, -updated_at) indexes below
     # lead with them, and every index is written again for each of an import's new rows.
     environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="tasks", db_index=False)
@@ -139,7 +140,7 @@ class Task(models.Model):
     # The approved version's title, set with `approved_version` (review.services): what a member who reads approved
     # work only (lab) is shown and searches, where `title` follows every new draft. The version's own title is in its
     # spec, which lists do not read. `db_default`: an import's raw inserts (authoring.services) leave it out.
-    approved_title = models.CharField(max_length=200, blank=True, default="", db_default="")
+    approved_title = models.CharField(max_length=TITLE_MAX_CHARS, blank=True, default="", db_default="")
     # As `approved_title`, the approved version's tags and when it was approved: `tags` and `updated_at` follow every
     # new draft (and every review), so a lab member's list, tag menu, tag filter, task page and API read these.
     approved_tags = models.ManyToManyField(Tag, blank=True, related_name="approved_tasks")
