@@ -104,6 +104,14 @@ def split_of(task_id: str, test_ratio: float) -> str:
     return "test" if split_bucket(task_id) < test_ratio else "train"
 
 
+def empty_split(counts: dict) -> str | None:
+    """The split ("test" before "train") that holds none of a pack's tasks, or None: where every trainer's and
+    `datasets`' recipe needs both (the pack page's plan, the card, export_pack's note)."""
+    if not counts.get("train") and not counts.get("test"):
+        return None
+    return next((name for name in ("test", "train") if not counts.get(name)), None)
+
+
 def test_ratio_filling_both(task_ids: Iterable[str]) -> float | None:
     """A test ratio, in hundredths, at which these tasks fill both splits: the smallest that puts one in test, or
     when that would empty train, the largest that keeps one there; None where no ratio can (a single task)."""
@@ -485,13 +493,13 @@ def parquet_row(document: dict, *, sha256: str, info: PackInfo, split: str, inde
 
 
 def _empty_split_note(counts: dict) -> str:
-    empty = [name for name in ("test", "train") if not counts[name]]
-    if not empty or not counts["tasks"]:
+    empty = empty_split(counts)
+    if empty is None:
         return ""
-    return (f"\n\n**The {empty[0]} split is empty**: no task's id hashed into it at this ratio. "
+    return (f"\n\n**The {empty} split is empty**: no task's id hashed into it at this ratio. "
             + ("Evaluate on `train` (Inspect: `-T split=train`; verl, which refuses an empty validation set: "
                "`data.val_files=$PWD/data/train.parquet`), or build the pack with another test ratio."
-               if empty[0] == "test" else "Train on `test`, or build the pack with another test ratio."))
+               if empty == "test" else "Train on `test`, or build the pack with another test ratio."))
 
 
 # Hugging Face's licence identifiers (https://huggingface.co/docs/hub/repositories-licenses) that a pack's
@@ -548,26 +556,17 @@ have checks that read the agent's workspace, run in its sandbox or read its traj
 python checks), which `reward.py` (verl, TRL) and `inspect_task.py` cannot score from the response text:
 they are unscored, and the reward covers the other checks. Those tasks have `extra_info.response_only`
 false in the parquet files: keep them out of a text-only training run (`dataset.filter(lambda row:
-row["extra_info"]["response_only"])`), or grade them in their sandbox with the Harbor tasks.
-""")
-
-
-def _verl_filter_note(counts: dict, response_only: int | None) -> str:
-    """The verl recipe's step that keeps the tasks a response alone cannot grade out of the parquet files it
-    reads (verl reads files, not a filtered dataset)."""
-    if response_only is None or response_only == counts["tasks"]:
-        return ""
-    return """
-For a text-only run, write parquet files of the tasks that grade from the response alone first, and give those
-to verl:
+row["extra_info"]["response_only"])`), or grade them in their sandbox with the Harbor tasks. verl reads files,
+not a filtered dataset: for a text-only verl run, write parquet files of the tasks that grade from the response
+alone first, and give those to verl:
 
 ```sh
 python -c "import pandas as pd
 for name in ('train', 'test'):
-    rows = pd.read_parquet(f'data/{name}.parquet')
-    rows[rows.extra_info.map(lambda info: info['response_only'])].to_parquet(f'data/{name}.text.parquet')"
+    rows = pd.read_parquet(f'data/{{name}}.parquet')
+    rows[rows.extra_info.map(lambda info: info['response_only'])].to_parquet(f'data/{{name}}.text.parquet')"
 ```
-"""
+""")
 
 
 def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter,
@@ -641,7 +640,7 @@ verl (0.9; verl's own config keys, `reward.custom_reward_function`, which main_p
 python -m verl.trainer.main_ppo data.train_files=$PWD/data/train.parquet data.val_files=$PWD/data/{val}.parquet \\
   reward.custom_reward_function.path=$PWD/reward.py reward.custom_reward_function.name=compute_score ...
 ```
-{_verl_filter_note(counts, response_only)}
+
 `compute_score` returns numbers only, the same for every response (verl stacks each into an array
 over the batch and logs its mean): `score` (the reward), `passed`, `complete`, `gated` (0 or 1) and
 `unscored` (how many checks could not be scored; `reward.grade_response(task_id, text)` names them).

@@ -213,13 +213,19 @@ class BuildPlan:
     previous: PackVersion | None
     unchanged: bool
     rows: list[tuple[int, str, int]] = field(repr=False, default_factory=list)
-    splits: dict = field(default_factory=dict)  # {"train": n, "test": n}, by the same hash the build uses
+    split_by_slug: dict[str, str] = field(repr=False, default_factory=dict)  # by the hash the build uses
     test_ratio_filling_both: float | None = None  # where a split would be empty: a ratio that fills both, if any
+
+    @property
+    def splits(self) -> dict:
+        """{"train": n, "test": n}"""
+        test = sum(1 for split in self.split_by_slug.values() if split == "test")
+        return {"train": len(self.split_by_slug) - test, "test": test}
 
     @property
     def empty_split(self) -> str | None:
         """The split that would hold no task ("test" for a small pack at a small ratio), or None."""
-        return next((name for name in ("test", "train") if not self.splits.get(name)), None)
+        return archive.empty_split(self.splits)
 
     def as_dict(self) -> dict:
         return {"version": self.version, "tasks": self.tasks, "splits": self.splits,
@@ -254,11 +260,12 @@ def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: st
         raise DomainError(f"{pack.slug} {text} already exists.", details=[{"pointer": "/version", "message": "already used"}])
     unchanged = (previous is not None and not any(changes.values())
                  and (previous.selection or {}).get("test_ratio", 0.1) == selection.test_ratio)
-    test = sum(archive.split_of(slug, selection.test_ratio) == "test" for _, slug, _ in rows)
-    both = None if 0 < test < len(rows) else archive.test_ratio_filling_both(slug for _, slug, _ in rows)
-    return BuildPlan(version=text, semver=proposal, tasks=len(rows), changes=changes, previous=previous,
-                     unchanged=unchanged, rows=rows, splits={"train": len(rows) - test, "test": test},
-                     test_ratio_filling_both=both)
+    split_by_slug = {slug: archive.split_of(slug, selection.test_ratio) for _, slug, _ in rows}
+    plan = BuildPlan(version=text, semver=proposal, tasks=len(rows), changes=changes, previous=previous,
+                     unchanged=unchanged, rows=rows, split_by_slug=split_by_slug)
+    if plan.empty_split:
+        plan.test_ratio_filling_both = archive.test_ratio_filling_both(split_by_slug)
+    return plan
 
 
 class UnchangedBuild(DomainError):
@@ -293,7 +300,7 @@ def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: s
     except IntegrityError:
         raise DomainError(f"{pack.slug} {text} was just started by someone else.", code="conflict", http_status=409)
     bulk_insert_rows(PackEntry, ("pack_version_id", "task_version_id", "task_slug", "split"),
-                     [(pack_version.pk, pk, slug, archive.split_of(slug, selection.test_ratio)) for pk, slug, _ in versions])
+                     [(pack_version.pk, pk, slug, plan.split_by_slug[slug]) for pk, slug, _ in versions])
     audit_record(actor=user, verb=AuditEvent.Verb.BUILD, target=pack,
                  summary=f"{pack.slug} {text}: started a build of {len(versions)} tasks",
                  data={"version": text, "tasks": len(versions)})

@@ -57,7 +57,7 @@ class Command(DatabaseCommand):
         with default_storage.open(pack_version.archive.name, "rb") as source, open(options["out"], "wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
         counts = pack_version.manifest["counts"]
-        empty = next((name for name in ("test", "train") if not counts[name]), None)
+        empty = archive.empty_split(counts)
         if empty:  # as the page's Check says before a build
             both = archive.test_ratio_filling_both(pack_version.entries.values_list("task_slug", flat=True))
             self.stderr.write(f"note: the {empty} split is empty (a trainer's validation set cannot be)"
