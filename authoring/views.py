@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import threading
-from collections import OrderedDict
 from functools import partial
 
 from django.contrib import messages
@@ -27,6 +25,7 @@ from grading.engine.examples import EXAMPLES, example_as_dict
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
 from gymwright.html import escape, slug_url_prefix
+from gymwright.kept import Kept
 from gymwright.pagination import KeysFirstPaginator
 
 PAGE_SIZE = 50
@@ -178,23 +177,16 @@ def _rubric_shown(version) -> tuple[str, str, int]:
     small rubric), its table's rows and its number of checks. A version never changes, so a process keeps those of
     the last few versions it showed, by the version's hash (up to 64 KB of JSON each; a larger one is worked out
     each time)."""
-    with _RUBRICS_LOCK:
-        kept = _RUBRICS_SHOWN.get(version.sha256)
-        if kept is not None:
-            _RUBRICS_SHOWN.move_to_end(version.sha256)
-            return kept
+    kept = _RUBRICS_SHOWN.get(version.sha256)
+    if kept is not None:
+        return kept
     checks = _flat_checks(version.rubric.get("checks"))
     shown = json.dumps(version.rubric, indent=2), _check_rows_html(checks), len(checks)
-    if len(shown[0]) + len(shown[1]) <= 65_536:
-        with _RUBRICS_LOCK:
-            _RUBRICS_SHOWN[version.sha256] = shown
-            while len(_RUBRICS_SHOWN) > 64:
-                _RUBRICS_SHOWN.popitem(last=False)
+    _RUBRICS_SHOWN.put(version.sha256, shown)
     return shown
 
 
-_RUBRICS_SHOWN: OrderedDict[str, tuple[str, str, int]] = OrderedDict()
-_RUBRICS_LOCK = threading.Lock()
+_RUBRICS_SHOWN = Kept(entries=64, max_value=65_536, size=lambda shown: len(shown[0]) + len(shown[1]))
 
 
 def _flat_checks(checks):

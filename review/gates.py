@@ -4,8 +4,6 @@ which starts the previews the gates still miss."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from django.conf import settings
 
 from authoring.models import TaskVersion
@@ -14,6 +12,7 @@ from grading.engine import gates as engine_gates
 from grading.engine import validate_task
 from grading.engine.calibration import rewarded_checks
 from gymwright.errors import DomainError
+from gymwright.kept import Kept
 from gymwright.sql import Prepared, PreparedIn
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
@@ -62,20 +61,19 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
 # PostgreSQL or SQLite): the task page reads the gates on every view, and reading and walking 64 incomplete
 # grades' documents cost half of its CPU.
 GRADE_FACTS_KEPT = 20_000
-_grade_facts_kept: OrderedDict[int, tuple] = OrderedDict()
+_grade_facts_kept = Kept(entries=GRADE_FACTS_KEPT)
 _NO_FACTS = (engine_gates.grade_gap(None), ())  # a rollout whose grade is gone: its reward is open, nothing named
 
 
 def _grade_facts(rollout_ids: list[int]) -> dict[int, tuple]:
-    found = {rollout_id: _grade_facts_kept[rollout_id] for rollout_id in rollout_ids if rollout_id in _grade_facts_kept}
+    found = {rollout_id: facts for rollout_id in rollout_ids
+             if (facts := _grade_facts_kept.get(rollout_id)) is not None}
     missing = [rollout_id for rollout_id in rollout_ids if rollout_id not in found]
     if missing:
         for rollout_id, document in (Rollout.objects.filter(id__in=missing, grade__isnull=False)
                                      .values_list("id", "grade__document")):
-            found[rollout_id] = _grade_facts_kept[rollout_id] = (engine_gates.grade_gap(document),
-                                                                 rewarded_checks(document))
-        while len(_grade_facts_kept) > GRADE_FACTS_KEPT:
-            _grade_facts_kept.popitem(last=False)
+            found[rollout_id] = (engine_gates.grade_gap(document), rewarded_checks(document))
+            _grade_facts_kept.put(rollout_id, found[rollout_id])
     return found
 
 

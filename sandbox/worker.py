@@ -14,7 +14,6 @@ import os
 import socket
 import threading
 import time
-from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +22,7 @@ from django.utils import timezone
 
 from authoring.models import TaskVersion
 from gymwright.errors import DomainError
+from gymwright.kept import Kept
 from gymwright.sql import Prepared, SmallInt
 from sandbox.models import PreviewRun, Rollout
 from sandbox.runtime.rollout import RolloutResult
@@ -339,25 +339,15 @@ def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, b
 
 
 BLOB_CACHE_BYTES = 64 * 1024 * 1024
-_blob_cache: OrderedDict[str, bytes] = OrderedDict()
-_blob_cache_lock = threading.Lock()
+_blob_cache = Kept(max_size=BLOB_CACHE_BYTES, max_value=BLOB_CACHE_BYTES // 4)  # a blob over a quarter: not kept
 
 
 def _blob_cache_get(sha256: str) -> bytes | None:
-    with _blob_cache_lock:
-        data = _blob_cache.get(sha256)
-        if data is not None:
-            _blob_cache.move_to_end(sha256)
-        return data
+    return _blob_cache.get(sha256)
 
 
 def _blob_cache_put(sha256: str, data: bytes) -> None:
-    if len(data) > BLOB_CACHE_BYTES // 4:
-        return
-    with _blob_cache_lock:
-        _blob_cache[sha256] = data
-        while sum(len(kept) for kept in _blob_cache.values()) > BLOB_CACHE_BYTES:
-            _blob_cache.popitem(last=False)
+    _blob_cache.put(sha256, data)
 
 
 def policy_model_config():

@@ -142,8 +142,8 @@ def test_a_worker_reads_a_versions_files_from_storage_once_and_never_an_oversize
     task = make_task(author=author, slug="files-kept", files=[{"path": "numbers.txt", "sha256": small.sha256},
                                                               {"path": "big.txt", "sha256": large.sha256}])
     worker._blob_cache.clear()
-    original = worker.BLOB_CACHE_BYTES
-    worker.BLOB_CACHE_BYTES = 1000  # a quarter of it: 250 bytes, under the large file's 300
+    original = worker._blob_cache.max_size, worker._blob_cache.max_value
+    worker._blob_cache.max_size, worker._blob_cache.max_value = 1000, 250  # a quarter: under the large file's 300
     try:
         files, _ = worker.task_files(task.latest_version)
         assert files == {"numbers.txt": b"6\n7\n", "big.txt": b"x" * 300}
@@ -155,7 +155,7 @@ def test_a_worker_reads_a_versions_files_from_storage_once_and_never_an_oversize
         worker._blob_cache_put("e", b"y" * 240)  # past 1000 bytes: the least recently used go
         assert worker._blob_cache_get("a") is None and worker._blob_cache_get("e") is not None
     finally:
-        worker.BLOB_CACHE_BYTES = original
+        worker._blob_cache.max_size, worker._blob_cache.max_value = original
         worker._blob_cache.clear()
 
 
