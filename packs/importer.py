@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import shutil
 import tarfile
 import tempfile
@@ -405,7 +404,8 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
     else:
         try:
             if path.suffix.lower() == ".csv":
-                delimiter, _ = _csv_header(path)
+                delimiter, header = _csv_header(path)
+                _csv_header_check(path, header)
                 frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8", sep=delimiter,
                                     nrows=settings.IMPORT_MAX_ROWS + 1)
             else:
@@ -436,9 +436,24 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
 CSV_DELIMITERS = (",", ";", "\t", "|")
 CSV_DELIMITER_NAMES = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "vertical bars"}
 CSV_HEADER_MAX_BYTES = 64 * 1024  # of the file's start, where the header row is looked for
+# A table's columns: a prompt, an answer, a rubric or criteria, an id, a title, tags, an environment and a few
+# more. pandas renames repeated column names in quadratic time (a header of 200,000 equal names ran for minutes).
+TABLE_MAX_COLUMNS = 200
 
 
-def _csv_header(path: Path) -> tuple[str, list[str]]:
+def _csv_header_check(path: Path, header: list[str] | None) -> None:
+    """Refuse a CSV whose header row pandas should not be handed: one that does not end within
+    CSV_HEADER_MAX_BYTES, or has more than TABLE_MAX_COLUMNS columns."""
+    if header is None:
+        raise ImportFailed(f"{path.name}: its header row is longer than {CSV_HEADER_MAX_BYTES // 1024} KB; nothing "
+                           "was imported.", details=[{"pointer": "", "message": "header row too long"}])
+    if len(header) > TABLE_MAX_COLUMNS:
+        raise ImportFailed(f"{path.name} has {len(header)} columns, more than a table of tasks has "
+                           f"({TABLE_MAX_COLUMNS} at most); nothing was imported.",
+                           details=[{"pointer": "", "message": f"at most {TABLE_MAX_COLUMNS} columns"}])
+
+
+def _csv_header(path: Path) -> tuple[str, list[str] | None]:
     """(delimiter, the header row's columns, stripped and lower case) of a CSV: the first of CSV_DELIMITERS with
     which the header names a prompt column. Excel writes semicolons where a comma is the decimal separator, and
     pandas read such a file as one column ("has no prompt column", with no hint). Failing that, the delimiter
@@ -448,7 +463,10 @@ def _csv_header(path: Path) -> tuple[str, list[str]]:
     import io
 
     with path.open("rb") as handle:
-        text = handle.read(CSV_HEADER_MAX_BYTES).decode("utf-8-sig", errors="replace")  # Excel's byte order mark
+        raw = handle.read(CSV_HEADER_MAX_BYTES)
+    if len(raw) == CSV_HEADER_MAX_BYTES and b"\n" not in raw and b"\r" not in raw:
+        return ",", None  # the header row does not end within the sample (_csv_header_check refuses it)
+    text = raw.decode("utf-8-sig", errors="replace")  # Excel's byte order mark
     headers = []
     for delimiter in CSV_DELIMITERS:
         try:
@@ -469,6 +487,7 @@ def _no_prompt_column(path: Path, columns) -> str:
     shown = 20
     if path.suffix.lower() == ".csv":
         delimiter, names = _csv_header(path)
+        names = names or []
         split = f" (split at {CSV_DELIMITER_NAMES[delimiter]})"
     else:
         names, split = sorted(columns), ""

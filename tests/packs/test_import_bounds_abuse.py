@@ -9,6 +9,7 @@ import json
 import pytest
 
 from grading.engine.models import MAX_TAGS, PROMPT_MAX_CHARS, TAG_MAX_CHARS, TITLE_MAX_CHARS
+from authoring.models import Task
 from packs import importer
 
 pytestmark = pytest.mark.django_db
@@ -28,3 +29,23 @@ def test_words_past_the_formats_bounds_are_refused_row_by_row(author, tmp_path):
     pointers = sorted((where, line.pointer) for where, line in refused.items())
     assert pointers == [("line 1", "/tags/0"), ("line 2", "/title"), ("line 3", "/prompt"), ("line 4", "/tags")], \
         [line.text() for line in report.lines]
+
+
+def test_a_csv_header_line_of_megabytes_is_read_in_a_bounded_sample(author, tmp_path):
+    """The delimiter is found from the first CSV_HEADER_MAX_BYTES of the file with the csv module's reader (linear;
+    csv.Sniffer is quadratic on such a line), and a header row that does not end there is refused before pandas
+    reads it: pandas renames repeated column names in quadratic time, and this header's 600,000 equal names ran
+    for over five minutes. A header that ends in time but has thousands of columns is refused too."""
+    from packs.importer import CSV_HEADER_MAX_BYTES, TABLE_MAX_COLUMNS
+
+    path = tmp_path / "hostile.csv"
+    path.write_bytes((b',"a;b\t|' * (3 * CSV_HEADER_MAX_BYTES)) + b"\nx\n")
+    with pytest.raises(importer.ImportFailed) as refused:
+        importer.tasks_import(path=path, user=author)
+    assert "header row is longer than 64 KB" in refused.value.message and len(refused.value.message) < 2_000
+    many = TABLE_MAX_COLUMNS * 20
+    path.write_bytes(b"prompt," + b"a," * many + b"a\nhi," + b"x," * many + b"x\n")
+    with pytest.raises(importer.ImportFailed) as refused:
+        importer.tasks_import(path=path, user=author)
+    assert f"has {many + 2} columns" in refused.value.message
+    assert not Task.objects.exists()
