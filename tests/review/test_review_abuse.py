@@ -29,3 +29,19 @@ def test_oversized_comments_and_overlong_check_ids_are_refused(submitted, review
     response = api_client(reviewer).post(base, {"body": "ok", "check_id": "x" * 65}, format="json")
     assert response.status_code == 400 and response.json()["error"]["details"][0]["pointer"] == "/check_id"
     assert not Comment.objects.exists()
+
+
+def test_a_refused_post_too_large_to_keep_is_not_copied_into_the_session(client, submitted, reviewer):
+    """The review page keeps a refused post's boxes in the session for the next view (review.drafts); a post no
+    browser's maxlength lets through (past KEEP_MAX_CHARS in all) is refused and not kept: no megabytes copied
+    into a session row per request."""
+    from review.drafts import KEEP_MAX_CHARS, SESSION_KEY
+
+    client.force_login(reviewer)
+    page_url = f"/review/tasks/{submitted.slug}/"
+    response = client.post(f"/tasks/{submitted.slug}/review/", {
+        "decision": "request_changes", "version": 1, "comment": "x" * (KEEP_MAX_CHARS // 2), "next": page_url,
+        "check_comment__says_42": "y" * (KEEP_MAX_CHARS // 2 + 1)})
+    assert response.status_code == 302
+    assert SESSION_KEY not in client.session
+    assert not Review.objects.exists() and not Comment.objects.exists()
