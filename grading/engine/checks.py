@@ -41,6 +41,17 @@ class Unscored(Exception):
     """The check cannot be decided; the message is the reason shown to the author."""
 
 
+class Failed(Exception):
+    """The graded work broke the check (a timeout, a kill, a flood, an odd or oversized file, a parse error):
+    the check fails with this reason. Fail closed: a positive check scores 0 and a penalty is charged, so no
+    answer earns more by breaking a check than by doing the task (RUBRIC.md, "Scoring")."""
+
+
+def failed_outcome(check, reason: str) -> "Outcome":
+    """The outcome of a check the graded work broke: goodness 0 (a penalty is charged)."""
+    return Outcome(0.0 if check.points > 0 else 1.0, reason)
+
+
 class Missing(Exception):
     """What the check reads does not exist (a file the agent did not write): the check scores 0."""
 
@@ -394,6 +405,8 @@ def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
         data = ctx.read_bytes(check.path)
     except Missing as exc:
         return _binary(False, str(exc))
+    except Failed as exc:
+        return failed_outcome(check, str(exc))
     if check.sha256 is not None:
         import hashlib
 
