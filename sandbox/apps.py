@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class SandboxConfig(AppConfig):
     name = "sandbox"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from gymwright import jobs
+        from sandbox.services import rollouts_resend
+
+        # The broker check sends again the jobs of rollouts that wait for the broker or that it lost.
+        jobs.resender_register("rollouts", rollouts_resend)
