@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from typing import Annotated, Any, Literal, NamedTuple, Union
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Union
 
 from .fastregex import Searcher, compile_pattern, validate_pattern
 
@@ -251,12 +251,17 @@ class CheckBase(Strict):
         description="A gate: if this check scores below 1 the reward is 0 (gated). Not allowed on penalties.",
     )
     target: Target = "answer"
+    #: The check's work on any text is bounded without a CPU timer (which works only on the main thread):
+    #: linear string work, patterns under their own timeout, parses with size and depth limits. Reading
+    #: an in-memory target (the answer, the trajectory), it runs with no timer at all (limits.cpu_budget).
+    bounded_by_design: ClassVar[bool] = False
 
 
 class StringMatchCheck(CheckBase):
     """Met when `mode` holds between the target text and `expected`."""
 
     kind: Literal["string_match"]
+    bounded_by_design: ClassVar[bool] = True
     expected: str
     mode: Literal["equals", "contains", "not_contains", "starts_with", "ends_with"] = "contains"
     case_sensitive: StrictBool = False
@@ -277,6 +282,7 @@ class RegexCheck(CheckBase):
     """Met when `pattern` matches at least `min_count` times (or, with must_match false, never)."""
 
     kind: Literal["regex"]
+    bounded_by_design: ClassVar[bool] = True
     pattern: Regex
     flags: str = Field(default="", pattern=REGEX_FLAGS_PATTERN, description="Letters from 'aimsx' (Python re flags).")
     must_match: StrictBool = True
@@ -303,6 +309,7 @@ class NumberCheck(CheckBase):
     """
 
     kind: Literal["number"]
+    bounded_by_design: ClassVar[bool] = True
     expected: Number
     tolerance: NonNegative = 0
     rel_tolerance: NonNegative = 0
@@ -322,6 +329,7 @@ class JsonFieldCheck(CheckBase):
     """Met when the target parses as JSON and the value at `pointer` satisfies `op` against `expected`."""
 
     kind: Literal["json_field"]
+    bounded_by_design: ClassVar[bool] = True
     pointer: Annotated[str, AfterValidator(_json_pointer)]
     op: Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "exists"] = "eq"
     expected: JsonValue = None
@@ -411,6 +419,7 @@ class TextSimilarityCheck(CheckBase):
     """
 
     kind: Literal["text_similarity"]
+    bounded_by_design: ClassVar[bool] = True
     metric: Literal["fuzzy", "rouge_l", "bleu"] = "fuzzy"
     reference: str
     threshold: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
