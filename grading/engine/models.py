@@ -20,6 +20,7 @@ import re
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Union
 
 from .fastregex import Searcher, compile_pattern, validate_pattern
+from .text import normalise_pattern, normalise_unicode
 
 from pydantic import (
     AfterValidator,
@@ -257,7 +258,35 @@ class CheckBase(Strict):
     bounded_by_design: ClassVar[bool] = False
 
 
-class StringMatchCheck(CheckBase):
+class UnicodeNormalised(Strict):
+    """A check that compares text: both the text it reads and its own values are normalised first."""
+
+    normalize_unicode: StrictBool = Field(
+        default=True,
+        description="Remove invisible format characters (zero-width space, soft hyphen, bidi controls, ...) and "
+        "apply NFKC (fullwidth and other compatibility forms become plain letters) to the text read and to this "
+        "check's expected values and pattern before comparing (docs/formats.md, 'Text normalisation').",
+    )
+
+    _unicode_values: dict = PrivateAttr(default_factory=dict)
+
+    def unicode_form(self, value: str) -> str:
+        """`value` normalised as the text it is compared with is."""
+        return normalise_unicode(value) if self.normalize_unicode else value
+
+    def unicode_value(self, name: str) -> str:
+        """This check's string field `name`, normalised as the text it is compared with is (computed once)."""
+        value = self._unicode_values.get(name)
+        if value is None:
+            value = self._unicode_values[name] = self.unicode_form(getattr(self, name))
+        return value
+
+    def pattern_form(self, value: str) -> str:
+        """A pattern of this check made to match the text as it is compared."""
+        return normalise_pattern(value) if self.normalize_unicode else value
+
+
+class StringMatchCheck(CheckBase, UnicodeNormalised):
     """Met when `mode` holds between the target text and `expected`."""
 
     kind: Literal["string_match"]
@@ -271,14 +300,15 @@ class StringMatchCheck(CheckBase):
     _expected: str | None = PrivateAttr(default=None)
 
     def expected_normalised(self) -> str:
-        """`expected` case-folded and/or whitespace-collapsed as the options say (computed once)."""
+        """`expected` normalised, case-folded and/or whitespace-collapsed as the options say (computed once)."""
         if self._expected is None:
-            value = self.expected if self.case_sensitive else self.expected.casefold()
+            value = self.unicode_form(self.expected)
+            value = value if self.case_sensitive else value.casefold()
             self._expected = " ".join(value.split()) if self.normalize_whitespace else value
         return self._expected
 
 
-class RegexCheck(CheckBase):
+class RegexCheck(CheckBase, UnicodeNormalised):
     """Met when `pattern` matches at least `min_count` times (or, with must_match false, never)."""
 
     kind: Literal["regex"]
@@ -292,14 +322,14 @@ class RegexCheck(CheckBase):
     def compiled(self) -> Searcher:
         """The pattern, compiled once at parse time (with its literal prefilter)."""
         if self._compiled is None:
-            self._compiled = compile_pattern(self.pattern, self.flags)
+            self._compiled = compile_pattern(self.pattern_form(self.pattern), self.flags)
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
         self.compiled()
 
 
-class NumberCheck(CheckBase):
+class NumberCheck(CheckBase, UnicodeNormalised):
     """Met when a number read from the target is within tolerance of `expected`.
 
     The number is the first capture group of the first `extract` match, or else
@@ -318,7 +348,7 @@ class NumberCheck(CheckBase):
 
     def compiled_extract(self) -> Searcher | None:
         if self.extract is not None and self._compiled is None:
-            self._compiled = compile_pattern(self.extract)
+            self._compiled = compile_pattern(self.pattern_form(self.extract))
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
@@ -364,7 +394,7 @@ _PYTHON_ONE_OF = {
 }
 
 
-class FileContentCheck(CheckBase):
+class FileContentCheck(CheckBase, UnicodeNormalised):
     """Met when the workspace file at `path` contains / matches / equals / has the sha256 given (exactly one)."""
 
     # Exactly one condition, for Ajv (a null one counts as absent, as in the engine).
@@ -380,14 +410,14 @@ class FileContentCheck(CheckBase):
 
     def compiled(self) -> Searcher | None:
         if self.regex is not None and self._compiled is None:
-            self._compiled = compile_pattern(self.regex)
+            self._compiled = compile_pattern(self.pattern_form(self.regex))
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
         self.compiled()
 
 
-class TableCellCheck(CheckBase):
+class TableCellCheck(CheckBase, UnicodeNormalised):
     """Met when a CSV/XLSX cell equals `expected` (numbers within `tolerance`).
 
     The first row is the header: `column` is a header label or a 0-based column
@@ -409,7 +439,7 @@ class TableCellCheck(CheckBase):
     tolerance: NonNegative = 0
 
 
-class TextSimilarityCheck(CheckBase):
+class TextSimilarityCheck(CheckBase, UnicodeNormalised):
     """Met when similarity(target, reference) ≥ threshold.
 
     Metrics (all in [0, 1], on lower-cased text): `fuzzy` = rapidfuzz ratio of
