@@ -40,6 +40,7 @@ from .models import (
     Task,
     flat_checks,
 )
+from .text import normalise_unicode
 
 
 @dataclass(frozen=True)
@@ -232,21 +233,31 @@ _NO_TARGET = {
 
 def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> None:
     """Checks whose outcome is fixed whatever the answer: refused at the field."""
+    # Texts are compared normalised (text.normalise_unicode): a value of only invisible characters is empty.
+    normalised = check.get("normalize_unicode", True) is not False
+
+    def blank(value: Any) -> bool:
+        return value == "" or (normalised and isinstance(value, str) and normalise_unicode(value) == "")
+
+    invisible = " (it has only invisible characters, which are removed before comparing)"
     if kind == "string_match" and isinstance(check.get("expected"), str):
         expected = check["expected"]
-        empty = expected == "" or (check.get("normalize_whitespace", True) is not False and not expected.strip())
+        empty = blank(expected) or (check.get("normalize_whitespace", True) is not False
+                                    and not (normalise_unicode(expected) if normalised else expected).strip())
         if empty:
             issues.append(Issue(make_pointer(pointer + ["expected"]),
-                                "'expected' is empty, so the check has the same result for every answer; "
-                                "give the text to look for"))
-    elif kind == "regex" and check.get("pattern") == "":
+                                "'expected' is empty" + (invisible if expected.strip() else "") +
+                                ", so the check has the same result for every answer; give the text to look for"))
+    elif kind == "regex" and blank(check.get("pattern")):
         issues.append(Issue(make_pointer(pointer + ["pattern"]),
-                            "the pattern is empty, so it matches every answer; give a pattern"))
+                            "the pattern is empty" + (invisible if check.get("pattern") else "") +
+                            ", so it matches every answer; give a pattern"))
     elif kind == "file_content":
         for key in ("contains", "regex"):
-            if check.get(key) == "":
+            if blank(check.get(key)):
                 issues.append(Issue(make_pointer(pointer + [key]),
-                                    f"'{key}' is empty, so every existing file passes; give the text or pattern "
+                                    f"'{key}' is empty" + (invisible if check.get(key) else "") +
+                                    ", so every existing file passes; give the text or pattern "
                                     "(file_exists checks that the file is there)"))
 
 
