@@ -23,7 +23,7 @@ from typing import Any
 
 from .checks import GradingContext, Missing, Unscored, evaluate
 from .judge import JudgeClient, JudgeRequest, JudgeResult
-from .limits import BudgetExceeded, GradeLimits, cpu_budget
+from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget, storable_text
 from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric
 from .sandbox import CheckSandbox
 from .validation import parse_rubric
@@ -93,6 +93,7 @@ class _Grader:
         started = time.perf_counter()
         children = None
         votes = None
+        tests = None
         duration_ms = None
         try:
             if isinstance(check, GroupCheck):
@@ -117,14 +118,17 @@ class _Grader:
                 score, explanation = verdict.score, verdict.explanation
             else:
                 budget = self.ctx.limits.check_cpu_s
+                # A check bounded by design, on text already in memory, needs no CPU timer (which only works
+                # on the main thread, and costs two system calls a check): its patterns keep their timeout.
+                in_memory = check.bounded_by_design and check.target in ("answer", "trajectory")
                 try:
-                    with cpu_budget(budget):
+                    with (pattern_budget if in_memory else cpu_budget)(budget):
                         outcome = evaluate(check, self.ctx)
                 except BudgetExceeded as exc:
                     why = f" ({exc})" if str(exc) else ""
                     raise Unscored(f"the check used up its {budget:g} s CPU-time budget (GYMWRIGHT_CHECK_CPU_S){why}; "
                                    "it was stopped and left out of the score") from None
-                score, explanation = outcome.score, outcome.explanation
+                score, explanation, tests = outcome.score, outcome.explanation, outcome.tests
             status = "scored"
         except Unscored as exc:
             status, score, explanation = "unscored", None, str(exc)
@@ -148,6 +152,7 @@ class _Grader:
             votes=votes,
             duration_ms=duration_ms,
             checks=children,
+            tests=tests,
         )
 
 
@@ -216,8 +221,8 @@ def grade(
     if not isinstance(rubric, Rubric):
         rubric = parse_rubric(rubric)
     ctx = GradingContext(
-        answer=answer,
-        trajectory=trajectory,
+        answer=storable_text(answer),
+        trajectory=None if trajectory is None else storable_text(trajectory),
         workspace=Path(workspace) if workspace is not None else None,
         sandbox=sandbox,
         checks_module=checks_module,

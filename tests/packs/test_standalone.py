@@ -100,7 +100,8 @@ def test_verl_compute_score_without_a_judge_matches_the_engine_and_says_what_is_
     results = run_reward(pack_dir, calls)
     for answer, result in zip(ANSWERS, results):
         expected = engine_reward(TEXT_TASK, answer)
-        assert result == {"score": expected["reward"], "passed": int(expected["passed"]), "complete": 0,
+        assert result == {"score": expected["reward"], "score_upper": expected.get("reward_upper") or expected["reward"],
+                          "passed": int(expected["passed"]), "complete": 0,
                           "gated": int(expected["gated"]), "unscored": 1}  # the judge check, "explains"
     assert results[0]["score"] == 1.0 and results[3]["score"] == 0.0
 
