@@ -62,6 +62,7 @@ class Outcome:
     score: float
     explanation: str
     votes: list | None = None
+    tests: list | None = None  # a `tests` check's per-test results (TestResult dicts)
 
 
 @dataclass
@@ -672,6 +673,10 @@ def evaluate(check, ctx: GradingContext) -> Outcome:
         from .pyrunner import python_check
 
         handler = python_check
+    elif check.kind == "tests":
+        from .testsuite import tests_check
+
+        handler = tests_check
     else:
         handler = _HANDLERS.get(check.kind)
         if handler is None:
@@ -696,7 +701,7 @@ _HANDLERS = {
 
 
 #: Kinds that read the agent's workspace or run in its sandbox.
-EPISODE_KINDS = frozenset({"file_exists", "file_content", "table_cell", "command", "python"})
+EPISODE_KINDS = frozenset({"file_exists", "file_content", "table_cell", "command", "python", "tests"})
 
 
 def episode_checks(rubric: Any) -> list[str]:

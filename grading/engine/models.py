@@ -485,6 +485,58 @@ class PythonCheck(CheckBase):
     timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 60
 
 
+TESTS_MAX_FILES = 50
+TESTS_MAX_SELECT = 10_000
+TEST_ID_PATTERN = r"^[^\x00-\x1f\x7f]{1,500}$"
+
+
+def _test_file(value: str) -> str:
+    if not value.endswith(".py"):
+        raise ValueError(f"test file {value!r} is not a Python file; expected a path ending in '.py'")
+    stem = posixpath.basename(value)[:-3]
+    if not stem.isidentifier():
+        raise ValueError(f"test file {value!r}: {stem!r} is not a Python module name")
+    return value
+
+
+def _unique_modules(value: list[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for path in value:
+        stem = posixpath.basename(path)[:-3]
+        if stem in seen and seen[stem] != path:
+            raise ValueError(f"test files {seen[stem]!r} and {path!r} have the same module name {stem!r}; "
+                             "rename one")
+        seen[stem] = path
+    if len(set(value)) != len(value):
+        raise ValueError("a test file is listed twice")
+    return value
+
+
+class TestsCheck(CheckBase):
+    """Runs a test suite the grader owns with Gymwright's own runner (never the agent's) in the sandbox.
+
+    `files` are task files with role `protected` or `grader` (test modules, loaded by path);
+    `runner` says how tests are found: `unittest` (TestCase subclasses' test* methods) or
+    `pytest` (also test_* functions and Test* classes with plain `assert`; pytest itself is not
+    needed). Test ids are `<file>::<Class>::<method>` or `<file>::<function>`, fixed from the
+    files' source before any code runs; `select` (ids, or `<file>::<Class>` for a whole class)
+    narrows them. `credit`: `all` scores 1 only if every selected test passed, `per_test` scores
+    the fraction that passed. A test missing from the runner's report, a run that ends without
+    the report, times out or tampers with the runner fails.
+    """
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    kind: Literal["tests"]
+    files: Annotated[list[Annotated[RelPath, AfterValidator(_test_file)]],
+                     Field(min_length=1, max_length=TESTS_MAX_FILES), AfterValidator(_unique_modules)]
+    runner: Literal["unittest", "pytest"] = "unittest"
+    select: Annotated[list[Annotated[str, Field(pattern=TEST_ID_PATTERN)]],
+                      Field(max_length=TESTS_MAX_SELECT)] | None = None
+    credit: Literal["all", "per_test"] = "all"
+    timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 120
+
+
 class JudgeScale(Strict):
     min: Number = 0
     max: Number = 10
@@ -538,6 +590,7 @@ Check = Annotated[
         TextSimilarityCheck,
         CommandCheck,
         PythonCheck,
+        TestsCheck,
         LlmJudgeCheck,
         GroupCheck,
     ],
@@ -555,6 +608,7 @@ CHECK_MODELS: dict[str, type[CheckBase]] = {
     "text_similarity": TextSimilarityCheck,
     "command": CommandCheck,
     "python": PythonCheck,
+    "tests": TestsCheck,
     "llm_judge": LlmJudgeCheck,
     "group": GroupCheck,
 }
@@ -742,6 +796,16 @@ class Task(Strict):
 # ---------------------------------------------------------------- grade
 
 
+class TestResult(Strict):
+    """One test of a `tests` check: its id, whether it passed, and why not (bounded)."""
+
+    __test__ = False
+
+    id: str
+    outcome: Literal["passed", "failed", "error", "skipped", "missing"]
+    message: str = ""
+
+
 class CheckGrade(Strict):
     """The result of one check. `awarded` is points × score for scored top-level checks,
     null for unscored checks and for children of a group (they count through the group)."""
@@ -757,6 +821,8 @@ class CheckGrade(Strict):
     votes: list[Union[StrictBool, StrictInt, StrictFloat]] | None = None
     duration_ms: int = 0
     checks: list["CheckGrade"] | None = None
+    # A `tests` check's per-test results, in the order run (bounded: TestResult).
+    tests: list["TestResult"] | None = None
 
 
 class ProtectedFileState(Strict):

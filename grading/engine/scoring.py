@@ -93,6 +93,7 @@ class _Grader:
         started = time.perf_counter()
         children = None
         votes = None
+        tests = None
         duration_ms = None
         try:
             if isinstance(check, GroupCheck):
@@ -127,7 +128,7 @@ class _Grader:
                     why = f" ({exc})" if str(exc) else ""
                     raise Unscored(f"the check used up its {budget:g} s CPU-time budget (GYMWRIGHT_CHECK_CPU_S){why}; "
                                    "it was stopped and left out of the score") from None
-                score, explanation = outcome.score, outcome.explanation
+                score, explanation, tests = outcome.score, outcome.explanation, outcome.tests
             status = "scored"
         except Unscored as exc:
             status, score, explanation = "unscored", None, str(exc)
@@ -151,6 +152,7 @@ class _Grader:
             votes=votes,
             duration_ms=duration_ms,
             checks=children,
+            tests=tests,
         )
 
 

@@ -38,6 +38,7 @@ from .models import (
     REGEX_FLAGS_PATTERN,
     Rubric,
     Task,
+    flat_checks,
 )
 from .text import normalise_unicode
 
@@ -392,7 +393,38 @@ def _task_semantic_issues(document: Any) -> list[Issue]:
                         )
                     names.add(tool["name"])
     issues.extend(rubric_semantic_issues(document.get("rubric"), ["rubric"]))
+    issues.extend(_tests_file_issues(document))
     issues.extend(_example_issues(document.get("examples"), document.get("rubric")))
+    return issues
+
+
+def _tests_file_issues(document: dict) -> list[Issue]:
+    """A `tests` check runs only files the grader owns: task files with role protected or grader."""
+    issues: list[Issue] = []
+    rubric = document.get("rubric")
+    if not isinstance(rubric, dict):
+        return issues
+    roles = {}
+    for entry in document.get("files") if isinstance(document.get("files"), list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            roles[entry["path"]] = entry.get("role") or "workspace"
+    for row in flat_checks(rubric.get("checks"), pointer="/rubric/checks"):
+        check = row.check
+        if not isinstance(check, dict) or check.get("kind") != "tests" or not isinstance(check.get("files"), list):
+            continue
+        for index, path in enumerate(check["files"]):
+            if not isinstance(path, str):
+                continue
+            role = roles.get(path)
+            if role is None:
+                message = (f"{path!r} is not one of the task's files; a tests check runs test files the task "
+                           "provides, with role protected or grader")
+            elif role not in ("protected", "grader"):
+                message = (f"{path!r} has role {role}, which the agent can edit, skip or delete; give it role "
+                           "protected (the agent sees it, it is put back before the checks) or grader (hidden)")
+            else:
+                continue
+            issues.append(Issue(f"{row.pointer}/files/{index}", message))
     return issues
 
 

@@ -26,13 +26,14 @@ export const KIND_FIELDS = {
   text_similarity: ["metric", "reference", "threshold", "normalize_unicode"],
   command: ["run", "expect_exit", "timeout_s"],
   python: ["code", "function", "args", "timeout_s"],
+  tests: ["files", "runner", "select", "credit", "timeout_s"],
   llm_judge: ["criterion", "reference", "scale", "samples", "model"],
   group: ["aggregate"]
 };
 export const KIND_LABELS = {
   string_match: "String match", regex: "Regex", number: "Number", json_field: "JSON field",
   file_exists: "File exists", file_content: "File content", table_cell: "Table cell",
-  text_similarity: "Text similarity", command: "Command", python: "Python", llm_judge: "LLM judge",
+  text_similarity: "Text similarity", command: "Command", python: "Python", tests: "Tests", llm_judge: "LLM judge",
   group: "Group"
 };
 export const LABELS = {
@@ -47,6 +48,8 @@ export const LABELS = {
   expect_exit: "Expected exit code", timeout_s: "Timeout (s)", code: "Code (defines check(ctx))",
   "function": "Function (module:callable)", args: "Args (JSON object)", criterion: "Criterion",
   scale: "Scale", samples: "Samples", model: "Judge model", aggregate: "Aggregate",
+  files: "Test files (JSON list; role protected or grader)", runner: "Runner",
+  select: "Select test ids (JSON list; all when empty)", credit: "Credit",
   pass_threshold: "Pass threshold", temperature: "Judge temperature", probes: "Probes (JSON)"
 };
 export const PLACEHOLDERS = {
@@ -67,7 +70,8 @@ export const CHOICES = {
 };
 export const STARTERS = {
   file_content: { contains: "" },
-  python: { code: "def check(ctx):\n    return True\n" }
+  python: { code: "def check(ctx):\n    return True\n" },
+  tests: { files: [] }
 };
 export const TARGET_SUGGESTIONS = ["answer", "trajectory", "file:", "stdout:"];
 export const PATTERN_WORDS = {
