@@ -13,20 +13,29 @@ as a verdict.
 from __future__ import annotations
 
 import ast
+import functools
 import json
+import pkgutil
 import posixpath
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 from .checks import GradingContext, Outcome, Unscored, failed_outcome
 from .models import TestResult, TestsCheck
 
-RUNNER_SOURCE = (Path(__file__).with_name("testrunner.py")).read_text(encoding="utf-8")
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 MAX_SHOWN_TESTS = 1000
 MAX_MESSAGE_CHARS = 500
 TEST_FILE_MAX_BYTES = 2 * 1024 * 1024
+
+@functools.cache
+def runner_source() -> bytes:
+    """testrunner.py's bytes, read as package data (the engine may be imported from a zip: a pack's grader)."""
+    data = pkgutil.get_data(__package__ or "grading.engine", "testrunner.py")
+    if data is None:
+        raise Unscored("the grader cannot read its test runner (testrunner.py)")
+    return data
+
 
 # From `/`, isolated, no site, no bytecode written or read from the workspace; the runner's folder is $1.
 _START = ('cd / || exit 126; if command -v python3 >/dev/null 2>&1; then py=python3; else py=python; fi; '
@@ -167,7 +176,7 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
     runner_dir = f"/tmp/.gw-runner-{secrets.token_hex(12)}"
     nonce = "GYMWRIGHT-TESTS-" + secrets.token_hex(16)
     try:
-        sandbox.write_file(f"{runner_dir}/runner.py", RUNNER_SOURCE.encode("utf-8"))
+        sandbox.write_file(f"{runner_dir}/runner.py", runner_source())
         for path, data in sources.items():
             sandbox.write_file(f"{runner_dir}/tests/{path}", data)
     except Exception as exc:  # noqa: BLE001 - the backend's failure, not the agent's
@@ -248,4 +257,4 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
     return Outcome(score, summary, tests=shown)
 
 
-__all__ = ["collect", "parse_report", "selected", "tests_check", "RUNNER_SOURCE"]
+__all__ = ["collect", "parse_report", "runner_source", "selected", "tests_check"]
