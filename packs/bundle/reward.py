@@ -17,9 +17,10 @@ data/*.parquet holds only tasks that a response alone grades. A task whose check
 workspace, its sandbox or its trajectory (files, commands, python checks) is a Harbor task only
 (tasks/<id>/, graded whole by tests/test.sh): graded here, those checks would be unscored.
 
-Safe in a training loop: any response string gets a score (NULs and lone surrogates are read as U+FFFD),
-and every check is bounded on any thread (verl calls reward functions from a thread pool, where no CPU
-timer can fire): patterns run under their own timeout, parses under size and depth limits.
+Safe in a training loop: any response string gets a score (NULs and lone surrogates are read as their
+\\uXXXX escapes), and every check is bounded on any thread (verl calls reward functions from a thread
+pool, where no CPU timer can fire): patterns run under their own timeout, parses under size and depth
+limits.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def grade_response(task_id: str, response: str) -> dict:
     """The full gymwright.grade/v1 document for one response to one pack task.
 
     Any response text gets a grade, never an exception: the grader reads lone surrogates and NULs as
-    U+FFFD, and every check is bounded on any thread (a trainer's thread pool included) without a
+    their \\uXXXX escapes, and every check is bounded on any thread (a trainer's thread pool included) without a
     CPU timer: patterns have their own timeout, parses their size and depth limits."""
     task = _task(task_id)
     if not isinstance(response, str):
