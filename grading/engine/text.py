@@ -15,7 +15,7 @@ while a human reader (and a judge) still does. So `string_match`, `regex`, `numb
    combining sequences are composed ("e" + U+0301 → "é").
 
 Before that, the characters after a right-to-left override (U+202E, up to its pop U+202C or the end
-of the line) are reversed, into the order a reader sees them: "\u202ellik" shows as "kill" (other bidi
+of the line) are reversed, into the order a reader sees them: "\\u202ellik" shows as "kill" (other bidi
 controls only move whole runs and are removed).
 
 Removing first lets NFKC compose what an invisible character had split ("e", U+200D, U+0301 → "é"),
