@@ -293,7 +293,7 @@ def _toml_list(values: Iterable[str]) -> str:
 # What the bundled grader reads to reach a judge (grading.engine.JudgeConfig.from_env). A task with judge
 # checks names them in [verifier.env] as Harbor templates, resolved from the host's environment when the
 # verifier runs (empty when unset: then the judge checks are unscored); a value is never written.
-JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL")
+JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL", "GYMWRIGHT_JUDGE_MAX_CHARS")
 
 
 def harbor_task_toml(document: dict, *, info: PackInfo, difficulty: str, sha256: str) -> str:
