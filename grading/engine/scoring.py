@@ -23,9 +23,10 @@ from typing import Any
 
 from .checks import GradingContext, Missing, Unscored, evaluate, failed_outcome
 from .judge import JudgeClient, JudgeRequest, JudgeResult
-from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget, storable_text
+from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget
 from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric
 from .sandbox import CheckSandbox
+from .text import storable_text
 from .validation import parse_rubric
 
 

@@ -32,14 +32,17 @@ object with each test's outcome. A test the report does not name failed; a run w
 (os._exit, a kill, a timeout) failed; a run whose report says "tampered" failed as a whole.
 """
 
+import _thread
 import ast
 import builtins
+import gc
+import importlib
 import importlib.machinery
 import io
 import json
-import math
 import os
 import sys
+import time
 import types
 import unittest
 import unittest.case
@@ -52,9 +55,15 @@ _EXACT = frozenset((str, bytes, bytearray, bool, int, float, complex, _NONE_TYPE
                     frozenset, range))
 _BUILTIN_BASES = (str, bytes, bytearray, int, float, complex, list, tuple, dict, set, frozenset, range)
 _HASHABLE_EXACT = frozenset((str, bytes, bool, int, float, complex, _NONE_TYPE, tuple, frozenset))
+# What would let the tested code reach the runner's own state or change how code runs: tracing (line jumps),
+# object walks, other threads' frames, forks (a copy of the runner), raw memory (ctypes, /proc/<pid>/mem) and
+# rewriting a function's code or defaults.
 _BLOCKED_EVENTS = frozenset(("sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
-                             "gc.get_referents", "os.fork", "os.forkpty", "sys.monitoring.register_callback",
-                             "sys.monitoring.use_tool_id"))
+                             "gc.get_referents", "sys._current_frames", "os.fork", "os.forkpty",
+                             "sys.monitoring.register_callback", "sys.monitoring.use_tool_id",
+                             "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at",
+                             "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "ctypes.dlsym", "ctypes.dlsym/handle"))
+_BLOCKED_ATTRIBUTES = frozenset(("__code__", "__defaults__", "__kwdefaults__", "__globals__"))
 
 # Taken before any test code runs: the test code cannot swap what the runner calls.
 _type = type
@@ -70,6 +79,14 @@ _FunctionType = types.FunctionType
 _write = os.write
 _exit = os._exit
 _getpid = os.getpid
+_listdir = os.listdir
+_start_thread = _thread.start_new_thread
+_allocate_lock = _thread.allocate_lock
+_monotonic = time.monotonic
+_sleep = time.sleep
+_gc_isenabled = gc.isenabled
+_gc_disable = gc.disable
+THREAD_EXIT_S = 2.0
 
 
 class Tampered(Exception):
@@ -596,6 +613,29 @@ class Guard:
 
     def watch_module(self, module, helper):
         self.test_modules[module.__name__] = (module, helper, module.__dict__.get(_HELPER))
+        self.definitions = getattr(self, "definitions", [])
+        self.bound = getattr(self, "bound", [])
+
+    def watch_definitions(self, module, codes, expected_imports):
+        """Once the module ran: its functions and classes (and their methods) stay the ones it defined, and
+        the names it imported from the standard library stay the objects the runner resolved itself."""
+        for name, value in expected_imports.items():
+            self.bound.append((module, name, value))
+        for name, value in list(module.__dict__.items()):
+            if _isinstance(value, _FunctionType) and value.__code__ in codes:
+                self.definitions.append((module.__dict__, name, value, module.__name__ + "." + name))
+            elif _isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+                for attribute, member in list(value.__dict__.items()):
+                    if _isinstance(member, _FunctionType) and member.__code__ in codes:
+                        self.definitions.append((value.__dict__, attribute, member,
+                                                 module.__name__ + "." + name + "." + attribute))
+                self.definitions.append((module.__dict__, name, value, module.__name__ + "." + name))
+
+    def remember_modules(self, names):
+        """Standard-library modules the tests import, imported by the runner before the tested code runs."""
+        for name in names:
+            if name in sys.modules and name not in self.modules:
+                self.modules[name] = sys.modules[name]
 
     def check(self):
         if self.violations:
@@ -614,6 +654,12 @@ class Guard:
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
                 return "sys.modules[" + _repr(name) + "] was replaced"
+        for namespace, name, value, shown in getattr(self, "definitions", []):
+            if namespace.get(name, _MISSING) is not value:
+                return "the test file's " + shown + " was replaced"
+        for module, name, value in getattr(self, "bound", []):
+            if module.__dict__.get(name, _MISSING) is not value:
+                return "the test module's " + name + " is not the " + name + " it imported"
         for name, (module, helper, injected) in self.test_modules.items():
             if sys.modules.get(name) is not module:
                 return "the test module " + name + " was replaced in sys.modules"
@@ -632,9 +678,21 @@ def _audit_hook(guard):
         if event in _BLOCKED_EVENTS:
             guard.violations.append("the tested code called " + event)
             raise RuntimeError(event + " is not allowed while Gymwright's runner runs tests")
-        if event == "object.__setattr__" and args and args[0] in protected:
-            guard.violations.append("the tested code set " + _repr(args[1]) + " on " + args[0].__name__)
-            raise RuntimeError("the runner's classes are read-only while tests run")
+        if event == "sys._getframe":
+            # Callers in the standard library (logging, warnings, typing, namedtuple) take a ValueError as
+            # "no such frame"; the tested code gets no way up the stack from here.
+            raise ValueError("sys._getframe is not available while Gymwright's runner runs tests")
+        if event == "object.__setattr__" and args:
+            if any(args[0] is cls for cls in protected):
+                guard.violations.append("the tested code set " + _repr(args[1]) + " on " + args[0].__name__)
+                raise RuntimeError("the runner's classes are read-only while tests run")
+            if _type(args[1]) is str and args[1] in _BLOCKED_ATTRIBUTES:
+                guard.violations.append("the tested code replaced a function's " + args[1])
+                raise RuntimeError("a function's " + args[1] + " cannot be replaced while tests run")
+        if event == "open" and args and _type(args[0]) is str and args[0].startswith("/proc/") \
+                and args[0].rstrip("/").endswith(("/mem", "/maps", "/pagemap")):
+            guard.violations.append("the tested code opened " + args[0])
+            raise RuntimeError("process memory is not readable while Gymwright's runner runs tests")
     return hook
 
 
@@ -686,12 +744,14 @@ def _is_async(function):
     return bool(function.__code__.co_flags & 0x80)
 
 
-def run_one(module, test_id, codes, style, class_state, temp_root, counter):
-    """(outcome, message) of one test."""
+def run_one(module, test_id, codes, style, class_state, temp_root, counter, is_case=False):
+    """(outcome, message) of one test. `is_case`: the test file's source makes its class a unittest.TestCase."""
     try:
         cls, function, name = _test_function(module, test_id, codes, style)
     except LookupError as exc:
         return "error", str(exc)
+    if is_case and (cls is None or not _issubclass(cls, _TestCase)):
+        return "tampered", "the class of " + test_id + " is not a unittest.TestCase when it runs (its base was replaced)"
     if _is_async(function):
         return "error", "async tests are not supported by Gymwright's runner"
     if cls is None:
@@ -769,13 +829,88 @@ def _run_case(cls, function, name, class_state):
     return outcome, message
 
 
+def _thread_count():
+    try:
+        return _len(_listdir("/proc/self/task"))
+    except OSError:  # no /proc: the check is skipped
+        return None
+
+
+def isolated(function, args):
+    """function(*args) in a thread of its own, and its result (a 2-tuple of str). The tested code then runs on a
+    stack that holds none of the runner's state (no frame of the main thread is reachable from it: no
+    sys._getframe, no sys._current_frames, no gc walks), and no thread of it may outlive the call: the result is
+    read only once the main thread is the only one left. Raises Tampered otherwise."""
+    box = []
+    done = _allocate_lock()
+    done.acquire()
+
+    def target():
+        try:
+            box.append(function(*args))
+        finally:
+            done.release()
+
+    _start_thread(target, ())
+    done.acquire()
+    deadline = _monotonic() + THREAD_EXIT_S
+    while True:
+        count = _thread_count()
+        if count is None or count <= 1:
+            break
+        if _monotonic() > deadline:
+            raise Tampered("the tested code left " + str(count - 1) + " thread(s) running")
+        _sleep(0.002)
+    if _len(box) != 1 or _type(box[0]) is not tuple or _len(box[0]) != 2 \
+            or _type(box[0][0]) is not str or _type(box[0][1]) is not str:
+        raise Tampered("the outcome of a test was written by something other than the runner")
+    if _gc_isenabled():
+        raise Tampered("the tested code turned the garbage collector back on")
+    return box[0]
+
+
+def load_module(code, module):
+    """Run a test module's code (which imports the tested code): ("ok", "") or ("error", why)."""
+    try:
+        exec(code, module.__dict__)
+    except _BaseException as exc:  # noqa: BLE001 - SystemExit at import fails this file's tests
+        return "error", "importing the test file failed: " + _message_of(exc)
+    return "ok", ""
+
+
+def bound_imports(tree, stdlib):
+    """{global name: object it must be} for the test module's top-level imports from the standard library,
+    resolved by the runner itself before the module (and the tested code it imports) runs."""
+    expected = {}
+    for node in tree.body:
+        if _isinstance(node, ast.Import):
+            for alias in node.names:
+                root = alias.name.split(".", 1)[0]
+                if root not in stdlib:
+                    continue
+                module = importlib.import_module(alias.name)
+                expected[alias.asname or root] = module if alias.asname else sys.modules[root]
+        elif _isinstance(node, ast.ImportFrom) and node.module and not node.level \
+                and node.module.split(".", 1)[0] in stdlib:
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                if hasattr(module, alias.name):
+                    expected[alias.asname or alias.name] = getattr(module, alias.name)
+                else:
+                    expected[alias.asname or alias.name] = importlib.import_module(node.module + "." + alias.name)
+    return expected
+
+
 def _finish_classes(class_state):
-    for cls, state in class_state.items():
+    for cls, state in list(class_state.items()):
         if state == "ok":
             try:
                 cls.tearDownClass()
             except _BaseException:  # noqa: BLE001 - the tests' outcomes stand
                 pass
+    return "ok", ""
 
 
 def main():
@@ -798,8 +933,9 @@ def main():
         _exit(0)
 
     stdlib_path = [entry for entry in sys.path if entry and not entry.startswith(config["runner_dir"])]
-    forbidden = {module["name"] for module in modules} | {"unittest"}
-    forbidden |= _stdlib_names(config.get("imports", []), stdlib_path)
+    stdlib = _stdlib_names(config.get("imports", []), stdlib_path)
+    cases = frozenset(config.get("cases", []))
+    forbidden = {module["name"] for module in modules} | {"unittest"} | stdlib
     shadows = [entry for entry in _workspace_shadows(workspace, forbidden)
                if entry not in {module["path"] for module in modules}]
     if shadows:
@@ -825,6 +961,9 @@ def main():
     temp_root = os.path.join(config["runner_dir"], "tmp")
     os.makedirs(temp_root, exist_ok=True)
     guard = Guard(sys.modules["__main__"].__dict__, modules)
+    # A collection could run the tested code's finalizers on the main thread, whose stack holds the runner's
+    # state: objects are freed by reference counting only (a test's cycles live until the run ends).
+    _gc_disable()
     sys.addaudithook(_audit_hook(guard))
     try:
         os.chdir(workspace)
@@ -849,32 +988,51 @@ def main():
             for test_id in wanted:
                 results[test_id] = ("error", "the test file does not compile: " + _message_of(exc))
             continue
-        codes = set(code_objects(code))
+        codes = frozenset(code_objects(code))
+        try:
+            expected_imports = bound_imports(ast.parse(source, filename, "exec"), stdlib)
+        except Exception as exc:  # noqa: BLE001 - a standard-library import the tests make fails on its own
+            for test_id in wanted:
+                results[test_id] = ("error", "the test file's imports failed: " + _message_of(exc))
+            continue
+        guard.remember_modules(stdlib)
         module = types.ModuleType(module_info["name"])
         module.__file__ = filename
         module.__dict__[_HELPER] = strict
         sys.modules[module_info["name"]] = module
         guard.watch_module(module, strict)
         try:
-            exec(code, module.__dict__)
-        except _BaseException as exc:  # noqa: BLE001 - SystemExit at import fails this file's tests
+            loaded = isolated(load_module, (code, module))
+        except Tampered as exc:
+            finish({"tampered": str(exc) + " (importing " + path + ")"})
+        if loaded[0] != "ok":
             for test_id in wanted:
-                results[test_id] = ("error", "importing the test file failed: " + _message_of(exc))
+                results[test_id] = loaded
             tampered = guard.check()
             if tampered:
                 finish({"tampered": tampered})
             continue
+        guard.watch_definitions(module, codes, expected_imports)
         tampered = guard.check()
         if tampered:
             finish({"tampered": tampered})
         class_state = {}
         for test_id in wanted:
-            results[test_id] = run_one(module, test_id, codes, config["style"], class_state, temp_root, counter)
-            tampered = guard.check()
+            try:
+                outcome = isolated(run_one, (module, test_id, codes, config["style"], class_state, temp_root,
+                                             counter, test_id in cases))
+            except Tampered as exc:
+                outcome, tampered = ("error", "the run was tampered with during this test: " + str(exc)), str(exc)
+            else:
+                tampered = outcome[1] if outcome[0] == "tampered" else guard.check()
+            results[test_id] = outcome
             if tampered:
                 results[test_id] = ("error", "the run was tampered with during this test: " + tampered)
                 finish({"tampered": tampered + " (during " + test_id + ")"})
-        _finish_classes(class_state)
+        try:
+            isolated(_finish_classes, (class_state,))
+        except Tampered as exc:
+            finish({"tampered": str(exc)})
         tampered = guard.check()
         if tampered:
             finish({"tampered": tampered})

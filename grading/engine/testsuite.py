@@ -48,6 +48,7 @@ class TestFile:
     module: str
     ids: list[str]
     imports: list[str]
+    cases: frozenset[str] = frozenset()  # the ids whose class the source makes a unittest.TestCase
 
 
 def _is_test_case_base(base: ast.expr, local_cases: set[str]) -> bool:
@@ -91,13 +92,17 @@ def collect(source: str, path: str, runner: str) -> TestFile:
         return own + [method for method in inherited if method not in own]
 
     ids: list[str] = []
+    case_ids: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             is_case = node.name in cases
             is_pytest_class = runner == "pytest" and node.name.startswith("Test") and not any(
                 isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in node.body)
             if is_case or is_pytest_class:
-                ids += [f"{path}::{node.name}::{method}" for method in dict.fromkeys(methods(node.name, set()))]
+                found = [f"{path}::{node.name}::{method}" for method in dict.fromkeys(methods(node.name, set()))]
+                ids += found
+                if is_case:
+                    case_ids.update(found)
         elif runner == "pytest" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 and node.name.startswith("test"):
             ids.append(f"{path}::{node.name}")
@@ -108,7 +113,7 @@ def collect(source: str, path: str, runner: str) -> TestFile:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             imports.add(node.module.split(".", 1)[0])
     module = posixpath.basename(path)[:-3]
-    return TestFile(path=path, module=module, ids=ids, imports=sorted(imports))
+    return TestFile(path=path, module=module, ids=ids, imports=sorted(imports), cases=frozenset(case_ids))
 
 
 def selected(check: TestsCheck, files: list[TestFile]) -> list[str]:
@@ -192,6 +197,7 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
                     for test_file in files if test_file.path in wanted_modules],
         "imports": sorted({name for test_file in files for name in test_file.imports}),
         "tests": ids,
+        "cases": sorted({test_id for test_file in files for test_id in test_file.cases} & set(ids)),
     }
     try:
         result = sandbox.exec(["/bin/sh", "-c", _START, "gymwright-tests", runner_dir],

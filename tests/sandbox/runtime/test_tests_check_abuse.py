@@ -108,6 +108,39 @@ ATTACKS = {
         "    if helper is not None:\n        import types\n"
         "        module.__gymwright_strict__ = types.SimpleNamespace(**{k: (lambda *a, **kw: True) "
         "for k in vars(helper)})\n    return ''"),
+    "unittest rebound in the test module before its classes are made": _solution(
+        "import sys, types\nclass _Case:\n    def __init__(self, *a, **k):\n        pass\n"
+        "    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
+        "_fake = types.SimpleNamespace(TestCase=_Case, main=lambda *a, **k: None)\n"
+        "sys.modules['test_fizzbuzz'].unittest = _fake\n"
+        "def fizzbuzz(n):\n    return ''"),
+    "a walk up the stack from a traceback to the runner's results": _solution(
+        "def _forge():\n    try:\n        raise ValueError\n    except ValueError as exc:\n"
+        "        frame = exc.__traceback__.tb_frame\n"
+        "    while frame is not None:\n"
+        "        for value in list(frame.f_locals.values()):\n"
+        "            if isinstance(value, dict):\n"
+        "                for key in list(value):\n"
+        "                    if isinstance(key, str) and '::' in key:\n"
+        "                        value[key] = ('passed', '')\n"
+        "            if isinstance(value, list):\n"
+        "                value.append(('passed', ''))\n"
+        "        frame = frame.f_back\n"
+        "def fizzbuzz(n):\n    _forge()\n    return ''"),
+    "sys._getframe up to the runner": _solution(
+        "import sys\ndef fizzbuzz(n):\n    depth = 1\n    while True:\n"
+        "        try:\n            frame = sys._getframe(depth)\n        except ValueError:\n            break\n"
+        "        frame.f_locals.get('results', {}).clear()\n        depth += 1\n    return ''"),
+    "a thread left running": _solution(
+        "import threading, time\ndef _spin():\n    time.sleep(30)\n"
+        "threading.Thread(target=_spin, daemon=True).start()\ndef fizzbuzz(n):\n    return ''"),
+    "a test method's code swapped at call time": _solution(
+        "import sys\ndef fizzbuzz(n):\n    cls = sys.modules['test_fizzbuzz'].FizzBuzzTest\n"
+        "    for name in ('test_numbers', 'test_fizz_and_buzz'):\n"
+        "        try:\n            getattr(cls, name).__code__ = (lambda self: None).__code__\n"
+        "        except Exception:\n            setattr(cls, name, lambda self: None)\n    return ''"),
+    "ctypes reading the runner's memory": _solution(
+        "import ctypes\ndef fizzbuzz(n):\n    ctypes.string_at(id(n), 8)\n    return ''"),
     "the builtin AssertionError replaced": _solution(
         "import builtins\nclass Never(Exception):\n    pass\nbuiltins.AssertionError = Never\n"
         "def fizzbuzz(n):\n    return ''"),
