@@ -74,6 +74,31 @@ def send_on_commit(job: Job, ids: Iterable[int], *, on_unsent: Callable[[list[in
 
 # ---------------------------------------------------------------------------------------------- resending
 
+
+def resend(queryset, *, lost_before: datetime | None, job: Job | Callable[[dict], Job],
+           on_unsent: Callable[[list[int]], None], update: Callable[..., int] | None = None,
+           fields: tuple[str, ...] = ()) -> list[int]:
+    """Send again the jobs of the rows of `queryset` (the ones still waiting for their job: queued, not started)
+    whose job waits for the broker (`enqueued_at` NULL) or was sent before `lost_before` (the broker lost it).
+    Each re-send is claimed with a conditional UPDATE on the `enqueued_at` read, so of several checks at once one
+    sends; the first refusal by the broker stops the round (the rest wait for the next). `job`: a Job, or a
+    function of the row (its pk, enqueued_at and `fields`) that makes one; `update(queryset, **changes)`: how
+    the rows are written (default: QuerySet.update). The ids re-sent."""
+    from django.db.models import Q
+
+    update = update or (lambda rows, **changes: rows.update(**changes))
+    lost = Q(enqueued_at__isnull=True)
+    if lost_before is not None:
+        lost |= Q(enqueued_at__lt=lost_before)
+    resent: list[int] = []
+    for row in queryset.filter(lost).order_by("pk").values("pk", "enqueued_at", *fields):
+        if update(queryset.filter(pk=row["pk"], enqueued_at=row["enqueued_at"]), enqueued_at=timezone.now()):
+            if send(job(row) if callable(job) else job, [row["pk"]], on_unsent=on_unsent):
+                break
+            resent.append(row["pk"])
+    return resent
+
+
 # name -> resend(lost_before): send again the jobs of rows waiting for the broker and, when `lost_before`
 # is a time, of every queued row whose message was sent before it (the broker lost it); the ids re-sent.
 _resenders: dict[str, Callable[[datetime | None], list[int]]] = {}

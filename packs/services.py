@@ -338,27 +338,14 @@ def pack_builds_resend(lost_before=None) -> list[int]:
     or was sent before `lost_before` (the broker lost it). A build that is already under way is left alone."""
     unstarted = PackVersion.objects.filter(status=PackVersion.Status.BUILDING, heartbeat_at__isnull=True,
                                            cancel_requested=False)
-    return _resend(unstarted, lost_before=lost_before, job=_build_job(), on_unsent=_builds_wait_for_broker,
-                   update=lambda queryset, **changes: queryset.building_update(**changes))
+    return jobs.resend(unstarted, lost_before=lost_before, job=_build_job(), on_unsent=_builds_wait_for_broker,
+                       update=lambda queryset, **changes: queryset.building_update(**changes))
 
 
 def pack_verifications_resend(lost_before=None) -> list[int]:
     """The broker check's resender for checks of an archive (queued, their job waiting or lost)."""
-    return _resend(PackVerification.objects.filter(status=PackVerification.Status.QUEUED), lost_before=lost_before,
-                   job=_verification_job(), on_unsent=_verifications_wait_for_broker,
-                   update=lambda queryset, **changes: queryset.update(**changes))
-
-
-def _resend(queryset, *, lost_before, job: jobs.Job, on_unsent, update) -> list[int]:
-    lost = Q(enqueued_at__isnull=True) | (Q(enqueued_at__lt=lost_before) if lost_before is not None else Q(pk__in=[]))
-    resent = []
-    for row in queryset.filter(lost).order_by("pk").values("pk", "enqueued_at"):
-        # conditional on the time read: of several checks at once, one sends
-        if update(queryset.filter(pk=row["pk"], enqueued_at=row["enqueued_at"]), enqueued_at=timezone.now()):
-            if jobs.send(job, [row["pk"]], on_unsent=on_unsent):
-                break
-            resent.append(row["pk"])
-    return resent
+    return jobs.resend(PackVerification.objects.filter(status=PackVerification.Status.QUEUED),
+                       lost_before=lost_before, job=_verification_job(), on_unsent=_verifications_wait_for_broker)
 
 
 def _calibration(summary: dict | None, policy: str) -> dict | None:

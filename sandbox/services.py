@@ -415,27 +415,22 @@ def _resend_lost_messages(*, now, lost_before=None) -> list[int]:
     """Send again the jobs of QUEUED rollouts nobody claimed whose message the broker did not take (waiting for
     it: `enqueued_at` NULL), was sent more than ROLLOUT_REQUEUE_AFTER_S ago (lost without a trace), or was sent
     before `lost_before` (the broker check found that the broker lost its messages). A message that was only
-    slow does no harm: the claim lets one job run and the other walks away. The first refusal by the broker
-    stops the round: the rest wait for the next."""
+    slow does no harm: the claim lets one job run and the other walks away."""
     cutoff = now - timedelta(seconds=settings.ROLLOUT_REQUEUE_AFTER_S)
     if lost_before is not None:
         cutoff = max(cutoff, lost_before)
-    lost = list(Rollout.objects.filter(status=Rollout.Status.QUEUED, preview_run__cancel_requested=False)
-                .filter(Q(enqueued_at__lt=cutoff) | Q(enqueued_at__isnull=True))
-                .order_by("pk").values("pk", "enqueued_at", "preview_run__task_version_id"))
-    if not lost:
-        return []
-    versions = {version.pk: version for version in TaskVersion.objects.filter(
-        pk__in={row["preview_run__task_version_id"] for row in lost}).only("id", "spec")}
-    resent: list[int] = []
-    for row in lost:
-        # Conditional on the time we read: of several reapers, one re-sends.
-        if Rollout.objects.filter(pk=row["pk"], status=Rollout.Status.QUEUED,
-                                  enqueued_at=row["enqueued_at"]).update(enqueued_at=now):
-            soft, hard = rollout_time_limits(versions[row["preview_run__task_version_id"]])
-            if jobs.send(_rollout_job(soft=soft, hard=hard), [row["pk"]], on_unsent=_rollouts_wait_for_broker):
-                break
-            resent.append(row["pk"])
+    versions: dict[int, TaskVersion] = {}
+
+    def job(row) -> jobs.Job:
+        version_id = row["preview_run__task_version_id"]
+        if version_id not in versions:
+            versions[version_id] = TaskVersion.objects.only("id", "spec").get(pk=version_id)
+        soft, hard = rollout_time_limits(versions[version_id])
+        return _rollout_job(soft=soft, hard=hard)
+
+    resent = jobs.resend(Rollout.objects.filter(status=Rollout.Status.QUEUED, preview_run__cancel_requested=False),
+                         lost_before=cutoff, job=job, on_unsent=_rollouts_wait_for_broker,
+                         fields=("preview_run__task_version_id",))
     if resent:
         logger.warning("re-sent the job messages of %d queued rollouts nobody claimed: %s", len(resent), resent)
     return resent
