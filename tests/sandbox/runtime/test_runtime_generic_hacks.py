@@ -294,7 +294,8 @@ def test_the_demo_coding_task_holds_the_code_probes_to_nothing_and_its_oracle_to
         assert hack in applicable_hacks(task)
     result = probe(copy.deepcopy(task), files, hack, python_backend)
     verdict = gate_of(task, f"hack:{hack}", result)
-    assert result.grade.complete and result.grade.reward == 0 and verdict.status == "pass", (verdict, result.grade)
+    assert result.grade.complete and result.grade.reward == 0 and verdict.status == "pass", (
+        verdict, [(check.id, check.status, check.explanation) for check in result.grade.checks])
     assert [state.state for state in result.grade.protected_files] == ["unchanged"]
     if hack == "exit-zero":
         oracle = run_rollout(task, policy=make_policy("oracle", task=task), backend=python_backend, files=files)
