@@ -93,6 +93,196 @@ class Tampered(Exception):
     """Something the runner relies on was replaced while tests ran."""
 
 
+# ---------------------------------------------------------------- pytest, without pytest
+
+_APPROX = set()  # the exact types of trusted approx objects: the shim's, and real pytest's when it is installed
+_FAILURES = set()  # real pytest's Failed (pytest.fail, pytest.raises), when it is installed
+_SKIPS = set()  # real pytest's Skipped (pytest.skip)
+
+
+def _classify(exc):
+    """(outcome, message) of a test that raised `exc`."""
+    if _isinstance(exc, _SkipTest) or _type(exc) in _SKIPS:
+        return "skipped", "skipped: " + _message_of(exc) + " (a skipped test does not pass)"
+    if _isinstance(exc, _AssertionError) or _type(exc) in _FAILURES:
+        return "failed", _message_of(exc)
+    return "error", _message_of(exc)
+
+
+class _Mark:
+    def __init__(self, name, args, kwargs):
+        self.name, self.args, self.kwargs = name, args, kwargs
+
+
+class _MarkFactory:
+    def __getattr__(self, name):
+        def mark(*args, **kwargs):
+            if name not in ("parametrize", "skipif") and _len(args) == 1 and callable(args[0]) and not kwargs:
+                return _store(args[0], _Mark(name, (), {}))
+            return lambda function: _store(function, _Mark(name, args, kwargs))
+        return mark
+
+
+def _store(function, mark):
+    marks = list(getattr(function, "pytestmark", []))
+    marks.append(mark)
+    function.pytestmark = marks
+    return function
+
+
+class _Param:
+    def __init__(self, values, marks=(), id=None):
+        self.values, self.marks, self.id = values, marks, id
+
+
+class _Raises:
+    def __init__(self, expected, match):
+        self.expected, self.match, self.value, self.type = expected, match, None, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            raise _AssertionError("DID NOT RAISE " + _shown(self.expected))
+        if not _issubclass(kind, self.expected):
+            return False
+        if self.match is not None:
+            import re
+
+            if not re.search(self.match, str(value)):
+                raise _AssertionError("the exception's message " + _shown(str(value)) + " does not match "
+                                      + _shown(self.match))
+        self.value, self.type = value, kind
+        return True
+
+
+class _Approx:
+    """`approx(expected, rel=1e-6, abs=1e-12)` for numbers and (nested) lists, tuples and dicts of numbers."""
+
+    def __init__(self, expected, rel=None, abs=None):
+        self.expected, self.rel, self.abs = expected, 1e-6 if rel is None else rel, 1e-12 if abs is None else abs
+
+    def __repr__(self):
+        return "approx(" + _shown(self.expected) + ")"
+
+    def matches(self, actual, expected=None, depth=0):
+        expected = self.expected if depth == 0 else expected
+        if depth > MAX_DEPTH:
+            return False
+        te, ta = _type(expected), _type(actual)
+        if te in (int, float) and ta in (int, float):
+            if expected != expected or actual != actual:
+                return expected != expected and actual != actual
+            if expected in (float("inf"), float("-inf")):
+                return actual == expected
+            return abs_(actual - expected) <= max(self.abs, self.rel * abs_(expected))
+        if te in (list, tuple) and ta is te:
+            return _len(actual) == _len(expected) and all(self.matches(a, e, depth + 1)
+                                                          for a, e in zip(actual, expected))
+        if te is dict and ta is dict:
+            return _keys_exact(actual) and actual.keys() == expected.keys() and all(
+                self.matches(actual[key], expected[key], depth + 1) for key in expected)
+        return False
+
+
+abs_ = abs
+
+
+def _approx_equal(approx, other):
+    if _type(approx) is _Approx:
+        return approx.matches(other)
+    if not _all_builtin(other, 0):
+        return False  # the tested code's own number types do not get to answer
+    return truth(approx == other)
+
+
+def _all_builtin(value, depth):
+    if depth > MAX_DEPTH or _type(value) not in _EXACT:
+        return False
+    if _type(value) in (list, tuple, set, frozenset):
+        return all(_all_builtin(item, depth + 1) for item in value)
+    if _type(value) is dict:
+        return all(_all_builtin(key, depth + 1) and _all_builtin(item, depth + 1) for key, item in value.items())
+    return True
+
+
+def pytest_shim():
+    """A module named `pytest` with what plain test files use most (raises, approx, mark.parametrize/skip/skipif,
+    param, skip, fail), for sandboxes without pytest. Fixtures beyond tmp_path are not supported."""
+    module = types.ModuleType("pytest")
+    module.__file__ = "<gymwright pytest shim>"
+
+    def raises(expected, *args, match=None, **kwargs):
+        if args:
+            with _Raises(expected, match):
+                args[0](*args[1:], **kwargs)
+            return None
+        return _Raises(expected, match)
+
+    def skip(reason="", allow_module_level=False):
+        raise _SkipTest(reason)
+
+    def fail(reason="", pytrace=True):
+        raise _AssertionError(reason)
+
+    def fixture(*args, **kwargs):
+        raise LookupError("pytest fixtures are not supported by Gymwright's runner (only tmp_path)")
+
+    module.raises, module.skip, module.fail, module.fixture = raises, skip, fail, fixture
+    module.approx = _Approx
+    module.mark = _MarkFactory()
+    module.param = lambda *values, marks=(), id=None: _Param(values, marks, id)
+    return module
+
+
+def install_pytest(trusted_path):
+    """The real pytest when it is installed outside the workspace, else the shim; imported before any tested
+    code runs, and its approx classes trusted by exact type."""
+    if importlib.machinery.PathFinder.find_spec("pytest", trusted_path) is not None:
+        saved = sys.path[:]
+        sys.path[:] = trusted_path
+        try:
+            import pytest  # noqa: F401 - from site-packages, before any tested code
+            from _pytest import python_api
+        finally:
+            sys.path[:] = saved
+        from _pytest import outcomes
+
+        _FAILURES.add(outcomes.Failed)
+        _SKIPS.add(outcomes.Skipped)
+        stack = [python_api.ApproxBase]
+        while stack:
+            cls = stack.pop()
+            _APPROX.add(cls)
+            stack.extend(cls.__subclasses__())
+        return sys.modules["pytest"]
+    module = pytest_shim()
+    sys.modules["pytest"] = module
+    _APPROX.add(_Approx)
+    return module
+
+
+def parametrized(function, index):
+    """The keyword arguments of parameter set `index` of a test under one `pytest.mark.parametrize`."""
+    marks = [mark for mark in getattr(function, "pytestmark", []) if getattr(mark, "name", None) == "parametrize"]
+    if _len(marks) != 1:
+        raise LookupError("a test needs exactly one pytest.mark.parametrize with a literal list in Gymwright's runner")
+    names, values = marks[0].args[0], list(marks[0].args[1])
+    if _type(names) is str:
+        names = [name.strip() for name in names.split(",") if name.strip()]
+    value = values[index]
+    if _type(value).__name__ in ("ParameterSet", "_Param"):
+        value = value.values if _len(names) > 1 else value.values[0]
+    if _len(names) == 1:
+        return {names[0]: value}
+    return dict(zip(names, value))
+
+
+def _marked(function, name):
+    return [mark for mark in getattr(function, "pytestmark", []) if getattr(mark, "name", None) == name]
+
+
 # ---------------------------------------------------------------- strict values
 
 
@@ -145,6 +335,10 @@ def equal(a, b, depth=0):
     if depth > MAX_DEPTH:
         return False
     ta, tb = _type(a), _type(b)
+    if tb in _APPROX:
+        return _approx_equal(b, a)
+    if ta in _APPROX:
+        return _approx_equal(a, b)
     exact_a, exact_b = ta in _EXACT, tb in _EXACT
     if not exact_a and not exact_b:
         if _builtin_subclass(ta) or _builtin_subclass(tb):
@@ -699,6 +893,8 @@ def _audit_hook(guard):
 def _test_function(module, test_id, codes, style):
     """(class or None, callable, name) for a test id, checked to be code compiled from the test file."""
     parts = test_id.split("::")[1:]
+    if parts[-1].endswith("]") and "[" in parts[-1]:
+        parts[-1] = parts[-1][: parts[-1].index("[")]
     if _len(parts) == 1:
         function = module.__dict__.get(parts[0])
         if not _isinstance(function, _FunctionType) or function.__code__ not in codes:
@@ -717,12 +913,22 @@ def _test_function(module, test_id, codes, style):
     return cls, function, parts[1]
 
 
-def _fixtures(function, temp_root, counter):
+def _fixtures(function, temp_root, counter, test_id=""):
     code = function.__code__
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     kwargs = {}
+    last = test_id.rsplit("::", 1)[-1]
+    if last.endswith("]") and "[" in last:
+        kwargs.update(parametrized(function, int(last[last.index("[") + 1:-1])))
+    for mark in _marked(function, "skip"):
+        raise _SkipTest(str(mark.kwargs.get("reason", mark.args[0] if mark.args else "")))
+    for mark in _marked(function, "skipif"):
+        if mark.args and mark.args[0]:
+            raise _SkipTest(str(mark.kwargs.get("reason", "")))
+    if _marked(function, "xfail"):
+        raise LookupError("pytest.mark.xfail is not supported by Gymwright's runner")
     for name in names:
-        if name in ("self", "cls"):
+        if name in ("self", "cls") or name in kwargs:
             continue
         if name in ("tmp_path", "tmpdir"):
             import pathlib
@@ -756,11 +962,9 @@ def run_one(module, test_id, codes, style, class_state, temp_root, counter, is_c
         return "error", "async tests are not supported by Gymwright's runner"
     if cls is None:
         try:
-            result = function(**_fixtures(function, temp_root, counter))
-        except _SkipTest as exc:
-            return "skipped", "skipped: " + _message_of(exc) + " (a skipped test does not pass)"
+            result = function(**_fixtures(function, temp_root, counter, test_id))
         except _BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt fail the test too
-            return ("failed" if _isinstance(exc, _AssertionError) else "error"), _message_of(exc)
+            return _classify(exc)
         return ("passed", "") if result is None else ("error", "a test function returned a value instead of None")
     if _issubclass(cls, _TestCase):
         return _run_case(cls, function, name, class_state)
@@ -771,15 +975,13 @@ def run_one(module, test_id, codes, style, class_state, temp_root, counter, is_c
         if setup is not None:
             setup(function)
         try:
-            result = function(instance, **_fixtures(function, temp_root, counter))
+            result = function(instance, **_fixtures(function, temp_root, counter, test_id))
         finally:
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
                 teardown(function)
-    except _SkipTest as exc:
-        return "skipped", "skipped: " + _message_of(exc) + " (a skipped test does not pass)"
     except _BaseException as exc:  # noqa: BLE001
-        return ("failed" if _isinstance(exc, _AssertionError) else "error"), _message_of(exc)
+        return _classify(exc)
     return ("passed", "") if result is None else ("error", "a test method returned a value instead of None")
 
 
@@ -815,11 +1017,8 @@ def _run_case(cls, function, name, class_state):
                 outcome, message = "error", "a test method returned a value instead of None"
         finally:
             case.tearDown()
-    except _SkipTest as exc:
-        outcome, message = "skipped", "skipped: " + _message_of(exc) + " (a skipped test does not pass)"
     except _BaseException as exc:  # noqa: BLE001
-        outcome = "failed" if _isinstance(exc, _AssertionError) else "error"
-        message = _message_of(exc)
+        outcome, message = _classify(exc)
     try:
         if not case.doCleanups() and outcome == "passed":
             outcome, message = "error", "a cleanup function failed"
@@ -935,7 +1134,8 @@ def main():
     stdlib_path = [entry for entry in sys.path if entry and not entry.startswith(config["runner_dir"])]
     stdlib = _stdlib_names(config.get("imports", []), stdlib_path)
     cases = frozenset(config.get("cases", []))
-    forbidden = {module["name"] for module in modules} | {"unittest"} | stdlib
+    uses_pytest = config["style"] == "pytest" or "pytest" in config.get("imports", [])
+    forbidden = {module["name"] for module in modules} | {"unittest"} | stdlib | ({"pytest"} if uses_pytest else set())
     shadows = [entry for entry in _workspace_shadows(workspace, forbidden)
                if entry not in {module["path"] for module in modules}]
     if shadows:
@@ -955,6 +1155,9 @@ def main():
             test_dirs.append(folder)
     sys.path[:] = stdlib_path + test_dirs + [entry for entry in site_dirs if entry not in stdlib_path] + [workspace]
     sys.dont_write_bytecode = True
+    if uses_pytest:
+        install_pytest(stdlib_path + [entry for entry in site_dirs if entry not in stdlib_path])
+        stdlib = stdlib | {"pytest"}
     install_strict_assertions()
     strict = types.SimpleNamespace(compare=compare, chain=chain, truth=truth, assert_compare=assert_compare,
                                    assert_true=assert_true)

@@ -204,3 +204,50 @@ def test_the_oracle_of_a_task_with_a_tests_check_passes(python_backend):
     result = run_rollout(task, policy=make_policy("oracle", task=task), backend=python_backend, files=files)
     assert result.error is None, result.error
     assert result.grade.reward == 1.0, result.grade.checks[0].explanation
+
+
+PYTEST_STYLE = '''import pytest
+from fizzbuzz import fizzbuzz
+
+@pytest.mark.parametrize("n, want", [(1, "1"), (9, "Fizz"), (10, "Buzz"), (30, "FizzBuzz")])
+def test_fizzbuzz(n, want):
+    assert fizzbuzz(n) == want
+
+def test_rejects_zero():
+    with pytest.raises(ValueError):
+        fizzbuzz(0)
+
+class TestShape:
+    def test_is_a_str(self):
+        assert isinstance(fizzbuzz(2), str)
+'''
+
+
+def _pytest_task() -> tuple[dict, dict]:
+    import hashlib
+
+    task, files = demo_task_document("fizzbuzz-implementation")
+    files = {"fizzbuzz.py": files["fizzbuzz.py"], "tests/test_fizz.py": PYTEST_STYLE.encode()}
+    task["files"] = [{"path": path, "sha256": hashlib.sha256(data).hexdigest(),
+                      **({"role": "grader"} if path.startswith("tests/") else {})} for path, data in files.items()]
+    task["rubric"] = {"schema": "gymwright.rubric/v1", "pass_threshold": 1.0, "checks": [
+        {"id": "tests_pass", "kind": "tests", "points": 10, "files": ["tests/test_fizz.py"], "runner": "pytest",
+         "credit": "per_test", "timeout_s": 30}]}
+    return task, files
+
+
+@pytest.mark.parametrize("source, score", [
+    (GOOD.replace("def fizzbuzz(n):", "def fizzbuzz(n):\n    if n <= 0:\n        raise ValueError(n)"), 1.0),
+    (GOOD, 5 / 6),
+    (ALWAYS_EQUAL, 1 / 6),  # only isinstance(..., str) holds for the always-equal str subclass
+])
+def test_a_pytest_style_suite_runs_without_pytest_in_the_sandbox(python_backend, source, score):
+    task, files = _pytest_task()
+    result = run_rollout(task, policy=ScriptPolicy(_solution(source)), backend=python_backend, files=files)
+    assert result.error is None, result.error
+    check = result.grade.checks[0]
+    assert check.score == pytest.approx(score), (check.explanation, check.tests)
+    assert [test.id for test in check.tests] == [
+        "tests/test_fizz.py::test_fizzbuzz[0]", "tests/test_fizz.py::test_fizzbuzz[1]",
+        "tests/test_fizz.py::test_fizzbuzz[2]", "tests/test_fizz.py::test_fizzbuzz[3]",
+        "tests/test_fizz.py::test_rejects_zero", "tests/test_fizz.py::TestShape::test_is_a_str"]
