@@ -192,7 +192,7 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
     # Versions saved before a ceiling was lowered must not run over it either.
     environment_limits_check(task_version.spec.get("environment") or {}, pointer_prefix="/environment")
     _policy_check_runnable(policy=choice, task_version=task_version)
-    _rollouts_in_flight_check(user=user, n=n)
+    rollouts_in_flight_check(user=user, n=n)
 
     preview_run = PreviewRun(task_version=task_version, created_by=user, policy=choice.spec, policy_kind=choice.kind,
                              policy_argument=choice.argument, n=n, backend=backend)
@@ -224,8 +224,13 @@ def _enqueue(rollout_ids: list[int], *, soft: int, hard: int, countdown: float |
 
 
 @transaction.atomic
-def _rollouts_in_flight_check(*, user, n: int) -> None:
-    """Refuse (429) a preview that would take the user over their cap of queued and running rollouts."""
+def rollouts_in_flight_check(*, user, n: int, example_run_id: int | None = None) -> None:
+    """Refuse (429) a preview (or a sandbox run of example answers, `example_run_id`) that would take the user
+    over their cap of queued and running rollouts; each example of a sandbox run in flight counts as one."""
+    from django.db.models import Sum
+
+    from grading.models import ExampleRun
+
     cap = settings.PREVIEW_MAX_ROLLOUTS_IN_FLIGHT
     # Lock the user's row so that two previews started at once count each other (in this transaction).
     from django.contrib.auth import get_user_model
@@ -233,6 +238,9 @@ def _rollouts_in_flight_check(*, user, n: int) -> None:
     get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
     in_flight = Rollout.objects.filter(preview_run__created_by=user,
                                        status__in=[Rollout.Status.QUEUED, Rollout.Status.RUNNING]).count()
+    in_flight += (ExampleRun.objects.filter(requested_by=user, needs_sandbox=True,
+                                            status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING])
+                  .exclude(pk=example_run_id).aggregate(total=Sum("total"))["total"] or 0)
     if in_flight + n > cap:
         raise DomainError(f"You have {in_flight} rollouts queued or running and this preview adds {n}; the limit is "
                           f"{cap} per user (GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT). Wait for some to finish or cancel "
