@@ -615,7 +615,9 @@ def _gate_examples(inputs: GateInputs) -> GateResult:
     undecided = [example for example in inputs.example_answers if example.undecided]
     if undecided:
         return GateResult("examples", title, NOT_RUN, "; ".join(
-            f"{example.name}: {example.message or example.status}" for example in undecided[:5]))
+            f"{example.name}: {example.message or example.status}" for example in undecided[:5]),
+            what_to_do="Wait for the example answers to be graded; an incomplete one (a judge check with no judge "
+                       "configured) needs a judge, then Grade again under Example answers.")
     return GateResult("examples", title, PASS, f"all {len(inputs.example_answers)} grade as expected")
 
 
