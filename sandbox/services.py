@@ -193,6 +193,7 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
     environment_limits_check(task_version.spec.get("environment") or {}, pointer_prefix="/environment")
     _policy_check_runnable(policy=choice, task_version=task_version)
     rollouts_in_flight_check(user=user, n=n)
+    _preview_rate_check(user=user)
 
     preview_run = PreviewRun(task_version=task_version, created_by=user, policy=choice.spec, policy_kind=choice.kind,
                              policy_argument=choice.argument, n=n, backend=backend)
@@ -221,6 +222,45 @@ def _enqueue(rollout_ids: list[int], *, soft: int, hard: int, countdown: float |
 
     for rollout_id in rollout_ids:
         rollout_run.apply_async(args=[rollout_id], soft_time_limit=soft, time_limit=hard, countdown=countdown)
+
+
+PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def preview_rate_parse(rate: str) -> tuple[int, int] | None:
+    """GYMWRIGHT_PREVIEW_RATE ("60/hour", "5/m"): (starts, seconds), or None when it is empty (no limit).
+    ValueError for anything else."""
+    if not rate:
+        return None
+    count, _, period = rate.partition("/")
+    if not count.strip().isdigit() or not period.strip() or period.strip()[0] not in PERIOD_SECONDS:
+        raise ValueError(f"GYMWRIGHT_PREVIEW_RATE must read like 60/hour or 5/minute, not {rate!r}")
+    return int(count), PERIOD_SECONDS[period.strip()[0]]
+
+
+def _preview_rate_check(*, user) -> None:
+    """Refuse (429, code "throttled") a preview start past the user's GYMWRIGHT_PREVIEW_RATE, on every path that
+    starts one (the API, the form, Run gates): the starts are counted in the database, in the transaction that
+    holds the user's row (`rollouts_in_flight_check`), so web processes and hosts share one count and two
+    starts at once count each other."""
+    limit = preview_rate_parse(settings.PREVIEW_RATE)
+    if limit is None:
+        return
+    starts, window_s = limit
+    since = timezone.now() - timedelta(seconds=window_s)
+    recent = list(PreviewRun.objects.filter(created_by=user, created_at__gte=since)
+                  .order_by("-created_at").values_list("created_at", flat=True)[:starts])
+    if len(recent) < starts:
+        return
+    # Free again once the oldest of the last `starts` leaves the window.
+    retry_after = max(1, math.ceil((recent[-1] - since).total_seconds()))
+    raise DomainError(f"You have started {starts} previews in the last {_period_words(window_s)}, the limit per "
+                      f"user (GYMWRIGHT_PREVIEW_RATE: {settings.PREVIEW_RATE}); try again in {retry_after} s.",
+                      code="throttled", http_status=429, extra={"retry_after_s": retry_after})
+
+
+def _period_words(seconds: int) -> str:
+    return {1: "second", 60: "minute", 3600: "hour", 86400: "day"}[seconds]
 
 
 @transaction.atomic
