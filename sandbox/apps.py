@@ -6,6 +6,12 @@ class SandboxConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from grading.services import example_sandbox_grader_register
+        from sandbox.examples import example_run_enqueue
+
+        # Example answers whose checks run in the sandbox are graded here (grading cannot import sandbox).
+        example_sandbox_grader_register(example_run_enqueue)
+
         from gymwright import jobs
         from sandbox.services import rollouts_resend
 

@@ -13,7 +13,7 @@ def sent_already(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grading', '0003_example_runs'),
+        ('grading', '0004_example_runs_in_sandbox'),
     ]
 
     operations = [
