@@ -9,8 +9,9 @@ pack's own rubric grader (reward.py), exactly as Gymwright graded the previews.
 Any of Inspect's providers works; for an OpenAI-compatible server (vLLM, SGLang, a gateway) use
 `--model openai-api/NAME/MODEL` with NAME_BASE_URL and NAME_API_KEY set (e.g. `openai-api/vllm/qwen`
 with VLLM_BASE_URL=http://host:8000/v1). The model answers each prompt in one turn; the score is the rubric's reward in [0, 1]
-(metadata: passed, complete, the unscored check ids). Judge checks use OPENAI_BASE_URL /
-OPENAI_API_KEY with GYMWRIGHT_JUDGE_MODEL; without a judge they are unscored, never counted as 0.
+(metadata: passed, complete, reward_upper, the unscored check ids). Judge checks use OPENAI_BASE_URL /
+OPENAI_API_KEY with GYMWRIGHT_JUDGE_MODEL; without a judge they are unscored: they earn nothing and stay in
+the maximum, so the score is the grade's lower bound (reward_upper says what it could reach).
 Checks that need the agent's workspace or a sandbox (files, commands, python checks) are unscored
 here too: run those tasks as Harbor tasks (tasks/<id>/).
 """
@@ -73,7 +74,7 @@ def gymwright_rubric():
                      explanation=f"{grade['earned']:g} of {grade['max']:g} points"
                                  + (f"; unscored: {', '.join(unscored)}" if unscored else ""),
                      metadata={"passed": grade["passed"], "complete": grade["complete"], "gated": grade["gated"],
-                               "unscored": unscored})
+                               "reward_upper": grade["reward_upper"], "unscored": unscored})
 
     return score
 

@@ -5,9 +5,10 @@ no Django and no Gymwright install. Each response is graded by the pack's own gr
 (grader/) against the task's rubric from tasks.jsonl, exactly as Gymwright graded the previews.
 
 Judge checks (`llm_judge`) call the OpenAI-compatible endpoint in OPENAI_BASE_URL (key in
-OPENAI_API_KEY, model in GYMWRIGHT_JUDGE_MODEL). Without one they are *unscored*: left out of the
-reward, never counted as 0. `compute_score` then returns `complete: 0` and the number of unscored
-checks next to the score (numbers only, the same keys for every response: verl stacks each key into
+OPENAI_API_KEY, model in GYMWRIGHT_JUDGE_MODEL). Without one they are *unscored*: they earn nothing
+and stay in the maximum, so the reward is the grade's lower bound (docs/formats.md, "Scoring"; the
+same rule as everywhere else). `compute_score` then returns `complete: 0`, `reward_upper` (the reward
+had every unscored check been met) and the number of unscored checks next to the score (numbers only, the same keys for every response: verl stacks each key into
 an array over the batch and averages it in validation), and warns once naming them; the TRL
 function returns None for a response whose grade has no scored check at all (TRL gives it no
 advantage and leaves it out of its group's mean) and logs the share of incomplete grades.
@@ -87,17 +88,19 @@ def _warn_unscored(document: dict) -> None:
     _warned = True
     unscored = ", ".join(check["id"] for check in document["checks"] if check["status"] != "scored")
     warnings.warn(f"some checks are unscored (no judge configured, or they need the agent's workspace or sandbox: "
-                  f"such tasks have extra_info.response_only false), e.g. {unscored}; rewards cover the scored "
-                  "checks only", stacklevel=3)
+                  f"such tasks have extra_info.response_only false), e.g. {unscored}; they earn nothing, so the "
+                  "rewards are lower bounds", stacklevel=3)
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:
-    """verl's custom reward function: {"score": reward in [0, 1], "passed": 0/1, "complete": 0/1,
+    """verl's custom reward function: {"score": reward in [0, 1] (an incomplete grade's lower bound),
+    "reward_upper": the reward had every unscored check been met, "passed": 0/1, "complete": 0/1,
     "gated": 0/1, "unscored": number of unscored checks}. Numbers only, and the same keys for every
     response, so that verl can stack each into an array and average it (val-aux/<source>/passed/...)."""
     document = grade_response(_task_id(ground_truth, extra_info), solution_str)
     _warn_unscored(document)
-    return {"score": float(document["reward"]), "passed": int(bool(document["passed"])),
+    return {"score": float(document["reward"]), "reward_upper": float(document["reward_upper"]),
+            "passed": int(bool(document["passed"])),
             "complete": int(bool(document["complete"])), "gated": int(bool(document["gated"])),
             "unscored": sum(1 for check in document["checks"] if check["status"] != "scored")}
 

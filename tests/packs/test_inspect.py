@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from grading.engine import JudgeClient, JudgeConfig
 from tests.packs.test_standalone import FILE_TASK, TEXT_TASK, engine_reward, pack_dir  # noqa: F401 (fixture)
 from tests.support.openai_server import OpenAIServer
@@ -43,15 +45,16 @@ def test_every_task_is_a_sample_scored_by_the_packs_rubric(pack_dir, tmp_path): 
     assert log["status"] == "success"
     scores = {sample["id"]: sample["scores"]["gymwright_rubric"] for sample in log["samples"]}
     assert set(scores) == {"six-times-seven", "write-hello"} and len(policy_calls) == 2
-    # No judge configured: the judge check is unscored and left out, as the engine does.
+    # No judge configured: the judge check is unscored and stays in the maximum, as the engine does.
     expected = engine_reward(TEXT_TASK, ANSWERS[TEXT_TASK["prompt"]])
-    assert scores["six-times-seven"]["value"] == expected["reward"] == 1.0
+    assert scores["six-times-seven"]["value"] == expected["reward"] == pytest.approx(2 / 3)
+    assert scores["six-times-seven"]["metadata"]["reward_upper"] == expected["reward_upper"] == 1.0
     assert scores["six-times-seven"]["metadata"]["complete"] is False
     assert scores["six-times-seven"]["metadata"]["unscored"] == ["explains"]
     # The file task's checks need the agent's workspace: nothing scored here, never a fake 1.0.
     assert scores["write-hello"]["value"] == engine_reward(FILE_TASK, "I wrote it.")["reward"] == 0.0
     metrics = log["results"]["scores"][0]["metrics"]
-    assert metrics["mean"]["value"] == 0.5
+    assert metrics["mean"]["value"] == pytest.approx(1 / 3)
 
 
 def test_with_a_judge_the_judge_checks_count_and_a_wrong_answer_scores_low(pack_dir, tmp_path):  # noqa: F811
