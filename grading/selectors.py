@@ -105,6 +105,8 @@ class CheckRow:
     parent_check_id: str = ""
     check_result: CheckResult | None = None
     labels: list[JudgeLabel] = field(default_factory=list)
+    #: A `tests` check's per-test results ({id, outcome, message}), as the grade document holds them.
+    tests: list[dict] = field(default_factory=list)
 
     @property
     def id(self) -> int | None:
@@ -123,6 +125,12 @@ class CheckRow:
     def votes_text(self) -> str:
         return ", ".join(("met" if vote else "not met") if isinstance(vote, bool) else format_number(vote)
                          for vote in self.votes)
+
+    @property
+    def tests_summary(self) -> str:
+        """e.g. "3 of 4 tests passed"."""
+        passed = sum(1 for test in self.tests if test["outcome"] == "passed")
+        return f"{passed} of {len(self.tests)} test{'s' if len(self.tests) != 1 else ''} passed"
 
     @property
     def score_text(self) -> str:
@@ -233,12 +241,30 @@ class GradeTable:
         return notes
 
 
+def _tests_of(check: Any) -> list[dict]:
+    """A stored check result's per-test results, kept to the shape the page shows (the document is the
+    grader's, but stored JSON is read as untrusted)."""
+    tests = check.get("tests") if isinstance(check, dict) else None
+    if not isinstance(tests, list):
+        return []
+    return [{"id": str(test.get("id", ""))[:500], "outcome": str(test.get("outcome", ""))[:16],
+             "message": str(test.get("message") or "")[:500]}
+            for test in tests[:1000] if isinstance(test, dict)]
+
+
+def _document_tests(document: Any) -> dict[str, list[dict]]:
+    """{check id: its per-test results} of a grade document's `tests` checks."""
+    checks = document.get("checks") if isinstance(document, dict) else None
+    return {str(row.check.get("id")): _tests_of(row.check) for row in flat_checks(checks)
+            if isinstance(row.check, dict) and row.check.get("kind") == "tests"}
+
+
 def _rows_from_document(checks: Any) -> list[CheckRow]:
     return [CheckRow(check_id=check.get("id", ""), kind=check.get("kind", ""), title=check.get("title") or "",
                      status=check.get("status", ""), score=check.get("score"), points=check.get("points", 0),
                      awarded=check.get("awarded"), explanation=check.get("explanation") or "", depth=depth,
                      required=bool(check.get("required")), votes=list(check.get("votes") or []),
-                     duration_ms=check.get("duration_ms"), parent_check_id=parent_id)
+                     duration_ms=check.get("duration_ms"), parent_check_id=parent_id, tests=_tests_of(check))
             for check, parent_id, depth, _ in flat_checks(checks)]
 
 
@@ -271,6 +297,7 @@ def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge
     running); with a `judge_note` they show as unscored for that reason (the judge job failed).
     """
     if isinstance(grade, Grade):
+        tests = _document_tests(grade.document) if "document" not in grade.get_deferred_fields() else {}
         if "check_results" in getattr(grade, "_prefetched_objects_cache", {}):
             results = sorted(grade.check_results.all(), key=lambda result: result.position)
             labels = {r.pk: list(r.labels.all()) for r in results}
@@ -282,7 +309,8 @@ def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge
         rows = [CheckRow(check_id=r.check_id, kind=r.kind, title=r.title, status=r.status, score=r.score,
                          points=r.points, awarded=r.awarded, explanation=r.explanation, depth=r.depth,
                          required=r.required, votes=list(r.votes or []), duration_ms=r.duration_ms,
-                         parent_check_id=r.parent_check_id, check_result=r, labels=labels.get(r.pk, []))
+                         parent_check_id=r.parent_check_id, check_result=r, labels=labels.get(r.pk, []),
+                         tests=tests.get(r.check_id, []) if r.kind == "tests" else [])
                 for r in results]
         return GradeTable(rows=rows, reward=grade.reward, earned=grade.earned, max=grade.max, passed=grade.passed,
                           gated=grade.gated, complete=grade.complete, grade=grade,

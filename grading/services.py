@@ -26,6 +26,7 @@ from authoring.permissions import can_review
 from grading import engine
 from grading.engine import example_answers as engine_examples
 from grading.engine.models import normalised_relative_path
+from grading.engine.text import storable, storable_text
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
@@ -72,7 +73,8 @@ def grade_from_document(document: Any) -> engine.Grade:
 @transaction.atomic
 def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=None,
                  rollout_id: int | None = None) -> Grade:
-    """Store the engine's Grade with one row per check, exactly as the engine computed it."""
+    """Store the engine's Grade with one row per check, exactly as the engine computed it (its text made storable:
+    an explanation may quote what the agent wrote, a NUL or a lone surrogate included)."""
     if source not in Grade.Source.values:
         raise DomainError(f"Unknown grade source {source!r}", code="invalid_grade")
     if not isinstance(grade, engine.Grade):
@@ -88,7 +90,7 @@ def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=No
         passed=grade.passed,
         gated=grade.gated,
         complete=grade.complete,
-        document=grade.to_document(),
+        document=storable(grade.to_document()),
         created_by=user if user is not None and getattr(user, "is_authenticated", False) else None,
     )
     # The related rows are objects the caller holds; checking that they exist costs a query each.
@@ -98,8 +100,8 @@ def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=No
     CheckResult.objects.bulk_create([
         CheckResult(grade=stored, position=position, depth=depth, parent_check_id=parent, check_id=check.id,
                     kind=check.kind, title="", status=check.status, score=check.score, points=check.points,
-                    awarded=check.awarded, required=check.required, explanation=check.explanation,
-                    votes=list(check.votes or []), duration_ms=check.duration_ms)
+                    awarded=check.awarded, required=check.required, explanation=storable_text(check.explanation),
+                    votes=storable(list(check.votes or [])), duration_ms=check.duration_ms)
         for position, (check, parent, depth, _) in enumerate(engine.flat_checks(grade.checks))
     ])
     return stored

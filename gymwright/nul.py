@@ -10,13 +10,13 @@ checked up front instead, and refused with where the character is, on every data
 from __future__ import annotations
 
 import json
-import re
 
+from grading.engine.text import SURROGATE as _SURROGATE
+from grading.engine.text import json_text_storable
 from grading.engine.validation import escape_pointer_token  # the pure engine: a library for every app
 from gymwright.errors import DomainError
 
 NUL = "\x00"
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _bad(text: str) -> str | None:
@@ -58,13 +58,6 @@ def unstorable_text(value, pointer: str = "") -> tuple[str, str] | None:
         elif isinstance(item, (list, tuple)):
             stack += [(f"{where}/{index}", child) for index, child in reversed(list(enumerate(item)))]
     return None
-
-
-def json_text_storable(text: str) -> bool:
-    """Whether JSON text written by `json.dumps(..., ensure_ascii=False)` (canonical JSON included)
-    holds neither a NUL (written `\\u0000`) nor a lone surrogate (kept as it is). False may be a
-    false alarm (a backslash before "u0000" in a string): `nul_check` the value then, which finds where."""
-    return "\\u0000" not in text and not _SURROGATE.search(text)
 
 
 def nul_check(value, *, pointer: str = "", what: str = "The input") -> None:

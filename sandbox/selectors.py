@@ -11,6 +11,7 @@ from authoring import permissions
 from authoring.models import Task, TaskVersion
 from authoring.selectors import approved_versions, task_check_for_user, task_version_check_readable
 from grading.engine import calibration
+from grading.engine.text import storable_text
 from gymwright.sql import Prepared
 from sandbox.models import PreviewRun, Rollout
 
@@ -175,11 +176,12 @@ def _pretty(value) -> str:
         stripped = value.strip()
         if stripped[:1] in "{[":
             try:
-                return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+                # JSON text may escape a lone surrogate or a NUL: shown as its escape again, not decoded
+                return storable_text(json.dumps(json.loads(stripped), indent=2, ensure_ascii=False))
             except ValueError:
                 return value
         return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return storable_text(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def _tool_output(value) -> str:

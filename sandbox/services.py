@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from authoring import permissions
 from authoring.models import AuditEvent, TaskVersion
+from grading.engine.text import storable_text
 from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.sql import Prepared
@@ -336,7 +337,7 @@ def rollout_fail(*, rollout_id: int, reason: str, attempt: int | None = None, st
     else:
         queryset = queryset.filter(status__in=[Rollout.Status.QUEUED, *Rollout.ACTIVE])
     now = timezone.now()
-    failed = queryset.update(status=Rollout.Status.ERROR, error=(reason or "failed without a reason")[:5000],
+    failed = queryset.update(status=Rollout.Status.ERROR, error=storable_text(reason or "failed without a reason")[:5000],
                              finished_at=now, heartbeat_at=now)
     if failed:
         logger.warning("rollout %s failed: %s", rollout_id, reason)

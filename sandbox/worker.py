@@ -21,6 +21,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 from django.utils import timezone
 
 from authoring.models import TaskVersion
+from grading.engine.text import storable, storable_name, storable_text
 from gymwright.errors import DomainError
 from gymwright.kept import Kept
 from gymwright.sql import Prepared, SmallInt
@@ -222,8 +223,10 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, pro
     if progress.lost:
         logger.info("rollout %s attempt %s lost its claim; discarding its result", rollout.pk, attempt)
         return "lost"
+    # Everything the agent wrote, made storable (grading.engine.text): a rollout is stored with its grade whatever
+    # its names and text hold.
     trajectory = _jsonable(result.trajectory)
-    error = result.error or ""
+    error = storable_text(result.error or "")
     if progress.cancelled or result.error_kind == "cancelled":
         status = Rollout.Status.CANCELLED
         error = error or "cancelled while running"
@@ -242,7 +245,7 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, pro
         updated = claimed_rollout(rollout.pk, attempt).update(
             status=status,
             trajectory=trajectory,
-            answer=result.answer,
+            answer=storable_text(result.answer),
             workspace_files=_workspace_listing(result.workspace_files, left_out=result.workspace_left_out),
             grade=stored_grade,
             reward=result.grade.reward if result.grade is not None else None,
@@ -271,18 +274,25 @@ def _workspace_listing(files: dict, *, left_out: list[dict] = ()) -> list[dict]:
         data = files[path]
         if isinstance(data, str):
             data = data.encode()
-        entry: dict[str, Any] = {"path": path, "size": len(data or b""), "content": None, "truncated": False}
+        entry: dict[str, Any] = {**_name_fields(path), "size": len(data or b""), "content": None, "truncated": False}
         if data is not None and b"\x00" not in data[:8192]:
             shown = data[:WORKSPACE_FILE_CONTENT_MAX]
             if len(shown) <= budget:
-                entry["content"] = shown.decode("utf-8", errors="replace")
+                entry["content"] = storable_text(shown.decode("utf-8", errors="replace"))
                 entry["truncated"] = len(data) > len(shown)
                 budget -= len(shown)
         listing.append(entry)
     for item in list(left_out)[:WORKSPACE_MAX_FILES]:
-        listing.append({"path": str(item.get("path", "")), "size": int(item.get("size") or 0), "content": None,
-                        "truncated": False, "left_out": str(item.get("reason", ""))})
+        listing.append({**_name_fields(str(item.get("path", ""))), "size": int(item.get("size") or 0),
+                        "content": None, "truncated": False, "left_out": storable_text(str(item.get("reason", "")))})
     return listing
+
+
+def _name_fields(path: str) -> dict[str, str]:
+    """{"path": readable} for a workspace file, and "raw_name_b64" (its name's bytes in base64) when the name is not
+    UTF-8 text: the name b'a\\xffb' is listed as the six characters a\\xffb, with its bytes kept."""
+    readable, raw = storable_name(path)
+    return {"path": readable} if raw is None else {"path": readable, "raw_name_b64": raw}
 
 
 def _jsonable(value: Any) -> Any:
@@ -300,8 +310,8 @@ def _jsonable(value: Any) -> Any:
             return list(obj)
         return str(obj)
 
-    # PostgreSQL's jsonb refuses NUL characters in strings.
-    return json.loads(json.dumps(value, default=default).replace("\\u0000", "\\ufffd"))
+    # PostgreSQL's jsonb refuses NUL characters and lone surrogates in strings: storable escapes them.
+    return storable(json.loads(json.dumps(value, default=default)))
 
 
 # -- the runtime, behind one function so tests can see exactly where the sandbox starts ----------

@@ -121,8 +121,9 @@ FIZZBUZZ_RUBRIC = {
     "schema": "gymwright.rubric/v1",
     "pass_threshold": 1.0,
     "checks": [
-        {"id": "tests_pass", "kind": "command", "points": 10, "required": True,
-         "run": "python3 -m unittest -q test_fizzbuzz", "expect_exit": 0, "timeout_s": 60},
+        # Gymwright's own runner, not `python3 -m unittest`: the agent cannot shadow, patch or exit its way past it.
+        {"id": "tests_pass", "kind": "tests", "points": 10, "required": True,
+         "files": ["test_fizzbuzz.py"], "runner": "unittest", "credit": "all", "timeout_s": 60},
         {"id": "no_hardcoding", "kind": "python", "points": 2,
          "code": "def check(ctx):\n    source = open(ctx.workspace + '/fizzbuzz.py').read()\n"
                  "    return '%' in source and 'NotImplementedError' not in source\n"},
@@ -173,8 +174,8 @@ DEMO_TASKS = [
         "slug": "fizzbuzz-implementation",
         "tags": ["coding", "python"],
         "files": {"fizzbuzz.py": FIZZBUZZ_STUB, "test_fizzbuzz.py": FIZZBUZZ_TESTS},
-        # The agent may read and run the tests; they are put back before the checks run,
-        # so skipping or editing them earns nothing.
+        # The agent may read and run the tests; they are put back before the checks run and Gymwright's runner
+        # runs them, so skipping, editing, shadowing or patching them earns nothing.
         "roles": {"test_fizzbuzz.py": "protected"},
         "content": {
             "title": "Implement fizzbuzz so the tests pass",

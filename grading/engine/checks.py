@@ -44,6 +44,7 @@ from .models import (
 )
 from .safe_files import NotRegularFile, has_link, read_regular
 from .sandbox import CheckSandbox, ExecResult
+from .text import normalise_unicode
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 #: JSON an agent wrote is measured before it is parsed: its length and its nesting depth.
@@ -75,6 +76,7 @@ class Outcome:
     score: float
     explanation: str
     votes: list | None = None
+    tests: list | None = None  # a `tests` check's per-test results (TestResult dicts)
 
 
 @dataclass
@@ -196,6 +198,23 @@ class GradingContext:
             return self.stdout_of(target[7:])
         raise Unscored(f"unknown target {target!r}")
 
+    def unicode_text(self, text: str) -> str:
+        """`text` without format characters and in NFKC (`text.normalise_unicode`), computed once per grade."""
+        if text.isascii():
+            return text
+        key = (id(text), "unicode")
+        cached = self._text_cache.get(key)
+        if cached is not None and cached[0] is text:
+            return cached[1]
+        value = normalise_unicode(text)
+        self._text_cache[key] = (text, value)
+        return value
+
+    def compared_text(self, check) -> str:
+        """The text a comparing check reads: its target, normalised unless the check opts out."""
+        text = self.target_text(check.target)
+        return self.unicode_text(text) if check.normalize_unicode else text
+
     def normalised(self, text: str, *, fold_case: bool, collapse_space: bool) -> str:
         key = (id(text), fold_case, collapse_space)
         cached = self._text_cache.get(key)
@@ -257,7 +276,8 @@ def _binary(met: bool, explanation: str) -> Outcome:
 
 
 def string_match(check: StringMatchCheck, ctx: GradingContext) -> Outcome:
-    text = ctx.normalised(ctx.target_text(check.target), fold_case=not check.case_sensitive, collapse_space=check.normalize_whitespace)
+    text = ctx.normalised(ctx.compared_text(check), fold_case=not check.case_sensitive,
+                          collapse_space=check.normalize_whitespace)
     expected = check.expected_normalised()
     mode = check.mode
     if mode == "equals":
@@ -275,7 +295,7 @@ def string_match(check: StringMatchCheck, ctx: GradingContext) -> Outcome:
 
 
 def regex(check: RegexCheck, ctx: GradingContext) -> Outcome:
-    text = ctx.target_text(check.target)
+    text = ctx.compared_text(check)
     pattern = check.compiled()
     if not check.must_match:
         found = pattern.search(text)
@@ -312,7 +332,7 @@ def find_number(text: str) -> tuple[float, bool, str] | None:
 
 
 def number(check: NumberCheck, ctx: GradingContext) -> Outcome:
-    text = ctx.target_text(check.target)
+    text = ctx.compared_text(check)
     pattern = check.compiled_extract()
     if pattern is not None:
         found = pattern.search(text)
@@ -329,54 +349,62 @@ def number(check: NumberCheck, ctx: GradingContext) -> Outcome:
     return _binary(met, f"read {shown.strip()!s} ({'within' if met else 'not within'} ±{_num(allowed)} of {_num(check.expected)})")
 
 
-_FENCE_LANGUAGE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_FENCE_LANGUAGE = re.compile(r"[a-zA-Z0-9_-]*")
 
 
 def _strip_fence(text: str) -> str:
-    """The body of a text that is one Markdown code fence (```lang ... ```), else the stripped text.
-
-    String methods only, linear in the text: a regular expression here backtracked for minutes on
-    a long fence an agent wrote."""
+    """The body of a Markdown code fence that is the whole (stripped) text, else the stripped text: what
+    `re.fullmatch(r"```[a-zA-Z0-9_-]*\\s*\\n(.*)\\n\\s*```", stripped, re.DOTALL)` would capture, found in
+    linear time (that pattern backtracks in cubic time: a 5 KB fence of newlines took minutes). The
+    body starts after the last newline of the opening line's whitespace that leaves a newline before
+    the closing fence's whitespace, and ends at the last newline of that whitespace."""
     stripped = text.strip()
-    if len(stripped) < 7 or not stripped.startswith("```") or not stripped.endswith("```"):
+    size = len(stripped)
+    if size < 8 or not stripped.startswith("```") or not stripped.endswith("```"):
         return stripped
-    first_newline = stripped.find("\n")
-    if first_newline < 0:
+    head = _FENCE_LANGUAGE.match(stripped, 3).end()
+    # str.strip's whitespace is str.isspace, which is re's \\s for str patterns.
+    head_end = size - len(stripped[head:].lstrip())
+    tail = size - 3
+    tail_start = len(stripped[:tail].rstrip())
+    closing = stripped.rfind("\n", tail_start, tail)
+    if closing < 0:
         return stripped
-    opening = stripped[3:first_newline]
-    language = opening.rstrip()
-    if any(ch not in _FENCE_LANGUAGE for ch in language):
+    opening = stripped.rfind("\n", head, min(head_end, closing))
+    if opening < 0:
         return stripped
-    closing_newline = stripped.rfind("\n", 0, len(stripped) - 3)
-    if closing_newline < first_newline or stripped[closing_newline:len(stripped) - 3].strip():
-        return stripped
-    return stripped[first_newline + 1:closing_newline]
+    return stripped[opening + 1:closing]
+
+
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
 
 
 def json_bounded(text: str, *, max_chars: int = MAX_JSON_CHARS, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     """Why `text` is not parsed as JSON (too long, nested too deep), or None. Measured before any
-    parse, in one linear pass over the brackets outside strings: the standard parser recurses per
-    level, and `"[" * 100000` would raise RecursionError deep inside it."""
+    parse, in one linear pass over the brackets, quotes and backslashes (a character class: no
+    backtracking), brackets inside strings not counted: the standard parser recurses per level, and
+    `"[" * 100000` would raise RecursionError deep inside it."""
     if len(text) > max_chars:
         return f"is {len(text):,} characters long, over the limit of {max_chars:,} for JSON"
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
+    depth = 0
+    in_string = False
+    escaped_at = -1
+    for found in _JSON_STRUCTURE.finditer(text):
+        at = found.start()
+        if at == escaped_at:
+            continue
+        ch = text[at]
         if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
+            if ch == "\\":
+                escaped_at = at + 1
             elif ch == '"':
                 in_string = False
         elif ch == '"':
             in_string = True
         elif ch in "[{":
             depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > max_depth:
-                    return f"is nested deeper than {max_depth} levels"
+            if depth > max_depth:
+                return f"is nested deeper than {max_depth} levels"
         elif ch in "]}":
             depth -= 1
     return None
@@ -460,15 +488,16 @@ def json_field(check: JsonFieldCheck, ctx: GradingContext) -> Outcome:
 
 
 def text_similarity(check: TextSimilarityCheck, ctx: GradingContext) -> Outcome:
-    text = ctx.target_text(check.target)
+    text = ctx.compared_text(check)
+    reference = check.unicode_value("reference")
     if check.metric == "fuzzy":
         candidate = ctx.normalised(text, fold_case=True, collapse_space=True)
-        value = similarity.fuzzy(candidate, similarity.normalise(check.reference), normalised=True)
+        value = similarity.fuzzy(candidate, similarity.normalise(reference), normalised=True)
     elif check.metric == "rouge_l":
-        value = similarity.rouge_l(ctx.tokens(text)[0], similarity.tokens(check.reference))
+        value = similarity.rouge_l(ctx.tokens(text)[0], similarity.tokens(reference))
     else:
         words, joined = ctx.tokens(text)
-        value = similarity.bleu(words, similarity.tokens(check.reference), candidate_joined=joined)
+        value = similarity.bleu(words, similarity.tokens(reference), candidate_joined=joined)
     met = value >= check.threshold
     return _binary(met, f"{check.metric} similarity {value:.3f} {'≥' if met else '<'} threshold {check.threshold:g}")
 
@@ -496,7 +525,13 @@ def file_exists(check: FileExistsCheck, ctx: GradingContext) -> Outcome:
 
 def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
     try:
-        data = ctx.read_bytes(check.path)
+        if check.sha256 is not None:
+            data = ctx.read_bytes(check.path)
+        else:
+            # The file's text as a `file:` target reads it: decoded, and normalised, once per grade.
+            text = ctx.target_text(f"file:{check.path}")
+            if check.normalize_unicode:
+                text = ctx.unicode_text(text)
     except Missing as exc:
         return _binary(False, str(exc))
     except Failed as exc:
@@ -506,14 +541,13 @@ def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
 
         digest = hashlib.sha256(data).hexdigest()
         return _binary(digest == check.sha256, f"sha256 {'matches' if digest == check.sha256 else 'is ' + digest[:12] + '…, expected ' + check.sha256[:12] + '…'}")
-    text = data.decode("utf-8", errors="replace")
     if check.contains is not None:
-        met = check.contains in text
+        met = check.unicode_value("contains") in text
         return _binary(met, f"{check.path!r} {'contains' if met else 'does not contain'} {_short(check.contains)}")
     if check.regex is not None:
         found = check.compiled().search(text)
         return _binary(found is not None, f"matched {_short(found.group(0))}" if found else f"{check.path!r} does not match the pattern")
-    met = text == check.equals
+    met = text == check.unicode_value("equals")
     return _binary(met, f"{check.path!r} {'equals' if met else 'differs from'} the expected content")
 
 
@@ -639,8 +673,12 @@ def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: st
     return frame.values.tolist()
 
 
-def _find_label(labels: list[Any], wanted: str) -> int | None:
+def _find_label(labels: list[Any], wanted: str, form=None) -> int | None:
+    """The index of the label equal to `wanted` (stripped, `form`-normalised), else equal case-folded."""
     texts = [_cell_text(label) for label in labels]
+    if form is not None:
+        texts = [form(text) for text in texts]
+        wanted = form(wanted)
     wanted = wanted.strip()
     for index, text in enumerate(texts):
         if text == wanted:
@@ -661,10 +699,11 @@ def table_cell(check: TableCellCheck, ctx: GradingContext) -> Outcome:
     if not rows:
         return _binary(False, f"{check.path!r} is empty")
     header, data_rows = rows[0], rows[1:]
+    form = normalise_unicode if check.normalize_unicode else None
     if isinstance(check.column, int):
         column = check.column
     else:
-        column = _find_label(list(header), check.column)
+        column = _find_label(list(header), check.column, form)
         if column is None:
             return _binary(False, f"no column labelled {check.column!r} in the header row")
     if isinstance(check.row, int):
@@ -672,16 +711,18 @@ def table_cell(check: TableCellCheck, ctx: GradingContext) -> Outcome:
         if row >= len(data_rows):
             return _binary(False, f"there is no data row {row} (the table has {len(data_rows)})")
     else:
-        row = _find_label([r[0] if r else None for r in data_rows], check.row)
+        row = _find_label([r[0] if r else None for r in data_rows], check.row, form)
         if row is None:
             return _binary(False, f"no row labelled {check.row!r} in the first column")
     values = data_rows[row]
     if column >= len(values):
         return _binary(False, f"row {check.row!r} has no column {check.column!r}")
     value = values[column]
+    if form is not None and isinstance(value, str):
+        value = form(value)
     where = f"cell [{check.row!r}, {check.column!r}] = {_short(_cell_text(value), 40)}"
     if isinstance(check.expected, str):
-        met = _cell_text(value) == check.expected.strip()
+        met = _cell_text(value) == check.unicode_value("expected").strip()
         return _binary(met, f"{where}, expected {_short(check.expected, 40)}")
     found = _cell_number(value)
     if found is None:
@@ -714,6 +755,10 @@ def evaluate(check, ctx: GradingContext) -> Outcome:
         from .pyrunner import python_check
 
         handler = python_check
+    elif check.kind == "tests":
+        from .testsuite import tests_check
+
+        handler = tests_check
     else:
         handler = _HANDLERS.get(check.kind)
         if handler is None:
@@ -746,7 +791,7 @@ _HANDLERS = {
 
 
 #: Kinds that read the agent's workspace or run in its sandbox.
-EPISODE_KINDS = frozenset({"file_exists", "file_content", "table_cell", "command", "python"})
+EPISODE_KINDS = frozenset({"file_exists", "file_content", "table_cell", "command", "python", "tests"})
 
 
 def episode_checks(rubric: Any) -> list[str]:

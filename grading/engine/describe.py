@@ -78,6 +78,12 @@ def check_in_words(check: Mapping) -> str:
     if kind == "python":
         return f"the Python function {check.get('function')} says so" if check.get("function") else \
             "the check's Python code says so (run in the sandbox)"
+    if kind == "tests":
+        files = check.get("files") if isinstance(check.get("files"), list) else []
+        shown = ", ".join(str(path) for path in files[:3]) + (" …" if len(files) > 3 else "")
+        chosen = f"the {len(check['select'])} selected tests" if isinstance(check.get("select"), list) else "the tests"
+        credit = "each passing test earns its share" if _value(check, "credit") == "per_test" else "every one passes"
+        return f"{chosen} of {shown or 'its test files'} pass under Gymwright's {_value(check, 'runner')} runner ({credit})"
     if kind == "llm_judge":
         scale = check.get("scale")
         scaled = f" (scored {scale.get('min')}–{scale.get('max')})" if isinstance(scale, dict) else ""

@@ -120,6 +120,19 @@ EXAMPLES: dict[str, KindExample] = {example.kind: example for example in [
         edge_cases=("Runs inside the sandbox, never on the host.",
                     "check(ctx) returns True/False, a score in [0, 1], or (score, explanation).")),
     KindExample(
+        kind="tests",
+        check={"id": "tests_pass", "kind": "tests", "points": 1, "files": ["tests/test_solution.py"],
+               "runner": "unittest", "credit": "per_test"},
+        answer="",
+        result="unscored in a dry run (no sandbox); in a preview Gymwright's runner runs the tests, and the score "
+               "is the share that passed",
+        status="unscored",
+        edge_cases=("The test files must be task files with role protected or grader, so the agent cannot "
+                    "change what runs.",
+                    "Test ids are read from the files before any code runs: a test that does not report, a run "
+                    "that exits early or tampers with the runner, fails.",
+                    "Builtin values compare by exact type: a str subclass that equals everything is not a str.")),
+    KindExample(
         kind="llm_judge",
         check={"id": "explains_dose", "kind": "llm_judge", "points": 2,
                "criterion": "The answer gives an adult dose range and says to take it with food."},

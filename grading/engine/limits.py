@@ -17,6 +17,7 @@ table) so that the CLI, the Celery workers and the dry-run subprocess agree:
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -79,12 +80,28 @@ def _raise_budget(signum, frame):  # noqa: ARG001 - signal handler signature
 
 
 @contextmanager
+def pattern_budget(seconds: float) -> Iterator[None]:
+    """Run the body with `seconds` as the time budget of each pattern search (`pattern_timeout_s()`),
+    on any thread. What bounds a check whose work is bounded by design (see `cpu_budget`)."""
+    previous_budget = getattr(_current, "budget_s", None)
+    _current.budget_s = seconds
+    try:
+        yield
+    finally:
+        _current.budget_s = previous_budget
+
+
+@contextmanager
 def cpu_budget(seconds: float) -> Iterator[None]:
     """Run the body with at most `seconds` of CPU time; `BudgetExceeded` when it is used up.
 
     In the main thread (Celery's prefork children, the dry-run subprocess, the CLI) a
     SIGPROF interval timer interrupts any Python-level work. Elsewhere signals cannot
-    be used, so only pattern searches (which take `pattern_timeout_s()`) are bounded.
+    be used, so only pattern searches (which take `pattern_timeout_s()`) are bounded:
+    a check that can run in a worker thread (a trainer calls the pack's reward function
+    from a thread pool) must be bounded without it. The text kinds are, by design
+    (`bounded_by_design` on their models: linear string work, patterns under their
+    timeout, parses with size and depth limits), and run under `pattern_budget` alone.
     """
     previous_budget = getattr(_current, "budget_s", None)
     _current.budget_s = seconds
@@ -107,3 +124,16 @@ def cpu_budget(seconds: float) -> Iterator[None]:
                 left = max(previous_timer[0] - (time.monotonic() - started), 0.001)
                 signal.setitimer(signal.ITIMER_PROF, left, previous_timer[1])
         _current.budget_s = previous_budget
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """`text` with every NUL and unpaired surrogate replaced by U+FFFD: what the grader reads of an answer
+    or a trajectory. A lone surrogate (JSON can carry one: "\\ud800") is not Unicode text and cannot be
+    encoded as UTF-8 (a judge request, a stored grade, a printed report), and PostgreSQL stores no NUL.
+    Valid surrogate pairs never reach here: Python decodes them into one character."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    return _UNSTORABLE.sub("\ufffd", text)

@@ -4,6 +4,8 @@ Each warning is an `Issue` with the JSON pointer of the check (or field) it is a
 
 - a `command` check that runs a test file the agent can change (a `workspace` file, neither
   `protected` nor `grader`): skipping, editing or deleting the tests passes it;
+- a `command` check that runs a Python test runner (pytest, unittest, nose) at all: its exit code is
+  the tested code's to fake; a `tests` check runs the suite with Gymwright's own runner;
 - a `file_content` "untouched" check (contains / regex on a file the task provides): one edit
   elsewhere in the file (a skip decorator) still passes it; on a protected or grader file it
   is always met;
@@ -28,6 +30,8 @@ _TEST_FILE = re.compile(r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|test[^/]*\.sh|conf
 _UNTOUCHED = re.compile(r"untouched|unchanged|unmodified|intact|not[ _]?(been[ _])?(modified|changed|edited)",
                         re.IGNORECASE)
 _RUNNERS = re.compile(r"\b(pytest|unittest|nose2?|tox|make\s+test|npm\s+test|go\s+test|cargo\s+test)\b")
+# Python test runners a `tests` check replaces: their exit code is the agent's to fake.
+_PYTHON_RUNNERS = re.compile(r"(?<![\w.-])(py\.?test|unittest|nose2?)(?![\w-])")
 
 
 def is_test_file(path: str) -> bool:
@@ -96,6 +100,11 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
                 warnings.append(Issue(make_pointer(pointer + ["run"]),
                     f"runs {shown}, which the agent can edit, skip or delete (role workspace): "
                     "make the tests protected or grader"))
+        if kind == "command" and isinstance(check.get("run"), str) and _PYTHON_RUNNERS.search(check["run"]):
+            warnings.append(Issue(make_pointer(pointer + ["kind"]),
+                "runs a Python test runner and trusts its exit code, which the code under test can fake "
+                "(os._exit(0) at import, a module shadowing the tests or unittest, a patched assertEqual): "
+                "use a `tests` check, which runs the tests with Gymwright's own runner"))
         path = _read_path(check)
         role = roles.get(path) if roles is not None and path else None
         if kind == "file_content" and (check.get("contains") is not None or check.get("regex") is not None):

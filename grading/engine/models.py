@@ -17,9 +17,10 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from typing import Annotated, Any, Literal, NamedTuple, Union
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Union
 
 from .fastregex import Searcher, compile_pattern, validate_pattern
+from .text import normalise_pattern, normalise_unicode
 
 from pydantic import (
     AfterValidator,
@@ -251,12 +252,45 @@ class CheckBase(Strict):
         description="A gate: if this check scores below 1 the reward is 0 (gated). Not allowed on penalties.",
     )
     target: Target = "answer"
+    #: The check's work on any text is bounded without a CPU timer (which works only on the main thread):
+    #: linear string work, patterns under their own timeout, parses with size and depth limits. Reading
+    #: an in-memory target (the answer, the trajectory), it runs with no timer at all (limits.cpu_budget).
+    bounded_by_design: ClassVar[bool] = False
 
 
-class StringMatchCheck(CheckBase):
+class UnicodeNormalised(Strict):
+    """A check that compares text: both the text it reads and its own values are normalised first."""
+
+    normalize_unicode: StrictBool = Field(
+        default=True,
+        description="Remove invisible format characters (zero-width space, soft hyphen, bidi controls, ...) and "
+        "apply NFKC (fullwidth and other compatibility forms become plain letters) to the text read and to this "
+        "check's expected values and pattern before comparing (docs/formats.md, 'Text normalisation').",
+    )
+
+    _unicode_values: dict = PrivateAttr(default_factory=dict)
+
+    def unicode_form(self, value: str) -> str:
+        """`value` normalised as the text it is compared with is."""
+        return normalise_unicode(value) if self.normalize_unicode else value
+
+    def unicode_value(self, name: str) -> str:
+        """This check's string field `name`, normalised as the text it is compared with is (computed once)."""
+        value = self._unicode_values.get(name)
+        if value is None:
+            value = self._unicode_values[name] = self.unicode_form(getattr(self, name))
+        return value
+
+    def pattern_form(self, value: str) -> str:
+        """A pattern of this check made to match the text as it is compared."""
+        return normalise_pattern(value) if self.normalize_unicode else value
+
+
+class StringMatchCheck(CheckBase, UnicodeNormalised):
     """Met when `mode` holds between the target text and `expected`."""
 
     kind: Literal["string_match"]
+    bounded_by_design: ClassVar[bool] = True
     expected: str
     mode: Literal["equals", "contains", "not_contains", "starts_with", "ends_with"] = "contains"
     case_sensitive: StrictBool = False
@@ -266,17 +300,19 @@ class StringMatchCheck(CheckBase):
     _expected: str | None = PrivateAttr(default=None)
 
     def expected_normalised(self) -> str:
-        """`expected` case-folded and/or whitespace-collapsed as the options say (computed once)."""
+        """`expected` normalised, case-folded and/or whitespace-collapsed as the options say (computed once)."""
         if self._expected is None:
-            value = self.expected if self.case_sensitive else self.expected.casefold()
+            value = self.unicode_form(self.expected)
+            value = value if self.case_sensitive else value.casefold()
             self._expected = " ".join(value.split()) if self.normalize_whitespace else value
         return self._expected
 
 
-class RegexCheck(CheckBase):
+class RegexCheck(CheckBase, UnicodeNormalised):
     """Met when `pattern` matches at least `min_count` times (or, with must_match false, never)."""
 
     kind: Literal["regex"]
+    bounded_by_design: ClassVar[bool] = True
     pattern: Regex
     flags: str = Field(default="", pattern=REGEX_FLAGS_PATTERN, description="Letters from 'aimsx' (Python re flags).")
     must_match: StrictBool = True
@@ -286,14 +322,14 @@ class RegexCheck(CheckBase):
     def compiled(self) -> Searcher:
         """The pattern, compiled once at parse time (with its literal prefilter)."""
         if self._compiled is None:
-            self._compiled = compile_pattern(self.pattern, self.flags)
+            self._compiled = compile_pattern(self.pattern_form(self.pattern), self.flags)
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
         self.compiled()
 
 
-class NumberCheck(CheckBase):
+class NumberCheck(CheckBase, UnicodeNormalised):
     """Met when a number read from the target is within tolerance of `expected`.
 
     The number is the first capture group of the first `extract` match, or else
@@ -303,6 +339,7 @@ class NumberCheck(CheckBase):
     """
 
     kind: Literal["number"]
+    bounded_by_design: ClassVar[bool] = True
     expected: Number
     tolerance: NonNegative = 0
     rel_tolerance: NonNegative = 0
@@ -311,7 +348,7 @@ class NumberCheck(CheckBase):
 
     def compiled_extract(self) -> Searcher | None:
         if self.extract is not None and self._compiled is None:
-            self._compiled = compile_pattern(self.extract)
+            self._compiled = compile_pattern(self.pattern_form(self.extract))
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
@@ -322,6 +359,7 @@ class JsonFieldCheck(CheckBase):
     """Met when the target parses as JSON and the value at `pointer` satisfies `op` against `expected`."""
 
     kind: Literal["json_field"]
+    bounded_by_design: ClassVar[bool] = True
     pointer: Annotated[str, AfterValidator(_json_pointer)]
     op: Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "exists"] = "eq"
     expected: JsonValue = None
@@ -356,7 +394,7 @@ _PYTHON_ONE_OF = {
 }
 
 
-class FileContentCheck(CheckBase):
+class FileContentCheck(CheckBase, UnicodeNormalised):
     """Met when the workspace file at `path` contains / matches / equals / has the sha256 given (exactly one)."""
 
     # Exactly one condition, for Ajv (a null one counts as absent, as in the engine).
@@ -372,14 +410,14 @@ class FileContentCheck(CheckBase):
 
     def compiled(self) -> Searcher | None:
         if self.regex is not None and self._compiled is None:
-            self._compiled = compile_pattern(self.regex)
+            self._compiled = compile_pattern(self.pattern_form(self.regex))
         return self._compiled
 
     def model_post_init(self, __context: Any) -> None:
         self.compiled()
 
 
-class TableCellCheck(CheckBase):
+class TableCellCheck(CheckBase, UnicodeNormalised):
     """Met when a CSV/XLSX cell equals `expected` (numbers within `tolerance`).
 
     The first row is the header: `column` is a header label or a 0-based column
@@ -401,7 +439,7 @@ class TableCellCheck(CheckBase):
     tolerance: NonNegative = 0
 
 
-class TextSimilarityCheck(CheckBase):
+class TextSimilarityCheck(CheckBase, UnicodeNormalised):
     """Met when similarity(target, reference) ≥ threshold.
 
     Metrics (all in [0, 1], on lower-cased text): `fuzzy` = rapidfuzz ratio of
@@ -411,6 +449,7 @@ class TextSimilarityCheck(CheckBase):
     """
 
     kind: Literal["text_similarity"]
+    bounded_by_design: ClassVar[bool] = True
     metric: Literal["fuzzy", "rouge_l", "bleu"] = "fuzzy"
     reference: str
     threshold: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
@@ -444,6 +483,58 @@ class PythonCheck(CheckBase):
     function: Annotated[str, Field(pattern=FUNCTION_PATTERN)] | None = None
     args: dict[str, JsonValue] = Field(default_factory=dict)
     timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 60
+
+
+TESTS_MAX_FILES = 50
+TESTS_MAX_SELECT = 10_000
+TEST_ID_PATTERN = r"^[^\x00-\x1f\x7f]{1,500}$"
+
+
+def _test_file(value: str) -> str:
+    if not value.endswith(".py"):
+        raise ValueError(f"test file {value!r} is not a Python file; expected a path ending in '.py'")
+    stem = posixpath.basename(value)[:-3]
+    if not stem.isidentifier():
+        raise ValueError(f"test file {value!r}: {stem!r} is not a Python module name")
+    return value
+
+
+def _unique_modules(value: list[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for path in value:
+        stem = posixpath.basename(path)[:-3]
+        if stem in seen and seen[stem] != path:
+            raise ValueError(f"test files {seen[stem]!r} and {path!r} have the same module name {stem!r}; "
+                             "rename one")
+        seen[stem] = path
+    if len(set(value)) != len(value):
+        raise ValueError("a test file is listed twice")
+    return value
+
+
+class TestsCheck(CheckBase):
+    """Runs a test suite the grader owns with Gymwright's own runner (never the agent's) in the sandbox.
+
+    `files` are task files with role `protected` or `grader` (test modules, loaded by path);
+    `runner` says how tests are found: `unittest` (TestCase subclasses' test* methods) or
+    `pytest` (also test_* functions and Test* classes with plain `assert`; pytest itself is not
+    needed). Test ids are `<file>::<Class>::<method>` or `<file>::<function>`, fixed from the
+    files' source before any code runs; `select` (ids, or `<file>::<Class>` for a whole class)
+    narrows them. `credit`: `all` scores 1 only if every selected test passed, `per_test` scores
+    the fraction that passed. A test missing from the runner's report, a run that ends without
+    the report, times out or tampers with the runner fails.
+    """
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    kind: Literal["tests"]
+    files: Annotated[list[Annotated[RelPath, AfterValidator(_test_file)]],
+                     Field(min_length=1, max_length=TESTS_MAX_FILES), AfterValidator(_unique_modules)]
+    runner: Literal["unittest", "pytest"] = "unittest"
+    select: Annotated[list[Annotated[str, Field(pattern=TEST_ID_PATTERN)]],
+                      Field(max_length=TESTS_MAX_SELECT)] | None = None
+    credit: Literal["all", "per_test"] = "all"
+    timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 120
 
 
 class JudgeScale(Strict):
@@ -500,6 +591,7 @@ Check = Annotated[
         TextSimilarityCheck,
         CommandCheck,
         PythonCheck,
+        TestsCheck,
         LlmJudgeCheck,
         GroupCheck,
     ],
@@ -517,6 +609,7 @@ CHECK_MODELS: dict[str, type[CheckBase]] = {
     "text_similarity": TextSimilarityCheck,
     "command": CommandCheck,
     "python": PythonCheck,
+    "tests": TestsCheck,
     "llm_judge": LlmJudgeCheck,
     "group": GroupCheck,
 }
@@ -704,6 +797,16 @@ class Task(Strict):
 # ---------------------------------------------------------------- grade
 
 
+class TestResult(Strict):
+    """One test of a `tests` check: its id, whether it passed, and why not (bounded)."""
+
+    __test__ = False
+
+    id: str
+    outcome: Literal["passed", "failed", "error", "skipped", "missing"]
+    message: str = ""
+
+
 class CheckGrade(Strict):
     """The result of one check. `awarded` is points × score for scored top-level checks,
     null for unscored checks and for children of a group (they count through the group)."""
@@ -719,6 +822,8 @@ class CheckGrade(Strict):
     votes: list[Union[StrictBool, StrictInt, StrictFloat]] | None = None
     duration_ms: int = 0
     checks: list["CheckGrade"] | None = None
+    # A `tests` check's per-test results, in the order run (bounded: TestResult).
+    tests: list["TestResult"] | None = None
 
 
 class ProtectedFileState(Strict):

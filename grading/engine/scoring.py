@@ -31,7 +31,7 @@ from typing import Any
 
 from .checks import Failed, GradingContext, Missing, Unscored, evaluate, failed_outcome
 from .judge import JudgeClient, JudgeRequest, JudgeResult
-from .limits import BudgetExceeded, GradeLimits, cpu_budget
+from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget, storable_text
 from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric
 from .sandbox import CheckSandbox
 from .validation import parse_rubric
@@ -284,6 +284,7 @@ class _Grader:
         started = time.perf_counter()
         children = None
         votes = None
+        tests = None
         duration_ms = None
         try:
             if isinstance(check, GroupCheck):
@@ -311,15 +312,18 @@ class _Grader:
                 score, explanation = verdict.score, verdict.explanation
             else:
                 budget = self.ctx.limits.check_cpu_s
+                # A check bounded by design, on text already in memory, needs no CPU timer (which only works
+                # on the main thread, and costs two system calls a check): its patterns keep their timeout.
+                in_memory = check.bounded_by_design and check.target in ("answer", "trajectory")
                 try:
-                    with cpu_budget(budget):
+                    with (pattern_budget if in_memory else cpu_budget)(budget):
                         outcome = evaluate(check, self.ctx)
                 except BudgetExceeded as exc:
                     # The input the check reads is the graded work's: spending the budget on it fails it.
                     why = f" ({exc})" if str(exc) else ""
                     outcome = failed_outcome(check, f"the check used up its {budget:g} s CPU-time budget "
                                                     f"(GYMWRIGHT_CHECK_CPU_S){why} and was stopped: failed")
-                score, explanation = outcome.score, outcome.explanation
+                score, explanation, tests = outcome.score, outcome.explanation, outcome.tests
             status = "scored"
         except Unscored as exc:
             status, score, explanation = "unscored", None, str(exc)
@@ -345,6 +349,7 @@ class _Grader:
             votes=votes,
             duration_ms=duration_ms,
             checks=children,
+            tests=tests,
         )
 
 
@@ -379,8 +384,8 @@ def grade(
     if not isinstance(rubric, Rubric):
         rubric = parse_rubric(rubric)
     ctx = GradingContext(
-        answer=answer,
-        trajectory=trajectory,
+        answer=storable_text(answer),
+        trajectory=None if trajectory is None else storable_text(trajectory),
         workspace=Path(workspace) if workspace is not None else None,
         sandbox=sandbox,
         checks_module=checks_module,

@@ -38,7 +38,9 @@ from .models import (
     REGEX_FLAGS_PATTERN,
     Rubric,
     Task,
+    flat_checks,
 )
+from .text import normalise_unicode
 
 
 @dataclass(frozen=True)
@@ -231,21 +233,31 @@ _NO_TARGET = {
 
 def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> None:
     """Checks whose outcome is fixed whatever the answer: refused at the field."""
+    # Texts are compared normalised (text.normalise_unicode): a value of only invisible characters is empty.
+    normalised = check.get("normalize_unicode", True) is not False
+
+    def blank(value: Any) -> bool:
+        return value == "" or (normalised and isinstance(value, str) and normalise_unicode(value) == "")
+
+    invisible = " (it has only invisible characters, which are removed before comparing)"
     if kind == "string_match" and isinstance(check.get("expected"), str):
         expected = check["expected"]
-        empty = expected == "" or (check.get("normalize_whitespace", True) is not False and not expected.strip())
+        empty = blank(expected) or (check.get("normalize_whitespace", True) is not False
+                                    and not (normalise_unicode(expected) if normalised else expected).strip())
         if empty:
             issues.append(Issue(make_pointer(pointer + ["expected"]),
-                                "'expected' is empty, so the check has the same result for every answer; "
-                                "give the text to look for"))
-    elif kind == "regex" and check.get("pattern") == "":
+                                "'expected' is empty" + (invisible if expected.strip() else "") +
+                                ", so the check has the same result for every answer; give the text to look for"))
+    elif kind == "regex" and blank(check.get("pattern")):
         issues.append(Issue(make_pointer(pointer + ["pattern"]),
-                            "the pattern is empty, so it matches every answer; give a pattern"))
+                            "the pattern is empty" + (invisible if check.get("pattern") else "") +
+                            ", so it matches every answer; give a pattern"))
     elif kind == "file_content":
         for key in ("contains", "regex"):
-            if check.get(key) == "":
+            if blank(check.get(key)):
                 issues.append(Issue(make_pointer(pointer + [key]),
-                                    f"'{key}' is empty, so every existing file passes; give the text or pattern "
+                                    f"'{key}' is empty" + (invisible if check.get(key) else "") +
+                                    ", so every existing file passes; give the text or pattern "
                                     "(file_exists checks that the file is there)"))
 
 
@@ -381,7 +393,38 @@ def _task_semantic_issues(document: Any) -> list[Issue]:
                         )
                     names.add(tool["name"])
     issues.extend(rubric_semantic_issues(document.get("rubric"), ["rubric"]))
+    issues.extend(_tests_file_issues(document))
     issues.extend(_example_issues(document.get("examples"), document.get("rubric")))
+    return issues
+
+
+def _tests_file_issues(document: dict) -> list[Issue]:
+    """A `tests` check runs only files the grader owns: task files with role protected or grader."""
+    issues: list[Issue] = []
+    rubric = document.get("rubric")
+    if not isinstance(rubric, dict):
+        return issues
+    roles = {}
+    for entry in document.get("files") if isinstance(document.get("files"), list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            roles[entry["path"]] = entry.get("role") or "workspace"
+    for row in flat_checks(rubric.get("checks"), pointer="/rubric/checks"):
+        check = row.check
+        if not isinstance(check, dict) or check.get("kind") != "tests" or not isinstance(check.get("files"), list):
+            continue
+        for index, path in enumerate(check["files"]):
+            if not isinstance(path, str):
+                continue
+            role = roles.get(path)
+            if role is None:
+                message = (f"{path!r} is not one of the task's files; a tests check runs test files the task "
+                           "provides, with role protected or grader")
+            elif role not in ("protected", "grader"):
+                message = (f"{path!r} has role {role}, which the agent can edit, skip or delete; give it role "
+                           "protected (the agent sees it, it is put back before the checks) or grader (hidden)")
+            else:
+                continue
+            issues.append(Issue(f"{row.pointer}/files/{index}", message))
     return issues
 
 

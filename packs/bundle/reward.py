@@ -34,6 +34,7 @@ sys.path.insert(0, str(PACK_DIR / "grader"))
 from grading.engine import JudgeClient, JudgeConfig, grade, parse_task  # noqa: E402
 
 _tasks: dict[str, dict] | None = None
+_parsed: dict = {}  # task id -> the parsed task (rubric patterns compiled once, not per response)
 _judge: JudgeClient | None = None
 _judge_loaded = False
 _lock = threading.Lock()
@@ -64,12 +65,25 @@ def _judge_client() -> JudgeClient | None:
         return _judge
 
 
+def _task(task_id: str):
+    task = _parsed.get(task_id)
+    if task is None:
+        document = _task_documents().get(task_id)
+        if document is None:
+            raise KeyError(f"task {task_id!r} is not in this pack")
+        task = _parsed.setdefault(task_id, parse_task(document))  # a race parses twice, keeps one
+    return task
+
+
 def grade_response(task_id: str, response: str) -> dict:
-    """The full gymwright.grade/v1 document for one response to one pack task."""
-    document = _task_documents().get(task_id)
-    if document is None:
-        raise KeyError(f"task {task_id!r} is not in this pack")
-    task = parse_task(document)
+    """The full gymwright.grade/v1 document for one response to one pack task.
+
+    Any response text gets a grade, never an exception: the grader reads lone surrogates and NULs as
+    U+FFFD, and every check is bounded on any thread (a trainer's thread pool included) without a
+    CPU timer: patterns have their own timeout, parses their size and depth limits."""
+    task = _task(task_id)
+    if not isinstance(response, str):
+        response = "" if response is None else str(response)
     result = grade(task.rubric, answer=response, judge=_judge_client(),
                    checks_module=task.environment.checks_module)
     return result.to_document()
@@ -93,13 +107,17 @@ def _warn_unscored(document: dict) -> None:
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:
-    """verl's custom reward function: {"score": reward in [0, 1] (an incomplete grade's lower bound),
-    "reward_upper": the reward had every unscored check been met, "passed": 0/1, "complete": 0/1,
-    "gated": 0/1, "unscored": number of unscored checks}. Numbers only, and the same keys for every
-    response, so that verl can stack each into an array and average it (val-aux/<source>/passed/...)."""
+    """verl's custom reward function: {"score": reward in [0, 1], "score_upper": the reward's upper bound,
+    "passed": 0/1, "complete": 0/1, "gated": 0/1, "unscored": number of unscored checks}. The score is
+    the grade's lower bound (an unscored check earns nothing, RUBRIC.md "Scoring"); score_upper is what
+    it could be if every unscored check were met (equal to score when the grade is complete). Numbers
+    only, and the same keys for every response, so that verl can stack each into an array and average it
+    (val-aux/<source>/passed/...)."""
     document = grade_response(_task_id(ground_truth, extra_info), solution_str)
     _warn_unscored(document)
-    return {"score": float(document["reward"]), "reward_upper": float(document["reward_upper"]),
+    reward = float(document["reward"])
+    upper = document.get("reward_upper")
+    return {"score": reward, "score_upper": reward if upper is None else float(upper),
             "passed": int(bool(document["passed"])),
             "complete": int(bool(document["complete"])), "gated": int(bool(document["gated"])),
             "unscored": sum(1 for check in document["checks"] if check["status"] != "scored")}

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from grading.engine.text import storable_text
+
 from .policies import Policy, PolicyError
 from .spec import SandboxSpec
 from .tools import ToolRunner
@@ -93,7 +95,7 @@ def run_episode(sandbox, *, prompt: str, spec: SandboxSpec, policy: Policy,
                 episode.usage[key] += int(turn.usage.get(key) or 0)
         messages.append(_api_message(message))
         if not calls:
-            episode.answer = message.get("content") or ""
+            episode.answer = storable_text(message.get("content") or "")
             emit({"type": "step", "step": step, "tool_calls": 0, "tools": []})
             return finish("final_answer")
         submitted = False

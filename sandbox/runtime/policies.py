@@ -161,11 +161,14 @@ class ModelPolicy:
         if not response.choices:
             raise PolicyError("model API error: the response has no choices", retryable=True)
         message = response.choices[0].message
-        out: dict = {"role": "assistant", "content": message.content}
+        # The model's text goes back to the API, into the trajectory and to the database: a lone surrogate or a
+        # NUL in it (JSON may carry either) is escaped here, or the next request would fail to encode.
+        out: dict = {"role": "assistant", "content": _storable(message.content)}
         if message.tool_calls:
             out["tool_calls"] = [
-                {"id": call.id, "type": "function",
-                 "function": {"name": call.function.name, "arguments": call.function.arguments}}
+                {"id": _storable(call.id), "type": "function",
+                 "function": {"name": _storable(call.function.name),
+                              "arguments": _storable(call.function.arguments)}}
                 for call in message.tool_calls]
         usage = None
         if response.usage is not None:
@@ -173,6 +176,12 @@ class ModelPolicy:
                      "completion_tokens": response.usage.completion_tokens,
                      "total_tokens": response.usage.total_tokens}
         return Turn(out, usage, getattr(response, "model", None))
+
+
+def _storable(text):
+    from grading.engine.text import storable_text
+
+    return storable_text(text) if isinstance(text, str) else text
 
 
 def _api_message(exc) -> str:

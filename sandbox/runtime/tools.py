@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grading.engine.text import SURROGATE, storable_text
+
 from .results import ExecResult
 from .spec import SandboxError, SandboxSpec
 
@@ -141,6 +143,12 @@ class ToolRunner:
             outcome = self._run(name, arguments, time_left_s)
         except SandboxError as exc:
             outcome = ToolOutcome(f"error: {exc.message}", is_error=True)
+        except UnicodeError:  # a surrogate that reached an encoder another way: the same answer
+            outcome = _surrogate_outcome(name)
+        # What goes back to the model and into the trajectory: file names and output made storable text.
+        outcome.content = storable_text(outcome.content)
+        if outcome.answer is not None:
+            outcome.answer = storable_text(outcome.answer)
         outcome.duration_ms = int((time.monotonic() - started) * 1000)
         return outcome
 
@@ -159,6 +167,11 @@ class ToolRunner:
                                    "send a JSON object", is_error=True)
             if not isinstance(args, dict):
                 return ToolOutcome(f"error: the arguments of {name} must be a JSON object", is_error=True)
+        if name != "submit" and SURROGATE.search(json.dumps(args, ensure_ascii=False, default=str)):
+            # The arguments' JSON escaped a lone surrogate ("\\ud800"): not text a command, a path or a file can
+            # hold (one backend's encoder would fail, another's replace it). The model is told, as for any bad call.
+            # An answer is only text: it is kept with the surrogate escaped (run() below), as a final message is.
+            return _surrogate_outcome(name)
         if tool.command is not None:
             return self._custom(tool, args, time_left_s)
         missing = [key for key in tool.parameters.get("required", []) if key not in args]
@@ -178,6 +191,9 @@ class ToolRunner:
         command = args["command"]
         if not isinstance(command, str) or not command.strip():
             return ToolOutcome("error: command must be a non-empty string", is_error=True)
+        if "\x00" in command:
+            return ToolOutcome("error: the command holds a NUL character (\\u0000), which no command line can hold",
+                               is_error=True)
         result = self.sandbox.exec(command, timeout_s=self._timeout(args.get("timeout_s"), time_left_s))
         return ToolOutcome(self._format_exec(result), is_error=result.exit_code != 0,
                            exec=_exec_facts(result))
@@ -237,6 +253,11 @@ class ToolRunner:
         if len(text) <= self.output_cap:
             return text
         return text[: self.output_cap] + f"\n[truncated: {total or len(text)} characters in all]"
+
+
+def _surrogate_outcome(name) -> ToolOutcome:
+    return ToolOutcome(f"error: the arguments of {storable_text(str(name))} hold a lone surrogate (\\ud800-\\udfff), "
+                       "which is not Unicode text; send UTF-8 text", is_error=True)
 
 
 def _exec_facts(result: ExecResult) -> dict[str, Any]:

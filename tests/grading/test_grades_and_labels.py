@@ -55,6 +55,31 @@ def test_the_grade_page_shows_the_table_and_total(client, author, grade):
     assert "Gives 200-400 mg." in body and "needs a sandbox" in body
 
 
+TESTS_GRADE = {
+    "schema": "gymwright.grade/v1", "reward": 0.5, "earned": 5, "max": 10, "passed": False, "gated": False,
+    "complete": True,
+    "checks": [
+        {"id": "tests_pass", "kind": "tests", "status": "scored", "score": 0.5, "points": 10, "awarded": 5,
+         "explanation": "1 of 2 test(s) passed", "duration_ms": 900, "tests": [
+             {"id": "test_fizzbuzz.py::FizzBuzzTest::test_numbers", "outcome": "passed", "message": ""},
+             {"id": "test_fizzbuzz.py::FizzBuzzTest::test_fizz_and_buzz", "outcome": "failed",
+              "message": "AssertionError: '<b>9</b>' != 'Fizz'"}]}],
+}
+
+
+def test_the_grade_page_shows_a_tests_checks_results_test_by_test(client, author, task_version):
+    stored = grade_record(grade=grade_from_document(TESTS_GRADE), task_version=task_version, source="rollout",
+                          user=author, rollout_id=78)
+    client.force_login(author)
+
+    body = text_of(client.get(f"/grading/grades/{stored.pk}/"))
+
+    assert "1 of 2 tests passed" in body
+    assert 'data-test-id="test_fizzbuzz.py::FizzBuzzTest::test_numbers"><span class="badge passed">passed' in body
+    assert "AssertionError: &#x27;&lt;b&gt;9&lt;/b&gt;&#x27; != &#x27;Fizz&#x27;" in body  # the tested code's text, escaped
+    assert "<b>9</b>" not in body
+
+
 def test_the_grade_table_partial_renders_from_a_grade_alone(rf, author, grade):
     request = rf.get("/")
     request.user = author

@@ -100,11 +100,11 @@ def test_verl_compute_score_without_a_judge_matches_the_engine_and_says_what_is_
     results = run_reward(pack_dir, calls)
     for answer, result in zip(ANSWERS, results):
         expected = engine_reward(TEXT_TASK, answer)
-        assert result == {"score": expected["reward"], "reward_upper": expected["reward_upper"],
+        assert result == {"score": expected["reward"], "score_upper": expected["reward_upper"],
                           "passed": int(expected["passed"]), "complete": 0,
                           "gated": int(expected["gated"]), "unscored": 1}  # the judge check, "explains"
     # "42" earns 2 of 3: the unscored judge check stays in the maximum (the reward is a lower bound)
-    assert results[0]["score"] == pytest.approx(2 / 3) and results[0]["reward_upper"] == 1.0
+    assert results[0]["score"] == pytest.approx(2 / 3) and results[0]["score_upper"] == 1.0
     assert results[0]["passed"] == 0 and results[3]["score"] == 0.0
 
 

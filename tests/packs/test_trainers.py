@@ -90,14 +90,14 @@ def test_verl_loads_the_pack_with_the_readme_overrides_and_its_trainer_reduces_t
     for task_id, result in zip(order, seen["results"]):
         info = result["reward_extra_info"]
         assert result["reward_score"] == expected[task_id]["reward"] == info["score"]
-        assert info == {"score": expected[task_id]["reward"], "reward_upper": expected[task_id]["reward_upper"],
+        assert info == {"score": expected[task_id]["reward"], "score_upper": expected[task_id]["reward_upper"],
                         "passed": int(expected[task_id]["passed"]), "complete": 0, "gated": 0,
                         "unscored": unscored[task_id]}
     # "42" earns the string check, 2 of 3: the unscored judge check stays in the maximum
     assert seen["results"][0]["reward_score"] == pytest.approx(2 / 3)
     # verl's arrays over the training batch, and its validation metrics over them
     assert seen["batch_arrays"] == {key: [r["reward_extra_info"][key] for r in seen["results"]]
-                                    for key in ("score", "reward_upper", "passed", "complete", "gated", "unscored")}
+                                    for key in ("score", "score_upper", "passed", "complete", "gated", "unscored")}
     prefix = "val-aux/gymwright/trainers"
     assert seen["validation"]["val-core/gymwright/trainers/reward/mean@1"] == pytest.approx(1 / 3)
     assert seen["validation"][f"{prefix}/unscored/mean@1"] == 1.5

@@ -122,6 +122,10 @@ for rel; do
   if [ -e "$cur" ] || [ -L "$cur" ]; then echo "cannot clear $rel" >&2; exit 1; fi
 done
 """
+# A snapshot's tar: the names (relative, "./"-prefixed, one a line) come on stdin as bytes; `read -r` keeps them
+# as they are (a newline in a name was refused before). $1 is the workspace.
+TAR_NAMES_FROM_STDIN = ('d=$1; set --; while IFS= read -r n; do set -- "$@" "$n"; done; '
+                        'exec tar -c -f - -C "$d" --no-recursion "$@"')
 _build_locks: dict[str, threading.Lock] = {}
 _build_locks_guard = threading.Lock()
 
@@ -764,7 +768,9 @@ class DockerSandbox(Sandbox):
         sizes: dict[str, int] = {}
         dirs: list[str] = []
         seen_twice: set[str] = set()
-        for line in out.text().splitlines():
+        # Names as the file system's bytes (surrogateescape, as a bubblewrap snapshot reads them): a name that is
+        # not UTF-8 is copied and listed like any other, not lost to replacement characters.
+        for line in os.fsdecode(bytes(out.data)).split("\n"):
             size, _, name = line.partition(" ")
             if size == "d" and name.startswith("./") and len(dirs) < limits.snapshot_max_files:
                 dirs.append(os.path.normpath(name[2:]))
@@ -788,8 +794,11 @@ class DockerSandbox(Sandbox):
         with tempfile.TemporaryFile() as spool:
             sink = _FileSink(spool, cap)
             for batch in _batches(sorted(admitted)):
+                # The names go on stdin, one a line, as bytes: docker's exec API takes argv as JSON text, which
+                # cannot carry a name that is not UTF-8 (busybox's tar has no -T).
                 code, _, err, timed_out = self._run(
-                    ["tar", "-c", "-f", "-", "-C", WORKSPACE, "--no-recursion", *(f"./{n}" for n in batch)],
+                    ["/bin/sh", "-c", TAR_NAMES_FROM_STDIN, "gymwright", WORKSPACE],
+                    stdin=b"".join(os.fsencode(f"./{n}\n") for n in batch),
                     timeout_s=max(0.1, budget.deadline - time.monotonic()), out_sink=sink)
                 if timed_out or code not in (0, 1):
                     raise SandboxError(f"cannot copy the workspace out (tar "

@@ -16,29 +16,31 @@ export const validateUrl = (root && root.getAttribute("data-validate-url")) || "
 
 export const COMMON_KEYS = ["id", "kind", "points", "required", "title", "tags", "target"];
 export const KIND_FIELDS = {
-  string_match: ["expected", "mode", "case_sensitive", "normalize_whitespace"],
-  regex: ["pattern", "flags", "must_match", "min_count"],
-  number: ["expected", "tolerance", "rel_tolerance", "extract"],
+  string_match: ["expected", "mode", "case_sensitive", "normalize_whitespace", "normalize_unicode"],
+  regex: ["pattern", "flags", "must_match", "min_count", "normalize_unicode"],
+  number: ["expected", "tolerance", "rel_tolerance", "extract", "normalize_unicode"],
   json_field: ["pointer", "op", "expected"],
   file_exists: ["path"],
-  file_content: ["path", "contains", "regex", "equals", "sha256"],
-  table_cell: ["path", "sheet", "row", "column", "expected", "tolerance"],
-  text_similarity: ["metric", "reference", "threshold"],
+  file_content: ["path", "contains", "regex", "equals", "sha256", "normalize_unicode"],
+  table_cell: ["path", "sheet", "row", "column", "expected", "tolerance", "normalize_unicode"],
+  text_similarity: ["metric", "reference", "threshold", "normalize_unicode"],
   command: ["run", "expect_exit", "timeout_s"],
   python: ["code", "function", "args", "timeout_s"],
+  tests: ["files", "runner", "select", "credit", "timeout_s"],
   llm_judge: ["criterion", "reference", "scale", "samples", "model"],
   group: ["aggregate"]
 };
 export const KIND_LABELS = {
   string_match: "String match", regex: "Regex", number: "Number", json_field: "JSON field",
   file_exists: "File exists", file_content: "File content", table_cell: "Table cell",
-  text_similarity: "Text similarity", command: "Command", python: "Python", llm_judge: "LLM judge",
+  text_similarity: "Text similarity", command: "Command", python: "Python", tests: "Tests", llm_judge: "LLM judge",
   group: "Group"
 };
 export const LABELS = {
   id: "Id", points: "Points", required: "Required (gate)", title: "Title", tags: "Tags", target: "Target",
   expected: "Expected", mode: "Mode", case_sensitive: "Case sensitive",
-  normalize_whitespace: "Normalise whitespace", pattern: "Pattern", flags: "Flags", must_match: "Must match",
+  normalize_whitespace: "Normalise whitespace", normalize_unicode: "Normalise Unicode", pattern: "Pattern",
+  flags: "Flags", must_match: "Must match",
   min_count: "Min. matches", tolerance: "Tolerance", rel_tolerance: "Relative tolerance",
   extract: "Extract (regex, one group)", pointer: "JSON pointer", op: "Operator", path: "Path",
   contains: "Contains", regex: "Regex", equals: "Equals", sha256: "SHA-256", sheet: "Sheet", row: "Row",
@@ -46,6 +48,8 @@ export const LABELS = {
   expect_exit: "Expected exit code", timeout_s: "Timeout (s)", code: "Code (defines check(ctx))",
   "function": "Function (module:callable)", args: "Args (JSON object)", criterion: "Criterion",
   scale: "Scale", samples: "Samples", model: "Judge model", aggregate: "Aggregate",
+  files: "Test files (JSON list; role protected or grader)", runner: "Runner",
+  select: "Select test ids (JSON list; all when empty)", credit: "Credit",
   pass_threshold: "Pass threshold", temperature: "Judge temperature", probes: "Probes (JSON)"
 };
 export const PLACEHOLDERS = {
@@ -66,7 +70,8 @@ export const CHOICES = {
 };
 export const STARTERS = {
   file_content: { contains: "" },
-  python: { code: "def check(ctx):\n    return True\n" }
+  python: { code: "def check(ctx):\n    return True\n" },
+  tests: { files: [] }
 };
 export const TARGET_SUGGESTIONS = ["answer", "trajectory", "file:", "stdout:"];
 export const PATTERN_WORDS = {

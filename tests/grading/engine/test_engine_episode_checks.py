@@ -19,6 +19,7 @@ ONE_OF_EACH = [
     {"id": "cell", "kind": "table_cell", "points": 1, "path": "t.csv", "row": 0, "column": 0, "expected": 1},
     {"id": "cmd", "kind": "command", "points": 1, "run": "true"},
     {"id": "py", "kind": "python", "points": 1, "code": "def check(ctx):\n    return True\n"},
+    {"id": "suite", "kind": "tests", "points": 1, "files": ["test_it.py"]},
     {"id": "in_file", "kind": "string_match", "points": 1, "expected": "42", "target": "file:out.txt"},
     {"id": "in_trajectory", "kind": "regex", "points": 1, "pattern": "4", "target": "trajectory"},
     {"id": "in_stdout", "kind": "string_match", "points": 1, "expected": "42", "target": "stdout:echo 42"},
@@ -38,7 +39,7 @@ def test_the_episode_checks_are_those_a_response_alone_leaves_unscored():
     rubric = {"schema": "gymwright.rubric/v1", "checks": ONE_OF_EACH}
     result = grade(rubric, answer='{"a": 42}')
     unscored = {check.id for check in result.iter_checks() if check.status == "unscored" and check.kind != "group"}
-    assert set(episode_checks(rubric)) == unscored == {"exists", "content", "cell", "cmd", "py", "in_file",
+    assert set(episode_checks(rubric)) == unscored == {"exists", "content", "cell", "cmd", "py", "suite", "in_file",
                                                        "in_trajectory", "in_stdout", "g_file"}
 
 

@@ -31,12 +31,26 @@ def test_a_command_running_workspace_tests_is_flagged_and_protected_or_grader_te
     found = messages(lint_rubric(rubric(RUN_TESTS), files))
     assert "test_fizzbuzz.py" in found["/checks/0/run"] and "protected or grader" in found["/checks/0/run"]
     for role in ("protected", "grader"):
-        assert lint_rubric(rubric(RUN_TESTS), [{"path": "test_fizzbuzz.py", "role": role}]) == []
+        assert "/checks/0/run" not in messages(lint_rubric(rubric(RUN_TESTS), [{"path": "test_fizzbuzz.py",
+                                                                                "role": role}]))
     # A runner that finds the tests itself runs them too.
     discover = {**RUN_TESTS, "run": "pytest -q"}
     assert "/checks/0/run" in messages(lint_rubric(rubric(discover), [{"path": "tests/test_a.py"}]))
     # Not a test file: nothing to say.
     assert lint_rubric(rubric({**RUN_TESTS, "run": "python3 main.py"}), [{"path": "main.py"}]) == []
+
+
+@pytest.mark.parametrize("run", ["python3 -m unittest -q test_fizzbuzz", "pytest -q tests/", "py.test",
+                                 "cd src && python -m pytest", "nose2 -v"])
+def test_a_command_running_a_python_test_runner_is_pointed_to_the_tests_kind(run):
+    for files in (None, [{"path": "test_fizzbuzz.py", "role": "protected"}]):
+        found = messages(lint_rubric(rubric({**RUN_TESTS, "run": run}), files))
+        assert "use a `tests` check" in found["/checks/0/kind"], run
+
+
+@pytest.mark.parametrize("run", ["python3 main.py", "make test", "pytest_report.sh", "./unittests-helper"])
+def test_other_commands_are_not_pointed_to_the_tests_kind(run):
+    assert "/checks/0/kind" not in messages(lint_rubric(rubric({**RUN_TESTS, "run": run})))
 
 
 def test_an_untouched_check_is_flagged_and_is_always_met_on_a_protected_file():
@@ -67,8 +81,11 @@ def test_lint_task_points_into_the_rubric_and_the_demo_tasks_are_clean():
         document, _ = demo_task_document(demo["slug"])
         assert validate_task(document) == [] and lint_task(document) == [], demo["slug"]
     document, _ = demo_task_document("fizzbuzz-implementation")
+    assert document["rubric"]["checks"][0]["kind"] == "tests"
     for ref in document["files"]:
         ref.pop("role", None)
+    assert "role workspace" in messages(validate_task(document))["/rubric/checks/0/files/0"]
+    document["rubric"]["checks"][0] = RUN_TESTS
     assert "/rubric/checks/0/run" in messages(lint_task(document))
 
 

@@ -37,9 +37,12 @@ SKIP_TRICK = ("sed -i 's/^class FizzBuzzTest/@unittest.skip(\"later\")\\nclass F
 
 
 def _without_roles(task: dict) -> dict:
+    """The demo task as it was first written: its tests a workspace file, run by a command."""
     task = copy.deepcopy(task)
     for ref in task["files"]:
         ref.pop("role", None)
+    task["rubric"]["checks"][0] = {"id": "tests_pass", "kind": "command", "points": 10, "required": True,
+                                   "run": "python3 -m unittest -q test_fizzbuzz", "expect_exit": 0, "timeout_s": 60}
     return task
 
 

@@ -1,0 +1,173 @@
+"""Abuse suite of the `tests` check kind, on both backends: every way below of passing the demo coding task's
+tests without implementing fizzbuzz scores 0 (or, with per-test credit, only what was honestly passed).
+
+Each attack is the agent's episode (shell commands), then the real rollout grading: processes ended,
+protected test file put back, Gymwright's runner run in the same sandbox.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from authoring.demo import demo_task_document
+from sandbox.runtime import make_policy, run_rollout
+from tests.sandbox.runtime.test_runtime_roles import ScriptPolicy
+
+
+def _task(credit: str = "all", timeout_s: int = 20) -> tuple[dict, dict]:
+    task, files = demo_task_document("fizzbuzz-implementation")
+    task["rubric"] = {"schema": "gymwright.rubric/v1", "pass_threshold": 1.0, "checks": [
+        {"id": "tests_pass", "kind": "tests", "points": 10, "files": ["test_fizzbuzz.py"], "credit": credit,
+         "timeout_s": timeout_s}]}
+    return task, files
+
+
+def _heredoc(path: str, text: str) -> str:
+    return f"mkdir -p \"$(dirname {path})\" && cat > {path} <<'PYEOF'\n{text}\nPYEOF\necho written"
+
+
+def _solution(source: str) -> str:
+    return _heredoc("fizzbuzz.py", source)
+
+
+GOOD = '''def fizzbuzz(n):
+    if n % 15 == 0:
+        return "FizzBuzz"
+    if n % 3 == 0:
+        return "Fizz"
+    if n % 5 == 0:
+        return "Buzz"
+    return str(n)'''
+
+ALWAYS_EQUAL = '''class Anything(str):
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    __hash__ = str.__hash__
+
+def fizzbuzz(n):
+    return Anything("?")'''
+
+FAKE_TESTS = '''import unittest
+
+class FizzBuzzTest(unittest.TestCase):
+    def test_numbers(self):
+        pass
+
+    def test_fizz_and_buzz(self):
+        pass
+'''
+
+ATTACKS = {
+    "os._exit(0) at import": _solution("import os\nos._exit(0)\ndef fizzbuzz(n):\n    return ''"),
+    "a test_fizzbuzz package beside the test file": _heredoc("test_fizzbuzz/__init__.py", FAKE_TESTS),
+    "a unittest package in the workspace": (
+        "mkdir -p unittest && cat > unittest/__init__.py <<'PYEOF'\n"
+        "class TestCase:\n    def __init__(self, *a, **k):\n        pass\n"
+        "    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
+        "def main(*a, **k):\n    pass\nPYEOF\necho planted"),
+    "assertEqual patched at import": _solution(
+        "import unittest\nunittest.TestCase.assertEqual = lambda self, *a, **k: None\n"
+        "def fizzbuzz(n):\n    return ''"),
+    "assertEqual patched through the class dict's setattr at call time": _solution(
+        "import unittest\ndef fizzbuzz(n):\n"
+        "    type.__setattr__(unittest.TestCase, 'assertEqual', lambda self, *a, **k: None)\n    return ''"),
+    "a str subclass whose __eq__ is always true": _solution(ALWAYS_EQUAL),
+    "sys.exit in a test": _solution("import sys\ndef fizzbuzz(n):\n    sys.exit(0)"),
+    "conftest.py, pytest.ini, sitecustomize.py and a .pth in the workspace": (
+        "printf 'import unittest\\nunittest.TestCase.assertEqual = lambda *a, **k: None\\n' > sitecustomize.py && "
+        "cp sitecustomize.py conftest.py && cp sitecustomize.py usercustomize.py && "
+        "printf 'import sitecustomize\\n' > evil.pth && printf '[pytest]\\naddopts = -p no:python\\n' > pytest.ini "
+        "&& mkdir -p /tmp/.local/lib && cp sitecustomize.py /tmp/sitecustomize.py && echo planted"),
+    "planted bytecode for the test module": (
+        _heredoc("/tmp/fake/test_fizzbuzz.py", FAKE_TESTS) + " && python3 -c \"import py_compile, sys, os; os.makedirs('__pycache__', exist_ok=True); "
+        "py_compile.compile('/tmp/fake/test_fizzbuzz.py', cfile='__pycache__/test_fizzbuzz.' + "
+        "sys.implementation.cache_tag + '.pyc', invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\" "
+        "&& ls __pycache__"),
+    "a forked child that prints a fake report": _solution(
+        "import os, sys\ntry:\n    pid = os.fork()\nexcept Exception:\n    pid = -1\n"
+        "if pid == 0:\n    print('OK 2 passed')\n    os._exit(0)\n"
+        "import subprocess\nsubprocess.Popen(['sh', '-c', 'echo GYMWRIGHT-TESTS-0 {\"done\": true}'])\n"
+        "def fizzbuzz(n):\n    return ''"),
+    "an infinite loop": _solution("def fizzbuzz(n):\n    while True:\n        pass"),
+    "deleting the test file": "rm -f test_fizzbuzz.py && echo gone",
+    "editing the test file": _heredoc("test_fizzbuzz.py", FAKE_TESTS),
+    "a forged report on stdout": _solution(
+        "import sys\nprint('GYMWRIGHT-TESTS-deadbeef')\nprint('{\"done\": true, \"results\": []}')\n"
+        "sys.stdout.flush()\ndef fizzbuzz(n):\n    return ''"),
+    "a trace function that skips the assertions": _solution(
+        "import sys\ndef _skip(frame, event, arg):\n    return _skip\n"
+        "try:\n    sys.settrace(_skip)\nexcept Exception:\n    pass\ndef fizzbuzz(n):\n    return ''"),
+    "the test module replaced in sys.modules": _solution(
+        "import sys, types\ndef fizzbuzz(n):\n"
+        "    sys.modules['test_fizzbuzz'] = types.ModuleType('test_fizzbuzz')\n    return str(n)"),
+    "the runner's comparison helper replaced": _solution(
+        "import sys\ndef fizzbuzz(n):\n    module = sys.modules.get('test_fizzbuzz')\n"
+        "    helper = getattr(module, '__gymwright_strict__', None)\n"
+        "    if helper is not None:\n        import types\n"
+        "        module.__gymwright_strict__ = types.SimpleNamespace(**{k: (lambda *a, **kw: True) "
+        "for k in vars(helper)})\n    return ''"),
+    "the builtin AssertionError replaced": _solution(
+        "import builtins\nclass Never(Exception):\n    pass\nbuiltins.AssertionError = Never\n"
+        "def fizzbuzz(n):\n    return ''"),
+}
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS), ids=list(ATTACKS))
+def test_an_attack_on_the_tests_check_scores_nothing(python_backend, attack):
+    task, files = _task(timeout_s=15)
+    result = run_rollout(task, policy=ScriptPolicy(ATTACKS[attack]), backend=python_backend, files=files)
+    assert result.error is None, result.error
+    check = result.grade.checks[0]
+    assert check.status == "scored", check.explanation
+    assert check.score == 0.0 and result.grade.reward == 0.0, (attack, check.explanation, check.tests)
+    assert check.tests and all(test.outcome != "passed" for test in check.tests), check.tests
+
+
+def test_the_honest_solution_passes_every_test(python_backend):
+    task, files = _task()
+    result = run_rollout(task, policy=ScriptPolicy(_solution(GOOD)), backend=python_backend, files=files)
+    assert result.error is None, result.error
+    check = result.grade.checks[0]
+    assert check.score == 1.0 and result.grade.reward == 1.0, check.explanation
+    assert [(test.id, test.outcome) for test in check.tests] == [
+        ("test_fizzbuzz.py::FizzBuzzTest::test_numbers", "passed"),
+        ("test_fizzbuzz.py::FizzBuzzTest::test_fizz_and_buzz", "passed")]
+
+
+def test_per_test_credit_pays_what_was_honestly_passed(python_backend):
+    task, files = _task(credit="per_test")
+    result = run_rollout(task, policy=ScriptPolicy(_solution("def fizzbuzz(n):\n    return str(n)")),
+                         backend=python_backend, files=files)
+    assert result.error is None, result.error
+    check = result.grade.checks[0]
+    assert check.score == 0.5, check.explanation
+    outcomes = {test.id.rsplit("::", 1)[1]: (test.outcome, test.message) for test in check.tests}
+    assert outcomes["test_numbers"] == ("passed", "")
+    assert outcomes["test_fizz_and_buzz"][0] == "failed"
+    assert "'9' != 'Fizz'" in outcomes["test_fizz_and_buzz"][1]
+
+
+def test_the_always_equal_string_fails_with_the_types_named(python_backend):
+    task, files = _task(credit="per_test")
+    result = run_rollout(task, policy=ScriptPolicy(_solution(ALWAYS_EQUAL)), backend=python_backend, files=files)
+    check = result.grade.checks[0]
+    assert check.score == 0.0
+    assert all("types Anything and str" in test.message for test in check.tests), check.tests
+
+
+def test_a_shadowing_package_is_refused_by_name(python_backend):
+    task, files = _task()
+    result = run_rollout(task, policy=ScriptPolicy(ATTACKS["a unittest package in the workspace"] + " && " +
+                                                   _solution(GOOD)), backend=python_backend, files=files)
+    check = result.grade.checks[0]
+    assert check.score == 0.0
+    assert "the workspace defines unittest" in check.explanation and "refused" in check.explanation
+
+
+def test_the_oracle_of_a_task_with_a_tests_check_passes(python_backend):
+    task, files = _task()
+    result = run_rollout(task, policy=make_policy("oracle", task=task), backend=python_backend, files=files)
+    assert result.error is None, result.error
+    assert result.grade.reward == 1.0, result.grade.checks[0].explanation
