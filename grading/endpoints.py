@@ -130,6 +130,7 @@ def _judge_config(rubric_model: str | None):
         max_retries=settings.JUDGE_MAX_RETRIES,
         deadline_s=settings.JUDGE_DEADLINE_S,
         grade_deadline_s=settings.JUDGE_GRADE_DEADLINE_S,
+        max_text_chars=settings.JUDGE_MAX_CHARS,
         cache_dir=str(settings.JUDGE_CACHE_DIR) if settings.JUDGE_CACHE_DIR else None,
         models=models,
         response_format=endpoint.response_format,

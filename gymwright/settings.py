@@ -330,6 +330,10 @@ JUDGE_DEADLINE_S = float(env_str("GYMWRIGHT_JUDGE_DEADLINE_S", "180"))
 # ...and all the judge calls of one grade start within this: the rest are unscored with the reason.
 JUDGE_GRADE_DEADLINE_S = float(env_str("GYMWRIGHT_JUDGE_GRADE_DEADLINE_S", "300"))
 JUDGE_CACHE_DIR = Path(env_str("GYMWRIGHT_JUDGE_CACHE_DIR", str(DATA_DIR / "judge-cache")))
+# An answer longer than this is not sent to the judge: its judge checks fail (a penalty is charged).
+JUDGE_MAX_CHARS = env_int("GYMWRIGHT_JUDGE_MAX_CHARS", 100_000)
+if JUDGE_MAX_CHARS < 1:
+    raise ValueError("GYMWRIGHT_JUDGE_MAX_CHARS must be a positive number of characters")
 
 # The data directory is 0700 (0711 when the sandbox work directory is inside it, so the sandbox
 # user can pass through to its own folder), its folders 0700, the SQLite file and secret key 0600.

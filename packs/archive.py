@@ -50,6 +50,7 @@ PARQUET_BATCH = 1000
 PARQUET_BATCH_BYTES = 256 << 20  # a batch's JSON lines stay far below pyarrow's 2 GiB block
 CANARY_NAMESPACE = uuid.UUID("8d3c1b52-3f0e-4d8e-9a55-5b7b9f3c2a10")
 DIFFICULTY_BINS = ("unsolved", "hard", "in band", "easy", "not previewed")
+HARBOR_ONLY_SHOWN = 20  # task ids the card names of those not in the parquet files
 
 
 class PackError(Exception):
@@ -293,7 +294,7 @@ def _toml_list(values: Iterable[str]) -> str:
 # What the bundled grader reads to reach a judge (grading.engine.JudgeConfig.from_env). A task with judge
 # checks names them in [verifier.env] as Harbor templates, resolved from the host's environment when the
 # verifier runs (empty when unset: then the judge checks are unscored); a value is never written.
-JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL")
+JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL", "GYMWRIGHT_JUDGE_MAX_CHARS")
 
 
 def harbor_task_toml(document: dict, *, info: PackInfo, difficulty: str, sha256: str) -> str:
@@ -484,19 +485,34 @@ def parquet_row(document: dict, *, sha256: str, info: PackInfo, split: str, inde
         "extra_info": {
             "task_id": document["id"], "version": int(document.get("version") or 1), "sha256": sha256,
             "environment": environment.get("id") or "default", "tools": list(environment.get("tools") or []),
-            "split": split, "index": index, "response_only": not episode_checks(document.get("rubric")),
+            # Always true: a task whose rubric needs its episode has no parquet row (response_only_task).
+            "split": split, "index": index, "response_only": True,
         },
     }
+
+
+def response_only_task(document: dict) -> bool:
+    """Whether a response alone grades the task: every check of its rubric reads the answer (none reads the
+    agent's files, runs in its sandbox or reads its trajectory: `episode_checks`). Only such tasks have rows
+    in data/*.parquet, which trainers' reward functions grade from the response text; the others ship as
+    Harbor tasks (tasks/<id>/), whose verifier grades the whole episode. Graded from a sentence, their
+    episode checks would be unscored and a reply that skipped the work would earn their reward's rest."""
+    return not episode_checks(document.get("rubric"))
 
 
 # ---------------------------------------------------------------------------------------------- dataset card
 
 
 def _empty_split_note(counts: dict) -> str:
-    empty = empty_split(counts)
+    empty = empty_split(counts["parquet"])
     if empty is None:
         return ""
-    return (f"\n\n**The {empty} split is empty**: no task's id hashed into it at this ratio. "
+    if not counts[empty]:
+        head = f"**The {empty} split is empty**: no task's id hashed into it at this ratio"
+    else:
+        head = (f"**The {empty} split of `data/*.parquet` is empty**: its {counts[empty]} "
+                f"task{' needs' if counts[empty] == 1 else 's need'} the agent's episode (Harbor only, below)")
+    return (f"\n\n{head}. "
             + ("Evaluate on `train` (Inspect: `-T split=train`; verl, which refuses an empty validation set: "
                "`data.val_files=$PWD/data/train.parquet`), or build the pack with another test ratio."
                if empty == "test" else "Train on `test`, or build the pack with another test ratio."))
@@ -525,8 +541,8 @@ def _yaml_string(value: str) -> str:
 
 def card_front_matter(*, info: PackInfo, counts: dict) -> str:
     """The Hugging Face dataset card's YAML header: licence, name, categories, size, and the parquet
-    splits as the `default` config, so that `datasets.load_dataset(<unpacked pack>)` reads them. An empty
-    split is left out: `datasets` refuses a split with no rows."""
+    splits as the `default` config, so that `datasets.load_dataset(<unpacked pack>)` reads them. A split
+    with no parquet rows is left out: `datasets` refuses a split with no rows."""
     licence = (info.licence or "").strip().lower()
     lines = ["---"]
     if licence in HF_LICENCES:
@@ -536,7 +552,7 @@ def card_front_matter(*, info: PackInfo, counts: dict) -> str:
                         if part) or "unknown"
         lines += ["license: other", f"license_name: {_yaml_string(name)}"]
     size = next((label for bound, label in SIZE_CATEGORIES if counts["tasks"] < bound), "n>10M")
-    splits = [name for name in ("train", "test") if counts[name]] or ["train"]
+    splits = [name for name in ("train", "test") if counts["parquet"][name]] or ["train"]
     lines += [f"pretty_name: {_yaml_string(info.name)}",
               "task_categories:", "- text-generation", "- reinforcement-learning",
               "tags:", "- gymwright", "- rubric", "- agents", "- rl-environments",
@@ -547,33 +563,28 @@ def card_front_matter(*, info: PackInfo, counts: dict) -> str:
     return "\n".join(lines + ["---", ""])
 
 
-def _response_only_note(counts: dict, response_only: int | None) -> str:
-    if response_only is None or response_only == counts["tasks"]:
+def _harbor_only_note(counts: dict, harbor_only: list[str]) -> str:
+    if not harbor_only:
         return ""
-    return (f"""
-**{counts["tasks"] - response_only} of {counts["tasks"]} tasks grade only in part from a response**: their rubrics
-have checks that read the agent's workspace, run in its sandbox or read its trajectory (files, commands,
-python checks), which `reward.py` (verl, TRL) and `inspect_task.py` cannot score from the response text:
-they are unscored, and the reward covers the other checks. Those tasks have `extra_info.response_only`
-false in the parquet files: keep them out of a text-only training run (`dataset.filter(lambda row:
-row["extra_info"]["response_only"])`), or grade them in their sandbox with the Harbor tasks. verl reads files,
-not a filtered dataset: for a text-only verl run, write parquet files of the tasks that grade from the response
-alone first, and give those to verl:
-
-```sh
-python -c "import pandas as pd
-for name in ('train', 'test'):
-    rows = pd.read_parquet(f'data/{{name}}.parquet')
-    rows[rows.extra_info.map(lambda info: info['response_only'])].to_parquet(f'data/{{name}}.text.parquet')"
-```
-""")
+    shown = ", ".join(f"`{task_id}`" for task_id in harbor_only[:HARBOR_ONLY_SHOWN])
+    more = f" and {len(harbor_only) - HARBOR_ONLY_SHOWN} more" if len(harbor_only) > HARBOR_ONLY_SHOWN else ""
+    parquet = counts["parquet"]["train"] + counts["parquet"]["test"]
+    return f"""
+**{len(harbor_only)} of {counts["tasks"]} tasks are Harbor tasks only, not rows of `data/*.parquet`** ({shown}{more}):
+their rubrics check the agent's workspace files, run commands or python checks in its sandbox, or read its
+trajectory, which no reward function can grade from a response. Graded from the response text, those checks
+would be left out and a reply that skipped the work would earn the rest, so the parquet files (and
+`inspect_task.py`) hold only the {parquet} task{'' if parquet == 1 else 's'} that a response alone grades.
+Run the others as Harbor tasks (`tasks/<id>/`), whose verifier grades the whole episode in a sandbox.
+"""
 
 
 def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter,
-                 response_only: int | None = None) -> str:
+                 harbor_only: list[str] = ()) -> str:
     top = f"{info.slug}-{info.version}"
-    val = "test" if counts["test"] else "train"  # verl refuses an empty validation set
-    inspect_split = ("            # the test split; -T split=all for every task" if counts["test"] else
+    parquet = counts["parquet"]
+    val = "test" if parquet["test"] else "train"  # verl refuses an empty validation set
+    inspect_split = ("            # the test split; -T split=all for every task" if parquet["test"] else
                      " -T split=train   # the test split is empty")
     rows = "\n".join(f"| {name} | {histogram.get(name, 0)} |" for name in DIFFICULTY_BINS)
     environment_rows = "\n".join(f"| {name} | {count} |" for name, count in sorted(environments.items()))
@@ -590,11 +601,11 @@ archive; any sha256 tool checks the unpacked files).
 
 ## Counts
 
-| split | tasks |
-| --- | --- |
-| train | {counts["train"]} |
-| test | {counts["test"]} |
-| total | {counts["tasks"]} |
+| split | tasks | in data/*.parquet (graded from a response) |
+| --- | --- | --- |
+| train | {counts["train"]} | {parquet["train"]} |
+| test | {counts["test"]} | {parquet["test"]} |
+| total | {counts["tasks"]} | {parquet["train"] + parquet["test"]} |
 
 Held-out split: a stable hash of the task id (test ratio {info.test_ratio:g}); a task stays in
 the same split in every version of the pack.{_empty_split_note(counts)}
@@ -616,10 +627,10 @@ rollout passed, hard = pass rate below {low:.0%}, in band = {low:.0%}–{high:.0
 ## Files
 
 - `tasks.jsonl`: one `{TASK_SCHEMA}` document per line (re-importable into Gymwright).
-- `data/train.parquet`, `data/test.parquet`: verl RLHFDataset columns (`data_source`, `prompt`
-  as chat messages, `ability`, `reward_model` = {{"style": "rubric", "ground_truth": task id}},
-  `extra_info`).
-- `tasks/<id>/`: Harbor task folders (instruction.md, task.toml, environment/, solution/, tests/).
+- `data/train.parquet`, `data/test.parquet`: the tasks a response alone grades, as verl RLHFDataset
+  columns (`data_source`, `prompt` as chat messages, `ability`, `reward_model` = {{"style": "rubric",
+  "ground_truth": task id}}, `extra_info`).
+- `tasks/<id>/`: Harbor task folders for every task (instruction.md, task.toml, environment/, solution/, tests/).
 - `grader/`: the grading engine that graded the previews (`pip install -r grader/requirements.txt`).
 - `reward.py`: reward functions for verl and TRL.
 - `inspect_task.py`: an Inspect task over the pack, scored by the same grader.
@@ -630,7 +641,7 @@ rollout passed, hard = pass rate below {low:.0%}, in band = {low:.0%}–{high:.0
 Unpack: `tar xzf {top}.tar.gz && cd {top}`. Judge checks call the OpenAI-compatible endpoint
 in `OPENAI_BASE_URL` / `OPENAI_API_KEY` with the model in `GYMWRIGHT_JUDGE_MODEL`; without one
 they are unscored (the reward says so) and the reward covers the other checks.
-{_response_only_note(counts, response_only)}
+{_harbor_only_note(counts, harbor_only)}
 Hugging Face `datasets`: `load_dataset("path/to/{top}")` gives the splits above (those with tasks),
 from the header of this card (a path that names the folder: `datasets` cannot name a dataset `"."`).
 
@@ -642,8 +653,10 @@ python -m verl.trainer.main_ppo data.train_files=$PWD/data/train.parquet data.va
 ```
 
 `compute_score` returns numbers only, the same for every response (verl stacks each into an array
-over the batch and logs its mean): `score` (the reward), `passed`, `complete`, `gated` (0 or 1) and
-`unscored` (how many checks could not be scored; `reward.grade_response(task_id, text)` names them).
+over the batch and logs its mean): `score` (the reward: an incomplete grade's lower bound),
+`score_upper` (the reward had every unscored check been met), `passed`, `complete`, `gated` (0 or 1) and
+`unscored` (how many checks could not be scored, e.g. judge checks without a judge;
+`reward.grade_response(task_id, text)` names them). Any response string gets a score.
 
 TRL (1.16, GRPO):
 
@@ -924,7 +937,7 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     splits = {name: _SplitWriter(root / "data" / f"{name}.parquet") for name in ("train", "test")}
     histogram: Counter = Counter()
     environments: Counter = Counter()
-    response_only = 0
+    harbor_only: list[str] = []
     entries: list[dict] = []
     previous_id = None
     with open(root / "tasks.jsonl", "wb") as jsonl, open(root / "calibration.json", "wb") as calibration_file:
@@ -943,9 +956,11 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
             environments[(document.get("environment") or {}).get("id") or "default"] += 1
             entries.append({"id": task_id, "version": int(document.get("version") or 1), "sha256": item.sha256,
                             "split": split})
-            row = parquet_row(document, sha256=item.sha256, info=info, split=split, index=splits[split].count)
-            response_only += row["extra_info"]["response_only"]
-            splits[split].add(row)
+            if response_only_task(document):
+                splits[split].add(parquet_row(document, sha256=item.sha256, info=info, split=split,
+                                              index=splits[split].count))
+            else:
+                harbor_only.append(task_id)
             blobs = {}
             for _, path, sha256, _ in _task_files(document):
                 if sha256 not in blobs:
@@ -968,9 +983,11 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     # what needs only this process's files first, while the renderer works off what it was sent
     for name in ("tasks.jsonl", "calibration.json", "data/train.parquet", "data/test.parquet"):
         scratch.add_existing(name)
-    counts = {"tasks": len(entries), "train": splits["train"].count, "test": splits["test"].count}
+    split_counts = Counter(entry["split"] for entry in entries)
+    counts = {"tasks": len(entries), "train": split_counts["train"], "test": split_counts["test"],
+              "parquet": {"train": splits["train"].count, "test": splits["test"].count}}
     scratch.write("README.md", dataset_card(info=info, counts=counts, histogram=histogram, environments=environments,
-                                            response_only=response_only).encode("utf-8"))
+                                            harbor_only=harbor_only).encode("utf-8"))
     spool = renderer.finish()
     scratch.write("grader/requirements.txt", spool.requirements)
     scratch.write("grader/grader.pyz", spool.grader_pyz)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .judge import JudgeClient, JudgeConfig
+from .judge import JudgeClient, JudgeConfig, max_text_chars_from_env
 from .models import TASK_SCHEMA
 from .schema import SCHEMA_NAMES, json_schema
 from .scoring import grade
@@ -79,6 +79,10 @@ def _judge_from_args(args) -> JudgeClient | None:
         extra["concurrency"] = args.judge_concurrency
     if args.judge_cache_dir:
         extra["cache_dir"] = args.judge_cache_dir
+    try:
+        extra["max_text_chars"] = max_text_chars_from_env()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.judge_base_url:
         key = os.environ.get(args.judge_api_key_env or "OPENAI_API_KEY", "")
         config = JudgeConfig(base_url=args.judge_base_url, model=args.judge_model, api_key=key, **extra)

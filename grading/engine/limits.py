@@ -17,7 +17,6 @@ table) so that the CLI, the Celery workers and the dry-run subprocess agree:
 from __future__ import annotations
 
 import os
-import re
 import signal
 import threading
 import time
@@ -125,15 +124,3 @@ def cpu_budget(seconds: float) -> Iterator[None]:
                 signal.setitimer(signal.ITIMER_PROF, left, previous_timer[1])
         _current.budget_s = previous_budget
 
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable_text(text: str) -> str:
-    """`text` with every NUL and unpaired surrogate replaced by U+FFFD: what the grader reads of an answer
-    or a trajectory. A lone surrogate (JSON can carry one: "\\ud800") is not Unicode text and cannot be
-    encoded as UTF-8 (a judge request, a stored grade, a printed report), and PostgreSQL stores no NUL.
-    Valid surrogate pairs never reach here: Python decodes them into one character."""
-    if text.isascii() and "\x00" not in text:
-        return text
-    return _UNSTORABLE.sub("\ufffd", text)

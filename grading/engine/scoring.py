@@ -31,9 +31,10 @@ from typing import Any
 
 from .checks import Failed, GradingContext, Missing, Unscored, evaluate, failed_outcome
 from .judge import JudgeClient, JudgeRequest, JudgeResult
-from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget, storable_text
+from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget
 from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric
 from .sandbox import CheckSandbox
+from .text import storable_text
 from .validation import parse_rubric
 
 #: The scoring rule a grade was totalled under: 1 left unscored checks out of `max` (and out of
@@ -307,9 +308,13 @@ class _Grader:
                     raise Unscored(verdict)
                 votes = verdict.votes or None
                 duration_ms = verdict.duration_ms
-                if verdict.score is None:
+                if verdict.failed:  # the answer itself could not be judged (too long): it fails, closed
+                    failed = failed_outcome(check, verdict.explanation)
+                    score, explanation = failed.score, failed.explanation
+                elif verdict.score is None:
                     raise Unscored(verdict.explanation)
-                score, explanation = verdict.score, verdict.explanation
+                else:
+                    score, explanation = verdict.score, verdict.explanation
             else:
                 budget = self.ctx.limits.check_cpu_s
                 # A check bounded by design, on text already in memory, needs no CPU timer (which only works

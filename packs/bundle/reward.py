@@ -5,18 +5,22 @@ no Django and no Gymwright install. Each response is graded by the pack's own gr
 (grader/) against the task's rubric from tasks.jsonl, exactly as Gymwright graded the previews.
 
 Judge checks (`llm_judge`) call the OpenAI-compatible endpoint in OPENAI_BASE_URL (key in
-OPENAI_API_KEY, model in GYMWRIGHT_JUDGE_MODEL). Without one they are *unscored*: they earn nothing
-and stay in the maximum, so the reward is the grade's lower bound (docs/formats.md, "Scoring"; the
-same rule as everywhere else). `compute_score` then returns `complete: 0`, `reward_upper` (the reward
-had every unscored check been met) and the number of unscored checks next to the score (numbers only, the same keys for every response: verl stacks each key into
-an array over the batch and averages it in validation), and warns once naming them; the TRL
+OPENAI_API_KEY, model in GYMWRIGHT_JUDGE_MODEL). Without one they are *unscored*. `compute_score`'s
+score is then the grade's lower bound (an unscored check earns nothing), with `score_upper`, `complete: 0`
+and the number of unscored checks beside it (numbers only, the same keys for every response: verl stacks
+each key into an array over the batch and averages it in validation), and warns once naming them; the TRL
 function returns None for a response whose grade has no scored check at all (TRL gives it no
 advantage and leaves it out of its group's mean) and logs the share of incomplete grades.
 `grade_response(task_id, response)` gives the whole grade, every check's result included.
 
-Checks that need the agent's workspace, its sandbox or its trajectory (files, commands, python checks)
-are also unscored here: the parquet rows of such tasks have `extra_info.response_only` false (keep them
-out of a text-only run), and the Harbor tasks under tasks/<id>/ grade them whole (tests/test.sh).
+data/*.parquet holds only tasks that a response alone grades. A task whose checks need the agent's
+workspace, its sandbox or its trajectory (files, commands, python checks) is a Harbor task only
+(tasks/<id>/, graded whole by tests/test.sh): graded here, those checks would be unscored.
+
+Safe in a training loop: any response string gets a score (NULs and lone surrogates are read as their
+\\uXXXX escapes), and every check is bounded on any thread (verl calls reward functions from a thread
+pool, where no CPU timer can fire): patterns run under their own timeout, parses under size and depth
+limits.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ def grade_response(task_id: str, response: str) -> dict:
     """The full gymwright.grade/v1 document for one response to one pack task.
 
     Any response text gets a grade, never an exception: the grader reads lone surrogates and NULs as
-    U+FFFD, and every check is bounded on any thread (a trainer's thread pool included) without a
+    their \\uXXXX escapes, and every check is bounded on any thread (a trainer's thread pool included) without a
     CPU timer: patterns have their own timeout, parses their size and depth limits."""
     task = _task(task_id)
     if not isinstance(response, str):
@@ -102,8 +106,8 @@ def _warn_unscored(document: dict) -> None:
     _warned = True
     unscored = ", ".join(check["id"] for check in document["checks"] if check["status"] != "scored")
     warnings.warn(f"some checks are unscored (no judge configured, or they need the agent's workspace or sandbox: "
-                  f"such tasks have extra_info.response_only false), e.g. {unscored}; they earn nothing, so the "
-                  "rewards are lower bounds", stacklevel=3)
+                  f"such tasks are Harbor tasks, not rows of data/*.parquet), e.g. {unscored}; the score is the "
+                  "reward's lower bound (score_upper beside it)", stacklevel=3)
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:

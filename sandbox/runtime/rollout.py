@@ -240,9 +240,11 @@ def rollout_from_cli(args) -> int:
     judge = None
     if args.judge_base_url and args.judge_model:
         from grading.engine import JudgeClient, JudgeConfig
+        from grading.engine.judge import max_text_chars_from_env
 
         judge = JudgeClient(JudgeConfig(base_url=args.judge_base_url, model=args.judge_model,
-                                        api_key=os.environ.get("OPENAI_API_KEY", "")))
+                                        api_key=os.environ.get("OPENAI_API_KEY", ""),
+                                        max_text_chars=max_text_chars_from_env()))
     options = {}
     if args.backend == "docker" and os.environ.get("GYMWRIGHT_SANDBOX_IMAGE"):
         options["default_image"] = os.environ["GYMWRIGHT_SANDBOX_IMAGE"]

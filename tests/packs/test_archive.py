@@ -419,10 +419,11 @@ def test_the_dataset_card_opens_with_a_hugging_face_header(tmp_path, licence, ex
     assert result.manifest["counts"]["test"] > 0
 
 
-def test_tasks_that_need_their_episode_are_marked_for_text_only_trainers(tmp_path):
+def test_tasks_that_need_their_episode_are_harbor_tasks_only_not_parquet_rows(tmp_path):
     """A rubric with a check on the agent's files, its sandbox or its trajectory cannot be graded from a
-    response alone (verl's and TRL's reward functions): its parquet row says so (extra_info.response_only)
-    and the card counts such tasks and says how to keep them out of a text-only run."""
+    response alone (verl's and TRL's reward functions would leave those checks out and pay the rest for a
+    sentence): such a task has no row in data/*.parquet, only its Harbor folder; the manifest counts the
+    parquet rows per split and the card names the tasks left out and says why."""
     def with_rubric(index: int, checks: list) -> archive.TaskItem:
         doc = document(index)
         doc["rubric"] = {"schema": "gymwright.rubric/v1", "checks": checks}
@@ -434,32 +435,44 @@ def test_tasks_that_need_their_episode_are_marked_for_text_only_trainers(tmp_pat
              with_rubric(2, [{"id": "g", "kind": "group", "points": 1, "checks": [
                  text, {"id": "said", "kind": "regex", "points": 1, "pattern": "x", "target": "trajectory"}]}]),
              with_rubric(3, [text, {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Is right."}])]
-    archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0",
-                                                                         test_ratio=0.0),
-                       tasks=tasks, read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", build_record={})
+    result = archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo",
+                                                                                  version="1.0.0", test_ratio=0.0),
+                                tasks=tasks, read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", build_record={})
     with tarfile.open(tmp_path / "p.tar.gz") as tar:
         train = pd.read_parquet(io.BytesIO(tar.extractfile("demo-1.0.0/data/train.parquet").read()))
         card = tar.extractfile("demo-1.0.0/README.md").read().decode()
-    assert {row["task_id"]: row["response_only"] for row in train["extra_info"]} == {
-        "task-000": True, "task-001": False, "task-002": False, "task-003": True}
-    assert "**2 of 4 tasks grade only in part from a response**" in card
-    assert 'row["extra_info"]["response_only"]' in card
+        names = tar.getnames()
+    assert [row["task_id"] for row in train["extra_info"]] == ["task-000", "task-003"]
+    assert [row["index"] for row in train["extra_info"]] == [0, 1]
+    assert all(f"demo-1.0.0/tasks/task-00{i}/tests/test.sh" in names for i in range(4))  # every task for Harbor
+    assert result.manifest["counts"] == {"tasks": 4, "train": 4, "test": 0, "parquet": {"train": 2, "test": 0}}
+    assert [task["id"] for task in result.manifest["tasks"]] == [f"task-00{i}" for i in range(4)]
+    assert ("**2 of 4 tasks are Harbor tasks only, not rows of `data/*.parquet`** (`task-001`, `task-002`)"
+            in card)
+    assert "| train | 4 | 2 |" in card and "| total | 4 | 2 |" in card
     # test ratio 0: an empty test split, which verl refuses as its validation set, and Inspect's default
     assert "data.val_files=$PWD/data/train.parquet" in card and "data.val_files=$PWD/data/test.parquet" not in card
     assert "inspect eval inspect_task.py --model openai/<model> -T split=train" in card
-    # the card's step for a text-only verl run, run as written in the unpacked pack: only response-only rows
-    import re
-    import subprocess
-    import sys
 
-    with tarfile.open(tmp_path / "p.tar.gz") as tar:
-        tar.extractall(tmp_path / "unpacked", filter="data")
-    step = re.search(r"```sh\n(python -c \"import pandas as pd.*?)```", card, re.S).group(1)
-    subprocess.run(["bash", "-c", step.replace("python ", f"{sys.executable} ", 1)], cwd=tmp_path / "unpacked/demo-1.0.0",
-                   check=True)
-    kept = pd.read_parquet(tmp_path / "unpacked/demo-1.0.0/data/train.text.parquet")
-    assert sorted(row["task_id"] for row in kept["extra_info"]) == ["task-000", "task-003"]
+    # A test split whose tasks all need their episode: the parquet test split is empty, and the card says why.
+    ids = [f"task-{i:03d}" for i in range(40)]
+    in_test = next(index for index, task_id in enumerate(ids) if archive.split_of(task_id, 0.1) == "test")
+    kept = sorted([index for index, task_id in enumerate(ids) if archive.split_of(task_id, 0.1) == "train"] + [in_test])
+    report = {"id": "report", "kind": "file_exists", "points": 1, "path": "r.txt"}
+    tasks = [with_rubric(index, [report] if index == in_test else [text]) for index in kept]
+    result = archive.build_pack(out=tmp_path / "q.tar.gz", info=archive.PackInfo(slug="demo", name="Demo",
+                                                                                  version="1.0.0"),
+                                tasks=tasks, read_blob=lambda sha: b"", scratch_dir=tmp_path / "s2", build_record={})
+    with tarfile.open(tmp_path / "q.tar.gz") as tar:
+        card = tar.extractfile("demo-1.0.0/README.md").read().decode()
+    assert result.manifest["counts"]["test"] == 1 and result.manifest["counts"]["parquet"]["test"] == 0
+    assert "**The test split of `data/*.parquet` is empty**: its 1 task needs the agent's episode" in card
+    assert "data.val_files=$PWD/data/train.parquet" in card
+    import yaml
+
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["configs"][0]["data_files"] == [{"split": "train", "path": "data/train.parquet"}]
 
     build(tmp_path, "all-text.tar.gz", count=3)
     with tarfile.open(tmp_path / "all-text.tar.gz") as tar:
-        assert "grade only in part" not in tar.extractfile("demo-1.0.0/README.md").read().decode()
+        assert "Harbor tasks only" not in tar.extractfile("demo-1.0.0/README.md").read().decode()

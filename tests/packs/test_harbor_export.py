@@ -86,5 +86,6 @@ def test_each_part_of_an_environment_lands_where_harbors_agent_and_verifier_need
     assert "`query_ledger`: Sum a month of the ledger." in instruction and "`python /env/tools/ledger.py`" in instruction
     config = tomllib.loads((task / "task.toml").read_text())
     assert config["verifier"]["env"] == {name: f"${{{name}:-}}" for name in
-                                         ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL")}
+                                         ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL",
+                                          "GYMWRIGHT_JUDGE_MAX_CHARS")}
     assert config["verifier"]["network_mode"] == "public" and config["environment"]["network_mode"] == "no-network"

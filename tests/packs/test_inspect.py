@@ -38,23 +38,33 @@ def run_inspect(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> dict: 
     return json.loads(log.read_text())
 
 
-def test_every_task_is_a_sample_scored_by_the_packs_rubric(pack_dir, tmp_path):  # noqa: F811
+def test_every_task_a_response_grades_is_a_sample_scored_by_the_packs_rubric(pack_dir, tmp_path):  # noqa: F811
     with OpenAIServer(handler=policy_and_judge) as server:
         log = run_inspect(pack_dir, tmp_path, {"OPENAI_BASE_URL": server.base_url}, "-T", "split=all")
         policy_calls = [body for body in server.requests if body.get("model") == "policy"]
     assert log["status"] == "success"
     scores = {sample["id"]: sample["scores"]["gymwright_rubric"] for sample in log["samples"]}
-    assert set(scores) == {"six-times-seven", "write-hello"} and len(policy_calls) == 2
-    # No judge configured: the judge check is unscored and stays in the maximum, as the engine does.
+    # The file task's checks need the agent's workspace: not a sample (a Harbor task), never graded from a sentence.
+    assert set(scores) == {"six-times-seven"} and len(policy_calls) == 1
+    # No judge configured: the judge check is unscored, as the engine does.
     expected = engine_reward(TEXT_TASK, ANSWERS[TEXT_TASK["prompt"]])
-    assert scores["six-times-seven"]["value"] == expected["reward"] == pytest.approx(2 / 3)
+    assert scores["six-times-seven"]["value"] == expected["reward"] == pytest.approx(2 / 3)  # a lower bound
     assert scores["six-times-seven"]["metadata"]["reward_upper"] == expected["reward_upper"] == 1.0
     assert scores["six-times-seven"]["metadata"]["complete"] is False
     assert scores["six-times-seven"]["metadata"]["unscored"] == ["explains"]
-    # The file task's checks need the agent's workspace: nothing scored here, never a fake 1.0.
-    assert scores["write-hello"]["value"] == engine_reward(FILE_TASK, "I wrote it.")["reward"] == 0.0
-    metrics = log["results"]["scores"][0]["metrics"]
-    assert metrics["mean"]["value"] == pytest.approx(1 / 3)
+
+
+def test_a_task_that_needs_its_episode_is_refused_by_name_pointing_to_its_harbor_task(pack_dir, tmp_path):  # noqa: F811
+    done = subprocess.run(
+        [inspect_bin(), "eval", "inspect_task.py", "--model", "openai-api/gw/policy", "--display", "none",
+         "--log-dir", str(tmp_path / "logs"), "-T", f"task_ids=six-times-seven,{FILE_TASK['id']}"],
+        capture_output=True, text=True, cwd=pack_dir, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GW_API_KEY": "test",
+             "GW_BASE_URL": "http://127.0.0.1:9/v1"})
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert ("write-hello: not graded from a response (checks has_out, grader_passes need the agent's workspace, "
+            "sandbox or trajectory); run it as a Harbor task: tasks/write-hello/") in said
 
 
 def test_with_a_judge_the_judge_checks_count_and_a_wrong_answer_scores_low(pack_dir, tmp_path):  # noqa: F811

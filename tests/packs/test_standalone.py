@@ -167,7 +167,7 @@ def test_harbor_passes_the_judge_settings_to_the_verifier_by_name_and_never_thei
         return json.loads(done.stdout)
 
     judge = {"OPENAI_BASE_URL": "http://judge.example:8000/v1", "OPENAI_API_KEY": "sk-never-in-the-pack",
-             "GYMWRIGHT_JUDGE_MODEL": "judge-model"}
+             "GYMWRIGHT_JUDGE_MODEL": "judge-model", "GYMWRIGHT_JUDGE_MAX_CHARS": "50000"}
     seen = resolved(judge)
     assert seen["six-times-seven"] == {"env": judge, "agent_network": "no-network", "verifier_network": "public"}
     assert seen["write-hello"] == {"env": {}, "agent_network": "no-network", "verifier_network": "no-network"}

@@ -30,16 +30,24 @@ from tests.packs.test_standalone import BLOBS, FILE_TASK, TEXT_TASK
 from tests.support.venvs import trainers_python
 
 SCRIPTS = Path(__file__).resolve().parent / "trainers"
-DOCUMENTS = {doc["id"]: doc for doc in (TEXT_TASK, FILE_TASK)}
+# A text task with only judge checks: without a judge nothing of it is scored (TRL's None), and it leaves
+# two checks unscored where six-times-seven leaves one (a ragged batch, had verl kept them as lists).
+JUDGED_TASK = {**TEXT_TASK, "id": "write-haiku", "title": "Write a haiku", "prompt": "Write a haiku about rain.",
+               "solution": {"script": None, "answer": "Rain on the tin roof"},
+               "rubric": {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
+                   {"id": "is_haiku", "kind": "llm_judge", "points": 1, "criterion": "Is a haiku."},
+                   {"id": "about_rain", "kind": "llm_judge", "points": 1, "criterion": "Is about rain."}]}}
+DOCUMENTS = {doc["id"]: doc for doc in (TEXT_TASK, JUDGED_TASK)}  # the parquet rows: graded from a response
+PACKED = {**DOCUMENTS, FILE_TASK["id"]: FILE_TASK}  # the pack: write-hello needs its episode (Harbor only)
 VERL_COLUMNS = ["data_source", "prompt", "ability", "reward_model", "extra_info"]
 
 
 @pytest.fixture(scope="module")
 def pack_dir(tmp_path_factory) -> Path:
-    """Both tasks in the train split (test_ratio 0), so one training step sees both."""
+    """Every task in the train split (test_ratio 0), so one training step sees both text tasks."""
     tmp = tmp_path_factory.mktemp("trainers")
     items = sorted((archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc))
-                    for doc in DOCUMENTS.values()), key=lambda item: item.document["id"])
+                    for doc in PACKED.values()), key=lambda item: item.document["id"])
     archive.build_pack(out=tmp / "pack.tar.gz", tasks=items, read_blob=BLOBS.__getitem__, scratch_dir=tmp / "scratch",
                        info=archive.PackInfo(slug="trainers", name="T", version="1.0.0", test_ratio=0.0))
     with tarfile.open(tmp / "pack.tar.gz") as tar:
@@ -79,14 +87,14 @@ def test_trl_grpo_trains_a_step_on_the_pack_with_its_reward_function(pack_dir):
 
 
 def test_verl_loads_the_pack_with_the_readme_overrides_and_its_trainer_reduces_the_rewards(pack_dir):
-    answers = {"six-times-seven": "It is 42, since 6 * 7 = 42", "write-hello": "done"}
+    answers = {"six-times-seven": "It is 42, since 6 * 7 = 42", "write-haiku": "done"}
     order = sorted(DOCUMENTS)  # the parquet rows are in task-id order
     seen = run("verl_reward_step.py", pack_dir, json.dumps(answers))
     assert seen["manager"].endswith("reward_manager.naive.NaiveRewardManager")
     assert set(VERL_COLUMNS) <= set(seen["columns"]) and seen["task_ids"] == order
     expected = {task_id: engine_reward(task_id, answers[task_id]) for task_id in order}
     unscored = {task_id: sum(c["status"] != "scored" for c in expected[task_id]["checks"]) for task_id in order}
-    assert unscored == {"six-times-seven": 1, "write-hello": 2}  # a ragged batch, had they been lists
+    assert unscored == {"six-times-seven": 1, "write-haiku": 2}  # a ragged batch, had they been lists
     for task_id, result in zip(order, seen["results"]):
         info = result["reward_extra_info"]
         assert result["reward_score"] == expected[task_id]["reward"] == info["score"]

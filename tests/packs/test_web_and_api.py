@@ -152,7 +152,7 @@ def test_the_pack_page_warns_of_an_empty_split(client, lab, author, reviewer):
     pack = services.pack_create(slug="tiny", user=lab, name="Tiny")
     version = services.pack_version_build(pack_version_id=services.pack_version_start(
         pack=pack, user=lab, selection=services.Selection(), enqueue=False).pk)
-    assert version.manifest["counts"] == {"tasks": 1, "train": 1, "test": 0}
+    assert version.manifest["counts"] == {"tasks": 1, "train": 1, "test": 0, "parquet": {"train": 1, "test": 0}}
     client.force_login(lab)
     page = client.get("/packs/tiny/1.0.0/").content.decode()
     assert 'id="empty-split"' in page and "The test split is empty" in page and "-T split=train" in page
