@@ -129,14 +129,14 @@ def preview_run_summary(*, policy_kind: str, rollouts: list[dict]) -> dict:
         summary["pass_rate_ci95"] = calibration.wilson_interval(passed, len(graded))
         summary["pass_at_k"] = calibration.pass_at_ks(len(graded), passed)
         summary["verdict"] = calibration.band_verdict(policy_kind, summary["pass_rate"]).to_dict()
-        # A reward computed without some checks (no judge configured, a sandbox command died)
-        # is not the reward the rubric defines: say so beside the verdict, never hide it.
+        # A reward computed without some checks (no judge configured, the sandbox backend failed) is
+        # only the lower bound of the rubric's: say so beside the verdict, never hide it.
         incomplete = sum(1 for r in graded if r.get("grade__complete") is False)
         summary["incomplete"] = incomplete
         if incomplete:
             summary["verdict"]["ok"] = False
             summary["verdict"]["message"] += (f"; but {incomplete} of {len(graded)} grades are incomplete "
-                                              "(some checks unscored), so these rewards leave those checks out")
+                                              "(some checks unscored), so these rewards are lower bounds")
     return summary
 
 
