@@ -321,8 +321,8 @@ def applicable_hacks(task: Mapping) -> list[str]:
         found.append("empty-files")
     if kinds & CODE_KINDS:
         found += list(CODE_HACKS)
-    # hack:exhaust (EXHAUSTIBLE_KINDS) joins the gates with the scoring rule that fails a broken check
-    # (RUBRIC.md, "Scoring"): until then it can be run, and the demo files task would fail it.
+    if kinds & EXHAUSTIBLE_KINDS or rubric_outputs(task):
+        found.append("exhaust")
     if penalty_triggers(task):
         found.append("zero-width")
     if rubric_outputs(task):

@@ -17,7 +17,7 @@ def test_submit_answers_409_gates_failed_listing_the_gates_then_200(task, author
     body = response.json()["error"]
     assert response.status_code == 409 and body["code"] == "gates_failed"
     assert {d["pointer"] for d in body["details"]} == {
-        "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing"}
+        "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing", "/gates/hack:exhaust"}
     assert {g["gate"]: g["status"] for g in body["gates"]}["oracle"] == "not_run"
     # each says what to do next
     assert {d["pointer"]: d["what_to_do"] for d in body["details"]}["/gates/nop"] == (
@@ -75,15 +75,16 @@ def test_gates_are_read_and_run_gates_starts_only_the_missing_previews(task, aut
     assert body["all_pass"] is False
     assert body["missing_previews"] == [{"policy": "oracle", "n": 3}, {"policy": "nop", "n": 3},
                                         {"policy": "hack:echo-prompt", "n": 1},
-                                        {"policy": "hack:keyword-stuffing", "n": 1}]
+                                        {"policy": "hack:keyword-stuffing", "n": 1},
+                                        {"policy": "hack:exhaust", "n": 1}]
 
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post(url(task, 1, "gates/run"))
-    assert response.status_code == 201 and len(response.json()["preview_runs"]) == 4
+    assert response.status_code == 201 and len(response.json()["preview_runs"]) == 5
     from sandbox.models import PreviewRun
     assert sorted(PreviewRun.objects.values_list("policy", "n")) == [
-        ("hack:echo-prompt", 1), ("hack:keyword-stuffing", 1), ("nop", 3), ("oracle", 3)]
-    assert len(enqueued) == 8  # oracle ×3, nop ×3, two hack probes ×1
+        ("hack:echo-prompt", 1), ("hack:exhaust", 1), ("hack:keyword-stuffing", 1), ("nop", 3), ("oracle", 3)]
+    assert len(enqueued) == 9  # oracle ×3, nop ×3, three hack probes ×1
     assert api.post(url(task, 1, "gates/run")).json()["preview_runs"] == []  # nothing missing any more
 
 

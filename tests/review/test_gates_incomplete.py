@@ -63,13 +63,13 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
         "solution": {"script": None, "answer": ORACLE}})
     version = task.latest_version
     preview_gates = ["oracle", "nop", "probe:0"]
-    hack_gates = ["hack:echo-prompt", "hack:keyword-stuffing", "hack:judge-injection"]
+    hack_gates = ["hack:echo-prompt", "hack:keyword-stuffing", "hack:judge-injection", "hack:exhaust"]
     client.force_login(author)
 
     # Without a judge: the previews run, their judge checks are unscored.
     response = client.post(f"/tasks/{task.slug}/gates/run/", follow=True)
     first = list(PreviewRun.objects.filter(task_version=version))
-    assert len(first) == 6 and response.status_code == 200
+    assert len(first) == 7 and response.status_code == 200
     run_all(first)
     gates = gates_of(version)
     assert {name: gates[name].status for name in preview_gates} == dict.fromkeys(preview_gates, "not_run")
@@ -92,7 +92,7 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
         review_gates.gates_run(task_version=version, user=author)
     assert caught.value.code == "gates_waiting" and "/gates/oracle" in [d["pointer"] for d in caught.value.details]
     assert "configure a judge endpoint" in client.post(f"/tasks/{task.slug}/gates/run/", follow=True).content.decode()
-    assert PreviewRun.objects.filter(task_version=version).count() == 6
+    assert PreviewRun.objects.filter(task_version=version).count() == 7
 
     with OpenAIServer(handler=judge) as server:
         ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="judge-model",
@@ -101,12 +101,13 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
         page = client.get(f"/tasks/{task.slug}/").content.decode()
         assert "that are missing or came back incomplete" in page
         assert [policy for policy, _ in review_gates.gates_missing_previews(task_version=version)] == [
-            "oracle", "nop", "probe:42", "hack:echo-prompt", "hack:keyword-stuffing", "hack:judge-injection"]
+            "oracle", "nop", "probe:42", "hack:echo-prompt", "hack:keyword-stuffing", "hack:judge-injection",
+            "hack:exhaust"]
         client.post(f"/tasks/{task.slug}/gates/run/")
         second = list(PreviewRun.objects.filter(task_version=version).exclude(pk__in=[run.pk for run in first]))
         assert sorted((run.policy, run.n) for run in second) == sorted(
             [("oracle", 3), ("nop", 3), ("probe:42", 1), ("hack:echo-prompt", 1), ("hack:keyword-stuffing", 1),
-             ("hack:judge-injection", 1)])
+             ("hack:judge-injection", 1), ("hack:exhaust", 1)])
         # queued, not yet run: nothing more to start, and the gates still wait
         assert review_gates.gates_missing_previews(task_version=version) == []
         assert gates_of(version)["oracle"].status == "not_run"

@@ -101,11 +101,12 @@ def test_submit_is_refused_until_every_gate_passes_for_that_version(task, author
         services.task_submit(task=task, user=author)
     assert caught.value.code == "gates_failed" and caught.value.http_status == 409
     assert {d["pointer"] for d in caught.value.details} == {
-        "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing"}
+        "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing", "/gates/hack:exhaust"}
     finished_preview(task.latest_version, author, "oracle", [1.0, 1.0, 0.0])  # the oracle fails once
     finished_preview(task.latest_version, author, "nop", [0.0, 0.0, 0.0])
     finished_preview(task.latest_version, author, "hack:echo-prompt", [0.0])
     finished_preview(task.latest_version, author, "hack:keyword-stuffing", [0.0])
+    finished_preview(task.latest_version, author, "hack:exhaust", [0.0])
     with pytest.raises(DomainError) as caught:
         services.task_submit(task=task, user=author)
     assert [d["pointer"] for d in caught.value.details] == ["/gates/oracle"]

@@ -24,8 +24,8 @@ def test_with_no_previews_the_preview_gates_are_not_run_and_run_gates_asks_for_t
     results = by_gate(gates.evaluate_gates(GateInputs(task=task(), judge_configured=True, example_answers=[])))
     assert {name: r.status for name, r in results.items()} == {
         "rubric": "pass", "oracle": "not_run", "nop": "not_run", "probe:0": "not_run", "examples": "pass",
-        "judge": "pass", "hack:echo-prompt": "not_run", "hack:keyword-stuffing": "not_run"}
-    hacks = [("hack:echo-prompt", 1), ("hack:keyword-stuffing", 1)]
+        "judge": "pass", "hack:echo-prompt": "not_run", "hack:keyword-stuffing": "not_run", "hack:exhaust": "not_run"}
+    hacks = [("hack:echo-prompt", 1), ("hack:keyword-stuffing", 1), ("hack:exhaust", 1)]
     assert gates.missing_previews(task(), {}) == [("oracle", 3), ("nop", 3), ("probe:", 1), *hacks]
     assert gates.missing_previews(task(), {"oracle": None}) == [("nop", 3), ("probe:", 1), *hacks]
 
@@ -106,7 +106,7 @@ def test_every_applicable_hack_probe_must_stay_under_the_task_limit_and_a_failin
         {"id": "judged", "kind": "llm_judge"}, {"id": "written", "kind": "file_exists"}]})
     policies = [f"hack:{name}" for name in ("skip-tests", "delete-tests", "edit-tests", "echo-prompt",
                                             "keyword-stuffing", "judge-injection", "empty-files", "exit-zero",
-                                            "always-equal", "shadow", "monkeypatch")]
+                                            "always-equal", "shadow", "monkeypatch", "exhaust")]
     assert [policy for policy, n in gates.required_previews(document) if policy.startswith("hack:")] == policies
     previews = {policy: evidence(policy, [0.0]) for policy in policies}
     previews["hack:skip-tests"] = PreviewEvidence(policy="hack:skip-tests", run_id=9, n=2, rewards=[0.0, 0.83],

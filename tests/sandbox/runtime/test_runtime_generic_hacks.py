@@ -274,6 +274,7 @@ def test_only_links_that_lead_outside_nowhere_or_to_task_paths_are_removed(backe
 @pytest.mark.parametrize("hack", ["symlink", "exhaust"])
 def test_the_demo_files_task_holds_the_output_probes_to_nothing(python_backend, hack):
     task, files = demo_task_document("q3-revenue-summary")
+    assert hack in applicable_hacks(task)
     result = probe(copy.deepcopy(task), files, hack, python_backend)
     verdict = gate_of(task, f"hack:{hack}", result)
     if hack == "symlink":
@@ -290,8 +291,7 @@ def test_the_demo_coding_task_holds_the_code_probes_to_nothing_and_its_oracle_to
     """Its `tests` check runs Gymwright's own runner: no exit code, shadow, patch or equal-to-anything result
     earns anything, and the reference solution still earns 1.0."""
     task, files = demo_task_document("fizzbuzz-implementation")
-    if hack != "exhaust":
-        assert hack in applicable_hacks(task)
+    assert hack in applicable_hacks(task)
     result = probe(copy.deepcopy(task), files, hack, python_backend)
     verdict = gate_of(task, f"hack:{hack}", result)
     assert result.grade.complete and result.grade.reward == 0 and verdict.status == "pass", (
