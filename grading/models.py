@@ -204,7 +204,9 @@ class ExampleRun(models.Model):
 
     `results` holds one `grading.engine.example_answers.ExampleVerdict` dict per example, in the
     document's order, each with its grade document under "grade" (None when it has none).
-    Deterministic rubrics are graded at once; rubrics with judge checks by a worker.
+    Deterministic rubrics are graded at once; rubrics with judge checks by a worker; rubrics with
+    checks that run in the sandbox (`needs_sandbox`) by a sandbox worker, each example as a rollout
+    whose workspace starts with the example's files.
     """
 
     class Status(models.TextChoices):
@@ -217,6 +219,11 @@ class ExampleRun(models.Model):
                                         related_name="example_run")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     needs_judge = models.BooleanField(default=False)
+    needs_sandbox = models.BooleanField(default=False)
+    # who asked for it (the version's author, or whoever clicked "Grade again"): a sandbox run counts
+    # against their cap of rollouts in flight
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
     total = models.PositiveIntegerField(default=0)
     graded = models.PositiveIntegerField(default=0)  # progress while a worker grades
     results = models.JSONField(default=list, blank=True)

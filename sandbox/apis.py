@@ -6,7 +6,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from django.conf import settings
 from rest_framework.response import Response
-from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
 from authoring.selectors import task_version_get_for_user
@@ -24,15 +23,6 @@ class PreviewCreateInput(serializers.Serializer):
     backend = serializers.ChoiceField(choices=services.BACKENDS, required=False,
                                       help_text="Sandbox backend, one of the server's allowed backends "
                                                 "(GYMWRIGHT_SANDBOX_BACKENDS); default: the server's.")
-
-
-class PreviewStartThrottle(UserRateThrottle):
-    """Preview starts per user (GYMWRIGHT_PREVIEW_RATE, e.g. "60/hour"); over it, 429 with Retry-After."""
-
-    scope = "previews"
-
-    def get_rate(self):
-        return settings.PREVIEW_RATE or None
 
 
 class RolloutSummaryOutput(serializers.Serializer):
@@ -94,9 +84,6 @@ def _detail(preview_run: PreviewRun) -> dict:
 
 
 class TaskVersionPreviewsApi(APIView):
-    def get_throttles(self):
-        return [PreviewStartThrottle()] if self.request.method == "POST" else []
-
     @extend_schema(responses=paginated(PreviewRunOutput), operation_id="tasks_versions_previews_list")
     def get(self, request, slug: str, number: int):
         version = task_version_get_for_user(slug=slug, number=number, user=request.user)

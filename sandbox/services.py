@@ -192,7 +192,8 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
     # Versions saved before a ceiling was lowered must not run over it either.
     environment_limits_check(task_version.spec.get("environment") or {}, pointer_prefix="/environment")
     _policy_check_runnable(policy=choice, task_version=task_version)
-    _rollouts_in_flight_check(user=user, n=n)
+    rollouts_in_flight_check(user=user, n=n)
+    _preview_rate_check(user=user)
 
     preview_run = PreviewRun(task_version=task_version, created_by=user, policy=choice.spec, policy_kind=choice.kind,
                              policy_argument=choice.argument, n=n, backend=backend)
@@ -223,9 +224,53 @@ def _enqueue(rollout_ids: list[int], *, soft: int, hard: int, countdown: float |
         rollout_run.apply_async(args=[rollout_id], soft_time_limit=soft, time_limit=hard, countdown=countdown)
 
 
+PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def preview_rate_parse(rate: str) -> tuple[int, int] | None:
+    """GYMWRIGHT_PREVIEW_RATE ("60/hour", "5/m"): (starts, seconds), or None when it is empty (no limit).
+    ValueError for anything else."""
+    if not rate:
+        return None
+    count, _, period = rate.partition("/")
+    if not count.strip().isdigit() or not period.strip() or period.strip()[0] not in PERIOD_SECONDS:
+        raise ValueError(f"GYMWRIGHT_PREVIEW_RATE must read like 60/hour or 5/minute, not {rate!r}")
+    return int(count), PERIOD_SECONDS[period.strip()[0]]
+
+
+def _preview_rate_check(*, user) -> None:
+    """Refuse (429, code "throttled") a preview start past the user's GYMWRIGHT_PREVIEW_RATE, on every path that
+    starts one (the API, the form, Run gates): the starts are counted in the database, in the transaction that
+    holds the user's row (`rollouts_in_flight_check`), so web processes and hosts share one count and two
+    starts at once count each other."""
+    limit = preview_rate_parse(settings.PREVIEW_RATE)
+    if limit is None:
+        return
+    starts, window_s = limit
+    since = timezone.now() - timedelta(seconds=window_s)
+    recent = list(PreviewRun.objects.filter(created_by=user, created_at__gte=since)
+                  .order_by("-created_at").values_list("created_at", flat=True)[:starts])
+    if len(recent) < starts:
+        return
+    # Free again once the oldest of the last `starts` leaves the window.
+    retry_after = max(1, math.ceil((recent[-1] - since).total_seconds()))
+    raise DomainError(f"You have started {starts} previews in the last {_period_words(window_s)}, the limit per "
+                      f"user (GYMWRIGHT_PREVIEW_RATE: {settings.PREVIEW_RATE}); try again in {retry_after} s.",
+                      code="throttled", http_status=429, extra={"retry_after_s": retry_after})
+
+
+def _period_words(seconds: int) -> str:
+    return {1: "second", 60: "minute", 3600: "hour", 86400: "day"}[seconds]
+
+
 @transaction.atomic
-def _rollouts_in_flight_check(*, user, n: int) -> None:
-    """Refuse (429) a preview that would take the user over their cap of queued and running rollouts."""
+def rollouts_in_flight_check(*, user, n: int, example_run_id: int | None = None) -> None:
+    """Refuse (429) a preview (or a sandbox run of example answers, `example_run_id`) that would take the user
+    over their cap of queued and running rollouts; each example of a sandbox run in flight counts as one."""
+    from django.db.models import Sum
+
+    from grading.models import ExampleRun
+
     cap = settings.PREVIEW_MAX_ROLLOUTS_IN_FLIGHT
     # Lock the user's row so that two previews started at once count each other (in this transaction).
     from django.contrib.auth import get_user_model
@@ -233,6 +278,9 @@ def _rollouts_in_flight_check(*, user, n: int) -> None:
     get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
     in_flight = Rollout.objects.filter(preview_run__created_by=user,
                                        status__in=[Rollout.Status.QUEUED, Rollout.Status.RUNNING]).count()
+    in_flight += (ExampleRun.objects.filter(requested_by=user, needs_sandbox=True,
+                                            status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING])
+                  .exclude(pk=example_run_id).aggregate(total=Sum("total"))["total"] or 0)
     if in_flight + n > cap:
         raise DomainError(f"You have {in_flight} rollouts queued or running and this preview adds {n}; the limit is "
                           f"{cap} per user (GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT). Wait for some to finish or cancel "

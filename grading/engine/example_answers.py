@@ -27,7 +27,7 @@ STATUS_WORDS = {AS_EXPECTED: "as expected", UNEXPECTED: "not as expected", INCOM
                 ERROR: "error", PENDING: "pending"}
 
 # Checks that a dry run cannot score: the judge (when none is configured) and the sandbox.
-SANDBOX_KINDS = ("command", "python")
+SANDBOX_KINDS = ("command", "python", "tests")
 
 
 @dataclass(frozen=True)

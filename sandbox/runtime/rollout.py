@@ -18,7 +18,7 @@ from typing import Any
 from .backends.base import Backend
 from .harness import run_episode, trajectory_text
 from .policies import ModelConfig, Policy, make_policy
-from .roles import GradingSandbox, mirror_files, plan_files, protected_states
+from .roles import GradingSandbox, mirror_files, neutralise_links, plan_files, protected_states
 from .spec import SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,8 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
                 env_files: Mapping[str, bytes] | None = None, judge=None,
                 on_event: Callable[[dict], None] | None = None,
                 should_cancel: Callable[[], bool] | None = None,
-                spec: SandboxSpec | None = None, system_prompt: str | None = None) -> RolloutResult:
+                spec: SandboxSpec | None = None, system_prompt: str | None = None,
+                start_files: Mapping[str, bytes] | None = None) -> RolloutResult:
     """Run one episode of `task` (a `Task` or a task dict) with `policy` in a
     fresh sandbox from `backend`, then grade it with grading.engine while the
     sandbox is still up (command and python checks run in it), capture the
@@ -84,6 +85,9 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
     {"type": "step", "step": n, ...}, {"type": "grading"} and {"type": "done",
     ...}; its exceptions are logged and ignored. `should_cancel()` is polled
     between steps and, every half second, while a command runs (which is then killed). `spec` overrides the spec built from the environment.
+    `start_files` (an example answer's files) are in the workspace from the start, beside and over the
+    task's workspace files, as if the agent had written them: never at a grader path, and a protected
+    path is still restored before the checks.
     """
     from grading.engine import Task, grade, parse_task
     from grading.engine.models import ProtectedFileState
@@ -104,6 +108,7 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
 
     sandbox = None
     plan = plan_files(task, files or {}, env_files or {})
+    plan.agent_files.update({path: data for path, data in (start_files or {}).items() if path not in plan.grader})
     work = tempfile.mkdtemp(prefix="gymwright-rollout-")
     try:
         try:
@@ -132,6 +137,8 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
         grading_started = time.monotonic()
         try:
             sandbox.end_processes()
+            # No link of the agent's leads a check outside the workspace or to the grader's files.
+            links_removed = neutralise_links(sandbox, list(plan.after_episode))
             sandbox.open_verifier_paths()
             # The agent's workspace as it left it (what the viewer shows) ...
             snapshot = sandbox.snapshot(Path(work) / "workspace")
@@ -153,9 +160,10 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
                                  sandbox=GradingSandbox(sandbox),
                                  judge=judge, checks_module=task.environment.checks_module,
                                  left_out=left_out)
-            if states:
+            if states or links_removed:
                 result.grade = result.grade.model_copy(
-                    update={"protected_files": [ProtectedFileState(**state) for state in states]})
+                    update={"protected_files": [ProtectedFileState(**state) for state in states],
+                            "links_removed": links_removed})
         except SandboxError as exc:
             result.error, result.error_kind, result.retryable = exc.message, "grading", not exc.permanent
         except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the episode
