@@ -184,6 +184,8 @@ class DryRun(models.Model):
     error = models.TextField(blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # when its job was sent; NULL: the broker did not take it (down), it waits for the broker (gymwright.jobs)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -193,6 +195,11 @@ class DryRun(models.Model):
 
     def __str__(self) -> str:
         return f"DryRun {self.pk} ({self.status})"
+
+    @property
+    def waiting_for_broker(self) -> bool:
+        """Its job waits for the job broker, which did not take it: sent when the broker answers again."""
+        return self.status == self.Status.QUEUED and self.enqueued_at is None
 
     @property
     def is_finished(self) -> bool:
@@ -229,6 +236,8 @@ class ExampleRun(models.Model):
     results = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
+    # when its job was sent (a run graded at once: when it was made); NULL: the broker did not take it
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -12,7 +12,6 @@ import math
 import tempfile
 import uuid
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,6 +28,7 @@ from grading.engine import scoring
 from grading.engine.models import normalised_relative_path
 from grading.engine.text import storable, storable_text
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
+from gymwright import jobs
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
 from gymwright.text import comment_text
@@ -314,13 +314,15 @@ def dry_run_start(*, rubric_text: str, answer: str, files: list[WorkspaceFile] |
             stored_files.append({"path": item.path, "name": name, "size": item.upload.size})
         with transaction.atomic():
             dry_run = DryRun(task=task, task_version=task_version, rubric=rubric.to_document(), answer=answer,
-                             files=stored_files, preview=document, created_by=user)
+                             files=stored_files, preview=document, created_by=user, enqueued_at=timezone.now())
             dry_run.full_clean()
             dry_run.save()
-            transaction.on_commit(partial(tasks.dry_run_grade.delay, dry_run.id))
+            jobs.send_on_commit(jobs.Job(tasks.dry_run_grade), [dry_run.id], on_unsent=_dry_runs_wait_for_broker)
     except Exception:
         _delete_stored_files(stored_files)
         raise
+    if not transaction.get_connection().in_atomic_block:  # sent as it committed, or waiting for the broker
+        dry_run.refresh_from_db(fields=["enqueued_at"])
     return DryRunOutcome(document=document, dry_run=dry_run)
 
 
@@ -467,8 +469,9 @@ def example_answers_schedule(*, versions, bulk: bool = False) -> None:
         return
     # An import's batch: new versions (no earlier runs), one INSERT for their runs, graded by workers;
     # the judge configuration comes from this process's cache, not a lookup per version.
+    now = timezone.now()
     runs = ExampleRun.objects.bulk_create([
-        ExampleRun(task_version=version, total=len(version.spec["examples"]),
+        ExampleRun(task_version=version, total=len(version.spec["examples"]), enqueued_at=now,
                    needs_judge=_examples_need_judge(version.spec.get("rubric") or {}, max_age_s=60),
                    needs_sandbox=_examples_need_sandbox(version.spec.get("rubric") or {}),
                    requested_by_id=version.author_id)
@@ -479,8 +482,35 @@ def example_answers_schedule(*, versions, bulk: bool = False) -> None:
         for run in runs:
             if run.needs_sandbox:
                 _SANDBOX_GRADERS[0](run)
-        transaction.on_commit(lambda: [tasks.example_answers_grade.delay(run.id) for run in runs
-                                       if not run.needs_sandbox])
+        jobs.send_on_commit(jobs.Job(tasks.example_answers_grade), [run.id for run in runs if not run.needs_sandbox],
+                            on_unsent=_example_runs_wait_for_broker)
+
+
+def _example_runs_wait_for_broker(example_run_ids: list[int]) -> None:
+    """The broker did not take these runs' jobs: they wait for it, and the broker check sends them."""
+    ExampleRun.objects.filter(pk__in=example_run_ids, status=ExampleRun.Status.QUEUED).update(enqueued_at=None)
+
+
+def _dry_runs_wait_for_broker(dry_run_ids: list[int]) -> None:
+    DryRun.objects.filter(pk__in=dry_run_ids, status=DryRun.Status.QUEUED).update(enqueued_at=None)
+
+
+def dry_runs_resend(lost_before=None) -> list[int]:
+    """The broker check's resender (gymwright.jobs) for dry runs that wait for the broker or that it lost."""
+    from grading import tasks
+
+    return jobs.resend(DryRun.objects.filter(status=DryRun.Status.QUEUED), lost_before=lost_before,
+                       job=jobs.Job(tasks.dry_run_grade), on_unsent=_dry_runs_wait_for_broker)
+
+
+def example_runs_resend(lost_before=None) -> list[int]:
+    """The broker check's resender for example answers graded by workers."""
+    from grading import tasks
+
+    # runs graded in the sandbox are sent by sandbox.examples with their own time limits, not here
+    return jobs.resend(ExampleRun.objects.filter(status=ExampleRun.Status.QUEUED, needs_sandbox=False),
+                       lost_before=lost_before,
+                       job=jobs.Job(tasks.example_answers_grade), on_unsent=_example_runs_wait_for_broker)
 
 
 def _examples_need_judge(rubric: dict, *, max_age_s: float = 0) -> bool:
@@ -513,7 +543,7 @@ def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
             previous.delete()
         needs_sandbox = _examples_need_sandbox(rubric)
         run = ExampleRun.objects.create(task_version=task_version, total=len(examples), needs_judge=needs_judge,
-                                        needs_sandbox=needs_sandbox,
+                                        needs_sandbox=needs_sandbox, enqueued_at=timezone.now(),
                                         requested_by=user if user is not None else task_version.author)
         if needs_sandbox:
             _SANDBOX_GRADERS[0](run)
@@ -521,7 +551,8 @@ def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
         if needs_judge:
             from grading import tasks
 
-            transaction.on_commit(partial(tasks.example_answers_grade.delay, run.id))
+            jobs.send_on_commit(jobs.Job(tasks.example_answers_grade), [run.id],
+                                on_unsent=_example_runs_wait_for_broker)
             return run
     try:
         with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable

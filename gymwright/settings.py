@@ -290,6 +290,11 @@ ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)
 # A QUEUED rollout whose job message was sent this long ago and never claimed is sent again
 # (a broker restart lost it); duplicates are harmless, the claim runs one.
 ROLLOUT_REQUEUE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S", 900)
+# Every worker checks its broker this often (gymwright.jobs): it sends the jobs that waited for a broker that
+# was down, and finds out from a canary message whether the broker lost what it held (a restart without
+# persistence) and then sends every queued job again. Shorter: faster recovery, one small broker round trip
+# per worker per check.
+BROKER_CHECK_S = env_int("GYMWRIGHT_BROKER_CHECK_S", 30)
 # Workers reuse model endpoint configuration this long before reading the admin's rows again.
 ENDPOINT_CACHE_S = float(env_str("GYMWRIGHT_ENDPOINT_CACHE_S", "30"))
 # Operator ceilings on what an environment may ask for (refused at save, with the field named, and at preview).

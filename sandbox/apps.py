@@ -11,3 +11,9 @@ class SandboxConfig(AppConfig):
 
         # Example answers whose checks run in the sandbox are graded here (grading cannot import sandbox).
         example_sandbox_grader_register(example_run_enqueue)
+
+        from gymwright import jobs
+        from sandbox.services import rollouts_resend
+
+        # The broker check sends again the jobs of rollouts that wait for the broker or that it lost.
+        jobs.resender_register("rollouts", rollouts_resend)

@@ -58,7 +58,7 @@ def rollout_list(*, preview_run: PreviewRun) -> QuerySet[Rollout]:
 
 
 ROLLOUT_ROW_FIELDS = ("id", "index", "status", "attempts", "reward", "passed", "grade__complete", "steps",
-                      "duration_ms", "error", "progress")
+                      "duration_ms", "error", "progress", "enqueued_at")
 
 
 _rollout_rows = Prepared(lambda preview_run_id: Rollout.objects.filter(preview_run_id=preview_run_id)
@@ -155,6 +155,9 @@ def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | l
          "grade__complete": r.grade.complete if r.grade_id and r.grade else None} for r in rollouts])
     counts = so_far["counts"]
     total = len(rollouts)
+    # queued rollouts whose job the broker did not take (down when they were sent): sent when it answers
+    waiting = sum(1 for r in rollouts if ((r["status"], r["enqueued_at"]) if isinstance(r, dict) else
+                                          (r.status, r.enqueued_at)) == (Rollout.Status.QUEUED, None))
     finished = sum(counts[s] for s in Rollout.TERMINAL)
     return {
         "counts": counts,
@@ -167,6 +170,7 @@ def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | l
         "incomplete": so_far.get("incomplete", 0),  # graded without some checks: their pass is not the rubric's
         "mean_reward": so_far["mean_reward"],
         "pass_rate": so_far["pass_rate"],
+        "waiting_for_broker": waiting,
     }
 
 
