@@ -1,4 +1,4 @@
-"""After grading 0005 totalled stored grades again under scoring rule 2 (issue 26): each rollout's reward
+"""After grading 0006 totalled stored grades again under scoring rule 2 (issue 26): each rollout's reward
 and pass flag repeat its grade's again, and each finished preview run's summary is worked out again from
 them, with the oldest scoring rule of its grades (`scoring_rule`: pack calibration leaves out a summary of
 rule-1 grades)."""
@@ -27,7 +27,7 @@ def follow_grades(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("grading", "0005_grade_scoring_rule"),
+        ("grading", "0006_grade_scoring_rule"),
         ("sandbox", "0007_remove_rollout_grade_document"),
     ]
 

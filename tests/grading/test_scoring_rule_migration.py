@@ -81,8 +81,8 @@ def test_old_rule_grades_are_totalled_again_or_marked_and_the_gates_say_run_it_a
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    before = [("grading", "0004_example_runs_in_sandbox"), ("sandbox", "0007_remove_rollout_grade_document")]
-    after = [("grading", "0005_grade_scoring_rule"), ("sandbox", "0008_rollouts_follow_retotalled_grades")]
+    before = [("grading", "0005_job_enqueued_at"), ("sandbox", "0007_remove_rollout_grade_document")]
+    after = [("grading", "0006_grade_scoring_rule"), ("sandbox", "0008_rollouts_follow_retotalled_grades")]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old_apps = executor.loader.project_state(before).apps

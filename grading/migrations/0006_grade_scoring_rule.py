@@ -49,7 +49,7 @@ def retotal_grades(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("grading", "0004_example_runs_in_sandbox"),
+        ("grading", "0005_job_enqueued_at"),
     ]
 
     operations = [
