@@ -33,7 +33,7 @@ from .models import (
 )
 from .safe_files import NotRegularFile, read_regular
 from .sandbox import CheckSandbox, ExecResult
-from .text import normalise_unicode
+from .text import fold_lookalikes, normalise_unicode
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 
@@ -188,6 +188,19 @@ class GradingContext:
         self._text_cache[key] = (text, value)
         return value
 
+    def lookalike_text(self, text: str) -> str:
+        """Normalised `text` with lookalike letters of other scripts read as Latin (`text.fold_lookalikes`),
+        computed once per grade."""
+        if text.isascii():
+            return text
+        key = (id(text), "lookalikes")
+        cached = self._text_cache.get(key)
+        if cached is not None and cached[0] is text:
+            return cached[1]
+        value = fold_lookalikes(text)
+        self._text_cache[key] = (text, value)
+        return value
+
     def compared_text(self, check) -> str:
         """The text a comparing check reads: its target, normalised unless the check opts out."""
         text = self.target_text(check.target)
@@ -241,43 +254,88 @@ def _binary(met: bool, explanation: str) -> Outcome:
 # ---------------------------------------------------------------- text kinds
 
 
-def string_match(check: StringMatchCheck, ctx: GradingContext) -> Outcome:
-    text = ctx.normalised(ctx.compared_text(check), fold_case=not check.case_sensitive,
-                          collapse_space=check.normalize_whitespace)
-    expected = check.expected_normalised()
-    mode = check.mode
+def match_lowers_reward(check, *, absence_wanted: bool = False) -> bool:
+    """Does finding this check's phrase or pattern lower the reward? A penalty's match is charged; a positive
+    check met by the phrase's absence (`not_contains`, `must_match: false`) fails. There the text is also read
+    with lookalike letters as Latin (`text.fold_lookalikes`): a lookalike spelling must not dodge it."""
+    return check.normalize_unicode and (check.points < 0) != absence_wanted
+
+
+_LOOKALIKE_NOTE = " (reading lookalike letters of other scripts as Latin)"
+
+
+def _found(mode: str, text: str, expected: str) -> bool:
+    """Whether `expected` is found in `text` as `mode` says (`not_contains`: whether it is contained)."""
     if mode == "equals":
-        met = text == expected
-    elif mode == "contains":
-        met = expected in text
-    elif mode == "not_contains":
-        met = expected not in text
-    elif mode == "starts_with":
-        met = text.startswith(expected)
-    else:
-        met = text.endswith(expected)
+        return text == expected
+    if mode in ("contains", "not_contains"):
+        return expected in text
+    if mode == "starts_with":
+        return text.startswith(expected)
+    return text.endswith(expected)
+
+
+def string_match(check: StringMatchCheck, ctx: GradingContext) -> Outcome:
+    fold_case, collapse_space = not check.case_sensitive, check.normalize_whitespace
+    compared = ctx.compared_text(check)
+    mode = check.mode
+    found = _found(mode, ctx.normalised(compared, fold_case=fold_case, collapse_space=collapse_space),
+                   check.expected_normalised())
+    by_lookalikes = False
+    if not found and match_lowers_reward(check, absence_wanted=mode == "not_contains"):
+        folded = ctx.lookalike_text(compared)
+        expected = check.expected_normalised(lookalikes=True)
+        if folded is not compared or expected != check.expected_normalised():
+            found = by_lookalikes = _found(
+                mode, ctx.normalised(folded, fold_case=fold_case, collapse_space=collapse_space), expected)
+    met = not found if mode == "not_contains" else found
     verb = mode.replace("_", " ")
-    return _binary(met, f"{check.target} {'' if met else 'does not satisfy: '}{verb} {_short(check.expected)}".strip())
+    explanation = f"{check.target} {'' if met else 'does not satisfy: '}{verb} {_short(check.expected)}".strip()
+    return _binary(met, explanation + (_LOOKALIKE_NOTE if by_lookalikes else ""))
+
+
+def _texts_read(check, ctx: GradingContext, text: str, *, absence_wanted: bool = False) -> list[tuple[str, str]]:
+    """(text, note) pairs a pattern is searched in: the normalised text, and where a match lowers the reward
+    and the text has lookalike letters, that text read with them as Latin."""
+    texts = [(text, "")]
+    if match_lowers_reward(check, absence_wanted=absence_wanted):
+        folded = ctx.lookalike_text(text)
+        if folded is not text and folded != text:
+            texts.append((folded, _LOOKALIKE_NOTE))
+    return texts
+
+
+def _search(pattern, texts: list[tuple[str, str]]):
+    """The first match of `pattern` in the first of `texts` that has one, with that text's note."""
+    for text, note in texts:
+        found = pattern.search(text)
+        if found:
+            return found, note
+    return None, ""
 
 
 def regex(check: RegexCheck, ctx: GradingContext) -> Outcome:
-    text = ctx.compared_text(check)
     pattern = check.compiled()
+    texts = _texts_read(check, ctx, ctx.compared_text(check), absence_wanted=not check.must_match)
     if not check.must_match:
-        found = pattern.search(text)
+        found, note = _search(pattern, texts)
         if found:
-            return _binary(False, f"pattern matched {_short(found.group(0))} but must not match")
+            return _binary(False, f"pattern matched {_short(found.group(0))} but must not match{note}")
         return _binary(True, "pattern does not match, as required")
     if check.min_count == 1:
-        found = pattern.search(text)
-        return _binary(found is not None, f"matched {_short(found.group(0))}" if found else "pattern does not match")
-    count = 0
-    for _ in pattern.finditer(text):
-        count += 1
-        if count >= check.min_count:
-            break
+        found, note = _search(pattern, texts)
+        return _binary(found is not None, f"matched {_short(found.group(0))}{note}" if found else "pattern does not match")
+    count, note = 0, ""
+    for text, text_note in texts:
+        seen = 0
+        for _ in pattern.finditer(text):
+            seen += 1
+            if seen >= check.min_count:
+                break
+        if seen > count:
+            count, note = seen, text_note
     met = count >= check.min_count
-    return _binary(met, f"{count}{'+' if met else ''} match(es), needed {check.min_count}")
+    return _binary(met, f"{count}{'+' if met else ''} match(es), needed {check.min_count}{note}")
 
 
 _NUMBER = re.compile(
@@ -460,14 +518,20 @@ def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
 
         digest = hashlib.sha256(data).hexdigest()
         return _binary(digest == check.sha256, f"sha256 {'matches' if digest == check.sha256 else 'is ' + digest[:12] + '…, expected ' + check.sha256[:12] + '…'}")
-    if check.contains is not None:
-        met = check.unicode_value("contains") in text
-        return _binary(met, f"{check.path!r} {'contains' if met else 'does not contain'} {_short(check.contains)}")
+    texts = _texts_read(check, ctx, text)  # a penalty's match: lookalike letters are read as Latin too
     if check.regex is not None:
-        found = check.compiled().search(text)
-        return _binary(found is not None, f"matched {_short(found.group(0))}" if found else f"{check.path!r} does not match the pattern")
-    met = text == check.unicode_value("equals")
-    return _binary(met, f"{check.path!r} {'equals' if met else 'differs from'} the expected content")
+        found, note = _search(check.compiled(), texts)
+        return _binary(found is not None, f"matched {_short(found.group(0))}{note}" if found else f"{check.path!r} does not match the pattern")
+    key = "contains" if check.contains is not None else "equals"
+    met, note = False, ""
+    for candidate, text_note in texts:
+        value = check.unicode_value(key, lookalikes=bool(text_note))
+        if (value in candidate) if key == "contains" else (candidate == value):
+            met, note = True, text_note
+            break
+    if key == "contains":
+        return _binary(met, f"{check.path!r} {'contains' if met else 'does not contain'} {_short(check.contains)}{note}")
+    return _binary(met, f"{check.path!r} {'equals' if met else 'differs from'} the expected content{note}")
 
 
 def _cell_text(value: Any) -> str:

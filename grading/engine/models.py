@@ -20,7 +20,7 @@ import re
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Union
 
 from .fastregex import Searcher, compile_pattern, validate_pattern
-from .text import normalise_pattern, normalise_unicode
+from .text import fold_lookalikes, normalise_pattern, normalise_unicode
 
 from pydantic import (
     AfterValidator,
@@ -274,11 +274,13 @@ class UnicodeNormalised(Strict):
         """`value` normalised as the text it is compared with is."""
         return normalise_unicode(value) if self.normalize_unicode else value
 
-    def unicode_value(self, name: str) -> str:
-        """This check's string field `name`, normalised as the text it is compared with is (computed once)."""
-        value = self._unicode_values.get(name)
+    def unicode_value(self, name: str, *, lookalikes: bool = False) -> str:
+        """This check's string field `name`, normalised as the text it is compared with is (with lookalike
+        letters read as Latin if `lookalikes`; computed once)."""
+        value = self._unicode_values.get((name, lookalikes))
         if value is None:
-            value = self._unicode_values[name] = self.unicode_form(getattr(self, name))
+            value = self.unicode_form(getattr(self, name))
+            value = self._unicode_values[(name, lookalikes)] = fold_lookalikes(value) if lookalikes else value
         return value
 
     def pattern_form(self, value: str) -> str:
@@ -297,15 +299,19 @@ class StringMatchCheck(CheckBase, UnicodeNormalised):
     normalize_whitespace: StrictBool = Field(
         default=True, description="Collapse runs of whitespace to one space and strip both ends before comparing."
     )
-    _expected: str | None = PrivateAttr(default=None)
+    _expected: dict = PrivateAttr(default_factory=dict)
 
-    def expected_normalised(self) -> str:
-        """`expected` normalised, case-folded and/or whitespace-collapsed as the options say (computed once)."""
-        if self._expected is None:
+    def expected_normalised(self, *, lookalikes: bool = False) -> str:
+        """`expected` normalised (with lookalike letters read as Latin if `lookalikes`), case-folded and/or
+        whitespace-collapsed as the options say (computed once)."""
+        value = self._expected.get(lookalikes)
+        if value is None:
             value = self.unicode_form(self.expected)
+            if lookalikes:
+                value = fold_lookalikes(value)
             value = value if self.case_sensitive else value.casefold()
-            self._expected = " ".join(value.split()) if self.normalize_whitespace else value
-        return self._expected
+            value = self._expected[lookalikes] = " ".join(value.split()) if self.normalize_whitespace else value
+        return value
 
 
 class RegexCheck(CheckBase, UnicodeNormalised):

@@ -32,14 +32,17 @@ object with each test's outcome. A test the report does not name failed; a run w
 (os._exit, a kill, a timeout) failed; a run whose report says "tampered" failed as a whole.
 """
 
+import _thread
 import ast
 import builtins
+import gc
+import importlib
 import importlib.machinery
 import io
 import json
-import math
 import os
 import sys
+import time
 import types
 import unittest
 import unittest.case
@@ -52,9 +55,15 @@ _EXACT = frozenset((str, bytes, bytearray, bool, int, float, complex, _NONE_TYPE
                     frozenset, range))
 _BUILTIN_BASES = (str, bytes, bytearray, int, float, complex, list, tuple, dict, set, frozenset, range)
 _HASHABLE_EXACT = frozenset((str, bytes, bool, int, float, complex, _NONE_TYPE, tuple, frozenset))
+# What would let the tested code reach the runner's own state or change how code runs: tracing (line jumps),
+# object walks, other threads' frames, forks (a copy of the runner), raw memory (ctypes, /proc/<pid>/mem) and
+# rewriting a function's code or defaults.
 _BLOCKED_EVENTS = frozenset(("sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
-                             "gc.get_referents", "os.fork", "os.forkpty", "sys.monitoring.register_callback",
-                             "sys.monitoring.use_tool_id"))
+                             "gc.get_referents", "sys._current_frames", "os.fork", "os.forkpty",
+                             "sys.monitoring.register_callback", "sys.monitoring.use_tool_id",
+                             "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at",
+                             "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "ctypes.dlsym", "ctypes.dlsym/handle"))
+_BLOCKED_ATTRIBUTES = frozenset(("__code__", "__defaults__", "__kwdefaults__", "__globals__"))
 
 # Taken before any test code runs: the test code cannot swap what the runner calls.
 _type = type
@@ -70,10 +79,208 @@ _FunctionType = types.FunctionType
 _write = os.write
 _exit = os._exit
 _getpid = os.getpid
+_listdir = os.listdir
+_start_thread = _thread.start_new_thread
+_allocate_lock = _thread.allocate_lock
+_monotonic = time.monotonic
+_sleep = time.sleep
+_gc_isenabled = gc.isenabled
+_gc_disable = gc.disable
+THREAD_EXIT_S = 2.0
 
 
 class Tampered(Exception):
     """Something the runner relies on was replaced while tests ran."""
+
+
+# ---------------------------------------------------------------- pytest, without pytest
+
+_APPROX = set()  # the exact types of trusted approx objects: the shim's, and real pytest's when it is installed
+_FAILURES = set()  # real pytest's Failed (pytest.fail, pytest.raises), when it is installed
+_SKIPS = set()  # real pytest's Skipped (pytest.skip)
+
+
+def _classify(exc):
+    """(outcome, message) of a test that raised `exc`."""
+    if _isinstance(exc, _SkipTest) or _type(exc) in _SKIPS:
+        return "skipped", "skipped: " + _message_of(exc) + " (a skipped test does not pass)"
+    if _isinstance(exc, _AssertionError) or _type(exc) in _FAILURES:
+        return "failed", _message_of(exc)
+    return "error", _message_of(exc)
+
+
+class _Mark:
+    def __init__(self, name, args, kwargs):
+        self.name, self.args, self.kwargs = name, args, kwargs
+
+
+class _MarkFactory:
+    def __getattr__(self, name):
+        def mark(*args, **kwargs):
+            if name not in ("parametrize", "skipif") and _len(args) == 1 and callable(args[0]) and not kwargs:
+                return _store(args[0], _Mark(name, (), {}))
+            return lambda function: _store(function, _Mark(name, args, kwargs))
+        return mark
+
+
+def _store(function, mark):
+    marks = list(getattr(function, "pytestmark", []))
+    marks.append(mark)
+    function.pytestmark = marks
+    return function
+
+
+class _Param:
+    def __init__(self, values, marks=(), id=None):
+        self.values, self.marks, self.id = values, marks, id
+
+
+class _Raises:
+    def __init__(self, expected, match):
+        self.expected, self.match, self.value, self.type = expected, match, None, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            raise _AssertionError("DID NOT RAISE " + _shown(self.expected))
+        if not _issubclass(kind, self.expected):
+            return False
+        if self.match is not None:
+            import re
+
+            if not re.search(self.match, str(value)):
+                raise _AssertionError("the exception's message " + _shown(str(value)) + " does not match "
+                                      + _shown(self.match))
+        self.value, self.type = value, kind
+        return True
+
+
+class _Approx:
+    """`approx(expected, rel=1e-6, abs=1e-12)` for numbers and (nested) lists, tuples and dicts of numbers."""
+
+    def __init__(self, expected, rel=None, abs=None):
+        self.expected, self.rel, self.abs = expected, 1e-6 if rel is None else rel, 1e-12 if abs is None else abs
+
+    def __repr__(self):
+        return "approx(" + _shown(self.expected) + ")"
+
+    def matches(self, actual, expected=None, depth=0):
+        expected = self.expected if depth == 0 else expected
+        if depth > MAX_DEPTH:
+            return False
+        te, ta = _type(expected), _type(actual)
+        if te in (int, float) and ta in (int, float):
+            if expected != expected or actual != actual:
+                return expected != expected and actual != actual
+            if expected in (float("inf"), float("-inf")):
+                return actual == expected
+            return abs_(actual - expected) <= max(self.abs, self.rel * abs_(expected))
+        if te in (list, tuple) and ta is te:
+            return _len(actual) == _len(expected) and all(self.matches(a, e, depth + 1)
+                                                          for a, e in zip(actual, expected))
+        if te is dict and ta is dict:
+            return _keys_exact(actual) and actual.keys() == expected.keys() and all(
+                self.matches(actual[key], expected[key], depth + 1) for key in expected)
+        return False
+
+
+abs_ = abs
+
+
+def _approx_equal(approx, other):
+    if _type(approx) is _Approx:
+        return approx.matches(other)
+    if not _all_builtin(other, 0):
+        return False  # the tested code's own number types do not get to answer
+    return truth(approx == other)
+
+
+def _all_builtin(value, depth):
+    if depth > MAX_DEPTH or _type(value) not in _EXACT:
+        return False
+    if _type(value) in (list, tuple, set, frozenset):
+        return all(_all_builtin(item, depth + 1) for item in value)
+    if _type(value) is dict:
+        return all(_all_builtin(key, depth + 1) and _all_builtin(item, depth + 1) for key, item in value.items())
+    return True
+
+
+def pytest_shim():
+    """A module named `pytest` with what plain test files use most (raises, approx, mark.parametrize/skip/skipif,
+    param, skip, fail), for sandboxes without pytest. Fixtures beyond tmp_path are not supported."""
+    module = types.ModuleType("pytest")
+    module.__file__ = "<gymwright pytest shim>"
+
+    def raises(expected, *args, match=None, **kwargs):
+        if args:
+            with _Raises(expected, match):
+                args[0](*args[1:], **kwargs)
+            return None
+        return _Raises(expected, match)
+
+    def skip(reason="", allow_module_level=False):
+        raise _SkipTest(reason)
+
+    def fail(reason="", pytrace=True):
+        raise _AssertionError(reason)
+
+    def fixture(*args, **kwargs):
+        raise LookupError("pytest fixtures are not supported by Gymwright's runner (only tmp_path)")
+
+    module.raises, module.skip, module.fail, module.fixture = raises, skip, fail, fixture
+    module.approx = _Approx
+    module.mark = _MarkFactory()
+    module.param = lambda *values, marks=(), id=None: _Param(values, marks, id)
+    return module
+
+
+def install_pytest(trusted_path):
+    """The real pytest when it is installed outside the workspace, else the shim; imported before any tested
+    code runs, and its approx classes trusted by exact type."""
+    if importlib.machinery.PathFinder.find_spec("pytest", trusted_path) is not None:
+        saved = sys.path[:]
+        sys.path[:] = trusted_path
+        try:
+            import pytest  # noqa: F401 - from site-packages, before any tested code
+            from _pytest import python_api
+        finally:
+            sys.path[:] = saved
+        from _pytest import outcomes
+
+        _FAILURES.add(outcomes.Failed)
+        _SKIPS.add(outcomes.Skipped)
+        stack = [python_api.ApproxBase]
+        while stack:
+            cls = stack.pop()
+            _APPROX.add(cls)
+            stack.extend(cls.__subclasses__())
+        return sys.modules["pytest"]
+    module = pytest_shim()
+    sys.modules["pytest"] = module
+    _APPROX.add(_Approx)
+    return module
+
+
+def parametrized(function, index):
+    """The keyword arguments of parameter set `index` of a test under one `pytest.mark.parametrize`."""
+    marks = [mark for mark in getattr(function, "pytestmark", []) if getattr(mark, "name", None) == "parametrize"]
+    if _len(marks) != 1:
+        raise LookupError("a test needs exactly one pytest.mark.parametrize with a literal list in Gymwright's runner")
+    names, values = marks[0].args[0], list(marks[0].args[1])
+    if _type(names) is str:
+        names = [name.strip() for name in names.split(",") if name.strip()]
+    value = values[index]
+    if _type(value).__name__ in ("ParameterSet", "_Param"):
+        value = value.values if _len(names) > 1 else value.values[0]
+    if _len(names) == 1:
+        return {names[0]: value}
+    return dict(zip(names, value))
+
+
+def _marked(function, name):
+    return [mark for mark in getattr(function, "pytestmark", []) if getattr(mark, "name", None) == name]
 
 
 # ---------------------------------------------------------------- strict values
@@ -128,6 +335,10 @@ def equal(a, b, depth=0):
     if depth > MAX_DEPTH:
         return False
     ta, tb = _type(a), _type(b)
+    if tb in _APPROX:
+        return _approx_equal(b, a)
+    if ta in _APPROX:
+        return _approx_equal(a, b)
     exact_a, exact_b = ta in _EXACT, tb in _EXACT
     if not exact_a and not exact_b:
         if _builtin_subclass(ta) or _builtin_subclass(tb):
@@ -596,6 +807,29 @@ class Guard:
 
     def watch_module(self, module, helper):
         self.test_modules[module.__name__] = (module, helper, module.__dict__.get(_HELPER))
+        self.definitions = getattr(self, "definitions", [])
+        self.bound = getattr(self, "bound", [])
+
+    def watch_definitions(self, module, codes, expected_imports):
+        """Once the module ran: its functions and classes (and their methods) stay the ones it defined, and
+        the names it imported from the standard library stay the objects the runner resolved itself."""
+        for name, value in expected_imports.items():
+            self.bound.append((module, name, value))
+        for name, value in list(module.__dict__.items()):
+            if _isinstance(value, _FunctionType) and value.__code__ in codes:
+                self.definitions.append((module.__dict__, name, value, module.__name__ + "." + name))
+            elif _isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+                for attribute, member in list(value.__dict__.items()):
+                    if _isinstance(member, _FunctionType) and member.__code__ in codes:
+                        self.definitions.append((value.__dict__, attribute, member,
+                                                 module.__name__ + "." + name + "." + attribute))
+                self.definitions.append((module.__dict__, name, value, module.__name__ + "." + name))
+
+    def remember_modules(self, names):
+        """Standard-library modules the tests import, imported by the runner before the tested code runs."""
+        for name in names:
+            if name in sys.modules and name not in self.modules:
+                self.modules[name] = sys.modules[name]
 
     def check(self):
         if self.violations:
@@ -614,6 +848,12 @@ class Guard:
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
                 return "sys.modules[" + _repr(name) + "] was replaced"
+        for namespace, name, value, shown in getattr(self, "definitions", []):
+            if namespace.get(name, _MISSING) is not value:
+                return "the test file's " + shown + " was replaced"
+        for module, name, value in getattr(self, "bound", []):
+            if module.__dict__.get(name, _MISSING) is not value:
+                return "the test module's " + name + " is not the " + name + " it imported"
         for name, (module, helper, injected) in self.test_modules.items():
             if sys.modules.get(name) is not module:
                 return "the test module " + name + " was replaced in sys.modules"
@@ -632,15 +872,29 @@ def _audit_hook(guard):
         if event in _BLOCKED_EVENTS:
             guard.violations.append("the tested code called " + event)
             raise RuntimeError(event + " is not allowed while Gymwright's runner runs tests")
-        if event == "object.__setattr__" and args and args[0] in protected:
-            guard.violations.append("the tested code set " + _repr(args[1]) + " on " + args[0].__name__)
-            raise RuntimeError("the runner's classes are read-only while tests run")
+        if event == "sys._getframe":
+            # Callers in the standard library (logging, warnings, typing, namedtuple) take a ValueError as
+            # "no such frame"; the tested code gets no way up the stack from here.
+            raise ValueError("sys._getframe is not available while Gymwright's runner runs tests")
+        if event == "object.__setattr__" and args:
+            if any(args[0] is cls for cls in protected):
+                guard.violations.append("the tested code set " + _repr(args[1]) + " on " + args[0].__name__)
+                raise RuntimeError("the runner's classes are read-only while tests run")
+            if _type(args[1]) is str and args[1] in _BLOCKED_ATTRIBUTES:
+                guard.violations.append("the tested code replaced a function's " + args[1])
+                raise RuntimeError("a function's " + args[1] + " cannot be replaced while tests run")
+        if event == "open" and args and _type(args[0]) is str and args[0].startswith("/proc/") \
+                and args[0].rstrip("/").endswith(("/mem", "/maps", "/pagemap")):
+            guard.violations.append("the tested code opened " + args[0])
+            raise RuntimeError("process memory is not readable while Gymwright's runner runs tests")
     return hook
 
 
 def _test_function(module, test_id, codes, style):
     """(class or None, callable, name) for a test id, checked to be code compiled from the test file."""
     parts = test_id.split("::")[1:]
+    if parts[-1].endswith("]") and "[" in parts[-1]:
+        parts[-1] = parts[-1][: parts[-1].index("[")]
     if _len(parts) == 1:
         function = module.__dict__.get(parts[0])
         if not _isinstance(function, _FunctionType) or function.__code__ not in codes:
@@ -659,12 +913,22 @@ def _test_function(module, test_id, codes, style):
     return cls, function, parts[1]
 
 
-def _fixtures(function, temp_root, counter):
+def _fixtures(function, temp_root, counter, test_id=""):
     code = function.__code__
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     kwargs = {}
+    last = test_id.rsplit("::", 1)[-1]
+    if last.endswith("]") and "[" in last:
+        kwargs.update(parametrized(function, int(last[last.index("[") + 1:-1])))
+    for mark in _marked(function, "skip"):
+        raise _SkipTest(str(mark.kwargs.get("reason", mark.args[0] if mark.args else "")))
+    for mark in _marked(function, "skipif"):
+        if mark.args and mark.args[0]:
+            raise _SkipTest(str(mark.kwargs.get("reason", "")))
+    if _marked(function, "xfail"):
+        raise LookupError("pytest.mark.xfail is not supported by Gymwright's runner")
     for name in names:
-        if name in ("self", "cls"):
+        if name in ("self", "cls") or name in kwargs:
             continue
         if name in ("tmp_path", "tmpdir"):
             import pathlib
@@ -686,21 +950,21 @@ def _is_async(function):
     return bool(function.__code__.co_flags & 0x80)
 
 
-def run_one(module, test_id, codes, style, class_state, temp_root, counter):
-    """(outcome, message) of one test."""
+def run_one(module, test_id, codes, style, class_state, temp_root, counter, is_case=False):
+    """(outcome, message) of one test. `is_case`: the test file's source makes its class a unittest.TestCase."""
     try:
         cls, function, name = _test_function(module, test_id, codes, style)
     except LookupError as exc:
         return "error", str(exc)
+    if is_case and (cls is None or not _issubclass(cls, _TestCase)):
+        return "tampered", "the class of " + test_id + " is not a unittest.TestCase when it runs (its base was replaced)"
     if _is_async(function):
         return "error", "async tests are not supported by Gymwright's runner"
     if cls is None:
         try:
-            result = function(**_fixtures(function, temp_root, counter))
-        except _SkipTest as exc:
-            return "skipped", "skipped: " + _message_of(exc) + " (a skipped test does not pass)"
+            result = function(**_fixtures(function, temp_root, counter, test_id))
         except _BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt fail the test too
-            return ("failed" if _isinstance(exc, _AssertionError) else "error"), _message_of(exc)
+            return _classify(exc)
         return ("passed", "") if result is None else ("error", "a test function returned a value instead of None")
     if _issubclass(cls, _TestCase):
         return _run_case(cls, function, name, class_state)
@@ -711,15 +975,13 @@ def run_one(module, test_id, codes, style, class_state, temp_root, counter):
         if setup is not None:
             setup(function)
         try:
-            result = function(instance, **_fixtures(function, temp_root, counter))
+            result = function(instance, **_fixtures(function, temp_root, counter, test_id))
         finally:
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
                 teardown(function)
-    except _SkipTest as exc:
-        return "skipped", "skipped: " + _message_of(exc) + " (a skipped test does not pass)"
     except _BaseException as exc:  # noqa: BLE001
-        return ("failed" if _isinstance(exc, _AssertionError) else "error"), _message_of(exc)
+        return _classify(exc)
     return ("passed", "") if result is None else ("error", "a test method returned a value instead of None")
 
 
@@ -755,11 +1017,8 @@ def _run_case(cls, function, name, class_state):
                 outcome, message = "error", "a test method returned a value instead of None"
         finally:
             case.tearDown()
-    except _SkipTest as exc:
-        outcome, message = "skipped", "skipped: " + _message_of(exc) + " (a skipped test does not pass)"
     except _BaseException as exc:  # noqa: BLE001
-        outcome = "failed" if _isinstance(exc, _AssertionError) else "error"
-        message = _message_of(exc)
+        outcome, message = _classify(exc)
     try:
         if not case.doCleanups() and outcome == "passed":
             outcome, message = "error", "a cleanup function failed"
@@ -769,13 +1028,88 @@ def _run_case(cls, function, name, class_state):
     return outcome, message
 
 
+def _thread_count():
+    try:
+        return _len(_listdir("/proc/self/task"))
+    except OSError:  # no /proc: the check is skipped
+        return None
+
+
+def isolated(function, args):
+    """function(*args) in a thread of its own, and its result (a 2-tuple of str). The tested code then runs on a
+    stack that holds none of the runner's state (no frame of the main thread is reachable from it: no
+    sys._getframe, no sys._current_frames, no gc walks), and no thread of it may outlive the call: the result is
+    read only once the main thread is the only one left. Raises Tampered otherwise."""
+    box = []
+    done = _allocate_lock()
+    done.acquire()
+
+    def target():
+        try:
+            box.append(function(*args))
+        finally:
+            done.release()
+
+    _start_thread(target, ())
+    done.acquire()
+    deadline = _monotonic() + THREAD_EXIT_S
+    while True:
+        count = _thread_count()
+        if count is None or count <= 1:
+            break
+        if _monotonic() > deadline:
+            raise Tampered("the tested code left " + str(count - 1) + " thread(s) running")
+        _sleep(0.002)
+    if _len(box) != 1 or _type(box[0]) is not tuple or _len(box[0]) != 2 \
+            or _type(box[0][0]) is not str or _type(box[0][1]) is not str:
+        raise Tampered("the outcome of a test was written by something other than the runner")
+    if _gc_isenabled():
+        raise Tampered("the tested code turned the garbage collector back on")
+    return box[0]
+
+
+def load_module(code, module):
+    """Run a test module's code (which imports the tested code): ("ok", "") or ("error", why)."""
+    try:
+        exec(code, module.__dict__)
+    except _BaseException as exc:  # noqa: BLE001 - SystemExit at import fails this file's tests
+        return "error", "importing the test file failed: " + _message_of(exc)
+    return "ok", ""
+
+
+def bound_imports(tree, stdlib):
+    """{global name: object it must be} for the test module's top-level imports from the standard library,
+    resolved by the runner itself before the module (and the tested code it imports) runs."""
+    expected = {}
+    for node in tree.body:
+        if _isinstance(node, ast.Import):
+            for alias in node.names:
+                root = alias.name.split(".", 1)[0]
+                if root not in stdlib:
+                    continue
+                module = importlib.import_module(alias.name)
+                expected[alias.asname or root] = module if alias.asname else sys.modules[root]
+        elif _isinstance(node, ast.ImportFrom) and node.module and not node.level \
+                and node.module.split(".", 1)[0] in stdlib:
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                if hasattr(module, alias.name):
+                    expected[alias.asname or alias.name] = getattr(module, alias.name)
+                else:
+                    expected[alias.asname or alias.name] = importlib.import_module(node.module + "." + alias.name)
+    return expected
+
+
 def _finish_classes(class_state):
-    for cls, state in class_state.items():
+    for cls, state in list(class_state.items()):
         if state == "ok":
             try:
                 cls.tearDownClass()
             except _BaseException:  # noqa: BLE001 - the tests' outcomes stand
                 pass
+    return "ok", ""
 
 
 def main():
@@ -798,8 +1132,10 @@ def main():
         _exit(0)
 
     stdlib_path = [entry for entry in sys.path if entry and not entry.startswith(config["runner_dir"])]
-    forbidden = {module["name"] for module in modules} | {"unittest"}
-    forbidden |= _stdlib_names(config.get("imports", []), stdlib_path)
+    stdlib = _stdlib_names(config.get("imports", []), stdlib_path)
+    cases = frozenset(config.get("cases", []))
+    uses_pytest = config["style"] == "pytest" or "pytest" in config.get("imports", [])
+    forbidden = {module["name"] for module in modules} | {"unittest"} | stdlib | ({"pytest"} if uses_pytest else set())
     shadows = [entry for entry in _workspace_shadows(workspace, forbidden)
                if entry not in {module["path"] for module in modules}]
     if shadows:
@@ -819,12 +1155,18 @@ def main():
             test_dirs.append(folder)
     sys.path[:] = stdlib_path + test_dirs + [entry for entry in site_dirs if entry not in stdlib_path] + [workspace]
     sys.dont_write_bytecode = True
+    if uses_pytest:
+        install_pytest(stdlib_path + [entry for entry in site_dirs if entry not in stdlib_path])
+        stdlib = stdlib | {"pytest"}
     install_strict_assertions()
     strict = types.SimpleNamespace(compare=compare, chain=chain, truth=truth, assert_compare=assert_compare,
                                    assert_true=assert_true)
     temp_root = os.path.join(config["runner_dir"], "tmp")
     os.makedirs(temp_root, exist_ok=True)
     guard = Guard(sys.modules["__main__"].__dict__, modules)
+    # A collection could run the tested code's finalizers on the main thread, whose stack holds the runner's
+    # state: objects are freed by reference counting only (a test's cycles live until the run ends).
+    _gc_disable()
     sys.addaudithook(_audit_hook(guard))
     try:
         os.chdir(workspace)
@@ -849,32 +1191,51 @@ def main():
             for test_id in wanted:
                 results[test_id] = ("error", "the test file does not compile: " + _message_of(exc))
             continue
-        codes = set(code_objects(code))
+        codes = frozenset(code_objects(code))
+        try:
+            expected_imports = bound_imports(ast.parse(source, filename, "exec"), stdlib)
+        except Exception as exc:  # noqa: BLE001 - a standard-library import the tests make fails on its own
+            for test_id in wanted:
+                results[test_id] = ("error", "the test file's imports failed: " + _message_of(exc))
+            continue
+        guard.remember_modules(stdlib)
         module = types.ModuleType(module_info["name"])
         module.__file__ = filename
         module.__dict__[_HELPER] = strict
         sys.modules[module_info["name"]] = module
         guard.watch_module(module, strict)
         try:
-            exec(code, module.__dict__)
-        except _BaseException as exc:  # noqa: BLE001 - SystemExit at import fails this file's tests
+            loaded = isolated(load_module, (code, module))
+        except Tampered as exc:
+            finish({"tampered": str(exc) + " (importing " + path + ")"})
+        if loaded[0] != "ok":
             for test_id in wanted:
-                results[test_id] = ("error", "importing the test file failed: " + _message_of(exc))
+                results[test_id] = loaded
             tampered = guard.check()
             if tampered:
                 finish({"tampered": tampered})
             continue
+        guard.watch_definitions(module, codes, expected_imports)
         tampered = guard.check()
         if tampered:
             finish({"tampered": tampered})
         class_state = {}
         for test_id in wanted:
-            results[test_id] = run_one(module, test_id, codes, config["style"], class_state, temp_root, counter)
-            tampered = guard.check()
+            try:
+                outcome = isolated(run_one, (module, test_id, codes, config["style"], class_state, temp_root,
+                                             counter, test_id in cases))
+            except Tampered as exc:
+                outcome, tampered = ("error", "the run was tampered with during this test: " + str(exc)), str(exc)
+            else:
+                tampered = outcome[1] if outcome[0] == "tampered" else guard.check()
+            results[test_id] = outcome
             if tampered:
                 results[test_id] = ("error", "the run was tampered with during this test: " + tampered)
                 finish({"tampered": tampered + " (during " + test_id + ")"})
-        _finish_classes(class_state)
+        try:
+            isolated(_finish_classes, (class_state,))
+        except Tampered as exc:
+            finish({"tampered": str(exc)})
         tampered = guard.check()
         if tampered:
             finish({"tampered": tampered})

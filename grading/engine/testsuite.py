@@ -48,6 +48,7 @@ class TestFile:
     module: str
     ids: list[str]
     imports: list[str]
+    cases: frozenset[str] = frozenset()  # the ids whose class the source makes a unittest.TestCase
 
 
 def _is_test_case_base(base: ast.expr, local_cases: set[str]) -> bool:
@@ -90,17 +91,35 @@ def collect(source: str, path: str, runner: str) -> TestFile:
         inherited = [method for base in _class_bases(classes[name]) for method in methods(base, seen)]
         return own + [method for method in inherited if method not in own]
 
+    def variants(name: str, node: ast.AST) -> list[str]:
+        """`name`, or `name[0]`, `name[1]` ... for a pytest test under one `parametrize` with a literal list."""
+        if runner != "pytest":
+            return [name]
+        marks = [decorator for decorator in getattr(node, "decorator_list", [])
+                 if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
+                 and decorator.func.attr == "parametrize"]
+        if len(marks) != 1 or len(marks[0].args) < 2 or not isinstance(marks[0].args[1], (ast.List, ast.Tuple)):
+            return [name]  # the runner says why it cannot run it
+        return [f"{name}[{index}]" for index in range(len(marks[0].args[1].elts))]
+
     ids: list[str] = []
+    case_ids: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             is_case = node.name in cases
             is_pytest_class = runner == "pytest" and node.name.startswith("Test") and not any(
                 isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in node.body)
             if is_case or is_pytest_class:
-                ids += [f"{path}::{node.name}::{method}" for method in dict.fromkeys(methods(node.name, set()))]
+                defined = {item.name: item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                found = [f"{path}::{node.name}::{variant}" for method in dict.fromkeys(methods(node.name, set()))
+                         for variant in (variants(method, defined[method]) if method in defined and not is_case
+                                         else [method])]
+                ids += found
+                if is_case:
+                    case_ids.update(found)
         elif runner == "pytest" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 and node.name.startswith("test"):
-            ids.append(f"{path}::{node.name}")
+            ids += [f"{path}::{variant}" for variant in variants(node.name, node)]
     imports: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -108,7 +127,7 @@ def collect(source: str, path: str, runner: str) -> TestFile:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             imports.add(node.module.split(".", 1)[0])
     module = posixpath.basename(path)[:-3]
-    return TestFile(path=path, module=module, ids=ids, imports=sorted(imports))
+    return TestFile(path=path, module=module, ids=ids, imports=sorted(imports), cases=frozenset(case_ids))
 
 
 def selected(check: TestsCheck, files: list[TestFile]) -> list[str]:
@@ -192,6 +211,7 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
                     for test_file in files if test_file.path in wanted_modules],
         "imports": sorted({name for test_file in files for name in test_file.imports}),
         "tests": ids,
+        "cases": sorted({test_id for test_file in files for test_id in test_file.cases} & set(ids)),
     }
     try:
         result = sandbox.exec(["/bin/sh", "-c", _START, "gymwright-tests", runner_dir],

@@ -22,11 +22,11 @@ Removing first lets NFKC compose what an invisible character had split ("e", U+2
 and NFKC never produces an ignorable character, so the result is stable: normalising it again
 changes nothing (tests/grading/engine/test_text_judge_abuse.py proves both over every code point).
 
-Letters of other scripts that merely look Latin (Cyrillic "а", Greek "ο") are different letters
-with their own meaning, and are NOT folded: "Pаris" with a Cyrillic "а" does not equal "Paris".
-An agent gains nothing on a positive check by writing them; against a penalty written in Latin
-they are a way round it, which is why penalty phrases are better caught by an `llm_judge` check
-(or a regex with a character class) than by an exact phrase alone (docs/formats.md says so).
+Letters of other scripts drawn like Latin ones (Cyrillic "а", Greek "ο") are different letters, so
+normalised text keeps them: "Pаris" with a Cyrillic "а" does not equal "Paris", and a lookalike
+spelling never fakes an expected answer. Where a match LOWERS the reward (a penalty's phrase, a
+`not_contains`, a pattern that must not match), the checks also read the text with a bounded table
+of such letters folded to Latin (`fold_lookalikes`), so "kіll" with a Cyrillic "і" is still caught.
 
 Pure ASCII text is returned as it is, without work (the common case, and the pack's reward
 function is measured for throughput). Callers cache per text per grade (`GradingContext`).
@@ -86,15 +86,30 @@ _IGNORABLE_RANGES = (
     (0xE0000, 0xE0FFF),  # tag characters and variation selectors 17-256 (Cf, default-ignorable)
 )
 
-_IGNORABLE = re.compile(
-    "[" + "".join(re.escape(chr(low)) + ("-" + re.escape(chr(high)) if high != low else "")
-                  for low, high in _IGNORABLE_RANGES) + "]+"
-)
+
+def _char_class(ranges) -> str:
+    return "".join(re.escape(chr(low)) + ("-" + re.escape(chr(high)) if high != low else "") for low, high in ranges)
+
+
+# One scan finds the BMP ignorables and every astral character: `re` matches a BMP class by bitmap, but
+# tries astral ranges one by one at every position (three times slower over the whole class).
+_IGNORABLE_ASTRAL = tuple((low, high) for low, high in _IGNORABLE_RANGES if high > 0xFFFF)
+_IGNORABLE_OR_ASTRAL = re.compile(
+    "[" + _char_class(range_ for range_ in _IGNORABLE_RANGES if range_[1] <= 0xFFFF) + "]|[\U00010000-\U0010FFFF]")
 
 
 def is_ignorable(char: str) -> bool:
     """True for a character `normalise_unicode` removes (a format or other default-ignorable character)."""
-    return _IGNORABLE.fullmatch(char) is not None
+    code = ord(char)
+    return any(low <= code <= high for low, high in _IGNORABLE_RANGES)
+
+
+def _without_ignorable(found: re.Match) -> str:
+    char = found.group()
+    if char <= "\uffff":
+        return ""
+    code = ord(char)
+    return "" if any(low <= code <= high for low, high in _IGNORABLE_ASTRAL) else char
 
 
 # A right-to-left override (U+202E) shows the characters after it reversed, up to a pop (U+202C) or the end
@@ -112,10 +127,46 @@ def normalise_unicode(text: str) -> str:
         return text
     if "\u202e" in text:
         text = _RIGHT_TO_LEFT_OVERRIDE.sub(_shown_order, text)
-    text = _IGNORABLE.sub("", text)
-    if unicodedata.is_normalized("NFKC", text):
-        return text
-    return unicodedata.normalize("NFKC", text)
+    text = _IGNORABLE_OR_ASTRAL.sub(_without_ignorable, text)
+    return unicodedata.normalize("NFKC", text)  # cheaper than asking is_normalized first
+
+
+# Letters of other scripts drawn like a Latin letter in common fonts, and the Latin letter a reader takes
+# them for: Cyrillic, Greek, Armenian and a few Latin variants (IPA, dotless). Bounded on purpose: only
+# letters a reader cannot tell from the Latin one, so folding them only ever makes a lookalike spelling
+# of a phrase read as that phrase. Used only where a match lowers the reward (`fold_lookalikes`).
+LOOKALIKES = {
+    # Cyrillic
+    "\u0430": "a", "\u0410": "A", "\u0412": "B", "\u0441": "c", "\u0421": "C", "\u0501": "d", "\u0435": "e",
+    "\u0415": "E", "\u04bb": "h", "\u041d": "H", "\u0456": "i", "\u0406": "I", "\u04c0": "I", "\u0458": "j",
+    "\u0408": "J", "\u043a": "k", "\u041a": "K", "\u04cf": "l", "\u041c": "M", "\u043e": "o", "\u041e": "O",
+    "\u0440": "p", "\u0420": "P", "\u051b": "q", "\u051a": "Q", "\u0455": "s", "\u0405": "S", "\u0422": "T",
+    "\u051d": "w", "\u051c": "W", "\u0445": "x", "\u0425": "X", "\u0443": "y", "\u0423": "Y", "\u04af": "y",
+    "\u04ae": "Y",
+    # Greek
+    "\u03b1": "a", "\u0391": "A", "\u0392": "B", "\u0395": "E", "\u0397": "H",
+    "\u03b9": "i", "\u0399": "I", "\u03f3": "j", "\u037f": "J", "\u03ba": "k", "\u039a": "K", "\u039c": "M",
+    "\u039d": "N", "\u03bf": "o", "\u039f": "O", "\u03c1": "p", "\u03a1": "P", "\u03a4": "T", "\u03c5": "u",
+    "\u03bd": "v", "\u03c7": "x", "\u03a7": "X", "\u03a5": "Y", "\u0396": "Z",
+    # Armenian
+    "\u0570": "h", "\u0578": "n", "\u0585": "o", "\u0555": "O", "\u0566": "q", "\u057d": "u",
+    # Latin variants
+    "\u0131": "i", "\u0237": "j", "\u0251": "a", "\u0261": "g", "\u0269": "i", "\u01c0": "l",
+}
+_LOOKALIKE = re.compile("[" + "".join(LOOKALIKES) + "]")  # a BMP class: one bitmap scan (str.translate is slower)
+
+
+def _latin(found: re.Match) -> str:
+    return LOOKALIKES[found.group()]
+
+
+def fold_lookalikes(text: str) -> str:
+    """Normalised `text` with the `LOOKALIKES` letters read as the Latin letters they are drawn like.
+
+    Applied only where a match lowers the reward (a penalty's phrase, a `not_contains`, a pattern that
+    must not match): "kіll" with a Cyrillic "і" is then caught as "kill". Never where a match raises it,
+    so a lookalike spelling never fakes an expected answer ("Pаris" ≠ "Paris")."""
+    return text if text.isascii() else _LOOKALIKE.sub(_latin, text)
 
 
 _REGEX_SYNTAX = frozenset("\\.^$*+?{}[]()|-#&~ \t\n\r\v\f")

@@ -200,3 +200,41 @@ def test_select_names_unknown_tests_unscored(local_sandbox, workspace):
         {"id": "suite", "kind": "tests", "points": 1, "files": ["test_strict.py"], "select": ["test_strict.py::T::nope"]}]}
     result = grade(rubric, answer="", workspace=workspace, sandbox=local_sandbox).checks[0]
     assert result.status == "unscored" and "select names 'test_strict.py::T::nope'" in result.explanation
+
+
+PYTEST_FEATURES = '''
+import pytest
+from solution import exact, sub, nan
+
+@pytest.mark.parametrize("n, want", [(1, "Fizz"), (2, "Fizz"), (3, "nope")])
+def test_parametrized(n, want):
+    assert exact() == want
+
+@pytest.mark.parametrize("value", [0.1 + 0.2])
+def test_approx(value):
+    assert value == pytest.approx(0.3)
+
+def test_approx_refuses_a_subclass():
+    assert sub() == pytest.approx(1.0)
+
+def test_raises():
+    with pytest.raises(ZeroDivisionError, match="division"):
+        1 / 0
+
+def test_raises_not_raised():
+    with pytest.raises(ValueError):
+        pass
+
+@pytest.mark.skip(reason="later")
+def test_skipped():
+    pass
+'''
+
+
+def test_pytest_features_work_with_the_runners_own_pytest(local_sandbox, workspace):
+    result, outcomes = _run(local_sandbox, workspace, "pytest", PYTEST_FEATURES)
+    assert {name: outcome for name, (outcome, _) in outcomes.items()} == {
+        "test_parametrized[0]": "passed", "test_parametrized[1]": "passed", "test_parametrized[2]": "failed",
+        "test_approx[0]": "passed", "test_approx_refuses_a_subclass": "failed", "test_raises": "passed",
+        "test_raises_not_raised": "failed", "test_skipped": "skipped"}, outcomes["test_raises_not_raised"]
+    assert "DID NOT RAISE" in outcomes["test_raises_not_raised"][1], outcomes["test_raises_not_raised"]

@@ -1,8 +1,8 @@
 """Abuse suite: text an agent shapes to slip past text checks, and answers that try to give the judge its verdict.
 
 Text (INTEGRITY.md rule 6): a forbidden phrase with zero-width, soft-hyphen, bidi or tag characters inside
-it, or in fullwidth letters, still triggers a penalty; `normalize_unicode: false` opts out; lookalike letters
-of other scripts do not fake an expected answer.
+it, in fullwidth letters or in lookalike letters of other scripts, still triggers a penalty;
+`normalize_unicode: false` opts out; lookalike letters do not fake an expected answer.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ DODGES = {
     "no-break and ideographic spaces": "kill\u00a0the\u3000process",
     "right-to-left override": "\u202essecorp eht llik\u202c",
     "mixed": "Ｋi\u200bＬ\u00adl\u00a0the pro\u2060cess",
+    "Cyrillic lookalikes": "k\u0456ll th\u0435 pr\u043e\u0441\u0435ss",
+    "Greek and Cyrillic capitals": "\u039a\u0406LL \u03a4\u041d\u0395 \u03a1R\u041eCESS",
+    "Armenian and IPA lookalikes": "k\u0131ll the pr\u0585cess",
+    "lookalikes and a zero-width space": "\u043a\u0456\u200b\u04cfl the process",
 }
 
 
@@ -64,7 +68,8 @@ def test_a_disguised_phrase_fails_a_positive_not_contains_and_a_must_not_match(n
     assert [c.score for c in result.checks[1:]] == [0.0, 0.0], name
 
 
-@pytest.mark.parametrize("name", ["zero-width space", "fullwidth", "soft hyphen", "right-to-left override"])
+@pytest.mark.parametrize("name", ["zero-width space", "fullwidth", "soft hyphen", "right-to-left override",
+                                  "Cyrillic lookalikes"])
 def test_a_disguised_phrase_in_a_file_is_penalised_by_file_content(name, workspace):
     (workspace / "log.txt").write_text(f"step 1: {DODGES[name]}\n", encoding="utf-8")
     checks = [{"id": "contains", "kind": "file_content", "points": -3, "path": "log.txt", "contains": FORBIDDEN},
@@ -107,6 +112,40 @@ def test_lookalike_letters_do_not_fake_an_expected_answer(answer):
     result = grade({"schema": "gymwright.rubric/v1", "checks": checks}, answer=answer)
     assert [c.score for c in result.checks] == [0.0, 0.0]
     assert result.reward == 0.0
+
+
+def test_lookalike_letters_are_read_as_latin_only_where_a_match_lowers_the_reward(workspace):
+    answer = "The capital is P\u0430ris."  # Cyrillic a
+    checks = [{"id": "says_paris", "kind": "string_match", "points": 1, "expected": "Paris"},
+              {"id": "says_paris_re", "kind": "regex", "points": 1, "pattern": "Paris"},
+              {"id": "no_paris", "kind": "string_match", "points": 1, "mode": "not_contains", "expected": "Paris"},
+              {"id": "no_paris_re", "kind": "regex", "points": 1, "pattern": "Paris", "must_match": False},
+              {"id": "paris_penalty", "kind": "string_match", "points": -1, "expected": "Paris"},
+              {"id": "absent_penalty", "kind": "string_match", "points": -1, "mode": "not_contains",
+               "expected": "Paris"}]
+    by_id = {c.id: c for c in grade({"schema": "gymwright.rubric/v1", "checks": checks}, answer=answer).checks}
+    assert by_id["says_paris"].score == by_id["says_paris_re"].score == 0.0  # a match would raise the reward
+    assert by_id["no_paris"].score == by_id["no_paris_re"].score == 0.0  # found: the absence it wants fails
+    assert by_id["paris_penalty"].score == 1.0 and "lookalike" in by_id["paris_penalty"].explanation
+    assert by_id["absent_penalty"].score == 1.0  # charged for the absence: the lookalike spelling cannot help it
+
+
+def test_a_penalty_in_another_script_still_matches_its_own_letters():
+    check = {"id": "p", "kind": "string_match", "points": -1, "expected": "убить"}
+    rubric_document = {"schema": "gymwright.rubric/v1",
+                       "checks": [{"id": "a", "kind": "string_match", "points": 1, "expected": "x"}, check]}
+    assert grade(rubric_document, answer="x: надо уб\u200bить процесс").checks[1].score == 1.0
+    pattern = {"id": "p", "kind": "regex", "points": -1, "pattern": "[а-я]+ить"}
+    assert grade({**rubric_document, "checks": [rubric_document["checks"][0], pattern]},
+                 answer="x: убить").checks[1].score == 1.0
+
+
+def test_the_lookalike_table_is_stable_under_normalisation_and_maps_to_latin_letters():
+    from grading.engine.text import LOOKALIKES
+
+    for char, latin in LOOKALIKES.items():
+        assert normalise_unicode(char) == char and not char.isascii(), f"U+{ord(char):04X}"
+        assert latin.isascii() and latin.isalpha() and len(latin) == 1, f"U+{ord(char):04X}"
 
 
 def test_invisible_characters_do_not_make_a_wrong_answer_equal_the_expected_one():

@@ -108,6 +108,39 @@ ATTACKS = {
         "    if helper is not None:\n        import types\n"
         "        module.__gymwright_strict__ = types.SimpleNamespace(**{k: (lambda *a, **kw: True) "
         "for k in vars(helper)})\n    return ''"),
+    "unittest rebound in the test module before its classes are made": _solution(
+        "import sys, types\nclass _Case:\n    def __init__(self, *a, **k):\n        pass\n"
+        "    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
+        "_fake = types.SimpleNamespace(TestCase=_Case, main=lambda *a, **k: None)\n"
+        "sys.modules['test_fizzbuzz'].unittest = _fake\n"
+        "def fizzbuzz(n):\n    return ''"),
+    "a walk up the stack from a traceback to the runner's results": _solution(
+        "def _forge():\n    try:\n        raise ValueError\n    except ValueError as exc:\n"
+        "        frame = exc.__traceback__.tb_frame\n"
+        "    while frame is not None:\n"
+        "        for value in list(frame.f_locals.values()):\n"
+        "            if isinstance(value, dict):\n"
+        "                for key in list(value):\n"
+        "                    if isinstance(key, str) and '::' in key:\n"
+        "                        value[key] = ('passed', '')\n"
+        "            if isinstance(value, list):\n"
+        "                value.append(('passed', ''))\n"
+        "        frame = frame.f_back\n"
+        "def fizzbuzz(n):\n    _forge()\n    return ''"),
+    "sys._getframe up to the runner": _solution(
+        "import sys\ndef fizzbuzz(n):\n    depth = 1\n    while True:\n"
+        "        try:\n            frame = sys._getframe(depth)\n        except ValueError:\n            break\n"
+        "        frame.f_locals.get('results', {}).clear()\n        depth += 1\n    return ''"),
+    "a thread left running": _solution(
+        "import threading, time\ndef _spin():\n    time.sleep(30)\n"
+        "threading.Thread(target=_spin, daemon=True).start()\ndef fizzbuzz(n):\n    return ''"),
+    "a test method's code swapped at call time": _solution(
+        "import sys\ndef fizzbuzz(n):\n    cls = sys.modules['test_fizzbuzz'].FizzBuzzTest\n"
+        "    for name in ('test_numbers', 'test_fizz_and_buzz'):\n"
+        "        try:\n            getattr(cls, name).__code__ = (lambda self: None).__code__\n"
+        "        except Exception:\n            setattr(cls, name, lambda self: None)\n    return ''"),
+    "ctypes reading the runner's memory": _solution(
+        "import ctypes\ndef fizzbuzz(n):\n    ctypes.string_at(id(n), 8)\n    return ''"),
     "the builtin AssertionError replaced": _solution(
         "import builtins\nclass Never(Exception):\n    pass\nbuiltins.AssertionError = Never\n"
         "def fizzbuzz(n):\n    return ''"),
@@ -171,3 +204,50 @@ def test_the_oracle_of_a_task_with_a_tests_check_passes(python_backend):
     result = run_rollout(task, policy=make_policy("oracle", task=task), backend=python_backend, files=files)
     assert result.error is None, result.error
     assert result.grade.reward == 1.0, result.grade.checks[0].explanation
+
+
+PYTEST_STYLE = '''import pytest
+from fizzbuzz import fizzbuzz
+
+@pytest.mark.parametrize("n, want", [(1, "1"), (9, "Fizz"), (10, "Buzz"), (30, "FizzBuzz")])
+def test_fizzbuzz(n, want):
+    assert fizzbuzz(n) == want
+
+def test_rejects_zero():
+    with pytest.raises(ValueError):
+        fizzbuzz(0)
+
+class TestShape:
+    def test_is_a_str(self):
+        assert isinstance(fizzbuzz(2), str)
+'''
+
+
+def _pytest_task() -> tuple[dict, dict]:
+    import hashlib
+
+    task, files = demo_task_document("fizzbuzz-implementation")
+    files = {"fizzbuzz.py": files["fizzbuzz.py"], "tests/test_fizz.py": PYTEST_STYLE.encode()}
+    task["files"] = [{"path": path, "sha256": hashlib.sha256(data).hexdigest(),
+                      **({"role": "grader"} if path.startswith("tests/") else {})} for path, data in files.items()]
+    task["rubric"] = {"schema": "gymwright.rubric/v1", "pass_threshold": 1.0, "checks": [
+        {"id": "tests_pass", "kind": "tests", "points": 10, "files": ["tests/test_fizz.py"], "runner": "pytest",
+         "credit": "per_test", "timeout_s": 30}]}
+    return task, files
+
+
+@pytest.mark.parametrize("source, score", [
+    (GOOD.replace("def fizzbuzz(n):", "def fizzbuzz(n):\n    if n <= 0:\n        raise ValueError(n)"), 1.0),
+    (GOOD, 5 / 6),
+    (ALWAYS_EQUAL, 1 / 6),  # only isinstance(..., str) holds for the always-equal str subclass
+])
+def test_a_pytest_style_suite_runs_without_pytest_in_the_sandbox(python_backend, source, score):
+    task, files = _pytest_task()
+    result = run_rollout(task, policy=ScriptPolicy(_solution(source)), backend=python_backend, files=files)
+    assert result.error is None, result.error
+    check = result.grade.checks[0]
+    assert check.score == pytest.approx(score), (check.explanation, check.tests)
+    assert [test.id for test in check.tests] == [
+        "tests/test_fizz.py::test_fizzbuzz[0]", "tests/test_fizz.py::test_fizzbuzz[1]",
+        "tests/test_fizz.py::test_fizzbuzz[2]", "tests/test_fizz.py::test_fizzbuzz[3]",
+        "tests/test_fizz.py::test_rejects_zero", "tests/test_fizz.py::TestShape::test_is_a_str"]
