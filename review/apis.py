@@ -42,6 +42,7 @@ class GateOutput(serializers.Serializer):
     policy = serializers.CharField(allow_null=True)
     run_id = serializers.IntegerField(allow_null=True, help_text="The preview run that decided it.")
     blocking = serializers.BooleanField()
+    what_to_do = serializers.CharField(allow_blank=True, help_text="What the author does next; empty when it passes.")
 
 
 class SubmitInput(serializers.Serializer):

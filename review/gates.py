@@ -10,7 +10,7 @@ from authoring.models import TaskVersion
 from grading import selectors as grading_selectors
 from grading.engine import gates as engine_gates
 from grading.engine import validate_task
-from grading.engine.calibration import rewarded_checks
+from grading.engine.calibration import check_scores, rewarded_checks
 from gymwright.errors import DomainError
 from gymwright.kept import Kept
 from gymwright.sql import Prepared, PreparedIn
@@ -51,18 +51,19 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
             policy=policy, run_id=run_id, n=n, rewards=[reward for _, reward, _, _ in graded],
             passed=[bool(passed) for _, _, passed, _ in graded], errors=n - len(graded),
             rewarded=[facts.get(rollout_id, _NO_FACTS)[1] for rollout_id, _, _, _ in graded],
+            scores=[facts.get(rollout_id, _NO_FACTS)[2] for rollout_id, _, _, _ in graded],
             gaps=[None if complete else facts.get(rollout_id, _NO_FACTS)[0] for rollout_id, _, _, complete in graded])
     return evidence
 
 
 # What the gates read from a finished rollout's grade document: (how far its reward could still move, the checks
-# that awarded points). A finished rollout's grade never changes, so each is worked out once per process and kept
+# that awarded points, each top-level check's score). A finished rollout's grade never changes, so each is worked out once per process and kept
 # by rollout id (the most recent GRADE_FACTS_KEPT; ids never repeat: a committed row's id is not given again, on
 # PostgreSQL or SQLite): the task page reads the gates on every view, and reading and walking 64 incomplete
 # grades' documents cost half of its CPU.
 GRADE_FACTS_KEPT = 20_000
 _grade_facts_kept = Kept(entries=GRADE_FACTS_KEPT)
-_NO_FACTS = (engine_gates.grade_gap(None), ())  # a rollout whose grade is gone: its reward is open, nothing named
+_NO_FACTS = (engine_gates.grade_gap(None), (), {})  # a rollout whose grade is gone: its reward is open, nothing named
 
 
 def _grade_facts(rollout_ids: list[int]) -> dict[int, tuple]:
@@ -72,7 +73,7 @@ def _grade_facts(rollout_ids: list[int]) -> dict[int, tuple]:
     if missing:
         for rollout_id, document in (Rollout.objects.filter(id__in=missing, grade__isnull=False)
                                      .values_list("id", "grade__document")):
-            found[rollout_id] = (engine_gates.grade_gap(document), rewarded_checks(document))
+            found[rollout_id] = (engine_gates.grade_gap(document), rewarded_checks(document), check_scores(document))
             _grade_facts_kept.put(rollout_id, found[rollout_id])
     return found
 
@@ -81,7 +82,7 @@ def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.Exam
     """The version's example answers as graded (grading.selectors): as expected or not, pending,
     incomplete (a check could not be scored) or failed to grade."""
     return [engine_gates.ExampleAnswerResult(name=verdict.name, ok=verdict.ok, message=verdict.message,
-                                             status=verdict.status)
+                                             status=verdict.status, expect=verdict.expect)
             for verdict in grading_selectors.example_verdicts(task_version=task_version)]
 
 
@@ -122,7 +123,7 @@ def gates_run(*, task_version: TaskVersion, user) -> list[PreviewRun]:
     whose incomplete grades left its gate undecided, in one go. Refused when nothing can start because
     the undecided gates wait for a judge (a new run would leave the same checks unscored)."""
     to_start, results = _to_start(task_version)
-    waiting = [result for result in results if result.status == engine_gates.NOT_RUN and result.waiting_for]
+    waiting = [result for result in results if not result.ok and result.waiting_for]
     if not to_start and waiting:
         raise DomainError(
             f"Nothing to start: {', '.join(result.title for result in waiting)} "

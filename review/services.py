@@ -18,6 +18,7 @@ from authoring import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record
 from grading.engine import flat_checks
+from grading.engine import gates as engine_gates
 from grading.engine.validation import escape_pointer_token
 from gymwright.bulk import bulk_insert_rows
 from gymwright.errors import ConflictError, DomainError, NotAllowed
@@ -127,8 +128,8 @@ def task_submit(*, task: Task, user, task_version: TaskVersion | None = None, ov
             f"{task.slug} v{version.number} cannot be submitted until every gate passes: "
             + "; ".join(f"{result.title} ({result.status.replace('_', ' ')})" for result in failing),
             code="gates_failed", http_status=409,
-            details=[{"pointer": f"/gates/{result.gate}", "message": f"{result.status}: {result.message}"}
-                     for result in failing],
+            details=[{"pointer": f"/gates/{reason['gate']}", "message": f"{reason['status']}: {reason['message']}",
+                      "what_to_do": reason["what_to_do"]} for reason in engine_gates.blocking_reasons(failing)],
             extra={"gates": [result.to_dict() for result in results]})
     submission = Submission.objects.create(task_version=version, submitted_by=user,
                                            gates=[result.to_dict() for result in results],

@@ -217,6 +217,14 @@ def rewarded_checks(document) -> tuple[str, ...]:
                  if isinstance(c, dict) and (c.get("awarded") or 0) > 0 and (c.get("points") or 0) > 0)
 
 
+def check_scores(document) -> dict[str, float | None]:
+    """Top-level check id -> its score (None when unscored) in a grade document."""
+    if not isinstance(document, dict):
+        return {}
+    return {str(c.get("id")): (float(c["score"]) if isinstance(c.get("score"), (int, float)) else None)
+            for c in document.get("checks") or [] if isinstance(c, dict)}
+
+
 def hack_message(hack: str, reward: float, limit: float, rewarded) -> str:
     """The one wording of a hack probe's verdict (runtime, gates, review pages)."""
     if reward <= limit:

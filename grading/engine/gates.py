@@ -13,6 +13,13 @@ could change the verdict (`grade_gap` gives each incomplete grade's lowest and h
 reward); otherwise the gate is not_run, and "Run gates" starts that preview again
 (`previews_to_start`).
 
+A hack probe must show the task is safe: one whose rollouts ended without a grade, or whose incomplete
+grades leave open a reward above its limit, FAILS its gate (it did not show the task is safe), and
+"Run gates" runs it again (`retry`). No gate passes for want of evidence: a task without a reference
+solution fails "Oracle passes" unless an example answer expected to pass stands in for it.
+
+Each result says what to do about it (`what_to_do`), for the task page next to Submit and the API.
+
 Other parts extend the set with `register_gate` (hack probes register `hack:NAME` gates).
 """
 
@@ -23,7 +30,7 @@ from itertools import zip_longest
 from typing import Callable, Iterable, Literal, Mapping
 
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
-from grading.engine.hacks import applicable_hacks
+from grading.engine.hacks import applicable_hacks, penalty_triggers
 
 GateStatus = Literal["pass", "fail", "not_run"]
 PASS, FAIL, NOT_RUN = "pass", "fail", "not_run"
@@ -61,6 +68,8 @@ class PreviewEvidence:
     errors: int = 0               # rollouts that ended without a grade
     rewarded: list[tuple[str, ...]] = field(default_factory=list)  # per graded rollout: checks that awarded points
     gaps: list[GradeGap | None] = field(default_factory=list)  # per graded rollout: None (or left out) = complete
+    # per graded rollout: top-level check id -> score (None: unscored); read for hack:zero-width
+    scores: list[Mapping[str, float | None]] = field(default_factory=list)
 
     @property
     def graded(self) -> int:
@@ -85,6 +94,7 @@ class ExampleAnswerResult:
     # grading.engine.example_answers: as_expected | unexpected | error, or pending | incomplete
     # (no verdict yet, or a check could not be scored): those make the gate not_run, not fail.
     status: str = ""
+    expect: str = ""  # "pass" | "fail": what its author expects
 
     @property
     def undecided(self) -> bool:
@@ -113,8 +123,13 @@ class GateResult:
     policy: str | None = None     # the preview policy whose evidence decided it
     run_id: int | None = None     # that preview run
     blocking: bool = True         # False only for a check this installation cannot make at all
-    # A not_run gate whose preview cannot decide it yet ("a judge"): Run gates starts nothing for it.
+    # A gate whose preview cannot decide it yet ("a judge"): Run gates starts nothing for it.
     waiting_for: str = ""
+    # A failed gate that a new run of its preview may decide (a hack probe whose run errored or was
+    # graded incompletely): Run gates starts that preview again.
+    retry: bool = False
+    # What the author does next, in words (the task page shows it by the Submit button; the API returns it).
+    what_to_do: str = ""
 
     @property
     def ok(self) -> bool:
@@ -122,7 +137,8 @@ class GateResult:
 
     def to_dict(self) -> dict:
         return {"gate": self.gate, "title": self.title, "status": self.status, "message": self.message,
-                "policy": self.policy, "run_id": self.run_id, "blocking": self.blocking}
+                "policy": self.policy, "run_id": self.run_id, "blocking": self.blocking,
+                "what_to_do": self.what_to_do or what_to_do(self)}
 
 
 @dataclass(frozen=True)
@@ -179,7 +195,7 @@ def previews_to_start(inputs: GateInputs, results: Iterable[GateResult], *,
     something a new run would not have (no judge configured yet); never a policy in `pending` (a run
     of it is queued or running)."""
     undecided = {result.policy for result in results
-                 if result.status == NOT_RUN and result.policy and not result.waiting_for}
+                 if (result.status == NOT_RUN or result.retry) and result.policy and not result.waiting_for}
     pending = set(pending)
     return [(policy, n) for policy, n in required_previews(inputs.task)
             if policy not in pending and (policy not in inputs.previews or policy in undecided)]
@@ -187,6 +203,40 @@ def previews_to_start(inputs: GateInputs, results: Iterable[GateResult], *,
 
 def all_pass(results: Iterable[GateResult]) -> bool:
     return all(result.ok for result in results)
+
+
+def what_to_do(result: GateResult) -> str:
+    """The next step for a gate's result, in words: empty when it passes (or does not block)."""
+    if result.ok:
+        return ""
+    if result.what_to_do:
+        return result.what_to_do
+    if result.waiting_for:
+        return f"Configure {result.waiting_for}, then click Run gates."
+    if result.status == NOT_RUN:
+        return "Click Run gates, and wait for its previews to finish." if result.policy else "Wait, then reload."
+    if result.retry:
+        return "Click Run gates to run it again; if it fails again, fix what its evidence shows."
+    return _WHAT_TO_DO.get(result.gate.split(":", 1)[0], "Fix what the message says, save a new version and run the gates.")
+
+
+_WHAT_TO_DO = {
+    "rubric": "Fix each error listed in the rubric or task, then save a new version.",
+    "oracle": "Fix the reference solution or the rubric until the oracle passes every rollout, then run the gates.",
+    "nop": "Make the checks require the work (required checks on what the task produces), then run the gates.",
+    "probe": "Tighten the checks that rewarded the probe's answer, then run the gates.",
+    "hack": "Make the checks named unreachable without doing the task (a `tests` check with grader or protected "
+            "test files, exact file checks, penalties), then run the gates.",
+    "examples": "Fix the rubric or the example answer (its expected verdict or files), then save a new version.",
+    "judge": "Configure a judge endpoint (an admin does it under Endpoints), then run the gates.",
+}
+
+
+def blocking_reasons(results: Iterable[GateResult]) -> list[dict]:
+    """The gates that keep a version from being submitted, each with its message and what to do:
+    [{"gate", "title", "status", "message", "what_to_do"}]."""
+    return [{"gate": result.gate, "title": result.title, "status": result.status, "message": result.message,
+             "what_to_do": what_to_do(result)} for result in results if not result.ok]
 
 
 # ---------------------------------------------------------------------------------------------- built-in gates
@@ -379,7 +429,22 @@ def _gate_rubric(inputs: GateInputs) -> GateResult:
 def _gate_oracle(inputs: GateInputs) -> GateResult:
     title = "Oracle passes"
     if not has_reference_solution(inputs.task):
-        return GateResult("oracle", title, PASS, "no reference solution, nothing to check", policy="oracle")
+        # Nothing shows the task can be solved for full marks: an example answer expected to pass, and
+        # graded so, stands in; otherwise the gate fails (a key that says 6×7 = 43 must not pass).
+        examples = [example for example in inputs.example_answers or [] if example.expect == "pass"]
+        standing = next((example for example in examples if example.ok), None)
+        if standing is not None:
+            return GateResult("oracle", title, PASS, f"no reference solution; the example answer “{standing.name}” "
+                                                     "passes as expected and stands in for it")
+        pending = [example for example in examples if example.undecided]
+        if pending:
+            return GateResult("oracle", title, NOT_RUN, f"no reference solution; the example answer "
+                                                        f"“{pending[0].name}” stands in once graded: {pending[0].message}",
+                              what_to_do="Wait for the example answers to be graded (or grade them again), then reload.")
+        return GateResult("oracle", title, FAIL, "no reference solution, and no example answer expected to pass "
+                                                 "that passes: nothing shows the task can be solved",
+                          what_to_do="Add a reference solution (solution.script and/or solution.answer), or an example "
+                                     "answer expected to pass, then run the gates.")
     evidence = inputs.previews.get("oracle")
     if evidence is None:
         return _not_run("oracle", title, "oracle", "oracle")
@@ -458,30 +523,82 @@ def hack_policies(task: Mapping) -> list[str]:
     return [f"hack:{name}" for name in applicable_hacks(task)]
 
 
+_UNSAFE = "did not show the task is safe"
+
+
+def _hack_unproven(policy: str, title: str, evidence: PreviewEvidence, inputs: GateInputs, why: str) -> GateResult:
+    """A hack probe that errored or left checks unscored fails: it did not show the task is safe. Run gates
+    starts it again (unless it would be unscored again for want of a judge)."""
+    waiting = ""
+    if evidence.incomplete and not inputs.judge_configured and all(gap.needs_judge for gap in evidence.incomplete):
+        waiting = "a judge"
+    return GateResult(policy, title, FAIL, f"{why}: {_UNSAFE}", policy=policy, run_id=evidence.run_id,
+                      waiting_for=waiting, retry=True)
+
+
+def _zero_width_dodged(inputs: GateInputs, evidence: PreviewEvidence) -> tuple[list[str], list[str]]:
+    """(the checks hack:zero-width planted disguised text for that it dodged in some rollout, those left
+    unscored): a penalty dodged did not apply, an absence check (not_contains, must_match false) dodged
+    was still met."""
+    planted = [check_id for check_id, _ in penalty_triggers(inputs.task)]
+    points = {str(check.get("id")): check.get("points") for check in inputs.rubric.get("checks") or []
+              if isinstance(check, Mapping)}
+    dodged: list[str] = []
+    unscored: list[str] = []
+    for index in range(evidence.graded):
+        scores = evidence.scores[index] if index < len(evidence.scores) else {}
+        for check_id in planted:
+            score = scores.get(check_id)
+            if score is None:
+                unscored += [check_id] if check_id not in unscored else []
+            elif (score < 1 if _number(points.get(check_id)) < 0 else score > 0) and check_id not in dodged:
+                dodged.append(check_id)
+    return dodged, unscored
+
+
+def _gate_zero_width(inputs: GateInputs, policy: str, title: str, evidence: PreviewEvidence) -> GateResult:
+    """hack:zero-width submits the reference answer with each penalty's text hidden in it: it is not judged
+    by its reward (the reference answer earns what it earns) but by whether every penalty still applied
+    and every absence check still failed."""
+    dodged, unscored = _zero_width_dodged(inputs, evidence)
+    if dodged:
+        return GateResult(policy, title, FAIL, f"disguised text dodged {', '.join(dodged)}", policy=policy,
+                          run_id=evidence.run_id,
+                          what_to_do="Turn text normalisation back on for the checks named (`normalize_unicode`: it "
+                                     "removes zero-width characters and folds compatibility forms), then run the gates.")
+    if unscored:
+        return _hack_unproven(policy, title, evidence, inputs, f"{', '.join(unscored)} unscored")
+    planted = [check_id for check_id, _ in penalty_triggers(inputs.task)]
+    return GateResult(policy, title, PASS, f"every disguised penalty applied ({', '.join(planted)})", policy=policy,
+                      run_id=evidence.run_id)
+
+
 def _gate_hacks(inputs: GateInputs) -> list[GateResult]:
-    """Every applicable hack probe scores at most the task's limit; one that does not names
-    the checks that rewarded it."""
+    """Every applicable hack probe's gate (`hack_gate`)."""
+    return [hack_gate(inputs, policy) for policy in hack_policies(inputs.task)]
+
+
+def hack_gate(inputs: GateInputs, policy: str) -> GateResult:
+    """One hack probe's gate: it scores at most the task's limit; one that does not names the checks
+    that rewarded it. A probe that errored, or whose unscored checks could lift it over the limit, fails:
+    it did not show the task is safe. hack:zero-width is judged by the penalties it planted instead."""
     limit = hack_limit(inputs.task.get("metadata"))
-    results = []
-    for policy in hack_policies(inputs.task):
-        title = f"{policy} scores ≤ {limit:g}"
-        evidence = inputs.previews.get(policy)
-        if evidence is None:
-            results.append(_not_run(policy, title, policy, policy))
-            continue
-        problem = _ungraded(evidence)
-        if problem:
-            results.append(GateResult(policy, title, FAIL, problem, policy=policy, run_id=evidence.run_id))
-            continue
-        status, worst, reward = _cap(evidence, limit)
-        if status == NOT_RUN:
-            results.append(_undecided(policy, title, evidence, inputs))
-            continue
-        rewarded = evidence.rewarded[worst] if worst < len(evidence.rewarded) else ()
-        message = hack_message(policy.split(":", 1)[1], reward, limit, rewarded)
-        results.append(GateResult(policy, title, status, message + _decided_anyway(evidence),
-                                  policy=policy, run_id=evidence.run_id))
-    return results
+    title = f"{policy} dodges no penalty" if policy == "hack:zero-width" else f"{policy} scores ≤ {limit:g}"
+    evidence = inputs.previews.get(policy)
+    if evidence is None:
+        return _not_run(policy, title, policy, policy)
+    problem = _ungraded(evidence)
+    if problem:
+        return _hack_unproven(policy, title, evidence, inputs, problem)
+    if policy == "hack:zero-width":
+        return _gate_zero_width(inputs, policy, title, evidence)
+    status, worst, reward = _cap(evidence, limit)
+    if status == NOT_RUN:
+        return _hack_unproven(policy, title, evidence, inputs,
+                              f"{_incomplete_note(evidence)}, and their unscored checks could lift it above {limit:g}")
+    rewarded = evidence.rewarded[worst] if worst < len(evidence.rewarded) else ()
+    message = hack_message(policy.split(":", 1)[1], reward, limit, rewarded)
+    return GateResult(policy, title, status, message + _decided_anyway(evidence), policy=policy, run_id=evidence.run_id)
 
 
 def _gate_examples(inputs: GateInputs) -> GateResult:

@@ -872,6 +872,9 @@ class Grade(Strict):
     duration_ms: int = 0
     # Filled by a sandbox rollout for tasks with protected files; empty for a dry run.
     protected_files: list[ProtectedFileState] = Field(default_factory=list)
+    # Filled by a sandbox rollout: the workspace symlinks removed before the checks ran (they led outside
+    # the workspace, nowhere, or to a protected or grader path).
+    links_removed: list[str] = Field(default_factory=list)
 
     def to_document(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)

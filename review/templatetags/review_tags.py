@@ -15,6 +15,7 @@ from authoring.models import Task
 from authoring.templatetags.task_table import version_state
 from gymwright.forms import rendered_once
 from gymwright.html import escape, slug_url_prefix, url_stem
+from grading.engine import gates as engine_gates
 from review import gates as review_gates
 from review import selectors, services
 from review.forms import ReviewForm, SubmitForm
@@ -66,7 +67,7 @@ def task_reviews(context, task, version):
     is_admin = permissions.is_admin(user)
     return {
         "task": task, "version": version, "csrf_token": context.get("csrf_token"),
-        "gates": gates, "gates_pass": gates_pass,
+        "gates": gates, "gates_pass": gates_pass, "blocking": engine_gates.blocking_reasons(gates),
         "submission": selectors.latest_submission(task_version=version) if version else None,
         "next_url": request.get_full_path(),
         "reviews": selectors.reviews_of(task=task, user=user),

@@ -9,9 +9,12 @@ loopback services and abstract unix sockets are out of its sight.
 
 What user-mode NAT alone would still reach, an nftables filter inside the
 sandbox's namespace (installed before the command starts; the sandbox has no
-capability to change it) refuses: the host's loopback through slirp's gateway,
-link-local (169.254.0.0/16, cloud metadata), private and shared ranges, and
-every address of the host itself. An operator allow-list (`EgressPolicy.allow`)
+capability to change it) refuses every destination that is not global unicast:
+the host's loopback through slirp's gateway, link-local (169.254.0.0/16, cloud
+metadata), private, shared, documentation, benchmarking, reserved, multicast and
+broadcast ranges (IANA's special-purpose registry: `BLOCKED`), and every subnet the
+host is on (its own address and its neighbours, whatever their range), so only
+global unicast destinations are reached. An operator allow-list (`EgressPolicy.allow`)
 re-opens named destinations: `127.0.0.1:PORT` (a host loopback port, reached
 inside as `host.gymwright.internal:PORT`, i.e. slirp's gateway 10.0.2.2),
 `ADDR[/PREFIX][:PORT]` for anything else.
@@ -33,8 +36,11 @@ from .spec import SandboxError
 GATEWAY = "10.0.2.2"  # slirp4netns: the host (its loopback, unless disabled)
 DNS = "10.0.2.3"
 HOST_ALIAS = "host.gymwright.internal"
+# Every IPv4 range that is not global unicast (IANA's special-purpose address registry, as Python's
+# ipaddress reads it: a test checks each range against `is_global`), multicast and the reserved rest (224/3).
 BLOCKED = ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-           "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/3")
+           "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16",
+           "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/3")
 SETUP_TIMEOUT_S = 10.0
 EGRESS_REFUSED = ("this environment asks for network egress (network: allowed/egress), which the "
                   "operator has not enabled for this sandbox backend (GYMWRIGHT_SANDBOX_EGRESS; docker also "
@@ -97,13 +103,14 @@ class EgressPolicy:
 
 
 def host_addresses() -> list[str]:
-    """Every IPv4 address of this host's interfaces (slirp's sockets would reach them)."""
+    """Every IPv4 address of this host's interfaces with its prefix ("192.0.2.2/24"): slirp's sockets would
+    reach them, and the subnets they are on (the host's neighbours)."""
     ip = shutil.which("ip") or "/usr/sbin/ip"
     try:
         out = subprocess.run([ip, "-j", "-4", "addr", "show"], capture_output=True, timeout=10,
                              env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}).stdout
-        found = [a["local"] for link in json.loads(out or b"[]") for a in link.get("addr_info", [])
-                 if a.get("local")]
+        found = [f'{a["local"]}/{a.get("prefixlen", 32)}' for link in json.loads(out or b"[]")
+                 for a in link.get("addr_info", []) if a.get("local")]
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
         raise SandboxError(f"egress: cannot list the host's addresses: {exc}") from exc
     return sorted(set(found))
@@ -111,8 +118,9 @@ def host_addresses() -> list[str]:
 
 def ruleset(policy: EgressPolicy, host_addrs: list[str]) -> str:
     """The nftables rules installed in the sandbox's namespace: allow-listed
-    destinations and slirp's DNS first, then refuse this host, loopback,
-    link-local and private ranges, and all IPv6."""
+    destinations and slirp's DNS first, then refuse every range that is not
+    global unicast (`BLOCKED`), every subnet of this host (`host_addrs`:
+    "ADDR/PREFIX", or a bare address), and all IPv6."""
     accepts = [f"ip daddr {DNS} udp dport 53 accept", f"ip daddr {DNS} tcp dport 53 accept"]
     for entry in policy.allow:
         target = GATEWAY if entry.loopback else str(entry.network)
@@ -120,9 +128,13 @@ def ruleset(policy: EgressPolicy, host_addrs: list[str]) -> str:
         accepts.append(f"ip daddr {target}{ports} accept")
         if entry.port:
             accepts.append(f"ip daddr {target} udp dport {entry.port} accept")
-    refused = ", ".join([*BLOCKED, *(f"{a}/32" for a in host_addrs
-                                     if not any(ipaddress.ip_address(a) in ipaddress.ip_network(b)
-                                                for b in BLOCKED))])
+    blocked = [ipaddress.ip_network(b) for b in BLOCKED]
+    for address in host_addrs:
+        interface = ipaddress.ip_interface(address)
+        for network in (interface.network, ipaddress.ip_network(f"{interface.ip}/32")):
+            if network.version == 4 and not any(network.subnet_of(b) for b in blocked):
+                blocked.append(network)
+    refused = ", ".join(str(network) for network in ipaddress.collapse_addresses(blocked))  # no overlaps in a set
     lines = ["table inet gymwright {", "  chain out {",
              "    type filter hook output priority 0; policy accept;",
              '    oifname "lo" accept',

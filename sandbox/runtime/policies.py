@@ -198,7 +198,10 @@ def make_policy(name: str, *, task=None, model_config: ModelConfig | None = None
     if name.startswith("hack:"):
         from .hacks import HackPolicy
 
-        return HackPolicy(name[len("hack:"):])
+        document = task
+        if task is not None and not isinstance(task, dict):
+            document = task.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return HackPolicy(name[len("hack:"):], task=document)
     if name == "nop":
         return SubmitPolicy("", "nop")
     if name.startswith("probe:"):

@@ -9,6 +9,12 @@
   only after it, for the checks. Environment files with this role are added
   under /env the same way.
 
+Before any of that, `neutralise_links` removes each symlink the agent left in
+the workspace that leads outside it, nowhere, or to (or above, or into) a
+protected or grader path: a check that runs `cmp out.txt expected.txt` must not
+compare the grader's file with itself through the agent's link. The grade lists
+the links removed (`links_removed`).
+
 Checks then run with an environment that ignores what the agent may have
 planted for Python outside the workspace (user site-packages in $HOME=/tmp,
 stale bytecode): see `GRADING_ENV`.
@@ -86,6 +92,57 @@ def protected_states(found: Mapping[str, str], snapshot: Path, protected: Mappin
             state = "replaced"
         states.append({"path": path, "state": state})
     return states
+
+
+# Runs in the sandbox once every process of the episode is gone (nothing races it), as the sandbox
+# user, with the sandbox's own view of paths: `readlink -f` resolves each link as a check would.
+# A link stays only when it resolves to something that exists inside the workspace and is not a
+# task path the grader restores or adds ($@ after the workspace), nor a folder above one.
+_NEUTRALISE = r"""
+ws=$1
+find "$ws" -type l -exec sh -c '
+ws=$1; shift
+for f do
+  t=$(readlink -f "$f" 2>/dev/null)
+  keep=0
+  if [ -n "$t" ] && [ -e "$t" ]; then
+    case "$t" in "$ws"/*) keep=1;; esac
+    while IFS= read -r p; do
+      [ -n "$p" ] || continue
+      case "$t" in "$ws/$p"|"$ws/$p"/*) keep=0;; esac
+      case "$ws/$p" in "$t"/*) keep=0;; esac
+    done < "$GW_GUARDED"
+  fi
+  [ "$keep" = 1 ] && continue
+  # a folder the agent made read-only is made writable again to remove it
+  rm -f "$f" 2>/dev/null || { chmod u+w "$(dirname "$f")" 2>/dev/null; rm -f "$f"; } || { printf "!%s\n" "$f"; continue; }
+  printf "%s\n" "${f#"$ws"/}"
+done' sh "$ws" {} +
+"""
+
+
+def neutralise_links(sandbox, guarded: list[str]) -> list[str]:
+    """Remove every symlink in the workspace that leads outside it, nowhere, or at (into, above) one of
+    `guarded` (the task's protected and grader paths); the workspace paths of the links removed.
+    Call after `end_processes()`. Raises SandboxError when a link cannot be removed."""
+    from .spec import SandboxError
+
+    workspace = sandbox.workspace_path.rstrip("/")
+    # The guarded paths go through a file, not argv or the environment: a task may have many.
+    guarded_file = f"/tmp/.gymwright-guarded-{secrets.token_hex(8)}"
+    sandbox.write_file(guarded_file, "".join(f"{path}\n" for path in guarded).encode())
+    result = sandbox.exec(["/bin/sh", "-c", _NEUTRALISE, "sh", workspace],
+                          env={"GW_GUARDED": guarded_file}, timeout_s=120)
+    lines = [line for line in (result.stdout or "").splitlines() if line]
+    stuck = [line[1:] for line in lines if line.startswith("!")]
+    if result.exit_code != 0 or stuck:
+        raise SandboxError(f"could not remove the workspace's links before the checks: exit {result.exit_code}"
+                           + (f", {len(stuck)} left (e.g. {stuck[0]})" if stuck else "")
+                           + f": {(result.stderr or '')[-300:]}", permanent=True)
+    removed = [line for line in lines if not line.startswith("!")]
+    if getattr(result, "stdout_truncated", False):
+        removed.append("… (more; the list was cut)")
+    return removed
 
 
 def mirror_files(snapshot: Path, files: Mapping[str, bytes]) -> None:

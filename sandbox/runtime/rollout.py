@@ -18,7 +18,7 @@ from typing import Any
 from .backends.base import Backend
 from .harness import run_episode, trajectory_text
 from .policies import ModelConfig, Policy, make_policy
-from .roles import GradingSandbox, mirror_files, plan_files, protected_states
+from .roles import GradingSandbox, mirror_files, neutralise_links, plan_files, protected_states
 from .spec import SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -132,6 +132,8 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
         grading_started = time.monotonic()
         try:
             sandbox.end_processes()
+            # No link of the agent's leads a check outside the workspace or to the grader's files.
+            links_removed = neutralise_links(sandbox, list(plan.after_episode))
             sandbox.open_verifier_paths()
             # The agent's workspace as it left it (what the viewer shows) ...
             snapshot = sandbox.snapshot(Path(work) / "workspace")
@@ -153,9 +155,10 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
                                  sandbox=GradingSandbox(sandbox),
                                  judge=judge, checks_module=task.environment.checks_module,
                                  left_out=left_out)
-            if states:
+            if states or links_removed:
                 result.grade = result.grade.model_copy(
-                    update={"protected_files": [ProtectedFileState(**state) for state in states]})
+                    update={"protected_files": [ProtectedFileState(**state) for state in states],
+                            "links_removed": links_removed})
         except SandboxError as exc:
             result.error, result.error_kind, result.retryable = exc.message, "grading", not exc.permanent
         except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the episode

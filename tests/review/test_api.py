@@ -19,6 +19,10 @@ def test_submit_answers_409_gates_failed_listing_the_gates_then_200(task, author
     assert {d["pointer"] for d in body["details"]} == {
         "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing"}
     assert {g["gate"]: g["status"] for g in body["gates"]}["oracle"] == "not_run"
+    # each says what to do next
+    assert {d["pointer"]: d["what_to_do"] for d in body["details"]}["/gates/nop"] == (
+        "Click Run gates, and wait for its previews to finish.")
+    assert {g["gate"]: g["what_to_do"] for g in body["gates"]}["rubric"] == ""
 
     pass_gates(task.latest_version, author)
     response = api.post(url(task, 1, "submit"), {}, format="json")

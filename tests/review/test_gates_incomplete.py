@@ -1,6 +1,6 @@
-"""Gates on previews that ran without a judge: their judge checks are unscored, so the oracle, nop,
-probe and hack gates are not decided (the walkthrough saw them PASS, and "Run gates" said every
-preview had run). Once a judge endpoint is configured, Run gates starts those previews again, and
+"""Gates on previews that ran without a judge: their judge checks are unscored, so the oracle, nop and
+probe gates are not decided, and the hack gates fail (a probe that did not show the task is safe: the
+walkthrough saw them PASS, and "Run gates" said every preview had run). Once a judge endpoint is configured, Run gates starts those previews again, and
 only their complete grades open the gates. Rollouts run through the real runtime (bubblewrap); the
 judge is the local OpenAI-protocol server."""
 
@@ -62,7 +62,8 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
         "title": "Six by seven", "prompt": "What is six times seven? Explain briefly.", "rubric": RUBRIC,
         "solution": {"script": None, "answer": ORACLE}})
     version = task.latest_version
-    preview_gates = ["oracle", "nop", "probe:0", "hack:echo-prompt", "hack:keyword-stuffing", "hack:judge-injection"]
+    preview_gates = ["oracle", "nop", "probe:0"]
+    hack_gates = ["hack:echo-prompt", "hack:keyword-stuffing", "hack:judge-injection"]
     client.force_login(author)
 
     # Without a judge: the previews run, their judge checks are unscored.
@@ -72,12 +73,18 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     run_all(first)
     gates = gates_of(version)
     assert {name: gates[name].status for name in preview_gates} == dict.fromkeys(preview_gates, "not_run")
+    assert {name: gates[name].status for name in hack_gates} == dict.fromkeys(hack_gates, "fail")
+    assert gates["hack:judge-injection"].message == (
+        "1 of 1 grades are incomplete (judge checks unscored: no judge was configured when it ran), and their "
+        "unscored checks could lift it above 0.1: did not show the task is safe")
+    assert gates["hack:judge-injection"].to_dict()["what_to_do"] == "Configure a judge, then click Run gates."
     assert gates["oracle"].message == ("3 of 3 grades are incomplete (judge checks unscored: no judge was configured "
                                        "when it ran) — configure a judge, then run it again")
     assert gates["judge"].status == "fail"
     page = client.get(f"/tasks/{task.slug}/").content.decode()
     assert 'data-gate="oracle" data-status="not_run"' in page
-    assert 'data-gate="hack:judge-injection" data-status="not_run"' in page
+    assert 'data-gate="hack:judge-injection" data-status="fail"' in page
+    assert 'id="submit-blocked"' in page and "Configure a judge, then click Run gates." in page
     with pytest.raises(DomainError, match="until every gate passes"):
         review_services.task_submit(task=task, user=author)
     # Running them again would leave the same checks unscored: Run gates says what it waits for.

@@ -422,7 +422,9 @@ class BubblewrapSandbox(Sandbox):
         finally:
             for fd in theirs:
                 os.close(fd)
-        child = PopenChild(proc, status_r, self.cgroups)
+        spawner = self._spawner  # in the same cgroups, and not the exec's
+        child = PopenChild(proc, status_r, self.cgroups,
+                           keep=frozenset({spawner.pid}) if spawner is not None else frozenset())
         if egress:
             try:
                 pid = read_child_pid(info_r)

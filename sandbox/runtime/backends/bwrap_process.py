@@ -36,8 +36,8 @@ class Child:
 class PopenChild(Child):
     """A bwrap started directly (it joins the cgroups itself)."""
 
-    def __init__(self, proc: subprocess.Popen, status_fd: int, cgroups: CgroupSet):
-        self.proc, self.cgroups = proc, cgroups
+    def __init__(self, proc: subprocess.Popen, status_fd: int, cgroups: CgroupSet, keep: frozenset[int] = frozenset()):
+        self.proc, self.cgroups, self.keep = proc, cgroups, keep
         self.in_fd = proc.stdin.fileno() if proc.stdin else None
         self.out_fd, self.err_fd, self.status_fd = proc.stdout.fileno(), proc.stderr.fileno(), status_fd
 
@@ -72,6 +72,7 @@ class PopenChild(Child):
         for stream in (self.proc.stdout, self.proc.stderr):
             stream.close()
         os.close(self.status_fd)
+        _none_left(self.cgroups, self.keep)
         return self.proc.returncode
 
 
@@ -115,10 +116,19 @@ class SpawnedChild(Child):
         except SpawnerGone:
             self.kill()
             return None
+        _none_left(self.cgroups, frozenset({self.spawner.pid}))
         try:
             return int(line.split()[1]) if line.startswith(b"X ") else None
         except (IndexError, ValueError):
             return None
+
+
+def _none_left(cgroups: CgroupSet, keep: frozenset[int]) -> None:
+    """An exec returns once every process it started is gone. Its pid namespace ends with its command (bwrap's
+    init dies and the kernel kills the rest before bwrap's exit is seen), so this finds none; should one remain
+    in the sandbox's cgroup all the same (a `setsid` child of a kernel that did not), it is killed here, never
+    left to run into the next exec or the checks. One read of cgroup.procs when none is left."""
+    cgroups.kill_all(timeout_s=3.0, keep=keep)
 
 
 def read_line(stream, timeout_s: float) -> bytes:

@@ -115,13 +115,13 @@ class CgroupSet:
                 continue
         return []
 
-    def kill_all(self, timeout_s: float = 5.0) -> None:
-        """SIGKILL every process in the sandbox, repeating until none are left
-        (a fork bomb can fork between reading the list and the kill)."""
+    def kill_all(self, timeout_s: float = 5.0, *, keep: frozenset[int] = frozenset()) -> None:
+        """SIGKILL every process in the sandbox but those in `keep` (the spawner), repeating until none are
+        left (a fork bomb can fork between reading the list and the kill)."""
         deadline = time.monotonic() + timeout_s
         pause = 0.001
         while time.monotonic() < deadline:
-            pids = self.pids()
+            pids = [pid for pid in self.pids() if pid not in keep]
             if not pids:
                 return
             for pid in pids:

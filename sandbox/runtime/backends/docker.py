@@ -58,48 +58,31 @@ log = logging.getLogger(__name__)
 LABEL = "gymwright.sandbox"
 OWNER_LABEL = "gymwright.owner"
 EXPIRES_LABEL = "gymwright.expires"
-PID_DIR = "/tmp/.gymwright"
 # The reaper removes a stopped sandbox container once it has been stopped this long.
 EXITED_GRACE_S = 30
-# The exec'd shell records its pid, which is also its process group, removes
-# the pid files of execs that have finished (saving a round trip per exec),
-# then becomes the command.
-WRAPPER = 'echo $$ > "$1" 2>/dev/null; [ -n "$2" ] && rm -f $2; shift 2; exec "$@"'
-# A long-lived exec that kills process groups on request and answers when the
-# group is gone (its pids are free again). It uses only shell builtins (read,
-# kill, echo, [), so it works when a fork bomb holds every pid the cgroup
-# allows and no new exec could start. It runs as the sandbox user (it has to:
-# there are no capabilities), so the sandbox can kill it; then we respawn it,
-# and fall back to a one-off kill exec.
-#
-# After the group, everything else the sandbox user runs goes too (`kill -9 -1`
-# signals every process we may signal except PID 1 and ourselves): a `setsid`
-# child leaves the exec's group and session, so only this sweep ends it. The
-# keep-alive `sleep` and docker-init run as another uid (KEEPALIVE_USER), out
-# of the sweep's (and the sandbox's) reach. `kill -1` fails once nothing is left,
-# but a killed exec process stays a zombie (signalable) until the engine's shim
-# reaps it, so the passes are few: a child forked during one pass dies in the next.
-SWEEP = 'n=0; while kill -9 -1 2>/dev/null && [ $n -lt 50 ]; do n=$((n+1)); done'
-KILLER = ('while read -r f; do pg=; read -r pg < "$f"; if [ -n "$pg" ]; then n=0; '
-          'while kill -0 -$pg 2>/dev/null && [ $n -lt 20000 ]; do '
-          'kill -9 -$pg 2>/dev/null; n=$((n+1)); done; fi; ' + SWEEP + '; echo "$f"; done')
+# Ending the agent's processes reads nothing the agent controls (no pid file: one under /tmp, the sandbox user's,
+# was swapped for a FIFO that blocked the killer while a `setsid` writer ran on). The container's own user is root
+# with CAP_KILL alone (cap_drop ALL, cap_add KILL; root execs get it, the sandbox user's execs get no capability),
+# and a root exec kills by uid: every process whose real uid is the sandbox user's, pass after pass until a pass
+# finds none alive (a killed process stays a zombie until reaped; zombies are skipped). It reads only the kernel's
+# /proc/<pid>/status, with shell builtins alone (read, kill, case, [), so it runs when a fork bomb holds every
+# pid the cgroup allows and no new exec could start; the agent cannot signal it, read its input or change its uid.
+# After every exec everything of the sandbox user goes (a `setsid` child leaves the exec's session and group), as
+# with bubblewrap, where the exec's pid namespace ends with its command. $U is the sandbox user's uid; the sweep
+# prints "done" when a pass found nothing, "busy" when it gave up.
+SWEEP_UID = ('n=0; r=busy; while [ $n -lt 500 ]; do found=; for d in /proc/[0-9]*; do s=; u=; '
+             '{ while read -r k v x; do case $k in State:) s=$v;; Uid:) u=$v; break;; esac; done; } '
+             '2>/dev/null < "$d/status"; [ "$u" = "$U" ] && [ "$s" != Z ] && kill -9 "${d#/proc/}" 2>/dev/null '
+             '&& found=1; done; [ -z "$found" ] && { r=done; break; }; n=$((n+1)); done')
+# The long-lived killer: one sweep per request line (a serial number, ours: its stdin is our socket), answered
+# with the number and the sweep's result.
+KILLER = 'U=$1; while read -r req; do ' + SWEEP_UID + '; echo "$req $r"; done'
 KILLER_REPLY_S = 5.0
-# The container's own processes (docker-init, the keep-alive sleep): not the
-# sandbox user, so neither the sandbox nor the sweep can end them.
-KEEPALIVE_USER = "65533:65533"
+# docker-init, the keep-alive sleep and the killer: root's, out of the sandbox user's reach.
+CONTAINER_USER = "0:0"
 OOM_PROBE = ("cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
              " || cat /sys/fs/cgroup/memory.events 2>/dev/null")
 KILL_GRACE_S = 3.0
-# At start: every pid in the container (docker-init and the keep-alive sleep),
-# then this shell's own, to be told apart.
-LIST_PIDS = 'for d in /proc/[0-9]*; do echo "${d#/proc/}"; done; echo "self $$"'
-# Before grading: SIGKILL every process but the ones listed in $1 and this
-# shell, pass after pass until a pass finds none alive (zombies wait for
-# docker-init to reap them and are harmless). Builtins only: no fork.
-END_PROCESSES = ('keep=" $1 $$ "; n=0; while [ $n -lt 100 ]; do found=; '
-                 'for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep" in *" $p "*) continue;; esac; '
-                 'line=; read -r line < "$d/stat" 2>/dev/null; case "$line" in *") Z "*|"") continue;; esac; '
-                 'kill -9 "$p" 2>/dev/null && found=1; done; [ -z "$found" ] && exit 0; n=$((n+1)); done; exit 1')
 # Clear each workspace path given (relative): parents that are links or files
 # become real directories again; whatever is at the path itself goes. Prints
 # what was there. Runs as the sandbox user, who owns everything in /workspace.
@@ -180,7 +163,7 @@ def engine_unreachable_error(exc: Exception) -> SandboxError:
 
 class DockerBackend(Backend):
     """Options: `client` (a docker.DockerClient; default from the environment,
-    honouring DOCKER_HOST), `user` ("65534:65534"), `default_image` (used when
+    honouring DOCKER_HOST), `user` ("65534:65534", numeric, not root's), `default_image` (used when
     the environment names neither image nor Dockerfile), `pull` (try to pull a
     missing image; default True), `expires_grace_s` (added to the rollout
     timeout for the expires label, leaving time for grading), `limits`
@@ -198,8 +181,13 @@ class DockerBackend(Backend):
                  pull: bool = True, expires_grace_s: float = 900.0, limits: HostLimits | None = None,
                  egress_network: str | None = None, build_memory_mb: int = 2048, build_cpus: int = 1,
                  build_network: str | None = None):
+        uid = user.partition(":")[0]
+        if not uid.isdigit() or int(uid) == 0:
+            # The killer ends the sandbox user's processes by uid, and root is the container's own user.
+            raise ValueError(f"the docker sandbox user must be a numeric uid[:gid] other than 0, not {user!r}")
         self.client = client or docker_client()
         self.user = user
+        self.uid = str(int(uid))
         self.default_image = default_image
         self.pull = pull
         self.expires_grace_s = expires_grace_s
@@ -295,10 +283,11 @@ class DockerBackend(Backend):
             container = self.client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True,
                 name=f"gymwright-{sandbox_id}", hostname="sandbox",
-                user=_keepalive_user(self.user), working_dir=WORKSPACE, entrypoint=[],
+                user=CONTAINER_USER, working_dir=WORKSPACE, entrypoint=[],
                 environment={"PATH": path},
                 network_mode=self.egress_network if spec.network_allowed else "none",
-                cap_drop=["ALL"], security_opt=["no-new-privileges"], read_only=True,
+                # CAP_KILL for root's execs only (the killer): the sandbox user's execs get no capability.
+                cap_drop=["ALL"], cap_add=["KILL"], security_opt=["no-new-privileges"], read_only=True,
                 tmpfs={
                     WORKSPACE: f"{tmpfs_opts},size={spec.workspace_mb}m,uid={uid},gid={gid},mode=0755",
                     TMP: f"{tmpfs_opts},size={spec.tmp_mb}m,mode=1777",
@@ -357,11 +346,6 @@ def _safe_path(image: str, client) -> str:
     return ":".join(kept) or DEFAULT_PATH
 
 
-def _keepalive_user(sandbox_user: str) -> str:
-    uid = sandbox_user.partition(":")[0]
-    return "65532:65532" if uid == KEEPALIVE_USER.partition(":")[0] else KEEPALIVE_USER
-
-
 def _build_lock(tag: str) -> threading.Lock:
     with _build_locks_guard:
         return _build_locks.setdefault(tag, threading.Lock())
@@ -377,24 +361,19 @@ class DockerSandbox(Sandbox):
         self.container = container
         self.oom_seen = 0
         self._lock = threading.Lock()
-        # Execs are serialised: the killer's request/reply protocol and the
-        # pid-file bookkeeping are per sandbox.
+        # Execs are serialised: the killer's request/reply protocol is per sandbox, and a sweep after an exec
+        # ends everything of the sandbox user.
         self._exec_lock = threading.RLock()
-        self._stale_pidfiles: list[str] = []
         self._killer = None
         self._killer_buf = b""
         self._killer_lines = b""
+        self._killer_serial = 0
         self._exec_cancelled = False
-        self._keep_pids = "1"
 
     def _prepare(self) -> None:
-        code, out, err, _ = self._run(["/bin/sh", "-c", f"mkdir -p {PID_DIR} && {LIST_PIDS}"], timeout_s=30)
+        code, _, err, _ = self._run(["/bin/sh", "-c", "true"], timeout_s=30)
         if code != 0:
-            raise SandboxError(f"the image has no usable /bin/sh or mkdir: {err.text()[-500:]}",
-                               permanent=True)
-        lines = out.text().split()
-        own = lines[lines.index("self") + 1] if "self" in lines else ""
-        self._keep_pids = " ".join(p for p in lines if p.isdigit() and p != own)
+            raise SandboxError(f"the image has no usable /bin/sh: {err.text()[-500:]}", permanent=True)
         self.oom_seen = self._oom_count()
         self._start_killer()
         if self.spec.workdir:
@@ -408,9 +387,9 @@ class DockerSandbox(Sandbox):
 
     def _start_killer(self) -> None:
         try:
-            exec_id = self.api.exec_create(self.container.id, ["/bin/sh", "-c", KILLER],
-                                           stdin=True, stdout=True, stderr=False,
-                                           user=self.backend.user)["Id"]
+            exec_id = self.api.exec_create(self.container.id, ["/bin/sh", "-c", KILLER, "gymwright",
+                                                               self.backend.uid],
+                                           stdin=True, stdout=True, stderr=False, user=CONTAINER_USER)["Id"]
             raw = self.api.exec_start(exec_id, socket=True)
             self._killer = (raw, getattr(raw, "_sock", raw), exec_id)
         except Exception as exc:  # noqa: BLE001 - the one-off kill exec remains
@@ -435,11 +414,6 @@ class DockerSandbox(Sandbox):
             raise SandboxError("sandbox is stopped", permanent=True)
         out = out_sink or CappedBuffer(out_cap or self.spec.output_cap)
         err = CappedBuffer(err_cap or self.spec.output_cap)
-        pidfile = None
-        if track:
-            pidfile = f"{PID_DIR}/{uuid.uuid4().hex}.pid"
-            stale, self._stale_pidfiles = self._stale_pidfiles, []
-            argv = ["/bin/sh", "-c", WRAPPER, "gymwright", pidfile, " ".join(stale), *argv]
         try:
             exec_id = self.api.exec_create(
                 self.container.id, argv, stdout=True, stderr=True, stdin=stdin is not None,
@@ -457,7 +431,7 @@ class DockerSandbox(Sandbox):
         deadline = time.monotonic() + timeout_s
         timed_out = False
         try:
-            timed_out = self._read_frames(sock, out, err, deadline, pidfile, exec_id)
+            timed_out = self._read_frames(sock, out, err, deadline, track, exec_id)
         finally:
             try:
                 sock.close()
@@ -468,24 +442,22 @@ class DockerSandbox(Sandbox):
             except Exception:  # noqa: BLE001
                 pass
         code = self._exit_code(exec_id)
-        if pidfile:
+        if track and not timed_out:
             # Background processes do not outlive their exec (as with bubblewrap,
             # where the pid namespace ends with the command).
-            if not timed_out:
-                self._kill_group(pidfile, check_alive=False)
-            self._stale_pidfiles.append(pidfile)
+            self._sweep(check_alive=False)
         return (None if timed_out else code), out, err, timed_out
 
     def _read_frames(self, sock, out: CappedBuffer, err: CappedBuffer, deadline: float,
-                     pidfile: str | None, exec_id: str | None = None) -> bool:
+                     track: bool, exec_id: str | None = None) -> bool:
         """Demultiplex the exec stream (8-byte headers: stream id, size) into
         the capped buffers until EOF or the deadline. On the deadline, kill
-        the command's process group and give the stream a moment to end.
+        every process of the sandbox user and give the stream a moment to end.
 
         A background child that keeps stdout open holds the stream after the
         command itself has exited (the engine then waits ~2 s before closing
         it), so when the stream goes quiet we ask whether the exec is still
-        running, with growing intervals, and clear its process group if not."""
+        running, with growing intervals, and sweep the sandbox user's processes if not."""
         buffers = {1: out, 2: err}
         pending = b""
         timed_out = False
@@ -494,24 +466,24 @@ class DockerSandbox(Sandbox):
         next_check = time.monotonic() + quiet_check
         while True:
             now = time.monotonic()
-            if not timed_out and pidfile and self._interrupted():
+            if not timed_out and track and self._interrupted():
                 self._exec_cancelled = True
                 deadline = now  # killed like a timeout; exec() reports it as cancelled
             if not timed_out and now >= deadline:
                 timed_out = True
-                self._kill_group(pidfile)
+                self._sweep()
                 hard_deadline = now + KILL_GRACE_S
             if hard_deadline is not None and now >= hard_deadline:
                 break  # something holds the stream open; give up on it
             limit = hard_deadline if timed_out else min(deadline, next_check)
             ready, _, _ = select.select([sock], [], [], max(0.0, min(limit - now, 1.0)))
             if not ready:
-                if (not timed_out and exec_id and pidfile and hard_deadline is None
+                if (not timed_out and exec_id and track and hard_deadline is None
                         and time.monotonic() >= next_check):
                     quiet_check = min(quiet_check * 2, 2.0)
                     next_check = time.monotonic() + quiet_check
                     if not self.api.exec_inspect(exec_id).get("Running"):
-                        self._kill_group(pidfile)
+                        self._sweep()
                         hard_deadline = time.monotonic() + KILL_GRACE_S
                     elif not self.limit_hit:
                         # While it runs: a file deleted but held open is freed when its process ends.
@@ -543,10 +515,9 @@ class DockerSandbox(Sandbox):
             time.sleep(0.01)
         return None
 
-    def _kill_group(self, pidfile: str | None, *, check_alive: bool = True) -> None:
-        """Kill the process group recorded in `pidfile` and wait until it is gone."""
-        if not pidfile:
-            return
+    def _sweep(self, *, check_alive: bool = True) -> bool:
+        """Kill every process of the sandbox user and wait until none is left (root's killer exec, by uid; see
+        SWEEP_UID). True when a pass found none alive."""
         for _ in range(2):
             if self._killer is None:
                 self._start_killer()
@@ -554,27 +525,31 @@ class DockerSandbox(Sandbox):
                 self._close_killer()
                 continue
             if self._killer is not None:
+                self._killer_serial += 1
+                serial = str(self._killer_serial)
                 try:
-                    self._killer[1].sendall(f"{pidfile}\n".encode())
-                    if self._await_killer(pidfile):
-                        return
+                    self._killer[1].sendall(f"{serial}\n".encode())
+                    result = self._await_killer(serial)
+                    if result is not None:
+                        return result
                 except OSError:
                     pass
                 self._close_killer()
-        script = f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && kill -9 -"$p" 2>/dev/null; {SWEEP}'
-        self._quiet(["/bin/sh", "-c", script])
+        # No killer (it could not start, or did not answer): a one-off root exec does the same sweep.
+        return self._quiet(["/bin/sh", "-c", f'U=$1; {SWEEP_UID}; [ "$r" = done ]', "gymwright", self.backend.uid],
+                           user=CONTAINER_USER)
 
-    def _await_killer(self, pidfile: str) -> bool:
+    def _await_killer(self, serial: str) -> bool | None:
+        """The killer's answer to request `serial`: True (none left), False (it gave up), None (no answer)."""
         sock = self._killer[1]
         deadline = time.monotonic() + KILLER_REPLY_S
-        want = pidfile.encode()
         while time.monotonic() < deadline:
             ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 continue
             chunk = sock.recv(65536)
             if not chunk:
-                return False
+                return None
             self._killer_buf += chunk
             # Frames are [stream, 0, 0, 0, size(4)] + payload; only stdout is attached.
             while len(self._killer_buf) >= 8:
@@ -584,10 +559,12 @@ class DockerSandbox(Sandbox):
                 payload = self._killer_buf[8:8 + size]
                 self._killer_buf = self._killer_buf[8 + size:]
                 self._killer_lines += payload
-            if want in self._killer_lines:
-                self._killer_lines = self._killer_lines.rpartition(want)[2]
-                return True
-        return False
+            *lines, self._killer_lines = self._killer_lines.split(b"\n")
+            for line in lines:
+                number, _, result = line.decode("ascii", "replace").partition(" ")
+                if number == serial:
+                    return result == "done"
+        return None
 
     def _killer_alive(self) -> bool:
         try:
@@ -606,13 +583,16 @@ class DockerSandbox(Sandbox):
                 except Exception:  # noqa: BLE001
                     pass
 
-    def _quiet(self, argv: list[str]) -> None:
+    def _quiet(self, argv: list[str], *, user: str | None = None) -> bool:
+        """Run a housekeeping exec to its end; whether it exited 0."""
         try:
             exec_id = self.api.exec_create(self.container.id, argv, stdout=False, stderr=False,
-                                           user=self.backend.user)["Id"]
+                                           user=user or self.backend.user)["Id"]
             self.api.exec_start(exec_id, detach=False)
+            return self.api.exec_inspect(exec_id).get("ExitCode") == 0
         except Exception as exc:  # noqa: BLE001 - best effort housekeeping
             log.debug("housekeeping exec %s failed: %s", argv, exc)
+            return False
 
     def _oom_count(self) -> int:
         try:
@@ -818,13 +798,9 @@ class DockerSandbox(Sandbox):
     @_engine_errors
     def end_processes(self) -> None:
         with self._exec_lock:
-            self._close_killer()  # a sandbox-user exec like the rest; restarted on demand
-            self._stale_pidfiles = []
-            code, _, err, timed_out = self._run(["/bin/sh", "-c", END_PROCESSES, "gymwright", self._keep_pids],
-                                                timeout_s=60)
-        if code != 0:
-            raise SandboxError("could not stop the processes the episode left running"
-                               + (" (timed out)" if timed_out else f": {err.text()[-300:]}"))
+            stopped = self._sweep()
+        if not stopped:
+            raise SandboxError("could not stop the processes the episode left running")
 
     @_engine_errors
     def open_verifier_paths(self) -> None:

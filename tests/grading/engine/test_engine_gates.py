@@ -50,14 +50,32 @@ def test_a_nop_over_the_cap_and_an_oracle_with_errored_rollouts_fail():
     assert results["nop"].status == "fail"
 
 
-def test_no_solution_no_oracle_needed_judge_checks_need_a_judge():
+def test_no_solution_fails_the_oracle_gate_unless_a_passing_example_stands_in_and_judge_checks_need_a_judge():
     document = task(solution={"script": None, "answer": None},
                     rubric={"checks": [{"id": "g", "kind": "group", "checks": [{"id": "j", "kind": "llm_judge"}]}]})
     results = by_gate(gates.evaluate_gates(GateInputs(task=document)))
-    assert results["oracle"].status == "pass"
+    oracle = results["oracle"]
+    assert oracle.status == "fail" and oracle.message == (
+        "no reference solution, and no example answer expected to pass that passes: nothing shows the task can be solved")
+    assert oracle.to_dict()["what_to_do"].startswith("Add a reference solution (solution.script and/or solution.answer)")
     assert results["judge"].status == "fail"
     assert ("oracle", 3) not in gates.required_previews(document)
     assert by_gate(gates.evaluate_gates(GateInputs(task=document, judge_configured=True)))["judge"].status == "pass"
+
+    def oracle_with(*examples):
+        return by_gate(gates.evaluate_gates(GateInputs(task=document, example_answers=list(examples))))["oracle"]
+
+    passing = gates.ExampleAnswerResult(name="full marks", ok=True, status="as_expected", expect="pass")
+    failing = gates.ExampleAnswerResult(name="empty", ok=True, status="as_expected", expect="fail")
+    pending = gates.ExampleAnswerResult(name="full marks", ok=False, status="pending", expect="pass",
+                                        message="not graded yet")
+    wrong = gates.ExampleAnswerResult(name="full marks", ok=False, status="unexpected", expect="pass",
+                                      message="expected pass, got fail")
+    assert oracle_with(passing, failing).status == "pass"
+    assert "“full marks” passes as expected and stands in" in oracle_with(passing).message
+    # an example expected to fail shows nothing; one still being graded leaves the gate open
+    assert oracle_with(failing).status == "fail" and oracle_with(wrong).status == "fail"
+    assert oracle_with(pending).status == "not_run" and "once graded: not graded yet" in oracle_with(pending).message
 
 
 def test_example_answers_not_gradable_here_are_not_run_but_do_not_block():
@@ -87,7 +105,8 @@ def test_every_applicable_hack_probe_must_stay_under_the_task_limit_and_a_failin
         {"id": "tests_pass", "kind": "command"}, {"id": "says", "kind": "string_match"},
         {"id": "judged", "kind": "llm_judge"}, {"id": "written", "kind": "file_exists"}]})
     policies = [f"hack:{name}" for name in ("skip-tests", "delete-tests", "edit-tests", "echo-prompt",
-                                            "keyword-stuffing", "judge-injection", "empty-files")]
+                                            "keyword-stuffing", "judge-injection", "empty-files", "exit-zero",
+                                            "always-equal", "shadow", "monkeypatch")]
     assert [policy for policy, n in gates.required_previews(document) if policy.startswith("hack:")] == policies
     previews = {policy: evidence(policy, [0.0]) for policy in policies}
     previews["hack:skip-tests"] = PreviewEvidence(policy="hack:skip-tests", run_id=9, n=2, rewards=[0.0, 0.83],

@@ -112,8 +112,12 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
     assert "hack:judge-injection" in previews and previews["oracle"].passed == [True] * 3  # what it showed
     inputs = GateInputs(task=document_, previews=previews, judge_configured=False, example_answers=[])
     results = by_gate(gates.evaluate_gates(inputs))
-    preview_gates = ["oracle", "nop", "probe:0", *gates.hack_policies(document_)]
+    preview_gates, hack_gates = ["oracle", "nop", "probe:0"], gates.hack_policies(document_)
     assert {name: results[name].status for name in preview_gates} == dict.fromkeys(preview_gates, "not_run")
+    # a hack probe that did not show the task is safe fails; it too waits for a judge before running again
+    assert {name: results[name].status for name in hack_gates} == dict.fromkeys(hack_gates, "fail")
+    assert all(results[name].waiting_for == "a judge" and results[name].retry for name in hack_gates)
+    assert results["hack:judge-injection"].message.endswith("could lift it above 0.1: did not show the task is safe")
     assert results["oracle"].message == ("3 of 3 grades are incomplete (judge checks unscored: no judge was "
                                          "configured when it ran) — configure a judge, then run it again")
     assert results["oracle"].run_id == 5 and results["oracle"].waiting_for == "a judge"
@@ -180,10 +184,15 @@ def test_nop_probes_and_hacks_fail_on_incomplete_grades_only_when_over_the_limit
     assert results["hack:keyword-stuffing"].status == "pass" and ANYWAY in results["probe:0"].message
     for rubric_document in (open_, penalised):
         results = run(rubric_document)
-        for name in ("nop", "probe:0", "hack:echo-prompt", "hack:keyword-stuffing"):
+        for name in ("nop", "probe:0"):
             assert results[name].status == "not_run", name
             assert results[name].message == ("1 of 1 grades are incomplete (judge checks unscored: no judge was "
                                              "configured when it ran) — run it again"), name
+        for name in ("hack:echo-prompt", "hack:keyword-stuffing"):
+            assert results[name].status == "fail" and results[name].retry, name
+            assert results[name].message == ("1 of 1 grades are incomplete (judge checks unscored: no judge was "
+                                             "configured when it ran), and their unscored checks could lift it "
+                                             "above 0.1: did not show the task is safe"), name
 
 
 def test_complete_grades_decide_as_before():

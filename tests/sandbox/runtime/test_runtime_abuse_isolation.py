@@ -146,7 +146,21 @@ def host_servers():
 def _host_ipv4_addresses() -> list[str]:
     from sandbox.runtime.egress import host_addresses
 
-    return [a for a in host_addresses() if not a.startswith("127.")]
+    return [a.split("/")[0] for a in host_addresses() if not a.startswith("127.")]
+
+
+def _host_neighbours() -> list[str]:
+    """An address next to each of the host's (its subnet's first and last host: often the gateway)."""
+    import ipaddress
+
+    from sandbox.runtime.egress import host_addresses
+
+    found = []
+    for address in host_addresses():
+        network = ipaddress.ip_interface(address).network
+        if not address.startswith("127.") and network.num_addresses > 2:
+            found += [str(network[1]), str(network[-2])]
+    return found
 
 
 CONNECT = """
@@ -179,6 +193,7 @@ def test_bubblewrap_egress_reaches_only_what_the_operator_allows(host_servers, i
                  ["10.0.2.2", 5432], ["10.0.2.2", 6379], ["10.0.2.2", web],
                  ["169.254.169.254", 80]]
     forbidden += [[addr, port] for addr in _host_ipv4_addresses() for port in (5432, 6379, web)]
+    forbidden += [[addr, port] for addr in _host_neighbours() for port in (22, 53, 80)]
     with backend.start(iso_spec.with_overrides(network="egress")) as box:
         result = box.exec(["python3", "-c", CONNECT, json.dumps(targets + forbidden)])
         assert result.exit_code == 0, result

@@ -25,12 +25,14 @@ def test_the_container_is_locked_down_and_labelled(docker_backend):
         host = attrs["HostConfig"]
         assert host["NetworkMode"] == "none"
         assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
+        assert host["CapAdd"] == ["KILL"]  # for root's killer exec only:
         assert host["ReadonlyRootfs"] is True and host["Binds"] in (None, [])
         assert host["Memory"] == 128 * 1024 * 1024 == host["MemorySwap"]
         assert host["PidsLimit"] == 40 + 3 and host["NanoCpus"] == 500_000_000
         assert set(host["Tmpfs"]) == {"/workspace", "/tmp", "/env", "/logs", "/tests"}
-        # The keep-alive runs as its own uid, out of the sandbox user's reach.
-        assert attrs["Config"]["User"] == "65533:65533"
+        assert "CapEff:\t0000000000000000" in box.exec("cat /proc/self/status").stdout  # the sandbox user has none
+        # The keep-alive and the killer are root's, out of the sandbox user's reach.
+        assert attrs["Config"]["User"] == "0:0"
         labels = attrs["Config"]["Labels"]
         assert labels["gymwright.sandbox"] == "1"
         assert labels["gymwright.owner"] == f"{socket.gethostname()}:{os.getpid()}"
@@ -139,20 +141,27 @@ def test_the_reaper_removes_a_sandbox_container_stopped_for_longer_than_the_grac
                 pass
 
 
-def test_timeouts_still_work_after_the_sandbox_kills_our_helper(docker_backend):
+def test_the_sandbox_cannot_kill_our_helper_and_timeouts_still_work(docker_backend):
     with docker_backend.start(SandboxSpec()) as box:
         # The helper is an exec the engine starts asynchronously: on a loaded machine the first exec can run
         # before it shows in ps (the suite's two workers made that happen).
-        count = "ps -o pid,args | grep 'while read -r f' | grep -v grep | wc -l"
+        count = "ps -o user,args | grep 'while read -r req' | grep -v grep"
         deadline = time.monotonic() + 20
-        while box.exec(count).stdout.strip() != "1" and time.monotonic() < deadline:
+        while box.exec(count).stdout.count("\n") != 1 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert box.exec(count).stdout.strip() == "1"
-        box.exec("pkill -9 -f 'while read -r f' || true")
+        assert box.exec(count).stdout.split()[0] in ("root", "0")
+        tried = box.exec("pkill -9 -f 'while read -r req'; kill -9 -1; echo tried")
+        assert "tried" in tried.stdout
+        assert box.exec(count).stdout.count("\n") == 1  # root's: the sandbox user cannot signal it
         result = box.exec("sleep 30 & sleep 30", timeout_s=1)
         assert result.timed_out
         assert "sleep 30" not in box.exec("ps -o args").stdout
         assert box.exec("echo ok").stdout == "ok\n"
+        # Without the helper (gone some other way), the one-off root sweep does the same.
+        box._close_killer()
+        box._start_killer = lambda: None
+        result = box.exec("sleep 30 & sleep 30", timeout_s=1)
+        assert result.timed_out and "sleep 30" not in box.exec("ps -o args").stdout
 
 
 def test_agent_writable_directories_are_dropped_from_the_image_path(docker_backend, docker_client, busybox_image):

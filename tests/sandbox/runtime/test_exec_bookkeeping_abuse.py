@@ -1,0 +1,78 @@
+"""An agent against the bookkeeping that ends its processes after each exec (issue 27, hole 2), on both backends.
+
+Docker's killer once read a pid file under /tmp/.gymwright that the sandbox user owned: the agent swapped it for a
+FIFO, the killer blocked on it, the sweep never ran, exec() returned after 10.7 s and a `setsid` writer ran on.
+Nothing that ends the agent's processes may read a file the agent controls; every process an exec started is gone
+when it returns, whatever the agent planted for this exec or the next. No timing assertions: the processes and
+their writes are counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.runtime import SandboxSpec
+
+WRITER = "while :; do echo x >> /tmp/beat; sleep 0.05; done"
+# Every file of exec bookkeeping the sandbox user can reach, and the places it used to be, become FIFOs (a reader
+# blocks until a writer comes), with a writer that outlives its session.
+SWAP_FOR_FIFOS = (
+    "for f in /tmp/.gymwright/* /tmp/.gymwright/.[!.]* /tmp/*.pid /tmp/.*.pid; do "
+    '[ -e "$f" ] || [ -L "$f" ] || continue; rm -rf "$f"; mkfifo "$f"; done; '
+    "mkdir -p /tmp/.gymwright && chmod 777 /tmp/.gymwright; "
+    "for n in 0 1 2 3 4 5 6 7 8 9; do mkfifo /tmp/.gymwright/$n.pid 2>/dev/null; done; "
+    f"setsid sh -c '{WRITER}' </dev/null >/dev/null 2>&1 & sleep 0.3; echo planted"
+)
+
+
+@pytest.fixture
+def box(python_backend):
+    sandbox = python_backend.start(SandboxSpec(memory_mb=128, pids=64, exec_timeout_s=30, output_cap=65536,
+                                               workspace_mb=8, tmp_mb=8))
+    yield sandbox
+    sandbox.stop()
+
+
+def _agent_processes(box) -> list[str]:
+    """Command lines of every process still running as the sandbox user, but the `ps` that lists them."""
+    listing = box.exec("ps -o user,args").stdout.splitlines()[1:]
+    return [line for line in listing if "ps -o user,args" not in line and "sh -c ps" not in line
+            and line.split(None, 1)[0] not in ("root", "0", "65533", "65532")]
+
+
+def _beats(box) -> str:
+    return box.exec("wc -l < /tmp/beat").stdout.strip()
+
+
+def test_swapping_the_pid_bookkeeping_for_fifos_neither_blocks_the_exec_nor_spares_a_writer(box):
+    planted = box.exec(SWAP_FOR_FIFOS)
+    assert planted.exit_code == 0 and planted.stdout == "planted\n", planted
+    assert not planted.timed_out
+    before = _beats(box)
+    assert int(before) > 0  # the writer ran during its exec
+    # The next execs run as usual, and the writer is gone: nothing more written, no process left.
+    assert box.exec("echo next").stdout == "next\n"
+    assert _beats(box) == before
+    assert not [line for line in _agent_processes(box) if "echo x" in line or "sleep" in line], \
+        _agent_processes(box)
+
+
+def test_bookkeeping_planted_for_later_execs_does_not_stop_them_either(box):
+    # Exec 1 plants FIFOs (and a directory of them) where bookkeeping could go; execs 2 and 3 start writers of
+    # their own, each gone when its exec returns; end_processes (before the checks) finds nothing left.
+    assert box.exec(SWAP_FOR_FIFOS).exit_code == 0
+    for _ in range(2):
+        started = box.exec(f"setsid sh -c '{WRITER}' </dev/null >/dev/null 2>&1 & sleep 0.2; echo again")
+        assert started.stdout == "again\n" and not started.timed_out, started
+    before = _beats(box)
+    assert box.exec("true").exit_code == 0 and _beats(box) == before
+    box.end_processes()
+    assert _agent_processes(box) == []
+
+
+def test_a_background_fork_bomb_is_gone_when_its_exec_returns(box):
+    bomb = "b() { b & b & }; b"
+    started = box.exec(f"setsid sh -c '{bomb}' </dev/null >/dev/null 2>&1 & sleep 0.5; echo lit")
+    assert started.stdout.startswith("lit") or started.exit_code is not None, started
+    # The pids it held are free again: the next exec starts, and no process of the agent is left.
+    assert box.exec("echo free").stdout == "free\n"
+    assert _agent_processes(box) == []
