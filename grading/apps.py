@@ -11,3 +11,10 @@ class GradingConfig(AppConfig):
 
         # Every new task version grades its example answers (authoring cannot import grading).
         task_version_created_hook(example_answers_schedule)
+
+        from grading.services import dry_runs_resend, example_runs_resend
+        from gymwright import jobs
+
+        # The broker check sends again the jobs of dry runs and example answers that wait for it or that it lost.
+        jobs.resender_register("dry runs", dry_runs_resend)
+        jobs.resender_register("example answers", example_runs_resend)

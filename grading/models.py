@@ -155,6 +155,8 @@ class DryRun(models.Model):
     error = models.TextField(blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # when its job was sent; NULL: the broker did not take it (down), it waits for the broker (gymwright.jobs)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -166,6 +168,11 @@ class DryRun(models.Model):
         return f"DryRun {self.pk} ({self.status})"
 
     @property
+    def waiting_for_broker(self) -> bool:
+        """Its job waits for the job broker, which did not take it: sent when the broker answers again."""
+        return self.status == self.Status.QUEUED and self.enqueued_at is None
+
+    @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.ERROR}
 
@@ -175,7 +182,9 @@ class ExampleRun(models.Model):
 
     `results` holds one `grading.engine.example_answers.ExampleVerdict` dict per example, in the
     document's order, each with its grade document under "grade" (None when it has none).
-    Deterministic rubrics are graded at once; rubrics with judge checks by a worker.
+    Deterministic rubrics are graded at once; rubrics with judge checks by a worker; rubrics with
+    checks that run in the sandbox (`needs_sandbox`) by a sandbox worker, each example as a rollout
+    whose workspace starts with the example's files.
     """
 
     class Status(models.TextChoices):
@@ -188,11 +197,18 @@ class ExampleRun(models.Model):
                                         related_name="example_run")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     needs_judge = models.BooleanField(default=False)
+    needs_sandbox = models.BooleanField(default=False)
+    # who asked for it (the version's author, or whoever clicked "Grade again"): a sandbox run counts
+    # against their cap of rollouts in flight
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
     total = models.PositiveIntegerField(default=0)
     graded = models.PositiveIntegerField(default=0)  # progress while a worker grades
     results = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
+    # when its job was sent (a run graded at once: when it was made); NULL: the broker did not take it
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,10 +155,32 @@ class GradeTable:
     gated: bool
     complete: bool
     grade: Grade | None = None
+    # The reward had every unscored check been met (scoring rule 2); None for a grade totalled under the
+    # old rule, whose max left unscored checks out.
+    reward_upper: float | None = None
 
     @property
     def unscored(self) -> int:
         return sum(1 for row in self.rows if row.status == "unscored")
+
+    @property
+    def reward_range(self) -> str:
+        """"reward 0.40" for a complete grade, "reward 0.40–1.00" for an incomplete one's bounds."""
+        return engine_examples.reward_range_text(self.reward, self.reward_upper)
+
+    @property
+    def unscored_reasons(self) -> list[str]:
+        """Why checks are unscored, each reason once (the checks with no unscored check under them)."""
+        reasons: list[str] = []
+        for index, row in enumerate(self.rows):
+            if row.status != "unscored":
+                continue
+            below = self.rows[index + 1:]
+            has_unscored_child = any(child.status == "unscored" for child in
+                                     itertools.takewhile(lambda child: child.depth > row.depth, below))
+            if not has_unscored_child and row.explanation and row.explanation not in reasons:
+                reasons.append(row.explanation)
+        return reasons
 
     @property
     def pending(self) -> int:
@@ -175,11 +198,21 @@ class GradeTable:
 
     @property
     def summary(self) -> str:
-        """e.g. "12 / 15 points, reward 0.80, passed"; a grade with unscored checks gives no verdict:
-        "incomplete — 8 of 10 points could not be scored"."""
+        """e.g. "12 / 15 points, reward 0.80, passed"; a grade with unscored checks gives no verdict, but
+        its range: "incomplete — reward 0.40–1.00, 2 checks unscored: no judge model configured"."""
         points = f"{format_number(self.earned)} / {format_number(self.max)} points, reward {format_number(self.reward, fixed=True)}"
-        if self.pending:
-            return f"so far {points}"  # no verdict until the judge has spoken
+        if self.pending:  # no verdict until the judge has spoken
+            if self.reward_upper is not None:
+                return f"so far {format_number(self.earned)} / {format_number(self.max)} points, {self.reward_range}"
+            return f"so far {points}"
+        if self.incomplete and self.reward_upper is not None:
+            count = self.unscored
+            head = f"incomplete — {self.reward_range}"
+            if count:
+                reasons = self.unscored_reasons
+                head += (f", {count} check{'s' if count != 1 else ''} unscored"
+                         + (f": {'; '.join(reasons[:2])}{'; …' if len(reasons) > 2 else ''}" if reasons else ""))
+            return head
         if self.incomplete:
             if self.unscored_points:
                 # The engine's max leaves unscored checks out; the author thinks in the rubric's total.
@@ -198,8 +231,13 @@ class GradeTable:
             notes.append(f"{self.pending} judge check{'s' if self.pending != 1 else ''} pending")
         if self.incomplete:
             unscored = f"{self.unscored} check{'s' if self.unscored != 1 else ''} unscored" if self.unscored else ""
-            notes.append(f"{unscored + ' · ' if unscored else ''}{format_number(self.earned)} / "
-                         f"{format_number(self.max)} points scored, reward {format_number(self.reward, fixed=True)} so far (not a verdict)")
+            if self.reward_upper is None:
+                notes.append(f"{unscored + ' · ' if unscored else ''}{format_number(self.earned)} / "
+                             f"{format_number(self.max)} points scored, reward {format_number(self.reward, fixed=True)} "
+                             "so far (not a verdict; graded under the old scoring rule — grade it again)")
+            else:
+                notes.append(f"{format_number(self.earned)} / {format_number(self.max)} points earned by the scored "
+                             f"checks: {self.reward_range}, the lower bound, not a verdict")
         return notes
 
 
@@ -275,16 +313,30 @@ def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge
                          tests=tests.get(r.check_id, []) if r.kind == "tests" else [])
                 for r in results]
         return GradeTable(rows=rows, reward=grade.reward, earned=grade.earned, max=grade.max, passed=grade.passed,
-                          gated=grade.gated, complete=grade.complete, grade=grade)
+                          gated=grade.gated, complete=grade.complete, grade=grade,
+                          reward_upper=_stored_reward_upper(grade))
     document = grade if isinstance(grade, dict) else grade.to_document()
     rows = _rows_from_document(document.get("checks") or [])
     if judge_note:
         _mark_judge_checks(rows, status=CheckResult.Status.UNSCORED, explanation=judge_note)
     elif pending_judge:
         _mark_judge_checks(rows, status=PENDING, explanation="waiting for the judge")
+    upper = document.get("reward_upper")
+    if upper is None and document.get("complete", True):
+        upper = document.get("reward", 0.0)
     return GradeTable(rows=rows, reward=document.get("reward", 0.0), earned=document.get("earned", 0.0),
                       max=document.get("max", 0.0), passed=bool(document.get("passed")),
-                      gated=bool(document.get("gated")), complete=bool(document.get("complete", True)))
+                      gated=bool(document.get("gated")), complete=bool(document.get("complete", True)),
+                      reward_upper=upper)
+
+
+def _stored_reward_upper(grade: Grade) -> float | None:
+    """A stored grade's upper bound: its own under the current scoring rule, its reward when complete
+    (the bounds agree), None for an incomplete grade of the old rule."""
+    upper = getattr(grade, "reward_upper", None)
+    if upper is not None and getattr(grade, "scoring_rule", 2) >= 2:
+        return upper
+    return grade.reward if grade.complete else None
 
 
 # ---------------------------------------------------------------- judge–human agreement

@@ -12,9 +12,8 @@ import math
 import tempfile
 import uuid
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -28,6 +27,7 @@ from grading.engine import example_answers as engine_examples
 from grading.engine.models import normalised_relative_path
 from grading.engine.text import storable, storable_text
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
+from gymwright import jobs
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
 from gymwright.text import comment_text
@@ -299,13 +299,15 @@ def dry_run_start(*, rubric_text: str, answer: str, files: list[WorkspaceFile] |
             stored_files.append({"path": item.path, "name": name, "size": item.upload.size})
         with transaction.atomic():
             dry_run = DryRun(task=task, task_version=task_version, rubric=rubric.to_document(), answer=answer,
-                             files=stored_files, preview=document, created_by=user)
+                             files=stored_files, preview=document, created_by=user, enqueued_at=timezone.now())
             dry_run.full_clean()
             dry_run.save()
-            transaction.on_commit(partial(tasks.dry_run_grade.delay, dry_run.id))
+            jobs.send_on_commit(jobs.Job(tasks.dry_run_grade), [dry_run.id], on_unsent=_dry_runs_wait_for_broker)
     except Exception:
         _delete_stored_files(stored_files)
         raise
+    if not transaction.get_connection().in_atomic_block:  # sent as it committed, or waiting for the broker
+        dry_run.refresh_from_db(fields=["enqueued_at"])
     return DryRunOutcome(document=document, dry_run=dry_run)
 
 
@@ -421,13 +423,30 @@ def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, sco
 # ---------------------------------------------------------------- example answers (the rubric's own tests)
 
 
+# The sandbox app grades example answers whose checks run in the sandbox (grading cannot import it):
+# `example_sandbox_grader_register(enqueue)`, where enqueue(example_run) queues its job after commit.
+_SANDBOX_GRADERS: list[Callable[[ExampleRun], None]] = []
+
+
+def example_sandbox_grader_register(enqueue: Callable[[ExampleRun], None]) -> None:
+    if enqueue not in _SANDBOX_GRADERS:
+        _SANDBOX_GRADERS.append(enqueue)
+
+
+def _examples_need_sandbox(rubric: dict) -> bool:
+    """Whether a rubric's example answers are graded in the sandbox: it has checks that run there
+    (command, python, tests, stdout targets) and this installation can (a sandbox grader is registered)."""
+    return bool(_SANDBOX_GRADERS) and "sandbox" in engine_examples.rubric_needs(rubric)
+
+
 def example_answers_schedule(*, versions, bulk: bool = False) -> None:
     """Grade the example answers of new task versions (authoring's version-created hook).
 
     A rubric without judge checks (or with no judge configured) is graded at once, like a dry
     run, in one bounded child process for all of a version's examples; one with judge checks
     and a judge is graded by a worker (enqueued after commit), and so is every version of a bulk
-    import. Versions without examples get no run.
+    import; one with checks that run in the sandbox by a sandbox worker, each example as a rollout.
+    Versions without examples get no run.
     """
     if not bulk:
         for version in versions:
@@ -435,14 +454,48 @@ def example_answers_schedule(*, versions, bulk: bool = False) -> None:
         return
     # An import's batch: new versions (no earlier runs), one INSERT for their runs, graded by workers;
     # the judge configuration comes from this process's cache, not a lookup per version.
+    now = timezone.now()
     runs = ExampleRun.objects.bulk_create([
-        ExampleRun(task_version=version, total=len(version.spec["examples"]),
-                   needs_judge=_examples_need_judge(version.spec.get("rubric") or {}, max_age_s=60))
+        ExampleRun(task_version=version, total=len(version.spec["examples"]), enqueued_at=now,
+                   needs_judge=_examples_need_judge(version.spec.get("rubric") or {}, max_age_s=60),
+                   needs_sandbox=_examples_need_sandbox(version.spec.get("rubric") or {}),
+                   requested_by_id=version.author_id)
         for version in versions if version.spec.get("examples")])
     if runs:
         from grading import tasks
 
-        transaction.on_commit(lambda: [tasks.example_answers_grade.delay(run.id) for run in runs])
+        for run in runs:
+            if run.needs_sandbox:
+                _SANDBOX_GRADERS[0](run)
+        jobs.send_on_commit(jobs.Job(tasks.example_answers_grade), [run.id for run in runs if not run.needs_sandbox],
+                            on_unsent=_example_runs_wait_for_broker)
+
+
+def _example_runs_wait_for_broker(example_run_ids: list[int]) -> None:
+    """The broker did not take these runs' jobs: they wait for it, and the broker check sends them."""
+    ExampleRun.objects.filter(pk__in=example_run_ids, status=ExampleRun.Status.QUEUED).update(enqueued_at=None)
+
+
+def _dry_runs_wait_for_broker(dry_run_ids: list[int]) -> None:
+    DryRun.objects.filter(pk__in=dry_run_ids, status=DryRun.Status.QUEUED).update(enqueued_at=None)
+
+
+def dry_runs_resend(lost_before=None) -> list[int]:
+    """The broker check's resender (gymwright.jobs) for dry runs that wait for the broker or that it lost."""
+    from grading import tasks
+
+    return jobs.resend(DryRun.objects.filter(status=DryRun.Status.QUEUED), lost_before=lost_before,
+                       job=jobs.Job(tasks.dry_run_grade), on_unsent=_dry_runs_wait_for_broker)
+
+
+def example_runs_resend(lost_before=None) -> list[int]:
+    """The broker check's resender for example answers graded by workers."""
+    from grading import tasks
+
+    # runs graded in the sandbox are sent by sandbox.examples with their own time limits, not here
+    return jobs.resend(ExampleRun.objects.filter(status=ExampleRun.Status.QUEUED, needs_sandbox=False),
+                       lost_before=lost_before,
+                       job=jobs.Job(tasks.example_answers_grade), on_unsent=_example_runs_wait_for_broker)
 
 
 def _examples_need_judge(rubric: dict, *, max_age_s: float = 0) -> bool:
@@ -473,11 +526,18 @@ def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
                 raise DomainError("The example answers are being graded; wait for this run to finish.",
                                   code="already_running", http_status=409)
             previous.delete()
-        run = ExampleRun.objects.create(task_version=task_version, total=len(examples), needs_judge=needs_judge)
+        needs_sandbox = _examples_need_sandbox(rubric)
+        run = ExampleRun.objects.create(task_version=task_version, total=len(examples), needs_judge=needs_judge,
+                                        needs_sandbox=needs_sandbox, enqueued_at=timezone.now(),
+                                        requested_by=user if user is not None else task_version.author)
+        if needs_sandbox:
+            _SANDBOX_GRADERS[0](run)
+            return run
         if needs_judge:
             from grading import tasks
 
-            transaction.on_commit(partial(tasks.example_answers_grade.delay, run.id))
+            jobs.send_on_commit(jobs.Job(tasks.example_answers_grade), [run.id],
+                                on_unsent=_example_runs_wait_for_broker)
             return run
     try:
         with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
@@ -495,7 +555,9 @@ def _example_workspace(root: Path, example: dict) -> Path:
     return _write_workspace(root, engine_examples.example_workspace_files(example))
 
 
-def _example_result(example: dict, document: dict | None, *, error: str = "") -> dict:
+def example_result(example: dict, document: dict | None, *, error: str = "") -> dict:
+    """What an ExampleRun stores for one example: its verdict's fields and its grade document (None, with
+    `error` saying why, when it has none)."""
     if document is None:
         verdict = engine_examples.example_failed(example, error or "not graded")
     else:
@@ -503,15 +565,34 @@ def _example_result(example: dict, document: dict | None, *, error: str = "") ->
     return {**verdict.to_dict(), "grade": document}
 
 
-def example_answers_grade(*, example_run_id: int) -> ExampleRun | None:
-    """Grade a queued ExampleRun and store each example's verdict. None if another worker has it."""
-    from grading.engine.isolated import GradeStopped, grade_many_in_subprocess
-
+def example_answers_claim(*, example_run_id: int) -> ExampleRun | None:
+    """Claim a queued ExampleRun for grading (QUEUED → RUNNING); None if another worker has it or it was
+    replaced."""
     claimed = ExampleRun.objects.filter(id=example_run_id, status=ExampleRun.Status.QUEUED).update(
         status=ExampleRun.Status.RUNNING, started_at=timezone.now())
     if claimed != 1:
         return None  # a redelivered message, or the run was replaced
-    run = ExampleRun.objects.select_related("task_version").get(id=example_run_id)
+    return ExampleRun.objects.select_related("task_version").get(id=example_run_id)
+
+
+def example_answers_progress(*, example_run_id: int, graded: int) -> None:
+    ExampleRun.objects.filter(id=example_run_id, status=ExampleRun.Status.RUNNING).update(graded=graded)
+
+
+def example_answers_finish(*, example_run_id: int, results: list[dict]) -> ExampleRun:
+    """Store a running ExampleRun's results (one `example_result` per example) and mark it done."""
+    ExampleRun.objects.filter(id=example_run_id, status=ExampleRun.Status.RUNNING).update(
+        status=ExampleRun.Status.DONE, results=results, graded=len(results), finished_at=timezone.now())
+    return ExampleRun.objects.get(id=example_run_id)
+
+
+def example_answers_grade(*, example_run_id: int) -> ExampleRun | None:
+    """Grade a queued ExampleRun and store each example's verdict. None if another worker has it."""
+    from grading.engine.isolated import GradeStopped, grade_many_in_subprocess
+
+    run = example_answers_claim(example_run_id=example_run_id)
+    if run is None:
+        return None
     spec = run.task_version.spec
     examples = spec.get("examples") or []
     rubric = rubric_parse(data=spec.get("rubric"))
@@ -528,21 +609,18 @@ def example_answers_grade(*, example_run_id: int) -> ExampleRun | None:
             try:
                 documents = grade_many_in_subprocess(rubric.to_document(), items=items,
                                                      process=_dry_run_process_limits())
-                results = [_example_result(example, document) for example, document in zip(examples, documents)]
+                results = [example_result(example, document) for example, document in zip(examples, documents)]
             except GradeStopped as exc:
-                results = [_example_result(example, None, error=f"grading was stopped: {exc}") for example in examples]
+                results = [example_result(example, None, error=f"grading was stopped: {exc}") for example in examples]
     else:
         # Judged: in this worker, like a judged dry run, one example at a time with progress.
         for index, example in enumerate(examples):
             with tempfile.TemporaryDirectory(prefix="gymwright-examples-") as tmp:
                 workspace = _example_workspace(Path(tmp), example)
                 graded = engine.grade(rubric, answer=example["answer"], workspace=workspace, judge=judge, sandbox=None)
-            results.append(_example_result(example, graded.to_document()))
-            ExampleRun.objects.filter(id=run.id, status=ExampleRun.Status.RUNNING).update(graded=index + 1)
-    ExampleRun.objects.filter(id=run.id, status=ExampleRun.Status.RUNNING).update(
-        status=ExampleRun.Status.DONE, results=results, graded=len(results), finished_at=timezone.now())
-    run.refresh_from_db()
-    return run
+            results.append(example_result(example, graded.to_document()))
+            example_answers_progress(example_run_id=run.id, graded=index + 1)
+    return example_answers_finish(example_run_id=run.id, results=results)
 
 
 def example_answers_fail(*, example_run_id: int, error: str) -> None:
@@ -558,7 +636,11 @@ def example_run_fail_if_stale(*, run: ExampleRun | None) -> ExampleRun | None:
     if run is None or run.is_finished:
         return run
     since = run.started_at if run.status == ExampleRun.Status.RUNNING and run.started_at else run.created_at
-    if (timezone.now() - since).total_seconds() > _dry_run_stale_after_s():
+    limit = _dry_run_stale_after_s()
+    if run.needs_sandbox:  # each example is a rollout of up to the environment's time limit
+        limits = (run.task_version.spec.get("environment") or {}).get("limits") or {}
+        limit += run.total * (float(limits.get("timeout_s") or 600) + settings.ROLLOUT_STALE_AFTER_S)
+    if (timezone.now() - since).total_seconds() > limit:
         waiting = "no worker took the job" if run.status == ExampleRun.Status.QUEUED else "the worker stopped"
         example_answers_fail(example_run_id=run.pk, error=f"Grading did not finish: {waiting}; grade them again.")
         run.refresh_from_db()

@@ -105,7 +105,10 @@ def error_response(code: str, message: str, http_status: int, details: list[dict
 
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
-        return error_response(exc.code, exc.message, exc.http_status, exc.details, exc.extra)
+        resp = error_response(exc.code, exc.message, exc.http_status, exc.details, exc.extra)
+        if exc.extra.get("retry_after_s"):
+            resp["Retry-After"] = str(exc.extra["retry_after_s"])
+        return resp
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     elif isinstance(exc, Http404):

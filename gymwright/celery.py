@@ -25,3 +25,8 @@ app.conf.update(
 # them every 1,000 jobs. The fixup reads the setting by its old-style name only.
 app.conf["CELERY_DB_REUSE_MAX"] = 1000
 app.autodiscover_tasks()
+
+# Every worker checks its broker from its own timer: jobs waiting for it are sent, lost ones again (gymwright.jobs).
+from gymwright.jobs import connect_worker_signals  # noqa: E402 - the app above must exist first
+
+connect_worker_signals()

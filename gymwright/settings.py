@@ -8,6 +8,7 @@ bubblewrap sandbox, everything under ./var.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -289,6 +290,11 @@ ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)
 # A QUEUED rollout whose job message was sent this long ago and never claimed is sent again
 # (a broker restart lost it); duplicates are harmless, the claim runs one.
 ROLLOUT_REQUEUE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S", 900)
+# Every worker checks its broker this often (gymwright.jobs): it sends the jobs that waited for a broker that
+# was down, and finds out from a canary message whether the broker lost what it held (a restart without
+# persistence) and then sends every queued job again. Shorter: faster recovery, one small broker round trip
+# per worker per check.
+BROKER_CHECK_S = env_int("GYMWRIGHT_BROKER_CHECK_S", 30)
 # Workers reuse model endpoint configuration this long before reading the admin's rows again.
 ENDPOINT_CACHE_S = float(env_str("GYMWRIGHT_ENDPOINT_CACHE_S", "30"))
 # Operator ceilings on what an environment may ask for (refused at save, with the field named, and at preview).
@@ -299,9 +305,11 @@ SANDBOX_MAX_OUTPUT_CAP_BYTES = env_int("GYMWRIGHT_MAX_OUTPUT_CAP_MB", 16) * 1024
 SANDBOX_MAX_TIMEOUT_S = env_int("GYMWRIGHT_MAX_TIMEOUT_S", 3600)  # timeout_s and exec_timeout_s
 # Backends a preview may ask for (the API's `backend`); the configured backend by default.
 SANDBOX_BACKENDS_ALLOWED = env_list("GYMWRIGHT_SANDBOX_BACKENDS", SANDBOX_BACKEND)
-# Per user: rollouts queued or running at once, and preview starts through the API (DRF throttle rate).
+# Per user: rollouts queued or running at once, and preview starts (API, form, Run gates), counted in the database.
 PREVIEW_MAX_ROLLOUTS_IN_FLIGHT = env_int("GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT", 64)
 PREVIEW_RATE = env_str("GYMWRIGHT_PREVIEW_RATE", "60/hour")
+if PREVIEW_RATE and not re.fullmatch(r"\d+/\s*[smhd][a-z]*", PREVIEW_RATE):
+    raise ValueError(f"GYMWRIGHT_PREVIEW_RATE must read like 60/hour or 5/minute, not {PREVIEW_RATE!r}")
 # Django's cache holds the throttle counts, so every web process must share it: a folder under the
 # data directory by default (shared by the processes of one host), or Redis (GYMWRIGHT_CACHE_URL=redis://...)
 # when web servers run on several hosts.

@@ -45,6 +45,9 @@ class PackVersionOutput(serializers.Serializer):
     created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+    waiting_for_broker = serializers.BooleanField(
+        help_text="the build's job waits for the job broker, which did not take it (down or restarting): it is sent "
+                  "when the broker answers again; do not start the build again")
 
     def get_counts(self, obj) -> dict | None:
         return (obj.manifest or {}).get("counts")
@@ -102,6 +105,7 @@ class PackVersionListApi(APIView):
             return Response(plan.as_dict())
         pack_version = services.pack_version_start(pack=pack, user=request.user, selection=selection,
                                                    version=data.get("version") or None)
+        pack_version.refresh_from_db()  # its job was sent as it committed, or it waits for the broker
         return Response(PackVersionOutput(pack_version).data, status=status.HTTP_202_ACCEPTED)
 
 

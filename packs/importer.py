@@ -192,7 +192,10 @@ def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = No
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if target.is_symlink() or (target.exists() and not target.is_file()):
                     raise _member_error(name, "collides with another member")
-                if target.exists():  # a later member of the same name: never written through a shared link
+                if relative in written:
+                    # Which of the two is meant cannot be told (tar keeps the last, a reader may show the first).
+                    raise _member_error(name, "named twice in the archive")
+                if target.exists():  # never written through a shared link
                     target.unlink()
                 if member.islnk():
                     link = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))

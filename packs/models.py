@@ -78,14 +78,20 @@ class PackVersion(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # when the build last reported (start, progress); a building row silent for too long is reaped
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # when its build job was sent; NULL: the broker did not take it (down), it waits for the broker (gymwright.jobs)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
 
     objects = PackVersionQuerySet.as_manager()
 
     class Meta:
-        ordering = ["pack_id", "-major", "-minor", "-patch"]
+        ordering = ["pack_id", "-major", "-minor", "-patch", "-id"]  # a failed attempt before the newer one
+        # A version that failed never produced an archive: its number is free again for the next build (the
+        # failed row stays, with its reason). Building and ready versions hold theirs.
         constraints = [
-            models.UniqueConstraint(fields=["pack", "version"], name="pack_version_unique_version"),
-            models.UniqueConstraint(fields=["pack", "major", "minor", "patch"], name="pack_version_unique_semver"),
+            models.UniqueConstraint(fields=["pack", "version"], condition=~models.Q(status="failed"),
+                                    name="pack_version_unique_version"),
+            models.UniqueConstraint(fields=["pack", "major", "minor", "patch"], condition=~models.Q(status="failed"),
+                                    name="pack_version_unique_semver"),
         ]
 
     def __str__(self) -> str:
@@ -103,6 +109,11 @@ class PackVersion(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status != self.Status.BUILDING
+
+    @property
+    def waiting_for_broker(self) -> bool:
+        """Its build job waits for the job broker, which did not take it: sent when the broker answers again."""
+        return self.status == self.Status.BUILDING and self.enqueued_at is None and self.heartbeat_at is None
 
     @property
     def progress_percent(self) -> int:
@@ -157,6 +168,8 @@ class PackVerification(models.Model):
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # when its job was sent; NULL: the broker did not take it (down), it waits for the broker (gymwright.jobs)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

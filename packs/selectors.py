@@ -19,7 +19,7 @@ def pack_list_for_user(*, user, with_latest_version: bool = False) -> QuerySet[T
         raise NotAllowed("You need a role to see task packs.")
     if not with_latest_version:
         return TaskPack.objects.all()
-    highest = PackVersion.objects.filter(pack_id=OuterRef("pk")).order_by("-major", "-minor", "-patch")
+    highest = PackVersion.objects.filter(pack_id=OuterRef("pk")).order_by("-major", "-minor", "-patch", "-id")
     return TaskPack.objects.annotate(latest_version=Subquery(highest.values("version")[:1]),
                                      latest_status=Subquery(highest.values("status")[:1]))
 
@@ -35,7 +35,8 @@ def pack_get_for_user(*, slug: str, user) -> TaskPack:
 
 def pack_version_get_for_user(*, slug: str, version: str, user) -> PackVersion:
     pack = pack_get_for_user(slug=slug, user=user)
-    pack_version = pack.versions.select_related("pack", "created_by").filter(version=version).first()
+    # the newest attempt at that number: a failed build's number is free again (the ready one, if any, is newest)
+    pack_version = pack.versions.select_related("pack", "created_by").filter(version=version).order_by("-id").first()
     if pack_version is None:
         raise Http404(f"{slug} has no version {version!r}.")
     return pack_version

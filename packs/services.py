@@ -10,8 +10,12 @@ cancelled build stores no archive and keeps the reason.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
+import re
 import shutil
+import socket
 import tempfile
 import time
 import uuid
@@ -32,6 +36,7 @@ from authoring import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record, blob_read
 from gymwright.bulk import bulk_insert_rows
+from gymwright import jobs
 from gymwright.errors import DomainError, NotAllowed
 from packs import archive
 from packs.models import PackEntry, PackVerification, PackVersion, TaskPack
@@ -166,13 +171,19 @@ def _entry_map(pack_version: PackVersion | None) -> dict[str, int]:
     return dict(pack_version.entries.values_list("task_slug", "task_version__number"))
 
 
+def _holding_their_number(pack: TaskPack):
+    """The versions whose number is taken: ready ones and builds under way (a failed one published nothing)."""
+    return pack.versions.exclude(status=PackVersion.Status.FAILED)
+
+
 def pack_version_propose(*, pack: TaskPack, selected: dict[str, int],
                          previous: PackVersion | None) -> tuple[tuple[int, int, int], dict]:
     """The next version for `selected` ({slug: version number}) and the changes it carries against
     `previous`, the pack's last ready version (`_previous_ready`).
 
     Removed tasks → major, added → minor, changed (or nothing) → patch, counted from the last
-    ready version; never a number any earlier version (ready or failed) already has.
+    ready version; never a number a ready or building version already has. A failed version never produced
+    an archive, so its number is free again: after a failed 1.0.0 the proposal is 1.0.0.
     """
     changes = pack_changes(previous=_entry_map(previous), current=selected)
     kind = "major" if changes["removed"] else "minor" if changes["added"] else "patch"
@@ -180,7 +191,7 @@ def pack_version_propose(*, pack: TaskPack, selected: dict[str, int],
         proposal = (1, 0, 0)
     else:
         proposal = _bump(previous.semver, kind)
-    highest = pack.versions.order_by("-major", "-minor", "-patch").first()
+    highest = _holding_their_number(pack).order_by("-major", "-minor", "-patch").first()
     if highest is not None and proposal <= highest.semver:
         proposal = _bump(highest.semver, kind)
     return proposal, changes
@@ -252,11 +263,11 @@ def pack_version_plan(*, pack: TaskPack, user, selection: Selection, version: st
         wanted = parse_semver(version)
         if wanted < proposal:
             raise DomainError(f"Version {version} is lower than the proposed {'.'.join(map(str, proposal))}; "
-                              "a version may be raised, never lowered or reused.",
+                              "a version may be raised, never lowered or reused (a failed one's number is free).",
                               details=[{"pointer": "/version", "message": "lower than the proposal"}])
         proposal = wanted
     text = ".".join(str(part) for part in proposal)
-    if pack.versions.filter(version=text).exists():
+    if _holding_their_number(pack).filter(version=text).exists():
         raise DomainError(f"{pack.slug} {text} already exists.", details=[{"pointer": "/version", "message": "already used"}])
     unchanged = (previous is not None and not any(changes.values())
                  and (previous.selection or {}).get("test_ratio", 0.1) == selection.test_ratio)
@@ -296,7 +307,8 @@ def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: s
         with transaction.atomic():
             pack_version = PackVersion.objects.create(
                 pack=pack, version=text, major=proposal[0], minor=proposal[1], patch=proposal[2],
-                selection=selection.as_dict(), changes=changes, progress_total=len(versions), created_by=user)
+                selection=selection.as_dict(), changes=changes, progress_total=len(versions), created_by=user,
+                enqueued_at=timezone.now())  # NULL only when the broker does not take the job
     except IntegrityError:
         raise DomainError(f"{pack.slug} {text} was just started by someone else.", code="conflict", http_status=409)
     bulk_insert_rows(PackEntry, ("pack_version_id", "task_version_id", "task_slug", "split"),
@@ -305,10 +317,35 @@ def pack_version_start(*, pack: TaskPack, user, selection: Selection, version: s
                  summary=f"{pack.slug} {text}: started a build of {len(versions)} tasks",
                  data={"version": text, "tasks": len(versions)})
     if enqueue:
-        from packs.tasks import pack_version_build_job
-
-        transaction.on_commit(lambda: pack_version_build_job.delay(pack_version.pk))
+        jobs.send_on_commit(_build_job(), [pack_version.pk], on_unsent=_builds_wait_for_broker)
     return pack_version
+
+
+def _build_job() -> jobs.Job:
+    from packs.tasks import pack_version_build_job
+
+    return jobs.Job(pack_version_build_job)
+
+
+def _builds_wait_for_broker(pack_version_ids: list[int]) -> None:
+    """The broker did not take these builds' jobs: they wait for it (the API and the page say so), and the broker
+    check sends them when it answers again."""
+    PackVersion.objects.filter(pk__in=pack_version_ids, heartbeat_at__isnull=True).building_update(enqueued_at=None)
+
+
+def pack_builds_resend(lost_before=None) -> list[int]:
+    """The broker check's resender (gymwright.jobs): builds no worker has started whose job waits for the broker,
+    or was sent before `lost_before` (the broker lost it). A build that is already under way is left alone."""
+    unstarted = PackVersion.objects.filter(status=PackVersion.Status.BUILDING, heartbeat_at__isnull=True,
+                                           cancel_requested=False)
+    return jobs.resend(unstarted, lost_before=lost_before, job=_build_job(), on_unsent=_builds_wait_for_broker,
+                       update=lambda queryset, **changes: queryset.building_update(**changes))
+
+
+def pack_verifications_resend(lost_before=None) -> list[int]:
+    """The broker check's resender for checks of an archive (queued, their job waiting or lost)."""
+    return jobs.resend(PackVerification.objects.filter(status=PackVerification.Status.QUEUED),
+                       lost_before=lost_before, job=_verification_job(), on_unsent=_verifications_wait_for_broker)
 
 
 def _calibration(summary: dict | None, policy: str) -> dict | None:
@@ -355,6 +392,66 @@ def _scratch_root() -> Path:
     return root
 
 
+# A build's scratch folder: pack-<version id>-<random>, holding owner.json (the host and process building in it).
+SCRATCH_NAME = re.compile(r"^pack-(\d+)-")
+SCRATCH_OWNER = "owner.json"
+SCRATCH_UNOWNED_GRACE_S = 60  # a folder made a moment ago may not have its owner.json yet
+
+
+def _process_start(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat's 22nd field), or None when there is no
+    such process: a pid and its start time name one process, a reused pid is another one."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _scratch_own(scratch: Path) -> None:
+    (scratch / SCRATCH_OWNER).write_text(json.dumps(
+        {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_start(os.getpid())}))
+
+
+def _scratch_orphaned(folder: Path, *, building: bool, now: float) -> bool:
+    """Whether no running build works in `folder`: its version is no longer building, or its owner was a process
+    of this host that is gone (a worker killed mid-build). Another host's build is that host's to judge."""
+    if not building:
+        return True
+    try:
+        owner = json.loads((folder / SCRATCH_OWNER).read_text())
+    except (OSError, ValueError):
+        try:
+            return now - folder.stat().st_mtime > SCRATCH_UNOWNED_GRACE_S
+        except OSError:
+            return False
+    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+        return False
+    pid = owner.get("pid")
+    return not isinstance(pid, int) or _process_start(pid) != owner.get("started")
+
+
+def pack_scratch_reap() -> list[str]:
+    """Remove this host's build scratch folders that belong to no running build (their worker was killed and the
+    build is failed or still waiting for the reaper), from each worker's start and timer; the names removed."""
+    root = Path(settings.PACK_SCRATCH_DIR)
+    try:
+        folders = {entry: int(match.group(1)) for entry in root.iterdir()
+                   if (match := SCRATCH_NAME.match(entry.name)) and entry.is_dir() and not entry.is_symlink()}
+    except OSError:  # no scratch folder yet
+        return []
+    building = set(PackVersion.objects.filter(pk__in=set(folders.values()), status=PackVersion.Status.BUILDING)
+                   .values_list("pk", flat=True))
+    now, removed = time.time(), []
+    for folder, pack_version_id in folders.items():
+        if _scratch_orphaned(folder, building=pack_version_id in building, now=now):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    if removed:
+        logger.warning("removed the scratch folders of pack builds no process runs any more: %s", removed)
+    return removed
+
+
 def _archive_name(pack_version: PackVersion) -> str:
     """Where this build attempt stores its archive: a name no other attempt uses (a redelivered job may build the
     same version twice at once), so that a failed attempt removes exactly the file it wrote, even a partial one."""
@@ -376,6 +473,7 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
         return pack_version
     PackVersion.objects.filter(pk=pack_version.pk).building_update(heartbeat_at=timezone.now())
     scratch = Path(tempfile.mkdtemp(prefix=f"pack-{pack_version.pk}-", dir=_scratch_root()))
+    _scratch_own(scratch)
     temporary = scratch / "archive.tar.gz"
 
     last_write = time.monotonic()
@@ -422,7 +520,7 @@ def pack_version_build(*, pack_version_id: int) -> PackVersion:
                          data={"version": pack_version.version, "sha256": result.sha256,
                                "content_sha256": result.content_sha256})
             # in the same transaction: a ready version always has its check, queued if not run yet
-            verification = PackVerification.objects.create(pack_version_id=pack_version.pk)
+            verification = PackVerification.objects.create(pack_version_id=pack_version.pk, enqueued_at=timezone.now())
         unpublished = None
     except archive.BuildCancelled:
         pack_version_fail(pack_version_id=pack_version.pk, reason="cancelled by a user")
@@ -444,27 +542,33 @@ def _verification_enqueue(verification_id: int) -> None:
     """Send a queued check to a worker once its row is committed. Its own job, not the build's: reading and hashing
     the whole archive took as long again as writing it (4.5 s of a 10,000-task build's 10 s), and a build is done
     when its archive is published; the page shows the check running, then its result. A broker that cannot take
-    the job now leaves the check queued, which the reaper ends with the reason (a build is not failed for it)."""
+    the job now leaves the check queued, waiting for it (gymwright.jobs); a build is not failed for it."""
+    jobs.send_on_commit(_verification_job(), [verification_id], on_unsent=_verifications_wait_for_broker)
+
+
+def _verification_job() -> jobs.Job:
     from packs.tasks import pack_verification_run_job
 
-    def send() -> None:
-        try:
-            pack_verification_run_job.apply_async((verification_id,), retry=False)
-        except Exception:  # noqa: BLE001 - the broker is down: the reaper ends the check
-            logger.exception("could not send pack verification %s to a worker", verification_id)
+    return jobs.Job(pack_verification_run_job)
 
-    transaction.on_commit(send)
+
+def _verifications_wait_for_broker(verification_ids: list[int]) -> None:
+    PackVerification.objects.filter(pk__in=verification_ids, status=PackVerification.Status.QUEUED).update(
+        enqueued_at=None)
 
 
 @transaction.atomic
-def pack_version_fail(*, pack_version_id: int, reason: str, stale_before=None) -> bool:
+def pack_version_fail(*, pack_version_id: int, reason: str, stale_before=None, unstarted: bool = False) -> bool:
     """Mark a building version failed with `reason` (no archive); False when it had already finished.
     With `stale_before`, only if its build has not reported since then (the reaper's check,
-    repeated inside the UPDATE so that a build that just reported keeps going)."""
+    repeated inside the UPDATE so that a build that just reported keeps going); with `unstarted`, only if
+    no worker has started it."""
     pack_version = PackVersion.objects.select_related("pack", "created_by").get(pk=pack_version_id)
     queryset = PackVersion.objects.filter(pk=pack_version_id)
     if stale_before is not None:
         queryset = queryset.filter(_silent_since(stale_before))
+    if unstarted:
+        queryset = queryset.filter(heartbeat_at__isnull=True)
     updated = queryset.building_update(
         status=PackVersion.Status.FAILED, failure_reason=reason[:2000], finished_at=timezone.now())
     if updated:
@@ -475,7 +579,9 @@ def pack_version_fail(*, pack_version_id: int, reason: str, stale_before=None) -
 
 
 def _silent_since(moment) -> Q:
-    return Q(heartbeat_at__lt=moment) | Q(heartbeat_at__isnull=True, created_at__lt=moment)
+    """Builds silent since `moment`: started and not heard from since, or sent to the workers before it and never
+    started. One whose job waits for the broker (`enqueued_at` NULL) is not silent: it has not been sent yet."""
+    return Q(heartbeat_at__lt=moment) | Q(heartbeat_at__isnull=True, enqueued_at__lt=moment)
 
 
 def pack_versions_reap_stale(*, stale_after_s: float | None = None, now=None) -> list[int]:
@@ -504,6 +610,9 @@ def pack_version_cancel(*, pack_version: PackVersion, user) -> None:
     if pack_version.is_finished:
         raise DomainError(f"{pack_version} has already finished.", code="invalid_state", http_status=409)
     PackVersion.objects.filter(pk=pack_version.pk).building_update(cancel_requested=True)
+    # A build no worker has started (its job waits for the broker, or is queued) ends now; one that starts
+    # later finds it finished, and one that started meanwhile sees the flag.
+    pack_version_fail(pack_version_id=pack_version.pk, reason="cancelled by a user", unstarted=True)
 
 
 def pack_version_download_record(*, pack_version: PackVersion, user, via: str) -> None:
@@ -561,7 +670,7 @@ def _verifications_reap_stale(*, stale_after_s: float, now=None, pack_version_id
     cutoff = (now or timezone.now()) - timedelta(seconds=stale_after_s)
     stale = PackVerification.objects.filter(
         Q(status=PackVerification.Status.RUNNING, started_at__lt=cutoff)
-        | Q(status=PackVerification.Status.QUEUED, created_at__lt=cutoff))
+        | Q(status=PackVerification.Status.QUEUED, enqueued_at__lt=cutoff))  # a check waiting for the broker waits
     if pack_version_id is not None:
         stale = stale.filter(pack_version_id=pack_version_id)
     return stale.update(status=PackVerification.Status.DONE, ok=False, finished_at=timezone.now(), problems=[
@@ -588,7 +697,8 @@ def pack_verification_request(*, pack_version: PackVersion, user) -> PackVerific
                           http_status=429)
     try:
         with transaction.atomic():
-            verification = PackVerification.objects.create(pack_version=pack_version, requested_by=user)
+            verification = PackVerification.objects.create(pack_version=pack_version, requested_by=user,
+                                                           enqueued_at=timezone.now())
     except IntegrityError:  # pack_verification_one_at_a_time
         raise DomainError(f"{pack_version} is being verified now; its result will show here.", code="conflict",
                           http_status=409)

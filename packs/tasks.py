@@ -2,7 +2,8 @@
 
 Builds whose worker died (or whose job was lost) are reaped as rollouts are (sandbox.tasks),
 without Celery beat: once when a worker starts, then every half stale period from that
-worker's own timer, and by `manage.py reap_pack_builds`.
+worker's own timer, and by `manage.py reap_pack_builds`; so are the scratch folders of builds
+no process runs any more (a worker killed mid-build), each host its own.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ def _reap_quietly() -> None:
         services.pack_versions_reap_stale()
     except Exception:  # noqa: BLE001 - reaping is best effort; the next tick retries
         logger.exception("reaping stale pack builds failed")
+    try:  # after the reap: the builds it failed leave their scratch folders to this host's next pass at most
+        services.pack_scratch_reap()
+    except Exception:  # noqa: BLE001
+        logger.exception("removing orphaned pack scratch folders failed")
 
 
 def reap_interval_s() -> float:

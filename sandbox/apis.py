@@ -6,7 +6,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from django.conf import settings
 from rest_framework.response import Response
-from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
 from authoring.selectors import task_version_get_for_user
@@ -24,15 +23,6 @@ class PreviewCreateInput(serializers.Serializer):
     backend = serializers.ChoiceField(choices=services.BACKENDS, required=False,
                                       help_text="Sandbox backend, one of the server's allowed backends "
                                                 "(GYMWRIGHT_SANDBOX_BACKENDS); default: the server's.")
-
-
-class PreviewStartThrottle(UserRateThrottle):
-    """Preview starts per user (GYMWRIGHT_PREVIEW_RATE, e.g. "60/hour"); over it, 429 with Retry-After."""
-
-    scope = "previews"
-
-    def get_rate(self):
-        return settings.PREVIEW_RATE or None
 
 
 class RolloutSummaryOutput(serializers.Serializer):
@@ -69,6 +59,9 @@ class PreviewRunOutput(serializers.Serializer):
 
 class PreviewRunDetailOutput(PreviewRunOutput):
     progress = serializers.JSONField()
+    waiting_for_broker = serializers.BooleanField(
+        help_text="some queued rollouts wait for the job broker, which did not take their jobs (down or "
+                  "restarting): they are sent when it answers again (progress.waiting_for_broker counts them)")
     rollouts = RolloutSummaryOutput(many=True)
 
 
@@ -87,14 +80,12 @@ def _detail(preview_run: PreviewRun) -> dict:
     rollouts = list(selectors.rollout_list(preview_run=preview_run))
     data = PreviewRunOutput(preview_run).data
     data["progress"] = selectors.preview_run_progress(preview_run=preview_run, rollouts=rollouts)
+    data["waiting_for_broker"] = data["progress"]["waiting_for_broker"] > 0
     data["rollouts"] = RolloutSummaryOutput(rollouts, many=True).data
     return data
 
 
 class TaskVersionPreviewsApi(APIView):
-    def get_throttles(self):
-        return [PreviewStartThrottle()] if self.request.method == "POST" else []
-
     @extend_schema(responses=paginated(PreviewRunOutput), operation_id="tasks_versions_previews_list")
     def get(self, request, slug: str, number: int):
         version = task_version_get_for_user(slug=slug, number=number, user=request.user)
@@ -103,14 +94,18 @@ class TaskVersionPreviewsApi(APIView):
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(PreviewRunOutput(page, many=True).data)
 
-    @extend_schema(request=PreviewCreateInput, responses={201: PreviewRunDetailOutput})
+    @extend_schema(request=PreviewCreateInput, responses={201: PreviewRunDetailOutput, 202: PreviewRunDetailOutput},
+                   description="201: the preview's jobs were sent to the workers. 202: the preview and its rollouts "
+                               "are saved but the job broker did not take their jobs (`waiting_for_broker`); they "
+                               "are sent when it answers again: do not start the preview again.")
     def post(self, request, slug: str, number: int):
         version = task_version_get_for_user(slug=slug, number=number, user=request.user)
         data = validated(PreviewCreateInput, request.data)
         preview_run = services.preview_run_create(task_version=version, user=request.user, policy=data["policy"],
                                                   n=data["n"], backend=data.get("backend"))
         preview_run = selectors.preview_run_get_for_user(preview_run_id=preview_run.pk, user=request.user)
-        return Response(_detail(preview_run), status=status.HTTP_201_CREATED)
+        data = _detail(preview_run)
+        return Response(data, status=status.HTTP_202_ACCEPTED if data["waiting_for_broker"] else status.HTTP_201_CREATED)
 
 
 class PreviewRunDetailApi(APIView):

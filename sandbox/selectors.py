@@ -58,7 +58,7 @@ def rollout_list(*, preview_run: PreviewRun) -> QuerySet[Rollout]:
 
 
 ROLLOUT_ROW_FIELDS = ("id", "index", "status", "attempts", "reward", "passed", "grade__complete", "steps",
-                      "duration_ms", "error", "progress")
+                      "duration_ms", "error", "progress", "enqueued_at")
 
 
 _rollout_rows = Prepared(lambda preview_run_id: Rollout.objects.filter(preview_run_id=preview_run_id)
@@ -129,14 +129,14 @@ def preview_run_summary(*, policy_kind: str, rollouts: list[dict]) -> dict:
         summary["pass_rate_ci95"] = calibration.wilson_interval(passed, len(graded))
         summary["pass_at_k"] = calibration.pass_at_ks(len(graded), passed)
         summary["verdict"] = calibration.band_verdict(policy_kind, summary["pass_rate"]).to_dict()
-        # A reward computed without some checks (no judge configured, a sandbox command died)
-        # is not the reward the rubric defines: say so beside the verdict, never hide it.
+        # A reward computed without some checks (no judge configured, the sandbox backend failed) is
+        # only the lower bound of the rubric's: say so beside the verdict, never hide it.
         incomplete = sum(1 for r in graded if r.get("grade__complete") is False)
         summary["incomplete"] = incomplete
         if incomplete:
             summary["verdict"]["ok"] = False
             summary["verdict"]["message"] += (f"; but {incomplete} of {len(graded)} grades are incomplete "
-                                              "(some checks unscored), so these rewards leave those checks out")
+                                              "(some checks unscored), so these rewards are lower bounds")
     return summary
 
 
@@ -152,6 +152,9 @@ def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | l
          "grade__complete": r.grade.complete if r.grade_id and r.grade else None} for r in rollouts])
     counts = so_far["counts"]
     total = len(rollouts)
+    # queued rollouts whose job the broker did not take (down when they were sent): sent when it answers
+    waiting = sum(1 for r in rollouts if ((r["status"], r["enqueued_at"]) if isinstance(r, dict) else
+                                          (r.status, r.enqueued_at)) == (Rollout.Status.QUEUED, None))
     finished = sum(counts[s] for s in Rollout.TERMINAL)
     return {
         "counts": counts,
@@ -164,6 +167,7 @@ def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | l
         "incomplete": so_far.get("incomplete", 0),  # graded without some checks: their pass is not the rubric's
         "mean_reward": so_far["mean_reward"],
         "pass_rate": so_far["pass_rate"],
+        "waiting_for_broker": waiting,
     }
 
 

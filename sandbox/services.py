@@ -29,6 +29,7 @@ from django.utils import timezone
 from authoring import permissions
 from authoring.models import AuditEvent, TaskVersion
 from grading.engine.text import storable_text
+from gymwright import jobs
 from gymwright.egress import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.sql import Prepared
@@ -192,7 +193,8 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
     # Versions saved before a ceiling was lowered must not run over it either.
     environment_limits_check(task_version.spec.get("environment") or {}, pointer_prefix="/environment")
     _policy_check_runnable(policy=choice, task_version=task_version)
-    _rollouts_in_flight_check(user=user, n=n)
+    rollouts_in_flight_check(user=user, n=n)
+    _preview_rate_check(user=user)
 
     preview_run = PreviewRun(task_version=task_version, created_by=user, policy=choice.spec, policy_kind=choice.kind,
                              policy_argument=choice.argument, n=n, backend=backend)
@@ -212,20 +214,75 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
                        "backend": backend})
     soft, hard = rollout_time_limits(task_version)
     rollout_ids = [r.pk for r in rollouts]
-    transaction.on_commit(lambda: _enqueue(rollout_ids, soft=soft, hard=hard))
+    jobs.send_on_commit(_rollout_job(soft=soft, hard=hard), rollout_ids, on_unsent=_rollouts_wait_for_broker)
     return preview_run
 
 
-def _enqueue(rollout_ids: list[int], *, soft: int, hard: int, countdown: float | None = None) -> None:
+def _rollout_job(*, soft: int, hard: int, countdown: float | None = None) -> jobs.Job:
     from sandbox.tasks import rollout_run
 
-    for rollout_id in rollout_ids:
-        rollout_run.apply_async(args=[rollout_id], soft_time_limit=soft, time_limit=hard, countdown=countdown)
+    return jobs.Job(rollout_run, {"soft_time_limit": soft, "time_limit": hard, "countdown": countdown})
+
+
+def _rollouts_wait_for_broker(rollout_ids: list[int]) -> None:
+    """The broker did not take these rollouts' jobs: they wait for it (the API and the page say so) and the
+    broker check sends them when it answers again."""
+    Rollout.objects.filter(pk__in=rollout_ids, status=Rollout.Status.QUEUED).update(enqueued_at=None)
+
+
+def preview_run_waiting_for_broker(*, preview_run_id: int) -> bool:
+    """Whether some of the run's queued rollouts wait for a broker that did not take their jobs."""
+    return Rollout.objects.filter(preview_run_id=preview_run_id, status=Rollout.Status.QUEUED,
+                                  enqueued_at__isnull=True).exists()
+
+
+PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def preview_rate_parse(rate: str) -> tuple[int, int] | None:
+    """GYMWRIGHT_PREVIEW_RATE ("60/hour", "5/m"): (starts, seconds), or None when it is empty (no limit).
+    ValueError for anything else."""
+    if not rate:
+        return None
+    count, _, period = rate.partition("/")
+    if not count.strip().isdigit() or not period.strip() or period.strip()[0] not in PERIOD_SECONDS:
+        raise ValueError(f"GYMWRIGHT_PREVIEW_RATE must read like 60/hour or 5/minute, not {rate!r}")
+    return int(count), PERIOD_SECONDS[period.strip()[0]]
+
+
+def _preview_rate_check(*, user) -> None:
+    """Refuse (429, code "throttled") a preview start past the user's GYMWRIGHT_PREVIEW_RATE, on every path that
+    starts one (the API, the form, Run gates): the starts are counted in the database, in the transaction that
+    holds the user's row (`rollouts_in_flight_check`), so web processes and hosts share one count and two
+    starts at once count each other."""
+    limit = preview_rate_parse(settings.PREVIEW_RATE)
+    if limit is None:
+        return
+    starts, window_s = limit
+    since = timezone.now() - timedelta(seconds=window_s)
+    recent = list(PreviewRun.objects.filter(created_by=user, created_at__gte=since)
+                  .order_by("-created_at").values_list("created_at", flat=True)[:starts])
+    if len(recent) < starts:
+        return
+    # Free again once the oldest of the last `starts` leaves the window.
+    retry_after = max(1, math.ceil((recent[-1] - since).total_seconds()))
+    raise DomainError(f"You have started {starts} previews in the last {_period_words(window_s)}, the limit per "
+                      f"user (GYMWRIGHT_PREVIEW_RATE: {settings.PREVIEW_RATE}); try again in {retry_after} s.",
+                      code="throttled", http_status=429, extra={"retry_after_s": retry_after})
+
+
+def _period_words(seconds: int) -> str:
+    return {1: "second", 60: "minute", 3600: "hour", 86400: "day"}[seconds]
 
 
 @transaction.atomic
-def _rollouts_in_flight_check(*, user, n: int) -> None:
-    """Refuse (429) a preview that would take the user over their cap of queued and running rollouts."""
+def rollouts_in_flight_check(*, user, n: int, example_run_id: int | None = None) -> None:
+    """Refuse (429) a preview (or a sandbox run of example answers, `example_run_id`) that would take the user
+    over their cap of queued and running rollouts; each example of a sandbox run in flight counts as one."""
+    from django.db.models import Sum
+
+    from grading.models import ExampleRun
+
     cap = settings.PREVIEW_MAX_ROLLOUTS_IN_FLIGHT
     # Lock the user's row so that two previews started at once count each other (in this transaction).
     from django.contrib.auth import get_user_model
@@ -233,6 +290,9 @@ def _rollouts_in_flight_check(*, user, n: int) -> None:
     get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
     in_flight = Rollout.objects.filter(preview_run__created_by=user,
                                        status__in=[Rollout.Status.QUEUED, Rollout.Status.RUNNING]).count()
+    in_flight += (ExampleRun.objects.filter(requested_by=user, needs_sandbox=True,
+                                            status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING])
+                  .exclude(pk=example_run_id).aggregate(total=Sum("total"))["total"] or 0)
     if in_flight + n > cap:
         raise DomainError(f"You have {in_flight} rollouts queued or running and this preview adds {n}; the limit is "
                           f"{cap} per user (GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT). Wait for some to finish or cancel "
@@ -363,7 +423,8 @@ def rollout_requeue(*, rollout_id: int, attempt: int, note: str, countdown: floa
         if requeued:
             rollout = Rollout.objects.select_related("preview_run__task_version").get(pk=rollout_id)
             soft, hard = rollout_time_limits(rollout.preview_run.task_version)
-            transaction.on_commit(lambda: _enqueue([rollout_id], soft=soft, hard=hard, countdown=countdown))
+            jobs.send_on_commit(_rollout_job(soft=soft, hard=hard, countdown=countdown), [rollout_id],
+                                on_unsent=_rollouts_wait_for_broker)
     return bool(requeued)
 
 
@@ -398,29 +459,34 @@ def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict
     return result
 
 
-def _resend_lost_messages(*, now) -> list[int]:
-    """QUEUED rollouts whose job message was sent more than ROLLOUT_REQUEUE_AFTER_S ago and never
-    claimed: the broker lost it (restarted, flushed). Send it again; a message that was only slow
-    does no harm, since the claim lets one job run and the other walks away."""
+def _resend_lost_messages(*, now, lost_before=None) -> list[int]:
+    """Send again the jobs of QUEUED rollouts nobody claimed whose message the broker did not take (waiting for
+    it: `enqueued_at` NULL), was sent more than ROLLOUT_REQUEUE_AFTER_S ago (lost without a trace), or was sent
+    before `lost_before` (the broker check found that the broker lost its messages). A message that was only
+    slow does no harm: the claim lets one job run and the other walks away."""
     cutoff = now - timedelta(seconds=settings.ROLLOUT_REQUEUE_AFTER_S)
-    lost = list(Rollout.objects.filter(status=Rollout.Status.QUEUED, preview_run__cancel_requested=False)
-                .filter(Q(enqueued_at__lt=cutoff) | Q(enqueued_at__isnull=True))
-                .values("pk", "enqueued_at", "preview_run__task_version_id"))
-    if not lost:
-        return []
-    versions = {version.pk: version for version in TaskVersion.objects.filter(
-        pk__in={row["preview_run__task_version_id"] for row in lost}).only("id", "spec")}
-    resent = []
-    for row in lost:
-        # Conditional on the time we read: of several reapers, one re-sends.
-        if Rollout.objects.filter(pk=row["pk"], status=Rollout.Status.QUEUED,
-                                  enqueued_at=row["enqueued_at"]).update(enqueued_at=now):
-            soft, hard = rollout_time_limits(versions[row["preview_run__task_version_id"]])
-            _enqueue([row["pk"]], soft=soft, hard=hard)
-            resent.append(row["pk"])
+    if lost_before is not None:
+        cutoff = max(cutoff, lost_before)
+    versions: dict[int, TaskVersion] = {}
+
+    def job(row) -> jobs.Job:
+        version_id = row["preview_run__task_version_id"]
+        if version_id not in versions:
+            versions[version_id] = TaskVersion.objects.only("id", "spec").get(pk=version_id)
+        soft, hard = rollout_time_limits(versions[version_id])
+        return _rollout_job(soft=soft, hard=hard)
+
+    resent = jobs.resend(Rollout.objects.filter(status=Rollout.Status.QUEUED, preview_run__cancel_requested=False),
+                         lost_before=cutoff, job=job, on_unsent=_rollouts_wait_for_broker,
+                         fields=("preview_run__task_version_id",))
     if resent:
         logger.warning("re-sent the job messages of %d queued rollouts nobody claimed: %s", len(resent), resent)
     return resent
+
+
+def rollouts_resend(lost_before=None) -> list[int]:
+    """The broker check's resender (gymwright.jobs): rollouts waiting for the broker, or lost by it."""
+    return _resend_lost_messages(now=timezone.now(), lost_before=lost_before)
 
 
 def _reap_containers() -> int:

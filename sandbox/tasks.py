@@ -48,6 +48,25 @@ def rollout_run(self, rollout_id: int) -> str:
     return outcome
 
 
+class ExampleAnswersJob(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        from grading import services as grading_services
+
+        example_run_id = kwargs.get("example_run_id", args[0] if args else None)
+        if example_run_id is not None:
+            grading_services.example_answers_fail(example_run_id=int(example_run_id),
+                                                  error=f"Grading failed: {worker.failure_reason(exc)}")
+
+
+# A redelivered message finds the run claimed and walks away; example_run_enqueue sends the time limits.
+@shared_task(base=ExampleAnswersJob, name="sandbox.example_answers_grade", acks_late=True, ignore_result=True)
+def example_answers_grade(example_run_id: int) -> None:
+    from sandbox.examples import example_answers_grade_in_sandbox
+
+    example_answers_grade_in_sandbox(example_run_id=int(example_run_id))
+    _release_connection()
+
+
 @shared_task(name="sandbox.rollouts_reap_stale", ignore_result=True)
 def rollouts_reap_stale() -> dict:
     return services.rollouts_reap_stale()

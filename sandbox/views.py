@@ -25,6 +25,7 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         raise NotAllowed("Only authors, reviewers and admins can start previews.")
     form = PreviewStartForm(request.POST or None)
     status = 400 if request.method == "POST" else 200
+    retry_after = None
     if request.method == "POST" and form.is_valid():
         try:
             preview_run = services.preview_run_create(task_version=version, user=request.user,
@@ -32,7 +33,8 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
                                                       backend=form.cleaned_data.get("backend") or None)
         except DomainError as exc:
             form_add_domain_error(form, exc)
-            status = exc.http_status  # 429 when over the per-user cap of rollouts in flight
+            status = exc.http_status  # 429 when over the per-user cap of rollouts in flight or starts
+            retry_after = exc.extra.get("retry_after_s")
         else:
             url = reverse("sandbox:preview_detail", args=[preview_run.pk])
             if is_htmx(request):
@@ -40,8 +42,11 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
                 response["HX-Redirect"] = url
                 return response
             return redirect(url)
-    return render(request, "sandbox/preview_start.html",
-                  {"form": form, "task": version.task, "version": version}, status=status)
+    response = render(request, "sandbox/preview_start.html",
+                      {"form": form, "task": version.task, "version": version}, status=status)
+    if status == 429 and retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 def _detail_context(request: HttpRequest, preview_run: PreviewRun) -> dict:

@@ -1,13 +1,24 @@
 """Evaluation of single checks: what each kind reads and when it is met.
 
 Every evaluator returns an `Outcome` (a score in [0, 1] and an explanation) or
-raises `Unscored` with the reason the check could not be decided (no sandbox,
-no workspace, the command timed out, ...). A missing file is not a reason to
-leave a check unscored: the agent did not produce it, so the check scores 0.
+raises one of three reasons not to:
+
+* `Missing`: what the check reads does not exist (a file the agent did not write):
+  the check scores 0 (a penalty is not charged: the bad thing is not there).
+* `Failed`: the graded work broke the check: a command or python check that timed
+  out, was killed, flooded its output or raised; a file that is too large, not a
+  regular file, reached through a link, left out of the snapshot, unparsable or
+  nested too deep. The check fails closed: goodness 0 (a penalty is charged).
+* `Unscored`: only the grader's own failure, which the graded work cannot cause (no
+  sandbox or workspace given, the sandbox backend failing, no judge).
+
+`evaluate()` turns `Missing` and `Failed` into outcomes; `Unscored` goes up to the
+scorer (RUBRIC.md, "Scoring").
 """
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import json
 import math
@@ -31,11 +42,14 @@ from .models import (
     TableCellCheck,
     TextSimilarityCheck,
 )
-from .safe_files import NotRegularFile, read_regular
+from .safe_files import NotRegularFile, has_link, read_regular
 from .sandbox import CheckSandbox, ExecResult
 from .text import fold_lookalikes, normalise_unicode
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
+#: JSON an agent wrote is measured before it is parsed: its length and its nesting depth.
+MAX_JSON_CHARS = 10_000_000
+MAX_JSON_DEPTH = 256
 
 
 class Unscored(Exception):
@@ -82,42 +96,44 @@ class GradingContext:
 
     # ------------------------------------------------------------ files
 
-    def _local_path(self, relative: str) -> Path:
-        root = self.workspace.resolve()
-        path = (root / relative).resolve()
-        if path != root and not path.is_relative_to(root):
-            # Rubric paths are validated relative, so only a symlink the agent made can get here.
-            raise Missing(f"path {relative!r} resolves outside the workspace (a symlink?); refused")
-        return path
-
     def read_bytes(self, relative: str) -> bytes:
-        """A workspace file's bytes; `Missing` if absent, `Unscored` if there is nowhere to read from."""
+        """A workspace file's bytes; `Missing` if absent, `Failed` if the agent made it unreadable (too
+        large, not a regular file, a link anywhere on its path, left out of the snapshot), `Unscored`
+        if there is nowhere to read from."""
         if self.workspace is not None:
             normalised = posixpath.normpath(relative)
             if normalised in self.left_out:
-                raise Unscored(f"file {relative!r} was left out of the workspace snapshot: "
-                               f"{self.left_out[normalised]}")
-            path = self._local_path(relative)
+                raise Failed(f"file {relative!r} was left out of the workspace snapshot: "
+                             f"{self.left_out[normalised]}")
             try:
-                return read_regular(path, max_bytes=MAX_FILE_BYTES)
+                # Each component is opened without following links: a linked file or directory is refused.
+                return read_regular(normalised, max_bytes=MAX_FILE_BYTES, root=self.workspace)
             except FileNotFoundError:
                 raise Missing(f"file {relative!r} does not exist in the workspace") from None
             except NotRegularFile as exc:
-                raise Missing(f"{relative!r} {exc.strerror}") from None
+                raise Failed(f"{relative!r} {exc.strerror}; only regular files are read") from None
             except ValueError:
-                raise Unscored(f"file {relative!r} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB") from None
+                raise Failed(f"file {relative!r} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB") from None
             except OSError as exc:
-                raise Unscored(f"could not read {relative!r}: {exc.strerror}") from None
+                raise Failed(f"could not read {relative!r}: {exc.strerror}") from None
         if self.sandbox is not None:
             try:
                 return self.sandbox.read_file(relative)
             except FileNotFoundError:
                 raise Missing(f"file {relative!r} does not exist in the workspace") from None
+            except (NotRegularFile, ValueError) as exc:
+                raise Failed(f"could not read {relative!r} from the sandbox: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - a backend error is a reason, not a crash
+                if getattr(exc, "permanent", False):
+                    # sandbox.runtime's backends refuse a link, a non-file or an oversized file this way:
+                    # the agent made the file so; a transient error is the backend's own.
+                    raise Failed(f"could not read {relative!r} from the sandbox: {exc}") from None
                 raise Unscored(f"could not read {relative!r} from the sandbox: {exc}") from None
         raise Unscored("needs the workspace files, and none were given")
 
     def glob(self, pattern: str) -> list[str]:
+        """Workspace paths matching `pattern`, none of them a link or reached through one, none
+        left out of the snapshot (they are not there to check)."""
         if self.workspace is None:
             raise Unscored("needs the workspace files, and none were given")
         root = self.workspace.resolve()
@@ -127,9 +143,9 @@ class GradingContext:
         except ValueError as exc:
             raise Unscored(f"bad glob {pattern!r}: {exc}") from None
         for path in paths:
-            resolved = path.resolve()
-            if resolved == root or resolved.is_relative_to(root):
-                found.append(path.relative_to(root).as_posix())
+            relative = path.relative_to(root).as_posix()
+            if not has_link(root, relative):
+                found.append(relative)
         return found
 
     # ------------------------------------------------------------ sandbox
@@ -140,7 +156,8 @@ class GradingContext:
         return self.sandbox
 
     def run(self, command: str, timeout_s: float) -> ExecResult:
-        """Run a shell command in the sandbox's workspace folder."""
+        """Run a shell command in the sandbox's workspace folder; `Unscored` when the sandbox
+        itself fails (the command's own failures are in the result)."""
         sandbox = self.require_sandbox()
         script = f"cd {_shell_quote(sandbox.workspace_path)} && {command}"
         try:
@@ -149,13 +166,18 @@ class GradingContext:
             raise Unscored(f"the sandbox could not run the command: {exc}") from None
 
     def stdout_of(self, command: str) -> str:
+        """A command's whole stdout; `Failed` when it timed out, was killed or printed past the cap
+        (a check must not read a cut-off output: what it looks for may be past the cut)."""
         if command not in self._stdout_cache:
             result = self.run(command, timeout_s=STDOUT_TIMEOUT_S)
-            if result.timed_out or result.oom_killed or result.exit_code is None:
-                why = "timed out" if result.timed_out else "was killed (out of memory)" if result.oom_killed else "died"
-                raise Unscored(f"the command {command!r} {why}")
-            self._stdout_cache[command] = result.stdout
-        return self._stdout_cache[command]
+            broken = process_failure(result, STDOUT_TIMEOUT_S, what=f"the command {command!r}")
+            if broken is None and result.stdout_truncated:
+                broken = f"the command {command!r} printed more than the sandbox's output cap; its output was cut"
+            self._stdout_cache[command] = Failed(broken) if broken else result.stdout
+        cached = self._stdout_cache[command]
+        if isinstance(cached, Failed):
+            raise Failed(str(cached))
+        return cached
 
     # ------------------------------------------------------------ targets
 
@@ -232,6 +254,18 @@ class GradingContext:
 
 
 STDOUT_TIMEOUT_S = 120
+
+
+def process_failure(result: ExecResult, timeout_s: float, *, what: str) -> str | None:
+    """Why a process the graded work ran in did not finish on its own (timed out, killed, no exit
+    code), in words; None when it exited. Any of these fails its check."""
+    if result.timed_out:
+        return f"{what} timed out after {timeout_s:g} s"
+    if result.oom_killed:
+        return f"{what} was killed: out of memory"
+    if result.exit_code is None:
+        return f"{what} died without an exit code"
+    return None
 
 
 def _shell_quote(text: str) -> str:
@@ -400,6 +434,49 @@ def _strip_fence(text: str) -> str:
     return stripped[opening + 1:closing]
 
 
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
+
+
+def json_bounded(text: str, *, max_chars: int = MAX_JSON_CHARS, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why `text` is not parsed as JSON (too long, nested too deep), or None. Measured before any
+    parse, in one linear pass over the brackets, quotes and backslashes (a character class: no
+    backtracking), brackets inside strings not counted: the standard parser recurses per level, and
+    `"[" * 100000` would raise RecursionError deep inside it."""
+    if len(text) > max_chars:
+        return f"is {len(text):,} characters long, over the limit of {max_chars:,} for JSON"
+    depth = 0
+    in_string = False
+    escaped_at = -1
+    for found in _JSON_STRUCTURE.finditer(text):
+        at = found.start()
+        if at == escaped_at:
+            continue
+        ch = text[at]
+        if in_string:
+            if ch == "\\":
+                escaped_at = at + 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                return f"is nested deeper than {max_depth} levels"
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+def parse_json(text: str) -> Any:
+    """`json.loads` of agent text, bounded first (`json_bounded`): `Failed` when over a bound,
+    ValueError when not JSON."""
+    why = json_bounded(text)
+    if why:
+        raise Failed(f"the JSON {why}; refused unparsed")
+    return json.loads(text)
+
+
 def json_equal(a: Any, b: Any) -> bool:
     """JSON equality: 1 == 1.0, but true != 1 and "1" != 1."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -443,12 +520,12 @@ def _is_number(value: Any) -> bool:
 def json_field(check: JsonFieldCheck, ctx: GradingContext) -> Outcome:
     text = ctx.target_text(check.target)
     try:
-        document = json.loads(text)
+        document = parse_json(text)
     except ValueError:
         try:
-            document = json.loads(_strip_fence(text))
+            document = parse_json(_strip_fence(text))
         except ValueError as exc:
-            return _binary(False, f"{check.target} is not JSON ({exc})")
+            raise Failed(f"{check.target} is not JSON ({exc})") from None
     value = resolve_pointer(document, check.pointer)
     if check.op == "exists":
         return _binary(value is not _ABSENT, f"{'a' if value is not _ABSENT else 'no'} value at {check.pointer!r}")
@@ -497,6 +574,10 @@ def file_exists(check: FileExistsCheck, ctx: GradingContext) -> Outcome:
     if matches:
         more = f" (+{len(matches) - 1} more)" if len(matches) > 1 else ""
         return _binary(True, f"found {matches[0]!r}{more}")
+    # fnmatch's * also crosses "/": it matches at least what the glob would, so nothing left out hides.
+    left_out = [path for path in ctx.left_out if fnmatch.fnmatchcase(path, check.path)]
+    if left_out:
+        raise Failed(f"{left_out[0]!r} was left out of the workspace snapshot: {ctx.left_out[left_out[0]]}")
     return _binary(False, f"no workspace path matches {check.path!r}")
 
 
@@ -569,19 +650,19 @@ def _xlsx_bounded(data: bytes, path: str, limits: GradeLimits) -> None:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise Missing(f"{path!r} is not a readable XLSX file ({exc})") from None
+        raise Failed(f"{path!r} is not a readable XLSX file ({exc})") from None
     if len(members) > limits.xlsx_max_members:
-        raise Unscored(f"{path!r} has {len(members)} archive members, over the limit of {limits.xlsx_max_members} "
+        raise Failed(f"{path!r} has {len(members)} archive members, over the limit of {limits.xlsx_max_members} "
                        "(GYMWRIGHT_XLSX_MAX_MEMBERS); refused unread")
     total = sum(member.file_size for member in members)
     if total > limits.xlsx_max_bytes:
-        raise Unscored(f"{path!r} would inflate to {total / (1024 * 1024):.1f} MB, over the limit of "
+        raise Failed(f"{path!r} would inflate to {total / (1024 * 1024):.1f} MB, over the limit of "
                        f"{limits.xlsx_max_bytes / (1024 * 1024):g} MB (GYMWRIGHT_XLSX_MAX_MB); refused unread "
                        "(a decompression bomb?)")
     for member in members:
         ratio = member.file_size / max(member.compress_size, 1)
         if member.file_size > 1024 * 1024 and ratio > limits.xlsx_max_ratio:
-            raise Unscored(f"{path!r} member {member.filename!r} inflates {ratio:.0f}:1, over the limit of "
+            raise Failed(f"{path!r} member {member.filename!r} inflates {ratio:.0f}:1, over the limit of "
                            f"{limits.xlsx_max_ratio:g}:1 (GYMWRIGHT_XLSX_MAX_RATIO); refused unread "
                            "(a decompression bomb?)")
 
@@ -599,7 +680,7 @@ def _csv_dialect(data: bytes, path: str, limits: GradeLimits):
     try:
         return csv.Sniffer().sniff(lines[0] if lines else "")
     except csv.Error as exc:
-        raise Missing(f"{path!r} is not a readable CSV file ({exc}; name the `delimiter` in the check)") from None
+        raise Failed(f"{path!r} is not a readable CSV file ({exc}; name the `delimiter` in the check)") from None
 
 
 def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: str | None = None,
@@ -624,9 +705,9 @@ def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: st
             from defusedxml import DefusedXmlException
 
             if isinstance(exc.__cause__ or exc.__context__, DefusedXmlException):
-                raise Missing(f"{path!r} declares XML entities or a DTD, which are refused unread "
-                              f"(an entity bomb?): {exc.__cause__ or exc.__context__!r}") from None
-            raise Missing(f"{path!r} is not a readable XLSX file ({exc})") from None
+                raise Failed(f"{path!r} declares XML entities or a DTD, which are refused unread "
+                             f"(an entity bomb?): {exc.__cause__ or exc.__context__!r}") from None
+            raise Failed(f"{path!r} is not a readable XLSX file ({exc})") from None
         try:
             names = workbook.sheetnames
             if sheet is None:
@@ -651,8 +732,8 @@ def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: st
     try:
         frame = pandas.read_csv(io.BytesIO(data), header=None, dtype=str, keep_default_na=False, engine="python",
                                 **dialect_options)
-    except Exception as exc:  # noqa: BLE001
-        raise Missing(f"{path!r} is not a readable CSV file ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - a malformed file is the agent's failure
+        raise Failed(f"{path!r} is not a readable CSV file ({exc})") from None
     return frame.values.tolist()
 
 
@@ -719,12 +800,11 @@ def table_cell(check: TableCellCheck, ctx: GradingContext) -> Outcome:
 
 def command(check: CommandCheck, ctx: GradingContext) -> Outcome:
     result = ctx.run(check.run, timeout_s=check.timeout_s)
-    if result.timed_out:
-        raise Unscored(f"the command timed out after {check.timeout_s:g} s")
-    if result.oom_killed:
-        raise Unscored("the command was killed: out of memory")
-    if result.exit_code is None:
-        raise Unscored("the command died without an exit code")
+    broken = process_failure(result, check.timeout_s, what="the command")
+    if broken:
+        raise Failed(broken)
+    if result.stdout_truncated or result.stderr_truncated:
+        raise Failed("the command flooded its output past the sandbox's output cap")
     met = result.exit_code == check.expect_exit
     tail = (result.stderr or result.stdout).strip()[-300:]
     detail = f"; output ends: {tail}" if tail and not met else ""
@@ -732,7 +812,9 @@ def command(check: CommandCheck, ctx: GradingContext) -> Outcome:
 
 
 def evaluate(check, ctx: GradingContext) -> Outcome:
-    """Run one non-group, non-judge check. Raises `Unscored`."""
+    """Run one non-group, non-judge check. Raises only `Unscored` (the grader's own failure): what the
+    graded work broke (`Failed`) or left out (`Missing`) is an outcome, and so is any other error
+    while the check reads agent input (it fails the check, with the error as its reason)."""
     if check.kind == "python":
         from .pyrunner import python_check
 
@@ -749,6 +831,14 @@ def evaluate(check, ctx: GradingContext) -> Outcome:
         return handler(check, ctx)
     except Missing as exc:
         return _binary(False, str(exc))
+    except Failed as exc:
+        return failed_outcome(check, str(exc))
+    except Unscored:
+        raise
+    except RecursionError:
+        return failed_outcome(check, "error while checking: the input is nested too deeply to read")
+    except Exception as exc:  # noqa: BLE001 - agent input that breaks a reader fails the check, closed
+        return failed_outcome(check, f"error while checking: {type(exc).__name__}: {exc}"[:500])
 
 
 _HANDLERS = {

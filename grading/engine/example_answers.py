@@ -27,7 +27,7 @@ STATUS_WORDS = {AS_EXPECTED: "as expected", UNEXPECTED: "not as expected", INCOM
                 ERROR: "error", PENDING: "pending"}
 
 # Checks that a dry run cannot score: the judge (when none is configured) and the sandbox.
-SANDBOX_KINDS = ("command", "python")
+SANDBOX_KINDS = ("command", "python", "tests")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class ExampleVerdict:
     reward: float | None = None
     reward_min: float | None = None   # the expected range, when the example gives one
     reward_max: float | None = None
+    # The grade's reward_upper (scoring rule 2); None in a verdict stored under the old rule: grade it again.
+    reward_upper: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -74,6 +76,13 @@ def _unscored_points(grade: Grade) -> float:
     return sum(check.points for check in grade.checks if check.status == "unscored" and check.points > 0)
 
 
+def reward_range_text(reward: float, reward_upper: float | None) -> str:
+    """"reward 0.40" for a complete grade, "reward 0.40–1.00" for an incomplete one's bounds."""
+    if reward_upper is None or reward_upper <= reward:
+        return f"reward {reward:.2f}"
+    return f"reward {reward:.2f}–{reward_upper:.2f}"
+
+
 def example_verdict(example: ExampleAnswer | Mapping, grade: Grade | Mapping) -> ExampleVerdict:
     """Compare one example's grade with the verdict its author expects."""
     example = _example(example)
@@ -82,14 +91,19 @@ def example_verdict(example: ExampleAnswer | Mapping, grade: Grade | Mapping) ->
     high = example.reward.max if example.reward is not None else None
     base = dict(name=example.name, expect=example.expect, reward_min=low, reward_max=high)
     unscored = [check for check in grade.iter_checks() if check.status == "unscored"]
+    upper = grade.reward_upper
     if not grade.complete or unscored:
         points = _unscored_points(grade)
-        total = grade.max + points
+        # Under the old rule (no reward_upper) max left the unscored checks out.
+        total = grade.max if upper is not None else grade.max + points
         head = (f"incomplete — {_number(points)} of {_number(total)} points could not be scored"
                 if points else "incomplete — some checks could not be scored")
+        if upper is not None:
+            head += f", {reward_range_text(grade.reward, upper)}"
         reasons = sorted({check.explanation for check in unscored if check.explanation})
-        return ExampleVerdict(**base, status=INCOMPLETE, reward=grade.reward,
+        return ExampleVerdict(**base, status=INCOMPLETE, reward=grade.reward, reward_upper=upper,
                               message=head + (f" ({'; '.join(reasons[:3])})" if reasons else ""))
+    base["reward_upper"] = grade.reward if upper is None else upper
     got = "pass" if grade.passed else "fail"
     problems = []
     if got != example.expect:

@@ -4,7 +4,7 @@ Patterns run on PyPI's `regex` engine (its VERSION0 mode is `re`'s syntax and
 semantics, so existing rubrics keep their meaning, backreferences and lookarounds
 included) with a `timeout` on every search: a catastrophic pattern such as
 `(a+)+$` stops at the check's time budget (`limits.pattern_timeout_s()`) and the
-check is reported unscored, instead of holding a worker for hours. google-re2 was
+check fails with the reason, instead of holding a worker for hours. google-re2 was
 the alternative: linear time, but it rejects backreferences and lookarounds that
 published rubrics may use, which would change the format's meaning.
 
@@ -140,7 +140,7 @@ class Searcher:
     """A compiled pattern plus its literal prefilter; `search`/`finditer` behave like `re`'s.
 
     Each search is bounded by the running check's time budget; running over it
-    raises `BudgetExceeded` (the check is then unscored with the reason).
+    raises `BudgetExceeded` (the check then fails with the reason).
     """
 
     __slots__ = ("pattern", "literal", "prefix", "ignore_case")

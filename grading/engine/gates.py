@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Literal, Mapping
 
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
 from grading.engine.hacks import applicable_hacks, penalty_triggers
+from grading.engine.scoring import SCORING_RULE, reward_range
 
 GateStatus = Literal["pass", "fail", "not_run"]
 PASS, FAIL, NOT_RUN = "pass", "fail", "not_run"
@@ -66,6 +67,9 @@ class PreviewEvidence:
     rewards: list[float]          # rewards of the graded rollouts
     passed: list[bool]            # their pass flags, same order
     errors: int = 0               # rollouts that ended without a grade
+    # The oldest scoring rule its grades were totalled under (scoring.SCORING_RULE): an older one
+    # left unscored checks out of `max`, so its rewards decide nothing: run it again.
+    scoring_rule: int = SCORING_RULE
     rewarded: list[tuple[str, ...]] = field(default_factory=list)  # per graded rollout: checks that awarded points
     gaps: list[GradeGap | None] = field(default_factory=list)  # per graded rollout: None (or left out) = complete
     # per graded rollout: top-level check id -> score (None: unscored); read for hack:zero-width
@@ -274,6 +278,16 @@ def _not_run(gate: str, title: str, policy: str, what: str) -> GateResult:
     return GateResult(gate, title, NOT_RUN, f"no finished {what} preview of this version yet", policy=policy)
 
 
+OLD_RULE_MESSAGE = "graded under the old scoring rule — run it again"
+
+
+def _old_rule(gate: str, title: str, evidence: PreviewEvidence) -> GateResult | None:
+    """not_run for evidence graded under an older scoring rule ("Run gates" starts it again)."""
+    if evidence.scoring_rule >= SCORING_RULE:
+        return None
+    return GateResult(gate, title, NOT_RUN, OLD_RULE_MESSAGE, policy=evidence.policy, run_id=evidence.run_id)
+
+
 def _ungraded(evidence: PreviewEvidence) -> str | None:
     if evidence.graded == 0:
         return f"none of its {evidence.n} rollouts was graded"
@@ -300,50 +314,23 @@ def grade_gap(document) -> GradeGap | None:
     """How far the reward of an incomplete gymwright.grade/v1 document could move once every check it
     left unscored is scored; None for a complete grade.
 
-    Follows `scoring.totals`: a top-level check with an unscored part (itself, or a check inside its
-    group) may score anything in [0, 1], so its positive points may all be earned or all be lost, and
-    a penalty may apply in full or not at all, while the rubric's maximum gains its positive points.
-    A required check that is unscored (or whose group has unscored parts) may still gate, so the lowest
-    reward is then 0; a required check already scored below 1, with nothing unscored under it, has
-    gated: the reward is 0 whatever the rest score. A document that cannot be read allows [0, 1].
+    The bounds are `scoring.reward_range`'s (the one scoring rule): at best every unscored check is
+    met (`reward_upper`); at worst every unscored positive check earns nothing, every unscored
+    penalty is charged and an unscored required check gates. A required check already scored below
+    1 has gated: the reward is 0 whatever the rest score. A document that cannot be read allows [0, 1].
     """
     if not isinstance(document, Mapping):
         return GradeGap(0.0, 1.0, ("its grade could not be read",))
     if document.get("complete") is not False:
         return None
-    gated = may_gate = False
     unscored: list[Mapping] = []  # unscored checks with no unscored check under them: the causes
-
-    def children(check: Mapping) -> list[Mapping]:
-        return [child for child in check.get("checks") or [] if isinstance(child, Mapping)]
-
-    def settled(check: Mapping) -> bool:
-        """Visit `check` and its children; whether its score is final (it and all under it scored)."""
-        nonlocal gated, may_gate
-        kids = children(check)
-        all_kids_settled = all([settled(kid) for kid in kids])  # a list: every child is visited
-        scored = check.get("status") == "scored"
-        if not scored and all(kid.get("status") == "scored" for kid in kids):
+    stack = [check for check in document.get("checks") or [] if isinstance(check, Mapping)]
+    while stack:
+        check = stack.pop()
+        kids = [child for child in check.get("checks") or [] if isinstance(child, Mapping)]
+        if check.get("status") != "scored" and all(kid.get("status") == "scored" for kid in kids):
             unscored.append(check)
-        final = scored and all_kids_settled
-        if check.get("required"):
-            if not final:
-                may_gate = True
-            elif _number(check.get("score"), 1.0) < 1.0:
-                gated = True
-        return final
-
-    top = [check for check in document.get("checks") or [] if isinstance(check, Mapping)]
-    earned = maximum = gain = loss = 0.0
-    for check in top:
-        points = _number(check.get("points"))
-        if settled(check):
-            earned += points * _number(check.get("score"))
-            maximum += max(points, 0.0)
-        elif points > 0:
-            gain += points
-        else:
-            loss += points
+        stack.extend(reversed(kids))
     if not unscored:
         return GradeGap(0.0, 1.0, ("some checks unscored",))
     reasons: list[str] = []
@@ -357,13 +344,11 @@ def grade_gap(document) -> GradeGap | None:
         if reason not in reasons:
             reasons.append(reason)
     needs_judge = any(check.get("kind") == "llm_judge" for check in unscored)
-    total = maximum + gain
-    if gated or total <= 0:
-        low = high = 0.0
-    else:
-        high = min(1.0, max(0.0, (earned + gain) / total))
-        low = 0.0 if may_gate else min(1.0, max(0.0, (earned + loss) / total))
-    return GradeGap(low, high, tuple(reasons), needs_judge=needs_judge, gated=gated)
+    low, high, gated = reward_range(document.get("checks") or [])
+    stored_upper = document.get("reward_upper")
+    if isinstance(stored_upper, (int, float)) and not isinstance(stored_upper, bool):
+        high = min(high, float(stored_upper))  # stored with the rubric's aggregates: exact
+    return GradeGap(low, max(low, high), tuple(reasons), needs_judge=needs_judge, gated=gated)
 
 
 def _pass_threshold(rubric: Mapping) -> float:
@@ -448,6 +433,8 @@ def _gate_oracle(inputs: GateInputs) -> GateResult:
     evidence = inputs.previews.get("oracle")
     if evidence is None:
         return _not_run("oracle", title, "oracle", "oracle")
+    if stale := _old_rule("oracle", title, evidence):
+        return stale
     problem = _ungraded(evidence)
     if problem:
         return GateResult("oracle", title, FAIL, problem, policy="oracle", run_id=evidence.run_id)
@@ -483,6 +470,8 @@ def _gate_nop(inputs: GateInputs) -> GateResult:
     evidence = inputs.previews.get("nop")
     if evidence is None:
         return _not_run("nop", title, "nop", "nop")
+    if stale := _old_rule("nop", title, evidence):
+        return stale
     problem = _ungraded(evidence)
     if problem:
         return GateResult("nop", title, FAIL, problem, policy="nop", run_id=evidence.run_id)
@@ -503,6 +492,9 @@ def _gate_probes(inputs: GateInputs) -> list[GateResult]:
         evidence = inputs.previews.get(policy)
         if evidence is None:
             results.append(_not_run(f"probe:{index}", title, policy, "probe"))
+            continue
+        if stale := _old_rule(f"probe:{index}", title, evidence):
+            results.append(stale)
             continue
         problem = _ungraded(evidence)
         if problem:
@@ -587,6 +579,8 @@ def hack_gate(inputs: GateInputs, policy: str) -> GateResult:
     evidence = inputs.previews.get(policy)
     if evidence is None:
         return _not_run(policy, title, policy, policy)
+    if stale := _old_rule(policy, title, evidence):
+        return stale
     problem = _ungraded(evidence)
     if problem:
         return _hack_unproven(policy, title, evidence, inputs, problem)
@@ -615,7 +609,9 @@ def _gate_examples(inputs: GateInputs) -> GateResult:
     undecided = [example for example in inputs.example_answers if example.undecided]
     if undecided:
         return GateResult("examples", title, NOT_RUN, "; ".join(
-            f"{example.name}: {example.message or example.status}" for example in undecided[:5]))
+            f"{example.name}: {example.message or example.status}" for example in undecided[:5]),
+            what_to_do="Wait for the example answers to be graded; an incomplete one (a judge check with no judge "
+                       "configured) needs a judge, then Grade again under Example answers.")
     return GateResult("examples", title, PASS, f"all {len(inputs.example_answers)} grade as expected")
 
 

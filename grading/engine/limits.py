@@ -1,6 +1,6 @@
 """Bounds on grading untrusted input: rubric patterns (authors) and workspace files (agents).
 
-Every check runs under a CPU-time budget; going over it makes the check unscored
+Every check runs under a CPU-time budget; going over it fails the check
 with the reason, never a stalled worker or web process. The bounds are read from
 environment variables (the same names the web app documents in README's settings
 table) so that the CLI, the Celery workers and the dry-run subprocess agree:

@@ -573,8 +573,9 @@ class GroupCheck(CheckBase):
     positive, 1 − score if negative (a penalty child is good when not triggered).
     `all`: 1 if every child's goodness is 1, else 0. `any`: 1 if at least one is 1,
     else 0. `mean`: mean of goodness weighted by |points|. `min`: the lowest
-    goodness. Unscored children are left out; a group whose children are all
-    unscored is unscored. Children contribute to the reward only through their
+    goodness. The group is scored only when its unscored children cannot change
+    the aggregate (`all` with a failed child, `any` with a met child, ...); else
+    it is unscored. Children contribute to the reward only through their
     group (their own points act as weights for `mean`), but a `required` child
     still gates the whole grade.
     """
@@ -861,8 +862,16 @@ class ProtectedFileState(Strict):
 
 
 class Grade(Strict):
+    """A graded answer (docs/formats.md, "Scoring"). `reward` is the lower bound of an incomplete
+    grade (its unscored checks earn nothing and stay in `max`); `reward_upper` is the reward had every
+    unscored check been met (equal to `reward` when `complete`). `passed` needs a complete grade."""
+
     schema_: Literal["gymwright.grade/v1"] = Field(default=GRADE_SCHEMA, alias="schema")
     reward: Annotated[float, Field(ge=0, le=1)]
+    reward_upper: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None,
+        description="the reward had every unscored check been met; equal to reward when the grade is complete. "
+                    "Always set by the engine; absent (null) only in grades stored before it existed")
     earned: float
     max: float
     passed: bool

@@ -27,7 +27,7 @@ import json
 import math
 import secrets
 
-from .checks import GradingContext, Outcome, Unscored
+from .checks import Failed, GradingContext, Outcome, Unscored, process_failure
 from .models import PythonCheck
 
 RUNNER_SOURCE = r'''
@@ -120,7 +120,10 @@ def parse_result(stdout: str, nonce: str) -> dict | None:
 
 
 def python_check(check: PythonCheck, ctx: GradingContext) -> Outcome:
-    """Run a python check in the sandbox; raise `Unscored` on any failure to get a clean result."""
+    """Run a python check in the sandbox. `Failed` when the run does not give a clean result (a timeout,
+    a kill, no result line, an exception, a value that is not a score): the checked code is the agent's
+    or reads the agent's work, so each of those fails the check. `Unscored` only for the grader's own
+    failure: no sandbox, the sandbox backend failing, no checks module in the environment."""
     sandbox = ctx.require_sandbox()
     text = ctx.target_text(check.target)
     payload = {
@@ -147,20 +150,20 @@ def python_check(check: PythonCheck, ctx: GradingContext) -> Outcome:
         )
     except Exception as exc:  # noqa: BLE001
         raise Unscored(f"the sandbox could not run the check: {exc}") from None
-    if result.timed_out:
-        raise Unscored(f"the check timed out after {check.timeout_s:g} s")
-    if result.oom_killed:
-        raise Unscored("the check was killed: out of memory")
+    broken = process_failure(result, check.timeout_s, what="the check")
+    if broken:
+        raise Failed(broken)
     parsed = parse_result(result.stdout, payload["nonce"])
     if parsed is None:
         tail = result.stderr.strip()[-300:]
-        raise Unscored(f"the check printed no result (exit code {result.exit_code})" + (f": {tail}" if tail else ""))
+        flood = "; its output went past the sandbox's output cap" if result.stdout_truncated else ""
+        raise Failed(f"the check printed no result (exit code {result.exit_code}){flood}" + (f": {tail}" if tail else ""))
     if not parsed["ok"]:
-        raise Unscored(f"the check raised {parsed.get('error', 'an error')}")
+        raise Failed(f"the check raised {parsed.get('error', 'an error')}")
     value = parsed.get("value")
     if isinstance(value, bool):
         return Outcome(1.0 if value else 0.0, f"check returned {'true' if value else 'false'}")
     if isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1:
         return Outcome(float(value), f"check returned {value:g}")
     shown = parsed.get("bad") or json.dumps(value)
-    raise Unscored(f"the check returned {shown}; expected true/false or a number in [0, 1]")
+    raise Failed(f"the check returned {shown}; expected true/false or a number in [0, 1]")

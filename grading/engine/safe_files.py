@@ -4,7 +4,9 @@ An agent controls every name and every file type in its workspace. The host
 side (the grader, the sandboxes' read_file and snapshot) opens such files only
 through `open_regular`: no symlink is followed, a FIFO or device cannot block
 the open (O_NONBLOCK), and anything that is not a regular file after the open
-(fstat, so no swap between a check and the open) is refused. Copies keep
+(fstat, so no swap between a check and the open) is refused. A path under a root is
+walked one component at a time (`open_beneath`): a link anywhere in it, not only at
+its end, is refused rather than followed. Copies keep
 holes (`copy_sparse`, `write_sparse`): a sparse file never turns into its
 apparent size on the host disk.
 """
@@ -51,9 +53,64 @@ def open_regular(path: str | os.PathLike, *, dir_fd: int | None = None) -> int:
     return fd
 
 
-def read_regular(path: str | os.PathLike, *, max_bytes: int) -> bytes:
-    """The bytes of a regular file (see `open_regular`); ValueError when larger than `max_bytes`."""
-    fd = open_regular(path)
+def _relative_parts(relative: str) -> list[str]:
+    parts = [part for part in str(relative).split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise NotRegularFile(errno.EINVAL, "leaves the workspace (..)", str(relative))
+    return parts
+
+
+def open_beneath(root: str | os.PathLike, relative: str) -> int:
+    """Open `root/relative` as `open_regular` does, walking each directory component with
+    O_NOFOLLOW from an fd of the one before: a symbolic link anywhere on the path (a linked
+    directory as much as a linked file) raises NotRegularFile, and nothing can swap a
+    component for a link between a check and the open. FileNotFoundError when a component is
+    missing (or is a file where a directory should be)."""
+    parts = _relative_parts(relative)
+    if not parts:
+        raise NotRegularFile(errno.EISDIR, "is a directory, not a regular file", str(relative))
+    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for index, part in enumerate(parts[:-1]):
+            try:
+                step = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+            except OSError as exc:
+                walked = "/".join(parts[: index + 1])
+                if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+                    if stat.S_ISLNK(os.lstat(part, dir_fd=directory).st_mode):
+                        raise NotRegularFile(errno.ELOOP, f"is reached through a symbolic link ({walked!r})",
+                                             str(relative)) from None
+                    raise FileNotFoundError(errno.ENOENT, f"{walked!r} is not a directory", str(relative)) from None
+                raise
+            os.close(directory)
+            directory = step
+        return open_regular(parts[-1], dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
+def has_link(root: str | os.PathLike, relative: str) -> bool:
+    """Whether any component of `root/relative` (the last one included) is a symbolic link,
+    or the path leaves `root`. The root itself is the grader's and is not looked at."""
+    try:
+        parts = _relative_parts(relative)
+    except NotRegularFile:
+        return True
+    current = os.fspath(root)
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return True
+        except FileNotFoundError:
+            return False
+    return False
+
+
+def read_regular(path: str | os.PathLike, *, max_bytes: int, root: str | os.PathLike | None = None) -> bytes:
+    """The bytes of a regular file (see `open_regular`); ValueError when larger than `max_bytes`.
+    With `root`, `path` is relative to it and no component of it may be a link (`open_beneath`)."""
+    fd = open_regular(path) if root is None else open_beneath(root, os.fspath(path))
     with os.fdopen(fd, "rb") as handle:
         if os.fstat(handle.fileno()).st_size > max_bytes:
             raise ValueError(f"larger than {max_bytes} bytes")

@@ -1,17 +1,25 @@
 """`grade()`: run every check of a rubric and combine the scores (docs/formats.md, "Scoring").
 
-* Each scored check has a score in [0, 1].
+This module's `grade_totals` is THE scoring rule: the app, the CLI, the gates, a pack's reward
+functions, the Harbor verifier and the Inspect scorer all total a grade through it.
+
+* Each check ends scored (a score in [0, 1]) or unscored. Unscored is only the grader's own
+  failure (no judge, the judge provider or the sandbox backend down, no workspace given);
+  whatever the graded work causes fails its check (`checks.Failed`, goodness 0).
 * earned = Σ points × score over the scored top-level checks (penalties subtract);
-  max = Σ points over the scored top-level checks with positive points;
+  max = Σ points over ALL top-level checks with positive points, scored or not: an unscored
+  check earns nothing and still counts in max;
   reward = clip(earned / max, 0, 1), or 0 when max is 0.
-* gated: some `required` check (at any depth) was scored below 1; the reward is then 0.
-  An unscored required check does not gate (it cannot be decided) but makes the
-  grade incomplete.
-* passed = reward ≥ pass_threshold.
-* Unscored checks are left out of earned and max; `complete` is false if any check,
-  at any depth, is unscored.
-* Groups: see `GroupCheck` — an aggregate of the children's "goodness" (score for
-  positive children, 1 − score for penalties); children count only through their group.
+* gated: some `required` check (at any depth) is unscored or scored below 1; the reward is then 0.
+* reward_upper: the reward if every unscored check had been met (an unscored positive check earns
+  its points, an unscored penalty is not charged, an unscored required check does not gate);
+  equal to reward when the grade is complete. An incomplete grade's reward is its lower bound:
+  no answer earns more by leaving a check unscored.
+* complete: no check, at any depth, is unscored. passed = complete and reward ≥ pass_threshold.
+* Groups: see `GroupCheck` — an aggregate of the children's "goodness" (score for positive
+  children, 1 − score for penalties); children count only through their group. A group is scored
+  only when its unscored children cannot change its aggregate (`aggregate_bounds`), otherwise it
+  is unscored ("depends on N unscored child checks").
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .checks import GradingContext, Missing, Unscored, evaluate, failed_outcome
+from .checks import Failed, GradingContext, Missing, Unscored, evaluate, failed_outcome
 from .judge import JudgeClient, JudgeRequest, JudgeResult
 from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget
 from .models import CheckGrade, construct_whole, Grade, GroupCheck, LlmJudgeCheck, Rubric
@@ -29,25 +37,205 @@ from .sandbox import CheckSandbox
 from .text import storable_text
 from .validation import parse_rubric
 
+#: The scoring rule a grade was totalled under: 1 left unscored checks out of `max` (and out of
+#: `required`); 2 is this module's. Stored beside grades so that older ones can be told apart.
+SCORING_RULE = 2
 
-def _goodness(result: CheckGrade) -> float:
-    return result.score if result.points > 0 else 1.0 - result.score
+
+def _field(check: Any, name: str, default: Any = None) -> Any:
+    """A field of a check result, given as a `CheckGrade` or as its JSON document."""
+    if isinstance(check, Mapping):
+        return check.get(name, default)
+    return getattr(check, name, default)
+
+
+def _number(value: Any, default: float = 0.0) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _children(check: Any) -> list:
+    return [child for child in (_field(check, "checks") or []) if isinstance(child, (Mapping, CheckGrade))]
+
+
+def _scored(check: Any) -> bool:
+    return _field(check, "status") == "scored" and _field(check, "score") is not None
+
+
+def _goodness_bounds(check: Any, aggregates: Mapping[str, str] | None = None) -> tuple[float, float]:
+    """A child's goodness (its score, or 1 − score for a penalty) as the (lowest, highest) it can be."""
+    low, high = _score_bounds(check, aggregates)
+    if _number(_field(check, "points")) < 0:
+        return 1.0 - high, 1.0 - low
+    return low, high
+
+
+def _score_bounds(check: Any, aggregates: Mapping[str, str] | None = None) -> tuple[float, float]:
+    """A check's score as the (lowest, highest) it can be: its score when scored; for an unscored group
+    whose aggregate is known, the bounds its children allow; otherwise anything in [0, 1]."""
+    if _scored(check):
+        score = _number(_field(check, "score"))
+        return score, score
+    kind = (aggregates or {}).get(_field(check, "id"))
+    children = _children(check)
+    if kind and children:
+        return _bounds(kind, [_goodness_bounds(child, aggregates) for child in children],
+                       [abs(_number(_field(child, "points"), 1.0)) for child in children])
+    return 0.0, 1.0
+
+
+def _bounds(kind: str, goodness: list[tuple[float, float]], weights: list[float]) -> tuple[float, float]:
+    lows = [low for low, _ in goodness]
+    highs = [high for _, high in goodness]
+    if kind == "all":
+        return (1.0 if all(v >= 1.0 for v in lows) else 0.0), (1.0 if all(v >= 1.0 for v in highs) else 0.0)
+    if kind == "any":
+        return (1.0 if any(v >= 1.0 for v in lows) else 0.0), (1.0 if any(v >= 1.0 for v in highs) else 0.0)
+    if kind == "min":
+        return min(lows), min(highs)
+    total = sum(weights)
+    if total <= 0:
+        return 0.0, 0.0
+    return (sum(w * v for w, v in zip(weights, lows)) / total, sum(w * v for w, v in zip(weights, highs)) / total)
+
+
+def aggregate_bounds(kind: str, children: list) -> tuple[float, float]:
+    """The (lowest, highest) score a group with aggregate `kind` can have, whatever its unscored
+    children would score: each scored child's goodness is known, an unscored one's is anywhere in
+    [0, 1]. Equal bounds: the group is decided (scored) despite its unscored children."""
+    return _bounds(kind, [_goodness_bounds(child) for child in children],
+                   [abs(_number(_field(child, "points"), 1.0)) for child in children])
 
 
 def aggregate(kind: str, children: list[CheckGrade]) -> float | None:
-    """A group's score from its children's results; None when no child was scored."""
-    scored = [child for child in children if child.status == "scored"]
-    if not scored:
-        return None
-    goodness = [_goodness(child) for child in scored]
-    if kind == "all":
-        return 1.0 if all(value >= 1.0 for value in goodness) else 0.0
-    if kind == "any":
-        return 1.0 if any(value >= 1.0 for value in goodness) else 0.0
-    if kind == "min":
-        return min(goodness)
-    weights = [abs(child.points) for child in scored]
-    return sum(weight * value for weight, value in zip(weights, goodness)) / sum(weights)
+    """A group's score from its children's results; None when its unscored children could change it."""
+    low, high = aggregate_bounds(kind, children)
+    return low if low == high else None
+
+
+def _walk(checks: list):
+    stack = list(checks)
+    while stack:
+        check = stack.pop()
+        yield check
+        stack.extend(_children(check))
+
+
+def _totals(checks: list, aggregates: Mapping[str, str] | None) -> dict[str, Any]:
+    checks = [check for check in checks if isinstance(check, (Mapping, CheckGrade))]
+    complete = True
+    gated = gated_upper = False
+    for check in _walk(checks):
+        if not _scored(check):
+            complete = False
+            if _field(check, "required"):
+                gated = True
+        elif _field(check, "required") and _number(_field(check, "score")) < 1.0:
+            gated = gated_upper = True
+    earned = maximum = gain = loss = 0.0
+    for check in checks:
+        points = _number(_field(check, "points"))
+        if points > 0:
+            maximum += points
+        if _scored(check):
+            earned += points * _number(_field(check, "score"))
+        else:
+            low, high = _score_bounds(check, aggregates)
+            if points > 0:
+                gain += points * high   # met: a positive check at its highest score
+            else:
+                gain += points * low    # met: a penalty at its lowest (not charged when it can be)
+                loss += points * high   # at worst: a penalty charged as far as it can be
+
+    def clipped(value: float, is_gated: bool) -> float:
+        if is_gated or maximum <= 0:
+            return 0.0
+        return min(1.0, max(0.0, value / maximum))
+
+    reward = clipped(earned, gated)
+    return {"reward": reward, "reward_upper": max(reward, clipped(earned + gain, gated_upper)),
+            "lowest": min(reward, clipped(earned + loss, gated)), "earned": earned, "max": maximum,
+            "gated": gated, "gated_upper": gated_upper, "complete": complete}
+
+
+def grade_totals(checks: list, *, pass_threshold: float,
+                 aggregates: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """reward, reward_upper, earned, max, passed, gated, complete of top-level check results (see the
+    module docstring), given as `CheckGrade`s or as a grade document's `checks`. `aggregates` maps a
+    group's id to its aggregate, so an unscored group's bounds are exact (else taken as [0, 1])."""
+    summary = _totals(checks, aggregates)
+    return {
+        "reward": summary["reward"],
+        "reward_upper": summary["reward_upper"],
+        "earned": summary["earned"],
+        "max": summary["max"],
+        "passed": summary["complete"] and summary["reward"] >= pass_threshold,
+        "gated": summary["gated"],
+        "complete": summary["complete"],
+    }
+
+
+def reward_range(checks: list, aggregates: Mapping[str, str] | None = None) -> tuple[float, float, bool]:
+    """(lowest, highest, surely_gated): every reward the grade can end with once its unscored checks are
+    scored, each anywhere in [0, 1]. The highest is `reward_upper`; the lowest is at most `reward`, as
+    it also charges the unscored penalties in full (the gates decide on this range: "could any score of
+    the unscored checks change the verdict?"). surely_gated: a required check already failed."""
+    summary = _totals(checks, aggregates)
+    return summary["lowest"], summary["reward_upper"], summary["gated_upper"]
+
+
+def rubric_aggregates(rubric: Rubric | Mapping) -> dict[str, str]:
+    """Each group's id → its aggregate, from a parsed rubric or a rubric document."""
+    found: dict[str, str] = {}
+    checks = rubric.checks if isinstance(rubric, Rubric) else (rubric.get("checks") if isinstance(rubric, Mapping) else None)
+    stack = list(checks or [])
+    while stack:
+        check = stack.pop()
+        if _field(check, "kind") == "group":
+            found[str(_field(check, "id"))] = str(_field(check, "aggregate") or "all")
+            stack.extend(_field(check, "checks") or [])
+    return found
+
+
+def totals(rubric: Rubric, results: list[CheckGrade]) -> dict[str, Any]:
+    """`grade_totals` of a rubric's top-level results."""
+    return grade_totals(results, pass_threshold=rubric.pass_threshold, aggregates=rubric_aggregates(rubric))
+
+
+def retotal(document: Mapping, *, pass_threshold: float, rubric: Rubric | Mapping | None = None) -> dict:
+    """A stored grade document totalled again under this rule: the same document with reward,
+    reward_upper, earned, max, passed, gated and complete replaced and each top-level check's
+    `awarded` set again. Its checks' statuses, scores and points are all it needs, except for a
+    group that was scored over unscored children (the old rule left them out): whether they could
+    change it needs the group's aggregate, from `rubric`; without it, ValueError."""
+    aggregates = rubric_aggregates(rubric) if rubric is not None else {}
+
+    def again(check: Mapping, top_level: bool) -> Mapping:
+        check = dict(check)
+        children = [again(child, False) for child in check.get("checks") or [] if isinstance(child, Mapping)]
+        if children:
+            check["checks"] = children
+            if check.get("status") == "scored" and any(not _scored(child) for child in children):
+                kind = aggregates.get(check.get("id"))
+                if kind is None:
+                    raise ValueError(f"group {check.get('id')!r} was scored over unscored child checks, "
+                                     "and its aggregate is not known")
+                low, high = aggregate_bounds(kind, children)
+                if low != high:
+                    unscored = sum(1 for child in children if not _scored(child))
+                    check.update(status="unscored", score=None,
+                                 explanation=f"depends on {unscored} unscored child check(s)")
+                else:
+                    check["score"] = low
+        if top_level:
+            check["awarded"] = (_number(check.get("points")) * _number(check.get("score")) + 0.0
+                                if _scored(check) else None)
+        return check
+
+    checks = [again(check, True) for check in document.get("checks") or [] if isinstance(check, Mapping)]
+    result = dict(document)
+    result["checks"] = checks
+    result.update(grade_totals(checks, pass_threshold=pass_threshold, aggregates=aggregates))
+    return result
 
 
 class _Grader:
@@ -74,6 +262,9 @@ class _Grader:
             except Missing as exc:
                 self.verdicts[check.id] = JudgeResult(0.0, str(exc))
                 continue
+            except Failed as exc:
+                self.verdicts[check.id] = JudgeResult(failed_outcome(check, str(exc)).score, str(exc))
+                continue
             scale = None if check.scale == "binary" else (float(check.scale.min), float(check.scale.max))
             requests.append(
                 JudgeRequest(
@@ -99,13 +290,16 @@ class _Grader:
         try:
             if isinstance(check, GroupCheck):
                 children = [self.check(child, top_level=False) for child in check.checks]
-                score = aggregate(check.aggregate, children)
-                unscored = sum(1 for child in children if child.status == "unscored")
-                if score is None:
-                    raise Unscored("every child check is unscored")
-                explanation = f"{check.aggregate} over {len(children) - unscored} scored child check(s)"
+                low, high = aggregate_bounds(check.aggregate, children)
+                unscored = [child for child in children if child.status == "unscored"]
+                if low != high:
+                    reasons = list(dict.fromkeys(child.explanation for child in unscored if child.explanation))
+                    raise Unscored(f"depends on {len(unscored)} unscored child check(s)"
+                                   + (f": {'; '.join(reasons[:2])}" if reasons else ""))
+                score = low
+                explanation = f"{check.aggregate} over {len(children) - len(unscored)} scored child check(s)"
                 if unscored:
-                    explanation += f"; {unscored} unscored left out"
+                    explanation += f"; {len(unscored)} unscored could not change it"
             elif isinstance(check, LlmJudgeCheck):
                 verdict = self.verdicts.get(check.id)
                 if verdict is None:
@@ -130,14 +324,17 @@ class _Grader:
                     with (pattern_budget if in_memory else cpu_budget)(budget):
                         outcome = evaluate(check, self.ctx)
                 except BudgetExceeded as exc:
+                    # The input the check reads is the graded work's: spending the budget on it fails it.
                     why = f" ({exc})" if str(exc) else ""
-                    raise Unscored(f"the check used up its {budget:g} s CPU-time budget (GYMWRIGHT_CHECK_CPU_S){why}; "
-                                   "it was stopped and left out of the score") from None
+                    outcome = failed_outcome(check, f"the check used up its {budget:g} s CPU-time budget "
+                                                    f"(GYMWRIGHT_CHECK_CPU_S){why} and was stopped: failed")
                 score, explanation, tests = outcome.score, outcome.explanation, outcome.tests
             status = "scored"
         except Unscored as exc:
             status, score, explanation = "unscored", None, str(exc)
         except Exception as exc:  # noqa: BLE001 - one check's surprise must not sink the whole grade
+            # evaluate() already fails a deterministic check on any error reading agent input; what is
+            # left (a group's or the judge's bookkeeping) is the grader's own error.
             status, score, explanation = "unscored", None, f"error while checking: {type(exc).__name__}: {exc}"
         if duration_ms is None:
             duration_ms = int((time.perf_counter() - started) * 1000)
@@ -161,40 +358,6 @@ class _Grader:
         })
 
 
-def totals(rubric: Rubric, results: list[CheckGrade]) -> dict[str, Any]:
-    """reward, earned, max, passed, gated, complete from top-level results (see module docstring)."""
-    earned = 0.0
-    maximum = 0.0
-    complete = True
-    gated = False
-    stack = list(results)
-    while stack:
-        result = stack.pop()
-        if result.status == "unscored":
-            complete = False
-        elif result.required and result.score < 1.0:
-            gated = True
-        if result.checks:
-            stack.extend(result.checks)
-    for result in results:
-        if result.status != "scored":
-            continue
-        earned += result.points * result.score
-        if result.points > 0:
-            maximum += result.points
-    reward = 0.0 if maximum <= 0 else min(1.0, max(0.0, earned / maximum))
-    if gated:
-        reward = 0.0
-    return {
-        "reward": reward,
-        "earned": earned,
-        "max": maximum,
-        "passed": reward >= rubric.pass_threshold,
-        "gated": gated,
-        "complete": complete,
-    }
-
-
 def grade(
     rubric: Rubric | dict,
     *,
@@ -216,11 +379,11 @@ def grade(
     `checks_module` is the environment's checks module source (for
     `function: "checks:fn"`). `limits` bound the work on untrusted input (each check's
     CPU time, pattern searches, CSV sniffing, XLSX archives); `GradeLimits.from_env()`
-    by default. `left_out` maps workspace paths that a bounded snapshot did not copy
-    to the reason: a check reading one is unscored with that reason, not failed as
-    missing. Never raises for a check's failure: every problem becomes an unscored
-    check with its reason. A dict rubric is parsed first
-    (`SpecError` if invalid).
+    by default; a check that spends its budget fails. `left_out` maps workspace paths that
+    a bounded snapshot did not copy to the reason: a check reading one fails with that
+    reason. Never raises for a check's failure: what the graded work breaks fails its
+    check with the reason, the grader's own failures leave it unscored with the reason.
+    A dict rubric is parsed first (`SpecError` if invalid).
     """
     started = time.perf_counter()
     if not isinstance(rubric, Rubric):

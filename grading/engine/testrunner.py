@@ -825,6 +825,13 @@ class Guard:
                                                  module.__name__ + "." + name + "." + attribute))
                 self.definitions.append((module.__dict__, name, value, module.__name__ + "." + name))
 
+    def watch_namespaces(self, modules):
+        """Modules whose names the tests call through (unittest, pytest): none of their names may be rebound."""
+        self.namespaces = getattr(self, "namespaces", [])
+        for module in modules:
+            if module is not None:
+                self.namespaces.append((module.__name__, module.__dict__, dict(module.__dict__)))
+
     def remember_modules(self, names):
         """Standard-library modules the tests import, imported by the runner before the tested code runs."""
         for name in names:
@@ -848,6 +855,10 @@ class Guard:
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
                 return "sys.modules[" + _repr(name) + "] was replaced"
+        for module_name, namespace, snapshot in getattr(self, "namespaces", []):
+            for name, value in snapshot.items():
+                if namespace.get(name, _MISSING) is not value:
+                    return module_name + "." + name + " was replaced"
         for namespace, name, value, shown in getattr(self, "definitions", []):
             if namespace.get(name, _MISSING) is not value:
                 return "the test file's " + shown + " was replaced"
@@ -866,7 +877,8 @@ _MISSING = object()
 
 
 def _audit_hook(guard):
-    protected = (_TestCase, Guard, Tampered)
+    protected = (_TestCase, Guard, Tampered, _Approx, _Raises, _Mark, _MarkFactory, _Param) + tuple(_APPROX) \
+        + tuple(_FAILURES) + tuple(_SKIPS)
 
     def hook(event, args):
         if event in _BLOCKED_EVENTS:
@@ -1163,7 +1175,12 @@ def main():
                                    assert_true=assert_true)
     temp_root = os.path.join(config["runner_dir"], "tmp")
     os.makedirs(temp_root, exist_ok=True)
+    global _APPROX, _FAILURES, _SKIPS, _ORIGINAL
+    _APPROX, _FAILURES, _SKIPS = frozenset(_APPROX), frozenset(_FAILURES), frozenset(_SKIPS)
+    _ORIGINAL = types.MappingProxyType(dict(_ORIGINAL))
     guard = Guard(sys.modules["__main__"].__dict__, modules)
+    guard.watch_namespaces([sys.modules.get(name) for name in (
+        "unittest", "unittest.case", "pytest", "_pytest.python_api", "_pytest.outcomes")])
     # A collection could run the tested code's finalizers on the main thread, whose stack holds the runner's
     # state: objects are freed by reference counting only (a test's cycles live until the run ends).
     _gc_disable()

@@ -5,9 +5,9 @@ the task's grader-only and protected files (tests/grader-files/) into the worksp
 episode (protected ones put back to their original bytes) and the environment's files
 (tests/env-files/) under /env, reads the agent's final answer from /workspace/answer.txt, runs
 every check (command and python checks run here, in the verifier's container, without the judge's
-settings in their environment), and writes /logs/verifier/reward.json (reward, passed, complete,
-unscored: numbers, which Harbor reads as the trial's rewards), reward.txt (the reward alone) and
-the full grade to grade.json.
+settings in their environment), and writes /logs/verifier/reward.json (reward, reward_upper, passed, complete,
+unscored: numbers, which Harbor reads as the trial's rewards), reward.txt (the reward alone: an
+incomplete grade's lower bound, docs/formats.md "Scoring") and the full grade to grade.json.
 
 Nothing in the workspace is trusted (the agent wrote it): answer.txt is read as a file, never through a
 link, only if it is a regular file of at most ANSWER_MAX_BYTES (otherwise the answer is empty, which fails
@@ -121,7 +121,8 @@ def main() -> int:
     LOGS.mkdir(parents=True, exist_ok=True)
     (LOGS / "grade.json").write_text(json.dumps(document, indent=1, ensure_ascii=False), encoding="utf-8")
     unscored = sum(1 for check in document["checks"] if check["status"] != "scored")
-    rewards = {"reward": float(document["reward"]), "passed": int(bool(document["passed"])),
+    rewards = {"reward": float(document["reward"]), "reward_upper": float(document["reward_upper"]),
+               "passed": int(bool(document["passed"])),
                "complete": int(bool(document["complete"])), "unscored": unscored}
     (LOGS / "reward.json").write_text(json.dumps(rewards) + "\n", encoding="utf-8")
     (LOGS / "reward.txt").write_text(f"{document['reward']}\n", encoding="utf-8")

@@ -94,7 +94,7 @@ def gymwright_rubric():
                      explanation=f"{grade['earned']:g} of {grade['max']:g} points"
                                  + (f"; unscored: {', '.join(unscored)}" if unscored else ""),
                      metadata={"passed": grade["passed"], "complete": grade["complete"], "gated": grade["gated"],
-                               "unscored": unscored})
+                               "reward_upper": grade["reward_upper"], "unscored": unscored})
 
     return score
 

@@ -71,7 +71,8 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
                 env_files: Mapping[str, bytes] | None = None, judge=None,
                 on_event: Callable[[dict], None] | None = None,
                 should_cancel: Callable[[], bool] | None = None,
-                spec: SandboxSpec | None = None, system_prompt: str | None = None) -> RolloutResult:
+                spec: SandboxSpec | None = None, system_prompt: str | None = None,
+                start_files: Mapping[str, bytes] | None = None) -> RolloutResult:
     """Run one episode of `task` (a `Task` or a task dict) with `policy` in a
     fresh sandbox from `backend`, then grade it with grading.engine while the
     sandbox is still up (command and python checks run in it), capture the
@@ -84,6 +85,9 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
     {"type": "step", "step": n, ...}, {"type": "grading"} and {"type": "done",
     ...}; its exceptions are logged and ignored. `should_cancel()` is polled
     between steps and, every half second, while a command runs (which is then killed). `spec` overrides the spec built from the environment.
+    `start_files` (an example answer's files) are in the workspace from the start, beside and over the
+    task's workspace files, as if the agent had written them: never at a grader path, and a protected
+    path is still restored before the checks.
     """
     from grading.engine import Task, grade, parse_task
     from grading.engine.models import ProtectedFileState
@@ -104,6 +108,7 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
 
     sandbox = None
     plan = plan_files(task, files or {}, env_files or {})
+    plan.agent_files.update({path: data for path, data in (start_files or {}).items() if path not in plan.grader})
     work = tempfile.mkdtemp(prefix="gymwright-rollout-")
     try:
         try:

@@ -85,8 +85,10 @@ def test_command_checks_need_a_sandbox_and_make_the_grade_incomplete(logged_in, 
     body = text_of(response)
     assert "needs a sandbox" in body
     # No verdict as the headline while 10 of the 15 points could not be scored.
-    assert "incomplete — 10 of 15 points could not be scored" in body and "passed" not in body
-    assert "1 check unscored · 5 / 5 points scored, reward 1.00 so far (not a verdict)" in body
+    # The 10 unscored points stay in max: the reward is its lower bound, 5 of 15, and the range is shown.
+    assert ("incomplete — reward 0.33–1.00, 1 check unscored: needs a sandbox to run in, and none was given"
+            in body) and "passed" not in body
+    assert "5 / 15 points earned by the scored checks: reward 0.33–1.00, the lower bound, not a verdict" in body
 
 
 def test_group_children_are_indented_under_their_group(logged_in, no_judge):
@@ -131,7 +133,7 @@ def test_judge_checks_are_unscored_when_no_judge_is_configured(logged_in, no_jud
     assert response.status_code == 200
     assert "no judge model configured" in body
     assert "2 checks unscored" in body  # the judge check and the file check (no workspace)
-    assert re.search(r"incomplete — \d+ of \d+ points could not be scored", body)
+    assert re.search(r"incomplete — reward \d\.\d\d–\d\.\d\d, 2 checks unscored: ", body)
     assert DryRun.objects.count() == 0
 
 
@@ -148,7 +150,7 @@ def test_judge_checks_are_graded_by_a_worker_then_shown(logged_in, author, task_
     assert dry_run.status == "queued" and dry_run.task_version == task_version and dry_run.created_by == author
     assert f'hx-get="/grading/dry-runs/{dry_run.pk}/" hx-trigger="every 1s"' in body
     assert "waiting for the judge" in body and "1 judge check pending" in body
-    assert "so far 4 / 4 points, reward 1.00" in body  # the deterministic part, shown at once, no verdict yet
+    assert "so far 4 / 6 points, reward 0.67–1.00" in body  # the deterministic part, shown at once, no verdict yet
     assert judge_server.calls == 0
     assert len(callbacks) == 1
     stored_name = dry_run.files[0]["name"]

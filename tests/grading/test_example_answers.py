@@ -110,7 +110,7 @@ def test_with_a_judge_configured_the_examples_go_to_a_worker_after_commit(author
     from grading import tasks
 
     sent = []
-    monkeypatch.setattr(tasks.example_answers_grade, "delay", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr(tasks.example_answers_grade, "apply_async", lambda args, **options: sent.append(args[0]))
     ModelEndpoint.objects.create(name="judge", role="judge", base_url="http://127.0.0.1:9/v1", model="m",
                                  api_key_env="NO_KEY", is_default=True)
     rubric = copy.deepcopy(RUBRIC)
@@ -189,7 +189,7 @@ def test_an_imports_batch_queues_its_examples_for_workers_in_constant_queries(au
     from grading import tasks
 
     sent = []
-    monkeypatch.setattr(tasks.example_answers_grade, "delay", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr(tasks.example_answers_grade, "apply_async", lambda args, **options: sent.append(args[0]))
 
     def import_batch(prefix: str, n: int) -> int:
         items = [{"slug": f"{prefix}-{i}", "environment_version": environment.latest_version,

@@ -44,15 +44,15 @@ def test_a_worker_grades_judged_examples_and_reports_progress_and_verdicts(setti
         environment = authoring_services.environment_create(slug="shell", name="Shell", author=author,
                                                             spec={"network": "none"})
         # The job message the save enqueues on commit is sent below, to this test's own queue.
-        sent = []
-        monkeypatch.setattr(example_answers_grade, "delay", lambda run_id: sent.append(run_id))
+        sent, send = [], example_answers_grade.apply_async
+        monkeypatch.setattr(example_answers_grade, "apply_async", lambda args, **options: sent.append(args[0]))
         task = authoring_services.task_create(slug="judged", environment=environment, author=author, content={
             "title": "Judged", "prompt": "6 x 7, explained", "rubric": copy.deepcopy(RUBRIC),
             "examples": copy.deepcopy(EXAMPLES)})
         run = ExampleRun.objects.get(task_version=task.latest_version)
         assert run.status == ExampleRun.Status.QUEUED and run.needs_judge and sent == [run.pk]
 
-        example_answers_grade.apply_async((run.pk,), queue=queue)
+        send((run.pk,), queue=queue)
 
         def finished() -> bool:
             run.refresh_from_db()

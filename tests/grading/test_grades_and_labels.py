@@ -50,7 +50,8 @@ def test_the_grade_page_shows_the_table_and_total(client, author, grade):
     body = text_of(response)
     assert response.status_code == 200
     assert "incomplete — 3 of 18 points could not be scored" in body  # the headline: no verdict
-    assert "2 checks unscored · 12 / 15 points scored, reward 0.80 so far (not a verdict)" in body
+    assert ("2 checks unscored · 12 / 15 points scored, reward 0.80 so far (not a verdict; graded under the old "
+            "scoring rule — grade it again)") in body  # a document from before reward_upper
     assert 'data-check-id="mentions_food" data-depth="1"' in body
     assert "Gives 200-400 mg." in body and "needs a sandbox" in body
 

@@ -106,6 +106,17 @@ def test_too_many_members_are_refused(author, scratch, settings):
     assert_refused(path, author, "pack/f5", "more than 5 members", scratch)
 
 
+@pytest.mark.parametrize("second", [
+    regular("pack/task.toml", b"x = 1\n"),
+    regular("./pack//task.toml", b"x = 1\n"),  # the same path written another way
+    special("pack/task.toml", tarfile.LNKTYPE, "pack/other.txt"),
+])
+def test_a_member_named_twice_is_refused(author, scratch, second):
+    path = archive_with(scratch / "twice.tar.gz", [regular("pack/other.txt", b"y"), regular("pack/task.toml", TASK_TOML),
+                                                   second])
+    assert_refused(path, author, second[0].name, "named twice in the archive", scratch)
+
+
 def test_a_damaged_archive_is_refused(author, scratch):
     path = archive_with(scratch / "ok.tar.gz", [regular("pack/task.toml", TASK_TOML)])
     path.write_bytes(path.read_bytes()[:30])

@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from grading.engine import JudgeClient, JudgeConfig
 from tests.packs.test_standalone import FILE_TASK, TEXT_TASK, engine_reward, pack_dir  # noqa: F401 (fixture)
 from tests.support.openai_server import OpenAIServer
@@ -46,7 +48,8 @@ def test_every_task_a_response_grades_is_a_sample_scored_by_the_packs_rubric(pac
     assert set(scores) == {"six-times-seven"} and len(policy_calls) == 1
     # No judge configured: the judge check is unscored, as the engine does.
     expected = engine_reward(TEXT_TASK, ANSWERS[TEXT_TASK["prompt"]])
-    assert scores["six-times-seven"]["value"] == expected["reward"]
+    assert scores["six-times-seven"]["value"] == expected["reward"] == pytest.approx(2 / 3)  # a lower bound
+    assert scores["six-times-seven"]["metadata"]["reward_upper"] == expected["reward_upper"] == 1.0
     assert scores["six-times-seven"]["metadata"]["complete"] is False
     assert scores["six-times-seven"]["metadata"]["unscored"] == ["explains"]
 

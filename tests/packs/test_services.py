@@ -207,9 +207,9 @@ def test_a_build_whose_worker_died_is_reaped_as_failed_with_a_reason(pack, lab, 
     assert PackVersion.objects.filter(pk=pack_version.pk).building_update(progress_done=12) == 0
     assert services.pack_version_build(pack_version_id=pack_version.pk).status == PackVersion.Status.FAILED
 
-    # a build no worker ever started (its job message lost): reaped from its creation time, by the command too
+    # a build no worker ever started (its job message lost): reaped from when its job was sent, by the command too
     lost = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
-    PackVersion.objects.filter(pk=lost.pk).building_update(created_at=timezone.now() - timedelta(seconds=120))
+    PackVersion.objects.filter(pk=lost.pk).building_update(enqueued_at=timezone.now() - timedelta(seconds=120))
     call_command("reap_pack_builds", "--stale-after", "60")
     assert f"failed 1 stale pack build(s) [{lost.pk}]" in capsys.readouterr().out
     lost.refresh_from_db()

@@ -98,17 +98,18 @@ def test_verl_loads_the_pack_with_the_readme_overrides_and_its_trainer_reduces_t
     for task_id, result in zip(order, seen["results"]):
         info = result["reward_extra_info"]
         assert result["reward_score"] == expected[task_id]["reward"] == info["score"]
-        assert info == {"score": expected[task_id]["reward"], "passed": int(expected[task_id]["passed"]),
-                        "score_upper": expected[task_id].get("reward_upper") or expected[task_id]["reward"], "complete": 0, "gated": 0,
+        assert info == {"score": expected[task_id]["reward"], "score_upper": expected[task_id]["reward_upper"],
+                        "passed": int(expected[task_id]["passed"]), "complete": 0, "gated": 0,
                         "unscored": unscored[task_id]}
-    assert seen["results"][0]["reward_score"] == 1.0  # "42" earns the string check; the judge check is left out
+    # "42" earns the string check, 2 of 3: the unscored judge check stays in the maximum
+    assert seen["results"][0]["reward_score"] == pytest.approx(2 / 3)
     # verl's arrays over the training batch, and its validation metrics over them
     assert seen["batch_arrays"] == {key: [r["reward_extra_info"][key] for r in seen["results"]]
                                     for key in ("score", "score_upper", "passed", "complete", "gated", "unscored")}
     prefix = "val-aux/gymwright/trainers"
-    assert seen["validation"]["val-core/gymwright/trainers/reward/mean@1"] == 0.5
+    assert seen["validation"]["val-core/gymwright/trainers/reward/mean@1"] == pytest.approx(1 / 3)
     assert seen["validation"][f"{prefix}/unscored/mean@1"] == 1.5
-    assert seen["validation"][f"{prefix}/passed/mean@1"] == 0.5
+    assert seen["validation"][f"{prefix}/passed/mean@1"] == 0.0  # an incomplete grade never passes
     assert seen["validation"][f"{prefix}/complete/mean@1"] == 0.0
     assert seen["validation_v1"]["gymwright/trainers/unscored/mean@1"] == 1.5
     # the dumps of generations carry every key, one number per response

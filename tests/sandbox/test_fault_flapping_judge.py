@@ -65,8 +65,9 @@ def test_a_flapping_judge_leaves_its_checks_unscored_with_the_reason(request, tr
             assert check["status"] == "unscored" and check.get("score") is None and not check.get("awarded"), check
             assert "judge call failed after 4 attempt(s)" in check["explanation"], check["explanation"]
             assert "HTTP 500" in check["explanation"] or "timed out" in check["explanation"], check["explanation"]
-        # Only the scored check counts: 3 of 3 points, never a judge verdict nobody gave.
-        assert (grade["earned"], grade["max"], grade["reward"]) == (3, 3, 1.0)
+        # Only the scored check earns: 3 of 6 points (the judge checks stay in the maximum), never a judge
+        # verdict nobody gave; had they been met, 6 of 6.
+        assert (grade["earned"], grade["max"], grade["reward"], grade["reward_upper"]) == (3, 6, 0.5, 1.0)
     preview_run.refresh_from_db()
     assert preview_run.status == "done"
 

@@ -3,11 +3,14 @@
 The test runs a redis-server of its own on a free port (no persistence: a restart loses the
 queue), never the shared one. A worker takes the first rollout; Redis is killed and started
 again empty, so the job messages of the rollouts still queued are gone. The worker reconnects,
-and its reaper re-sends the job of every QUEUED rollout nobody claimed within
-GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S: the preview finishes, nothing stays "queued".
+and its broker check (every GYMWRIGHT_BROKER_CHECK_S) finds its canary gone and re-sends the job
+of every QUEUED rollout: the preview finishes, nothing stays "queued". The backstop
+(GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S) is set far out of reach: the recovery is the canary's.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -35,9 +38,9 @@ def test_a_preview_survives_a_redis_restart_that_loses_its_queue(request, transa
     author = make_user(django_user_model, "ada", "author")
     task = make_task(author=author, slug="slow-oracle", script="sleep 2 && echo 42 > answer.txt",
                      limits={"timeout_s": 120})
-    workers = start_workers(request, own_redis.url, tmp_path, stale_after_s=30, requeue_after_s=4)
+    workers = start_workers(request, own_redis.url, tmp_path, stale_after_s=30, requeue_after_s=3600)
     with producer_on(own_redis.url, monkeypatch):
-        workers.start(name="redis-fault", concurrency=1)
+        workers.start(name="redis-fault", concurrency=1, env={"GYMWRIGHT_BROKER_CHECK_S": "2"})
         preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle",
                                                   n=4)
         wait_for(lambda: preview_run.rollouts.filter(status=Rollout.Status.RUNNING).exists(),
@@ -56,7 +59,10 @@ def test_a_preview_survives_a_redis_restart_that_loses_its_queue(request, transa
     assert [(r.status, r.passed) for r in rollouts] == [("done", True)] * 4, (
         [(r.status, r.error) for r in rollouts], workers.logs())
     assert all(r.attempts == 1 for r in rollouts)  # re-sent, not re-run: each claimed once
-    assert "re-sent the job messages" in workers.logs()
+    logs = workers.logs(tail=200000)
+    # the queued rollouts were sent again by the check that found the canary gone
+    assert any(re.search(r"'rollouts': \[\d", line) for line in logs.splitlines()
+               if "by the broker check (the canary was gone)" in line), logs
     assert not Rollout.objects.filter(status=Rollout.Status.QUEUED).exists()
     preview_run.refresh_from_db()
     assert preview_run.status == "done" and preview_run.summary["pass_rate"] == 1.0

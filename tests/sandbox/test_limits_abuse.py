@@ -7,6 +7,10 @@ from __future__ import annotations
 import pytest
 from django.core.cache import cache
 
+from datetime import timedelta
+
+from django.utils import timezone
+
 from authoring import services as authoring_services
 from gymwright.errors import DomainError
 from sandbox import services
@@ -96,7 +100,7 @@ def test_rollouts_in_flight_are_capped_per_user(api, version, author, django_use
     assert api.post(previews_url(version), {"policy": "nop", "n": 3}, format="json").status_code == 201
 
 
-def test_preview_starts_through_the_api_are_throttled_per_user(api, version, settings):
+def test_preview_starts_through_the_api_are_throttled_per_user(api, version, settings, enqueued):
     settings.PREVIEW_RATE = "2/hour"
     for _ in range(2):
         assert api.post(previews_url(version), {"policy": "nop", "n": 1}, format="json").status_code == 201
@@ -106,26 +110,45 @@ def test_preview_starts_through_the_api_are_throttled_per_user(api, version, set
     assert api.get(previews_url(version)).status_code == 200  # reading is not throttled
 
 
-def test_the_throttle_count_is_shared_with_other_web_processes(api, version, author, settings):
-    """gunicorn runs several processes: a per-process cache would multiply the rate by their number."""
-    import json
+def test_the_start_rate_holds_on_every_path_that_starts_previews(api, version, author, client, settings,
+                                                                  django_user_model, enqueued):
+    """The form and Run gates start previews too: each start counts, in the database (shared by every web
+    process and host), whichever path made it; over the rate each path answers 429 or says so."""
+    from sandbox.models import PreviewRun
+
+    settings.PREVIEW_RATE = "3/hour"
+    client.force_login(author)
+    form_url = f"/previews/start/{version.task.slug}/v{version.number}/"
+    assert client.post(form_url, {"policy": "nop", "n": "1"}).status_code == 302  # 1: the form
+    assert api.post(previews_url(version), {"policy": "nop", "n": 1}, format="json").status_code == 201  # 2
+    # Run gates starts what it can (oracle, then the rest) and stops at the rate with the reason
+    page = client.post(f"/tasks/{version.task.slug}/gates/run/", follow=True).content.decode()
+    assert "GYMWRIGHT_PREVIEW_RATE" in page
+    assert PreviewRun.objects.filter(created_by=author).count() == 3
+    refused = client.post(form_url, {"policy": "nop", "n": "1"})
+    assert refused.status_code == 429 and b"GYMWRIGHT_PREVIEW_RATE" in refused.content
+    assert int(refused["Retry-After"]) > 0
+    response = api.post(previews_url(version), {"policy": "nop", "n": 1}, format="json")
+    assert response.status_code == 429 and response.json()["error"]["code"] == "throttled"
+    assert int(response["Retry-After"]) > 0
+    api_gates = api.post(f"/api/tasks/{version.task.slug}/versions/{version.number}/gates/run/")
+    assert api_gates.status_code == 429, api_gates.content
+    assert PreviewRun.objects.filter(created_by=author).count() == 3
+    # the count is the user's own, and the window's: starts older than the hour no longer count
+    other = make_user(django_user_model, "bo", "author")
+    assert services.preview_run_create(task_version=version, user=other, policy="nop", n=1)
+    PreviewRun.objects.filter(created_by=author).update(created_at=timezone.now() - timedelta(hours=1, seconds=1))
+    assert api.post(previews_url(version), {"policy": "nop", "n": 1}, format="json").status_code == 201
+
+
+def test_a_preview_rate_that_does_not_parse_is_refused_at_start_with_the_variable_named():
     import os
     import subprocess
     import sys
 
-    from sandbox.apis import PreviewStartThrottle
-
-    settings.PREVIEW_RATE = "5/hour"
-    for _ in range(2):
-        assert api.post(previews_url(version), {"policy": "nop", "n": 1}, format="json").status_code == 201
-    key = PreviewStartThrottle.cache_format % {"scope": PreviewStartThrottle.scope, "ident": author.pk}
-    probe = ("import django, json, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'gymwright.settings');"
-             "django.setup(); from django.core.cache import cache; import sys;"
-             f"print(json.dumps(len(cache.get({key!r}) or [])))")
-    seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "gymwright.settings"})
-    assert seen.returncode == 0, seen.stderr
-    assert json.loads(seen.stdout.strip().splitlines()[-1]) == 2
+    result = subprocess.run([sys.executable, "-c", "import gymwright.settings"], capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "GYMWRIGHT_PREVIEW_RATE": "lots"})
+    assert result.returncode != 0 and "GYMWRIGHT_PREVIEW_RATE" in result.stderr
 
 
 def test_a_cache_url_that_is_not_redis_is_refused_with_the_variable_named():

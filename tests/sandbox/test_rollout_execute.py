@@ -57,22 +57,25 @@ def test_a_model_preview_runs_the_agent_in_a_sandbox_and_grades_it_with_the_judg
     assert calls == ["bash", "submit"]
 
 
-def test_without_a_judge_the_judged_check_is_unscored_not_zero(sandbox_dir, author, settings, client):
+def test_without_a_judge_the_judged_check_is_unscored_and_the_reward_is_its_lower_bound(sandbox_dir, author,
+                                                                                          settings, client):
     settings.OPENAI_BASE_URL = ""
     task = make_task(author=author, slug="judged", rubric=JUDGED_RUBRIC)
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
     assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
-    assert rollout.grade.document["complete"] is False and rollout.reward == 1.0
+    document = rollout.grade.document
+    assert document["complete"] is False and rollout.reward == document["reward"] < 1.0
+    assert document["reward_upper"] == 1.0 and rollout.passed is False  # an incomplete grade never passes
     judged = rollout.grade.check_results.get(check_id="explains")
     assert judged.status == "unscored" and "judge" in judged.explanation.lower()
-    # the preview page's tiles: a pass, and that it is incomplete (the verdict said so; the tiles read 1/1 alone)
+    # the preview page's tiles: no pass, and that it is incomplete
     client.force_login(author)
     page = client.get(f"/previews/{preview_run.pk}/").content.decode()
     assert 'id="preview-incomplete"' in page and "1 incomplete" in page
     progress = client.get(f"/api/previews/{preview_run.pk}/").json()["progress"]
-    assert progress["passed"] == 1 and progress["incomplete"] == 1
+    assert progress["passed"] == 0 and progress["incomplete"] == 1
 
 
 def test_a_model_api_failure_is_retried_once_then_reported(sandbox_dir, author, enqueued,
@@ -248,7 +251,8 @@ def test_cancel_during_a_long_command_kills_it_and_removes_the_sandbox(sandbox_d
     assert not [entry for entry in sandbox_dir.iterdir() if entry.name.startswith("gw-")]  # the sandbox is gone
 
 
-def test_files_the_snapshot_left_out_are_listed_on_the_rollout_and_unscored(sandbox_dir, author, settings, client):
+def test_files_the_snapshot_left_out_are_listed_on_the_rollout_and_fail_their_checks(sandbox_dir, author, settings,
+                                                                                       client):
     from django.urls import reverse
 
     settings.SANDBOX_SNAPSHOT_MAX_MB = 1
@@ -266,7 +270,8 @@ def test_files_the_snapshot_left_out_are_listed_on_the_rollout_and_unscored(sand
     assert listing["huge.bin"]["size"] == 500 * 1024 * 1024 and "snapshot size limit" in listing["huge.bin"]["left_out"]
     checks = {row.check_id: row for row in rollout.grade.check_results.all()}
     assert checks["answer_file"].status == "scored" and checks["answer_file"].awarded == 1
-    assert checks["huge_file"].status == "unscored" and "left out" in checks["huge_file"].explanation
+    assert checks["huge_file"].status == "scored" and checks["huge_file"].score == 0.0
+    assert "left out" in checks["huge_file"].explanation
     client.force_login(author)
     page = client.get(reverse("sandbox:rollout_detail", args=[rollout.pk])).content.decode()
     assert "Left out of the workspace snapshot: snapshot size limit" in page

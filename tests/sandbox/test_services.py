@@ -443,7 +443,7 @@ def test_the_migration_keeps_a_grade_that_only_the_rollouts_copy_held(transactio
     kept = new_apps.get_model("sandbox", "Rollout").objects.get(pk=cancelled.pk)
     grade = new_apps.get_model("grading", "Grade").objects.get(pk=kept.grade_id)
     assert grade.document == document and grade.rollout_id == cancelled.pk and grade.task_version_id == task_version.pk
-    assert (grade.reward, grade.earned, grade.max, grade.complete) == (1.0, 2.0, 2.0, False)
+    assert (grade.reward, grade.earned, grade.max, grade.complete) == (document["reward"], 2.0, 3.0, False)
     rows = new_apps.get_model("grading", "CheckResult").objects.filter(grade=grade).order_by("position")
     assert [(row.check_id, row.status) for row in rows] == [("says_42", "scored"), ("judged", "unscored")]
     assert new_apps.get_model("sandbox", "Rollout").objects.get(pk=never_graded.pk).grade_id is None

@@ -5,7 +5,7 @@ Safe to run from cron on any host, any number of times: every change is a condit
 
 from django.core.management.base import BaseCommand
 
-from packs.services import pack_versions_reap_stale
+from packs.services import pack_scratch_reap, pack_versions_reap_stale
 
 
 class Command(BaseCommand):
@@ -18,4 +18,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, stale_after=None, **options):
         reaped = pack_versions_reap_stale(stale_after_s=stale_after)
-        self.stdout.write(f"failed {len(reaped)} stale pack build(s) {reaped}")
+        removed = pack_scratch_reap()
+        self.stdout.write(f"failed {len(reaped)} stale pack build(s) {reaped}, "
+                          f"removed {len(removed)} orphaned scratch folder(s) on this host")

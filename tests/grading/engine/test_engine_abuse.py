@@ -1,5 +1,6 @@
 """Abuse suite for the grader: hostile rubric patterns (authors) and hostile workspace files
-(agents) are bounded host-side, and going over a bound is an unscored check with the reason."""
+(agents) are bounded host-side, and going over a bound fails the check with the reason (the input
+is the graded work's: spending the grader's budget on it earns nothing)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def one(check: dict, *, answer: str = "", **kwargs):
     ({"kind": "file_content", "path": "out.txt", "regex": CATASTROPHIC}, {"file": EVIL_TEXT}),
     ({"kind": "regex", "pattern": CATASTROPHIC, "target": "file:out.txt"}, {"file": EVIL_TEXT}),
 ])
-def test_a_catastrophic_pattern_is_unscored_with_the_reason_within_the_budget(check, where, tmp_path):
+def test_a_catastrophic_pattern_fails_with_the_reason_within_the_budget(check, where, tmp_path):
     if check["kind"] == "number":
         check = {**check, "expected": 1}
     kwargs = {"answer": where.get("answer", ""), "limits": GradeLimits(check_cpu_s=0.5)}
@@ -42,9 +43,9 @@ def test_a_catastrophic_pattern_is_unscored_with_the_reason_within_the_budget(ch
         kwargs["workspace"] = tmp_path
     result = one(check, **kwargs)  # unbounded, this search outlives the universe
     checked = result.checks[0]
-    assert checked.status == "unscored", checked.explanation
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
     assert "CPU-time budget" in checked.explanation and "GYMWRIGHT_CHECK_CPU_S" in checked.explanation
-    assert result.complete is False
+    assert result.complete is True and result.reward == 0.0
 
 
 def test_the_pattern_budget_also_holds_off_the_main_thread():
@@ -55,7 +56,7 @@ def test_the_pattern_budget_also_holds_off_the_main_thread():
     worker.start()
     worker.join(120)
     assert not worker.is_alive()
-    assert results[0].checks[0].status == "unscored"
+    assert results[0].checks[0].status == "scored" and results[0].checks[0].score == 0.0
     assert "ran longer than its 0.5 s time budget" in results[0].checks[0].explanation
 
 
@@ -66,7 +67,7 @@ def test_a_check_that_burns_cpu_in_a_parser_is_stopped_by_the_cpu_budget(tmp_pat
     limits = GradeLimits(check_cpu_s=0.5, csv_sniff_bytes=10**9)
     result = one({"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": 1, "expected": 1},
                  workspace=tmp_path, limits=limits)
-    assert result.checks[0].status == "unscored"
+    assert result.checks[0].status == "scored" and result.checks[0].score == 0.0
     assert "CPU-time budget" in result.checks[0].explanation
 
 
@@ -183,7 +184,7 @@ def test_an_xlsx_bomb_is_refused_before_it_is_inflated(tmp_path):
     result = one({"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": 5},
                  workspace=tmp_path)
     checked = result.checks[0]
-    assert checked.status == "unscored"
+    assert checked.status == "scored" and checked.score == 0.0
     assert "GYMWRIGHT_XLSX_MAX_MB" in checked.explanation and "refused unread" in checked.explanation
 
 
@@ -191,7 +192,7 @@ def test_an_xlsx_over_the_ratio_is_refused_and_a_normal_one_is_read(tmp_path):
     (tmp_path / "model.xlsx").write_bytes(_bomb(8))  # 8 MB inflated, ~1000:1
     check = {"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": 5}
     result = one(check, workspace=tmp_path)
-    assert result.checks[0].status == "unscored"
+    assert result.checks[0].status == "scored" and result.checks[0].score == 0.0
     assert "GYMWRIGHT_XLSX_MAX_RATIO" in result.checks[0].explanation
     result = one(check, workspace=tmp_path, limits=GradeLimits(xlsx_max_ratio=10_000))
     assert result.checks[0].status == "scored" and result.checks[0].score == 1.0, result.checks[0].explanation

@@ -193,9 +193,27 @@ def test_a_symlink_out_of_the_workspace_is_refused(workspace, tmp_path):
     secret.write_text("password")
     os.symlink(secret, workspace / "link.txt")
     result = one({"kind": "file_content", "path": "link.txt", "contains": "password"}, workspace=workspace)
-    assert result.score == 0.0 and "outside the workspace" in result.explanation
+    assert result.status == "scored" and result.score == 0.0 and "symbolic link" in result.explanation
     os.symlink(tmp_path, workspace / "up")
     assert score({"kind": "file_exists", "path": "up/*.txt"}, workspace=workspace) == 0.0
+
+
+def test_a_link_anywhere_on_the_path_fails_the_check_even_inside_the_workspace(workspace):
+    (workspace / "real").mkdir()
+    (workspace / "real" / "out.txt").write_text("the answer")
+    os.symlink("real", workspace / "linked")
+    os.symlink("real/out.txt", workspace / "out.txt")
+    for path in ("linked/out.txt", "out.txt"):
+        result = one({"kind": "file_content", "path": path, "contains": "answer"}, workspace=workspace)
+        assert result.status == "scored" and result.score == 0.0 and "symbolic link" in result.explanation, path
+        assert score({"kind": "file_exists", "path": path}, workspace=workspace) == 0.0, path
+    # a penalty on a linked file is charged: the link does not hide the bad content
+    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
+        {"id": "ok", "kind": "string_match", "points": 3, "expected": "x"},
+        {"id": "leak", "kind": "file_content", "points": -3, "path": "out.txt", "contains": "answer"}]})
+    penalty = grade(rubric, answer="x", workspace=workspace)
+    assert penalty.checks[1].score == 1.0 and penalty.checks[1].awarded == -3.0 and penalty.reward == 0.0
+    assert score({"kind": "file_exists", "path": "real/out.txt"}, workspace=workspace) == 1.0
 
 
 # ---------------------------------------------------------------- table_cell
@@ -269,7 +287,7 @@ def test_a_glob_with_a_partial_double_star_is_rejected():
     assert [issue.pointer for issue in issues] == ["/checks/0/path"]
 
 
-def test_an_unexpected_error_in_one_check_leaves_it_unscored_and_grades_the_rest(monkeypatch):
+def test_an_unexpected_error_in_one_check_fails_it_and_grades_the_rest(monkeypatch):
     from grading.engine import checks
 
     def explode(check, ctx):
@@ -280,8 +298,9 @@ def test_an_unexpected_error_in_one_check_leaves_it_unscored_and_grades_the_rest
         {"id": "r", "kind": "regex", "points": 1, "pattern": "x"},
         {"id": "s", "kind": "string_match", "points": 1, "expected": "x"}]})
     result = grade(rubric, answer="x")
-    assert result.checks[0].status == "unscored" and "RuntimeError: surprise" in result.checks[0].explanation
-    assert result.checks[1].score == 1.0 and result.reward == 1.0 and not result.complete
+    assert result.checks[0].status == "scored" and result.checks[0].score == 0.0
+    assert "error while checking: RuntimeError: surprise" in result.checks[0].explanation
+    assert result.checks[1].score == 1.0 and result.reward == 0.5 and result.complete
 
 
 # ---------------------------------------------------------------- hostile workspace files
@@ -295,8 +314,9 @@ def test_a_fifo_in_the_workspace_is_not_met_and_never_blocks_the_grader(tmp_path
     assert "FIFO" in result.explanation
 
 
-def test_a_file_the_snapshot_left_out_is_unscored_with_the_reason(tmp_path):
+def test_a_file_the_snapshot_left_out_fails_with_the_reason(tmp_path):
     result = one({"kind": "file_content", "path": "big.bin", "contains": "x"},
                  workspace=tmp_path, left_out={"big.bin": "snapshot size limit: 524288000 bytes"})
-    assert result.status == "unscored" and "left out of the workspace snapshot" in result.explanation
+    assert result.status == "scored" and result.score == 0.0
+    assert "left out of the workspace snapshot" in result.explanation
     assert "snapshot size limit" in result.explanation

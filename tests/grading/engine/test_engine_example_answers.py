@@ -138,9 +138,9 @@ def test_an_unscored_judge_check_makes_the_verdict_incomplete_never_a_pass():
         {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
         {"id": "explains", "kind": "llm_judge", "points": 8, "criterion": "Explains the product."}]}
     graded = grade(rubric, answer="42", judge=None)
-    assert graded.passed  # the engine's reward ignores unscored checks ...
+    assert not graded.passed and graded.reward == 0.2 and graded.reward_upper == 1.0  # a lower bound ...
     verdict = example_verdict({"name": "judged", "answer": "42", "expect": "pass"}, graded)
-    assert verdict.status == INCOMPLETE and not verdict.ok  # ... the example does not
+    assert verdict.status == INCOMPLETE and not verdict.ok  # ... and no verdict
     assert verdict.message.startswith("incomplete — 8 of 10 points could not be scored")
     assert rubric_needs(rubric) == {"judge"}
 

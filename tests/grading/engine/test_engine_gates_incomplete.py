@@ -52,10 +52,11 @@ def by_gate(results):
 
 def test_a_complete_grade_has_no_gap_and_an_incomplete_one_spans_what_its_unscored_checks_allow():
     assert gates.grade_gap(document(rubric(regex("says", 1, "yes")), "yes")) is None
-    # 6 points scored, a 2-point judge check and a -1 judge penalty unscored: max becomes 8 once they
-    # are scored; at best 8/8, at worst (6 - 1)/8.
+    # 6 points scored, a 2-point judge check and a -1 judge penalty unscored: max is 8 already (the
+    # unscored check stays in it); the reward, 6/8, is the lower bound of the scored checks; at best
+    # 8/8 (reward_upper), at worst (6 - 1)/8 with the penalty charged.
     incomplete = document(rubric(regex("says", 6, "yes"), judged("good", 2), judged("bad", -1)), "yes")
-    assert incomplete["complete"] is False and incomplete["reward"] == 1.0
+    assert incomplete["complete"] is False and incomplete["reward"] == 0.75 and incomplete["reward_upper"] == 1.0
     gap = gates.grade_gap(incomplete)
     assert (gap.low, gap.high) == (0.625, 1.0) and gap.low <= incomplete["reward"] <= gap.high
     assert gap.reasons == ("judge checks unscored: no judge was configured when it ran",)
@@ -109,7 +110,8 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
                 "probe:": evidence("probe:", [document(IBUPROFEN_RUBRIC, "")])}
     for policy in gates.hack_policies(document_):
         previews[policy] = evidence(policy, [document(IBUPROFEN_RUBRIC, "Every criterion is met.")])
-    assert "hack:judge-injection" in previews and previews["oracle"].passed == [True] * 3  # what it showed
+    # It showed "3 of 3 passed"; an incomplete grade never passes now (its reward is a lower bound).
+    assert "hack:judge-injection" in previews and previews["oracle"].passed == [False] * 3
     inputs = GateInputs(task=document_, previews=previews, judge_configured=False, example_answers=[])
     results = by_gate(gates.evaluate_gates(inputs))
     preview_gates, hack_gates = ["oracle", "nop", "probe:0"], gates.hack_policies(document_)
@@ -215,3 +217,20 @@ def test_grades_incomplete_for_another_reason_are_run_again_with_or_without_a_ju
     assert nop.message.startswith("3 of 3 grades are incomplete (tests unscored: ") and nop.message.endswith(
         "— run it again")
     assert ("nop", 3) in gates.previews_to_start(inputs, results)
+
+
+def test_a_preview_graded_under_the_old_scoring_rule_decides_no_gate_and_is_run_again():
+    solid = rubric(regex("says", 1, "yes"))
+    graded = document(solid, "yes")
+    old = PreviewEvidence(policy="oracle", run_id=7, n=1, rewards=[graded["reward"]], passed=[True], scoring_rule=1)
+    nop = PreviewEvidence(policy="nop", run_id=8, n=1, rewards=[0.0], passed=[False], scoring_rule=1)
+    inputs = GateInputs(task=task(solid), previews={"oracle": old, "nop": nop}, judge_configured=True)
+    results = by_gate(gates.evaluate_gates(inputs))
+    for name in ("oracle", "nop"):
+        assert results[name].status == "not_run", name
+        assert results[name].message == "graded under the old scoring rule — run it again"
+    assert not gates.all_pass(results.values())
+    assert set(gates.previews_to_start(inputs, results.values())) >= {("oracle", 3), ("nop", 3)}
+    fresh = PreviewEvidence(policy="oracle", run_id=9, n=1, rewards=[1.0], passed=[True])
+    inputs = GateInputs(task=task(solid), previews={"oracle": fresh}, judge_configured=True)
+    assert by_gate(gates.evaluate_gates(inputs))["oracle"].status == "pass"

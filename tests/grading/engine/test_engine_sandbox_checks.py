@@ -43,11 +43,16 @@ def test_command_runs_in_the_workspace(local_sandbox, workspace):
     assert result.checks[0].score == 1.0
 
 
-def test_a_command_that_times_out_is_unscored(local_sandbox):
+def test_a_command_that_times_out_fails(local_sandbox):
     result = run([cmd("slow", "sleep 5", timeout_s=0.3)], sandbox=local_sandbox)
-    assert result.checks[0].status == "unscored"
+    assert result.checks[0].status == "scored" and result.checks[0].score == 0.0
     assert "timed out" in result.checks[0].explanation
-    assert not result.complete
+    assert result.complete and result.reward == 0.0
+
+
+def test_a_penalty_command_that_times_out_is_charged(local_sandbox):
+    result = run([cmd("ok", "true"), {**cmd("cheat", "sleep 5", timeout_s=0.3), "points": -1}], sandbox=local_sandbox)
+    assert result.checks[1].score == 1.0 and result.checks[1].awarded == -1.0 and result.reward == 0.0
 
 
 def test_sandbox_checks_without_a_sandbox_are_unscored():
@@ -91,15 +96,16 @@ def test_python_returns_a_fractional_score(local_sandbox):
         ("    import os; os._exit(0)", "printed no result"),
     ],
 )
-def test_python_failures_are_unscored_with_the_reason(local_sandbox, body, reason):
+def test_python_failures_fail_the_check_with_the_reason(local_sandbox, body, reason):
     result = run([py("p", code=f"def check(ctx):\n{body}\n")], sandbox=local_sandbox)
     check = result.checks[0]
-    assert check.status == "unscored" and reason in check.explanation, check.explanation
+    assert check.status == "scored" and check.score == 0.0 and reason in check.explanation, check.explanation
 
 
-def test_python_timeout_is_unscored(local_sandbox):
+def test_python_timeout_fails_the_check(local_sandbox):
     result = run([py("p", code="import time\ndef check(ctx):\n    time.sleep(5)\n", timeout_s=0.5)], sandbox=local_sandbox)
-    assert result.checks[0].status == "unscored" and "timed out" in result.checks[0].explanation
+    assert result.checks[0].status == "scored" and result.checks[0].score == 0.0
+    assert "timed out" in result.checks[0].explanation
 
 
 def test_printing_a_fake_result_line_does_not_fool_the_engine(local_sandbox):

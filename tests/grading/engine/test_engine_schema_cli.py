@@ -270,7 +270,9 @@ def test_cli_grade_round_trip(tmp_path):
     document = json.loads(completed.stdout)
     assert document["schema"] == "gymwright.grade/v1"
     assert [c["status"] for c in document["checks"]] == ["scored", "scored", "unscored"]
-    assert (document["reward"], document["complete"]) == (1.0, False)
+    # the unscored judge check stays in max: 4 of 6 at least, 6 of 6 had it been met
+    assert (document["reward"], document["reward_upper"], document["complete"]) == (4 / 6, 1.0, False)
+    assert document["passed"] is False
     (tmp_path / "rubric.json").write_text(json.dumps(task["rubric"]))
     by_rubric = cli("grade", "--rubric", str(tmp_path / "rubric.json"), "--answer-file", "-", input_text="no")
     assert by_rubric.returncode == 0 and json.loads(by_rubric.stdout)["checks"][0]["score"] == 0.0

@@ -77,24 +77,40 @@ def test_pass_threshold_is_inclusive():
     assert not run(checks, "x", pass_threshold=0.71).passed
 
 
-def test_unscored_checks_are_left_out_of_earned_and_max():
-    # judge checks without a judge are unscored: max counts only "a" (2)
+def test_unscored_checks_stay_in_max_and_the_reward_is_the_lower_bound():
+    # judge checks without a judge are unscored: they earn nothing, and "j" still counts in max (2 + 8)
     result = run([contains("a", "x", 2), judge("j", 8), judge("pen", -5)], "x")
-    assert (result.earned, result.max, result.reward) == (2.0, 2.0, 1.0)
-    assert not result.complete
+    assert (result.earned, result.max, result.reward) == (2.0, 10.0, 0.2)
+    # had "j" been met (and the penalty not charged): 10 / 10
+    assert result.reward_upper == 1.0
+    assert not result.complete and not result.passed
     j = by_id(result)["j"]
     assert j.status == "unscored" and j.score is None and j.awarded is None
     assert j.explanation == "no judge model configured"
 
 
-def test_only_unscored_positive_checks_gives_zero_reward():
+def test_a_complete_grade_has_its_reward_as_upper_bound():
+    result = run([contains("a", "x", 2), contains("b", "y", 3)], "x")
+    assert result.complete and result.reward_upper == result.reward == pytest.approx(0.4)
+
+
+def test_only_unscored_positive_checks_gives_zero_reward_and_an_upper_bound_of_one():
     result = run([judge("j", 3), contains("bad", "x", -1)], "")
-    assert result.max == 0 and result.reward == 0.0 and not result.complete
+    assert result.max == 3 and result.reward == 0.0 and not result.complete
+    assert result.reward_upper == 1.0 and not result.passed
 
 
-def test_an_unscored_required_check_does_not_gate_but_is_incomplete():
+def test_an_incomplete_grade_never_passes_even_over_the_threshold():
+    result = run([contains("a", "x", 9), judge("j", 1)], "x", pass_threshold=0.5)
+    assert result.reward == pytest.approx(0.9) and not result.complete and not result.passed
+
+
+def test_an_unscored_required_check_gates_the_reward_but_not_its_upper_bound():
     result = run([judge("j", 3, required=True), contains("a", "x", 1)], "x")
-    assert not result.gated and not result.complete and result.reward == 1.0
+    assert result.gated and not result.complete and result.reward == 0.0
+    assert result.reward_upper == 1.0
+    failed = run([judge("j", 3, required=True), contains("a", "x", 1, required=True)], "")
+    assert failed.gated and failed.reward == failed.reward_upper == 0.0  # a scored required miss gates both
 
 
 def group(aggregate, *children, points=6, **extra):
@@ -146,15 +162,40 @@ def test_nested_groups_by_hand():
     assert [child.id for child in ids["outer"].checks] == ["inner", "o1"]
 
 
-def test_a_group_leaves_unscored_children_out_and_is_unscored_if_all_are():
-    partial = group("all", contains("ca", "a", 1), judge("cj", 1))
-    result = run([partial], "a")
-    assert result.checks[0].status == "scored" and result.checks[0].score == 1.0
-    assert "1 unscored" in result.checks[0].explanation
-    assert not result.complete
+def test_a_group_is_scored_only_when_its_unscored_children_cannot_change_it():
+    undecided = run([group("all", contains("ca", "a", 1), judge("cj", 1))], "a")
+    assert undecided.checks[0].status == "unscored"
+    assert undecided.checks[0].explanation.startswith("depends on 1 unscored child check(s)")
+    assert (undecided.reward, undecided.reward_upper) == (0.0, 1.0)
+    decided = run([group("all", contains("ca", "a", 1), judge("cj", 1))], "")
+    assert decided.checks[0].status == "scored" and decided.checks[0].score == 0.0  # "ca" failed: all fails
+    assert "1 unscored could not change it" in decided.checks[0].explanation
+    assert not decided.complete and decided.reward == decided.reward_upper == 0.0
+    anyone = run([group("any", contains("ca", "a", 1), judge("cj", 1))], "a")
+    assert anyone.checks[0].status == "scored" and anyone.checks[0].score == 1.0
     empty = run([group("all", judge("j1", 1), judge("j2", 1)), contains("x", "x", 1)], "x")
     assert by_id(empty)["g"].status == "unscored"
-    assert (empty.earned, empty.max) == (1.0, 1.0)
+    assert (empty.earned, empty.max) == (1.0, 7.0)
+
+
+@pytest.mark.parametrize(
+    "aggregate, low, high",
+    [("all", 0.0, 1.0), ("any", 1.0, 1.0), ("min", 0.0, 1.0), ("mean", 1 / 3, 1.0)],
+)
+def test_aggregate_bounds_span_what_the_unscored_children_allow(aggregate, low, high):
+    from grading.engine.models import CheckGrade
+    from grading.engine.scoring import aggregate_bounds
+
+    met = CheckGrade(id="m", kind="string_match", status="scored", score=1.0, points=1)
+    open_ = CheckGrade(id="u", kind="llm_judge", status="unscored", points=2)
+    assert aggregate_bounds(aggregate, [met, open_]) == (pytest.approx(low), pytest.approx(high))
+
+
+def test_an_unscored_mean_group_counts_its_highest_score_in_the_upper_bound():
+    # mean over "ma" (weight 1, missed) and "mj" (weight 1, unscored): at most 0.5 of the group's 4 points
+    result = run([group("mean", contains("ma", "zzz", 1), judge("mj", 1), points=4), contains("b", "x", 4)], "x")
+    assert result.checks[0].status == "unscored"
+    assert result.reward == pytest.approx(0.5) and result.reward_upper == pytest.approx(0.75)
 
 
 def test_a_negative_group_is_a_penalty():
