@@ -127,7 +127,11 @@ class GradeOutput(serializers.Serializer):
     task = serializers.CharField(source="task_version.task.slug", default=None)
     version = serializers.IntegerField(source="task_version.number", default=None)
     rollout_id = serializers.IntegerField(allow_null=True)
-    reward = serializers.FloatField()
+    reward = serializers.FloatField(help_text="An incomplete grade's lower bound (docs/formats.md, \"Scoring\")")
+    reward_upper = serializers.FloatField(allow_null=True, help_text="The reward had every unscored check been "
+                                          "met; null for a grade of the old scoring rule that was not totalled again")
+    scoring_rule = serializers.IntegerField(help_text="2: the current rule; 1: unscored checks were left out of "
+                                            "max (decides no gate: run it again)")
     earned = serializers.FloatField()
     max = serializers.FloatField()
     passed = serializers.BooleanField()
@@ -172,6 +176,8 @@ class ExampleVerdictOutput(serializers.Serializer):
     status = serializers.ChoiceField(choices=["as_expected", "unexpected", "incomplete", "error", "pending"])
     got = serializers.CharField(allow_null=True, help_text='"pass" | "fail"; null without a verdict')
     reward = serializers.FloatField(allow_null=True)
+    reward_upper = serializers.FloatField(allow_null=True, default=None,
+                                          help_text="The grade's reward_upper; null before grading")
     message = serializers.CharField()
     grade = serializers.JSONField(allow_null=True, help_text="The gymwright.grade/v1 document, once graded.")
 

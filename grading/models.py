@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from grading.engine.scoring import SCORING_RULE
 from gymwright.numbers import format_number
 
 
@@ -27,11 +28,17 @@ class Grade(models.Model):
     rollout_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
     source = models.CharField(max_length=10, choices=Source.choices)
     reward = models.FloatField()
+    # The reward had every unscored check been met; equal to reward when complete. Null for a grade of
+    # scoring rule 1 that could not be totalled again.
+    reward_upper = models.FloatField(null=True, blank=True)
     earned = models.FloatField()
     max = models.FloatField()
     passed = models.BooleanField()
     gated = models.BooleanField(default=False)
     complete = models.BooleanField(default=True)
+    # grading.engine.scoring.SCORING_RULE the totals follow: 1 (unscored checks left out of max) decides no
+    # gate and no pack calibration ("graded under the old scoring rule — run it again").
+    scoring_rule = models.PositiveSmallIntegerField(default=SCORING_RULE)
     document = models.JSONField(help_text="The gymwright.grade/v1 document, as the engine produced it.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
@@ -49,8 +56,30 @@ class Grade(models.Model):
         return f"Grade {self.pk}: {format_number(self.earned)} / {format_number(self.max)}, reward {format_number(self.reward, fixed=True)}"
 
     @property
+    def old_rule(self) -> bool:
+        """Totalled under scoring rule 1: its reward is not a lower bound, it decides nothing."""
+        return self.scoring_rule < SCORING_RULE
+
+    @property
     def unscored_count(self) -> int:
         return sum(1 for check in self.document.get("checks", []) if check.get("status") == "unscored")
+
+    @property
+    def unscored_note(self) -> str:
+        """“2 checks unscored: no judge model configured” (the checks with nothing unscored under them),
+        or, for a grade of the old rule, that it must be run again."""
+        if self.old_rule:
+            return "graded under the old scoring rule — run it again"
+        from grading.engine.models import flat_checks
+
+        rows = [check for check, _, _, _ in flat_checks(self.document.get("checks") or [])]
+        leaves = [check for check in rows if check.get("status") == "unscored"
+                  and not any(child.get("status") == "unscored" for child in check.get("checks") or []
+                              if isinstance(child, dict))]
+        reasons = list(dict.fromkeys(check.get("explanation") for check in leaves if check.get("explanation")))
+        count = len(leaves)
+        return (f"{count} check{'s' if count != 1 else ''} unscored"
+                + (f": {'; '.join(reasons[:2])}{'; …' if len(reasons) > 2 else ''}" if reasons else ""))
 
 
 class CheckResult(models.Model):

@@ -429,7 +429,7 @@ def example_results(*, task_version, run: ExampleRun | None = None) -> list[dict
     if run is None:
         run = example_run_of(task_version=task_version)
     if run is not None and run.status == ExampleRun.Status.DONE and len(run.results) == len(examples):
-        return list(run.results)
+        return [engine_examples.current_result(result) for result in run.results]
     if run is not None and run.status == ExampleRun.Status.ERROR:
         status, message = engine_examples.ERROR, run.error or "grading failed"
     elif run is not None:

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from authoring.permissions import can_review
 from grading import engine
 from grading.engine import example_answers as engine_examples
+from grading.engine import scoring
 from grading.engine.models import normalised_relative_path
 from grading.engine.text import storable, storable_text
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
@@ -70,6 +71,17 @@ def grade_from_document(document: Any) -> engine.Grade:
     return grade
 
 
+def _current_rule(grade: engine.Grade, task_version) -> tuple[engine.Grade, int]:
+    """The grade, stored as given, and the scoring rule its totals follow. A document from before
+    `reward_upper` (an import of an old grade): complete, both rules agree (its upper bound is its reward);
+    incomplete, it is rule 1 (the migration's `scoring.retotal` is what totals such grades again)."""
+    if grade.reward_upper is not None:
+        return grade, scoring.SCORING_RULE
+    if grade.complete:
+        return grade.model_copy(update={"reward_upper": grade.reward}), scoring.SCORING_RULE
+    return grade, 1
+
+
 @transaction.atomic
 def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=None,
                  rollout_id: int | None = None) -> Grade:
@@ -80,16 +92,19 @@ def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=No
     if not isinstance(grade, engine.Grade):
         raise DomainError(f"Expected the engine's Grade, got {type(grade).__name__}; "
                           "use grade_from_document for a dict", code="invalid_grade")
+    grade, rule = _current_rule(grade, task_version)
     stored = Grade(
         task_version=task_version,
         rollout_id=rollout_id,
         source=source,
         reward=grade.reward,
+        reward_upper=grade.reward_upper,
         earned=grade.earned,
         max=grade.max,
         passed=grade.passed,
         gated=grade.gated,
         complete=grade.complete,
+        scoring_rule=rule,
         document=storable(grade.to_document()),
         created_by=user if user is not None and getattr(user, "is_authenticated", False) else None,
     )

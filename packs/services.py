@@ -35,6 +35,7 @@ import gymwright
 from authoring import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record, blob_read
+from grading.engine.scoring import SCORING_RULE
 from gymwright.bulk import bulk_insert_rows
 from gymwright import jobs
 from gymwright.errors import DomainError, NotAllowed
@@ -351,6 +352,8 @@ def pack_verifications_resend(lost_before=None) -> list[int]:
 def _calibration(summary: dict | None, policy: str) -> dict | None:
     if not summary or summary.get("graded") in (None, 0):
         return None
+    if summary.get("scoring_rule", SCORING_RULE) < SCORING_RULE:
+        return None  # graded under the old scoring rule (unscored checks left out of max): run it again
     return {"policy": policy, "n": summary.get("graded"), "pass_rate": summary.get("pass_rate"),
             "pass_at_k": summary.get("pass_at_k"), "mean_reward": summary.get("mean_reward")}
 

@@ -21,9 +21,11 @@ from sandbox.models import PreviewRun, Rollout
 # On every task page: compiled once per process (gymwright.sql).
 _done_runs = Prepared(lambda version_id: PreviewRun.objects.filter(task_version_id=version_id, status=PreviewRun.Status.DONE)
                       .order_by("-created_at", "-id").values_list("id", "policy", "n"), version_id=int)
-# (id, preview_run_id, status, reward, passed, whether its grade is complete) of the rollouts of some preview runs
+# (id, preview_run_id, status, reward, passed, whether its grade is complete, its scoring rule) of the rollouts
+# of some preview runs
 _rollout_rows = PreparedIn(lambda run_ids: Rollout.objects.filter(preview_run_id__in=run_ids)
-                           .values_list("id", "preview_run_id", "status", "reward", "passed", "grade__complete"),
+                           .values_list("id", "preview_run_id", "status", "reward", "passed", "grade__complete",
+                                        "grade__scoring_rule"),
                            "run_ids", item=int)
 
 
@@ -34,10 +36,12 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
     for run_id, policy, n in _done_runs(version_id=task_version.pk):
         latest.setdefault(policy, (run_id, n))
     by_run: dict[int, list[tuple]] = {}  # run id -> [(rollout id, reward, passed, complete)] of its graded rollouts
+    rules: dict[int, int] = {}  # run id -> the oldest scoring rule of its grades
     rows = _rollout_rows(run_ids=[run_id for run_id, _ in latest.values()])
-    for rollout_id, run_id, status, reward, passed, complete in rows:
+    for rollout_id, run_id, status, reward, passed, complete, rule in rows:
         if status == Rollout.Status.DONE and reward is not None:
             by_run.setdefault(run_id, []).append((rollout_id, reward, passed, complete is not False))
+            rules[run_id] = min(rules.get(run_id, engine_gates.SCORING_RULE), rule or engine_gates.SCORING_RULE)
     # Grade documents, read only where needed: hack probes name the checks that rewarded them, and an
     # incomplete grade's unscored checks say how far its reward could move.
     hack_runs = {run_id for policy, (run_id, _) in latest.items() if policy.startswith("hack:")}
@@ -52,7 +56,8 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
             passed=[bool(passed) for _, _, passed, _ in graded], errors=n - len(graded),
             rewarded=[facts.get(rollout_id, _NO_FACTS)[1] for rollout_id, _, _, _ in graded],
             scores=[facts.get(rollout_id, _NO_FACTS)[2] for rollout_id, _, _, _ in graded],
-            gaps=[None if complete else facts.get(rollout_id, _NO_FACTS)[0] for rollout_id, _, _, complete in graded])
+            gaps=[None if complete else facts.get(rollout_id, _NO_FACTS)[0] for rollout_id, _, _, complete in graded],
+            scoring_rule=rules.get(run_id, engine_gates.SCORING_RULE))
     return evidence
 
 

@@ -31,6 +31,8 @@ class RolloutSummaryOutput(serializers.Serializer):
     status = serializers.CharField()
     attempts = serializers.IntegerField()
     reward = serializers.FloatField(allow_null=True)
+    reward_upper = serializers.FloatField(source="grade.reward_upper", allow_null=True, default=None)
+    scoring_rule = serializers.IntegerField(source="grade.scoring_rule", allow_null=True, default=None)
     passed = serializers.BooleanField(allow_null=True)
     steps = serializers.IntegerField()
     duration_ms = serializers.IntegerField(allow_null=True)

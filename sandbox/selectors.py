@@ -10,7 +10,7 @@ from django.http import Http404
 from authoring import permissions
 from authoring.models import Task, TaskVersion
 from authoring.selectors import approved_versions, task_check_for_user, task_version_check_readable
-from grading.engine import calibration
+from grading.engine import calibration, scoring
 from grading.engine.text import storable_text
 from gymwright.sql import Prepared
 from sandbox.models import PreviewRun, Rollout
@@ -120,9 +120,12 @@ def preview_run_summary(*, policy_kind: str, rollouts: list[dict]) -> dict:
         counts[rollout["status"]] += 1
     graded = [r for r in rollouts if r["status"] == Rollout.Status.DONE and r["reward"] is not None]
     passed = sum(1 for r in graded if r["passed"])
+    # The oldest scoring rule among its grades: a summary of rule-1 grades (unscored checks left out of
+    # max) is not the rubric's, and pack calibration leaves it out.
+    rules = [r.get("grade__scoring_rule") or scoring.SCORING_RULE for r in graded]
     summary: dict[str, Any] = {"counts": counts, "graded": len(graded), "passed": passed,
                                "mean_reward": None, "pass_rate": None, "pass_rate_ci95": None, "pass_at_k": {},
-                               "verdict": None}
+                               "verdict": None, "scoring_rule": min(rules, default=scoring.SCORING_RULE)}
     if graded:
         summary["mean_reward"] = sum(r["reward"] for r in graded) / len(graded)
         summary["pass_rate"] = passed / len(graded)

@@ -337,7 +337,7 @@ def preview_run_refresh(*, preview_run_id: int, known_running: bool = False) -> 
         if preview_run is None or preview_run.is_finished:
             return
         rows = list(Rollout.objects.filter(preview_run_id=preview_run_id)
-                    .values("status", "reward", "passed", "grade__complete"))
+                    .values("status", "reward", "passed", "grade__complete", "grade__scoring_rule"))
         status = PreviewRun.Status.CANCELLED if preview_run.cancel_requested else PreviewRun.Status.DONE
         summary = preview_run_summary(policy_kind=preview_run.policy_kind, rollouts=rows)
         PreviewRun.objects.filter(pk=preview_run_id, status__in=[PreviewRun.Status.QUEUED, PreviewRun.Status.RUNNING]

@@ -118,6 +118,19 @@ def example_verdict(example: ExampleAnswer | Mapping, grade: Grade | Mapping) ->
                           message=f"{got}, reward {grade.reward:.2f}, as expected")
 
 
+OLD_RULE_MESSAGE = "graded under the old scoring rule — grade it again"
+
+
+def current_result(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored verdict (`ExampleVerdict.to_dict()`) as it stands today: one graded before `reward_upper`
+    existed (scoring rule 1: unscored checks left out of the reward's maximum) is no verdict any more,
+    only pending, until the example is graded again."""
+    result = dict(result)
+    if result.get("status") in (AS_EXPECTED, UNEXPECTED, INCOMPLETE) and "reward_upper" not in result:
+        result.update(status=PENDING, got=None, message=OLD_RULE_MESSAGE)
+    return result
+
+
 def example_failed(example: ExampleAnswer | Mapping, message: str, *, status: ExampleStatus = ERROR) -> ExampleVerdict:
     """The verdict of an example that could not be graded (`error`) or is not graded yet (`pending`)."""
     example = _example(example)

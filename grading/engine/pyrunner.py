@@ -10,7 +10,8 @@ sandbox: the check's code, the environment's checks module and a JSON payload
 arrive on stdin. The runner builds `ctx`, changes into the workspace, calls
 `check(ctx)` or the named `module:function`, and prints one line
 `<nonce> {"ok": ..., ...}` on its real stdout (the function's own prints go to
-stderr). The nonce is fresh per call and known only to the engine and the
+stderr). It reads and writes no bytecode (`sys.pycache_prefix` names a path that cannot
+exist), so a `.pyc` planted in a workspace `__pycache__` never stands in for a module. The nonce is fresh per call and known only to the engine and the
 runner, so output the checked code prints cannot pose as the result, and no
 file the agent can write is read back. Python check code is never executed in
 the engine's process.
@@ -30,7 +31,12 @@ from .checks import Failed, GradingContext, Outcome, Unscored, process_failure
 from .models import PythonCheck
 
 RUNNER_SOURCE = r'''
-import importlib, json, math, os, sys, traceback, types
+import sys
+# No bytecode is read or written: under this prefix nothing can exist (/dev/null is not a folder), so a .pyc the
+# agent planted in a __pycache__ beside a module the check imports (its own code, a grader file) is never run.
+sys.dont_write_bytecode = True
+sys.pycache_prefix = "/dev/null/gymwright-no-bytecode"
+import importlib, json, math, os, traceback, types
 
 def _main():
     payload = json.loads(sys.stdin.buffer.read().decode("utf-8"))

@@ -8,6 +8,12 @@ every check (command and python checks run here, in the verifier's container, wi
 settings in their environment), and writes /logs/verifier/reward.json (reward, reward_upper, passed, complete,
 unscored: numbers, which Harbor reads as the trial's rewards), reward.txt (the reward alone: an
 incomplete grade's lower bound, docs/formats.md "Scoring") and the full grade to grade.json.
+
+Nothing in the workspace is trusted (the agent wrote it): answer.txt is read as a file, never through a
+link, only if it is a regular file of at most ANSWER_MAX_BYTES (otherwise the answer is empty, which fails
+every check on it); this script runs as `python -I` (test.sh); and the Python the checks' commands start
+reads no bytecode from the workspace and writes none (PYTHONPYCACHEPREFIX names a path where nothing can
+exist), so a `.pyc` the agent planted in a `__pycache__` beside a restored grader file is never run.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ WORKSPACE = Path(os.environ.get("GYMWRIGHT_WORKSPACE", "/workspace"))
 ENV_DIR = Path(os.environ.get("GYMWRIGHT_ENV_DIR", "/env"))
 LOGS = Path(os.environ.get("GYMWRIGHT_VERIFIER_LOGS", "/logs/verifier"))
 OUTPUT_CAP = 1 << 20
+ANSWER_MAX_BYTES = 1 << 20
+# Bytecode is looked up (and written) only under this prefix, which no one can create: /dev/null is not a folder.
+NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/dev/null/gymwright-no-bytecode"}
 # The judge's settings ([verifier.env] in task.toml) are the grader's, not the checks': commands the
 # checks run (often the agent's own code) get an environment without them.
 JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL")
@@ -44,7 +53,7 @@ class ContainerSandbox:
         try:
             base = {name: value for name, value in os.environ.items() if name not in JUDGE_ENV}
             done = subprocess.run(argv, cwd=WORKSPACE, input=stdin, capture_output=True, timeout=timeout_s,
-                                  env={**base, **(env or {})})
+                                  env={**base, **(env or {}), **NO_BYTECODE})
         except subprocess.TimeoutExpired as exc:
             return ExecResult(None, (exc.stdout or b"")[:OUTPUT_CAP].decode("utf-8", "replace"),
                               (exc.stderr or b"")[:OUTPUT_CAP].decode("utf-8", "replace"), False, False, True,
@@ -59,7 +68,31 @@ class ContainerSandbox:
         target.write_bytes(data)
 
     def read_file(self, path):
-        return (WORKSPACE / path).read_bytes()
+        from grading.engine.checks import MAX_FILE_BYTES
+        from grading.engine.safe_files import read_regular
+
+        return read_regular(WORKSPACE / path, max_bytes=MAX_FILE_BYTES)
+
+
+def read_answer() -> str:
+    """The agent's final answer, /workspace/answer.txt: "" when it is absent, or is not a regular file (a link,
+    a FIFO, a folder), or is over ANSWER_MAX_BYTES; said on stderr."""
+    from grading.engine.safe_files import NotRegularFile, read_regular
+
+    try:
+        data = read_regular(WORKSPACE / "answer.txt", max_bytes=ANSWER_MAX_BYTES)
+    except FileNotFoundError:
+        return ""
+    except NotRegularFile as exc:
+        print(f"answer.txt {exc.strerror}: the answer is empty", file=sys.stderr)
+        return ""
+    except ValueError:
+        print(f"answer.txt is larger than {ANSWER_MAX_BYTES} bytes: the answer is empty", file=sys.stderr)
+        return ""
+    except OSError as exc:
+        print(f"answer.txt could not be read ({exc.strerror}): the answer is empty", file=sys.stderr)
+        return ""
+    return data.decode("utf-8", errors="replace")
 
 
 def _files_under(folder: Path) -> dict[str, bytes]:
@@ -79,8 +112,7 @@ def main() -> int:
     if env_files.is_dir():  # the verifier's image is not the agent's: the checks find /env as the agent had it
         ENV_DIR.mkdir(parents=True, exist_ok=True)
         place_files(ENV_DIR, _files_under(env_files))
-    answer_file = WORKSPACE / "answer.txt"
-    answer = answer_file.read_text(encoding="utf-8", errors="replace") if answer_file.is_file() else ""
+    answer = read_answer()  # after the grader files are placed: answer.txt may not be one of them
     config = JudgeConfig.from_env()
     judge = JudgeClient(config) if config is not None else None
     result = grade(task.rubric, answer=answer, workspace=WORKSPACE, sandbox=ContainerSandbox(), judge=judge,

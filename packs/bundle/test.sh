@@ -10,4 +10,6 @@ if [ -z "$PYTHON" ]; then
   echo 0 > /logs/verifier/reward.txt
   exit 1
 fi
-exec "$PYTHON" /tests/grade.py
+# -I: no PYTHON* variable, user site or script folder changes the grader; no bytecode is read or written
+# (the checks' own Python gets the same from grade.py).
+exec "$PYTHON" -I -B -X pycache_prefix=/dev/null/gymwright-no-bytecode /tests/grade.py

@@ -193,40 +193,46 @@ def test_every_exported_harbor_task_passes_harbor_lint(pack_dir):
         toml.write_text(original)
 
 
-@pytest.mark.bubblewrap
-def test_harbor_test_sh_runs_the_bundled_grader_in_a_sandbox_and_writes_the_reward(pack_dir, tmp_path):
+def harbor_verify(task_dir: Path, workspace: Path, logs: Path) -> tuple[dict, dict]:
+    """Run a Harbor task's tests/test.sh as Harbor's verifier would, in a bubblewrap sandbox with `workspace`
+    as /workspace and `logs` as /logs: (reward.json, grade.json), reward.json as Harbor parses it."""
     bwrap = require_bwrap()
-    task_dir = pack_dir / "tasks" / "write-hello"
     venv = Path(grader_python()).parent.parent
     base_python = Path(os.path.realpath(grader_python())).parents[1]
+    # /tmp first: a checkout under /tmp (a CI clone) has its venv there, and a later tmpfs would hide it.
+    command = [bwrap, "--unshare-all", "--die-with-parent", "--tmpfs", "/tmp",
+               "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+               "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--ro-bind-try", "/lib64", "/lib64",
+               "--ro-bind", str(base_python), str(base_python), "--ro-bind", str(venv), str(venv),
+               "--ro-bind", str(task_dir / "tests"), "/tests", "--bind", str(workspace), "/workspace",
+               "--bind", str(logs), "/logs", "--proc", "/proc", "--dev", "/dev",
+               "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin", "--chdir", "/workspace", "/tests/test.sh"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    grade_document = json.loads((logs / "verifier" / "grade.json").read_text())
+    rewards = json.loads((logs / "verifier" / "reward.json").read_text())
+    assert rewards["reward"] == float((logs / "verifier" / "reward.txt").read_text())
+    # Harbor's verifier reads reward.json (before reward.txt) as the trial's rewards: numbers only
+    parse = ("import json, sys; from pathlib import Path; from harbor.models.trial.paths import TrialPaths; "
+             "from harbor.verifier.verifier import Verifier; v = Verifier.__new__(Verifier); "
+             "v.trial_paths = TrialPaths(trial_dir=Path(sys.argv[1])); print(json.dumps(v._parse_reward_json()))")
+    harbor = subprocess.run([harbor_python(), "-c", parse, str(logs)], capture_output=True, text=True, timeout=60)
+    assert harbor.returncode == 0, harbor.stderr
+    assert json.loads(harbor.stdout) == rewards
+    return rewards, grade_document
 
-    def verify(workspace_files: dict[str, bytes]) -> tuple[str, dict]:
+
+@pytest.mark.bubblewrap
+def test_harbor_test_sh_runs_the_bundled_grader_in_a_sandbox_and_writes_the_reward(pack_dir, tmp_path):
+    task_dir = pack_dir / "tasks" / "write-hello"
+
+    def verify(workspace_files: dict[str, bytes]) -> tuple[dict, dict]:
         workspace, logs = tmp_path / f"ws{len(workspace_files)}", tmp_path / f"logs{len(workspace_files)}"
         workspace.mkdir()
         logs.mkdir()
         for name, data in workspace_files.items():
             (workspace / name).write_bytes(data)
-        # /tmp first: a checkout under /tmp (a CI clone) has its venv there, and a later tmpfs would hide it.
-        command = [bwrap, "--unshare-all", "--die-with-parent", "--tmpfs", "/tmp",
-                   "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
-                   "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--ro-bind-try", "/lib64", "/lib64",
-                   "--ro-bind", str(base_python), str(base_python), "--ro-bind", str(venv), str(venv),
-                   "--ro-bind", str(task_dir / "tests"), "/tests", "--bind", str(workspace), "/workspace",
-                   "--bind", str(logs), "/logs", "--proc", "/proc", "--dev", "/dev",
-                   "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin", "--chdir", "/workspace", "/tests/test.sh"]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        grade_document = json.loads((logs / "verifier" / "grade.json").read_text())
-        rewards = json.loads((logs / "verifier" / "reward.json").read_text())
-        assert rewards["reward"] == float((logs / "verifier" / "reward.txt").read_text())
-        # Harbor's verifier reads reward.json (before reward.txt) as the trial's rewards: numbers only
-        parse = ("import json, sys; from pathlib import Path; from harbor.models.trial.paths import TrialPaths; "
-                 "from harbor.verifier.verifier import Verifier; v = Verifier.__new__(Verifier); "
-                 "v.trial_paths = TrialPaths(trial_dir=Path(sys.argv[1])); print(json.dumps(v._parse_reward_json()))")
-        harbor = subprocess.run([harbor_python(), "-c", parse, str(logs)], capture_output=True, text=True, timeout=60)
-        assert harbor.returncode == 0, harbor.stderr
-        assert json.loads(harbor.stdout) == rewards
-        return rewards, grade_document
+        return harbor_verify(task_dir, workspace, logs)
 
     rewards, document = verify({"out.txt": b"hello world\n"})
     assert rewards == {"reward": 1.0, "reward_upper": 1.0, "passed": 1, "complete": 1, "unscored": 0}

@@ -9,6 +9,11 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+# Imported here, not first in the pool's threads: after an earlier test in this process stopped a check with
+# the main thread's CPU timer, a first import made from worker threads waited for ever on the import system's
+# lock (found by this file; a fresh process, as a trainer's, does not have that state). Still to be fixed.
+import rapidfuzz.distance.LCSseq  # noqa: F401
+import rapidfuzz.fuzz  # noqa: F401
 
 from grading.engine import JudgeClient, JudgeConfig, grade, parse_rubric
 from grading.engine.models import CheckBase
