@@ -100,11 +100,15 @@ def test_validate_answers_lint_warnings_with_pointers_and_refuses_checks_that_ca
 
     body = _api(author).post("/api/rubrics/validate/", {"rubric": rubric, "files": files}, format="json").json()
     assert body["valid"] is True and body["issues"] == []
-    assert [w["pointer"] for w in body["warnings"]] == ["/checks/0/run"] and "test_calc.py" in body["warnings"][0]["message"]
+    warnings = {w["pointer"]: w["message"] for w in body["warnings"]}
+    # The agent may edit a workspace test file; and a command that runs a test runner trusts its exit code,
+    # which the agent's code controls: the `tests` kind is pointed to.
+    assert sorted(warnings) == ["/checks/0/kind", "/checks/0/run"]
+    assert "test_calc.py" in warnings["/checks/0/run"] and "tests" in warnings["/checks/0/kind"]
 
     files[1]["role"] = "protected"
     body = _api(author).post("/api/rubrics/validate/", {"rubric": rubric, "files": files}, format="json").json()
-    assert body["warnings"] == []
+    assert [w["pointer"] for w in body["warnings"]] == ["/checks/0/kind"]
 
     empty = {"schema": "gymwright.rubric/v1", "checks": [{"id": "a", "kind": "string_match", "points": 1,
                                                           "expected": ""}]}
