@@ -1,5 +1,7 @@
 """The demo environment and its three example tasks, loaded by `manage.py load_demo`."""
 
+import copy
+
 DEMO_ENVIRONMENT = {
     "slug": "demo-shell",
     "name": "Demo shell",
@@ -208,6 +210,7 @@ def demo_task_document(slug: str) -> tuple[dict, dict[str, bytes]]:
     demo = next(d for d in DEMO_TASKS if d["slug"] == slug)
     spec = DEMO_ENVIRONMENT["spec"]
     environment = {"id": DEMO_ENVIRONMENT["slug"], **{k: v for k, v in spec.items() if v is not None}}
-    document = {"schema": "gymwright.task/v1", "id": slug, **demo["content"], "environment": environment,
-                "files": demo_file_refs(demo), "tags": demo["tags"]}
+    # A deep copy: callers (tests, probes) change their document, and the demo's own rubric must not change.
+    document = copy.deepcopy({"schema": "gymwright.task/v1", "id": slug, **demo["content"], "environment": environment,
+                              "files": demo_file_refs(demo), "tags": demo["tags"]})
     return document, {path: text.encode() for path, text in demo["files"].items()}

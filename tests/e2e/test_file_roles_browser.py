@@ -25,7 +25,7 @@ def test_an_author_protects_the_tests_and_the_lint_warning_goes_away(logged_in, 
     page = logged_in
     page.goto(f"{live_server.url}/tasks/calc/edit/")
     wait_for_editor(page)
-    warning = page.locator("#rubric-errors li.re-issue-warning")
+    warning = page.locator('#rubric-errors li.re-issue-warning[data-pointer="/checks/0/run"]')
     expect(warning).to_contain_text("test_calc.py")
     expect(page.locator("#rubric-status")).to_contain_text("Valid")  # a warning is not an error
 

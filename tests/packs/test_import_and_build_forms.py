@@ -99,7 +99,8 @@ def test_a_version_lower_than_the_proposal_is_refused_once_in_words_under_the_ve
     page = response.content.decode()
     assert response.status_code == 400
     assert field_errors(page, "version") == [
-        "Version 1.0.1 is lower than the proposed 1.1.0; a version may be raised, never lowered or reused."]
+        "Version 1.0.1 is lower than the proposed 1.1.0; a version may be raised, never lowered or reused "
+        "(a failed one&#x27;s number is free)."]
     assert page.count("is lower than the proposed") == 1
     assert "/version" not in page and "lower than the proposal" not in page
     page = client.post("/packs/form-pack/", {"action": "check", "tasks": "first-task, nope, ghost",

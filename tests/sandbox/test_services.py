@@ -20,7 +20,7 @@ from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import make_task
 
 GRADE_PASSED = {
-    "schema": "gymwright.grade/v1", "reward": 1.0, "earned": 4, "max": 4, "passed": True, "gated": False,
+    "schema": "gymwright.grade/v1", "reward": 1.0, "reward_upper": 1.0, "earned": 4, "max": 4, "passed": True, "gated": False,
     "complete": True,
     "checks": [
         {"id": "says_42", "kind": "string_match", "status": "scored", "score": 1.0, "points": 3, "awarded": 3,
