@@ -116,6 +116,7 @@ def test_the_cli_refuses_an_empty_pattern_and_prints_warnings_without_failing(tm
     document, _ = demo_task_document("fizzbuzz-implementation")
     for ref in document["files"]:
         ref.pop("role", None)
+    document["rubric"]["checks"][0] = dict(RUN_TESTS)  # a tests check refuses unprotected files outright
     task = tmp_path / "task.json"
     task.write_text(json.dumps(document))
     proc = subprocess.run([sys.executable, "-m", "grading.engine", "validate", str(task)], capture_output=True,
