@@ -74,7 +74,20 @@ def pattern_timeout_s() -> float:
 BUDGET_REPEAT_S = 0.05
 
 
+#: The import system's own code: the budget never stops it (see `_raise_budget`).
+_IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
+
+
 def _raise_budget(signum, frame):  # noqa: ARG001 - signal handler signature
+    # Never while a module is being imported: raised between the import system taking a module's lock and the
+    # `with` that gives it back, the exception leaves that lock held by this thread for ever, and the next
+    # import of the module from any other thread (a trainer's reward pool) waits for ever. The timer repeats
+    # every BUDGET_REPEAT_S of CPU, so the check is stopped just after the import ends. Imports are the
+    # grader's own modules (agent code is never imported on the host): each ends.
+    while frame is not None:
+        if frame.f_code.co_filename in _IMPORT_SYSTEM:
+            return
+        frame = frame.f_back
     raise BudgetExceeded()
 
 
@@ -95,7 +108,8 @@ def cpu_budget(seconds: float) -> Iterator[None]:
     """Run the body with at most `seconds` of CPU time; `BudgetExceeded` when it is used up.
 
     In the main thread (Celery's prefork children, the dry-run subprocess, the CLI) a
-    SIGPROF interval timer interrupts any Python-level work. Elsewhere signals cannot
+    SIGPROF interval timer interrupts any Python-level work but an import (which it lets
+    end first: `_raise_budget`). Elsewhere signals cannot
     be used, so only pattern searches (which take `pattern_timeout_s()`) are bounded:
     a check that can run in a worker thread (a trainer calls the pack's reward function
     from a thread pool) must be bounded without it. The text kinds are, by design
@@ -123,4 +137,3 @@ def cpu_budget(seconds: float) -> Iterator[None]:
                 left = max(previous_timer[0] - (time.monotonic() - started), 0.001)
                 signal.setitimer(signal.ITIMER_PROF, left, previous_timer[1])
         _current.budget_s = previous_budget
-

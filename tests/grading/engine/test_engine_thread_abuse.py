@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+import importlib
+import sys
+
 import pytest
-# Imported here, not first in the pool's threads: after an earlier test in this process stopped a check with
-# the main thread's CPU timer, a first import made from worker threads waited for ever on the import system's
-# lock (found by this file; a fresh process, as a trainer's, does not have that state). Still to be fixed.
-import rapidfuzz.distance.LCSseq  # noqa: F401
-import rapidfuzz.fuzz  # noqa: F401
 
 from grading.engine import JudgeClient, JudgeConfig, grade, parse_rubric
+from grading.engine.limits import BudgetExceeded, cpu_budget
 from grading.engine.models import CheckBase
 from tests.support.openai_server import OpenAIServer
 
@@ -69,9 +68,7 @@ def test_a_hostile_response_graded_in_a_thread_pool_gets_a_grade_with_its_checks
     for name, result in zip(list(HOSTILE) * 2, grades):
         assert isinstance(result.reward, float) and 0.0 <= result.reward <= 1.0, name
         by_id = {check.id: check for check in result.checks}
-        assert by_id["json"].score in (0.0, None), name
-        if name != "deep nesting":  # a parse past the depth limit: the JSON check's own rule
-            assert by_id["json"].status == "scored" and by_id["json"].score == 0.0, (name, by_id["json"].explanation)
+        assert by_id["json"].status == "scored" and by_id["json"].score == 0.0, (name, by_id["json"].explanation)
         for check_id in ("says", "shouts", "total", "first", "fuzzy", "rouge", "bleu"):
             assert by_id[check_id].status == "scored", (name, check_id, by_id[check_id].explanation)
     fence = grades[0]
@@ -105,3 +102,28 @@ def test_unstorable_characters_reach_the_judge_and_the_grade_escaped(answer):
     judged = server.requests[0]["messages"][-1]["content"]
     assert "\\u0000" in judged or "\\ud800" in judged or "\\ud83d\\ude00" in judged
     sent.encode("utf-8")
+
+
+def test_the_cpu_budget_never_stops_an_import_halfway(tmp_path, monkeypatch):
+    """The main thread's CPU timer once fired inside the import system, between a module's import lock being
+    taken and the `with` that gives it back: the lock stayed held, and the first import of that module from a
+    trainer's worker threads waited for ever. An import that outlasts the budget now ends whole, the check is
+    stopped right after it, and another thread imports the module at once."""
+    module = "gw_budget_slow_import"
+    (tmp_path / f"{module}.py").write_text(
+        "import time\nspin_until = time.process_time() + 0.5\n"
+        "while time.process_time() < spin_until:\n    pass\nIMPORTED_WHOLE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    reached = []
+    with pytest.raises(BudgetExceeded):
+        with cpu_budget(0.05):
+            importlib.import_module(module)
+            reached.append("after the import")
+            while True:  # the check goes on spending: the timer stops it here
+                pass
+    assert reached == ["after the import"]
+    assert sys.modules[module].IMPORTED_WHOLE is True
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(importlib.import_module, module).result(timeout=60).IMPORTED_WHOLE is True
+    del sys.modules[module]
