@@ -238,8 +238,9 @@ _WHAT_TO_DO = {
 
 def blocking_reasons(results: Iterable[GateResult]) -> list[dict]:
     """The gates that keep a version from being submitted, each with its message and what to do:
-    [{"gate", "title", "status", "message", "what_to_do"}]."""
-    return [{"gate": result.gate, "title": result.title, "status": result.status, "message": result.message,
+    [{"gate", "title", "status", "status_text", "message", "what_to_do"}] (status_text: "not run", not "not_run")."""
+    return [{"gate": result.gate, "title": result.title, "status": result.status,
+             "status_text": result.status.replace("_", " "), "message": result.message,
              "what_to_do": what_to_do(result)} for result in results if not result.ok]
 
 

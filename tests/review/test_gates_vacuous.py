@@ -6,6 +6,7 @@ on the task page next to the disabled button and in the API's 409."""
 from __future__ import annotations
 
 from authoring import services as authoring_services
+from grading.engine import gates as engine_gates
 from gymwright.errors import DomainError
 from review import gates as review_gates
 from review import services as review_services
@@ -47,6 +48,11 @@ def test_a_task_without_a_solution_fails_the_oracle_gate_and_cannot_be_submitted
     blocked = page.split('id="submit-blocked"', 1)[1].split("</ul>", 1)[0]
     assert '<li data-gate="oracle"><strong>Oracle passes</strong> (fail): Add a reference solution' in blocked
     assert "disabled" in page.split('id="submit-form"', 1)[1].split("</form>", 1)[0]
+    # Statuses read as words: a gate not run yet says "(not run)", never "(notrun)".
+    assert all(reason["status_text"] == reason["status"].replace("_", " ")
+               for reason in engine_gates.blocking_reasons([engine_gates.GateResult(
+                   gate="oracle", title="Oracle passes", status=engine_gates.NOT_RUN, message="no run yet")]))
+    assert "notrun" not in blocked
 
 
 def test_an_example_answer_expected_to_pass_stands_in_for_the_solution(author, environment):
