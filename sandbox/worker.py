@@ -27,8 +27,14 @@ from gymwright.kept import Kept
 from gymwright.sql import Prepared, SmallInt
 from sandbox.models import PreviewRun, Rollout
 from sandbox.runtime.rollout import RolloutResult
-from sandbox.services import (claimed_rollout, preview_run_refresh, rollout_claim, rollout_fail, rollout_heartbeat,
-                              rollout_requeue)
+from sandbox.services import (
+    claimed_rollout,
+    preview_run_refresh,
+    rollout_claim,
+    rollout_fail,
+    rollout_heartbeat,
+    rollout_requeue,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +70,6 @@ def _reconnecting(operation):
         return operation()
 
 
-
 class _Heartbeat(threading.Thread):
     """Beats every few seconds while the rollout runs, even through a long tool call,
     so only a dead worker goes stale. Uses its own database connection."""
@@ -82,7 +87,7 @@ class _Heartbeat(threading.Thread):
                     if not rollout_heartbeat(rollout_id=self.rollout_id, attempt=self.attempt):
                         self.lost = True
                         return
-                except Exception:  # noqa: BLE001 - a missed beat is not fatal; the next one may work
+                except Exception:  # a missed beat is not fatal; the next one may work
                     logger.exception("heartbeat of rollout %s failed", self.rollout_id)
                     close_old_connections()  # a dropped connection: the next beat opens a new one
         finally:
@@ -124,9 +129,15 @@ class _Progress:
             return
         self.last_write = now
         progress = {"phase": kind, "step": event["step"]} if kind == "step" else {"phase": kind}
-        if not _reconnecting(lambda: rollout_heartbeat(
-                rollout_id=self.rollout_id, attempt=self.attempt, progress=progress, steps=self.steps,
-                phase_grading=grading and not self.grading)):
+        if not _reconnecting(
+            lambda: rollout_heartbeat(
+                rollout_id=self.rollout_id,
+                attempt=self.attempt,
+                progress=progress,
+                steps=self.steps,
+                phase_grading=grading and not self.grading,
+            )
+        ):
             self.lost = True
         self.grading = self.grading or grading
 
@@ -146,11 +157,19 @@ class _Progress:
 
 # Asked every CANCEL_POLL_INTERVAL_S while a rollout runs, and once per rollout for its row: compiled once per
 # worker process (gymwright.sql). [] when the claim is lost; [cancel_requested] while it holds.
-_claim_and_cancel = Prepared(lambda rollout_id, attempt: claimed_rollout(rollout_id, attempt).values_list(
-    "preview_run__cancel_requested", flat=True), rollout_id=int, attempt=SmallInt)
-_rollout_to_run = Prepared(lambda rollout_id: Rollout.objects.select_related(
-    "preview_run__task_version__task", "preview_run__task_version__environment_version").filter(pk=rollout_id),
-    rollout_id=int)
+_claim_and_cancel = Prepared(
+    lambda rollout_id, attempt: claimed_rollout(rollout_id, attempt).values_list(
+        "preview_run__cancel_requested", flat=True
+    ),
+    rollout_id=int,
+    attempt=SmallInt,
+)
+_rollout_to_run = Prepared(
+    lambda rollout_id: Rollout.objects.select_related(
+        "preview_run__task_version__task", "preview_run__task_version__environment_version"
+    ).filter(pk=rollout_id),
+    rollout_id=int,
+)
 
 
 def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
@@ -176,26 +195,40 @@ def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
         result = _run_in_sandbox(preview_run=preview_run, progress=progress)
     except Exception as exc:  # noqa: BLE001 - every failure is stored with its reason
         heartbeat.stop()
+        reason = failure_reason(exc)
         if _is_transient(exc) and attempt < Rollout.MAX_ATTEMPTS:
-            if _reconnecting(lambda: rollout_requeue(rollout_id=rollout_id, attempt=attempt,
-                                                     note=f"retrying after: {failure_reason(exc)}", countdown=5)):
+            if _reconnecting(
+                lambda: rollout_requeue(
+                    rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {reason}", countdown=5
+                )
+            ):
                 return "requeued"
-        _reconnecting(lambda: rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=failure_reason(exc)))
+        _reconnecting(lambda: rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=reason))
         return "error"
     heartbeat.stop()
-    if (result.error and result.retryable and result.grade is None
-            and not progress.cancelled and not progress.lost and attempt < Rollout.MAX_ATTEMPTS):
-        if rollout_requeue(rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {result.error}"[:500],
-                           countdown=5):
+    if (
+        result.error
+        and result.retryable
+        and result.grade is None
+        and not progress.cancelled
+        and not progress.lost
+        and attempt < Rollout.MAX_ATTEMPTS
+    ):
+        if rollout_requeue(
+            rollout_id=rollout_id, attempt=attempt, note=f"retrying after: {result.error}"[:500], countdown=5
+        ):
             return "requeued"
     try:
         duration_ms = int((time.monotonic() - started) * 1000)
-        return _reconnecting(lambda: _rollout_store(rollout=rollout, attempt=attempt, result=result, progress=progress,
-                                                    duration_ms=duration_ms))
-    except Exception as exc:  # noqa: BLE001
+        return _reconnecting(
+            lambda: _rollout_store(
+                rollout=rollout, attempt=attempt, result=result, progress=progress, duration_ms=duration_ms
+            )
+        )
+    except Exception as exc:
         logger.exception("could not store rollout %s", rollout_id)
-        _reconnecting(lambda: rollout_fail(rollout_id=rollout_id, attempt=attempt,
-                                           reason=f"could not store the result: {failure_reason(exc)}"))
+        reason = f"could not store the result: {failure_reason(exc)}"
+        _reconnecting(lambda: rollout_fail(rollout_id=rollout_id, attempt=attempt, reason=reason))
         return "error"
 
 
@@ -217,8 +250,9 @@ def _is_transient(exc: BaseException) -> bool:
     return getattr(exc, "permanent", True) is False or isinstance(exc, (OperationalError, InterfaceError))
 
 
-def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, progress: _Progress,
-                   duration_ms: int) -> str:
+def _rollout_store(
+    *, rollout: Rollout, attempt: int, result: RolloutResult, progress: _Progress, duration_ms: int
+) -> str:
     preview_run = rollout.preview_run
     if progress.lost:
         logger.info("rollout %s attempt %s lost its claim; discarding its result", rollout.pk, attempt)
@@ -239,8 +273,9 @@ def _rollout_store(*, rollout: Rollout, attempt: int, result: RolloutResult, pro
         if result.grade is not None:  # a rollout cancelled after it was graded keeps its grade too
             from grading.services import grade_record
 
-            stored_grade = grade_record(grade=result.grade, task_version=preview_run.task_version, source="rollout",
-                                        rollout_id=rollout.pk)
+            stored_grade = grade_record(
+                grade=result.grade, task_version=preview_run.task_version, source="rollout", rollout_id=rollout.pk
+            )
         now = timezone.now()
         updated = claimed_rollout(rollout.pk, attempt).update(
             status=status,
@@ -283,8 +318,15 @@ def _workspace_listing(files: dict, *, left_out: list[dict] = ()) -> list[dict]:
                 budget -= len(shown)
         listing.append(entry)
     for item in list(left_out)[:WORKSPACE_MAX_FILES]:
-        listing.append({**_name_fields(str(item.get("path", ""))), "size": int(item.get("size") or 0),
-                        "content": None, "truncated": False, "left_out": storable_text(str(item.get("reason", "")))})
+        listing.append(
+            {
+                **_name_fields(str(item.get("path", ""))),
+                "size": int(item.get("size") or 0),
+                "content": None,
+                "truncated": False,
+                "left_out": storable_text(str(item.get("reason", ""))),
+            }
+        )
     return listing
 
 
@@ -297,6 +339,7 @@ def _name_fields(path: str) -> dict[str, str]:
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON (dataclasses, pydantic models, bytes and the like turned into JSON types)."""
+
     def default(obj):
         if hasattr(obj, "model_dump"):
             return obj.model_dump(mode="json")
@@ -329,8 +372,9 @@ def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, b
     environment = spec.get("environment") or {}
     wanted = [("task", entry) for entry in spec.get("files") or []]
     wanted += [("env", entry) for entry in environment.get("files") or []]
-    contents = {sha256: data for _, entry in wanted
-                if (data := _blob_cache_get(sha256 := str(entry.get("sha256")))) is not None}
+    contents = {
+        sha256: data for _, entry in wanted if (data := _blob_cache_get(sha256 := str(entry.get("sha256")))) is not None
+    }
     missing = {str(entry.get("sha256")) for _, entry in wanted} - contents.keys()
     if missing:
         for blob in Blob.objects.filter(sha256__in=missing):
@@ -342,8 +386,10 @@ def task_files(task_version: TaskVersion) -> tuple[dict[str, bytes], dict[str, b
     for where, entry in wanted:
         data = contents.get(str(entry.get("sha256")))
         if data is None:
-            raise DomainError(f"The content of file {entry.get('path')!r} ({str(entry.get('sha256'))[:12]}) is missing "
-                              "from storage.", code="missing_blob")
+            raise DomainError(
+                f"The content of file {entry.get('path')!r} ({str(entry.get('sha256'))[:12]}) is missing from storage.",
+                code="missing_blob",
+            )
         (files if where == "task" else env_files)[entry["path"]] = data
     return files, env_files
 
@@ -369,9 +415,14 @@ def policy_model_config():
     if config is None:
         raise DomainError("No policy model is configured.", code="no_policy_model")
     params = dict(config.params or {})
-    return ModelConfig(base_url=config.base_url, model=config.model, api_key=config.api_key,
-                       temperature=params.pop("temperature", None), max_tokens=params.pop("max_tokens", None),
-                       extra=params)
+    return ModelConfig(
+        base_url=config.base_url,
+        model=config.model,
+        api_key=config.api_key,
+        temperature=params.pop("temperature", None),
+        max_tokens=params.pop("max_tokens", None),
+        extra=params,
+    )
 
 
 def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress) -> RolloutResult:
@@ -383,8 +434,11 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress) -> RolloutR
     task_version = preview_run.task_version
     task = parse_task(task_version.spec)
     files, env_files = task_files(task_version)
-    policy = make_policy(preview_run.policy, task=task,
-                         model_config=policy_model_config() if preview_run.policy_kind == "model" else None)
+    policy = make_policy(
+        preview_run.policy,
+        task=task,
+        model_config=policy_model_config() if preview_run.policy_kind == "model" else None,
+    )
     backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
     from grading.endpoints import judge_client_for
 
@@ -392,16 +446,26 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress) -> RolloutR
     if not connection.in_atomic_block:
         # The worker is about to block for minutes; don't hold an idle connection meanwhile.
         close_old_connections()
-    return run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files, judge=judge,
-                       on_event=progress.on_event, should_cancel=progress.should_cancel)
+    return run_rollout(
+        task,
+        policy=policy,
+        backend=backend,
+        files=files,
+        env_files=env_files,
+        judge=judge,
+        on_event=progress.on_event,
+        should_cancel=progress.should_cancel,
+    )
 
 
 def _backend_options(backend: str) -> dict:
     from sandbox.runtime.backends.base import HostLimits
 
-    limits = HostLimits(snapshot_max_bytes=settings.SANDBOX_SNAPSHOT_MAX_MB * 1024 * 1024,
-                        snapshot_max_files=settings.SANDBOX_SNAPSHOT_MAX_FILES,
-                        io_timeout_s=settings.SANDBOX_IO_TIMEOUT_S)
+    limits = HostLimits(
+        snapshot_max_bytes=settings.SANDBOX_SNAPSHOT_MAX_MB * 1024 * 1024,
+        snapshot_max_files=settings.SANDBOX_SNAPSHOT_MAX_FILES,
+        io_timeout_s=settings.SANDBOX_IO_TIMEOUT_S,
+    )
     if backend == "bubblewrap":
         from pathlib import Path
 
@@ -421,9 +485,13 @@ def _backend_options(backend: str) -> dict:
             except ValueError as exc:
                 raise SandboxError(f"GYMWRIGHT_SANDBOX_EGRESS_ALLOW: {exc}", permanent=True) from exc
         return options
-    options = {"limits": limits, "build_memory_mb": settings.SANDBOX_BUILD_MEMORY_MB,
-               "build_cpus": settings.SANDBOX_BUILD_CPUS, "build_network": settings.SANDBOX_BUILD_NETWORK or None,
-               "egress_network": (settings.SANDBOX_DOCKER_NETWORK or None) if settings.SANDBOX_EGRESS else None}
+    options = {
+        "limits": limits,
+        "build_memory_mb": settings.SANDBOX_BUILD_MEMORY_MB,
+        "build_cpus": settings.SANDBOX_BUILD_CPUS,
+        "build_network": settings.SANDBOX_BUILD_NETWORK or None,
+        "egress_network": (settings.SANDBOX_DOCKER_NETWORK or None) if settings.SANDBOX_EGRESS else None,
+    }
     if settings.SANDBOX_IMAGE:
         options["default_image"] = settings.SANDBOX_IMAGE
     return options

@@ -7,28 +7,37 @@ import json
 
 import pytest
 
-from sandbox import services, worker
 from grading.models import ModelEndpoint
+from sandbox import services, worker
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import RUBRIC, make_task
 from tests.support.openai_server import OpenAIServer, tool_call
 
 pytestmark = [pytest.mark.bubblewrap]
 
-JUDGED_RUBRIC = {**RUBRIC, "checks": [*RUBRIC["checks"], {"id": "explains", "kind": "llm_judge", "points": 2,
-                                                          "criterion": "The answer is a number."}]}
-
+JUDGED_RUBRIC = {
+    **RUBRIC,
+    "checks": [
+        *RUBRIC["checks"],
+        {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "The answer is a number."},
+    ],
+}
 
 
 def agent_and_judge(server_box: dict):
     """The policy model writes answer.txt, then submits; the judge says met."""
+
     def handler(body):
         if body["model"] == "judge-model":
             return '{"met": true, "explanation": "42 is a number"}'
         tool_turns = sum(1 for m in body["messages"] if m["role"] == "tool")
         if tool_turns == 0:
-            return {"content": "Let me write it.", "tool_calls": [tool_call("bash", {"command": "echo 42 > answer.txt"})]}
+            return {
+                "content": "Let me write it.",
+                "tool_calls": [tool_call("bash", {"command": "echo 42 > answer.txt"})],
+            }
         return {"content": None, "tool_calls": [tool_call("submit", {"answer": "six times seven is 42"})]}
+
     return handler
 
 
@@ -36,10 +45,17 @@ def test_a_model_preview_runs_the_agent_in_a_sandbox_and_grades_it_with_the_judg
     task = make_task(author=author, slug="judged", rubric=JUDGED_RUBRIC)
     with OpenAIServer() as server:
         server.handler = agent_and_judge({})
-        ModelEndpoint.objects.create(name="agent", role="policy", base_url=server.base_url, model="policy-model",
-                                     api_key_env="", default_params={"temperature": 0})
-        ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="judge-model",
-                                     api_key_env="")
+        ModelEndpoint.objects.create(
+            name="agent",
+            role="policy",
+            base_url=server.base_url,
+            model="policy-model",
+            api_key_env="",
+            default_params={"temperature": 0},
+        )
+        ModelEndpoint.objects.create(
+            name="judge", role="judge", base_url=server.base_url, model="judge-model", api_key_env=""
+        )
         preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1)
         rollout = preview_run.rollouts.get()
         assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
@@ -57,8 +73,9 @@ def test_a_model_preview_runs_the_agent_in_a_sandbox_and_grades_it_with_the_judg
     assert calls == ["bash", "submit"]
 
 
-def test_without_a_judge_the_judged_check_is_unscored_and_the_reward_is_its_lower_bound(sandbox_dir, author,
-                                                                                          settings, client):
+def test_without_a_judge_the_judged_check_is_unscored_and_the_reward_is_its_lower_bound(
+    sandbox_dir, author, settings, client
+):
     settings.OPENAI_BASE_URL = ""
     task = make_task(author=author, slug="judged", rubric=JUDGED_RUBRIC)
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
@@ -78,8 +95,9 @@ def test_without_a_judge_the_judged_check_is_unscored_and_the_reward_is_its_lowe
     assert progress["passed"] == 0 and progress["incomplete"] == 1
 
 
-def test_a_model_api_failure_is_retried_once_then_reported(sandbox_dir, author, enqueued,
-                                                           django_capture_on_commit_callbacks):
+def test_a_model_api_failure_is_retried_once_then_reported(
+    sandbox_dir, author, enqueued, django_capture_on_commit_callbacks
+):
     from tests.support.openai_server import Reply
 
     task = make_task(author=author, slug="flaky-model")
@@ -93,6 +111,22 @@ def test_a_model_api_failure_is_retried_once_then_reported(sandbox_dir, author, 
         assert worker.rollout_execute(rollout_id=rollout.pk) == "error"
     rollout.refresh_from_db()
     assert rollout.status == "error" and "503" in rollout.error and rollout.attempts == 2
+
+
+def test_a_result_that_cannot_be_stored_ends_the_rollout_as_an_error_saying_why(sandbox_dir, author, monkeypatch):
+    """The last resort when storing fails: the rollout is failed with the storage error, never left running."""
+
+    def refuse(**_):
+        raise ValueError("the store said no")
+
+    task = make_task(author=author, slug="unstorable")
+    preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
+    rollout = preview_run.rollouts.get()
+    monkeypatch.setattr(worker, "_rollout_store", refuse)
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "error"
+    rollout.refresh_from_db()
+    assert rollout.status == "error" and rollout.error.startswith("could not store the result: ")
+    assert "the store said no" in rollout.error and rollout.reward is None
 
 
 def test_a_running_rollout_stops_when_its_preview_is_cancelled(sandbox_dir, author, transactional_db, enqueued):
@@ -126,8 +160,12 @@ def test_the_reference_solution_files_reach_the_sandbox(sandbox_dir, author):
     from authoring.services import blob_store
 
     blob = blob_store(data=b"6\n7\n")
-    task = make_task(author=author, slug="with-files", script="python3 -c \"print(6*7)\" > answer.txt && cat numbers.txt",
-                     files=[{"path": "numbers.txt", "sha256": blob.sha256}])
+    task = make_task(
+        author=author,
+        slug="with-files",
+        script='python3 -c "print(6*7)" > answer.txt && cat numbers.txt',
+        files=[{"path": "numbers.txt", "sha256": blob.sha256}],
+    )
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
     assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
@@ -136,14 +174,18 @@ def test_the_reference_solution_files_reach_the_sandbox(sandbox_dir, author):
     assert files["numbers.txt"] == "6\n7\n" and rollout.passed, json.dumps(rollout.trajectory)[:2000]
 
 
-def test_a_worker_reads_a_versions_files_from_storage_once_and_never_an_oversized_one_again(author,
-                                                                                          django_assert_num_queries):
+def test_a_worker_reads_a_versions_files_from_storage_once_and_never_an_oversized_one_again(
+    author, django_assert_num_queries
+):
     """A blob's bytes never change for its sha256: a worker keeps the last ones it read (worker.task_files)."""
     from authoring.services import blob_store
 
     small, large = blob_store(data=b"6\n7\n"), blob_store(data=b"x" * 300)
-    task = make_task(author=author, slug="files-kept", files=[{"path": "numbers.txt", "sha256": small.sha256},
-                                                              {"path": "big.txt", "sha256": large.sha256}])
+    task = make_task(
+        author=author,
+        slug="files-kept",
+        files=[{"path": "numbers.txt", "sha256": small.sha256}, {"path": "big.txt", "sha256": large.sha256}],
+    )
     worker._blob_cache.clear()
     original = worker._blob_cache.max_size, worker._blob_cache.max_value
     worker._blob_cache.max_size, worker._blob_cache.max_value = 1000, 250  # a quarter: under the large file's 300
@@ -175,8 +217,9 @@ def test_a_docker_preview_runs_in_a_container_and_leaves_none_behind(author, set
 
     mine = {"label": f"gymwright.owner={owner_id()}"}  # containers this process starts carry its host:pid
     assert client.containers.list(all=True, filters=mine) == []
-    preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1,
-                                              backend="docker")
+    preview_run = services.preview_run_create(
+        task_version=task.latest_version, user=author, policy="oracle", n=1, backend="docker"
+    )
     rollout = preview_run.rollouts.get()
     assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
@@ -190,20 +233,38 @@ def test_a_judge_rubric_calls_the_same_models_in_a_dry_run_and_in_a_preview(sand
     from grading import services as grading_services
 
     settings.JUDGE_CACHE_DIR = None  # the preview must ask the model again, not read the dry run's verdicts
-    rubric = {**RUBRIC, "judge": {"model": "strict-judge"}, "checks": [
-        *RUBRIC["checks"],
-        {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "The answer is a number."},
-        {"id": "second_opinion", "kind": "llm_judge", "points": 1, "criterion": "The answer is 42.",
-         "model": "second-judge"}]}
+    rubric = {
+        **RUBRIC,
+        "judge": {"model": "strict-judge"},
+        "checks": [
+            *RUBRIC["checks"],
+            {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "The answer is a number."},
+            {
+                "id": "second_opinion",
+                "kind": "llm_judge",
+                "points": 1,
+                "criterion": "The answer is 42.",
+                "model": "second-judge",
+            },
+        ],
+    }
     task = make_task(author=author, slug="two-judges", rubric=rubric)
     with OpenAIServer(default='{"met": true, "explanation": "fine"}') as server:
-        ModelEndpoint.objects.create(name="strict-judge", role="judge", base_url=server.base_url,
-                                     model="strict-model", api_key_env="", default_params={"max_tokens": 77})
-        ModelEndpoint.objects.create(name="second-judge", role="judge", base_url=server.base_url,
-                                     model="second-model", api_key_env="")
+        ModelEndpoint.objects.create(
+            name="strict-judge",
+            role="judge",
+            base_url=server.base_url,
+            model="strict-model",
+            api_key_env="",
+            default_params={"max_tokens": 77},
+        )
+        ModelEndpoint.objects.create(
+            name="second-judge", role="judge", base_url=server.base_url, model="second-model", api_key_env=""
+        )
 
-        outcome = grading_services.dry_run_start(rubric_text=json.dumps(rubric), answer="42", user=author,
-                                                 task=task, task_version=task.latest_version)
+        outcome = grading_services.dry_run_start(
+            rubric_text=json.dumps(rubric), answer="42", user=author, task=task, task_version=task.latest_version
+        )
         assert outcome.dry_run is not None
         dry_run = grading_services.dry_run_grade(dry_run_id=outcome.dry_run.pk)
         assert dry_run.status == "done", dry_run.error
@@ -251,16 +312,26 @@ def test_cancel_during_a_long_command_kills_it_and_removes_the_sandbox(sandbox_d
     assert not [entry for entry in sandbox_dir.iterdir() if entry.name.startswith("gw-")]  # the sandbox is gone
 
 
-def test_files_the_snapshot_left_out_are_listed_on_the_rollout_and_fail_their_checks(sandbox_dir, author, settings,
-                                                                                       client):
+def test_files_the_snapshot_left_out_are_listed_on_the_rollout_and_fail_their_checks(
+    sandbox_dir, author, settings, client
+):
     from django.urls import reverse
 
     settings.SANDBOX_SNAPSHOT_MAX_MB = 1
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "answer_file", "kind": "file_content", "path": "answer.txt", "points": 1, "contains": "42"},
-        {"id": "huge_file", "kind": "file_content", "path": "huge.bin", "points": 1, "contains": "x"}]}
-    task = make_task(author=author, slug="sparse-agent", rubric=rubric, limits={"workspace_mb": 600},
-                     script="echo 42 > answer.txt && truncate -s 500M huge.bin")
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "answer_file", "kind": "file_content", "path": "answer.txt", "points": 1, "contains": "42"},
+            {"id": "huge_file", "kind": "file_content", "path": "huge.bin", "points": 1, "contains": "x"},
+        ],
+    }
+    task = make_task(
+        author=author,
+        slug="sparse-agent",
+        rubric=rubric,
+        limits={"workspace_mb": 600},
+        script="echo 42 > answer.txt && truncate -s 500M huge.bin",
+    )
     preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
     assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
