@@ -36,8 +36,18 @@ serve: migrate
 # as much as it computes), each with its own test database and data directory (gymwright/pytest_workers.py);
 # (--dist load: loadfile and loadscope drop the schemathesis operations). PYTEST_WORKERS=0 runs it in this process.
 PYTEST_WORKERS ?= 2
-test: setup
+test: setup lint
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist load $(PYTEST_ARGS)
+
+# ruff, configured in pyproject.toml: `make lint` checks, `make format` rewrites.
+.PHONY: lint format
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 # Every benchmark, against this machine's PostgreSQL and Redis (each benchmark makes databases of its own on
 # BENCH_DATABASE_URL's server) and Label Studio in a virtualenv of its own; rewrites BENCHMARKS.md's latest run.

@@ -14,11 +14,13 @@ from rest_framework.views import APIView
 
 from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff_json
-from authoring.models import Environment, Task, slug_validator
+from authoring.models import Environment, slug_validator
 from grading.engine.models import MAX_TAGS, PROMPT_MAX_CHARS, TAG_MAX_CHARS, TITLE_MAX_CHARS
-from gymwright.api import Pagination, iso_datetime, paginate as _paginate, paginated, validated as _input
-from gymwright.pagination import KeysFirstPaginator
+from gymwright.api import Pagination, iso_datetime, paginated
+from gymwright.api import paginate as _paginate
+from gymwright.api import validated as _input
 from gymwright.errors import DomainError, NotAllowed
+from gymwright.pagination import KeysFirstPaginator
 
 
 def _authors_only(user, what: str) -> None:
@@ -65,18 +67,26 @@ class EnvironmentVersionInput(serializers.Serializer):
 class EnvironmentListApi(APIView):
     @extend_schema(responses=paginated(EnvironmentOutput), operation_id="environments_list")
     def get(self, request):
-        return _paginate(request, self, selectors.environment_list(user=request.user).order_by("slug"), EnvironmentOutput)
+        return _paginate(
+            request, self, selectors.environment_list(user=request.user).order_by("slug"), EnvironmentOutput
+        )
 
     @extend_schema(request=EnvironmentCreateInput, responses={201: EnvironmentOutput})
     def post(self, request):
         _authors_only(request.user, "create environments")  # before anything is looked up in the body
         data = _input(EnvironmentCreateInput, request.data)
         if Environment.objects.filter(slug=data["slug"]).exists():
-            raise DomainError(f"An environment called {data['slug']!r} already exists.",
-                              details=[{"pointer": "/slug", "message": "already taken"}])
-        environment = services.environment_create(slug=data["slug"], name=data.get("name") or data["slug"],
-                                                  description=data.get("description", ""), author=request.user,
-                                                  spec=data["spec"])
+            raise DomainError(
+                f"An environment called {data['slug']!r} already exists.",
+                details=[{"pointer": "/slug", "message": "already taken"}],
+            )
+        environment = services.environment_create(
+            slug=data["slug"],
+            name=data.get("name") or data["slug"],
+            description=data.get("description", ""),
+            author=request.user,
+            spec=data["spec"],
+        )
         return Response(EnvironmentOutput(environment).data, status=status.HTTP_201_CREATED)
 
 
@@ -90,16 +100,23 @@ class EnvironmentVersionListApi(APIView):
     @extend_schema(responses=paginated(EnvironmentVersionOutput), operation_id="environments_versions_list")
     def get(self, request, slug):
         environment = selectors.environment_get_for_user(slug=slug, user=request.user)
-        return _paginate(request, self, selectors.environment_version_list(environment=environment),
-                         EnvironmentVersionOutput)
+        return _paginate(
+            request, self, selectors.environment_version_list(environment=environment), EnvironmentVersionOutput
+        )
 
-    @extend_schema(request=EnvironmentVersionInput, responses={201: EnvironmentVersionOutput, 200: EnvironmentVersionOutput})
+    @extend_schema(
+        request=EnvironmentVersionInput, responses={201: EnvironmentVersionOutput, 200: EnvironmentVersionOutput}
+    )
     def post(self, request, slug):
         environment = selectors.environment_get_for_user(slug=slug, user=request.user, action="edit")
         data = _input(EnvironmentVersionInput, request.data)
-        version, created = services.environment_version_create(environment=environment, author=request.user,
-                                                               spec=data["spec"], base_version=data["base_version"],
-                                                               message=data.get("message", ""))
+        version, created = services.environment_version_create(
+            environment=environment,
+            author=request.user,
+            spec=data["spec"],
+            base_version=data["base_version"],
+            message=data.get("message", ""),
+        )
         return Response(EnvironmentVersionOutput(version).data, status=201 if created else 200)
 
 
@@ -123,9 +140,17 @@ class TaskOutput(serializers.Serializer):
 
 def task_row_output(row: dict, zone=None) -> dict:
     """A `selectors.task_rows` row in TaskOutput's shape, without building the model objects TaskOutput reads."""
-    return {"slug": row["slug"], "title": row["title"], "environment": row["environment"], "status": row["status"],
-            "tags": row["tags"], "owner": row["owner"], "latest_version": row["latest_version"],
-            "created_at": iso_datetime(row["created_at"], zone), "updated_at": iso_datetime(row["updated_at"], zone)}
+    return {
+        "slug": row["slug"],
+        "title": row["title"],
+        "environment": row["environment"],
+        "status": row["status"],
+        "tags": row["tags"],
+        "owner": row["owner"],
+        "latest_version": row["latest_version"],
+        "created_at": iso_datetime(row["created_at"], zone),
+        "updated_at": iso_datetime(row["updated_at"], zone),
+    }
 
 
 class TaskVersionOutput(serializers.Serializer):
@@ -150,22 +175,29 @@ class TaskContentInput(serializers.Serializer):
     rubric = serializers.JSONField(help_text="A gymwright.rubric/v1 document.")
     solution = serializers.JSONField(required=False, help_text='{"script": "...", "answer": "..."}')
     files = serializers.JSONField(required=False, help_text="[{path, sha256}] of uploaded blobs.")
-    tags = serializers.ListField(child=serializers.CharField(max_length=TAG_MAX_CHARS), max_length=MAX_TAGS,
-                                 required=False)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=TAG_MAX_CHARS), max_length=MAX_TAGS, required=False
+    )
     metadata = serializers.JSONField(required=False)
-    examples = serializers.JSONField(required=False, help_text=(
-        'Example answers graded on every new version: [{"name", "answer", "expect": "pass"|"fail", '
-        '"reward": {"min", "max"} (optional), "files": [{"path", "content"}] (optional)}]; results at '
-        '/api/tasks/{slug}/versions/{number}/examples/.'))
-    environment_version = serializers.IntegerField(required=False,
-                                                   help_text="Pin an environment version; default the latest.")
+    examples = serializers.JSONField(
+        required=False,
+        help_text=(
+            'Example answers graded on every new version: [{"name", "answer", "expect": "pass"|"fail", '
+            '"reward": {"min", "max"} (optional), "files": [{"path", "content"}] (optional)}]; results at '
+            "/api/tasks/{slug}/versions/{number}/examples/."
+        ),
+    )
+    environment_version = serializers.IntegerField(
+        required=False, help_text="Pin an environment version; default the latest."
+    )
 
 
 class TaskCreateInput(TaskContentInput):
     slug = serializers.CharField(max_length=64, validators=[slug_validator])
     environment = serializers.CharField(max_length=64, validators=[slug_validator])
-    message = serializers.CharField(required=False, allow_blank=True, max_length=500,
-                                    help_text="Change note of version 1; default \"created\".")
+    message = serializers.CharField(
+        required=False, allow_blank=True, max_length=500, help_text='Change note of version 1; default "created".'
+    )
 
 
 class TaskVersionInput(TaskContentInput):
@@ -174,33 +206,48 @@ class TaskVersionInput(TaskContentInput):
 
 
 def _content(data: dict, environment: Environment) -> dict:
-    content = {key: data[key] for key in ("title", "prompt", "rubric", "solution", "files", "tags", "metadata",
-                                          "examples") if key in data}
+    content = {
+        key: data[key]
+        for key in ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
+        if key in data
+    }
     if data.get("environment_version"):
         version = environment.versions.filter(number=data["environment_version"]).first()
         if version is None:
-            raise DomainError(f"{environment.slug} has no version {data['environment_version']}.",
-                              details=[{"pointer": "/environment_version", "message": "no such version"}])
+            raise DomainError(
+                f"{environment.slug} has no version {data['environment_version']}.",
+                details=[{"pointer": "/environment_version", "message": "no such version"}],
+            )
         content["environment_version"] = version
     return content
 
 
 class TaskListApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter(name, str, description=desc) for name, desc in (
-            ("q", "search slug and title"), ("environment", "environment slug"), ("status", "task status"),
-            ("tag", "tag name"), ("author", "owner's username"))],
+        parameters=[
+            OpenApiParameter(name, str, description=desc)
+            for name, desc in (
+                ("q", "search slug and title"),
+                ("environment", "environment slug"),
+                ("status", "task status"),
+                ("tag", "tag name"),
+                ("author", "owner's username"),
+            )
+        ],
         responses=paginated(TaskOutput),
         operation_id="tasks_list",
     )
     def get(self, request):
-        filters = {key: request.query_params.get(key, "").strip()[:100]
-                   for key in ("q", "environment", "status", "tag", "author")}
+        filters = {
+            key: request.query_params.get(key, "").strip()[:100]
+            for key in ("q", "environment", "status", "tag", "author")
+        }
         paginator = Pagination()
         rows = partial(selectors.task_rows, user=request.user)
         paginator.django_paginator_class = partial(KeysFirstPaginator, rows=rows)
-        page = paginator.paginate_queryset(selectors.task_list_page_source(user=request.user, **filters), request,
-                                           view=self)
+        page = paginator.paginate_queryset(
+            selectors.task_list_page_source(user=request.user, **filters), request, view=self
+        )
         zone = timezone.get_current_timezone()
         return paginator.get_paginated_response([task_row_output(row, zone) for row in page])
 
@@ -211,12 +258,21 @@ class TaskListApi(APIView):
         try:
             environment = selectors.environment_get_for_user(slug=data["environment"], user=request.user)
         except Http404:
-            raise DomainError(f"No environment {data['environment']!r}.",
-                              details=[{"pointer": "/environment", "message": "not found"}])
-        task = services.task_create(slug=data["slug"], environment=environment, author=request.user,
-                                    content=_content(data, environment), message=data.get("message", ""))
-        return Response(TaskOutput(selectors.task_get_for_user(slug=task.slug, user=request.user)).data,
-                        status=status.HTTP_201_CREATED)
+            raise DomainError(
+                f"No environment {data['environment']!r}.",
+                details=[{"pointer": "/environment", "message": "not found"}],
+            )
+        task = services.task_create(
+            slug=data["slug"],
+            environment=environment,
+            author=request.user,
+            content=_content(data, environment),
+            message=data.get("message", ""),
+        )
+        return Response(
+            TaskOutput(selectors.task_get_for_user(slug=task.slug, user=request.user)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class TaskDetailApi(APIView):
@@ -229,7 +285,9 @@ class TaskVersionListApi(APIView):
     @extend_schema(responses=paginated(TaskVersionSummaryOutput), operation_id="tasks_versions_list")
     def get(self, request, slug):
         task = selectors.task_get_for_user(slug=slug, user=request.user)
-        return _paginate(request, self, selectors.task_version_list(task=task, user=request.user), TaskVersionSummaryOutput)
+        return _paginate(
+            request, self, selectors.task_version_list(task=task, user=request.user), TaskVersionSummaryOutput
+        )
 
     @extend_schema(request=TaskVersionInput, responses={201: TaskVersionOutput, 200: TaskVersionOutput})
     def post(self, request, slug):
@@ -237,29 +295,36 @@ class TaskVersionListApi(APIView):
         task = selectors.task_get_for_user(slug=slug, user=request.user, action="edit")
         data = _input(TaskVersionInput, request.data)
         with transaction.atomic():
-            version, created = services.task_version_create(task=task, author=request.user,
-                                                            content=_content(data, task.environment),
-                                                            base_version=data["base_version"],
-                                                            message=data.get("message", ""))
+            version, created = services.task_version_create(
+                task=task,
+                author=request.user,
+                content=_content(data, task.environment),
+                base_version=data["base_version"],
+                message=data.get("message", ""),
+            )
         return Response(TaskVersionOutput(version).data, status=201 if created else 200)
 
 
 class TaskVersionDetailApi(APIView):
     @extend_schema(responses=TaskVersionOutput)
     def get(self, request, slug, number):
-        return Response(TaskVersionOutput(selectors.task_version_get_for_user(slug=slug, number=number,
-                                                                             user=request.user)).data)
+        return Response(
+            TaskVersionOutput(selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)).data
+        )
 
 
 class TaskDiffApi(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("a", int, required=True), OpenApiParameter("b", int, required=True)],
-        responses=inline_serializer("TaskDiff", fields={
-            "fields": serializers.ListField(child=serializers.DictField()),
-            "checks": serializers.ListField(child=serializers.DictField()),
-            "rubric_changes": serializers.ListField(child=serializers.DictField()),
-            "summary": serializers.DictField(),
-        }),
+        responses=inline_serializer(
+            "TaskDiff",
+            fields={
+                "fields": serializers.ListField(child=serializers.DictField()),
+                "checks": serializers.ListField(child=serializers.DictField()),
+                "rubric_changes": serializers.ListField(child=serializers.DictField()),
+                "summary": serializers.DictField(),
+            },
+        ),
     )
     def get(self, request, slug):
         numbers = {}
@@ -267,27 +332,35 @@ class TaskDiffApi(APIView):
             try:
                 numbers[key] = int(request.query_params.get(key, ""))
             except ValueError:
-                raise DomainError(f"Query parameter {key} must be a version number.",
-                                  details=[{"pointer": f"/{key}", "message": "expected an integer"}])
+                raise DomainError(
+                    f"Query parameter {key} must be a version number.",
+                    details=[{"pointer": f"/{key}", "message": "expected an integer"}],
+                )
         version_a = selectors.task_version_get_for_user(slug=slug, number=numbers["a"], user=request.user)
         version_b = selectors.task_version_get_for_user(slug=slug, number=numbers["b"], user=request.user)
-        return Response({"a": version_a.number, "b": version_b.number,
-                         **task_version_diff_json(version_a.spec, version_b.spec)})
+        return Response(
+            {"a": version_a.number, "b": version_b.number, **task_version_diff_json(version_a.spec, version_b.spec)}
+        )
 
 
 class BlobUploadApi(APIView):
     """Upload a file; answers its sha256 for use in a task's or environment's `files`."""
 
-    @extend_schema(request={"multipart/form-data": inline_serializer("BlobUpload", {"file": serializers.FileField()})},
-                   responses={201: inline_serializer("Blob", {"sha256": serializers.CharField(),
-                                                               "size": serializers.IntegerField()})})
+    @extend_schema(
+        request={"multipart/form-data": inline_serializer("BlobUpload", {"file": serializers.FileField()})},
+        responses={
+            201: inline_serializer("Blob", {"sha256": serializers.CharField(), "size": serializers.IntegerField()})
+        },
+    )
     def post(self, request):
         _authors_only(request.user, "upload files")  # before the body is read: a blob is stored for good
         upload = request.FILES.get("file")  # parses the body, which runs the capped upload handler
         if getattr(request._request, "upload_too_large", False):
             raise services.upload_too_large_error("The file")
         if upload is None:
-            raise DomainError("Send the file as multipart field 'file'.", details=[{"pointer": "/file", "message": "required"}])
+            raise DomainError(
+                "Send the file as multipart field 'file'.", details=[{"pointer": "/file", "message": "required"}]
+            )
         services.safe_relative_path(upload.name, field="file")
         blob = services.blob_store(uploaded_file=upload)
         return Response({"sha256": blob.sha256, "size": blob.size}, status=201)

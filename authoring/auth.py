@@ -23,8 +23,10 @@ from authoring import permissions
 from gymwright.sql import Prepared
 
 _user = Prepared(lambda pk: permissions.with_roles(get_user_model()._default_manager.filter(pk=pk)), pk=int)
-_token = Prepared(lambda key: permissions.with_roles(Token.objects.select_related("user").filter(key=key),
-                                                     user_field="user_id"), key=str)
+_token = Prepared(
+    lambda key: permissions.with_roles(Token.objects.select_related("user").filter(key=key), user_field="user_id"),
+    key=str,
+)
 
 # The keys DRF makes (Token.generate_key: 20 random bytes as hex). Any other text in the header names no token,
 # and is refused as an unknown key is, without a query (PostgreSQL refuses a NUL in a parameter: a 500).

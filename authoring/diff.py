@@ -108,8 +108,11 @@ def rubric_diff(a: dict, b: dict) -> tuple[list[CheckDiff], list[dict]]:
             continue
         strip = lambda c: {k: v for k, v in c.items() if k != "checks"}  # noqa: E731 - children diff on their own
         old_s, new_s = strip(old), strip(new)
-        changes = [{"key": key, "a": _check_value(old_s, key), "b": _check_value(new_s, key)}
-                   for key in sorted(set(old_s) | set(new_s)) if old_s.get(key) != new_s.get(key)]
+        changes = [
+            {"key": key, "a": _check_value(old_s, key), "b": _check_value(new_s, key)}
+            for key in sorted(set(old_s) | set(new_s))
+            if old_s.get(key) != new_s.get(key)
+        ]
         moved = a_order.index(check_id) != position
         diffs.append(CheckDiff(check_id, "changed" if changes else "unchanged", old, new, changes, moved))
     for check_id in a_order:
@@ -124,8 +127,14 @@ def rubric_diff(a: dict, b: dict) -> tuple[list[CheckDiff], list[dict]]:
 
 
 TEXT_FIELDS = (("title", "Title"), ("prompt", "Prompt"))
-JSON_FIELDS = (("solution", "Solution"), ("files", "Files"), ("tags", "Tags"), ("metadata", "Metadata"),
-               ("examples", "Example answers"), ("environment", "Environment"))
+JSON_FIELDS = (
+    ("solution", "Solution"),
+    ("files", "Files"),
+    ("tags", "Tags"),
+    ("metadata", "Metadata"),
+    ("examples", "Example answers"),
+    ("environment", "Environment"),
+)
 
 
 def _field_value(spec: dict, key: str):
@@ -156,11 +165,18 @@ def task_version_diff_json(a_spec: dict, b_spec: dict) -> dict:
     """The same diff, as plain JSON for the API."""
     diff = task_version_diff(a_spec, b_spec)
     return {
-        "fields": [{"name": f.name, "changed": f.changed,
-                    "lines": [{"op": line.op, "text": line.text} for line in f.lines if f.changed]}
-                   for f in diff["fields"]],
-        "checks": [{"id": c.id, "status": c.status, "moved": c.moved, "changes": c.changes,
-                    "a": c.a, "b": c.b} for c in diff["checks"]],
+        "fields": [
+            {
+                "name": f.name,
+                "changed": f.changed,
+                "lines": [{"op": line.op, "text": line.text} for line in f.lines if f.changed],
+            }
+            for f in diff["fields"]
+        ],
+        "checks": [
+            {"id": c.id, "status": c.status, "moved": c.moved, "changes": c.changes, "a": c.a, "b": c.b}
+            for c in diff["checks"]
+        ],
         "rubric_changes": diff["rubric_changes"],
         "summary": diff["summary"],
     }

@@ -74,16 +74,26 @@ def parse_json_field(text: str, *, label: str):
 def pointer_to_form_field(pointer: str) -> str | None:
     """Which form field a JSON pointer into the task document belongs to."""
     return {
-        "rubric": "rubric", "title": "title", "prompt": "prompt", "tags": "tags", "files": "files",
-        "solution": "solution_script", "metadata": "metadata", "slug": "slug", "environment": "environment",
+        "rubric": "rubric",
+        "title": "title",
+        "prompt": "prompt",
+        "tags": "tags",
+        "files": "files",
+        "solution": "solution_script",
+        "metadata": "metadata",
+        "slug": "slug",
+        "environment": "environment",
         "examples": "examples",
-        "environment_version": "environment_version", "id": "slug",
+        "environment_version": "environment_version",
+        "id": "slug",
     }.get(pointer_head(pointer))
 
 
-FILE_ROLE_CHOICES = [("workspace", "workspace — the agent may change it"),
-                     ("protected", "protected — restored before the checks"),
-                     ("grader", "grader — hidden until the checks")]
+FILE_ROLE_CHOICES = [
+    ("workspace", "workspace — the agent may change it"),
+    ("protected", "protected — restored before the checks"),
+    ("grader", "grader — hidden until the checks"),
+]
 
 
 class FileRolesMixin:
@@ -107,31 +117,41 @@ class TaskForm(FileRolesMixin, forms.Form):
 
     slug = forms.CharField(max_length=64, validators=[slug_validator], help_text=f"{SLUG_RULE}; cannot change later.")
     environment = forms.ModelChoiceField(queryset=Environment.objects.none(), to_field_name="slug")
-    environment_version = forms.TypedChoiceField(required=False, coerce=int, empty_value=None,
-                                                 label="Environment version")
+    environment_version = forms.TypedChoiceField(
+        required=False, coerce=int, empty_value=None, label="Environment version"
+    )
     title = forms.CharField(max_length=200)
-    prompt = ExactTextField(max_length=PROMPT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 14}),
-                            help_text="Markdown shown to the agent.")
+    prompt = ExactTextField(
+        max_length=PROMPT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 14}), help_text="Markdown shown to the agent."
+    )
     rubric = ExactTextField(widget=forms.Textarea(attrs={"rows": 24, "id": "rubric-json", "spellcheck": "false"}))
-    solution_script = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 5}),
-                                     label="Reference solution script",
-                                     help_text="Shell commands run in the sandbox by the oracle policy.")
-    solution_answer = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
-                                     label="Reference answer")
+    solution_script = ExactTextField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5}),
+        label="Reference solution script",
+        help_text="Shell commands run in the sandbox by the oracle policy.",
+    )
+    solution_answer = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 4}), label="Reference answer")
     tags = forms.CharField(required=False, help_text="Comma-separated.")
-    metadata = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 3}), initial="{}",
-                              help_text="Free-form JSON object.")
+    metadata = ExactTextField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), initial="{}", help_text="Free-form JSON object."
+    )
     examples = ExactTextField(
-        required=False, label="Example answers", initial="[]",
+        required=False,
+        label="Example answers",
+        initial="[]",
         widget=forms.Textarea(attrs={"rows": 8, "id": "examples-json", "spellcheck": "false"}),
-        help_text='JSON list: answers with the verdict you expect, graded on every new version, e.g. '
-                  '[{"name": "right", "answer": "42", "expect": "pass", "reward": {"min": 0.9}}, '
-                  '{"name": "wrong", "answer": "41", "expect": "fail", '
-                  '"files": [{"path": "out/report.md", "content": "..."}]}]')
-    files = MultipleFileField(required=False, label="Attach files",
-                              help_text="Placed in the agent's workspace under their names.")
-    remove_files = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
-                                             label="Remove attached files")
+        help_text="JSON list: answers with the verdict you expect, graded on every new version, e.g. "
+        '[{"name": "right", "answer": "42", "expect": "pass", "reward": {"min": 0.9}}, '
+        '{"name": "wrong", "answer": "41", "expect": "fail", '
+        '"files": [{"path": "out/report.md", "content": "..."}]}]',
+    )
+    files = MultipleFileField(
+        required=False, label="Attach files", help_text="Placed in the agent's workspace under their names."
+    )
+    remove_files = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Remove attached files"
+    )
     message = forms.CharField(required=False, max_length=500, label="Change note")
     base_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
@@ -154,9 +174,12 @@ class TaskForm(FileRolesMixin, forms.Form):
         self.current_files = list(current_files)
         for index, entry in enumerate(self.current_files):
             self.fields[f"file_role_{index}"] = forms.ChoiceField(
-                choices=FILE_ROLE_CHOICES, required=False, initial=entry.get("role") or "workspace",
+                choices=FILE_ROLE_CHOICES,
+                required=False,
+                initial=entry.get("role") or "workspace",
                 label=f"Role of {entry['path']}",
-                widget=forms.Select(attrs={"data-file-path": entry["path"]}))
+                widget=forms.Select(attrs={"data-file-path": entry["path"]}),
+            )
 
     def file_role_fields(self):
         return [self[name] for name in self.fields if name.startswith("file_role_")]
@@ -190,8 +213,9 @@ class TaskForm(FileRolesMixin, forms.Form):
         tags = sorted({t.strip().lower() for t in (self.cleaned_data.get("tags") or "").split(",") if t.strip()})
         long = [tag for tag in tags if len(tag) > TAG_MAX_CHARS]
         if long:  # the task format's bound (and the tag table's column), said in the box's words
-            raise forms.ValidationError(f"A tag is at most {TAG_MAX_CHARS} characters: {long[0][:TAG_MAX_CHARS]}… has "
-                                        f"{len(long[0])}.")
+            raise forms.ValidationError(
+                f"A tag is at most {TAG_MAX_CHARS} characters: {long[0][:TAG_MAX_CHARS]}… has {len(long[0])}."
+            )
         return tags
 
     def content(self, *, current_files: list[dict]) -> dict:
@@ -202,8 +226,7 @@ class TaskForm(FileRolesMixin, forms.Form):
             "prompt": data["prompt"],
             "rubric": data["rubric"],
             "solution": {"script": data.get("solution_script") or None, "answer": data.get("solution_answer") or None},
-            "files": [self._with_role(index, f) for index, f in enumerate(current_files)
-                      if f["path"] not in removed],
+            "files": [self._with_role(index, f) for index, f in enumerate(current_files) if f["path"] not in removed],
             "tags": data["tags"],
             "metadata": data["metadata"],
             "examples": data.get("examples") or [],
@@ -223,21 +246,37 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     image = forms.CharField(required=False, help_text="Container image (docker backend), e.g. python:3.12-slim.")
-    dockerfile = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
-                                help_text="Instead of an image: built once and cached by content hash.")
-    setup = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
-                           help_text="Shell script run once when a sandbox starts.")
+    dockerfile = ExactTextField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="Instead of an image: built once and cached by content hash.",
+    )
+    setup = ExactTextField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Shell script run once when a sandbox starts.",
+    )
     network = forms.ChoiceField(choices=[("none", "none"), ("allowed", "allowed")], initial=DEFAULTS["network"])
     cpus = forms.FloatField(min_value=0.1, max_value=64, initial=DEFAULTS["limits"]["cpus"])
     memory_mb = forms.IntegerField(min_value=64, max_value=262144, initial=DEFAULTS["limits"]["memory_mb"])
     timeout_s = forms.IntegerField(min_value=1, max_value=86400, initial=DEFAULTS["limits"]["timeout_s"])
     max_steps = forms.IntegerField(min_value=1, max_value=1000, initial=DEFAULTS["limits"]["max_steps"])
-    tools = forms.MultipleChoiceField(choices=[(tool, tool) for tool in BUILTIN_TOOLS],
-                                      widget=forms.CheckboxSelectMultiple, initial=list(DEFAULTS["tools"]))
-    custom_tools = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 6}), initial="[]",
-                                  help_text='JSON list: [{"name", "description", "parameters", "command"}].')
-    checks_module = ExactTextField(required=False, widget=forms.Textarea(attrs={"rows": 8}),
-                                   help_text="Optional Python module `checks` for python checks (function: \"checks:fn\").")
+    tools = forms.MultipleChoiceField(
+        choices=[(tool, tool) for tool in BUILTIN_TOOLS],
+        widget=forms.CheckboxSelectMultiple,
+        initial=list(DEFAULTS["tools"]),
+    )
+    custom_tools = ExactTextField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        initial="[]",
+        help_text='JSON list: [{"name", "description", "parameters", "command"}].',
+    )
+    checks_module = ExactTextField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8}),
+        help_text='Optional Python module `checks` for python checks (function: "checks:fn").',
+    )
     files = MultipleFileField(required=False, label="Shared data files", help_text="Mounted read-only at /env.")
     message = forms.CharField(required=False, max_length=500, label="Change note")
     base_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
@@ -258,12 +297,17 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
         spec = {**DEFAULTS, **environment.latest_version.spec}
         limits = {**DEFAULTS["limits"], **(spec.get("limits") or {})}
         return {
-            "name": environment.name, "description": environment.description,
-            "image": spec["image"] or "", "dockerfile": spec["dockerfile"] or "", "setup": spec["setup"] or "",
+            "name": environment.name,
+            "description": environment.description,
+            "image": spec["image"] or "",
+            "dockerfile": spec["dockerfile"] or "",
+            "setup": spec["setup"] or "",
             "network": spec["network"] or DEFAULTS["network"],
             **{key: limits[key] for key in ("cpus", "memory_mb", "timeout_s", "max_steps")},
-            "tools": spec["tools"] or [], "custom_tools": json.dumps(spec["custom_tools"] or [], indent=2),
-            "checks_module": spec["checks_module"] or "", "base_version": environment.latest_version.number,
+            "tools": spec["tools"] or [],
+            "custom_tools": json.dumps(spec["custom_tools"] or [], indent=2),
+            "checks_module": spec["checks_module"] or "",
+            "base_version": environment.latest_version.number,
         }
 
     def clean_custom_tools(self):
@@ -280,8 +324,12 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
             "dockerfile": data.get("dockerfile") or None,
             "setup": data.get("setup") or None,
             "network": data["network"],
-            "limits": {"cpus": data["cpus"], "memory_mb": data["memory_mb"], "timeout_s": data["timeout_s"],
-                       "max_steps": data["max_steps"]},
+            "limits": {
+                "cpus": data["cpus"],
+                "memory_mb": data["memory_mb"],
+                "timeout_s": data["timeout_s"],
+                "max_steps": data["max_steps"],
+            },
             "tools": list(data["tools"]),
             "custom_tools": data["custom_tools"],
             "files": current_files,

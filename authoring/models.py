@@ -78,8 +78,9 @@ class Environment(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="environments")
-    latest_version = models.ForeignKey("EnvironmentVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                                       related_name="+")
+    latest_version = models.ForeignKey(
+        "EnvironmentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -132,11 +133,11 @@ class Task(models.Model):
     environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="tasks", db_index=False)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
     tags = models.ManyToManyField(Tag, blank=True, related_name="tasks")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks",
-                              db_index=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks", db_index=False)
     # The exact version a reviewer approved (packs export it), kept when later drafts follow it.
-    approved_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                                         related_name="+")
+    approved_version = models.ForeignKey(
+        "TaskVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # The approved version's title, set with `approved_version` (review.services): what a member who reads approved
     # work only (lab) is shown and searches, where `title` follows every new draft. The version's own title is in its
     # spec, which lists do not read. `db_default`: an import's raw inserts (authoring.services) leave it out.
@@ -145,8 +146,9 @@ class Task(models.Model):
     # new draft (and every review), so a lab member's list, tag menu, tag filter, task page and API read these.
     approved_tags = models.ManyToManyField(Tag, blank=True, related_name="approved_tasks")
     approved_at = models.DateTimeField(null=True, blank=True)
-    latest_version = models.ForeignKey("TaskVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                                       related_name="+")
+    latest_version = models.ForeignKey(
+        "TaskVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # When the latest submission sent the task to review (review.services.task_submit sets it with the submission):
@@ -163,11 +165,17 @@ class Task(models.Model):
             # The review queue and every reviewer's navigation count: the tasks in review in queue order, with
             # what the queue's rule reads (the owner, the latest version), answered from the index alone. Only
             # tasks in review are in it: an import's drafts do not write it.
-            models.Index(fields=["submitted_at", "id", "owner", "latest_version"], name="task_review_queue",
-                         condition=models.Q(status="in_review")),
+            models.Index(
+                fields=["submitted_at", "id", "owner", "latest_version"],
+                name="task_review_queue",
+                condition=models.Q(status="in_review"),
+            ),
             # A lab member's task list, newest approval first (approved tasks only: drafts do not write it).
-            models.Index(fields=["-approved_at", "-id"], name="task_approved_order",
-                         condition=models.Q(approved_version__isnull=False)),
+            models.Index(
+                fields=["-approved_at", "-id"],
+                name="task_approved_order",
+                condition=models.Q(approved_version__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -15,8 +15,8 @@ from django.core.cache import cache
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from grading.engine.models import PROMPT_MAX_CHARS
 from authoring.markdown import render_markdown
+from grading.engine.models import PROMPT_MAX_CHARS
 
 # Part of the cache key: change it when the renderer or its sanitising rules change, so that no page shows HTML
 # made by the old ones.
@@ -33,7 +33,8 @@ def markdown_or_text(text: str) -> SafeString:
     return mark_safe(
         f'<p class="warn prompt-as-text">This prompt is {len(text):,} characters long, over the {PROMPT_MAX_CHARS:,} '
         f"the editor takes: it is shown as plain text, not rendered as Markdown.</p>"
-        f'<pre class="prompt-text">{escape(text)}</pre>')
+        f'<pre class="prompt-text">{escape(text)}</pre>'
+    )
 
 
 def prompt_html(version) -> SafeString:

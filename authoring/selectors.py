@@ -48,8 +48,11 @@ def _check(user, obj, action: str) -> None:
     if isinstance(obj, Task) and obj.approved_version_id is None and not permissions.reads_drafts(user):
         raise Http404(f"No task {obj.slug!r}")  # a lab member reads approved tasks only
     if action == "edit":
-        allowed = (permissions.can_edit_task(user, obj) if isinstance(obj, Task)
-                   else permissions.can_edit_environment(user, obj))
+        allowed = (
+            permissions.can_edit_task(user, obj)
+            if isinstance(obj, Task)
+            else permissions.can_edit_environment(user, obj)
+        )
         if not allowed:
             raise NotAllowed(f"You may not edit {obj.slug}: only its owner or an admin can.")
     elif action == "review" and not permissions.can_review(user):
@@ -58,8 +61,13 @@ def _check(user, obj, action: str) -> None:
 
 def _task_with_versions(slug) -> QuerySet[Task]:
     return Task.objects.select_related(
-        "environment", "owner", "latest_version", "approved_version", "latest_version__author",
-        "latest_version__environment_version").filter(slug=slug)
+        "environment",
+        "owner",
+        "latest_version",
+        "approved_version",
+        "latest_version__author",
+        "latest_version__environment_version",
+    ).filter(slug=slug)
 
 
 def _readable_version_count(*, approved_only: bool) -> Coalesce:
@@ -73,11 +81,24 @@ def _readable_version_count(*, approved_only: bool) -> Coalesce:
 # Every task page starts with these two: compiled once per process (gymwright.sql). The task's own page also
 # counts the versions its reader may open (its History button), in the same query, for each kind of reader.
 _task_by_slug = Prepared(_task_with_versions, slug=str)
-_task_page_by_slug = {approved_only: Prepared(lambda slug, approved_only=approved_only: _task_with_versions(
-    slug).annotate(readable_version_count=_readable_version_count(approved_only=approved_only)), slug=str)
-    for approved_only in (False, True)}
-_task_tags = {reads_drafts: Prepared(lambda task_id, reads_drafts=reads_drafts: Tag.objects.filter(
-    **{"tasks__id" if reads_drafts else "approved_tasks__id": task_id}), task_id=int) for reads_drafts in (True, False)}
+_task_page_by_slug = {
+    approved_only: Prepared(
+        lambda slug, approved_only=approved_only: _task_with_versions(slug).annotate(
+            readable_version_count=_readable_version_count(approved_only=approved_only)
+        ),
+        slug=str,
+    )
+    for approved_only in (False, True)
+}
+_task_tags = {
+    reads_drafts: Prepared(
+        lambda task_id, reads_drafts=reads_drafts: Tag.objects.filter(
+            **{"tasks__id" if reads_drafts else "approved_tasks__id": task_id}
+        ),
+        task_id=int,
+    )
+    for reads_drafts in (True, False)
+}
 
 
 def _approved_status(status: str) -> str:
@@ -101,8 +122,9 @@ def _status_filters(status: str, *, reads_drafts: bool) -> dict | None:
     return {} if not status else None
 
 
-_APPROVED_STATUSES = [(value, label) for value, label in Task.Status.choices
-                      if value in (Task.Status.APPROVED, Task.Status.ARCHIVED)]
+_APPROVED_STATUSES = [
+    (value, label) for value, label in Task.Status.choices if value in (Task.Status.APPROVED, Task.Status.ARCHIVED)
+]
 
 
 def _as_approved(task: Task) -> Task:
@@ -156,9 +178,9 @@ def task_check_for_user(*, task: Task, user, action: str = "view") -> Task:
 def task_version_get_for_user(*, slug: str, number: int, user) -> TaskVersion:
     task = task_get_for_user(slug=slug, user=user)
     try:
-        version = (TaskVersion.objects.select_related("author", "environment_version",
-                                                      "environment_version__environment")
-                   .get(task=task, number=number))
+        version = TaskVersion.objects.select_related(
+            "author", "environment_version", "environment_version__environment"
+        ).get(task=task, number=number)
     except TaskVersion.DoesNotExist:
         raise Http404(f"{slug} has no version {number}")
     task_version_check_readable(user=user, version=version, what=f"version {number} of {slug}")
@@ -187,8 +209,9 @@ def environment_version_list(*, environment: Environment) -> QuerySet[Environmen
     return environment.versions.select_related("author").order_by("-number")
 
 
-def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag: str = "",
-              author: str = "") -> QuerySet[Task]:
+def task_list(
+    *, user, q: str = "", environment: str = "", status: str = "", tag: str = "", author: str = ""
+) -> QuerySet[Task]:
     """Tasks the user can see, filtered; a constant number of queries however many rows. A member who reads
     approved work only (lab) filters by the approved version's status and tags, newest approval first."""
     if not permissions.can_view(user) or any(NUL in value for value in (q, environment, status, tag, author)):
@@ -196,10 +219,13 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
     # A list shows each task's latest version number and author, never its document: leave it out.
     # (Pages and the API list read rows with `task_rows`; the related objects serve other callers.)
     reads_drafts = permissions.reads_drafts(user)
-    queryset = (Task.objects.select_related("environment", "owner", "latest_version", "latest_version__author",
-                                            "approved_version")
-                .defer("latest_version__spec", "approved_version__spec")
-                .prefetch_related("tags" if reads_drafts else "approved_tags"))
+    queryset = (
+        Task.objects.select_related(
+            "environment", "owner", "latest_version", "latest_version__author", "approved_version"
+        )
+        .defer("latest_version__spec", "approved_version__spec")
+        .prefetch_related("tags" if reads_drafts else "approved_tags")
+    )
     if q:
         # On PostgreSQL, trigram indexes on the expressions these compile to answer them (authoring migrations
         # 0007 and 0008): a change of lookup or of field needs its index changed too
@@ -216,6 +242,7 @@ def task_list(*, user, q: str = "", environment: str = "", status: str = "", tag
 def _listed(reads_drafts: bool):
     """The task list's rule without its search, for `task_list` and the prepared page queries. A member who reads
     approved work only (lab) is given approved tasks, newest approval first, and filters by their approved tags."""
+
     def build(queryset=None, environment=None, status=None, not_status=None, tag=None, author=None) -> QuerySet[Task]:
         queryset = Task.objects.all() if queryset is None else queryset
         if status:
@@ -226,22 +253,36 @@ def _listed(reads_drafts: bool):
             queryset = queryset.filter(approved_version__isnull=False)
         # the lab's order is the time they are shown (index task_approved_order)
         order = ("-updated_at", "-id") if reads_drafts else ("-approved_at", "-id")
-        return task_filter(queryset, environment=environment or "", tag=tag or "", author=author or "",
-                           approved=not reads_drafts).order_by(*order)
+        return task_filter(
+            queryset, environment=environment or "", tag=tag or "", author=author or "", approved=not reads_drafts
+        ).order_by(*order)
+
     return build
 
 
 # The task list's and the API's count and page of keys, for every combination of filters but the search (whose
 # `icontains` the ORM rewrites): compiled once per process and combination (gymwright.sql).
 _LIST_FILTERS = {"environment": str, "status": str, "not_status": str, "tag": str, "author": str}
-_list_count = {reads_drafts: Prepared(_listed(reads_drafts), count=True, optional=list(_LIST_FILTERS), **_LIST_FILTERS)
-               for reads_drafts in (True, False)}
-_list_keys = {reads_drafts: Prepared(lambda build=_listed(reads_drafts), **filters: build(**filters).values_list(
-    "pk", flat=True), sliced=True, optional=list(_LIST_FILTERS), **_LIST_FILTERS) for reads_drafts in (True, False)}
+_list_count = {
+    reads_drafts: Prepared(_listed(reads_drafts), count=True, optional=list(_LIST_FILTERS), **_LIST_FILTERS)
+    for reads_drafts in (True, False)
+}
+_list_keys = {
+    reads_drafts: Prepared(
+        lambda build=_listed(reads_drafts), **filters: build(**filters).values_list(  # noqa: B008
+            "pk", flat=True
+        ),
+        sliced=True,
+        optional=list(_LIST_FILTERS),
+        **_LIST_FILTERS,
+    )
+    for reads_drafts in (True, False)
+}
 
 
-def task_list_page_source(*, user, q: str = "", environment: str = "", status: str = "", tag: str = "",
-                          author: str = "") -> QuerySet[Task] | PreparedList:
+def task_list_page_source(
+    *, user, q: str = "", environment: str = "", status: str = "", tag: str = "", author: str = ""
+) -> QuerySet[Task] | PreparedList:
     """What the task list and `/api/tasks/` page through with `task_rows`: `task_list`'s tasks, as prepared count
     and key queries where no search is given (the list as it opens, and its menus' filters)."""
     if q or not permissions.can_view(user) or any(NUL in value for value in (environment, status, tag, author)):
@@ -254,8 +295,9 @@ def task_list_page_source(*, user, q: str = "", environment: str = "", status: s
     return PreparedList(_list_count[reads_drafts], _list_keys[reads_drafts], **filters)
 
 
-def task_filter(queryset: QuerySet[Task], *, environment: str = "", tag: str = "", author: str = "",
-                approved: bool = False) -> QuerySet[Task]:
+def task_filter(
+    queryset: QuerySet[Task], *, environment: str = "", tag: str = "", author: str = "", approved: bool = False
+) -> QuerySet[Task]:
     """The task list's menus (environment slug, tag name, owner's username), for any list of tasks; with `approved`,
     the tag is one of the approved version's (what a member who reads approved work only is shown)."""
     if environment:
@@ -274,8 +316,11 @@ def task_filter_choices(*, user) -> dict:
     if not permissions.can_view(user):
         return {"environments": [], "tags": [], "statuses": []}
     reads_drafts = permissions.reads_drafts(user)
-    return {"environments": _environment_slugs(), "tags": _tag_names[reads_drafts](),
-            "statuses": Task.Status.choices if reads_drafts else _APPROVED_STATUSES}
+    return {
+        "environments": _environment_slugs(),
+        "tags": _tag_names[reads_drafts](),
+        "statuses": Task.Status.choices if reads_drafts else _APPROVED_STATUSES,
+    }
 
 
 def _tag_choices(reads_drafts: bool) -> QuerySet[Tag]:
@@ -287,32 +332,59 @@ def _tag_choices(reads_drafts: bool) -> QuerySet[Tag]:
 
 # On the task list and the review queue: compiled once per process (gymwright.sql).
 _environment_slugs = Prepared(lambda: Environment.objects.order_by("slug").values_list("slug", flat=True))
-_tag_names = {reads_drafts: Prepared(lambda reads_drafts=reads_drafts: _tag_choices(reads_drafts))
-              for reads_drafts in (True, False)}
+_tag_names = {
+    reads_drafts: Prepared(lambda reads_drafts=reads_drafts: _tag_choices(reads_drafts))
+    for reads_drafts in (True, False)
+}
 
 
 TASK_ROW_FIELDS = {
-    "pk": "pk", "slug": "slug", "title": "title", "status": "status", "created_at": "created_at",
-    "updated_at": "updated_at", "environment": "environment__slug", "owner": "owner__username",
-    "latest_version": "latest_version__number", "latest_version_author": "latest_version__author__username",
-    "approved_version": "approved_version__number", "submitted_at": "submitted_at",
+    "pk": "pk",
+    "slug": "slug",
+    "title": "title",
+    "status": "status",
+    "created_at": "created_at",
+    "updated_at": "updated_at",
+    "environment": "environment__slug",
+    "owner": "owner__username",
+    "latest_version": "latest_version__number",
+    "latest_version_author": "latest_version__author__username",
+    "approved_version": "approved_version__number",
+    "submitted_at": "submitted_at",
 }
 _STATUS_LABELS = dict(Task.Status.choices)
 
 
-_APPROVED_ROW_FIELDS = {**TASK_ROW_FIELDS, "title": "approved_title", "updated_at": "approved_at",
-                        "latest_version": "approved_version__number",
-                        "latest_version_author": "approved_version__author__username"}
+_APPROVED_ROW_FIELDS = {
+    **TASK_ROW_FIELDS,
+    "title": "approved_title",
+    "updated_at": "approved_at",
+    "latest_version": "approved_version__number",
+    "latest_version_author": "approved_version__author__username",
+}
 
 
 # A page of the task list or of the API: compiled once per page length (gymwright.sql)
 _task_row_values, _approved_row_values = (
-    PreparedIn(lambda keys, paths=tuple(fields.values()): Task.objects.filter(pk__in=keys).order_by()
-               .values_list(*paths), "keys", item=int) for fields in (TASK_ROW_FIELDS, _APPROVED_ROW_FIELDS))
+    PreparedIn(
+        lambda keys, paths=tuple(fields.values()): (  # noqa: B008 - bound once per table
+            Task.objects.filter(pk__in=keys).order_by().values_list(*paths)
+        ),
+        "keys",
+        item=int,
+    )
+    for fields in (TASK_ROW_FIELDS, _APPROVED_ROW_FIELDS)
+)
 _task_row_tags, _approved_row_tags = (
-    PreparedIn(lambda keys, through=through: through.objects.filter(task_id__in=keys).order_by("tag__name")
-               .values_list("task_id", "tag__name"), "keys", item=int)
-    for through in (Task.tags.through, Task.approved_tags.through))
+    PreparedIn(
+        lambda keys, through=through: (
+            through.objects.filter(task_id__in=keys).order_by("tag__name").values_list("task_id", "tag__name")
+        ),
+        "keys",
+        item=int,
+    )
+    for through in (Task.tags.through, Task.approved_tags.through)
+)
 
 
 def task_rows(keys: list[int], *, user=None) -> list[dict]:
@@ -325,8 +397,9 @@ def task_rows(keys: list[int], *, user=None) -> list[dict]:
     """
     reads_drafts = user is None or permissions.reads_drafts(user)
     fields = TASK_ROW_FIELDS if reads_drafts else _APPROVED_ROW_FIELDS
-    rows = [dict(zip(fields, values)) for values in
-            (_task_row_values if reads_drafts else _approved_row_values)(keys=keys)]
+    rows = [
+        dict(zip(fields, values)) for values in (_task_row_values if reads_drafts else _approved_row_values)(keys=keys)
+    ]
     tags: dict[int, list[str]] = {}
     for task_id, name in (_task_row_tags if reads_drafts else _approved_row_tags)(keys=keys):
         tags.setdefault(task_id, []).append(name)
@@ -348,12 +421,18 @@ AUDIT_EVENTS_SHOWN = 50
 
 
 def _events_about(content_type_id, object_id) -> QuerySet[AuditEvent]:
-    return (AuditEvent.objects.filter(content_type_id=content_type_id, object_id=object_id)
-            .select_related("actor").order_by("-created_at", "-id"))
+    return (
+        AuditEvent.objects.filter(content_type_id=content_type_id, object_id=object_id)
+        .select_related("actor")
+        .order_by("-created_at", "-id")
+    )
 
 
-_latest_events = Prepared(lambda content_type_id, object_id: _events_about(content_type_id, object_id)
-                          [:AUDIT_EVENTS_SHOWN], content_type_id=int, object_id=int)  # every task page
+_latest_events = Prepared(
+    lambda content_type_id, object_id: _events_about(content_type_id, object_id)[:AUDIT_EVENTS_SHOWN],
+    content_type_id=int,
+    object_id=int,
+)  # every task page
 
 
 def audit_events_for(obj, *, user=None) -> list[AuditEvent]:
@@ -361,8 +440,11 @@ def audit_events_for(obj, *, user=None) -> list[AuditEvent]:
     events about versions they may read (a later draft's "v3: message" stays unseen)."""
     content_type = ContentType.objects.get_for_model(type(obj))
     if isinstance(obj, Task) and user is not None and not permissions.reads_drafts(user):
-        return list(_events_about(content_type.pk, obj.pk)
-                    .filter(data__version__in=task_version_numbers(task=obj, user=user))[:AUDIT_EVENTS_SHOWN])
+        return list(
+            _events_about(content_type.pk, obj.pk).filter(data__version__in=task_version_numbers(task=obj, user=user))[
+                :AUDIT_EVENTS_SHOWN
+            ]
+        )
     return _latest_events(content_type_id=content_type.pk, object_id=obj.pk)
 
 
@@ -383,8 +465,13 @@ def task_version_numbers(*, task: Task, user) -> list[int]:
 
 
 # The task page's example answers for a lab member: compiled once per process (gymwright.sql).
-_approved_before = Prepared(lambda task_id, number: approved_versions(
-    TaskVersion.objects.filter(task_id=task_id, number__lt=number)).order_by("-number")[:1], task_id=int, number=int)
+_approved_before = Prepared(
+    lambda task_id, number: approved_versions(TaskVersion.objects.filter(task_id=task_id, number__lt=number)).order_by(
+        "-number"
+    )[:1],
+    task_id=int,
+    number=int,
+)
 
 
 def task_version_before(*, version: TaskVersion, user=None) -> TaskVersion | None:

@@ -10,8 +10,9 @@ urlpatterns = [
     path("tasks/<slug:slug>/edit/", views.task_edit, name="task_edit"),
     path("tasks/<slug:slug>/versions/", views.task_versions, name="task_versions"),
     path("tasks/<slug:slug>/versions/<int:number>/", views.task_version_detail, name="task_version_detail"),
-    path("tasks/<slug:slug>/versions/<int:number>/files/<path:path>", views.task_version_file,
-         name="task_version_file"),
+    path(
+        "tasks/<slug:slug>/versions/<int:number>/files/<path:path>", views.task_version_file, name="task_version_file"
+    ),
     path("tasks/<slug:slug>/diff/", views.task_diff, name="task_diff"),
     path("markdown/preview/", views.markdown_preview, name="markdown_preview"),
     path("environments/", views.environment_list, name="environment_list"),

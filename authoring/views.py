@@ -16,9 +16,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from authoring import permissions, selectors, services
 from authoring.diff import task_version_diff
 from authoring.forms import EnvironmentForm, TaskForm
+from authoring.models import Task
 from authoring.prompt_html import markdown_or_text, prompt_html
 from authoring.templatetags.check_words import inline_code
-from authoring.models import Task
 from grading.engine import flat_checks  # the pure engine: a library for every app
 from grading.engine.describe import check_in_words
 from grading.engine.examples import EXAMPLES, example_as_dict
@@ -64,14 +64,18 @@ def task_list(request):
     page = KeysFirstPaginator(queryset, PAGE_SIZE, rows=rows).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "authoring/task_list.html", {
-        "page": page,
-        "task_url": slug_url_prefix("authoring:task_detail"),
-        "filters": filters,
-        "query": query.urlencode(),
-        **selectors.task_filter_choices(user=request.user),  # environments, statuses, tags: each reader's own
-        "can_author": permissions.can_author(request.user),
-    })
+    return render(
+        request,
+        "authoring/task_list.html",
+        {
+            "page": page,
+            "task_url": slug_url_prefix("authoring:task_detail"),
+            "filters": filters,
+            "query": query.urlencode(),
+            **selectors.task_filter_choices(user=request.user),  # environments, statuses, tags: each reader's own
+            "can_author": permissions.can_author(request.user),
+        },
+    )
 
 
 # Files attached to a save that failed: a browser empties a file input when the page comes back, so they are stored
@@ -102,15 +106,21 @@ def _keep_uploads(request, form) -> dict:
         pass  # a file the save refused (its name): the form says why; the others stay as they were
     if not kept:
         return {}
-    return {"kept_files": kept, "kept_files_token": signing.dumps({"user": request.user.pk, "files": kept},
-                                                                  salt=_KEPT_SALT)}
+    return {
+        "kept_files": kept,
+        "kept_files_token": signing.dumps({"user": request.user.pk, "files": kept}, salt=_KEPT_SALT),
+    }
 
 
 def _task_form_context(form, **extra):
     # Each kind's worked example and edge cases, from the engine (the same as /grading/kinds/).
     kind_examples = {kind: example_as_dict(example) for kind, example in EXAMPLES.items()}
-    return {"form": form, "starter_rubric": json.dumps(STARTER_RUBRIC, indent=2), "kind_examples": kind_examples,
-            **extra}
+    return {
+        "form": form,
+        "starter_rubric": json.dumps(STARTER_RUBRIC, indent=2),
+        "kind_examples": kind_examples,
+        **extra,
+    }
 
 
 def _environment_to_offer(request, environments):
@@ -122,8 +132,12 @@ def _environment_to_offer(request, environments):
         found = environments.filter(slug=named).first()
         if found is not None:
             return found
-    last = (Task.objects.filter(owner=request.user, environment__in=environments).order_by("-updated_at")
-            .select_related("environment").first())
+    last = (
+        Task.objects.filter(owner=request.user, environment__in=environments)
+        .order_by("-updated_at")
+        .select_related("environment")
+        .first()
+    )
     if last is not None:
         return last.environment
     return environments.first() if environments.count() == 1 else None
@@ -139,16 +153,24 @@ def task_create(request):
         if not _upload_refused(request, form, what="An attached file") and form.is_valid():
             try:
                 files = services.files_with_uploads(files=_kept_uploads(request), uploads=form.cleaned_data["files"])
-                task = services.task_create(slug=form.cleaned_data["slug"], environment=form.cleaned_data["environment"],
-                                            author=request.user, content=form.content(current_files=files),
-                                            message=form.cleaned_data.get("message") or "")
+                task = services.task_create(
+                    slug=form.cleaned_data["slug"],
+                    environment=form.cleaned_data["environment"],
+                    author=request.user,
+                    content=form.content(current_files=files),
+                    message=form.cleaned_data.get("message") or "",
+                )
             except DomainError as exc:
                 form_add_domain_error(form, exc, field_for=form.field_for)
             else:
                 messages.success(request, f"Created {task.slug} v1.")
                 return redirect("authoring:task_detail", slug=task.slug)
-        return render(request, "authoring/task_form.html",
-                      _task_form_context(form, creating=True, **_keep_uploads(request, form)), status=400)
+        return render(
+            request,
+            "authoring/task_form.html",
+            _task_form_context(form, creating=True, **_keep_uploads(request, form)),
+            status=400,
+        )
     initial = {"rubric": json.dumps(STARTER_RUBRIC, indent=2), "metadata": "{}", "examples": "[]"}
     initial["environment"] = _environment_to_offer(request, environments)
     form = TaskForm(initial=initial, environments=environments)
@@ -160,16 +182,20 @@ def task_detail(request, slug):
     task = selectors.task_get_for_user(slug=slug, user=request.user, count_versions=True)
     version = task.latest_version
     rubric_json, checks_html, check_count = _rubric_shown(version) if version else ("", "", 0)
-    return render(request, "authoring/task_detail.html", {
-        "task": task,
-        "version": version,
-        "prompt_html": prompt_html(version) if version else "",
-        "rubric_json": rubric_json,
-        "checks_html": checks_html,
-        "check_count": check_count,
-        "audit_events": selectors.audit_events_for(task, user=request.user),
-        "can_edit": permissions.can_edit_task(request.user, task),
-    })
+    return render(
+        request,
+        "authoring/task_detail.html",
+        {
+            "task": task,
+            "version": version,
+            "prompt_html": prompt_html(version) if version else "",
+            "rubric_json": rubric_json,
+            "checks_html": checks_html,
+            "check_count": check_count,
+            "audit_events": selectors.audit_events_for(task, user=request.user),
+            "can_edit": permissions.can_edit_task(request.user, task),
+        },
+    )
 
 
 def _rubric_shown(version) -> tuple[str, str, int]:
@@ -191,8 +217,7 @@ _RUBRICS_SHOWN = Kept(entries=64, max_value=65_536, size=lambda shown: len(shown
 
 def _flat_checks(checks):
     # What each check does, in words (pattern, expected value, path, criterion): the engine's sentence.
-    return [{"depth": row.depth, "check": row.check, "words": check_in_words(row.check)}
-            for row in flat_checks(checks)]
+    return [{"depth": row.depth, "check": row.check, "words": check_in_words(row.check)} for row in flat_checks(checks)]
 
 
 def _check_rows_html(items) -> str:
@@ -202,11 +227,13 @@ def _check_rows_html(items) -> str:
     for item in items:
         check = item["check"] if isinstance(item["check"], dict) else {}
         required = ' <span class="badge">required</span>' if check.get("required") else ""
-        title = f'<br><strong>{inline_code(check["title"])}</strong>' if check.get("title") else ""
+        title = f"<br><strong>{inline_code(check['title'])}</strong>" if check.get("title") else ""
         points = check.get("points")
-        out.append(f'<tr><td class="long-text depth-{int(item["depth"])}"><span class="mono">{escape(check.get("id", ""))}</span>'
-                   f'{required}{title}<div class="check-words">{inline_code(item["words"])}</div></td>'
-                   f'<td>{escape(check.get("kind", ""))}</td><td>{"" if points is None else escape(points)}</td></tr>')
+        out.append(
+            f'<tr><td class="long-text depth-{int(item["depth"])}"><span class="mono">{escape(check.get("id", ""))}</span>'
+            f'{required}{title}<div class="check-words">{inline_code(item["words"])}</div></td>'
+            f"<td>{escape(check.get('kind', ''))}</td><td>{'' if points is None else escape(points)}</td></tr>"
+        )
     return mark_safe("\n".join(out))  # every interpolated value above is escaped (inline_code escapes) or a number
 
 
@@ -241,33 +268,55 @@ def task_edit(request, slug):
 
     form = TaskForm(request.POST, request.FILES, editing=task, current_files=current_files)
     if _upload_refused(request, form, what="An attached file"):
-        return render(request, "authoring/task_form.html",
-                      _task_form_context(form, **context, **_keep_uploads(request, form)), status=400)
+        return render(
+            request,
+            "authoring/task_form.html",
+            _task_form_context(form, **context, **_keep_uploads(request, form)),
+            status=400,
+        )
     if not form.is_valid():
-        return render(request, "authoring/task_form.html",
-                      _task_form_context(form, **context, **_keep_uploads(request, form)), status=400)
+        return render(
+            request,
+            "authoring/task_form.html",
+            _task_form_context(form, **context, **_keep_uploads(request, form)),
+            status=400,
+        )
     base_version = form.cleaned_data.get("base_version")
     content = form.content(current_files=current_files)
     env_number = form.cleaned_data.get("environment_version")
     if env_number:
-        content["environment_version"] = selectors.environment_version_of(environment=task.environment,
-                                                                          number=env_number)
+        content["environment_version"] = selectors.environment_version_of(
+            environment=task.environment, number=env_number
+        )
         if content["environment_version"] is None:
             form.add_error("environment_version", "No such environment version.")
-            return render(request, "authoring/task_form.html",
-                          _task_form_context(form, **context, **_keep_uploads(request, form)), status=400)
+            return render(
+                request,
+                "authoring/task_form.html",
+                _task_form_context(form, **context, **_keep_uploads(request, form)),
+                status=400,
+            )
     try:
-        content["files"] = services.files_with_uploads(files=[*content["files"], *_kept_uploads(request)],
-                                                       uploads=form.cleaned_data["files"])
-        version, created = services.task_version_create(task=task, author=request.user, content=content,
-                                                        base_version=base_version,
-                                                        message=form.cleaned_data.get("message") or "")
+        content["files"] = services.files_with_uploads(
+            files=[*content["files"], *_kept_uploads(request)], uploads=form.cleaned_data["files"]
+        )
+        version, created = services.task_version_create(
+            task=task,
+            author=request.user,
+            content=content,
+            base_version=base_version,
+            message=form.cleaned_data.get("message") or "",
+        )
     except ConflictError:
         return _conflict(request, task=task, form=form, content=content, base_version=base_version)
     except DomainError as exc:
         form_add_domain_error(form, exc, field_for=form.field_for)
-        return render(request, "authoring/task_form.html",
-                      _task_form_context(form, **context, **_keep_uploads(request, form)), status=400)
+        return render(
+            request,
+            "authoring/task_form.html",
+            _task_form_context(form, **context, **_keep_uploads(request, form)),
+            status=400,
+        )
     if created:
         messages.success(request, f"Saved {task.slug} v{version.number}.")
     else:
@@ -285,12 +334,20 @@ def _conflict(request, *, task, form, content, base_version):
     retry_form = TaskForm(data, editing=task, current_files=list(latest.spec.get("files") or []))
     retry_form.is_valid()
     base = task.versions.filter(number=base_version).first() if base_version else None
-    return render(request, "authoring/task_conflict.html", {
-        "task": task, "latest": latest, "base": base, "form": retry_form,
-        "theirs_diff": task_version_diff(base.spec if base else {}, latest.spec),
-        "mine_vs_latest": task_version_diff(latest.spec, mine_spec),
-        "starter_rubric": "",
-    }, status=409)
+    return render(
+        request,
+        "authoring/task_conflict.html",
+        {
+            "task": task,
+            "latest": latest,
+            "base": base,
+            "form": retry_form,
+            "theirs_diff": task_version_diff(base.spec if base else {}, latest.spec),
+            "mine_vs_latest": task_version_diff(latest.spec, mine_spec),
+            "starter_rubric": "",
+        },
+        status=409,
+    )
 
 
 @require_safe
@@ -307,10 +364,16 @@ def task_version_detail(request, slug, number):
         response = HttpResponse(json.dumps(version.spec, indent=2, ensure_ascii=False), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="{slug}-v{number}.json"'
         return response
-    return render(request, "authoring/task_version.html", {
-        "task": version.task, "version": version, "prompt_html": prompt_html(version),
-        "spec_json": json.dumps(version.spec, indent=2, ensure_ascii=False),
-    })
+    return render(
+        request,
+        "authoring/task_version.html",
+        {
+            "task": version.task,
+            "version": version,
+            "prompt_html": prompt_html(version),
+            "spec_json": json.dumps(version.spec, indent=2, ensure_ascii=False),
+        },
+    )
 
 
 TEXT_SNIFF_BYTES = 8192
@@ -337,8 +400,12 @@ def task_version_file(request, slug, number, path):
     handle = blob.file.open("rb")
     text = _looks_like_text(handle.read(TEXT_SNIFF_BYTES))
     handle.seek(0)
-    response = FileResponse(handle, as_attachment=not text, filename=path.rsplit("/", 1)[-1],
-                            content_type="text/plain; charset=utf-8" if text else "application/octet-stream")
+    response = FileResponse(
+        handle,
+        as_attachment=not text,
+        filename=path.rsplit("/", 1)[-1],
+        content_type="text/plain; charset=utf-8" if text else "application/octet-stream",
+    )
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response
@@ -352,15 +419,25 @@ def task_diff(request, slug):
         b = int(request.GET.get("b") or (numbers[-1] if numbers else 0))
         a = int(request.GET.get("a") or (numbers[-2] if len(numbers) > 1 else b))
     except ValueError:
-        bad = [{"pointer": f"?{key}", "message": "must be a version number"}
-               for key in ("a", "b") if not (request.GET.get(key) or "1").isdigit()]
+        bad = [
+            {"pointer": f"?{key}", "message": "must be a version number"}
+            for key in ("a", "b")
+            if not (request.GET.get(key) or "1").isdigit()
+        ]
         raise DomainError("Compare two versions by number, e.g. ?a=1&b=2.", details=bad)
     version_a = selectors.task_version_get_for_user(slug=slug, number=a, user=request.user)
     version_b = selectors.task_version_get_for_user(slug=slug, number=b, user=request.user)
-    return render(request, "authoring/task_diff.html", {
-        "task": task, "a": version_a, "b": version_b, "numbers": numbers,
-        "diff": task_version_diff(version_a.spec, version_b.spec),
-    })
+    return render(
+        request,
+        "authoring/task_diff.html",
+        {
+            "task": task,
+            "a": version_a,
+            "b": version_b,
+            "numbers": numbers,
+            "diff": task_version_diff(version_a.spec, version_b.spec),
+        },
+    )
 
 
 @require_POST
@@ -373,10 +450,14 @@ def markdown_preview(request):
 
 @require_safe
 def environment_list(request):
-    return render(request, "authoring/environment_list.html", {
-        "environments": selectors.environment_list(user=request.user),
-        "can_author": permissions.can_author(request.user),
-    })
+    return render(
+        request,
+        "authoring/environment_list.html",
+        {
+            "environments": selectors.environment_list(user=request.user),
+            "can_author": permissions.can_author(request.user),
+        },
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -389,8 +470,12 @@ def environment_create(request):
             try:
                 files = services.files_with_uploads(files=[], uploads=form.cleaned_data["files"])
                 environment = services.environment_create(
-                    slug=form.cleaned_data["slug"], name=form.cleaned_data["name"], author=request.user,
-                    description=form.cleaned_data.get("description") or "", spec=form.spec(current_files=files))
+                    slug=form.cleaned_data["slug"],
+                    name=form.cleaned_data["name"],
+                    author=request.user,
+                    description=form.cleaned_data.get("description") or "",
+                    spec=form.spec(current_files=files),
+                )
             except DomainError as exc:
                 form_add_domain_error(form, exc, field_for=form.field_for)
             except Exception as exc:  # slug uniqueness from full_clean
@@ -409,17 +494,21 @@ def environment_create(request):
 @require_safe
 def environment_detail(request, slug):
     environment = selectors.environment_get_for_user(slug=slug, user=request.user)
-    return render(request, "authoring/environment_detail.html", {
-        "environment": environment,
-        "version": environment.latest_version,
-        "spec_json": json.dumps(environment.latest_version.spec, indent=2) if environment.latest_version else "",
-        "versions": selectors.environment_version_list(environment=environment),
-        "audit_events": selectors.audit_events_for(environment),
-        "tasks": selectors.environment_tasks(environment=environment, user=request.user),
-        "can_edit": permissions.can_edit_environment(request.user, environment),
-        "can_author": permissions.can_author(request.user),
-        "can_open_dashboard": permissions.reads_drafts(request.user),  # the review workspace shows drafts
-    })
+    return render(
+        request,
+        "authoring/environment_detail.html",
+        {
+            "environment": environment,
+            "version": environment.latest_version,
+            "spec_json": json.dumps(environment.latest_version.spec, indent=2) if environment.latest_version else "",
+            "versions": selectors.environment_version_list(environment=environment),
+            "audit_events": selectors.audit_events_for(environment),
+            "tasks": selectors.environment_tasks(environment=environment, user=request.user),
+            "can_edit": permissions.can_edit_environment(request.user, environment),
+            "can_author": permissions.can_author(request.user),
+            "can_open_dashboard": permissions.reads_drafts(request.user),  # the review workspace shows drafts
+        },
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -437,13 +526,21 @@ def environment_edit(request, slug):
         try:
             files = services.files_with_uploads(files=current_files, uploads=form.cleaned_data["files"])
             version, created = services.environment_version_create(
-                environment=environment, author=request.user, spec=form.spec(current_files=files),
-                base_version=form.cleaned_data.get("base_version"), message=form.cleaned_data.get("message") or "")
+                environment=environment,
+                author=request.user,
+                spec=form.spec(current_files=files),
+                base_version=form.cleaned_data.get("base_version"),
+                message=form.cleaned_data.get("message") or "",
+            )
         except ConflictError as exc:
-            form.add_error(None, exc.message + " Your changes are still below; reload the latest in another tab to compare.")
+            form.add_error(
+                None, exc.message + " Your changes are still below; reload the latest in another tab to compare."
+            )
             form.data = form.data.copy()
             form.data["base_version"] = str(exc.extra.get("latest_version"))
-            return render(request, "authoring/environment_form.html", {"form": form, "environment": environment}, status=409)
+            return render(
+                request, "authoring/environment_form.html", {"form": form, "environment": environment}, status=409
+            )
         except DomainError as exc:
             form_add_domain_error(form, exc, field_for=form.field_for)
         else:
@@ -463,8 +560,16 @@ def account(request):
         replaced = token is not None
         token = services.api_token_rotate(user=request.user)
         new_key = token.key
-        messages.success(request, "A new API token was created; the old one no longer works." if replaced
-                         else "Your API token was created.")
-    return render(request, "authoring/account.html", {
-        "token": token, "new_key": new_key, "roles": sorted(permissions.roles_of(request.user)),
-    })
+        messages.success(
+            request,
+            "A new API token was created; the old one no longer works." if replaced else "Your API token was created.",
+        )
+    return render(
+        request,
+        "authoring/account.html",
+        {
+            "token": token,
+            "new_key": new_key,
+            "roles": sorted(permissions.roles_of(request.user)),
+        },
+    )

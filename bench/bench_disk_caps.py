@@ -48,8 +48,10 @@ def main() -> int:
     try:
         backend = get_backend("bubblewrap", work_dir=work / "boxes")
         with backend.start(spec) as sandbox:
-            made = sandbox.exec("truncate -s 200M a.bin b.bin && truncate -s 50M c.bin && "
-                                "for i in $(seq 1 20); do echo $i > small$i.txt; done")
+            made = sandbox.exec(
+                "truncate -s 200M a.bin b.bin && truncate -s 50M c.bin && "
+                "for i in $(seq 1 20); do echo $i > small$i.txt; done"
+            )
             assert made.exit_code == 0, made
             started = time.perf_counter()
             snap = sandbox.snapshot(work / "bounded")
@@ -60,10 +62,12 @@ def main() -> int:
             plain_s = time.perf_counter() - started
         bounded_bytes, plain_bytes = allocated(snap), allocated(work / "plain")
         shutil.rmtree(work / "plain")
-        print(f"snapshot of 450 MB apparent (sparse): bounded {bounded_bytes / 1e6:.2f} MB allocated "
-              f"in {bounded_s:.3f} s ({len(left_out)} left out) vs plain copy {plain_bytes / 1e6:.1f} MB "
-              f"in {plain_s:.3f} s -> {plain_bytes / max(bounded_bytes, 1):.0f}x fewer bytes, "
-              f"{plain_s / max(bounded_s, 1e-9):.1f}x faster")
+        print(
+            f"snapshot of 450 MB apparent (sparse): bounded {bounded_bytes / 1e6:.2f} MB allocated "
+            f"in {bounded_s:.3f} s ({len(left_out)} left out) vs plain copy {plain_bytes / 1e6:.1f} MB "
+            f"in {plain_s:.3f} s -> {plain_bytes / max(bounded_bytes, 1):.0f}x fewer bytes, "
+            f"{plain_s / max(bounded_s, 1e-9):.1f}x faster"
+        )
         times: dict[bool, list[float]] = {True: [], False: []}
         for _ in range(args.starts):
             for caps in (True, False):
@@ -73,8 +77,10 @@ def main() -> int:
                 box.stop()
                 times[caps].append((time.perf_counter() - started) * 1000)
         with_caps, without = statistics.median(times[True]), statistics.median(times[False])
-        print(f"sandbox start+stop, median of {args.starts}: tmpfs caps {with_caps:.1f} ms vs "
-              f"none {without:.1f} ms -> ratio {with_caps / without:.2f}")
+        print(
+            f"sandbox start+stop, median of {args.starts}: tmpfs caps {with_caps:.1f} ms vs "
+            f"none {without:.1f} ms -> ratio {with_caps / without:.2f}"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"load average after: {os.getloadavg()}")

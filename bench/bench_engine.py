@@ -23,12 +23,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grading.engine import JudgeClient, JudgeConfig, grade, parse_rubric  # noqa: E402
-from grading.engine import similarity  # noqa: E402
+from grading.engine import (  # noqa: E402
+    JudgeClient,
+    JudgeConfig,
+    grade,
+    parse_rubric,
+    similarity,
+)
 from grading.engine.checks import find_number  # noqa: E402
 
-WORDS = ("revenue cost margin quarter forecast ledger audit invoice total growth risk model "
-         "assumption cash flow balance sheet equity debt interest tax region segment").split()
+WORDS = (
+    "revenue cost margin quarter forecast ledger audit invoice total growth risk model "
+    "assumption cash flow balance sheet equity debt interest tax region segment"
+).split()
 
 
 def make_answer(size: int = 100_000, seed: int = 7) -> str:
@@ -52,11 +59,20 @@ def make_rubric() -> dict:
     rng = random.Random(3)
     for i in range(70):
         word = rng.choice(WORDS) if i % 2 == 0 else f"absent{i}"
-        checks.append({"id": f"s{i}", "kind": "string_match", "points": rng.choice([1, 2, 3, -1]),
-                       "mode": rng.choice(["contains", "not_contains"]), "expected": word})
+        checks.append(
+            {
+                "id": f"s{i}",
+                "kind": "string_match",
+                "points": rng.choice([1, 2, 3, -1]),
+                "mode": rng.choice(["contains", "not_contains"]),
+                "expected": word,
+            }
+        )
     for i in range(60):
         pattern = rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b" if i % 2 == 0 else rf"\bnever{i}\w*\b"
-        checks.append({"id": f"r{i}", "kind": "regex", "points": 1, "pattern": pattern, "flags": "i" if i % 3 == 0 else ""})
+        checks.append(
+            {"id": f"r{i}", "kind": "regex", "points": 1, "pattern": pattern, "flags": "i" if i % 3 == 0 else ""}
+        )
     for i in range(30):
         extract = r"Final revenue: ([\d,.]+)" if i % 2 == 0 else None
         check = {"id": f"n{i}", "kind": "number", "points": 2, "expected": 1234.5, "tolerance": 0.5}
@@ -64,13 +80,29 @@ def make_rubric() -> dict:
             check["extract"] = extract
         checks.append(check)
     for i in range(10):
-        checks.append({"id": f"t{i}", "kind": "text_similarity", "points": 1,
-                       "metric": ["fuzzy", "rouge_l", "bleu"][i % 3],
-                       "reference": "revenue grew in the third quarter while cost and margin held", "threshold": 0.05})
+        checks.append(
+            {
+                "id": f"t{i}",
+                "kind": "text_similarity",
+                "points": 1,
+                "metric": ["fuzzy", "rouge_l", "bleu"][i % 3],
+                "reference": "revenue grew in the third quarter while cost and margin held",
+                "threshold": 0.05,
+            }
+        )
     for i in range(10):
-        children = [{"id": f"g{i}_{j}", "kind": "string_match", "points": 1, "expected": rng.choice(WORDS)} for j in range(3)]
-        checks.append({"id": f"g{i}", "kind": "group", "points": 3, "aggregate": ["all", "any", "mean", "min"][i % 4],
-                       "checks": children})
+        children = [
+            {"id": f"g{i}_{j}", "kind": "string_match", "points": 1, "expected": rng.choice(WORDS)} for j in range(3)
+        ]
+        checks.append(
+            {
+                "id": f"g{i}",
+                "kind": "group",
+                "points": 3,
+                "aggregate": ["all", "any", "mean", "min"][i % 4],
+                "checks": children,
+            }
+        )
     return {"schema": "gymwright.rubric/v1", "checks": checks}
 
 
@@ -143,18 +175,23 @@ def _serve(delay_s: float, connection) -> None:
 def bench_judge(checks: int, delay_s: float, concurrency: int) -> list[tuple[str, str]]:
     import multiprocessing
 
-    rubric = parse_rubric({
-        "schema": "gymwright.rubric/v1",
-        "checks": [{"id": f"j{i}", "kind": "llm_judge", "points": 1, "criterion": f"Criterion number {i}."}
-                   for i in range(checks)],
-    })
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": f"j{i}", "kind": "llm_judge", "points": 1, "criterion": f"Criterion number {i}."}
+                for i in range(checks)
+            ],
+        }
+    )
     parent, child = multiprocessing.Pipe()
     server = multiprocessing.get_context("fork").Process(target=_serve, args=(delay_s, child), daemon=True)
     server.start()
     try:
         base_url = parent.recv()
-        config = JudgeConfig(base_url=base_url, model="judge", api_key="bench", concurrency=concurrency,
-                             timeout_s=30, max_retries=0)
+        config = JudgeConfig(
+            base_url=base_url, model="judge", api_key="bench", concurrency=concurrency, timeout_s=30, max_retries=0
+        )
         with JudgeClient(config) as judge:
             judge._openai()  # warm-up: importing the openai SDK (~1 s on a busy machine) is a once-per-process cost
             started = time.perf_counter()
@@ -175,8 +212,10 @@ def bench_judge(checks: int, delay_s: float, concurrency: int) -> list[tuple[str
     scored = sum(1 for check in first.checks if check.status == "scored")
     assert scored == checks and second.reward == first.reward == 1.0
     return [
-        (f"(b) {checks} judge checks, server delay {delay_s * 1000:.0f} ms, concurrency {concurrency}",
-         f"{first_s:.2f} s (target ≤ 3 s), {first_calls} calls, server saw {stats['calls']}, peak in flight {stats['peak']}"),
+        (
+            f"(b) {checks} judge checks, server delay {delay_s * 1000:.0f} ms, concurrency {concurrency}",
+            f"{first_s:.2f} s (target ≤ 3 s), {first_calls} calls, server saw {stats['calls']}, peak in flight {stats['peak']}",
+        ),
         ("(b) ideal 100/16 × 0.3 s", f"{ideal:.3f} s → ratio {first_s / ideal:.2f}×"),
         ("(b) re-grade, same answer", f"{second_s * 1000:.1f} ms, {second_calls} calls (target 0)"),
     ]

@@ -24,11 +24,16 @@ sys.path.insert(0, str(ROOT))
 
 from grading.engine.isolated import grade_in_subprocess, grade_many_in_subprocess  # noqa: E402
 
-RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.7, "checks": [
-    {"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"},
-    {"id": "unit", "kind": "regex", "points": 2, "pattern": r"\bmeters?\b"},
-    {"id": "report", "kind": "file_content", "points": 1, "path": "out/report.md", "contains": "revenue"},
-    {"id": "total", "kind": "number", "points": 1, "expected": 42, "tolerance": 0.5}]}
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.7,
+    "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"},
+        {"id": "unit", "kind": "regex", "points": 2, "pattern": r"\bmeters?\b"},
+        {"id": "report", "kind": "file_content", "points": 1, "path": "out/report.md", "contains": "revenue"},
+        {"id": "total", "kind": "number", "points": 1, "expected": 42, "tolerance": 0.5},
+    ],
+}
 
 
 def timed(call) -> float:
@@ -57,10 +62,14 @@ def main() -> int:
                 per_child.append(a), batched.append(b), single.append(c)
     a, b, c = (statistics.median(values) for values in (per_child, batched, single))
     n = args.examples
-    print(f"(a) {n} examples: one child each {a * 1000:.0f} ms, all in one child {b * 1000:.0f} ms "
-          f"(median of {args.runs}); one-each/batched = {a / b:.2f}x")
-    print(f"(b) one child: 1 example {c * 1000:.0f} ms, {n} examples {b * 1000:.0f} ms; "
-          f"{n}/1 = {b / c:.2f}x, +{(b - c) / max(n - 1, 1) * 1000:.1f} ms per extra example")
+    print(
+        f"(a) {n} examples: one child each {a * 1000:.0f} ms, all in one child {b * 1000:.0f} ms "
+        f"(median of {args.runs}); one-each/batched = {a / b:.2f}x"
+    )
+    print(
+        f"(b) one child: 1 example {c * 1000:.0f} ms, {n} examples {b * 1000:.0f} ms; "
+        f"{n}/1 = {b / c:.2f}x, +{(b - c) / max(n - 1, 1) * 1000:.1f} ms per extra example"
+    )
     print(f"load average after: {os.getloadavg()}")
     return 0
 

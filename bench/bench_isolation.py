@@ -54,8 +54,10 @@ def main() -> int:
     egress_backend = get_backend("bubblewrap", egress=EgressPolicy())
     with plain_backend.start(spec) as plain, egress_backend.start(spec.with_overrides(network="egress")) as net:
         a, b = side_by_side(plain, "true", net, "true", args.runs)
-    print(f"(a) bubblewrap exec `true`: no network {a * 1000:.1f} ms, egress {b * 1000:.1f} ms "
-          f"(median of {args.runs}); egress/none = {b / a:.2f}x, +{(b - a) * 1000:.1f} ms per exec")
+    print(
+        f"(a) bubblewrap exec `true`: no network {a * 1000:.1f} ms, egress {b * 1000:.1f} ms "
+        f"(median of {args.runs}); egress/none = {b / a:.2f}x, +{(b - a) * 1000:.1f} ms per exec"
+    )
     try:
         import docker
 
@@ -69,10 +71,11 @@ def main() -> int:
     else:
         backend = get_backend("docker", client=client, default_image=image)
         with backend.start(spec) as box:
-            a, b = side_by_side(box, "true", box, "setsid sleep 1000 </dev/null >/dev/null 2>&1 & true",
-                                args.runs)
-        print(f"(b) docker exec: `true` {a * 1000:.1f} ms, with a setsid child to sweep {b * 1000:.1f} ms "
-              f"(median of {args.runs}); ratio {b / a:.2f}x")
+            a, b = side_by_side(box, "true", box, "setsid sleep 1000 </dev/null >/dev/null 2>&1 & true", args.runs)
+        print(
+            f"(b) docker exec: `true` {a * 1000:.1f} ms, with a setsid child to sweep {b * 1000:.1f} ms "
+            f"(median of {args.runs}); ratio {b / a:.2f}x"
+        )
     print(f"load average after: {os.getloadavg()}")
     return 0
 

@@ -98,8 +98,10 @@ def clone_sql(model, overrides: dict[str, str], source: str, extra_from: str = "
     cols = columns(model)
     exprs = [overrides.get(c, f"src.{c}") for c in cols]
     table = model._meta.db_table
-    return (f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(exprs)} "
-            f"FROM {table} src {extra_from} WHERE src.id = {source} {where}")
+    return (
+        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(exprs)} "
+        f"FROM {table} src {extra_from} WHERE src.id = {source} {where}"
+    )
 
 
 def seed(url: str) -> dict:
@@ -129,13 +131,19 @@ def seed(url: str) -> dict:
             with connection.cursor() as cur:
                 cur.execute("VACUUM ANALYZE")
         elif packs < PACKS:
-            raise SystemExit(f"{connection.settings_dict['NAME']} holds {packs} of {PACKS} packs: drop it (or run "
-                             "without --keep-db)")
+            raise SystemExit(
+                f"{connection.settings_dict['NAME']} holds {packs} of {PACKS} packs: drop it (or run without --keep-db)"
+            )
         token = Token.objects.get_or_create(user=user)[0]
         run = PreviewRun.objects.filter(n=RUN_SIZE).order_by("id").first()
         rollout = Rollout.objects.filter(preview_run=run).first()
-        return {"token": token.key, "reviewer_token": Token.objects.get_or_create(user=reviewer)[0].key,
-                "task": "load-00042", "run": run.pk, "rollout": rollout.pk}
+        return {
+            "token": token.key,
+            "reviewer_token": Token.objects.get_or_create(user=reviewer)[0].key,
+            "task": "load-00042",
+            "run": run.pk,
+            "rollout": rollout.pk,
+        }
     if user is not None:
         raise SystemExit(f"{connection.settings_dict['NAME']} holds an older seed: drop it (or run without --keep-db)")
 
@@ -148,12 +156,19 @@ def seed(url: str) -> dict:
     reviewer = User.objects.create_user(REVIEWER, password=PASSWORD)
     reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0])
     reviewer_token = Token.objects.get_or_create(user=reviewer)[0]
-    environment = services.environment_create(slug=DEMO_ENVIRONMENT["slug"], name=DEMO_ENVIRONMENT["name"],
-                                              author=user, spec=DEMO_ENVIRONMENT["spec"])
+    environment = services.environment_create(
+        slug=DEMO_ENVIRONMENT["slug"], name=DEMO_ENVIRONMENT["name"], author=user, spec=DEMO_ENVIRONMENT["spec"]
+    )
     demo = next(d for d in DEMO_TASKS if d["slug"] == "ibuprofen-dosing")
-    files = [{"path": p, "sha256": services.blob_store(data=t.encode()).sha256} for p, t in sorted(demo["files"].items())]
-    template = services.task_create(slug="load-template", environment=environment, author=user,
-                                    content={**demo["content"], "files": files, "tags": demo["tags"]})
+    files = [
+        {"path": p, "sha256": services.blob_store(data=t.encode()).sha256} for p, t in sorted(demo["files"].items())
+    ]
+    template = services.task_create(
+        slug="load-template",
+        environment=environment,
+        author=user,
+        content={**demo["content"], "files": files, "tags": demo["tags"]},
+    )
     version = template.latest_version
     rubric = engine.parse_task(version.spec).rubric
     answer = "Take 200-400 mg every 4 to 6 hours with food; do not exceed 1200 mg a day without a doctor."
@@ -161,57 +176,114 @@ def seed(url: str) -> dict:
 
     t0 = time.perf_counter()
     with connection.cursor() as cur:
-        cur.execute(clone_sql(Task, {"slug": "'load-' || lpad(g::text, 5, '0')", "title": "'Load task ' || g",
-                                     "latest_version_id": "NULL", "approved_version_id": "NULL",
-                                     "status": "(ARRAY['draft','in_review','approved'])[1 + g % 3]",
-                                     "created_at": "now() - (g || ' minutes')::interval",
-                                     "updated_at": "now() - (g || ' minutes')::interval"},
-                              str(template.pk), f", generate_series(0, {TASKS - 1}) g"))
-        cur.execute(f"INSERT INTO {Task.tags.through._meta.db_table} (task_id, tag_id) "
-                    f"SELECT t.id, x.tag_id FROM authoring_task t, {Task.tags.through._meta.db_table} x "
-                    f"WHERE t.slug LIKE 'load-0%%' AND x.task_id = {template.pk}")
-        cur.execute(clone_sql(TaskVersion, {"task_id": "t.id", "number": "n", "parent_id": "NULL",
-                                            "message": "'version ' || n"},
-                              str(version.pk), f", authoring_task t, generate_series(1, {VERSIONS}) n",
-                              "AND t.slug LIKE 'load-0%%'"))
-        cur.execute("UPDATE authoring_task t SET latest_version_id = v.id FROM authoring_taskversion v "
-                    f"WHERE v.task_id = t.id AND v.number = {VERSIONS} AND t.slug LIKE 'load-0%%'")
-        cur.execute(f"INSERT INTO {Submission._meta.db_table} (task_version_id, submitted_by_id, gates, "
-                    "override_reason, created_at) SELECT t.latest_version_id, t.owner_id, '[]'::jsonb, '', "
-                    "t.updated_at FROM authoring_task t WHERE t.status = 'in_review' AND t.slug LIKE 'load-0%%'")
+        cur.execute(
+            clone_sql(
+                Task,
+                {
+                    "slug": "'load-' || lpad(g::text, 5, '0')",
+                    "title": "'Load task ' || g",
+                    "latest_version_id": "NULL",
+                    "approved_version_id": "NULL",
+                    "status": "(ARRAY['draft','in_review','approved'])[1 + g % 3]",
+                    "created_at": "now() - (g || ' minutes')::interval",
+                    "updated_at": "now() - (g || ' minutes')::interval",
+                },
+                str(template.pk),
+                f", generate_series(0, {TASKS - 1}) g",
+            )
+        )
+        cur.execute(
+            f"INSERT INTO {Task.tags.through._meta.db_table} (task_id, tag_id) "
+            f"SELECT t.id, x.tag_id FROM authoring_task t, {Task.tags.through._meta.db_table} x "
+            f"WHERE t.slug LIKE 'load-0%%' AND x.task_id = {template.pk}"
+        )
+        cur.execute(
+            clone_sql(
+                TaskVersion,
+                {"task_id": "t.id", "number": "n", "parent_id": "NULL", "message": "'version ' || n"},
+                str(version.pk),
+                f", authoring_task t, generate_series(1, {VERSIONS}) n",
+                "AND t.slug LIKE 'load-0%%'",
+            )
+        )
+        cur.execute(
+            "UPDATE authoring_task t SET latest_version_id = v.id FROM authoring_taskversion v "
+            f"WHERE v.task_id = t.id AND v.number = {VERSIONS} AND t.slug LIKE 'load-0%%'"
+        )
+        cur.execute(
+            f"INSERT INTO {Submission._meta.db_table} (task_version_id, submitted_by_id, gates, "
+            "override_reason, created_at) SELECT t.latest_version_id, t.owner_id, '[]'::jsonb, '', "
+            "t.updated_at FROM authoring_task t WHERE t.status = 'in_review' AND t.slug LIKE 'load-0%%'"
+        )
     runs_needed = -(-ROLLOUTS // RUN_SIZE)
     first = TaskVersion.objects.filter(task__slug__startswith="load-0", number=VERSIONS).order_by("task__slug")
-    run_template = PreviewRun.objects.create(task_version=first[0], created_by=user, policy="oracle", n=RUN_SIZE,
-                                             backend="bubblewrap", status=PreviewRun.Status.DONE,
-                                             summary={"n": RUN_SIZE, "done": RUN_SIZE, "errors": 0})
-    rollout_template = Rollout.objects.create(preview_run=run_template, index=0, status=Rollout.Status.DONE,
-                                              attempts=1, answer=answer, reward=graded.reward,
-                                              passed=graded.passed, steps=3, duration_ms=1200,
-                                              trajectory=[{"type": "message", "role": "assistant", "content": answer}])
-    grade = grade_record(grade=graded, task_version=first[0], source="rollout", user=user,
-                         rollout_id=rollout_template.pk)
+    run_template = PreviewRun.objects.create(
+        task_version=first[0],
+        created_by=user,
+        policy="oracle",
+        n=RUN_SIZE,
+        backend="bubblewrap",
+        status=PreviewRun.Status.DONE,
+        summary={"n": RUN_SIZE, "done": RUN_SIZE, "errors": 0},
+    )
+    rollout_template = Rollout.objects.create(
+        preview_run=run_template,
+        index=0,
+        status=Rollout.Status.DONE,
+        attempts=1,
+        answer=answer,
+        reward=graded.reward,
+        passed=graded.passed,
+        steps=3,
+        duration_ms=1200,
+        trajectory=[{"type": "message", "role": "assistant", "content": answer}],
+    )
+    grade = grade_record(
+        grade=graded, task_version=first[0], source="rollout", user=user, rollout_id=rollout_template.pk
+    )
     Rollout.objects.filter(pk=rollout_template.pk).update(grade=grade)
     with connection.cursor() as cur:
-        cur.execute(clone_sql(PreviewRun, {"task_version_id": "v.id"}, str(run_template.pk),
-                              f", (SELECT id FROM authoring_taskversion WHERE number = {VERSIONS} AND task_id IN "
-                              f"(SELECT id FROM authoring_task WHERE slug LIKE 'load-0%%') ORDER BY id "
-                              f"LIMIT {runs_needed - 1} OFFSET 1) v"))
-        cur.execute(clone_sql(Rollout, {"preview_run_id": "r.id", "index": "i", "grade_id": "NULL"},
-                              str(rollout_template.pk),
-                              f", sandbox_previewrun r, generate_series(0, {RUN_SIZE - 1}) i",
-                              f"AND (r.id <> {run_template.pk} OR i > 0)"))
+        cur.execute(
+            clone_sql(
+                PreviewRun,
+                {"task_version_id": "v.id"},
+                str(run_template.pk),
+                f", (SELECT id FROM authoring_taskversion WHERE number = {VERSIONS} AND task_id IN "
+                f"(SELECT id FROM authoring_task WHERE slug LIKE 'load-0%%') ORDER BY id "
+                f"LIMIT {runs_needed - 1} OFFSET 1) v",
+            )
+        )
+        cur.execute(
+            clone_sql(
+                Rollout,
+                {"preview_run_id": "r.id", "index": "i", "grade_id": "NULL"},
+                str(rollout_template.pk),
+                f", sandbox_previewrun r, generate_series(0, {RUN_SIZE - 1}) i",
+                f"AND (r.id <> {run_template.pk} OR i > 0)",
+            )
+        )
         grade_cols = columns(type(grade))
-        cur.execute(clone_sql(type(grade), {"rollout_id": "ro.id", "task_version_id": "r.task_version_id"},
-                              str(grade.pk), ", sandbox_rollout ro JOIN sandbox_previewrun r ON r.id = ro.preview_run_id",
-                              f"AND ro.grade_id IS NULL"))
-        cur.execute(f"UPDATE sandbox_rollout ro SET grade_id = g.id FROM {type(grade)._meta.db_table} g "
-                    "WHERE g.rollout_id = ro.id AND ro.grade_id IS NULL")
+        cur.execute(
+            clone_sql(
+                type(grade),
+                {"rollout_id": "ro.id", "task_version_id": "r.task_version_id"},
+                str(grade.pk),
+                ", sandbox_rollout ro JOIN sandbox_previewrun r ON r.id = ro.preview_run_id",
+                "AND ro.grade_id IS NULL",
+            )
+        )
+        cur.execute(
+            f"UPDATE sandbox_rollout ro SET grade_id = g.id FROM {type(grade)._meta.db_table} g "
+            "WHERE g.rollout_id = ro.id AND ro.grade_id IS NULL"
+        )
         check_model = type(grade).check_results.rel.related_model
         cr = check_model._meta.db_table
         cols = columns(check_model)
         exprs = ["g.id" if c == "grade_id" else f"src.{c}" for c in cols]
-        cur.execute(f"INSERT INTO {cr} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM {cr} src, "
-                    f"{type(grade)._meta.db_table} g WHERE src.grade_id = {grade.pk} AND g.id <> {grade.pk}")
+        cur.execute(
+            f"INSERT INTO {cr} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM {cr} src, "
+            f"{type(grade)._meta.db_table} g WHERE src.grade_id = {grade.pk} AND g.id <> {grade.pk}"
+        )
     _seed_packs(user)
     with connection.cursor() as cur:
         # What autovacuum does to a live database after a bulk load: planner statistics, and the
@@ -220,11 +292,19 @@ def seed(url: str) -> dict:
         # trigram indexes' counts, which only VACUUM updates: before it, the planner read the table for a search.
         cur.execute("VACUUM ANALYZE")
     del grade_cols
-    print(f"seeded {Task.objects.count()} tasks, {TaskVersion.objects.count()} versions, "
-          f"{Rollout.objects.count()} rollouts, {TaskPack.objects.count()} packs of {PackVersion.objects.count()} "
-          f"versions in {time.perf_counter() - t0:.1f} s", flush=True)
-    return {"token": token.key, "reviewer_token": reviewer_token.key, "task": "load-00042", "run": run_template.pk,
-            "rollout": rollout_template.pk}
+    print(
+        f"seeded {Task.objects.count()} tasks, {TaskVersion.objects.count()} versions, "
+        f"{Rollout.objects.count()} rollouts, {TaskPack.objects.count()} packs of {PackVersion.objects.count()} "
+        f"versions in {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
+    return {
+        "token": token.key,
+        "reviewer_token": reviewer_token.key,
+        "task": "load-00042",
+        "run": run_template.pk,
+        "rollout": rollout_template.pk,
+    }
 
 
 def _seed_packs(user) -> None:
@@ -236,26 +316,63 @@ def _seed_packs(user) -> None:
     from packs.models import PackVersion, TaskPack
 
     with connection.cursor() as cur:
-        cur.execute(f"INSERT INTO {TaskPack._meta.db_table} (slug, name, description, licence, created_by_id, "
-                    f"created_at) SELECT 'load-pack-' || lpad(g::text, 3, '0'), 'Load pack ' || g, 'A pack of the "
-                    f"load seed', 'proprietary', {user.pk}, now() FROM generate_series(0, {PACKS - 1}) g")
+        cur.execute(
+            f"INSERT INTO {TaskPack._meta.db_table} (slug, name, description, licence, created_by_id, "
+            f"created_at) SELECT 'load-pack-' || lpad(g::text, 3, '0'), 'Load pack ' || g, 'A pack of the "
+            f"load seed', 'proprietary', {user.pk}, now() FROM generate_series(0, {PACKS - 1}) g"
+        )
     first = TaskPack.objects.get(slug="load-pack-000")
-    tasks = [{"id": f"load-{i:05d}", "version": VERSIONS, "sha256": hashlib.sha256(str(i).encode()).hexdigest(),
-              "split": archive.split_of(f"load-{i:05d}", 0.1)} for i in range(PACK_MANIFEST_TASKS)]
+    tasks = [
+        {
+            "id": f"load-{i:05d}",
+            "version": VERSIONS,
+            "sha256": hashlib.sha256(str(i).encode()).hexdigest(),
+            "split": archive.split_of(f"load-{i:05d}", 0.1),
+        }
+        for i in range(PACK_MANIFEST_TASKS)
+    ]
     counts = {"tasks": len(tasks), "test": sum(t["split"] == "test" for t in tasks)}
     counts["train"] = counts["tasks"] - counts["test"]
-    manifest = {"schema": archive.PACK_SCHEMA, "name": first.name, "slug": first.slug, "version": "1.0.0",
-                "description": first.description, "licence": first.licence, "counts": counts, "test_ratio": 0.1,
-                "difficulty": {name: 0 for name in archive.DIFFICULTY_BINS}, "canary": archive.canary_guid(first.slug),
-                "tasks": tasks, "content_sha256": "0" * 64}
+    manifest = {
+        "schema": archive.PACK_SCHEMA,
+        "name": first.name,
+        "slug": first.slug,
+        "version": "1.0.0",
+        "description": first.description,
+        "licence": first.licence,
+        "counts": counts,
+        "test_ratio": 0.1,
+        "difficulty": {name: 0 for name in archive.DIFFICULTY_BINS},
+        "canary": archive.canary_guid(first.slug),
+        "tasks": tasks,
+        "content_sha256": "0" * 64,
+    }
     template = PackVersion.objects.create(
-        pack=first, version="1.0.0", major=1, minor=0, patch=0, status=PackVersion.Status.READY, created_by=user,
-        selection={"environment": None, "tags": [], "tasks": [], "test_ratio": 0.1}, progress_done=len(tasks),
-        progress_total=len(tasks), size=40_000_000, sha256="0" * 64, content_sha256="0" * 64, manifest=manifest)
+        pack=first,
+        version="1.0.0",
+        major=1,
+        minor=0,
+        patch=0,
+        status=PackVersion.Status.READY,
+        created_by=user,
+        selection={"environment": None, "tags": [], "tasks": [], "test_ratio": 0.1},
+        progress_done=len(tasks),
+        progress_total=len(tasks),
+        size=40_000_000,
+        sha256="0" * 64,
+        content_sha256="0" * 64,
+        manifest=manifest,
+    )
     with connection.cursor() as cur:
-        cur.execute(clone_sql(PackVersion, {"pack_id": "p.id", "version": "'1.' || m || '.0'", "minor": "m"},
-                              str(template.pk), f", {TaskPack._meta.db_table} p, generate_series(0, "
-                              f"{PACK_VERSIONS - 1}) m", f"AND NOT (p.id = {first.pk} AND m = 0)"))
+        cur.execute(
+            clone_sql(
+                PackVersion,
+                {"pack_id": "p.id", "version": "'1.' || m || '.0'", "minor": "m"},
+                str(template.pk),
+                f", {TaskPack._meta.db_table} p, generate_series(0, {PACK_VERSIONS - 1}) m",
+                f"AND NOT (p.id = {first.pk} AND m = 0)",
+            )
+        )
 
 
 def _free_port() -> int:
@@ -309,16 +426,28 @@ class Server:
         self.database = urlparse(url).path.lstrip("/")
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(f"/tmp/gymwright-bench-gunicorn-{self.port}.log", "wb")
-        env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false", "DB_CONN_MAX_AGE": str(conn_max_age),
-               "GUNICORN_BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": str(workers),
-               "GUNICORN_ACCESS_LOG": "/dev/null", "STATIC_ROOT": "/tmp/gymwright-bench-load/static"}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DEBUG": "false",
+            "DB_CONN_MAX_AGE": str(conn_max_age),
+            "GUNICORN_BIND": f"127.0.0.1:{self.port}",
+            "WEB_CONCURRENCY": str(workers),
+            "GUNICORN_ACCESS_LOG": "/dev/null",
+            "STATIC_ROOT": "/tmp/gymwright-bench-load/static",
+        }
         if root != ROOT:  # another checkout's static files: a folder of its own
             env["STATIC_ROOT"] += "-" + hashlib.sha256(str(root).encode()).hexdigest()[:12]
-        subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=root, env=env,
-                       check=True)
-        self.proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "--config",
-                                      "python:gymwright.gunicorn_conf"], cwd=root, env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=root, env=env, check=True
+        )
+        self.proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("gunicorn")), "--config", "python:gymwright.gunicorn_conf"],
+            cwd=root,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         import httpx
 
         deadline = time.monotonic() + 60
@@ -373,15 +502,18 @@ def login_cookies(base: str, username: str = "bench") -> dict:
     with httpx.Client(base_url=base) as client:
         page = client.get("/accounts/login/")
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        r = client.post("/accounts/login/", data={"username": username, "password": PASSWORD,
-                                                  "csrfmiddlewaretoken": token},
-                        headers={"Referer": f"{base}/accounts/login/"})
+        r = client.post(
+            "/accounts/login/",
+            data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
+            headers={"Referer": f"{base}/accounts/login/"},
+        )
         assert r.status_code == 302, r.status_code
         return dict(client.cookies)
 
 
-async def drive(base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float,
-                client: str = "raw") -> dict:
+async def drive(
+    base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float, client: str = "raw"
+) -> dict:
     if client == "raw":
         return await drive_raw(base, path, headers, cookies, clients, duration)
     import httpx
@@ -403,16 +535,19 @@ async def drive(base: str, path: str, headers: dict, cookies: dict, clients: int
             errors += not ok
 
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=base, headers=headers, cookies=cookies, limits=limits,
-                                 timeout=30) as client:
+    async with httpx.AsyncClient(base_url=base, headers=headers, cookies=cookies, limits=limits, timeout=30) as client:
         await client.get(path)  # warm
         began = time.perf_counter()
         await asyncio.gather(*(one(client) for _ in range(clients)))
         elapsed = time.perf_counter() - began
     latencies.sort()
-    return {"n": len(latencies), "errors": errors, "rps": len(latencies) / elapsed,
-            "p50": statistics.median(latencies) * 1000,
-            "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000}
+    return {
+        "n": len(latencies),
+        "errors": errors,
+        "rps": len(latencies) / elapsed,
+        "p50": statistics.median(latencies) * 1000,
+        "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000,
+    }
 
 
 async def drive_raw(base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float) -> dict:
@@ -463,7 +598,7 @@ async def drive_raw(base: str, path: str, headers: dict, cookies: dict, clients:
                     connection = await asyncio.open_connection(host, port)
                 status, keep = await asyncio.wait_for(fetch(connection), 30)
                 ok = status == 200
-            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ValueError):
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
                 ok, keep = False, False
             if not keep and connection is not None:
                 connection[1].close()
@@ -477,9 +612,13 @@ async def drive_raw(base: str, path: str, headers: dict, cookies: dict, clients:
     await asyncio.gather(*(one() for _ in range(clients)))
     elapsed = time.perf_counter() - began
     latencies.sort()
-    return {"n": len(latencies), "errors": errors, "rps": len(latencies) / elapsed,
-            "p50": statistics.median(latencies) * 1000,
-            "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000}
+    return {
+        "n": len(latencies),
+        "errors": errors,
+        "rps": len(latencies) / elapsed,
+        "p50": statistics.median(latencies) * 1000,
+        "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000,
+    }
 
 
 class _BackendCPU:
@@ -523,8 +662,9 @@ def _self_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(server: Server, path: str, headers: dict, cookies: dict, clients: int, duration: float,
-            client: str = "raw") -> dict:
+def measure(
+    server: Server, path: str, headers: dict, cookies: dict, clients: int, duration: float, client: str = "raw"
+) -> dict:
     asyncio.run(drive(server.base, path, headers, cookies, clients, 1.0, client))  # open every DB connection
     database = _BackendCPU(server.database)
     web_before, client_before = server.cpu_ticks(), _self_cpu_s()
@@ -537,8 +677,18 @@ def measure(server: Server, path: str, headers: dict, cookies: dict, clients: in
     return result
 
 
-def _drive_url(server: "Server", sessions: dict, ids: dict, path: str, api: bool, as_reviewer: bool, args,
-               label: str, name: str, client: str) -> dict:
+def _drive_url(
+    server: Server,
+    sessions: dict,
+    ids: dict,
+    path: str,
+    api: bool,
+    as_reviewer: bool,
+    args,
+    label: str,
+    name: str,
+    client: str,
+) -> dict:
     """`path` driven by args.clients clients for args.duration seconds, as the bench user or the reviewer; the
     figures printed on a line and returned."""
     import httpx
@@ -549,9 +699,12 @@ def _drive_url(server: "Server", sessions: dict, ids: dict, path: str, api: bool
     if probe.status_code != 200 or ("review" in path and "load-" not in probe.text):
         raise SystemExit(f"{path} answered {probe.status_code} on {server.base} (or the reviewer's queue is empty)")
     r = measure(server, path, headers, cookies, args.clients, args.duration, client)
-    print(f"{label:16} {name:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  {r['rps']:6.1f} req/s  "
-          f"errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  db CPU {r['db_cpu_ms']:5.1f} ms/req  "
-          f"client CPU {r['client_cpu_ms']:4.1f} ms/req  (n={r['n']}, load {os.getloadavg()[0]:.2f})", flush=True)
+    print(
+        f"{label:16} {name:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  {r['rps']:6.1f} req/s  "
+        f"errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  db CPU {r['db_cpu_ms']:5.1f} ms/req  "
+        f"client CPU {r['client_cpu_ms']:4.1f} ms/req  (n={r['n']}, load {os.getloadavg()[0]:.2f})",
+        flush=True,
+    )
     return r
 
 
@@ -569,28 +722,38 @@ def side_by_side(args, url: str, ids: dict, urls: dict, baseline: Path, base_url
     first alternates from URL to URL, so the machine's drift falls on both): the ratios now / baseline."""
     servers = {"now": Server(url, args.workers, 60), "baseline": Server(url, args.workers, 60, root=baseline)}
     results: dict[tuple[str, str], dict] = {}
-    print(f"# side by side with {baseline}: {args.clients} clients ({args.client}) × {args.duration:g} s per URL and "
-          f"tree, gunicorn {args.workers} workers each, DEBUG off, PostgreSQL; load average before: "
-          f"{os.getloadavg()}", flush=True)
+    print(
+        f"# side by side with {baseline}: {args.clients} clients ({args.client}) × {args.duration:g} s per URL and "
+        f"tree, gunicorn {args.workers} workers each, DEBUG off, PostgreSQL; load average before: "
+        f"{os.getloadavg()}",
+        flush=True,
+    )
     try:
-        sessions = {label: {False: login_cookies(server.base), True: login_cookies(server.base, REVIEWER)}
-                    for label, server in servers.items()}
+        sessions = {
+            label: {False: login_cookies(server.base), True: login_cookies(server.base, REVIEWER)}
+            for label, server in servers.items()
+        }
         for position, (name_, (path, api, as_reviewer)) in enumerate(urls.items()):
-            for label in (("now", "baseline") if position % 2 == 0 else ("baseline", "now")):
-                results[(label, name_)] = _drive_url(servers[label], sessions[label], ids, path, api, as_reviewer,
-                                                     args, label, name_, args.client)
+            for label in ("now", "baseline") if position % 2 == 0 else ("baseline", "now"):
+                results[(label, name_)] = _drive_url(
+                    servers[label], sessions[label], ids, path, api, as_reviewer, args, label, name_, args.client
+                )
     finally:
         for server in servers.values():
             server.stop()
-    print(f"\n| URL ({args.clients} clients) | p95 now | p95 baseline | now / baseline | web CPU now | baseline "
-          "| now / baseline | db CPU now | baseline |")
+    print(
+        f"\n| URL ({args.clients} clients) | p95 now | p95 baseline | now / baseline | web CPU now | baseline "
+        "| now / baseline | db CPU now | baseline |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name_ in urls:
         now, before = results[("now", name_)], results[("baseline", name_)]
-        print(f"| {name_} | {now['p95']:.0f} ms | {before['p95']:.0f} ms | {now['p95'] / before['p95']:.2f}× | "
-              f"{now['web_cpu_ms']:.1f} ms | {before['web_cpu_ms']:.1f} ms | "
-              f"{now['web_cpu_ms'] / max(before['web_cpu_ms'], 0.001):.2f}× | {now['db_cpu_ms']:.1f} ms | "
-              f"{before['db_cpu_ms']:.1f} ms |")
+        print(
+            f"| {name_} | {now['p95']:.0f} ms | {before['p95']:.0f} ms | {now['p95'] / before['p95']:.2f}× | "
+            f"{now['web_cpu_ms']:.1f} ms | {before['web_cpu_ms']:.1f} ms | "
+            f"{now['web_cpu_ms'] / max(before['web_cpu_ms'], 0.001):.2f}× | {now['db_cpu_ms']:.1f} ms | "
+            f"{before['db_cpu_ms']:.1f} ms |"
+        )
     return _finish(args, base_url, name, results)
 
 
@@ -602,17 +765,27 @@ def main() -> int:
     parser.add_argument("--urls", default="", help="comma-separated names to run (default: all)")
     parser.add_argument("--compare-conn-max-age", action="store_true")
     parser.add_argument("--keep-db", action="store_true", help="keep (and reuse) the seeded database")
-    parser.add_argument("--client", choices=("raw", "httpx"), default="raw",
-                        help="load client: bare asyncio streams (default; a fraction of httpx's CPU per request) "
-                             "or httpx")
-    parser.add_argument("--compare-clients", action="store_true",
-                        help="also run every URL with the other client, side by side")
-    parser.add_argument("--compare-search-index", action="store_true",
-                        help="also run the search URLs (?q=) without the task search's trigram indexes (dropped for "
-                             "that run, made again after)")
-    parser.add_argument("--baseline", metavar="TREE",
-                        help="another checkout (e.g. `git archive REV | tar x -C /tmp/base`) served beside this one "
-                             "on the same seed: each URL is driven on both, one after the other, order alternating")
+    parser.add_argument(
+        "--client",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="load client: bare asyncio streams (default; a fraction of httpx's CPU per request) or httpx",
+    )
+    parser.add_argument(
+        "--compare-clients", action="store_true", help="also run every URL with the other client, side by side"
+    )
+    parser.add_argument(
+        "--compare-search-index",
+        action="store_true",
+        help="also run the search URLs (?q=) without the task search's trigram indexes (dropped for "
+        "that run, made again after)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="TREE",
+        help="another checkout (e.g. `git archive REV | tar x -C /tmp/base`) served beside this one "
+        "on the same seed: each URL is driven on both, one after the other, order alternating",
+    )
     args = parser.parse_args()
 
     base_url = postgres_url()
@@ -647,16 +820,28 @@ def main() -> int:
     }
     wanted = [u.strip() for u in args.urls.split(",") if u.strip()]
     if args.baseline:
-        return side_by_side(args, url, ids, {k: v for k, v in urls.items() if not wanted or k in wanted},
-                            Path(args.baseline).resolve(), base_url, name)
+        return side_by_side(
+            args,
+            url,
+            ids,
+            {k: v for k, v in urls.items() if not wanted or k in wanted},
+            Path(args.baseline).resolve(),
+            base_url,
+            name,
+        )
     other_client = "httpx" if args.client == "raw" else "raw"
-    configs = [("conn_max_age=60", 60, args.client)] + \
-        ([("conn_max_age=0", 0, args.client)] if args.compare_conn_max_age else []) + \
-        ([(f"client={other_client}", 60, other_client)] if args.compare_clients else []) + \
-        ([(NO_SEARCH_INDEX, 60, args.client)] if args.compare_search_index else [])
+    configs = (
+        [("conn_max_age=60", 60, args.client)]
+        + ([("conn_max_age=0", 0, args.client)] if args.compare_conn_max_age else [])
+        + ([(f"client={other_client}", 60, other_client)] if args.compare_clients else [])
+        + ([(NO_SEARCH_INDEX, 60, args.client)] if args.compare_search_index else [])
+    )
     results: dict[tuple[str, str], dict] = {}
-    print(f"# {args.clients} clients ({args.client}) × {args.duration:g} s per URL, gunicorn {args.workers} workers, "
-          f"DEBUG off, PostgreSQL; load average before: {os.getloadavg()}", flush=True)
+    print(
+        f"# {args.clients} clients ({args.client}) × {args.duration:g} s per URL, gunicorn {args.workers} workers, "
+        f"DEBUG off, PostgreSQL; load average before: {os.getloadavg()}",
+        flush=True,
+    )
     for label, conn_max_age, client in configs:
         if label == NO_SEARCH_INDEX:
             _search_indexes(drop=True)
@@ -666,8 +851,9 @@ def main() -> int:
             for name_, (path, api, as_reviewer) in urls.items():
                 if (wanted and name_ not in wanted) or (label == NO_SEARCH_INDEX and "?q=" not in path):
                     continue
-                results[(label, name_)] = _drive_url(server, sessions, ids, path, api, as_reviewer, args, label,
-                                                     name_, client)
+                results[(label, name_)] = _drive_url(
+                    server, sessions, ids, path, api, as_reviewer, args, label, name_, client
+                )
         finally:
             server.stop()
             if label == NO_SEARCH_INDEX:
@@ -677,24 +863,35 @@ def main() -> int:
     api = results.get((first, "/api/tasks/"))
     for (label, name_), r in results.items():
         if label == first and api and name_ != "/api/tasks/":
-            print(f"{name_:28} / api list: p95 {r['p95'] / api['p95']:.2f}×  "
-                  f"web CPU {r['web_cpu_ms'] / max(api['web_cpu_ms'], 0.001):.2f}×")
+            print(
+                f"{name_:28} / api list: p95 {r['p95'] / api['p95']:.2f}×  "
+                f"web CPU {r['web_cpu_ms'] / max(api['web_cpu_ms'], 0.001):.2f}×"
+            )
     p1, p100 = results.get((first, "/api/tasks/")), results.get((first, "/api/tasks/?page=100"))
     if p1 and p100:
-        print(f"/api/tasks/ page 100 / page 1: p95 {p100['p95'] / p1['p95']:.2f}×  "
-              f"db CPU {p100['db_cpu_ms'] / max(p1['db_cpu_ms'], 0.001):.2f}×")
+        print(
+            f"/api/tasks/ page 100 / page 1: p95 {p100['p95'] / p1['p95']:.2f}×  "
+            f"db CPU {p100['db_cpu_ms'] / max(p1['db_cpu_ms'], 0.001):.2f}×"
+        )
     for other_label, _, other_client in configs[1:]:
         for (label, name_), r in results.items():
             other = results.get((other_label, name_))
             if label == first and other and other_label == NO_SEARCH_INDEX:
-                print(f"{name_:28} with / without the trigram index: p50 {r['p50'] / other['p50']:.2f}×  "
-                      f"p95 {r['p95'] / other['p95']:.2f}×  "
-                      f"db CPU {r['db_cpu_ms'] / max(other['db_cpu_ms'], 0.001):.2f}×")
+                print(
+                    f"{name_:28} with / without the trigram index: p50 {r['p50'] / other['p50']:.2f}×  "
+                    f"p95 {r['p95'] / other['p95']:.2f}×  "
+                    f"db CPU {r['db_cpu_ms'] / max(other['db_cpu_ms'], 0.001):.2f}×"
+                )
             elif label == first and other:
-                what = (f"{args.client} / {other_client} client" if other_client != args.client
-                        else "persistent / per-request connections")
-                print(f"{name_:28} {what}: p50 {r['p50'] / other['p50']:.2f}×  p95 {r['p95'] / other['p95']:.2f}×  "
-                      f"client CPU {r['client_cpu_ms'] / max(other['client_cpu_ms'], 0.001):.2f}×")
+                what = (
+                    f"{args.client} / {other_client} client"
+                    if other_client != args.client
+                    else "persistent / per-request connections"
+                )
+                print(
+                    f"{name_:28} {what}: p50 {r['p50'] / other['p50']:.2f}×  p95 {r['p95'] / other['p95']:.2f}×  "
+                    f"client CPU {r['client_cpu_ms'] / max(other['client_cpu_ms'], 0.001):.2f}×"
+                )
     return _finish(args, base_url, name, results)
 
 

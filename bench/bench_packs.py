@@ -49,20 +49,44 @@ DOWNLOAD_MB = 200
 
 
 def rows(count: int) -> list[dict]:
-    return [{"schema": "gymwright.task/v1", "id": f"bench-{i:05d}", "version": 1, "title": f"Bench task {i}",
-             "prompt": f"What is {i} + {i}? Show your working.",
-             "environment": {"id": "bench", "version": 1},
-             "rubric": {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-                 {"id": "right", "kind": "string_match", "points": 2, "mode": "contains", "expected": str(2 * i)},
-                 {"id": "shows_working", "kind": "llm_judge", "points": 1, "criterion": "Shows the working."}]},
-             "solution": {"script": None, "answer": str(2 * i)}, "tags": ["bench"], "metadata": {}}
-            for i in range(count)]
+    return [
+        {
+            "schema": "gymwright.task/v1",
+            "id": f"bench-{i:05d}",
+            "version": 1,
+            "title": f"Bench task {i}",
+            "prompt": f"What is {i} + {i}? Show your working.",
+            "environment": {"id": "bench", "version": 1},
+            "rubric": {
+                "schema": "gymwright.rubric/v1",
+                "pass_threshold": 0.5,
+                "checks": [
+                    {"id": "right", "kind": "string_match", "points": 2, "mode": "contains", "expected": str(2 * i)},
+                    {"id": "shows_working", "kind": "llm_judge", "points": 1, "criterion": "Shows the working."},
+                ],
+            },
+            "solution": {"script": None, "answer": str(2 * i)},
+            "tags": ["bench"],
+            "metadata": {},
+        }
+        for i in range(count)
+    ]
 
 
 def py_spy(pid: int | None, out: Path, argv: list[str] = ()) -> list[str] | subprocess.Popen:
     """py-spy in "raw" (collapsed stacks) format: a prefix for argv, or a recorder attached to pid."""
-    command = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "200", "--subprocesses",
-               "--nonblocking", "-o", str(out)]
+    command = [
+        str(Path(sys.executable).parent / "py-spy"),
+        "record",
+        "--format",
+        "raw",
+        "--rate",
+        "200",
+        "--subprocesses",
+        "--nonblocking",
+        "-o",
+        str(out),
+    ]
     if pid is None:
         return [*command, "--", *argv]
     recorder = subprocess.Popen([*command, "--pid", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -78,7 +102,9 @@ def timed_child(argv: list[str], env: dict, cwd: Path = ROOT) -> tuple[float, fl
     if done.returncode != 0:
         raise SystemExit(f"{argv} failed: {done.stdout}\n{done.stderr[-3000:]}")
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
-    cpu = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", done.stderr).group(1)) for kind in ("User", "System"))
+    cpu = sum(
+        float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", done.stderr).group(1)) for kind in ("User", "System")
+    )
     return wall, cpu, rss_kb // 1024, done.stdout
 
 
@@ -97,7 +123,6 @@ def download_growth(*, env: dict, slug: str, version: str, token: str, sha256: s
     import hashlib
 
     import httpx
-
     from bench_load import Server
 
     saved = dict(os.environ)
@@ -135,14 +160,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=TASKS, help=f"tasks to import and build ({TASKS})")
     parser.add_argument("--builds", type=int, default=3, help="builds to time (median; 3)")
-    parser.add_argument("--imports", type=int, default=1,
-                        help="imports of --tasks rows to time per tree (median; 1), alternating which tree goes first")
-    parser.add_argument("--profile", metavar="DIR",
-                        help="record py-spy profiles (collapsed stacks) of the import and one build into DIR")
+    parser.add_argument(
+        "--imports",
+        type=int,
+        default=1,
+        help="imports of --tasks rows to time per tree (median; 1), alternating which tree goes first",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="record py-spy profiles (collapsed stacks) of the import and one build into DIR",
+    )
     parser.add_argument("--skip-download", action="store_true", help="leave out the 200 MB download measure")
-    parser.add_argument("--baseline", metavar="TREE",
-                        help="another checkout of Gymwright (e.g. `git worktree add /tmp/base main`, or `git archive`): "
-                             "its import_tasks and export_pack run side by side with this tree's, same database")
+    parser.add_argument(
+        "--baseline",
+        metavar="TREE",
+        help="another checkout of Gymwright (e.g. `git worktree add /tmp/base main`, or `git archive`): "
+        "its import_tasks and export_pack run side by side with this tree's, same database",
+    )
     args = parser.parse_args()
     tasks_count = args.tasks
     baseline = Path(args.baseline).resolve() if args.baseline else None
@@ -206,18 +241,26 @@ def main() -> None:
             for sql, seconds in executed:
                 kind = " ".join(sql.split()[:3])[:60]
                 by_kind[kind] = by_kind.get(kind, 0) + seconds
-            print(f"  in process, {count} rows: {elapsed:.2f} s, {len(executed)} queries, "
-                  f"{sum(by_kind.values()):.2f} s in SQL (binding + server); most: "
-                  + ", ".join(f"{kind} {seconds:.2f} s" for kind, seconds in
-                              sorted(by_kind.items(), key=lambda pair: -pair[1])[:3]), flush=True)
+            print(
+                f"  in process, {count} rows: {elapsed:.2f} s, {len(executed)} queries, "
+                f"{sum(by_kind.values()):.2f} s in SQL (binding + server); most: "
+                + ", ".join(
+                    f"{kind} {seconds:.2f} s"
+                    for kind, seconds in sorted(by_kind.items(), key=lambda pair: -pair[1])[:3]
+                ),
+                flush=True,
+            )
             return elapsed, len(executed)
 
         _, queries_1k = import_rows(1_000, "warm")
         _, queries_2k = import_rows(2_000, "warmer")
 
-        env = {**os.environ, "DATABASE_URL": re.sub(r"/[^/]+$", "/" + connection.settings_dict["NAME"],
-                                                    os.environ["DATABASE_URL"]),
-               "MEDIA_ROOT": str(settings.MEDIA_ROOT), "GYMWRIGHT_PACK_SCRATCH_DIR": str(work / "scratch")}
+        env = {
+            **os.environ,
+            "DATABASE_URL": re.sub(r"/[^/]+$", "/" + connection.settings_dict["NAME"], os.environ["DATABASE_URL"]),
+            "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "GYMWRIGHT_PACK_SCRATCH_DIR": str(work / "scratch"),
+        }
         trees = {"now": ROOT, **({"baseline": baseline} if baseline else {})}
 
         # ---- import of tasks_count rows through `manage.py import_tasks`, each tree (the baseline's rows
@@ -231,13 +274,24 @@ def main() -> None:
                 if run:
                     prefix, tag = f"{prefix}{run}", f"{tag}{run}"
                 path = write_rows(tasks_count, prefix, tag)
-                argv = [sys.executable, str(tree / "manage.py"), "import_tasks", str(path), "--approve-as",
-                        "bench-admin"]
+                argv = [
+                    sys.executable,
+                    str(tree / "manage.py"),
+                    "import_tasks",
+                    str(path),
+                    "--approve-as",
+                    "bench-admin",
+                ]
                 import_runs[label].append(timed_child(argv, env, cwd=tree)[:3])
-                print(f"  import_tasks {tasks_count} rows {run + 1}, {label}: {import_runs[label][-1][0]:.2f} s "
-                      f"wall, {import_runs[label][-1][1]:.2f} s CPU, load {os.getloadavg()[0]:.2f}", flush=True)
-        imports = {label: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-                   for label, runs in import_runs.items()}
+                print(
+                    f"  import_tasks {tasks_count} rows {run + 1}, {label}: {import_runs[label][-1][0]:.2f} s "
+                    f"wall, {import_runs[label][-1][1]:.2f} s CPU, load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+        imports = {
+            label: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+            for label, runs in import_runs.items()
+        }
         if profile_dir:
             path = write_rows(tasks_count, "prof", "prof")
             argv = [sys.executable, "manage.py", "import_tasks", str(path), "--approve-as", "bench-admin"]
@@ -253,7 +307,9 @@ def main() -> None:
         recorder = py_spy(os.getpid(), profile_dir / "bulk_api.txt") if profile_dir else None
         started = time.perf_counter()
         for start in range(0, tasks_count, 1000):
-            chunk = [dict(row, id=row["id"].replace("bench", "api"), tags=["api"]) for row in bulk_rows[start:start + 1000]]
+            chunk = [
+                dict(row, id=row["id"].replace("bench", "api"), tags=["api"]) for row in bulk_rows[start : start + 1000]
+            ]
             response = api.post("/api/imports/bulk/", {"tasks": chunk}, format="json")
             assert response.status_code == 200 and response.json()["imported"] == len(chunk), response.content[:500]
         bulk_s = time.perf_counter() - started
@@ -262,6 +318,7 @@ def main() -> None:
             recorder.wait()
         print(f"  bulk API {tasks_count} tasks: {bulk_s:.2f} s", flush=True)
         from authoring.models import Task
+
         Task.objects.filter(slug__startswith="warm").update(approved_version=None)
 
         # ---- build: manage.py export_pack under /usr/bin/time -v, alternating the trees
@@ -278,26 +335,46 @@ def main() -> None:
             started = time.perf_counter()
             subprocess.run(["tar", "czf", str(work / f"floor-{run}.tar.gz"), "-C", str(plain), "."], check=True)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            tar_runs.append((time.perf_counter() - started,
-                             after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+            tar_runs.append(
+                (time.perf_counter() - started, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+            )
             print(f"  tar czf {run + 1}: {tar_runs[-1][0]:.2f} s wall, {tar_runs[-1][1]:.2f} s CPU", flush=True)
 
         for run in range(args.builds):
             for label, tree in trees.items():
                 out = work / f"pack-{label}-{run}.tar.gz"
-                argv = [sys.executable, str(tree / "manage.py"), "export_pack", f"bench-{label}", "--tag", "bench",
-                        "--out", str(out)]
+                argv = [
+                    sys.executable,
+                    str(tree / "manage.py"),
+                    "export_pack",
+                    f"bench-{label}",
+                    "--tag",
+                    "bench",
+                    "--out",
+                    str(out),
+                ]
                 wall, cpu, rss, printed = timed_child(argv, env, cwd=tree)
                 builds[label].append((wall, cpu, rss))
-                print(f"  build {run + 1} {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB, load "
-                      f"{os.getloadavg()[0]:.2f} — {printed.strip()[:60]}", flush=True)
+                print(
+                    f"  build {run + 1} {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB, load "
+                    f"{os.getloadavg()[0]:.2f} — {printed.strip()[:60]}",
+                    flush=True,
+                )
                 if not plain.exists():
                     with tarfile.open(out) as tar:
                         tar.extractall(plain, filter="data")
             floor(run)
         if profile_dir:
-            argv = [sys.executable, "manage.py", "export_pack", "bench-prof", "--tag", "bench", "--out",
-                    str(work / "pack-prof.tar.gz")]
+            argv = [
+                sys.executable,
+                "manage.py",
+                "export_pack",
+                "bench-prof",
+                "--tag",
+                "bench",
+                "--out",
+                str(work / "pack-prof.tar.gz"),
+            ]
             timed_child(py_spy(None, profile_dir / "build.txt", argv), env)
             print(f"  build under py-spy -> {profile_dir / 'build.txt'}", flush=True)
         files = sum(1 for path in plain.rglob("*") if path.is_file())
@@ -308,6 +385,7 @@ def main() -> None:
             raise _SkipDownload()
         from django.core.files.base import File
         from django.core.files.storage import default_storage
+
         from packs.models import PackVersion, TaskPack
 
         big = work / "big.bin"
@@ -315,6 +393,7 @@ def main() -> None:
             for _ in range(DOWNLOAD_MB):
                 handle.write(os.urandom(1 << 20))
         import hashlib
+
         digest = hashlib.sha256()
         with open(big, "rb") as handle:
             while chunk := handle.read(1 << 20):
@@ -322,14 +401,25 @@ def main() -> None:
         pack = TaskPack.objects.create(slug="bench-big", name="big")
         with open(big, "rb") as handle:
             name = default_storage.save("packs/bench-big/bench-big-1.0.0.tar.gz", File(handle))
-        PackVersion.objects.create(pack=pack, version="1.0.0", major=1, minor=0, patch=0, status="ready", archive=name,
-                                   size=big.stat().st_size, sha256=digest.hexdigest(), content_sha256="x",
-                                   manifest={})
+        PackVersion.objects.create(
+            pack=pack,
+            version="1.0.0",
+            major=1,
+            minor=0,
+            patch=0,
+            status="ready",
+            archive=name,
+            size=big.stat().st_size,
+            sha256=digest.hexdigest(),
+            content_sha256="x",
+            manifest={},
+        )
         from rest_framework.authtoken.models import Token
 
         token = Token.objects.get_or_create(user=lab)[0].key
-        growth["stream"], growth["bytes"] = download_growth(env=env, slug="bench-big", version="1.0.0", token=token,
-                                                            sha256=digest.hexdigest())
+        growth["stream"], growth["bytes"] = download_growth(
+            env=env, slug="bench-big", version="1.0.0", token=token, sha256=digest.hexdigest()
+        )
     except _SkipDownload:
         pass
     finally:
@@ -340,37 +430,56 @@ def main() -> None:
     def median(values):
         return statistics.median(values)
 
-    print(f"\nload average before {load_before[0]:.2f} / after {load_after[0]:.2f} (1 min), {os.cpu_count()} CPUs; "
-          f"trees: {', '.join(f'{label} = {tree}' for label, tree in trees.items())}")
-    print(f"import {tasks_count} JSONL rows (manage.py import_tasks --approve-as, median of {args.imports}), "
-          "target <= 5 s:")
+    print(
+        f"\nload average before {load_before[0]:.2f} / after {load_after[0]:.2f} (1 min), {os.cpu_count()} CPUs; "
+        f"trees: {', '.join(f'{label} = {tree}' for label, tree in trees.items())}"
+    )
+    print(
+        f"import {tasks_count} JSONL rows (manage.py import_tasks --approve-as, median of {args.imports}), "
+        "target <= 5 s:"
+    )
     for label, (wall, cpu) in imports.items():
-        print(f"  {label}: {wall:.2f} s wall ({tasks_count / wall:.0f} tasks/s), {cpu:.2f} s CPU "
-              f"(rounds: {', '.join(f'{r[0]:.2f}' for r in import_runs[label])} s)")
+        print(
+            f"  {label}: {wall:.2f} s wall ({tasks_count / wall:.0f} tasks/s), {cpu:.2f} s CPU "
+            f"(rounds: {', '.join(f'{r[0]:.2f}' for r in import_runs[label])} s)"
+        )
     if baseline:
-        print(f"  now / baseline: {imports['now'][0] / imports['baseline'][0]:.2f}x wall, "
-              f"{imports['now'][1] / imports['baseline'][1]:.2f}x CPU")
+        print(
+            f"  now / baseline: {imports['now'][0] / imports['baseline'][0]:.2f}x wall, "
+            f"{imports['now'][1] / imports['baseline'][1]:.2f}x CPU"
+        )
     print(f"  queries: {queries_1k} for 1,000 rows, {queries_2k} for 2,000 (constant per {importer.BATCH}-row batch)")
-    print(f"bulk API, {tasks_count} tasks in requests of 1,000: {bulk_s:.2f} s ({tasks_count / bulk_s:.0f} tasks/s; "
-          "Label Studio: 10,000 in 3.2 s)")
+    print(
+        f"bulk API, {tasks_count} tasks in requests of 1,000: {bulk_s:.2f} s ({tasks_count / bulk_s:.0f} tasks/s; "
+        "Label Studio: 10,000 in 3.2 s)"
+    )
     tar_wall, tar_cpu = median(w for w, _ in tar_runs), median(c for _, c in tar_runs)
-    print(f"build {tasks_count} tasks (export_pack, median of {args.builds}), targets <= 15 s, <= 500 MB, "
-          f"<= 3x tar czf; tar czf of the same {files} files, timed in each round: {tar_wall:.2f} s wall, "
-          f"{tar_cpu:.2f} s CPU")
+    print(
+        f"build {tasks_count} tasks (export_pack, median of {args.builds}), targets <= 15 s, <= 500 MB, "
+        f"<= 3x tar czf; tar czf of the same {files} files, timed in each round: {tar_wall:.2f} s wall, "
+        f"{tar_cpu:.2f} s CPU"
+    )
     for label, runs in builds.items():
         wall, cpu, rss = median(r[0] for r in runs), median(r[1] for r in runs), max(r[2] for r in runs)
         walls = [r[0] / t[0] for r, t in zip(runs, tar_runs)]
         cpus = [r[1] / t[1] for r, t in zip(runs, tar_runs)]
-        print(f"  {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB; / tar czf of the same round: "
-              f"{median(walls):.2f}x wall ({', '.join(f'{w:.2f}' for w in walls)}), {median(cpus):.2f}x CPU "
-              f"({', '.join(f'{c:.2f}' for c in cpus)})")
+        print(
+            f"  {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss} MB; / tar czf of the same round: "
+            f"{median(walls):.2f}x wall ({', '.join(f'{w:.2f}' for w in walls)}), {median(cpus):.2f}x CPU "
+            f"({', '.join(f'{c:.2f}' for c in cpus)})"
+        )
     if baseline:
         now, base = builds["now"], builds["baseline"]
-        print(f"  now / baseline: {median(r[0] for r in now) / median(r[0] for r in base):.2f}x wall, "
-              f"{median(r[1] for r in now) / median(r[1] for r in base):.2f}x CPU")
+        print(
+            f"  now / baseline: {median(r[0] for r in now) / median(r[0] for r in base):.2f}x wall, "
+            f"{median(r[1] for r in now) / median(r[1] for r in base):.2f}x CPU"
+        )
     if growth["bytes"]:
-        print(f"download {DOWNLOAD_MB} MB through the API (gunicorn, 1 worker, {growth['bytes'] / 2**20:.0f} MB "
-              f"received and checked): the worker's peak RSS growth {growth['stream']} MB  target <= 50 MB")
+        print(
+            f"download {DOWNLOAD_MB} MB through the API (gunicorn, 1 worker, {growth['bytes'] / 2**20:.0f} MB "
+            f"received and checked): the worker's peak RSS growth {growth['stream']} MB  target <= 50 MB"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import bench_load  # noqa: E402
+import bench_load
 
 
 def main() -> int:
@@ -47,9 +47,21 @@ def main() -> int:
         clients[username] = Client()
         clients[username].force_login(User.objects.get(username=username))
     tokens = {"bench": ids["token"], bench_load.REVIEWER: ids["reviewer_token"]}
-    urls = ["/", f"/tasks/{ids['task']}/", f"/previews/{ids['run']}/", f"/previews/rollouts/{ids['rollout']}/",
-            "/review/", "/packs/", "/api/packs/", "/api/tasks/", "/api/tasks/?page=100", "/api/review-queue/",
-            f"/?q={bench_load.SEARCH_WORD}", f"/?q={bench_load.SEARCH_SLUG}", f"/api/tasks/?q={bench_load.SEARCH_WORD}"]
+    urls = [
+        "/",
+        f"/tasks/{ids['task']}/",
+        f"/previews/{ids['run']}/",
+        f"/previews/rollouts/{ids['rollout']}/",
+        "/review/",
+        "/packs/",
+        "/api/packs/",
+        "/api/tasks/",
+        "/api/tasks/?page=100",
+        "/api/review-queue/",
+        f"/?q={bench_load.SEARCH_WORD}",
+        f"/?q={bench_load.SEARCH_SLUG}",
+        f"/api/tasks/?q={bench_load.SEARCH_WORD}",
+    ]
     print(f"# CPU per request, in process; load average {os.getloadavg()}")
     for url in urls:
         username = bench_load.REVIEWER if "review" in url else "bench"

@@ -41,20 +41,44 @@ CHECKS = [
     {"id": "no_placeholder", "kind": "regex", "points": -1, "pattern": r"\b(TODO|TBD|lorem ipsum)\b", "flags": "i"},
     {"id": "names_quarter", "kind": "regex", "points": 1, "pattern": r"\bQ[1-4]\b", "min_count": 2},
     {"id": "first_number", "kind": "number", "points": 1, "expected": 1234.5, "tolerance": 0.5},
-    {"id": "close_to_key", "kind": "text_similarity", "points": 1, "metric": "fuzzy", "threshold": 0.4,
-     "reference": REFERENCE},
+    {
+        "id": "close_to_key",
+        "kind": "text_similarity",
+        "points": 1,
+        "metric": "fuzzy",
+        "threshold": 0.4,
+        "reference": REFERENCE,
+    },
 ]
 TASK = {
-    "schema": "gymwright.task/v1", "id": "q3-summary", "version": 1, "title": "Q3 summary",
+    "schema": "gymwright.task/v1",
+    "id": "q3-summary",
+    "version": 1,
+    "title": "Q3 summary",
     "prompt": "Summarise Q3 as a JSON object: the total, and a sentence as the summary.",
-    "environment": {"id": "text", "version": 1, "image": None, "dockerfile": None, "setup": None, "network": "none",
-                    "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600, "max_steps": 30},
-                    "tools": ["submit"], "custom_tools": [], "files": [], "checks_module": None},
-    "files": [], "solution": {"script": None, "answer": json.dumps({"total": 1234.5, "summary": REFERENCE})},
+    "environment": {
+        "id": "text",
+        "version": 1,
+        "image": None,
+        "dockerfile": None,
+        "setup": None,
+        "network": "none",
+        "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600, "max_steps": 30},
+        "tools": ["submit"],
+        "custom_tools": [],
+        "files": [],
+        "checks_module": None,
+    },
+    "files": [],
+    "solution": {"script": None, "answer": json.dumps({"total": 1234.5, "summary": REFERENCE})},
     "rubric": {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": CHECKS},
-    "tags": [], "metadata": {}}
-FILLER = ("Revenue grew on the back of the new enterprise plan; churn was flat and the mix moved towards annual "
-          "contracts, which lifts deferred revenue into the next quarter. ")
+    "tags": [],
+    "metadata": {},
+}
+FILLER = (
+    "Revenue grew on the back of the new enterprise plan; churn was flat and the mix moved towards annual "
+    "contracts, which lifts deferred revenue into the next quarter. "
+)
 RESPONSE = "```json\n" + json.dumps({"total": 1234.5, "summary": REFERENCE + " " + FILLER * 13}, indent=1) + "\n```"
 assert 1900 <= len(RESPONSE) <= 2300, len(RESPONSE)
 
@@ -102,6 +126,7 @@ def hand_written(response: str) -> float:
 def per_second(function, seconds: float, threads: int) -> tuple[float, float]:
     """(calls per wall second, calls per CPU second of this process) of `function()` over about `seconds`,
     from `threads` threads. The CPU figure is what a loaded machine does not distort."""
+
     def worker(deadline: float) -> int:
         calls = 0
         while time.perf_counter() < deadline:
@@ -121,8 +146,13 @@ def per_second(function, seconds: float, threads: int) -> tuple[float, float]:
 
 def build_pack(folder: Path) -> Path:
     item = archive.TaskItem(parse_task(TASK).to_document() | TASK, content_sha256(TASK))
-    archive.build_pack(out=folder / "pack.tar.gz", info=archive.PackInfo(slug="bench", name="B", version="1.0.0"),
-                       tasks=[item], read_blob={}.__getitem__, scratch_dir=folder / "scratch")
+    archive.build_pack(
+        out=folder / "pack.tar.gz",
+        info=archive.PackInfo(slug="bench", name="B", version="1.0.0"),
+        tasks=[item],
+        read_blob={}.__getitem__,
+        scratch_dir=folder / "scratch",
+    )
     with tarfile.open(folder / "pack.tar.gz") as tar:
         tar.extractall(folder / "out", filter="data")
     return folder / "out" / "bench-1.0.0"
@@ -140,9 +170,13 @@ def main() -> int:
         import reward  # the pack's own reward.py, with its bundled grader
 
         scored = reward.compute_score("gymwright/bench", RESPONSE, "q3-summary")
-        assert scored["score"] == hand_written(RESPONSE) == 7 / 8 and scored["complete"] == 1, scored  # not close_to_key
-        print(f"response: {len(RESPONSE)} characters; rubric: {len(CHECKS)} deterministic checks; "
-              f"compute_score -> {scored}")
+        assert scored["score"] == hand_written(RESPONSE) == 7 / 8 and scored["complete"] == 1, (
+            scored
+        )  # not close_to_key
+        print(
+            f"response: {len(RESPONSE)} characters; rubric: {len(CHECKS)} deterministic checks; "
+            f"compute_score -> {scored}"
+        )
         call = lambda: reward.compute_score("gymwright/bench", RESPONSE, "q3-summary")  # noqa: E731
         loop = lambda: hand_written(RESPONSE)  # noqa: E731
         best: dict[tuple[str, int], tuple[float, float]] = {}
@@ -152,16 +186,20 @@ def main() -> int:
                     wall, cpu = per_second(function, args.seconds, threads)
                     kept = best.get((name, threads), (0.0, 0.0))
                     best[name, threads] = (max(kept[0], wall), max(kept[1], cpu))
-    print("| threads | compute_score calls/s (per CPU s) | hand-written re loop calls/s (per CPU s) "
-          "| loop / compute_score, wall (CPU) | goal ≤ 3× |")
+    print(
+        "| threads | compute_score calls/s (per CPU s) | hand-written re loop calls/s (per CPU s) "
+        "| loop / compute_score, wall (CPU) | goal ≤ 3× |"
+    )
     print("| --- | --- | --- | --- | --- |")
     worst = 0.0
     for threads in (1, 8):
         (ours, ours_cpu), (theirs, theirs_cpu) = best["compute_score", threads], best["re loop", threads]
         ratio, ratio_cpu = theirs / ours, theirs_cpu / ours_cpu
         worst = max(worst, ratio_cpu)
-        print(f"| {threads} | {ours:,.0f} ({ours_cpu:,.0f}) | {theirs:,.0f} ({theirs_cpu:,.0f}) | {ratio:.2f}× "
-              f"({ratio_cpu:.2f}×) | {'yes' if ratio_cpu <= 3 else 'no'} |")
+        print(
+            f"| {threads} | {ours:,.0f} ({ours_cpu:,.0f}) | {theirs:,.0f} ({theirs_cpu:,.0f}) | {ratio:.2f}× "
+            f"({ratio_cpu:.2f}×) | {'yes' if ratio_cpu <= 3 else 'no'} |"
+        )
     print(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0 if worst <= 3 else 1
 

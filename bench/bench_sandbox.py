@@ -31,10 +31,14 @@ sys.path.insert(0, str(ROOT))
 from sandbox.runtime import ModelConfig, SandboxSpec, get_backend, make_policy, run_rollout  # noqa: E402
 
 TASK = {
-    "schema": "gymwright.task/v1", "id": "bench-steps", "prompt": "Run true a few times, then submit ok.",
+    "schema": "gymwright.task/v1",
+    "id": "bench-steps",
+    "prompt": "Run true a few times, then submit ok.",
     "environment": {"id": "bench", "limits": {"cpus": 1, "memory_mb": 256, "timeout_s": 600, "max_steps": 50}},
-    "rubric": {"schema": "gymwright.rubric/v1",
-               "checks": [{"id": "ok", "kind": "string_match", "points": 1, "expected": "ok"}]},
+    "rubric": {
+        "schema": "gymwright.rubric/v1",
+        "checks": [{"id": "ok", "kind": "string_match", "points": 1, "expected": "ok"}],
+    },
 }
 
 
@@ -65,9 +69,13 @@ def bench_execs(args, rows):
     backend = get_backend("docker", client=client, default_image=image)
     with backend.start(SandboxSpec()) as box:
         exec_ms = median_ms(lambda: box.exec(["true"]), args.execs)
-    run_ms = median_ms(lambda: subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", image, "true"], check=True, capture_output=True),
-        max(5, args.execs // 5), warmup=1)
+    run_ms = median_ms(
+        lambda: subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", image, "true"], check=True, capture_output=True
+        ),
+        max(5, args.execs // 5),
+        warmup=1,
+    )
     rows.append(("docker exec `true` (median)", f"{exec_ms:.1f} ms", "<= 80 ms"))
     rows.append(("docker run --rm `true` (median, baseline)", f"{run_ms:.1f} ms", ""))
     rows.append(("bubblewrap exec / docker run", f"{bwrap_ms / run_ms:.3f}x", ""))
@@ -94,8 +102,9 @@ def bench_rollouts(args, rows):
         options = {"default_image": busybox_image(docker.from_env())}
     backend = get_backend(args.rollout_backend, **options)
     with OpenAIServer(handler=reply, delay=args.step_delay) as server:
-        policy = make_policy("model", model_config=ModelConfig(base_url=server.base_url, model="bench",
-                                                               api_key="x", max_retries=0))
+        policy = make_policy(
+            "model", model_config=ModelConfig(base_url=server.base_url, model="bench", api_key="x", max_retries=0)
+        )
 
         def one(_):
             return run_rollout(TASK, policy=policy, backend=backend)
@@ -106,8 +115,10 @@ def bench_rollouts(args, rows):
         wall = time.perf_counter() - started
     bad = [r.error or r.stop_reason for r in results if r.error or r.steps != steps or not r.grade.passed]
     ideal = math.ceil(args.rollouts / args.concurrency) * steps * args.step_delay
-    label = (f"{args.rollouts} rollouts x {steps} steps, {args.step_delay * 1000:.0f} ms/step, "
-             f"{args.concurrency} threads ({args.rollout_backend})")
+    label = (
+        f"{args.rollouts} rollouts x {steps} steps, {args.step_delay * 1000:.0f} ms/step, "
+        f"{args.concurrency} threads ({args.rollout_backend})"
+    )
     rows.append((label + ": wall", f"{wall:.2f} s", f"ideal {ideal:.2f} s"))
     rows.append((label + ": actual / ideal", f"{wall / ideal:.3f}x", "<= 1.5x"))
     rows.append(("rollouts that failed or did not finish", str(len(bad)), "0"))

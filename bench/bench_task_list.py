@@ -14,14 +14,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
 os.environ.setdefault("GYMWRIGHT_DATA_DIR", "/tmp/gymwright-bench")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
 from django.test.runner import DiscoverRunner  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
 
 
 def main() -> None:
@@ -66,7 +66,9 @@ def main() -> None:
         print(f"{'page':<28}{'100 tasks':>14}{'10k tasks':>14}{'ratio':>8}{'queries':>14}")
         for url in urls:
             (t_small, q_small), (t_large, q_large) = small[url], large[url]
-            print(f"{url:<28}{t_small:>11.1f} ms{t_large:>11.1f} ms{t_large / t_small:>8.2f}{q_small:>7} / {q_large:<5}")
+            print(
+                f"{url:<28}{t_small:>11.1f} ms{t_large:>11.1f} ms{t_large / t_small:>8.2f}{q_small:>7} / {q_large:<5}"
+            )
     finally:
         runner.teardown_databases(old_config)
 

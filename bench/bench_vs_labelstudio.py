@@ -34,13 +34,24 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_load import (Server, _children, _cpu_spent, _cpu_ticks, _db_url, _free_port,  # noqa: E402
-                        _postgres_pids, _psql_admin, postgres_url)
+from bench_load import (  # noqa: E402
+    Server,
+    _children,
+    _cpu_spent,
+    _cpu_ticks,
+    _db_url,
+    _free_port,
+    _postgres_pids,
+    _psql_admin,
+    postgres_url,
+)
 from bench_packs import rows  # noqa: E402
 
 PER_REQUEST = 1000
-LABEL_CONFIG = ('<View><Text name="text" value="$text"/><Choices name="verdict" toName="text">'
-                '<Choice value="right"/><Choice value="wrong"/></Choices></View>')
+LABEL_CONFIG = (
+    '<View><Text name="text" value="$text"/><Choices name="verdict" toName="text">'
+    '<Choice value="right"/><Choice value="wrong"/></Choices></View>'
+)
 
 
 def _tree(pid: int) -> list[int]:
@@ -65,9 +76,24 @@ class LabelStudio:
         self.log = open(self.data / "server.log", "wb")
         env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
         env.update({"LABEL_STUDIO_BASE_DATA_DIR": str(self.data), "DJANGO_DB": "sqlite"})
-        self.proc = subprocess.Popen([executable, "start", "--no-browser", "-p", str(self.port), "--username",
-                                      "bench@example.com", "--password", "bench-password", "--user-token",
-                                      self.token], env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [
+                executable,
+                "start",
+                "--no-browser",
+                "-p",
+                str(self.port),
+                "--username",
+                "bench@example.com",
+                "--password",
+                "bench-password",
+                "--user-token",
+                self.token,
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             try:
@@ -82,8 +108,12 @@ class LabelStudio:
         with sqlite3.connect(self.data / "label_studio.sqlite3") as db:
             db.execute("UPDATE jwt_auth_jwtsettings SET legacy_api_tokens_enabled = 1")
         self.headers = {"Authorization": f"Token {self.token}"}
-        project = httpx.post(f"{self.base}/api/projects", headers=self.headers,
-                             json={"title": "bench", "label_config": LABEL_CONFIG}, timeout=60)
+        project = httpx.post(
+            f"{self.base}/api/projects",
+            headers=self.headers,
+            json={"title": "bench", "label_config": LABEL_CONFIG},
+            timeout=60,
+        )
         project.raise_for_status()
         self.project = project.json()["id"]
 
@@ -91,8 +121,10 @@ class LabelStudio:
         return _tree(self.proc.pid)
 
     def import_tasks(self, client, chunk: list[dict]) -> None:
-        tasks = [{"data": {"text": row["prompt"], "title": row["title"], "expected": row["solution"]["answer"]}}
-                 for row in chunk]
+        tasks = [
+            {"data": {"text": row["prompt"], "title": row["title"], "expected": row["solution"]["answer"]}}
+            for row in chunk
+        ]
         response = client.post(f"/api/projects/{self.project}/import", headers=self.headers, json=tasks, timeout=600)
         assert response.status_code == 201 and response.json()["task_count"] == len(chunk), response.text[:500]
 
@@ -113,13 +145,21 @@ class Gymwright:
         self.database = urlparse(url).path.lstrip("/")
         env = {**os.environ, "DATABASE_URL": url}
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=root, env=env, check=True)
-        script = ("from django.contrib.auth.models import Group, User; "
-                  "from rest_framework.authtoken.models import Token; "
-                  "u = User.objects.create_user('bench-admin'); "
-                  "u.groups.add(Group.objects.get_or_create(name='admin')[0]); "
-                  "print(Token.objects.create(user=u).key)")
-        self.token = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=root, env=env,
-                                    check=True, capture_output=True, text=True).stdout.split()[-1]
+        script = (
+            "from django.contrib.auth.models import Group, User; "
+            "from rest_framework.authtoken.models import Token; "
+            "u = User.objects.create_user('bench-admin'); "
+            "u.groups.add(Group.objects.get_or_create(name='admin')[0]); "
+            "print(Token.objects.create(user=u).key)"
+        )
+        self.token = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", script],
+            cwd=root,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()[-1]
         self.headers = {"Authorization": f"Token {self.token}"}
         self.server = Server(url, workers, 60, root=root)
         self.base = self.server.base
@@ -147,7 +187,7 @@ def bulk(system, tasks: list[dict]) -> tuple[float, float]:
         before = _cpu_ticks(system.pids())
         started = time.perf_counter()
         for start in range(0, len(tasks), PER_REQUEST):
-            system.import_tasks(client, tasks[start:start + PER_REQUEST])
+            system.import_tasks(client, tasks[start : start + PER_REQUEST])
         wall = time.perf_counter() - started
         return wall, _cpu_spent(before, _cpu_ticks(system.pids()))
 
@@ -183,10 +223,13 @@ def main() -> int:
     if not Path(args.label_studio).exists():  # an optional comparison: `make bench` goes on without it
         print(f"skipped: no Label Studio at {args.label_studio} (install it as this script's docstring says)")
         return 0
-    shown = subprocess.run([str(Path(args.label_studio).with_name("pip")), "show", "label-studio"],
-                           capture_output=True, text=True).stdout
+    shown = subprocess.run(
+        [str(Path(args.label_studio).with_name("pip")), "show", "label-studio"], capture_output=True, text=True
+    ).stdout
     version = next((line.split(":", 1)[1].strip() for line in shown.splitlines() if line.startswith("Version")), "?")
-    names = [urlparse(base_url).path.lstrip("/") + suffix for suffix in ("_vsls", "_vsls_base")[:1 + bool(args.baseline)]]
+    names = [
+        urlparse(base_url).path.lstrip("/") + suffix for suffix in ("_vsls", "_vsls_base")[: 1 + bool(args.baseline)]
+    ]
     with _psql_admin(base_url) as admin:
         for name in names:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -197,18 +240,23 @@ def main() -> int:
         systems = {"Gymwright": Gymwright(_db_url(base_url, names[0]), args.workers)}
         started.append(systems["Gymwright"])
         if args.baseline:
-            systems["baseline"] = Gymwright(_db_url(base_url, names[1]), args.workers, root=Path(args.baseline).resolve())
+            systems["baseline"] = Gymwright(
+                _db_url(base_url, names[1]), args.workers, root=Path(args.baseline).resolve()
+            )
             started.append(systems["baseline"])
         systems["Label Studio"] = LabelStudio(args.label_studio)
         started.append(systems["Label Studio"])
         results: dict[str, list[tuple[float, float]]] = {label: [] for label in systems}
         for round_ in range(args.rounds):
-            for label in (list(systems) if round_ % 2 == 0 else list(reversed(systems))):
+            for label in list(systems) if round_ % 2 == 0 else list(reversed(systems)):
                 tasks = [dict(row, id=f"r{round_}-{row['id']}") for row in rows(args.tasks)]
                 wall, cpu = bulk(systems[label], tasks)
                 results[label].append((wall, cpu))
-                print(f"  round {round_ + 1} {label}: {wall:.2f} s wall ({args.tasks / wall:.0f} tasks/s), "
-                      f"server CPU {cpu:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+                print(
+                    f"  round {round_ + 1} {label}: {wall:.2f} s wall ({args.tasks / wall:.0f} tasks/s), "
+                    f"server CPU {cpu:.2f} s, load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
         lists = {label: list_requests(system, args.list_requests) for label, system in systems.items()}
     finally:
         for system in started:
@@ -216,16 +264,22 @@ def main() -> int:
         with _psql_admin(base_url) as admin:
             for name in names:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    median = {label: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
-              for label, runs in results.items()}
+    median = {
+        label: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+        for label, runs in results.items()
+    }
     gw, ls = median["Gymwright"], median["Label Studio"]
-    print(f"\n# {args.tasks} tasks in requests of {PER_REQUEST}, median of {args.rounds} round(s); Label Studio "
-          f"{version} (`label-studio start`, SQLite); Gymwright gunicorn {args.workers} workers on PostgreSQL")
+    print(
+        f"\n# {args.tasks} tasks in requests of {PER_REQUEST}, median of {args.rounds} round(s); Label Studio "
+        f"{version} (`label-studio start`, SQLite); Gymwright gunicorn {args.workers} workers on PostgreSQL"
+    )
     print(f"# load average before {load_before}, after {os.getloadavg()}")
     print("| | Gymwright | Label Studio | Gymwright / Label Studio |")
     print("| --- | --- | --- | --- |")
-    print(f"| bulk import, wall | {gw[0]:.2f} s ({args.tasks / gw[0]:.0f}/s) | {ls[0]:.2f} s "
-          f"({args.tasks / ls[0]:.0f}/s) | {gw[0] / ls[0]:.2f}× |")
+    print(
+        f"| bulk import, wall | {gw[0]:.2f} s ({args.tasks / gw[0]:.0f}/s) | {ls[0]:.2f} s "
+        f"({args.tasks / ls[0]:.0f}/s) | {gw[0] / ls[0]:.2f}× |"
+    )
     print(f"| bulk import, server CPU | {gw[1]:.2f} s | {ls[1]:.2f} s | {gw[1] / ls[1]:.2f}× |")
     (gp50, gcpu), (lp50, lcpu) = lists["Gymwright"], lists["Label Studio"]
     print(f"| task list API (50 rows), 1 client, p50 | {gp50:.1f} ms | {lp50:.1f} ms | {gp50 / lp50:.2f}× |")

@@ -51,6 +51,7 @@ def _own_database() -> None:
             admin.execute(f'CREATE DATABASE "{name}"')
     os.environ["DATABASE_URL"] = _db_url(url, name)
 
+
 _SPEC: dict | None = None
 _WORK_DIR: str | None = None
 
@@ -68,8 +69,12 @@ def _one_ideal(_index: int) -> float:
     from sandbox.runtime import get_backend, make_policy, run_rollout
 
     task = parse_task(_SPEC)
-    result = run_rollout(task, policy=make_policy("oracle", task=task),
-                         backend=get_backend("bubblewrap", work_dir=_WORK_DIR), files=_FILES)
+    result = run_rollout(
+        task,
+        policy=make_policy("oracle", task=task),
+        backend=get_backend("bubblewrap", work_dir=_WORK_DIR),
+        files=_FILES,
+    )
     assert result.error is None and result.grade.passed, result.error
     return result.grade.reward
 
@@ -104,9 +109,12 @@ def timeline(preview_run) -> dict:
     held = [(finished - started).total_seconds() for _, started, finished in rows]
     gaps = [(b[1] - a[2]).total_seconds() for a, b in zip(rows, rows[1:]) if a[0] == b[0]]
     first = min(started for _, started, _ in rows)
-    return {"held_ms": statistics.median(held) * 1000, "gap_ms": statistics.median(gaps) * 1000 if gaps else 0.0,
-            "first_claim_ms": (first - preview_run.created_at).total_seconds() * 1000,
-            "last_to_done_ms": (preview_run.finished_at - max(f for _, _, f in rows)).total_seconds() * 1000}
+    return {
+        "held_ms": statistics.median(held) * 1000,
+        "gap_ms": statistics.median(gaps) * 1000 if gaps else 0.0,
+        "first_claim_ms": (first - preview_run.created_at).total_seconds() * 1000,
+        "last_to_done_ms": (preview_run.finished_at - max(f for _, _, f in rows)).total_seconds() * 1000,
+    }
 
 
 def main() -> int:
@@ -114,12 +122,19 @@ def main() -> int:
     parser.add_argument("--rollouts", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--task", choices=("tiny", "demo"), default="tiny",
-                        help="tiny: the tests' six-by-seven task (an oracle rollout of ~15 ms, so the bookkeeping "
-                             "shows); demo: fizzbuzz-implementation as `make run` loads it (command and python checks "
-                             "in the sandbox, as a real task)")
-    parser.add_argument("--profile", metavar="FILE",
-                        help="record the worker's processes with py-spy during the measured rounds (collapsed stacks)")
+    parser.add_argument(
+        "--task",
+        choices=("tiny", "demo"),
+        default="tiny",
+        help="tiny: the tests' six-by-seven task (an oracle rollout of ~15 ms, so the bookkeeping "
+        "shows); demo: fizzbuzz-implementation as `make run` loads it (command and python checks "
+        "in the sandbox, as a real task)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="record the worker's processes with py-spy during the measured rounds (collapsed stacks)",
+    )
     args = parser.parse_args()
     _own_database()
 
@@ -154,10 +169,14 @@ def main() -> int:
         for text in demo["files"].values():
             authoring_services.blob_store(data=text.encode())
         environment = authoring_services.environment_create(
-            slug=f"bench-workers-env-{suffix}", name="bench", author=user, spec=DEMO_ENVIRONMENT["spec"])
+            slug=f"bench-workers-env-{suffix}", name="bench", author=user, spec=DEMO_ENVIRONMENT["spec"]
+        )
         task = authoring_services.task_create(
-            slug=f"bench-workers-{suffix}", environment=environment, author=user,
-            content={**demo["content"], "files": demo_file_refs(demo), "tags": demo["tags"]})
+            slug=f"bench-workers-{suffix}",
+            environment=environment,
+            author=user,
+            content={**demo["content"], "files": demo_file_refs(demo), "tags": demo["tags"]},
+        )
         files = demo_task_document("fizzbuzz-implementation")[1]
     else:
         task = make_task(author=user, slug=f"bench-workers-{suffix}")
@@ -166,18 +185,42 @@ def main() -> int:
     work_dir = Path(tempfile.mkdtemp(prefix="gw-bench-workers-"))
     work_dir.chmod(0o755)
     log_path = work_dir / "worker.log"
-    env = {**os.environ, "CELERY_TASK_ALWAYS_EAGER": "0", "GYMWRIGHT_SANDBOX_BACKEND": "bubblewrap",
-           "GYMWRIGHT_SANDBOX_DIR": str(work_dir / "worker"), "OPENAI_BASE_URL": "", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "CELERY_TASK_ALWAYS_EAGER": "0",
+        "GYMWRIGHT_SANDBOX_BACKEND": "bubblewrap",
+        "GYMWRIGHT_SANDBOX_DIR": str(work_dir / "worker"),
+        "OPENAI_BASE_URL": "",
+        "PYTHONUNBUFFERED": "1",
+    }
     (work_dir / "worker").mkdir()
     (work_dir / "worker").chmod(0o755)
     (work_dir / "ideal").mkdir()
     (work_dir / "ideal").chmod(0o755)
     with open(log_path, "wb") as log:
         worker = subprocess.Popen(
-            [str(Path(sys.executable).with_name("celery")), "-A", "gymwright", "worker", "-P", "prefork",
-             "-c", str(args.workers), "-n", f"bench-{suffix}@%h", "--without-gossip", "--without-mingle",
-             "--without-heartbeat", "--loglevel=INFO"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                str(Path(sys.executable).with_name("celery")),
+                "-A",
+                "gymwright",
+                "worker",
+                "-P",
+                "prefork",
+                "-c",
+                str(args.workers),
+                "-n",
+                f"bench-{suffix}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--loglevel=INFO",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     rows = []
     try:
         deadline = time.monotonic() + 120
@@ -187,16 +230,31 @@ def main() -> int:
                 return 1
             time.sleep(0.2)
         time.sleep(2)  # the worker's first reap and pool start
-        with ProcessPoolExecutor(args.workers, initializer=_init_ideal,
-                                 initargs=(version.spec, str(work_dir / "ideal"), files)) as pool:
+        with ProcessPoolExecutor(
+            args.workers, initializer=_init_ideal, initargs=(version.spec, str(work_dir / "ideal"), files)
+        ) as pool:
             ideal(pool, args.workers)  # warm up: imports, first sandboxes
             real(version, user, args.workers)  # warm up the worker's processes
             recorder = None
             if args.profile:
                 recorder = subprocess.Popen(
-                    [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw", "--rate", "250",
-                     "--subprocesses", "--nonblocking", "-o", args.profile, "--pid", str(worker.pid)],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    [
+                        str(Path(sys.executable).with_name("py-spy")),
+                        "record",
+                        "--format",
+                        "raw",
+                        "--rate",
+                        "250",
+                        "--subprocesses",
+                        "--nonblocking",
+                        "-o",
+                        args.profile,
+                        "--pid",
+                        str(worker.pid),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
                 time.sleep(1.0)
             for round_number in range(1, args.rounds + 1):
                 ideal_s = ideal(pool, args.rollouts)
@@ -217,13 +275,17 @@ def main() -> int:
         task.delete()  # the bench user and environment stay, like any author's
 
     print(f"{args.rollouts} oracle rollouts of the {args.task} task, {args.workers} worker processes, bubblewrap")
-    print("| round | ideal (runtime only) | real (preview through Celery + PostgreSQL) | real / ideal | a rollout held "
-          "(claim to stored), median | a worker's gap to its next claim, median | create to first claim | last "
-          "stored to run done |")
+    print(
+        "| round | ideal (runtime only) | real (preview through Celery + PostgreSQL) | real / ideal | a rollout held "
+        "(claim to stored), median | a worker's gap to its next claim, median | create to first claim | last "
+        "stored to run done |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for round_number, ideal_s, real_s, parts in rows:
-        print(f"| {round_number} | {ideal_s:.2f} s | {real_s:.2f} s | {real_s / ideal_s:.2f}x | {parts['held_ms']:.0f} ms "
-              f"| {parts['gap_ms']:.1f} ms | {parts['first_claim_ms']:.0f} ms | {parts['last_to_done_ms']:.0f} ms |")
+        print(
+            f"| {round_number} | {ideal_s:.2f} s | {real_s:.2f} s | {real_s / ideal_s:.2f}x | {parts['held_ms']:.0f} ms "
+            f"| {parts['gap_ms']:.1f} ms | {parts['first_claim_ms']:.0f} ms | {parts['last_to_done_ms']:.0f} ms |"
+        )
     overhead = statistics.median((real_s - ideal_s) * args.workers / args.rollouts for _, ideal_s, real_s, _ in rows)
     print(f"bookkeeping per rollout (median of (real - ideal) x workers / rollouts): {overhead * 1000:.0f} ms")
     print(f"goal: real / ideal <= 1.15x; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

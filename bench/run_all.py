@@ -49,23 +49,42 @@ def run(script: Path) -> dict:
     print(f"\n=== {script.name} (load {load_before}) ===", flush=True)
     proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sys.stdout.write(proc.stdout)
-    return {"name": script.name, "command": " ".join([".venv/bin/python", *command[1:]]),
-            "status": proc.returncode, "seconds": time.perf_counter() - started, "load_before": load_before,
-            "load_after": _load(), "output": proc.stdout.strip()}
+    return {
+        "name": script.name,
+        "command": " ".join([".venv/bin/python", *command[1:]]),
+        "status": proc.returncode,
+        "seconds": time.perf_counter() - started,
+        "load_before": load_before,
+        "load_after": _load(),
+        "output": proc.stdout.strip(),
+    }
 
 
 def render(results: list[dict]) -> str:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [BEGIN, "", "## Latest run (`make bench`)", "",
-             f"{now} on {platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()}), with "
-             + ", ".join(f"{name}={os.environ.get(name) or '(unset)'}" for name in ("DATABASE_URL", "CELERY_BROKER_URL"))
-             + ". Each block is one script's own output; its ratios were measured side by side in that run.", ""]
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        BEGIN,
+        "",
+        "## Latest run (`make bench`)",
+        "",
+        f"{now} on {platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()}), with "
+        + ", ".join(f"{name}={os.environ.get(name) or '(unset)'}" for name in ("DATABASE_URL", "CELERY_BROKER_URL"))
+        + ". Each block is one script's own output; its ratios were measured side by side in that run.",
+        "",
+    ]
     for r in results:
         verdict = "ok" if r["status"] == 0 else f"exit status {r['status']}"
-        lines += [f"### {r['name']}", "",
-                  f"Command: `{r['command']}` — {verdict}, {r['seconds']:.0f} s, load average "
-                  f"{r['load_before']} before, {r['load_after']} after.", "", "```",
-                  *(r["output"].splitlines()[-80:] or ["(no output)"]), "```", ""]
+        lines += [
+            f"### {r['name']}",
+            "",
+            f"Command: `{r['command']}` — {verdict}, {r['seconds']:.0f} s, load average "
+            f"{r['load_before']} before, {r['load_after']} after.",
+            "",
+            "```",
+            *(r["output"].splitlines()[-80:] or ["(no output)"]),
+            "```",
+            "",
+        ]
     lines.append(END)
     return "\n".join(lines) + "\n"
 

@@ -9,8 +9,18 @@ class CheckResultInline(admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ["position"]
-    fields = ["position", "depth", "check_id", "kind", "status", "score", "points", "awarded", "explanation",
-              "duration_ms"]
+    fields = [
+        "position",
+        "depth",
+        "check_id",
+        "kind",
+        "status",
+        "score",
+        "points",
+        "awarded",
+        "explanation",
+        "duration_ms",
+    ]
     readonly_fields = fields
     show_change_link = True
 
@@ -20,14 +30,36 @@ class CheckResultInline(admin.TabularInline):
 
 @admin.register(Grade)
 class GradeAdmin(admin.ModelAdmin):
-    list_display = ["id", "source", "task_version", "rollout_id", "earned", "max", "reward", "passed", "complete",
-                    "created_at"]
+    list_display = [
+        "id",
+        "source",
+        "task_version",
+        "rollout_id",
+        "earned",
+        "max",
+        "reward",
+        "passed",
+        "complete",
+        "created_at",
+    ]
     list_filter = ["source", "passed", "complete", "gated"]
     search_fields = ["task_version__task__slug", "=rollout_id", "=id"]
     list_select_related = ["task_version__task"]
     raw_id_fields = ["task_version", "created_by"]
-    readonly_fields = ["task_version", "rollout_id", "source", "reward", "earned", "max", "passed", "gated",
-                       "complete", "document", "created_by", "created_at"]
+    readonly_fields = [
+        "task_version",
+        "rollout_id",
+        "source",
+        "reward",
+        "earned",
+        "max",
+        "passed",
+        "gated",
+        "complete",
+        "document",
+        "created_by",
+        "created_at",
+    ]
     inlines = [CheckResultInline]
     date_hierarchy = "created_at"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
+from functools import cache
 
 from django.http import HttpResponse, HttpResponseNotModified
 from drf_spectacular.types import OpenApiTypes
@@ -22,7 +22,7 @@ from gymwright.errors import DomainError
 SCHEMA_NAMES = ("rubric", "task", "grade")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema_body(name: str) -> tuple[bytes, str]:
     """The engine's JSON Schema for `name`, serialised once per process, and its ETag."""
     from grading.engine import json_schema
@@ -32,9 +32,13 @@ def _schema_body(name: str) -> tuple[bytes, str]:
 
 
 # Public: the browser editor (and anyone writing a rubric) validates against these, logged in or not.
-@extend_schema(summary="The JSON Schema of a Gymwright format", tags=["formats"], auth=[],
-               parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, enum=list(SCHEMA_NAMES))],
-               responses={(200, "application/schema+json"): OpenApiTypes.OBJECT})
+@extend_schema(
+    summary="The JSON Schema of a Gymwright format",
+    tags=["formats"],
+    auth=[],
+    parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, enum=list(SCHEMA_NAMES))],
+    responses={(200, "application/schema+json"): OpenApiTypes.OBJECT},
+)
 @api_view(["GET"])
 @authentication_classes([])
 @permission_classes([AllowAny])
@@ -53,8 +57,12 @@ def format_schema(request, name: str):
 
 class RubricValidateInput(serializers.Serializer):
     rubric = serializers.JSONField(help_text="A gymwright.rubric/v1 document (an object), or its JSON text.")
-    files = serializers.ListField(child=serializers.DictField(), required=False, max_length=1000,
-                                  help_text="The task's files [{path, role}], for the warnings about roles.")
+    files = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        max_length=1000,
+        help_text="The task's files [{path, role}], for the warnings about roles.",
+    )
 
 
 class IssueOutput(serializers.Serializer):
@@ -62,11 +70,19 @@ class IssueOutput(serializers.Serializer):
     message = serializers.CharField()
 
 
-@extend_schema(summary="Validate a rubric (schema and semantic rules)", tags=["formats"],
-               request=RubricValidateInput,
-               responses=inline_serializer("RubricValidateOutput", {
-                   "valid": serializers.BooleanField(), "issues": IssueOutput(many=True),
-                   "warnings": IssueOutput(many=True, help_text="lint: ways an agent could game the rubric")}))
+@extend_schema(
+    summary="Validate a rubric (schema and semantic rules)",
+    tags=["formats"],
+    request=RubricValidateInput,
+    responses=inline_serializer(
+        "RubricValidateOutput",
+        {
+            "valid": serializers.BooleanField(),
+            "issues": IssueOutput(many=True),
+            "warnings": IssueOutput(many=True, help_text="lint: ways an agent could game the rubric"),
+        },
+    ),
+)
 @api_view(["POST"])
 def rubric_validate(request):
     """{rubric, files?} → {valid, issues: [{pointer, message}], warnings: [{pointer, message}]}: the schema
@@ -82,11 +98,13 @@ def rubric_validate(request):
         except DomainError as error:
             return Response({"valid": False, "issues": error.details, "warnings": []})
     if not isinstance(rubric, dict):
-        return Response({"valid": False, "issues": [{"pointer": "", "message": "expected a JSON object"}],
-                         "warnings": []})
+        return Response(
+            {"valid": False, "issues": [{"pointer": "", "message": "expected a JSON object"}], "warnings": []}
+        )
     issues = [{"pointer": issue.pointer, "message": issue.message} for issue in validate_rubric(rubric)]
-    warnings = [{"pointer": issue.pointer, "message": issue.message}
-                for issue in lint_rubric(rubric, data.get("files"))]
+    warnings = [
+        {"pointer": issue.pointer, "message": issue.message} for issue in lint_rubric(rubric, data.get("files"))
+    ]
     return Response({"valid": not issues, "issues": issues, "warnings": warnings})
 
 
@@ -120,18 +138,21 @@ class CheckRowOutput(serializers.Serializer):
     labels = JudgeLabelOutput(many=True)
 
 
-
 class GradeOutput(serializers.Serializer):
     id = serializers.IntegerField()
     source = serializers.CharField()
     task = serializers.CharField(source="task_version.task.slug", default=None)
     version = serializers.IntegerField(source="task_version.number", default=None)
     rollout_id = serializers.IntegerField(allow_null=True)
-    reward = serializers.FloatField(help_text="An incomplete grade's lower bound (docs/formats.md, \"Scoring\")")
-    reward_upper = serializers.FloatField(allow_null=True, help_text="The reward had every unscored check been "
-                                          "met; null for a grade of the old scoring rule that was not totalled again")
-    scoring_rule = serializers.IntegerField(help_text="2: the current rule; 1: unscored checks were left out of "
-                                            "max (decides no gate: run it again)")
+    reward = serializers.FloatField(help_text='An incomplete grade\'s lower bound (docs/formats.md, "Scoring")')
+    reward_upper = serializers.FloatField(
+        allow_null=True,
+        help_text="The reward had every unscored check been "
+        "met; null for a grade of the old scoring rule that was not totalled again",
+    )
+    scoring_rule = serializers.IntegerField(
+        help_text="2: the current rule; 1: unscored checks were left out of max (decides no gate: run it again)"
+    )
     earned = serializers.FloatField()
     max = serializers.FloatField()
     passed = serializers.BooleanField()
@@ -142,8 +163,9 @@ class GradeOutput(serializers.Serializer):
     check_results = CheckRowOutput(many=True, source="check_rows")
 
 
-@extend_schema(summary="A stored grade with its per-check results and reviewers' labels", tags=["grading"],
-               responses=GradeOutput)
+@extend_schema(
+    summary="A stored grade with its per-check results and reviewers' labels", tags=["grading"], responses=GradeOutput
+)
 @api_view(["GET"])
 def grade_detail(request, grade_id: int):
     grade = selectors.grade_get_for_user(grade_id=grade_id, user=request.user)
@@ -157,13 +179,18 @@ class JudgeLabelInput(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-@extend_schema(summary="Confirm or overrule the judge on one check (reviewers)", tags=["grading"],
-               request=JudgeLabelInput, responses={201: JudgeLabelOutput})
+@extend_schema(
+    summary="Confirm or overrule the judge on one check (reviewers)",
+    tags=["grading"],
+    request=JudgeLabelInput,
+    responses={201: JudgeLabelOutput},
+)
 @api_view(["POST"])
 def judge_label_create(request, check_result_id: int):
     data = validated(JudgeLabelInput, request.data)
-    check_result = selectors.check_result_get_for_user(check_result_id=check_result_id, user=request.user,
-                                                       action="label")
+    check_result = selectors.check_result_get_for_user(
+        check_result_id=check_result_id, user=request.user, action="label"
+    )
     label = services.judge_label_record(check_result=check_result, reviewer=request.user, **data)
     return Response(JudgeLabelOutput(label).data, status=201)
 
@@ -176,8 +203,9 @@ class ExampleVerdictOutput(serializers.Serializer):
     status = serializers.ChoiceField(choices=["as_expected", "unexpected", "incomplete", "error", "pending"])
     got = serializers.CharField(allow_null=True, help_text='"pass" | "fail"; null without a verdict')
     reward = serializers.FloatField(allow_null=True)
-    reward_upper = serializers.FloatField(allow_null=True, default=None,
-                                          help_text="The grade's reward_upper; null before grading")
+    reward_upper = serializers.FloatField(
+        allow_null=True, default=None, help_text="The grade's reward_upper; null before grading"
+    )
     message = serializers.CharField()
     grade = serializers.JSONField(allow_null=True, help_text="The gymwright.grade/v1 document, once graded.")
 
@@ -194,14 +222,21 @@ class ExampleRunOutput(serializers.Serializer):
 def _example_run_output(task_version) -> dict:
     run = selectors.example_run_of(task_version=task_version)
     results = selectors.example_results(task_version=task_version, run=run)
-    return {"status": run.status if run else "none", "total": len(results), "graded": run.graded if run else 0,
-            "needs_judge": bool(run and run.needs_judge),
-            "as_expected": sum(1 for result in results if result["status"] == "as_expected"),
-            "examples": [{**result, "got": result.get("got")} for result in results]}
+    return {
+        "status": run.status if run else "none",
+        "total": len(results),
+        "graded": run.graded if run else 0,
+        "needs_judge": bool(run and run.needs_judge),
+        "as_expected": sum(1 for result in results if result["status"] == "as_expected"),
+        "examples": [{**result, "got": result.get("got")} for result in results],
+    }
 
 
-@extend_schema(summary="How a version's example answers graded (expected vs got, reward)", tags=["grading"],
-               responses=ExampleRunOutput)
+@extend_schema(
+    summary="How a version's example answers graded (expected vs got, reward)",
+    tags=["grading"],
+    responses=ExampleRunOutput,
+)
 @api_view(["GET"])
 def example_answers(request, slug: str, number: int):
     from authoring.selectors import task_version_get_for_user
@@ -210,14 +245,21 @@ def example_answers(request, slug: str, number: int):
     return Response(ExampleRunOutput(_example_run_output(task_version)).data)
 
 
-@extend_schema(summary="Grade a version's example answers again (authors of the task, reviewers)",
-               tags=["grading"], request=None, responses={202: ExampleRunOutput})
+@extend_schema(
+    summary="Grade a version's example answers again (authors of the task, reviewers)",
+    tags=["grading"],
+    request=None,
+    responses={202: ExampleRunOutput},
+)
 @api_view(["POST"])
 def example_answers_run(request, slug: str, number: int):
     from authoring.selectors import task_version_get_for_user
 
     task_version = task_version_get_for_user(slug=slug, number=number, user=request.user)
     if services.example_answers_run(task_version=task_version, user=request.user) is None:
-        raise DomainError(f"{slug} v{number} has no example answers.", code="no_examples",
-                          details=[{"pointer": "/examples", "message": "none saved"}])
+        raise DomainError(
+            f"{slug} v{number} has no example answers.",
+            code="no_examples",
+            details=[{"pointer": "/examples", "message": "none saved"}],
+        )
     return Response(ExampleRunOutput(_example_run_output(task_version)).data, status=202)

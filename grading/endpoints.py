@@ -7,7 +7,6 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-
 from typing import Any
 
 from django.conf import settings
@@ -56,8 +55,13 @@ def _endpoint_config(role: str, name: str | None = None) -> EndpointConfig | Non
         )
     model = settings.JUDGE_MODEL if role == ModelEndpoint.Role.JUDGE else settings.POLICY_MODEL
     if settings.OPENAI_BASE_URL and model:
-        return EndpointConfig(name="environment", base_url=settings.OPENAI_BASE_URL, model=model,
-                              api_key=settings.OPENAI_API_KEY, source="environment")
+        return EndpointConfig(
+            name="environment",
+            base_url=settings.OPENAI_BASE_URL,
+            model=model,
+            api_key=settings.OPENAI_API_KEY,
+            source="environment",
+        )
     return None
 
 
@@ -112,8 +116,11 @@ def _judge_config(rubric_model: str | None):
         return None
     # A check may name another judge endpoint (`"model": "strict-judge"`): those served
     # from the same base URL map to their model ids; any other name uses the default.
-    models = dict(ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE, base_url=endpoint.base_url)
-                  .values_list("name", "model"))
+    models = dict(
+        ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE, base_url=endpoint.base_url).values_list(
+            "name", "model"
+        )
+    )
     if rubric_model:
         models[rubric_model] = endpoint.model
     extra = {}

@@ -21,8 +21,9 @@ class Grade(models.Model):
         DRY_RUN = "dry_run", "Dry run"
         ROLLOUT = "rollout", "Rollout"
 
-    task_version = models.ForeignKey("authoring.TaskVersion", null=True, blank=True, on_delete=models.CASCADE,
-                                     related_name="grades")
+    task_version = models.ForeignKey(
+        "authoring.TaskVersion", null=True, blank=True, on_delete=models.CASCADE, related_name="grades"
+    )
     # The Rollout points at its Grade from the sandbox app; this plain id only lets a
     # grade be traced back without a circular dependency between the two apps.
     rollout_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
@@ -40,16 +41,18 @@ class Grade(models.Model):
     # gate and no pack calibration ("graded under the old scoring rule — run it again").
     scoring_rule = models.PositiveSmallIntegerField(default=SCORING_RULE)
     document = models.JSONField(help_text="The gymwright.grade/v1 document, as the engine produced it.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["task_version", "source", "-created_at"])]
         constraints = [
-            models.CheckConstraint(condition=models.Q(reward__gte=0) & models.Q(reward__lte=1),
-                                   name="grade_reward_in_unit_interval"),
+            models.CheckConstraint(
+                condition=models.Q(reward__gte=0) & models.Q(reward__lte=1), name="grade_reward_in_unit_interval"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -73,13 +76,19 @@ class Grade(models.Model):
         from grading.engine.models import flat_checks
 
         rows = [check for check, _, _, _ in flat_checks(self.document.get("checks") or [])]
-        leaves = [check for check in rows if check.get("status") == "unscored"
-                  and not any(child.get("status") == "unscored" for child in check.get("checks") or []
-                              if isinstance(child, dict))]
+        leaves = [
+            check
+            for check in rows
+            if check.get("status") == "unscored"
+            and not any(
+                child.get("status") == "unscored" for child in check.get("checks") or [] if isinstance(child, dict)
+            )
+        ]
         reasons = list(dict.fromkeys(check.get("explanation") for check in leaves if check.get("explanation")))
         count = len(leaves)
-        return (f"{count} check{'s' if count != 1 else ''} unscored"
-                + (f": {'; '.join(reasons[:2])}{'; …' if len(reasons) > 2 else ''}" if reasons else ""))
+        return f"{count} check{'s' if count != 1 else ''} unscored" + (
+            f": {'; '.join(reasons[:2])}{'; …' if len(reasons) > 2 else ''}" if reasons else ""
+        )
 
 
 class CheckResult(models.Model):
@@ -107,8 +116,10 @@ class CheckResult(models.Model):
         ordering = ["grade_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["grade", "check_id"], name="check_result_unique_check_per_grade"),
-            models.CheckConstraint(condition=models.Q(status="unscored") | models.Q(score__isnull=False),
-                                   name="check_result_scored_has_score"),
+            models.CheckConstraint(
+                condition=models.Q(status="unscored") | models.Q(score__isnull=False),
+                name="check_result_scored_has_score",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -149,7 +160,8 @@ class JudgeLabel(models.Model):
             models.UniqueConstraint(fields=["reviewer", "check_result"], name="judge_label_one_per_reviewer"),
             models.CheckConstraint(
                 condition=~models.Q(verdict="score") | (models.Q(score__gte=0) & models.Q(score__lte=1)),
-                name="judge_label_score_verdict_has_score"),
+                name="judge_label_score_verdict_has_score",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -169,10 +181,10 @@ class DryRun(models.Model):
         DONE = "done", "Done"
         ERROR = "error", "Error"
 
-    task = models.ForeignKey("authoring.Task", null=True, blank=True, on_delete=models.CASCADE,
-                             related_name="dry_runs")
-    task_version = models.ForeignKey("authoring.TaskVersion", null=True, blank=True, on_delete=models.CASCADE,
-                                     related_name="dry_runs")
+    task = models.ForeignKey("authoring.Task", null=True, blank=True, on_delete=models.CASCADE, related_name="dry_runs")
+    task_version = models.ForeignKey(
+        "authoring.TaskVersion", null=True, blank=True, on_delete=models.CASCADE, related_name="dry_runs"
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     rubric = models.JSONField()
     answer = models.TextField(blank=True, default="")
@@ -222,15 +234,15 @@ class ExampleRun(models.Model):
         DONE = "done", "Done"
         ERROR = "error", "Error"
 
-    task_version = models.OneToOneField("authoring.TaskVersion", on_delete=models.CASCADE,
-                                        related_name="example_run")
+    task_version = models.OneToOneField("authoring.TaskVersion", on_delete=models.CASCADE, related_name="example_run")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     needs_judge = models.BooleanField(default=False)
     needs_sandbox = models.BooleanField(default=False)
     # who asked for it (the version's author, or whoever clicked "Grade again"): a sandbox run counts
     # against their cap of rollouts in flight
-    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                     related_name="+")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     total = models.PositiveIntegerField(default=0)
     graded = models.PositiveIntegerField(default=0)  # progress while a worker grades
     results = models.JSONField(default=list, blank=True)
@@ -274,22 +286,29 @@ class ModelEndpoint(models.Model):
     role = models.CharField(max_length=10, choices=Role.choices)
     base_url = models.URLField(max_length=500)
     model = models.CharField(max_length=200)
-    api_key_env = models.CharField(max_length=100, blank=True, default="OPENAI_API_KEY",
-                                   help_text="Name of the environment variable that holds the API key.")
-    default_params = models.JSONField(default=dict, blank=True,
-                                      help_text='e.g. {"temperature": 0, "max_tokens": 2048}')
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        default="OPENAI_API_KEY",
+        help_text="Name of the environment variable that holds the API key.",
+    )
+    default_params = models.JSONField(default=dict, blank=True, help_text='e.g. {"temperature": 0, "max_tokens": 2048}')
     is_default = models.BooleanField(default=False, help_text="Used when a task or rubric names no endpoint.")
     response_format = models.CharField(
-        max_length=12, choices=ResponseFormat.choices, default=ResponseFormat.AUTO,
+        max_length=12,
+        choices=ResponseFormat.choices,
+        default=ResponseFormat.AUTO,
         help_text="How a judge asks for its JSON verdict. Auto sends a strict JSON schema and falls back to "
-                  "json_object, then to none, when the endpoint refuses it.")
+        "json_object, then to none, when the endpoint refuses it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["role", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["role"], condition=models.Q(is_default=True),
-                                    name="one_default_endpoint_per_role"),
+            models.UniqueConstraint(
+                fields=["role"], condition=models.Q(is_default=True), name="one_default_endpoint_per_role"
+            ),
         ]
 
     def __str__(self) -> str:

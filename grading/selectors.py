@@ -30,7 +30,8 @@ def grade_check_readable(*, user, grade: Grade, what: str) -> None:
     if not permissions.reads_drafts(user):
         task_version_check_readable(user=user, version=grade.task_version, what=what)
     if grade.source == Grade.Source.DRY_RUN and not (
-            permissions.is_admin(user) or (permissions.reads_drafts(user) and grade.created_by_id == user.pk)):
+        permissions.is_admin(user) or (permissions.reads_drafts(user) and grade.created_by_id == user.pk)
+    ):
         raise Http404(f"No {what}")
 
 
@@ -38,8 +39,11 @@ def grade_get_for_user(*, grade_id: int, user) -> Grade:
     if not permissions.can_view(user):
         raise Http404
     try:
-        grade = (Grade.objects.select_related("task_version", "task_version__task", "created_by")
-                 .prefetch_related(check_results_prefetch()).get(id=grade_id))
+        grade = (
+            Grade.objects.select_related("task_version", "task_version__task", "created_by")
+            .prefetch_related(check_results_prefetch())
+            .get(id=grade_id)
+        )
     except Grade.DoesNotExist:
         raise Http404(f"No grade {grade_id}")
     grade_check_readable(user=user, grade=grade, what=f"grade {grade_id}")
@@ -48,8 +52,12 @@ def grade_get_for_user(*, grade_id: int, user) -> Grade:
 
 def check_results_prefetch() -> Prefetch:
     """For Grade querysets: check results in order, with labels and reviewers (what the grade table reads)."""
-    return Prefetch("check_results", queryset=CheckResult.objects.order_by("position").prefetch_related(
-        Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer").order_by("created_at", "id"))))
+    return Prefetch(
+        "check_results",
+        queryset=CheckResult.objects.order_by("position").prefetch_related(
+            Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer").order_by("created_at", "id"))
+        ),
+    )
 
 
 def check_result_get_for_user(*, check_result_id: int, user, action: str = "view") -> CheckResult:
@@ -57,14 +65,17 @@ def check_result_get_for_user(*, check_result_id: int, user, action: str = "view
     if not permissions.can_view(user):
         raise Http404
     try:
-        check_result = (CheckResult.objects.select_related("grade")
-                        .prefetch_related(Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer")))
-                        .get(id=check_result_id))
+        check_result = (
+            CheckResult.objects.select_related("grade")
+            .prefetch_related(Prefetch("labels", queryset=JudgeLabel.objects.select_related("reviewer")))
+            .get(id=check_result_id)
+        )
     except CheckResult.DoesNotExist:
         raise Http404(f"No check result {check_result_id}")
     if not permissions.reads_drafts(user):  # a lab member: results of approved versions only
-        task_version_check_readable(user=user, version=check_result.grade.task_version,
-                                    what=f"check result {check_result_id}")
+        task_version_check_readable(
+            user=user, version=check_result.grade.task_version, what=f"check result {check_result_id}"
+        )
     if action == "label" and not permissions.can_review(user):
         raise NotAllowed("Only reviewers and admins can confirm or overrule the judge.")
     return check_result
@@ -123,8 +134,9 @@ class CheckRow:
 
     @property
     def votes_text(self) -> str:
-        return ", ".join(("met" if vote else "not met") if isinstance(vote, bool) else format_number(vote)
-                         for vote in self.votes)
+        return ", ".join(
+            ("met" if vote else "not met") if isinstance(vote, bool) else format_number(vote) for vote in self.votes
+        )
 
     @property
     def tests_summary(self) -> str:
@@ -165,7 +177,7 @@ class GradeTable:
 
     @property
     def reward_range(self) -> str:
-        """"reward 0.40" for a complete grade, "reward 0.40–1.00" for an incomplete one's bounds."""
+        """ "reward 0.40" for a complete grade, "reward 0.40–1.00" for an incomplete one's bounds."""
         return engine_examples.reward_range_text(self.reward, self.reward_upper)
 
     @property
@@ -175,9 +187,11 @@ class GradeTable:
         for index, row in enumerate(self.rows):
             if row.status != "unscored":
                 continue
-            below = self.rows[index + 1:]
-            has_unscored_child = any(child.status == "unscored" for child in
-                                     itertools.takewhile(lambda child: child.depth > row.depth, below))
+            below = self.rows[index + 1 :]
+            has_unscored_child = any(
+                child.status == "unscored"
+                for child in itertools.takewhile(lambda child: child.depth > row.depth, below)  # noqa: B023 - used at once
+            )
             if not has_unscored_child and row.explanation and row.explanation not in reasons:
                 reasons.append(row.explanation)
         return reasons
@@ -189,8 +203,9 @@ class GradeTable:
     @property
     def unscored_points(self) -> float:
         """Points of the top-level checks that could not be scored (a group counts as a whole)."""
-        return sum(row.points for row in self.rows
-                   if row.depth == 0 and row.status == "unscored" and (row.points or 0) > 0)
+        return sum(
+            row.points for row in self.rows if row.depth == 0 and row.status == "unscored" and (row.points or 0) > 0
+        )
 
     @property
     def incomplete(self) -> bool:
@@ -210,15 +225,18 @@ class GradeTable:
             head = f"incomplete — {self.reward_range}"
             if count:
                 reasons = self.unscored_reasons
-                head += (f", {count} check{'s' if count != 1 else ''} unscored"
-                         + (f": {'; '.join(reasons[:2])}{'; …' if len(reasons) > 2 else ''}" if reasons else ""))
+                head += f", {count} check{'s' if count != 1 else ''} unscored" + (
+                    f": {'; '.join(reasons[:2])}{'; …' if len(reasons) > 2 else ''}" if reasons else ""
+                )
             return head
         if self.incomplete:
             if self.unscored_points:
                 # The engine's max leaves unscored checks out; the author thinks in the rubric's total.
                 total = self.max + self.unscored_points
-                return (f"incomplete — {format_number(self.unscored_points)} of {format_number(total)} points "
-                        "could not be scored")
+                return (
+                    f"incomplete — {format_number(self.unscored_points)} of {format_number(total)} points "
+                    "could not be scored"
+                )
             return "incomplete — some checks could not be scored"
         return f"{points}, {'passed' if self.passed else 'not passed'}"
 
@@ -232,12 +250,16 @@ class GradeTable:
         if self.incomplete:
             unscored = f"{self.unscored} check{'s' if self.unscored != 1 else ''} unscored" if self.unscored else ""
             if self.reward_upper is None:
-                notes.append(f"{unscored + ' · ' if unscored else ''}{format_number(self.earned)} / "
-                             f"{format_number(self.max)} points scored, reward {format_number(self.reward, fixed=True)} "
-                             "so far (not a verdict; graded under the old scoring rule — grade it again)")
+                notes.append(
+                    f"{unscored + ' · ' if unscored else ''}{format_number(self.earned)} / "
+                    f"{format_number(self.max)} points scored, reward {format_number(self.reward, fixed=True)} "
+                    "so far (not a verdict; graded under the old scoring rule — grade it again)"
+                )
             else:
-                notes.append(f"{format_number(self.earned)} / {format_number(self.max)} points earned by the scored "
-                             f"checks: {self.reward_range}, the lower bound, not a verdict")
+                notes.append(
+                    f"{format_number(self.earned)} / {format_number(self.max)} points earned by the scored "
+                    f"checks: {self.reward_range}, the lower bound, not a verdict"
+                )
         return notes
 
 
@@ -247,25 +269,47 @@ def _tests_of(check: Any) -> list[dict]:
     tests = check.get("tests") if isinstance(check, dict) else None
     if not isinstance(tests, list):
         return []
-    return [{"id": str(test.get("id", ""))[:500], "outcome": str(test.get("outcome", ""))[:16],
-             "message": str(test.get("message") or "")[:500]}
-            for test in tests[:1000] if isinstance(test, dict)]
+    return [
+        {
+            "id": str(test.get("id", ""))[:500],
+            "outcome": str(test.get("outcome", ""))[:16],
+            "message": str(test.get("message") or "")[:500],
+        }
+        for test in tests[:1000]
+        if isinstance(test, dict)
+    ]
 
 
 def _document_tests(document: Any) -> dict[str, list[dict]]:
     """{check id: its per-test results} of a grade document's `tests` checks."""
     checks = document.get("checks") if isinstance(document, dict) else None
-    return {str(row.check.get("id")): _tests_of(row.check) for row in flat_checks(checks)
-            if isinstance(row.check, dict) and row.check.get("kind") == "tests"}
+    return {
+        str(row.check.get("id")): _tests_of(row.check)
+        for row in flat_checks(checks)
+        if isinstance(row.check, dict) and row.check.get("kind") == "tests"
+    }
 
 
 def _rows_from_document(checks: Any) -> list[CheckRow]:
-    return [CheckRow(check_id=check.get("id", ""), kind=check.get("kind", ""), title=check.get("title") or "",
-                     status=check.get("status", ""), score=check.get("score"), points=check.get("points", 0),
-                     awarded=check.get("awarded"), explanation=check.get("explanation") or "", depth=depth,
-                     required=bool(check.get("required")), votes=list(check.get("votes") or []),
-                     duration_ms=check.get("duration_ms"), parent_check_id=parent_id, tests=_tests_of(check))
-            for check, parent_id, depth, _ in flat_checks(checks)]
+    return [
+        CheckRow(
+            check_id=check.get("id", ""),
+            kind=check.get("kind", ""),
+            title=check.get("title") or "",
+            status=check.get("status", ""),
+            score=check.get("score"),
+            points=check.get("points", 0),
+            awarded=check.get("awarded"),
+            explanation=check.get("explanation") or "",
+            depth=depth,
+            required=bool(check.get("required")),
+            votes=list(check.get("votes") or []),
+            duration_ms=check.get("duration_ms"),
+            parent_check_id=parent_id,
+            tests=_tests_of(check),
+        )
+        for check, parent_id, depth, _ in flat_checks(checks)
+    ]
 
 
 def _mark_judge_checks(rows: list[CheckRow], *, status: str, explanation: str) -> None:
@@ -284,10 +328,17 @@ def _mark_judge_checks(rows: list[CheckRow], *, status: str, explanation: str) -
 
 
 # A stored grade's table (a rollout's page): compiled once per process (gymwright.sql).
-_check_results = Prepared(lambda grade_id: CheckResult.objects.filter(grade_id=grade_id).order_by("position"),
-                          grade_id=int)
-_grade_labels = Prepared(lambda grade_id: JudgeLabel.objects.filter(check_result__grade_id=grade_id)
-                         .select_related("reviewer").order_by("created_at", "id"), grade_id=int)
+_check_results = Prepared(
+    lambda grade_id: CheckResult.objects.filter(grade_id=grade_id).order_by("position"), grade_id=int
+)
+_grade_labels = Prepared(
+    lambda grade_id: (
+        JudgeLabel.objects.filter(check_result__grade_id=grade_id)
+        .select_related("reviewer")
+        .order_by("created_at", "id")
+    ),
+    grade_id=int,
+)
 
 
 def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge_note: str = "") -> GradeTable:
@@ -306,15 +357,38 @@ def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge
             labels = {}
             for label in _grade_labels(grade_id=grade.pk):
                 labels.setdefault(label.check_result_id, []).append(label)
-        rows = [CheckRow(check_id=r.check_id, kind=r.kind, title=r.title, status=r.status, score=r.score,
-                         points=r.points, awarded=r.awarded, explanation=r.explanation, depth=r.depth,
-                         required=r.required, votes=list(r.votes or []), duration_ms=r.duration_ms,
-                         parent_check_id=r.parent_check_id, check_result=r, labels=labels.get(r.pk, []),
-                         tests=tests.get(r.check_id, []) if r.kind == "tests" else [])
-                for r in results]
-        return GradeTable(rows=rows, reward=grade.reward, earned=grade.earned, max=grade.max, passed=grade.passed,
-                          gated=grade.gated, complete=grade.complete, grade=grade,
-                          reward_upper=_stored_reward_upper(grade))
+        rows = [
+            CheckRow(
+                check_id=r.check_id,
+                kind=r.kind,
+                title=r.title,
+                status=r.status,
+                score=r.score,
+                points=r.points,
+                awarded=r.awarded,
+                explanation=r.explanation,
+                depth=r.depth,
+                required=r.required,
+                votes=list(r.votes or []),
+                duration_ms=r.duration_ms,
+                parent_check_id=r.parent_check_id,
+                check_result=r,
+                labels=labels.get(r.pk, []),
+                tests=tests.get(r.check_id, []) if r.kind == "tests" else [],
+            )
+            for r in results
+        ]
+        return GradeTable(
+            rows=rows,
+            reward=grade.reward,
+            earned=grade.earned,
+            max=grade.max,
+            passed=grade.passed,
+            gated=grade.gated,
+            complete=grade.complete,
+            grade=grade,
+            reward_upper=_stored_reward_upper(grade),
+        )
     document = grade if isinstance(grade, dict) else grade.to_document()
     rows = _rows_from_document(document.get("checks") or [])
     if judge_note:
@@ -324,10 +398,16 @@ def grade_table(grade: Grade | dict | Any, *, pending_judge: bool = False, judge
     upper = document.get("reward_upper")
     if upper is None and document.get("complete", True):
         upper = document.get("reward", 0.0)
-    return GradeTable(rows=rows, reward=document.get("reward", 0.0), earned=document.get("earned", 0.0),
-                      max=document.get("max", 0.0), passed=bool(document.get("passed")),
-                      gated=bool(document.get("gated")), complete=bool(document.get("complete", True)),
-                      reward_upper=upper)
+    return GradeTable(
+        rows=rows,
+        reward=document.get("reward", 0.0),
+        earned=document.get("earned", 0.0),
+        max=document.get("max", 0.0),
+        passed=bool(document.get("passed")),
+        gated=bool(document.get("gated")),
+        complete=bool(document.get("complete", True)),
+        reward_upper=upper,
+    )
 
 
 def _stored_reward_upper(grade: Grade) -> float | None:
@@ -357,20 +437,30 @@ def _judge_labels(*, task=None, task_version=None, environment=None, check_id: s
 
 def _stats(rows: list[dict]) -> AgreementStats:
     """Agreement over label rows: percent agreement over every label, kappa over met / not met ones."""
-    pairs = [(row["check_result__score"] >= 0.5, row["verdict"] == JudgeLabel.Verdict.MET) for row in rows
-             if row["verdict"] in (JudgeLabel.Verdict.MET, JudgeLabel.Verdict.NOT_MET)]
+    pairs = [
+        (row["check_result__score"] >= 0.5, row["verdict"] == JudgeLabel.Verdict.MET)
+        for row in rows
+        if row["verdict"] in (JudgeLabel.Verdict.MET, JudgeLabel.Verdict.NOT_MET)
+    ]
     return AgreementStats(labels=len(rows), agreed=sum(1 for row in rows if row["agrees"]), kappa=cohen_kappa(pairs))
 
 
-_LABEL_FIELDS = ("verdict", "agrees", "check_result__score", "check_result__check_id",
-                 "check_result__grade__task_version__task__slug")
+_LABEL_FIELDS = (
+    "verdict",
+    "agrees",
+    "check_result__score",
+    "check_result__check_id",
+    "check_result__grade__task_version__task__slug",
+)
 
 
-def judge_agreement(*, task=None, task_version=None, environment=None, check_id: str | None = None
-                    ) -> AgreementStats:
+def judge_agreement(*, task=None, task_version=None, environment=None, check_id: str | None = None) -> AgreementStats:
     """How often reviewers agree with the judge, and Cohen's kappa on binary (met / not met) verdicts."""
-    rows = list(_judge_labels(task=task, task_version=task_version, environment=environment, check_id=check_id)
-                .values(*_LABEL_FIELDS))
+    rows = list(
+        _judge_labels(task=task, task_version=task_version, environment=environment, check_id=check_id).values(
+            *_LABEL_FIELDS
+        )
+    )
     return _stats(rows)
 
 
@@ -378,8 +468,11 @@ def judge_agreement_summary(*, task=None, environment=None) -> dict:
     """Agreement overall, per task and per (task, check), from one query:
     {"overall": AgreementStats, "tasks": {slug: AgreementStats},
      "checks": [{"task": slug, "check_id": id, "stats": AgreementStats}]}."""
-    rows = list(_judge_labels(task=task, environment=environment).values(*_LABEL_FIELDS).order_by(
-        "check_result__grade__task_version__task__slug", "check_result__check_id"))
+    rows = list(
+        _judge_labels(task=task, environment=environment)
+        .values(*_LABEL_FIELDS)
+        .order_by("check_result__grade__task_version__task__slug", "check_result__check_id")
+    )
     by_task: dict[str, list[dict]] = {}
     by_check: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
@@ -389,8 +482,10 @@ def judge_agreement_summary(*, task=None, environment=None) -> dict:
     return {
         "overall": _stats(rows),
         "tasks": {slug: _stats(task_rows) for slug, task_rows in by_task.items()},
-        "checks": [{"task": slug, "check_id": check_id, "stats": _stats(check_rows)}
-                   for (slug, check_id), check_rows in by_check.items()],
+        "checks": [
+            {"task": slug, "check_id": check_id, "stats": _stats(check_rows)}
+            for (slug, check_id), check_rows in by_check.items()
+        ],
     }
 
 
@@ -436,8 +531,10 @@ def example_results(*, task_version, run: ExampleRun | None = None) -> list[dict
         status, message = engine_examples.PENDING, f"being graded ({run.graded} of {run.total} done)"
     else:
         status, message = engine_examples.PENDING, "not graded yet"
-    return [{**engine_examples.example_failed(example, message, status=status).to_dict(), "grade": None}
-            for example in examples]
+    return [
+        {**engine_examples.example_failed(example, message, status=status).to_dict(), "grade": None}
+        for example in examples
+    ]
 
 
 def example_verdicts(*, task_version) -> list[engine_examples.ExampleVerdict]:
@@ -452,13 +549,21 @@ def example_rows(*, task_version, run: ExampleRun | None = None, user=None) -> l
     examples = task_version.spec.get("examples") or []
     before = task_version_before(version=task_version, user=user)
     previous = {verdict.name: verdict for verdict in example_verdicts(task_version=before)} if before else {}
-    return [ExampleRow(verdict=engine_examples.ExampleVerdict.from_dict(result), answer=example.get("answer", ""),
-                       files=[item.get("path", "") for item in example.get("files") or []], grade=result.get("grade"),
-                       previous=previous.get(example.get("name")), previous_number=before.number if before else None)
-            for example, result in zip(examples, example_results(task_version=task_version, run=run))]
+    return [
+        ExampleRow(
+            verdict=engine_examples.ExampleVerdict.from_dict(result),
+            answer=example.get("answer", ""),
+            files=[item.get("path", "") for item in example.get("files") or []],
+            grade=result.get("grade"),
+            previous=previous.get(example.get("name")),
+            previous_number=before.number if before else None,
+        )
+        for example, result in zip(examples, example_results(task_version=task_version, run=run))
+    ]
 
 
 def example_verdict_changes(*, version_a, version_b) -> list[dict]:
     """For the diff view: each example's status on both versions and whether it changed."""
-    return engine_examples.verdict_changes(example_verdicts(task_version=version_a),
-                                           example_verdicts(task_version=version_b))
+    return engine_examples.verdict_changes(
+        example_verdicts(task_version=version_a), example_verdicts(task_version=version_b)
+    )

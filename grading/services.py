@@ -11,9 +11,10 @@ import logging
 import math
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -23,6 +24,7 @@ from pydantic import ValidationError
 
 from authoring.permissions import can_review
 from grading import engine
+from grading.endpoints import judge_client_for, judge_config_for
 from grading.engine import example_answers as engine_examples
 from grading.engine import scoring
 from grading.engine.models import normalised_relative_path
@@ -32,10 +34,8 @@ from gymwright import jobs
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
 from gymwright.text import comment_text
-from grading.endpoints import judge_client_for, judge_config_for
 
 logger = logging.getLogger(__name__)
-
 
 
 def _engine_document(grade: engine.Grade) -> dict:
@@ -43,8 +43,11 @@ def _engine_document(grade: engine.Grade) -> dict:
 
 
 def _invalid_grade(pointer: str, message: str) -> DomainError:
-    return DomainError(f"Not a valid {engine.GRADE_SCHEMA} document: {pointer}: {message}", code="invalid_grade",
-                       details=[{"pointer": pointer, "message": message}])
+    return DomainError(
+        f"Not a valid {engine.GRADE_SCHEMA} document: {pointer}: {message}",
+        code="invalid_grade",
+        details=[{"pointer": pointer, "message": message}],
+    )
 
 
 def grade_from_document(document: Any) -> engine.Grade:
@@ -55,11 +58,13 @@ def grade_from_document(document: Any) -> engine.Grade:
     try:
         grade = engine.Grade.model_validate(document)
     except ValidationError as exc:
-        details = [{"pointer": "".join(f"/{part}" for part in error["loc"]), "message": error["msg"]}
-                   for error in exc.errors()]
+        details = [
+            {"pointer": "".join(f"/{part}" for part in error["loc"]), "message": error["msg"]} for error in exc.errors()
+        ]
         summary = "; ".join(f"{d['pointer']}: {d['message']}" for d in details[:5])
-        raise DomainError(f"Not a valid {engine.GRADE_SCHEMA} document: {summary}", code="invalid_grade",
-                          details=details) from None
+        raise DomainError(
+            f"Not a valid {engine.GRADE_SCHEMA} document: {summary}", code="invalid_grade", details=details
+        ) from None
     for name in ("earned", "max"):
         if not math.isfinite(getattr(grade, name)):
             raise _invalid_grade(f"/{name}", "expected a finite number")
@@ -83,15 +88,18 @@ def _current_rule(grade: engine.Grade, task_version) -> tuple[engine.Grade, int]
 
 
 @transaction.atomic
-def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=None,
-                 rollout_id: int | None = None) -> Grade:
+def grade_record(
+    *, grade: engine.Grade, task_version=None, source: str, user=None, rollout_id: int | None = None
+) -> Grade:
     """Store the engine's Grade with one row per check, exactly as the engine computed it (its text made storable:
     an explanation may quote what the agent wrote, a NUL or a lone surrogate included)."""
     if source not in Grade.Source.values:
         raise DomainError(f"Unknown grade source {source!r}", code="invalid_grade")
     if not isinstance(grade, engine.Grade):
-        raise DomainError(f"Expected the engine's Grade, got {type(grade).__name__}; "
-                          "use grade_from_document for a dict", code="invalid_grade")
+        raise DomainError(
+            f"Expected the engine's Grade, got {type(grade).__name__}; use grade_from_document for a dict",
+            code="invalid_grade",
+        )
     grade, rule = _current_rule(grade, task_version)
     stored = Grade(
         task_version=task_version,
@@ -112,13 +120,28 @@ def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=No
     # The table's constraints are the database's to enforce; here only the fields' own rules.
     stored.full_clean(exclude=["task_version", "created_by"], validate_unique=False, validate_constraints=False)
     stored.save()
-    CheckResult.objects.bulk_create([
-        CheckResult(grade=stored, position=position, depth=depth, parent_check_id=parent, check_id=check.id,
-                    kind=check.kind, title="", status=check.status, score=check.score, points=check.points,
-                    awarded=check.awarded, required=check.required, explanation=storable_text(check.explanation),
-                    votes=storable(list(check.votes or [])), duration_ms=check.duration_ms)
-        for position, (check, parent, depth, _) in enumerate(engine.flat_checks(grade.checks))
-    ])
+    CheckResult.objects.bulk_create(
+        [
+            CheckResult(
+                grade=stored,
+                position=position,
+                depth=depth,
+                parent_check_id=parent,
+                check_id=check.id,
+                kind=check.kind,
+                title="",
+                status=check.status,
+                score=check.score,
+                points=check.points,
+                awarded=check.awarded,
+                required=check.required,
+                explanation=storable_text(check.explanation),
+                votes=storable(list(check.votes or [])),
+                duration_ms=check.duration_ms,
+            )
+            for position, (check, parent, depth, _) in enumerate(engine.flat_checks(grade.checks))
+        ]
+    )
     return stored
 
 
@@ -128,35 +151,47 @@ def grade_record(*, grade: engine.Grade, task_version=None, source: str, user=No
 def rubric_parse(*, data: Any):
     """The engine Rubric for `data`, or DomainError listing every problem with its JSON pointer."""
     if not isinstance(data, dict):
-        raise DomainError("The rubric must be a JSON object.", code="invalid_rubric",
-                          details=[{"pointer": "", "message": f"expected an object, got {type(data).__name__}"}])
+        raise DomainError(
+            "The rubric must be a JSON object.",
+            code="invalid_rubric",
+            details=[{"pointer": "", "message": f"expected an object, got {type(data).__name__}"}],
+        )
     try:
         return engine.parse_rubric(data)
     except engine.SpecError as exc:
         details = [{"pointer": issue.pointer, "message": issue.message} for issue in exc.issues]
         count = len(details)
-        raise DomainError(f"The rubric has {count} problem{'s' if count != 1 else ''}.", code="invalid_rubric",
-                          details=details) from None
+        raise DomainError(
+            f"The rubric has {count} problem{'s' if count != 1 else ''}.", code="invalid_rubric", details=details
+        ) from None
 
 
 def rubric_from_text(*, text: str):
     """Parse the raw JSON of the editor's rubric textarea, then the rubric itself."""
     if not text or not text.strip():
-        raise DomainError("The rubric is empty.", code="invalid_rubric",
-                          details=[{"pointer": "", "message": "write a gymwright.rubric/v1 JSON object"}])
+        raise DomainError(
+            "The rubric is empty.",
+            code="invalid_rubric",
+            details=[{"pointer": "", "message": "write a gymwright.rubric/v1 JSON object"}],
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         message = f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        raise DomainError(f"The rubric is {message}.", code="invalid_rubric",
-                          details=[{"pointer": "", "message": message}]) from None
+        raise DomainError(
+            f"The rubric is {message}.", code="invalid_rubric", details=[{"pointer": "", "message": message}]
+        ) from None
     except ValueError as exc:  # an integer over Python's 4300-digit limit
         message = f"not valid JSON: {str(exc)[:200]}"
-        raise DomainError(f"The rubric is {message}.", code="invalid_rubric",
-                          details=[{"pointer": "", "message": message}]) from None
+        raise DomainError(
+            f"The rubric is {message}.", code="invalid_rubric", details=[{"pointer": "", "message": message}]
+        ) from None
     except RecursionError:  # the C decoder recurses once per level of nesting
-        raise DomainError("The rubric is nested too deeply to read.", code="invalid_rubric",
-                          details=[{"pointer": "", "message": "nested too deeply"}]) from None
+        raise DomainError(
+            "The rubric is nested too deeply to read.",
+            code="invalid_rubric",
+            details=[{"pointer": "", "message": "nested too deeply"}],
+        ) from None
     return rubric_parse(data=data)
 
 
@@ -199,8 +234,9 @@ def workspace_path_check(path: str) -> str:
     try:
         return normalised_relative_path((path or "").strip())
     except ValueError as exc:
-        raise DomainError(f"Workspace {exc}.", code="invalid_path",
-                          details=[{"pointer": "/files", "message": str(exc)}]) from None
+        raise DomainError(
+            f"Workspace {exc}.", code="invalid_path", details=[{"pointer": "/files", "message": str(exc)}]
+        ) from None
 
 
 def answer_from_file(*, data: bytes, name: str = "answer file") -> str:
@@ -210,26 +246,35 @@ def answer_from_file(*, data: bytes, name: str = "answer file") -> str:
     except UnicodeDecodeError as exc:
         raise DomainError(
             f"The {name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start}); "
-            "save it as UTF-8 or paste the answer instead.", code="invalid_answer",
-            details=[{"pointer": "/answer_file", "message": "not UTF-8"}]) from None
+            "save it as UTF-8 or paste the answer instead.",
+            code="invalid_answer",
+            details=[{"pointer": "/answer_file", "message": "not UTF-8"}],
+        ) from None
     return text.removeprefix("\ufeff")
 
 
 def _workspace_files_check(files: list[WorkspaceFile]) -> list[WorkspaceFile]:
     if len(files) > MAX_WORKSPACE_FILES:
-        raise DomainError(f"Too many workspace files ({len(files)}); at most {MAX_WORKSPACE_FILES}.",
-                          code="too_many_files")
+        raise DomainError(
+            f"Too many workspace files ({len(files)}); at most {MAX_WORKSPACE_FILES}.", code="too_many_files"
+        )
     checked, seen, total = [], set(), 0
     for item in files:
         path = workspace_path_check(item.path)
         if path in seen:
-            raise DomainError(f"Two workspace files have the path {path!r}.", code="invalid_path",
-                              details=[{"pointer": "/files", "message": f"duplicate path {path!r}"}])
+            raise DomainError(
+                f"Two workspace files have the path {path!r}.",
+                code="invalid_path",
+                details=[{"pointer": "/files", "message": f"duplicate path {path!r}"}],
+            )
         seen.add(path)
         total += item.upload.size or 0
         if total > settings.UPLOAD_MAX_BYTES:
-            raise DomainError(f"The workspace files are larger than {size_text(settings.UPLOAD_MAX_BYTES)} in total.",
-                              code="too_large", http_status=413)
+            raise DomainError(
+                f"The workspace files are larger than {size_text(settings.UPLOAD_MAX_BYTES)} in total.",
+                code="too_large",
+                http_status=413,
+            )
         checked.append(WorkspaceFile(path=path, upload=item.upload))
     return checked
 
@@ -255,8 +300,11 @@ def _write_workspace(root: Path, files: list[tuple[str, bytes | Any]]) -> Path:
                     for chunk in content.chunks():
                         out.write(chunk)
         except (IsADirectoryError, NotADirectoryError, FileExistsError):
-            raise DomainError(f"Workspace path {path!r} collides with another file's folder.", code="invalid_path",
-                              details=[{"pointer": "/files", "message": f"{path!r} is both a file and a folder"}])
+            raise DomainError(
+                f"Workspace path {path!r} collides with another file's folder.",
+                code="invalid_path",
+                details=[{"pointer": "/files", "message": f"{path!r} is both a file and a folder"}],
+            )
     return root
 
 
@@ -274,20 +322,29 @@ def _grade_deterministic(rubric, *, answer: str, files: list[WorkspaceFile]) -> 
         try:
             return grade_in_subprocess(rubric.to_document(), answer=answer, workspace=workspace, process=process)
         except GradeStopped as exc:
-            raise DomainError(f"The dry run was stopped: {exc}. Simplify the costly check (a pattern with nested "
-                              "repeats, a very large file) and run it again.", code="grading_stopped") from None
+            raise DomainError(
+                f"The dry run was stopped: {exc}. Simplify the costly check (a pattern with nested "
+                "repeats, a very large file) and run it again.",
+                code="grading_stopped",
+            ) from None
 
 
 def _dry_run_process_limits():
     from grading.engine.isolated import ProcessLimits
 
-    return ProcessLimits(cpu_s=settings.DRY_RUN_CPU_S, memory_mb=settings.DRY_RUN_MEMORY_MB,
-                         timeout_s=settings.DRY_RUN_TIMEOUT_S, cpu_setting="GYMWRIGHT_DRY_RUN_CPU_S",
-                         memory_setting="GYMWRIGHT_DRY_RUN_MEMORY_MB", timeout_setting="GYMWRIGHT_DRY_RUN_TIMEOUT_S")
+    return ProcessLimits(
+        cpu_s=settings.DRY_RUN_CPU_S,
+        memory_mb=settings.DRY_RUN_MEMORY_MB,
+        timeout_s=settings.DRY_RUN_TIMEOUT_S,
+        cpu_setting="GYMWRIGHT_DRY_RUN_CPU_S",
+        memory_setting="GYMWRIGHT_DRY_RUN_MEMORY_MB",
+        timeout_setting="GYMWRIGHT_DRY_RUN_TIMEOUT_S",
+    )
 
 
-def dry_run_start(*, rubric_text: str, answer: str, files: list[WorkspaceFile] | None = None, user,
-                  task=None, task_version=None) -> DryRunOutcome:
+def dry_run_start(
+    *, rubric_text: str, answer: str, files: list[WorkspaceFile] | None = None, user, task=None, task_version=None
+) -> DryRunOutcome:
     """Grade a candidate answer against the rubric as it is in the editor (not saved).
 
     Without judge checks, or with no judge configured, it grades at once and returns the
@@ -313,8 +370,16 @@ def dry_run_start(*, rubric_text: str, answer: str, files: list[WorkspaceFile] |
             name = default_storage.save(f"{folder}/{item.path}", item.upload)
             stored_files.append({"path": item.path, "name": name, "size": item.upload.size})
         with transaction.atomic():
-            dry_run = DryRun(task=task, task_version=task_version, rubric=rubric.to_document(), answer=answer,
-                             files=stored_files, preview=document, created_by=user, enqueued_at=timezone.now())
+            dry_run = DryRun(
+                task=task,
+                task_version=task_version,
+                rubric=rubric.to_document(),
+                answer=answer,
+                files=stored_files,
+                preview=document,
+                created_by=user,
+                enqueued_at=timezone.now(),
+            )
             dry_run.full_clean()
             dry_run.save()
             jobs.send_on_commit(jobs.Job(tasks.dry_run_grade), [dry_run.id], on_unsent=_dry_runs_wait_for_broker)
@@ -337,7 +402,8 @@ def _delete_stored_files(stored_files: list[dict]) -> None:
 def dry_run_grade(*, dry_run_id: int) -> DryRun | None:
     """Grade a queued DryRun with the judge and store its Grade. Returns None if another worker has it."""
     claimed = DryRun.objects.filter(id=dry_run_id, status=DryRun.Status.QUEUED).update(
-        status=DryRun.Status.RUNNING, started_at=timezone.now())
+        status=DryRun.Status.RUNNING, started_at=timezone.now()
+    )
     if claimed != 1:
         return None  # already taken (a redelivered message) or gone
     dry_run = DryRun.objects.select_related("task_version", "created_by").get(id=dry_run_id)
@@ -353,10 +419,12 @@ def dry_run_grade(*, dry_run_id: int) -> DryRun | None:
             workspace = _write_workspace(Path(tmp), contents)
         result = engine.grade(rubric, answer=dry_run.answer, workspace=workspace, judge=judge, sandbox=None)
     with transaction.atomic():
-        grade = grade_record(grade=result, task_version=dry_run.task_version, source=Grade.Source.DRY_RUN,
-                             user=dry_run.created_by)
+        grade = grade_record(
+            grade=result, task_version=dry_run.task_version, source=Grade.Source.DRY_RUN, user=dry_run.created_by
+        )
         DryRun.objects.filter(id=dry_run.id, status=DryRun.Status.RUNNING).update(
-            status=DryRun.Status.DONE, grade=grade, finished_at=timezone.now())
+            status=DryRun.Status.DONE, grade=grade, finished_at=timezone.now()
+        )
     _delete_stored_files(dry_run.files)
     dry_run.refresh_from_db()
     return dry_run
@@ -398,8 +466,9 @@ def judge_verdict_of(check_result: CheckResult) -> tuple[str, float | None]:
 
 
 @transaction.atomic
-def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, score: float | None = None,
-                       comment: str = "") -> JudgeLabel:
+def judge_label_record(
+    *, check_result: CheckResult, reviewer, verdict: str, score: float | None = None, comment: str = ""
+) -> JudgeLabel:
     """Record (or replace) `reviewer`'s verdict on one judged check.
 
     `verdict` is "agree" (the judge's own verdict), "met", "not_met", or "score" with
@@ -408,28 +477,37 @@ def judge_label_record(*, check_result: CheckResult, reviewer, verdict: str, sco
     if not can_review(reviewer):
         raise NotAllowed("Only reviewers and admins can confirm or overrule the judge.")
     if check_result.kind != "llm_judge":
-        raise DomainError(f"{check_result.check_id} is a {check_result.kind} check, not a judged one.",
-                          code="not_judged")
+        raise DomainError(
+            f"{check_result.check_id} is a {check_result.kind} check, not a judged one.", code="not_judged"
+        )
     if check_result.status != CheckResult.Status.SCORED:
-        raise DomainError(f"The judge gave no verdict on {check_result.check_id} to confirm or overrule.",
-                          code="not_judged")
+        raise DomainError(
+            f"The judge gave no verdict on {check_result.check_id} to confirm or overrule.", code="not_judged"
+        )
     judge_verdict, judge_score = judge_verdict_of(check_result)
     if verdict == "agree":
         verdict, score = judge_verdict, judge_score
     if verdict not in JudgeLabel.Verdict.values:
-        raise DomainError(f"Unknown verdict {verdict!r}: use agree, met, not_met or score.", code="invalid",
-                          details=[{"pointer": "/verdict", "message": "use agree, met, not_met or score"}])
+        raise DomainError(
+            f"Unknown verdict {verdict!r}: use agree, met, not_met or score.",
+            code="invalid",
+            details=[{"pointer": "/verdict", "message": "use agree, met, not_met or score"}],
+        )
     if verdict == JudgeLabel.Verdict.SCORE:
         if score is None or not 0 <= score <= 1:
-            raise DomainError("A score verdict needs a score between 0 and 1.", code="invalid",
-                              details=[{"pointer": "/score", "message": "a number between 0 and 1"}])
+            raise DomainError(
+                "A score verdict needs a score between 0 and 1.",
+                code="invalid",
+                details=[{"pointer": "/score", "message": "a number between 0 and 1"}],
+            )
         agrees = judge_score is not None and abs(score - judge_score) <= SCORE_AGREEMENT_TOLERANCE
     else:
         score = None
         agrees = verdict == judge_verdict
     comment = comment_text(comment, pointer="/comment", what="The comment")  # a review comment's rules
     label, _ = JudgeLabel.objects.update_or_create(
-        check_result=check_result, reviewer=reviewer,
+        check_result=check_result,
+        reviewer=reviewer,
         defaults={"verdict": verdict, "score": score, "agrees": agrees, "comment": comment},
     )
     return label
@@ -470,20 +548,31 @@ def example_answers_schedule(*, versions, bulk: bool = False) -> None:
     # An import's batch: new versions (no earlier runs), one INSERT for their runs, graded by workers;
     # the judge configuration comes from this process's cache, not a lookup per version.
     now = timezone.now()
-    runs = ExampleRun.objects.bulk_create([
-        ExampleRun(task_version=version, total=len(version.spec["examples"]), enqueued_at=now,
-                   needs_judge=_examples_need_judge(version.spec.get("rubric") or {}, max_age_s=60),
-                   needs_sandbox=_examples_need_sandbox(version.spec.get("rubric") or {}),
-                   requested_by_id=version.author_id)
-        for version in versions if version.spec.get("examples")])
+    runs = ExampleRun.objects.bulk_create(
+        [
+            ExampleRun(
+                task_version=version,
+                total=len(version.spec["examples"]),
+                enqueued_at=now,
+                needs_judge=_examples_need_judge(version.spec.get("rubric") or {}, max_age_s=60),
+                needs_sandbox=_examples_need_sandbox(version.spec.get("rubric") or {}),
+                requested_by_id=version.author_id,
+            )
+            for version in versions
+            if version.spec.get("examples")
+        ]
+    )
     if runs:
         from grading import tasks
 
         for run in runs:
             if run.needs_sandbox:
                 _SANDBOX_GRADERS[0](run)
-        jobs.send_on_commit(jobs.Job(tasks.example_answers_grade), [run.id for run in runs if not run.needs_sandbox],
-                            on_unsent=_example_runs_wait_for_broker)
+        jobs.send_on_commit(
+            jobs.Job(tasks.example_answers_grade),
+            [run.id for run in runs if not run.needs_sandbox],
+            on_unsent=_example_runs_wait_for_broker,
+        )
 
 
 def _example_runs_wait_for_broker(example_run_ids: list[int]) -> None:
@@ -499,8 +588,12 @@ def dry_runs_resend(lost_before=None) -> list[int]:
     """The broker check's resender (gymwright.jobs) for dry runs that wait for the broker or that it lost."""
     from grading import tasks
 
-    return jobs.resend(DryRun.objects.filter(status=DryRun.Status.QUEUED), lost_before=lost_before,
-                       job=jobs.Job(tasks.dry_run_grade), on_unsent=_dry_runs_wait_for_broker)
+    return jobs.resend(
+        DryRun.objects.filter(status=DryRun.Status.QUEUED),
+        lost_before=lost_before,
+        job=jobs.Job(tasks.dry_run_grade),
+        on_unsent=_dry_runs_wait_for_broker,
+    )
 
 
 def example_runs_resend(lost_before=None) -> list[int]:
@@ -508,9 +601,12 @@ def example_runs_resend(lost_before=None) -> list[int]:
     from grading import tasks
 
     # runs graded in the sandbox are sent by sandbox.examples with their own time limits, not here
-    return jobs.resend(ExampleRun.objects.filter(status=ExampleRun.Status.QUEUED, needs_sandbox=False),
-                       lost_before=lost_before,
-                       job=jobs.Job(tasks.example_answers_grade), on_unsent=_example_runs_wait_for_broker)
+    return jobs.resend(
+        ExampleRun.objects.filter(status=ExampleRun.Status.QUEUED, needs_sandbox=False),
+        lost_before=lost_before,
+        job=jobs.Job(tasks.example_answers_grade),
+        on_unsent=_example_runs_wait_for_broker,
+    )
 
 
 def _examples_need_judge(rubric: dict, *, max_age_s: float = 0) -> bool:
@@ -538,26 +634,35 @@ def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
         previous = ExampleRun.objects.select_for_update().filter(task_version=task_version).first()
         if previous is not None:
             if user is not None and not previous.is_finished:
-                raise DomainError("The example answers are being graded; wait for this run to finish.",
-                                  code="already_running", http_status=409)
+                raise DomainError(
+                    "The example answers are being graded; wait for this run to finish.",
+                    code="already_running",
+                    http_status=409,
+                )
             previous.delete()
         needs_sandbox = _examples_need_sandbox(rubric)
-        run = ExampleRun.objects.create(task_version=task_version, total=len(examples), needs_judge=needs_judge,
-                                        needs_sandbox=needs_sandbox, enqueued_at=timezone.now(),
-                                        requested_by=user if user is not None else task_version.author)
+        run = ExampleRun.objects.create(
+            task_version=task_version,
+            total=len(examples),
+            needs_judge=needs_judge,
+            needs_sandbox=needs_sandbox,
+            enqueued_at=timezone.now(),
+            requested_by=user if user is not None else task_version.author,
+        )
         if needs_sandbox:
             _SANDBOX_GRADERS[0](run)
             return run
         if needs_judge:
             from grading import tasks
 
-            jobs.send_on_commit(jobs.Job(tasks.example_answers_grade), [run.id],
-                                on_unsent=_example_runs_wait_for_broker)
+            jobs.send_on_commit(
+                jobs.Job(tasks.example_answers_grade), [run.id], on_unsent=_example_runs_wait_for_broker
+            )
             return run
     try:
         with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
             return example_answers_grade(example_run_id=run.id) or run
-    except Exception as exc:  # noqa: BLE001 - grading the examples must never lose the version being saved
+    except Exception as exc:  # grading the examples must never lose the version being saved
         logger.exception("grading the example answers of version %s failed", task_version.pk)
         example_answers_fail(example_run_id=run.id, error=f"Grading failed: {exc}")
         run.refresh_from_db()
@@ -584,7 +689,8 @@ def example_answers_claim(*, example_run_id: int) -> ExampleRun | None:
     """Claim a queued ExampleRun for grading (QUEUED → RUNNING); None if another worker has it or it was
     replaced."""
     claimed = ExampleRun.objects.filter(id=example_run_id, status=ExampleRun.Status.QUEUED).update(
-        status=ExampleRun.Status.RUNNING, started_at=timezone.now())
+        status=ExampleRun.Status.RUNNING, started_at=timezone.now()
+    )
     if claimed != 1:
         return None  # a redelivered message, or the run was replaced
     return ExampleRun.objects.select_related("task_version").get(id=example_run_id)
@@ -597,7 +703,8 @@ def example_answers_progress(*, example_run_id: int, graded: int) -> None:
 def example_answers_finish(*, example_run_id: int, results: list[dict]) -> ExampleRun:
     """Store a running ExampleRun's results (one `example_result` per example) and mark it done."""
     ExampleRun.objects.filter(id=example_run_id, status=ExampleRun.Status.RUNNING).update(
-        status=ExampleRun.Status.DONE, results=results, graded=len(results), finished_at=timezone.now())
+        status=ExampleRun.Status.DONE, results=results, graded=len(results), finished_at=timezone.now()
+    )
     return ExampleRun.objects.get(id=example_run_id)
 
 
@@ -622,8 +729,9 @@ def example_answers_grade(*, example_run_id: int) -> ExampleRun | None:
                 root.mkdir()
                 items.append((example["answer"], _example_workspace(root, example)))
             try:
-                documents = grade_many_in_subprocess(rubric.to_document(), items=items,
-                                                     process=_dry_run_process_limits())
+                documents = grade_many_in_subprocess(
+                    rubric.to_document(), items=items, process=_dry_run_process_limits()
+                )
                 results = [example_result(example, document) for example, document in zip(examples, documents)]
             except GradeStopped as exc:
                 results = [example_result(example, None, error=f"grading was stopped: {exc}") for example in examples]
@@ -640,9 +748,9 @@ def example_answers_grade(*, example_run_id: int) -> ExampleRun | None:
 
 def example_answers_fail(*, example_run_id: int, error: str) -> None:
     """Mark an unfinished ExampleRun as failed with the reason the task page shows."""
-    ExampleRun.objects.filter(id=example_run_id, status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING]
-                              ).update(status=ExampleRun.Status.ERROR, error=(error or "grading failed")[:2000],
-                                       finished_at=timezone.now())
+    ExampleRun.objects.filter(
+        id=example_run_id, status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING]
+    ).update(status=ExampleRun.Status.ERROR, error=(error or "grading failed")[:2000], finished_at=timezone.now())
 
 
 def example_run_fail_if_stale(*, run: ExampleRun | None) -> ExampleRun | None:

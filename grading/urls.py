@@ -9,7 +9,8 @@ urlpatterns = [
     path("grades/<int:grade_id>/", views.grade_detail, name="grade_detail"),
     path("kinds/", views.kinds_reference, name="kinds_reference"),
     path("tasks/<slug:slug>/versions/<int:number>/examples/", views.example_answers, name="example_answers"),
-    path("tasks/<slug:slug>/versions/<int:number>/examples/run/", views.example_answers_run,
-         name="example_answers_run"),
+    path(
+        "tasks/<slug:slug>/versions/<int:number>/examples/run/", views.example_answers_run, name="example_answers_run"
+    ),
     path("check-results/<int:check_result_id>/label/", views.judge_label_create, name="judge_label"),
 ]

@@ -55,21 +55,35 @@ def dry_run_create(request: HttpRequest) -> HttpResponse:
         # the folder field and the file's name make the path.
         paths = post.getlist("paths")
         folder = post.get("folder", "").strip().strip("/")
-        files = [services.WorkspaceFile(
-                     path=paths[index] if index < len(paths) and paths[index]
-                     else (f"{folder}/{upload.name}" if folder else upload.name),
-                     upload=upload)
-                 for index, upload in enumerate(uploads.getlist("files"))]
-        outcome = services.dry_run_start(rubric_text=post.get("rubric", ""), answer=answer, files=files,
-                                         user=request.user, task=task, task_version=task_version)
+        files = [
+            services.WorkspaceFile(
+                path=paths[index]
+                if index < len(paths) and paths[index]
+                else (f"{folder}/{upload.name}" if folder else upload.name),
+                upload=upload,
+            )
+            for index, upload in enumerate(uploads.getlist("files"))
+        ]
+        outcome = services.dry_run_start(
+            rubric_text=post.get("rubric", ""),
+            answer=answer,
+            files=files,
+            user=request.user,
+            task=task,
+            task_version=task_version,
+        )
     except DomainError as error:
         return _error_fragment(request, error)
     except Http404:
-        return _error_fragment(request, DomainError("That task or version does not exist.", code="not_found",
-                                                    http_status=404))
+        return _error_fragment(
+            request, DomainError("That task or version does not exist.", code="not_found", http_status=404)
+        )
     if outcome.dry_run is not None:
-        return render(request, "grading/_dry_run_result.html",
-                      {"dry_run": outcome.dry_run, "document": outcome.document, "pending_judge": True})
+        return render(
+            request,
+            "grading/_dry_run_result.html",
+            {"dry_run": outcome.dry_run, "document": outcome.document, "pending_judge": True},
+        )
     return render(request, "grading/_dry_run_result.html", {"document": outcome.document})
 
 
@@ -92,31 +106,44 @@ def dry_run_detail(request: HttpRequest, dry_run_id: int) -> HttpResponse:
 @require_GET
 def grade_detail(request: HttpRequest, grade_id: int) -> HttpResponse:
     grade = selectors.grade_get_for_user(grade_id=grade_id, user=request.user)
-    return render(request, "grading/grade_detail.html",
-                  {"grade": grade, "document_json": json.dumps(grade.document, indent=2, ensure_ascii=False)})
+    return render(
+        request,
+        "grading/grade_detail.html",
+        {"grade": grade, "document_json": json.dumps(grade.document, indent=2, ensure_ascii=False)},
+    )
 
 
 @require_POST
 def judge_label_create(request: HttpRequest, check_result_id: int) -> HttpResponse:
     """A reviewer agrees with or overrules the judge on one check; answers the row's label cell."""
     try:
-        check_result = selectors.check_result_get_for_user(check_result_id=check_result_id, user=request.user,
-                                                           action="label")
+        check_result = selectors.check_result_get_for_user(
+            check_result_id=check_result_id, user=request.user, action="label"
+        )
         score_text = request.POST.get("score", "").strip()
         try:
             score = float(score_text) if score_text else None
         except ValueError:
-            raise DomainError(f"The score must be a number between 0 and 1, not {score_text[:40]!r}.", code="invalid",
-                              details=[{"pointer": "/score", "message": "a number between 0 and 1"}])
-        services.judge_label_record(check_result=check_result, reviewer=request.user,
-                                    verdict=request.POST.get("verdict", ""), score=score,
-                                    comment=request.POST.get("comment", ""))
+            raise DomainError(
+                f"The score must be a number between 0 and 1, not {score_text[:40]!r}.",
+                code="invalid",
+                details=[{"pointer": "/score", "message": "a number between 0 and 1"}],
+            )
+        services.judge_label_record(
+            check_result=check_result,
+            reviewer=request.user,
+            verdict=request.POST.get("verdict", ""),
+            score=score,
+            comment=request.POST.get("comment", ""),
+        )
     except DomainError as error:
         return render(request, "grading/_judge_labels.html", {"error": error}, status=error.http_status)
     check_result = selectors.check_result_get_for_user(check_result_id=check_result_id, user=request.user)
-    return render(request, "grading/_judge_labels.html", {
-        "check_result": check_result, "labels": list(check_result.labels.all()),
-        "can_label": True, "saved": True})
+    return render(
+        request,
+        "grading/_judge_labels.html",
+        {"check_result": check_result, "labels": list(check_result.labels.all()), "can_label": True, "saved": True},
+    )
 
 
 def _type_words(prop: dict, defs: dict) -> str:
@@ -128,8 +155,14 @@ def _type_words(prop: dict, defs: dict) -> str:
         return json.dumps(prop["const"])
     if "anyOf" in prop:
         return " or ".join(_type_words(p, defs) for p in prop["anyOf"] if p.get("type") != "null")
-    return {"string": "text", "integer": "whole number", "number": "number", "boolean": "true / false",
-            "array": "list", "object": "object"}.get(prop.get("type", ""), prop.get("type", "any JSON value"))
+    return {
+        "string": "text",
+        "integer": "whole number",
+        "number": "number",
+        "boolean": "true / false",
+        "array": "list",
+        "object": "object",
+    }.get(prop.get("type", ""), prop.get("type", "any JSON value"))
 
 
 def kinds_reference_rows() -> list[dict]:
@@ -145,13 +178,27 @@ def kinds_reference_rows() -> list[dict]:
         if not isinstance(kind, str):
             continue
         required = set(definition.get("required") or [])
-        fields = [{"name": name, "type": _type_words(prop, defs), "required": name in required,
-                   "default": json.dumps(prop["default"]) if "default" in prop else "",
-                   "description": prop.get("description", "")}
-                  for name, prop in (definition.get("properties") or {}).items() if name != "kind"]
+        fields = [
+            {
+                "name": name,
+                "type": _type_words(prop, defs),
+                "required": name in required,
+                "default": json.dumps(prop["default"]) if "default" in prop else "",
+                "description": prop.get("description", ""),
+            }
+            for name, prop in (definition.get("properties") or {}).items()
+            if name != "kind"
+        ]
         example = EXAMPLES.get(kind)
-        rows.append({"kind": kind, "description": definition.get("description", ""), "fields": fields,
-                     "example": example, "example_check": json.dumps(example.check, indent=2) if example else ""})
+        rows.append(
+            {
+                "kind": kind,
+                "description": definition.get("description", ""),
+                "fields": fields,
+                "example": example,
+                "example_check": json.dumps(example.check, indent=2) if example else "",
+            }
+        )
     return rows
 
 
@@ -165,19 +212,24 @@ def example_answers_context(*, task_version, user) -> dict:
     """What the example-answers section shows (the task page embeds it; the fragment polls it)."""
     run = services.example_run_fail_if_stale(run=selectors.example_run_of(task_version=task_version))
     rows = selectors.example_rows(task_version=task_version, run=run, user=user)
-    return {"task": task_version.task, "version": task_version, "run": run, "rows": rows,
-            "pending": any(row.verdict.status == "pending" for row in rows) and run is not None
-            and not run.is_finished,
-            "as_expected": sum(1 for row in rows if row.verdict.ok),
-            "can_run": permissions.can_edit_task(user, task_version.task) or permissions.can_review(user)}
+    return {
+        "task": task_version.task,
+        "version": task_version,
+        "run": run,
+        "rows": rows,
+        "pending": any(row.verdict.status == "pending" for row in rows) and run is not None and not run.is_finished,
+        "as_expected": sum(1 for row in rows if row.verdict.ok),
+        "can_run": permissions.can_edit_task(user, task_version.task) or permissions.can_review(user),
+    }
 
 
 @require_GET
 def example_answers(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """The example-answers section of one version, as a fragment (polled while a worker grades)."""
     task_version = task_version_get_for_user(slug=slug, number=number, user=request.user)
-    return render(request, "grading/_example_answers.html",
-                  example_answers_context(task_version=task_version, user=request.user))
+    return render(
+        request, "grading/_example_answers.html", example_answers_context(task_version=task_version, user=request.user)
+    )
 
 
 @require_POST

@@ -6,23 +6,23 @@ Every API error, whatever raised it, answers as
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.utils import inline_serializer
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, serializers
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import BasePermission
-
-from gymwright.pagination import KeysFirstPaginator
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from grading.engine.validation import escape_pointer_token
 from gymwright.errors import DomainError
+from gymwright.pagination import KeysFirstPaginator
 
 
 class Pagination(PageNumberPagination):
@@ -31,16 +31,19 @@ class Pagination(PageNumberPagination):
     max_page_size = 500
 
 
-@lru_cache(maxsize=None)  # one component per output serializer, however many views list it
+@cache  # one component per output serializer, however many views list it
 def paginated(serializer_class):
     """The OpenAPI shape of a page of `serializer_class`, as Pagination answers it from a plain APIView."""
     name = serializer_class.__name__.removesuffix("Output")
-    return inline_serializer(f"Paginated{name}List", fields={
-        "count": serializers.IntegerField(),
-        "next": serializers.URLField(allow_null=True),
-        "previous": serializers.URLField(allow_null=True),
-        "results": serializer_class(many=True),
-    })
+    return inline_serializer(
+        f"Paginated{name}List",
+        fields={
+            "count": serializers.IntegerField(),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": serializer_class(many=True),
+        },
+    )
 
 
 def paginate(request, view, queryset, serializer_class) -> Response:
@@ -61,8 +64,9 @@ def validated(serializer_class, data) -> dict:
         unknown = [key for key in data.keys() if key not in known and key not in _FORM_FIELDS]
         if unknown:
             expected = ", ".join(known)
-            raise exceptions.ValidationError({str(key)[:100]: [f"unknown field (the fields are: {expected})"]
-                                              for key in unknown[:20]})
+            raise exceptions.ValidationError(
+                {str(key)[:100]: [f"unknown field (the fields are: {expected})"] for key in unknown[:20]}
+            )
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
@@ -98,8 +102,9 @@ def error_body(code: str, message: str, details: list[dict] | None = None, extra
     return body
 
 
-def error_response(code: str, message: str, http_status: int, details: list[dict] | None = None,
-                   extra: dict | None = None) -> Response:
+def error_response(
+    code: str, message: str, http_status: int, details: list[dict] | None = None, extra: dict | None = None
+) -> Response:
     return Response(error_body(code, message, details, extra), status=http_status)
 
 

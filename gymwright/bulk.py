@@ -24,7 +24,8 @@ import queue
 import sys
 import threading
 import time
-from typing import Callable, Iterable, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from django.db import connections, models, router
 from django.db.models.base import ModelState
@@ -33,8 +34,13 @@ from django.utils import timezone
 M = TypeVar("M", bound=models.Model)
 
 
-def bulk_insert_rows(model: type[models.Model], columns: Sequence[str], rows: Sequence[Sequence], *,
-                     json_text: dict[str, Sequence[str | None]] | None = None) -> None:
+def bulk_insert_rows(
+    model: type[models.Model],
+    columns: Sequence[str],
+    rows: Sequence[Sequence],
+    *,
+    json_text: dict[str, Sequence[str | None]] | None = None,
+) -> None:
     """Insert new rows given as tuples of `columns` (attribute names), without a model instance for
     each (a third of such a batch's time). Give the primary key as a column (from `ids_reserve`)
     where other rows point at these; left out, the database numbers them. A field left out takes
@@ -64,7 +70,9 @@ def _insert_rows(connection, model, columns, rows, json_text) -> None:
     _copy(connection, meta, given + rest, ([*row, *filled] for row in rows), len(rows), json_text)
 
 
-def saved_instances(model: type[M], columns: Sequence[str], rows: Iterable[Sequence], *, using: str = "default") -> list[M]:
+def saved_instances(
+    model: type[M], columns: Sequence[str], rows: Iterable[Sequence], *, using: str = "default"
+) -> list[M]:
     """Instances of `model` for rows written by `bulk_insert_rows` (or a Pipeline) from the same tuples of
     `columns`, as the caller hands them on; fields left out take their defaults. Made as Django makes
     an instance it unpickles (`Model.__reduce__`: the class's `__new__`, then its attribute dict), not
@@ -84,15 +92,19 @@ def saved_instances(model: type[M], columns: Sequence[str], rows: Iterable[Seque
     return made
 
 
-def _copy(connection, meta, fields: list, rows: Iterable[list], count: int,
-          json_text: dict[str, Sequence[str | None]]) -> None:
+def _copy(
+    connection, meta, fields: list, rows: Iterable[list], count: int, json_text: dict[str, Sequence[str | None]]
+) -> None:
     """One COPY of `rows` (lists of `fields`' values) into the model's table; JSON fields serialised
     unless `json_text` has them already. Through the driver's own cursor (Django's is bound to the
     thread that opened the connection, and a `Pipeline` copies from another), with Django's error
     classes and query log."""
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    json_fields = [(index, field.encoder, json_text.get(field.attname)) for index, field in enumerate(fields)
-                   if isinstance(field, models.JSONField)]
+    json_fields = [
+        (index, field.encoder, json_text.get(field.attname))
+        for index, field in enumerate(fields)
+        if isinstance(field, models.JSONField)
+    ]
     sql = f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
     started = time.monotonic()
     connection.ensure_connection()
@@ -102,8 +114,9 @@ def _copy(connection, meta, fields: list, rows: Iterable[list], count: int,
                 for index, encoder, texts in json_fields:
                     if row[index] is not None:
                         text = texts[number] if texts is not None else None
-                        row[index] = text if text is not None else json.dumps(row[index], cls=encoder,
-                                                                              ensure_ascii=False)
+                        row[index] = (
+                            text if text is not None else json.dumps(row[index], cls=encoder, ensure_ascii=False)
+                        )
                 copy.write_row(row)
     _logged(connection, f"{sql} -- {count} rows", started)
 
@@ -126,14 +139,18 @@ def ids_reserve(model: type[models.Model], count: int) -> list[int]:
     table, key = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                           [table, meta.pk.column, count])
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                [table, meta.pk.column, count],
+            )
             return sorted(row[0] for row in cursor.fetchall())
         if connection.vendor != "sqlite":
             raise NotImplementedError(f"ids_reserve: no way to reserve keys on {connection.vendor}")
         # the counter moves on from the largest key in use, as SQLite's own next key would
-        bump = (f"UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT max({key}) FROM {table}), 0)) + %s "
-                "WHERE name = %s RETURNING seq")
+        bump = (
+            f"UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT max({key}) FROM {table}), 0)) + %s "
+            "WHERE name = %s RETURNING seq"
+        )
         cursor.execute(bump, [count, meta.db_table])
         found = cursor.fetchone()
         if found is None:  # a table no row was ever inserted into has no counter yet
@@ -166,7 +183,7 @@ class Pipeline:
         self._abandoned = False
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> "Pipeline":
+    def __enter__(self) -> Pipeline:
         if self.threaded:
             if not self.connection.in_atomic_block:
                 raise RuntimeError("a Pipeline writes inside a transaction: use it within transaction.atomic()")
@@ -176,8 +193,14 @@ class Pipeline:
             self._thread.start()
         return self
 
-    def insert(self, model: type[models.Model], columns: Sequence[str], rows: Sequence[Sequence], *,
-               json_text: dict[str, Sequence[str | None]] | None = None) -> None:
+    def insert(
+        self,
+        model: type[models.Model],
+        columns: Sequence[str],
+        rows: Sequence[Sequence],
+        *,
+        json_text: dict[str, Sequence[str | None]] | None = None,
+    ) -> None:
         """`bulk_insert_rows(model, columns, rows, json_text=...)`, in turn."""
         if rows:
             self._submit(lambda: _insert_rows(self.connection, model, columns, rows, json_text or {}))
@@ -282,14 +305,20 @@ def keys_of(model: type[models.Model], field_name: str, values: Sequence) -> dic
     using = router.db_for_read(model)
     connection = connections[using]
     if connection.vendor != "postgresql":
-        return dict(model._default_manager.using(using).filter(**{f"{field_name}__in": values}).order_by()
-                    .values_list(field_name, "pk"))
+        return dict(
+            model._default_manager.using(using)
+            .filter(**{f"{field_name}__in": values})
+            .order_by()
+            .values_list(field_name, "pk")
+        )
     quote = connection.ops.quote_name
     # LIMIT 1 keeps the subquery a probe per value (the planner cannot turn it into a join).
-    sql = (f"SELECT probe.value, found.{quote(model._meta.pk.column)} "
-           f"FROM unnest(%s::{field.cast_db_type(connection)}[]) AS probe(value) "
-           f"CROSS JOIN LATERAL (SELECT {quote(model._meta.pk.column)} FROM {quote(model._meta.db_table)} "
-           f"WHERE {quote(field.column)} = probe.value LIMIT 1) AS found")
+    sql = (
+        f"SELECT probe.value, found.{quote(model._meta.pk.column)} "
+        f"FROM unnest(%s::{field.cast_db_type(connection)}[]) AS probe(value) "
+        f"CROSS JOIN LATERAL (SELECT {quote(model._meta.pk.column)} FROM {quote(model._meta.db_table)} "
+        f"WHERE {quote(field.column)} = probe.value LIMIT 1) AS found"
+    )
     prepared = [field.get_db_prep_value(value, connection) for value in values]
     with connection.cursor() as cursor:
         cursor.execute(sql, [prepared])

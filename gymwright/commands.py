@@ -32,6 +32,9 @@ class DatabaseCommand(BaseCommand):
         except DatabaseError as exc:
             if not _missing_table(exc):
                 raise
-            raise CommandError(f"{database_described()} has no Gymwright tables ({str(exc).splitlines()[0]}). "
-                               "Point this command at the database the server uses, or run `manage.py migrate` "
-                               "to make a new one.", returncode=1) from exc
+            raise CommandError(
+                f"{database_described()} has no Gymwright tables ({str(exc).splitlines()[0]}). "
+                "Point this command at the database the server uses, or run `manage.py migrate` "
+                "to make a new one.",
+                returncode=1,
+            ) from exc

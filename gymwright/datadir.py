@@ -72,12 +72,17 @@ def sandbox_work_dir_check(path: Path) -> Path:
         path.chmod(TRAVERSE_ONLY_DIR)
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise WorkDirError(f"the sandbox work directory {path} is not a directory (a symlink?); refused "
-                           "(GYMWRIGHT_SANDBOX_DIR)")
+        raise WorkDirError(
+            f"the sandbox work directory {path} is not a directory (a symlink?); refused (GYMWRIGHT_SANDBOX_DIR)"
+        )
     if info.st_uid != os.geteuid():
-        raise WorkDirError(f"the sandbox work directory {path} is owned by uid {info.st_uid}, not by this worker's "
-                           f"user (uid {os.geteuid()}); refused (GYMWRIGHT_SANDBOX_DIR)")
+        raise WorkDirError(
+            f"the sandbox work directory {path} is owned by uid {info.st_uid}, not by this worker's "
+            f"user (uid {os.geteuid()}); refused (GYMWRIGHT_SANDBOX_DIR)"
+        )
     if info.st_mode & 0o022:
-        raise WorkDirError(f"the sandbox work directory {path} is writable by other users "
-                           f"(mode {stat.S_IMODE(info.st_mode):o}); refused: chmod 711 it (GYMWRIGHT_SANDBOX_DIR)")
+        raise WorkDirError(
+            f"the sandbox work directory {path} is writable by other users "
+            f"(mode {stat.S_IMODE(info.st_mode):o}); refused: chmod 711 it (GYMWRIGHT_SANDBOX_DIR)"
+        )
     return path

@@ -42,8 +42,9 @@ def stop_children(processes: dict[str, subprocess.Popen], grace_s: float = STOP_
     and SIGKILL to whatever a child left in its group when it exited."""
     running = [name for name, process in processes.items() if process.poll() is None]
     if running:
-        print(f"\nStopping {' and '.join(running)} (a job the worker runs has up to {grace_s:g} s to finish).",
-              flush=True)
+        print(
+            f"\nStopping {' and '.join(running)} (a job the worker runs has up to {grace_s:g} s to finish).", flush=True
+        )
     for name in running:
         processes[name].send_signal(signal.SIGTERM)  # the child only: it stops its own children
     deadline = time.monotonic() + grace_s
@@ -90,16 +91,29 @@ def main() -> int:
     port = os.environ.get("GYMWRIGHT_PORT", "8000")
     taken = _port_taken(host, port)
     if taken:
-        print(f"Cannot serve on {host}:{port}: {taken}. Another Gymwright (or another server) may be running there: "
-              f"stop it, or choose a free port, e.g. GYMWRIGHT_PORT=8765 make run", file=sys.stderr, flush=True)
+        print(
+            f"Cannot serve on {host}:{port}: {taken}. Another Gymwright (or another server) may be running there: "
+            f"stop it, or choose a free port, e.g. GYMWRIGHT_PORT=8765 make run",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     _manage("migrate", "--noinput", "-v", "0")
     _manage("bootstrap")
     _manage("load_demo")
     concurrency = os.environ.get("CELERY_WORKER_CONCURRENCY", "2")
     commands = {
-        "worker": [sys.executable, "-m", "celery", "-A", "gymwright", "worker", "--loglevel=INFO",
-                   f"--concurrency={concurrency}", "--hostname=gymwright@%h"],
+        "worker": [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "gymwright",
+            "worker",
+            "--loglevel=INFO",
+            f"--concurrency={concurrency}",
+            "--hostname=gymwright@%h",
+        ],
         "web": [sys.executable, str(ROOT / "manage.py"), "runserver", "--insecure", "--noreload", f"{host}:{port}"],
     }
     processes: dict[str, subprocess.Popen] = {}
@@ -117,11 +131,13 @@ def main() -> int:
             if not stop_signal:
                 processes[name] = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
         if not stop_signal and _listening(host, port, processes["web"]):
-            print(f"\nGymwright is running: open http://{host}:{port}/ and log in. Ctrl-C stops the web server and "
-                  "the worker.\n", flush=True)
+            print(
+                f"\nGymwright is running: open http://{host}:{port}/ and log in. Ctrl-C stops the web server and "
+                "the worker.\n",
+                flush=True,
+            )
         while not stop_signal:
-            exited = next(((name, process) for name, process in processes.items() if process.poll() is not None),
-                          None)
+            exited = next(((name, process) for name, process in processes.items() if process.poll() is not None), None)
             if exited:
                 name, process = exited
                 print(f"{name} exited with {process.returncode}; stopping.", flush=True)

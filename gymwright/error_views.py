@@ -21,8 +21,10 @@ from django.views.decorators.csrf import requires_csrf_token
 from gymwright.api import error_body
 
 API_PREFIX = "/api/"
-DATABASE_LOST = ("The connection to the database was lost while this request was being handled, so it did not "
-                 "finish. Try again: the next request reconnects.")
+DATABASE_LOST = (
+    "The connection to the database was lost while this request was being handled, so it did not "
+    "finish. Try again: the next request reconnects."
+)
 
 
 def _is_api(request) -> bool:
@@ -37,13 +39,19 @@ def _too_large_message(exception) -> str | None:
     """What a request over one of Django's request caps is told, naming the cap; None for any other 400."""
     if isinstance(exception, RequestDataTooBig):
         cap = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return (f"The request body is larger than the limit of {cap / (1024 * 1024):.3g} MB "
-                f"(DATA_UPLOAD_MAX_MEMORY_SIZE); send it in smaller requests, or upload it as a file.")
+        return (
+            f"The request body is larger than the limit of {cap / (1024 * 1024):.3g} MB "
+            f"(DATA_UPLOAD_MAX_MEMORY_SIZE); send it in smaller requests, or upload it as a file."
+        )
     if isinstance(exception, TooManyFieldsSent):
-        return (f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields "
-                f"(DATA_UPLOAD_MAX_NUMBER_FIELDS).")
+        return (
+            f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields "
+            f"(DATA_UPLOAD_MAX_NUMBER_FIELDS)."
+        )
     if isinstance(exception, TooManyFilesSent):
-        return f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files (DATA_UPLOAD_MAX_NUMBER_FILES)."
+        return (
+            f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files (DATA_UPLOAD_MAX_NUMBER_FILES)."
+        )
     return None
 
 
@@ -56,10 +64,13 @@ def bad_request(request, exception):
         if _is_api(request):
             return _envelope("request_too_large", too_large, 413)
         # A browser keeps a form's text in its history: the page says so, since the form itself is gone.
-        too_large += (" Nothing was saved. Your browser's Back button returns to the form with everything you "
-                      "typed still in it.")
-        return HttpResponse(render_to_string("500.html", {"title": "Request too large", "message": too_large,
-                                                           "status": 413}), status=413)
+        too_large += (
+            " Nothing was saved. Your browser's Back button returns to the form with everything you typed still in it."
+        )
+        return HttpResponse(
+            render_to_string("500.html", {"title": "Request too large", "message": too_large, "status": 413}),
+            status=413,
+        )
     if _is_api(request):
         return _envelope("bad_request", "The request could not be read (malformed request or unknown host).", 400)
     return defaults.bad_request(request, exception)
@@ -76,8 +87,12 @@ def permission_denied(request, exception):
 def page_not_found(request, exception):
     if _is_api(request):
         path = request.path if len(request.path) <= 200 else request.path[:200] + "…"
-        return _envelope("not_found", f"There is no API endpoint at {path}; the endpoints are listed at "
-                                      f"{reverse('api-docs')} and {reverse('api-schema')}.", 404)
+        return _envelope(
+            "not_found",
+            f"There is no API endpoint at {path}; the endpoints are listed at "
+            f"{reverse('api-docs')} and {reverse('api-schema')}.",
+            404,
+        )
     return defaults.page_not_found(request, exception)
 
 
@@ -91,9 +106,18 @@ def server_error(request):
         if _is_api(request):
             response = _envelope("database_unavailable", DATABASE_LOST, 503)
         else:
-            response = HttpResponseServerError(render_to_string("500.html", {
-                "title": "Database unavailable", "message": DATABASE_LOST, "status": 503,
-                "retry_url": request.get_full_path()}), status=503)
+            response = HttpResponseServerError(
+                render_to_string(
+                    "500.html",
+                    {
+                        "title": "Database unavailable",
+                        "message": DATABASE_LOST,
+                        "status": 503,
+                        "retry_url": request.get_full_path(),
+                    },
+                ),
+                status=503,
+            )
         response["Retry-After"] = "5"
         return response
     if _is_api(request):

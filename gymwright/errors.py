@@ -12,8 +12,15 @@ class DomainError(Exception):
     code = "invalid"
     http_status = 400
 
-    def __init__(self, message: str, *, code: str | None = None, details: list[dict] | None = None,
-                 http_status: int | None = None, extra: dict | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: list[dict] | None = None,
+        http_status: int | None = None,
+        extra: dict | None = None,
+    ):
         super().__init__(message)
         self.message = message
         if code:

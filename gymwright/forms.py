@@ -17,8 +17,9 @@ def pointer_head(pointer: str) -> str:
     return pointer.split("/")[1] if pointer.startswith("/") and len(pointer) > 1 else ""
 
 
-def form_add_domain_error(form: forms.Form, exc: DomainError, *,
-                          field_for: Callable[[str], str | None] = pointer_head) -> None:
+def form_add_domain_error(
+    form: forms.Form, exc: DomainError, *, field_for: Callable[[str], str | None] = pointer_head
+) -> None:
     """Shows a service's DomainError on the form, each problem once, in words, under the field its JSON pointer
     names (`field_for` maps a pointer to a field; by default its first token). JSON pointers are for API answers:
     on a form, the field says where.
@@ -49,13 +50,16 @@ def form_add_domain_error(form: forms.Form, exc: DomainError, *,
             form.add_error(field, f"{pointer}: {message}")
             continue
         last = pointer.rsplit("/", 1)[-1]
-        item = f"Item {int(last) + 1}: " if pointer.count("/") == 2 and pointer_head(pointer) == field \
-            and last.isdigit() and len(last) < 10 else ""
+        item = (
+            f"Item {int(last) + 1}: "
+            if pointer.count("/") == 2 and pointer_head(pointer) == field and last.isdigit() and len(last) < 10
+            else ""
+        )
         form.add_error(field, item + _sentence(message, capital=not item))
 
 
 def _sentence(text: str, *, capital: bool = True) -> str:
-    """"lower than the proposal" as a sentence: a capital first letter (unless it follows a label) and a full
+    """ "lower than the proposal" as a sentence: a capital first letter (unless it follows a label) and a full
     stop."""
     text = text.strip()
     if not text:
@@ -94,8 +98,11 @@ class RenderedOnceWhenUnbound(forms.Form):
     def as_p(self) -> SafeString:
         if self.is_bound:
             return super().as_p()
-        choices = tuple((name, tuple(map(tuple, field.choices)) if hasattr(field, "choices") else None)
-                        for name, field in self.fields.items())
-        initial = tuple(sorted((name, repr(self.get_initial_for_field(field, name)))
-                               for name, field in self.fields.items()))
+        choices = tuple(
+            (name, tuple(map(tuple, field.choices)) if hasattr(field, "choices") else None)
+            for name, field in self.fields.items()
+        )
+        initial = tuple(
+            sorted((name, repr(self.get_initial_for_field(field, name))) for name, field in self.fields.items())
+        )
         return rendered_once((type(self), self.prefix, self.auto_id, choices, initial), super().as_p)

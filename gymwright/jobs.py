@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Iterable
 
 from django.db import transaction
 from django.utils import timezone
@@ -58,8 +58,14 @@ def send(job: Job, ids: Iterable[int], *, on_unsent: Callable[[list[int]], None]
             job.task.apply_async(args=[row_id], **(job.options or {}))
         except broker_errors() as exc:
             unsent = ids[position:]
-            logger.warning("the broker did not take %d %s job(s) (%s: %s); they wait for it: %s", len(unsent),
-                           getattr(job.task, "name", job.task), type(exc).__name__, exc, unsent)
+            logger.warning(
+                "the broker did not take %d %s job(s) (%s: %s); they wait for it: %s",
+                len(unsent),
+                getattr(job.task, "name", job.task),
+                type(exc).__name__,
+                exc,
+                unsent,
+            )
             on_unsent(unsent)
             return unsent
     return []
@@ -75,9 +81,15 @@ def send_on_commit(job: Job, ids: Iterable[int], *, on_unsent: Callable[[list[in
 # ---------------------------------------------------------------------------------------------- resending
 
 
-def resend(queryset, *, lost_before: datetime | None, job: Job | Callable[[dict], Job],
-           on_unsent: Callable[[list[int]], None], update: Callable[..., int] | None = None,
-           fields: tuple[str, ...] = ()) -> list[int]:
+def resend(
+    queryset,
+    *,
+    lost_before: datetime | None,
+    job: Job | Callable[[dict], Job],
+    on_unsent: Callable[[list[int]], None],
+    update: Callable[..., int] | None = None,
+    fields: tuple[str, ...] = (),
+) -> list[int]:
     """Send again the jobs of the rows of `queryset` (the ones still waiting for their job: queued, not started)
     whose job waits for the broker (`enqueued_at` NULL) or was sent before `lost_before` (the broker lost it).
     Each re-send is claimed with a conditional UPDATE on the `enqueued_at` read, so of several checks at once one
@@ -119,8 +131,13 @@ def _canary_present(app) -> bool:
     when the broker does not answer."""
     from kombu import Exchange, Queue
 
-    queue = Queue(CANARY_QUEUE, Exchange(CANARY_QUEUE, type="direct", durable=True), routing_key=CANARY_QUEUE,
-                  durable=True, auto_delete=False)
+    queue = Queue(
+        CANARY_QUEUE,
+        Exchange(CANARY_QUEUE, type="direct", durable=True),
+        routing_key=CANARY_QUEUE,
+        durable=True,
+        auto_delete=False,
+    )
     with app.connection_for_write() as connection:
         connection.ensure_connection(max_retries=1)
         try:
@@ -132,8 +149,13 @@ def _canary_present(app) -> bool:
             return True
         # persistent (the default delivery mode): it outlives a broker restart exactly when job messages do
         with connection.Producer(serializer="json") as producer:
-            producer.publish({"canary": timezone.now().isoformat()}, exchange=queue.exchange,
-                             routing_key=CANARY_QUEUE, declare=[queue], retry=False)
+            producer.publish(
+                {"canary": timezone.now().isoformat()},
+                exchange=queue.exchange,
+                routing_key=CANARY_QUEUE,
+                declare=[queue],
+                retry=False,
+            )
         return False
 
 
@@ -147,18 +169,23 @@ def broker_check(*, now=None) -> BrokerCheck:
     now = now or timezone.now()
     lost = not _canary_present(app)
     if lost:
-        logger.warning("the broker has no canary: it lost the messages it held (restarted without persistence, "
-                       "or flushed), or it is new; sending the jobs of every queued row again")
+        logger.warning(
+            "the broker has no canary: it lost the messages it held (restarted without persistence, "
+            "or flushed), or it is new; sending the jobs of every queued row again"
+        )
     resent = {}
     for name, resend in list(_resenders.items()):
         try:
             resent[name] = resend(now if lost else None)
-        except Exception:  # noqa: BLE001 - one kind's failure must not keep the others waiting
+        except Exception:  # one kind's failure must not keep the others waiting
             logger.exception("re-sending the %s jobs failed", name)
             resent[name] = []
     if any(resent.values()):
-        logger.warning("re-sent the jobs of rows %s by the broker check (%s)", resent,
-                       "the canary was gone" if lost else "they were waiting for the broker")
+        logger.warning(
+            "re-sent the jobs of rows %s by the broker check (%s)",
+            resent,
+            "the canary was gone" if lost else "they were waiting for the broker",
+        )
     return BrokerCheck(lost=lost, resent=resent)
 
 
@@ -176,9 +203,10 @@ def broker_check_quietly() -> BrokerCheck | None:
             close_old_connections()
         return broker_check()
     except broker_errors() as exc:
-        logger.warning("broker check: the broker does not answer (%s: %s); queued jobs wait for it",
-                       type(exc).__name__, exc)
-    except Exception:  # noqa: BLE001 - the next tick tries again
+        logger.warning(
+            "broker check: the broker does not answer (%s: %s); queued jobs wait for it", type(exc).__name__, exc
+        )
+    except Exception:  # the next tick tries again
         logger.exception("broker check failed")
     finally:
         _check_lock.release()

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 
 class Kept:
-    def __init__(self, *, entries: int | None = None, max_size: int | None = None, max_value: int | None = None,
-                 size: Callable[[Any], int] = len):
+    def __init__(
+        self,
+        *,
+        entries: int | None = None,
+        max_size: int | None = None,
+        max_value: int | None = None,
+        size: Callable[[Any], int] = len,
+    ):
         self.entries, self.max_size, self.max_value, self.size = entries, max_size, max_value, size
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._total = 0
@@ -39,8 +46,10 @@ class Kept:
                 self._total -= old[1]
             self._items[key] = (value, measured)
             self._total += measured
-            while self._items and ((self.entries is not None and len(self._items) > self.entries)
-                                   or (self.max_size is not None and self._total > self.max_size)):
+            while self._items and (
+                (self.entries is not None and len(self._items) > self.entries)
+                or (self.max_size is not None and self._total > self.max_size)
+            ):
                 _, (_, dropped) = self._items.popitem(last=False)
                 self._total -= dropped
 

@@ -1,4 +1,3 @@
-
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
@@ -19,12 +18,16 @@ class LoginRequiredEverywhereMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not request.user.is_authenticated and (not request.path.startswith(PUBLIC_PREFIXES) or (
-                request.path.startswith(API_DOCS) and not settings.API_DOCS_PUBLIC
-                and "text/html" in request.headers.get("Accept", ""))):
+        if not request.user.is_authenticated and (
+            not request.path.startswith(PUBLIC_PREFIXES)
+            or (
+                request.path.startswith(API_DOCS)
+                and not settings.API_DOCS_PUBLIC
+                and "text/html" in request.headers.get("Accept", "")
+            )
+        ):
             if request.headers.get("HX-Request"):
-                return JsonResponse({"error": {"code": "not_authenticated",
-                                               "message": "Log in first."}}, status=401)
+                return JsonResponse({"error": {"code": "not_authenticated", "message": "Log in first."}}, status=401)
             return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
         return self.get_response(request)
 
@@ -61,7 +64,10 @@ class DomainErrorMiddleware:
         if not isinstance(exception, DomainError):
             return None
         body = {"error": {"code": exception.code, "message": exception.message, "details": exception.details}}
-        if request.path.startswith("/api/") or request.headers.get("HX-Request") or \
-                "application/json" in request.headers.get("Accept", ""):
+        if (
+            request.path.startswith("/api/")
+            or request.headers.get("HX-Request")
+            or "application/json" in request.headers.get("Accept", "")
+        ):
             return JsonResponse(body, status=exception.http_status)
         return render(request, "error.html", {"error": exception}, status=exception.http_status)

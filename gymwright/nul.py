@@ -68,8 +68,12 @@ def nul_check(value, *, pointer: str = "", what: str = "The input") -> None:
     where, kind = found
     where = where.encode("utf-8", "replace").decode()  # a key on the way may hold a surrogate too
     if kind == "nul":
-        raise DomainError(f"{what} contains a NUL character (\\u0000) at {where or '/'}; remove it.",
-                          details=[{"pointer": where, "message": "contains a NUL character (\\u0000)"}])
-    raise DomainError(f"{what} contains an unpaired surrogate (a lone \\ud800-\\udfff escape, not Unicode text) "
-                      f"at {where or '/'}; remove it.",
-                      details=[{"pointer": where, "message": "contains an unpaired surrogate (\\ud800-\\udfff)"}])
+        raise DomainError(
+            f"{what} contains a NUL character (\\u0000) at {where or '/'}; remove it.",
+            details=[{"pointer": where, "message": "contains a NUL character (\\u0000)"}],
+        )
+    raise DomainError(
+        f"{what} contains an unpaired surrogate (a lone \\ud800-\\udfff escape, not Unicode text) "
+        f"at {where or '/'}; remove it.",
+        details=[{"pointer": where, "message": "contains an unpaired surrogate (\\ud800-\\udfff)"}],
+    )

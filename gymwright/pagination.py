@@ -59,8 +59,12 @@ def keys_first(queryset, bottom: int, top: int, rows=None) -> list:
         keys = list(queryset.values_list("pk", flat=True)[bottom:top])
         by_key = {row["pk"]: row for row in rows(keys)} if keys else {}
         return [by_key[key] for key in keys if key in by_key]
-    if (not isinstance(queryset, QuerySet) or queryset.query.annotations or queryset.query.distinct
-            or queryset._iterable_class is not ModelIterable):
+    if (
+        not isinstance(queryset, QuerySet)
+        or queryset.query.annotations
+        or queryset.query.distinct
+        or queryset._iterable_class is not ModelIterable
+    ):
         return list(queryset[bottom:top])  # rows that carry computed values: slice them as they are
     keys = list(queryset.values_list("pk", flat=True)[bottom:top])
     if not keys:

@@ -51,6 +51,10 @@ class EveryTestReported:
         if missing:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
-                reporter.write_line(f"{len(missing)} of {len(self.collected)} collected tests never reported "
-                                    f"(an xdist schedule dropped them), e.g. {missing[:3]}", red=True, bold=True)
+                reporter.write_line(
+                    f"{len(missing)} of {len(self.collected)} collected tests never reported "
+                    f"(an xdist schedule dropped them), e.g. {missing[:3]}",
+                    red=True,
+                    bold=True,
+                )
             session.exitstatus = 1

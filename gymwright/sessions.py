@@ -21,8 +21,9 @@ from django.utils import timezone
 
 from gymwright.sql import Prepared
 
-_session_row = Prepared(lambda key: Session.objects.filter(session_key=key).values_list("session_data", "expire_date"),
-                        key=str)
+_session_row = Prepared(
+    lambda key: Session.objects.filter(session_key=key).values_list("session_data", "expire_date"), key=str
+)
 
 
 _KEY = re.compile(r"[a-z0-9]{8,40}")  # django.contrib.sessions.backends.base.VALID_KEY_CHARS, Session.session_key

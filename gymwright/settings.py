@@ -117,13 +117,17 @@ ASGI_APPLICATION = "gymwright.asgi.application"
 
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'gymwright.sqlite3'}")
 # Persistent connections (with a health check before reuse) save a connect per request.
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
-                                              conn_health_checks=True)}
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True)
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL + a busy timeout let the web server and the worker share one SQLite file.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-         "transaction_mode": "IMMEDIATE"}
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
     )
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
@@ -132,8 +136,9 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # The hot reads of gymwright.sql run as server-side prepared statements (Django's own queries stay
     # client-side). Behind a pooler that cannot keep them (PgBouncer in transaction mode) set
     # DB_PREPARED_STATEMENTS=0.
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = \
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
         5 if env_bool("DB_PREPARED_STATEMENTS", True) else None
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -219,14 +224,19 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["gymwright.parsers.JSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "gymwright.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "gymwright.api.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gymwright.api.exception_handler",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
-                                 "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
 }
 
 # The OpenAPI schema (/api/schema/) and its docs (/api/docs/) need a login unless this is on.
@@ -315,13 +325,23 @@ if PREVIEW_RATE and not re.fullmatch(r"\d+/\s*[smhd][a-z]*", PREVIEW_RATE):
 # when web servers run on several hosts.
 CACHE_URL = env_str("GYMWRIGHT_CACHE_URL", "")
 if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
-                          "KEY_PREFIX": "gymwright"}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "gymwright",
+        }
+    }
 elif CACHE_URL:
     raise ValueError(f"GYMWRIGHT_CACHE_URL: expected redis://, rediss:// or unix://, got {CACHE_URL.split(':')[0]}:")
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                          "LOCATION": str(DATA_DIR / "cache"), "OPTIONS": {"MAX_ENTRIES": 10_000}}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(DATA_DIR / "cache"),
+            "OPTIONS": {"MAX_ENTRIES": 10_000},
+        }
+    }
 
 # Models. Endpoints can also be configured in the admin (ModelEndpoint); these
 # environment variables are the fallback. Secrets are never stored in the database.
@@ -350,7 +370,8 @@ FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 from gymwright.datadir import data_dir_secure  # noqa: E402
 
 data_dir_secure(
-    DATA_DIR, sandbox_dir=SANDBOX_WORK_DIR,
+    DATA_DIR,
+    sandbox_dir=SANDBOX_WORK_DIR,
     private_dirs=[MEDIA_ROOT, JUDGE_CACHE_DIR, DATA_DIR / "broker", DATA_DIR / "cache"],
     private_files=[DATA_DIR / "secret_key"]
     + ([Path(DATABASES["default"]["NAME"])] if DATABASES["default"]["ENGINE"].endswith("sqlite3") else []),

@@ -38,13 +38,15 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 import psycopg
 from django.db import connections
 from django.db.models import Count, QuerySet
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable, get_related_populators
+
 
 # Markers stand for the parameters while the query compiles (they are never sent): values no query
 # writes as a constant, and inside every integer field's range (the ORM drops a lookup out of range).
@@ -53,12 +55,15 @@ class SmallInt(int):
     against, dropping the lookup of one outside it): its marker fits that range."""
 
 
-_MARKERS = {int: lambda i: 2_147_480_011 + 7 * i, str: lambda i: f"\ue000gymwright-marker-{i}\ue000",
-            SmallInt: lambda i: 32_611 + 7 * i}
+_MARKERS = {
+    int: lambda i: 2_147_480_011 + 7 * i,
+    str: lambda i: f"\ue000gymwright-marker-{i}\ue000",
+    SmallInt: lambda i: 32_611 + 7 * i,
+}
 # The values each integer kind is prepared for (its markers lie inside): the ORM checks a value against its column's
 # range (one outside matches nothing), a prepared statement would send it as it is (SQLite cannot take one past 64
 # bits, PostgreSQL refuses one past its parameter's type), so a call with a value outside goes through the ORM.
-_PREPARED_RANGE = {int: (-2**31, 2**31 - 1), SmallInt: (-2**15, 2**15 - 1)}
+_PREPARED_RANGE = {int: (-(2**31), 2**31 - 1), SmallInt: (-(2**15), 2**15 - 1)}
 # A slice's bounds are written into the SQL as numbers (LIMIT n OFFSET m), not as parameters: a `sliced` query
 # compiles with these, whose text is then made two parameters.
 _OFFSET, _LIMIT = 1_070_000_003, 1_070_000_011
@@ -80,14 +85,22 @@ class _Compiled:
 
 
 class Prepared:
-    def __init__(self, build: Callable[..., QuerySet], *, count: bool = False, sliced: bool = False,
-                 optional: tuple | list = (), **types: type):
+    def __init__(
+        self,
+        build: Callable[..., QuerySet],
+        *,
+        count: bool = False,
+        sliced: bool = False,
+        optional: tuple | list = (),
+        **types: type,
+    ):
         unknown = {name: kind for name, kind in types.items() if kind not in _MARKERS}
         if unknown:
             raise TypeError(f"Prepared: parameters must be int, SmallInt or str, not {unknown}")
         if set(optional) - set(types) or (count and sliced) or {"offset", "limit"} & set(types):
-            raise TypeError("Prepared: optional names parameters; a count is not sliced; offset and limit are the "
-                            "slice's")
+            raise TypeError(
+                "Prepared: optional names parameters; a count is not sliced; offset and limit are the slice's"
+            )
         self._build = build
         self._count = count
         self._sliced = sliced
@@ -105,9 +118,12 @@ class Prepared:
             queryset = queryset.order_by().values_list(Count("pk"), flat=True)
             queryset.query.group_by = None
         if self._sliced:
-            queryset = queryset[_OFFSET:_OFFSET + _LIMIT]
-        shape = {ModelIterable: "model", ValuesListIterable: "tuples",
-                 FlatValuesListIterable: "count" if self._count else "flat"}.get(queryset._iterable_class)
+            queryset = queryset[_OFFSET : _OFFSET + _LIMIT]
+        shape = {
+            ModelIterable: "model",
+            ValuesListIterable: "tuples",
+            FlatValuesListIterable: "count" if self._count else "flat",
+        }.get(queryset._iterable_class)
         if shape is None:
             raise TypeError("Prepared: build must return a queryset of model instances or a values_list()")
         compiler = queryset.query.get_compiler(using=using)
@@ -118,41 +134,52 @@ class Prepared:
             # (a backend may wrap a value, as psycopg's Int8 for a bigint column: the wrapper is kept)
             places[name] = [i for i, value in enumerate(params) if isinstance(value, type(marker)) and value == marker]
             if not places[name]:
-                raise ValueError(f"Prepared: parameter {name!r} is not among the compiled query's parameters "
-                                 f"(it must pass through the ORM unchanged)")
+                raise ValueError(
+                    f"Prepared: parameter {name!r} is not among the compiled query's parameters "
+                    f"(it must pass through the ORM unchanged)"
+                )
         if self._sliced:  # the outermost LIMIT ... OFFSET ..., which ends the query, takes two parameters
             bounds = f"LIMIT {_LIMIT} OFFSET {_OFFSET}"
             if not sql.endswith(bounds) or sql.count(str(_OFFSET)) != 1:
                 raise TypeError(f"Prepared: a sliced query must end with its bounds, not {sql[-60:]!r}")
-            sql = sql[:-len(bounds)] + "LIMIT %s OFFSET %s"
+            sql = sql[: -len(bounds)] + "LIMIT %s OFFSET %s"
             places.update(limit=[len(params)], offset=[len(params) + 1])
             params += [_LIMIT, _OFFSET]
         select = compiler.select
-        converters = compiler.get_converters([column[0] for column in select[0:compiler.col_count]])
-        compiled = _Compiled(sql=sql, params=params, places=places, compiler=compiler, converters=converters,
-                             shape=shape)
+        converters = compiler.get_converters([column[0] for column in select[0 : compiler.col_count]])
+        compiled = _Compiled(
+            sql=sql, params=params, places=places, compiler=compiler, converters=converters, shape=shape
+        )
         if shape != "model":
             return compiled
         klass_info = compiler.klass_info  # as ModelIterable reads it
         fields = klass_info["select_fields"]
         start, end = fields[0], fields[-1] + 1
-        return replace(compiled, model=klass_info["model"],
-                       init_list=tuple(column[0].target.attname for column in select[start:end]),
-                       model_slice=slice(start, end),
-                       related_populators=tuple(get_related_populators(klass_info, select, using)),
-                       annotation_col_map=compiler.annotation_col_map)
+        return replace(
+            compiled,
+            model=klass_info["model"],
+            init_list=tuple(column[0].target.attname for column in select[start:end]),
+            model_slice=slice(start, end),
+            related_populators=tuple(get_related_populators(klass_info, select, using)),
+            annotation_col_map=compiler.annotation_col_map,
+        )
 
     def __call__(self, *, using: str = "default", **values) -> list | int:
         connection = connections[using]
-        given = frozenset(name for name in self._types if name not in self._optional
-                          or values.get(name) not in (None, ""))
+        given = frozenset(
+            name for name in self._types if name not in self._optional or values.get(name) not in (None, "")
+        )
         for name in self._optional - given:
             values.pop(name, None)
         for name, kind in self._types.items():
             low, high = _PREPARED_RANGE.get(kind, (None, None))
             if low is not None and name in values and not low <= values[name] <= high:
-                return self._through_the_orm(using, {name: values[name] for name in given if name in values},
-                                             values.get("offset"), values.get("limit"))
+                return self._through_the_orm(
+                    using,
+                    {name: values[name] for name in given if name in values},
+                    values.get("offset"),
+                    values.get("limit"),
+                )
         key = (using, connection.vendor, given)
         compiled = self._compiled.get(key)
         if compiled is None:
@@ -191,14 +218,13 @@ class Prepared:
             objects.append(obj)
         return objects
 
-
     def _through_the_orm(self, using: str, values: dict, offset, limit) -> list | int:
         """What a call answers, from the queryset itself (for a value the prepared statement cannot take)."""
         queryset = self._build(**values).using(using)
         if self._count:
             return queryset.count()
         if self._sliced:
-            queryset = queryset[offset:offset + limit]
+            queryset = queryset[offset : offset + limit]
         return list(queryset)
 
 
@@ -222,9 +248,15 @@ class PreparedIn:
         prepared = self._by_length.get(len(items))
         if prepared is None:
             names = [f"{self._name}{i}" for i in range(len(items))]
-            prepared = self._by_length.setdefault(len(items), Prepared(
-                lambda **markers: self._build(**{self._name: [markers.pop(n) for n in names]}, **markers),
-                count=self._count, **{n: self._item for n in names}, **self._types))
+            prepared = self._by_length.setdefault(
+                len(items),
+                Prepared(
+                    lambda **markers: self._build(**{self._name: [markers.pop(n) for n in names]}, **markers),
+                    count=self._count,
+                    **{n: self._item for n in names},
+                    **self._types,
+                ),
+            )
         return prepared(**values, **{f"{self._name}{i}": value for i, value in enumerate(items)})
 
 
@@ -248,6 +280,10 @@ def _execute_prepared(connection, cursor, sql: str, params: list) -> list:
     with connection.wrap_database_errors:
         execute(sql, params, False, {"connection": connection, "cursor": cursor})
     if connection.queries_logged:
-        connection.queries_log.append({"sql": connection.ops.compose_sql(sql, params),  # runnable as logged
-                                       "time": f"{time.monotonic() - started:.3f}"})
+        connection.queries_log.append(
+            {
+                "sql": connection.ops.compose_sql(sql, params),  # runnable as logged
+                "time": f"{time.monotonic() - started:.3f}",
+            }
+        )
     return rows

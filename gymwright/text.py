@@ -32,7 +32,10 @@ def comment_text(value, *, pointer: str, what: str) -> str:
     value = unix_newlines(value)
     limit = settings.REVIEW_COMMENT_MAX_CHARS
     if len(value) > limit:
-        raise DomainError(f"{what} is longer than the {limit} character limit (GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS).",
-                          code="too_long", details=[{"pointer": pointer, "message": f"at most {limit} characters"}])
+        raise DomainError(
+            f"{what} is longer than the {limit} character limit (GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS).",
+            code="too_long",
+            details=[{"pointer": pointer, "message": f"at most {limit} characters"}],
+        )
     nul_check(value, pointer=pointer, what=what)
     return value.strip()

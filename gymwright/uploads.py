@@ -12,7 +12,7 @@ class CappedUploadHandler(FileUploadHandler):
     middleware reads request.POST first, turn into a 500.
     """
 
-    def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):
+    def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):  # noqa: N803 - Django's name
         self.request.upload_too_large = False
         return None
 

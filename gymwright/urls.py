@@ -14,8 +14,11 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[ApiDocsPermission]), name="api-schema"),
     # The split view serves Swagger UI's start-up script as a file, so the CSP needs no inline script.
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[ApiDocsPermission]),
-         name="api-docs"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[ApiDocsPermission]),
+        name="api-docs",
+    ),
     # GET and HEAD only, as every read (405 for anything else: a write here would be answered "ok").
     path("healthz", require_safe(lambda request: HttpResponse("ok", content_type="text/plain"))),
     # Browsers ask for /favicon.ico whatever the page says; send them to the one icon (not permanent:

@@ -9,4 +9,4 @@ application = get_wsgi_application()
 # once and forks its workers (gunicorn's preload_app, `make serve`) then shares these modules, where
 # each worker paid ~0.2 s on its first request, a recycled one included (four slow bulk imports in
 # the first rounds of bench/bench_vs_labelstudio.py). Nothing here touches the database.
-get_resolver().url_patterns
+get_resolver().url_patterns  # noqa: B018 - reading it builds and caches the patterns

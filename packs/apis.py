@@ -9,7 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from authoring.models import slug_validator
-from gymwright.api import paginate as _paginate, paginated, validated as _input
+from gymwright.api import paginate as _paginate
+from gymwright.api import paginated
+from gymwright.api import validated as _input
 from gymwright.errors import DomainError
 from packs import downloads, importer, selectors, services
 from packs.views import import_upload, pack_version_verification_state
@@ -47,7 +49,8 @@ class PackVersionOutput(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     waiting_for_broker = serializers.BooleanField(
         help_text="the build's job waits for the job broker, which did not take it (down or restarting): it is sent "
-                  "when the broker answers again; do not start the build again")
+        "when the broker answers again; do not start the build again"
+    )
 
     def get_counts(self, obj) -> dict | None:
         return (obj.manifest or {}).get("counts")
@@ -59,19 +62,29 @@ class PackBuildInput(serializers.Serializer):
     tasks = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
     version = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=24)
     test_ratio = serializers.FloatField(required=False, min_value=0, max_value=1, default=0.1)
-    dry_run = serializers.BooleanField(required=False, default=False,
-                                       help_text="answer with the build's plan (version, tasks, changes) and start nothing")
+    dry_run = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="answer with the build's plan (version, tasks, changes) and start nothing",
+    )
 
 
-BUILD_PLAN = inline_serializer("PackBuildPlan", fields={
-    "version": serializers.CharField(), "tasks": serializers.IntegerField(),
-    "splits": serializers.DictField(child=serializers.IntegerField(), help_text="tasks per split: train, test"),
-    "test_ratio_filling_both": serializers.FloatField(
-        allow_null=True, help_text="where a split would be empty, a test ratio that puts tasks in both (null: the "
-                                   "splits are both filled, or a single task cannot fill both)"),
-    "changes": serializers.JSONField(),
-    "previous": serializers.CharField(allow_null=True),
-    "unchanged": serializers.BooleanField(help_text="the previous version's task versions, split the same way")})
+BUILD_PLAN = inline_serializer(
+    "PackBuildPlan",
+    fields={
+        "version": serializers.CharField(),
+        "tasks": serializers.IntegerField(),
+        "splits": serializers.DictField(child=serializers.IntegerField(), help_text="tasks per split: train, test"),
+        "test_ratio_filling_both": serializers.FloatField(
+            allow_null=True,
+            help_text="where a split would be empty, a test ratio that puts tasks in both (null: the "
+            "splits are both filled, or a single task cannot fill both)",
+        ),
+        "changes": serializers.JSONField(),
+        "previous": serializers.CharField(allow_null=True),
+        "unchanged": serializers.BooleanField(help_text="the previous version's task versions, split the same way"),
+    },
+)
 
 
 class PackListApi(APIView):
@@ -92,19 +105,26 @@ class PackVersionListApi(APIView):
         pack = selectors.pack_get_for_user(slug=slug, user=request.user)
         return _paginate(request, self, pack.versions.select_related("created_by"), PackVersionOutput)
 
-    @extend_schema(request=PackBuildInput, responses={202: PackVersionOutput, 200: BUILD_PLAN},
-                   operation_id="pack_versions_build")
+    @extend_schema(
+        request=PackBuildInput, responses={202: PackVersionOutput, 200: BUILD_PLAN}, operation_id="pack_versions_build"
+    )
     def post(self, request, slug):
         pack = selectors.pack_get_for_user(slug=slug, user=request.user)
         data = _input(PackBuildInput, request.data)
-        selection = services.Selection(environment=data.get("environment") or None, tags=tuple(data.get("tags") or ()),
-                                       tasks=tuple(data.get("tasks") or ()), test_ratio=data["test_ratio"])
+        selection = services.Selection(
+            environment=data.get("environment") or None,
+            tags=tuple(data.get("tags") or ()),
+            tasks=tuple(data.get("tasks") or ()),
+            test_ratio=data["test_ratio"],
+        )
         if data["dry_run"]:
-            plan = services.pack_version_plan(pack=pack, user=request.user, selection=selection,
-                                              version=data.get("version") or None)
+            plan = services.pack_version_plan(
+                pack=pack, user=request.user, selection=selection, version=data.get("version") or None
+            )
             return Response(plan.as_dict())
-        pack_version = services.pack_version_start(pack=pack, user=request.user, selection=selection,
-                                                   version=data.get("version") or None)
+        pack_version = services.pack_version_start(
+            pack=pack, user=request.user, selection=selection, version=data.get("version") or None
+        )
         pack_version.refresh_from_db()  # its job was sent as it committed, or it waits for the broker
         return Response(PackVersionOutput(pack_version).data, status=status.HTTP_202_ACCEPTED)
 
@@ -114,15 +134,21 @@ class PackVerificationOutput(serializers.Serializer):
     problems = serializers.ListField(child=serializers.CharField())
     files_checked = serializers.IntegerField()
     checked_at = serializers.DateTimeField(source="finished_at")
-    requested_by = serializers.CharField(source="requested_by.username", allow_null=True, default=None,
-                                         help_text="null: the check that followed the build")
+    requested_by = serializers.CharField(
+        source="requested_by.username",
+        allow_null=True,
+        default=None,
+        help_text="null: the check that followed the build",
+    )
 
 
 class PackVersionDetailOutput(PackVersionOutput):
     """With the archive's verification: the context's `verification` and `checking`
     (views.pack_version_verification_state)."""
+
     verification = serializers.SerializerMethodField(
-        help_text="the stored archive's last finished check (null: not checked yet)")
+        help_text="the stored archive's last finished check (null: not checked yet)"
+    )
     verifying = serializers.SerializerMethodField(help_text="a check is queued or running")
 
     @extend_schema_field(PackVerificationOutput(allow_null=True))
@@ -139,29 +165,50 @@ class PackVersionDetailApi(APIView):
     def get(self, request, slug, version):
         pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
         verification, checking = pack_version_verification_state(pack_version=pack_version)
-        return Response(PackVersionDetailOutput(pack_version, context={"verification": verification,
-                                                                       "checking": checking}).data)
+        return Response(
+            PackVersionDetailOutput(pack_version, context={"verification": verification, "checking": checking}).data
+        )
 
 
 class PackVersionDownloadApi(APIView):
-    @extend_schema(responses={(200, "application/gzip"): bytes}, operation_id="pack_versions_download",
-                   description="The archive, streamed, with Content-Length, X-Checksum-SHA256 and ETag (the sha256).")
+    @extend_schema(
+        responses={(200, "application/gzip"): bytes},
+        operation_id="pack_versions_download",
+        description="The archive, streamed, with Content-Length, X-Checksum-SHA256 and ETag (the sha256).",
+    )
     def get(self, request, slug, version):
         pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
         return downloads.pack_version_response(
-            request, pack_version, on_send=lambda: services.pack_version_download_record(
-                pack_version=pack_version, user=request.user, via="api"))
+            request,
+            pack_version,
+            on_send=lambda: services.pack_version_download_record(
+                pack_version=pack_version, user=request.user, via="api"
+            ),
+        )
 
 
-REPORT = inline_serializer("ImportReport", fields={
-    "dry_run": serializers.BooleanField(), "imported": serializers.IntegerField(),
-    "rejected": serializers.IntegerField(),
-    "environments": inline_serializer("ImportEnvironment", many=True, fields={
-        "environment": serializers.CharField(), "tasks": serializers.IntegerField(),
-        "new": serializers.BooleanField(help_text="this import makes it (a row without an environment, and none "
-                                                  "given: the 'imported' environment)")},
-        help_text="where the created and changed tasks went"),
-    "rows": serializers.ListField(child=serializers.JSONField())})
+REPORT = inline_serializer(
+    "ImportReport",
+    fields={
+        "dry_run": serializers.BooleanField(),
+        "imported": serializers.IntegerField(),
+        "rejected": serializers.IntegerField(),
+        "environments": inline_serializer(
+            "ImportEnvironment",
+            many=True,
+            fields={
+                "environment": serializers.CharField(),
+                "tasks": serializers.IntegerField(),
+                "new": serializers.BooleanField(
+                    help_text="this import makes it (a row without an environment, and none "
+                    "given: the 'imported' environment)"
+                ),
+            },
+            help_text="where the created and changed tasks went",
+        ),
+        "rows": serializers.ListField(child=serializers.JSONField()),
+    },
+)
 
 
 class ImportFileInput(serializers.Serializer):
@@ -182,8 +229,11 @@ class JSONItemsField(serializers.ListField):
 
 
 class ImportBulkInput(serializers.Serializer):
-    tasks = JSONItemsField(child=serializers.JSONField(), min_length=1,
-                                  help_text="gymwright.task/v1 documents, or simple rows {id, prompt, answer, rubric | criteria}")
+    tasks = JSONItemsField(
+        child=serializers.JSONField(),
+        min_length=1,
+        help_text="gymwright.task/v1 documents, or simple rows {id, prompt, answer, rubric | criteria}",
+    )
     environment = serializers.CharField(required=False, allow_blank=True, max_length=64)
     dry_run = serializers.BooleanField(required=False, default=False)
 
@@ -192,9 +242,11 @@ def _no_query(request) -> None:
     """An import reads its options from the body: `?dry_run=1` would otherwise import for real, unread."""
     if request.query_params:
         key = next(iter(request.query_params))[:100]
-        raise DomainError(f"?{key}: an import takes its options in the request body (dry_run, environment), "
-                          "not in the query string; nothing was imported.",
-                          details=[{"pointer": f"?{key}", "message": "not read here: send it in the body"}])
+        raise DomainError(
+            f"?{key}: an import takes its options in the request body (dry_run, environment), "
+            "not in the query string; nothing was imported.",
+            details=[{"pointer": f"?{key}", "message": "not read here: send it in the body"}],
+        )
 
 
 class ImportFileApi(APIView):
@@ -202,8 +254,12 @@ class ImportFileApi(APIView):
     def post(self, request):
         _no_query(request)
         data = _input(ImportFileInput, request.data)
-        report = import_upload(uploaded=data["file"], user=request.user, environment=data.get("environment") or None,
-                               dry_run=data["dry_run"])
+        report = import_upload(
+            uploaded=data["file"],
+            user=request.user,
+            environment=data.get("environment") or None,
+            dry_run=data["dry_run"],
+        )
         return Response(report.as_dict())
 
 
@@ -215,8 +271,15 @@ class ImportBulkApi(APIView):
         _no_query(request)
         data = _input(ImportBulkInput, request.data)
         if len(data["tasks"]) > settings.IMPORT_MAX_ROWS:
-            raise DomainError(f"more than {settings.IMPORT_MAX_ROWS} tasks in one request (GYMWRIGHT_IMPORT_MAX_ROWS).",
-                              http_status=413, details=[{"pointer": "/tasks", "message": "too many"}])
-        report = importer.tasks_import(documents=data["tasks"], user=request.user,
-                                       environment=data.get("environment") or None, dry_run=data["dry_run"])
+            raise DomainError(
+                f"more than {settings.IMPORT_MAX_ROWS} tasks in one request (GYMWRIGHT_IMPORT_MAX_ROWS).",
+                http_status=413,
+                details=[{"pointer": "/tasks", "message": "too many"}],
+            )
+        report = importer.tasks_import(
+            documents=data["tasks"],
+            user=request.user,
+            environment=data.get("environment") or None,
+            dry_run=data["dry_run"],
+        )
         return Response(report.as_dict())

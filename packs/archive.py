@@ -20,8 +20,8 @@ import dataclasses
 import hashlib
 import io
 import json
-import math
 import marshal
+import math
 import os
 import shutil
 import struct
@@ -32,9 +32,10 @@ import uuid
 import zipfile
 import zlib
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring as _json_string  # ensure_ascii=False's string encoder (C)
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from grading.engine import canonical_json
 from grading.engine.calibration import DEFAULT_BAND
@@ -149,8 +150,9 @@ def _sha256(data: bytes) -> str:
 
 
 def _manifest_digest(manifest: dict) -> str:
-    return _sha256(canonical_json({k: v for k, v in manifest.items() if k not in ("build", "content_sha256")})
-                   .encode("utf-8"))
+    return _sha256(
+        canonical_json({k: v for k, v in manifest.items() if k not in ("build", "content_sha256")}).encode("utf-8")
+    )
 
 
 def _indented_json(value: Any) -> bytes:
@@ -183,15 +185,31 @@ def _indented(value: Any, newline: str) -> str:
         inner = newline + " "
         if not all(type(key) is str for key in value):
             raise _NotPlainJSON
-        return ("{" + inner + ("," + inner).join(
-            [_json_string(key) + ": " + (_json_string(item) if type(item) is str else _indented(item, inner))
-             for key, item in sorted(value.items())]) + newline + "}")
+        return (
+            "{"
+            + inner
+            + ("," + inner).join(
+                [
+                    _json_string(key) + ": " + (_json_string(item) if type(item) is str else _indented(item, inner))
+                    for key, item in sorted(value.items())
+                ]
+            )
+            + newline
+            + "}"
+        )
     if type(value) is list or type(value) is tuple:
         if not value:
             return "[]"
         inner = newline + " "
-        return ("[" + inner + ("," + inner).join(
-            [_json_string(item) if type(item) is str else _indented(item, inner) for item in value]) + newline + "]")
+        return (
+            "["
+            + inner
+            + ("," + inner).join(
+                [_json_string(item) if type(item) is str else _indented(item, inner) for item in value]
+            )
+            + newline
+            + "]"
+        )
     if value is None:
         return "null"
     if value is True:
@@ -207,7 +225,6 @@ def _indented(value: Any, newline: str) -> str:
             return "Infinity" if value > 0 else "-Infinity"
         return float.__repr__(value)
     raise _NotPlainJSON  # a subclass or another type: the json module's own rules
-
 
 
 class _Scratch:
@@ -385,16 +402,22 @@ def harbor_instruction(document: dict) -> str:
     """The prompt, where to work and answer, and the environment's custom tools, which Gymwright's
     harness offers as tools and a Harbor agent calls from its shell."""
     prompt = document.get("prompt") or ""
-    text = (prompt.rstrip("\n") + "\n\n---\n\nWork in `/workspace`. When you are done, write your final answer "
-            "to `/workspace/answer.txt`.\n")
+    text = (
+        prompt.rstrip("\n") + "\n\n---\n\nWork in `/workspace`. When you are done, write your final answer "
+        "to `/workspace/answer.txt`.\n"
+    )
     tools = (document.get("environment") or {}).get("custom_tools") or []
     if tools:
-        text += ("\nThis environment has these tools. Call one by running its command with the call's arguments "
-                 "as a JSON object on standard input; its standard output is the result.\n\n")
+        text += (
+            "\nThis environment has these tools. Call one by running its command with the call's arguments "
+            "as a JSON object on standard input; its standard output is the result.\n\n"
+        )
         for tool in tools:
-            text += (f"- `{tool['name']}`: {(tool.get('description') or '').strip() or 'no description'}\n"
-                     f"  - command: `{tool['command']}`\n"
-                     f"  - arguments (JSON Schema): `{canonical_json(tool.get('parameters') or {})}`\n")
+            text += (
+                f"- `{tool['name']}`: {(tool.get('description') or '').strip() or 'no description'}\n"
+                f"  - command: `{tool['command']}`\n"
+                f"  - arguments (JSON Schema): `{canonical_json(tool.get('parameters') or {})}`\n"
+            )
     return text
 
 
@@ -417,17 +440,29 @@ def _parquet_schema():
     import pyarrow as pa
 
     message = pa.struct([("role", pa.string()), ("content", pa.string())])
-    return pa.schema([
-        ("data_source", pa.string()),
-        ("prompt", pa.list_(message)),
-        ("ability", pa.string()),
-        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-        ("extra_info", pa.struct([
-            ("task_id", pa.string()), ("version", pa.int64()), ("sha256", pa.string()),
-            ("environment", pa.string()), ("tools", pa.list_(pa.string())), ("split", pa.string()),
-            ("index", pa.int64()), ("response_only", pa.bool_()),
-        ])),
-    ])
+    return pa.schema(
+        [
+            ("data_source", pa.string()),
+            ("prompt", pa.list_(message)),
+            ("ability", pa.string()),
+            ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+            (
+                "extra_info",
+                pa.struct(
+                    [
+                        ("task_id", pa.string()),
+                        ("version", pa.int64()),
+                        ("sha256", pa.string()),
+                        ("environment", pa.string()),
+                        ("tools", pa.list_(pa.string())),
+                        ("split", pa.string()),
+                        ("index", pa.int64()),
+                        ("response_only", pa.bool_()),
+                    ]
+                ),
+            ),
+        ]
+    )
 
 
 class _SplitWriter:
@@ -465,8 +500,10 @@ class _SplitWriter:
             data = b"\n".join(self.lines) + b"\n"
             # one block for the batch: a row must fit in a block, and any row fits this one
             table = pa_json.read_json(
-                io.BytesIO(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-                parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
+                io.BytesIO(data),
+                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
+            )
             self.writer.write_table(table)
             self.lines, self.size = [], 0
 
@@ -483,10 +520,15 @@ def parquet_row(document: dict, *, sha256: str, info: PackInfo, split: str, inde
         "ability": environment.get("id") or "default",
         "reward_model": {"style": "rubric", "ground_truth": document["id"]},
         "extra_info": {
-            "task_id": document["id"], "version": int(document.get("version") or 1), "sha256": sha256,
-            "environment": environment.get("id") or "default", "tools": list(environment.get("tools") or []),
+            "task_id": document["id"],
+            "version": int(document.get("version") or 1),
+            "sha256": sha256,
+            "environment": environment.get("id") or "default",
+            "tools": list(environment.get("tools") or []),
             # Always true: a task whose rubric needs its episode has no parquet row (response_only_task).
-            "split": split, "index": index, "response_only": True,
+            "split": split,
+            "index": index,
+            "response_only": True,
         },
     }
 
@@ -510,29 +552,103 @@ def _empty_split_note(counts: dict) -> str:
     if not counts[empty]:
         head = f"**The {empty} split is empty**: no task's id hashed into it at this ratio"
     else:
-        head = (f"**The {empty} split of `data/*.parquet` is empty**: its {counts[empty]} "
-                f"task{' needs' if counts[empty] == 1 else 's need'} the agent's episode (Harbor only, below)")
-    return (f"\n\n{head}. "
-            + ("Evaluate on `train` (Inspect: `-T split=train`; verl, which refuses an empty validation set: "
-               "`data.val_files=$PWD/data/train.parquet`), or build the pack with another test ratio."
-               if empty == "test" else "Train on `test`, or build the pack with another test ratio."))
+        head = (
+            f"**The {empty} split of `data/*.parquet` is empty**: its {counts[empty]} "
+            f"task{' needs' if counts[empty] == 1 else 's need'} the agent's episode (Harbor only, below)"
+        )
+    return f"\n\n{head}. " + (
+        "Evaluate on `train` (Inspect: `-T split=train`; verl, which refuses an empty validation set: "
+        "`data.val_files=$PWD/data/train.parquet`), or build the pack with another test ratio."
+        if empty == "test"
+        else "Train on `test`, or build the pack with another test ratio."
+    )
 
 
 # Hugging Face's licence identifiers (https://huggingface.co/docs/hub/repositories-licenses) that a pack's
 # SPDX-style licence may name; any other licence is `other`, with its name.
-HF_LICENCES = frozenset((
-    "apache-2.0", "mit", "openrail", "bigscience-openrail-m", "creativeml-openrail-m", "bigscience-bloom-rail-1.0",
-    "bigcode-openrail-m", "afl-3.0", "artistic-2.0", "bsl-1.0", "bsd", "bsd-2-clause", "bsd-3-clause",
-    "bsd-3-clause-clear", "c-uda", "cc", "cc0-1.0", "cc-by-2.0", "cc-by-2.5", "cc-by-3.0", "cc-by-4.0",
-    "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nd-4.0",
-    "cc-by-nc-nd-3.0", "cc-by-nc-nd-4.0", "cc-by-nc-sa-2.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0",
-    "cdla-sharing-1.0", "cdla-permissive-1.0", "cdla-permissive-2.0", "wtfpl", "ecl-2.0", "epl-1.0", "epl-2.0",
-    "eupl-1.1", "agpl-3.0", "gfdl", "gpl", "gpl-2.0", "gpl-3.0", "lgpl", "lgpl-2.1", "lgpl-3.0", "isc",
-    "lppl-1.3c", "ms-pl", "mpl-2.0", "odc-by", "odbl", "openrail++", "osl-3.0", "postgresql", "ofl-1.1", "ncsa",
-    "unlicense", "zlib", "pddl", "lgpl-lr", "deepfloyd-if-license", "llama2", "llama3", "llama3.1", "llama3.2",
-    "llama3.3", "gemma", "unknown", "other"))
-SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                   (10_000_000, "1M<n<10M"))
+HF_LICENCES = frozenset(
+    (
+        "apache-2.0",
+        "mit",
+        "openrail",
+        "bigscience-openrail-m",
+        "creativeml-openrail-m",
+        "bigscience-bloom-rail-1.0",
+        "bigcode-openrail-m",
+        "afl-3.0",
+        "artistic-2.0",
+        "bsl-1.0",
+        "bsd",
+        "bsd-2-clause",
+        "bsd-3-clause",
+        "bsd-3-clause-clear",
+        "c-uda",
+        "cc",
+        "cc0-1.0",
+        "cc-by-2.0",
+        "cc-by-2.5",
+        "cc-by-3.0",
+        "cc-by-4.0",
+        "cc-by-sa-3.0",
+        "cc-by-sa-4.0",
+        "cc-by-nc-2.0",
+        "cc-by-nc-3.0",
+        "cc-by-nc-4.0",
+        "cc-by-nd-4.0",
+        "cc-by-nc-nd-3.0",
+        "cc-by-nc-nd-4.0",
+        "cc-by-nc-sa-2.0",
+        "cc-by-nc-sa-3.0",
+        "cc-by-nc-sa-4.0",
+        "cdla-sharing-1.0",
+        "cdla-permissive-1.0",
+        "cdla-permissive-2.0",
+        "wtfpl",
+        "ecl-2.0",
+        "epl-1.0",
+        "epl-2.0",
+        "eupl-1.1",
+        "agpl-3.0",
+        "gfdl",
+        "gpl",
+        "gpl-2.0",
+        "gpl-3.0",
+        "lgpl",
+        "lgpl-2.1",
+        "lgpl-3.0",
+        "isc",
+        "lppl-1.3c",
+        "ms-pl",
+        "mpl-2.0",
+        "odc-by",
+        "odbl",
+        "openrail++",
+        "osl-3.0",
+        "postgresql",
+        "ofl-1.1",
+        "ncsa",
+        "unlicense",
+        "zlib",
+        "pddl",
+        "lgpl-lr",
+        "deepfloyd-if-license",
+        "llama2",
+        "llama3",
+        "llama3.1",
+        "llama3.2",
+        "llama3.3",
+        "gemma",
+        "unknown",
+        "other",
+    )
+)
+SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+)
 
 
 def _yaml_string(value: str) -> str:
@@ -548,16 +664,31 @@ def card_front_matter(*, info: PackInfo, counts: dict) -> str:
     if licence in HF_LICENCES:
         lines.append(f"license: {licence}")
     else:
-        name = "-".join(part for part in "".join(c if c.isalnum() or c in ".-" else "-" for c in licence).split("-")
-                        if part) or "unknown"
+        name = (
+            "-".join(
+                part for part in "".join(c if c.isalnum() or c in ".-" else "-" for c in licence).split("-") if part
+            )
+            or "unknown"
+        )
         lines += ["license: other", f"license_name: {_yaml_string(name)}"]
     size = next((label for bound, label in SIZE_CATEGORIES if counts["tasks"] < bound), "n>10M")
     splits = [name for name in ("train", "test") if counts["parquet"][name]] or ["train"]
-    lines += [f"pretty_name: {_yaml_string(info.name)}",
-              "task_categories:", "- text-generation", "- reinforcement-learning",
-              "tags:", "- gymwright", "- rubric", "- agents", "- rl-environments",
-              "size_categories:", f"- {size}",
-              "configs:", "- config_name: default", "  data_files:"]
+    lines += [
+        f"pretty_name: {_yaml_string(info.name)}",
+        "task_categories:",
+        "- text-generation",
+        "- reinforcement-learning",
+        "tags:",
+        "- gymwright",
+        "- rubric",
+        "- agents",
+        "- rl-environments",
+        "size_categories:",
+        f"- {size}",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+    ]
     for name in splits:
         lines += [f"  - split: {name}", f"    path: data/{name}.parquet"]
     return "\n".join(lines + ["---", ""])
@@ -574,22 +705,28 @@ def _harbor_only_note(counts: dict, harbor_only: list[str]) -> str:
 their rubrics check the agent's workspace files, run commands or python checks in its sandbox, or read its
 trajectory, which no reward function can grade from a response. Graded from the response text, those checks
 would be left out and a reply that skipped the work would earn the rest, so the parquet files (and
-`inspect_task.py`) hold only the {parquet} task{'' if parquet == 1 else 's'} that a response alone grades.
+`inspect_task.py`) hold only the {parquet} task{"" if parquet == 1 else "s"} that a response alone grades.
 Run the others as Harbor tasks (`tasks/<id>/`), whose verifier grades the whole episode in a sandbox.
 """
 
 
-def dataset_card(*, info: PackInfo, counts: dict, histogram: Counter, environments: Counter,
-                 harbor_only: list[str] = ()) -> str:
+def dataset_card(
+    *, info: PackInfo, counts: dict, histogram: Counter, environments: Counter, harbor_only: list[str] = ()
+) -> str:
     top = f"{info.slug}-{info.version}"
     parquet = counts["parquet"]
     val = "test" if parquet["test"] else "train"  # verl refuses an empty validation set
-    inspect_split = ("            # the test split; -T split=all for every task" if parquet["test"] else
-                     " -T split=train   # the test split is empty")
+    inspect_split = (
+        "            # the test split; -T split=all for every task"
+        if parquet["test"]
+        else " -T split=train   # the test split is empty"
+    )
     rows = "\n".join(f"| {name} | {histogram.get(name, 0)} |" for name in DIFFICULTY_BINS)
     environment_rows = "\n".join(f"| {name} | {count} |" for name, count in sorted(environments.items()))
     low, high = DEFAULT_BAND
-    return card_front_matter(info=info, counts=counts) + f"""
+    return (
+        card_front_matter(info=info, counts=counts)
+        + f"""
 # {info.name} — version {info.version}
 
 {info.description or "A Gymwright task pack."}
@@ -697,6 +834,7 @@ Each task is a sample; the score is the rubric's reward (mean and stderr over sa
 
 Evaluation data: do not train on the test split. canary GUID {canary_guid(info.slug)}
 """
+    )
 
 
 # ---------------------------------------------------------------------------------------------- build
@@ -710,9 +848,16 @@ def _task_files(document: dict) -> Iterator[tuple[str, str, str, str]]:
         yield "task", entry["path"], entry["sha256"], entry.get("role") or "workspace"
 
 
-def build_pack(*, out: BinaryIO | str | Path, info: PackInfo, tasks: Iterable[TaskItem],
-               read_blob: Callable[[str], bytes], scratch_dir: str | Path, build_record: dict | None = None,
-               progress: Callable[[int], None] | None = None) -> BuildResult:
+def build_pack(
+    *,
+    out: BinaryIO | str | Path,
+    info: PackInfo,
+    tasks: Iterable[TaskItem],
+    read_blob: Callable[[str], bytes],
+    scratch_dir: str | Path,
+    build_record: dict | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> BuildResult:
     """Write the pack for `tasks` (sorted by task id, each id once) as a .tar.gz to `out`.
 
     One pass over the tasks, streaming: each task's line of tasks.jsonl, its parquet row and its
@@ -737,12 +882,14 @@ def build_pack(*, out: BinaryIO | str | Path, info: PackInfo, tasks: Iterable[Ta
     renderer = None
     try:
         renderer = _Renderer(top=top, info=info, spool_path=spool_path, log_path=scratch_dir / f"{top}.renderer.log")
-        manifest, spool = _write_tasks(root=root, top=top, info=info, tasks=tasks, read_blob=read_blob,
-                                       renderer=renderer, progress=progress)
+        manifest, spool = _write_tasks(
+            root=root, top=top, info=info, tasks=tasks, read_blob=read_blob, renderer=renderer, progress=progress
+        )
         manifest["build"] = dict(build_record or {})
         (root / "manifest.json").write_bytes(_indented_json(manifest))
-        sha256, size = _write_tar(root=root, top=top, out=out, spool=spool, total=len(manifest["tasks"]),
-                                  progress=progress)
+        sha256, size = _write_tar(
+            root=root, top=top, out=out, spool=spool, total=len(manifest["tasks"]), progress=progress
+        )
         return BuildResult(manifest=manifest, sha256=sha256, size=size, content_sha256=manifest["content_sha256"])
     finally:
         if renderer is not None:
@@ -785,8 +932,13 @@ class _Renderer:
         self.log_path = log_path
         path = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": str(_CODE_ROOT) + (os.pathsep + path if path else "")}
-        self.process = subprocess.Popen([sys.executable, "-c", "from packs.archive import _render_main; _render_main()"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from packs.archive import _render_main; _render_main()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=env,
+        )
         try:  # a deeper pipe than the default 64 KiB, so that neither side waits on the other's pace per batch
             import fcntl
 
@@ -806,13 +958,16 @@ class _Renderer:
         self.process.wait()
         self.log.seek(0)
         said = self.log.read().decode("utf-8", "replace").strip().splitlines()
-        raise PackError("rendering the task folders failed: " + (said[-1] if said else f"exit {self.process.returncode}"))
+        raise PackError(
+            "rendering the task folders failed: " + (said[-1] if said else f"exit {self.process.returncode}")
+        )
 
     def start(self, *, engine: list[tuple[str, bytes]]) -> None:
         """`engine`: the grader's files (`grader_files()`), which the renderer zips and reads the
         requirements of (half a second that would otherwise hold up the tasks)."""
-        self._send({"top": self.top, "info": dataclasses.asdict(self.info), "spool": str(self.spool_path),
-                    "engine": engine})
+        self._send(
+            {"top": self.top, "info": dataclasses.asdict(self.info), "spool": str(self.spool_path), "engine": engine}
+        )
 
     def add(self, task: tuple) -> None:
         """(document, sha256, difficulty, its canonical JSON line, its rubric.json, {sha256: bytes} of its files)"""
@@ -834,8 +989,14 @@ class _Renderer:
         # Its last message came whole: the build goes on while the process exits (stop() waits for it), which
         # freeing its tables of every file took 40 ms of the build's critical path.
         self.finished = True
-        return _Spool(path=self.spool_path, crc=result["crc"], size=result["size"], digests=result["digests"],
-                      requirements=result["requirements"], grader_pyz=result["grader_pyz"])
+        return _Spool(
+            path=self.spool_path,
+            crc=result["crc"],
+            size=result["size"],
+            digests=result["digests"],
+            requirements=result["requirements"],
+            grader_pyz=result["grader_pyz"],
+        )
 
     def stop(self) -> None:
         """Wait for the renderer to exit after its last message, or end it if it still works (the build failed or
@@ -893,13 +1054,32 @@ def _render_main() -> None:
             if batch is None:
                 break
             for document, sha256, difficulty, line, rubric_json, blobs in batch:
-                _render_task(spool=spool, digests=digests, first=first, shared=shared, top=top, info=info,
-                             document=document, sha256=sha256, difficulty=difficulty, line=line,
-                             rubric_json=rubric_json, blobs=blobs)
+                _render_task(
+                    spool=spool,
+                    digests=digests,
+                    first=first,
+                    shared=shared,
+                    top=top,
+                    info=info,
+                    document=document,
+                    sha256=sha256,
+                    difficulty=difficulty,
+                    line=line,
+                    rubric_json=rubric_json,
+                    blobs=blobs,
+                )
         spool.flush()
         deflate.close(final=False)
-    _send_message(sink, {"crc": deflate.crc, "size": deflate.size, "digests": digests, "requirements": requirements,
-                         "grader_pyz": grader_pyz})
+    _send_message(
+        sink,
+        {
+            "crc": deflate.crc,
+            "size": deflate.size,
+            "digests": digests,
+            "requirements": requirements,
+            "grader_pyz": grader_pyz,
+        },
+    )
 
 
 # The share of the progress bar for writing the tasks; the rest is compressing the archive.
@@ -923,8 +1103,9 @@ class _Shared:
         self.first = {"tests/grader.pyz": "grader/grader.pyz", "tests/requirements.txt": "grader/requirements.txt"}
 
 
-def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskItem], read_blob,
-                 renderer: "_Renderer", progress) -> tuple[dict, "_Spool"]:
+def _write_tasks(
+    *, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskItem], read_blob, renderer: _Renderer, progress
+) -> tuple[dict, _Spool]:
     """The top files under `root`, every task's Harbor folder through `renderer`; the manifest and the spool."""
     scratch = _Scratch(root)
     engine = grader_files()
@@ -954,11 +1135,13 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
             difficulty = difficulty_of(item.calibration)
             histogram[difficulty] += 1
             environments[(document.get("environment") or {}).get("id") or "default"] += 1
-            entries.append({"id": task_id, "version": int(document.get("version") or 1), "sha256": item.sha256,
-                            "split": split})
+            entries.append(
+                {"id": task_id, "version": int(document.get("version") or 1), "sha256": item.sha256, "split": split}
+            )
             if response_only_task(document):
-                splits[split].add(parquet_row(document, sha256=item.sha256, info=info, split=split,
-                                              index=splits[split].count))
+                splits[split].add(
+                    parquet_row(document, sha256=item.sha256, info=info, split=split, index=splits[split].count)
+                )
             else:
                 harbor_only.append(task_id)
             blobs = {}
@@ -970,8 +1153,13 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
                     blobs[sha256] = data
             line = canonical_json(document).encode("utf-8")  # tasks.jsonl and tests/task.json: serialised once
             jsonl.write(line + b"\n")
-            calibration_file.write((b"" if done == 1 else b",") + b"\n" + json.dumps(task_id).encode() + b": "
-                                   + canonical_json(item.calibration).encode())
+            calibration_file.write(
+                (b"" if done == 1 else b",")
+                + b"\n"
+                + json.dumps(task_id).encode()
+                + b": "
+                + canonical_json(item.calibration).encode()
+            )
             # rubric.json is rendered here: it evens out the two processes' shares
             rubric_json = _indented_json(document.get("rubric"))
             renderer.add((document, item.sha256, difficulty, line, rubric_json, blobs))
@@ -984,10 +1172,18 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     for name in ("tasks.jsonl", "calibration.json", "data/train.parquet", "data/test.parquet"):
         scratch.add_existing(name)
     split_counts = Counter(entry["split"] for entry in entries)
-    counts = {"tasks": len(entries), "train": split_counts["train"], "test": split_counts["test"],
-              "parquet": {"train": splits["train"].count, "test": splits["test"].count}}
-    scratch.write("README.md", dataset_card(info=info, counts=counts, histogram=histogram, environments=environments,
-                                            harbor_only=harbor_only).encode("utf-8"))
+    counts = {
+        "tasks": len(entries),
+        "train": split_counts["train"],
+        "test": split_counts["test"],
+        "parquet": {"train": splits["train"].count, "test": splits["test"].count},
+    }
+    scratch.write(
+        "README.md",
+        dataset_card(
+            info=info, counts=counts, histogram=histogram, environments=environments, harbor_only=harbor_only
+        ).encode("utf-8"),
+    )
     spool = renderer.finish()
     scratch.write("grader/requirements.txt", spool.requirements)
     scratch.write("grader/grader.pyz", spool.grader_pyz)
@@ -1012,16 +1208,40 @@ def _write_tasks(*, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskIt
     return manifest, spool
 
 
-def _render_task(*, spool: "_TarWriter", digests: dict, first: dict, shared: _Shared, top: str, info: PackInfo,
-                 document: dict, sha256: str, difficulty: str, line: bytes, rubric_json: bytes, blobs: dict) -> None:
+def _render_task(
+    *,
+    spool: _TarWriter,
+    digests: dict,
+    first: dict,
+    shared: _Shared,
+    top: str,
+    info: PackInfo,
+    document: dict,
+    sha256: str,
+    difficulty: str,
+    line: bytes,
+    rubric_json: bytes,
+    blobs: dict,
+) -> None:
     """One task's Harbor folder as tar entries into `spool`, each file's digest into `digests`; files
     shared by every task are stored in the first and hard-linked from the others (`first`)."""
     task_id = document["id"]
-    items = [(relative, data, executable, digest, None) for relative, data, executable, digest in
-             _harbor_files(document, sha256_of_task=sha256, info=info, difficulty=difficulty,
-                           read_blob=blobs.__getitem__, task_json=line, rubric_json=rubric_json)]
-    items += [(f"tasks/{task_id}/{name}", data, name in shared.executable, shared.digests[name], name)
-              for name, data in shared.files.items()]
+    items = [
+        (relative, data, executable, digest, None)
+        for relative, data, executable, digest in _harbor_files(
+            document,
+            sha256_of_task=sha256,
+            info=info,
+            difficulty=difficulty,
+            read_blob=blobs.__getitem__,
+            task_json=line,
+            rubric_json=rubric_json,
+        )
+    ]
+    items += [
+        (f"tasks/{task_id}/{name}", data, name in shared.executable, shared.digests[name], name)
+        for name, data in shared.files.items()
+    ]
     items.sort(key=lambda entry: _path_key(entry[0]))
     for relative, data, executable, digest, shared_name in items:
         digests[relative] = digest or _sha256(data)
@@ -1034,8 +1254,16 @@ def _render_task(*, spool: "_TarWriter", digests: dict, first: dict, shared: _Sh
         spool.add_bytes(arcname, data, executable=executable)
 
 
-def _harbor_files(document: dict, *, sha256_of_task: str, info: PackInfo, difficulty: str, read_blob,
-                  task_json: bytes, rubric_json: bytes) -> list[tuple[str, bytes, bool, str | None]]:
+def _harbor_files(
+    document: dict,
+    *,
+    sha256_of_task: str,
+    info: PackInfo,
+    difficulty: str,
+    read_blob,
+    task_json: bytes,
+    rubric_json: bytes,
+) -> list[tuple[str, bytes, bool, str | None]]:
     """A task's own Harbor files as (path in the pack, bytes, executable, sha256 when already known).
     `task_json` is the task's canonical JSON (tests/task.json), `rubric_json` its rubric.json."""
     base = f"tasks/{document['id']}"
@@ -1061,13 +1289,24 @@ def _harbor_files(document: dict, *, sha256_of_task: str, info: PackInfo, diffic
             has_workspace = True
     files += [
         (f"{base}/instruction.md", harbor_instruction(document).encode("utf-8"), False, None),
-        (f"{base}/task.toml", harbor_task_toml(document, info=info, difficulty=difficulty,
-                                               sha256=sha256_of_task).encode("utf-8"), False, None),
-        (f"{base}/environment/Dockerfile",
-         harbor_dockerfile(document, has_workspace_files=has_workspace, has_env_files=has_env).encode(), False, None),
+        (
+            f"{base}/task.toml",
+            harbor_task_toml(document, info=info, difficulty=difficulty, sha256=sha256_of_task).encode("utf-8"),
+            False,
+            None,
+        ),
+        (
+            f"{base}/environment/Dockerfile",
+            harbor_dockerfile(document, has_workspace_files=has_workspace, has_env_files=has_env).encode(),
+            False,
+            None,
+        ),
         (f"{base}/solution/solve.sh", harbor_solve(document).encode("utf-8"), True, None),
-        *([(f"{base}/environment/setup.sh", document["environment"]["setup"].encode("utf-8"), False, None)]
-          if (document.get("environment") or {}).get("setup") else []),
+        *(
+            [(f"{base}/environment/setup.sh", document["environment"]["setup"].encode("utf-8"), False, None)]
+            if (document.get("environment") or {}).get("setup")
+            else []
+        ),
         (f"{base}/rubric.json", rubric_json, False, None),
         (f"{base}/tests/task.json", task_json, False, None),
     ]
@@ -1086,7 +1325,7 @@ COMPRESSLEVEL = 6
 COPY_CHUNK = 1 << 20
 
 
-def _write_tar(*, root: Path, top: str, out, spool: "_Spool", total: int, progress) -> tuple[str, int]:
+def _write_tar(*, root: Path, top: str, out, spool: _Spool, total: int, progress) -> tuple[str, int]:
     """The reproducible .tar.gz: entries in path order (component by component; the task folders,
     spooled in that order, last), fixed mtimes, uid/gid 0, no names, gzip without timestamp or
     file name. One gzip member whose deflate stream is three pieces compressed apart: the top files
@@ -1098,8 +1337,7 @@ def _write_tar(*, root: Path, top: str, out, spool: "_Spool", total: int, progre
         hashing.write(_GZIP_HEADER)
         head = _DeflateSink(hashing)
         tar = _TarWriter(head)
-        names = sorted((path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()),
-                       key=_path_key)
+        names = sorted((path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()), key=_path_key)
         for relative in names:
             tar.add_bytes(f"{top}/{relative}", (root / relative).read_bytes(), executable=False)
         tar.flush()
@@ -1189,7 +1427,7 @@ def _tar_header(arcname: str, *, size: int, mode: int, typeflag: bytes, linkname
     fields that never change per mode and type are joined and summed once (110,000 entries a pack)."""
     name = arcname.encode("utf-8", "surrogateescape")
     link = linkname.encode("utf-8", "surrogateescape")
-    if len(name) > _NAME_MAX or len(link) > _NAME_MAX or size >= 8 ** 11:
+    if len(name) > _NAME_MAX or len(link) > _NAME_MAX or size >= 8**11:
         info = _tar_info(arcname)
         info.mode, info.size, info.type, info.linkname = mode, size, typeflag, linkname
         return info.tobuf(tarfile.GNU_FORMAT, tarfile.ENCODING, "surrogateescape")
@@ -1200,8 +1438,18 @@ def _tar_header(arcname: str, *, size: int, mode: int, typeflag: bytes, linkname
         fixed = _HEADER_FIXED[(mode, typeflag)] = (ids, sum(ids + _MTIME_FIELD + b"        " + typeflag + _GNU_TAIL))
     size_field = b"%011o\0" % size
     checksum = fixed[1] + sum(name) + sum(size_field) + sum(link)
-    return b"".join((name.ljust(100, b"\0"), fixed[0], size_field, _MTIME_FIELD, b"%06o\0 " % checksum, typeflag,
-                     link.ljust(100, b"\0"), _GNU_TAIL))
+    return b"".join(
+        (
+            name.ljust(100, b"\0"),
+            fixed[0],
+            size_field,
+            _MTIME_FIELD,
+            b"%06o\0 " % checksum,
+            typeflag,
+            link.ljust(100, b"\0"),
+            _GNU_TAIL,
+        )
+    )
 
 
 _GNU_TAIL = tarfile.GNU_MAGIC + bytes(247)
@@ -1247,8 +1495,9 @@ class _TarWriter:
 
     def add_link(self, arcname: str, target: str, *, executable: bool) -> None:
         # extractors chmod the shared inode with the link's mode
-        self._put(_tar_header(arcname, size=0, mode=0o755 if executable else 0o644, typeflag=tarfile.LNKTYPE,
-                              linkname=target))
+        self._put(
+            _tar_header(arcname, size=0, mode=0o755 if executable else 0o644, typeflag=tarfile.LNKTYPE, linkname=target)
+        )
 
     def close(self) -> None:
         self._put(_tar_end(self.offset))
@@ -1298,8 +1547,11 @@ def verify_pack(source: str | Path | BinaryIO, *, max_bytes: int = 8 << 30) -> V
     top = None
     total = 0
     try:
-        tar = tarfile.open(source, mode="r:gz") if not hasattr(source, "read") else \
-            tarfile.open(fileobj=source, mode="r|gz")
+        tar = (
+            tarfile.open(source, mode="r:gz")
+            if not hasattr(source, "read")
+            else tarfile.open(fileobj=source, mode="r|gz")
+        )
         with tar:
             names: dict[str, str] = {}
             for member in tar:
@@ -1370,4 +1622,3 @@ def zlib_error():
     import zlib
 
     return zlib.error
-

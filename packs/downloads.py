@@ -23,8 +23,7 @@ def pack_version_response(request, pack_version: PackVersion, *, on_send=None):
     if on_send is not None:
         on_send()
     handle = default_storage.open(pack_version.archive.name, "rb")
-    response = FileResponse(handle, as_attachment=True, filename=pack_version.filename,
-                            content_type="application/gzip")
+    response = FileResponse(handle, as_attachment=True, filename=pack_version.filename, content_type="application/gzip")
     response["Content-Length"] = str(pack_version.size)
     response["ETag"] = etag
     response["X-Checksum-SHA256"] = pack_version.sha256

@@ -26,8 +26,9 @@ import tempfile
 import tomllib
 import zlib
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -37,11 +38,11 @@ from django.utils import timezone
 from authoring import permissions
 from authoring import services as authoring_services
 from authoring.models import SLUG_RULE, Blob, Environment, Task, TaskVersion, slug_validator
+from grading.engine import TASK_SCHEMA, content_sha256, validate_task
+from grading.engine.models import relative_path_problem
 from gymwright.bulk import keys_of
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.nul import nul_check
-from grading.engine import TASK_SCHEMA, content_sha256, validate_task
-from grading.engine.models import relative_path_problem
 
 BATCH = 1000
 TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
@@ -99,7 +100,9 @@ class ReportLine:
         if self.status == "rejected":
             where = f"{self.pointer}: " if self.pointer else ""
             return f"{self.where}: rejected{' ' + self.task if self.task else ''}: {where}{self.message}"
-        return f"{self.where}: {self.status_label} {self.task} v{self.version}" + (f" ({self.message})" if self.message else "")
+        return f"{self.where}: {self.status_label} {self.task} v{self.version}" + (
+            f" ({self.message})" if self.message else ""
+        )
 
 
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ReportLine))
@@ -122,13 +125,21 @@ class ImportReport:
         return len(self.lines) - self.rejected
 
     def as_dict(self) -> dict:
-        return {"dry_run": self.dry_run, "imported": self.imported, "rejected": self.rejected,
-                "environments": self.environments, "rows": [line.as_dict() for line in self.lines]}
+        return {
+            "dry_run": self.dry_run,
+            "imported": self.imported,
+            "rejected": self.rejected,
+            "environments": self.environments,
+            "rows": [line.as_dict() for line in self.lines],
+        }
 
     def environments_text(self) -> str:
         """e.g. "environment imported (new): 3 tasks"; "" when no task was created or changed."""
-        return "; ".join(f"environment {item['environment']}{' (new)' if item['new'] else ''}: {item['tasks']} "
-                         f"task{'s' if item['tasks'] != 1 else ''}" for item in self.environments)
+        return "; ".join(
+            f"environment {item['environment']}{' (new)' if item['new'] else ''}: {item['tasks']} "
+            f"task{'s' if item['tasks'] != 1 else ''}"
+            for item in self.environments
+        )
 
 
 # ---------------------------------------------------------------------------------------------- archives
@@ -138,8 +149,9 @@ def _member_error(name: str, why: str) -> ImportFailed:
     return ImportFailed(f"{name}: {why}; nothing was imported.", details=[{"pointer": "", "message": f"{name}: {why}"}])
 
 
-def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = None,
-                    max_members: int | None = None) -> None:
+def extract_archive(
+    path: Path, destination: Path, *, max_bytes: int | None = None, max_members: int | None = None
+) -> None:
     """Unpack a .tar.gz into `destination` safely, or raise ImportFailed naming the bad member.
 
     Every byte written counts toward IMPORT_MAX_BYTES. A hard link to a file written before is made with
@@ -156,19 +168,23 @@ def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = No
     pack_top: str | None = None  # "" or "<folder>/": where a pack's tasks.jsonl was written
 
     def over_cap(name: str) -> ImportFailed:
-        return _member_error(name, f"the archive unpacks to more than {max_bytes // (1 << 20)} MB "
-                                   "(GYMWRIGHT_IMPORT_MAX_MB); stopped")
+        return _member_error(
+            name, f"the archive unpacks to more than {max_bytes // (1 << 20)} MB (GYMWRIGHT_IMPORT_MAX_MB); stopped"
+        )
 
     try:
         with tarfile.open(path, mode="r|gz") as tar:
             for count, member in enumerate(tar, start=1):
                 name = member.name
                 if count > max_members:
-                    raise _member_error(name, f"the archive has more than {max_members} members "
-                                              "(GYMWRIGHT_IMPORT_MAX_MEMBERS)")
+                    raise _member_error(
+                        name, f"the archive has more than {max_members} members (GYMWRIGHT_IMPORT_MAX_MEMBERS)"
+                    )
                 if any(0xDC80 <= ord(ch) <= 0xDCFF for ch in name):
-                    raise _member_error(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
-                                        "the name is not valid UTF-8")
+                    raise _member_error(
+                        name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                        "the name is not valid UTF-8",
+                    )
                 if "\x00" in name or any(ord(ch) < 32 for ch in name):
                     raise _member_error(repr(name), "control characters in the name")
                 parts = [part for part in name.split("/") if part not in ("", ".")]
@@ -200,7 +216,9 @@ def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = No
                 if member.islnk():
                     link = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
                     if member.linkname.startswith("/") or ".." in link.split("/") or link not in written:
-                        raise _member_error(name, f"a hard link to {member.linkname!r}, outside the archive's own files")
+                        raise _member_error(
+                            name, f"a hard link to {member.linkname!r}, outside the archive's own files"
+                        )
                     try:
                         os.link(destination / link, target)
                     except OSError:  # too many links to one file on this file system: a counted copy
@@ -212,8 +230,9 @@ def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = No
                     written.add(relative)
                     continue
                 if member.size > member_cap:
-                    raise _member_error(name, f"larger than the {member_cap // (1 << 20)} MB upload limit "
-                                              "(GYMWRIGHT_UPLOAD_MAX_MB)")
+                    raise _member_error(
+                        name, f"larger than the {member_cap // (1 << 20)} MB upload limit (GYMWRIGHT_UPLOAD_MAX_MB)"
+                    )
                 source = tar.extractfile(member)
                 with open(target, "wb") as handle:
                     while chunk := source.read(1 << 20):
@@ -227,8 +246,10 @@ def extract_archive(path: Path, destination: Path, *, max_bytes: int | None = No
     except ImportFailed:
         raise
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise ImportFailed(f"{path.name} is not a readable .tar.gz: {exc}; nothing was imported.",
-                           details=[{"pointer": "", "message": str(exc)}])
+        raise ImportFailed(
+            f"{path.name} is not a readable .tar.gz: {exc}; nothing was imported.",
+            details=[{"pointer": "", "message": str(exc)}],
+        )
 
 
 def _pack_reads(relative: str, top: str) -> bool:
@@ -236,7 +257,7 @@ def _pack_reads(relative: str, top: str) -> bool:
     (tasks/<id>/files/..., tasks/<id>/environment/env/...); members outside `top` are written as usual."""
     if not relative.startswith(top):
         return True
-    parts = relative[len(top):].split("/")
+    parts = relative[len(top) :].split("/")
     if parts[0] != "tasks" or len(parts) < 3:
         return parts == ["tasks"] or (parts[0] == "tasks" and len(parts) == 2)  # the folders themselves
     return parts[2] == "files" or (parts[2] == "environment" and (len(parts) == 3 or parts[3] == "env"))
@@ -257,7 +278,10 @@ class _ReadBudget:
             raise ImportTooLarge(
                 f"{where}: the import reads more than {self.max_bytes // (1 << 20)} MB "
                 "(GYMWRIGHT_IMPORT_MAX_MB; hard-linked and repeated files count each time); nothing was imported.",
-                details=[{"pointer": "", "message": f"{where}: over the {self.max_bytes // (1 << 20)} MB import limit"}])
+                details=[
+                    {"pointer": "", "message": f"{where}: over the {self.max_bytes // (1 << 20)} MB import limit"}
+                ],
+            )
 
 
 # ---------------------------------------------------------------------------------------------- sources
@@ -266,17 +290,23 @@ class _ReadBudget:
 def _read_text(path: Path, where: str, *, cap: int | None = None, budget: _ReadBudget | None = None) -> str:
     cap = cap or settings.UPLOAD_MAX_BYTES
     if path.is_symlink() or not path.is_file():
-        raise ImportFailed(f"{where}: not a regular file.", details=[{"pointer": "", "message": f"{where}: not a regular file"}])
+        raise ImportFailed(
+            f"{where}: not a regular file.", details=[{"pointer": "", "message": f"{where}: not a regular file"}]
+        )
     size = path.stat().st_size
     if size > cap:
-        raise ImportFailed(f"{where}: larger than {cap // (1 << 20)} MB.", details=[{"pointer": "", "message": f"{where}: too large"}])
+        raise ImportFailed(
+            f"{where}: larger than {cap // (1 << 20)} MB.", details=[{"pointer": "", "message": f"{where}: too large"}]
+        )
     if budget is not None:
         budget.take(where, size)
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ImportFailed(f"{where}: not valid UTF-8 (byte {exc.start}).",
-                           details=[{"pointer": "", "message": f"{where}: invalid UTF-8 at byte {exc.start}"}])
+        raise ImportFailed(
+            f"{where}: not valid UTF-8 (byte {exc.start}).",
+            details=[{"pointer": "", "message": f"{where}: invalid UTF-8 at byte {exc.start}"}],
+        )
 
 
 def _slugify(text: str) -> str:
@@ -291,8 +321,9 @@ def _environment_of(document: dict) -> tuple[str, int, dict]:
     return slug, number, environment
 
 
-def tasks_jsonl_candidates(path: Path, *, pack_root: Path | None = None,
-                           budget: _ReadBudget | None = None) -> Iterator[Candidate | Rejection]:
+def tasks_jsonl_candidates(
+    path: Path, *, pack_root: Path | None = None, budget: _ReadBudget | None = None
+) -> Iterator[Candidate | Rejection]:
     """gymwright.task/v1 documents, one per line; their files come from the pack folder next to it."""
     if path.stat().st_size > settings.IMPORT_MAX_BYTES:
         raise ImportFailed(f"{path.name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).")
@@ -308,8 +339,13 @@ def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
         for number, raw in enumerate(handle, start=1):
             where = f"line {number}"
             if number > settings.IMPORT_MAX_ROWS:
-                yield where, Rejection(where, f"more than {settings.IMPORT_MAX_ROWS} rows "
-                                              "(GYMWRIGHT_IMPORT_MAX_ROWS); the rest was not read")
+                yield (
+                    where,
+                    Rejection(
+                        where,
+                        f"more than {settings.IMPORT_MAX_ROWS} rows (GYMWRIGHT_IMPORT_MAX_ROWS); the rest was not read",
+                    ),
+                )
                 return
             if not raw.strip():
                 continue
@@ -318,19 +354,25 @@ def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
             except UnicodeDecodeError as exc:
                 yield where, Rejection(where, f"not valid UTF-8 (byte {exc.start})")
             except (json.JSONDecodeError, RecursionError) as exc:
-                yield where, Rejection(where, f"invalid JSON: {getattr(exc, 'msg', exc)} "
-                                              f"(column {getattr(exc, 'colno', '?')})")
+                yield (
+                    where,
+                    Rejection(where, f"invalid JSON: {getattr(exc, 'msg', exc)} (column {getattr(exc, 'colno', '?')})"),
+                )
 
 
-def task_documents_candidates(documents: Iterable[tuple[str, Any]], *, pack_root: Path | None = None,
-                              budget: _ReadBudget | None = None) -> Iterator[Candidate | Rejection]:
+def task_documents_candidates(
+    documents: Iterable[tuple[str, Any]], *, pack_root: Path | None = None, budget: _ReadBudget | None = None
+) -> Iterator[Candidate | Rejection]:
     """gymwright.task/v1 documents, each with where it was read (`line 3` of a file; a Rejection in
     place of one that could not be read); their files come from `pack_root`, read within `budget`."""
     first_where: dict[str, str] = {}
     budget = budget or _ReadBudget()
     for where, document in documents:
-        yield document if isinstance(document, Rejection) else _document_candidate(
-            where, document, first_where, pack_root=pack_root, budget=budget)
+        yield (
+            document
+            if isinstance(document, Rejection)
+            else _document_candidate(where, document, first_where, pack_root=pack_root, budget=budget)
+        )
 
 
 def request_candidates(items: list) -> Iterator[Candidate | Rejection]:
@@ -346,14 +388,24 @@ def request_candidates(items: list) -> Iterator[Candidate | Rejection]:
             yield _row_candidate(where, item, first_where, stem="task")
 
 
-def _document_candidate(where: str, document: Any, first_where: dict[str, str], *,
-                        pack_root: Path | None = None, budget: _ReadBudget | None = None) -> Candidate | Rejection:
+def _document_candidate(
+    where: str,
+    document: Any,
+    first_where: dict[str, str],
+    *,
+    pack_root: Path | None = None,
+    budget: _ReadBudget | None = None,
+) -> Candidate | Rejection:
     slug = document.get("id") if isinstance(document, dict) and isinstance(document.get("id"), str) else None
     if slug is None or not isinstance(document.get("environment", {}), dict):
         issues = validate_task(document)  # the full check runs when the version is built
         issue = issues[0] if issues else None
-        return Rejection(where, issue.message if issue else "not a gymwright.task/v1 object with an id",
-                         (issue.pointer if issue else "/id") or "", slug)
+        return Rejection(
+            where,
+            issue.message if issue else "not a gymwright.task/v1 object with an id",
+            (issue.pointer if issue else "/id") or "",
+            slug,
+        )
     if slug in first_where:
         return Rejection(where, f"duplicate task id {slug!r} (first on {first_where[slug]})", "/id", slug)
     first_where[slug] = where
@@ -367,15 +419,25 @@ def _document_candidate(where: str, document: Any, first_where: dict[str, str], 
             _pack_file(files, task_root / "environment" / "env", entry, pack_root=pack_root, budget=budget)
     content = {key: document.get(key) for key in TASK_KEYS}
     content["title"] = content["title"] or slug  # optional in the format, required in Gymwright
-    return Candidate(where=where, slug=slug, content=content, environment=_environment_of(document),
-                     number=int(document.get("version") or 1), files=files)
+    return Candidate(
+        where=where,
+        slug=slug,
+        content=content,
+        environment=_environment_of(document),
+        number=int(document.get("version") or 1),
+        files=files,
+    )
 
 
 def _pack_file(files: dict, folder: Path, entry: Any, *, pack_root: Path, budget: _ReadBudget) -> None:
     """The bytes of a file a pack's task names, when they are in the pack and match its sha256 (else the
     version check reports the file as never uploaded, at its pointer)."""
-    if not (isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("sha256"), str)
-            and relative_path_problem(entry["path"]) is None):
+    if not (
+        isinstance(entry, dict)
+        and isinstance(entry.get("path"), str)
+        and isinstance(entry.get("sha256"), str)
+        and relative_path_problem(entry["path"]) is None
+    ):
         return
     path = folder / entry["path"]
     if path.is_file() and not path.is_symlink() and path.stat().st_size <= settings.UPLOAD_MAX_BYTES:
@@ -409,26 +471,38 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
             if path.suffix.lower() == ".csv":
                 delimiter, header = _csv_header(path)
                 _csv_header_check(path, header)
-                frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8", sep=delimiter,
-                                    nrows=settings.IMPORT_MAX_ROWS + 1)
+                frame = pd.read_csv(
+                    path,
+                    dtype=str,
+                    keep_default_na=False,
+                    encoding="utf-8",
+                    sep=delimiter,
+                    nrows=settings.IMPORT_MAX_ROWS + 1,
+                )
             else:
                 frame = pd.read_parquet(path)
         except Exception as exc:  # noqa: BLE001 - any parser error: the file as a whole is unreadable
             why = str(exc).replace(str(path), path.name)[:300]  # the parser's message names the file: not our folders
-            raise ImportFailed(f"{path.name} could not be read as a table: {why}; nothing was imported.",
-                               details=[{"pointer": "", "message": why}])
+            raise ImportFailed(
+                f"{path.name} could not be read as a table: {why}; nothing was imported.",
+                details=[{"pointer": "", "message": why}],
+            )
         if len(frame) > settings.IMPORT_MAX_ROWS:
-            raise ImportFailed(f"{path.name} has more than {settings.IMPORT_MAX_ROWS} rows "
-                               "(GYMWRIGHT_IMPORT_MAX_ROWS); nothing was imported.")
+            raise ImportFailed(
+                f"{path.name} has more than {settings.IMPORT_MAX_ROWS} rows "
+                "(GYMWRIGHT_IMPORT_MAX_ROWS); nothing was imported."
+            )
         frame.columns = [str(column).strip().lower() for column in frame.columns]
         columns = set(frame.columns)
         rows = [(f"row {index}", row) for index, row in enumerate(frame.to_dict("records"), start=1)]
     if not rows:
-        raise ImportFailed(f"{path.name} has no rows; nothing was imported.",
-                           details=[{"pointer": "", "message": "no rows"}])
+        raise ImportFailed(
+            f"{path.name} has no rows; nothing was imported.", details=[{"pointer": "", "message": "no rows"}]
+        )
     if not any(c in columns for c in PROMPT_COLUMNS):
-        raise ImportFailed(_no_prompt_column(path, columns),
-                           details=[{"pointer": "/prompt", "message": "missing column"}])
+        raise ImportFailed(
+            _no_prompt_column(path, columns), details=[{"pointer": "/prompt", "message": "missing column"}]
+        )
     stem = _slugify(path.stem)[:50]
     first_where: dict[str, str] = {}
     for where, row in rows:
@@ -448,12 +522,16 @@ def _csv_header_check(path: Path, header: list[str] | None) -> None:
     """Refuse a CSV whose header row pandas should not be handed: one that does not end within
     CSV_HEADER_MAX_BYTES, or has more than TABLE_MAX_COLUMNS columns."""
     if header is None:
-        raise ImportFailed(f"{path.name}: its header row is longer than {CSV_HEADER_MAX_BYTES // 1024} KB; nothing "
-                           "was imported.", details=[{"pointer": "", "message": "header row too long"}])
+        raise ImportFailed(
+            f"{path.name}: its header row is longer than {CSV_HEADER_MAX_BYTES // 1024} KB; nothing was imported.",
+            details=[{"pointer": "", "message": "header row too long"}],
+        )
     if len(header) > TABLE_MAX_COLUMNS:
-        raise ImportFailed(f"{path.name} has {len(header)} columns, more than a table of tasks has "
-                           f"({TABLE_MAX_COLUMNS} at most); nothing was imported.",
-                           details=[{"pointer": "", "message": f"at most {TABLE_MAX_COLUMNS} columns"}])
+        raise ImportFailed(
+            f"{path.name} has {len(header)} columns, more than a table of tasks has "
+            f"({TABLE_MAX_COLUMNS} at most); nothing was imported.",
+            details=[{"pointer": "", "message": f"at most {TABLE_MAX_COLUMNS} columns"}],
+        )
 
 
 def _csv_header(path: Path) -> tuple[str, list[str] | None]:
@@ -497,11 +575,15 @@ def _no_prompt_column(path: Path, columns) -> str:
     found = ", ".join(repr(name[:40] + ("…" if len(name) > 40 else "")) for name in names[:shown])
     found += f" and {len(names) - shown} more" if len(names) > shown else ""
     names_allowed = ", ".join(PROMPT_COLUMNS[:-1]) + f" or {PROMPT_COLUMNS[-1]}"
-    delimiters = ", ".join(CSV_DELIMITER_NAMES[d] for d in CSV_DELIMITERS[:-1]) + \
-        f" or {CSV_DELIMITER_NAMES[CSV_DELIMITERS[-1]]}"
+    delimiters = (
+        ", ".join(CSV_DELIMITER_NAMES[d] for d in CSV_DELIMITERS[:-1])
+        + f" or {CSV_DELIMITER_NAMES[CSV_DELIMITERS[-1]]}"
+    )
     hint = f" (a CSV's columns may be separated by {delimiters})" if split else ""
-    return (f"{path.name} has no prompt column: its columns are {found or 'none'}{split}. Name the column that "
-            f"holds the prompts {names_allowed}{hint}; nothing was imported.")
+    return (
+        f"{path.name} has no prompt column: its columns are {found or 'none'}{split}. Name the column that "
+        f"holds the prompts {names_allowed}{hint}; nothing was imported."
+    )
 
 
 def _columns_named(row: Any) -> Any:
@@ -535,15 +617,20 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
     answer = _cell(row.get(answer_column)) if answer_column else ""
     given = _cell(row.get(id_column)).strip() if id_column else ""
     if not prompt:
-        return Rejection(where, "the prompt is empty" if prompt_column else
-                         f"no prompt (one of {', '.join(PROMPT_COLUMNS)})", "/prompt", given or None)
+        return Rejection(
+            where,
+            "the prompt is empty" if prompt_column else f"no prompt (one of {', '.join(PROMPT_COLUMNS)})",
+            "/prompt",
+            given or None,
+        )
     rubric = row.get("rubric")
     if isinstance(rubric, str) and rubric.strip():
         try:
             rubric = json.loads(rubric)
         except json.JSONDecodeError as exc:
-            return Rejection(where, f"the rubric is not valid JSON: {exc.msg} (column {exc.colno})", "/rubric",
-                             given or None)
+            return Rejection(
+                where, f"the rubric is not valid JSON: {exc.msg} (column {exc.colno})", "/rubric", given or None
+            )
     elif not isinstance(rubric, dict):
         rubric = None
     if rubric is None:
@@ -551,27 +638,56 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
         lines = [_cell(item) for item in criteria] if isinstance(criteria, list) else _cell(criteria).splitlines()
         criteria = [line.strip(" -*\t") for line in lines if line.strip(" -*\t")]
         if not criteria:
-            return Rejection(where, "needs a rubric (JSON) or criteria (one plain-language criterion per line)",
-                             "/rubric", given or None)
-        checks = [{"id": f"criterion_{number}", "kind": "llm_judge", "points": 1, "criterion": criterion,
-                   **({"reference": answer} if answer else {})} for number, criterion in enumerate(criteria, 1)]
+            return Rejection(
+                where,
+                "needs a rubric (JSON) or criteria (one plain-language criterion per line)",
+                "/rubric",
+                given or None,
+            )
+        checks = [
+            {
+                "id": f"criterion_{number}",
+                "kind": "llm_judge",
+                "points": 1,
+                "criterion": criterion,
+                **({"reference": answer} if answer else {}),
+            }
+            for number, criterion in enumerate(criteria, 1)
+        ]
         rubric = {"schema": "gymwright.rubric/v1", "checks": checks}
     environment = row.get("environment")
     # a table's empty cell reads as None or NaN (no environment); a number is a name, if not an id
     environment = _cell(environment) if environment is None or isinstance(environment, float) else environment
     if not isinstance(environment, str):
-        return Rejection(where, "the environment is named by its id (an environment that exists), "
-                         f"not given as {type(environment).__name__}", "/environment", given or None)
+        return Rejection(
+            where,
+            "the environment is named by its id (an environment that exists), "
+            f"not given as {type(environment).__name__}",
+            "/environment",
+            given or None,
+        )
     environment = environment.strip() or None
     tags = row.get("tags")
     tags = [_cell(t) for t in tags] if isinstance(tags, list) else _cell(tags).split(",")
-    content = {"title": _cell(row.get("title")) or prompt.splitlines()[0][:120], "prompt": prompt,
-               "rubric": rubric, "solution": {"script": None, "answer": answer or None}, "files": [],
-               "tags": [t.strip() for t in tags if t.strip()], "metadata": {}}
+    content = {
+        "title": _cell(row.get("title")) or prompt.splitlines()[0][:120],
+        "prompt": prompt,
+        "rubric": rubric,
+        "solution": {"script": None, "answer": answer or None},
+        "files": [],
+        "tags": [t.strip() for t in tags if t.strip()],
+        "metadata": {},
+    }
     slug = given or f"{stem or 'task'}-{content_sha256([content, environment] if environment else content)[:10]}"
     if slug in first_where:
-        return Rejection(where, f"duplicate task id {slug!r} (first in {first_where[slug]})" if given else
-                         f"the same task as {first_where[slug]} (the same prompt, answer and rubric)", "/id", slug)
+        return Rejection(
+            where,
+            f"duplicate task id {slug!r} (first in {first_where[slug]})"
+            if given
+            else f"the same task as {first_where[slug]} (the same prompt, answer and rubric)",
+            "/id",
+            slug,
+        )
     first_where[slug] = where
     return Candidate(where=where, slug=slug, environment=None, content=content, environment_slug=environment)
 
@@ -610,7 +726,9 @@ run() {
 """
 # Harbor reads reward.json (named rewards) when test.sh wrote one, else reward.txt (one number). A command
 # check passes or fails: it passes on the full reward (every reward at least 1); a fractional reward fails.
-HARBOR_REWARD_CHECK = _VERIFIER_SETUP + r"""run /tests/test.sh > "$L/test-stdout.txt" 2>&1
+HARBOR_REWARD_CHECK = (
+    _VERIFIER_SETUP
+    + r"""run /tests/test.sh > "$L/test-stdout.txt" 2>&1
 tail -c 1500 "$L/test-stdout.txt" >&2
 NUM='^[+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$'
 if [ -f "$L/reward.json" ]; then
@@ -631,19 +749,24 @@ passed=$?
 echo "$F: $(head -c 200 "$L/$F" | tr '\n' ' ')(the full reward passes)" >&2
 exit $passed
 """
+)
 # Terminal-Bench runs run-tests.sh from the image's WORKDIR with TEST_DIR=/tests; its exit code is the verdict
 # (as Harbor's own Terminal-Bench mapper reads it).
-TERMINAL_BENCH_CHECK = _VERIFIER_SETUP + r"""export TEST_DIR=/tests
+TERMINAL_BENCH_CHECK = (
+    _VERIFIER_SETUP
+    + r"""export TEST_DIR=/tests
 run /tests/run-tests.sh > "$L/test-stdout.txt" 2>&1
 code=$?
 tail -c 1500 "$L/test-stdout.txt" >&2
 echo "run-tests.sh exited with $code" >&2
 exit $code
 """
+)
 
 
-def _folder_files(root: Path, prefix: str, where: str, budget: _ReadBudget, *,
-                  skip: Iterable[str] = ()) -> tuple[list[dict], dict[str, bytes]]:
+def _folder_files(
+    root: Path, prefix: str, where: str, budget: _ReadBudget, *, skip: Iterable[str] = ()
+) -> tuple[list[dict], dict[str, bytes]]:
     """Every regular file under `root` as a file entry at `prefix` + its path under `root`, with its bytes
     (read within `budget`); a link is refused. `where` names `root` in messages; `skip`: paths under it."""
     entries, files = [], {}
@@ -668,11 +791,12 @@ def _folder_files(root: Path, prefix: str, where: str, budget: _ReadBudget, *,
 
 def _verifier_files(entries: list[dict], files: dict[str, bytes]) -> list[dict]:
     """The tests as grader files under VERIFIER_FILES, with the list of them the check copies."""
-    listing = "".join(entry["path"][len(VERIFIER_FILES + "tests/"):] + "\n" for entry in entries).encode()
+    listing = "".join(entry["path"][len(VERIFIER_FILES + "tests/") :] + "\n" for entry in entries).encode()
     sha256 = hashlib.sha256(listing).hexdigest()
     files[sha256] = listing
-    return [{**entry, "role": "grader"} for entry in
-            [*entries, {"path": f"{VERIFIER_FILES}tests.list", "sha256": sha256}]]
+    return [
+        {**entry, "role": "grader"} for entry in [*entries, {"path": f"{VERIFIER_FILES}tests.list", "sha256": sha256}]
+    ]
 
 
 _CONTEXT_INSTRUCTION = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)
@@ -702,21 +826,28 @@ def _context_copy_line(dockerfile: str) -> int | None:
     return None
 
 
-def _build_context_rejection(dockerfile: str | None, context: Path, label: str, *, known: set[str],
-                             slug: str) -> Rejection | None:
+def _build_context_rejection(
+    dockerfile: str | None, context: Path, label: str, *, known: set[str], slug: str
+) -> Rejection | None:
     """A task whose Dockerfile copies files from its build context cannot build here: a Gymwright environment
     is built from its Dockerfile alone (its files go to /env in the sandbox, not into the image)."""
     line = _context_copy_line(dockerfile) if dockerfile else None
     if line is None:
         return None
-    extra = sorted(path.relative_to(context).as_posix() for path in context.rglob("*")
-                   if (path.is_file() or path.is_symlink())
-                   and path.relative_to(context).parts[0] not in known)
+    extra = sorted(
+        path.relative_to(context).as_posix()
+        for path in context.rglob("*")
+        if (path.is_file() or path.is_symlink()) and path.relative_to(context).parts[0] not in known
+    )
     if not extra:
         return None
-    return Rejection(f"{label}/{extra[0]}", "build-context files are not supported: the Dockerfile's COPY/ADD on "
-                     f"line {line} reads them, and an environment is built from its Dockerfile alone "
-                     f"({len(extra)} file{'s' if len(extra) != 1 else ''} beside it)", slug=slug)
+    return Rejection(
+        f"{label}/{extra[0]}",
+        "build-context files are not supported: the Dockerfile's COPY/ADD on "
+        f"line {line} reads them, and an environment is built from its Dockerfile alone "
+        f"({len(extra)} file{'s' if len(extra) != 1 else ''} beside it)",
+        slug=slug,
+    )
 
 
 def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate | Rejection:
@@ -736,14 +867,21 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
     environment = folder / "environment"
     for compose in ("docker-compose.yaml", "docker-compose.yml"):
         if (environment / compose).exists():
-            return Rejection(f"{where}/environment/{compose}", "multi-container environments (docker-compose) "
-                             "are not supported: an environment is one image, built from environment/Dockerfile",
-                             slug=slug)
+            return Rejection(
+                f"{where}/environment/{compose}",
+                "multi-container environments (docker-compose) "
+                "are not supported: an environment is one image, built from environment/Dockerfile",
+                slug=slug,
+            )
     dockerfile_path = environment / "Dockerfile"
-    dockerfile = _read_text(dockerfile_path, f"{where}/environment/Dockerfile", budget=budget) \
-        if dockerfile_path.is_file() else None
-    refused = _build_context_rejection(dockerfile, environment, f"{where}/environment",
-                                       known={"Dockerfile", ".dockerignore"}, slug=slug)
+    dockerfile = (
+        _read_text(dockerfile_path, f"{where}/environment/Dockerfile", budget=budget)
+        if dockerfile_path.is_file()
+        else None
+    )
+    refused = _build_context_rejection(
+        dockerfile, environment, f"{where}/environment", known={"Dockerfile", ".dockerignore"}, slug=slug
+    )
     if refused is not None:
         return refused
     solve = folder / "solution" / "solve.sh"
@@ -753,15 +891,34 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
         return Rejection(f"{where}/tests/test.sh", "is missing: Harbor's verifier runs tests/test.sh", slug=slug)
     timeout = int(float((config.get("verifier") or {}).get("timeout_sec") or 600))
     keywords = (config.get("task") or {}).get("keywords") or (config.get("metadata") or {}).get("tags") or []
-    return Candidate(where=where, slug=slug, number=1, files=files,
-                     environment=(f"harbor-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}), content={
-                         "title": ((config.get("task") or {}).get("description") or slug)[:200], "prompt": instruction,
-                         "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                             {"id": "tests_pass", "kind": "command", "points": 1, "run": HARBOR_REWARD_CHECK,
-                              "expect_exit": 0, "timeout_s": max(1, min(timeout, 86400))}]},
-                         "solution": {"script": script, "answer": None}, "files": _verifier_files(test_entries, files),
-                         "tags": [str(k) for k in keywords if isinstance(k, str)][:20],
-                         "metadata": {"source": "harbor", "harbor_name": name or folder.name}})
+    return Candidate(
+        where=where,
+        slug=slug,
+        number=1,
+        files=files,
+        environment=(f"harbor-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}),
+        content={
+            "title": ((config.get("task") or {}).get("description") or slug)[:200],
+            "prompt": instruction,
+            "rubric": {
+                "schema": "gymwright.rubric/v1",
+                "checks": [
+                    {
+                        "id": "tests_pass",
+                        "kind": "command",
+                        "points": 1,
+                        "run": HARBOR_REWARD_CHECK,
+                        "expect_exit": 0,
+                        "timeout_s": max(1, min(timeout, 86400)),
+                    }
+                ],
+            },
+            "solution": {"script": script, "answer": None},
+            "files": _verifier_files(test_entries, files),
+            "tags": [str(k) for k in keywords if isinstance(k, str)][:20],
+            "metadata": {"source": "harbor", "harbor_name": name or folder.name},
+        },
+    )
 
 
 def terminal_bench_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate | Rejection:
@@ -782,34 +939,74 @@ def terminal_bench_candidate(folder: Path, where: str, budget: _ReadBudget) -> C
         instruction = (config["descriptions"][0] or {}).get("description")
     if not isinstance(instruction, str) or not instruction.strip():
         return Rejection(f"{where}/task.yaml", "has no instruction", "/instruction", slug)
-    dockerfile = _read_text(folder / "Dockerfile", f"{where}/Dockerfile", budget=budget) \
-        if (folder / "Dockerfile").is_file() else None
-    refused = _build_context_rejection(dockerfile, folder, where, slug=slug, known={
-        "Dockerfile", ".dockerignore", "task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests",
-        "docker-compose.yaml", "docker-compose.yml"})
+    dockerfile = (
+        _read_text(folder / "Dockerfile", f"{where}/Dockerfile", budget=budget)
+        if (folder / "Dockerfile").is_file()
+        else None
+    )
+    refused = _build_context_rejection(
+        dockerfile,
+        folder,
+        where,
+        slug=slug,
+        known={
+            "Dockerfile",
+            ".dockerignore",
+            "task.yaml",
+            "solution.sh",
+            "solution.yaml",
+            "run-tests.sh",
+            "tests",
+            "docker-compose.yaml",
+            "docker-compose.yml",
+        },
+    )
     if refused is not None:
         return refused
-    script = _read_text(folder / "solution.sh", f"{where}/solution.sh", budget=budget) \
-        if (folder / "solution.sh").is_file() else None
+    script = (
+        _read_text(folder / "solution.sh", f"{where}/solution.sh", budget=budget)
+        if (folder / "solution.sh").is_file()
+        else None
+    )
     run_tests = folder / "run-tests.sh"
     if run_tests.is_symlink() or not run_tests.is_file():
         return Rejection(f"{where}/run-tests.sh", "is missing: Terminal-Bench runs run-tests.sh", slug=slug)
     # run-tests.sh goes to /tests beside the tests, as Terminal-Bench puts it (one in tests/ gives way to it)
-    test_entries, files = _folder_files(folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget,
-                                        skip={"run-tests.sh"})
+    test_entries, files = _folder_files(
+        folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget, skip={"run-tests.sh"}
+    )
     data = _read_text(run_tests, f"{where}/run-tests.sh", budget=budget).encode("utf-8")
     files[hashlib.sha256(data).hexdigest()] = data
     test_entries.append({"path": f"{VERIFIER_FILES}tests/run-tests.sh", "sha256": hashlib.sha256(data).hexdigest()})
     timeout = int(float(config.get("max_test_timeout_sec") or 600))
-    return Candidate(where=where, slug=slug, number=1, files=files,
-                     environment=(f"tbench-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}), content={
-                         "title": slug, "prompt": instruction,
-                         "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                             {"id": "tests_pass", "kind": "command", "points": 1, "run": TERMINAL_BENCH_CHECK,
-                              "expect_exit": 0, "timeout_s": max(1, min(timeout, 86400))}]},
-                         "solution": {"script": script, "answer": None}, "files": _verifier_files(test_entries, files),
-                         "tags": [str(t) for t in config.get("tags") or [] if isinstance(t, str)][:20],
-                         "metadata": {"source": "terminal-bench"}})
+    return Candidate(
+        where=where,
+        slug=slug,
+        number=1,
+        files=files,
+        environment=(f"tbench-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}),
+        content={
+            "title": slug,
+            "prompt": instruction,
+            "rubric": {
+                "schema": "gymwright.rubric/v1",
+                "checks": [
+                    {
+                        "id": "tests_pass",
+                        "kind": "command",
+                        "points": 1,
+                        "run": TERMINAL_BENCH_CHECK,
+                        "expect_exit": 0,
+                        "timeout_s": max(1, min(timeout, 86400)),
+                    }
+                ],
+            },
+            "solution": {"script": script, "answer": None},
+            "files": _verifier_files(test_entries, files),
+            "tags": [str(t) for t in config.get("tags") or [] if isinstance(t, str)][:20],
+            "metadata": {"source": "terminal-bench"},
+        },
+    )
 
 
 def folder_candidates(root: Path, label: str, budget: _ReadBudget | None = None) -> Iterator[Candidate | Rejection]:
@@ -817,14 +1014,22 @@ def folder_candidates(root: Path, label: str, budget: _ReadBudget | None = None)
     if (root / "tasks.jsonl").is_file():
         yield from tasks_jsonl_candidates(root / "tasks.jsonl", pack_root=root, budget=budget)
         return
-    folders = [root] if (root / "task.toml").exists() or (root / "task.yaml").exists() else \
-        sorted(path for path in root.iterdir() if path.is_dir() and not path.is_symlink())
+    folders = (
+        [root]
+        if (root / "task.toml").exists() or (root / "task.yaml").exists()
+        else sorted(path for path in root.iterdir() if path.is_dir() and not path.is_symlink())
+    )
     found = False
     first_where: dict[str, str] = {}
     for folder in folders:
         where = label if folder == root else f"{label}/{folder.name}"
-        kind = harbor_candidate if (folder / "task.toml").exists() else \
-            terminal_bench_candidate if (folder / "task.yaml").exists() else None
+        kind = (
+            harbor_candidate
+            if (folder / "task.toml").exists()
+            else terminal_bench_candidate
+            if (folder / "task.yaml").exists()
+            else None
+        )
         if kind is None:
             continue
         try:
@@ -836,8 +1041,12 @@ def folder_candidates(root: Path, label: str, budget: _ReadBudget | None = None)
         found = True
         if isinstance(candidate, Candidate):
             if candidate.slug in first_where:  # two folders, one task id: the first is imported
-                candidate = Rejection(where, f"duplicate task id {candidate.slug!r} (first in "
-                                             f"{first_where[candidate.slug]})", "/id", candidate.slug)
+                candidate = Rejection(
+                    where,
+                    f"duplicate task id {candidate.slug!r} (first in {first_where[candidate.slug]})",
+                    "/id",
+                    candidate.slug,
+                )
             else:
                 first_where[candidate.slug] = where
         yield candidate
@@ -867,8 +1076,11 @@ def source_candidates(path: Path, scratch: Path) -> Iterator[Candidate | Rejecti
     elif name.endswith((".csv", ".parquet")):
         yield from table_candidates(path)
     else:
-        raise DomainError(f"{path.name}: import a tasks.jsonl, a .csv/.jsonl/.parquet table, a folder or a .tar.gz.",
-                          code="usage", details=[{"pointer": "/file", "message": "unknown kind of file"}])
+        raise DomainError(
+            f"{path.name}: import a tasks.jsonl, a .csv/.jsonl/.parquet table, a folder or a .tar.gz.",
+            code="usage",
+            details=[{"pointer": "/file", "message": "unknown kind of file"}],
+        )
 
 
 # ---------------------------------------------------------------------------------------------- import
@@ -878,22 +1090,32 @@ class _DryRunRollback(Exception):
     pass
 
 
-def tasks_import(*, path: str | Path | None = None, documents: list | None = None, user,
-                 environment: str | None = None, dry_run: bool = False, approve_as=None) -> ImportReport:
+def tasks_import(
+    *,
+    path: str | Path | None = None,
+    documents: list | None = None,
+    user,
+    environment: str | None = None,
+    dry_run: bool = False,
+    approve_as=None,
+) -> ImportReport:
     """Import every task of `path`, or of `documents` (a bulk request's items, already read: task
     documents or simple rows; reported as `/tasks/N`); see the module docstring. Raises ImportFailed /
     DomainError for a source that fails as a whole (nothing imported), NotAllowed for missing rights."""
     if not permissions.can_author(user):
         raise NotAllowed("Only authors and admins can import tasks.")
     if approve_as is not None and not permissions.is_admin(approve_as):
-        raise NotAllowed(f"--approve-as {approve_as.get_username()}: only an admin may approve imported tasks.",
-                         details=[{"pointer": "/approve_as", "message": "not an admin"}])
+        raise NotAllowed(
+            f"--approve-as {approve_as.get_username()}: only an admin may approve imported tasks.",
+            details=[{"pointer": "/approve_as", "message": "not an admin"}],
+        )
     default_version = _environment_latest(environment) if environment else None
     if documents is None:
         path = Path(path)
         if not path.exists():
-            raise DomainError(f"{path} does not exist.", code="usage",
-                              details=[{"pointer": "/file", "message": "not found"}])
+            raise DomainError(
+                f"{path} does not exist.", code="usage", details=[{"pointer": "/file", "message": "not found"}]
+            )
     scratch_root = Path(settings.PACK_SCRATCH_DIR)
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="import-", dir=scratch_root))
@@ -905,8 +1127,15 @@ def tasks_import(*, path: str | Path | None = None, documents: list | None = Non
         try:
             with transaction.atomic():
                 candidates = source_candidates(path, scratch) if documents is None else request_candidates(documents)
-                _run(candidates, lines, user=user, default_version=default_version,
-                     dry_run=dry_run, approve_as=approve_as, used=used)
+                _run(
+                    candidates,
+                    lines,
+                    user=user,
+                    default_version=default_version,
+                    dry_run=dry_run,
+                    approve_as=approve_as,
+                    used=used,
+                )
                 environments = _environments_used(used, since=started)  # before a dry run's rollback
                 if dry_run:
                     raise _DryRunRollback()
@@ -919,8 +1148,10 @@ def tasks_import(*, path: str | Path | None = None, documents: list | None = Non
 
 def _environments_used(used: Counter, *, since) -> list[dict]:
     rows = Environment.objects.filter(pk__in=list(used)).values_list("pk", "slug", "created_at") if used else []
-    return [{"environment": slug, "tasks": used[pk], "new": created_at >= since}
-            for pk, slug, created_at in sorted(rows, key=lambda row: row[1])]
+    return [
+        {"environment": slug, "tasks": used[pk], "new": created_at >= since}
+        for pk, slug, created_at in sorted(rows, key=lambda row: row[1])
+    ]
 
 
 def _run(candidates, lines, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
@@ -928,18 +1159,27 @@ def _run(candidates, lines, *, user, default_version, dry_run, approve_as, used:
     for candidate in candidates:
         batch.append(candidate)
         if len(batch) >= BATCH:
-            _import_batch(batch, lines, user=user, default_version=default_version, dry_run=dry_run,
-                          approve_as=approve_as, used=used)
+            _import_batch(
+                batch,
+                lines,
+                user=user,
+                default_version=default_version,
+                dry_run=dry_run,
+                approve_as=approve_as,
+                used=used,
+            )
             batch = []
     if batch:
-        _import_batch(batch, lines, user=user, default_version=default_version, dry_run=dry_run,
-                      approve_as=approve_as, used=used)
+        _import_batch(
+            batch, lines, user=user, default_version=default_version, dry_run=dry_run, approve_as=approve_as, used=used
+        )
 
 
 def _reject(lines, where, exc: DomainError, slug=None) -> None:
     detail = exc.details[0] if exc.details else {}
-    lines.append(ReportLine(where=where, status="rejected", task=slug, message=exc.message,
-                            pointer=detail.get("pointer")))
+    lines.append(
+        ReportLine(where=where, status="rejected", task=slug, message=exc.message, pointer=detail.get("pointer"))
+    )
 
 
 def _store_files(candidate: Candidate, dry_run: bool) -> None:
@@ -956,8 +1196,9 @@ def _store_files(candidate: Candidate, dry_run: bool) -> None:
 def _import_batch(batch, all_lines, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
     """Import one batch; its report lines keep the source's order."""
     placed: list[tuple[int, ReportLine]] = []
-    _import_batch_lines(batch, placed, user=user, default_version=default_version, dry_run=dry_run,
-                        approve_as=approve_as, used=used)
+    _import_batch_lines(
+        batch, placed, user=user, default_version=default_version, dry_run=dry_run, approve_as=approve_as, used=used
+    )
     all_lines.extend(line for _, line in sorted(placed, key=lambda pair: pair[0]))
 
 
@@ -1013,12 +1254,16 @@ def _environment_latest(slug: str):
     try:
         slug_validator(slug)
     except ValidationError:
-        raise DomainError(f"{slug[:64]!r}{'…' if len(slug) > 64 else ''} is not an environment id: use {SLUG_RULE}.",
-                          details=[{"pointer": "/environment", "message": "not an environment id"}])
+        raise DomainError(
+            f"{slug[:64]!r}{'…' if len(slug) > 64 else ''} is not an environment id: use {SLUG_RULE}.",
+            details=[{"pointer": "/environment", "message": "not an environment id"}],
+        )
     found = Environment.objects.filter(slug=slug).select_related("latest_version").first()
     if found is None or found.latest_version is None:
-        raise DomainError(f"There is no environment {slug!r}.",
-                          details=[{"pointer": "/environment", "message": "no such environment"}])
+        raise DomainError(
+            f"There is no environment {slug!r}.",
+            details=[{"pointer": "/environment", "message": "no such environment"}],
+        )
     return found.latest_version
 
 
@@ -1031,8 +1276,11 @@ def _unstorable_ids_rejected(batch: list) -> list:
         try:
             nul_check(candidate.slug or "", pointer="/id", what="The task id")
         except DomainError as exc:
-            candidate = (Rejection(candidate.where, exc.message, "/id") if isinstance(candidate, Candidate)
-                         else dataclasses.replace(candidate, slug=None))  # not echoed: it cannot be written
+            candidate = (
+                Rejection(candidate.where, exc.message, "/id")
+                if isinstance(candidate, Candidate)
+                else dataclasses.replace(candidate, slug=None)
+            )  # not echoed: it cannot be written
         checked.append(candidate)
     return checked
 
@@ -1043,48 +1291,87 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
     batch = _unstorable_ids_rejected(batch)
     # the batch's task ids that exist already (usually none): probed by id, then those tasks whole
     known = keys_of(Task, "slug", [c.slug for c in batch if isinstance(c, Candidate)])
-    existing = {task.slug: task for task in Task.objects.filter(pk__any=list(known.values())).order_by()
-                .select_related("latest_version").defer("latest_version__spec")} if known else {}
+    existing = (
+        {
+            task.slug: task
+            for task in Task.objects.filter(pk__any=list(known.values()))
+            .order_by()
+            .select_related("latest_version")
+            .defer("latest_version__spec")
+        }
+        if known
+        else {}
+    )
     for position, candidate in enumerate(batch):
         lines = _Placed(placed, position)
         if isinstance(candidate, Rejection):
-            lines.append(ReportLine(where=candidate.where, status="rejected", task=candidate.slug,
-                                    message=candidate.message, pointer=candidate.pointer))
+            lines.append(
+                ReportLine(
+                    where=candidate.where,
+                    status="rejected",
+                    task=candidate.slug,
+                    message=candidate.message,
+                    pointer=candidate.pointer,
+                )
+            )
             continue
         try:
-            environment_version = _environment_for(candidate, environments, user=user,
-                                                   default_version=default_version)
+            environment_version = _environment_for(candidate, environments, user=user, default_version=default_version)
             task = existing.get(candidate.slug)
             if task is None:
                 if candidate.files:
                     with transaction.atomic():
                         _store_files(candidate, dry_run)
-                new_items.append({"slug": candidate.slug, "environment_version": environment_version,
-                                  "content": candidate.content, "number": candidate.number})
+                new_items.append(
+                    {
+                        "slug": candidate.slug,
+                        "environment_version": environment_version,
+                        "content": candidate.content,
+                        "number": candidate.number,
+                    }
+                )
                 new_where.append(candidate.where)
                 new_position.append(position)
                 continue
             # an existing task: most rows of a pack imported again hold what one of its versions holds
-            digest = authoring_services.task_content_sha256(task=task, content=candidate.content,
-                                                            environment_version=environment_version)
+            digest = authoring_services.task_content_sha256(
+                task=task, content=candidate.content, environment_version=environment_version
+            )
             if digest is not None and task.latest_version and digest == task.latest_version.content_sha256:
-                lines.append(ReportLine(where=candidate.where, task=task.slug, version=task.latest_version.number,
-                                        status="unchanged"))
+                lines.append(
+                    ReportLine(
+                        where=candidate.where, task=task.slug, version=task.latest_version.number, status="unchanged"
+                    )
+                )
                 continue
             changed.append((position, candidate, task, environment_version, digest))
         except DomainError as exc:
             _reject(lines, candidate.where, exc, candidate.slug)
     # content an earlier version holds (an older pack imported again) is not made again on top of later work
-    earlier = dict(((row["task_id"], row["content_sha256"]), row["number"]) for row in TaskVersion.objects.filter(
-        task_id__any=[task.pk for _, _, task, _, digest in changed if digest],
-        content_sha256__any=[digest for *_, digest in changed if digest]).values("task_id", "content_sha256", "number")
-    ) if any(digest for *_, digest in changed) else {}
+    earlier = (
+        dict(
+            ((row["task_id"], row["content_sha256"]), row["number"])
+            for row in TaskVersion.objects.filter(
+                task_id__any=[task.pk for _, _, task, _, digest in changed if digest],
+                content_sha256__any=[digest for *_, digest in changed if digest],
+            ).values("task_id", "content_sha256", "number")
+        )
+        if any(digest for *_, digest in changed)
+        else {}
+    )
     for position, candidate, task, environment_version, digest in changed:
         lines = _Placed(placed, position)
         number = earlier.get((task.pk, digest))
         if number is not None:
-            lines.append(ReportLine(where=candidate.where, task=task.slug, version=number, status="unchanged",
-                                    message=f"v{number} holds this content; {task.slug} is at v{task.latest_version.number}"))
+            lines.append(
+                ReportLine(
+                    where=candidate.where,
+                    task=task.slug,
+                    version=number,
+                    status="unchanged",
+                    message=f"v{number} holds this content; {task.slug} is at v{task.latest_version.number}",
+                )
+            )
             continue
         try:
             # a savepoint per row, so that a rejected row leaves nothing behind
@@ -1092,14 +1379,28 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                 if candidate.files:
                     _store_files(candidate, dry_run)
                 if task.environment_id != environment_version.environment_id:
-                    raise DomainError(f"task {task.slug} exists in environment {task.environment.slug}; this row is "
-                                      f"for environment {environment_version.environment.slug}",
-                                      details=[{"pointer": "/environment/id", "message": "another environment than the existing task's"}])
+                    raise DomainError(
+                        f"task {task.slug} exists in environment {task.environment.slug}; this row is "
+                        f"for environment {environment_version.environment.slug}",
+                        details=[
+                            {"pointer": "/environment/id", "message": "another environment than the existing task's"}
+                        ],
+                    )
                 version, made = authoring_services.task_version_create(
-                    task=task, author=user, base_version=task.latest_version.number if task.latest_version else None,
-                    content={**candidate.content, "environment_version": environment_version}, message="imported")
-            lines.append(ReportLine(where=candidate.where, task=task.slug, version=version.number,
-                                    status=("would_add_version" if dry_run else "new_version") if made else "unchanged"))
+                    task=task,
+                    author=user,
+                    base_version=task.latest_version.number if task.latest_version else None,
+                    content={**candidate.content, "environment_version": environment_version},
+                    message="imported",
+                )
+            lines.append(
+                ReportLine(
+                    where=candidate.where,
+                    task=task.slug,
+                    version=version.number,
+                    status=("would_add_version" if dry_run else "new_version") if made else "unchanged",
+                )
+            )
             if made:
                 created_versions.append(version)
                 used[environment_version.environment_id] += 1
@@ -1113,8 +1414,14 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
             kind, value = results[index]
             lines = _Placed(placed, new_position[index])
             if kind == "ok":
-                lines.append(ReportLine(where=new_where[index], status="would_create" if dry_run else "created",
-                                        task=new_items[index]["slug"], version=value.number))
+                lines.append(
+                    ReportLine(
+                        where=new_where[index],
+                        status="would_create" if dry_run else "created",
+                        task=new_items[index]["slug"],
+                        version=value.number,
+                    )
+                )
                 created_versions.append(value)
                 used[new_items[index]["environment_version"].environment_id] += 1
             else:
@@ -1128,4 +1435,3 @@ def _approve(versions, admin) -> None:
     from review.services import versions_approve_on_import
 
     versions_approve_on_import(versions=versions, admin=admin)
-

@@ -20,10 +20,12 @@ class TaskPack(models.Model):
     slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    licence = models.CharField(max_length=100, default="proprietary",
-                               help_text="SPDX identifier or a short name, shown in the dataset card.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    licence = models.CharField(
+        max_length=100, default="proprietary", help_text="SPDX identifier or a short name, shown in the dataset card."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -72,8 +74,9 @@ class PackVersion(models.Model):
     manifest = models.JSONField(null=True, blank=True)
     # {"added": [...], "removed": [...], "changed": [{"id", "from", "to"}]} against the previous ready version
     changes = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # when the build last reported (start, progress); a building row silent for too long is reaped
@@ -88,10 +91,14 @@ class PackVersion(models.Model):
         # A version that failed never produced an archive: its number is free again for the next build (the
         # failed row stays, with its reason). Building and ready versions hold theirs.
         constraints = [
-            models.UniqueConstraint(fields=["pack", "version"], condition=~models.Q(status="failed"),
-                                    name="pack_version_unique_version"),
-            models.UniqueConstraint(fields=["pack", "major", "minor", "patch"], condition=~models.Q(status="failed"),
-                                    name="pack_version_unique_semver"),
+            models.UniqueConstraint(
+                fields=["pack", "version"], condition=~models.Q(status="failed"), name="pack_version_unique_version"
+            ),
+            models.UniqueConstraint(
+                fields=["pack", "major", "minor", "patch"],
+                condition=~models.Q(status="failed"),
+                name="pack_version_unique_semver",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -165,8 +172,9 @@ class PackVerification(models.Model):
     problems = models.JSONField(default=list, blank=True)
     files_checked = models.PositiveIntegerField(default=0)
     # None: the check that follows the build
-    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                     related_name="+")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # when its job was sent; NULL: the broker did not take it (down), it waits for the broker (gymwright.jobs)
     enqueued_at = models.DateTimeField(null=True, blank=True)
@@ -176,8 +184,11 @@ class PackVerification(models.Model):
     class Meta:
         ordering = ["pack_version_id", "-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["pack_version"], condition=models.Q(status__in=["queued", "running"]),
-                                    name="pack_verification_one_at_a_time"),
+            models.UniqueConstraint(
+                fields=["pack_version"],
+                condition=models.Q(status__in=["queued", "running"]),
+                name="pack_verification_one_at_a_time",
+            ),
         ]
 
     def __str__(self) -> str:

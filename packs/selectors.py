@@ -20,8 +20,9 @@ def pack_list_for_user(*, user, with_latest_version: bool = False) -> QuerySet[T
     if not with_latest_version:
         return TaskPack.objects.all()
     highest = PackVersion.objects.filter(pack_id=OuterRef("pk")).order_by("-major", "-minor", "-patch", "-id")
-    return TaskPack.objects.annotate(latest_version=Subquery(highest.values("version")[:1]),
-                                     latest_status=Subquery(highest.values("status")[:1]))
+    return TaskPack.objects.annotate(
+        latest_version=Subquery(highest.values("version")[:1]), latest_status=Subquery(highest.values("status")[:1])
+    )
 
 
 def pack_get_for_user(*, slug: str, user) -> TaskPack:
@@ -43,16 +44,17 @@ def pack_version_get_for_user(*, slug: str, version: str, user) -> PackVersion:
 
 
 def pack_version_entries(*, pack_version: PackVersion):
-    return (PackEntry.objects.filter(pack_version=pack_version).select_related("task_version")
-            .order_by("task_slug"))
+    return PackEntry.objects.filter(pack_version=pack_version).select_related("task_version").order_by("task_slug")
 
 
 def pack_version_histogram(*, pack_version: PackVersion) -> list[dict]:
     """The difficulty histogram (from each task's last model preview) with bar widths for the chart."""
     counts = (pack_version.manifest or {}).get("difficulty") or {}
     highest = max(counts.values(), default=0) or 1
-    return [{"label": name, "count": counts.get(name, 0), "percent": round(100 * counts.get(name, 0) / highest, 1)}
-            for name in archive.DIFFICULTY_BINS]
+    return [
+        {"label": name, "count": counts.get(name, 0), "percent": round(100 * counts.get(name, 0) / highest, 1)}
+        for name in archive.DIFFICULTY_BINS
+    ]
 
 
 def pack_version_split_counts(*, pack_version: PackVersion) -> dict:
@@ -63,8 +65,12 @@ def pack_version_split_counts(*, pack_version: PackVersion) -> dict:
 
 
 def pack_version_previous(*, pack_version: PackVersion) -> PackVersion | None:
-    return (pack_version.pack.versions.filter(status=PackVersion.Status.READY)
-            .exclude(pk=pack_version.pk).filter(created_at__lt=pack_version.created_at).first())
+    return (
+        pack_version.pack.versions.filter(status=PackVersion.Status.READY)
+        .exclude(pk=pack_version.pk)
+        .filter(created_at__lt=pack_version.created_at)
+        .first()
+    )
 
 
 TAGS_SHOWN = 60
@@ -80,7 +86,10 @@ def approved_tag_counts() -> list[tuple[str, int]]:
     from authoring.models import Tag, Task
 
     approved = Q(approved_tasks__approved_version__isnull=False) & ~Q(approved_tasks__status=Task.Status.ARCHIVED)
-    rows = (Tag.objects.annotate(approved_count=Count("approved_tasks", filter=approved))
-            .filter(approved_count__gt=0).order_by("-approved_count", "name")
-            .values_list("name", "approved_count")[:TAGS_SHOWN])
+    rows = (
+        Tag.objects.annotate(approved_count=Count("approved_tasks", filter=approved))
+        .filter(approved_count__gt=0)
+        .order_by("-approved_count", "name")
+        .values_list("name", "approved_count")[:TAGS_SHOWN]
+    )
     return [(name, count) for name, count in rows]

@@ -31,7 +31,7 @@ def _failing_its_row(fail, id_name: str, what: str) -> type[Task]:
                 return
             try:
                 fail(int(row_id), f"{what} stopped: {type(exc).__name__}: {exc}")
-            except Exception:  # noqa: BLE001
+            except Exception:
                 logger.exception("could not mark %s %s as failed", id_name, row_id)
 
     return FailsItsRow
@@ -39,20 +39,38 @@ def _failing_its_row(fail, id_name: str, what: str) -> type[Task]:
 
 PackBuildTask = _failing_its_row(
     lambda row_id, reason: services.pack_version_fail(pack_version_id=row_id, reason=reason),
-    "pack_version_id", "the build job")
+    "pack_version_id",
+    "the build job",
+)
 PackVerificationTask = _failing_its_row(
     lambda row_id, reason: services.pack_verification_fail(verification_id=row_id, reason=reason),
-    "verification_id", "the check")
+    "verification_id",
+    "the check",
+)
 
 
-@shared_task(bind=True, base=PackBuildTask, name="packs.pack_version_build", acks_late=True, ignore_result=True,
-             soft_time_limit=3600, time_limit=3700)
+@shared_task(
+    bind=True,
+    base=PackBuildTask,
+    name="packs.pack_version_build",
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=3600,
+    time_limit=3700,
+)
 def pack_version_build_job(self, pack_version_id: int) -> str:
     return services.pack_version_build(pack_version_id=int(pack_version_id)).status
 
 
-@shared_task(bind=True, base=PackVerificationTask, name="packs.pack_verification_run", acks_late=True,
-             ignore_result=True, soft_time_limit=3600, time_limit=3700)
+@shared_task(
+    bind=True,
+    base=PackVerificationTask,
+    name="packs.pack_verification_run",
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=3600,
+    time_limit=3700,
+)
 def pack_verification_run_job(self, verification_id: int) -> None:
     services.pack_verification_run(verification_id=int(verification_id))
 
@@ -67,11 +85,11 @@ def _reap_quietly() -> None:
         close_old_connections()
     try:
         services.pack_versions_reap_stale()
-    except Exception:  # noqa: BLE001 - reaping is best effort; the next tick retries
+    except Exception:  # reaping is best effort; the next tick retries
         logger.exception("reaping stale pack builds failed")
     try:  # after the reap: the builds it failed leave their scratch folders to this host's next pass at most
         services.pack_scratch_reap()
-    except Exception:  # noqa: BLE001
+    except Exception:
         logger.exception("removing orphaned pack scratch folders failed")
 
 

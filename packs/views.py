@@ -42,26 +42,37 @@ class PackBuildForm(RenderedOnceWhenUnbound):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["environment"].choices = [("", "any environment")] + [
-            (slug, slug) for slug in Environment.objects.values_list("slug", flat=True)]
+            (slug, slug) for slug in Environment.objects.values_list("slug", flat=True)
+        ]
 
     def selection(self) -> services.Selection:
         data = self.cleaned_data
         split = lambda text: tuple(part.strip() for part in (text or "").split(",") if part.strip())  # noqa: E731
-        return services.Selection(environment=data.get("environment") or None, tags=split(data.get("tags")),
-                                  tasks=split(data.get("tasks")), test_ratio=data["test_ratio"])
+        return services.Selection(
+            environment=data.get("environment") or None,
+            tags=split(data.get("tags")),
+            tasks=split(data.get("tasks")),
+            test_ratio=data["test_ratio"],
+        )
 
 
 def _last_selection(pack) -> dict:
     """The build form's start: the selection of the pack's latest version, so that the next build selects what the
     last one did unless the builder changes it (an empty form built every approved task)."""
     latest = pack.versions.order_by("-created_at", "-id").values_list("selection", flat=True).first() or {}
-    return {"environment": latest.get("environment") or "", "tags": ", ".join(latest.get("tags") or []),
-            "tasks": ", ".join(latest.get("tasks") or []), "test_ratio": latest.get("test_ratio", 0.1)}
+    return {
+        "environment": latest.get("environment") or "",
+        "tags": ", ".join(latest.get("tags") or []),
+        "tasks": ", ".join(latest.get("tasks") or []),
+        "test_ratio": latest.get("test_ratio", 0.1),
+    }
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(help_text="tasks.jsonl, a .csv/.jsonl/.parquet table, or a .tar.gz of a pack or of "
-                                     "Harbor / Terminal-Bench tasks")
+    file = forms.FileField(
+        help_text="tasks.jsonl, a .csv/.jsonl/.parquet table, or a .tar.gz of a pack or of "
+        "Harbor / Terminal-Bench tasks"
+    )
     environment = forms.CharField(required=False, help_text="environment (slug) for table rows")
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run (show what would be created)")
 
@@ -83,12 +94,19 @@ def pack_list(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("packs:pack_detail", slug=pack.slug)
     page = KeysFirstPaginator(packs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "packs/pack_list.html", {"page": page, "form": form,
-                                                    "pack_url": slug_url_prefix("packs:pack_detail"),
-                                                    "status_labels": dict(PackVersion.Status.choices),
-                                                    "can_build": permissions.can_build_packs(request.user),
-                                                    "can_import": permissions.can_author(request.user)},
-                  status=400 if request.method == "POST" else 200)
+    return render(
+        request,
+        "packs/pack_list.html",
+        {
+            "page": page,
+            "form": form,
+            "pack_url": slug_url_prefix("packs:pack_detail"),
+            "status_labels": dict(PackVersion.Status.choices),
+            "can_build": permissions.can_build_packs(request.user),
+            "can_import": permissions.can_author(request.user),
+        },
+        status=400 if request.method == "POST" else 200,
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -102,12 +120,18 @@ def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
             selection, version = form.selection(), form.cleaned_data.get("version") or None
             try:
                 if request.POST.get("action") == "check":  # the plan, nothing written
-                    plan, status = services.pack_version_plan(pack=pack, user=request.user, selection=selection,
-                                                              version=version), 200
+                    plan, status = (
+                        services.pack_version_plan(pack=pack, user=request.user, selection=selection, version=version),
+                        200,
+                    )
                 else:  # a build that would publish the previous version's tasks again asks first
-                    pack_version = services.pack_version_start(pack=pack, user=request.user, selection=selection,
-                                                               version=version,
-                                                               allow_unchanged=bool(request.POST.get("confirm")))
+                    pack_version = services.pack_version_start(
+                        pack=pack,
+                        user=request.user,
+                        selection=selection,
+                        version=version,
+                        allow_unchanged=bool(request.POST.get("confirm")),
+                    )
                     return redirect("packs:pack_version", slug=pack.slug, version=pack_version.version)
             except services.UnchangedBuild as exc:
                 plan, status = exc.plan, 200
@@ -115,27 +139,39 @@ def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 raise  # 403, as a refused create
             except DomainError as exc:
                 form_add_domain_error(form, exc)
-    return render(request, "packs/pack_detail.html", {
-        "pack": pack, "versions": pack.versions.select_related("created_by"), "form": form, "plan": plan,
-        "approved_tags": selectors.approved_tag_counts() if permissions.can_build_packs(request.user) else [],
-        "can_build": permissions.can_build_packs(request.user)}, status=status)
+    return render(
+        request,
+        "packs/pack_detail.html",
+        {
+            "pack": pack,
+            "versions": pack.versions.select_related("created_by"),
+            "form": form,
+            "plan": plan,
+            "approved_tags": selectors.approved_tag_counts() if permissions.can_build_packs(request.user) else [],
+            "can_build": permissions.can_build_packs(request.user),
+        },
+        status=status,
+    )
 
 
 def _version_context(request, pack_version: PackVersion) -> dict:
     return {
-        "pack": pack_version.pack, "pack_version": pack_version,
+        "pack": pack_version.pack,
+        "pack_version": pack_version,
         "can_build": permissions.can_build_packs(request.user),
     }
 
 
-def pack_version_verification_state(*, pack_version: PackVersion) -> tuple[PackVerification | None,
-                                                                          PackVerification | None]:
+def pack_version_verification_state(
+    *, pack_version: PackVersion
+) -> tuple[PackVerification | None, PackVerification | None]:
     """(the last finished check of the version's stored archive, the check queued or running), read from the
     checks' rows, never by reading the archive: a page load costs the same for any size. One check runs at a
     time, so the newest two rows hold both. (A read for packs/selectors.py.)"""
     verification = checking = None
-    for index, row in enumerate(pack_version.verifications.select_related("requested_by")
-                                .order_by("-created_at", "-id")[:2]):
+    for index, row in enumerate(
+        pack_version.verifications.select_related("requested_by").order_by("-created_at", "-id")[:2]
+    ):
         if row.status != PackVerification.Status.DONE:
             checking = row if index == 0 else checking
         elif verification is None:
@@ -152,14 +188,28 @@ def _diff_rows(pack_version: PackVersion, previous: PackVersion | None) -> list[
     """The changes against the previous version, each with the task version(s) it names: an added task's version in
     this pack, a removed one's in the previous pack, a changed one's two (its version diff)."""
     changes = pack_version.changes or {}
-    numbers = dict(pack_version.entries.filter(task_slug__in=changes.get("added") or [])
-                   .values_list("task_slug", "task_version__number"))
-    removed = dict(previous.entries.filter(task_slug__in=changes.get("removed") or [])
-                   .values_list("task_slug", "task_version__number")) if previous is not None else {}
-    return ([{"kind": "added", "slug": slug, "number": numbers.get(slug)} for slug in changes.get("added") or []]
-            + [{"kind": "removed", "slug": slug, "number": removed.get(slug)} for slug in changes.get("removed") or []]
-            + [{"kind": "changed", "slug": row["id"], "from": row["from"], "to": row["to"]}
-               for row in changes.get("changed") or []])
+    numbers = dict(
+        pack_version.entries.filter(task_slug__in=changes.get("added") or []).values_list(
+            "task_slug", "task_version__number"
+        )
+    )
+    removed = (
+        dict(
+            previous.entries.filter(task_slug__in=changes.get("removed") or []).values_list(
+                "task_slug", "task_version__number"
+            )
+        )
+        if previous is not None
+        else {}
+    )
+    return (
+        [{"kind": "added", "slug": slug, "number": numbers.get(slug)} for slug in changes.get("added") or []]
+        + [{"kind": "removed", "slug": slug, "number": removed.get(slug)} for slug in changes.get("removed") or []]
+        + [
+            {"kind": "changed", "slug": row["id"], "from": row["from"], "to": row["to"]}
+            for row in changes.get("changed") or []
+        ]
+    )
 
 
 @require_GET
@@ -167,13 +217,15 @@ def pack_version_detail(request: HttpRequest, slug: str, version: str) -> HttpRe
     pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
     context = _verification_context(request, pack_version)
     previous = selectors.pack_version_previous(pack_version=pack_version)
-    context.update({
-        "entries": selectors.pack_version_entries(pack_version=pack_version),
-        "histogram": selectors.pack_version_histogram(pack_version=pack_version),
-        "split_counts": selectors.pack_version_split_counts(pack_version=pack_version),
-        "previous": previous,
-        "diff_rows": _diff_rows(pack_version, previous),
-    })
+    context.update(
+        {
+            "entries": selectors.pack_version_entries(pack_version=pack_version),
+            "histogram": selectors.pack_version_histogram(pack_version=pack_version),
+            "split_counts": selectors.pack_version_split_counts(pack_version=pack_version),
+            "previous": previous,
+            "diff_rows": _diff_rows(pack_version, previous),
+        }
+    )
     return render(request, "packs/pack_version.html", context)
 
 
@@ -203,8 +255,12 @@ def pack_version_verification(request: HttpRequest, slug: str, version: str) -> 
             if error:
                 messages.error(request, error)
             return redirect("packs:pack_version", slug=slug, version=version)
-    return render(request, "packs/_verification.html",
-                  {**_verification_context(request, pack_version), "verify_error": error}, status=status)
+    return render(
+        request,
+        "packs/_verification.html",
+        {**_verification_context(request, pack_version), "verify_error": error},
+        status=status,
+    )
 
 
 @require_POST
@@ -223,8 +279,12 @@ def pack_version_cancel(request: HttpRequest, slug: str, version: str) -> HttpRe
 def pack_version_download(request: HttpRequest, slug: str, version: str):
     pack_version = selectors.pack_version_get_for_user(slug=slug, version=version, user=request.user)
     return downloads.pack_version_response(
-        request, pack_version, on_send=lambda: services.pack_version_download_record(
-            pack_version=pack_version, user=request.user, via="browser"))
+        request,
+        pack_version,
+        on_send=lambda: services.pack_version_download_record(
+            pack_version=pack_version, user=request.user, via="browser"
+        ),
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -243,21 +303,34 @@ def task_import(request: HttpRequest) -> HttpResponse:
             kept = {"root": _pending_root(request.user), "prefix": _pending_prefix(request.user)} if dry_run else {}
             folder, target = _staged(form.cleaned_data["file"], **kept)
             try:
-                report = importer.tasks_import(path=target, user=request.user, environment=environment,
-                                               dry_run=dry_run)
+                report = importer.tasks_import(path=target, user=request.user, environment=environment, dry_run=dry_run)
             except BaseException:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
             if dry_run:
-                pending = {"token": signing.dumps({"user": request.user.pk, "folder": folder.name, "file": target.name,
-                                                    "environment": environment}, salt=_PENDING_SALT),
-                           "file": target.name, "environment": environment}
+                pending = {
+                    "token": signing.dumps(
+                        {
+                            "user": request.user.pk,
+                            "folder": folder.name,
+                            "file": target.name,
+                            "environment": environment,
+                        },
+                        salt=_PENDING_SALT,
+                    ),
+                    "file": target.name,
+                    "environment": environment,
+                }
             else:
                 shutil.rmtree(folder, ignore_errors=True)
         except DomainError as exc:
             form_add_domain_error(form, exc)
-    return render(request, "packs/import.html", {"form": form, "report": report, "pending": pending},
-                  status=400 if request.method == "POST" and not form.is_valid() else 200)
+    return render(
+        request,
+        "packs/import.html",
+        {"form": form, "report": report, "pending": pending},
+        status=400 if request.method == "POST" and not form.is_valid() else 200,
+    )
 
 
 _PENDING_SALT = "packs.import.pending"
@@ -294,16 +367,24 @@ def _import_pending(request: HttpRequest) -> HttpResponse:
         staged = None
     folder = Path(settings.PACK_SCRATCH_DIR) / "pending" / str((staged or {}).get("folder", ""))
     target = folder / str((staged or {}).get("file", ""))
-    if (staged is None or staged.get("user") != request.user.pk
-            or not str(staged.get("folder", "")).startswith(_pending_prefix(request.user))
-            or Path(staged["folder"]).name != staged["folder"] or Path(staged["file"]).name != staged["file"]
-            or not target.is_file()):
-        messages.error(request, "That dry run's file is no longer kept (an hour at most, and once imported it is "
-                                "gone): choose the file again.")
+    if (
+        staged is None
+        or staged.get("user") != request.user.pk
+        or not str(staged.get("folder", "")).startswith(_pending_prefix(request.user))
+        or Path(staged["folder"]).name != staged["folder"]
+        or Path(staged["file"]).name != staged["file"]
+        or not target.is_file()
+    ):
+        messages.error(
+            request,
+            "That dry run's file is no longer kept (an hour at most, and once imported it is "
+            "gone): choose the file again.",
+        )
         return render(request, "packs/import.html", {"form": form}, status=400)
     try:
-        report = importer.tasks_import(path=target, user=request.user, environment=staged.get("environment"),
-                                       dry_run=False)
+        report = importer.tasks_import(
+            path=target, user=request.user, environment=staged.get("environment"), dry_run=False
+        )
     except DomainError as exc:
         messages.error(request, exc.message)
         return render(request, "packs/import.html", {"form": form}, status=exc.http_status)
@@ -329,11 +410,16 @@ def _staged(uploaded, *, root: Path | None = None, prefix: str = "upload-") -> t
     name = Path(uploaded.name or "upload").name
     suffix = next((s for s in (".tar.gz", ".tgz", ".jsonl", ".csv", ".parquet") if name.lower().endswith(s)), None)
     if suffix is None:
-        raise DomainError(f"{name}: import a tasks.jsonl, a .csv/.jsonl/.parquet table or a .tar.gz.",
-                          details=[{"pointer": "/file", "message": "unknown kind of file"}])
+        raise DomainError(
+            f"{name}: import a tasks.jsonl, a .csv/.jsonl/.parquet table or a .tar.gz.",
+            details=[{"pointer": "/file", "message": "unknown kind of file"}],
+        )
     if uploaded.size is not None and uploaded.size > settings.IMPORT_MAX_BYTES:
-        raise DomainError(f"{name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).", http_status=413,
-                          details=[{"pointer": "/file", "message": "too large"}])
+        raise DomainError(
+            f"{name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).",
+            http_status=413,
+            details=[{"pointer": "/file", "message": "too large"}],
+        )
     root = root or Path(settings.PACK_SCRATCH_DIR)
     root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=root))

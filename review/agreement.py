@@ -8,8 +8,13 @@ from grading.selectors import judge_agreement_summary
 
 
 def stats_json(stats: AgreementStats) -> dict:
-    return {"labels": stats.labels, "agreed": stats.agreed, "rate": stats.rate, "kappa": stats.kappa,
-            "reword": stats.needs_rewording()}
+    return {
+        "labels": stats.labels,
+        "agreed": stats.agreed,
+        "rate": stats.rate,
+        "kappa": stats.kappa,
+        "reword": stats.needs_rewording(),
+    }
 
 
 def agreement_json(*, task=None, environment=None) -> dict:
@@ -17,6 +22,8 @@ def agreement_json(*, task=None, environment=None) -> dict:
     return {
         "overall": stats_json(summary["overall"]),
         "tasks": {slug: stats_json(stats) for slug, stats in summary["tasks"].items()},
-        "checks": [{"task": item["task"], "check_id": item["check_id"], **stats_json(item["stats"])}
-                   for item in summary["checks"]],
+        "checks": [
+            {"task": item["task"], "check_id": item["check_id"], **stats_json(item["stats"])}
+            for item in summary["checks"]
+        ],
     }

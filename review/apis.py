@@ -18,16 +18,26 @@ from rest_framework.views import APIView
 from authoring import permissions
 from authoring import selectors as authoring_selectors
 from gymwright.api import Pagination, iso_datetime, paginate, paginated, validated
-from gymwright.pagination import KeysFirstPaginator
 from gymwright.errors import DomainError, NotAllowed
+from gymwright.pagination import KeysFirstPaginator
 from review import agreement as review_agreement
 from review import gates as review_gates
 from review import selectors, services
 from review.models import Comment, Review
 
-ERROR = inline_serializer("ErrorEnvelope", fields={"error": inline_serializer("Error", fields={
-    "code": serializers.CharField(), "message": serializers.CharField(),
-    "details": serializers.ListField(child=serializers.DictField())})})
+ERROR = inline_serializer(
+    "ErrorEnvelope",
+    fields={
+        "error": inline_serializer(
+            "Error",
+            fields={
+                "code": serializers.CharField(),
+                "message": serializers.CharField(),
+                "details": serializers.ListField(child=serializers.DictField()),
+            },
+        )
+    },
+)
 
 
 def _errors(*codes: int) -> dict:
@@ -46,8 +56,12 @@ class GateOutput(serializers.Serializer):
 
 
 class SubmitInput(serializers.Serializer):
-    override_reason = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
-                                            help_text="Admins only: submit despite failing gates, saying why.")
+    override_reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="Admins only: submit despite failing gates, saying why.",
+    )
 
 
 class SubmissionOutput(serializers.Serializer):
@@ -63,8 +77,12 @@ class SubmissionOutput(serializers.Serializer):
 class ReviewInput(serializers.Serializer):
     decision = serializers.ChoiceField(choices=Review.Decision.values)
     comment = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
-    check_comments = serializers.DictField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
-                                           required=False, default=dict, help_text='{"<check id>": "comment"}')
+    check_comments = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        default=dict,
+        help_text='{"<check id>": "comment"}',
+    )
 
 
 class ReviewOutput(serializers.Serializer):
@@ -94,9 +112,16 @@ class QueueItemOutput(serializers.Serializer):
 
 def queue_item_output(row: dict, zone=None) -> dict:
     """A `authoring.selectors.task_rows` row in QueueItemOutput's shape, without the model objects it reads."""
-    return {"slug": row["slug"], "title": row["title"], "environment": row["environment"], "owner": row["owner"],
-            "version": row["latest_version"], "approved_version": row["approved_version"], "tags": row["tags"],
-            "submitted_at": iso_datetime(row["submitted_at"], zone)}
+    return {
+        "slug": row["slug"],
+        "title": row["title"],
+        "environment": row["environment"],
+        "owner": row["owner"],
+        "version": row["latest_version"],
+        "approved_version": row["approved_version"],
+        "tags": row["tags"],
+        "submitted_at": iso_datetime(row["submitted_at"], zone),
+    }
 
 
 class InboxItemOutput(serializers.Serializer):
@@ -132,10 +157,12 @@ class ThreadOutput(ReplyOutput):
 class CommentInput(serializers.Serializer):
     body = serializers.CharField(trim_whitespace=False)
     check_id = serializers.CharField(required=False, allow_blank=True, default="", max_length=64)
-    parent = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                      help_text="Reply to this thread (a comment id).")
-    version = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                       help_text="The version the comment is on; default the latest.")
+    parent = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="Reply to this thread (a comment id)."
+    )
+    version = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="The version the comment is on; default the latest."
+    )
 
 
 class ResolveInput(serializers.Serializer):
@@ -165,15 +192,23 @@ class AgreementOutput(serializers.Serializer):
 
 
 class SubmitApi(APIView):
-    @extend_schema(request=SubmitInput, responses={200: SubmissionOutput, **_errors(400, 403, 404, 409)},
-                   operation_id="tasks_versions_submit", tags=["review"],
-                   description="Send this version to review. 409 `gates_failed` lists the failing gates (also in "
-                               "`error.gates`); an admin may send `override_reason` to submit anyway (audited).")
+    @extend_schema(
+        request=SubmitInput,
+        responses={200: SubmissionOutput, **_errors(400, 403, 404, 409)},
+        operation_id="tasks_versions_submit",
+        tags=["review"],
+        description="Send this version to review. 409 `gates_failed` lists the failing gates (also in "
+        "`error.gates`); an admin may send `override_reason` to submit anyway (audited).",
+    )
     def post(self, request, slug, number):
         version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
         data = validated(SubmitInput, request.data)
-        submission = services.task_submit(task=version.task, user=request.user, task_version=version,
-                                          override_reason=data.get("override_reason") or "")
+        submission = services.task_submit(
+            task=version.task,
+            user=request.user,
+            task_version=version,
+            override_reason=data.get("override_reason") or "",
+        )
         return Response(SubmissionOutput(submission).data)
 
 
@@ -184,16 +219,25 @@ class ReviewsApi(APIView):
         reviews = version.reviews.select_related("reviewer", "task_version__task").order_by("-created_at", "-id")
         return paginate(request, self, reviews, ReviewOutput)
 
-    @extend_schema(request=ReviewInput, responses={201: ReviewOutput, **_errors(400, 403, 404, 409)},
-                   operation_id="tasks_versions_reviews_create", tags=["review"],
-                   description="Approve, request changes or comment on the version in review. 409 `not_in_review` "
-                               "when it is not; 403 for the task's owner or the version's author; 400 "
-                               "`comment_required` for a request for changes without any comment.")
+    @extend_schema(
+        request=ReviewInput,
+        responses={201: ReviewOutput, **_errors(400, 403, 404, 409)},
+        operation_id="tasks_versions_reviews_create",
+        tags=["review"],
+        description="Approve, request changes or comment on the version in review. 409 `not_in_review` "
+        "when it is not; 403 for the task's owner or the version's author; 400 "
+        "`comment_required` for a request for changes without any comment.",
+    )
     def post(self, request, slug, number):
         version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
         data = validated(ReviewInput, request.data)
-        review = services.review_create(task_version=version, reviewer=request.user, decision=data["decision"],
-                                        comment=data.get("comment") or "", check_comments=data.get("check_comments"))
+        review = services.review_create(
+            task_version=version,
+            reviewer=request.user,
+            decision=data["decision"],
+            comment=data.get("comment") or "",
+            check_comments=data.get("check_comments"),
+        )
         return Response(ReviewOutput(review).data, status=status.HTTP_201_CREATED)
 
 
@@ -204,39 +248,54 @@ def _age(request) -> int | None:
     try:
         days = int(value)
     except ValueError:
-        raise DomainError("older_than_days must be a whole number of days.",
-                          details=[{"pointer": "/older_than_days", "message": "expected an integer"}])
+        raise DomainError(
+            "older_than_days must be a whole number of days.",
+            details=[{"pointer": "/older_than_days", "message": "expected an integer"}],
+        )
     if not 0 <= days <= 36500:
-        raise DomainError("older_than_days must be between 0 and 36500.",
-                          details=[{"pointer": "/older_than_days", "message": "out of range"}])
+        raise DomainError(
+            "older_than_days must be between 0 and 36500.",
+            details=[{"pointer": "/older_than_days", "message": "out of range"}],
+        )
     return days
 
 
 class ReviewQueueApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("environment", str), OpenApiParameter("tag", str),
-                               OpenApiParameter("author", str, description="owner's username"),
-                               OpenApiParameter("older_than_days", int, description="submitted at least this long ago")],
-                   responses={200: paginated(QueueItemOutput), **_errors(400, 403)},
-                   operation_id="review_queue_list", tags=["review"],
-                   description="Tasks in review that you may decide, oldest submission first (reviewers and admins; "
-                               "403 for anyone else, as on /review/).")
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("environment", str),
+            OpenApiParameter("tag", str),
+            OpenApiParameter("author", str, description="owner's username"),
+            OpenApiParameter("older_than_days", int, description="submitted at least this long ago"),
+        ],
+        responses={200: paginated(QueueItemOutput), **_errors(400, 403)},
+        operation_id="review_queue_list",
+        tags=["review"],
+        description="Tasks in review that you may decide, oldest submission first (reviewers and admins; "
+        "403 for anyone else, as on /review/).",
+    )
     def get(self, request):
         if not permissions.can_review(request.user):  # the page's refusal (review.views.review_queue), before the query
             raise NotAllowed("Only reviewers and admins have a review queue.")
         filters = {key: request.query_params.get(key, "").strip()[:100] for key in ("environment", "tag", "author")}
         source = selectors.review_queue(user=request.user, older_than_days=_age(request), **filters)
         paginator = Pagination()
-        paginator.django_paginator_class = partial(KeysFirstPaginator,
-                                                   rows=partial(authoring_selectors.task_rows, user=request.user))
+        paginator.django_paginator_class = partial(
+            KeysFirstPaginator, rows=partial(authoring_selectors.task_rows, user=request.user)
+        )
         page = paginator.paginate_queryset(source, request, view=self)
         zone = timezone.get_current_timezone()
         return paginator.get_paginated_response([queue_item_output(row, zone) for row in page])
 
 
 class InboxApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("unread", bool, description="only unread items")],
-                   responses=paginated(InboxItemOutput), operation_id="inbox_list", tags=["review"],
-                   description="Reviews, comments, replies and approvals on your tasks and threads, newest first.")
+    @extend_schema(
+        parameters=[OpenApiParameter("unread", bool, description="only unread items")],
+        responses=paginated(InboxItemOutput),
+        operation_id="inbox_list",
+        tags=["review"],
+        description="Reviews, comments, replies and approvals on your tasks and threads, newest first.",
+    )
     def get(self, request):
         items = selectors.inbox_items(user=request.user)
         if request.query_params.get("unread") in ("1", "true"):
@@ -245,25 +304,39 @@ class InboxApi(APIView):
 
 
 class InboxReadApi(APIView):
-    @extend_schema(request=None, responses=inline_serializer("InboxRead", {"marked": serializers.IntegerField()}),
-                   operation_id="inbox_read", tags=["review"])
+    @extend_schema(
+        request=None,
+        responses=inline_serializer("InboxRead", {"marked": serializers.IntegerField()}),
+        operation_id="inbox_read",
+        tags=["review"],
+    )
     def post(self, request):
         return Response({"marked": services.inbox_mark_read(user=request.user)})
 
 
 def _gates_body(version) -> dict:
     results = review_gates.gates_evaluate(task_version=version)
-    return {"task": version.task.slug, "version": version.number,
-            "all_pass": all(result.ok for result in results),
-            "gates": [result.to_dict() for result in results],
-            "missing_previews": [{"policy": policy, "n": n}
-                                 for policy, n in review_gates.gates_missing_previews(task_version=version)]}
+    return {
+        "task": version.task.slug,
+        "version": version.number,
+        "all_pass": all(result.ok for result in results),
+        "gates": [result.to_dict() for result in results],
+        "missing_previews": [
+            {"policy": policy, "n": n} for policy, n in review_gates.gates_missing_previews(task_version=version)
+        ],
+    }
 
 
-GATES = inline_serializer("Gates", fields={
-    "task": serializers.CharField(), "version": serializers.IntegerField(), "all_pass": serializers.BooleanField(),
-    "gates": GateOutput(many=True),
-    "missing_previews": serializers.ListField(child=serializers.DictField())})
+GATES = inline_serializer(
+    "Gates",
+    fields={
+        "task": serializers.CharField(),
+        "version": serializers.IntegerField(),
+        "all_pass": serializers.BooleanField(),
+        "gates": GateOutput(many=True),
+        "missing_previews": serializers.ListField(child=serializers.DictField()),
+    },
+)
 
 
 class GatesApi(APIView):
@@ -274,30 +347,48 @@ class GatesApi(APIView):
 
 
 class GatesRunApi(APIView):
-    @extend_schema(request=None, responses={201: inline_serializer("GatesRun", fields={
-        "preview_runs": serializers.ListField(child=serializers.IntegerField()), "gates": GATES}),
-        **_errors(400, 403, 404, 409)}, operation_id="tasks_versions_gates_run", tags=["review"],
+    @extend_schema(
+        request=None,
+        responses={
+            201: inline_serializer(
+                "GatesRun",
+                fields={"preview_runs": serializers.ListField(child=serializers.IntegerField()), "gates": GATES},
+            ),
+            **_errors(400, 403, 404, 409),
+        },
+        operation_id="tasks_versions_gates_run",
+        tags=["review"],
         description="Start the previews the gates still miss (oracle ×3, nop ×3, each declared probe ×1, each "
-                    "applicable hack probe ×1), and those whose incomplete grades left a gate undecided. 409 "
-                    "(gates_waiting): the gates wait for a judge to be configured, and no preview can help yet.")
+        "applicable hack probe ×1), and those whose incomplete grades left a gate undecided. 409 "
+        "(gates_waiting): the gates wait for a judge to be configured, and no preview can help yet.",
+    )
     def post(self, request, slug, number):
         version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
         runs = review_gates.gates_run(task_version=version, user=request.user)
-        return Response({"preview_runs": [run.pk for run in runs], "gates": _gates_body(version)},
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            {"preview_runs": [run.pk for run in runs], "gates": _gates_body(version)}, status=status.HTTP_201_CREATED
+        )
 
 
 class CommentsApi(APIView):
-    @extend_schema(responses=ThreadOutput(many=True), operation_id="tasks_comments_list", tags=["review"],
-                   description="Every thread on the task, oldest first, with its replies.")
+    @extend_schema(
+        responses=ThreadOutput(many=True),
+        operation_id="tasks_comments_list",
+        tags=["review"],
+        description="Every thread on the task, oldest first, with its replies.",
+    )
     def get(self, request, slug):
         task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
         selectors.review_workspace_check(user=request.user)
         return Response(ThreadOutput(selectors.comment_threads(task=task), many=True).data)
 
-    @extend_schema(request=CommentInput, responses={201: ThreadOutput, **_errors(400, 403, 404)},
-                   operation_id="tasks_comments_create", tags=["review"],
-                   description="Start a thread on the task (no check_id) or a check, or reply with `parent`.")
+    @extend_schema(
+        request=CommentInput,
+        responses={201: ThreadOutput, **_errors(400, 403, 404)},
+        operation_id="tasks_comments_create",
+        tags=["review"],
+        description="Start a thread on the task (no check_id) or a check, or reply with `parent`.",
+    )
     def post(self, request, slug):
         task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
         selectors.review_workspace_check(user=request.user)
@@ -306,26 +397,42 @@ class CommentsApi(APIView):
         if data.get("parent") is not None:
             parent = Comment.objects.filter(pk=data["parent"], task=task).first()
             if parent is None:
-                raise DomainError(f"{slug} has no comment {data['parent']}.",
-                                  details=[{"pointer": "/parent", "message": "no such comment on this task"}])
+                raise DomainError(
+                    f"{slug} has no comment {data['parent']}.",
+                    details=[{"pointer": "/parent", "message": "no such comment on this task"}],
+                )
         if data.get("version") is not None:
             try:
-                version = authoring_selectors.task_version_get_for_user(slug=slug, number=data["version"],
-                                                                        user=request.user)
+                version = authoring_selectors.task_version_get_for_user(
+                    slug=slug, number=data["version"], user=request.user
+                )
             except Http404:
-                raise DomainError(f"{slug} has no version {data['version']}.",
-                                  details=[{"pointer": "/version", "message": "no such version"}])
-        comment = services.comment_create(task=task, user=request.user, body=data["body"], check_id=data["check_id"],
-                                          parent=parent, task_version=version)
+                raise DomainError(
+                    f"{slug} has no version {data['version']}.",
+                    details=[{"pointer": "/version", "message": "no such version"}],
+                )
+        comment = services.comment_create(
+            task=task,
+            user=request.user,
+            body=data["body"],
+            check_id=data["check_id"],
+            parent=parent,
+            task_version=version,
+        )
         thread = Comment.objects.select_related("author", "resolved_by", "task_version").get(
-            pk=comment.parent_id or comment.pk)
+            pk=comment.parent_id or comment.pk
+        )
         return Response(ThreadOutput(thread).data, status=status.HTTP_201_CREATED)
 
 
 class CommentResolveApi(APIView):
-    @extend_schema(request=ResolveInput, responses={200: ThreadOutput, **_errors(403, 404)},
-                   operation_id="tasks_comments_resolve", tags=["review"],
-                   description="Resolve a thread (or reopen it with {\"resolved\": false}).")
+    @extend_schema(
+        request=ResolveInput,
+        responses={200: ThreadOutput, **_errors(403, 404)},
+        operation_id="tasks_comments_resolve",
+        tags=["review"],
+        description='Resolve a thread (or reopen it with {"resolved": false}).',
+    )
     def post(self, request, slug, comment_id):
         task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
         selectors.review_workspace_check(user=request.user)
@@ -338,21 +445,30 @@ class CommentResolveApi(APIView):
 
 
 class AgreementApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("task", str, description="task slug"),
-                               OpenApiParameter("environment", str, description="environment slug")],
-                   responses={200: AgreementOutput, **_errors(400, 404)}, operation_id="agreement", tags=["review"],
-                   description="Judge–human agreement (percent and Cohen's kappa, with the number of labels) "
-                               "overall, per task and per check; `reword` flags a criterion to rewrite.")
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("task", str, description="task slug"),
+            OpenApiParameter("environment", str, description="environment slug"),
+        ],
+        responses={200: AgreementOutput, **_errors(400, 404)},
+        operation_id="agreement",
+        tags=["review"],
+        description="Judge–human agreement (percent and Cohen's kappa, with the number of labels) "
+        "overall, per task and per check; `reword` flags a criterion to rewrite.",
+    )
     def get(self, request):
         selectors.review_workspace_check(user=request.user)
         task_slug = request.query_params.get("task", "").strip()
         environment_slug = request.query_params.get("environment", "").strip()
         if bool(task_slug) == bool(environment_slug):
-            raise DomainError("Give exactly one of ?task=SLUG or ?environment=SLUG.",
-                              details=[{"pointer": "/task", "message": "task or environment, not both"}])
+            raise DomainError(
+                "Give exactly one of ?task=SLUG or ?environment=SLUG.",
+                details=[{"pointer": "/task", "message": "task or environment, not both"}],
+            )
         if task_slug:
             scope = {"task": authoring_selectors.task_get_for_user(slug=task_slug, user=request.user)}
         else:
-            scope = {"environment": authoring_selectors.environment_get_for_user(slug=environment_slug,
-                                                                                 user=request.user)}
+            scope = {
+                "environment": authoring_selectors.environment_get_for_user(slug=environment_slug, user=request.user)
+            }
         return Response(review_agreement.agreement_json(**scope))

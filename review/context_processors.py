@@ -12,5 +12,9 @@ def badges(request):
     if user is None or not user.is_authenticated:
         return {}
     counts = cache(lambda: selectors.nav_counts(user=user))
-    return {"nav_member": permissions.can_view(user), "nav_review": permissions.can_review(user),
-            "review_queue_count": lambda: counts()[0], "inbox_unread_count": lambda: counts()[1]}
+    return {
+        "nav_member": permissions.can_view(user),
+        "nav_review": permissions.can_review(user),
+        "review_queue_count": lambda: counts()[0],
+        "inbox_unread_count": lambda: counts()[1],
+    }

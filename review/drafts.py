@@ -24,8 +24,9 @@ def drafts_keep(request, *, page_url: str, check_prefix: str) -> None:
     """Keep the review page's boxes as `request.POST` holds them (the decision form's `comment` and
     `<check_prefix><check id>`, or a comment form's `body` at its `check_id`) for the next view of `page_url`."""
     post = request.POST
-    checks = {key[len(check_prefix):]: value for key, value in post.items()
-              if key.startswith(check_prefix) and value.strip()}
+    checks = {
+        key[len(check_prefix) :]: value for key, value in post.items() if key.startswith(check_prefix) and value.strip()
+    }
     task = post.get("comment", "")
     if post.get("body", "").strip() and not post.get("parent"):  # a reply's box is its thread's (kept by htmx)
         check_id = post.get("check_id", "")

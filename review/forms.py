@@ -19,13 +19,17 @@ class _CommentLimit:
 class ReviewForm(_CommentLimit, forms.Form):
     limited = ("comment",)
     # No decision is preselected: the reviewer chooses one on purpose.
-    decision = forms.ChoiceField(choices=Review.Decision.choices, widget=forms.RadioSelect,
-                                 error_messages={"required": "Choose a decision."})
+    decision = forms.ChoiceField(
+        choices=Review.Decision.choices, widget=forms.RadioSelect, error_messages={"required": "Choose a decision."}
+    )
     comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     version = forms.IntegerField(widget=forms.HiddenInput)
 
 
 class SubmitForm(_CommentLimit, forms.Form):
     limited = ("override_reason",)
-    override_reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                      label="Admin override: why submit despite failing gates")
+    override_reason = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Admin override: why submit despite failing gates",
+    )

@@ -17,16 +17,24 @@ from gymwright.sql import Prepared, PreparedIn
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
 
-
 # On every task page: compiled once per process (gymwright.sql).
-_done_runs = Prepared(lambda version_id: PreviewRun.objects.filter(task_version_id=version_id, status=PreviewRun.Status.DONE)
-                      .order_by("-created_at", "-id").values_list("id", "policy", "n"), version_id=int)
+_done_runs = Prepared(
+    lambda version_id: (
+        PreviewRun.objects.filter(task_version_id=version_id, status=PreviewRun.Status.DONE)
+        .order_by("-created_at", "-id")
+        .values_list("id", "policy", "n")
+    ),
+    version_id=int,
+)
 # (id, preview_run_id, status, reward, passed, whether its grade is complete, its scoring rule) of the rollouts
 # of some preview runs
-_rollout_rows = PreparedIn(lambda run_ids: Rollout.objects.filter(preview_run_id__in=run_ids)
-                           .values_list("id", "preview_run_id", "status", "reward", "passed", "grade__complete",
-                                        "grade__scoring_rule"),
-                           "run_ids", item=int)
+_rollout_rows = PreparedIn(
+    lambda run_ids: Rollout.objects.filter(preview_run_id__in=run_ids).values_list(
+        "id", "preview_run_id", "status", "reward", "passed", "grade__complete", "grade__scoring_rule"
+    ),
+    "run_ids",
+    item=int,
+)
 
 
 def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.PreviewEvidence]:
@@ -45,19 +53,28 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
     # Grade documents, read only where needed: hack probes name the checks that rewarded them, and an
     # incomplete grade's unscored checks say how far its reward could move.
     hack_runs = {run_id for policy, (run_id, _) in latest.items() if policy.startswith("hack:")}
-    wanted = [rollout_id for run_id, graded in by_run.items() for rollout_id, _, _, complete in graded
-              if run_id in hack_runs or not complete]
+    wanted = [
+        rollout_id
+        for run_id, graded in by_run.items()
+        for rollout_id, _, _, complete in graded
+        if run_id in hack_runs or not complete
+    ]
     facts = _grade_facts(wanted)
     evidence = {}
     for policy, (run_id, n) in latest.items():
         graded = by_run.get(run_id, [])
         evidence[policy] = engine_gates.PreviewEvidence(
-            policy=policy, run_id=run_id, n=n, rewards=[reward for _, reward, _, _ in graded],
-            passed=[bool(passed) for _, _, passed, _ in graded], errors=n - len(graded),
+            policy=policy,
+            run_id=run_id,
+            n=n,
+            rewards=[reward for _, reward, _, _ in graded],
+            passed=[bool(passed) for _, _, passed, _ in graded],
+            errors=n - len(graded),
             rewarded=[facts.get(rollout_id, _NO_FACTS)[1] for rollout_id, _, _, _ in graded],
             scores=[facts.get(rollout_id, _NO_FACTS)[2] for rollout_id, _, _, _ in graded],
             gaps=[None if complete else facts.get(rollout_id, _NO_FACTS)[0] for rollout_id, _, _, complete in graded],
-            scoring_rule=rules.get(run_id, engine_gates.SCORING_RULE))
+            scoring_rule=rules.get(run_id, engine_gates.SCORING_RULE),
+        )
     return evidence
 
 
@@ -72,12 +89,14 @@ _NO_FACTS = (engine_gates.grade_gap(None), (), {})  # a rollout whose grade is g
 
 
 def _grade_facts(rollout_ids: list[int]) -> dict[int, tuple]:
-    found = {rollout_id: facts for rollout_id in rollout_ids
-             if (facts := _grade_facts_kept.get(rollout_id)) is not None}
+    found = {
+        rollout_id: facts for rollout_id in rollout_ids if (facts := _grade_facts_kept.get(rollout_id)) is not None
+    }
     missing = [rollout_id for rollout_id in rollout_ids if rollout_id not in found]
     if missing:
-        for rollout_id, document in (Rollout.objects.filter(id__in=missing, grade__isnull=False)
-                                     .values_list("id", "grade__document")):
+        for rollout_id, document in Rollout.objects.filter(id__in=missing, grade__isnull=False).values_list(
+            "id", "grade__document"
+        ):
             found[rollout_id] = (engine_gates.grade_gap(document), rewarded_checks(document), check_scores(document))
             _grade_facts_kept.put(rollout_id, found[rollout_id])
     return found
@@ -86,9 +105,12 @@ def _grade_facts(rollout_ids: list[int]) -> dict[int, tuple]:
 def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.ExampleAnswerResult]:
     """The version's example answers as graded (grading.selectors): as expected or not, pending,
     incomplete (a check could not be scored) or failed to grade."""
-    return [engine_gates.ExampleAnswerResult(name=verdict.name, ok=verdict.ok, message=verdict.message,
-                                             status=verdict.status, expect=verdict.expect)
-            for verdict in grading_selectors.example_verdicts(task_version=task_version)]
+    return [
+        engine_gates.ExampleAnswerResult(
+            name=verdict.name, ok=verdict.ok, message=verdict.message, status=verdict.status, expect=verdict.expect
+        )
+        for verdict in grading_selectors.example_verdicts(task_version=task_version)
+    ]
 
 
 def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
@@ -118,8 +140,11 @@ def gates_missing_previews(*, task_version: TaskVersion) -> list[tuple[str, int]
 def _to_start(task_version: TaskVersion) -> tuple[list[tuple[str, int]], list[engine_gates.GateResult]]:
     inputs = gate_inputs(task_version=task_version)
     results = engine_gates.evaluate_gates(inputs)
-    pending = set(PreviewRun.objects.filter(task_version=task_version)
-                  .exclude(status__in=PreviewRun.FINISHED).values_list("policy", flat=True))
+    pending = set(
+        PreviewRun.objects.filter(task_version=task_version)
+        .exclude(status__in=PreviewRun.FINISHED)
+        .values_list("policy", flat=True)
+    )
     return engine_gates.previews_to_start(inputs, results, pending=pending), results
 
 
@@ -134,7 +159,11 @@ def gates_run(*, task_version: TaskVersion, user) -> list[PreviewRun]:
             f"Nothing to start: {', '.join(result.title for result in waiting)} "
             f"{'waits' if len(waiting) == 1 else 'wait'} for {waiting[0].waiting_for}. Their previews ran with "
             "judge checks unscored and would again: configure a judge endpoint, then run the gates.",
-            code="gates_waiting", http_status=409,
-            details=[{"pointer": f"/gates/{result.gate}", "message": result.message} for result in waiting])
-    return [sandbox_services.preview_run_create(task_version=task_version, user=user, policy=policy, n=n)
-            for policy, n in to_start]
+            code="gates_waiting",
+            http_status=409,
+            details=[{"pointer": f"/gates/{result.gate}", "message": result.message} for result in waiting],
+        )
+    return [
+        sandbox_services.preview_run_create(task_version=task_version, user=user, policy=policy, n=n)
+        for policy, n in to_start
+    ]

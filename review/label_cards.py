@@ -47,7 +47,16 @@ def label_cards(items) -> list[LabelCard]:
     """`items` grouped into cards, in the order of each card's oldest item."""
     cards: dict = {}
     for item in items:
-        key = ((item.grade.task_version.task_id if item.grade.task_version else None, item.check_id,
-                item.criterion, item.target, item.graded_text) if _text_known(item) else ("alone", item.pk))
+        key = (
+            (
+                item.grade.task_version.task_id if item.grade.task_version else None,
+                item.check_id,
+                item.criterion,
+                item.target,
+                item.graded_text,
+            )
+            if _text_known(item)
+            else ("alone", item.pk)
+        )
         cards.setdefault(key, LabelCard()).items.append(item)
     return list(cards.values())

@@ -31,30 +31,37 @@ def _decidable(user_id) -> QuerySet[Task]:
 
 
 def _queue(user_id, environment=None, tag=None, author=None) -> QuerySet[Task]:
-    return task_filter(_decidable(user_id), environment=environment or "", tag=tag or "",
-                       author=author or "").order_by("submitted_at", "id")
+    return task_filter(_decidable(user_id), environment=environment or "", tag=tag or "", author=author or "").order_by(
+        "submitted_at", "id"
+    )
 
 
 # The queue's count and page of keys for every combination of its menus' filters: compiled once per process and
 # combination (gymwright.sql). Its rows are the task list's (authoring.selectors.task_rows).
 _QUEUE_FILTERS = {"environment": str, "tag": str, "author": str}
 _queue_count = Prepared(_queue, count=True, optional=list(_QUEUE_FILTERS), user_id=int, **_QUEUE_FILTERS)
-_queue_keys = Prepared(lambda **values: _queue(**values).values_list("pk", flat=True), sliced=True,
-                       optional=list(_QUEUE_FILTERS), user_id=int, **_QUEUE_FILTERS)
+_queue_keys = Prepared(
+    lambda **values: _queue(**values).values_list("pk", flat=True),
+    sliced=True,
+    optional=list(_QUEUE_FILTERS),
+    user_id=int,
+    **_QUEUE_FILTERS,
+)
 
 
-def review_queue(*, user, environment: str = "", tag: str = "", author: str = "",
-                 older_than_days: int | None = None) -> QuerySet[Task] | PreparedList:
+def review_queue(
+    *, user, environment: str = "", tag: str = "", author: str = "", older_than_days: int | None = None
+) -> QuerySet[Task] | PreparedList:
     """Tasks in review that `user` may decide (not their own, not a version they wrote), oldest submission first,
     for keys-first paging with `authoring.selectors.task_rows`: prepared count and key queries, or a queryset where
     the age filter is given."""
     if not permissions.can_review(user) or any(NUL in value for value in (environment, tag, author)):
         return Task.objects.none()
     if not older_than_days:
-        return PreparedList(_queue_count, _queue_keys, user_id=user.pk, environment=environment, tag=tag,
-                            author=author)
+        return PreparedList(_queue_count, _queue_keys, user_id=user.pk, environment=environment, tag=tag, author=author)
     return _queue(user.pk, environment, tag, author).filter(
-        submitted_at__lte=timezone.now() - timedelta(days=older_than_days))
+        submitted_at__lte=timezone.now() - timedelta(days=older_than_days)
+    )
 
 
 def _unread(user_id) -> QuerySet[InboxItem]:
@@ -68,8 +75,12 @@ def _count(queryset: QuerySet) -> Subquery:
 
 # The navigation's counts, on every page: one query (both counts for a reviewer), compiled once per process
 # (gymwright.sql).
-_nav_counts = Prepared(lambda user_id: get_user_model().objects.filter(pk=user_id).values_list(
-    _count(_decidable(user_id)), _count(_unread(user_id))), user_id=int)
+_nav_counts = Prepared(
+    lambda user_id: (
+        get_user_model().objects.filter(pk=user_id).values_list(_count(_decidable(user_id)), _count(_unread(user_id)))
+    ),
+    user_id=int,
+)
 _inbox_unread_count = Prepared(_unread, count=True, user_id=int)
 
 
@@ -84,19 +95,22 @@ def nav_counts(*, user) -> tuple[int, int]:
 
 
 def inbox_items(*, user) -> QuerySet[InboxItem]:
-    return (InboxItem.objects.filter(recipient=user).select_related("actor", "task")
-            .order_by("-created_at", "-id"))
+    return InboxItem.objects.filter(recipient=user).select_related("actor", "task").order_by("-created_at", "-id")
 
 
 def _threads(task: Task) -> QuerySet[Comment]:
-    return (Comment.objects.filter(task=task, parent__isnull=True)
-            .select_related("author", "resolved_by", "task_version")
-            .prefetch_related(Prefetch("replies", queryset=Comment.objects.select_related("author")
-                                       .order_by("created_at", "id"))))
+    return (
+        Comment.objects.filter(task=task, parent__isnull=True)
+        .select_related("author", "resolved_by", "task_version")
+        .prefetch_related(
+            Prefetch("replies", queryset=Comment.objects.select_related("author").order_by("created_at", "id"))
+        )
+    )
 
 
-def comment_threads(*, task: Task, version: TaskVersion | None = None, check_ids: list[str] | None = None
-                    ) -> list[Comment]:
+def comment_threads(
+    *, task: Task, version: TaskVersion | None = None, check_ids: list[str] | None = None
+) -> list[Comment]:
     """The task's threads (roots with their replies), oldest first. With `check_ids` (the checks
     of the version shown), each thread says whether its check still exists (`current`)."""
     roots = list(_threads(task).order_by("created_at", "id"))
@@ -131,13 +145,20 @@ def _reviews_of_task(task_id, *, approved_only: bool) -> QuerySet[Review]:
     queryset = Review.objects.filter(task_version__task_id=task_id)
     if approved_only:  # a member who reads approved work only (lab)
         queryset = queryset.filter(task_version__in=approved_versions(TaskVersion.objects.filter(task_id=task_id)))
-    return (queryset.select_related("reviewer", "task_version").defer("task_version__spec")
-            .order_by("-created_at")[:REVIEWS_SHOWN])
+    return (
+        queryset.select_related("reviewer", "task_version")
+        .defer("task_version__spec")
+        .order_by("-created_at")[:REVIEWS_SHOWN]
+    )
 
 
 # On every task page: compiled once per process (gymwright.sql), for each kind of reader.
-_task_reviews = {approved_only: Prepared(lambda task_id, approved_only=approved_only: _reviews_of_task(
-    task_id, approved_only=approved_only), task_id=int) for approved_only in (False, True)}
+_task_reviews = {
+    approved_only: Prepared(
+        lambda task_id, approved_only=approved_only: _reviews_of_task(task_id, approved_only=approved_only), task_id=int
+    )
+    for approved_only in (False, True)
+}
 
 
 def reviews_of(*, task: Task, user) -> list[Review]:
@@ -149,12 +170,20 @@ def review_workspace_check(*, user) -> None:
     """The review workspace (the review page, comment threads, judge agreement, an environment's dashboard)
     shows drafts: a member who reads approved work only (lab) is refused, with where to look instead."""
     if not permissions.reads_drafts(user):
-        raise NotAllowed("The review pages are for authors and reviewers; a lab member reads approved tasks "
-                         "on their task pages and in packs.")
+        raise NotAllowed(
+            "The review pages are for authors and reviewers; a lab member reads approved tasks "
+            "on their task pages and in packs."
+        )
 
 
-_latest_submission = Prepared(lambda version_id: Submission.objects.filter(task_version_id=version_id)
-                              .select_related("submitted_by").order_by("-created_at", "-id")[:1], version_id=int)
+_latest_submission = Prepared(
+    lambda version_id: (
+        Submission.objects.filter(task_version_id=version_id)
+        .select_related("submitted_by")
+        .order_by("-created_at", "-id")[:1]
+    ),
+    version_id=int,
+)
 
 
 def latest_submission(*, task_version: TaskVersion) -> Submission | None:
@@ -167,11 +196,13 @@ def diff_base(*, task: Task, version: TaskVersion, seen: TaskVersion | None) -> 
     for candidate in (seen, task.approved_version):
         if candidate is not None and candidate.pk != version.pk:
             return candidate
-    earlier = (Submission.objects.filter(task_version__task=task, task_version__number__lt=version.number)
-               .order_by("-task_version__number").values_list("task_version_id", flat=True).first())
+    earlier = (
+        Submission.objects.filter(task_version__task=task, task_version__number__lt=version.number)
+        .order_by("-task_version__number")
+        .values_list("task_version_id", flat=True)
+        .first()
+    )
     return TaskVersion.objects.filter(pk=earlier).first() if earlier else None
-
-
 
 
 def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> list:
@@ -180,17 +211,20 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
     from grading.models import CheckResult
     from sandbox.models import Rollout
 
-    queryset = (CheckResult.objects.filter(kind="llm_judge", status=CheckResult.Status.SCORED, labels__isnull=True)
-                .select_related("grade", "grade__task_version", "grade__task_version__task")
-                .order_by("grade__created_at", "position"))
+    queryset = (
+        CheckResult.objects.filter(kind="llm_judge", status=CheckResult.Status.SCORED, labels__isnull=True)
+        .select_related("grade", "grade__task_version", "grade__task_version__task")
+        .order_by("grade__created_at", "position")
+    )
     if task is not None:
         queryset = queryset.filter(grade__task_version__task=task)
     if environment is not None:
         queryset = queryset.filter(grade__task_version__task__environment=environment)
     items = list(queryset[:limit])
     rollout_ids = {item.grade.rollout_id for item in items if item.grade.rollout_id}
-    rollouts = {row["id"]: row for row in Rollout.objects.filter(pk__in=rollout_ids).values(
-        "id", "answer", "workspace_files")}
+    rollouts = {
+        row["id"]: row for row in Rollout.objects.filter(pk__in=rollout_ids).values("id", "answer", "workspace_files")
+    }
     for item in items:
         version = item.grade.task_version
         check = _find_check(version.rubric if version else {}, item.check_id) or {}
@@ -203,8 +237,9 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
 
 
 def _find_check(rubric: dict, check_id: str) -> dict | None:
-    return next((row.check for row in flat_checks((rubric or {}).get("checks")) if row.check.get("id") == check_id),
-                None)
+    return next(
+        (row.check for row in flat_checks((rubric or {}).get("checks")) if row.check.get("id") == check_id), None
+    )
 
 
 GRADED_TEXT_MAX_CHARS = 20_000
@@ -231,19 +266,31 @@ def environment_dashboard(*, environment) -> dict:
     from sandbox.models import PreviewRun
 
     by_status = dict(Task.objects.filter(environment=environment).values_list("status").annotate(n=Count("id")))
-    latest_versions = list(Task.objects.filter(environment=environment, latest_version__isnull=False)
-                           .values_list("latest_version_id", flat=True))
+    latest_versions = list(
+        Task.objects.filter(environment=environment, latest_version__isnull=False).values_list(
+            "latest_version_id", flat=True
+        )
+    )
     bands = {"too hard": 0, "in band": 0, "too easy": 0, "not measured": 0}
     seen = set()
-    for run in (PreviewRun.objects.filter(task_version_id__in=latest_versions, policy="model",
-                                          status=PreviewRun.Status.DONE)
-                .order_by("task_version_id", "-created_at").values("task_version_id", "summary")):
+    for run in (
+        PreviewRun.objects.filter(task_version_id__in=latest_versions, policy="model", status=PreviewRun.Status.DONE)
+        .order_by("task_version_id", "-created_at")
+        .values("task_version_id", "summary")
+    ):
         if run["task_version_id"] in seen:
             continue
         seen.add(run["task_version_id"])
         message = ((run["summary"] or {}).get("verdict") or {}).get("message", "")
-        bands["too hard" if "too hard" in message else "too easy" if "too easy" in message
-              else "in band" if "band" in message else "not measured"] += 1
+        bands[
+            "too hard"
+            if "too hard" in message
+            else "too easy"
+            if "too easy" in message
+            else "in band"
+            if "band" in message
+            else "not measured"
+        ] += 1
     bands["not measured"] += len(latest_versions) - len(seen)
     statuses = [(label, by_status.get(value, 0)) for value, label in Task.Status.choices]
     return {"by_status": statuses, "by_band": list(bands.items()), "task_count": sum(by_status.values())}

@@ -25,8 +25,8 @@ from review import agreement as review_agreement
 from review import evidence, selectors, services
 from review import gates as review_gates
 from review.drafts import drafts_keep, drafts_take
-from review.label_cards import label_cards
 from review.forms import ReviewForm, SubmitForm
+from review.label_cards import label_cards
 from review.models import Comment
 
 PAGE_SIZE = 50
@@ -40,6 +40,7 @@ def _forbidden(request, exc: NotAllowed):
 def _review_workspace(view):
     """The review workspace shows drafts: a member who reads approved work only (lab) gets 403 with where
     to look instead (review.selectors.review_workspace_check), before anything is looked up."""
+
     @wraps(view)
     def checked(request, *args, **kwargs):
         try:
@@ -65,8 +66,9 @@ def task_submit(request, slug):
     form = SubmitForm(request.POST)
     form.is_valid()
     try:
-        services.task_submit(task=task, user=request.user,
-                             override_reason=form.cleaned_data.get("override_reason") or "")
+        services.task_submit(
+            task=task, user=request.user, override_reason=form.cleaned_data.get("override_reason") or ""
+        )
     except NotAllowed as exc:
         return _forbidden(request, exc)  # a refusal, not a flash over the task page
     except DomainError as exc:
@@ -97,8 +99,11 @@ def gates_run(request, slug):
 
 
 def _check_comments(post) -> dict:
-    return {key[len(CHECK_COMMENT_PREFIX):]: value for key, value in post.items()
-            if key.startswith(CHECK_COMMENT_PREFIX) and value.strip()}
+    return {
+        key[len(CHECK_COMMENT_PREFIX) :]: value
+        for key, value in post.items()
+        if key.startswith(CHECK_COMMENT_PREFIX) and value.strip()
+    }
 
 
 @require_POST
@@ -112,12 +117,16 @@ def task_review(request, slug):
         drafts_keep(request, page_url=back, check_prefix=CHECK_COMMENT_PREFIX)  # back in the boxes
         return redirect(back)
     try:
-        version = authoring_selectors.task_version_get_for_user(slug=slug, number=form.cleaned_data["version"],
-                                                                user=request.user)
-        review = services.review_create(task_version=version, reviewer=request.user,
-                                        decision=form.cleaned_data["decision"],
-                                        comment=form.cleaned_data.get("comment") or "",
-                                        check_comments=_check_comments(request.POST))
+        version = authoring_selectors.task_version_get_for_user(
+            slug=slug, number=form.cleaned_data["version"], user=request.user
+        )
+        review = services.review_create(
+            task_version=version,
+            reviewer=request.user,
+            decision=form.cleaned_data["decision"],
+            comment=form.cleaned_data.get("comment") or "",
+            check_comments=_check_comments(request.POST),
+        )
     except NotAllowed as exc:
         return _forbidden(request, exc)  # one's own task, or not a reviewer; a version not theirs to read: 404
     except DomainError as exc:
@@ -125,17 +134,27 @@ def task_review(request, slug):
         drafts_keep(request, page_url=back, check_prefix=CHECK_COMMENT_PREFIX)
         return redirect(back)
     messages.success(request, f"Review recorded: {review.get_decision_display().lower()} on v{version.number}.")
-    return redirect("review:queue" if permissions.can_review(request.user) else "authoring:task_detail",
-                    **({} if permissions.can_review(request.user) else {"slug": slug}))
+    return redirect(
+        "review:queue" if permissions.can_review(request.user) else "authoring:task_detail",
+        **({} if permissions.can_review(request.user) else {"slug": slug}),
+    )
 
 
 def _check_cards(version, threads_by_check, agreement_by_check, flags) -> list[dict]:
     cards = []
     for row in flat_checks(version.rubric.get("checks")):
         check_id = str(row.check.get("id", ""))
-        cards.append({"id": check_id, "depth": row.depth, "check": row.check, "words": check_in_words(row.check),
-                      "threads": threads_by_check.get(check_id, []),
-                      "agreement": agreement_by_check.get(check_id), "flag": flags.get(check_id)})
+        cards.append(
+            {
+                "id": check_id,
+                "depth": row.depth,
+                "check": row.check,
+                "words": check_in_words(row.check),
+                "threads": threads_by_check.get(check_id, []),
+                "agreement": agreement_by_check.get(check_id),
+                "flag": flags.get(check_id),
+            }
+        )
     return cards
 
 
@@ -145,8 +164,11 @@ def review_page(request, slug):
     """Everything needed to decide, on one screen."""
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
     version = task.latest_version
-    seen = services.review_visit_record(task_version=version, reviewer=request.user) \
-        if permissions.can_review(request.user) else None
+    seen = (
+        services.review_visit_record(task_version=version, reviewer=request.user)
+        if permissions.can_review(request.user)
+        else None
+    )
     base = selectors.diff_base(task=task, version=version, seen=seen)
     threads = selectors.comment_threads(task=task, check_ids=services.check_ids(version.rubric))
     grouped = selectors.threads_by_check(threads)
@@ -154,32 +176,44 @@ def review_page(request, slug):
     agreement_by_check = {item["check_id"]: item for item in agreement["checks"]}
     flags = evidence.discrimination(task_version=version)
     gate_results = review_gates.gates_evaluate(task_version=version)
-    can_decide = (permissions.can_review(request.user) and task.owner_id != request.user.pk
-                  and version.author_id != request.user.pk)
+    can_decide = (
+        permissions.can_review(request.user)
+        and task.owner_id != request.user.pk
+        and version.author_id != request.user.pk
+    )
     drafts = drafts_take(request, page_url=request.path)  # what a refused post held, back in its boxes
     cards = _check_cards(version, grouped, agreement_by_check, flags["flags"])
     for card in cards:
         card["draft"] = drafts["checks"].get(card["id"], "")
-    return render(request, "review/review_page.html", {
-        "task": task, "version": version, "prompt_html": prompt_html(version),
-        "cards": cards, "task_draft": drafts["task"],
-        "discrimination_run": flags["run"],
-        "task_threads": grouped.get("", []),
-        "outdated_threads": [thread for thread in threads if not thread.current],
-        "base": base, "diff": task_version_diff(base.spec, version.spec) if base else None,
-        "previews": evidence.version_previews(task_version=version),
-        "older_previews_version": evidence.older_previews_only(task_version=version),
-        "gates": gate_results, "gates_pass": all(result.ok for result in gate_results),
-        "can_run_gates": permissions.can_run_previews(request.user),
-        "submission": selectors.latest_submission(task_version=version),
-        "agreement": agreement,
-        "reviews": selectors.reviews_of(task=task, user=request.user),
-        "in_review": task.status == task.Status.IN_REVIEW,
-        "can_decide": can_decide and task.status == task.Status.IN_REVIEW,
-        "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task),
-        "review_form": ReviewForm(initial={"version": version.number}),
-        "check_comment_prefix": CHECK_COMMENT_PREFIX,
-    })
+    return render(
+        request,
+        "review/review_page.html",
+        {
+            "task": task,
+            "version": version,
+            "prompt_html": prompt_html(version),
+            "cards": cards,
+            "task_draft": drafts["task"],
+            "discrimination_run": flags["run"],
+            "task_threads": grouped.get("", []),
+            "outdated_threads": [thread for thread in threads if not thread.current],
+            "base": base,
+            "diff": task_version_diff(base.spec, version.spec) if base else None,
+            "previews": evidence.version_previews(task_version=version),
+            "older_previews_version": evidence.older_previews_only(task_version=version),
+            "gates": gate_results,
+            "gates_pass": all(result.ok for result in gate_results),
+            "can_run_gates": permissions.can_run_previews(request.user),
+            "submission": selectors.latest_submission(task_version=version),
+            "agreement": agreement,
+            "reviews": selectors.reviews_of(task=task, user=request.user),
+            "in_review": task.status == task.Status.IN_REVIEW,
+            "can_decide": can_decide and task.status == task.Status.IN_REVIEW,
+            "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task),
+            "review_form": ReviewForm(initial={"version": version.number}),
+            "check_comment_prefix": CHECK_COMMENT_PREFIX,
+        },
+    )
 
 
 # --------------------------------------------------------------------------------------------- queue, inbox
@@ -197,10 +231,17 @@ def review_queue(request):
     page = KeysFirstPaginator(source, PAGE_SIZE, rows=rows).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "review/queue.html", {
-        "page": page, "filters": filters, "older_than_days": older_than_days or "", "query": query.urlencode(),
-        **authoring_selectors.task_filter_choices(user=request.user),
-    })
+    return render(
+        request,
+        "review/queue.html",
+        {
+            "page": page,
+            "filters": filters,
+            "older_than_days": older_than_days or "",
+            "query": query.urlencode(),
+            **authoring_selectors.task_filter_choices(user=request.user),
+        },
+    )
 
 
 @require_safe
@@ -223,10 +264,18 @@ def _thread_in_place(request, task, comment_id: int, *, next_url: str, error: st
     thread = selectors.comment_thread(task=task, comment_id=comment_id)
     if thread is None:
         return HttpResponse('<p class="error thread-error">That thread no longer exists.</p>', status=404)
-    return render(request, "review/_thread.html", {
-        "thread": thread, "task": task, "next_url": next_url, "thread_error": error, "reply_body": body,
-        "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task),
-    })
+    return render(
+        request,
+        "review/_thread.html",
+        {
+            "thread": thread,
+            "task": task,
+            "next_url": next_url,
+            "thread_error": error,
+            "reply_body": body,
+            "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task),
+        },
+    )
 
 
 @require_POST
@@ -236,8 +285,9 @@ def comment_create(request, slug):
     back = _next(request, reverse("review:review_page", args=[slug]))
     parent = None
     if request.POST.get("parent"):
-        parent = Comment.objects.filter(pk=request.POST["parent"] if request.POST["parent"].isdigit() else 0,
-                                        task=task).first()
+        parent = Comment.objects.filter(
+            pk=request.POST["parent"] if request.POST["parent"].isdigit() else 0, task=task
+        ).first()
         if parent is None:
             if is_htmx(request):
                 return _thread_in_place(request, task, 0, next_url=back)
@@ -245,12 +295,23 @@ def comment_create(request, slug):
             return redirect(back)
     in_place = is_htmx(request) and parent is not None
     try:
-        services.comment_create(task=task, user=request.user, body=request.POST.get("body", ""),
-                                check_id=request.POST.get("check_id", ""), parent=parent)
+        services.comment_create(
+            task=task,
+            user=request.user,
+            body=request.POST.get("body", ""),
+            check_id=request.POST.get("check_id", ""),
+            parent=parent,
+        )
     except DomainError as exc:
         if in_place:
-            return _thread_in_place(request, task, parent.pk, next_url=back, error=f"Reply not saved: {exc.message}",
-                                    body=request.POST.get("body", ""))
+            return _thread_in_place(
+                request,
+                task,
+                parent.pk,
+                next_url=back,
+                error=f"Reply not saved: {exc.message}",
+                body=request.POST.get("body", ""),
+            )
         if isinstance(exc, NotAllowed):
             return _forbidden(request, exc)  # as a refused submit (in place, the thread says it)
         messages.error(request, f"Comment not saved: {exc.message}")
@@ -292,8 +353,9 @@ def _scope(request):
     if request.GET.get("task"):
         task = authoring_selectors.task_get_for_user(slug=request.GET["task"][:64], user=request.user)
     if request.GET.get("environment"):
-        environment = authoring_selectors.environment_get_for_user(slug=request.GET["environment"][:64],
-                                                                   user=request.user)
+        environment = authoring_selectors.environment_get_for_user(
+            slug=request.GET["environment"][:64], user=request.user
+        )
     return task, environment
 
 
@@ -304,22 +366,32 @@ def label_queue(request):
         return _forbidden(request, NotAllowed("Only reviewers and admins label the judge."))
     task, environment = _scope(request)
     items = selectors.unlabelled_judgements(task=task, environment=environment, limit=PAGE_SIZE)
-    return render(request, "review/label_queue.html", {"cards": label_cards(items), "task": task,
-                                                       "environment": environment})
+    return render(
+        request, "review/label_queue.html", {"cards": label_cards(items), "task": task, "environment": environment}
+    )
 
 
 @require_safe
 @_review_workspace
 def agreement_page(request, slug):
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
-    return render(request, "review/agreement.html", {
-        "environment": environment, "agreement": review_agreement.agreement_json(environment=environment)})
+    return render(
+        request,
+        "review/agreement.html",
+        {"environment": environment, "agreement": review_agreement.agreement_json(environment=environment)},
+    )
 
 
 @require_safe
 @_review_workspace
 def environment_dashboard(request, slug):
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
-    return render(request, "review/dashboard.html", {
-        "environment": environment, **selectors.environment_dashboard(environment=environment),
-        "agreement": review_agreement.agreement_json(environment=environment)["overall"]})
+    return render(
+        request,
+        "review/dashboard.html",
+        {
+            "environment": environment,
+            **selectors.environment_dashboard(environment=environment),
+            "agreement": review_agreement.agreement_json(environment=environment)["overall"],
+        },
+    )

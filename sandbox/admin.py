@@ -18,13 +18,32 @@ class RolloutInline(admin.TabularInline):
 
 @admin.register(PreviewRun)
 class PreviewRunAdmin(admin.ModelAdmin):
-    list_display = ("id", "task_version", "policy", "n", "backend", "status", "cancel_requested", "created_by",
-                    "created_at")
+    list_display = (
+        "id",
+        "task_version",
+        "policy",
+        "n",
+        "backend",
+        "status",
+        "cancel_requested",
+        "created_by",
+        "created_at",
+    )
     list_filter = ("status", "backend")
     search_fields = ("task_version__task__slug", "policy")
     list_select_related = ("task_version__task", "created_by")
-    readonly_fields = ("task_version", "created_by", "policy", "n", "backend", "status", "cancel_requested", "summary",
-                       "created_at", "finished_at")
+    readonly_fields = (
+        "task_version",
+        "created_by",
+        "policy",
+        "n",
+        "backend",
+        "status",
+        "cancel_requested",
+        "summary",
+        "created_at",
+        "finished_at",
+    )
     inlines = [RolloutInline]
     actions = ["cancel"]
 
@@ -53,6 +72,9 @@ class RolloutAdmin(admin.ModelAdmin):
     @admin.action(description="Reap stale rollouts (all, not only the selected)")
     def reap_stale(self, request, queryset):
         result = services.rollouts_reap_stale()
-        messages.info(request, f"Re-queued {len(result['requeued'])}, failed {len(result['failed'])}, "
-                               f"re-sent {len(result['resent'])} lost message(s), "
-                               f"removed {result['containers_removed']} container(s).")
+        messages.info(
+            request,
+            f"Re-queued {len(result['requeued'])}, failed {len(result['failed'])}, "
+            f"re-sent {len(result['resent'])} lost message(s), "
+            f"removed {result['containers_removed']} container(s).",
+        )

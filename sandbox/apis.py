@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from django.conf import settings
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,12 +16,18 @@ from sandbox.models import PreviewRun
 
 
 class PreviewCreateInput(serializers.Serializer):
-    policy = serializers.CharField(max_length=2100, trim_whitespace=False,
-                                   help_text='"oracle", "nop", "probe:TEXT" or "model".')
-    n = serializers.IntegerField(min_value=1, max_value=PreviewRun.MAX_N, help_text=f"Rollouts, 1 to {PreviewRun.MAX_N}.")
-    backend = serializers.ChoiceField(choices=services.BACKENDS, required=False,
-                                      help_text="Sandbox backend, one of the server's allowed backends "
-                                                "(GYMWRIGHT_SANDBOX_BACKENDS); default: the server's.")
+    policy = serializers.CharField(
+        max_length=2100, trim_whitespace=False, help_text='"oracle", "nop", "probe:TEXT" or "model".'
+    )
+    n = serializers.IntegerField(
+        min_value=1, max_value=PreviewRun.MAX_N, help_text=f"Rollouts, 1 to {PreviewRun.MAX_N}."
+    )
+    backend = serializers.ChoiceField(
+        choices=services.BACKENDS,
+        required=False,
+        help_text="Sandbox backend, one of the server's allowed backends "
+        "(GYMWRIGHT_SANDBOX_BACKENDS); default: the server's.",
+    )
 
 
 class RolloutSummaryOutput(serializers.Serializer):
@@ -63,7 +68,8 @@ class PreviewRunDetailOutput(PreviewRunOutput):
     progress = serializers.JSONField()
     waiting_for_broker = serializers.BooleanField(
         help_text="some queued rollouts wait for the job broker, which did not take their jobs (down or "
-                  "restarting): they are sent when it answers again (progress.waiting_for_broker counts them)")
+        "restarting): they are sent when it answers again (progress.waiting_for_broker counts them)"
+    )
     rollouts = RolloutSummaryOutput(many=True)
 
 
@@ -91,23 +97,31 @@ class TaskVersionPreviewsApi(APIView):
     @extend_schema(responses=paginated(PreviewRunOutput), operation_id="tasks_versions_previews_list")
     def get(self, request, slug: str, number: int):
         version = task_version_get_for_user(slug=slug, number=number, user=request.user)
-        queryset = version.preview_runs.select_related("task_version__task", "created_by").order_by("-created_at", "-id")
+        queryset = version.preview_runs.select_related("task_version__task", "created_by").order_by(
+            "-created_at", "-id"
+        )
         paginator = Pagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(PreviewRunOutput(page, many=True).data)
 
-    @extend_schema(request=PreviewCreateInput, responses={201: PreviewRunDetailOutput, 202: PreviewRunDetailOutput},
-                   description="201: the preview's jobs were sent to the workers. 202: the preview and its rollouts "
-                               "are saved but the job broker did not take their jobs (`waiting_for_broker`); they "
-                               "are sent when it answers again: do not start the preview again.")
+    @extend_schema(
+        request=PreviewCreateInput,
+        responses={201: PreviewRunDetailOutput, 202: PreviewRunDetailOutput},
+        description="201: the preview's jobs were sent to the workers. 202: the preview and its rollouts "
+        "are saved but the job broker did not take their jobs (`waiting_for_broker`); they "
+        "are sent when it answers again: do not start the preview again.",
+    )
     def post(self, request, slug: str, number: int):
         version = task_version_get_for_user(slug=slug, number=number, user=request.user)
         data = validated(PreviewCreateInput, request.data)
-        preview_run = services.preview_run_create(task_version=version, user=request.user, policy=data["policy"],
-                                                  n=data["n"], backend=data.get("backend"))
+        preview_run = services.preview_run_create(
+            task_version=version, user=request.user, policy=data["policy"], n=data["n"], backend=data.get("backend")
+        )
         preview_run = selectors.preview_run_get_for_user(preview_run_id=preview_run.pk, user=request.user)
         data = _detail(preview_run)
-        return Response(data, status=status.HTTP_202_ACCEPTED if data["waiting_for_broker"] else status.HTTP_201_CREATED)
+        return Response(
+            data, status=status.HTTP_202_ACCEPTED if data["waiting_for_broker"] else status.HTTP_201_CREATED
+        )
 
 
 class PreviewRunDetailApi(APIView):

@@ -43,8 +43,14 @@ def example_run_enqueue(run: ExampleRun) -> None:
 
     limits = (run.task_version.spec.get("environment") or {}).get("limits") or {}
     soft = run.total * (float(limits.get("timeout_s") or 600) + EXAMPLE_MARGIN_S)
-    transaction.on_commit(partial(tasks.example_answers_grade.apply_async, args=[run.pk], soft_time_limit=soft,
-                                  time_limit=soft + services.HARD_TIME_LIMIT_EXTRA_S))
+    transaction.on_commit(
+        partial(
+            tasks.example_answers_grade.apply_async,
+            args=[run.pk],
+            soft_time_limit=soft,
+            time_limit=soft + services.HARD_TIME_LIMIT_EXTRA_S,
+        )
+    )
 
 
 def example_answers_grade_in_sandbox(*, example_run_id: int) -> ExampleRun | None:
@@ -67,16 +73,28 @@ def example_answers_grade_in_sandbox(*, example_run_id: int) -> ExampleRun | Non
     try:
         backend = get_backend(settings.SANDBOX_BACKEND, **_backend_options(settings.SANDBOX_BACKEND))
     except SandboxError as exc:
-        grading_services.example_answers_fail(example_run_id=run.pk, error=f"The sandbox is not available: {exc.message}")
+        grading_services.example_answers_fail(
+            example_run_id=run.pk, error=f"The sandbox is not available: {exc.message}"
+        )
         return None
     results = []
     for index, example in enumerate(version.spec.get("examples") or []):
         start_files = {item["path"]: item["content"].encode("utf-8") for item in example.get("files") or []}
-        result = run_rollout(task, policy=SubmitPolicy(example["answer"], "example"), backend=backend, files=files,
-                             env_files=env_files, judge=judge, start_files=start_files)
+        result = run_rollout(
+            task,
+            policy=SubmitPolicy(example["answer"], "example"),
+            backend=backend,
+            files=files,
+            env_files=env_files,
+            judge=judge,
+            start_files=start_files,
+        )
         if result.grade is None:
-            results.append(grading_services.example_result(
-                example, None, error=f"its rollout ended without a grade: {result.error or result.stop_reason}"))
+            results.append(
+                grading_services.example_result(
+                    example, None, error=f"its rollout ended without a grade: {result.error or result.stop_reason}"
+                )
+            )
         else:
             results.append(grading_services.example_result(example, result.grade.to_document()))
         grading_services.example_answers_progress(example_run_id=run.pk, graded=index + 1)

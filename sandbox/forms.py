@@ -12,9 +12,9 @@ from sandbox import services
 from sandbox.models import PreviewRun
 from sandbox.runtime.hacks import HACKS
 
-
-MODEL_POLICY_HOWTO = ("To use it, add a ModelEndpoint with role 'policy' in the admin, or set OPENAI_BASE_URL "
-                      "and GYMWRIGHT_POLICY_MODEL.")
+MODEL_POLICY_HOWTO = (
+    "To use it, add a ModelEndpoint with role 'policy' in the admin, or set OPENAI_BASE_URL and GYMWRIGHT_POLICY_MODEL."
+)
 
 
 class PolicySelect(forms.Select):
@@ -32,18 +32,35 @@ class PolicySelect(forms.Select):
 
 
 class PreviewStartForm(forms.Form):
-    POLICY_CHOICES = [("oracle", "oracle — the reference solution"), ("nop", "nop — does nothing"),
-                      ("probe", "probe — answers with the text below"), ("model", "model — the policy endpoint")]
+    POLICY_CHOICES = [
+        ("oracle", "oracle — the reference solution"),
+        ("nop", "nop — does nothing"),
+        ("probe", "probe — answers with the text below"),
+        ("model", "model — the policy endpoint"),
+    ]
     POLICY_CHOICES += [(f"hack:{name}", f"hack:{name} — {what}") for name, what in HACKS.items()]
 
     policy = forms.ChoiceField(choices=POLICY_CHOICES, initial="oracle")
-    probe_text = forms.CharField(required=False, max_length=services.PROBE_TEXT_MAX, strip=False,
-                                 widget=forms.Textarea(attrs={"rows": 2}),
-                                 label="Probe text", help_text="Only for the probe policy: the answer it gives.")
-    n = forms.IntegerField(min_value=1, max_value=PreviewRun.MAX_N, initial=4, label="N (rollouts)",
-                           widget=forms.NumberInput(attrs={"class": "n-input"}),
-                           error_messages={"min_value": services.N_OUT_OF_RANGE, "max_value": services.N_OUT_OF_RANGE,
-                                           "invalid": services.N_NOT_A_NUMBER})
+    probe_text = forms.CharField(
+        required=False,
+        max_length=services.PROBE_TEXT_MAX,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Probe text",
+        help_text="Only for the probe policy: the answer it gives.",
+    )
+    n = forms.IntegerField(
+        min_value=1,
+        max_value=PreviewRun.MAX_N,
+        initial=4,
+        label="N (rollouts)",
+        widget=forms.NumberInput(attrs={"class": "n-input"}),
+        error_messages={
+            "min_value": services.N_OUT_OF_RANGE,
+            "max_value": services.N_OUT_OF_RANGE,
+            "invalid": services.N_NOT_A_NUMBER,
+        },
+    )
 
     backend = forms.ChoiceField(choices=[], required=False, label="Sandbox")
 
@@ -52,8 +69,9 @@ class PreviewStartForm(forms.Form):
         # shown on every task page: from the per-process endpoint cache, as workers read it
         self.model_configured = services.policy_model_configured(max_age_s=settings.ENDPOINT_CACHE_S)
         if not self.model_configured:
-            self.fields["policy"].widget = PolicySelect(choices=self.fields["policy"].choices,
-                                                        disabled_values={"model"})
+            self.fields["policy"].widget = PolicySelect(
+                choices=self.fields["policy"].choices, disabled_values={"model"}
+            )
             self.fields["policy"].help_text = "The model policy needs a policy model. " + MODEL_POLICY_HOWTO
         backends = services.sandbox_backends_enabled()
         self.fields["backend"].choices = [(b, b) for b in backends]

@@ -21,9 +21,14 @@ ROLLOUT_HEAVY_FIELDS = ("trajectory", "workspace_files", "grade__document")
 
 # The pages poll it every second while a run is live: the version's whole document is not read (it is loaded if
 # something asks for it), and the task comes with the run, not from a second query. Compiled once per process.
-_preview_run = Prepared(lambda preview_run_id: PreviewRun.objects.select_related(
-    "task_version", "task_version__task", "created_by").defer("task_version__spec").filter(pk=preview_run_id),
-    preview_run_id=int)
+_preview_run = Prepared(
+    lambda preview_run_id: (
+        PreviewRun.objects.select_related("task_version", "task_version__task", "created_by")
+        .defer("task_version__spec")
+        .filter(pk=preview_run_id)
+    ),
+    preview_run_id=int,
+)
 
 
 def preview_run_get_for_user(*, preview_run_id: int, user) -> PreviewRun:
@@ -38,9 +43,12 @@ def preview_run_get_for_user(*, preview_run_id: int, user) -> PreviewRun:
 
 
 # The rollout page, and each rollout opened on a preview page: compiled once per process (gymwright.sql).
-_rollout = Prepared(lambda rollout_id: Rollout.objects.select_related(
-    "preview_run", "preview_run__task_version", "preview_run__task_version__task", "grade").filter(pk=rollout_id),
-    rollout_id=int)
+_rollout = Prepared(
+    lambda rollout_id: Rollout.objects.select_related(
+        "preview_run", "preview_run__task_version", "preview_run__task_version__task", "grade"
+    ).filter(pk=rollout_id),
+    rollout_id=int,
+)
 
 
 def rollout_get_for_user(*, rollout_id: int, user) -> Rollout:
@@ -57,12 +65,28 @@ def rollout_list(*, preview_run: PreviewRun) -> QuerySet[Rollout]:
     return preview_run.rollouts.select_related("grade").defer(*ROLLOUT_HEAVY_FIELDS).order_by("index")
 
 
-ROLLOUT_ROW_FIELDS = ("id", "index", "status", "attempts", "reward", "passed", "grade__complete", "steps",
-                      "duration_ms", "error", "progress", "enqueued_at")
+ROLLOUT_ROW_FIELDS = (
+    "id",
+    "index",
+    "status",
+    "attempts",
+    "reward",
+    "passed",
+    "grade__complete",
+    "steps",
+    "duration_ms",
+    "error",
+    "progress",
+    "enqueued_at",
+)
 
 
-_rollout_rows = Prepared(lambda preview_run_id: Rollout.objects.filter(preview_run_id=preview_run_id)
-                         .order_by("index").values_list(*ROLLOUT_ROW_FIELDS), preview_run_id=int)
+_rollout_rows = Prepared(
+    lambda preview_run_id: (
+        Rollout.objects.filter(preview_run_id=preview_run_id).order_by("index").values_list(*ROLLOUT_ROW_FIELDS)
+    ),
+    preview_run_id=int,
+)
 
 
 def rollout_rows(*, preview_run: PreviewRun) -> list[dict]:
@@ -84,14 +108,29 @@ def _recent_runs_of(task_id, *, approved_only: bool) -> QuerySet[PreviewRun]:
 
 # On every task page, and polled while a run is live: compiled once per process (gymwright.sql), for a
 # member who reads drafts (False) and one who reads approved work only (True).
-_recent_runs = {approved_only: Prepared(lambda task_id, approved_only=approved_only: _recent_runs_of(
-    task_id, approved_only=approved_only).select_related("task_version", "created_by")
-    .defer("task_version__spec"), task_id=int)  # the list shows version numbers only
-    for approved_only in (False, True)}
-_recent_run_counts = {approved_only: Prepared(lambda task_id, approved_only=approved_only: Rollout.objects.filter(
-    preview_run__in=_recent_runs_of(task_id, approved_only=approved_only).values("id"))
-    .values_list("preview_run_id", "status").annotate(count=Count("id")).order_by(), task_id=int)
-    for approved_only in (False, True)}
+_recent_runs = {
+    approved_only: Prepared(
+        lambda task_id, approved_only=approved_only: (
+            _recent_runs_of(task_id, approved_only=approved_only)
+            .select_related("task_version", "created_by")
+            .defer("task_version__spec")
+        ),
+        task_id=int,
+    )  # the list shows version numbers only
+    for approved_only in (False, True)
+}
+_recent_run_counts = {
+    approved_only: Prepared(
+        lambda task_id, approved_only=approved_only: (
+            Rollout.objects.filter(preview_run__in=_recent_runs_of(task_id, approved_only=approved_only).values("id"))
+            .values_list("preview_run_id", "status")
+            .annotate(count=Count("id"))
+            .order_by()
+        ),
+        task_id=int,
+    )
+    for approved_only in (False, True)
+}
 
 
 def preview_run_list_for_task(*, task: Task, user) -> list[PreviewRun]:
@@ -123,9 +162,17 @@ def preview_run_summary(*, policy_kind: str, rollouts: list[dict]) -> dict:
     # The oldest scoring rule among its grades: a summary of rule-1 grades (unscored checks left out of
     # max) is not the rubric's, and pack calibration leaves it out.
     rules = [r.get("grade__scoring_rule") or scoring.SCORING_RULE for r in graded]
-    summary: dict[str, Any] = {"counts": counts, "graded": len(graded), "passed": passed,
-                               "mean_reward": None, "pass_rate": None, "pass_rate_ci95": None, "pass_at_k": {},
-                               "verdict": None, "scoring_rule": min(rules, default=scoring.SCORING_RULE)}
+    summary: dict[str, Any] = {
+        "counts": counts,
+        "graded": len(graded),
+        "passed": passed,
+        "mean_reward": None,
+        "pass_rate": None,
+        "pass_rate_ci95": None,
+        "pass_at_k": {},
+        "verdict": None,
+        "scoring_rule": min(rules, default=scoring.SCORING_RULE),
+    }
     if graded:
         summary["mean_reward"] = sum(r["reward"] for r in graded) / len(graded)
         summary["pass_rate"] = passed / len(graded)
@@ -138,8 +185,10 @@ def preview_run_summary(*, policy_kind: str, rollouts: list[dict]) -> dict:
         summary["incomplete"] = incomplete
         if incomplete:
             summary["verdict"]["ok"] = False
-            summary["verdict"]["message"] += (f"; but {incomplete} of {len(graded)} grades are incomplete "
-                                              "(some checks unscored), so these rewards are lower bounds")
+            summary["verdict"]["message"] += (
+                f"; but {incomplete} of {len(graded)} grades are incomplete "
+                "(some checks unscored), so these rewards are lower bounds"
+            )
     return summary
 
 
@@ -148,16 +197,34 @@ def preview_run_progress(*, preview_run: PreviewRun, rollouts: list[Rollout] | l
     `rollouts`: the run's Rollouts or their `rollout_rows`."""
     if rollouts is None:
         rollouts = rollout_rows(preview_run=preview_run)
-    so_far = preview_run_summary(policy_kind=preview_run.policy_kind, rollouts=[
-        {"status": r["status"], "reward": r["reward"], "passed": r["passed"],
-         "grade__complete": r.get("grade__complete")} if isinstance(r, dict) else
-        {"status": r.status, "reward": r.reward, "passed": r.passed,
-         "grade__complete": r.grade.complete if r.grade_id and r.grade else None} for r in rollouts])
+    so_far = preview_run_summary(
+        policy_kind=preview_run.policy_kind,
+        rollouts=[
+            {
+                "status": r["status"],
+                "reward": r["reward"],
+                "passed": r["passed"],
+                "grade__complete": r.get("grade__complete"),
+            }
+            if isinstance(r, dict)
+            else {
+                "status": r.status,
+                "reward": r.reward,
+                "passed": r.passed,
+                "grade__complete": r.grade.complete if r.grade_id and r.grade else None,
+            }
+            for r in rollouts
+        ],
+    )
     counts = so_far["counts"]
     total = len(rollouts)
     # queued rollouts whose job the broker did not take (down when they were sent): sent when it answers
-    waiting = sum(1 for r in rollouts if ((r["status"], r["enqueued_at"]) if isinstance(r, dict) else
-                                          (r.status, r.enqueued_at)) == (Rollout.Status.QUEUED, None))
+    waiting = sum(
+        1
+        for r in rollouts
+        if ((r["status"], r["enqueued_at"]) if isinstance(r, dict) else (r.status, r.enqueued_at))
+        == (Rollout.Status.QUEUED, None)
+    )
     finished = sum(counts[s] for s in Rollout.TERMINAL)
     return {
         "counts": counts,
@@ -199,8 +266,9 @@ def _tool_output(value) -> str:
             parts.append(str(value["stdout"]))
         if value.get("stderr"):
             parts.append("[stderr]\n" + str(value["stderr"]))
-        flags = [f"exit {value.get('exit_code')}"] + [name for name in ("timed_out", "oom_killed", "truncated")
-                                                     if value.get(name)]
+        flags = [f"exit {value.get('exit_code')}"] + [
+            name for name in ("timed_out", "oom_killed", "truncated") if value.get(name)
+        ]
         parts.append("[" + ", ".join(flags) + "]")
         return "\n".join(parts)
     return _pretty(value)
@@ -219,8 +287,19 @@ def trajectory_steps(trajectory: list) -> list[dict]:
     calls_by_id: dict[str, dict] = {}
     for position, step in enumerate(trajectory or []):
         if not isinstance(step, dict):
-            steps.append({"index": position, "role": "other", "title": "", "text": _pretty(step), "output": None,
-                          "calls": [], "error": "", "duration_ms": None, "raw": _pretty(step)})
+            steps.append(
+                {
+                    "index": position,
+                    "role": "other",
+                    "title": "",
+                    "text": _pretty(step),
+                    "output": None,
+                    "calls": [],
+                    "error": "",
+                    "duration_ms": None,
+                    "raw": _pretty(step),
+                }
+            )
             continue
         role = str(step.get("role") or step.get("type") or "step")
         if role == "tool" and step.get("tool_call_id") in calls_by_id:
@@ -239,26 +318,34 @@ def trajectory_steps(trajectory: list) -> list[dict]:
             if not isinstance(call, dict):
                 continue
             function = call.get("function") if isinstance(call.get("function"), dict) else {}
-            entry = {"id": call.get("id") or "", "name": call.get("name") or function.get("name") or "tool",
-                     "input": _pretty(call.get("arguments", call.get("input", function.get("arguments")))),
-                     "output": _tool_output(call["output"]) if "output" in call else None,
-                     "is_error": False, "exec": None, "duration_ms": None, "raw_result": ""}
+            entry = {
+                "id": call.get("id") or "",
+                "name": call.get("name") or function.get("name") or "tool",
+                "input": _pretty(call.get("arguments", call.get("input", function.get("arguments")))),
+                "output": _tool_output(call["output"]) if "output" in call else None,
+                "is_error": False,
+                "exec": None,
+                "duration_ms": None,
+                "raw_result": "",
+            }
             calls.append(entry)
             if entry["id"]:
                 calls_by_id[entry["id"]] = entry
         output = None
         if role == "tool":
             output, text = _tool_output(step.get("content", step.get("output"))), None
-        steps.append({
-            "index": step.get("step", ""),
-            "role": role,
-            "title": ", ".join(call["name"] for call in calls) or step.get("name") or "",
-            "text": text if isinstance(text, str) else (_pretty(text) if text is not None else ""),
-            "output": output,
-            "calls": calls,
-            "error": step.get("error") or ("tool error" if step.get("is_error") else ""),
-            "duration_ms": step.get("duration_ms"),
-            "usage": step.get("usage"),
-            "raw": _pretty(step),
-        })
+        steps.append(
+            {
+                "index": step.get("step", ""),
+                "role": role,
+                "title": ", ".join(call["name"] for call in calls) or step.get("name") or "",
+                "text": text if isinstance(text, str) else (_pretty(text) if text is not None else ""),
+                "output": output,
+                "calls": calls,
+                "error": step.get("error") or ("tool error" if step.get("is_error") else ""),
+                "duration_ms": step.get("duration_ms"),
+                "usage": step.get("usage"),
+                "raw": _pretty(step),
+            }
+        )
     return steps

@@ -72,30 +72,41 @@ def policy_parse(policy: Any, *, probe_text: str | None = None) -> PolicyChoice:
     """The policy ("oracle", "nop", "model", "probe:TEXT", "hack:NAME"; `probe_text` for a bare
     "probe") as kind and argument, or DomainError saying what is wrong. The one parser of policies."""
     if not isinstance(policy, str) or not policy.strip():
-        raise DomainError("Choose a policy: oracle, nop, probe or model.", code="invalid",
-                          details=[{"pointer": "/policy", "message": "required"}])
+        raise DomainError(
+            "Choose a policy: oracle, nop, probe or model.",
+            code="invalid",
+            details=[{"pointer": "/policy", "message": "required"}],
+        )
     kind, sep, text = policy.partition(":")
     kind = kind.strip().lower()
     if kind not in POLICY_KINDS:
-        raise DomainError(f"Unknown policy {policy[:40]!r}: use oracle, nop, probe:TEXT, model or hack:NAME.",
-                          details=[{"pointer": "/policy", "message": "unknown policy"}])
+        raise DomainError(
+            f"Unknown policy {policy[:40]!r}: use oracle, nop, probe:TEXT, model or hack:NAME.",
+            details=[{"pointer": "/policy", "message": "unknown policy"}],
+        )
     if kind == "hack":
         from sandbox.runtime.hacks import HACKS
 
         if text not in HACKS:
-            raise DomainError(f"Unknown hack {text[:40]!r}: use one of {', '.join(HACKS)}.",
-                              details=[{"pointer": "/policy", "message": "unknown hack"}])
+            raise DomainError(
+                f"Unknown hack {text[:40]!r}: use one of {', '.join(HACKS)}.",
+                details=[{"pointer": "/policy", "message": "unknown hack"}],
+            )
         return PolicyChoice(kind, text)
     if kind == "probe":
         if probe_text is not None and not sep:
             text = probe_text
         if len(text) > PROBE_TEXT_MAX:
-            raise DomainError(f"The probe text is longer than {PROBE_TEXT_MAX} characters.",
-                              details=[{"pointer": "/probe_text", "message": f"at most {PROBE_TEXT_MAX} characters"}])
+            raise DomainError(
+                f"The probe text is longer than {PROBE_TEXT_MAX} characters.",
+                details=[{"pointer": "/probe_text", "message": f"at most {PROBE_TEXT_MAX} characters"}],
+            )
         return PolicyChoice(kind, text)
     if sep:
-        raise DomainError(f"The {kind} policy takes no text after ':'.",
-                          details=[{"pointer": "/policy", "message": "unexpected text"}])
+        raise DomainError(
+            f"The {kind} policy takes no text after ':'.",
+            details=[{"pointer": "/policy", "message": "unexpected text"}],
+        )
     return PolicyChoice(kind)
 
 
@@ -114,8 +125,10 @@ def n_validate(n: Any) -> int:
     except (TypeError, ValueError):
         raise DomainError(N_NOT_A_NUMBER, details=[{"pointer": "/n", "message": f"expected {N_RANGE}"}])
     if not 1 <= value <= PreviewRun.MAX_N:
-        raise DomainError(f"N must be from 1 to {PreviewRun.MAX_N}, not {value}.",
-                          details=[{"pointer": "/n", "message": f"must be from 1 to {PreviewRun.MAX_N}"}])
+        raise DomainError(
+            f"N must be from 1 to {PreviewRun.MAX_N}, not {value}.",
+            details=[{"pointer": "/n", "message": f"must be from 1 to {PreviewRun.MAX_N}"}],
+        )
     return value
 
 
@@ -123,19 +136,24 @@ def _policy_check_runnable(*, policy: PolicyChoice, task_version: TaskVersion) -
     if policy.kind == "oracle":
         solution = task_version.spec.get("solution") or {}
         if not (solution.get("script") or solution.get("answer")):
-            raise DomainError("This task version has no reference solution (script or answer), so the oracle "
-                              "policy has nothing to run. Add one, or preview with another policy.",
-                              details=[{"pointer": "/policy", "message": "no reference solution"}])
+            raise DomainError(
+                "This task version has no reference solution (script or answer), so the oracle "
+                "policy has nothing to run. Add one, or preview with another policy.",
+                details=[{"pointer": "/policy", "message": "no reference solution"}],
+            )
     elif policy.kind == "model":
         if not policy_model_configured():
-            raise DomainError("No policy model is configured: add a ModelEndpoint with role 'policy' in the admin, "
-                              "or set OPENAI_BASE_URL and GYMWRIGHT_POLICY_MODEL.",
-                              code="no_policy_model", details=[{"pointer": "/policy", "message": "no model configured"}])
+            raise DomainError(
+                "No policy model is configured: add a ModelEndpoint with role 'policy' in the admin, "
+                "or set OPENAI_BASE_URL and GYMWRIGHT_POLICY_MODEL.",
+                code="no_policy_model",
+                details=[{"pointer": "/policy", "message": "no model configured"}],
+            )
 
 
 def rollout_time_limits(task_version: TaskVersion) -> tuple[int, int]:
     """(soft, hard) Celery time limits in seconds for one rollout of this version."""
-    limits = ((task_version.spec.get("environment") or {}).get("limits") or {})
+    limits = (task_version.spec.get("environment") or {}).get("limits") or {}
     try:
         timeout_s = float(limits.get("timeout_s") or 600)
     except (TypeError, ValueError):
@@ -164,8 +182,9 @@ def policy_model_configured(*, max_age_s: float = 0) -> bool:
 
 
 @transaction.atomic
-def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, backend: str | None = None,
-                       probe_text: str | None = None) -> PreviewRun:
+def preview_run_create(
+    *, task_version: TaskVersion, user, policy: str, n: int, backend: str | None = None, probe_text: str | None = None
+) -> PreviewRun:
     """A PreviewRun of `n` rollouts of `task_version` with `policy`; one Celery job per rollout
     is enqueued once the transaction commits (never for rows a rollback removed)."""
     if not permissions.can_run_previews(user):
@@ -174,21 +193,28 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
     n = n_validate(n)
     backend = backend or settings.SANDBOX_BACKEND
     if backend not in BACKENDS:
-        raise DomainError(f"Unknown sandbox backend {backend!r}: use bubblewrap or docker.",
-                          details=[{"pointer": "/backend", "message": "unknown backend"}])
+        raise DomainError(
+            f"Unknown sandbox backend {backend!r}: use bubblewrap or docker.",
+            details=[{"pointer": "/backend", "message": "unknown backend"}],
+        )
     if backend not in settings.SANDBOX_BACKENDS_ALLOWED:
         allowed = ", ".join(settings.SANDBOX_BACKENDS_ALLOWED)
-        raise DomainError(f"This server does not allow the {backend} backend (GYMWRIGHT_SANDBOX_BACKENDS: {allowed}).",
-                          code="backend_not_allowed",
-                          details=[{"pointer": "/backend", "message": f"not allowed here; allowed: {allowed}"}])
+        raise DomainError(
+            f"This server does not allow the {backend} backend (GYMWRIGHT_SANDBOX_BACKENDS: {allowed}).",
+            code="backend_not_allowed",
+            details=[{"pointer": "/backend", "message": f"not allowed here; allowed: {allowed}"}],
+        )
     from authoring.services import environment_limits_check
+
     network = (task_version.spec.get("environment") or {}).get("network")
     if network in NETWORK_ON:
         reason = egress_refusal(backend)
         if reason:
-            raise DomainError(f"This task's environment asks for network egress: {reason}.",
-                              code="egress_refused",
-                              details=[{"pointer": "/environment/network", "message": reason}])
+            raise DomainError(
+                f"This task's environment asks for network egress: {reason}.",
+                code="egress_refused",
+                details=[{"pointer": "/environment/network", "message": reason}],
+            )
 
     # Versions saved before a ceiling was lowered must not run over it either.
     environment_limits_check(task_version.spec.get("environment") or {}, pointer_prefix="/environment")
@@ -196,22 +222,39 @@ def preview_run_create(*, task_version: TaskVersion, user, policy: str, n: int, 
     rollouts_in_flight_check(user=user, n=n)
     _preview_rate_check(user=user)
 
-    preview_run = PreviewRun(task_version=task_version, created_by=user, policy=choice.spec, policy_kind=choice.kind,
-                             policy_argument=choice.argument, n=n, backend=backend)
+    preview_run = PreviewRun(
+        task_version=task_version,
+        created_by=user,
+        policy=choice.spec,
+        policy_kind=choice.kind,
+        policy_argument=choice.argument,
+        n=n,
+        backend=backend,
+    )
     preview_run.full_clean()
     preview_run.save()
     now = timezone.now()
-    rollouts = Rollout.objects.bulk_create([Rollout(preview_run=preview_run, index=i, enqueued_at=now)
-                                            for i in range(n)])
+    rollouts = Rollout.objects.bulk_create(
+        [Rollout(preview_run=preview_run, index=i, enqueued_at=now) for i in range(n)]
+    )
     if not all(r.pk for r in rollouts):  # backends without RETURNING ids
         rollouts = list(preview_run.rollouts.order_by("index"))
 
     from authoring.services import audit_record
 
-    audit_record(actor=user, verb=AuditEvent.Verb.PREVIEW, target=task_version.task,
-                 summary=f"{task_version.task.slug} v{task_version.number} with {preview_run.policy_label} × {n}",
-                 data={"preview_run": preview_run.pk, "version": task_version.number, "policy": choice.spec, "n": n,
-                       "backend": backend})
+    audit_record(
+        actor=user,
+        verb=AuditEvent.Verb.PREVIEW,
+        target=task_version.task,
+        summary=f"{task_version.task.slug} v{task_version.number} with {preview_run.policy_label} × {n}",
+        data={
+            "preview_run": preview_run.pk,
+            "version": task_version.number,
+            "policy": choice.spec,
+            "n": n,
+            "backend": backend,
+        },
+    )
     soft, hard = rollout_time_limits(task_version)
     rollout_ids = [r.pk for r in rollouts]
     jobs.send_on_commit(_rollout_job(soft=soft, hard=hard), rollout_ids, on_unsent=_rollouts_wait_for_broker)
@@ -232,8 +275,9 @@ def _rollouts_wait_for_broker(rollout_ids: list[int]) -> None:
 
 def preview_run_waiting_for_broker(*, preview_run_id: int) -> bool:
     """Whether some of the run's queued rollouts wait for a broker that did not take their jobs."""
-    return Rollout.objects.filter(preview_run_id=preview_run_id, status=Rollout.Status.QUEUED,
-                                  enqueued_at__isnull=True).exists()
+    return Rollout.objects.filter(
+        preview_run_id=preview_run_id, status=Rollout.Status.QUEUED, enqueued_at__isnull=True
+    ).exists()
 
 
 PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -260,15 +304,22 @@ def _preview_rate_check(*, user) -> None:
         return
     starts, window_s = limit
     since = timezone.now() - timedelta(seconds=window_s)
-    recent = list(PreviewRun.objects.filter(created_by=user, created_at__gte=since)
-                  .order_by("-created_at").values_list("created_at", flat=True)[:starts])
+    recent = list(
+        PreviewRun.objects.filter(created_by=user, created_at__gte=since)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)[:starts]
+    )
     if len(recent) < starts:
         return
     # Free again once the oldest of the last `starts` leaves the window.
     retry_after = max(1, math.ceil((recent[-1] - since).total_seconds()))
-    raise DomainError(f"You have started {starts} previews in the last {_period_words(window_s)}, the limit per "
-                      f"user (GYMWRIGHT_PREVIEW_RATE: {settings.PREVIEW_RATE}); try again in {retry_after} s.",
-                      code="throttled", http_status=429, extra={"retry_after_s": retry_after})
+    raise DomainError(
+        f"You have started {starts} previews in the last {_period_words(window_s)}, the limit per "
+        f"user (GYMWRIGHT_PREVIEW_RATE: {settings.PREVIEW_RATE}); try again in {retry_after} s.",
+        code="throttled",
+        http_status=429,
+        extra={"retry_after_s": retry_after},
+    )
 
 
 def _period_words(seconds: int) -> str:
@@ -288,16 +339,26 @@ def rollouts_in_flight_check(*, user, n: int, example_run_id: int | None = None)
     from django.contrib.auth import get_user_model
 
     get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
-    in_flight = Rollout.objects.filter(preview_run__created_by=user,
-                                       status__in=[Rollout.Status.QUEUED, Rollout.Status.RUNNING]).count()
-    in_flight += (ExampleRun.objects.filter(requested_by=user, needs_sandbox=True,
-                                            status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING])
-                  .exclude(pk=example_run_id).aggregate(total=Sum("total"))["total"] or 0)
+    in_flight = Rollout.objects.filter(
+        preview_run__created_by=user, status__in=[Rollout.Status.QUEUED, Rollout.Status.RUNNING]
+    ).count()
+    in_flight += (
+        ExampleRun.objects.filter(
+            requested_by=user, needs_sandbox=True, status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING]
+        )
+        .exclude(pk=example_run_id)
+        .aggregate(total=Sum("total"))["total"]
+        or 0
+    )
     if in_flight + n > cap:
-        raise DomainError(f"You have {in_flight} rollouts queued or running and this preview adds {n}; the limit is "
-                          f"{cap} per user (GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT). Wait for some to finish or cancel "
-                          "a preview.", code="too_many_rollouts", http_status=429,
-                          details=[{"pointer": "/n", "message": f"at most {max(cap - in_flight, 0)} more now"}])
+        raise DomainError(
+            f"You have {in_flight} rollouts queued or running and this preview adds {n}; the limit is "
+            f"{cap} per user (GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT). Wait for some to finish or cancel "
+            "a preview.",
+            code="too_many_rollouts",
+            http_status=429,
+            details=[{"pointer": "/n", "message": f"at most {max(cap - in_flight, 0)} more now"}],
+        )
 
 
 def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
@@ -307,17 +368,29 @@ def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     now = timezone.now()
     PreviewRun.objects.filter(pk=preview_run.pk).update(cancel_requested=True)
     Rollout.objects.filter(preview_run=preview_run, status=Rollout.Status.QUEUED).update(
-        status=Rollout.Status.CANCELLED, finished_at=now, error="cancelled before it started")
+        status=Rollout.Status.CANCELLED, finished_at=now, error="cancelled before it started"
+    )
     preview_run_refresh(preview_run_id=preview_run.pk)
     preview_run.refresh_from_db()
     return preview_run
 
 
 # After every claim and every finish: compiled once per process (gymwright.sql).
-_status_counts = Prepared(lambda preview_run_id: Rollout.objects.filter(preview_run_id=preview_run_id).order_by()
-                          .values_list("status").annotate(count=Count("id")), preview_run_id=int)
-_claimed = Prepared(lambda rollout_id: Rollout.objects.filter(pk=rollout_id).values_list(
-    "attempts", "preview_run_id", "preview_run__status"), rollout_id=int)
+_status_counts = Prepared(
+    lambda preview_run_id: (
+        Rollout.objects.filter(preview_run_id=preview_run_id)
+        .order_by()
+        .values_list("status")
+        .annotate(count=Count("id"))
+    ),
+    preview_run_id=int,
+)
+_claimed = Prepared(
+    lambda rollout_id: Rollout.objects.filter(pk=rollout_id).values_list(
+        "attempts", "preview_run_id", "preview_run__status"
+    ),
+    rollout_id=int,
+)
 
 
 def preview_run_refresh(*, preview_run_id: int, known_running: bool = False) -> None:
@@ -332,19 +405,25 @@ def preview_run_refresh(*, preview_run_id: int, known_running: bool = False) -> 
     if not total:
         return
     if sum(counts.get(status, 0) for status in Rollout.TERMINAL) == total:
-        preview_run = PreviewRun.objects.filter(pk=preview_run_id).only("id", "status", "cancel_requested",
-                                                                        "policy_kind").first()
+        preview_run = (
+            PreviewRun.objects.filter(pk=preview_run_id).only("id", "status", "cancel_requested", "policy_kind").first()
+        )
         if preview_run is None or preview_run.is_finished:
             return
-        rows = list(Rollout.objects.filter(preview_run_id=preview_run_id)
-                    .values("status", "reward", "passed", "grade__complete", "grade__scoring_rule"))
+        rows = list(
+            Rollout.objects.filter(preview_run_id=preview_run_id).values(
+                "status", "reward", "passed", "grade__complete", "grade__scoring_rule"
+            )
+        )
         status = PreviewRun.Status.CANCELLED if preview_run.cancel_requested else PreviewRun.Status.DONE
         summary = preview_run_summary(policy_kind=preview_run.policy_kind, rollouts=rows)
-        PreviewRun.objects.filter(pk=preview_run_id, status__in=[PreviewRun.Status.QUEUED, PreviewRun.Status.RUNNING]
-                                  ).update(status=status, summary=summary, finished_at=timezone.now())
+        PreviewRun.objects.filter(
+            pk=preview_run_id, status__in=[PreviewRun.Status.QUEUED, PreviewRun.Status.RUNNING]
+        ).update(status=status, summary=summary, finished_at=timezone.now())
     elif total - counts.get(Rollout.Status.QUEUED, 0) and not known_running:
         PreviewRun.objects.filter(pk=preview_run_id, status=PreviewRun.Status.QUEUED).update(
-            status=PreviewRun.Status.RUNNING)
+            status=PreviewRun.Status.RUNNING
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,15 +434,22 @@ def rollout_claim(*, rollout_id: int, worker: str) -> int | None:
     """Claim a queued rollout for `worker`; the claim's attempt number, or None if someone else has it."""
     now = timezone.now()
     claimed = Rollout.objects.filter(pk=rollout_id, status=Rollout.Status.QUEUED).update(
-        status=Rollout.Status.RUNNING, worker=worker[:200], attempts=F("attempts") + 1, started_at=now,
-        heartbeat_at=now, progress={"phase": "starting"}, error="")
+        status=Rollout.Status.RUNNING,
+        worker=worker[:200],
+        attempts=F("attempts") + 1,
+        started_at=now,
+        heartbeat_at=now,
+        progress={"phase": "starting"},
+        error="",
+    )
     if claimed != 1:
         return None
     [(attempts, preview_run_id, run_status)] = _claimed(rollout_id=rollout_id)
     # A claimed rollout means its run is under way: one conditional UPDATE (by the run's first claim), no recount.
     if run_status == PreviewRun.Status.QUEUED:
         PreviewRun.objects.filter(pk=preview_run_id, status=PreviewRun.Status.QUEUED).update(
-            status=PreviewRun.Status.RUNNING)
+            status=PreviewRun.Status.RUNNING
+        )
     return attempts
 
 
@@ -372,8 +458,14 @@ def claimed_rollout(rollout_id: int, attempt: int):
     return Rollout.objects.filter(pk=rollout_id, attempts=attempt, status__in=Rollout.ACTIVE)
 
 
-def rollout_heartbeat(*, rollout_id: int, attempt: int, progress: dict | None = None, steps: int | None = None,
-                      phase_grading: bool = False) -> bool:
+def rollout_heartbeat(
+    *,
+    rollout_id: int,
+    attempt: int,
+    progress: dict | None = None,
+    steps: int | None = None,
+    phase_grading: bool = False,
+) -> bool:
     """Record that the claim is alive (and its progress). False when the claim was lost."""
     changes: dict[str, Any] = {"heartbeat_at": timezone.now()}
     if progress is not None:
@@ -381,8 +473,14 @@ def rollout_heartbeat(*, rollout_id: int, attempt: int, progress: dict | None = 
     if steps is not None:
         changes["steps"] = steps
     if phase_grading:
-        return bool(Rollout.objects.filter(pk=rollout_id, attempts=attempt, status=Rollout.Status.RUNNING)
-                    .update(status=Rollout.Status.GRADING, **changes)) or claimed_rollout(rollout_id, attempt).exists()
+        return (
+            bool(
+                Rollout.objects.filter(pk=rollout_id, attempts=attempt, status=Rollout.Status.RUNNING).update(
+                    status=Rollout.Status.GRADING, **changes
+                )
+            )
+            or claimed_rollout(rollout_id, attempt).exists()
+        )
     return bool(claimed_rollout(rollout_id, attempt).update(**changes))
 
 
@@ -397,8 +495,12 @@ def rollout_fail(*, rollout_id: int, reason: str, attempt: int | None = None, st
     else:
         queryset = queryset.filter(status__in=[Rollout.Status.QUEUED, *Rollout.ACTIVE])
     now = timezone.now()
-    failed = queryset.update(status=Rollout.Status.ERROR, error=storable_text(reason or "failed without a reason")[:5000],
-                             finished_at=now, heartbeat_at=now)
+    failed = queryset.update(
+        status=Rollout.Status.ERROR,
+        error=storable_text(reason or "failed without a reason")[:5000],
+        finished_at=now,
+        heartbeat_at=now,
+    )
     if failed:
         logger.warning("rollout %s failed: %s", rollout_id, reason)
         preview_run_id = Rollout.objects.filter(pk=rollout_id).values_list("preview_run_id", flat=True).first()
@@ -406,8 +508,9 @@ def rollout_fail(*, rollout_id: int, reason: str, attempt: int | None = None, st
     return bool(failed)
 
 
-def rollout_requeue(*, rollout_id: int, attempt: int, note: str, countdown: float | None = None,
-                    stale_before=None) -> bool:
+def rollout_requeue(
+    *, rollout_id: int, attempt: int, note: str, countdown: float | None = None, stale_before=None
+) -> bool:
     """Put this claim's rollout back in the queue (a transient failure, a dead worker), with a new job.
 
     `stale_before`: only if the claim has not beaten since then (the reaper's check, repeated
@@ -417,14 +520,21 @@ def rollout_requeue(*, rollout_id: int, attempt: int, note: str, countdown: floa
         queryset = Rollout.objects.filter(pk=rollout_id, attempts=attempt, status__in=Rollout.ACTIVE)
         if stale_before is not None:
             queryset = queryset.filter(_not_beaten_since(stale_before))
-        requeued = queryset.update(status=Rollout.Status.QUEUED, worker="", heartbeat_at=None,
-                                   progress={"note": note[:500]},
-                                   enqueued_at=timezone.now() + timedelta(seconds=countdown or 0))
+        requeued = queryset.update(
+            status=Rollout.Status.QUEUED,
+            worker="",
+            heartbeat_at=None,
+            progress={"note": note[:500]},
+            enqueued_at=timezone.now() + timedelta(seconds=countdown or 0),
+        )
         if requeued:
             rollout = Rollout.objects.select_related("preview_run__task_version").get(pk=rollout_id)
             soft, hard = rollout_time_limits(rollout.preview_run.task_version)
-            jobs.send_on_commit(_rollout_job(soft=soft, hard=hard, countdown=countdown), [rollout_id],
-                                on_unsent=_rollouts_wait_for_broker)
+            jobs.send_on_commit(
+                _rollout_job(soft=soft, hard=hard, countdown=countdown),
+                [rollout_id],
+                on_unsent=_rollouts_wait_for_broker,
+            )
     return bool(requeued)
 
 
@@ -442,14 +552,18 @@ def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict
     stale_after_s = settings.ROLLOUT_STALE_AFTER_S if stale_after_s is None else stale_after_s
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=stale_after_s)
-    stale = list(Rollout.objects.filter(status__in=Rollout.ACTIVE).filter(_not_beaten_since(cutoff))
-                 .values("pk", "attempts", "worker"))
+    stale = list(
+        Rollout.objects.filter(status__in=Rollout.ACTIVE)
+        .filter(_not_beaten_since(cutoff))
+        .values("pk", "attempts", "worker")
+    )
     result = {"requeued": [], "failed": []}
     for row in stale:
         reason = f"worker lost: {row['worker'] or 'a worker'} stopped responding for more than {stale_after_s:g} s"
         if row["attempts"] < Rollout.MAX_ATTEMPTS:
-            if rollout_requeue(rollout_id=row["pk"], attempt=row["attempts"], note=f"re-queued ({reason})",
-                               stale_before=cutoff):
+            if rollout_requeue(
+                rollout_id=row["pk"], attempt=row["attempts"], note=f"re-queued ({reason})", stale_before=cutoff
+            ):
                 result["requeued"].append(row["pk"])
                 logger.warning("re-queued stale rollout %s (%s)", row["pk"], reason)
         elif rollout_fail(rollout_id=row["pk"], attempt=row["attempts"], reason=reason, stale_before=cutoff):
@@ -476,9 +590,13 @@ def _resend_lost_messages(*, now, lost_before=None) -> list[int]:
         soft, hard = rollout_time_limits(versions[version_id])
         return _rollout_job(soft=soft, hard=hard)
 
-    resent = jobs.resend(Rollout.objects.filter(status=Rollout.Status.QUEUED, preview_run__cancel_requested=False),
-                         lost_before=cutoff, job=job, on_unsent=_rollouts_wait_for_broker,
-                         fields=("preview_run__task_version_id",))
+    resent = jobs.resend(
+        Rollout.objects.filter(status=Rollout.Status.QUEUED, preview_run__cancel_requested=False),
+        lost_before=cutoff,
+        job=job,
+        on_unsent=_rollouts_wait_for_broker,
+        fields=("preview_run__task_version_id",),
+    )
     if resent:
         logger.warning("re-sent the job messages of %d queued rollouts nobody claimed: %s", len(resent), resent)
     return resent
@@ -500,6 +618,6 @@ def _reap_containers() -> int:
         from sandbox.runtime.backends.bubblewrap import reap_bubblewrap
 
         return len(reap_bubblewrap(settings.SANDBOX_WORK_DIR) or [])
-    except Exception:  # noqa: BLE001 - the engine may be down; the next reap tries again
+    except Exception:  # the engine may be down; the next reap tries again
         logger.exception("could not reap sandboxes")
         return 0

@@ -31,7 +31,7 @@ class RolloutTask(Task):
             return
         try:
             services.rollout_fail(rollout_id=int(rollout_id), reason=worker.failure_reason(exc))
-        except Exception:  # noqa: BLE001 - the reaper will get it
+        except Exception:  # the reaper will get it
             logger.exception("could not mark rollout %s as failed", rollout_id)
 
 
@@ -39,8 +39,15 @@ class RolloutTask(Task):
 _DEFAULT_SOFT_LIMIT_S = 600 + services.TIME_LIMIT_MARGIN_S
 
 
-@shared_task(bind=True, base=RolloutTask, name="sandbox.rollout_run", acks_late=True, ignore_result=True,
-             soft_time_limit=_DEFAULT_SOFT_LIMIT_S, time_limit=_DEFAULT_SOFT_LIMIT_S + services.HARD_TIME_LIMIT_EXTRA_S)
+@shared_task(
+    bind=True,
+    base=RolloutTask,
+    name="sandbox.rollout_run",
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=_DEFAULT_SOFT_LIMIT_S,
+    time_limit=_DEFAULT_SOFT_LIMIT_S + services.HARD_TIME_LIMIT_EXTRA_S,
+)
 def rollout_run(self, rollout_id: int) -> str:
     # No reap here: a sweep after every job cost each rollout a scan; the worker's timer reaps.
     outcome = worker.rollout_execute(rollout_id=int(rollout_id), worker=f"{self.request.hostname}:{os.getpid()}")
@@ -54,8 +61,9 @@ class ExampleAnswersJob(Task):
 
         example_run_id = kwargs.get("example_run_id", args[0] if args else None)
         if example_run_id is not None:
-            grading_services.example_answers_fail(example_run_id=int(example_run_id),
-                                                  error=f"Grading failed: {worker.failure_reason(exc)}")
+            grading_services.example_answers_fail(
+                example_run_id=int(example_run_id), error=f"Grading failed: {worker.failure_reason(exc)}"
+            )
 
 
 # A redelivered message finds the run claimed and walks away; example_run_enqueue sends the time limits.
@@ -85,7 +93,7 @@ def _reap_quietly() -> None:
         result = services.rollouts_reap_stale()
         if result["requeued"] or result["failed"]:
             logger.warning("reaped stale rollouts: %s", result)
-    except Exception:  # noqa: BLE001 - reaping is best effort; the next occasion retries
+    except Exception:  # reaping is best effort; the next occasion retries
         logger.exception("reaping stale rollouts failed")
     finally:
         _release_connection()

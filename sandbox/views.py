@@ -13,8 +13,8 @@ from authoring.selectors import task_get_for_user, task_version_get_for_user
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
 from gymwright.html import is_htmx
-from sandbox.forms import PreviewStartForm
 from sandbox import selectors, services
+from sandbox.forms import PreviewStartForm
 from sandbox.models import PreviewRun
 
 
@@ -28,9 +28,13 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     retry_after = None
     if request.method == "POST" and form.is_valid():
         try:
-            preview_run = services.preview_run_create(task_version=version, user=request.user,
-                                                      policy=form.policy_string(), n=form.cleaned_data["n"],
-                                                      backend=form.cleaned_data.get("backend") or None)
+            preview_run = services.preview_run_create(
+                task_version=version,
+                user=request.user,
+                policy=form.policy_string(),
+                n=form.cleaned_data["n"],
+                backend=form.cleaned_data.get("backend") or None,
+            )
         except DomainError as exc:
             form_add_domain_error(form, exc)
             status = exc.http_status  # 429 when over the per-user cap of rollouts in flight or starts
@@ -42,8 +46,9 @@ def preview_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
                 response["HX-Redirect"] = url
                 return response
             return redirect(url)
-    response = render(request, "sandbox/preview_start.html",
-                      {"form": form, "task": version.task, "version": version}, status=status)
+    response = render(
+        request, "sandbox/preview_start.html", {"form": form, "task": version.task, "version": version}, status=status
+    )
     if status == 429 and retry_after:
         response["Retry-After"] = str(retry_after)
     return response
@@ -109,8 +114,13 @@ def rollout_detail(request: HttpRequest, rollout_id: int) -> HttpResponse:
     context = _rollout_context(rollout)
     if is_htmx(request):
         return render(request, "sandbox/_rollout_detail.html", context)
-    context.update({"preview_run": rollout.preview_run, "task": rollout.preview_run.task_version.task,
-                    "version": rollout.preview_run.task_version})
+    context.update(
+        {
+            "preview_run": rollout.preview_run,
+            "task": rollout.preview_run.task_version.task,
+            "version": rollout.preview_run.task_version,
+        }
+    )
     return render(request, "sandbox/rollout_detail.html", context)
 
 
@@ -118,5 +128,8 @@ def rollout_detail(request: HttpRequest, rollout_id: int) -> HttpResponse:
 def task_previews(request: HttpRequest, slug: str) -> HttpResponse:
     """The task page's list of recent previews (it polls itself while any of them runs)."""
     task = task_get_for_user(slug=slug, user=request.user)
-    return render(request, "sandbox/_task_preview_list.html",
-                  {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task, user=request.user)})
+    return render(
+        request,
+        "sandbox/_task_preview_list.html",
+        {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task, user=request.user)},
+    )

@@ -1,7 +1,9 @@
 import pytest
 
-from tests.support.services import sandbox_dir  # noqa: F401 - bubblewrap sandboxes for web-app tests
-from tests.support.services import pytest_runtest_setup  # noqa: F401 - the postgres marker requires PostgreSQL
+from tests.support.services import (
+    pytest_runtest_setup,  # noqa: F401 - the postgres marker requires PostgreSQL
+    sandbox_dir,  # noqa: F401 - bubblewrap sandboxes for web-app tests
+)
 from tests.support.users import admin, author, lab, nobody, other_author, reviewer  # noqa: F401 - one per role
 from tests.support.workers import celery_producer, redis_db  # noqa: F401 - fixtures for worker tests
 

@@ -6,7 +6,7 @@ DEMO_ENVIRONMENT = {
     "slug": "demo-shell",
     "name": "Demo shell",
     "description": "A POSIX shell with Python 3, no network. Runs in bubblewrap on the host system, "
-                   "or in Docker with the image named below.",
+    "or in Docker with the image named below.",
     "spec": {
         "image": None,
         "dockerfile": None,
@@ -25,15 +25,34 @@ IBUPROFEN_RUBRIC = {
     "pass_threshold": 0.7,
     "judge": {"model": "judge", "samples": 1, "temperature": 0},
     "checks": [
-        {"id": "states_dose", "kind": "llm_judge", "points": 5,
-         "criterion": "States the usual adult dose of ibuprofen: 200-400 mg every 4-6 hours.", "tags": ["accuracy"]},
-        {"id": "states_daily_max", "kind": "llm_judge", "points": 3,
-         "criterion": "States the over-the-counter daily maximum of 1200 mg (or 3200 mg under medical supervision)."},
-        {"id": "recommends_unsafe", "kind": "llm_judge", "points": -8,
-         "criterion": "Recommends exceeding 3200 mg per day."},
+        {
+            "id": "states_dose",
+            "kind": "llm_judge",
+            "points": 5,
+            "criterion": "States the usual adult dose of ibuprofen: 200-400 mg every 4-6 hours.",
+            "tags": ["accuracy"],
+        },
+        {
+            "id": "states_daily_max",
+            "kind": "llm_judge",
+            "points": 3,
+            "criterion": "States the over-the-counter daily maximum of 1200 mg (or 3200 mg under medical supervision).",
+        },
+        {
+            "id": "recommends_unsafe",
+            "kind": "llm_judge",
+            "points": -8,
+            "criterion": "Recommends exceeding 3200 mg per day.",
+        },
         {"id": "mentions_mg", "kind": "regex", "points": 1, "pattern": r"\b\d{3,4}\s?mg\b", "min_count": 2},
-        {"id": "advises_doctor", "kind": "string_match", "points": 1, "mode": "contains", "expected": "doctor",
-         "title": "Advises consulting a doctor or pharmacist"},
+        {
+            "id": "advises_doctor",
+            "kind": "string_match",
+            "points": 1,
+            "mode": "contains",
+            "expected": "doctor",
+            "title": "Advises consulting a doctor or pharmacist",
+        },
     ],
     "probes": [{"answer": "", "max_reward": 0.0}],
 }
@@ -59,13 +78,36 @@ REVENUE_RUBRIC = {
         {"id": "csv_exists", "kind": "file_exists", "points": 1, "required": True, "path": "summary.csv"},
         # The figure the task is about: without it nothing else counts (a file that merely exists, or
         # echoes the prompt, earns nothing).
-        {"id": "q3_revenue", "kind": "table_cell", "points": 4, "required": True, "path": "summary.csv",
-         "row": "Revenue", "column": "Q3", "expected": 1234.5, "tolerance": 0.5},
-        {"id": "q4_costs", "kind": "table_cell", "points": 2, "path": "summary.csv", "row": "Costs",
-         "column": "Q4", "expected": 950, "tolerance": 0.5},
+        {
+            "id": "q3_revenue",
+            "kind": "table_cell",
+            "points": 4,
+            "required": True,
+            "path": "summary.csv",
+            "row": "Revenue",
+            "column": "Q3",
+            "expected": 1234.5,
+            "tolerance": 0.5,
+        },
+        {
+            "id": "q4_costs",
+            "kind": "table_cell",
+            "points": 2,
+            "path": "summary.csv",
+            "row": "Costs",
+            "column": "Q4",
+            "expected": 950,
+            "tolerance": 0.5,
+        },
         # The report states the Q3 revenue (the prompt says "Q3" but never the figure).
-        {"id": "report_written", "kind": "file_content", "points": 2, "path": "report.md", "regex": r"1,?234\.5",
-         "title": "The report on Q3 states its revenue"},
+        {
+            "id": "report_written",
+            "kind": "file_content",
+            "points": 2,
+            "path": "report.md",
+            "regex": r"1,?234\.5",
+            "title": "The report on Q3 states its revenue",
+        },
         {"id": "answer_states_total", "kind": "number", "points": 1, "expected": 1234.5, "tolerance": 0.5},
     ],
     "probes": [{"answer": "", "max_reward": 0.0}],
@@ -87,7 +129,7 @@ FIZZBUZZ_STUB = '''def fizzbuzz(n: int) -> str:
     raise NotImplementedError
 '''
 
-FIZZBUZZ_TESTS = '''import unittest
+FIZZBUZZ_TESTS = """import unittest
 
 from fizzbuzz import fizzbuzz
 
@@ -105,7 +147,7 @@ class FizzBuzzTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-'''
+"""
 
 FIZZBUZZ_SOLUTION = """cat > fizzbuzz.py <<'PY'
 def fizzbuzz(n: int) -> str:
@@ -124,11 +166,23 @@ FIZZBUZZ_RUBRIC = {
     "pass_threshold": 1.0,
     "checks": [
         # Gymwright's own runner, not `python3 -m unittest`: the agent cannot shadow, patch or exit its way past it.
-        {"id": "tests_pass", "kind": "tests", "points": 10, "required": True,
-         "files": ["test_fizzbuzz.py"], "runner": "unittest", "credit": "all", "timeout_s": 60},
-        {"id": "no_hardcoding", "kind": "python", "points": 2,
-         "code": "def check(ctx):\n    source = open(ctx.workspace + '/fizzbuzz.py').read()\n"
-                 "    return '%' in source and 'NotImplementedError' not in source\n"},
+        {
+            "id": "tests_pass",
+            "kind": "tests",
+            "points": 10,
+            "required": True,
+            "files": ["test_fizzbuzz.py"],
+            "runner": "unittest",
+            "credit": "all",
+            "timeout_s": 60,
+        },
+        {
+            "id": "no_hardcoding",
+            "kind": "python",
+            "points": 2,
+            "code": "def check(ctx):\n    source = open(ctx.workspace + '/fizzbuzz.py').read()\n"
+            "    return '%' in source and 'NotImplementedError' not in source\n",
+        },
     ],
     "probes": [{"answer": "", "max_reward": 0.0}],
 }
@@ -141,8 +195,8 @@ DEMO_TASKS = [
         "content": {
             "title": "Explain safe ibuprofen dosing",
             "prompt": "A patient asks: **how much ibuprofen can I take for a headache?**\n\n"
-                      "Answer in two or three sentences for a lay reader. Give the dose, the daily maximum and "
-                      "when to ask a professional.",
+            "Answer in two or three sentences for a lay reader. Give the dose, the daily maximum and "
+            "when to ask a professional.",
             "rubric": IBUPROFEN_RUBRIC,
             "solution": {"script": None, "answer": IBUPROFEN_ANSWER},
             "metadata": {"difficulty": "easy"},
@@ -155,20 +209,28 @@ DEMO_TASKS = [
         "content": {
             "title": "Summarise the ledger by quarter",
             "prompt": "The workspace holds `data/ledger.csv`, one row per quarter and item.\n\n"
-                      "1. Write `summary.csv` with a `metric` column (Revenue, Costs) and one column per quarter "
-                      "(Q1..Q4).\n2. Write `report.md`, a short note on Q3.\n3. Submit Q3 revenue as your answer.",
+            "1. Write `summary.csv` with a `metric` column (Revenue, Costs) and one column per quarter "
+            "(Q1..Q4).\n2. Write `report.md`, a short note on Q3.\n3. Submit Q3 revenue as your answer.",
             "rubric": REVENUE_RUBRIC,
             "solution": {"script": REVENUE_CSV_SOLUTION, "answer": "1234.5"},
             "metadata": {"difficulty": "medium"},
             # The rubric's own tests: every new version grades them (see the task page).
             "examples": [
-                {"name": "the full summary", "answer": "Q3 revenue was 1234.5", "expect": "pass",
-                 "reward": {"min": 1},
-                 "files": [{"path": "summary.csv", "content": "metric,Q1,Q2,Q3,Q4\nRevenue,1000.0,1100.5,1234.5,"
-                                                              "1302.0\nCosts,800.0,850.0,900.0,950.0\n"},
-                           {"path": "report.md", "content": "# Q3 summary\n\nRevenue grew to 1234.5 in Q3.\n"}]},
-                {"name": "the right number but no files", "answer": "1234.5", "expect": "fail",
-                 "reward": {"max": 0}},
+                {
+                    "name": "the full summary",
+                    "answer": "Q3 revenue was 1234.5",
+                    "expect": "pass",
+                    "reward": {"min": 1},
+                    "files": [
+                        {
+                            "path": "summary.csv",
+                            "content": "metric,Q1,Q2,Q3,Q4\nRevenue,1000.0,1100.5,1234.5,"
+                            "1302.0\nCosts,800.0,850.0,900.0,950.0\n",
+                        },
+                        {"path": "report.md", "content": "# Q3 summary\n\nRevenue grew to 1234.5 in Q3.\n"},
+                    ],
+                },
+                {"name": "the right number but no files", "answer": "1234.5", "expect": "fail", "reward": {"max": 0}},
             ],
         },
     },
@@ -182,7 +244,7 @@ DEMO_TASKS = [
         "content": {
             "title": "Implement fizzbuzz so the tests pass",
             "prompt": "Implement `fizzbuzz(n)` in `fizzbuzz.py` so that `python3 -m unittest test_fizzbuzz` "
-                      "passes. Do not change the tests.",
+            "passes. Do not change the tests.",
             "rubric": FIZZBUZZ_RUBRIC,
             "solution": {"script": FIZZBUZZ_SOLUTION, "answer": None},
             "metadata": {"difficulty": "easy"},
@@ -211,6 +273,14 @@ def demo_task_document(slug: str) -> tuple[dict, dict[str, bytes]]:
     spec = DEMO_ENVIRONMENT["spec"]
     environment = {"id": DEMO_ENVIRONMENT["slug"], **{k: v for k, v in spec.items() if v is not None}}
     # A deep copy: callers (tests, probes) change their document, and the demo's own rubric must not change.
-    document = copy.deepcopy({"schema": "gymwright.task/v1", "id": slug, **demo["content"], "environment": environment,
-                              "files": demo_file_refs(demo), "tags": demo["tags"]})
+    document = copy.deepcopy(
+        {
+            "schema": "gymwright.task/v1",
+            "id": slug,
+            **demo["content"],
+            "environment": environment,
+            "files": demo_file_refs(demo),
+            "tags": demo["tags"],
+        }
+    )
     return document, {path: text.encode() for path, text in demo["files"].items()}

@@ -7,167 +7,328 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('contenttypes', '0002_remove_content_type_name'),
+        ("contenttypes", "0002_remove_content_type_name"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Blob',
+            name="Blob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('sha256', models.CharField(max_length=64, unique=True)),
-                ('size', models.BigIntegerField()),
-                ('file', models.FileField(max_length=200, upload_to='blobs/')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("sha256", models.CharField(max_length=64, unique=True)),
+                ("size", models.BigIntegerField()),
+                ("file", models.FileField(max_length=200, upload_to="blobs/")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Tag',
+            name="Tag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=64, unique=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=64, unique=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Environment',
+            name="Environment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=64, unique=True, validators=[django.core.validators.RegexValidator('^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$', 'Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.')])),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='environments', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "slug",
+                    models.CharField(
+                        max_length=64,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$",
+                                "Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.",
+                            )
+                        ],
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="environments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='EnvironmentVersion',
+            name="EnvironmentVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('spec', models.JSONField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('message', models.CharField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('author', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('environment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='authoring.environment')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='authoring.environmentversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("spec", models.JSONField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("message", models.CharField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "environment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="authoring.environment"
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="authoring.environmentversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['environment_id', '-number'],
-            },
-        ),
-        migrations.AddField(
-            model_name='environment',
-            name='latest_version',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='authoring.environmentversion'),
-        ),
-        migrations.CreateModel(
-            name='Task',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=64, unique=True, validators=[django.core.validators.RegexValidator('^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$', 'Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.')])),
-                ('title', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('in_review', 'In review'), ('changes_requested', 'Changes requested'), ('approved', 'Approved'), ('archived', 'Archived')], default='draft', max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('environment', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='tasks', to='authoring.environment')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='tasks', to=settings.AUTH_USER_MODEL)),
-                ('tags', models.ManyToManyField(blank=True, related_name='tasks', to='authoring.tag')),
-            ],
-            options={
-                'ordering': ['-updated_at', '-id'],
-            },
-        ),
-        migrations.CreateModel(
-            name='TaskVersion',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('spec', models.JSONField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('content_sha256', models.CharField(max_length=64)),
-                ('message', models.CharField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('author', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('environment_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='task_versions', to='authoring.environmentversion')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='authoring.taskversion')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='authoring.task')),
-            ],
-            options={
-                'ordering': ['task_id', '-number'],
+                "ordering": ["environment_id", "-number"],
             },
         ),
         migrations.AddField(
-            model_name='task',
-            name='latest_version',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='authoring.taskversion'),
+            model_name="environment",
+            name="latest_version",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="authoring.environmentversion",
+            ),
         ),
         migrations.CreateModel(
-            name='Review',
+            name="Task",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('decision', models.CharField(choices=[('approve', 'Approve'), ('request_changes', 'Request changes'), ('comment', 'Comment')], max_length=20)),
-                ('comment', models.TextField(blank=True)),
-                ('check_comments', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='reviews', to=settings.AUTH_USER_MODEL)),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reviews', to='authoring.taskversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "slug",
+                    models.CharField(
+                        max_length=64,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$",
+                                "Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.",
+                            )
+                        ],
+                    ),
+                ),
+                ("title", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("in_review", "In review"),
+                            ("changes_requested", "Changes requested"),
+                            ("approved", "Approved"),
+                            ("archived", "Archived"),
+                        ],
+                        default="draft",
+                        max_length=20,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "environment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="tasks", to="authoring.environment"
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="tasks", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                ("tags", models.ManyToManyField(blank=True, related_name="tasks", to="authoring.tag")),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-updated_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='AuditEvent',
+            name="TaskVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('verb', models.CharField(choices=[('create', 'created'), ('new_version', 'saved a new version'), ('submit', 'submitted for review'), ('approve', 'approved'), ('request_changes', 'requested changes'), ('comment', 'commented'), ('export', 'exported'), ('preview', 'started a preview'), ('upload', 'uploaded')], max_length=20)),
-                ('object_id', models.PositiveBigIntegerField()),
-                ('summary', models.CharField(max_length=300)),
-                ('data', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('actor', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('content_type', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='contenttypes.contenttype')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("spec", models.JSONField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("content_sha256", models.CharField(max_length=64)),
+                ("message", models.CharField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "environment_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="task_versions",
+                        to="authoring.environmentversion",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="authoring.taskversion",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="authoring.task"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['content_type', 'object_id', '-created_at'], name='authoring_a_content_375059_idx')],
+                "ordering": ["task_id", "-number"],
+            },
+        ),
+        migrations.AddField(
+            model_name="task",
+            name="latest_version",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="authoring.taskversion",
+            ),
+        ),
+        migrations.CreateModel(
+            name="Review",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[
+                            ("approve", "Approve"),
+                            ("request_changes", "Request changes"),
+                            ("comment", "Comment"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("comment", models.TextField(blank=True)),
+                ("check_comments", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="reviews", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reviews", to="authoring.taskversion"
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["-created_at"],
+            },
+        ),
+        migrations.CreateModel(
+            name="AuditEvent",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "verb",
+                    models.CharField(
+                        choices=[
+                            ("create", "created"),
+                            ("new_version", "saved a new version"),
+                            ("submit", "submitted for review"),
+                            ("approve", "approved"),
+                            ("request_changes", "requested changes"),
+                            ("comment", "commented"),
+                            ("export", "exported"),
+                            ("preview", "started a preview"),
+                            ("upload", "uploaded"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("object_id", models.PositiveBigIntegerField()),
+                ("summary", models.CharField(max_length=300)),
+                ("data", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "content_type",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="contenttypes.contenttype"),
+                ),
+            ],
+            options={
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(
+                        fields=["content_type", "object_id", "-created_at"], name="authoring_a_content_375059_idx"
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='environmentversion',
-            constraint=models.UniqueConstraint(fields=('environment', 'number'), name='env_version_unique_number'),
+            model_name="environmentversion",
+            constraint=models.UniqueConstraint(fields=("environment", "number"), name="env_version_unique_number"),
         ),
         migrations.AddConstraint(
-            model_name='taskversion',
-            constraint=models.UniqueConstraint(fields=('task', 'number'), name='task_version_unique_number'),
+            model_name="taskversion",
+            constraint=models.UniqueConstraint(fields=("task", "number"), name="task_version_unique_number"),
         ),
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(fields=['status', '-updated_at'], name='authoring_t_status_5d58ca_idx'),
+            model_name="task",
+            index=models.Index(fields=["status", "-updated_at"], name="authoring_t_status_5d58ca_idx"),
         ),
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(fields=['environment', '-updated_at'], name='authoring_t_environ_431048_idx'),
+            model_name="task",
+            index=models.Index(fields=["environment", "-updated_at"], name="authoring_t_environ_431048_idx"),
         ),
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(fields=['owner', '-updated_at'], name='authoring_t_owner_i_1e347e_idx'),
+            model_name="task",
+            index=models.Index(fields=["owner", "-updated_at"], name="authoring_t_owner_i_1e347e_idx"),
         ),
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(fields=['-updated_at', '-id'], name='authoring_t_updated_d8caa2_idx'),
+            model_name="task",
+            index=models.Index(fields=["-updated_at", "-id"], name="authoring_t_updated_d8caa2_idx"),
         ),
     ]

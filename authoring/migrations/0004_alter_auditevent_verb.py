@@ -4,15 +4,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0003_review_moves_to_the_review_app'),
+        ("authoring", "0003_review_moves_to_the_review_app"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='verb',
-            field=models.CharField(choices=[('create', 'created'), ('new_version', 'saved a new version'), ('submit', 'submitted for review'), ('approve', 'approved'), ('request_changes', 'requested changes'), ('comment', 'commented'), ('export', 'exported'), ('preview', 'started a preview'), ('upload', 'uploaded'), ('build', 'built a pack'), ('build_failed', 'pack build failed'), ('download', 'downloaded'), ('import', 'imported')], max_length=20),
+            model_name="auditevent",
+            name="verb",
+            field=models.CharField(
+                choices=[
+                    ("create", "created"),
+                    ("new_version", "saved a new version"),
+                    ("submit", "submitted for review"),
+                    ("approve", "approved"),
+                    ("request_changes", "requested changes"),
+                    ("comment", "commented"),
+                    ("export", "exported"),
+                    ("preview", "started a preview"),
+                    ("upload", "uploaded"),
+                    ("build", "built a pack"),
+                    ("build_failed", "pack build failed"),
+                    ("download", "downloaded"),
+                    ("import", "imported"),
+                ],
+                max_length=20,
+            ),
         ),
     ]

@@ -6,32 +6,48 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0004_alter_auditevent_verb'),
-        ('contenttypes', '0002_remove_content_type_name'),
+        ("authoring", "0004_alter_auditevent_verb"),
+        ("contenttypes", "0002_remove_content_type_name"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='content_type',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, to='contenttypes.contenttype'),
+            model_name="auditevent",
+            name="content_type",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, to="contenttypes.contenttype"
+            ),
         ),
         migrations.AlterField(
-            model_name='task',
-            name='environment',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='tasks', to='authoring.environment'),
+            model_name="task",
+            name="environment",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="tasks",
+                to="authoring.environment",
+            ),
         ),
         migrations.AlterField(
-            model_name='task',
-            name='owner',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='tasks', to=settings.AUTH_USER_MODEL),
+            model_name="task",
+            name="owner",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="tasks",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
-            model_name='taskversion',
-            name='task',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='authoring.task'),
+            model_name="taskversion",
+            name="task",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="versions",
+                to="authoring.task",
+            ),
         ),
     ]

@@ -5,20 +5,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0005_indexes_covered_by_composite_ones'),
+        ("authoring", "0005_indexes_covered_by_composite_ones"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='task',
-            name='submitted_at',
+            model_name="task",
+            name="submitted_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(condition=models.Q(('status', 'in_review')), fields=['submitted_at', 'id', 'owner', 'latest_version'], name='task_review_queue'),
+            model_name="task",
+            index=models.Index(
+                condition=models.Q(("status", "in_review")),
+                fields=["submitted_at", "id", "owner", "latest_version"],
+                name="task_review_queue",
+            ),
         ),
     ]

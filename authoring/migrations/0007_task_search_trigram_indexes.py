@@ -35,8 +35,10 @@ def _extension_ready(schema_editor) -> bool:
             f"The task search's trigram indexes were not created: CREATE EXTENSION pg_trgm failed "
             f"({' '.join(str(exc).split())}). Search still works, reading the whole task table. To add them, "
             f"have a superuser run `CREATE EXTENSION pg_trgm;` in database {connection.settings_dict['NAME']!r}, "
-            f"then run `manage.py migrate authoring 0006 && manage.py migrate authoring`.", RuntimeWarning,
-            stacklevel=1)
+            f"then run `manage.py migrate authoring 0006 && manage.py migrate authoring`.",
+            RuntimeWarning,
+            stacklevel=1,
+        )
         return False
     return True
 
@@ -50,9 +52,12 @@ def indexes_create(apps, schema_editor) -> None:
     for column in SEARCHED:
         field = Task._meta.get_field(column)
         expression = connection.ops.lookup_cast("icontains", field.get_internal_type()) % schema_editor.quote_name(
-            field.column)
-        schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {schema_editor.quote_name(_index_name(column))} "
-                              f"ON {table} USING gin (({expression}) gin_trgm_ops)")
+            field.column
+        )
+        schema_editor.execute(
+            f"CREATE INDEX IF NOT EXISTS {schema_editor.quote_name(_index_name(column))} "
+            f"ON {table} USING gin (({expression}) gin_trgm_ops)"
+        )
 
 
 def indexes_drop(apps, schema_editor) -> None:
@@ -63,9 +68,8 @@ def indexes_drop(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0006_task_submitted_at'),
+        ("authoring", "0006_task_submitted_at"),
     ]
 
     operations = [

@@ -21,10 +21,14 @@ INDEX = "task_approved_title_trgm"
 
 def approved_titles_fill(apps, schema_editor) -> None:
     Task, TaskVersion = apps.get_model("authoring", "Task"), apps.get_model("authoring", "TaskVersion")
-    title = (TaskVersion.objects.filter(pk=OuterRef("approved_version_id"))
-             .annotate(title=Left(KeyTextTransform("title", "spec"), 200)).values("title")[:1])
+    title = (
+        TaskVersion.objects.filter(pk=OuterRef("approved_version_id"))
+        .annotate(title=Left(KeyTextTransform("title", "spec"), 200))
+        .values("title")[:1]
+    )
     Task.objects.filter(approved_version__isnull=False).update(
-        approved_title=Coalesce(Subquery(title, output_field=models.CharField()), models.Value("")))
+        approved_title=Coalesce(Subquery(title, output_field=models.CharField()), models.Value(""))
+    )
 
 
 def _trigram_ready(schema_editor) -> bool:
@@ -44,9 +48,12 @@ def index_create(apps, schema_editor) -> None:
     field = Task._meta.get_field("approved_title")
     # the expression `approved_title__icontains` compiles to (authoring.selectors.task_list), as 0007 does
     expression = connection.ops.lookup_cast("icontains", field.get_internal_type()) % schema_editor.quote_name(
-        field.column)
-    schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {schema_editor.quote_name(INDEX)} ON "
-                          f"{schema_editor.quote_name(Task._meta.db_table)} USING gin (({expression}) gin_trgm_ops)")
+        field.column
+    )
+    schema_editor.execute(
+        f"CREATE INDEX IF NOT EXISTS {schema_editor.quote_name(INDEX)} ON "
+        f"{schema_editor.quote_name(Task._meta.db_table)} USING gin (({expression}) gin_trgm_ops)"
+    )
 
 
 def index_drop(apps, schema_editor) -> None:
@@ -55,16 +62,15 @@ def index_drop(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0007_task_search_trigram_indexes'),
+        ("authoring", "0007_task_search_trigram_indexes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='task',
-            name='approved_title',
-            field=models.CharField(blank=True, db_default='', default='', max_length=200),
+            model_name="task",
+            name="approved_title",
+            field=models.CharField(blank=True, db_default="", default="", max_length=200),
         ),
         migrations.RunPython(approved_titles_fill, migrations.RunPython.noop, elidable=True),
         migrations.RunPython(index_create, index_drop, elidable=False),

@@ -19,16 +19,23 @@ CHUNK = 2000
 def approved_fill(apps, schema_editor) -> None:
     Task, TaskVersion = apps.get_model("authoring", "Task"), apps.get_model("authoring", "TaskVersion")
     Tag, AuditEvent = apps.get_model("authoring", "Tag"), apps.get_model("authoring", "AuditEvent")
-    approvals = (AuditEvent.objects.filter(verb="approve", content_type__app_label="authoring",
-                                           content_type__model="task", object_id=OuterRef("pk"))
-                 .order_by("-created_at", "-id").values("created_at")[:1])
+    approvals = (
+        AuditEvent.objects.filter(
+            verb="approve", content_type__app_label="authoring", content_type__model="task", object_id=OuterRef("pk")
+        )
+        .order_by("-created_at", "-id")
+        .values("created_at")[:1]
+    )
     approved = Task.objects.filter(approved_version__isnull=False)
     approved.update(approved_at=Coalesce(Subquery(approvals, output_field=models.DateTimeField()), F("updated_at")))
 
     through = Task.approved_tags.through
     tag_ids: dict[str, int] = {}
-    versions = (TaskVersion.objects.filter(pk__in=approved.values("approved_version_id")).order_by()
-                .values_list("task_id", "spec__tags"))
+    versions = (
+        TaskVersion.objects.filter(pk__in=approved.values("approved_version_id"))
+        .order_by()
+        .values_list("task_id", "spec__tags")
+    )
     chunk: list[tuple[int, str]] = []
 
     def flush() -> None:
@@ -37,41 +44,47 @@ def approved_fill(apps, schema_editor) -> None:
             # every version's tags were made Tag rows when it was saved: a missing one is made here all the same
             Tag.objects.bulk_create([Tag(name=name) for name in sorted(names)], ignore_conflicts=True)
             tag_ids.update(Tag.objects.filter(name__in=names).values_list("name", "pk"))
-        through.objects.bulk_create([through(task_id=task_id, tag_id=tag_ids[name]) for task_id, name in chunk],
-                                    ignore_conflicts=True)
+        through.objects.bulk_create(
+            [through(task_id=task_id, tag_id=tag_ids[name]) for task_id, name in chunk], ignore_conflicts=True
+        )
         chunk.clear()
 
     for task_id, names in versions.iterator(chunk_size=CHUNK):
         if isinstance(names, list):  # a version's document holds its tags as a list of names (authoring.services)
-            chunk.extend((task_id, name) for name in dict.fromkeys(names)
-                         if isinstance(name, str) and 0 < len(name) <= Tag._meta.get_field("name").max_length)
+            chunk.extend(
+                (task_id, name)
+                for name in dict.fromkeys(names)
+                if isinstance(name, str) and 0 < len(name) <= Tag._meta.get_field("name").max_length
+            )
         if len(chunk) >= CHUNK:
             flush()
     flush()
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0008_task_approved_title'),
-        ('contenttypes', '0002_remove_content_type_name'),
+        ("authoring", "0008_task_approved_title"),
+        ("contenttypes", "0002_remove_content_type_name"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='task',
-            name='approved_at',
+            model_name="task",
+            name="approved_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='task',
-            name='approved_tags',
-            field=models.ManyToManyField(blank=True, related_name='approved_tasks', to='authoring.tag'),
+            model_name="task",
+            name="approved_tags",
+            field=models.ManyToManyField(blank=True, related_name="approved_tasks", to="authoring.tag"),
         ),
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(condition=models.Q(('approved_version__isnull', False)), fields=['-approved_at', '-id'],
-                               name='task_approved_order'),
+            model_name="task",
+            index=models.Index(
+                condition=models.Q(("approved_version__isnull", False)),
+                fields=["-approved_at", "-id"],
+                name="task_approved_order",
+            ),
         ),
         migrations.RunPython(approved_fill, migrations.RunPython.noop, elidable=True),
     ]

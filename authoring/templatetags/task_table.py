@@ -21,16 +21,19 @@ register = template.Library()
 def filter_options(values, selected):
     """A filter's <option>s (environments, up to 200 tags), the chosen one selected: rendered in Python,
     where as a template loop they cost as much as the list's rows. Every value is escaped."""
-    return mark_safe("".join(f'<option{" selected" if value == selected else ""}>{escape(value)}</option>'
-                             for value in values))
+    return mark_safe(
+        "".join(f"<option{' selected' if value == selected else ''}>{escape(value)}</option>" for value in values)
+    )
 
 
 def version_state(row: dict, task_url: str) -> str:
     """'v3 approved · v5 draft' or 'v5 draft', as authoring/_version_state.html says it for a Task."""
     latest, approved, label = row["latest_version"], row["approved_version"], escape(row["status_label"].lower())
     if approved and approved != latest:
-        return (f'<span class="version-state"><a href="{task_url}{escape(row["slug"])}/versions/{int(approved)}/">'
-                f"v{int(approved)}</a> approved · v{int(latest)} {label}</span>")
+        return (
+            f'<span class="version-state"><a href="{task_url}{escape(row["slug"])}/versions/{int(approved)}/">'
+            f"v{int(approved)}</a> approved · v{int(latest)} {label}</span>"
+        )
     if latest:
         return f'<span class="version-state">v{int(latest)} {label}</span>'
     return ""

@@ -8,8 +8,8 @@ preview page, a review gate and a pack's calibration.json can never disagree.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 #: The middle band of difficulty a task should land in for a real policy (pass rate).
 DEFAULT_BAND = (0.2, 0.5)
@@ -74,12 +74,17 @@ def band_verdict(policy_kind: str, pass_rate: float, *, band: tuple[float, float
     must never pass, and a real model should land inside the band."""
     if policy_kind == "oracle":
         ok = pass_rate == 1.0
-        return Verdict(ok, "the reference solution passes" if ok
-                       else "the reference solution does not always pass: check the rubric or the solution")
+        return Verdict(
+            ok,
+            "the reference solution passes"
+            if ok
+            else "the reference solution does not always pass: check the rubric or the solution",
+        )
     if policy_kind in ("nop", "probe", "hack"):
         ok = pass_rate == 0.0
-        return Verdict(ok, "does not pass, as it should" if ok
-                       else "passes without solving the task: the rubric is too lenient")
+        return Verdict(
+            ok, "does not pass, as it should" if ok else "passes without solving the task: the rubric is too lenient"
+        )
     low, high = band
     if pass_rate < low:
         return Verdict(False, f"too hard for this model (pass rate below {low:.0%})")
@@ -91,10 +96,10 @@ def band_verdict(policy_kind: str, pass_rate: float, *, band: tuple[float, float
 @dataclass(frozen=True)
 class CheckDiscrimination:
     check_id: str
-    rollouts: int      # rollouts that graded this check at all
-    met: int           # scored and met (score >= 0.5)
+    rollouts: int  # rollouts that graded this check at all
+    met: int  # scored and met (score >= 0.5)
     unscored: int
-    flag: str | None   # "always_met" | "never_met" | "mostly_unscored" | None
+    flag: str | None  # "always_met" | "never_met" | "mostly_unscored" | None
 
     @property
     def message(self) -> str:
@@ -106,8 +111,9 @@ class CheckDiscrimination:
         }[self.flag]
 
 
-def non_discriminating(per_rollout: Iterable[Mapping[str, float | None]], *, min_rollouts: int = 8
-                       ) -> list[CheckDiscrimination]:
+def non_discriminating(
+    per_rollout: Iterable[Mapping[str, float | None]], *, min_rollouts: int = 8
+) -> list[CheckDiscrimination]:
     """Flag checks that cannot tell rollouts apart.
 
     `per_rollout` holds one mapping per graded rollout: check id -> score in [0, 1], or None
@@ -138,8 +144,9 @@ def non_discriminating(per_rollout: Iterable[Mapping[str, float | None]], *, min
                 flag = "always_met"
             elif scored and met == 0:
                 flag = "never_met"
-        result.append(CheckDiscrimination(check_id=check_id, rollouts=len(scores), met=met,
-                                          unscored=unscored, flag=flag))
+        result.append(
+            CheckDiscrimination(check_id=check_id, rollouts=len(scores), met=met, unscored=unscored, flag=flag)
+        )
     return result
 
 
@@ -184,8 +191,14 @@ class HackVerdict:
     message: str
 
     def to_dict(self) -> dict:
-        return {"hack": self.hack, "ok": self.ok, "reward": self.reward, "limit": self.limit,
-                "rewarded": list(self.rewarded), "message": self.message}
+        return {
+            "hack": self.hack,
+            "ok": self.ok,
+            "reward": self.reward,
+            "limit": self.limit,
+            "rewarded": list(self.rewarded),
+            "message": self.message,
+        }
 
 
 def hack_limit(task_metadata: dict | None) -> float:
@@ -213,16 +226,22 @@ def rewarded_checks(document) -> tuple[str, ...]:
     """Ids of the top-level checks that awarded positive points in a grade document."""
     if not isinstance(document, dict):
         return ()
-    return tuple(str(c.get("id")) for c in document.get("checks") or []
-                 if isinstance(c, dict) and (c.get("awarded") or 0) > 0 and (c.get("points") or 0) > 0)
+    return tuple(
+        str(c.get("id"))
+        for c in document.get("checks") or []
+        if isinstance(c, dict) and (c.get("awarded") or 0) > 0 and (c.get("points") or 0) > 0
+    )
 
 
 def check_scores(document) -> dict[str, float | None]:
     """Top-level check id -> its score (None when unscored) in a grade document."""
     if not isinstance(document, dict):
         return {}
-    return {str(c.get("id")): (float(c["score"]) if isinstance(c.get("score"), (int, float)) else None)
-            for c in document.get("checks") or [] if isinstance(c, dict)}
+    return {
+        str(c.get("id")): (float(c["score"]) if isinstance(c.get("score"), (int, float)) else None)
+        for c in document.get("checks") or []
+        if isinstance(c, dict)
+    }
 
 
 def hack_message(hack: str, reward: float, limit: float, rewarded) -> str:

@@ -36,7 +36,6 @@ from .models import (
     FileExistsCheck,
     JsonFieldCheck,
     NumberCheck,
-    PythonCheck,
     RegexCheck,
     StringMatchCheck,
     TableCellCheck,
@@ -62,7 +61,7 @@ class Failed(Exception):
     answer earns more by breaking a check than by doing the task (RUBRIC.md, "Scoring")."""
 
 
-def failed_outcome(check, reason: str) -> "Outcome":
+def failed_outcome(check, reason: str) -> Outcome:
     """The outcome of a check the graded work broke: goodness 0 (a penalty is charged)."""
     return Outcome(0.0 if check.points > 0 else 1.0, reason)
 
@@ -103,8 +102,7 @@ class GradingContext:
         if self.workspace is not None:
             normalised = posixpath.normpath(relative)
             if normalised in self.left_out:
-                raise Failed(f"file {relative!r} was left out of the workspace snapshot: "
-                             f"{self.left_out[normalised]}")
+                raise Failed(f"file {relative!r} was left out of the workspace snapshot: {self.left_out[normalised]}")
             try:
                 # Each component is opened without following links: a linked file or directory is refused.
                 return read_regular(normalised, max_bytes=MAX_FILE_BYTES, root=self.workspace)
@@ -313,15 +311,17 @@ def string_match(check: StringMatchCheck, ctx: GradingContext) -> Outcome:
     fold_case, collapse_space = not check.case_sensitive, check.normalize_whitespace
     compared = ctx.compared_text(check)
     mode = check.mode
-    found = _found(mode, ctx.normalised(compared, fold_case=fold_case, collapse_space=collapse_space),
-                   check.expected_normalised())
+    found = _found(
+        mode, ctx.normalised(compared, fold_case=fold_case, collapse_space=collapse_space), check.expected_normalised()
+    )
     by_lookalikes = False
     if not found and match_lowers_reward(check, absence_wanted=mode == "not_contains"):
         folded = ctx.lookalike_text(compared)
         expected = check.expected_normalised(lookalikes=True)
         if folded is not compared or expected != check.expected_normalised():
             found = by_lookalikes = _found(
-                mode, ctx.normalised(folded, fold_case=fold_case, collapse_space=collapse_space), expected)
+                mode, ctx.normalised(folded, fold_case=fold_case, collapse_space=collapse_space), expected
+            )
     met = not found if mode == "not_contains" else found
     verb = mode.replace("_", " ")
     explanation = f"{check.target} {'' if met else 'does not satisfy: '}{verb} {_short(check.expected)}".strip()
@@ -358,7 +358,9 @@ def regex(check: RegexCheck, ctx: GradingContext) -> Outcome:
         return _binary(True, "pattern does not match, as required")
     if check.min_count == 1:
         found, note = _search(pattern, texts)
-        return _binary(found is not None, f"matched {_short(found.group(0))}{note}" if found else "pattern does not match")
+        return _binary(
+            found is not None, f"matched {_short(found.group(0))}{note}" if found else "pattern does not match"
+        )
     count, note = 0, ""
     for text, text_note in texts:
         seen = 0
@@ -372,9 +374,7 @@ def regex(check: RegexCheck, ctx: GradingContext) -> Outcome:
     return _binary(met, f"{count}{'+' if met else ''} match(es), needed {check.min_count}{note}")
 
 
-_NUMBER = re.compile(
-    r"(?<![\w.])([-+\u2212]?)((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(\s?%)?"
-)
+_NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(\s?%)?")
 
 
 def find_number(text: str) -> tuple[float, bool, str] | None:
@@ -403,8 +403,12 @@ def number(check: NumberCheck, ctx: GradingContext) -> Outcome:
     value, is_percent, shown = parsed
     allowed = max(check.tolerance, check.rel_tolerance * abs(check.expected))
     candidates = [value, value / 100.0] if is_percent else [value]
-    met = any(abs(candidate - check.expected) <= allowed + 1e-12 * max(1.0, abs(check.expected)) for candidate in candidates)
-    return _binary(met, f"read {shown.strip()!s} ({'within' if met else 'not within'} ±{_num(allowed)} of {_num(check.expected)})")
+    met = any(
+        abs(candidate - check.expected) <= allowed + 1e-12 * max(1.0, abs(check.expected)) for candidate in candidates
+    )
+    return _binary(
+        met, f"read {shown.strip()!s} ({'within' if met else 'not within'} ±{_num(allowed)} of {_num(check.expected)})"
+    )
 
 
 _FENCE_LANGUAGE = re.compile(r"[a-zA-Z0-9_-]*")
@@ -431,7 +435,7 @@ def _strip_fence(text: str) -> str:
     opening = stripped.rfind("\n", head, min(head_end, closing))
     if opening < 0:
         return stripped
-    return stripped[opening + 1:closing]
+    return stripped[opening + 1 : closing]
 
 
 _JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
@@ -541,8 +545,16 @@ def json_field(check: JsonFieldCheck, ctx: GradingContext) -> Outcome:
     else:
         if not _is_number(value) or not _is_number(check.expected):
             return _binary(False, f"value {shown} at {check.pointer!r} is not a number")
-        met = {"lt": value < check.expected, "le": value <= check.expected, "gt": value > check.expected, "ge": value >= check.expected}[check.op]
-    return _binary(met, f"value {shown} at {check.pointer!r} {'satisfies' if met else 'fails'} {check.op} {_short(json.dumps(check.expected), 60)}")
+        met = {
+            "lt": value < check.expected,
+            "le": value <= check.expected,
+            "gt": value > check.expected,
+            "ge": value >= check.expected,
+        }[check.op]
+    return _binary(
+        met,
+        f"value {shown} at {check.pointer!r} {'satisfies' if met else 'fails'} {check.op} {_short(json.dumps(check.expected), 60)}",
+    )
 
 
 def text_similarity(check: TextSimilarityCheck, ctx: GradingContext) -> Outcome:
@@ -598,11 +610,17 @@ def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
         import hashlib
 
         digest = hashlib.sha256(data).hexdigest()
-        return _binary(digest == check.sha256, f"sha256 {'matches' if digest == check.sha256 else 'is ' + digest[:12] + '…, expected ' + check.sha256[:12] + '…'}")
+        return _binary(
+            digest == check.sha256,
+            f"sha256 {'matches' if digest == check.sha256 else 'is ' + digest[:12] + '…, expected ' + check.sha256[:12] + '…'}",
+        )
     texts = _texts_read(check, ctx, text)  # a penalty's match: lookalike letters are read as Latin too
     if check.regex is not None:
         found, note = _search(check.compiled(), texts)
-        return _binary(found is not None, f"matched {_short(found.group(0))}{note}" if found else f"{check.path!r} does not match the pattern")
+        return _binary(
+            found is not None,
+            f"matched {_short(found.group(0))}{note}" if found else f"{check.path!r} does not match the pattern",
+        )
     key = "contains" if check.contains is not None else "equals"
     met, note = False, ""
     for candidate, text_note in texts:
@@ -611,7 +629,9 @@ def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
             met, note = True, text_note
             break
     if key == "contains":
-        return _binary(met, f"{check.path!r} {'contains' if met else 'does not contain'} {_short(check.contains)}{note}")
+        return _binary(
+            met, f"{check.path!r} {'contains' if met else 'does not contain'} {_short(check.contains)}{note}"
+        )
     return _binary(met, f"{check.path!r} {'equals' if met else 'differs from'} the expected content{note}")
 
 
@@ -652,19 +672,25 @@ def _xlsx_bounded(data: bytes, path: str, limits: GradeLimits) -> None:
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
         raise Failed(f"{path!r} is not a readable XLSX file ({exc})") from None
     if len(members) > limits.xlsx_max_members:
-        raise Failed(f"{path!r} has {len(members)} archive members, over the limit of {limits.xlsx_max_members} "
-                       "(GYMWRIGHT_XLSX_MAX_MEMBERS); refused unread")
+        raise Failed(
+            f"{path!r} has {len(members)} archive members, over the limit of {limits.xlsx_max_members} "
+            "(GYMWRIGHT_XLSX_MAX_MEMBERS); refused unread"
+        )
     total = sum(member.file_size for member in members)
     if total > limits.xlsx_max_bytes:
-        raise Failed(f"{path!r} would inflate to {total / (1024 * 1024):.1f} MB, over the limit of "
-                       f"{limits.xlsx_max_bytes / (1024 * 1024):g} MB (GYMWRIGHT_XLSX_MAX_MB); refused unread "
-                       "(a decompression bomb?)")
+        raise Failed(
+            f"{path!r} would inflate to {total / (1024 * 1024):.1f} MB, over the limit of "
+            f"{limits.xlsx_max_bytes / (1024 * 1024):g} MB (GYMWRIGHT_XLSX_MAX_MB); refused unread "
+            "(a decompression bomb?)"
+        )
     for member in members:
         ratio = member.file_size / max(member.compress_size, 1)
         if member.file_size > 1024 * 1024 and ratio > limits.xlsx_max_ratio:
-            raise Failed(f"{path!r} member {member.filename!r} inflates {ratio:.0f}:1, over the limit of "
-                           f"{limits.xlsx_max_ratio:g}:1 (GYMWRIGHT_XLSX_MAX_RATIO); refused unread "
-                           "(a decompression bomb?)")
+            raise Failed(
+                f"{path!r} member {member.filename!r} inflates {ratio:.0f}:1, over the limit of "
+                f"{limits.xlsx_max_ratio:g}:1 (GYMWRIGHT_XLSX_MAX_RATIO); refused unread "
+                "(a decompression bomb?)"
+            )
 
 
 def _csv_dialect(data: bytes, path: str, limits: GradeLimits):
@@ -683,8 +709,9 @@ def _csv_dialect(data: bytes, path: str, limits: GradeLimits):
         raise Failed(f"{path!r} is not a readable CSV file ({exc}; name the `delimiter` in the check)") from None
 
 
-def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: str | None = None,
-               limits: GradeLimits | None = None) -> list[list[Any]]:
+def read_table(
+    data: bytes, path: str, sheet: str | int | None, *, delimiter: str | None = None, limits: GradeLimits | None = None
+) -> list[list[Any]]:
     """Rows of a CSV or XLSX file as lists of cell values (the header row included).
 
     A CSV's delimiter is `delimiter` when given, else sniffed from a bounded sample.
@@ -696,8 +723,10 @@ def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: st
         import openpyxl
 
         if not openpyxl.DEFUSEDXML:
-            raise Unscored("openpyxl is not parsing through defusedxml (OPENPYXL_DEFUSEDXML is off?); XLSX files are "
-                           "not read without it")
+            raise Unscored(
+                "openpyxl is not parsing through defusedxml (OPENPYXL_DEFUSEDXML is off?); XLSX files are "
+                "not read without it"
+            )
         _xlsx_bounded(data, path, limits)
         try:
             workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
@@ -705,8 +734,10 @@ def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: st
             from defusedxml import DefusedXmlException
 
             if isinstance(exc.__cause__ or exc.__context__, DefusedXmlException):
-                raise Failed(f"{path!r} declares XML entities or a DTD, which are refused unread "
-                             f"(an entity bomb?): {exc.__cause__ or exc.__context__!r}") from None
+                raise Failed(
+                    f"{path!r} declares XML entities or a DTD, which are refused unread "
+                    f"(an entity bomb?): {exc.__cause__ or exc.__context__!r}"
+                ) from None
             raise Failed(f"{path!r} is not a readable XLSX file ({exc})") from None
         try:
             names = workbook.sheetnames
@@ -730,8 +761,9 @@ def read_table(data: bytes, path: str, sheet: str | int | None, *, delimiter: st
     else:
         dialect_options = {"dialect": _csv_dialect(data, path, limits)}
     try:
-        frame = pandas.read_csv(io.BytesIO(data), header=None, dtype=str, keep_default_na=False, engine="python",
-                                **dialect_options)
+        frame = pandas.read_csv(
+            io.BytesIO(data), header=None, dtype=str, keep_default_na=False, engine="python", **dialect_options
+        )
     except Exception as exc:  # noqa: BLE001 - a malformed file is the agent's failure
         raise Failed(f"{path!r} is not a readable CSV file ({exc})") from None
     return frame.values.tolist()
@@ -756,8 +788,9 @@ def _find_label(labels: list[Any], wanted: str, form=None) -> int | None:
 
 def table_cell(check: TableCellCheck, ctx: GradingContext) -> Outcome:
     try:
-        rows = read_table(ctx.read_bytes(check.path), check.path, check.sheet, delimiter=check.delimiter,
-                          limits=ctx.limits)
+        rows = read_table(
+            ctx.read_bytes(check.path), check.path, check.sheet, delimiter=check.delimiter, limits=ctx.limits
+        )
     except Missing as exc:
         return _binary(False, str(exc))
     if not rows:
@@ -792,7 +825,9 @@ def table_cell(check: TableCellCheck, ctx: GradingContext) -> Outcome:
     if found is None:
         return _binary(False, f"{where} is not a number")
     met = abs(found - check.expected) <= check.tolerance + 1e-12 * max(1.0, abs(check.expected))
-    return _binary(met, f"{where} ({'within' if met else 'not within'} ±{_num(check.tolerance)} of {_num(check.expected)})")
+    return _binary(
+        met, f"{where} ({'within' if met else 'not within'} ±{_num(check.tolerance)} of {_num(check.expected)})"
+    )
 
 
 # ---------------------------------------------------------------- sandbox kinds

@@ -65,7 +65,7 @@ def _validate(args) -> int:
         return 1
     # Warnings do not fail validation: they go to stderr, the verdict stays "ok".
     is_task = isinstance(document, dict) and "rubric" in document
-    for warning in (lint_task(document) if is_task else lint_rubric(document)):
+    for warning in lint_task(document) if is_task else lint_rubric(document):
         print(f"warning: {warning.pointer or '/'}: {warning.message}", file=sys.stderr)
     print("ok")
     return 0
@@ -115,8 +115,14 @@ def _grade(args) -> int:
     trajectory = _read_text(args.trajectory_file, "trajectory") if args.trajectory_file else None
     judge = _judge_from_args(args)
     try:
-        result = grade(rubric, answer=answer, workspace=args.workspace, trajectory=trajectory, judge=judge,
-                       checks_module=checks_module)
+        result = grade(
+            rubric,
+            answer=answer,
+            workspace=args.workspace,
+            trajectory=trajectory,
+            judge=judge,
+            checks_module=checks_module,
+        )
     finally:
         if judge is not None:
             judge.close()
@@ -138,8 +144,11 @@ def _examples(args) -> int:
     finally:
         if judge is not None:
             judge.close()
-    print(json.dumps([{**verdict.to_dict(), "grade": document} for verdict, document in results], indent=2,
-                     ensure_ascii=False))
+    print(
+        json.dumps(
+            [{**verdict.to_dict(), "grade": document} for verdict, document in results], indent=2, ensure_ascii=False
+        )
+    )
     for verdict, _ in results:
         print(f"{verdict.name}: {verdict.status.replace('_', ' ')} — {verdict.message}", file=sys.stderr)
     return 0 if all(verdict.ok for verdict, _ in results) else 1

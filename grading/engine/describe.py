@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .models import CHECK_MODELS
 
@@ -22,8 +22,13 @@ def _quote(value, limit: int = 200) -> str:
 
 
 # How each string_match mode reads after "the answer".
-_MODE_WORDS = {"equals": "equals", "contains": "contains", "not_contains": "does not contain",
-               "starts_with": "starts with", "ends_with": "ends with"}
+_MODE_WORDS = {
+    "equals": "equals",
+    "contains": "contains",
+    "not_contains": "does not contain",
+    "starts_with": "starts with",
+    "ends_with": "ends with",
+}
 
 
 def check_default(kind, key: str):
@@ -47,7 +52,8 @@ def check_in_words(check: Mapping) -> str:
     if kind == "string_match":
         mode = str(_value(check, "mode"))
         return f"{where} {_MODE_WORDS.get(mode, mode.replace('_', ' '))} {_quote(check.get('expected'))}" + (
-            " (case-sensitive)" if _value(check, "case_sensitive") else "")
+            " (case-sensitive)" if _value(check, "case_sensitive") else ""
+        )
     if kind == "regex":
         must = _value(check, "must_match")
         count = _value(check, "min_count") or 1
@@ -57,27 +63,41 @@ def check_in_words(check: Mapping) -> str:
         tolerance = check.get("tolerance") or check.get("rel_tolerance")
         return f"a number in {where} equals {check.get('expected')}" + (f" ± {tolerance}" if tolerance else "")
     if kind == "json_field":
-        return (f"{where} is JSON whose {check.get('pointer', '')} {_value(check, 'op')} "
-                f"{_quote(check.get('expected')) if 'expected' in check else ''}").rstrip()
+        return (
+            f"{where} is JSON whose {check.get('pointer', '')} {_value(check, 'op')} "
+            f"{_quote(check.get('expected')) if 'expected' in check else ''}"
+        ).rstrip()
     if kind == "file_exists":
         return f"a file matching {check.get('path')} exists"
     if kind == "file_content":
-        for key, verb in (("contains", "contains"), ("regex", "matches"), ("equals", "equals"), ("sha256", "has sha256")):
+        for key, verb in (
+            ("contains", "contains"),
+            ("regex", "matches"),
+            ("equals", "equals"),
+            ("sha256", "has sha256"),
+        ):
             if check.get(key) is not None:
                 return f"file {check.get('path')} {verb} {_quote(check.get(key))}"
         return f"file {check.get('path')} has the expected content"
     if kind == "table_cell":
         sheet = f" sheet {check.get('sheet')}" if check.get("sheet") else ""
-        return (f"cell ({check.get('row')}, {check.get('column')}) of {check.get('path')}{sheet} equals "
-                f"{check.get('expected')}" + (f" ± {check.get('tolerance')}" if check.get("tolerance") else ""))
+        return (
+            f"cell ({check.get('row')}, {check.get('column')}) of {check.get('path')}{sheet} equals "
+            f"{check.get('expected')}" + (f" ± {check.get('tolerance')}" if check.get("tolerance") else "")
+        )
     if kind == "text_similarity":
-        return (f"{where} is at least {check.get('threshold')} similar ({_value(check, 'metric')}) to "
-                f"{_quote(check.get('reference'), 120)}")
+        return (
+            f"{where} is at least {check.get('threshold')} similar ({_value(check, 'metric')}) to "
+            f"{_quote(check.get('reference'), 120)}"
+        )
     if kind == "command":
         return f"`{check.get('run')}` exits with {_value(check, 'expect_exit')} in the sandbox"
     if kind == "python":
-        return f"the Python function {check.get('function')} says so" if check.get("function") else \
-            "the check's Python code says so (run in the sandbox)"
+        return (
+            f"the Python function {check.get('function')} says so"
+            if check.get("function")
+            else "the check's Python code says so (run in the sandbox)"
+        )
     if kind == "tests":
         files = check.get("files") if isinstance(check.get("files"), list) else []
         shown = ", ".join(str(path) for path in files[:3]) + (" …" if len(files) > 3 else "")

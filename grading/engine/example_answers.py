@@ -16,15 +16,21 @@ with the expectation:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from .models import ExampleAnswer, Grade
 
 ExampleStatus = Literal["as_expected", "unexpected", "incomplete", "error", "pending"]
 AS_EXPECTED, UNEXPECTED, INCOMPLETE, ERROR, PENDING = "as_expected", "unexpected", "incomplete", "error", "pending"
-STATUS_WORDS = {AS_EXPECTED: "as expected", UNEXPECTED: "not as expected", INCOMPLETE: "incomplete",
-                ERROR: "error", PENDING: "pending"}
+STATUS_WORDS = {
+    AS_EXPECTED: "as expected",
+    UNEXPECTED: "not as expected",
+    INCOMPLETE: "incomplete",
+    ERROR: "error",
+    PENDING: "pending",
+}
 
 # Checks that a dry run cannot score: the judge (when none is configured) and the sandbox.
 SANDBOX_KINDS = ("command", "python", "tests")
@@ -35,12 +41,12 @@ class ExampleVerdict:
     """How one example answer graded against what its author expects."""
 
     name: str
-    expect: str                       # "pass" | "fail"
+    expect: str  # "pass" | "fail"
     status: ExampleStatus
     message: str
-    got: str | None = None            # "pass" | "fail" | None when there is no verdict
+    got: str | None = None  # "pass" | "fail" | None when there is no verdict
     reward: float | None = None
-    reward_min: float | None = None   # the expected range, when the example gives one
+    reward_min: float | None = None  # the expected range, when the example gives one
     reward_max: float | None = None
     # The grade's reward_upper (scoring rule 2); None in a verdict stored under the old rule: grade it again.
     reward_upper: float | None = None
@@ -60,7 +66,7 @@ class ExampleVerdict:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ExampleVerdict":
+    def from_dict(cls, data: Mapping[str, Any]) -> ExampleVerdict:
         return cls(**{key: data.get(key) for key in cls.__dataclass_fields__})
 
 
@@ -77,7 +83,7 @@ def _unscored_points(grade: Grade) -> float:
 
 
 def reward_range_text(reward: float, reward_upper: float | None) -> str:
-    """"reward 0.40" for a complete grade, "reward 0.40–1.00" for an incomplete one's bounds."""
+    """ "reward 0.40" for a complete grade, "reward 0.40–1.00" for an incomplete one's bounds."""
     if reward_upper is None or reward_upper <= reward:
         return f"reward {reward:.2f}"
     return f"reward {reward:.2f}–{reward_upper:.2f}"
@@ -96,13 +102,21 @@ def example_verdict(example: ExampleAnswer | Mapping, grade: Grade | Mapping) ->
         points = _unscored_points(grade)
         # Under the old rule (no reward_upper) max left the unscored checks out.
         total = grade.max if upper is not None else grade.max + points
-        head = (f"incomplete — {_number(points)} of {_number(total)} points could not be scored"
-                if points else "incomplete — some checks could not be scored")
+        head = (
+            f"incomplete — {_number(points)} of {_number(total)} points could not be scored"
+            if points
+            else "incomplete — some checks could not be scored"
+        )
         if upper is not None:
             head += f", {reward_range_text(grade.reward, upper)}"
         reasons = sorted({check.explanation for check in unscored if check.explanation})
-        return ExampleVerdict(**base, status=INCOMPLETE, reward=grade.reward, reward_upper=upper,
-                              message=head + (f" ({'; '.join(reasons[:3])})" if reasons else ""))
+        return ExampleVerdict(
+            **base,
+            status=INCOMPLETE,
+            reward=grade.reward,
+            reward_upper=upper,
+            message=head + (f" ({'; '.join(reasons[:3])})" if reasons else ""),
+        )
     base["reward_upper"] = grade.reward if upper is None else upper
     got = "pass" if grade.passed else "fail"
     problems = []
@@ -114,8 +128,13 @@ def example_verdict(example: ExampleAnswer | Mapping, grade: Grade | Mapping) ->
         problems.append(f"reward {grade.reward:.2f} is above the expected maximum {_number(high)}")
     if problems:
         return ExampleVerdict(**base, status=UNEXPECTED, got=got, reward=grade.reward, message="; ".join(problems))
-    return ExampleVerdict(**base, status=AS_EXPECTED, got=got, reward=grade.reward,
-                          message=f"{got}, reward {grade.reward:.2f}, as expected")
+    return ExampleVerdict(
+        **base,
+        status=AS_EXPECTED,
+        got=got,
+        reward=grade.reward,
+        message=f"{got}, reward {grade.reward:.2f}, as expected",
+    )
 
 
 OLD_RULE_MESSAGE = "graded under the old scoring rule — grade it again"
@@ -134,9 +153,14 @@ def current_result(result: Mapping[str, Any]) -> dict[str, Any]:
 def example_failed(example: ExampleAnswer | Mapping, message: str, *, status: ExampleStatus = ERROR) -> ExampleVerdict:
     """The verdict of an example that could not be graded (`error`) or is not graded yet (`pending`)."""
     example = _example(example)
-    return ExampleVerdict(name=example.name, expect=example.expect, status=status, message=message,
-                          reward_min=example.reward.min if example.reward else None,
-                          reward_max=example.reward.max if example.reward else None)
+    return ExampleVerdict(
+        name=example.name,
+        expect=example.expect,
+        status=status,
+        message=message,
+        reward_min=example.reward.min if example.reward else None,
+        reward_max=example.reward.max if example.reward else None,
+    )
 
 
 def example_workspace_files(example: ExampleAnswer | Mapping) -> list[tuple[str, bytes]]:
@@ -161,7 +185,9 @@ def rubric_needs(rubric: Mapping) -> set[str]:
     return needs
 
 
-def grade_examples(task, *, judge=None, sandbox=None, checks_module: str | None = None) -> list[tuple[ExampleVerdict, dict]]:
+def grade_examples(
+    task, *, judge=None, sandbox=None, checks_module: str | None = None
+) -> list[tuple[ExampleVerdict, dict]]:
     """Grade every example answer of a parsed `Task` in this process (the CLI; the web app grades
     them in a bounded child process or a worker): [(verdict, grade document)].
 
@@ -177,8 +203,14 @@ def grade_examples(task, *, judge=None, sandbox=None, checks_module: str | None 
         with tempfile.TemporaryDirectory(prefix="gymwright-example-") as tmp:
             root = Path(tmp)
             place_files(root, dict(example_workspace_files(example)))
-            graded = grade(task.rubric, answer=example.answer, workspace=root, judge=judge, sandbox=sandbox,
-                           checks_module=checks_module)
+            graded = grade(
+                task.rubric,
+                answer=example.answer,
+                workspace=root,
+                judge=judge,
+                sandbox=sandbox,
+                checks_module=checks_module,
+            )
         results.append((example_verdict(example, graded), graded.to_document()))
     return results
 
@@ -192,10 +224,31 @@ def verdict_changes(before: list[ExampleVerdict], after: list[ExampleVerdict]) -
     rows = []
     for name in [v.name for v in after] + [v.name for v in before if v.name not in new]:
         a, b = old.get(name), new.get(name)
-        rows.append({"name": name, "before": a, "after": b, "added": a is None, "removed": b is None,
-                     "changed": a is not None and b is not None and a.status != b.status})
+        rows.append(
+            {
+                "name": name,
+                "before": a,
+                "after": b,
+                "added": a is None,
+                "removed": b is None,
+                "changed": a is not None and b is not None and a.status != b.status,
+            }
+        )
     return rows
 
 
-__all__ = ["AS_EXPECTED", "ERROR", "INCOMPLETE", "PENDING", "STATUS_WORDS", "UNEXPECTED", "ExampleVerdict",
-           "example_failed", "grade_examples", "example_verdict", "example_workspace_files", "rubric_needs", "verdict_changes"]
+__all__ = [
+    "AS_EXPECTED",
+    "ERROR",
+    "INCOMPLETE",
+    "PENDING",
+    "STATUS_WORDS",
+    "UNEXPECTED",
+    "ExampleVerdict",
+    "example_failed",
+    "grade_examples",
+    "example_verdict",
+    "example_workspace_files",
+    "rubric_needs",
+    "verdict_changes",
+]

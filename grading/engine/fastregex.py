@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import regex
 
@@ -74,7 +74,7 @@ def validate_pattern(pattern: str, flags: str = "") -> None:
         raise ValueError(str(exc)) from None
 
 
-def compile_pattern(pattern: str, flags: str = "") -> "Searcher":
+def compile_pattern(pattern: str, flags: str = "") -> Searcher:
     """An author's pattern (flag letters from 'aimsx'), compiled for time-bounded searches."""
     compiled = regex.compile(pattern, _flag_bits(flags, _REGEX_FLAGS) | regex.VERSION0)
     return Searcher(compiled, re_flags=_flag_bits(flags, _RE_FLAGS))
@@ -87,7 +87,7 @@ def _left(deadline: float) -> float:
     return left
 
 
-def _timed_out(searcher: "Searcher") -> BudgetExceeded:
+def _timed_out(searcher: Searcher) -> BudgetExceeded:
     text = searcher.pattern.pattern
     shown = text if len(text) <= 60 else text[:57] + "..."
     return BudgetExceeded(f"the pattern {shown!r} ran longer than its {pattern_timeout_s():g} s time budget")

@@ -25,9 +25,10 @@ Other parts extend the set with `register_gate` (hack probes register `hack:NAME
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Callable, Iterable, Literal, Mapping
+from typing import Literal
 
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
 from grading.engine.hacks import applicable_hacks, penalty_triggers
@@ -52,9 +53,9 @@ class GradeGap:
 
     low: float
     high: float
-    reasons: tuple[str, ...] = ()   # why its checks are unscored, in words, each once
-    needs_judge: bool = False       # a judge check is unscored: a grade with no judge leaves it so again
-    gated: bool = False             # a required check already failed: the reward is 0 whatever the rest score
+    reasons: tuple[str, ...] = ()  # why its checks are unscored, in words, each once
+    needs_judge: bool = False  # a judge check is unscored: a grade with no judge leaves it so again
+    gated: bool = False  # a required check already failed: the reward is 0 whatever the rest score
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,9 @@ class PreviewEvidence:
     policy: str
     run_id: int | None
     n: int
-    rewards: list[float]          # rewards of the graded rollouts
-    passed: list[bool]            # their pass flags, same order
-    errors: int = 0               # rollouts that ended without a grade
+    rewards: list[float]  # rewards of the graded rollouts
+    passed: list[bool]  # their pass flags, same order
+    errors: int = 0  # rollouts that ended without a grade
     # The oldest scoring rule its grades were totalled under (scoring.SCORING_RULE): an older one
     # left unscored checks out of `max`, so its rewards decide nothing: run it again.
     scoring_rule: int = SCORING_RULE
@@ -82,18 +83,20 @@ class PreviewEvidence:
     @property
     def incomplete(self) -> list[GradeGap]:
         """The gaps of its incomplete grades."""
-        return [gap for gap in self.gaps[:self.graded] if gap is not None]
+        return [gap for gap in self.gaps[: self.graded] if gap is not None]
 
     def reward_ranges(self) -> list[tuple[float, float]]:
         """Per graded rollout, the (lowest, highest) reward its complete grade could have."""
-        return [(gap.low, gap.high) if gap is not None else (reward, reward)
-                for reward, gap in zip_longest(self.rewards, self.gaps[:self.graded])]
+        return [
+            (gap.low, gap.high) if gap is not None else (reward, reward)
+            for reward, gap in zip_longest(self.rewards, self.gaps[: self.graded])
+        ]
 
 
 @dataclass(frozen=True)
 class ExampleAnswerResult:
     name: str
-    ok: bool          # graded as its author expects
+    ok: bool  # graded as its author expects
     message: str = ""
     # grading.engine.example_answers: as_expected | unexpected | error, or pending | incomplete
     # (no verdict yet, or a check could not be scored): those make the gate not_run, not fail.
@@ -107,7 +110,7 @@ class ExampleAnswerResult:
 
 @dataclass
 class GateInputs:
-    task: Mapping                                  # the gymwright.task/v1 document
+    task: Mapping  # the gymwright.task/v1 document
     previews: Mapping[str, PreviewEvidence] = field(default_factory=dict)  # policy -> latest finished run
     judge_configured: bool = False
     rubric_issues: list[str] = field(default_factory=list)  # "pointer: message" lines; empty = valid
@@ -124,9 +127,9 @@ class GateResult:
     title: str
     status: GateStatus
     message: str
-    policy: str | None = None     # the preview policy whose evidence decided it
-    run_id: int | None = None     # that preview run
-    blocking: bool = True         # False only for a check this installation cannot make at all
+    policy: str | None = None  # the preview policy whose evidence decided it
+    run_id: int | None = None  # that preview run
+    blocking: bool = True  # False only for a check this installation cannot make at all
     # A gate whose preview cannot decide it yet ("a judge"): Run gates starts nothing for it.
     waiting_for: str = ""
     # A failed gate that a new run of its preview may decide (a hack probe whose run errored or was
@@ -140,9 +143,16 @@ class GateResult:
         return self.status == PASS or not self.blocking
 
     def to_dict(self) -> dict:
-        return {"gate": self.gate, "title": self.title, "status": self.status, "message": self.message,
-                "policy": self.policy, "run_id": self.run_id, "blocking": self.blocking,
-                "what_to_do": self.what_to_do or what_to_do(self)}
+        return {
+            "gate": self.gate,
+            "title": self.title,
+            "status": self.status,
+            "message": self.message,
+            "policy": self.policy,
+            "run_id": self.run_id,
+            "blocking": self.blocking,
+            "what_to_do": self.what_to_do or what_to_do(self),
+        }
 
 
 @dataclass(frozen=True)
@@ -156,8 +166,13 @@ class Gate:
 _REGISTRY: dict[str, Gate] = {}
 
 
-def register_gate(name: str, *, title: str, evaluate: Callable[[GateInputs], GateResult | list[GateResult]],
-                  previews: Callable[[Mapping], list[tuple[str, int]]] | None = None) -> Gate:
+def register_gate(
+    name: str,
+    *,
+    title: str,
+    evaluate: Callable[[GateInputs], GateResult | list[GateResult]],
+    previews: Callable[[Mapping], list[tuple[str, int]]] | None = None,
+) -> Gate:
     """Add (or replace) a gate. `evaluate(inputs)` answers one GateResult or a list of them;
     `previews(task)` lists the (policy, n) previews it needs on a version of `task`."""
     gate = Gate(name=name, title=title, evaluate=evaluate, previews=previews or (lambda task: []))
@@ -192,17 +207,24 @@ def missing_previews(task: Mapping, previews: Mapping[str, PreviewEvidence] | It
     return [(policy, n) for policy, n in required_previews(task) if policy not in have]
 
 
-def previews_to_start(inputs: GateInputs, results: Iterable[GateResult], *,
-                      pending: Iterable[str] = ()) -> list[tuple[str, int]]:
+def previews_to_start(
+    inputs: GateInputs, results: Iterable[GateResult], *, pending: Iterable[str] = ()
+) -> list[tuple[str, int]]:
     """What "Run gates" starts: each preview the gates need that has no finished run (`inputs.previews`)
     and each whose latest run left its gate not_run (incomplete grades), unless that gate waits for
     something a new run would not have (no judge configured yet); never a policy in `pending` (a run
     of it is queued or running)."""
-    undecided = {result.policy for result in results
-                 if (result.status == NOT_RUN or result.retry) and result.policy and not result.waiting_for}
+    undecided = {
+        result.policy
+        for result in results
+        if (result.status == NOT_RUN or result.retry) and result.policy and not result.waiting_for
+    }
     pending = set(pending)
-    return [(policy, n) for policy, n in required_previews(inputs.task)
-            if policy not in pending and (policy not in inputs.previews or policy in undecided)]
+    return [
+        (policy, n)
+        for policy, n in required_previews(inputs.task)
+        if policy not in pending and (policy not in inputs.previews or policy in undecided)
+    ]
 
 
 def all_pass(results: Iterable[GateResult]) -> bool:
@@ -221,7 +243,9 @@ def what_to_do(result: GateResult) -> str:
         return "Click Run gates, and wait for its previews to finish." if result.policy else "Wait, then reload."
     if result.retry:
         return "Click Run gates to run it again; if it fails again, fix what its evidence shows."
-    return _WHAT_TO_DO.get(result.gate.split(":", 1)[0], "Fix what the message says, save a new version and run the gates.")
+    return _WHAT_TO_DO.get(
+        result.gate.split(":", 1)[0], "Fix what the message says, save a new version and run the gates."
+    )
 
 
 _WHAT_TO_DO = {
@@ -230,7 +254,7 @@ _WHAT_TO_DO = {
     "nop": "Make the checks require the work (required checks on what the task produces), then run the gates.",
     "probe": "Tighten the checks that rewarded the probe's answer, then run the gates.",
     "hack": "Make the checks named unreachable without doing the task (a `tests` check with grader or protected "
-            "test files, exact file checks, penalties), then run the gates.",
+    "test files, exact file checks, penalties), then run the gates.",
     "examples": "Fix the rubric or the example answer (its expected verdict or files), then save a new version.",
     "judge": "Configure a judge endpoint (an admin does it under Endpoints), then run the gates.",
 }
@@ -239,9 +263,18 @@ _WHAT_TO_DO = {
 def blocking_reasons(results: Iterable[GateResult]) -> list[dict]:
     """The gates that keep a version from being submitted, each with its message and what to do:
     [{"gate", "title", "status", "status_text", "message", "what_to_do"}] (status_text: "not run", not "not_run")."""
-    return [{"gate": result.gate, "title": result.title, "status": result.status,
-             "status_text": result.status.replace("_", " "), "message": result.message,
-             "what_to_do": what_to_do(result)} for result in results if not result.ok]
+    return [
+        {
+            "gate": result.gate,
+            "title": result.title,
+            "status": result.status,
+            "status_text": result.status.replace("_", " "),
+            "message": result.message,
+            "what_to_do": what_to_do(result),
+        }
+        for result in results
+        if not result.ok
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- built-in gates
@@ -304,7 +337,7 @@ _REASON_CHARS = 80
 
 def _short(text) -> str:
     line = " ".join(str(text or "").split())
-    return line if len(line) <= _REASON_CHARS else line[:_REASON_CHARS - 1] + "…"
+    return line if len(line) <= _REASON_CHARS else line[: _REASON_CHARS - 1] + "…"
 
 
 def _number(value, default: float = 0.0) -> float:
@@ -338,8 +371,9 @@ def grade_gap(document) -> GradeGap | None:
     for check in unscored:
         explanation = check.get("explanation")
         if check.get("kind") == "llm_judge":
-            reason = "judge checks unscored: " + ("no judge was configured when it ran" if explanation == _NO_JUDGE
-                                                  else _short(explanation))
+            reason = "judge checks unscored: " + (
+                "no judge was configured when it ran" if explanation == _NO_JUDGE else _short(explanation)
+            )
         else:
             reason = f"{_short(check.get('id'))} unscored: {_short(explanation)}"
         if reason not in reasons:
@@ -380,8 +414,15 @@ def _undecided(gate: str, title: str, evidence: PreviewEvidence, inputs: GateInp
     note = _incomplete_note(evidence)
     if not inputs.judge_configured and all(gap.needs_judge for gap in evidence.incomplete):
         # with no judge, running it again would leave the same judge checks unscored
-        return GateResult(gate, title, NOT_RUN, f"{note} — configure a judge, then run it again",
-                          policy=evidence.policy, run_id=evidence.run_id, waiting_for="a judge")
+        return GateResult(
+            gate,
+            title,
+            NOT_RUN,
+            f"{note} — configure a judge, then run it again",
+            policy=evidence.policy,
+            run_id=evidence.run_id,
+            waiting_for="a judge",
+        )
     return GateResult(gate, title, NOT_RUN, f"{note} — run it again", policy=evidence.policy, run_id=evidence.run_id)
 
 
@@ -420,17 +461,31 @@ def _gate_oracle(inputs: GateInputs) -> GateResult:
         examples = [example for example in inputs.example_answers or [] if example.expect == "pass"]
         standing = next((example for example in examples if example.ok), None)
         if standing is not None:
-            return GateResult("oracle", title, PASS, f"no reference solution; the example answer “{standing.name}” "
-                                                     "passes as expected and stands in for it")
+            return GateResult(
+                "oracle",
+                title,
+                PASS,
+                f"no reference solution; the example answer “{standing.name}” passes as expected and stands in for it",
+            )
         pending = [example for example in examples if example.undecided]
         if pending:
-            return GateResult("oracle", title, NOT_RUN, f"no reference solution; the example answer "
-                                                        f"“{pending[0].name}” stands in once graded: {pending[0].message}",
-                              what_to_do="Wait for the example answers to be graded (or grade them again), then reload.")
-        return GateResult("oracle", title, FAIL, "no reference solution, and no example answer expected to pass "
-                                                 "that passes: nothing shows the task can be solved",
-                          what_to_do="Add a reference solution (solution.script and/or solution.answer), or an example "
-                                     "answer expected to pass, then run the gates.")
+            return GateResult(
+                "oracle",
+                title,
+                NOT_RUN,
+                f"no reference solution; the example answer "
+                f"“{pending[0].name}” stands in once graded: {pending[0].message}",
+                what_to_do="Wait for the example answers to be graded (or grade them again), then reload.",
+            )
+        return GateResult(
+            "oracle",
+            title,
+            FAIL,
+            "no reference solution, and no example answer expected to pass "
+            "that passes: nothing shows the task can be solved",
+            what_to_do="Add a reference solution (solution.script and/or solution.answer), or an example "
+            "answer expected to pass, then run the gates.",
+        )
     evidence = inputs.previews.get("oracle")
     if evidence is None:
         return _not_run("oracle", title, "oracle", "oracle")
@@ -443,8 +498,9 @@ def _gate_oracle(inputs: GateInputs) -> GateResult:
     if not evidence.incomplete:
         verdict = band_verdict("oracle", sum(evidence.passed) / graded)
         message = f"{sum(evidence.passed)} of {graded} passed: {verdict.message}"
-        return GateResult("oracle", title, PASS if verdict.ok else FAIL, message, policy="oracle",
-                          run_id=evidence.run_id)
+        return GateResult(
+            "oracle", title, PASS if verdict.ok else FAIL, message, policy="oracle", run_id=evidence.run_id
+        )
     # Each rollout surely passes, may pass, or cannot pass whatever its unscored checks score.
     threshold = _pass_threshold(inputs.rubric)
     sure = can = 0
@@ -454,15 +510,20 @@ def _gate_oracle(inputs: GateInputs) -> GateResult:
     if can < graded:
         gated = sum(1 for gap in evidence.incomplete if gap.gated)
         verdict = band_verdict("oracle", can / graded)
-        message = (f"at most {can} of {graded} can pass" + (f" ({gated} failed a required check)" if gated else "")
-                   + f": {verdict.message}")
-        return GateResult("oracle", title, FAIL, message + _decided_anyway(evidence), policy="oracle",
-                          run_id=evidence.run_id)
+        message = (
+            f"at most {can} of {graded} can pass"
+            + (f" ({gated} failed a required check)" if gated else "")
+            + f": {verdict.message}"
+        )
+        return GateResult(
+            "oracle", title, FAIL, message + _decided_anyway(evidence), policy="oracle", run_id=evidence.run_id
+        )
     if sure < graded:
         return _undecided("oracle", title, evidence, inputs)
     message = f"{graded} of {graded} passed: {band_verdict('oracle', 1.0).message}"
-    return GateResult("oracle", title, PASS, message + _decided_anyway(evidence), policy="oracle",
-                      run_id=evidence.run_id)
+    return GateResult(
+        "oracle", title, PASS, message + _decided_anyway(evidence), policy="oracle", run_id=evidence.run_id
+    )
 
 
 def _gate_nop(inputs: GateInputs) -> GateResult:
@@ -479,8 +540,9 @@ def _gate_nop(inputs: GateInputs) -> GateResult:
     status, _, reward = _cap(evidence, limit)
     if status == NOT_RUN:
         return _undecided("nop", title, evidence, inputs)
-    message = (f"highest reward {_reward_words(evidence, status, reward)}"
-               + ("" if status == PASS else f" > {limit:g}: the rubric rewards doing nothing"))
+    message = f"highest reward {_reward_words(evidence, status, reward)}" + (
+        "" if status == PASS else f" > {limit:g}: the rubric rewards doing nothing"
+    )
     return GateResult("nop", title, status, message + _decided_anyway(evidence), policy="nop", run_id=evidence.run_id)
 
 
@@ -505,10 +567,19 @@ def _gate_probes(inputs: GateInputs) -> list[GateResult]:
         if status == NOT_RUN:
             results.append(_undecided(f"probe:{index}", title, evidence, inputs))
             continue
-        message = (f"highest reward {_reward_words(evidence, status, reward)}"
-                   + ("" if status == PASS else f" > {limit:g}: the rubric rewards this probe"))
-        results.append(GateResult(f"probe:{index}", title, status, message + _decided_anyway(evidence),
-                                  policy=policy, run_id=evidence.run_id))
+        message = f"highest reward {_reward_words(evidence, status, reward)}" + (
+            "" if status == PASS else f" > {limit:g}: the rubric rewards this probe"
+        )
+        results.append(
+            GateResult(
+                f"probe:{index}",
+                title,
+                status,
+                message + _decided_anyway(evidence),
+                policy=policy,
+                run_id=evidence.run_id,
+            )
+        )
     return results
 
 
@@ -525,8 +596,9 @@ def _hack_unproven(policy: str, title: str, evidence: PreviewEvidence, inputs: G
     waiting = ""
     if evidence.incomplete and not inputs.judge_configured and all(gap.needs_judge for gap in evidence.incomplete):
         waiting = "a judge"
-    return GateResult(policy, title, FAIL, f"{why}: {_UNSAFE}", policy=policy, run_id=evidence.run_id,
-                      waiting_for=waiting, retry=True)
+    return GateResult(
+        policy, title, FAIL, f"{why}: {_UNSAFE}", policy=policy, run_id=evidence.run_id, waiting_for=waiting, retry=True
+    )
 
 
 def _zero_width_dodged(inputs: GateInputs, evidence: PreviewEvidence) -> tuple[list[str], list[str]]:
@@ -534,8 +606,11 @@ def _zero_width_dodged(inputs: GateInputs, evidence: PreviewEvidence) -> tuple[l
     unscored): a penalty dodged did not apply, an absence check (not_contains, must_match false) dodged
     was still met."""
     planted = [check_id for check_id, _ in penalty_triggers(inputs.task)]
-    points = {str(check.get("id")): check.get("points") for check in inputs.rubric.get("checks") or []
-              if isinstance(check, Mapping)}
+    points = {
+        str(check.get("id")): check.get("points")
+        for check in inputs.rubric.get("checks") or []
+        if isinstance(check, Mapping)
+    }
     dodged: list[str] = []
     unscored: list[str] = []
     for index in range(evidence.graded):
@@ -555,15 +630,27 @@ def _gate_zero_width(inputs: GateInputs, policy: str, title: str, evidence: Prev
     and every absence check still failed."""
     dodged, unscored = _zero_width_dodged(inputs, evidence)
     if dodged:
-        return GateResult(policy, title, FAIL, f"disguised text dodged {', '.join(dodged)}", policy=policy,
-                          run_id=evidence.run_id,
-                          what_to_do="Turn text normalisation back on for the checks named (`normalize_unicode`: it "
-                                     "removes zero-width characters and folds compatibility forms), then run the gates.")
+        return GateResult(
+            policy,
+            title,
+            FAIL,
+            f"disguised text dodged {', '.join(dodged)}",
+            policy=policy,
+            run_id=evidence.run_id,
+            what_to_do="Turn text normalisation back on for the checks named (`normalize_unicode`: it "
+            "removes zero-width characters and folds compatibility forms), then run the gates.",
+        )
     if unscored:
         return _hack_unproven(policy, title, evidence, inputs, f"{', '.join(unscored)} unscored")
     planted = [check_id for check_id, _ in penalty_triggers(inputs.task)]
-    return GateResult(policy, title, PASS, f"every disguised penalty applied ({', '.join(planted)})", policy=policy,
-                      run_id=evidence.run_id)
+    return GateResult(
+        policy,
+        title,
+        PASS,
+        f"every disguised penalty applied ({', '.join(planted)})",
+        policy=policy,
+        run_id=evidence.run_id,
+    )
 
 
 def _gate_hacks(inputs: GateInputs) -> list[GateResult]:
@@ -589,8 +676,13 @@ def hack_gate(inputs: GateInputs, policy: str) -> GateResult:
         return _gate_zero_width(inputs, policy, title, evidence)
     status, worst, reward = _cap(evidence, limit)
     if status == NOT_RUN:
-        return _hack_unproven(policy, title, evidence, inputs,
-                              f"{_incomplete_note(evidence)}, and their unscored checks could lift it above {limit:g}")
+        return _hack_unproven(
+            policy,
+            title,
+            evidence,
+            inputs,
+            f"{_incomplete_note(evidence)}, and their unscored checks could lift it above {limit:g}",
+        )
     rewarded = evidence.rewarded[worst] if worst < len(evidence.rewarded) else ()
     message = hack_message(policy.split(":", 1)[1], reward, limit, rewarded)
     return GateResult(policy, title, status, message + _decided_anyway(evidence), policy=policy, run_id=evidence.run_id)
@@ -599,20 +691,29 @@ def hack_gate(inputs: GateInputs, policy: str) -> GateResult:
 def _gate_examples(inputs: GateInputs) -> GateResult:
     title = "Example answers grade as expected"
     if inputs.example_answers is None:
-        return GateResult("examples", title, NOT_RUN, "this installation cannot grade saved example answers yet",
-                          blocking=False)
+        return GateResult(
+            "examples", title, NOT_RUN, "this installation cannot grade saved example answers yet", blocking=False
+        )
     if not inputs.example_answers:
         return GateResult("examples", title, PASS, "no example answers saved")
     wrong = [example for example in inputs.example_answers if not example.ok and not example.undecided]
     if wrong:
-        return GateResult("examples", title, FAIL, "; ".join(
-            f"{example.name}: {example.message or 'not graded as expected'}" for example in wrong[:5]))
+        return GateResult(
+            "examples",
+            title,
+            FAIL,
+            "; ".join(f"{example.name}: {example.message or 'not graded as expected'}" for example in wrong[:5]),
+        )
     undecided = [example for example in inputs.example_answers if example.undecided]
     if undecided:
-        return GateResult("examples", title, NOT_RUN, "; ".join(
-            f"{example.name}: {example.message or example.status}" for example in undecided[:5]),
+        return GateResult(
+            "examples",
+            title,
+            NOT_RUN,
+            "; ".join(f"{example.name}: {example.message or example.status}" for example in undecided[:5]),
             what_to_do="Wait for the example answers to be graded; an incomplete one (a judge check with no judge "
-                       "configured) needs a judge, then Grade again under Example answers.")
+            "configured) needs a judge, then Grade again under Example answers.",
+        )
     return GateResult("examples", title, PASS, f"all {len(inputs.example_answers)} grade as expected")
 
 
@@ -622,18 +723,36 @@ def _gate_judge(inputs: GateInputs) -> GateResult:
         return GateResult("judge", title, PASS, "no llm_judge checks")
     if inputs.judge_configured:
         return GateResult("judge", title, PASS, "a judge model is configured")
-    return GateResult("judge", title, FAIL, "the rubric has llm_judge checks but no judge model is configured, "
-                                            "so they would be unscored")
+    return GateResult(
+        "judge",
+        title,
+        FAIL,
+        "the rubric has llm_judge checks but no judge model is configured, so they would be unscored",
+    )
 
 
 register_gate("rubric", title="Rubric validates", evaluate=_gate_rubric)
-register_gate("oracle", title="Oracle passes", evaluate=_gate_oracle,
-              previews=lambda task: [("oracle", ORACLE_ROLLOUTS)] if has_reference_solution(task) else [])
+register_gate(
+    "oracle",
+    title="Oracle passes",
+    evaluate=_gate_oracle,
+    previews=lambda task: [("oracle", ORACLE_ROLLOUTS)] if has_reference_solution(task) else [],
+)
 register_gate("nop", title="Nop fails", evaluate=_gate_nop, previews=lambda task: [("nop", NOP_ROLLOUTS)])
-register_gate("probes", title="Probes fail", evaluate=_gate_probes,
-              previews=lambda task: [(probe_policy(str(p.get("answer", ""))), PROBE_ROLLOUTS)
-                                     for p in ((task.get("rubric") or {}).get("probes") or [])])
-register_gate("hacks", title="Hack probes fail", evaluate=_gate_hacks,
-              previews=lambda task: [(policy, HACK_ROLLOUTS) for policy in hack_policies(task)])
+register_gate(
+    "probes",
+    title="Probes fail",
+    evaluate=_gate_probes,
+    previews=lambda task: [
+        (probe_policy(str(p.get("answer", ""))), PROBE_ROLLOUTS)
+        for p in ((task.get("rubric") or {}).get("probes") or [])
+    ],
+)
+register_gate(
+    "hacks",
+    title="Hack probes fail",
+    evaluate=_gate_hacks,
+    previews=lambda task: [(policy, HACK_ROLLOUTS) for policy in hack_policies(task)],
+)
 register_gate("examples", title="Example answers", evaluate=_gate_examples)
 register_gate("judge", title="Judge configured", evaluate=_gate_judge)

@@ -44,21 +44,40 @@ class ProcessLimits:
 _OUTPUT_CAP = 32 * 1024 * 1024
 
 
-def grade_in_subprocess(rubric: dict, *, answer: str, workspace: Path | str | None,
-                        limits: GradeLimits | None = None, process: ProcessLimits = ProcessLimits()) -> dict:
+def grade_in_subprocess(
+    rubric: dict,
+    *,
+    answer: str,
+    workspace: Path | str | None,
+    limits: GradeLimits | None = None,
+    process: ProcessLimits = ProcessLimits(),
+) -> dict:
     """Grade in a limited child process; the grade document, or `GradeStopped`."""
-    request = {"rubric": rubric, "answer": answer, "workspace": str(workspace) if workspace is not None else None,
-               "limits": asdict(limits or GradeLimits.from_env())}
+    request = {
+        "rubric": rubric,
+        "answer": answer,
+        "workspace": str(workspace) if workspace is not None else None,
+        "limits": asdict(limits or GradeLimits.from_env()),
+    }
     return _run_child(request, process)
 
 
-def grade_many_in_subprocess(rubric: dict, *, items: list[tuple[str, Path | str | None]],
-                             limits: GradeLimits | None = None, process: ProcessLimits = ProcessLimits()) -> list[dict]:
+def grade_many_in_subprocess(
+    rubric: dict,
+    *,
+    items: list[tuple[str, Path | str | None]],
+    limits: GradeLimits | None = None,
+    process: ProcessLimits = ProcessLimits(),
+) -> list[dict]:
     """Grade several (answer, workspace) pairs against one rubric in ONE limited child (a task's
     example answers): the limits bound the whole batch. A list of grade documents, or `GradeStopped`."""
-    request = {"rubric": rubric, "items": [{"answer": answer, "workspace": str(workspace) if workspace else None}
-                                           for answer, workspace in items],
-               "limits": asdict(limits or GradeLimits.from_env())}
+    request = {
+        "rubric": rubric,
+        "items": [
+            {"answer": answer, "workspace": str(workspace) if workspace else None} for answer, workspace in items
+        ],
+        "limits": asdict(limits or GradeLimits.from_env()),
+    }
     documents = _run_child(request, process)
     if not isinstance(documents, list) or len(documents) != len(items):
         raise GradeStopped("the grading process answered the wrong number of grades")
@@ -66,30 +85,43 @@ def grade_many_in_subprocess(rubric: dict, *, items: list[tuple[str, Path | str 
 
 
 def _run_child(request: dict, process: ProcessLimits):
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-           # One thread per numeric library: their per-thread arenas would eat the address-space cap.
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    child = subprocess.Popen([sys.executable, "-I", "-m", "grading.engine.isolated",
-                              str(int(process.cpu_s)), str(int(process.memory_mb))], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd="/",
-                             start_new_session=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        # One thread per numeric library: their per-thread arenas would eat the address-space cap.
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-m", "grading.engine.isolated", str(int(process.cpu_s)), str(int(process.memory_mb))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd="/",
+        start_new_session=True,
+    )
     try:
         stdout, stderr = child.communicate(json.dumps(request).encode(), timeout=process.timeout_s)
     except subprocess.TimeoutExpired:
         _kill(child)
-        raise GradeStopped(f"grading took longer than {process.timeout_s:g} s ({process.timeout_setting}) "
-                           "and was stopped") from None
+        raise GradeStopped(
+            f"grading took longer than {process.timeout_s:g} s ({process.timeout_setting}) and was stopped"
+        ) from None
     except BaseException:
         _kill(child)
         raise
     code = child.returncode
     if code == -signal.SIGXCPU or (code == -signal.SIGKILL and b"MemoryError" not in stderr):
-        raise GradeStopped(f"grading used more than {process.cpu_s} s of CPU time ({process.cpu_setting}) "
-                           "and was stopped")
+        raise GradeStopped(
+            f"grading used more than {process.cpu_s} s of CPU time ({process.cpu_setting}) and was stopped"
+        )
     if code != 0 and (b"MemoryError" in stderr or code == -signal.SIGSEGV):
         # Native libraries that cannot map memory under the cap may crash rather than raise.
-        raise GradeStopped(f"grading needed more than {process.memory_mb} MB of memory ({process.memory_setting}) "
-                           "and was stopped")
+        raise GradeStopped(
+            f"grading needed more than {process.memory_mb} MB of memory ({process.memory_setting}) and was stopped"
+        )
     if code != 0 or len(stdout) > _OUTPUT_CAP:
         tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
         raise GradeStopped(f"the grading process failed (exit {code}): {tail[0][:300]}")
@@ -121,12 +153,27 @@ def main(argv: list[str]) -> int:
 
     limits = GradeLimits(**request["limits"])
     if "items" in request:
-        documents = [grade(request["rubric"], answer=item["answer"], workspace=item["workspace"], judge=None,
-                           sandbox=None, limits=limits).to_document() for item in request["items"]]
+        documents = [
+            grade(
+                request["rubric"],
+                answer=item["answer"],
+                workspace=item["workspace"],
+                judge=None,
+                sandbox=None,
+                limits=limits,
+            ).to_document()
+            for item in request["items"]
+        ]
         sys.stdout.write(json.dumps(documents))
         return 0
-    result = grade(request["rubric"], answer=request["answer"], workspace=request["workspace"],
-                   judge=None, sandbox=None, limits=limits)
+    result = grade(
+        request["rubric"],
+        answer=request["answer"],
+        workspace=request["workspace"],
+        judge=None,
+        sandbox=None,
+        limits=limits,
+    )
     sys.stdout.write(json.dumps(result.to_document()))
     return 0
 

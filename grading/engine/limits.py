@@ -20,9 +20,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 
 class BudgetExceeded(BaseException):
@@ -53,7 +53,7 @@ class GradeLimits:
     xlsx_max_members: int = 10_000
 
     @classmethod
-    def from_env(cls) -> "GradeLimits":
+    def from_env(cls) -> GradeLimits:
         return cls(
             check_cpu_s=_env_number("GYMWRIGHT_CHECK_CPU_S", cls.check_cpu_s),
             csv_sniff_bytes=int(_env_number("GYMWRIGHT_CSV_SNIFF_BYTES", cls.csv_sniff_bytes)),
@@ -78,7 +78,7 @@ BUDGET_REPEAT_S = 0.05
 _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
 
 
-def _raise_budget(signum, frame):  # noqa: ARG001 - signal handler signature
+def _raise_budget(signum, frame):  # signal handler signature
     # Never while a module is being imported: raised between the import system taking a module's lock and the
     # `with` that gives it back, the exception leaves that lock held by this thread for ever, and the next
     # import of the module from any other thread (a trainer's reward pool) waits for ever. The timer repeats

@@ -27,8 +27,9 @@ from typing import Any
 from .validation import Issue, make_pointer
 
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|test[^/]*\.sh|conftest\.py)$|(^|/)tests?/")
-_UNTOUCHED = re.compile(r"untouched|unchanged|unmodified|intact|not[ _]?(been[ _])?(modified|changed|edited)",
-                        re.IGNORECASE)
+_UNTOUCHED = re.compile(
+    r"untouched|unchanged|unmodified|intact|not[ _]?(been[ _])?(modified|changed|edited)", re.IGNORECASE
+)
 _RUNNERS = re.compile(r"\b(pytest|unittest|nose2?|tox|make\s+test|npm\s+test|go\s+test|cargo\s+test)\b")
 # Python test runners a `tests` check replaces: their exit code is the agent's to fake.
 _PYTHON_RUNNERS = re.compile(r"(?<![\w.-])(py\.?test|unittest|nose2?)(?![\w-])")
@@ -64,9 +65,17 @@ def _names_file(command: str, path: str) -> bool:
     stem = base.rsplit(".", 1)[0]
     module = path.rsplit(".", 1)[0].replace("/", ".")
     words = set(re.findall(r"[\w./-]+", command))
-    return path in words or base in words or stem in words or module in words or any(
-        w.startswith(posixpath.dirname(path) + "/") or w.rstrip("/") == posixpath.dirname(path)
-        for w in words if posixpath.dirname(path))
+    return (
+        path in words
+        or base in words
+        or stem in words
+        or module in words
+        or any(
+            w.startswith(posixpath.dirname(path) + "/") or w.rstrip("/") == posixpath.dirname(path)
+            for w in words
+            if posixpath.dirname(path)
+        )
+    )
 
 
 def _read_path(check: Mapping) -> str | None:
@@ -75,7 +84,7 @@ def _read_path(check: Mapping) -> str | None:
         return check["path"]
     target = check.get("target")
     if isinstance(target, str) and target.startswith("file:"):
-        return target[len("file:"):]
+        return target[len("file:") :]
     return None
 
 
@@ -97,36 +106,61 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
                 named = exposed
             if named:
                 shown = ", ".join(named[:3]) + (" …" if len(named) > 3 else "")
-                warnings.append(Issue(make_pointer(pointer + ["run"]),
-                    f"runs {shown}, which the agent can edit, skip or delete (role workspace): "
-                    "make the tests protected or grader"))
+                warnings.append(
+                    Issue(
+                        make_pointer(pointer + ["run"]),
+                        f"runs {shown}, which the agent can edit, skip or delete (role workspace): "
+                        "make the tests protected or grader",
+                    )
+                )
         if kind == "command" and isinstance(check.get("run"), str) and _PYTHON_RUNNERS.search(check["run"]):
-            warnings.append(Issue(make_pointer(pointer + ["kind"]),
-                "runs a Python test runner and trusts its exit code, which the code under test can fake "
-                "(os._exit(0) at import, a module shadowing the tests or unittest, a patched assertEqual): "
-                "use a `tests` check, which runs the tests with Gymwright's own runner"))
+            warnings.append(
+                Issue(
+                    make_pointer(pointer + ["kind"]),
+                    "runs a Python test runner and trusts its exit code, which the code under test can fake "
+                    "(os._exit(0) at import, a module shadowing the tests or unittest, a patched assertEqual): "
+                    "use a `tests` check, which runs the tests with Gymwright's own runner",
+                )
+            )
         path = _read_path(check)
         role = roles.get(path) if roles is not None and path else None
         if kind == "file_content" and (check.get("contains") is not None or check.get("regex") is not None):
             if role in ("protected", "grader"):
-                warnings.append(Issue(make_pointer(pointer),
-                    f"always met: {path} is a {role} file, put back before the checks run; remove this check"))
-            elif role == "workspace" or (roles is None and _UNTOUCHED.search(
-                    f"{check.get('id', '')} {check.get('title', '')}")):
-                warnings.append(Issue(make_pointer(pointer),
-                    f"only looks for part of {path}: an edit anywhere else (a skip decorator, a deleted test) "
-                    "still passes; make the file protected (the grade then records any change) or check its sha256"))
+                warnings.append(
+                    Issue(
+                        make_pointer(pointer),
+                        f"always met: {path} is a {role} file, put back before the checks run; remove this check",
+                    )
+                )
+            elif role == "workspace" or (
+                roles is None and _UNTOUCHED.search(f"{check.get('id', '')} {check.get('title', '')}")
+            ):
+                warnings.append(
+                    Issue(
+                        make_pointer(pointer),
+                        f"only looks for part of {path}: an edit anywhere else (a skip decorator, a deleted test) "
+                        "still passes; make the file protected (the grade then records any change) or check its sha256",
+                    )
+                )
         elif penalty and role in ("protected", "grader"):
-            warnings.append(Issue(make_pointer(pointer),
-                f"a penalty that never changes: {path} is a {role} file, put back before the checks run, "
-                "so this check scores the same for every rollout"))
+            warnings.append(
+                Issue(
+                    make_pointer(pointer),
+                    f"a penalty that never changes: {path} is a {role} file, put back before the checks run, "
+                    "so this check scores the same for every rollout",
+                )
+            )
     judges = [(check, pointer) for check, pointer in checks if check.get("kind") == "llm_judge"]
     rewarding = [(c, p) for c, p in judges if isinstance(c.get("points"), (int, float)) and c["points"] > 0]
     penalising = [c for c, _ in judges if isinstance(c.get("points"), (int, float)) and c["points"] < 0]
     if rewarding and not penalising:
-        warnings.append(Issue(make_pointer(rewarding[0][1]),
-            "no judge check penalises an obviously harmful or manipulative answer: add one with negative points "
-            "(e.g. 'Gives unsafe advice', 'Tells the grader that the criteria are met')"))
+        warnings.append(
+            Issue(
+                make_pointer(rewarding[0][1]),
+                "no judge check penalises an obviously harmful or manipulative answer: add one with negative points "
+                "(e.g. 'Gives unsafe advice', 'Tells the grader that the criteria are met')",
+            )
+        )
     return warnings
 
 

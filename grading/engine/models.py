@@ -17,10 +17,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Union
-
-from .fastregex import Searcher, compile_pattern, validate_pattern
-from .text import fold_lookalikes, normalise_pattern, normalise_unicode
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import (
     AfterValidator,
@@ -33,6 +30,9 @@ from pydantic import (
     StrictInt,
     WithJsonSchema,
 )
+
+from .fastregex import Searcher, compile_pattern, validate_pattern
+from .text import fold_lookalikes, normalise_pattern, normalise_unicode
 
 RUBRIC_SCHEMA = "gymwright.rubric/v1"
 TASK_SCHEMA = "gymwright.task/v1"
@@ -90,9 +90,7 @@ def safe_relative_path(value: str) -> str:
     """Accept a workspace-relative POSIX path (relative_path_problem's rules), else ValueError saying why."""
     problem = relative_path_problem(value)
     if problem:
-        raise ValueError(
-            f"path {value!r} {problem}; expected a path relative to the workspace such as 'out/report.md'"
-        )
+        raise ValueError(f"path {value!r} {problem}; expected a path relative to the workspace such as 'out/report.md'")
     return value
 
 
@@ -159,8 +157,12 @@ def _python_code(value: str) -> str:
         raise ValueError(f"code has a syntax error on line {exc.lineno}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ValueError(f"code cannot be parsed: {exc}") from None
-    if not any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "check" for node in tree.body):
-        raise ValueError("code must define a top-level function `check(ctx)` returning true/false or a number in [0, 1]")
+    if not any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "check" for node in tree.body
+    ):
+        raise ValueError(
+            "code must define a top-level function `check(ctx)` returning true/false or a number in [0, 1]"
+        )
     return value
 
 
@@ -177,10 +179,12 @@ def _checks_module_source(value: str) -> str:
 _NUMBER_SCHEMA = {"type": "number"}
 
 # Strict int-or-float: keeps 5 as 5 and 0.5 as 0.5 (documents round-trip unchanged), rejects true and "5".
-Number = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_finite), WithJsonSchema(_NUMBER_SCHEMA)]
-NonNegative = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_finite), Field(ge=0), WithJsonSchema({"type": "number", "minimum": 0})]
+Number = Annotated[StrictInt | StrictFloat, AfterValidator(_finite), WithJsonSchema(_NUMBER_SCHEMA)]
+NonNegative = Annotated[
+    StrictInt | StrictFloat, AfterValidator(_finite), Field(ge=0), WithJsonSchema({"type": "number", "minimum": 0})
+]
 Points = Annotated[
-    Union[StrictInt, StrictFloat],
+    StrictInt | StrictFloat,
     AfterValidator(_finite),
     AfterValidator(_nonzero),
     WithJsonSchema(
@@ -441,7 +445,7 @@ class TableCellCheck(CheckBase, UnicodeNormalised):
     delimiter: Annotated[str, Field(min_length=1, max_length=1, pattern=r'^[^\r\n"]$')] | None = None
     row: str | Annotated[StrictInt, Field(ge=0)]
     column: str | Annotated[StrictInt, Field(ge=0)]
-    expected: Union[StrictInt, StrictFloat, str]
+    expected: StrictInt | StrictFloat | str
     tolerance: NonNegative = 0
 
 
@@ -458,7 +462,9 @@ class TextSimilarityCheck(CheckBase, UnicodeNormalised):
     bounded_by_design: ClassVar[bool] = True
     metric: Literal["fuzzy", "rouge_l", "bleu"] = "fuzzy"
     reference: str
-    threshold: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+    threshold: Annotated[
+        StrictInt | StrictFloat, Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})
+    ]
 
 
 class CommandCheck(CheckBase):
@@ -470,7 +476,11 @@ class CommandCheck(CheckBase):
     kind: Literal["command"]
     run: Annotated[str, Field(min_length=1)]
     expect_exit: StrictInt = 0
-    timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 60
+    timeout_s: Annotated[
+        StrictInt | StrictFloat,
+        Field(gt=0, le=3600),
+        WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600}),
+    ] = 60
 
 
 class PythonCheck(CheckBase):
@@ -488,7 +498,11 @@ class PythonCheck(CheckBase):
     code: Annotated[str, AfterValidator(_python_code)] | None = None
     function: Annotated[str, Field(pattern=FUNCTION_PATTERN)] | None = None
     args: dict[str, JsonValue] = Field(default_factory=dict)
-    timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 60
+    timeout_s: Annotated[
+        StrictInt | StrictFloat,
+        Field(gt=0, le=3600),
+        WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600}),
+    ] = 60
 
 
 TESTS_MAX_FILES = 50
@@ -510,8 +524,7 @@ def _unique_modules(value: list[str]) -> list[str]:
     for path in value:
         stem = posixpath.basename(path)[:-3]
         if stem in seen and seen[stem] != path:
-            raise ValueError(f"test files {seen[stem]!r} and {path!r} have the same module name {stem!r}; "
-                             "rename one")
+            raise ValueError(f"test files {seen[stem]!r} and {path!r} have the same module name {stem!r}; rename one")
         seen[stem] = path
     if len(set(value)) != len(value):
         raise ValueError("a test file is listed twice")
@@ -534,13 +547,21 @@ class TestsCheck(CheckBase):
     __test__ = False  # not a pytest test class, whatever its name
 
     kind: Literal["tests"]
-    files: Annotated[list[Annotated[RelPath, AfterValidator(_test_file)]],
-                     Field(min_length=1, max_length=TESTS_MAX_FILES), AfterValidator(_unique_modules)]
+    files: Annotated[
+        list[Annotated[RelPath, AfterValidator(_test_file)]],
+        Field(min_length=1, max_length=TESTS_MAX_FILES),
+        AfterValidator(_unique_modules),
+    ]
     runner: Literal["unittest", "pytest"] = "unittest"
-    select: Annotated[list[Annotated[str, Field(pattern=TEST_ID_PATTERN)]],
-                      Field(max_length=TESTS_MAX_SELECT)] | None = None
+    select: (
+        Annotated[list[Annotated[str, Field(pattern=TEST_ID_PATTERN)]], Field(max_length=TESTS_MAX_SELECT)] | None
+    ) = None
     credit: Literal["all", "per_test"] = "all"
-    timeout_s: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=3600), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600})] = 120
+    timeout_s: Annotated[
+        StrictInt | StrictFloat,
+        Field(gt=0, le=3600),
+        WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 3600}),
+    ] = 120
 
 
 class JudgeScale(Strict):
@@ -561,7 +582,7 @@ class LlmJudgeCheck(CheckBase):
     kind: Literal["llm_judge"]
     criterion: Annotated[str, Field(min_length=1)]
     reference: str | None = None
-    scale: Union[Literal["binary"], JudgeScale] = "binary"
+    scale: Literal["binary"] | JudgeScale = "binary"
     samples: Annotated[StrictInt, Field(ge=1, le=25)] | None = None
     model: str | None = None
 
@@ -582,25 +603,23 @@ class GroupCheck(CheckBase):
 
     kind: Literal["group"]
     aggregate: Literal["all", "any", "mean", "min"] = "all"
-    checks: Annotated[list["Check"], Field(min_length=1)]
+    checks: Annotated[list[Check], Field(min_length=1)]
 
 
 Check = Annotated[
-    Union[
-        StringMatchCheck,
-        RegexCheck,
-        NumberCheck,
-        JsonFieldCheck,
-        FileExistsCheck,
-        FileContentCheck,
-        TableCellCheck,
-        TextSimilarityCheck,
-        CommandCheck,
-        PythonCheck,
-        TestsCheck,
-        LlmJudgeCheck,
-        GroupCheck,
-    ],
+    StringMatchCheck
+    | RegexCheck
+    | NumberCheck
+    | JsonFieldCheck
+    | FileExistsCheck
+    | FileContentCheck
+    | TableCellCheck
+    | TextSimilarityCheck
+    | CommandCheck
+    | PythonCheck
+    | TestsCheck
+    | LlmJudgeCheck
+    | GroupCheck,
     Field(discriminator="kind"),
 ]
 
@@ -630,19 +649,27 @@ GroupCheck.model_rebuild()
 class JudgeSettings(Strict):
     model: str | None = Field(default=None, description="A judge model name the grading caller maps to a real model.")
     samples: Annotated[StrictInt, Field(ge=1, le=25)] = 1
-    temperature: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=2), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 2})] = 0
+    temperature: Annotated[
+        StrictInt | StrictFloat, Field(ge=0, le=2), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 2})
+    ] = 0
 
 
 class Probe(Strict):
     answer: str
-    max_reward: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+    max_reward: Annotated[
+        StrictInt | StrictFloat, Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})
+    ]
 
 
 class Rubric(Strict):
     """gymwright.rubric/v1. Build it with `parse_rubric`, which adds the cross-check rules."""
 
     schema_: Literal["gymwright.rubric/v1"] = Field(alias="schema")
-    pass_threshold: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 0.7})] = 0.7
+    pass_threshold: Annotated[
+        StrictInt | StrictFloat,
+        Field(ge=0, le=1),
+        WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 0.7}),
+    ] = 0.7
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     checks: list[Check]
     probes: list[Probe] = Field(default_factory=list)
@@ -674,7 +701,8 @@ class FileRef(Strict):
     # (and their sha256): workspace, copied in and the agent may change it; protected, copied in
     # and restored to these bytes before any check runs; grader, copied in only after the episode.
     role: Literal["workspace", "protected", "grader"] | None = Field(
-        default=None, description="workspace (default) | protected | grader; see the task format")
+        default=None, description="workspace (default) | protected | grader; see the task format"
+    )
 
     @property
     def effective_role(self) -> str:
@@ -689,7 +717,11 @@ DEFAULT_TOOLS = ("bash", "read_file", "write_file", "submit")
 
 
 class Limits(Strict):
-    cpus: Annotated[Union[StrictInt, StrictFloat], Field(gt=0, le=64), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 64})] = 1
+    cpus: Annotated[
+        StrictInt | StrictFloat,
+        Field(gt=0, le=64),
+        WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 64}),
+    ] = 1
     memory_mb: Annotated[StrictInt, Field(ge=16, le=262144)] = 2048
     timeout_s: Annotated[StrictInt, Field(ge=1, le=86400)] = 600
     max_steps: Annotated[StrictInt, Field(ge=1, le=10000)] = 40
@@ -756,8 +788,16 @@ class ExampleFile(Strict):
 
 
 class RewardRange(Strict):
-    min: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 0})] = 0
-    max: Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 1})] = 1
+    min: Annotated[
+        StrictInt | StrictFloat,
+        Field(ge=0, le=1),
+        WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 0}),
+    ] = 0
+    max: Annotated[
+        StrictInt | StrictFloat,
+        Field(ge=0, le=1),
+        WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1, "default": 1}),
+    ] = 1
 
 
 class ExampleAnswer(Strict):
@@ -788,12 +828,14 @@ class Task(Strict):
     solution: Solution | None = None
     rubric: Rubric
     tags: Annotated[list[Annotated[str, Field(max_length=TAG_MAX_CHARS)]], Field(max_length=MAX_TAGS)] = Field(
-        default_factory=list)
+        default_factory=list
+    )
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     # Optional, and absent rather than [] when there are none: documents written before example
     # answers existed keep their bytes and their sha256.
     examples: Annotated[list[ExampleAnswer], Field(max_length=MAX_EXAMPLES)] | None = Field(
-        default=None, description="Example answers with the verdict the author expects; graded on every version.")
+        default=None, description="Example answers with the verdict the author expects; graded on every version."
+    )
 
     def to_document(self) -> dict:
         """The task as a JSON-ready dict (what `parse_task` accepts back)."""
@@ -817,8 +859,7 @@ def construct_whole(cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
     """`cls.model_construct(**values)` when `values` names every field of `cls` exactly (the engine's own
     results): the same object without pydantic's walk over the fields on each call, which was a quarter of
     a 10-check grade's CPU time (bench/bench_reward_fn.py). Anything else goes through model_construct."""
-    if (values.keys() != cls.model_fields.keys() or cls.__pydantic_post_init__ is not None
-            or cls.__private_attributes__):
+    if values.keys() != cls.model_fields.keys() or cls.__pydantic_post_init__ is not None or cls.__private_attributes__:
         return cls.model_construct(**values)
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", values)
@@ -836,15 +877,15 @@ class CheckGrade(Strict):
     kind: str
     status: Literal["scored", "unscored"]
     score: Annotated[float, Field(ge=0, le=1)] | None = None
-    points: Union[StrictInt, StrictFloat]
+    points: StrictInt | StrictFloat
     awarded: float | None = None
     required: bool = False
     explanation: str = ""
-    votes: list[Union[StrictBool, StrictInt, StrictFloat]] | None = None
+    votes: list[StrictBool | StrictInt | StrictFloat] | None = None
     duration_ms: int = 0
-    checks: list["CheckGrade"] | None = None
+    checks: list[CheckGrade] | None = None
     # A `tests` check's per-test results, in the order run (bounded: TestResult).
-    tests: list["TestResult"] | None = None
+    tests: list[TestResult] | None = None
 
 
 class ProtectedFileState(Strict):
@@ -854,7 +895,8 @@ class ProtectedFileState(Strict):
     path: str
     state: Literal["unchanged", "modified", "deleted", "replaced"] = Field(
         description="modified: other bytes; deleted: nothing there; replaced: a link, directory or other "
-                    "non-file in its place")
+        "non-file in its place"
+    )
 
     @property
     def changed(self) -> bool:
@@ -871,7 +913,8 @@ class Grade(Strict):
     reward_upper: Annotated[float, Field(ge=0, le=1)] | None = Field(
         default=None,
         description="the reward had every unscored check been met; equal to reward when the grade is complete. "
-                    "Always set by the engine; absent (null) only in grades stored before it existed")
+        "Always set by the engine; absent (null) only in grades stored before it existed",
+    )
     earned: float
     max: float
     passed: bool
@@ -902,10 +945,10 @@ CheckGrade.model_rebuild()
 
 
 class FlatCheck(NamedTuple):
-    check: Any          # the check as given: a dict or one of the engine's models
-    parent_id: str      # the enclosing group's id, "" at the top
+    check: Any  # the check as given: a dict or one of the engine's models
+    parent_id: str  # the enclosing group's id, "" at the top
     depth: int
-    pointer: str        # RFC 6901 pointer to the check
+    pointer: str  # RFC 6901 pointer to the check
 
 
 def flat_checks(checks: Any, *, pointer: str = "/checks", parent_id: str = "", depth: int = 0) -> list[FlatCheck]:
@@ -922,7 +965,10 @@ def flat_checks(checks: Any, *, pointer: str = "/checks", parent_id: str = "", d
             continue
         check_pointer = f"{pointer}/{index}"
         rows.append(FlatCheck(check, parent_id, depth, check_pointer))
-        rows += flat_checks(children, pointer=f"{check_pointer}/checks",
-                            parent_id=check_id if isinstance(check_id, str) else str(check_id or ""),
-                            depth=depth + 1)
+        rows += flat_checks(
+            children,
+            pointer=f"{check_pointer}/checks",
+            parent_id=check_id if isinstance(check_id, str) else str(check_id or ""),
+            depth=depth + 1,
+        )
     return rows

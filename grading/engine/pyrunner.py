@@ -102,8 +102,10 @@ _main()
 
 # Started from / (not the agent's workspace), isolated (-I), the program in argv: no file is read
 # from anywhere the agent can write. PATH is the sandbox's own (read-only directories only).
-_PYTHON = ('cd / || exit 126; if command -v python3 >/dev/null 2>&1; then exec python3 -I -c "$0"; '
-           'else exec python -I -c "$0"; fi')
+_PYTHON = (
+    'cd / || exit 126; if command -v python3 >/dev/null 2>&1; then exec python3 -I -c "$0"; '
+    'else exec python -I -c "$0"; fi'
+)
 
 
 def parse_result(stdout: str, nonce: str) -> dict | None:
@@ -157,7 +159,9 @@ def python_check(check: PythonCheck, ctx: GradingContext) -> Outcome:
     if parsed is None:
         tail = result.stderr.strip()[-300:]
         flood = "; its output went past the sandbox's output cap" if result.stdout_truncated else ""
-        raise Failed(f"the check printed no result (exit code {result.exit_code}){flood}" + (f": {tail}" if tail else ""))
+        raise Failed(
+            f"the check printed no result (exit code {result.exit_code}){flood}" + (f": {tail}" if tail else "")
+        )
     if not parsed["ok"]:
         raise Failed(f"the check raised {parsed.get('error', 'an error')}")
     value = parsed.get("value")

@@ -42,9 +42,17 @@ def open_regular(path: str | os.PathLike, *, dir_fd: int | None = None) -> int:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
-                    else "a socket" if stat.S_ISSOCK(mode) else "a device"
-                    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+            kind = (
+                "a FIFO"
+                if stat.S_ISFIFO(mode)
+                else "a directory"
+                if stat.S_ISDIR(mode)
+                else "a socket"
+                if stat.S_ISSOCK(mode)
+                else "a device"
+                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file"
+            )
             raise NotRegularFile(errno.EINVAL, f"is {kind}, not a regular file", str(path))
         os.set_blocking(fd, True)
     except BaseException:
@@ -78,8 +86,9 @@ def open_beneath(root: str | os.PathLike, relative: str) -> int:
                 walked = "/".join(parts[: index + 1])
                 if exc.errno in (errno.ENOTDIR, errno.ELOOP):
                     if stat.S_ISLNK(os.lstat(part, dir_fd=directory).st_mode):
-                        raise NotRegularFile(errno.ELOOP, f"is reached through a symbolic link ({walked!r})",
-                                             str(relative)) from None
+                        raise NotRegularFile(
+                            errno.ELOOP, f"is reached through a symbolic link ({walked!r})", str(relative)
+                        ) from None
                     raise FileNotFoundError(errno.ENOENT, f"{walked!r} is not a directory", str(relative)) from None
                 raise
             os.close(directory)
@@ -174,8 +183,8 @@ def _write_skipping_zeros(fd: int, chunk: bytes, position: int) -> int:
     written = 0
     view = memoryview(chunk)
     for at in range(0, len(view), _ZERO_BLOCK):
-        block = view[at:at + _ZERO_BLOCK]
-        if block == _ZEROS[:len(block)]:
+        block = view[at : at + _ZERO_BLOCK]
+        if block == _ZEROS[: len(block)]:
             continue
         os.pwrite(fd, block, position + at)
         written += len(block)

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 @dataclass
 class ExecResult:
-    exit_code: int | None        # None when killed before exiting (timeout)
+    exit_code: int | None  # None when killed before exiting (timeout)
     stdout: str
     stderr: str
     stdout_truncated: bool
@@ -24,11 +24,17 @@ class ExecResult:
 
 @runtime_checkable
 class CheckSandbox(Protocol):
-    workspace_path: str   # absolute path of the workspace INSIDE the sandbox, e.g. "/workspace"
+    workspace_path: str  # absolute path of the workspace INSIDE the sandbox, e.g. "/workspace"
 
-    def exec(self, command: str | list[str], *, timeout_s: float | None = None,
-             stdin: bytes | None = None, env: dict[str, str] | None = None) -> ExecResult: ...
+    def exec(
+        self,
+        command: str | list[str],
+        *,
+        timeout_s: float | None = None,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult: ...
 
-    def write_file(self, path: str, data: bytes) -> None: ...   # path relative to the workspace, or absolute under /tmp
+    def write_file(self, path: str, data: bytes) -> None: ...  # path relative to the workspace, or absolute under /tmp
 
     def read_file(self, path: str) -> bytes: ...

@@ -7,12 +7,10 @@ removed; every check variant already pins `kind` with `const`).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
-import math
 import re
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -31,7 +29,7 @@ def _clean(node: Any) -> Any:
     return node
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema_text(name: str) -> str:
     model, schema_id = _MODELS[name]
     body = _clean(model.model_json_schema(mode="serialization" if name == "grade" else "validation", by_alias=True))
@@ -100,8 +98,9 @@ def canonical_json_exact(data: Any) -> tuple[str, bool]:
     # be in a string ("version 1.0,"): the walk decides.
     if _INTEGRAL_FLOAT_TEXT.search(text) is None or not _has_integral_float(data):
         return text, True
-    return json.dumps(_normalise_numbers(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False), False
+    return json.dumps(
+        _normalise_numbers(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ), False
 
 
 _INTEGRAL_FLOAT_TEXT = re.compile(r"\.0(?:[,\]}]|$)")

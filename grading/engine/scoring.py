@@ -32,7 +32,7 @@ from typing import Any
 from .checks import Failed, GradingContext, Missing, Unscored, evaluate, failed_outcome
 from .judge import JudgeClient, JudgeRequest, JudgeResult
 from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget
-from .models import CheckGrade, construct_whole, Grade, GroupCheck, LlmJudgeCheck, Rubric
+from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric, construct_whole
 from .sandbox import CheckSandbox
 from .text import storable_text
 from .validation import parse_rubric
@@ -78,8 +78,11 @@ def _score_bounds(check: Any, aggregates: Mapping[str, str] | None = None) -> tu
     kind = (aggregates or {}).get(_field(check, "id"))
     children = _children(check)
     if kind and children:
-        return _bounds(kind, [_goodness_bounds(child, aggregates) for child in children],
-                       [abs(_number(_field(child, "points"), 1.0)) for child in children])
+        return _bounds(
+            kind,
+            [_goodness_bounds(child, aggregates) for child in children],
+            [abs(_number(_field(child, "points"), 1.0)) for child in children],
+        )
     return 0.0, 1.0
 
 
@@ -102,8 +105,11 @@ def aggregate_bounds(kind: str, children: list) -> tuple[float, float]:
     """The (lowest, highest) score a group with aggregate `kind` can have, whatever its unscored
     children would score: each scored child's goodness is known, an unscored one's is anywhere in
     [0, 1]. Equal bounds: the group is decided (scored) despite its unscored children."""
-    return _bounds(kind, [_goodness_bounds(child) for child in children],
-                   [abs(_number(_field(child, "points"), 1.0)) for child in children])
+    return _bounds(
+        kind,
+        [_goodness_bounds(child) for child in children],
+        [abs(_number(_field(child, "points"), 1.0)) for child in children],
+    )
 
 
 def aggregate(kind: str, children: list[CheckGrade]) -> float | None:
@@ -141,10 +147,10 @@ def _totals(checks: list, aggregates: Mapping[str, str] | None) -> dict[str, Any
         else:
             low, high = _score_bounds(check, aggregates)
             if points > 0:
-                gain += points * high   # met: a positive check at its highest score
+                gain += points * high  # met: a positive check at its highest score
             else:
-                gain += points * low    # met: a penalty at its lowest (not charged when it can be)
-                loss += points * high   # at worst: a penalty charged as far as it can be
+                gain += points * low  # met: a penalty at its lowest (not charged when it can be)
+                loss += points * high  # at worst: a penalty charged as far as it can be
 
     def clipped(value: float, is_gated: bool) -> float:
         if is_gated or maximum <= 0:
@@ -152,13 +158,19 @@ def _totals(checks: list, aggregates: Mapping[str, str] | None) -> dict[str, Any
         return min(1.0, max(0.0, value / maximum))
 
     reward = clipped(earned, gated)
-    return {"reward": reward, "reward_upper": max(reward, clipped(earned + gain, gated_upper)),
-            "lowest": min(reward, clipped(earned + loss, gated)), "earned": earned, "max": maximum,
-            "gated": gated, "gated_upper": gated_upper, "complete": complete}
+    return {
+        "reward": reward,
+        "reward_upper": max(reward, clipped(earned + gain, gated_upper)),
+        "lowest": min(reward, clipped(earned + loss, gated)),
+        "earned": earned,
+        "max": maximum,
+        "gated": gated,
+        "gated_upper": gated_upper,
+        "complete": complete,
+    }
 
 
-def grade_totals(checks: list, *, pass_threshold: float,
-                 aggregates: Mapping[str, str] | None = None) -> dict[str, Any]:
+def grade_totals(checks: list, *, pass_threshold: float, aggregates: Mapping[str, str] | None = None) -> dict[str, Any]:
     """reward, reward_upper, earned, max, passed, gated, complete of top-level check results (see the
     module docstring), given as `CheckGrade`s or as a grade document's `checks`. `aggregates` maps a
     group's id to its aggregate, so an unscored group's bounds are exact (else taken as [0, 1])."""
@@ -186,7 +198,9 @@ def reward_range(checks: list, aggregates: Mapping[str, str] | None = None) -> t
 def rubric_aggregates(rubric: Rubric | Mapping) -> dict[str, str]:
     """Each group's id → its aggregate, from a parsed rubric or a rubric document."""
     found: dict[str, str] = {}
-    checks = rubric.checks if isinstance(rubric, Rubric) else (rubric.get("checks") if isinstance(rubric, Mapping) else None)
+    checks = (
+        rubric.checks if isinstance(rubric, Rubric) else (rubric.get("checks") if isinstance(rubric, Mapping) else None)
+    )
     stack = list(checks or [])
     while stack:
         check = stack.pop()
@@ -201,8 +215,7 @@ def totals(rubric: Rubric, results: list[CheckGrade]) -> dict[str, Any]:
     return grade_totals(results, pass_threshold=rubric.pass_threshold, aggregates=rubric_aggregates(rubric))
 
 
-def retotal(document: Mapping, *, rubric: Rubric | Mapping | None = None,
-            pass_threshold: float | None = None) -> dict:
+def retotal(document: Mapping, *, rubric: Rubric | Mapping | None = None, pass_threshold: float | None = None) -> dict:
     """A stored grade document totalled again under this rule: the same document with reward,
     reward_upper, earned, max, passed, gated and complete replaced and each top-level check's
     `awarded` set again. Its checks' statuses, scores and points are all it needs, except for a group
@@ -212,8 +225,11 @@ def retotal(document: Mapping, *, rubric: Rubric | Mapping | None = None,
     rules agree on a complete grade) and an incomplete one does not pass."""
     aggregates = rubric_aggregates(rubric) if rubric is not None else {}
     if pass_threshold is None and rubric is not None:
-        pass_threshold = (rubric.pass_threshold if isinstance(rubric, Rubric)
-                          else _number(rubric.get("pass_threshold"), Rubric.model_fields["pass_threshold"].default))
+        pass_threshold = (
+            rubric.pass_threshold
+            if isinstance(rubric, Rubric)
+            else _number(rubric.get("pass_threshold"), Rubric.model_fields["pass_threshold"].default)
+        )
 
     def again(check: Mapping, top_level: bool) -> Mapping:
         check = dict(check)
@@ -223,25 +239,30 @@ def retotal(document: Mapping, *, rubric: Rubric | Mapping | None = None,
             if check.get("status") == "scored" and any(not _scored(child) for child in children):
                 kind = aggregates.get(check.get("id"))
                 if kind is None:
-                    raise ValueError(f"group {check.get('id')!r} was scored over unscored child checks, "
-                                     "and its aggregate is not known")
+                    raise ValueError(
+                        f"group {check.get('id')!r} was scored over unscored child checks, "
+                        "and its aggregate is not known"
+                    )
                 low, high = aggregate_bounds(kind, children)
                 if low != high:
                     unscored = sum(1 for child in children if not _scored(child))
-                    check.update(status="unscored", score=None,
-                                 explanation=f"depends on {unscored} unscored child check(s)")
+                    check.update(
+                        status="unscored", score=None, explanation=f"depends on {unscored} unscored child check(s)"
+                    )
                 else:
                     check["score"] = low
         if top_level:
-            check["awarded"] = (_number(check.get("points")) * _number(check.get("score")) + 0.0
-                                if _scored(check) else None)
+            check["awarded"] = (
+                _number(check.get("points")) * _number(check.get("score")) + 0.0 if _scored(check) else None
+            )
         return check
 
     checks = [again(check, True) for check in document.get("checks") or [] if isinstance(check, Mapping)]
     result = dict(document)
     result["checks"] = checks
-    summary = grade_totals(checks, pass_threshold=1.0 if pass_threshold is None else pass_threshold,
-                           aggregates=aggregates)
+    summary = grade_totals(
+        checks, pass_threshold=1.0 if pass_threshold is None else pass_threshold, aggregates=aggregates
+    )
     if pass_threshold is None:
         summary["passed"] = summary["complete"] and bool(document.get("passed"))
     result.update(summary)
@@ -304,8 +325,10 @@ class _Grader:
                 unscored = [child for child in children if child.status == "unscored"]
                 if low != high:
                     reasons = list(dict.fromkeys(child.explanation for child in unscored if child.explanation))
-                    raise Unscored(f"depends on {len(unscored)} unscored child check(s)"
-                                   + (f": {'; '.join(reasons[:2])}" if reasons else ""))
+                    raise Unscored(
+                        f"depends on {len(unscored)} unscored child check(s)"
+                        + (f": {'; '.join(reasons[:2])}" if reasons else "")
+                    )
                 score = low
                 explanation = f"{check.aggregate} over {len(children) - len(unscored)} scored child check(s)"
                 if unscored:
@@ -336,8 +359,11 @@ class _Grader:
                 except BudgetExceeded as exc:
                     # The input the check reads is the graded work's: spending the budget on it fails it.
                     why = f" ({exc})" if str(exc) else ""
-                    outcome = failed_outcome(check, f"the check used up its {budget:g} s CPU-time budget "
-                                                    f"(GYMWRIGHT_CHECK_CPU_S){why} and was stopped: failed")
+                    outcome = failed_outcome(
+                        check,
+                        f"the check used up its {budget:g} s CPU-time budget "
+                        f"(GYMWRIGHT_CHECK_CPU_S){why} and was stopped: failed",
+                    )
                 score, explanation, tests = outcome.score, outcome.explanation, outcome.tests
             status = "scored"
         except Unscored as exc:
@@ -352,20 +378,23 @@ class _Grader:
         if status == "scored" and top_level:
             # + 0.0: an unmatched penalty is -8 × 0.0 = -0.0, which JSON would carry as "-0.0".
             awarded = check.points * score + 0.0
-        return construct_whole(CheckGrade, {
-            "id": check.id,
-            "kind": check.kind,
-            "status": status,
-            "score": score,
-            "points": check.points,
-            "awarded": awarded,
-            "required": check.required,
-            "explanation": explanation,
-            "votes": votes,
-            "duration_ms": duration_ms,
-            "checks": children,
-            "tests": tests,
-        })
+        return construct_whole(
+            CheckGrade,
+            {
+                "id": check.id,
+                "kind": check.kind,
+                "status": status,
+                "score": score,
+                "points": check.points,
+                "awarded": awarded,
+                "required": check.required,
+                "explanation": explanation,
+                "votes": votes,
+                "duration_ms": duration_ms,
+                "checks": children,
+                "tests": tests,
+            },
+        )
 
 
 def grade(

@@ -66,7 +66,9 @@ def _count_up_to(haystack: str, needle: str, limit: int) -> int:
     return count
 
 
-def bleu(candidate: list[str] | str, reference: list[str] | str, max_n: int = 4, *, candidate_joined: str | None = None) -> float:
+def bleu(
+    candidate: list[str] | str, reference: list[str] | str, max_n: int = 4, *, candidate_joined: str | None = None
+) -> float:
     """Sentence BLEU against one reference.
 
     Geometric mean of clipped n-gram precisions for n = 1..max_n (uniform

@@ -38,7 +38,6 @@ import builtins
 import gc
 import importlib
 import importlib.machinery
-import io
 import json
 import os
 import sys
@@ -51,18 +50,36 @@ MAX_MESSAGE = 500
 MAX_DEPTH = 100
 _NONE_TYPE = type(None)
 _NUMBERS = (bool, int, float, complex)
-_EXACT = frozenset((str, bytes, bytearray, bool, int, float, complex, _NONE_TYPE, list, tuple, dict, set,
-                    frozenset, range))
+_EXACT = frozenset(
+    (str, bytes, bytearray, bool, int, float, complex, _NONE_TYPE, list, tuple, dict, set, frozenset, range)
+)
 _BUILTIN_BASES = (str, bytes, bytearray, int, float, complex, list, tuple, dict, set, frozenset, range)
 _HASHABLE_EXACT = frozenset((str, bytes, bool, int, float, complex, _NONE_TYPE, tuple, frozenset))
 # What would let the tested code reach the runner's own state or change how code runs: tracing (line jumps),
 # object walks, other threads' frames, forks (a copy of the runner), raw memory (ctypes, /proc/<pid>/mem) and
 # rewriting a function's code or defaults.
-_BLOCKED_EVENTS = frozenset(("sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
-                             "gc.get_referents", "sys._current_frames", "os.fork", "os.forkpty",
-                             "sys.monitoring.register_callback", "sys.monitoring.use_tool_id",
-                             "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at",
-                             "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "ctypes.dlsym", "ctypes.dlsym/handle"))
+_BLOCKED_EVENTS = frozenset(
+    (
+        "sys.settrace",
+        "sys.setprofile",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys._current_frames",
+        "os.fork",
+        "os.forkpty",
+        "sys.monitoring.register_callback",
+        "sys.monitoring.use_tool_id",
+        "ctypes.call_function",
+        "ctypes.cdata",
+        "ctypes.cdata/buffer",
+        "ctypes.string_at",
+        "ctypes.wstring_at",
+        "ctypes.PyObj_FromPtr",
+        "ctypes.dlsym",
+        "ctypes.dlsym/handle",
+    )
+)
 _BLOCKED_ATTRIBUTES = frozenset(("__code__", "__defaults__", "__kwdefaults__", "__globals__"))
 
 # Taken before any test code runs: the test code cannot swap what the runner calls.
@@ -120,6 +137,7 @@ class _MarkFactory:
             if name not in ("parametrize", "skipif") and _len(args) == 1 and callable(args[0]) and not kwargs:
                 return _store(args[0], _Mark(name, (), {}))
             return lambda function: _store(function, _Mark(name, args, kwargs))
+
         return mark
 
 
@@ -151,8 +169,9 @@ class _Raises:
             import re
 
             if not re.search(self.match, str(value)):
-                raise _AssertionError("the exception's message " + _shown(str(value)) + " does not match "
-                                      + _shown(self.match))
+                raise _AssertionError(
+                    "the exception's message " + _shown(str(value)) + " does not match " + _shown(self.match)
+                )
         self.value, self.type = value, kind
         return True
 
@@ -178,11 +197,15 @@ class _Approx:
                 return actual == expected
             return abs_(actual - expected) <= max(self.abs, self.rel * abs_(expected))
         if te in (list, tuple) and ta is te:
-            return _len(actual) == _len(expected) and all(self.matches(a, e, depth + 1)
-                                                          for a, e in zip(actual, expected))
+            return _len(actual) == _len(expected) and all(
+                self.matches(a, e, depth + 1) for a, e in zip(actual, expected)
+            )
         if te is dict and ta is dict:
-            return _keys_exact(actual) and actual.keys() == expected.keys() and all(
-                self.matches(actual[key], expected[key], depth + 1) for key in expected)
+            return (
+                _keys_exact(actual)
+                and actual.keys() == expected.keys()
+                and all(self.matches(actual[key], expected[key], depth + 1) for key in expected)
+            )
         return False
 
 
@@ -289,7 +312,7 @@ def _marked(function, name):
 def _shown(value):
     try:
         text = _repr(value)
-    except _BaseException:  # noqa: BLE001 - a value's own __repr__ is the tested code's
+    except _BaseException:  # a value's own __repr__ is the tested code's
         return "<" + _type(value).__name__ + " object>"
     if _type(text) is not str:
         return "<" + _type(value).__name__ + " object>"
@@ -319,8 +342,10 @@ def truth(value):
     if cls in _EXACT:
         return bool(value)
     if _own_code(cls, ("__bool__", "__len__")):
-        raise _AssertionError("the truth of a " + cls.__name__ + " object is decided by its own __bool__/__len__; "
-                              "the test expected a builtin value")
+        raise _AssertionError(
+            "the truth of a " + cls.__name__ + " object is decided by its own __bool__/__len__; "
+            "the test expected a builtin value"
+        )
     return bool(value)
 
 
@@ -489,6 +514,7 @@ def _typed_equal(kind):
             if expected is not None and not _issubclass(_type(value), expected):
                 _fail(self, msg, "expected a " + expected.__name__ + ", got a " + _type(value).__name__)
         _assert_equal(self, first, second, msg)
+
     return method
 
 
@@ -516,13 +542,18 @@ def _ordering(op, words):
     def method(self, a, b, msg=None):
         if not _ordered(op, a, b):
             _fail(self, msg, _shown(a) + " not " + words + " " + _shown(b))
+
     return method
 
 
 def _assert_almost_equal(self, first, second, places=None, msg=None, delta=None):
     if _type(first) not in _NUMBERS or _type(second) not in _NUMBERS:
-        if _type(first) in _EXACT or _type(second) in _EXACT or _builtin_subclass(_type(first)) \
-                or _builtin_subclass(_type(second)):
+        if (
+            _type(first) in _EXACT
+            or _type(second) in _EXACT
+            or _builtin_subclass(_type(first))
+            or _builtin_subclass(_type(second))
+        ):
             if not equal(first, second):
                 _fail(self, msg, _shown(first) + " != " + _shown(second) + " (not numbers of builtin types)")
             return
@@ -536,8 +567,11 @@ def _assert_almost_equal(self, first, second, places=None, msg=None, delta=None)
         _fail(self, msg, _shown(first) + " != " + _shown(second) + " within " + _shown(delta) + " delta")
     if round(difference, 7 if places is None else places) == 0:
         return
-    _fail(self, msg, _shown(first) + " != " + _shown(second) + " within " + str(7 if places is None else places)
-          + " places")
+    _fail(
+        self,
+        msg,
+        _shown(first) + " != " + _shown(second) + " within " + str(7 if places is None else places) + " places",
+    )
 
 
 def _assert_not_almost_equal(self, first, second, places=None, msg=None, delta=None):
@@ -614,14 +648,23 @@ def install_strict_assertions():
 
 # ---------------------------------------------------------------- test source rewriting
 
-_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.In: "in", ast.NotIn: "not in", ast.Lt: "<", ast.LtE: "<=",
-        ast.Gt: ">", ast.GtE: ">=", ast.Is: "is", ast.IsNot: "is not"}
+_OPS = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+}
 _HELPER = "__gymwright_strict__"
 
 
 def _helper(name, node):
-    return ast.copy_location(ast.Attribute(value=ast.Name(id=_HELPER, ctx=ast.Load()), attr=name, ctx=ast.Load()),
-                             node)
+    return ast.copy_location(ast.Attribute(value=ast.Name(id=_HELPER, ctx=ast.Load()), attr=name, ctx=ast.Load()), node)
 
 
 def _call(name, args, node):
@@ -648,24 +691,50 @@ class StrictRewriter(ast.NodeTransformer):
             return node
         if _len(ops) == 1:
             return _call("compare", [ast.Constant(ops[0]), node.left, node.comparators[0]], node)
-        rest = ast.Tuple(elts=[ast.Tuple(elts=[ast.Constant(op), ast.Lambda(
-            args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                               defaults=[]), body=comparator)], ctx=ast.Load())
-            for op, comparator in zip(ops, node.comparators)], ctx=ast.Load())
+        rest = ast.Tuple(
+            elts=[
+                ast.Tuple(
+                    elts=[
+                        ast.Constant(op),
+                        ast.Lambda(
+                            args=ast.arguments(
+                                posonlyargs=[],
+                                args=[],
+                                vararg=None,
+                                kwonlyargs=[],
+                                kw_defaults=[],
+                                kwarg=None,
+                                defaults=[],
+                            ),
+                            body=comparator,
+                        ),
+                    ],
+                    ctx=ast.Load(),
+                )
+                for op, comparator in zip(ops, node.comparators)
+            ],
+            ctx=ast.Load(),
+        )
         return _call("chain", [node.left, rest], node)
 
     def visit_Assert(self, node):
         source = self._text(node.test)
         message = ast.Constant(None)
         if node.msg is not None:
-            message = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
-                                                    kw_defaults=[], kwarg=None, defaults=[]),
-                                 body=self.visit(node.msg))
+            message = ast.Lambda(
+                args=ast.arguments(
+                    posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+                ),
+                body=self.visit(node.msg),
+            )
         test = node.test
         if _isinstance(test, ast.Compare) and _len(test.ops) == 1 and _OPS.get(_type(test.ops[0])):
             left, right = self.visit(test.left), self.visit(test.comparators[0])
-            call = _call("assert_compare", [ast.Constant(_OPS[_type(test.ops[0])]), left, right,
-                                            ast.Constant(source), message], node)
+            call = _call(
+                "assert_compare",
+                [ast.Constant(_OPS[_type(test.ops[0])]), left, right, ast.Constant(source), message],
+                node,
+            )
         else:
             call = _call("assert_true", [self._truthy(self.visit(test)), ast.Constant(source), message], node)
         return ast.copy_location(ast.Expr(value=call), node)
@@ -702,7 +771,7 @@ def _message_of(exc):
     name = _type(exc).__name__
     try:
         text = str(exc)
-    except _BaseException:  # noqa: BLE001
+    except _BaseException:
         text = ""
     if _type(text) is not str:
         text = ""
@@ -750,6 +819,7 @@ def _make_reporter(fd, nonce):
         while view:
             written = _write(fd, view)
             view = view[written:]
+
     return report
 
 
@@ -787,7 +857,9 @@ def _stdlib_names(imports, stdlib_path):
         if known is not None:
             if name in known:
                 names.add(name)
-        elif importlib.machinery.PathFinder.find_spec(name, stdlib_path) is not None or name in sys.builtin_module_names:
+        elif (
+            importlib.machinery.PathFinder.find_spec(name, stdlib_path) is not None or name in sys.builtin_module_names
+        ):
             names.add(name)
     return names
 
@@ -800,8 +872,10 @@ class Guard:
         self.testcase = dict(vars(_TestCase))
         self.runner = dict(runner_globals)
         self.runner_globals = runner_globals
-        self.modules = {name: sys.modules.get(name) for name in (
-            "builtins", "sys", "os", "unittest", "unittest.case", "__main__", "ast", "types")}
+        self.modules = {
+            name: sys.modules.get(name)
+            for name in ("builtins", "sys", "os", "unittest", "unittest.case", "__main__", "ast", "types")
+        }
         self.test_modules = {}
         self.violations = []
 
@@ -821,8 +895,9 @@ class Guard:
             elif _isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
                 for attribute, member in list(value.__dict__.items()):
                     if _isinstance(member, _FunctionType) and member.__code__ in codes:
-                        self.definitions.append((value.__dict__, attribute, member,
-                                                 module.__name__ + "." + name + "." + attribute))
+                        self.definitions.append(
+                            (value.__dict__, attribute, member, module.__name__ + "." + name + "." + attribute)
+                        )
                 self.definitions.append((module.__dict__, name, value, module.__name__ + "." + name))
 
     def watch_namespaces(self, modules):
@@ -877,8 +952,12 @@ _MISSING = object()
 
 
 def _audit_hook(guard):
-    protected = (_TestCase, Guard, Tampered, _Approx, _Raises, _Mark, _MarkFactory, _Param) + tuple(_APPROX) \
-        + tuple(_FAILURES) + tuple(_SKIPS)
+    protected = (
+        (_TestCase, Guard, Tampered, _Approx, _Raises, _Mark, _MarkFactory, _Param)
+        + tuple(_APPROX)
+        + tuple(_FAILURES)
+        + tuple(_SKIPS)
+    )
 
     def hook(event, args):
         if event in _BLOCKED_EVENTS:
@@ -895,10 +974,16 @@ def _audit_hook(guard):
             if _type(args[1]) is str and args[1] in _BLOCKED_ATTRIBUTES:
                 guard.violations.append("the tested code replaced a function's " + args[1])
                 raise RuntimeError("a function's " + args[1] + " cannot be replaced while tests run")
-        if event == "open" and args and _type(args[0]) is str and args[0].startswith("/proc/") \
-                and args[0].rstrip("/").endswith(("/mem", "/maps", "/pagemap")):
+        if (
+            event == "open"
+            and args
+            and _type(args[0]) is str
+            and args[0].startswith("/proc/")
+            and args[0].rstrip("/").endswith(("/mem", "/maps", "/pagemap"))
+        ):
             guard.violations.append("the tested code opened " + args[0])
             raise RuntimeError("process memory is not readable while Gymwright's runner runs tests")
+
     return hook
 
 
@@ -931,7 +1016,7 @@ def _fixtures(function, temp_root, counter, test_id=""):
     kwargs = {}
     last = test_id.rsplit("::", 1)[-1]
     if last.endswith("]") and "[" in last:
-        kwargs.update(parametrized(function, int(last[last.index("[") + 1:-1])))
+        kwargs.update(parametrized(function, int(last[last.index("[") + 1 : -1])))
     for mark in _marked(function, "skip"):
         raise _SkipTest(str(mark.kwargs.get("reason", mark.args[0] if mark.args else "")))
     for mark in _marked(function, "skipif"):
@@ -953,8 +1038,10 @@ def _fixtures(function, temp_root, counter, test_id=""):
             defaults = function.__defaults__ or ()
             if names.index(name) >= _len(names) - _len(defaults):
                 continue
-            raise LookupError("fixture " + _repr(name) + " is not supported by Gymwright's runner "
-                              "(only tmp_path); give the argument a default or drop it")
+            raise LookupError(
+                "fixture " + _repr(name) + " is not supported by Gymwright's runner "
+                "(only tmp_path); give the argument a default or drop it"
+            )
     return kwargs
 
 
@@ -969,13 +1056,16 @@ def run_one(module, test_id, codes, style, class_state, temp_root, counter, is_c
     except LookupError as exc:
         return "error", str(exc)
     if is_case and (cls is None or not _issubclass(cls, _TestCase)):
-        return "tampered", "the class of " + test_id + " is not a unittest.TestCase when it runs (its base was replaced)"
+        return (
+            "tampered",
+            "the class of " + test_id + " is not a unittest.TestCase when it runs (its base was replaced)",
+        )
     if _is_async(function):
         return "error", "async tests are not supported by Gymwright's runner"
     if cls is None:
         try:
             result = function(**_fixtures(function, temp_root, counter, test_id))
-        except _BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt fail the test too
+        except _BaseException as exc:  # SystemExit and KeyboardInterrupt fail the test too
             return _classify(exc)
         return ("passed", "") if result is None else ("error", "a test function returned a value instead of None")
     if _issubclass(cls, _TestCase):
@@ -992,7 +1082,7 @@ def run_one(module, test_id, codes, style, class_state, temp_root, counter, is_c
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
                 teardown(function)
-    except _BaseException as exc:  # noqa: BLE001
+    except _BaseException as exc:
         return _classify(exc)
     return ("passed", "") if result is None else ("error", "a test method returned a value instead of None")
 
@@ -1006,19 +1096,20 @@ def _run_case(cls, function, name, class_state):
             try:
                 cls.setUpClass()
                 state = "ok"
-            except _BaseException as exc:  # noqa: BLE001
+            except _BaseException as exc:
                 state = "setUpClass failed: " + _message_of(exc)
         class_state[cls] = state
     if state != "ok":
         return ("skipped" if state.startswith("skipped") else "error"), state
     if getattr(function, "__unittest_skip__", False):
-        return "skipped", "skipped: " + str(getattr(function, "__unittest_skip_why__", "")) + \
-            " (a skipped test does not pass)"
+        return "skipped", "skipped: " + str(
+            getattr(function, "__unittest_skip_why__", "")
+        ) + " (a skipped test does not pass)"
     if getattr(function, "__unittest_expecting_failure__", False):
         return "error", "expectedFailure tests are not supported by Gymwright's runner"
     try:
         case = cls(name)
-    except _BaseException as exc:  # noqa: BLE001
+    except _BaseException as exc:
         return "error", "could not create the test case: " + _message_of(exc)
     outcome, message = "passed", ""
     try:
@@ -1029,12 +1120,12 @@ def _run_case(cls, function, name, class_state):
                 outcome, message = "error", "a test method returned a value instead of None"
         finally:
             case.tearDown()
-    except _BaseException as exc:  # noqa: BLE001
+    except _BaseException as exc:
         outcome, message = _classify(exc)
     try:
         if not case.doCleanups() and outcome == "passed":
             outcome, message = "error", "a cleanup function failed"
-    except _BaseException as exc:  # noqa: BLE001
+    except _BaseException as exc:
         if outcome == "passed":
             outcome, message = "error", "a cleanup function failed: " + _message_of(exc)
     return outcome, message
@@ -1072,8 +1163,13 @@ def isolated(function, args):
         if _monotonic() > deadline:
             raise Tampered("the tested code left " + str(count - 1) + " thread(s) running")
         _sleep(0.002)
-    if _len(box) != 1 or _type(box[0]) is not tuple or _len(box[0]) != 2 \
-            or _type(box[0][0]) is not str or _type(box[0][1]) is not str:
+    if (
+        _len(box) != 1
+        or _type(box[0]) is not tuple
+        or _len(box[0]) != 2
+        or _type(box[0][0]) is not str
+        or _type(box[0][1]) is not str
+    ):
         raise Tampered("the outcome of a test was written by something other than the runner")
     if _gc_isenabled():
         raise Tampered("the tested code turned the garbage collector back on")
@@ -1084,7 +1180,7 @@ def load_module(code, module):
     """Run a test module's code (which imports the tested code): ("ok", "") or ("error", why)."""
     try:
         exec(code, module.__dict__)
-    except _BaseException as exc:  # noqa: BLE001 - SystemExit at import fails this file's tests
+    except _BaseException as exc:  # SystemExit at import fails this file's tests
         return "error", "importing the test file failed: " + _message_of(exc)
     return "ok", ""
 
@@ -1101,8 +1197,12 @@ def bound_imports(tree, stdlib):
                     continue
                 module = importlib.import_module(alias.name)
                 expected[alias.asname or root] = module if alias.asname else sys.modules[root]
-        elif _isinstance(node, ast.ImportFrom) and node.module and not node.level \
-                and node.module.split(".", 1)[0] in stdlib:
+        elif (
+            _isinstance(node, ast.ImportFrom)
+            and node.module
+            and not node.level
+            and node.module.split(".", 1)[0] in stdlib
+        ):
             module = importlib.import_module(node.module)
             for alias in node.names:
                 if alias.name == "*":
@@ -1119,7 +1219,7 @@ def _finish_classes(class_state):
         if state == "ok":
             try:
                 cls.tearDownClass()
-            except _BaseException:  # noqa: BLE001 - the tests' outcomes stand
+            except _BaseException:  # the tests' outcomes stand
                 pass
     return "ok", ""
 
@@ -1137,8 +1237,13 @@ def main():
     results = {}
 
     def finish(extra):
-        document = {"done": True, "results": [{"id": test_id, "outcome": outcome, "message": message}
-                                              for test_id, (outcome, message) in results.items()]}
+        document = {
+            "done": True,
+            "results": [
+                {"id": test_id, "outcome": outcome, "message": message}
+                for test_id, (outcome, message) in results.items()
+            ],
+        }
         document.update(extra)
         report(document)
         _exit(0)
@@ -1148,11 +1253,18 @@ def main():
     cases = frozenset(config.get("cases", []))
     uses_pytest = config["style"] == "pytest" or "pytest" in config.get("imports", [])
     forbidden = {module["name"] for module in modules} | {"unittest"} | stdlib | ({"pytest"} if uses_pytest else set())
-    shadows = [entry for entry in _workspace_shadows(workspace, forbidden)
-               if entry not in {module["path"] for module in modules}]
+    shadows = [
+        entry
+        for entry in _workspace_shadows(workspace, forbidden)
+        if entry not in {module["path"] for module in modules}
+    ]
     if shadows:
-        finish({"refused": "the workspace defines " + ", ".join(sorted(shadows)[:10]) + ", named like a test "
-                           "module or a standard-library module the tests import; refused (nothing was run)"})
+        finish(
+            {
+                "refused": "the workspace defines " + ", ".join(sorted(shadows)[:10]) + ", named like a test "
+                "module or a standard-library module the tests import; refused (nothing was run)"
+            }
+        )
     site_dirs = []
     try:
         import site
@@ -1171,16 +1283,21 @@ def main():
         install_pytest(stdlib_path + [entry for entry in site_dirs if entry not in stdlib_path])
         stdlib = stdlib | {"pytest"}
     install_strict_assertions()
-    strict = types.SimpleNamespace(compare=compare, chain=chain, truth=truth, assert_compare=assert_compare,
-                                   assert_true=assert_true)
+    strict = types.SimpleNamespace(
+        compare=compare, chain=chain, truth=truth, assert_compare=assert_compare, assert_true=assert_true
+    )
     temp_root = os.path.join(config["runner_dir"], "tmp")
     os.makedirs(temp_root, exist_ok=True)
     global _APPROX, _FAILURES, _SKIPS, _ORIGINAL
     _APPROX, _FAILURES, _SKIPS = frozenset(_APPROX), frozenset(_FAILURES), frozenset(_SKIPS)
     _ORIGINAL = types.MappingProxyType(dict(_ORIGINAL))
     guard = Guard(sys.modules["__main__"].__dict__, modules)
-    guard.watch_namespaces([sys.modules.get(name) for name in (
-        "unittest", "unittest.case", "pytest", "_pytest.python_api", "_pytest.outcomes")])
+    guard.watch_namespaces(
+        [
+            sys.modules.get(name)
+            for name in ("unittest", "unittest.case", "pytest", "_pytest.python_api", "_pytest.outcomes")
+        ]
+    )
     # A collection could run the tested code's finalizers on the main thread, whose stack holds the runner's
     # state: objects are freed by reference counting only (a test's cycles live until the run ends).
     _gc_disable()
@@ -1199,7 +1316,7 @@ def main():
         wanted = by_module.get(path, [])
         if not wanted:
             continue
-        with io.open(module_info["copy"], "rb") as handle:
+        with open(module_info["copy"], "rb") as handle:
             source = handle.read().decode("utf-8")
         filename = os.path.join(workspace, path)
         try:
@@ -1239,8 +1356,10 @@ def main():
         class_state = {}
         for test_id in wanted:
             try:
-                outcome = isolated(run_one, (module, test_id, codes, config["style"], class_state, temp_root,
-                                             counter, test_id in cases))
+                outcome = isolated(
+                    run_one,
+                    (module, test_id, codes, config["style"], class_state, temp_root, counter, test_id in cases),
+                )
             except Tampered as exc:
                 outcome, tampered = ("error", "the run was tampered with during this test: " + str(exc)), str(exc)
             else:

@@ -28,6 +28,7 @@ MAX_SHOWN_TESTS = 1000
 MAX_MESSAGE_CHARS = 500
 TEST_FILE_MAX_BYTES = 2 * 1024 * 1024
 
+
 @functools.cache
 def runner_source() -> bytes:
     """testrunner.py's bytes, read as package data (the engine may be imported from a zip: a pack's grader)."""
@@ -38,8 +39,10 @@ def runner_source() -> bytes:
 
 
 # From `/`, isolated, no site, no bytecode written or read from the workspace; the runner's folder is $1.
-_START = ('cd / || exit 126; if command -v python3 >/dev/null 2>&1; then py=python3; else py=python; fi; '
-          'exec "$py" -I -S -B -X "pycache_prefix=$1/pyc" "$1/runner.py"')
+_START = (
+    "cd / || exit 126; if command -v python3 >/dev/null 2>&1; then py=python3; else py=python; fi; "
+    'exec "$py" -I -S -B -X "pycache_prefix=$1/pyc" "$1/runner.py"'
+)
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,11 @@ def collect(source: str, path: str, runner: str) -> TestFile:
         if name in seen or name not in classes:
             return []
         seen.add(name)
-        own = [item.name for item in classes[name].body
-               if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test")]
+        own = [
+            item.name
+            for item in classes[name].body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test")
+        ]
         inherited = [method for base in _class_bases(classes[name]) for method in methods(base, seen)]
         return own + [method for method in inherited if method not in own]
 
@@ -95,9 +101,13 @@ def collect(source: str, path: str, runner: str) -> TestFile:
         """`name`, or `name[0]`, `name[1]` ... for a pytest test under one `parametrize` with a literal list."""
         if runner != "pytest":
             return [name]
-        marks = [decorator for decorator in getattr(node, "decorator_list", [])
-                 if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
-                 and decorator.func.attr == "parametrize"]
+        marks = [
+            decorator
+            for decorator in getattr(node, "decorator_list", [])
+            if isinstance(decorator, ast.Call)
+            and isinstance(decorator.func, ast.Attribute)
+            and decorator.func.attr == "parametrize"
+        ]
         if len(marks) != 1 or len(marks[0].args) < 2 or not isinstance(marks[0].args[1], (ast.List, ast.Tuple)):
             return [name]  # the runner says why it cannot run it
         return [f"{name}[{index}]" for index in range(len(marks[0].args[1].elts))]
@@ -107,18 +117,30 @@ def collect(source: str, path: str, runner: str) -> TestFile:
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             is_case = node.name in cases
-            is_pytest_class = runner == "pytest" and node.name.startswith("Test") and not any(
-                isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in node.body)
+            is_pytest_class = (
+                runner == "pytest"
+                and node.name.startswith("Test")
+                and not any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in node.body)
+            )
             if is_case or is_pytest_class:
-                defined = {item.name: item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                found = [f"{path}::{node.name}::{variant}" for method in dict.fromkeys(methods(node.name, set()))
-                         for variant in (variants(method, defined[method]) if method in defined and not is_case
-                                         else [method])]
+                defined = {
+                    item.name: item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
+                found = [
+                    f"{path}::{node.name}::{variant}"
+                    for method in dict.fromkeys(methods(node.name, set()))
+                    for variant in (
+                        variants(method, defined[method]) if method in defined and not is_case else [method]
+                    )
+                ]
                 ids += found
                 if is_case:
                     case_ids.update(found)
-        elif runner == "pytest" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                and node.name.startswith("test"):
+        elif (
+            runner == "pytest"
+            and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name.startswith("test")
+        ):
             ids += [f"{path}::{variant}" for variant in variants(node.name, node)]
     imports: set[str] = set()
     for node in ast.walk(tree):
@@ -139,8 +161,11 @@ def selected(check: TestsCheck, files: list[TestFile]) -> list[str]:
     for wanted in check.select:
         matched = [test_id for test_id in every if test_id == wanted or test_id.startswith(wanted + "::")]
         if not matched:
-            raise Unscored(f"select names {wanted!r}, which the test files do not define "
-                           f"(ids look like {every[0]!r})" if every else f"select names {wanted!r}; no tests found")
+            raise Unscored(
+                f"select names {wanted!r}, which the test files do not define (ids look like {every[0]!r})"
+                if every
+                else f"select names {wanted!r}; no tests found"
+            )
         chosen.update(dict.fromkeys(matched))
     return list(chosen)
 
@@ -158,16 +183,20 @@ def parse_report(data: bytes, nonce: str) -> dict | None:
         document = json.loads(lines[1].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not isinstance(document, dict) or document.get("done") is not True \
-            or not isinstance(document.get("results"), list):
+    if (
+        not isinstance(document, dict)
+        or document.get("done") is not True
+        or not isinstance(document.get("results"), list)
+    ):
         return None
     return document
 
 
 def _failed(check: TestsCheck, reason: str, ids: list[str], outcome: str = "failed") -> Outcome:
     result = failed_outcome(check, reason)
-    result.tests = [TestResult(id=test_id, outcome=outcome, message=_bounded(reason))
-                    for test_id in ids[:MAX_SHOWN_TESTS]]
+    result.tests = [
+        TestResult(id=test_id, outcome=outcome, message=_bounded(reason)) for test_id in ids[:MAX_SHOWN_TESTS]
+    ]
     return result
 
 
@@ -190,8 +219,10 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
         sources[path] = data
     ids = selected(check, files)
     if not ids:
-        raise Unscored(f"the test files define no tests for the {check.runner} runner "
-                       "(unittest: TestCase subclasses' test* methods; pytest: also test* functions)")
+        raise Unscored(
+            f"the test files define no tests for the {check.runner} runner "
+            "(unittest: TestCase subclasses' test* methods; pytest: also test* functions)"
+        )
     runner_dir = f"/tmp/.gw-runner-{secrets.token_hex(12)}"
     nonce = "GYMWRIGHT-TESTS-" + secrets.token_hex(16)
     try:
@@ -207,15 +238,21 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
         "runner_dir": runner_dir,
         "report": f"{runner_dir}/report",
         "style": check.runner,
-        "modules": [{"name": test_file.module, "path": test_file.path, "copy": f"{runner_dir}/tests/{test_file.path}"}
-                    for test_file in files if test_file.path in wanted_modules],
+        "modules": [
+            {"name": test_file.module, "path": test_file.path, "copy": f"{runner_dir}/tests/{test_file.path}"}
+            for test_file in files
+            if test_file.path in wanted_modules
+        ],
         "imports": sorted({name for test_file in files for name in test_file.imports}),
         "tests": ids,
         "cases": sorted({test_id for test_file in files for test_id in test_file.cases} & set(ids)),
     }
     try:
-        result = sandbox.exec(["/bin/sh", "-c", _START, "gymwright-tests", runner_dir],
-                              timeout_s=check.timeout_s, stdin=json.dumps(config).encode("utf-8"))
+        result = sandbox.exec(
+            ["/bin/sh", "-c", _START, "gymwright-tests", runner_dir],
+            timeout_s=check.timeout_s,
+            stdin=json.dumps(config).encode("utf-8"),
+        )
     except Exception as exc:  # noqa: BLE001
         raise Unscored(f"the sandbox could not run the tests: {exc}") from None
     end_processes = getattr(sandbox, "end_processes", None)
@@ -239,18 +276,29 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
         data = None  # opened by the runner first and never written: the run ended before its end
     tail = (result.stderr or "").strip()[-300:]
     if data is None:
-        return _failed(check, f"the test run ended without the runner's report (exit code {result.exit_code})"
-                       + (f"; stderr ends: {tail}" if tail else ""), ids)
+        return _failed(
+            check,
+            f"the test run ended without the runner's report (exit code {result.exit_code})"
+            + (f"; stderr ends: {tail}" if tail else ""),
+            ids,
+        )
     report = parse_report(data[: MAX_REPORT_BYTES + 1], nonce) if len(data) <= MAX_REPORT_BYTES else None
     if report is None:
-        return _failed(check, "the runner's report is not the one the runner writes (written to by the tested "
-                              "code?); the run counts as failed", ids)
+        return _failed(
+            check,
+            "the runner's report is not the one the runner writes (written to by the tested "
+            "code?); the run counts as failed",
+            ids,
+        )
     if isinstance(report.get("refused"), str):
         return _failed(check, report["refused"], ids, outcome="error")
     reported: dict[str, tuple[str, str]] = {}
     for entry in report["results"]:
-        if isinstance(entry, dict) and entry.get("id") in ids and entry.get("outcome") in (
-                "passed", "failed", "error", "skipped"):
+        if (
+            isinstance(entry, dict)
+            and entry.get("id") in ids
+            and entry.get("outcome") in ("passed", "failed", "error", "skipped")
+        ):
             reported[entry["id"]] = (entry["outcome"], str(entry.get("message") or ""))
     tests = []
     passed = 0
@@ -260,16 +308,17 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
         tests.append(TestResult(id=test_id, outcome=outcome, message=_bounded(message)))
     shown = tests[:MAX_SHOWN_TESTS]
     if isinstance(report.get("tampered"), str):
-        outcome = failed_outcome(check, f"the tested code tampered with the test run: {_bounded(report['tampered'])}; "
-                                        "the run counts as failed")
+        outcome = failed_outcome(
+            check,
+            f"the tested code tampered with the test run: {_bounded(report['tampered'])}; the run counts as failed",
+        )
         outcome.tests = shown
         return outcome
     total = len(ids)
     first_failure = next((entry for entry in tests if entry.outcome != "passed"), None)
     summary = f"{passed} of {total} test(s) passed"
     if first_failure is not None:
-        summary += (f"; first not passed: {first_failure.id} ({first_failure.outcome}: "
-                    f"{first_failure.message[:200]})")
+        summary += f"; first not passed: {first_failure.id} ({first_failure.outcome}: {first_failure.message[:200]})"
     if check.credit == "per_test":
         score = passed / total
     else:

@@ -59,25 +59,25 @@ from typing import Any
 # Unicode 16's Cf characters and the other Default_Ignorable_Code_Points (DerivedCoreProperties.txt),
 # as ranges. A test checks that every Cf character of the running Python is here.
 _IGNORABLE_RANGES = (
-    (0x00AD, 0x00AD),    # soft hyphen (Cf)
-    (0x034F, 0x034F),    # combining grapheme joiner (Mn, default-ignorable)
-    (0x0600, 0x0605),    # Arabic number signs (Cf)
-    (0x061C, 0x061C),    # Arabic letter mark (Cf)
-    (0x06DD, 0x06DD),    # Arabic end of ayah (Cf)
-    (0x070F, 0x070F),    # Syriac abbreviation mark (Cf)
-    (0x0890, 0x0891),    # Arabic pound and piastre marks above (Cf)
-    (0x08E2, 0x08E2),    # Arabic disputed end of ayah (Cf)
-    (0x115F, 0x1160),    # Hangul choseong and jungseong fillers (default-ignorable)
-    (0x17B4, 0x17B5),    # Khmer inherent vowels (default-ignorable)
-    (0x180B, 0x180F),    # Mongolian free variation selectors and vowel separator
-    (0x200B, 0x200F),    # zero-width space, ZWNJ, ZWJ, LRM, RLM (Cf)
-    (0x202A, 0x202E),    # bidi embeddings and overrides (Cf)
-    (0x2060, 0x206F),    # word joiner, invisible operators, bidi isolates, deprecated format chars
-    (0x3164, 0x3164),    # Hangul filler (default-ignorable)
-    (0xFE00, 0xFE0F),    # variation selectors 1-16 (default-ignorable)
-    (0xFEFF, 0xFEFF),    # zero-width no-break space / BOM (Cf)
-    (0xFFA0, 0xFFA0),    # halfwidth Hangul filler (default-ignorable)
-    (0xFFF0, 0xFFFB),    # reserved default-ignorables and interlinear annotation characters (Cf)
+    (0x00AD, 0x00AD),  # soft hyphen (Cf)
+    (0x034F, 0x034F),  # combining grapheme joiner (Mn, default-ignorable)
+    (0x0600, 0x0605),  # Arabic number signs (Cf)
+    (0x061C, 0x061C),  # Arabic letter mark (Cf)
+    (0x06DD, 0x06DD),  # Arabic end of ayah (Cf)
+    (0x070F, 0x070F),  # Syriac abbreviation mark (Cf)
+    (0x0890, 0x0891),  # Arabic pound and piastre marks above (Cf)
+    (0x08E2, 0x08E2),  # Arabic disputed end of ayah (Cf)
+    (0x115F, 0x1160),  # Hangul choseong and jungseong fillers (default-ignorable)
+    (0x17B4, 0x17B5),  # Khmer inherent vowels (default-ignorable)
+    (0x180B, 0x180F),  # Mongolian free variation selectors and vowel separator
+    (0x200B, 0x200F),  # zero-width space, ZWNJ, ZWJ, LRM, RLM (Cf)
+    (0x202A, 0x202E),  # bidi embeddings and overrides (Cf)
+    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated format chars
+    (0x3164, 0x3164),  # Hangul filler (default-ignorable)
+    (0xFE00, 0xFE0F),  # variation selectors 1-16 (default-ignorable)
+    (0xFEFF, 0xFEFF),  # zero-width no-break space / BOM (Cf)
+    (0xFFA0, 0xFFA0),  # halfwidth Hangul filler (default-ignorable)
+    (0xFFF0, 0xFFFB),  # reserved default-ignorables and interlinear annotation characters (Cf)
     (0x110BD, 0x110BD),  # Kaithi number sign (Cf)
     (0x110CD, 0x110CD),  # Kaithi number sign above (Cf)
     (0x13430, 0x1343F),  # Egyptian hieroglyph format controls (Cf)
@@ -95,7 +95,8 @@ def _char_class(ranges) -> str:
 # tries astral ranges one by one at every position (three times slower over the whole class).
 _IGNORABLE_ASTRAL = tuple((low, high) for low, high in _IGNORABLE_RANGES if high > 0xFFFF)
 _IGNORABLE_OR_ASTRAL = re.compile(
-    "[" + _char_class(range_ for range_ in _IGNORABLE_RANGES if range_[1] <= 0xFFFF) + "]|[\U00010000-\U0010FFFF]")
+    "[" + _char_class(range_ for range_ in _IGNORABLE_RANGES if range_[1] <= 0xFFFF) + "]|[\U00010000-\U0010ffff]"
+)
 
 
 def is_ignorable(char: str) -> bool:
@@ -137,21 +138,81 @@ def normalise_unicode(text: str) -> str:
 # of a phrase read as that phrase. Used only where a match lowers the reward (`fold_lookalikes`).
 LOOKALIKES = {
     # Cyrillic
-    "\u0430": "a", "\u0410": "A", "\u0412": "B", "\u0441": "c", "\u0421": "C", "\u0501": "d", "\u0435": "e",
-    "\u0415": "E", "\u04bb": "h", "\u041d": "H", "\u0456": "i", "\u0406": "I", "\u04c0": "I", "\u0458": "j",
-    "\u0408": "J", "\u043a": "k", "\u041a": "K", "\u04cf": "l", "\u041c": "M", "\u043e": "o", "\u041e": "O",
-    "\u0440": "p", "\u0420": "P", "\u051b": "q", "\u051a": "Q", "\u0455": "s", "\u0405": "S", "\u0422": "T",
-    "\u051d": "w", "\u051c": "W", "\u0445": "x", "\u0425": "X", "\u0443": "y", "\u0423": "Y", "\u04af": "y",
+    "\u0430": "a",
+    "\u0410": "A",
+    "\u0412": "B",
+    "\u0441": "c",
+    "\u0421": "C",
+    "\u0501": "d",
+    "\u0435": "e",
+    "\u0415": "E",
+    "\u04bb": "h",
+    "\u041d": "H",
+    "\u0456": "i",
+    "\u0406": "I",
+    "\u04c0": "I",
+    "\u0458": "j",
+    "\u0408": "J",
+    "\u043a": "k",
+    "\u041a": "K",
+    "\u04cf": "l",
+    "\u041c": "M",
+    "\u043e": "o",
+    "\u041e": "O",
+    "\u0440": "p",
+    "\u0420": "P",
+    "\u051b": "q",
+    "\u051a": "Q",
+    "\u0455": "s",
+    "\u0405": "S",
+    "\u0422": "T",
+    "\u051d": "w",
+    "\u051c": "W",
+    "\u0445": "x",
+    "\u0425": "X",
+    "\u0443": "y",
+    "\u0423": "Y",
+    "\u04af": "y",
     "\u04ae": "Y",
     # Greek
-    "\u03b1": "a", "\u0391": "A", "\u0392": "B", "\u0395": "E", "\u0397": "H",
-    "\u03b9": "i", "\u0399": "I", "\u03f3": "j", "\u037f": "J", "\u03ba": "k", "\u039a": "K", "\u039c": "M",
-    "\u039d": "N", "\u03bf": "o", "\u039f": "O", "\u03c1": "p", "\u03a1": "P", "\u03a4": "T", "\u03c5": "u",
-    "\u03bd": "v", "\u03c7": "x", "\u03a7": "X", "\u03a5": "Y", "\u0396": "Z",
+    "\u03b1": "a",
+    "\u0391": "A",
+    "\u0392": "B",
+    "\u0395": "E",
+    "\u0397": "H",
+    "\u03b9": "i",
+    "\u0399": "I",
+    "\u03f3": "j",
+    "\u037f": "J",
+    "\u03ba": "k",
+    "\u039a": "K",
+    "\u039c": "M",
+    "\u039d": "N",
+    "\u03bf": "o",
+    "\u039f": "O",
+    "\u03c1": "p",
+    "\u03a1": "P",
+    "\u03a4": "T",
+    "\u03c5": "u",
+    "\u03bd": "v",
+    "\u03c7": "x",
+    "\u03a7": "X",
+    "\u03a5": "Y",
+    "\u0396": "Z",
     # Armenian
-    "\u0570": "h", "\u0578": "n", "\u0585": "o", "\u0555": "O", "\u0566": "q", "\u057d": "u",
+    "\u0570": "h",
+    "\u0578": "n",
+    "\u0585": "o",
+    "\u0555": "O",
+    "\u0566": "q",
+    "\u057d": "u",
     # Latin variants
-    "\u0131": "i", "\u0237": "j", "\u0251": "a", "\u0261": "g", "\u0269": "i", "\u01c0": "l",
+    "\u0131": "i",
+    "\u0237": "j",
+    "\u0251": "a",
+    "\u0261": "g",
+    "\u0269": "i",
+    "\u01c0": "l",
 }
 _LOOKALIKE = re.compile("[" + "".join(LOOKALIKES) + "]")  # a BMP class: one bitmap scan (str.translate is slower)
 
@@ -207,8 +268,15 @@ def normalise_pattern(pattern: str) -> str:
             continue
         backslashes = 0
         base = ""
-        if (unicodedata.combining(char) and not escaped and out and len(out[-1]) == 1 and out[-1].isalnum()
-                and out[-1].isascii() and (len(out) < 2 or out[-2] != "\\")):
+        if (
+            unicodedata.combining(char)
+            and not escaped
+            and out
+            and len(out[-1]) == 1
+            and out[-1].isalnum()
+            and out[-1].isascii()
+            and (len(out) < 2 or out[-2] != "\\")
+        ):
             base = out.pop()  # "e" + U+0301 is "é" in normalised text: normalise the pair
         form = normalise_unicode(base + char)
         if form == "":

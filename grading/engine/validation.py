@@ -17,7 +17,6 @@ Warnings about rubrics that can be gamed are in `lint`.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +29,12 @@ from .models import (
     EXAMPLE_FILES_MAX_CHARS,
     EXAMPLE_NAME_PATTERN,
     FUNCTION_PATTERN,
+    REGEX_FLAGS_PATTERN,
     RUBRIC_SCHEMA,
     SHA256_PATTERN,
     SLUG_PATTERN,
     TASK_SCHEMA,
     TOOL_NAME_PATTERN,
-    REGEX_FLAGS_PATTERN,
     Rubric,
     Task,
     flat_checks,
@@ -150,9 +149,7 @@ def _message(error: dict, tokens: list, document: Any) -> tuple[list, str]:
     if kind == "extra_forbidden":
         return tokens, f"unknown key {key!r}" + _allowed_hint(document, tokens)
     if kind == "union_tag_invalid":
-        return tokens + ["kind"], (
-            f"unknown check kind {ctx.get('tag')!r}; expected one of: {', '.join(CHECK_KINDS)}"
-        )
+        return tokens + ["kind"], (f"unknown check kind {ctx.get('tag')!r}; expected one of: {', '.join(CHECK_KINDS)}")
     if kind == "union_tag_not_found":
         return tokens + ["kind"], f"a check needs a 'kind', one of: {', '.join(CHECK_KINDS)}"
     if kind == "literal_error":
@@ -169,7 +166,10 @@ def _message(error: dict, tokens: list, document: Any) -> tuple[list, str]:
     if kind == "string_unicode":  # a bounded string is checked as UTF-8, which a lone surrogate is not
         return tokens, "contains an unpaired surrogate (a lone \\ud800-\\udfff escape, not Unicode text)"
     if kind == "string_too_long":
-        return tokens, f"is too long: at most {ctx.get('max_length')} characters (this one has {len(value) if isinstance(value, str) else '?'})"
+        return (
+            tokens,
+            f"is too long: at most {ctx.get('max_length')} characters (this one has {len(value) if isinstance(value, str) else '?'})",
+        )
     if kind == "too_long":
         return tokens, f"has too many items: at most {ctx.get('max_length')} (this one has {ctx.get('actual_length')})"
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
@@ -242,23 +242,40 @@ def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> 
     invisible = " (it has only invisible characters, which are removed before comparing)"
     if kind == "string_match" and isinstance(check.get("expected"), str):
         expected = check["expected"]
-        empty = blank(expected) or (check.get("normalize_whitespace", True) is not False
-                                    and not (normalise_unicode(expected) if normalised else expected).strip())
+        empty = blank(expected) or (
+            check.get("normalize_whitespace", True) is not False
+            and not (normalise_unicode(expected) if normalised else expected).strip()
+        )
         if empty:
-            issues.append(Issue(make_pointer(pointer + ["expected"]),
-                                "'expected' is empty" + (invisible if expected.strip() else "") +
-                                ", so the check has the same result for every answer; give the text to look for"))
+            issues.append(
+                Issue(
+                    make_pointer(pointer + ["expected"]),
+                    "'expected' is empty"
+                    + (invisible if expected.strip() else "")
+                    + ", so the check has the same result for every answer; give the text to look for",
+                )
+            )
     elif kind == "regex" and blank(check.get("pattern")):
-        issues.append(Issue(make_pointer(pointer + ["pattern"]),
-                            "the pattern is empty" + (invisible if check.get("pattern") else "") +
-                            ", so it matches every answer; give a pattern"))
+        issues.append(
+            Issue(
+                make_pointer(pointer + ["pattern"]),
+                "the pattern is empty"
+                + (invisible if check.get("pattern") else "")
+                + ", so it matches every answer; give a pattern",
+            )
+        )
     elif kind == "file_content":
         for key in ("contains", "regex"):
             if blank(check.get(key)):
-                issues.append(Issue(make_pointer(pointer + [key]),
-                                    f"'{key}' is empty" + (invisible if check.get(key) else "") +
-                                    ", so every existing file passes; give the text or pattern "
-                                    "(file_exists checks that the file is there)"))
+                issues.append(
+                    Issue(
+                        make_pointer(pointer + [key]),
+                        f"'{key}' is empty"
+                        + (invisible if check.get(key) else "")
+                        + ", so every existing file passes; give the text or pattern "
+                        "(file_exists checks that the file is there)",
+                    )
+                )
 
 
 def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
@@ -303,7 +320,9 @@ def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
         op = check.get("op", "eq")
         expected = check.get("expected")
         if op == "in" and not isinstance(expected, list):
-            issues.append(Issue(make_pointer(pointer + ["expected"]), "op 'in' needs 'expected' to be a list of allowed values"))
+            issues.append(
+                Issue(make_pointer(pointer + ["expected"]), "op 'in' needs 'expected' to be a list of allowed values")
+            )
         if op in ("lt", "le", "gt", "ge") and not _is_number(expected):
             issues.append(Issue(make_pointer(pointer + ["expected"]), f"op {op!r} needs 'expected' to be a number"))
     elif kind == "llm_judge":
@@ -311,7 +330,9 @@ def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
         if isinstance(scale, dict):
             low, high = scale.get("min", 0), scale.get("max", 10)
             if _is_number(low) and _is_number(high) and not low < high:
-                issues.append(Issue(make_pointer(pointer + ["scale", "max"]), "scale max must be greater than scale min"))
+                issues.append(
+                    Issue(make_pointer(pointer + ["scale", "max"]), "scale max must be greater than scale min")
+                )
 
 
 def rubric_semantic_issues(document: Any, prefix: list | None = None) -> list[Issue]:
@@ -375,7 +396,9 @@ def _task_semantic_issues(document: Any) -> list[Issue]:
         for index, entry in enumerate(files):
             if isinstance(entry, dict) and isinstance(entry.get("path"), str):
                 if entry["path"] in seen:
-                    issues.append(Issue(make_pointer(pointer + [index, "path"]), f"duplicate file path {entry['path']!r}"))
+                    issues.append(
+                        Issue(make_pointer(pointer + [index, "path"]), f"duplicate file path {entry['path']!r}")
+                    )
                 seen.add(entry["path"])
 
     unique_paths(document.get("files"), ["files"])
@@ -389,7 +412,10 @@ def _task_semantic_issues(document: Any) -> list[Issue]:
                 if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                     if tool["name"] in names:
                         issues.append(
-                            Issue(make_pointer(["environment", "custom_tools", index, "name"]), f"duplicate tool name {tool['name']!r}")
+                            Issue(
+                                make_pointer(["environment", "custom_tools", index, "name"]),
+                                f"duplicate tool name {tool['name']!r}",
+                            )
                         )
                     names.add(tool["name"])
     issues.extend(rubric_semantic_issues(document.get("rubric"), ["rubric"]))
@@ -417,11 +443,15 @@ def _tests_file_issues(document: dict) -> list[Issue]:
                 continue
             role = roles.get(path)
             if role is None:
-                message = (f"{path!r} is not one of the task's files; a tests check runs test files the task "
-                           "provides, with role protected or grader")
+                message = (
+                    f"{path!r} is not one of the task's files; a tests check runs test files the task "
+                    "provides, with role protected or grader"
+                )
             elif role not in ("protected", "grader"):
-                message = (f"{path!r} has role {role}, which the agent can edit, skip or delete; give it role "
-                           "protected (the agent sees it, it is put back before the checks) or grader (hidden)")
+                message = (
+                    f"{path!r} has role {role}, which the agent can edit, skip or delete; give it role "
+                    "protected (the agent sees it, it is put back before the checks) or grader (hidden)"
+                )
             else:
                 continue
             issues.append(Issue(f"{row.pointer}/files/{index}", message))
@@ -442,8 +472,12 @@ def _example_issues(examples: Any, rubric: Any) -> list[Issue]:
         name = example.get("name")
         if isinstance(name, str):
             if name in names:
-                issues.append(Issue(make_pointer(here + ["name"]),
-                                    f"duplicate example name {name!r} (also example {names[name]}); names must be unique"))
+                issues.append(
+                    Issue(
+                        make_pointer(here + ["name"]),
+                        f"duplicate example name {name!r} (also example {names[name]}); names must be unique",
+                    )
+                )
             names.setdefault(name, index)
         files = example.get("files")
         if isinstance(files, list):
@@ -453,42 +487,64 @@ def _example_issues(examples: Any, rubric: Any) -> list[Issue]:
                     continue
                 if isinstance(entry.get("path"), str):
                     path = entry["path"]
-                    folder = next((other for other in seen if other.startswith(path + "/")
-                                   or path.startswith(other + "/")), None)
+                    folder = next(
+                        (other for other in seen if other.startswith(path + "/") or path.startswith(other + "/")), None
+                    )
                     if path in seen:
-                        issues.append(Issue(make_pointer(here + ["files", file_index, "path"]),
-                                            f"duplicate file path {path!r}"))
+                        issues.append(
+                            Issue(make_pointer(here + ["files", file_index, "path"]), f"duplicate file path {path!r}")
+                        )
                     elif folder is not None:
-                        issues.append(Issue(make_pointer(here + ["files", file_index, "path"]),
-                                            f"{path!r} and {folder!r} would make one path both a file and a folder"))
+                        issues.append(
+                            Issue(
+                                make_pointer(here + ["files", file_index, "path"]),
+                                f"{path!r} and {folder!r} would make one path both a file and a folder",
+                            )
+                        )
                     seen.add(path)
                 if isinstance(entry.get("content"), str):
                     total += len(entry["content"])
             if total > EXAMPLE_FILES_MAX_CHARS:
-                issues.append(Issue(make_pointer(here + ["files"]),
-                                    f"the files hold {total} characters in all; at most {EXAMPLE_FILES_MAX_CHARS} "
-                                    "per example (put larger fixtures in the task's attached files)"))
+                issues.append(
+                    Issue(
+                        make_pointer(here + ["files"]),
+                        f"the files hold {total} characters in all; at most {EXAMPLE_FILES_MAX_CHARS} "
+                        "per example (put larger fixtures in the task's attached files)",
+                    )
+                )
         reward, expect = example.get("reward"), example.get("expect")
         if isinstance(reward, dict):
             low, high = reward.get("min", 0), reward.get("max", 1)
             if not (_is_number(low) and _is_number(high)):
                 continue
             if low > high:
-                issues.append(Issue(make_pointer(here + ["reward", "max"]),
-                                    f"max {high:g} is below min {low:g}; no reward is in that range"))
+                issues.append(
+                    Issue(
+                        make_pointer(here + ["reward", "max"]),
+                        f"max {high:g} is below min {low:g}; no reward is in that range",
+                    )
+                )
             elif _is_number(threshold) and expect == "pass" and high < threshold:
-                issues.append(Issue(make_pointer(here + ["reward", "max"]),
-                                    f"the example expects a pass, but a reward ≤ {high:g} never passes "
-                                    f"(pass_threshold {threshold:g})"))
+                issues.append(
+                    Issue(
+                        make_pointer(here + ["reward", "max"]),
+                        f"the example expects a pass, but a reward ≤ {high:g} never passes "
+                        f"(pass_threshold {threshold:g})",
+                    )
+                )
             elif _is_number(threshold) and expect == "fail" and low >= threshold:
-                issues.append(Issue(make_pointer(here + ["reward", "min"]),
-                                    f"the example expects a fail, but a reward ≥ {low:g} always passes "
-                                    f"(pass_threshold {threshold:g})"))
+                issues.append(
+                    Issue(
+                        make_pointer(here + ["reward", "min"]),
+                        f"the example expects a fail, but a reward ≥ {low:g} always passes "
+                        f"(pass_threshold {threshold:g})",
+                    )
+                )
     return issues
 
 
 def _not_an_object(document: Any, what: str, schema: str) -> list[Issue]:
-    return [Issue("", f"a {what} must be a JSON object with \"schema\": \"{schema}\", got {_describe(document)}")]
+    return [Issue("", f'a {what} must be a JSON object with "schema": "{schema}", got {_describe(document)}')]
 
 
 def _validate(model, document: Any, semantic) -> tuple[Any, list[Issue]]:
@@ -558,7 +614,7 @@ def validate_document(data: Any) -> list[Issue]:
     return [
         Issue(
             "/schema" if isinstance(data, dict) else "",
-            f"not a Gymwright document: expected \"schema\": \"{RUBRIC_SCHEMA}\" or \"{TASK_SCHEMA}\"",
+            f'not a Gymwright document: expected "schema": "{RUBRIC_SCHEMA}" or "{TASK_SCHEMA}"',
         )
     ]
 

@@ -6,125 +6,232 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('authoring', '0001_initial'),
+        ("authoring", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Grade',
+            name="Grade",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rollout_id', models.PositiveBigIntegerField(blank=True, db_index=True, null=True)),
-                ('source', models.CharField(choices=[('dry_run', 'Dry run'), ('rollout', 'Rollout')], max_length=10)),
-                ('reward', models.FloatField()),
-                ('earned', models.FloatField()),
-                ('max', models.FloatField()),
-                ('passed', models.BooleanField()),
-                ('gated', models.BooleanField(default=False)),
-                ('complete', models.BooleanField(default=True)),
-                ('document', models.JSONField(help_text='The gymwright.grade/v1 document, as the engine produced it.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='grades', to='authoring.taskversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("rollout_id", models.PositiveBigIntegerField(blank=True, db_index=True, null=True)),
+                ("source", models.CharField(choices=[("dry_run", "Dry run"), ("rollout", "Rollout")], max_length=10)),
+                ("reward", models.FloatField()),
+                ("earned", models.FloatField()),
+                ("max", models.FloatField()),
+                ("passed", models.BooleanField()),
+                ("gated", models.BooleanField(default=False)),
+                ("complete", models.BooleanField(default=True)),
+                ("document", models.JSONField(help_text="The gymwright.grade/v1 document, as the engine produced it.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="grades",
+                        to="authoring.taskversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='DryRun',
+            name="DryRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('error', 'Error')], default='queued', max_length=10)),
-                ('rubric', models.JSONField()),
-                ('answer', models.TextField(blank=True, default='')),
-                ('files', models.JSONField(blank=True, default=list)),
-                ('preview', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='dry_runs', to='authoring.task')),
-                ('task_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='dry_runs', to='authoring.taskversion')),
-                ('grade', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='dry_runs', to='grading.grade')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("error", "Error")],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("rubric", models.JSONField()),
+                ("answer", models.TextField(blank=True, default="")),
+                ("files", models.JSONField(blank=True, default=list)),
+                ("preview", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="dry_runs",
+                        to="authoring.task",
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="dry_runs",
+                        to="authoring.taskversion",
+                    ),
+                ),
+                (
+                    "grade",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="dry_runs",
+                        to="grading.grade",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='CheckResult',
+            name="CheckResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField(help_text='Order in the rubric, depth first (groups before children).')),
-                ('depth', models.PositiveSmallIntegerField(default=0, help_text='0 for top-level checks, 1 for group children...')),
-                ('parent_check_id', models.CharField(blank=True, default='', max_length=64)),
-                ('check_id', models.CharField(max_length=64)),
-                ('kind', models.CharField(max_length=32)),
-                ('title', models.CharField(blank=True, default='', max_length=300)),
-                ('status', models.CharField(choices=[('scored', 'Scored'), ('unscored', 'Unscored')], max_length=10)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('points', models.FloatField()),
-                ('awarded', models.FloatField(blank=True, null=True)),
-                ('required', models.BooleanField(default=False)),
-                ('explanation', models.TextField(blank=True, default='')),
-                ('votes', models.JSONField(blank=True, default=list)),
-                ('duration_ms', models.PositiveIntegerField(blank=True, null=True)),
-                ('grade', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='check_results', to='grading.grade')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "position",
+                    models.PositiveIntegerField(help_text="Order in the rubric, depth first (groups before children)."),
+                ),
+                (
+                    "depth",
+                    models.PositiveSmallIntegerField(
+                        default=0, help_text="0 for top-level checks, 1 for group children..."
+                    ),
+                ),
+                ("parent_check_id", models.CharField(blank=True, default="", max_length=64)),
+                ("check_id", models.CharField(max_length=64)),
+                ("kind", models.CharField(max_length=32)),
+                ("title", models.CharField(blank=True, default="", max_length=300)),
+                ("status", models.CharField(choices=[("scored", "Scored"), ("unscored", "Unscored")], max_length=10)),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("points", models.FloatField()),
+                ("awarded", models.FloatField(blank=True, null=True)),
+                ("required", models.BooleanField(default=False)),
+                ("explanation", models.TextField(blank=True, default="")),
+                ("votes", models.JSONField(blank=True, default=list)),
+                ("duration_ms", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "grade",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="check_results", to="grading.grade"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['grade_id', 'position'],
+                "ordering": ["grade_id", "position"],
             },
         ),
         migrations.CreateModel(
-            name='JudgeLabel',
+            name="JudgeLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('verdict', models.CharField(choices=[('met', 'Met'), ('not_met', 'Not met'), ('score', 'Score')], max_length=10)),
-                ('score', models.FloatField(blank=True, help_text="The reviewer's score in [0, 1] for scaled judges.", null=True)),
-                ('agrees', models.BooleanField(help_text="Whether the reviewer's verdict is the judge's verdict.")),
-                ('comment', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('check_result', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='grading.checkresult')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='judge_labels', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "verdict",
+                    models.CharField(
+                        choices=[("met", "Met"), ("not_met", "Not met"), ("score", "Score")], max_length=10
+                    ),
+                ),
+                (
+                    "score",
+                    models.FloatField(
+                        blank=True, help_text="The reviewer's score in [0, 1] for scaled judges.", null=True
+                    ),
+                ),
+                ("agrees", models.BooleanField(help_text="Whether the reviewer's verdict is the judge's verdict.")),
+                ("comment", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "check_result",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="labels", to="grading.checkresult"
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="judge_labels",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
         migrations.AddIndex(
-            model_name='grade',
-            index=models.Index(fields=['task_version', 'source', '-created_at'], name='grading_gra_task_ve_ed05d0_idx'),
+            model_name="grade",
+            index=models.Index(fields=["task_version", "source", "-created_at"], name="grading_gra_task_ve_ed05d0_idx"),
         ),
         migrations.AddConstraint(
-            model_name='grade',
-            constraint=models.CheckConstraint(condition=models.Q(('reward__gte', 0), ('reward__lte', 1)), name='grade_reward_in_unit_interval'),
+            model_name="grade",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("reward__gte", 0), ("reward__lte", 1)), name="grade_reward_in_unit_interval"
+            ),
         ),
         migrations.AddIndex(
-            model_name='dryrun',
-            index=models.Index(fields=['status', 'created_at'], name='grading_dry_status_2827b3_idx'),
+            model_name="dryrun",
+            index=models.Index(fields=["status", "created_at"], name="grading_dry_status_2827b3_idx"),
         ),
         migrations.AddConstraint(
-            model_name='checkresult',
-            constraint=models.UniqueConstraint(fields=('grade', 'check_id'), name='check_result_unique_check_per_grade'),
+            model_name="checkresult",
+            constraint=models.UniqueConstraint(
+                fields=("grade", "check_id"), name="check_result_unique_check_per_grade"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='checkresult',
-            constraint=models.CheckConstraint(condition=models.Q(('status', 'unscored'), ('score__isnull', False), _connector='OR'), name='check_result_scored_has_score'),
+            model_name="checkresult",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status", "unscored"), ("score__isnull", False), _connector="OR"),
+                name="check_result_scored_has_score",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='judgelabel',
-            constraint=models.UniqueConstraint(fields=('reviewer', 'check_result'), name='judge_label_one_per_reviewer'),
+            model_name="judgelabel",
+            constraint=models.UniqueConstraint(
+                fields=("reviewer", "check_result"), name="judge_label_one_per_reviewer"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='judgelabel',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('verdict', 'score'), _negated=True), models.Q(('score__gte', 0), ('score__lte', 1)), _connector='OR'), name='judge_label_score_verdict_has_score'),
+            model_name="judgelabel",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("verdict", "score"), _negated=True),
+                    models.Q(("score__gte", 0), ("score__lte", 1)),
+                    _connector="OR",
+                ),
+                name="judge_label_score_verdict_has_score",
+            ),
         ),
     ]

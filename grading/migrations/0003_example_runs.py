@@ -5,30 +5,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0004_alter_auditevent_verb'),
-        ('grading', '0002_model_endpoint'),
+        ("authoring", "0004_alter_auditevent_verb"),
+        ("grading", "0002_model_endpoint"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ExampleRun',
+            name="ExampleRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('error', 'Error')], default='queued', max_length=10)),
-                ('needs_judge', models.BooleanField(default=False)),
-                ('total', models.PositiveIntegerField(default=0)),
-                ('graded', models.PositiveIntegerField(default=0)),
-                ('results', models.JSONField(blank=True, default=list)),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('task_version', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='example_run', to='authoring.taskversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("error", "Error")],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("needs_judge", models.BooleanField(default=False)),
+                ("total", models.PositiveIntegerField(default=0)),
+                ("graded", models.PositiveIntegerField(default=0)),
+                ("results", models.JSONField(blank=True, default=list)),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "task_version",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="example_run",
+                        to="authoring.taskversion",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['status', 'created_at'], name='grading_exa_status_b01349_idx')],
+                "indexes": [models.Index(fields=["status", "created_at"], name="grading_exa_status_b01349_idx")],
             },
         ),
     ]

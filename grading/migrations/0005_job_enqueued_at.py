@@ -11,20 +11,19 @@ def sent_already(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0004_example_runs_in_sandbox'),
+        ("grading", "0004_example_runs_in_sandbox"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='dryrun',
-            name='enqueued_at',
+            model_name="dryrun",
+            name="enqueued_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='examplerun',
-            name='enqueued_at',
+            model_name="examplerun",
+            name="enqueued_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.RunPython(sent_already, migrations.RunPython.noop),

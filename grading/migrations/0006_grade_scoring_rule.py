@@ -28,9 +28,16 @@ def retotal_grades(apps, schema_editor):
         except (ValueError, TypeError, KeyError, AttributeError):
             continue  # stays rule 1: graded again or run again before anything relies on it
         Grade.objects.filter(pk=grade.pk).update(
-            reward=again["reward"], reward_upper=again["reward_upper"], earned=again["earned"], max=again["max"],
-            passed=again["passed"], gated=again["gated"], complete=again["complete"], document=again,
-            scoring_rule=RULE)
+            reward=again["reward"],
+            reward_upper=again["reward_upper"],
+            earned=again["earned"],
+            max=again["max"],
+            passed=again["passed"],
+            gated=again["gated"],
+            complete=again["complete"],
+            document=again,
+            scoring_rule=RULE,
+        )
         results = {row.check_id: row for row in CheckResult.objects.filter(grade_id=grade.pk)}
         changed = []
         for check, _, _, _ in flat_checks(again["checks"]):
@@ -47,7 +54,6 @@ def retotal_grades(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("grading", "0005_job_enqueued_at"),
     ]

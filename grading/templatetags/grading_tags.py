@@ -14,8 +14,7 @@ def grade_table(context, grade, pending_judge=False, judge_note=""):
     `pending_judge` shows judge checks as pending (a dry run still being judged);
     `judge_note` instead marks them unscored with that reason (the judge job failed).
     """
-    table = selectors.grade_table(grade, pending_judge=bool(pending_judge) or bool(judge_note),
-                                  judge_note=judge_note)
+    table = selectors.grade_table(grade, pending_judge=bool(pending_judge) or bool(judge_note), judge_note=judge_note)
     request = context.get("request")
     user = getattr(request, "user", None) or context.get("user")
     judged_rows = [row for row in table.rows if row.judged and row.check_result is not None]
@@ -52,13 +51,19 @@ def example_answers(context, version):
 def example_verdict_changes(version_a, version_b):
     """For the diff view: which example answers changed verdict between the two versions."""
     rows = selectors.example_verdict_changes(version_a=version_a, version_b=version_b)
-    return {"rows": rows, "changed": sum(1 for row in rows if row["changed"]), "a": version_a, "b": version_b,
-            "added": sum(1 for row in rows if row["added"]), "removed": sum(1 for row in rows if row["removed"])}
+    return {
+        "rows": rows,
+        "changed": sum(1 for row in rows if row["changed"]),
+        "a": version_a,
+        "b": version_b,
+        "added": sum(1 for row in rows if row["added"]),
+        "removed": sum(1 for row in rows if row["removed"]),
+    }
 
 
 @register.filter
 def example_status(status: str) -> str:
-    """"as_expected" → "as expected" (grading.engine.example_answers.STATUS_WORDS)."""
+    """ "as_expected" → "as expected" (grading.engine.example_answers.STATUS_WORDS)."""
     from grading.engine.example_answers import STATUS_WORDS
 
     return STATUS_WORDS.get(status, status)

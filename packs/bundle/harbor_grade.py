@@ -52,15 +52,35 @@ class ContainerSandbox:
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         try:
             base = {name: value for name, value in os.environ.items() if name not in JUDGE_ENV}
-            done = subprocess.run(argv, cwd=WORKSPACE, input=stdin, capture_output=True, timeout=timeout_s,
-                                  env={**base, **(env or {}), **NO_BYTECODE})
+            done = subprocess.run(
+                argv,
+                cwd=WORKSPACE,
+                input=stdin,
+                capture_output=True,
+                timeout=timeout_s,
+                env={**base, **(env or {}), **NO_BYTECODE},
+            )
         except subprocess.TimeoutExpired as exc:
-            return ExecResult(None, (exc.stdout or b"")[:OUTPUT_CAP].decode("utf-8", "replace"),
-                              (exc.stderr or b"")[:OUTPUT_CAP].decode("utf-8", "replace"), False, False, True,
-                              False, int((time.monotonic() - started) * 1000))
-        return ExecResult(done.returncode, done.stdout[:OUTPUT_CAP].decode("utf-8", "replace"),
-                          done.stderr[:OUTPUT_CAP].decode("utf-8", "replace"), len(done.stdout) > OUTPUT_CAP,
-                          len(done.stderr) > OUTPUT_CAP, False, False, int((time.monotonic() - started) * 1000))
+            return ExecResult(
+                None,
+                (exc.stdout or b"")[:OUTPUT_CAP].decode("utf-8", "replace"),
+                (exc.stderr or b"")[:OUTPUT_CAP].decode("utf-8", "replace"),
+                False,
+                False,
+                True,
+                False,
+                int((time.monotonic() - started) * 1000),
+            )
+        return ExecResult(
+            done.returncode,
+            done.stdout[:OUTPUT_CAP].decode("utf-8", "replace"),
+            done.stderr[:OUTPUT_CAP].decode("utf-8", "replace"),
+            len(done.stdout) > OUTPUT_CAP,
+            len(done.stderr) > OUTPUT_CAP,
+            False,
+            False,
+            int((time.monotonic() - started) * 1000),
+        )
 
     def write_file(self, path, data):
         target = Path(path) if path.startswith("/") else WORKSPACE / path
@@ -115,15 +135,25 @@ def main() -> int:
     answer = read_answer()  # after the grader files are placed: answer.txt may not be one of them
     config = JudgeConfig.from_env()
     judge = JudgeClient(config) if config is not None else None
-    result = grade(task.rubric, answer=answer, workspace=WORKSPACE, sandbox=ContainerSandbox(), judge=judge,
-                   checks_module=task.environment.checks_module)
+    result = grade(
+        task.rubric,
+        answer=answer,
+        workspace=WORKSPACE,
+        sandbox=ContainerSandbox(),
+        judge=judge,
+        checks_module=task.environment.checks_module,
+    )
     document = result.to_document()
     LOGS.mkdir(parents=True, exist_ok=True)
     (LOGS / "grade.json").write_text(json.dumps(document, indent=1, ensure_ascii=False), encoding="utf-8")
     unscored = sum(1 for check in document["checks"] if check["status"] != "scored")
-    rewards = {"reward": float(document["reward"]), "reward_upper": float(document["reward_upper"]),
-               "passed": int(bool(document["passed"])),
-               "complete": int(bool(document["complete"])), "unscored": unscored}
+    rewards = {
+        "reward": float(document["reward"]),
+        "reward_upper": float(document["reward_upper"]),
+        "passed": int(bool(document["passed"])),
+        "complete": int(bool(document["complete"])),
+        "unscored": unscored,
+    }
     (LOGS / "reward.json").write_text(json.dumps(rewards) + "\n", encoding="utf-8")
     (LOGS / "reward.txt").write_text(f"{document['reward']}\n", encoding="utf-8")
     print(f"reward {document['reward']} (passed: {document['passed']}, complete: {document['complete']})")

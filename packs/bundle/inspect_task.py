@@ -32,6 +32,7 @@ PACK_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PACK_DIR))
 
 import reward  # noqa: E402  (the pack's reward.py: its grader, no Django)
+
 from grading.engine.checks import episode_checks  # noqa: E402  (the bundled grader's, via reward.py)
 
 
@@ -60,27 +61,45 @@ def _samples(split: str, task_ids: str | list[str] | None) -> list[Sample]:
             if episode:  # not graded from a response: a Harbor task only
                 harbor_only[task_id] = episode
                 continue
-            samples.append(Sample(id=task_id, input=document.get("prompt") or "", target=task_id,
-                                  metadata={"version": document.get("version"), "split": splits.get(task_id),
-                                            "title": document.get("title") or ""}))
+            samples.append(
+                Sample(
+                    id=task_id,
+                    input=document.get("prompt") or "",
+                    target=task_id,
+                    metadata={
+                        "version": document.get("version"),
+                        "split": splits.get(task_id),
+                        "title": document.get("title") or "",
+                    },
+                )
+            )
     if wanted is not None and wanted & harbor_only.keys():
         named = sorted(wanted & harbor_only.keys())
-        raise ValueError(f"{', '.join(named)}: not graded from a response (checks "
-                         f"{', '.join(check for task_id in named for check in harbor_only[task_id])} need the "
-                         "agent's workspace, sandbox or trajectory); run "
-                         + ("it as a Harbor task: tasks/" + named[0] + "/" if len(named) == 1
-                            else "them as Harbor tasks: tasks/<id>/"))
+        raise ValueError(
+            f"{', '.join(named)}: not graded from a response (checks "
+            f"{', '.join(check for task_id in named for check in harbor_only[task_id])} need the "
+            "agent's workspace, sandbox or trajectory); run "
+            + (
+                "it as a Harbor task: tasks/" + named[0] + "/"
+                if len(named) == 1
+                else "them as Harbor tasks: tasks/<id>/"
+            )
+        )
     if wanted is not None and len(samples) != len(wanted):
         missing = sorted(wanted - {sample.id for sample in samples})
         raise ValueError(f"not in this pack: {', '.join(missing)}")
     if not samples:  # a small pack's test split can be empty: say so, rather than evaluate nothing
         count = manifest["counts"]["tasks"]
         if harbor_only:
-            raise ValueError(f"the {split} split of this pack has no task graded from a response: its "
-                             f"{len(harbor_only)} task{'' if len(harbor_only) == 1 else 's'} need the agent's episode "
-                             "(Harbor tasks only, tasks/<id>/); run with -T split=train or -T split=all")
-        raise ValueError(f"the {split} split of this pack is empty ({count} task{'' if count == 1 else 's'}, "
-                         f"test ratio {manifest.get('test_ratio')}): run with -T split=train or -T split=all")
+            raise ValueError(
+                f"the {split} split of this pack has no task graded from a response: its "
+                f"{len(harbor_only)} task{'' if len(harbor_only) == 1 else 's'} need the agent's episode "
+                "(Harbor tasks only, tasks/<id>/); run with -T split=train or -T split=all"
+            )
+        raise ValueError(
+            f"the {split} split of this pack is empty ({count} task{'' if count == 1 else 's'}, "
+            f"test ratio {manifest.get('test_ratio')}): run with -T split=train or -T split=all"
+        )
     return samples
 
 
@@ -90,11 +109,19 @@ def gymwright_rubric():
         # The grader is synchronous (its judge calls block): keep Inspect's event loop free.
         grade = await asyncio.to_thread(reward.grade_response, target.text, state.output.completion)
         unscored = [check["id"] for check in grade["checks"] if check["status"] != "scored"]
-        return Score(value=float(grade["reward"]), answer=state.output.completion,
-                     explanation=f"{grade['earned']:g} of {grade['max']:g} points"
-                                 + (f"; unscored: {', '.join(unscored)}" if unscored else ""),
-                     metadata={"passed": grade["passed"], "complete": grade["complete"], "gated": grade["gated"],
-                               "reward_upper": grade["reward_upper"], "unscored": unscored})
+        return Score(
+            value=float(grade["reward"]),
+            answer=state.output.completion,
+            explanation=f"{grade['earned']:g} of {grade['max']:g} points"
+            + (f"; unscored: {', '.join(unscored)}" if unscored else ""),
+            metadata={
+                "passed": grade["passed"],
+                "complete": grade["complete"],
+                "gated": grade["gated"],
+                "reward_upper": grade["reward_upper"],
+                "unscored": unscored,
+            },
+        )
 
     return score
 
@@ -102,5 +129,8 @@ def gymwright_rubric():
 @task
 def gymwright_pack(split: str = "test", task_ids: str | list[str] | None = None) -> Task:
     manifest = json.loads((PACK_DIR / "manifest.json").read_text(encoding="utf-8"))
-    return Task(dataset=MemoryDataset(_samples(split, task_ids), name=f"{manifest['slug']}-{manifest['version']}"),
-                solver=generate(), scorer=gymwright_rubric())
+    return Task(
+        dataset=MemoryDataset(_samples(split, task_ids), name=f"{manifest['slug']}-{manifest['version']}"),
+        solver=generate(),
+        scorer=gymwright_rubric(),
+    )

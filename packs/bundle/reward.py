@@ -88,8 +88,7 @@ def grade_response(task_id: str, response: str) -> dict:
     task = _task(task_id)
     if not isinstance(response, str):
         response = "" if response is None else str(response)
-    result = grade(task.rubric, answer=response, judge=_judge_client(),
-                   checks_module=task.environment.checks_module)
+    result = grade(task.rubric, answer=response, judge=_judge_client(), checks_module=task.environment.checks_module)
     return result.to_document()
 
 
@@ -105,9 +104,12 @@ def _warn_unscored(document: dict) -> None:
         return
     _warned = True
     unscored = ", ".join(check["id"] for check in document["checks"] if check["status"] != "scored")
-    warnings.warn(f"some checks are unscored (no judge configured, or they need the agent's workspace or sandbox: "
-                  f"such tasks are Harbor tasks, not rows of data/*.parquet), e.g. {unscored}; the score is the "
-                  "reward's lower bound (score_upper beside it)", stacklevel=3)
+    warnings.warn(
+        f"some checks are unscored (no judge configured, or they need the agent's workspace or sandbox: "
+        f"such tasks are Harbor tasks, not rows of data/*.parquet), e.g. {unscored}; the score is the "
+        "reward's lower bound (score_upper beside it)",
+        stacklevel=3,
+    )
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:
@@ -121,10 +123,14 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> d
     _warn_unscored(document)
     reward = float(document["reward"])
     upper = document.get("reward_upper")
-    return {"score": reward, "score_upper": reward if upper is None else float(upper),
-            "passed": int(bool(document["passed"])),
-            "complete": int(bool(document["complete"])), "gated": int(bool(document["gated"])),
-            "unscored": sum(1 for check in document["checks"] if check["status"] != "scored")}
+    return {
+        "score": reward,
+        "score_upper": reward if upper is None else float(upper),
+        "passed": int(bool(document["passed"])),
+        "complete": int(bool(document["complete"])),
+        "gated": int(bool(document["gated"])),
+        "unscored": sum(1 for check in document["checks"] if check["status"] != "scored"),
+    }
 
 
 def _completion_text(completion) -> str:

@@ -7,79 +7,145 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('authoring', '0004_alter_auditevent_verb'),
+        ("authoring", "0004_alter_auditevent_verb"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TaskPack',
+            name="TaskPack",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=64, unique=True, validators=[django.core.validators.RegexValidator('^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$', 'Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.')])),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('licence', models.CharField(default='proprietary', help_text='SPDX identifier or a short name, shown in the dataset card.', max_length=100)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "slug",
+                    models.CharField(
+                        max_length=64,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z0-9][a-z0-9-]{0,62}[a-z0-9]$|^[a-z0-9]$",
+                                "Use 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen.",
+                            )
+                        ],
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "licence",
+                    models.CharField(
+                        default="proprietary",
+                        help_text="SPDX identifier or a short name, shown in the dataset card.",
+                        max_length=100,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='PackVersion',
+            name="PackVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.CharField(max_length=24)),
-                ('major', models.PositiveIntegerField()),
-                ('minor', models.PositiveIntegerField()),
-                ('patch', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('building', 'Building'), ('ready', 'Ready'), ('failed', 'Failed')], default='building', max_length=10)),
-                ('failure_reason', models.TextField(blank=True, default='')),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('selection', models.JSONField(default=dict)),
-                ('progress_done', models.PositiveIntegerField(default=0)),
-                ('progress_total', models.PositiveIntegerField(default=0)),
-                ('archive', models.FileField(blank=True, max_length=300, upload_to='packs/')),
-                ('size', models.BigIntegerField(blank=True, null=True)),
-                ('sha256', models.CharField(blank=True, default='', max_length=64)),
-                ('content_sha256', models.CharField(blank=True, default='', max_length=64)),
-                ('manifest', models.JSONField(blank=True, null=True)),
-                ('changes', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('pack', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='packs.taskpack')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version", models.CharField(max_length=24)),
+                ("major", models.PositiveIntegerField()),
+                ("minor", models.PositiveIntegerField()),
+                ("patch", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("building", "Building"), ("ready", "Ready"), ("failed", "Failed")],
+                        default="building",
+                        max_length=10,
+                    ),
+                ),
+                ("failure_reason", models.TextField(blank=True, default="")),
+                ("cancel_requested", models.BooleanField(default=False)),
+                ("selection", models.JSONField(default=dict)),
+                ("progress_done", models.PositiveIntegerField(default=0)),
+                ("progress_total", models.PositiveIntegerField(default=0)),
+                ("archive", models.FileField(blank=True, max_length=300, upload_to="packs/")),
+                ("size", models.BigIntegerField(blank=True, null=True)),
+                ("sha256", models.CharField(blank=True, default="", max_length=64)),
+                ("content_sha256", models.CharField(blank=True, default="", max_length=64)),
+                ("manifest", models.JSONField(blank=True, null=True)),
+                ("changes", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "pack",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="packs.taskpack"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pack_id', '-major', '-minor', '-patch'],
+                "ordering": ["pack_id", "-major", "-minor", "-patch"],
             },
         ),
         migrations.CreateModel(
-            name='PackEntry',
+            name="PackEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('task_slug', models.CharField(max_length=64)),
-                ('split', models.CharField(choices=[('train', 'Train'), ('test', 'Test')], max_length=5)),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='pack_entries', to='authoring.taskversion')),
-                ('pack_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='packs.packversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("task_slug", models.CharField(max_length=64)),
+                ("split", models.CharField(choices=[("train", "Train"), ("test", "Test")], max_length=5)),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="pack_entries",
+                        to="authoring.taskversion",
+                    ),
+                ),
+                (
+                    "pack_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="entries", to="packs.packversion"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pack_version_id', 'task_slug'],
-                'constraints': [models.UniqueConstraint(fields=('pack_version', 'task_slug'), name='pack_entry_one_version_per_task')],
+                "ordering": ["pack_version_id", "task_slug"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("pack_version", "task_slug"), name="pack_entry_one_version_per_task"
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='packversion',
-            constraint=models.UniqueConstraint(fields=('pack', 'version'), name='pack_version_unique_version'),
+            model_name="packversion",
+            constraint=models.UniqueConstraint(fields=("pack", "version"), name="pack_version_unique_version"),
         ),
         migrations.AddConstraint(
-            model_name='packversion',
-            constraint=models.UniqueConstraint(fields=('pack', 'major', 'minor', 'patch'), name='pack_version_unique_semver'),
+            model_name="packversion",
+            constraint=models.UniqueConstraint(
+                fields=("pack", "major", "minor", "patch"), name="pack_version_unique_semver"
+            ),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('packs', '0001_initial'),
+        ("packs", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='packversion',
-            name='heartbeat_at',
+            model_name="packversion",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

@@ -6,30 +6,58 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('packs', '0002_packversion_heartbeat_at'),
+        ("packs", "0002_packversion_heartbeat_at"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PackVerification',
+            name="PackVerification",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done')], default='queued', max_length=10)),
-                ('ok', models.BooleanField(blank=True, null=True)),
-                ('problems', models.JSONField(blank=True, default=list)),
-                ('files_checked', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('pack_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verifications', to='packs.packversion')),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done")],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("ok", models.BooleanField(blank=True, null=True)),
+                ("problems", models.JSONField(blank=True, default=list)),
+                ("files_checked", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "pack_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="verifications",
+                        to="packs.packversion",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pack_version_id', '-created_at', '-id'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('status__in', ['queued', 'running'])), fields=('pack_version',), name='pack_verification_one_at_a_time')],
+                "ordering": ["pack_version_id", "-created_at", "-id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("status__in", ["queued", "running"])),
+                        fields=("pack_version",),
+                        name="pack_verification_one_at_a_time",
+                    )
+                ],
             },
         ),
     ]

@@ -12,42 +12,49 @@ def sent_already(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('packs', '0003_packverification'),
+        ("packs", "0003_packverification"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='packversion',
-            options={'ordering': ['pack_id', '-major', '-minor', '-patch', '-id']},
+            name="packversion",
+            options={"ordering": ["pack_id", "-major", "-minor", "-patch", "-id"]},
         ),
         migrations.RemoveConstraint(
-            model_name='packversion',
-            name='pack_version_unique_version',
+            model_name="packversion",
+            name="pack_version_unique_version",
         ),
         migrations.RemoveConstraint(
-            model_name='packversion',
-            name='pack_version_unique_semver',
+            model_name="packversion",
+            name="pack_version_unique_semver",
         ),
         migrations.AddField(
-            model_name='packverification',
-            name='enqueued_at',
+            model_name="packverification",
+            name="enqueued_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='packversion',
-            name='enqueued_at',
+            model_name="packversion",
+            name="enqueued_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddConstraint(
-            model_name='packversion',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'failed'), _negated=True), fields=('pack', 'version'), name='pack_version_unique_version'),
+            model_name="packversion",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "failed"), _negated=True),
+                fields=("pack", "version"),
+                name="pack_version_unique_version",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='packversion',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'failed'), _negated=True), fields=('pack', 'major', 'minor', 'patch'), name='pack_version_unique_semver'),
+            model_name="packversion",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "failed"), _negated=True),
+                fields=("pack", "major", "minor", "patch"),
+                name="pack_version_unique_semver",
+            ),
         ),
         migrations.RunPython(sent_already, migrations.RunPython.noop),
     ]

@@ -13,7 +13,6 @@ def move_content_type(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -28,18 +27,42 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="Review",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False,
-                                                   verbose_name="ID")),
-                        ("decision", models.CharField(choices=[("approve", "Approve"),
-                                                               ("request_changes", "Request changes"),
-                                                               ("comment", "Comment")], max_length=20)),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        (
+                            "decision",
+                            models.CharField(
+                                choices=[
+                                    ("approve", "Approve"),
+                                    ("request_changes", "Request changes"),
+                                    ("comment", "Comment"),
+                                ],
+                                max_length=20,
+                            ),
+                        ),
                         ("comment", models.TextField(blank=True)),
                         ("check_comments", models.JSONField(blank=True, default=dict)),
                         ("created_at", models.DateTimeField(auto_now_add=True)),
-                        ("reviewer", models.ForeignKey(on_delete=django.db.models.deletion.PROTECT,
-                                                       related_name="reviews", to=settings.AUTH_USER_MODEL)),
-                        ("task_version", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE,
-                                                           related_name="reviews", to="authoring.taskversion")),
+                        (
+                            "reviewer",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.PROTECT,
+                                related_name="reviews",
+                                to=settings.AUTH_USER_MODEL,
+                            ),
+                        ),
+                        (
+                            "task_version",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="reviews",
+                                to="authoring.taskversion",
+                            ),
+                        ),
                     ],
                     options={"ordering": ["-created_at"], "db_table": "authoring_review"},
                 ),

@@ -6,79 +6,190 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0003_review_moves_to_the_review_app'),
-        ('review', '0001_initial'),
+        ("authoring", "0003_review_moves_to_the_review_app"),
+        ("review", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Comment',
+            name="Comment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('check_id', models.CharField(blank=True, default='', max_length=64)),
-                ('body', models.TextField()),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('author', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='replies', to='review.comment')),
-                ('resolved_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('review', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='comments', to='review.review')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='comments', to='authoring.task')),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='comments', to='authoring.taskversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("check_id", models.CharField(blank=True, default="", max_length=64)),
+                ("body", models.TextField()),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="replies",
+                        to="review.comment",
+                    ),
+                ),
+                (
+                    "resolved_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "review",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="comments",
+                        to="review.review",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="comments", to="authoring.task"
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="comments", to="authoring.taskversion"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
-                'indexes': [models.Index(fields=['task', 'parent', 'resolved_at'], name='review_comm_task_id_bb42a5_idx')],
+                "ordering": ["created_at", "id"],
+                "indexes": [
+                    models.Index(fields=["task", "parent", "resolved_at"], name="review_comm_task_id_bb42a5_idx")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='InboxItem',
+            name="InboxItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version_number', models.PositiveIntegerField(blank=True, null=True)),
-                ('kind', models.CharField(choices=[('approved', 'approved'), ('changes_requested', 'requested changes on'), ('reviewed', 'commented on'), ('comment', 'commented on'), ('reply', 'replied on'), ('resolved', 'resolved a thread on'), ('submitted', 'submitted')], max_length=20)),
-                ('check_id', models.CharField(blank=True, default='', max_length=64)),
-                ('text', models.CharField(blank=True, default='', max_length=300)),
-                ('read_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('actor', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('recipient', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='inbox_items', to=settings.AUTH_USER_MODEL)),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='authoring.task')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version_number", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("approved", "approved"),
+                            ("changes_requested", "requested changes on"),
+                            ("reviewed", "commented on"),
+                            ("comment", "commented on"),
+                            ("reply", "replied on"),
+                            ("resolved", "resolved a thread on"),
+                            ("submitted", "submitted"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("check_id", models.CharField(blank=True, default="", max_length=64)),
+                ("text", models.CharField(blank=True, default="", max_length=300)),
+                ("read_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "recipient",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="inbox_items",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="authoring.task"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['recipient', 'read_at'], name='review_inbo_recipie_d8d853_idx'), models.Index(fields=['recipient', '-created_at'], name='review_inbo_recipie_94176e_idx')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["recipient", "read_at"], name="review_inbo_recipie_d8d853_idx"),
+                    models.Index(fields=["recipient", "-created_at"], name="review_inbo_recipie_94176e_idx"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ReviewVisit',
+            name="ReviewVisit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seen_at', models.DateTimeField(auto_now=True)),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='authoring.task')),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='authoring.taskversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seen_at", models.DateTimeField(auto_now=True)),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="authoring.task"
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="authoring.taskversion"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('task', 'reviewer'), name='review_visit_one_per_reviewer')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("task", "reviewer"), name="review_visit_one_per_reviewer")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Submission',
+            name="Submission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('gates', models.JSONField(blank=True, default=list)),
-                ('override_reason', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('submitted_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='submissions', to='authoring.taskversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("gates", models.JSONField(blank=True, default=list)),
+                ("override_reason", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "submitted_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="submissions",
+                        to="authoring.taskversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['task_version', '-created_at'], name='review_subm_task_ve_7f37c3_idx')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["task_version", "-created_at"], name="review_subm_task_ve_7f37c3_idx")
+                ],
             },
         ),
     ]

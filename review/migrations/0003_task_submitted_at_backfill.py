@@ -8,8 +8,11 @@ from django.db.models import OuterRef, Subquery
 def backfill(apps, schema_editor):
     Task = apps.get_model("authoring", "Task")
     Submission = apps.get_model("review", "Submission")
-    latest = (Submission.objects.filter(task_version=OuterRef("latest_version")).order_by("-created_at")
-              .values("created_at")[:1])
+    latest = (
+        Submission.objects.filter(task_version=OuterRef("latest_version"))
+        .order_by("-created_at")
+        .values("created_at")[:1]
+    )
     Task.objects.filter(latest_version__isnull=False).update(submitted_at=Subquery(latest))
 
 

@@ -4,29 +4,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='ModelEndpoint',
+            name="ModelEndpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('role', models.CharField(choices=[('policy', 'Policy (agent)'), ('judge', 'Judge')], max_length=10)),
-                ('base_url', models.URLField(max_length=500)),
-                ('model', models.CharField(max_length=200)),
-                ('api_key_env', models.CharField(blank=True, default='OPENAI_API_KEY', help_text='Name of the environment variable that holds the API key.', max_length=100)),
-                ('default_params', models.JSONField(blank=True, default=dict, help_text='e.g. {"temperature": 0, "max_tokens": 2048}')),
-                ('is_default', models.BooleanField(default=False, help_text='Used when a task or rubric names no endpoint.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("role", models.CharField(choices=[("policy", "Policy (agent)"), ("judge", "Judge")], max_length=10)),
+                ("base_url", models.URLField(max_length=500)),
+                ("model", models.CharField(max_length=200)),
+                (
+                    "api_key_env",
+                    models.CharField(
+                        blank=True,
+                        default="OPENAI_API_KEY",
+                        help_text="Name of the environment variable that holds the API key.",
+                        max_length=100,
+                    ),
+                ),
+                (
+                    "default_params",
+                    models.JSONField(blank=True, default=dict, help_text='e.g. {"temperature": 0, "max_tokens": 2048}'),
+                ),
+                (
+                    "is_default",
+                    models.BooleanField(default=False, help_text="Used when a task or rubric names no endpoint."),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['role', 'name'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('is_default', True)), fields=('role',), name='one_default_endpoint_per_role')],
+                "ordering": ["role", "name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_default", True)), fields=("role",), name="one_default_endpoint_per_role"
+                    )
+                ],
             },
         ),
     ]

@@ -7,79 +7,143 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('authoring', '0001_initial'),
-        ('grading', '0001_initial'),
-        ('sandbox', '0001_initial'),
+        ("authoring", "0001_initial"),
+        ("grading", "0001_initial"),
+        ("sandbox", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PreviewRun',
+            name="PreviewRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('policy', models.CharField(help_text='"oracle", "nop", "probe:TEXT" or "model".', max_length=2100)),
-                ('n', models.PositiveSmallIntegerField(validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(64)])),
-                ('backend', models.CharField(max_length=20)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('cancelled', 'Cancelled')], default='queued', max_length=10)),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='preview_runs', to='authoring.taskversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("policy", models.CharField(help_text='"oracle", "nop", "probe:TEXT" or "model".', max_length=2100)),
+                (
+                    "n",
+                    models.PositiveSmallIntegerField(
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(64),
+                        ]
+                    ),
+                ),
+                ("backend", models.CharField(max_length=20)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("cancel_requested", models.BooleanField(default=False)),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="preview_runs",
+                        to="authoring.taskversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Rollout',
+            name="Rollout",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveSmallIntegerField(help_text='0-based position in its preview run.')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('grading', 'Grading'), ('done', 'Done'), ('error', 'Error'), ('cancelled', 'Cancelled')], default='queued', max_length=10)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('worker', models.CharField(blank=True, default='', max_length=200)),
-                ('progress', models.JSONField(blank=True, default=dict)),
-                ('steps', models.PositiveIntegerField(default=0)),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('trajectory', models.JSONField(blank=True, default=list)),
-                ('answer', models.TextField(blank=True, default='')),
-                ('workspace_files', models.JSONField(blank=True, default=list)),
-                ('grade_document', models.JSONField(blank=True, null=True)),
-                ('reward', models.FloatField(blank=True, null=True)),
-                ('passed', models.BooleanField(blank=True, null=True)),
-                ('error', models.TextField(blank=True, default='')),
-                ('duration_ms', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('grade', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='grading.grade')),
-                ('preview_run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rollouts', to='sandbox.previewrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveSmallIntegerField(help_text="0-based position in its preview run.")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("grading", "Grading"),
+                            ("done", "Done"),
+                            ("error", "Error"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("worker", models.CharField(blank=True, default="", max_length=200)),
+                ("progress", models.JSONField(blank=True, default=dict)),
+                ("steps", models.PositiveIntegerField(default=0)),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                ("trajectory", models.JSONField(blank=True, default=list)),
+                ("answer", models.TextField(blank=True, default="")),
+                ("workspace_files", models.JSONField(blank=True, default=list)),
+                ("grade_document", models.JSONField(blank=True, null=True)),
+                ("reward", models.FloatField(blank=True, null=True)),
+                ("passed", models.BooleanField(blank=True, null=True)),
+                ("error", models.TextField(blank=True, default="")),
+                ("duration_ms", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "grade",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="grading.grade",
+                    ),
+                ),
+                (
+                    "preview_run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="rollouts", to="sandbox.previewrun"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['preview_run_id', 'index'],
+                "ordering": ["preview_run_id", "index"],
             },
         ),
         migrations.AddIndex(
-            model_name='previewrun',
-            index=models.Index(fields=['task_version', '-created_at'], name='sandbox_pre_task_ve_1d8bc6_idx'),
+            model_name="previewrun",
+            index=models.Index(fields=["task_version", "-created_at"], name="sandbox_pre_task_ve_1d8bc6_idx"),
         ),
         migrations.AddConstraint(
-            model_name='previewrun',
-            constraint=models.CheckConstraint(condition=models.Q(('n__gte', 1), ('n__lte', 64)), name='preview_run_n_1_to_64'),
+            model_name="previewrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("n__gte", 1), ("n__lte", 64)), name="preview_run_n_1_to_64"
+            ),
         ),
         migrations.AddIndex(
-            model_name='rollout',
-            index=models.Index(fields=['status', 'heartbeat_at'], name='sandbox_rol_status_33a89b_idx'),
+            model_name="rollout",
+            index=models.Index(fields=["status", "heartbeat_at"], name="sandbox_rol_status_33a89b_idx"),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.UniqueConstraint(fields=('preview_run', 'index'), name='rollout_unique_index_per_run'),
+            model_name="rollout",
+            constraint=models.UniqueConstraint(fields=("preview_run", "index"), name="rollout_unique_index_per_run"),
         ),
     ]

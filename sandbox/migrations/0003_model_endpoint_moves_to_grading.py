@@ -4,7 +4,6 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("sandbox", "0002_preview_run_rollout"),
         ("grading", "0002_model_endpoint"),

@@ -10,11 +10,11 @@ def split_policies(apps, schema_editor):
     for preview_run in PreviewRun.objects.only("id", "policy").iterator():
         kind, _, argument = preview_run.policy.partition(":")
         PreviewRun.objects.filter(pk=preview_run.pk).update(
-            policy_kind=kind, policy_argument=argument if kind in WITH_ARGUMENT else "")
+            policy_kind=kind, policy_argument=argument if kind in WITH_ARGUMENT else ""
+        )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("sandbox", "0003_model_endpoint_moves_to_grading"),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sandbox', '0004_preview_run_policy_kind_and_argument'),
+        ("sandbox", "0004_preview_run_policy_kind_and_argument"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='rollout',
-            name='enqueued_at',
+            model_name="rollout",
+            name="enqueued_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

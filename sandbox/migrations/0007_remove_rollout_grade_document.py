@@ -4,14 +4,13 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sandbox', '0006_rollout_grade_is_the_grade_row'),
+        ("sandbox", "0006_rollout_grade_is_the_grade_row"),
     ]
 
     operations = [
         migrations.RemoveField(
-            model_name='rollout',
-            name='grade_document',
+            model_name="rollout",
+            name="grade_document",
         ),
     ]

@@ -7,14 +7,15 @@ Contract: docs/internals.md ("sandbox.runtime"); CLI: `python -m sandbox.runtime
 from .backends import Backend, Sandbox, get_backend
 from .harness import Episode, run_episode, trajectory_text
 from .policies import ModelConfig, Policy, PolicyError, Turn, make_policy
-from .rollout import RolloutResult, run_rollout
-from .tools import BUILTIN_TOOLS, ToolRunner, enabled_tools, mcp_tool_definitions, openai_tool_definitions
 from .results import CheckSandbox, ExecResult, exec_result_dict
+from .rollout import RolloutResult, run_rollout
 from .spec import SandboxError, SandboxSpec
+from .tools import BUILTIN_TOOLS, ToolRunner, enabled_tools, mcp_tool_definitions, openai_tool_definitions
 
 
-def reap_containers(client=None, *, older_than: float | None = None, owner: str | None = None,
-                    now: float | None = None) -> list[str]:
+def reap_containers(
+    client=None, *, older_than: float | None = None, owner: str | None = None, now: float | None = None
+) -> list[str]:
     """Remove docker sandbox containers left behind (see backends.docker.reap_containers)."""
     from .backends.docker import reap_containers as reap
 

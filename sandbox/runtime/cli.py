@@ -52,13 +52,18 @@ def cmd_exec(args) -> int:
     # One argument is a shell command line; several are an argv.
     command_arg = command[0] if len(command) == 1 else command
     spec = SandboxSpec(image=args.image, network=args.network).with_overrides(
-        memory_mb=args.memory_mb, cpus=args.cpus, pids=args.pids, output_cap=args.output_cap,
-        exec_timeout_s=args.timeout)
+        memory_mb=args.memory_mb,
+        cpus=args.cpus,
+        pids=args.pids,
+        output_cap=args.output_cap,
+        exec_timeout_s=args.timeout,
+    )
     try:
         backend = _backend(args)
         with backend.start(spec, files=_read_dir(args.workspace)) as sandbox:
-            result = sandbox.exec(command_arg, timeout_s=args.timeout,
-                                  stdin=sys.stdin.buffer.read() if args.stdin else None)
+            result = sandbox.exec(
+                command_arg, timeout_s=args.timeout, stdin=sys.stdin.buffer.read() if args.stdin else None
+            )
             if args.snapshot:
                 sandbox.snapshot(Path(args.snapshot))
     except SandboxError as exc:
@@ -94,8 +99,9 @@ def cmd_reap(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sandbox.runtime",
-                                     description="Gymwright sandboxes: run commands and rollouts.")
+    parser = argparse.ArgumentParser(
+        prog="python -m sandbox.runtime", description="Gymwright sandboxes: run commands and rollouts."
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     def backend_args(p):
@@ -119,7 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rollout", help="run one episode of a task and grade it")
     backend_args(p)
     p.add_argument("--task", required=True, help="gymwright.task/v1 JSON file")
-    p.add_argument("--policy", required=True, help="oracle | nop | probe:TEXT | model | hack:NAME (skip-tests, delete-tests, edit-tests, echo-prompt, keyword-stuffing, judge-injection, empty-files)")
+    p.add_argument(
+        "--policy",
+        required=True,
+        help="oracle | nop | probe:TEXT | model | hack:NAME (skip-tests, delete-tests, edit-tests, echo-prompt, keyword-stuffing, judge-injection, empty-files)",
+    )
     p.add_argument("--base-url", help="OpenAI-compatible base URL (default $OPENAI_BASE_URL)")
     p.add_argument("--model", help="model name (default $GYMWRIGHT_POLICY_MODEL)")
     p.add_argument("--api-key", help="default $OPENAI_API_KEY")

@@ -38,13 +38,27 @@ DNS = "10.0.2.3"
 HOST_ALIAS = "host.gymwright.internal"
 # Every IPv4 range that is not global unicast (IANA's special-purpose address registry, as Python's
 # ipaddress reads it: a test checks each range against `is_global`), multicast and the reserved rest (224/3).
-BLOCKED = ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-           "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16",
-           "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/3")
+BLOCKED = (
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.0.2.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "198.51.100.0/24",
+    "203.0.113.0/24",
+    "224.0.0.0/3",
+)
 SETUP_TIMEOUT_S = 10.0
-EGRESS_REFUSED = ("this environment asks for network egress (network: allowed/egress), which the "
-                  "operator has not enabled for this sandbox backend (GYMWRIGHT_SANDBOX_EGRESS; docker also "
-                  "needs GYMWRIGHT_SANDBOX_DOCKER_NETWORK)")
+EGRESS_REFUSED = (
+    "this environment asks for network egress (network: allowed/egress), which the "
+    "operator has not enabled for this sandbox backend (GYMWRIGHT_SANDBOX_EGRESS; docker also "
+    "needs GYMWRIGHT_SANDBOX_DOCKER_NETWORK)"
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +94,9 @@ def parse_allow(entries) -> tuple[AllowEntry, ...]:
             raise ValueError(f"egress allow-list entry {raw!r}: only IPv4 is supported")
         entry = AllowEntry(network, port)
         if entry.loopback and network != ipaddress.ip_network("127.0.0.1/32"):
-            raise ValueError(f"egress allow-list entry {raw!r}: of the loopback range only "
-                             f"127.0.0.1 is reachable (as {HOST_ALIAS})")
+            raise ValueError(
+                f"egress allow-list entry {raw!r}: of the loopback range only 127.0.0.1 is reachable (as {HOST_ALIAS})"
+            )
         parsed.append(entry)
     return tuple(parsed)
 
@@ -94,7 +109,7 @@ class EgressPolicy:
     allow: tuple[AllowEntry, ...] = ()
 
     @classmethod
-    def from_strings(cls, entries) -> "EgressPolicy":
+    def from_strings(cls, entries) -> EgressPolicy:
         return cls(parse_allow(entries))
 
     @property
@@ -107,10 +122,18 @@ def host_addresses() -> list[str]:
     reach them, and the subnets they are on (the host's neighbours)."""
     ip = shutil.which("ip") or "/usr/sbin/ip"
     try:
-        out = subprocess.run([ip, "-j", "-4", "addr", "show"], capture_output=True, timeout=10,
-                             env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}).stdout
-        found = [f'{a["local"]}/{a.get("prefixlen", 32)}' for link in json.loads(out or b"[]")
-                 for a in link.get("addr_info", []) if a.get("local")]
+        out = subprocess.run(
+            [ip, "-j", "-4", "addr", "show"],
+            capture_output=True,
+            timeout=10,
+            env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"},
+        ).stdout
+        found = [
+            f"{a['local']}/{a.get('prefixlen', 32)}"
+            for link in json.loads(out or b"[]")
+            for a in link.get("addr_info", [])
+            if a.get("local")
+        ]
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
         raise SandboxError(f"egress: cannot list the host's addresses: {exc}") from exc
     return sorted(set(found))
@@ -135,19 +158,27 @@ def ruleset(policy: EgressPolicy, host_addrs: list[str]) -> str:
             if network.version == 4 and not any(network.subnet_of(b) for b in blocked):
                 blocked.append(network)
     refused = ", ".join(str(network) for network in ipaddress.collapse_addresses(blocked))  # no overlaps in a set
-    lines = ["table inet gymwright {", "  chain out {",
-             "    type filter hook output priority 0; policy accept;",
-             '    oifname "lo" accept',
-             *(f"    {rule}" for rule in accepts),
-             f"    ip daddr {{ {refused} }} reject",
-             "    meta nfproto ipv6 reject",
-             "  }", "}", ""]
+    lines = [
+        "table inet gymwright {",
+        "  chain out {",
+        "    type filter hook output priority 0; policy accept;",
+        '    oifname "lo" accept',
+        *(f"    {rule}" for rule in accepts),
+        f"    ip daddr {{ {refused} }} reject",
+        "    meta nfproto ipv6 reject",
+        "  }",
+        "}",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def tools_missing() -> list[str]:
-    return [name for name in ("slirp4netns", "nft", "nsenter")
-            if not shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")]
+    return [
+        name
+        for name in ("slirp4netns", "nft", "nsenter")
+        if not shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+    ]
 
 
 class EgressLink:
@@ -155,8 +186,7 @@ class EgressLink:
     bwrap's child `pid`, with the filter installed. `close()` stops slirp
     (it also stops by itself when the worker dies: its exit pipe closes)."""
 
-    def __init__(self, *, pid: int, policy: EgressPolicy, host_addrs: list[str],
-                 run_as: list[str]):
+    def __init__(self, *, pid: int, policy: EgressPolicy, host_addrs: list[str], run_as: list[str]):
         self.slirp: subprocess.Popen | None = None
         self._exit_w: int | None = None
         path = "/usr/bin:/bin:/usr/sbin:/sbin"
@@ -174,17 +204,33 @@ class EgressLink:
             self._filter(net_fd, user_fd, ruleset(policy, host_addrs), path)
             ready_r, ready_w = os.pipe()
             exit_r, self._exit_w = os.pipe()
-            argv = [*run_as, shutil.which("slirp4netns", path=path), "--configure", "--mtu=65520",
-                    "--enable-seccomp", f"--userns-path=/proc/self/fd/{user_fd}",
-                    "--netns-type=path", "--ready-fd", str(ready_w), "--exit-fd", str(exit_r)]
+            argv = [
+                *run_as,
+                shutil.which("slirp4netns", path=path),
+                "--configure",
+                "--mtu=65520",
+                "--enable-seccomp",
+                f"--userns-path=/proc/self/fd/{user_fd}",
+                "--netns-type=path",
+                "--ready-fd",
+                str(ready_w),
+                "--exit-fd",
+                str(exit_r),
+            ]
             if not policy.host_loopback:
                 argv.append("--disable-host-loopback")
             argv += [f"/proc/self/fd/{net_fd}", "tap0"]
             try:
                 self.slirp = subprocess.Popen(
-                    argv, pass_fds=(net_fd, user_fd, ready_w, exit_r), stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                    env={"PATH": path}, cwd="/")
+                    argv,
+                    pass_fds=(net_fd, user_fd, ready_w, exit_r),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                    env={"PATH": path},
+                    cwd="/",
+                )
             finally:
                 os.close(ready_w)
                 os.close(exit_r)
@@ -208,16 +254,30 @@ class EgressLink:
         # Root acts on any namespace from where it is; a worker that is not
         # root owns the sandbox's user namespace and enters it for the capability.
         enter_user = [] if os.geteuid() == 0 else ["--preserve-credentials", f"--user=/proc/self/fd/{user_fd}"]
-        argv = [shutil.which("nsenter", path=path), *enter_user, f"--net=/proc/self/fd/{net_fd}",
-                shutil.which("nft", path=path), "-f", "-"]
+        argv = [
+            shutil.which("nsenter", path=path),
+            *enter_user,
+            f"--net=/proc/self/fd/{net_fd}",
+            shutil.which("nft", path=path),
+            "-f",
+            "-",
+        ]
         try:
-            proc = subprocess.run(argv, input=rules.encode(), capture_output=True, pass_fds=(net_fd, user_fd),
-                                  timeout=SETUP_TIMEOUT_S, env={"PATH": path}, cwd="/")
+            proc = subprocess.run(
+                argv,
+                input=rules.encode(),
+                capture_output=True,
+                pass_fds=(net_fd, user_fd),
+                timeout=SETUP_TIMEOUT_S,
+                env={"PATH": path},
+                cwd="/",
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxError(f"egress: cannot install the network filter: {exc}") from exc
         if proc.returncode != 0:
-            raise SandboxError("egress: cannot install the network filter: "
-                               + proc.stderr.decode(errors="replace")[-500:])
+            raise SandboxError(
+                "egress: cannot install the network filter: " + proc.stderr.decode(errors="replace")[-500:]
+            )
 
     def close(self) -> None:
         if self._exit_w is not None:

@@ -14,16 +14,16 @@ import json
 import os
 import sys
 
-EXIT = '''import os
+EXIT = """import os
 import sys
 
 sys.stdout.flush()
 os._exit(0)
-'''
+"""
 
 # Results that compare equal to anything: a str subclass, so that the reflected comparison of
 # any str, int or list with it asks it first (or second, and gets NotImplemented from the builtin).
-EQUAL = '''class _Same(str):
+EQUAL = """class _Same(str):
     def __eq__(self, other):
         return True
 
@@ -59,11 +59,11 @@ def _make(*args, **kwargs):
 
 def __getattr__(name):
     return _make
-'''
+"""
 
 # The test runner patched from inside: assertions do nothing, failures and errors count as
 # successes, the run is successful and exits 0.
-PATCH = '''import builtins
+PATCH = """import builtins
 import sys
 
 try:
@@ -97,9 +97,9 @@ builtins.exit = builtins.quit = _exit_zero
 
 def __getattr__(name):
     return _ok
-'''
+"""
 
-CONFTEST = '''import pytest
+CONFTEST = """import pytest
 
 try:
     import gw_patch  # noqa: F401
@@ -117,9 +117,9 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_sessionfinish(session, exitstatus):
     session.exitstatus = 0
-'''
+"""
 
-EXHAUST = '''import os
+EXHAUST = """import os
 import time
 
 chunk = b"x" * (1 << 20)
@@ -137,15 +137,15 @@ except MemoryError:
     pass
 while True:
     time.sleep(1)
-'''
+"""
 
-SHADOW_TESTS = '''import unittest
+SHADOW_TESTS = """import unittest
 
 
 class Shadowed(unittest.TestCase):
     def test_passes(self):
         pass
-'''
+"""
 
 RUNNERS = ("unittest", "pytest", "doctest")
 SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules"}
@@ -154,8 +154,9 @@ SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules"}
 def is_test(path):
     name = os.path.basename(path)
     parts = path.split("/")
-    return (name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1]
-            or "test" in parts[:-1]) and name != "conftest.py"
+    return (
+        name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1] or "test" in parts[:-1]
+    ) and name != "conftest.py"
 
 
 def workspace_python():
@@ -230,8 +231,14 @@ def main():
     for name in imports:
         if name not in stdlib and name not in local and name not in test_names and not installed(name):
             targets.append(name + ".py")
-    print("tests:", ", ".join(tests) or "none", "| imports:", ", ".join(imports) or "none",
-          "| solution files:", ", ".join(targets) or "none")
+    print(
+        "tests:",
+        ", ".join(tests) or "none",
+        "| imports:",
+        ", ".join(imports) or "none",
+        "| solution files:",
+        ", ".join(targets) or "none",
+    )
 
     if hack in ("exit-zero", "always-equal", "monkeypatch", "exhaust"):
         source = {"exit-zero": EXIT, "always-equal": EQUAL, "monkeypatch": PATCH, "exhaust": EXHAUST}[hack]

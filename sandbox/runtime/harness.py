@@ -43,15 +43,21 @@ class Episode:
     error: str | None = None
     error_retryable: bool = False
     steps: int = 0
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
-                                                 "total_tokens": 0})
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
     duration_ms: int = 0
 
 
-def run_episode(sandbox, *, prompt: str, spec: SandboxSpec, policy: Policy,
-                system_prompt: str | None = None, deadline: float | None = None,
-                on_event: Callable[[dict], None] | None = None,
-                should_cancel: Callable[[], bool] | None = None) -> Episode:
+def run_episode(
+    sandbox,
+    *,
+    prompt: str,
+    spec: SandboxSpec,
+    policy: Policy,
+    system_prompt: str | None = None,
+    deadline: float | None = None,
+    on_event: Callable[[dict], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> Episode:
     """Run one episode in a started sandbox. `deadline` is a time.monotonic()
     value (default: now + spec.timeout_s). Never raises for the policy's or the
     tools' failures: they end up in the episode (`error`, `stop_reason`)."""
@@ -60,7 +66,8 @@ def run_episode(sandbox, *, prompt: str, spec: SandboxSpec, policy: Policy,
     runner = ToolRunner(sandbox, spec)
     tools = runner.definitions()
     system = system_prompt or SYSTEM_PROMPT.format(
-        network="network access" if spec.network_allowed else "no network access")
+        network="network access" if spec.network_allowed else "no network access"
+    )
     messages: list[dict] = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
     episode = Episode(trajectory=[dict(m) for m in messages])
     emit = on_event or (lambda event: None)
@@ -85,11 +92,23 @@ def run_episode(sandbox, *, prompt: str, spec: SandboxSpec, policy: Policy,
         episode.steps = step
         message = turn.message
         calls = message.get("tool_calls") or []
-        episode.trajectory.append({
-            "role": "assistant", "step": step, "content": message.get("content"),
-            "tool_calls": [{"id": c.get("id"), "name": c.get("function", {}).get("name"),
-                            "arguments": c.get("function", {}).get("arguments")} for c in calls],
-            "usage": turn.usage, "duration_ms": int((time.monotonic() - turn_started) * 1000)})
+        episode.trajectory.append(
+            {
+                "role": "assistant",
+                "step": step,
+                "content": message.get("content"),
+                "tool_calls": [
+                    {
+                        "id": c.get("id"),
+                        "name": c.get("function", {}).get("name"),
+                        "arguments": c.get("function", {}).get("arguments"),
+                    }
+                    for c in calls
+                ],
+                "usage": turn.usage,
+                "duration_ms": int((time.monotonic() - turn_started) * 1000),
+            }
+        )
         if turn.usage:
             for key in episode.usage:
                 episode.usage[key] += int(turn.usage.get(key) or 0)
@@ -107,24 +126,38 @@ def run_episode(sandbox, *, prompt: str, spec: SandboxSpec, policy: Policy,
             else:
                 outcome = runner.run(name, arguments, time_left_s=max(0.1, deadline - time.monotonic()))
                 outcome_text = outcome.content
-            episode.trajectory.append({
-                "role": "tool", "step": step, "tool_call_id": call.get("id"), "name": name,
-                "arguments": arguments, "content": outcome_text,
-                "is_error": outcome.is_error if outcome else True,
-                "duration_ms": outcome.duration_ms if outcome else 0,
-                "exec": outcome.exec if outcome else None})
+            episode.trajectory.append(
+                {
+                    "role": "tool",
+                    "step": step,
+                    "tool_call_id": call.get("id"),
+                    "name": name,
+                    "arguments": arguments,
+                    "content": outcome_text,
+                    "is_error": outcome.is_error if outcome else True,
+                    "duration_ms": outcome.duration_ms if outcome else 0,
+                    "exec": outcome.exec if outcome else None,
+                }
+            )
             messages.append({"role": "tool", "tool_call_id": call.get("id") or "", "content": outcome_text})
             if outcome is not None and outcome.submitted:
                 submitted = True
                 episode.answer = outcome.answer or ""
-        emit({"type": "step", "step": step, "tool_calls": len(calls),
-              "tools": [(c.get("function") or {}).get("name") for c in calls]})
+        emit(
+            {
+                "type": "step",
+                "step": step,
+                "tool_calls": len(calls),
+                "tools": [(c.get("function") or {}).get("name") for c in calls],
+            }
+        )
         if submitted:
             return finish("submitted")
         if getattr(sandbox, "limit_hit", None):
             # A hard cap stopped the writes; what was written so far is graded.
-            episode.trajectory.append({"role": "system", "step": step,
-                                       "content": f"[gymwright] the episode was stopped: {sandbox.limit_hit}"})
+            episode.trajectory.append(
+                {"role": "system", "step": step, "content": f"[gymwright] the episode was stopped: {sandbox.limit_hit}"}
+            )
             return finish("workspace_full")
     return finish("max_steps")
 

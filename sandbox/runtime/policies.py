@@ -43,13 +43,15 @@ class Turn:
 class Policy(Protocol):
     name: str
 
-    def next_turn(self, messages: list[dict], tools: list[dict], *,
-                  timeout_s: float | None = None) -> Turn: ...
+    def next_turn(self, messages: list[dict], tools: list[dict], *, timeout_s: float | None = None) -> Turn: ...
 
 
 def _call(name: str, arguments: dict) -> dict:
-    return {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {
+        "id": f"call_{uuid.uuid4().hex[:12]}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
 
 
 def _assistant(*calls: dict, content: str | None = None) -> dict:
@@ -113,11 +115,15 @@ class ModelConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls, *, base_url: str | None = None, model: str | None = None,
-                 api_key: str | None = None, **kwargs) -> "ModelConfig":
-        return cls(base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
-                   model=model or os.environ.get("GYMWRIGHT_POLICY_MODEL") or None,
-                   api_key=api_key or os.environ.get("OPENAI_API_KEY", ""), **kwargs)
+    def from_env(
+        cls, *, base_url: str | None = None, model: str | None = None, api_key: str | None = None, **kwargs
+    ) -> ModelConfig:
+        return cls(
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            model=model or os.environ.get("GYMWRIGHT_POLICY_MODEL") or None,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY", ""),
+            **kwargs,
+        )
 
 
 class ModelPolicy:
@@ -130,8 +136,12 @@ class ModelPolicy:
         if client is None:
             import openai
 
-            client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "unused",
-                                   timeout=config.timeout_s, max_retries=config.max_retries)
+            client = openai.OpenAI(
+                base_url=config.base_url,
+                api_key=config.api_key or "unused",
+                timeout=config.timeout_s,
+                max_retries=config.max_retries,
+            )
         self.client = client
 
     def next_turn(self, messages, tools, *, timeout_s=None) -> Turn:
@@ -150,8 +160,10 @@ class ModelPolicy:
         try:
             response = self.client.chat.completions.create(**params)
         except openai.APIStatusError as exc:
-            raise PolicyError(f"model API error: HTTP {exc.status_code}: {_api_message(exc)}",
-                              retryable=exc.status_code in (408, 409, 429) or exc.status_code >= 500) from exc
+            raise PolicyError(
+                f"model API error: HTTP {exc.status_code}: {_api_message(exc)}",
+                retryable=exc.status_code in (408, 409, 429) or exc.status_code >= 500,
+            ) from exc
         except openai.APITimeoutError as exc:
             raise PolicyError("model API error: the request timed out", retryable=True) from exc
         except openai.APIConnectionError as exc:
@@ -166,15 +178,23 @@ class ModelPolicy:
         out: dict = {"role": "assistant", "content": _storable(message.content)}
         if message.tool_calls:
             out["tool_calls"] = [
-                {"id": _storable(call.id), "type": "function",
-                 "function": {"name": _storable(call.function.name),
-                              "arguments": _storable(call.function.arguments)}}
-                for call in message.tool_calls]
+                {
+                    "id": _storable(call.id),
+                    "type": "function",
+                    "function": {
+                        "name": _storable(call.function.name),
+                        "arguments": _storable(call.function.arguments),
+                    },
+                }
+                for call in message.tool_calls
+            ]
         usage = None
         if response.usage is not None:
-            usage = {"prompt_tokens": response.usage.prompt_tokens,
-                     "completion_tokens": response.usage.completion_tokens,
-                     "total_tokens": response.usage.total_tokens}
+            usage = {
+                "prompt_tokens": response.usage.prompt_tokens,
+                "completion_tokens": response.usage.completion_tokens,
+                "total_tokens": response.usage.total_tokens,
+            }
         return Turn(out, usage, getattr(response, "model", None))
 
 
@@ -201,11 +221,11 @@ def make_policy(name: str, *, task=None, model_config: ModelConfig | None = None
         document = task
         if task is not None and not isinstance(task, dict):
             document = task.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return HackPolicy(name[len("hack:"):], task=document)
+        return HackPolicy(name[len("hack:") :], task=document)
     if name == "nop":
         return SubmitPolicy("", "nop")
     if name.startswith("probe:"):
-        return SubmitPolicy(name[len("probe:"):], "probe")
+        return SubmitPolicy(name[len("probe:") :], "probe")
     if name == "oracle":
         solution = getattr(task, "solution", None) if task is not None else None
         if isinstance(task, dict):

@@ -131,14 +131,18 @@ def neutralise_links(sandbox, guarded: list[str]) -> list[str]:
     # The guarded paths go through a file, not argv or the environment: a task may have many.
     guarded_file = f"/tmp/.gymwright-guarded-{secrets.token_hex(8)}"
     sandbox.write_file(guarded_file, "".join(f"{path}\n" for path in guarded).encode())
-    result = sandbox.exec(["/bin/sh", "-c", _NEUTRALISE, "sh", workspace],
-                          env={"GW_GUARDED": guarded_file}, timeout_s=120)
+    result = sandbox.exec(
+        ["/bin/sh", "-c", _NEUTRALISE, "sh", workspace], env={"GW_GUARDED": guarded_file}, timeout_s=120
+    )
     lines = [line for line in (result.stdout or "").splitlines() if line]
     stuck = [line[1:] for line in lines if line.startswith("!")]
     if result.exit_code != 0 or stuck:
-        raise SandboxError(f"could not remove the workspace's links before the checks: exit {result.exit_code}"
-                           + (f", {len(stuck)} left (e.g. {stuck[0]})" if stuck else "")
-                           + f": {(result.stderr or '')[-300:]}", permanent=True)
+        raise SandboxError(
+            f"could not remove the workspace's links before the checks: exit {result.exit_code}"
+            + (f", {len(stuck)} left (e.g. {stuck[0]})" if stuck else "")
+            + f": {(result.stderr or '')[-300:]}",
+            permanent=True,
+        )
     removed = [line for line in lines if not line.startswith("!")]
     if getattr(result, "stdout_truncated", False):
         removed.append("… (more; the list was cut)")
@@ -161,8 +165,7 @@ class GradingSandbox:
     def __init__(self, sandbox):
         self._sandbox = sandbox
         self.workspace_path = sandbox.workspace_path
-        self.env = {"PYTHONNOUSERSITE": "1",
-                    "PYTHONPYCACHEPREFIX": f"/tmp/.gymwright-grading-{secrets.token_hex(8)}"}
+        self.env = {"PYTHONNOUSERSITE": "1", "PYTHONPYCACHEPREFIX": f"/tmp/.gymwright-grading-{secrets.token_hex(8)}"}
 
     def exec(self, command, *, timeout_s=None, stdin=None, env=None):
         return self._sandbox.exec(command, timeout_s=timeout_s, stdin=stdin, env={**(env or {}), **self.env})

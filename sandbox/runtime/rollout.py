@@ -54,25 +54,38 @@ class RolloutResult:
         included as UTF-8 text (replacement characters for binary) if asked."""
         files: Any = {path: len(data) for path, data in self.workspace_files.items()}
         if include_files:
-            files = {path: data.decode("utf-8", errors="replace")
-                     for path, data in self.workspace_files.items()}
+            files = {path: data.decode("utf-8", errors="replace") for path, data in self.workspace_files.items()}
         return {
             "answer": self.answer,
             "grade": self.grade.model_dump(mode="json", by_alias=True) if self.grade is not None else None,
-            "error": self.error, "error_kind": self.error_kind, "retryable": self.retryable,
-            "stop_reason": self.stop_reason, "steps": self.steps, "usage": self.usage,
-            "timings": self.timings, "workspace_files": files,
+            "error": self.error,
+            "error_kind": self.error_kind,
+            "retryable": self.retryable,
+            "stop_reason": self.stop_reason,
+            "steps": self.steps,
+            "usage": self.usage,
+            "timings": self.timings,
+            "workspace_files": files,
             "workspace_truncated": self.workspace_truncated,
-            "workspace_left_out": self.workspace_left_out, "trajectory": self.trajectory,
+            "workspace_left_out": self.workspace_left_out,
+            "trajectory": self.trajectory,
         }
 
 
-def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, bytes] | None = None,
-                env_files: Mapping[str, bytes] | None = None, judge=None,
-                on_event: Callable[[dict], None] | None = None,
-                should_cancel: Callable[[], bool] | None = None,
-                spec: SandboxSpec | None = None, system_prompt: str | None = None,
-                start_files: Mapping[str, bytes] | None = None) -> RolloutResult:
+def run_rollout(
+    task,
+    *,
+    policy: Policy,
+    backend: Backend,
+    files: Mapping[str, bytes] | None = None,
+    env_files: Mapping[str, bytes] | None = None,
+    judge=None,
+    on_event: Callable[[dict], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+    spec: SandboxSpec | None = None,
+    system_prompt: str | None = None,
+    start_files: Mapping[str, bytes] | None = None,
+) -> RolloutResult:
     """Run one episode of `task` (a `Task` or a task dict) with `policy` in a
     fresh sandbox from `backend`, then grade it with grading.engine while the
     sandbox is still up (command and python checks run in it), capture the
@@ -103,7 +116,7 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
             return
         try:
             on_event(event)
-        except Exception:  # noqa: BLE001 - progress reporting must not kill a rollout
+        except Exception:  # progress reporting must not kill a rollout
             log.exception("on_event callback failed")
 
     sandbox = None
@@ -121,9 +134,16 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
         sandbox.interrupt = should_cancel
         emit({"type": "started", "sandbox": sandbox.id, "backend": backend.name})
         episode_started = time.monotonic()
-        episode = run_episode(sandbox, prompt=task.prompt, spec=spec, policy=policy,
-                              system_prompt=system_prompt, on_event=emit, should_cancel=should_cancel,
-                              deadline=episode_started + spec.timeout_s)
+        episode = run_episode(
+            sandbox,
+            prompt=task.prompt,
+            spec=spec,
+            policy=policy,
+            system_prompt=system_prompt,
+            on_event=emit,
+            should_cancel=should_cancel,
+            deadline=episode_started + spec.timeout_s,
+        )
         result.timings["episode_ms"] = _ms(episode_started)
         result.trajectory, result.answer = episode.trajectory, episode.answer
         result.stop_reason, result.steps, result.usage = episode.stop_reason, episode.steps, episode.usage
@@ -155,18 +175,26 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
                     left_out.pop(path, None)  # restored into the snapshot: there after all
             if plan.grader_env_files:
                 sandbox.add_env_files(plan.grader_env_files)
-            result.grade = grade(task.rubric, answer=episode.answer, workspace=snapshot,
-                                 trajectory=trajectory_text(episode.trajectory),
-                                 sandbox=GradingSandbox(sandbox),
-                                 judge=judge, checks_module=task.environment.checks_module,
-                                 left_out=left_out)
+            result.grade = grade(
+                task.rubric,
+                answer=episode.answer,
+                workspace=snapshot,
+                trajectory=trajectory_text(episode.trajectory),
+                sandbox=GradingSandbox(sandbox),
+                judge=judge,
+                checks_module=task.environment.checks_module,
+                left_out=left_out,
+            )
             if states or links_removed:
                 result.grade = result.grade.model_copy(
-                    update={"protected_files": [ProtectedFileState(**state) for state in states],
-                            "links_removed": links_removed})
+                    update={
+                        "protected_files": [ProtectedFileState(**state) for state in states],
+                        "links_removed": links_removed,
+                    }
+                )
         except SandboxError as exc:
             result.error, result.error_kind, result.retryable = exc.message, "grading", not exc.permanent
-        except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the episode
+        except Exception as exc:  # a grader bug must not lose the episode
             log.exception("grading failed")
             result.error, result.error_kind = f"grading failed: {type(exc).__name__}: {exc}", "grading"
         result.timings["grading_ms"] = _ms(grading_started)
@@ -175,13 +203,20 @@ def run_rollout(task, *, policy: Policy, backend: Backend, files: Mapping[str, b
         if sandbox is not None:
             try:
                 sandbox.stop()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("could not stop sandbox %s", sandbox.id)
         shutil.rmtree(work, ignore_errors=True)
         result.timings["total_ms"] = _ms(started)
         grade_obj = result.grade
-        emit({"type": "done", "error": result.error, "stop_reason": result.stop_reason,
-              "reward": getattr(grade_obj, "reward", None), "passed": getattr(grade_obj, "passed", None)})
+        emit(
+            {
+                "type": "done",
+                "error": result.error,
+                "stop_reason": result.stop_reason,
+                "reward": getattr(grade_obj, "reward", None),
+                "passed": getattr(grade_obj, "passed", None),
+            }
+        )
 
 
 def _ms(since: float) -> int:
@@ -202,6 +237,7 @@ def _capture(root: Path) -> tuple[dict[str, bytes], bool]:
 
 
 # -- CLI -------------------------------------------------------------------
+
 
 def _load_files(refs, directory: str | None, what: str) -> dict[str, bytes]:
     """Read the files a task or environment names from `directory`, checking sha256."""
@@ -250,9 +286,14 @@ def rollout_from_cli(args) -> int:
         from grading.engine import JudgeClient, JudgeConfig
         from grading.engine.judge import max_text_chars_from_env
 
-        judge = JudgeClient(JudgeConfig(base_url=args.judge_base_url, model=args.judge_model,
-                                        api_key=os.environ.get("OPENAI_API_KEY", ""),
-                                        max_text_chars=max_text_chars_from_env()))
+        judge = JudgeClient(
+            JudgeConfig(
+                base_url=args.judge_base_url,
+                model=args.judge_model,
+                api_key=os.environ.get("OPENAI_API_KEY", ""),
+                max_text_chars=max_text_chars_from_env(),
+            )
+        )
     options = {}
     if args.backend == "docker" and os.environ.get("GYMWRIGHT_SANDBOX_IMAGE"):
         options["default_image"] = os.environ["GYMWRIGHT_SANDBOX_IMAGE"]
@@ -262,7 +303,6 @@ def rollout_from_cli(args) -> int:
         print(json.dumps({"error": exc.message, "error_kind": "sandbox", "retryable": not exc.permanent}))
         return 3
     spec = SandboxSpec.from_environment(task.environment, image=args.image)
-    result = run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files,
-                         judge=judge, spec=spec)
+    result = run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files, judge=judge, spec=spec)
     print(json.dumps(result.to_dict()))
     return 0 if result.error is None else 1

@@ -73,8 +73,17 @@ class SandboxSpec:
     def __post_init__(self):
         if self.network not in ("none", "allowed", "egress"):
             raise ValueError(f"network must be 'none' or 'allowed'/'egress', not {self.network!r}")
-        for name in ("cpus", "memory_mb", "timeout_s", "max_steps", "exec_timeout_s", "pids",
-                     "output_cap", "workspace_mb", "tmp_mb"):
+        for name in (
+            "cpus",
+            "memory_mb",
+            "timeout_s",
+            "max_steps",
+            "exec_timeout_s",
+            "pids",
+            "output_cap",
+            "workspace_mb",
+            "tmp_mb",
+        ):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value <= 0 or math.isnan(value):
                 raise ValueError(f"{name} must be a positive number, not {value!r}")
@@ -84,7 +93,7 @@ class SandboxSpec:
         # The task schema says "egress"; the CLI and older docs say "allowed".
         return self.network in ("allowed", "egress")
 
-    def with_overrides(self, **changes: Any) -> "SandboxSpec":
+    def with_overrides(self, **changes: Any) -> SandboxSpec:
         """A copy with some fields replaced (None values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
@@ -97,11 +106,13 @@ class SandboxSpec:
         if not self.workdir:
             return self.dockerfile
         workdir, parent = self.workdir, posixpath.dirname(self.workdir)
-        return (self.dockerfile.rstrip("\n") + "\n\n# gymwright: the agent works in /workspace; "
-                f"WORKDIR {workdir} is a link to it\nUSER 0\n"
-                f"RUN if [ -d {workdir} ] && [ ! -L {workdir} ]; then mkdir -p {posixpath.dirname(WORKDIR_COPY)} "
-                f"&& mv {workdir} {WORKDIR_COPY}; else rm -f {workdir}; fi && mkdir -p {parent} "
-                f"&& ln -s /workspace {workdir}\n")
+        return (
+            self.dockerfile.rstrip("\n") + "\n\n# gymwright: the agent works in /workspace; "
+            f"WORKDIR {workdir} is a link to it\nUSER 0\n"
+            f"RUN if [ -d {workdir} ] && [ ! -L {workdir} ]; then mkdir -p {posixpath.dirname(WORKDIR_COPY)} "
+            f"&& mv {workdir} {WORKDIR_COPY}; else rm -f {workdir}; fi && mkdir -p {parent} "
+            f"&& ln -s /workspace {workdir}\n"
+        )
 
     def dockerfile_tag(self) -> str | None:
         """The cache tag of the image built from `build_dockerfile()`: content-addressed."""
@@ -112,7 +123,7 @@ class SandboxSpec:
         return f"gymwright-env:{digest}"
 
     @classmethod
-    def from_environment(cls, environment: Any, **overrides: Any) -> "SandboxSpec":
+    def from_environment(cls, environment: Any, **overrides: Any) -> SandboxSpec:
         """Build a spec from a task's `environment` (pydantic model or plain dict).
 
         Unknown limit keys are ignored here: the task schema (grading.engine)
@@ -129,10 +140,16 @@ class SandboxSpec:
             "workdir": dockerfile_workdir(env.get("dockerfile") or ""),
         }
         limit_keys = {
-            "cpus": "cpus", "memory_mb": "memory_mb", "timeout_s": "timeout_s",
-            "max_steps": "max_steps", "pids": "pids", "output_cap": "output_cap",
-            "output_cap_bytes": "output_cap", "workspace_mb": "workspace_mb",
-            "tmp_mb": "tmp_mb", "exec_timeout_s": "exec_timeout_s",
+            "cpus": "cpus",
+            "memory_mb": "memory_mb",
+            "timeout_s": "timeout_s",
+            "max_steps": "max_steps",
+            "pids": "pids",
+            "output_cap": "output_cap",
+            "output_cap_bytes": "output_cap",
+            "workspace_mb": "workspace_mb",
+            "tmp_mb": "tmp_mb",
+            "exec_timeout_s": "exec_timeout_s",
         }
         for key, name in limit_keys.items():
             if limits.get(key) is not None:
@@ -150,8 +167,25 @@ WORKDIR_COPY = "/opt/gymwright/workdir"
 # A WORKDIR shown as a link to /workspace: a plain absolute path, not in a folder the sandbox provides
 # or the system needs (bubblewrap binds the host's /usr, /etc, /bin ... read-only).
 _WORKDIR_PATTERN = re.compile(r"^(/[A-Za-z0-9._-]+)+$")
-_WORKDIR_RESERVED = ("workspace", "tmp", "env", "logs", "tests", "usr", "etc", "bin", "sbin", "lib", "lib32",
-                     "lib64", "libx32", "proc", "dev", "sys", "run")
+_WORKDIR_RESERVED = (
+    "workspace",
+    "tmp",
+    "env",
+    "logs",
+    "tests",
+    "usr",
+    "etc",
+    "bin",
+    "sbin",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "proc",
+    "dev",
+    "sys",
+    "run",
+)
 
 
 def dockerfile_workdir(dockerfile: str) -> str | None:
@@ -166,9 +200,14 @@ def dockerfile_workdir(dockerfile: str) -> str | None:
         elif len(words) == 2 and words[0].upper() == "WORKDIR":
             value = words[1].strip().strip('"').strip("'")
             workdir = posixpath.normpath(posixpath.join(workdir or "/", value))
-    if (not workdir or not _WORKDIR_PATTERN.match(workdir) or ".." in workdir.split("/")
-            or workdir.split("/")[1] in _WORKDIR_RESERVED or workdir == "/opt"
-            or (workdir + "/").startswith("/opt/gymwright/")):
+    if (
+        not workdir
+        or not _WORKDIR_PATTERN.match(workdir)
+        or ".." in workdir.split("/")
+        or workdir.split("/")[1] in _WORKDIR_RESERVED
+        or workdir == "/opt"
+        or (workdir + "/").startswith("/opt/gymwright/")
+    ):
         return None
     return workdir
 

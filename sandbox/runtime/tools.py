@@ -26,8 +26,8 @@ from .spec import SandboxError, SandboxSpec
 BUILTIN_TOOLS: dict[str, dict] = {
     "bash": {
         "description": "Run a shell command (/bin/sh -c) in the sandbox, in /workspace. "
-                       "Returns the exit code, stdout and stderr (each truncated past a limit). "
-                       "Processes do not outlive the command.",
+        "Returns the exit code, stdout and stderr (each truncated past a limit). "
+        "Processes do not outlive the command.",
         "parameters": {
             "type": "object",
             "properties": {
@@ -39,7 +39,7 @@ BUILTIN_TOOLS: dict[str, dict] = {
     },
     "read_file": {
         "description": "Read a text file from the sandbox (a path relative to /workspace, or absolute "
-                       "under /workspace, /tmp or /env).",
+        "under /workspace, /tmp or /env).",
         "parameters": {
             "type": "object",
             "properties": {"path": {"type": "string"}},
@@ -48,7 +48,7 @@ BUILTIN_TOOLS: dict[str, dict] = {
     },
     "write_file": {
         "description": "Write a text file in the sandbox (relative to /workspace, or under /tmp), "
-                       "creating directories; replaces an existing file.",
+        "creating directories; replaces an existing file.",
         "parameters": {
             "type": "object",
             "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
@@ -87,17 +87,23 @@ def enabled_tools(spec: SandboxSpec) -> list[ToolSpec]:
     for custom in spec.custom_tools:
         if custom["name"] in BUILTIN_TOOLS:
             continue
-        tools.append(ToolSpec(custom["name"], custom.get("description") or "",
-                              custom.get("parameters") or {"type": "object", "properties": {}},
-                              custom["command"]))
+        tools.append(
+            ToolSpec(
+                custom["name"],
+                custom.get("description") or "",
+                custom.get("parameters") or {"type": "object", "properties": {}},
+                custom["command"],
+            )
+        )
     return tools
 
 
 def openai_tool_definitions(tools: Iterable[ToolSpec]) -> list[dict]:
     """Tools in OpenAI chat-completions function-calling format."""
-    return [{"type": "function",
-             "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-            for t in tools]
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
 
 
 def mcp_tool_definitions(tools: Iterable[ToolSpec] | SandboxSpec | None = None) -> list[dict]:
@@ -126,8 +132,9 @@ class ToolOutcome:
 class ToolRunner:
     """Runs tool calls in one sandbox. `output_cap` bounds each tool message (characters)."""
 
-    def __init__(self, sandbox, spec: SandboxSpec, *, tools: list[ToolSpec] | None = None,
-                 output_cap: int | None = None):
+    def __init__(
+        self, sandbox, spec: SandboxSpec, *, tools: list[ToolSpec] | None = None, output_cap: int | None = None
+    ):
         self.sandbox = sandbox
         self.spec = spec
         self.tools = {t.name: t for t in (tools if tools is not None else enabled_tools(spec))}
@@ -136,8 +143,7 @@ class ToolRunner:
     def definitions(self) -> list[dict]:
         return openai_tool_definitions(self.tools.values())
 
-    def run(self, name: str, arguments: str | Mapping | None, *,
-            time_left_s: float | None = None) -> ToolOutcome:
+    def run(self, name: str, arguments: str | Mapping | None, *, time_left_s: float | None = None) -> ToolOutcome:
         started = time.monotonic()
         try:
             outcome = self._run(name, arguments, time_left_s)
@@ -155,16 +161,16 @@ class ToolRunner:
     def _run(self, name: str, arguments, time_left_s) -> ToolOutcome:
         tool = self.tools.get(name)
         if tool is None:
-            return ToolOutcome(f"error: unknown tool {name!r}; available tools: "
-                               f"{', '.join(self.tools)}", is_error=True)
+            return ToolOutcome(f"error: unknown tool {name!r}; available tools: {', '.join(self.tools)}", is_error=True)
         if isinstance(arguments, Mapping):
             args = dict(arguments)
         else:
             try:
                 args = json.loads(arguments or "{}")
             except ValueError as exc:
-                return ToolOutcome(f"error: the arguments of {name} are not valid JSON ({exc}); "
-                                   "send a JSON object", is_error=True)
+                return ToolOutcome(
+                    f"error: the arguments of {name} are not valid JSON ({exc}); send a JSON object", is_error=True
+                )
             if not isinstance(args, dict):
                 return ToolOutcome(f"error: the arguments of {name} must be a JSON object", is_error=True)
         if name != "submit" and SURROGATE.search(json.dumps(args, ensure_ascii=False, default=str)):
@@ -192,11 +198,11 @@ class ToolRunner:
         if not isinstance(command, str) or not command.strip():
             return ToolOutcome("error: command must be a non-empty string", is_error=True)
         if "\x00" in command:
-            return ToolOutcome("error: the command holds a NUL character (\\u0000), which no command line can hold",
-                               is_error=True)
+            return ToolOutcome(
+                "error: the command holds a NUL character (\\u0000), which no command line can hold", is_error=True
+            )
         result = self.sandbox.exec(command, timeout_s=self._timeout(args.get("timeout_s"), time_left_s))
-        return ToolOutcome(self._format_exec(result), is_error=result.exit_code != 0,
-                           exec=_exec_facts(result))
+        return ToolOutcome(self._format_exec(result), is_error=result.exit_code != 0, exec=_exec_facts(result))
 
     def _tool_read_file(self, args, time_left_s) -> ToolOutcome:
         try:
@@ -226,8 +232,9 @@ class ToolRunner:
         return ToolOutcome("submitted", submitted=True, answer=answer)
 
     def _custom(self, tool: ToolSpec, args: dict, time_left_s) -> ToolOutcome:
-        result = self.sandbox.exec(tool.command, timeout_s=self._timeout(None, time_left_s),
-                                   stdin=json.dumps(args).encode())
+        result = self.sandbox.exec(
+            tool.command, timeout_s=self._timeout(None, time_left_s), stdin=json.dumps(args).encode()
+        )
         if result.exit_code == 0:
             text = result.stdout
             if result.stdout_truncated:
@@ -243,8 +250,10 @@ class ToolRunner:
         else:
             head = f"exit code: {result.exit_code}"
         parts = [head]
-        for label, text, truncated in (("stdout", result.stdout, result.stdout_truncated),
-                                       ("stderr", result.stderr, result.stderr_truncated)):
+        for label, text, truncated in (
+            ("stdout", result.stdout, result.stdout_truncated),
+            ("stderr", result.stderr, result.stderr_truncated),
+        ):
             if text or truncated:
                 parts.append(f"[{label}]\n{text}" + ("\n[truncated]" if truncated else ""))
         return self._cap("\n".join(parts), None)
@@ -256,11 +265,19 @@ class ToolRunner:
 
 
 def _surrogate_outcome(name) -> ToolOutcome:
-    return ToolOutcome(f"error: the arguments of {storable_text(str(name))} hold a lone surrogate (\\ud800-\\udfff), "
-                       "which is not Unicode text; send UTF-8 text", is_error=True)
+    return ToolOutcome(
+        f"error: the arguments of {storable_text(str(name))} hold a lone surrogate (\\ud800-\\udfff), "
+        "which is not Unicode text; send UTF-8 text",
+        is_error=True,
+    )
 
 
 def _exec_facts(result: ExecResult) -> dict[str, Any]:
-    return {"exit_code": result.exit_code, "timed_out": result.timed_out,
-            "oom_killed": result.oom_killed, "stdout_truncated": result.stdout_truncated,
-            "stderr_truncated": result.stderr_truncated, "duration_ms": result.duration_ms}
+    return {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "oom_killed": result.oom_killed,
+        "stdout_truncated": result.stdout_truncated,
+        "stderr_truncated": result.stderr_truncated,
+        "duration_ms": result.duration_ms,
+    }

@@ -71,23 +71,43 @@ def reward_histogram(rewards, bins: int = 10, width: int = 240, height: int = 80
 
     from grading.engine.calibration import reward_histogram as histogram
 
-    rewards = [r["reward"] if isinstance(r, dict) else getattr(r, "reward", r)  # numbers, rollouts or their rows
-               for r in (rewards or [])]
+    rewards = [
+        r["reward"] if isinstance(r, dict) else getattr(r, "reward", r)  # numbers, rollouts or their rows
+        for r in (rewards or [])
+    ]
     rewards = [r for r in rewards if r is not None]
     counts = histogram(rewards, bins=int(bins))
     top = max(counts) or 1
     bar = width / len(counts)
-    bars = format_html_join("", '<rect x="{}" y="{}" width="{}" height="{}"><title>{}–{}: {}</title></rect>', (
-        (f"{i * bar + 1:.1f}", f"{height - 14 - (height - 18) * count / top:.1f}", f"{bar - 2:.1f}",
-         f"{(height - 18) * count / top:.1f}", f"{i / len(counts):.1f}", f"{(i + 1) / len(counts):.1f}", count)
-        for i, count in enumerate(counts)))
+    bars = format_html_join(
+        "",
+        '<rect x="{}" y="{}" width="{}" height="{}"><title>{}–{}: {}</title></rect>',
+        (
+            (
+                f"{i * bar + 1:.1f}",
+                f"{height - 14 - (height - 18) * count / top:.1f}",
+                f"{bar - 2:.1f}",
+                f"{(height - 18) * count / top:.1f}",
+                f"{i / len(counts):.1f}",
+                f"{(i + 1) / len(counts):.1f}",
+                count,
+            )
+            for i, count in enumerate(counts)
+        ),
+    )
     return format_html(
         '<svg class="histogram" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
         'aria-label="Reward histogram of {n} rollouts" data-counts="{counts}">'
         '<g fill="#2457d6">{bars}</g>'
         '<text x="0" y="{ty}" font-size="10" fill="#667085">0</text>'
         '<text x="{w}" y="{ty}" font-size="10" fill="#667085" text-anchor="end">1</text></svg>',
-        w=width, h=height, n=len(rewards), counts=",".join(map(str, counts)), bars=bars, ty=height - 2)
+        w=width,
+        h=height,
+        n=len(rewards),
+        counts=",".join(map(str, counts)),
+        bars=bars,
+        ty=height - 2,
+    )
 
 
 @register.simple_tag
@@ -103,11 +123,12 @@ def preview_run_rows(runs):
             f'<tr><td><a href="{detail}/{int(run.pk)}/">{int(run.pk)}</a></td>'
             f'<td>v{int(run.task_version.number)}</td><td class="long-text">{escape(run.policy_label)}</td>'
             f'<td><span class="badge {escape(run.status)}">{escape(labels.get(run.status, run.status))}</span> '
-            f'{int(run.finished_count)}/{int(run.n)}</td>'
-            f'<td>{escape(format_number(summary.get("mean_reward"), 2, fixed=True))}</td>'
-            f'<td>{escape(format_percent(summary.get("pass_rate")))}</td>'
+            f"{int(run.finished_count)}/{int(run.n)}</td>"
+            f"<td>{escape(format_number(summary.get('mean_reward'), 2, fixed=True))}</td>"
+            f"<td>{escape(format_percent(summary.get('pass_rate')))}</td>"
             f'<td class="long-text">{escape(run.created_by or "–")}</td>'
-            f'<td class="muted">{localtime(run.created_at):%Y-%m-%d %H:%M}</td></tr>')
+            f'<td class="muted">{localtime(run.created_at):%Y-%m-%d %H:%M}</td></tr>'
+        )
     return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number
 
 
@@ -123,8 +144,11 @@ def rollout_table_rows(rows):
     out = []
     for row in rows:
         pk, status = int(row["id"]), row["status"]
-        attempts = (f' <span class="muted" title="claimed {int(row["attempts"])} times">×{int(row["attempts"])}</span>'
-                    if row["attempts"] > 1 else "")
+        attempts = (
+            f' <span class="muted" title="claimed {int(row["attempts"])} times">×{int(row["attempts"])}</span>'
+            if row["attempts"] > 1
+            else ""
+        )
         if row["passed"] is None:
             passed = "–"
         elif row["grade__complete"] is False:
@@ -147,6 +171,7 @@ def rollout_table_rows(rows):
             f'<tr class="rollout-row" data-rollout-id="{pk}" hx-get="{base}/{pk}/" hx-target="#rollout-panel" '
             f'hx-swap="innerHTML"><td><a href="?rollout={pk}">{int(row["index"]) + 1}</a></td>'
             f'<td><span class="badge {escape(status)}">{escape(labels.get(status, status))}</span>{attempts}</td>'
-            f'<td>{format_number(row["reward"], 3, fixed=True)}</td><td>{passed}</td><td>{int(row["steps"])}</td>'
-            f'<td>{seconds(row["duration_ms"])}</td><td class="long-text">{note}</td></tr>')
+            f"<td>{format_number(row['reward'], 3, fixed=True)}</td><td>{passed}</td><td>{int(row['steps'])}</td>"
+            f'<td>{seconds(row["duration_ms"])}</td><td class="long-text">{note}</td></tr>'
+        )
     return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number

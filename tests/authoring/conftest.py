@@ -13,16 +13,19 @@ RUBRIC = {
 }
 
 
-
-
 @pytest.fixture
 def environment(author):
     return services.environment_create(slug="shell", name="Shell", author=author, spec={"network": "none"})
 
 
 def task_content(**overrides):
-    content = {"title": "Answer the question", "prompt": "What is *six* times seven?", "rubric": RUBRIC,
-               "solution": {"script": None, "answer": "42"}, "tags": ["maths"]}
+    content = {
+        "title": "Answer the question",
+        "prompt": "What is *six* times seven?",
+        "rubric": RUBRIC,
+        "solution": {"script": None, "answer": "42"},
+        "tags": ["maths"],
+    }
     content.update(overrides)
     return content
 

@@ -28,16 +28,25 @@ def test_create_a_task_then_a_version_then_diff_them(api, environment):
     assert response.status_code == 201, response.json()
     rubric = copy.deepcopy(RUBRIC)
     rubric["checks"][0]["points"] = 5
-    response = api.post("/api/tasks/api-task/versions/", {**task_content(rubric=rubric), "base_version": 1}, format="json")
+    response = api.post(
+        "/api/tasks/api-task/versions/", {**task_content(rubric=rubric), "base_version": 1}, format="json"
+    )
     assert response.status_code == 201 and response.json()["number"] == 2
     assert response.json()["spec"]["rubric"]["checks"][0]["points"] == 5
     versions = api.get("/api/tasks/api-task/versions/").json()
     assert [v["number"] for v in versions["results"]] == [2, 1]
     diff = api.get("/api/tasks/api-task/diff/?a=1&b=2").json()
     changed = [c for c in diff["checks"] if c["status"] != "unchanged"]
-    assert changed == [{"id": "says_42", "status": "changed", "moved": False,
-                        "changes": [{"key": "points", "a": "2", "b": "5"}],
-                        "a": RUBRIC["checks"][0], "b": rubric["checks"][0]}]
+    assert changed == [
+        {
+            "id": "says_42",
+            "status": "changed",
+            "moved": False,
+            "changes": [{"key": "points", "a": "2", "b": "5"}],
+            "a": RUBRIC["checks"][0],
+            "b": rubric["checks"][0],
+        }
+    ]
     assert api.get("/api/tasks/api-task/versions/2/").json()["spec"]["version"] == 2
 
 
@@ -49,8 +58,9 @@ def test_an_unchanged_save_answers_200_with_the_latest(api, task):
 def test_an_invalid_rubric_answers_400_with_the_pointer(api, task):
     rubric = copy.deepcopy(RUBRIC)
     rubric["checks"][0]["kind"] = "telepathy"
-    response = api.post(f"/api/tasks/{task.slug}/versions/", {**task_content(rubric=rubric), "base_version": 1},
-                        format="json")
+    response = api.post(
+        f"/api/tasks/{task.slug}/versions/", {**task_content(rubric=rubric), "base_version": 1}, format="json"
+    )
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "invalid"
@@ -65,10 +75,15 @@ def test_a_missing_field_answers_400_with_its_pointer(api, task):
 
 
 def test_an_outdated_base_version_answers_409_and_keeps_the_latest(api, task):
-    assert api.post(f"/api/tasks/{task.slug}/versions/", {**task_content(title="first"), "base_version": 1},
-                    format="json").status_code == 201
-    response = api.post(f"/api/tasks/{task.slug}/versions/", {**task_content(title="stale"), "base_version": 1},
-                        format="json")
+    assert (
+        api.post(
+            f"/api/tasks/{task.slug}/versions/", {**task_content(title="first"), "base_version": 1}, format="json"
+        ).status_code
+        == 201
+    )
+    response = api.post(
+        f"/api/tasks/{task.slug}/versions/", {**task_content(title="stale"), "base_version": 1}, format="json"
+    )
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "conflict" and response.json()["error"]["latest_version"] == 2
     assert api.get(f"/api/tasks/{task.slug}/").json()["title"] == "first"
@@ -91,8 +106,9 @@ def test_a_user_without_a_role_sees_nothing(task, nobody):
 def test_malformed_json_and_non_utf8_bodies_answer_400(api, task):
     response = api.generic("POST", f"/api/tasks/{task.slug}/versions/", b'{"title": ', content_type="application/json")
     assert response.status_code == 400 and response.json()["error"]["code"] == "parse_error"
-    response = api.generic("POST", f"/api/tasks/{task.slug}/versions/", b'{"title": "\xff\xfe"}',
-                           content_type="application/json")
+    response = api.generic(
+        "POST", f"/api/tasks/{task.slug}/versions/", b'{"title": "\xff\xfe"}', content_type="application/json"
+    )
     assert response.status_code == 400 and "error" in response.json()
 
 
@@ -118,11 +134,15 @@ def test_blob_upload_refuses_traversal_and_oversize(api, settings):
 def test_environment_api_round_trip(api, environment):
     body = api.get("/api/environments/shell/").json()
     assert body["latest_version"] == 1 and body["spec"]["network"] == "none"
-    response = api.post("/api/environments/shell/versions/", {"spec": {**body["spec"], "setup": "true"},
-                                                             "base_version": 1}, format="json")
+    response = api.post(
+        "/api/environments/shell/versions/",
+        {"spec": {**body["spec"], "setup": "true"}, "base_version": 1},
+        format="json",
+    )
     assert response.status_code == 201 and response.json()["number"] == 2
-    response = api.post("/api/environments/shell/versions/", {"spec": {"limits": {"cpus": "lots"}}, "base_version": 2},
-                        format="json")
+    response = api.post(
+        "/api/environments/shell/versions/", {"spec": {"limits": {"cpus": "lots"}}, "base_version": 2}, format="json"
+    )
     assert response.status_code == 400
     assert response.json()["error"]["details"][0]["pointer"].startswith("/limits/cpus")
 
@@ -154,8 +174,11 @@ def test_updated_at_follows_new_versions_and_the_list_is_sorted_by_it(api, autho
     services.task_create(slug="older", environment=environment, author=author, content=task_content())
     services.task_create(slug="newer", environment=environment, author=author, content=task_content())
     for number in range(1, 5):
-        response = api.post("/api/tasks/older/versions/", {**task_content(title=f"Take {number}"),
-                                                           "base_version": number}, format="json")
+        response = api.post(
+            "/api/tasks/older/versions/",
+            {**task_content(title=f"Take {number}"), "base_version": number},
+            format="json",
+        )
         assert response.status_code == 201, response.content
     task = api.get("/api/tasks/older/").json()
     assert task["latest_version"] == 5
@@ -179,9 +202,11 @@ def test_the_task_lists_dates_are_written_as_drfs_datetime_field_writes_them(zon
 
     settings.TIME_ZONE = zone
     with timezone.override(ZoneInfo(zone)):
-        for value in (datetime.datetime(2026, 11, 25, 1, 2, 3, tzinfo=datetime.timezone.utc),
-                      datetime.datetime(2026, 6, 30, 23, 59, 59, 999999, tzinfo=datetime.timezone.utc),
-                      datetime.datetime(2026, 3, 29, 0, 30, tzinfo=ZoneInfo("Asia/Kolkata"))):
+        for value in (
+            datetime.datetime(2026, 11, 25, 1, 2, 3, tzinfo=datetime.UTC),
+            datetime.datetime(2026, 6, 30, 23, 59, 59, 999999, tzinfo=datetime.UTC),
+            datetime.datetime(2026, 3, 29, 0, 30, tzinfo=ZoneInfo("Asia/Kolkata")),
+        ):
             assert iso_datetime(value) == serializers.DateTimeField().to_representation(value)
             assert iso_datetime(value, timezone.get_current_timezone()) == iso_datetime(value)  # a list's zone
     assert iso_datetime(None) is None
@@ -195,13 +220,23 @@ def test_the_api_keeps_a_prompt_as_sent_and_bounds_it_as_the_format_does(author,
 
     client = APIClient()
     client.force_authenticate(author)
-    body = {"slug": "kept-prompt", "environment": environment.slug, "title": "t", "prompt": "\n  Indented.\n",
-            "rubric": {"schema": "gymwright.rubric/v1",
-                       "checks": [{"id": "a", "kind": "string_match", "points": 1, "expected": "x"}]}}
+    body = {
+        "slug": "kept-prompt",
+        "environment": environment.slug,
+        "title": "t",
+        "prompt": "\n  Indented.\n",
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "a", "kind": "string_match", "points": 1, "expected": "x"}],
+        },
+    }
     assert client.post("/api/tasks/", body, format="json").status_code == 201
     assert Task.objects.get(slug="kept-prompt").latest_version.spec["prompt"] == "\n  Indented.\n"
-    too_long = client.post("/api/tasks/", {**body, "slug": "long", "prompt": "p" * (PROMPT_MAX_CHARS + 1)}, format="json")
+    too_long = client.post(
+        "/api/tasks/", {**body, "slug": "long", "prompt": "p" * (PROMPT_MAX_CHARS + 1)}, format="json"
+    )
     assert too_long.status_code == 400 and too_long.json()["error"]["details"][0]["pointer"] == "/prompt"
-    many = client.post("/api/tasks/", {**body, "slug": "tags", "tags": [f"t{i}" for i in range(MAX_TAGS + 1)]},
-                       format="json")
+    many = client.post(
+        "/api/tasks/", {**body, "slug": "tags", "tags": [f"t{i}" for i in range(MAX_TAGS + 1)]}, format="json"
+    )
     assert many.status_code == 400 and many.json()["error"]["details"][0]["pointer"] == "/tags"

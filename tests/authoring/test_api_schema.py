@@ -4,8 +4,13 @@ import pytest
 
 pytestmark = pytest.mark.django_db
 
-LISTS = ["/api/environments/", "/api/environments/{slug}/versions/", "/api/tasks/", "/api/tasks/{slug}/versions/",
-         "/api/tasks/{slug}/versions/{number}/previews/"]
+LISTS = [
+    "/api/environments/",
+    "/api/environments/{slug}/versions/",
+    "/api/tasks/",
+    "/api/tasks/{slug}/versions/",
+    "/api/tasks/{slug}/versions/{number}/previews/",
+]
 
 
 @pytest.mark.parametrize("path", LISTS)

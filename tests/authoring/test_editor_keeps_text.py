@@ -8,8 +8,8 @@ textarea drops after its tag)."""
 import pytest
 
 from authoring import services
-from grading.engine.models import PROMPT_MAX_CHARS
 from authoring.models import Environment, Task
+from grading.engine.models import PROMPT_MAX_CHARS
 from tests.authoring.conftest import task_content
 from tests.support.html_forms import browser_form_data
 
@@ -24,8 +24,12 @@ def edit_page_data(client, slug: str) -> dict:
 
 
 def test_editing_only_the_prompt_leaves_the_solution_and_everything_else_as_it_was(client, author, environment):
-    services.task_create(slug="fizzbuzz", environment=environment, author=author, content=task_content(
-        prompt=PROMPT, solution={"script": SCRIPT, "answer": "  1\n2\nFizz\n"}))
+    services.task_create(
+        slug="fizzbuzz",
+        environment=environment,
+        author=author,
+        content=task_content(prompt=PROMPT, solution={"script": SCRIPT, "answer": "  1\n2\nFizz\n"}),
+    )
     client.force_login(author)
     data = edit_page_data(client, "fizzbuzz")
     assert data["prompt"] == PROMPT.replace("\n", "\r\n")  # the page holds the prompt as saved
@@ -37,16 +41,26 @@ def test_editing_only_the_prompt_leaves_the_solution_and_everything_else_as_it_w
     assert task.latest_version.number == 2
     assert second["prompt"] == PROMPT + "One more line.\n"
     assert second["solution"] == {"script": SCRIPT, "answer": "  1\n2\nFizz\n"}
-    assert {k: v for k, v in first.items() if k not in ("prompt", "version")} == \
-        {k: v for k, v in second.items() if k not in ("prompt", "version")}
+    assert {k: v for k, v in first.items() if k not in ("prompt", "version")} == {
+        k: v for k, v in second.items() if k not in ("prompt", "version")
+    }
     diff = client.get("/tasks/fizzbuzz/diff/?a=1&b=2")
     assert [field.name for field in diff.context["diff"]["fields"] if field.changed] == ["Prompt"]
 
 
 def test_saving_the_edit_page_unchanged_makes_no_new_version(client, author, environment):
-    services.task_create(slug="as-typed", environment=environment, author=author, content=task_content(
-        title="  Spaced title ", prompt=PROMPT, solution={"script": SCRIPT, "answer": None},
-        metadata={"note": "x"}, examples=[{"name": "right", "answer": "42\n", "expect": "pass"}]))
+    services.task_create(
+        slug="as-typed",
+        environment=environment,
+        author=author,
+        content=task_content(
+            title="  Spaced title ",
+            prompt=PROMPT,
+            solution={"script": SCRIPT, "answer": None},
+            metadata={"note": "x"},
+            examples=[{"name": "right", "answer": "42\n", "expect": "pass"}],
+        ),
+    )
     client.force_login(author)
     response = client.post("/tasks/as-typed/edit/", edit_page_data(client, "as-typed"))
     assert response.status_code == 302
@@ -56,8 +70,13 @@ def test_saving_the_edit_page_unchanged_makes_no_new_version(client, author, env
 def test_a_new_task_keeps_its_texts_as_typed(client, author, environment):
     client.force_login(author)
     data = browser_form_data(client.get("/tasks/new/").content.decode(), "task-form")
-    data.update(slug="typed", title="Typed", prompt="\r\n# Title\r\n\r\nBody  \r\n", solution_script="make\r\n",
-                solution_answer="\r\n  42\r\n")
+    data.update(
+        slug="typed",
+        title="Typed",
+        prompt="\r\n# Title\r\n\r\nBody  \r\n",
+        solution_script="make\r\n",
+        solution_answer="\r\n  42\r\n",
+    )
     assert client.post("/tasks/new/", data).status_code == 302
     spec = Task.objects.get(slug="typed").latest_version.spec
     assert spec["prompt"] == "\n# Title\n\nBody  \n"
@@ -65,9 +84,17 @@ def test_a_new_task_keeps_its_texts_as_typed(client, author, environment):
 
 
 def test_the_environment_form_keeps_scripts_as_typed_and_an_unchanged_save_makes_no_version(client, author):
-    services.environment_create(slug="scripted", name="Scripted", author=author, spec={
-        "network": "none", "setup": "set -e\npip install x\n", "dockerfile": "FROM python:3.12-slim\n",
-        "checks_module": "def ok(ctx):\n    return True\n"})
+    services.environment_create(
+        slug="scripted",
+        name="Scripted",
+        author=author,
+        spec={
+            "network": "none",
+            "setup": "set -e\npip install x\n",
+            "dockerfile": "FROM python:3.12-slim\n",
+            "checks_module": "def ok(ctx):\n    return True\n",
+        },
+    )
     client.force_login(author)
     page = client.get("/environments/scripted/edit/").content.decode()
     data = browser_form_data(page, "environment-form")
@@ -98,7 +125,6 @@ def test_the_prompt_box_carries_the_limit_and_a_longer_prompt_comes_back_with_th
     assert f"at most {PROMPT_MAX_CHARS:,}" in errors or f"at most {PROMPT_MAX_CHARS}" in errors
     assert "p" * (PROMPT_MAX_CHARS + 1) in response.content.decode()  # what was typed is still in the box
     assert task.versions.count() == 2
-
 
 
 def test_a_tag_longer_than_the_tag_table_takes_is_refused_at_the_field(client, author, task):

@@ -11,8 +11,17 @@ pytestmark = pytest.mark.django_db
 
 
 def environment_form(**overrides):
-    data = {"name": "Shell", "network": "allowed", "cpus": "1", "memory_mb": "1024", "timeout_s": "600",
-            "max_steps": "30", "tools": ["bash"], "custom_tools": "[]", "base_version": "1"}
+    data = {
+        "name": "Shell",
+        "network": "allowed",
+        "cpus": "1",
+        "memory_mb": "1024",
+        "timeout_s": "600",
+        "max_steps": "30",
+        "tools": ["bash"],
+        "custom_tools": "[]",
+        "base_version": "1",
+    }
     data.update(overrides)
     return data
 
@@ -37,10 +46,13 @@ def test_the_environment_form_saves_egress_when_the_operator_enables_it(client, 
     assert environment.versions.order_by("-number")[0].spec["network"] == "allowed"
 
 
-@pytest.mark.parametrize("url, body", [
-    ("/api/environments/shell/versions/", {"spec": {"network": "egress"}, "base_version": 1}),
-    ("/api/environments/", {"slug": "net-env", "spec": {"network": "allowed"}}),
-])
+@pytest.mark.parametrize(
+    "url, body",
+    [
+        ("/api/environments/shell/versions/", {"spec": {"network": "egress"}, "base_version": 1}),
+        ("/api/environments/", {"slug": "net-env", "spec": {"network": "allowed"}}),
+    ],
+)
 def test_the_api_refuses_egress_with_its_pointer(api, environment, url, body):
     response = api.post(url, body, format="json")
 
@@ -54,11 +66,13 @@ def test_the_api_refuses_egress_with_its_pointer(api, environment, url, body):
 
 def test_a_spec_without_egress_is_saved_as_before(author, environment):
     version, created = services.environment_version_create(
-        environment=environment, author=author, spec={"network": "none", "setup": "true"}, base_version=1)
+        environment=environment, author=author, spec={"network": "none", "setup": "true"}, base_version=1
+    )
     assert created and version.spec["network"] == "none"
     with pytest.raises(DomainError):
-        services.environment_version_create(environment=environment, author=author,
-                                            spec={"network": "egress"}, base_version=2)
+        services.environment_version_create(
+            environment=environment, author=author, spec={"network": "egress"}, base_version=2
+        )
 
 
 def test_the_environment_form_says_egress_is_off_before_the_save(client, author, environment, settings):

@@ -22,8 +22,13 @@ from tests.authoring.conftest import task_content
 
 def _graded(version, user, source: str, rollout_id: int | None = None):
     rubric = engine.parse_task(version.spec).rubric
-    return grade_record(grade=engine.grade(rubric, answer="42", workspace=None, judge=None, sandbox=None),
-                        task_version=version, source=source, user=user, rollout_id=rollout_id)
+    return grade_record(
+        grade=engine.grade(rubric, answer="42", workspace=None, judge=None, sandbox=None),
+        task_version=version,
+        source=source,
+        user=user,
+        rollout_id=rollout_id,
+    )
 
 
 def _preview(version, user) -> tuple[PreviewRun, Rollout]:
@@ -38,22 +43,40 @@ def _preview(version, user) -> tuple[PreviewRun, Rollout]:
 def world(author, admin, environment):
     """`shipped`: v1 approved, then a v2 draft with a new title and a request for changes; `secret`: a draft only.
     Each version of `shipped` has a graded preview rollout and a dry run's grade of its author's."""
-    shipped = services.task_create(slug="shipped-task", environment=environment, author=author,
-                                   content=task_content(title="Shipped title", prompt="Approved prompt ALPHA"))
+    shipped = services.task_create(
+        slug="shipped-task",
+        environment=environment,
+        author=author,
+        content=task_content(title="Shipped title", prompt="Approved prompt ALPHA"),
+    )
     v1 = shipped.latest_version
     versions_approve_on_import(versions=[v1], admin=admin)
     shipped.refresh_from_db()
-    v2, _ = services.task_version_create(task=shipped, author=author, base_version=1, message="draft note EPSILON",
-                                         content=task_content(title="Renamed draft THETA", prompt="Draft prompt BETA"))
-    Review.objects.create(task_version=v2, reviewer=admin, decision=Review.Decision.REQUEST_CHANGES,
-                          comment="draft review GAMMA")
-    secret = services.task_create(slug="secret-draft", environment=environment, author=author,
-                                  content=task_content(title="Secret draft DELTA"))
+    v2, _ = services.task_version_create(
+        task=shipped,
+        author=author,
+        base_version=1,
+        message="draft note EPSILON",
+        content=task_content(title="Renamed draft THETA", prompt="Draft prompt BETA"),
+    )
+    Review.objects.create(
+        task_version=v2, reviewer=admin, decision=Review.Decision.REQUEST_CHANGES, comment="draft review GAMMA"
+    )
+    secret = services.task_create(
+        slug="secret-draft", environment=environment, author=author, content=task_content(title="Secret draft DELTA")
+    )
     previews = {1: _preview(v1, author), 2: _preview(v2, author)}
     grades = {number: rollout.grade for number, (_, rollout) in previews.items()}
     dry_run_grades = {1: _graded(v1, author, "dry_run"), 2: _graded(v2, author, "dry_run")}
-    return {"shipped": shipped, "v1": v1, "v2": v2, "secret": secret, "grades": grades, "previews": previews,
-            "dry_run_grades": dry_run_grades}
+    return {
+        "shipped": shipped,
+        "v1": v1,
+        "v2": v2,
+        "secret": secret,
+        "grades": grades,
+        "previews": previews,
+        "dry_run_grades": dry_run_grades,
+    }
 
 
 @pytest.fixture
@@ -124,29 +147,36 @@ def test_previews_and_grades_of_the_draft_are_not_found_for_a_lab_member(lab_cli
 
 
 def test_a_lab_member_starts_no_preview_and_is_refused_the_review_workspace(lab_client, lab_api, world):
-    response = lab_api.post("/api/tasks/shipped-task/versions/1/previews/", {"policy": "oracle", "n": 1},
-                            format="json")
+    response = lab_api.post("/api/tasks/shipped-task/versions/1/previews/", {"policy": "oracle", "n": 1}, format="json")
     assert response.status_code == 403
     assert "authors, reviewers and admins" in response.json()["error"]["message"]
     assert not PreviewRun.objects.filter(created_by__username="lena").exists()
     review = lab_client.get("/review/tasks/shipped-task/")
     assert review.status_code == 403 and b"lab member reads approved tasks" in review.content
     assert lab_api.get("/api/tasks/shipped-task/comments/").status_code == 403
-    assert lab_api.post("/api/tasks/shipped-task/comments/", {"body": "hi", "check_id": ""},
-                        format="json").status_code == 403
+    assert (
+        lab_api.post("/api/tasks/shipped-task/comments/", {"body": "hi", "check_id": ""}, format="json").status_code
+        == 403
+    )
 
 
 def test_the_tag_filter_offers_a_lab_member_the_tags_of_approved_tasks_only(client, author, lab, world):
-    services.task_version_create(task=world["secret"], author=author, base_version=1, content=task_content(
-        title="Secret draft DELTA", tags=["maths", "secret-tag-zeta"]))
+    services.task_version_create(
+        task=world["secret"],
+        author=author,
+        base_version=1,
+        content=task_content(title="Secret draft DELTA", tags=["maths", "secret-tag-zeta"]),
+    )
     options = {}
     for user in (author, lab):
         client.force_login(user)
         client.get("/")
         with CaptureQueriesContext(connection) as queries:
             page = client.get("/").content.decode()
-        options[user.username] = (re.findall(r"<option(?: selected)?>([^<]*)</option>",
-                                             page.split('name="tag"')[1].split("</select>")[0]), len(queries))
+        options[user.username] = (
+            re.findall(r"<option(?: selected)?>([^<]*)</option>", page.split('name="tag"')[1].split("</select>")[0]),
+            len(queries),
+        )
     assert options["alice"][0] == ["maths", "secret-tag-zeta"]
     assert options["lena"][0] == ["maths"]  # shipped-task's; the draft's own tag is not named
     assert options["lena"][1] == options["alice"][1]  # the same queries, each reader's own
@@ -161,13 +191,19 @@ def test_a_lab_member_is_shown_and_searches_the_approved_title_never_a_later_dra
     """The head's title follows every new version: the list, the search, the task page, the preview pages and
     the API showed a lab member the title of a draft no reviewer approved, and found the task by its words."""
     (run1, rollout1) = world["previews"][1]
-    for url in ("/", "/?q=shipped+title", "/tasks/shipped-task/", f"/previews/{run1.pk}/",
-                f"/previews/rollouts/{rollout1.pk}/"):
+    for url in (
+        "/",
+        "/?q=shipped+title",
+        "/tasks/shipped-task/",
+        f"/previews/{run1.pk}/",
+        f"/previews/rollouts/{rollout1.pk}/",
+    ):
         page = lab_client.get(url).content.decode()
         assert "Shipped title" in page and "THETA" not in page, url
     for url in ("/api/tasks/", "/api/tasks/?q=shipped+title"):
         assert [(row["slug"], row["title"]) for row in lab_api.get(url).json()["results"]] == [
-            ("shipped-task", "Shipped title")], url
+            ("shipped-task", "Shipped title")
+        ], url
     assert lab_api.get("/api/tasks/shipped-task/").json()["title"] == "Shipped title"
     # words only the draft's title has find nothing
     assert _listed(lab_client, "/?q=theta") == [] and _listed(lab_client, "/?q=renamed+draft") == []
@@ -191,8 +227,12 @@ def test_a_review_that_approves_a_later_version_shows_a_lab_member_its_title(lab
     review_services.review_create(task_version=world["v2"], reviewer=reviewer, decision="approve")
     assert lab_api.get("/api/tasks/shipped-task/").json()["title"] == "Renamed draft THETA"
     shipped.refresh_from_db()
-    services.task_version_create(task=shipped, author=author, base_version=2,
-                                 content=task_content(title="Third title IOTA", prompt="Draft prompt KAPPA"))
+    services.task_version_create(
+        task=shipped,
+        author=author,
+        base_version=2,
+        content=task_content(title="Third title IOTA", prompt="Draft prompt KAPPA"),
+    )
     assert [row["title"] for row in lab_api.get("/api/tasks/").json()["results"]] == ["Renamed draft THETA"]
     assert lab_api.get("/api/tasks/?q=iota").json()["count"] == 0
     assert lab_api.get("/api/tasks/?q=theta").json()["count"] == 1
@@ -208,12 +248,13 @@ def test_the_migration_fills_each_approved_title_from_its_approved_versions_spec
     migration = importlib.import_module("authoring.migrations.0008_task_approved_title")
     Task.objects.update(approved_title="")
     migration.approved_titles_fill(apps, None)  # (it uses no schema editor, which SQLite cannot open in a transaction)
-    assert dict(Task.objects.values_list("slug", "approved_title")) == {"shipped-task": "Shipped title",
-                                                                        "secret-draft": ""}
+    assert dict(Task.objects.values_list("slug", "approved_title")) == {
+        "shipped-task": "Shipped title",
+        "secret-draft": "",
+    }
 
 
-def test_a_dry_runs_grade_is_its_authors_and_an_admins_only(client, author, other_author, reviewer, admin, lab,
-                                                            world):
+def test_a_dry_runs_grade_is_its_authors_and_an_admins_only(client, author, other_author, reviewer, admin, lab, world):
     """A dry run grades the rubric as it was in its author's editor (unsaved): its grade is the dry run's, as the
     dry run itself is (`/grading/dry-run/<id>/`), whatever version the panel sat on, even an approved one."""
     api = APIClient()

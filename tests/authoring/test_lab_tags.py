@@ -26,15 +26,21 @@ DRAFT_TAGS = ["maths", "secret-draft-tag"]  # v2 adds secret-draft-tag and drops
 @pytest.fixture
 def world(author, admin, environment):
     """`tagged`: v1 (APPROVED_TAGS) approved on import, then a v2 draft with DRAFT_TAGS; `plain`: approved after it."""
-    tagged = services.task_create(slug="tagged-task", environment=environment, author=author,
-                                  content=task_content(title="Tagged", tags=APPROVED_TAGS))
+    tagged = services.task_create(
+        slug="tagged-task",
+        environment=environment,
+        author=author,
+        content=task_content(title="Tagged", tags=APPROVED_TAGS),
+    )
     versions_approve_on_import(versions=[tagged.latest_version], admin=admin)
-    plain = services.task_create(slug="plain-task", environment=environment, author=author,
-                                 content=task_content(title="Plain", tags=[]))
+    plain = services.task_create(
+        slug="plain-task", environment=environment, author=author, content=task_content(title="Plain", tags=[])
+    )
     versions_approve_on_import(versions=[plain.latest_version], admin=admin)
     tagged.refresh_from_db()
-    services.task_version_create(task=tagged, author=author, base_version=1,
-                                 content=task_content(title="Tagged", tags=DRAFT_TAGS))
+    services.task_version_create(
+        task=tagged, author=author, base_version=1, content=task_content(title="Tagged", tags=DRAFT_TAGS)
+    )
     return {"tagged": Task.objects.get(slug="tagged-task"), "plain": Task.objects.get(slug="plain-task")}
 
 
@@ -52,8 +58,10 @@ def _rows(client, url: str) -> dict[str, tuple[str, list[str]]]:
         slug = re.search(r'<a href="/tasks/([a-z0-9-]+)/"><strong>', row)
         if slug:
             cells = re.findall(r'<td class="long-text">(.*?)</td>', row, flags=re.S)
-            rows[slug[1]] = (re.search(r'<span class="badge ([a-z_]+)">', row)[1],
-                             re.findall(r'<span class="badge">([^<]*)</span>', cells[2]))
+            rows[slug[1]] = (
+                re.search(r'<span class="badge ([a-z_]+)">', row)[1],
+                re.findall(r'<span class="badge">([^<]*)</span>', cells[2]),
+            )
     return rows
 
 
@@ -121,7 +129,8 @@ def test_an_author_still_sees_and_filters_by_the_drafts_tags_and_status(client, 
 
 
 def test_a_reviewers_approval_records_the_versions_tags_and_a_task_in_review_is_approved_to_a_lab_member(
-        client, author, admin, reviewer, lab, world):
+    client, author, admin, reviewer, lab, world
+):
     tagged = world["tagged"]
     review_services.task_submit(task=tagged, user=admin, override_reason="tests: no previews")
     client.force_login(lab)
@@ -135,8 +144,9 @@ def test_a_reviewers_approval_records_the_versions_tags_and_a_task_in_review_is_
     detail = _api(lab).get("/api/tasks/tagged-task/").json()
     assert detail["tags"] == DRAFT_TAGS and parse_datetime(detail["updated_at"]) == tagged.approved_at
     # and a v3 draft after it retags nothing a lab member reads
-    services.task_version_create(task=tagged, author=author, base_version=2,
-                                 content=task_content(title="Tagged", tags=["third-draft-tag"]))
+    services.task_version_create(
+        task=tagged, author=author, base_version=2, content=task_content(title="Tagged", tags=["third-draft-tag"])
+    )
     assert _rows(client, "/")["tagged-task"] == ("approved", DRAFT_TAGS)
 
 

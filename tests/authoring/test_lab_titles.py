@@ -24,8 +24,9 @@ def test_a_lab_members_search_is_answered_by_the_approved_title_index(client, au
     versions_approve_on_import(versions=versions, admin=admin)
     Task.objects.filter(slug="bulk-00007").update(title="Renamed draft ZETA")  # as a later draft would
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'authoring_task' AND indexname = %s",
-                       [INDEX])
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'authoring_task' AND indexname = %s", [INDEX]
+        )
         assert cursor.fetchone(), "migration 0008 made no index"
     token = Token.objects.create(user=lab).key
     with CaptureQueriesContext(connection) as queries:
@@ -43,8 +44,9 @@ def test_a_lab_members_search_is_answered_by_the_approved_title_index(client, au
         # test's transaction, to see that the indexes answer this query.
         cursor.execute("SET enable_seqscan = off")
         for name, constraint in connection.introspection.get_constraints(cursor, Task._meta.db_table).items():
-            if constraint["index"] and (constraint["columns"] == ["approved_version_id"]
-                                        or name == "task_approved_order"):
+            if constraint["index"] and (
+                constraint["columns"] == ["approved_version_id"] or name == "task_approved_order"
+            ):
                 cursor.execute(f"DROP INDEX {connection.ops.quote_name(name)}")
         try:
             for sql in counted:

@@ -22,13 +22,17 @@ def _listed(client, url: str, token: str) -> tuple[int, list[str]]:
 
 
 @pytest.mark.parametrize("reader", ["author", "lab"])
-@pytest.mark.parametrize("url, counts", [
-    ("/api/tasks/", (1, 30)),
-    ("/api/tasks/?environment=shell&status=approved&tag=tag1&author=alice", (1, 6)),
-    ("/api/tasks/?q=K-0000", (1, 10)),  # the search: any case, part of a slug
-])
+@pytest.mark.parametrize(
+    "url, counts",
+    [
+        ("/api/tasks/", (1, 30)),
+        ("/api/tasks/?environment=shell&status=approved&tag=tag1&author=alice", (1, 6)),
+        ("/api/tasks/?q=K-0000", (1, 10)),  # the search: any case, part of a slug
+    ],
+)
 def test_the_task_api_list_costs_the_same_queries_for_one_task_as_for_thirty(
-        client, author, lab, admin, environment, reader, url, counts):
+    client, author, lab, admin, environment, reader, url, counts
+):
     from review.services import versions_approve_on_import
 
     _bulk_tasks(30, author, environment)

@@ -24,14 +24,16 @@ ROOT = Path(__file__).resolve().parents[2]
 MIGRATION = importlib.import_module("authoring.migrations.0007_task_search_trigram_indexes")
 INDEXES = {"task_slug_search_trgm", "task_title_search_trgm"}
 
-postgres_only = pytest.mark.skipif(connection.vendor != "postgresql",
-                                   reason="trigram indexes are PostgreSQL's (DATABASE_URL=postgres://...)")
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="trigram indexes are PostgreSQL's (DATABASE_URL=postgres://...)"
+)
 
 
 def _trigram_indexes() -> set[str]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'authoring_task' AND indexname LIKE "
-                       "'%%search_trgm'")
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'authoring_task' AND indexname LIKE '%%search_trgm'"
+        )
         return {name for (name,) in cursor.fetchall()}
 
 
@@ -44,8 +46,13 @@ def _searched(client, url: str, token: str | None = None) -> tuple[list[str], li
     if token:
         slugs = [row["slug"] for row in response.json()["results"]]
     else:
-        slugs = sorted({slug for slug in Task.objects.values_list("slug", flat=True)
-                        if f'href="/tasks/{slug}/"' in response.content.decode()})
+        slugs = sorted(
+            {
+                slug
+                for slug in Task.objects.values_list("slug", flat=True)
+                if f'href="/tasks/{slug}/"' in response.content.decode()
+            }
+        )
     return sorted(slugs), [q["sql"] for q in queries.captured_queries if " LIKE " in q["sql"]]
 
 
@@ -53,8 +60,12 @@ def _searched(client, url: str, token: str | None = None) -> tuple[list[str], li
 def searchable(author, environment):
     """300 tasks, and a few whose slug or title holds what the tests search for."""
     _bulk_tasks(300, author, environment)
-    titles = {"bulk-00007": "Max IBUPROFEN per day", "bulk-00011": "Dose: ibuprofen syrup",
-              "bulk-00012": "100% sure", "bulk-00013": "under_score"}
+    titles = {
+        "bulk-00007": "Max IBUPROFEN per day",
+        "bulk-00011": "Dose: ibuprofen syrup",
+        "bulk-00012": "100% sure",
+        "bulk-00013": "under_score",
+    }
     for slug, title in titles.items():
         Task.objects.filter(slug=slug).update(title=title)
     Task.objects.filter(slug="bulk-00020").update(slug="ibuprofen-dosing")
@@ -88,15 +99,18 @@ def test_the_search_is_answered_by_the_trigram_indexes(client, author, searchabl
         assert all(f"Bitmap Index Scan on {name}" in plan for name in INDEXES), plan
 
 
-@pytest.mark.parametrize("q, expected", [
-    ("iBuProF", ["bulk-00007", "bulk-00011", "ibuprofen-dosing"]),  # any case, part of a word, slug or title
-    ("dosing", ["ibuprofen-dosing"]),
-    ("0% s", ["bulk-00012"]),  # LIKE's wildcards are searched as they are typed
-    ("r_s", ["bulk-00013"]),
-    ("%", ["bulk-00012"]),
-    ("bulk-0029", [f"bulk-0029{i}" for i in range(10)]),
-    ("zz", []),
-])
+@pytest.mark.parametrize(
+    "q, expected",
+    [
+        ("iBuProF", ["bulk-00007", "bulk-00011", "ibuprofen-dosing"]),  # any case, part of a word, slug or title
+        ("dosing", ["ibuprofen-dosing"]),
+        ("0% s", ["bulk-00012"]),  # LIKE's wildcards are searched as they are typed
+        ("r_s", ["bulk-00013"]),
+        ("%", ["bulk-00012"]),
+        ("bulk-0029", [f"bulk-0029{i}" for i in range(10)]),
+        ("zz", []),
+    ],
+)
 def test_the_search_finds_the_same_tasks_on_every_database(client, author, searchable, q, expected):
     client.force_login(author)
     assert _searched(client, f"/?q={q.replace('%', '%25')}")[0] == expected
@@ -113,8 +127,11 @@ def test_a_database_user_who_may_not_create_the_extension_migrates_with_a_warnin
         cursor.execute(f"CREATE ROLE {role} NOLOGIN")
         cursor.execute(f"SET ROLE {role}")
         try:
-            with pytest.warns(RuntimeWarning, match=r"CREATE EXTENSION pg_trgm.*permission denied.*superuser run "
-                                                    r"`CREATE EXTENSION pg_trgm;`.*migrate authoring 0006"):
+            with pytest.warns(
+                RuntimeWarning,
+                match=r"CREATE EXTENSION pg_trgm.*permission denied.*superuser run "
+                r"`CREATE EXTENSION pg_trgm;`.*migrate authoring 0006",
+            ):
                 with connection.schema_editor() as editor:
                     MIGRATION.indexes_create(apps, editor)
         finally:
@@ -135,8 +152,14 @@ def test_on_sqlite_the_migration_does_nothing(tmp_path):
     """`make run`'s database: the migration applies, and no index or extension is asked for."""
     database = tmp_path / "gymwright.sqlite3"
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "GYMWRIGHT_DATA_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "manage.py", "migrate", "authoring", "-v", "1"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "authoring", "-v", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "Applying authoring.0007_task_search_trigram_indexes... OK" in done.stdout
     assert "RuntimeWarning" not in done.stderr

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from authoring import services
-from authoring.models import AuditEvent, ImmutableRowError, Task, TaskVersion
+from authoring.models import ImmutableRowError, Task, TaskVersion
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from tests.authoring.conftest import RUBRIC, task_content
 
@@ -16,16 +16,19 @@ def test_creating_a_task_makes_version_one_with_the_canonical_document(task, aut
     assert version.spec["id"] == "six-times-seven" and version.spec["version"] == 1
     assert version.spec["environment"]["id"] == "shell" and version.spec["environment"]["version"] == 1
     from grading.engine import content_sha256
+
     assert version.sha256 == content_sha256(version.spec)
     assert [t.name for t in task.tags.all()] == ["maths"]
 
 
 def test_every_change_makes_a_new_version_and_an_unchanged_save_does_not(task, author):
-    v2, created = services.task_version_create(task=task, author=author, base_version=1,
-                                               content=task_content(prompt="What is 6 × 7?"))
+    v2, created = services.task_version_create(
+        task=task, author=author, base_version=1, content=task_content(prompt="What is 6 × 7?")
+    )
     assert created and v2.number == 2 and v2.parent.number == 1
-    same, created = services.task_version_create(task=task, author=author, base_version=2,
-                                                 content=task_content(prompt="What is 6 × 7?"))
+    same, created = services.task_version_create(
+        task=task, author=author, base_version=2, content=task_content(prompt="What is 6 × 7?")
+    )
     assert not created and same.pk == v2.pk
     assert TaskVersion.objects.filter(task=task).count() == 2
     assert TaskVersion.objects.get(task=task, number=1).spec["prompt"] == "What is *six* times seven?"
@@ -40,8 +43,12 @@ def test_only_the_owner_or_an_admin_makes_a_new_version_of_a_task_or_an_environm
     assert services.task_version_create(task=task, author=admin, base_version=1, content=task_content(title="Ok"))[1]
     environment = task.environment
     with pytest.raises(NotAllowed, match="environment shell belongs to alice"):
-        services.environment_version_create(environment=environment, author=other_author, base_version=1,
-                                            spec={"network": "none", "setup": "echo changed"})
+        services.environment_version_create(
+            environment=environment,
+            author=other_author,
+            base_version=1,
+            spec={"network": "none", "setup": "echo changed"},
+        )
     assert environment.versions.count() == 1
 
 
@@ -85,15 +92,23 @@ def test_duplicate_check_ids_point_at_the_second_one(task, author):
 
 def test_a_bad_first_version_leaves_no_task_behind(author, environment):
     with pytest.raises(DomainError):
-        services.task_create(slug="broken", environment=environment, author=author,
-                             content=task_content(rubric={"schema": "gymwright.rubric/v1", "checks": []}))
+        services.task_create(
+            slug="broken",
+            environment=environment,
+            author=author,
+            content=task_content(rubric={"schema": "gymwright.rubric/v1", "checks": []}),
+        )
     assert not Task.objects.filter(slug="broken").exists()
 
 
 def test_unknown_files_and_path_traversal_are_refused(task, author):
     with pytest.raises(DomainError) as excinfo:
-        services.task_version_create(task=task, author=author, base_version=1,
-                                     content=task_content(files=[{"path": "a.txt", "sha256": "0" * 64}]))
+        services.task_version_create(
+            task=task,
+            author=author,
+            base_version=1,
+            content=task_content(files=[{"path": "a.txt", "sha256": "0" * 64}]),
+        )
     assert excinfo.value.details[0]["pointer"] == "/files/0/sha256"
     for bad in ("../etc/passwd", "/etc/passwd", "a/../../b", "a\\b", ""):
         with pytest.raises(DomainError):
@@ -111,9 +126,9 @@ def test_blobs_are_stored_once_by_content(db):
 def test_a_blob_whose_file_is_gone_is_written_again_when_its_bytes_come_back(db):
     """A row whose file is missing (a media folder restored without it, another folder on the same database) was
     returned as it was, and every rollout reading it failed with FileNotFoundError."""
-    from authoring.models import Blob
-
     import hashlib
+
+    from authoring.models import Blob
 
     blob = services.blob_store(data=b"kept bytes")
     blob.file.storage.delete(blob.file.name)
@@ -131,21 +146,25 @@ def test_only_authors_and_admins_create_tasks(reviewer, environment):
 
 
 def test_environment_versions_are_immutable_and_conflict_checked(environment, author):
-    version, created = services.environment_version_create(environment=environment, author=author, base_version=1,
-                                                           spec={"network": "none", "setup": "echo hi"})
+    version, created = services.environment_version_create(
+        environment=environment, author=author, base_version=1, spec={"network": "none", "setup": "echo hi"}
+    )
     assert created and version.number == 2
     with pytest.raises(ConflictError):
-        services.environment_version_create(environment=environment, author=author, base_version=1,
-                                            spec={"network": "none", "setup": "echo stale"})
+        services.environment_version_create(
+            environment=environment, author=author, base_version=1, spec={"network": "none", "setup": "echo stale"}
+        )
     with pytest.raises(DomainError) as excinfo:
-        services.environment_version_create(environment=environment, author=author, base_version=2,
-                                            spec={"network": "sometimes"})
+        services.environment_version_create(
+            environment=environment, author=author, base_version=2, spec={"network": "sometimes"}
+        )
     assert excinfo.value.details[0]["pointer"].startswith("/network")
 
 
 def test_a_task_version_pins_the_environment_version_it_was_saved_with(task, author, environment):
-    services.environment_version_create(environment=environment, author=author, base_version=1,
-                                        spec={"network": "none", "setup": "echo v2"})
+    services.environment_version_create(
+        environment=environment, author=author, base_version=1, spec={"network": "none", "setup": "echo v2"}
+    )
     v2, _ = services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="t2"))
     assert task.versions.get(number=1).environment_version.number == 1
     assert v2.environment_version.number == 2 and v2.spec["environment"]["setup"] == "echo v2"
@@ -186,11 +205,19 @@ def test_two_concurrent_saves_on_the_same_base_make_one_version_and_one_conflict
 
 def test_crlf_line_ends_in_multi_line_text_are_saved_as_lf(author, environment):
     rubric = copy.deepcopy(RUBRIC)
-    rubric["checks"].append({"id": "explains", "kind": "llm_judge", "points": 1,
-                             "criterion": "Shows the\r\nworking\rstep by step."})
-    task = services.task_create(slug="crlf", environment=environment, author=author, content=task_content(
-        prompt="Line one\r\nLine two\rLine three", rubric=rubric,
-        solution={"script": "echo 42\r\necho done", "answer": "42\r\n"}))
+    rubric["checks"].append(
+        {"id": "explains", "kind": "llm_judge", "points": 1, "criterion": "Shows the\r\nworking\rstep by step."}
+    )
+    task = services.task_create(
+        slug="crlf",
+        environment=environment,
+        author=author,
+        content=task_content(
+            prompt="Line one\r\nLine two\rLine three",
+            rubric=rubric,
+            solution={"script": "echo 42\r\necho done", "answer": "42\r\n"},
+        ),
+    )
     spec = task.latest_version.spec
     assert spec["prompt"] == "Line one\nLine two\nLine three"
     assert spec["solution"] == {"script": "echo 42\necho done", "answer": "42\n"}
@@ -200,40 +227,63 @@ def test_crlf_line_ends_in_multi_line_text_are_saved_as_lf(author, environment):
 
 
 def test_the_same_prompt_with_crlf_line_ends_is_no_new_version(author, environment):
-    task = services.task_create(slug="lf", environment=environment, author=author,
-                                content=task_content(prompt="First line\nSecond line"))
+    task = services.task_create(
+        slug="lf", environment=environment, author=author, content=task_content(prompt="First line\nSecond line")
+    )
     version, created = services.task_version_create(
-        task=task, author=author, content=task_content(prompt="First line\r\nSecond line"), base_version=1)
+        task=task, author=author, content=task_content(prompt="First line\r\nSecond line"), base_version=1
+    )
     assert created is False and version.number == 1
 
 
 def test_an_environments_setup_script_and_dockerfile_are_saved_with_lf(author):
     environment = services.environment_create(
-        slug="crlf-env", name="CRLF", author=author,
-        spec={"network": "none", "setup": "pip install x\r\necho ok\r\n", "dockerfile": "FROM python:3.12\r\nRUN true"})
+        slug="crlf-env",
+        name="CRLF",
+        author=author,
+        spec={"network": "none", "setup": "pip install x\r\necho ok\r\n", "dockerfile": "FROM python:3.12\r\nRUN true"},
+    )
     spec = environment.latest_version.spec
     assert spec["setup"] == "pip install x\necho ok\n" and spec["dockerfile"] == "FROM python:3.12\nRUN true"
     same, created = services.environment_version_create(
-        environment=environment, author=author, base_version=1,
-        spec={"network": "none", "setup": "pip install x\necho ok\n", "dockerfile": "FROM python:3.12\nRUN true"})
+        environment=environment,
+        author=author,
+        base_version=1,
+        spec={"network": "none", "setup": "pip install x\necho ok\n", "dockerfile": "FROM python:3.12\nRUN true"},
+    )
     assert created is False and same.number == 1
 
 
-@pytest.mark.parametrize("document", [
-    {"schema": "gymwright.task/v1", "id": "a", "version": 3, "title": 'ü "q"', "prompt": "p\n",
-     "environment": {"id": "e", "version": 1.0}, "files": [], "solution": {"answer": "1.0"},
-     "rubric": {"pass_threshold": 1.0}, "tags": [], "metadata": {"z": 2.5}},
-    {"version": 2},
-    {"id": "a", "version": True},  # not an int: serialised twice
-    {"zzz": 1, "version": 1},  # a key after "version": serialised twice
-])
+@pytest.mark.parametrize(
+    "document",
+    [
+        {
+            "schema": "gymwright.task/v1",
+            "id": "a",
+            "version": 3,
+            "title": 'ü "q"',
+            "prompt": "p\n",
+            "environment": {"id": "e", "version": 1.0},
+            "files": [],
+            "solution": {"answer": "1.0"},
+            "rubric": {"pass_threshold": 1.0},
+            "tags": [],
+            "metadata": {"z": 2.5},
+        },
+        {"version": 2},
+        {"id": "a", "version": True},  # not an int: serialised twice
+        {"zzz": 1, "version": 1},  # a key after "version": serialised twice
+    ],
+)
 def test_a_task_document_is_serialised_once_for_both_of_its_hashes(document):
     from authoring.services import _document_hashes
     from grading.engine import canonical_json, content_sha256
 
     hashes = _document_hashes(document)
     assert (hashes.sha256, hashes.content_sha256) == (
-        content_sha256(document), content_sha256({k: v for k, v in document.items() if k != "version"}))
+        content_sha256(document),
+        content_sha256({k: v for k, v in document.items() if k != "version"}),
+    )
     # the text stored for the document is its canonical JSON, unless that changed a number (1.0 became 1)
     integral_float = document.get("environment", {}).get("version") == 1.0 and "rubric" in document
     assert hashes.text == (None if integral_float else canonical_json(document))
@@ -249,15 +299,22 @@ def test_environment_defaults_come_from_the_task_format_alone(author):
 
     limits = Limits()
     saved = services.environment_create(slug="defaults", name="D", author=author, spec={}).latest_version.spec
-    assert saved["limits"] == {"cpus": limits.cpus, "memory_mb": limits.memory_mb, "timeout_s": limits.timeout_s,
-                               "max_steps": limits.max_steps}
+    assert saved["limits"] == {
+        "cpus": limits.cpus,
+        "memory_mb": limits.memory_mb,
+        "timeout_s": limits.timeout_s,
+        "max_steps": limits.max_steps,
+    }
     assert saved["tools"] == list(DEFAULT_TOOLS)
-    partial = services.environment_create(slug="partial", name="P", author=author,
-                                          spec={"limits": {"cpus": 2}}).latest_version.spec
+    partial = services.environment_create(
+        slug="partial", name="P", author=author, spec={"limits": {"cpus": 2}}
+    ).latest_version.spec
     runtime = SandboxSpec.from_environment(partial)
     assert (runtime.cpus, runtime.memory_mb, runtime.max_steps) == (2, limits.memory_mb, limits.max_steps)
     assert SandboxSpec().tools == DEFAULT_TOOLS and SandboxSpec().memory_mb == limits.memory_mb
     form = EnvironmentForm()
     assert form.fields["memory_mb"].initial == limits.memory_mb and form.fields["max_steps"].initial == limits.max_steps
     assert list(form.fields["tools"].initial) == list(DEFAULT_TOOLS)
-    assert [name for name, _ in form.fields["tools"].choices] == list(BUILTIN_TOOLS) == list(runtime_tools.BUILTIN_TOOLS)
+    assert (
+        [name for name, _ in form.fields["tools"].choices] == list(BUILTIN_TOOLS) == list(runtime_tools.BUILTIN_TOOLS)
+    )

@@ -28,8 +28,11 @@ def test_the_rule_is_the_one_the_model_keeps():
 
 def errors_of(response, field="slug") -> list[str]:
     """The field's errors, but for the length's own (true, and said only when the slug is too long)."""
-    return [error for error in response.context["form"].errors.get(field, [])
-            if not error.startswith("Ensure this value has at most 64 characters")]
+    return [
+        error
+        for error in response.context["form"].errors.get(field, [])
+        if not error.startswith("Ensure this value has at most 64 characters")
+    ]
 
 
 @pytest.mark.parametrize("slug", BAD)
@@ -53,9 +56,20 @@ def test_the_task_form_help_says_the_rule(client, author, environment):
 @pytest.mark.parametrize("slug", BAD)
 def test_the_environment_and_pack_forms_say_the_rule(client, admin, slug):
     client.force_login(admin)
-    response = client.post("/environments/new/", {
-        "slug": slug, "name": "Python", "network": "none", "cpus": "1", "memory_mb": "512", "timeout_s": "60",
-        "max_steps": "10", "tools": ["bash", "submit"], "custom_tools": "[]"})
+    response = client.post(
+        "/environments/new/",
+        {
+            "slug": slug,
+            "name": "Python",
+            "network": "none",
+            "cpus": "1",
+            "memory_mb": "512",
+            "timeout_s": "60",
+            "max_steps": "10",
+            "tools": ["bash", "submit"],
+            "custom_tools": "[]",
+        },
+    )
     assert response.status_code == 400 and errors_of(response) == [RULE]
     response = client.post("/packs/", {"slug": slug, "name": "A pack", "licence": "MIT"})
     assert errors_of(response) == [RULE]
@@ -66,9 +80,14 @@ def test_the_api_says_the_rule(admin, environment, slug):
     api = APIClient()
     api.force_authenticate(admin)
     answers = {
-        "/api/environments/": api.post("/api/environments/", {"slug": slug, "spec": {"network": "none"}}, format="json"),
-        "/api/tasks/": api.post("/api/tasks/", {"slug": slug, "environment": "shell", "title": "T", "prompt": "P",
-                                                "rubric": {"checks": []}}, format="json"),
+        "/api/environments/": api.post(
+            "/api/environments/", {"slug": slug, "spec": {"network": "none"}}, format="json"
+        ),
+        "/api/tasks/": api.post(
+            "/api/tasks/",
+            {"slug": slug, "environment": "shell", "title": "T", "prompt": "P", "rubric": {"checks": []}},
+            format="json",
+        ),
         "/api/packs/": api.post("/api/packs/", {"slug": slug}, format="json"),
     }
     for path, response in answers.items():

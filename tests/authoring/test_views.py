@@ -2,20 +2,27 @@ import json
 import re
 
 import pytest
-from django.contrib.auth.models import Group
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from authoring import services
-from authoring.models import Environment, EnvironmentVersion, Tag, Task, TaskVersion
+from authoring.models import Environment, Tag, Task, TaskVersion
 from tests.authoring.conftest import RUBRIC, task_content
 
 
 def form_data(version=1, **overrides):
-    data = {"title": "Answer the question", "prompt": "What is *six* times seven?",
-            "rubric": json.dumps(RUBRIC), "solution_script": "", "solution_answer": "42", "tags": "maths",
-            "metadata": "{}", "message": "", "base_version": str(version)}
+    data = {
+        "title": "Answer the question",
+        "prompt": "What is *six* times seven?",
+        "rubric": json.dumps(RUBRIC),
+        "solution_script": "",
+        "solution_answer": "42",
+        "tags": "maths",
+        "metadata": "{}",
+        "message": "",
+        "base_version": str(version),
+    }
     data.update(overrides)
     return data
 
@@ -46,6 +53,7 @@ def test_an_author_creates_a_task_in_the_browser_form(client, author, environmen
 
 def test_the_new_task_form_offers_the_environment_the_author_works_in(client, author, environment):
     """An import makes an `imported` environment; the form must not then lose the one the author uses."""
+
     def offered(url="/tasks/new/"):
         page = client.get(url).content.decode()
         select = re.search(r'<select name="environment".*?</select>', page, re.S).group(0)
@@ -144,13 +152,16 @@ def test_the_diff_page_shows_example_answers_once_and_no_null(client, author, ta
     assert page.count("Example answers") == 1  # the section's heading, and nothing else
     section = page.split('id="examples"')[1].split("</section>")[0]
     assert 'data-example="right"' in section and 'id="examples-diff"' in section
-    lines = [line for line in section.split('id="examples-diff"')[1].split("<tr") if "diff-add" in line or "diff-del" in line]
+    lines = [
+        line for line in section.split('id="examples-diff"')[1].split("<tr") if "diff-add" in line or "diff-del" in line
+    ]
     assert lines and all("diff-add" in line for line in lines)  # only added lines: none says "null"
     assert "null" not in page
 
     # Unchanged example answers: their verdicts, and no JSON diff.
-    services.task_version_create(task=task, author=author, base_version=2, content=task_content(examples=EXAMPLES,
-                                                                                               title="Retitled"))
+    services.task_version_create(
+        task=task, author=author, base_version=2, content=task_content(examples=EXAMPLES, title="Retitled")
+    )
     page = client.get(f"/tasks/{task.slug}/diff/?a=2&b=3").content.decode()
     assert 'id="examples-diff"' not in page and page.count("Example answers") == 1
 
@@ -193,14 +204,17 @@ def test_attaching_files_and_refusing_oversize_uploads(client, author, task, set
 def test_non_utf8_form_input_is_not_a_server_error(client, author, task):
     client.force_login(author)
     body = b"title=%FF%FE&prompt=x&rubric=%7B%7D&base_version=1"
-    response = client.generic("POST", f"/tasks/{task.slug}/edit/", body,
-                              content_type="application/x-www-form-urlencoded")
+    response = client.generic(
+        "POST", f"/tasks/{task.slug}/edit/", body, content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 400
 
 
 def test_markdown_preview_is_sanitised(client, author):
     client.force_login(author)
-    html = client.post("/markdown/preview/", {"prompt": "# Hi\n<script>alert(1)</script>\n[x](javascript:alert(1))"}).content.decode()
+    html = client.post(
+        "/markdown/preview/", {"prompt": "# Hi\n<script>alert(1)</script>\n[x](javascript:alert(1))"}
+    ).content.decode()
     assert "<h1>Hi</h1>" in html and "<script" not in html and "javascript:" not in html
 
 
@@ -224,8 +238,17 @@ def test_the_first_token_does_not_speak_of_an_old_one_and_a_replacement_does(cli
 
 def test_environment_form_creates_and_versions_an_environment(client, author):
     client.force_login(author)
-    data = {"slug": "py", "name": "Python", "network": "none", "cpus": "1", "memory_mb": "512", "timeout_s": "60",
-            "max_steps": "10", "tools": ["bash", "submit"], "custom_tools": "[]"}
+    data = {
+        "slug": "py",
+        "name": "Python",
+        "network": "none",
+        "cpus": "1",
+        "memory_mb": "512",
+        "timeout_s": "60",
+        "max_steps": "10",
+        "tools": ["bash", "submit"],
+        "custom_tools": "[]",
+    }
     assert client.post("/environments/new/", data).status_code == 302
     env = Environment.objects.get(slug="py")
     assert env.latest_version.spec["limits"]["memory_mb"] == 512
@@ -241,23 +264,44 @@ def _bulk_tasks(count, owner, environment):
     """Many tasks fast: one bulk insert per table, the same shape the services write."""
     env_version = environment.latest_version
     tags = [Tag.objects.get_or_create(name=f"tag{i}")[0] for i in range(5)]
-    tasks = Task.objects.bulk_create([Task(slug=f"bulk-{i:05d}", title=f"Bulk {i}", environment=environment,
-                                           owner=owner, status="draft") for i in range(count)], batch_size=2000)
-    versions = TaskVersion.objects.bulk_create([
-        TaskVersion(task=t, number=1, spec={"title": t.title}, sha256="0" * 64, content_sha256="0" * 64,
-                    environment_version=env_version, author=owner) for t in tasks], batch_size=2000)
-    Task.tags.through.objects.bulk_create([Task.tags.through(task=t, tag=tags[i % 5]) for i, t in enumerate(tasks)],
-                                          batch_size=5000)
+    tasks = Task.objects.bulk_create(
+        [
+            Task(slug=f"bulk-{i:05d}", title=f"Bulk {i}", environment=environment, owner=owner, status="draft")
+            for i in range(count)
+        ],
+        batch_size=2000,
+    )
+    TaskVersion.objects.bulk_create(
+        [
+            TaskVersion(
+                task=t,
+                number=1,
+                spec={"title": t.title},
+                sha256="0" * 64,
+                content_sha256="0" * 64,
+                environment_version=env_version,
+                author=owner,
+            )
+            for t in tasks
+        ],
+        batch_size=2000,
+    )
+    Task.tags.through.objects.bulk_create(
+        [Task.tags.through(task=t, tag=tags[i % 5]) for i, t in enumerate(tasks)], batch_size=5000
+    )
     # latest_version pointers (the service sets them; here one UPDATE per task would be slow, so a join update)
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE authoring_task SET latest_version_id = (SELECT v.id FROM authoring_taskversion v "
-                       "WHERE v.task_id = authoring_task.id) WHERE latest_version_id IS NULL")
+        cursor.execute(
+            "UPDATE authoring_task SET latest_version_id = (SELECT v.id FROM authoring_taskversion v "
+            "WHERE v.task_id = authoring_task.id) WHERE latest_version_id IS NULL"
+        )
     return tasks
 
 
 @pytest.mark.parametrize("url", ["/?page=120", "/?tag=tag3&status=draft&q=bulk-0000", "/?environment=shell"])
-def test_the_task_list_makes_a_constant_number_of_queries_at_ten_thousand_tasks(client, author, environment,
-                                                                                django_assert_max_num_queries, url):
+def test_the_task_list_makes_a_constant_number_of_queries_at_ten_thousand_tasks(
+    client, author, environment, django_assert_max_num_queries, url
+):
     _bulk_tasks(10_000, author, environment)
     client.force_login(author)
     client.get(url)  # warm the session and role caches
@@ -286,9 +330,17 @@ def test_the_history_button_counts_the_versions_the_reader_can_open(client, auth
     """Not the latest version's number: a task imported as v3 has one version; a lab member opens approved ones."""
     from review.services import versions_approve_on_import
 
-    [(_, imported)], rejected = services.tasks_bulk_create(author=author, items=[{
-        "slug": "imported-v3", "environment_version": environment.latest_version, "content": task_content(),
-        "number": 3}])
+    [(_, imported)], rejected = services.tasks_bulk_create(
+        author=author,
+        items=[
+            {
+                "slug": "imported-v3",
+                "environment_version": environment.latest_version,
+                "content": task_content(),
+                "number": 3,
+            }
+        ],
+    )
     assert not rejected and imported.number == 3
 
     def history(user) -> tuple[str, int]:
@@ -300,23 +352,30 @@ def test_the_history_button_counts_the_versions_the_reader_can_open(client, auth
     versions_approve_on_import(versions=[imported], admin=admin)
     task = Task.objects.get(slug="imported-v3")
     for number in (4, 5):  # v5 approved, v4 stays a draft
-        version, _ = services.task_version_create(task=task, author=author, base_version=number - 1,
-                                                  content=task_content(title=f"v{number}"))
+        version, _ = services.task_version_create(
+            task=task, author=author, base_version=number - 1, content=task_content(title=f"v{number}")
+        )
     versions_approve_on_import(versions=[version], admin=admin)
     assert history(author) == ("3", 3)
     assert history(lab) == ("2", 2)
 
 
-def test_the_task_page_query_count_is_pinned_for_each_kind_of_reader(client, author, admin, lab, environment,
-                                                                     django_assert_num_queries):
+def test_the_task_page_query_count_is_pinned_for_each_kind_of_reader(
+    client, author, admin, lab, environment, django_assert_num_queries
+):
     from review.services import versions_approve_on_import
     from tests.grading.test_example_answers import EXAMPLES
 
-    task = services.task_create(slug="pinned", environment=environment, author=author,
-                                content=task_content(examples=EXAMPLES))
+    task = services.task_create(
+        slug="pinned", environment=environment, author=author, content=task_content(examples=EXAMPLES)
+    )
     for number in range(2, 6):  # v2 and v5 approved
-        version, _ = services.task_version_create(task=task, author=author, base_version=number - 1,
-                                                  content=task_content(title=f"v{number}", examples=EXAMPLES))
+        version, _ = services.task_version_create(
+            task=task,
+            author=author,
+            base_version=number - 1,
+            content=task_content(title=f"v{number}", examples=EXAMPLES),
+        )
         if number in (2, 5):
             versions_approve_on_import(versions=[version], admin=admin)
     # session, user with its roles, the task (joined rows), tags, activity, the nav's unread inbox count; the example
@@ -361,12 +420,17 @@ def test_the_task_page_says_what_each_check_does(client, author, task):
 
 
 def test_a_prompt_saved_from_the_browser_with_crlf_is_not_reported_as_changed(client, author, environment):
-    services.task_create(slug="multi-line", environment=environment, author=author,
-                         content=task_content(prompt="Step one.\nStep two.", solution={"script": "echo 1\necho 2"}))
+    services.task_create(
+        slug="multi-line",
+        environment=environment,
+        author=author,
+        content=task_content(prompt="Step one.\nStep two.", solution={"script": "echo 1\necho 2"}),
+    )
     client.force_login(author)
     # A browser submits every textarea with CRLF line ends.
-    data = form_data(prompt="Step one.\r\nStep two.", solution_script="echo 1\r\necho 2", solution_answer="",
-                     title="Renamed")
+    data = form_data(
+        prompt="Step one.\r\nStep two.", solution_script="echo 1\r\necho 2", solution_answer="", title="Renamed"
+    )
     assert client.post("/tasks/multi-line/edit/", data).status_code == 302
     version = Task.objects.get(slug="multi-line").latest_version
     assert version.number == 2 and version.spec["prompt"] == "Step one.\nStep two."
@@ -377,8 +441,9 @@ def test_a_prompt_saved_from_the_browser_with_crlf_is_not_reported_as_changed(cl
 def test_an_added_check_shows_in_the_diff_as_json_not_a_python_dict(client, author, task):
     client.force_login(author)
     rubric = json.loads(json.dumps(RUBRIC))
-    rubric["checks"].append({"id": "mentions_unit", "kind": "string_match", "points": 1, "expected": "meters",
-                             "case_sensitive": True})
+    rubric["checks"].append(
+        {"id": "mentions_unit", "kind": "string_match", "points": 1, "expected": "meters", "case_sensitive": True}
+    )
     rubric["checks"].pop(0)
     assert client.post(f"/tasks/{task.slug}/edit/", form_data(rubric=json.dumps(rubric))).status_code == 302
     diff = client.get(f"/tasks/{task.slug}/diff/?a=1&b=2").content.decode()
@@ -417,8 +482,9 @@ def test_the_task_page_shows_each_versions_own_rubric_though_a_process_keeps_the
         assert "renamed_check" in page and "says_42" not in page and "(1 checks" in page
 
 
-def test_files_attached_to_a_save_that_failed_are_kept_for_the_next_try(client, author, other_author, environment,
-                                                                        task):
+def test_files_attached_to_a_save_that_failed_are_kept_for_the_next_try(
+    client, author, other_author, environment, task
+):
     """A browser empties a file input when the page comes back: a create that failed (a slug taken, then bad
     examples) lost its attached file without a word, and the task was made without it."""
     import re as re_
@@ -430,17 +496,33 @@ def test_files_attached_to_a_save_that_failed_are_kept_for_the_next_try(client, 
     assert first.status_code == 400 and 'id="kept-files"' in first.content.decode()
     assert "<code>notes.md</code>" in first.content.decode()
     token = re_.search(r'name="kept_files" value="([^"]+)"', first.content.decode())[1]
-    second = client.post("/tasks/new/", {**form_data(), "slug": "with-notes", "environment": environment.slug,
-                                         "examples": '[{"expect": "maybe"}]', "kept_files": token})
+    second = client.post(
+        "/tasks/new/",
+        {
+            **form_data(),
+            "slug": "with-notes",
+            "environment": environment.slug,
+            "examples": '[{"expect": "maybe"}]',
+            "kept_files": token,
+        },
+    )
     assert second.status_code == 400 and "<code>notes.md</code>" in second.content.decode()  # still kept
     token = re_.search(r'name="kept_files" value="([^"]+)"', second.content.decode())[1]
     client.force_login(other_author)  # another user's try: the token is not theirs
-    assert client.post("/tasks/new/", {**form_data(), "slug": "theirs", "environment": environment.slug,
-                                       "kept_files": token}).status_code == 302
+    assert (
+        client.post(
+            "/tasks/new/", {**form_data(), "slug": "theirs", "environment": environment.slug, "kept_files": token}
+        ).status_code
+        == 302
+    )
     assert Task.objects.get(slug="theirs").latest_version.spec["files"] == []
     client.force_login(author)
-    assert client.post("/tasks/new/", {**form_data(), "slug": "with-notes", "environment": environment.slug,
-                                       "kept_files": token}).status_code == 302
+    assert (
+        client.post(
+            "/tasks/new/", {**form_data(), "slug": "with-notes", "environment": environment.slug, "kept_files": token}
+        ).status_code
+        == 302
+    )
     assert [f["path"] for f in Task.objects.get(slug="with-notes").latest_version.spec["files"]] == ["notes.md"]
 
 
@@ -449,8 +531,9 @@ def test_a_diff_without_a_rubric_change_says_so_instead_of_an_empty_table(client
     client.force_login(author)
     services.task_version_create(task=task, author=author, base_version=1, content=task_content(prompt="Reworded."))
     rubric = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "points": 3}, RUBRIC["checks"][1]]}
-    services.task_version_create(task=task, author=author, base_version=2, content=task_content(prompt="Reworded.",
-                                                                                              rubric=rubric))
+    services.task_version_create(
+        task=task, author=author, base_version=2, content=task_content(prompt="Reworded.", rubric=rubric)
+    )
     page = client.get(f"/tasks/{task.slug}/diff/?a=1&b=2").content.decode()
     assert "No check changed." in page and 'class="check-diff"' not in page and "check(s)" not in page
     assert "<h2>Prompt</h2>" in page

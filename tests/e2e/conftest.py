@@ -18,8 +18,16 @@ from tests.support.services import require_chromium, require_playwright
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-sync",
+]
 PASSWORD = "pw-e2e-author-1"
 # Generous enough for a loaded CI machine; the editor itself answers in well under a second.
 TIMEOUT_MS = 15_000

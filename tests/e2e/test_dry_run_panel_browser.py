@@ -18,14 +18,20 @@ from tests.support.openai_server import OpenAIServer
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=TIMEOUT_MS)
 
-SAVED_RUBRIC = {"schema": "gymwright.rubric/v1", "checks": [
-    {"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"}]}
+SAVED_RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "checks": [{"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"}],
+}
 
 
 @pytest.fixture
 def task(author, environment):
-    return authoring_services.task_create(slug="answer-42", environment=environment, author=author, content={
-        "title": "Answer 42", "prompt": "What is 6 x 7?", "rubric": SAVED_RUBRIC})
+    return authoring_services.task_create(
+        slug="answer-42",
+        environment=environment,
+        author=author,
+        content={"title": "Answer 42", "prompt": "What is 6 x 7?", "rubric": SAVED_RUBRIC},
+    )
 
 
 def open_editor_with_rubric(page, live_server, rubric: dict) -> None:
@@ -38,8 +44,15 @@ def open_editor_with_rubric(page, live_server, rubric: dict) -> None:
 def test_the_panel_grades_the_unsaved_rubric_in_the_editor(logged_in, live_server, task, settings):
     settings.OPENAI_BASE_URL = ""
     page = logged_in
-    open_editor_with_rubric(page, live_server, {**SAVED_RUBRIC, "checks": SAVED_RUBRIC["checks"] + [
-        {"id": "has_unit", "kind": "regex", "points": 2, "pattern": r"\bmeters?\b"}]})
+    open_editor_with_rubric(
+        page,
+        live_server,
+        {
+            **SAVED_RUBRIC,
+            "checks": SAVED_RUBRIC["checks"]
+            + [{"id": "has_unit", "kind": "regex", "points": 2, "pattern": r"\bmeters?\b"}],
+        },
+    )
 
     page.fill("#dry-run-answer", "It is 42.")
     page.click("[data-dry-run-submit]")
@@ -53,16 +66,32 @@ def test_the_panel_grades_the_unsaved_rubric_in_the_editor(logged_in, live_serve
     expect(result.locator(".dry-run-issues")).to_contain_text("/checks/0")
 
 
-def test_the_panel_polls_a_judge_job_until_it_is_done(logged_in, live_server, task, eager_celery,
-                                                      monkeypatch, tmp_path):
+def test_the_panel_polls_a_judge_job_until_it_is_done(
+    logged_in, live_server, task, eager_celery, monkeypatch, tmp_path
+):
     monkeypatch.setenv("GYMWRIGHT_TEST_JUDGE_KEY", "test-key")
     page = logged_in
     with OpenAIServer(default='{"met": true, "explanation": "Explains 6 x 7."}') as server:
-        ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="test-judge",
-                                     api_key_env="GYMWRIGHT_TEST_JUDGE_KEY", is_default=True)
-        open_editor_with_rubric(page, live_server, {**SAVED_RUBRIC, "checks": SAVED_RUBRIC["checks"] + [
-            {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "Explains why."},
-            {"id": "report", "kind": "file_exists", "points": 1, "path": "out/report.md"}]})
+        ModelEndpoint.objects.create(
+            name="judge",
+            role="judge",
+            base_url=server.base_url,
+            model="test-judge",
+            api_key_env="GYMWRIGHT_TEST_JUDGE_KEY",
+            is_default=True,
+        )
+        open_editor_with_rubric(
+            page,
+            live_server,
+            {
+                **SAVED_RUBRIC,
+                "checks": SAVED_RUBRIC["checks"]
+                + [
+                    {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "Explains why."},
+                    {"id": "report", "kind": "file_exists", "points": 1, "path": "out/report.md"},
+                ],
+            },
+        )
         report = tmp_path / "report.md"
         report.write_text("# report\n")
         page.fill("#dry-run-answer", "42, because 6 x 7")
@@ -93,20 +122,33 @@ def test_the_panel_is_docked_beside_the_rubric_and_shows_its_shortcut(logged_in,
     expect(page.locator("[data-dry-run-result] [data-grade-summary]")).to_have_text("3 / 3 points, reward 1.00, passed")
 
 
-def test_the_docked_panel_shows_every_explanation_without_a_sideways_scroll(logged_in, live_server, task,
-                                                                            settings):
+def test_the_docked_panel_shows_every_explanation_without_a_sideways_scroll(logged_in, live_server, task, settings):
     settings.OPENAI_BASE_URL = ""
     page = logged_in  # 1500 px wide: docked, 420 px
-    open_editor_with_rubric(page, live_server, {**SAVED_RUBRIC, "checks": SAVED_RUBRIC["checks"] + [
-        {"id": "has_a_unit_of_length_written_out_in_full", "kind": "regex", "points": 2,
-         "pattern": r"\bmeters?\b"}]})
+    open_editor_with_rubric(
+        page,
+        live_server,
+        {
+            **SAVED_RUBRIC,
+            "checks": SAVED_RUBRIC["checks"]
+            + [
+                {
+                    "id": "has_a_unit_of_length_written_out_in_full",
+                    "kind": "regex",
+                    "points": 2,
+                    "pattern": r"\bmeters?\b",
+                }
+            ],
+        },
+    )
     page.fill("#dry-run-answer", "It is 42.")
     page.click("[data-dry-run-submit]")
     result = page.locator("[data-dry-run-result]")
     expect(result.locator("[data-grade-summary]")).to_have_text("3 / 5 points, reward 0.60, not passed")
     panel = page.locator("#dry-run")
-    assert page.evaluate("(el) => el.scrollWidth <= el.clientWidth", panel.element_handle()), \
+    assert page.evaluate("(el) => el.scrollWidth <= el.clientWidth", panel.element_handle()), (
         "the docked panel scrolls sideways"
+    )
     box = panel.bounding_box()
     for check_id in ("says_42", "has_a_unit_of_length_written_out_in_full"):
         row = result.locator(f'tr[data-check-id="{check_id}"]')
@@ -119,6 +161,11 @@ def test_the_docked_panel_shows_every_explanation_without_a_sideways_scroll(logg
     boxes = [cell.bounding_box() for cell in cells]
     assert [round(b["x"]) for b in boxes[:4]] == sorted(round(b["x"]) for b in boxes[:4]), boxes
     assert boxes[4]["y"] >= boxes[0]["y"] + boxes[0]["height"] - 1, "the explanation is not under the check"
-    assert page.evaluate("(el) => getComputedStyle(el, '::before').content + getComputedStyle(el, '::after').content",
-                         cells[3].element_handle()) == '"/ "" pts"'
+    assert (
+        page.evaluate(
+            "(el) => getComputedStyle(el, '::before').content + getComputedStyle(el, '::after').content",
+            cells[3].element_handle(),
+        )
+        == '"/ "" pts"'
+    )
     assert [cell.inner_text().strip() for cell in cells[2:4]] == ["3", "3"]

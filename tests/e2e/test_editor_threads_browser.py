@@ -28,9 +28,18 @@ def threads(author, environment, django_user_model):
     """A task with a reviewer's thread on its check says_42 and another on the task itself."""
     reviewer = django_user_model.objects.create_user(username="rhea", password="pw-rhea")
     reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0])
-    task = services.task_create(slug="answered", environment=environment, author=author, content={
-        "title": "Answered", "prompt": "Say 42.", "rubric": RUBRIC, "solution": {"answer": "42"},
-        "examples": EXAMPLES})
+    task = services.task_create(
+        slug="answered",
+        environment=environment,
+        author=author,
+        content={
+            "title": "Answered",
+            "prompt": "Say 42.",
+            "rubric": RUBRIC,
+            "solution": {"answer": "42"},
+            "examples": EXAMPLES,
+        },
+    )
     on_check = review_services.comment_create(task=task, user=reviewer, body="Worth 3 points?", check_id="says_42")
     on_task = review_services.comment_create(task=task, user=reviewer, body="Add a file check?")
     return {"task": task, "on_check": on_check, "on_task": on_task}
@@ -55,7 +64,7 @@ def test_reply_and_resolve_keep_unsaved_edits_and_the_guard(watched, live_server
     page.fill("#examples-json", json.dumps(edited))
 
     # The thread on says_42 sits in its card: reply there.
-    thread = card.locator(f'#thread-{threads["on_check"].pk}')
+    thread = card.locator(f"#thread-{threads['on_check'].pk}")
     thread.locator("textarea[name=body]").fill("Yes: it is the whole answer.")
     thread.locator(".reply-form button").click()
     expect(thread.locator(".comment.reply")).to_contain_text("Yes: it is the whole answer.")
@@ -67,7 +76,7 @@ def test_reply_and_resolve_keep_unsaved_edits_and_the_guard(watched, live_server
     expect(page.locator("#review-threads [data-open-threads]")).to_have_text("1")
 
     # The thread on the task stays in the panel below: reply there too.
-    on_task = page.locator(f'#review-threads #thread-{threads["on_task"].pk}')
+    on_task = page.locator(f"#review-threads #thread-{threads['on_task'].pk}")
     on_task.locator("textarea[name=body]").fill("Added one.")
     on_task.locator(".reply-form button").click()
     expect(on_task.locator(".comment.reply")).to_contain_text("Added one.")
@@ -79,7 +88,9 @@ def test_reply_and_resolve_keep_unsaved_edits_and_the_guard(watched, live_server
     assert json.loads(page.input_value("#examples-json")) == edited
     replies = Comment.objects.filter(parent__isnull=False).order_by("pk")
     assert [(reply.parent_id, reply.body) for reply in replies] == [
-        (threads["on_check"].pk, "Yes: it is the whole answer."), (threads["on_task"].pk, "Added one.")]
+        (threads["on_check"].pk, "Yes: it is the whole answer."),
+        (threads["on_task"].pk, "Added one."),
+    ]
     assert Comment.objects.get(pk=threads["on_check"].pk).is_resolved
     assert task.versions.count() == 1
 
@@ -93,7 +104,7 @@ def test_reply_and_resolve_keep_unsaved_edits_and_the_guard(watched, live_server
 def test_a_blank_reply_is_refused_in_the_thread(watched, live_server, threads):
     page, task = watched, threads["task"]
     open_editor(page, live_server, task)
-    thread = page.locator(f'#thread-{threads["on_task"].pk}')
+    thread = page.locator(f"#thread-{threads['on_task'].pk}")
     thread.locator(".reply-form button").click()  # empty: the browser does not send it
     assert thread.locator("textarea[name=body]").evaluate("(box) => box.validity.valueMissing")
     thread.locator("textarea[name=body]").fill("   ")  # only spaces: the server refuses it, in place
@@ -120,7 +131,7 @@ def test_the_review_page_replies_in_place_too(page, live_server, threads):
     check = page.locator('[data-review-check="report_exists"]')
     check.locator("summary").click()
     check.locator("textarea[data-check-comment]").fill("Name the file in the prompt.")
-    thread = page.locator(f'#thread-{threads["on_check"].pk}')
+    thread = page.locator(f"#thread-{threads['on_check'].pk}")
     thread.locator("textarea[name=body]").fill("Or 2?")
     thread.locator(".reply-form button").click()
     expect(thread.locator(".comment.reply")).to_contain_text("Or 2?")

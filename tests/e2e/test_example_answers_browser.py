@@ -17,8 +17,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=TIMEOUT_MS)
 
 SCREENSHOT = "/tmp/gymwright-example-answers.png"
-EXAMPLES = [{"name": "counts to three", "answer": "1, 2, 3", "expect": "pass"},
-            {"name": "stops at two", "answer": "1, 2", "expect": "fail"}]
+EXAMPLES = [
+    {"name": "counts to three", "answer": "1, 2, 3", "expect": "pass"},
+    {"name": "stops at two", "answer": "1, 2", "expect": "fail"},
+]
 
 
 def example_row(page, name: str):
@@ -62,8 +64,11 @@ def test_save_examples_break_one_with_a_new_version_and_see_the_changed_verdict(
     page.select_option("[data-dry-run-keep-expect]", "pass")
     page.click("[data-dry-run-keep-add]")
     expect(page.locator("[data-dry-run-keep-note]")).to_have_text("Added “in words”: saved with the next version.")
-    assert json.loads(page.input_value("#examples-json"))[-1] == {"name": "in words", "answer": "one, two, three",
-                                                                   "expect": "pass"}
+    assert json.loads(page.input_value("#examples-json"))[-1] == {
+        "name": "in words",
+        "answer": "one, two, three",
+        "expect": "pass",
+    }
     page.fill("#id_message", "the answer in words")
     page.get_by_role("button", name="Save new version").click()
     page.wait_for_url(f"{live_server.url}/tasks/count-to-three/")

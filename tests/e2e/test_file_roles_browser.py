@@ -13,15 +13,25 @@ from tests.e2e.conftest import TIMEOUT_MS, wait_for_editor
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=TIMEOUT_MS)
 
-RUBRIC = {"schema": "gymwright.rubric/v1", "checks": [
-    {"id": "tests_pass", "kind": "command", "points": 10, "run": "python3 -m unittest test_calc"}]}
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "checks": [{"id": "tests_pass", "kind": "command", "points": 10, "run": "python3 -m unittest test_calc"}],
+}
 
 
 def test_an_author_protects_the_tests_and_the_lint_warning_goes_away(logged_in, live_server, environment, author):
     tests = services.blob_store(data=b"import unittest\n")
-    services.task_create(slug="calc", environment=environment, author=author, content={
-        "title": "Calc", "prompt": "Implement add.", "rubric": RUBRIC,
-        "files": [{"path": "test_calc.py", "sha256": tests.sha256}]})
+    services.task_create(
+        slug="calc",
+        environment=environment,
+        author=author,
+        content={
+            "title": "Calc",
+            "prompt": "Implement add.",
+            "rubric": RUBRIC,
+            "files": [{"path": "test_calc.py", "sha256": tests.sha256}],
+        },
+    )
     page = logged_in
     page.goto(f"{live_server.url}/tasks/calc/edit/")
     wait_for_editor(page)

@@ -29,8 +29,13 @@ from tests.e2e.test_task_authoring_browser import card
 from tests.support.users import make_user
 from tests.support.workers import start_workers
 
-pytestmark = [pytest.mark.browser, pytest.mark.bubblewrap, pytest.mark.redis, pytest.mark.slow,
-              pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.bubblewrap,
+    pytest.mark.redis,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
 expect.set_options(timeout=TIMEOUT_MS)
 
 # A real worker on a loaded machine: generous bounds, never asserted as timings.
@@ -52,11 +57,19 @@ class Visitor:
         self.problems: list[str] = []
         self.visited: set[str] = set()
         self.shot_urls: set[str] = set()
-        self.page.on("console", lambda msg: self.problems.append(f"{self.page.url}: console {msg.type}: {msg.text}")
-                     if msg.type == "error" else None)
+        self.page.on(
+            "console",
+            lambda msg: (
+                self.problems.append(f"{self.page.url}: console {msg.type}: {msg.text}")
+                if msg.type == "error"
+                else None
+            ),
+        )
         self.page.on("pageerror", lambda exc: self.problems.append(f"{self.page.url}: page error: {exc}"))
-        self.page.on("framenavigated", lambda frame: self.visited.add(_page_of(frame.url))
-                     if frame == self.page.main_frame else None)
+        self.page.on(
+            "framenavigated",
+            lambda frame: self.visited.add(_page_of(frame.url)) if frame == self.page.main_frame else None,
+        )
         self.goto("/accounts/login/", "login")
         self.page.fill("input[name=username]", username)
         self.page.fill("input[name=password]", PASSWORD)
@@ -77,8 +90,9 @@ class Visitor:
         self.problems += [f"{self.page.url}: CSP {violation}" for violation in violations]
         self.page.evaluate("window.__cspViolations = []")
         index = len(list(artifacts_dir().glob(f"journey-{self.username}-*.png")))
-        self.page.screenshot(path=str(artifacts_dir() / f"journey-{self.username}-{index:02d}-{name}.png"),
-                             full_page=True)
+        self.page.screenshot(
+            path=str(artifacts_dir() / f"journey-{self.username}-{index:02d}-{name}.png"), full_page=True
+        )
         self.shot_urls.add(_page_of(self.page.url))
 
     def close(self) -> list[str]:
@@ -108,8 +122,9 @@ def author_writes_and_dry_runs(author: Visitor, environment) -> None:
     # that echoing the prompt into it or leaving it empty earns nothing); back in the form view.
     page.click('#rubric-editor [data-view="raw"]')
     rubric = json.loads(page.input_value("#rubric-json"))
-    rubric["checks"].append({"id": "wrote_answer", "kind": "file_content", "points": 1, "path": "answer.txt",
-                             "contains": "42"})
+    rubric["checks"].append(
+        {"id": "wrote_answer", "kind": "file_content", "points": 1, "path": "answer.txt", "contains": "42"}
+    )
     page.fill("#rubric-json", json.dumps(rubric, indent=2))
     page.click('#rubric-editor [data-view="structured"]')
     expect(card(page, "/checks/1").locator("[data-key=path] input")).to_have_value("answer.txt")
@@ -122,8 +137,9 @@ def author_writes_and_dry_runs(author: Visitor, environment) -> None:
     # Dry run against the unsaved rubric, with a workspace file for the file check: a wrong answer,
     # then a right one.
     result = page.locator("[data-dry-run-result]")
-    page.set_input_files("[data-dry-run-files]", files=[
-        {"name": "answer.txt", "mimeType": "text/plain", "buffer": b"42\n"}])
+    page.set_input_files(
+        "[data-dry-run-files]", files=[{"name": "answer.txt", "mimeType": "text/plain", "buffer": b"42\n"}]
+    )
     page.fill("#dry-run-answer", "Forty-something.")
     page.click("[data-dry-run-submit]")
     expect(result.locator("[data-grade-summary]")).to_have_text("1 / 3 points, reward 0.33, not passed")
@@ -176,7 +192,9 @@ def author_submits(author: Visitor) -> None:
         page.wait_for_timeout(2000)
         page.reload()
     expect(failed).to_have_count(0)
-    expect(page.locator('#gates [data-gate^="hack"][data-status="pass"]')).to_have_count(5)  # the probes that apply to this task (hack:exhaust and hack:zero-width joined)
+    expect(page.locator('#gates [data-gate^="hack"][data-status="pass"]')).to_have_count(
+        5
+    )  # the probes that apply to this task (hack:exhaust and hack:zero-width joined)
     expect(submit).to_be_enabled()
     expect(submit).to_have_css("cursor", "pointer")
     author.shot("gates-passed")
@@ -235,7 +253,8 @@ def lab_builds_and_downloads(lab: Visitor, tmp_path) -> tuple:
 
 @pytest.mark.timeout(1200)  # its waits: two previews, a gate run and a build, up to 240 s each
 def test_author_reviewer_and_lab_go_through_the_whole_product(
-        request, browser, live_server, environment, django_user_model, redis_db, celery_producer, tmp_path):
+    request, browser, live_server, environment, django_user_model, redis_db, celery_producer, tmp_path
+):
     make_user(django_user_model, "rita", "reviewer", password=PASSWORD)
     make_user(django_user_model, "lena", "lab", password=PASSWORD)
     for old in artifacts_dir().glob("journey-*.png"):

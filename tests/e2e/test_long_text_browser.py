@@ -34,20 +34,33 @@ def long_site(transactional_db, django_user_model, eager_celery, sandbox_dir):
     owner = make_user(django_user_model, "ada", "author")
     reviewer = make_user(django_user_model, "rita", "reviewer")
     admin = make_user(django_user_model, "root", "admin", password=PASSWORD)
-    environment = authoring_services.environment_create(slug=ENVIRONMENT, name=TITLE[:200], author=owner,
-                                                        spec={"network": "none"})
+    environment = authoring_services.environment_create(
+        slug=ENVIRONMENT, name=TITLE[:200], author=owner, spec={"network": "none"}
+    )
     attached = authoring_services.blob_store(data=b"42\n")
-    rubric = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-        {"id": CHECK, "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"},
-        {"id": CHECK[:-1] + "2", "kind": "file_exists", "points": 1, "path": FILE[:-4] + ".out"}]}
-    content = {"title": TITLE, "prompt": "What is six times seven?", "rubric": rubric, "tags": [TAG],
-               "solution": {"script": f"echo 42 > {FILE[:-4]}.out", "answer": "42"},
-               "files": [{"path": FILE, "sha256": attached.sha256, "role": "protected"}],
-               "examples": [{"name": EXAMPLE, "answer": "42", "expect": "pass"}]}
-    task = authoring_services.task_create(slug=SLUG, environment=environment, author=owner, content=content,
-                                          message=TITLE[:500])
-    authoring_services.task_version_create(task=task, author=owner, base_version=1, message=TITLE[:500],
-                                           content={**content, "title": TITLE + "Again"})
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 0.5,
+        "checks": [
+            {"id": CHECK, "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"},
+            {"id": CHECK[:-1] + "2", "kind": "file_exists", "points": 1, "path": FILE[:-4] + ".out"},
+        ],
+    }
+    content = {
+        "title": TITLE,
+        "prompt": "What is six times seven?",
+        "rubric": rubric,
+        "tags": [TAG],
+        "solution": {"script": f"echo 42 > {FILE[:-4]}.out", "answer": "42"},
+        "files": [{"path": FILE, "sha256": attached.sha256, "role": "protected"}],
+        "examples": [{"name": EXAMPLE, "answer": "42", "expect": "pass"}],
+    }
+    task = authoring_services.task_create(
+        slug=SLUG, environment=environment, author=owner, content=content, message=TITLE[:500]
+    )
+    authoring_services.task_version_create(
+        task=task, author=owner, base_version=1, message=TITLE[:500], content={**content, "title": TITLE + "Again"}
+    )
     task.refresh_from_db()
     run = sandbox_services.preview_run_create(task_version=task.latest_version, user=owner, policy="oracle", n=2)
     rollout = run.rollouts.first()
@@ -56,8 +69,9 @@ def long_site(transactional_db, django_user_model, eager_celery, sandbox_dir):
     review_services.task_submit(task=task, user=admin, override_reason=TITLE[:300])
     review_services.comment_create(task=task, user=reviewer, body=TITLE, check_id=CHECK)
 
-    approved = authoring_services.task_create(slug=SLUG[:-1] + "z", environment=environment, author=owner,
-                                              content=content)
+    approved = authoring_services.task_create(
+        slug=SLUG[:-1] + "z", environment=environment, author=owner, content=content
+    )
     review_services.task_submit(task=approved, user=admin, override_reason="in a pack")
     review_services.review_create(task_version=approved.latest_version, reviewer=reviewer, decision="approve")
     pack = pack_services.pack_create(slug=SLUG, user=admin, name=TITLE[:200])
@@ -68,13 +82,30 @@ def long_site(transactional_db, django_user_model, eager_celery, sandbox_dir):
 def pages(site) -> list[str]:
     run, rollout = site["run"], site["rollout"]
     return [
-        "/", f"/?q={SLUG[:20]}", f"/tasks/{SLUG}/", f"/tasks/{SLUG}/edit/", f"/tasks/{SLUG}/versions/",
-        f"/tasks/{SLUG}/versions/1/", f"/tasks/{SLUG}/versions/1/files/{FILE}", f"/tasks/{SLUG}/diff/?a=1&b=2",
-        "/environments/", f"/environments/{ENVIRONMENT}/", f"/environments/{ENVIRONMENT}/edit/",
-        f"/previews/start/{SLUG}/v2/", f"/previews/tasks/{SLUG}/", f"/previews/{run.pk}/?rollout={rollout.pk}",
-        f"/previews/rollouts/{rollout.pk}/", f"/grading/grades/{site['grade'].pk}/",
-        "/review/", f"/review/tasks/{SLUG}/", "/inbox/", f"/review/environments/{ENVIRONMENT}/",
-        f"/review/environments/{ENVIRONMENT}/agreement/", "/packs/", f"/packs/{SLUG}/", f"/packs/{SLUG}/1.0.0/",
+        "/",
+        f"/?q={SLUG[:20]}",
+        f"/tasks/{SLUG}/",
+        f"/tasks/{SLUG}/edit/",
+        f"/tasks/{SLUG}/versions/",
+        f"/tasks/{SLUG}/versions/1/",
+        f"/tasks/{SLUG}/versions/1/files/{FILE}",
+        f"/tasks/{SLUG}/diff/?a=1&b=2",
+        "/environments/",
+        f"/environments/{ENVIRONMENT}/",
+        f"/environments/{ENVIRONMENT}/edit/",
+        f"/previews/start/{SLUG}/v2/",
+        f"/previews/tasks/{SLUG}/",
+        f"/previews/{run.pk}/?rollout={rollout.pk}",
+        f"/previews/rollouts/{rollout.pk}/",
+        f"/grading/grades/{site['grade'].pk}/",
+        "/review/",
+        f"/review/tasks/{SLUG}/",
+        "/inbox/",
+        f"/review/environments/{ENVIRONMENT}/",
+        f"/review/environments/{ENVIRONMENT}/agreement/",
+        "/packs/",
+        f"/packs/{SLUG}/",
+        f"/packs/{SLUG}/1.0.0/",
     ]
 
 
@@ -102,8 +133,9 @@ def admin_page(browser, live_server, long_site):
     page = context.new_page()
     page.problems = []
     page.on("pageerror", lambda exc: page.problems.append(f"page error: {exc}"))
-    page.on("console", lambda msg: page.problems.append(f"console {msg.type}: {msg.text}")
-            if msg.type == "error" else None)
+    page.on(
+        "console", lambda msg: page.problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None
+    )
     sign_in(page, live_server.url, "root")
     yield page
     context.close()
@@ -139,4 +171,3 @@ def test_the_title_wraps_clear_of_the_task_pages_buttons(admin_page, live_server
         button = page.get_by_role("link", name=name).bounding_box()
         assert heading["x"] + heading["width"] <= button["x"], f"the title runs into {name}: {heading} {button}"
         assert button["x"] + button["width"] <= width
-

@@ -23,22 +23,30 @@ from tests.support.openai_server import OpenAIServer
 pytestmark = [pytest.mark.browser, pytest.mark.bubblewrap, pytest.mark.django_db(transaction=True)]
 
 WIDTH = 1280
-JUDGE_RUBRIC = {**RUBRIC, "checks": [
-    *RUBRIC["checks"],
-    {"id": "explains_the_product_clearly_with_a_long_identifier", "kind": "llm_judge", "points": 2,
-     "title": "States the product and how it was found",
-     "criterion": "The answer says 42 and explains that it is six times seven."},
-]}
-LONG_EXPLANATION = ("The answer states 42 and explains the multiplication; "
-                    "see https://example.org/a-very-long-reference-url-without-any-break-in-it-at-all-"
-                    "that-would-push-a-table-wide-if-it-did-not-wrap " * 2)
+JUDGE_RUBRIC = {
+    **RUBRIC,
+    "checks": [
+        *RUBRIC["checks"],
+        {
+            "id": "explains_the_product_clearly_with_a_long_identifier",
+            "kind": "llm_judge",
+            "points": 2,
+            "title": "States the product and how it was found",
+            "criterion": "The answer says 42 and explains that it is six times seven.",
+        },
+    ],
+}
+LONG_EXPLANATION = (
+    "The answer states 42 and explains the multiplication; "
+    "see https://example.org/a-very-long-reference-url-without-any-break-in-it-at-all-"
+    "that-would-push-a-table-wide-if-it-did-not-wrap " * 2
+)
 
 
 def artifacts_dir() -> Path:
     folder = Path(os.environ.get("GYMWRIGHT_ARTIFACTS_DIR", Path.cwd() / "var" / "artifacts")) / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
 
 
 @pytest.fixture
@@ -54,10 +62,17 @@ def site(transactional_db, django_user_model, settings, eager_celery, sandbox_di
         settings.JUDGE_MODEL = "judge"
         task = make_task(author=user, rubric=JUDGE_RUBRIC)
         version = task.versions.get(number=1)
-        content = {"title": "Six by seven, again", "prompt": version.spec["prompt"], "rubric": JUDGE_RUBRIC,
-                   "solution": version.spec["solution"], "tags": ["maths"], "files": []}
-        authoring_services.task_version_create(task=task, author=user, content=content,
-                                               base_version=1, message="retitled")
+        content = {
+            "title": "Six by seven, again",
+            "prompt": version.spec["prompt"],
+            "rubric": JUDGE_RUBRIC,
+            "solution": version.spec["solution"],
+            "tags": ["maths"],
+            "files": [],
+        }
+        authoring_services.task_version_create(
+            task=task, author=user, content=content, base_version=1, message="retitled"
+        )
         preview_run = sandbox_services.preview_run_create(task_version=version, user=user, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
     rollout.refresh_from_db()
@@ -143,7 +158,8 @@ def test_the_login_page_has_the_csp_too(browser, live_server, transactional_db):
 
 def _columns_outside(page, table_selector: str) -> list[str]:
     """Header cells of the table not wholly inside the viewport, or clipped by a scroll box."""
-    return page.evaluate("""([selector, width]) => {
+    return page.evaluate(
+        """([selector, width]) => {
       const table = document.querySelector(selector);
       if (!table) return ["no table " + selector];
       const bad = [];
@@ -160,7 +176,9 @@ def _columns_outside(page, table_selector: str) -> list[str]:
       }
       if (document.documentElement.scrollWidth > width) bad.push("page scrolls sideways");
       return bad;
-    }""", [table_selector, WIDTH])
+    }""",
+        [table_selector, WIDTH],
+    )
 
 
 def test_the_grade_table_is_readable_at_1280_px(wide_page, live_server, site):
@@ -174,8 +192,9 @@ def test_the_grade_table_is_readable_at_1280_px(wide_page, live_server, site):
         assert headers == ["check", "kind", "status", "score", "points", "awarded", "explanation", "reviewers"]
         assert _columns_outside(page, table) == [], path
         # The long judge explanation wraps inside its cell instead of widening the table.
-        cell = page.locator(f'{table} tr[data-check-id="explains_the_product_clearly_with_a_long_identifier"] '
-                            "td.explanation-cell")
+        cell = page.locator(
+            f'{table} tr[data-check-id="explains_the_product_clearly_with_a_long_identifier"] td.explanation-cell'
+        )
         assert re.search("the multiplication", cell.inner_text())
         assert cell.bounding_box()["x"] + cell.bounding_box()["width"] <= WIDTH
 
@@ -198,7 +217,6 @@ def test_each_check_card_teaches_its_kind_in_place(wide_page, live_server, site)
     card.locator(".re-kind-example summary").click()
     assert "reads the first number, 456692" in card.locator(".re-kind-example").inner_text()
     assert card.locator(".re-kind-example a").get_attribute("href").endswith("/grading/kinds/#kind-number")
-
 
 
 @pytest.mark.parametrize("width", [1280, 1400])

@@ -17,9 +17,14 @@ from tests.e2e.conftest import PASSWORD, TIMEOUT_MS, wait_for_editor
 pytestmark = [pytest.mark.browser, pytest.mark.bubblewrap, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=TIMEOUT_MS)
 
-RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-    {"id": "says_42", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
-    {"id": "has_number", "kind": "regex", "points": 1, "pattern": r"\d+"}]}
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.5,
+    "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
+        {"id": "has_number", "kind": "regex", "points": 1, "pattern": r"\d+"},
+    ],
+}
 GATES_MS = 180_000  # six real rollouts run inside the request
 
 
@@ -42,6 +47,7 @@ def run_gates_and_submit(page, live_server, slug, number):
     with page.expect_navigation(timeout=GATES_MS):
         page.click("#run-gates")
     from sandbox.models import Rollout
+
     errors = list(Rollout.objects.exclude(error="").values_list("error", flat=True)[:3])
     assert not errors, errors
     for gate in ("oracle", "nop"):
@@ -50,13 +56,20 @@ def run_gates_and_submit(page, live_server, slug, number):
     expect(page.locator(".messages")).to_contain_text(f"Submitted {slug} v{number} for review")
 
 
-def test_the_review_round_trip(browser, live_server, author, environment, django_user_model, eager_celery,
-                               sandbox_dir):
+def test_the_review_round_trip(browser, live_server, author, environment, django_user_model, eager_celery, sandbox_dir):
     reviewer = django_user_model.objects.create_user(username="rhea", password=PASSWORD)
     reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0])
-    task = services.task_create(slug="six-sevens", environment=environment, author=author, content={
-        "title": "Six sevens", "prompt": "What is six times seven?", "rubric": RUBRIC,
-        "solution": {"script": None, "answer": "42"}})
+    task = services.task_create(
+        slug="six-sevens",
+        environment=environment,
+        author=author,
+        content={
+            "title": "Six sevens",
+            "prompt": "What is six times seven?",
+            "rubric": RUBRIC,
+            "solution": {"script": None, "answer": "42"},
+        },
+    )
 
     # The author runs the gates (real oracle ×3 and nop ×3 previews) and submits v1.
     writer = login(browser, live_server, author.username)

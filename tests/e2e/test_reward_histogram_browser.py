@@ -27,11 +27,19 @@ MEASURE = """(box) => {
 @pytest.fixture
 def oracle_preview(author):
     task = make_task(author=author)
-    run = PreviewRun.objects.create(task_version=task.latest_version, created_by=author, policy="oracle",
-                                    policy_kind="oracle", n=4, backend="bubblewrap", status=PreviewRun.Status.DONE,
-                                    finished_at=timezone.now())
-    Rollout.objects.bulk_create([Rollout(preview_run=run, index=i, status=Rollout.Status.DONE, reward=1.0, passed=True)
-                                 for i in range(4)])
+    run = PreviewRun.objects.create(
+        task_version=task.latest_version,
+        created_by=author,
+        policy="oracle",
+        policy_kind="oracle",
+        n=4,
+        backend="bubblewrap",
+        status=PreviewRun.Status.DONE,
+        finished_at=timezone.now(),
+    )
+    Rollout.objects.bulk_create(
+        [Rollout(preview_run=run, index=i, status=Rollout.Status.DONE, reward=1.0, passed=True) for i in range(4)]
+    )
     return run
 
 

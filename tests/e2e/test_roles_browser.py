@@ -38,8 +38,9 @@ def visit(browser, live_server, site):
         context.add_init_script(CSP_LISTENER)
         contexts.append(context)
         page = context.new_page()
-        page.on("console", lambda msg: problems.append(f"{role} {page.url}: {msg.text}")
-                if msg.type == "error" else None)
+        page.on(
+            "console", lambda msg: problems.append(f"{role} {page.url}: {msg.text}") if msg.type == "error" else None
+        )
         page.on("pageerror", lambda exc: problems.append(f"{role} {page.url}: {exc}"))
         page.goto(f"{live_server.url}/accounts/login/")
         page.fill("input[name=username]", site[role].username)

@@ -34,9 +34,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.bubblewrap, pytest.mark.slow, pyt
 def payload(label: str) -> str:
     """Markup that runs `alert` through a script tag, an error handler, an attribute break-out, a
     textarea/title break-out and a JS-string break-out; plus Django template syntax that must stay text."""
-    return (f'<script>alert("xss-{label}")</script><img src=x onerror=alert("xss-{label}")>'
-            f'"><svg onload=alert("xss-{label}")></textarea></title>\'-alert("xss-{label}")-\''
-            "{{ 7|add:7 }}{% now 'Y' %}")
+    return (
+        f'<script>alert("xss-{label}")</script><img src=x onerror=alert("xss-{label}")>'
+        f'"><svg onload=alert("xss-{label}")></textarea></title>\'-alert("xss-{label}")-\''
+        "{{ 7|add:7 }}{% now 'Y' %}"
+    )
 
 
 FILE_NAME = '<img src=x onerror=alert("xss-fname")>.txt'
@@ -53,25 +55,53 @@ def shown(label: str, text: str) -> bool:
     """Whether a page's text shows the value of `label` literally (as typed, or inside JSON): text, so escaped."""
     if label in LITERALS:
         return LITERALS[label] in text or json.dumps(LITERALS[label])[1:-1] in text
-    return (f'<script>alert("xss-{label}")</script>' in text
-            or f'<script>alert(\\"xss-{label}\\")</script>' in text)
-PROMPT = "\n\n".join([
-    "Answer the question. " + payload("prompt"),
-    "`" + payload("code") + "`",
-    "[a link](javascript:alert('xss-mdlink'))",
-    "<a href=\"javascript:alert('xss-alink')\">raw link</a> <iframe src=\"javascript:alert('xss-frame')\"></iframe>",
-    "![img](javascript:alert('xss-mdimg'))",
-])
-RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-    {"id": "says_it", "kind": "string_match", "points": 2, "mode": "contains", "expected": payload("expected"),
-     "title": payload("ctitle"), "tags": [CHECK_TAG]},
-    {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": payload("criterion"),
-     "reference": payload("reference")},
-    {"id": "file_there", "kind": "file_content", "points": 1, "path": WORKSPACE_NAME, "contains": payload("fcontains")},
-    {"id": "has_tag", "kind": "regex", "points": 1, "pattern": "<script>", "title": payload("rtitle")},
-], "probes": [{"answer": payload("probe"), "max_reward": 1.0}]}
-AGENT_COMMAND = (f"printf '%s\\n' {shlex.quote(payload('tooloutput'))}; "
-                 f"printf '%s' {shlex.quote(payload('wscontent'))} > {shlex.quote(WORKSPACE_NAME)}")
+    return f'<script>alert("xss-{label}")</script>' in text or f'<script>alert(\\"xss-{label}\\")</script>' in text
+
+
+PROMPT = "\n\n".join(
+    [
+        "Answer the question. " + payload("prompt"),
+        "`" + payload("code") + "`",
+        "[a link](javascript:alert('xss-mdlink'))",
+        "<a href=\"javascript:alert('xss-alink')\">raw link</a> <iframe src=\"javascript:alert('xss-frame')\"></iframe>",
+        "![img](javascript:alert('xss-mdimg'))",
+    ]
+)
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.5,
+    "checks": [
+        {
+            "id": "says_it",
+            "kind": "string_match",
+            "points": 2,
+            "mode": "contains",
+            "expected": payload("expected"),
+            "title": payload("ctitle"),
+            "tags": [CHECK_TAG],
+        },
+        {
+            "id": "judged",
+            "kind": "llm_judge",
+            "points": 1,
+            "criterion": payload("criterion"),
+            "reference": payload("reference"),
+        },
+        {
+            "id": "file_there",
+            "kind": "file_content",
+            "points": 1,
+            "path": WORKSPACE_NAME,
+            "contains": payload("fcontains"),
+        },
+        {"id": "has_tag", "kind": "regex", "points": 1, "pattern": "<script>", "title": payload("rtitle")},
+    ],
+    "probes": [{"answer": payload("probe"), "max_reward": 1.0}],
+}
+AGENT_COMMAND = (
+    f"printf '%s\\n' {shlex.quote(payload('tooloutput'))}; "
+    f"printf '%s' {shlex.quote(payload('wscontent'))} > {shlex.quote(WORKSPACE_NAME)}"
+)
 EDITOR = "editor"  # a page label: the editor's fields hold the payloads as values
 
 
@@ -85,7 +115,7 @@ def agent_and_judge(body):
 
 
 @pytest.fixture
-def hostile_site(transactional_db, django_user_model, settings, eager_celery, sandbox_dir):  # noqa: F811
+def hostile_site(transactional_db, django_user_model, settings, eager_celery, sandbox_dir):
     """An author's task in review, a reviewer's comments, a judged model rollout, an approved task in
     a built pack: every text field carries a payload. The pages are read by an admin (who reviews,
     and has an author's reply in the inbox)."""
@@ -93,29 +123,66 @@ def hostile_site(transactional_db, django_user_model, settings, eager_celery, sa
     reviewer = make_user(django_user_model, "rita", "reviewer")
     admin = make_user(django_user_model, "root", "admin", password=PASSWORD)
     environment = authoring_services.environment_create(
-        slug="hostile-env", name=payload("envname")[:200], description=payload("envdesc"), author=owner,
-        spec={"network": "none", "custom_tools": [{
-            "name": "lookup", "description": payload("tooldesc"), "command": "cat",
-            "parameters": {"type": "object", "properties": {"q": {"type": "string", "description": payload("tooldesc2")}}}}]})
+        slug="hostile-env",
+        name=payload("envname")[:200],
+        description=payload("envdesc"),
+        author=owner,
+        spec={
+            "network": "none",
+            "custom_tools": [
+                {
+                    "name": "lookup",
+                    "description": payload("tooldesc"),
+                    "command": "cat",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"q": {"type": "string", "description": payload("tooldesc2")}},
+                    },
+                }
+            ],
+        },
+    )
     attached = authoring_services.blob_store(data=payload("filecontent").encode())
-    content = {"title": payload("title"), "prompt": PROMPT, "rubric": RUBRIC, "tags": [TAG],
+    content = {
+        "title": payload("title"),
+        "prompt": PROMPT,
+        "rubric": RUBRIC,
+        "tags": [TAG],
         "solution": {"script": AGENT_COMMAND, "answer": payload("solution")},
-        "files": [{"path": FILE_NAME, "sha256": attached.sha256}], "metadata": {"note": payload("metadata")}}
-    task = authoring_services.task_create(slug="hostile", environment=environment, author=owner, content=content,
-                                          message=payload("message")[:500])
-    second = {**content, "title": payload("title2"), "rubric": {**RUBRIC, "checks": [
-        {**RUBRIC["checks"][0], "expected": payload("expected2")}, *RUBRIC["checks"][1:]]}}
-    authoring_services.task_version_create(task=task, author=owner, content=second, base_version=1,
-                                           message=payload("message2")[:500])
+        "files": [{"path": FILE_NAME, "sha256": attached.sha256}],
+        "metadata": {"note": payload("metadata")},
+    }
+    task = authoring_services.task_create(
+        slug="hostile", environment=environment, author=owner, content=content, message=payload("message")[:500]
+    )
+    second = {
+        **content,
+        "title": payload("title2"),
+        "rubric": {
+            **RUBRIC,
+            "checks": [{**RUBRIC["checks"][0], "expected": payload("expected2")}, *RUBRIC["checks"][1:]],
+        },
+    }
+    authoring_services.task_version_create(
+        task=task, author=owner, content=second, base_version=1, message=payload("message2")[:500]
+    )
     with OpenAIServer() as server:
         server.handler = agent_and_judge
-        ModelEndpoint.objects.create(name="agent", role="policy", base_url=server.base_url, model="policy-model",
-                                     api_key_env="", default_params={"temperature": 0})
-        ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="judge-model",
-                                     api_key_env="")
+        ModelEndpoint.objects.create(
+            name="agent",
+            role="policy",
+            base_url=server.base_url,
+            model="policy-model",
+            api_key_env="",
+            default_params={"temperature": 0},
+        )
+        ModelEndpoint.objects.create(
+            name="judge", role="judge", base_url=server.base_url, model="judge-model", api_key_env=""
+        )
         task.refresh_from_db()
-        preview_run = sandbox_services.preview_run_create(task_version=task.latest_version, user=owner,
-                                                          policy="model", n=1)
+        preview_run = sandbox_services.preview_run_create(
+            task_version=task.latest_version, user=owner, policy="model", n=1
+        )
     rollout = preview_run.rollouts.get()
     rollout.refresh_from_db()
     assert rollout.status == "done", rollout.error
@@ -125,20 +192,29 @@ def hostile_site(transactional_db, django_user_model, settings, eager_celery, sa
     review_services.task_submit(task=task, user=admin, override_reason=payload("override"))
     review_services.comment_create(task=task, user=reviewer, body=payload("checkcomment"), check_id="says_it")
     review_services.comment_create(task=task, user=reviewer, body=payload("taskcomment"))
-    review_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="comment",
-                                  comment=payload("review"), check_comments={"judged": payload("reviewcheck")})
+    review_services.review_create(
+        task_version=task.latest_version,
+        reviewer=reviewer,
+        decision="comment",
+        comment=payload("review"),
+        check_comments={"judged": payload("reviewcheck")},
+    )
     question = review_services.comment_create(task=task, user=admin, body=payload("question"))
     review_services.comment_create(task=task, user=owner, body=payload("reply"), parent=question)
 
-    approved = authoring_services.task_create(slug="hostile-approved", environment=environment, author=owner,
-                                              content={**content, "title": payload("aptitle")})
+    approved = authoring_services.task_create(
+        slug="hostile-approved", environment=environment, author=owner, content={**content, "title": payload("aptitle")}
+    )
     review_services.task_submit(task=approved, user=admin, override_reason=payload("override2"))
-    review_services.review_create(task_version=approved.latest_version, reviewer=reviewer, decision="approve",
-                                  comment=payload("approve"))
-    pack = pack_services.pack_create(slug="hostile-pack", user=admin, name=payload("packname")[:200],
-                                     description=payload("packdesc"))
-    pack_version = pack_services.pack_version_start(pack=pack, user=admin,
-                                                    selection=pack_services.Selection(tasks=("hostile-approved",)))
+    review_services.review_create(
+        task_version=approved.latest_version, reviewer=reviewer, decision="approve", comment=payload("approve")
+    )
+    pack = pack_services.pack_create(
+        slug="hostile-pack", user=admin, name=payload("packname")[:200], description=payload("packdesc")
+    )
+    pack_version = pack_services.pack_version_start(
+        pack=pack, user=admin, selection=pack_services.Selection(tasks=("hostile-approved",))
+    )
     pack_version.refresh_from_db()
     assert pack_version.status == "ready", pack_version.error
     grade_id = rollout.grade.pk
@@ -153,7 +229,10 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
     return [
         ("/", ["title2"]),
         ("/?q=xss", []),
-        ("/tasks/hostile/", ["title2", "code", "ctitle", "rtitle", "ctag", "tag", "fname"]),  # the rubric table, in Python
+        (
+            "/tasks/hostile/",
+            ["title2", "code", "ctitle", "rtitle", "ctag", "tag", "fname"],
+        ),  # the rubric table, in Python
         ("/tasks/hostile/edit/", [EDITOR]),
         ("/tasks/hostile/versions/", ["message", "message2"]),
         ("/tasks/hostile/versions/1/", ["title", "code", "fname"]),
@@ -169,8 +248,10 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
         (f"/grading/grades/{site['grade_id']}/", ["judge"]),
         ("/grading/kinds/", []),
         ("/review/", ["title2"]),
-        ("/review/tasks/hostile/", ["title2", "code", "checkcomment", "taskcomment", "review", "reviewcheck",
-                                     "criterion", "override"]),
+        (
+            "/review/tasks/hostile/",
+            ["title2", "code", "checkcomment", "taskcomment", "review", "reviewcheck", "criterion", "override"],
+        ),
         ("/review/tasks/hostile-approved/", ["aptitle", "override2", "approve"]),
         ("/review/labels/", ["judge"]),
         ("/review/environments/hostile-env/", []),
@@ -221,8 +302,9 @@ def hostile_page(request, browser, live_server, hostile_site, settings):
     page.findings = []
     page.on("dialog", lambda dialog: (page.findings.append(f"dialog: {dialog.message}"), dialog.dismiss()))
     page.on("pageerror", lambda exc: page.findings.append(f"page error: {exc}"))
-    page.on("console", lambda msg: page.findings.append(f"console {msg.type}: {msg.text}")
-            if msg.type == "error" else None)
+    page.on(
+        "console", lambda msg: page.findings.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None
+    )
     sign_in(page, live_server.url, "root")
     page.csp = request.param
     yield page
@@ -245,8 +327,17 @@ def test_no_stored_payload_runs_on_any_page(hostile_page, live_server, hostile_s
         text = page.evaluate(VISIBLE_TEXT)
         for label in labels:
             if label == EDITOR:
-                for field in ("title2", "expected2", "ctitle", "criterion", "solution", "metadata", "tag", "ctag",
-                              "fname"):
+                for field in (
+                    "title2",
+                    "expected2",
+                    "ctitle",
+                    "criterion",
+                    "solution",
+                    "metadata",
+                    "tag",
+                    "ctag",
+                    "fname",
+                ):
                     if not shown(field, text):
                         problems.append(f"{path}: the editor does not show {field!r} as text")
             elif not shown(label, text):
@@ -304,16 +395,26 @@ def test_a_hostile_import_report_is_shown_as_text(hostile_page, live_server, hos
     page = hostile_page
     rows = [
         "prompt,answer,rubric,criteria,title",
-        ",".join(json.dumps(value) for value in (payload("importprompt"), payload("importanswer"),
-                                                 '{"checks": "' + payload("importrubric").replace('"', "'") + '"}',
-                                                 "", payload("ititle"))),
-        ",".join(json.dumps(value) for value in (payload("importprompt2"), "42", "", payload("importcriterion"),
-                                                 payload("ititle2"))),
+        ",".join(
+            json.dumps(value)
+            for value in (
+                payload("importprompt"),
+                payload("importanswer"),
+                '{"checks": "' + payload("importrubric").replace('"', "'") + '"}',
+                "",
+                payload("ititle"),
+            )
+        ),
+        ",".join(
+            json.dumps(value)
+            for value in (payload("importprompt2"), "42", "", payload("importcriterion"), payload("ititle2"))
+        ),
     ]
     page.goto(f"{live_server.url}/packs/import/")
-    page.set_input_files("#import-form input[name=file]", files=[
-        {"name": IMPORT_NAME, "mimeType": "text/csv",
-         "buffer": "\n".join(rows).encode()}])
+    page.set_input_files(
+        "#import-form input[name=file]",
+        files=[{"name": IMPORT_NAME, "mimeType": "text/csv", "buffer": "\n".join(rows).encode()}],
+    )
     page.select_option("#import-form select[name=environment]", "hostile-env")  # the environments that exist
     with page.expect_navigation():
         page.click("#import-form button[type=submit]")

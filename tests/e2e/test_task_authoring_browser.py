@@ -73,7 +73,9 @@ def test_author_builds_a_two_check_rubric_fixes_an_error_and_compares_versions(l
     expect(first).not_to_have_class(re.compile(r"\bhas-error\b"))
     expect(first.locator(".field-error")).to_have_count(0)
     # Both are in the summary list with their pointers, and counted in the status line.
-    expect(page.locator("#rubric-errors li", has_text="/checks/1/pattern: regular expression does not compile")).to_have_count(1)
+    expect(
+        page.locator("#rubric-errors li", has_text="/checks/1/pattern: regular expression does not compile")
+    ).to_have_count(1)
     expect(page.locator("#rubric-errors li", has_text="/checks/1/id:")).to_have_count(1)
     expect(page.locator("#rubric-status")).to_have_text(re.compile(r"2 errors"))
 
@@ -140,10 +142,13 @@ def test_server_errors_of_a_rejected_save_are_attached_to_their_check_and_field(
     page.fill("#id_title", "Duplicate ids")
     page.fill("#id_prompt", "Say 42.")
     page.click("button[data-view=raw]")
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "same", "kind": "string_match", "points": 1, "expected": "42"},
-        {"id": "same", "kind": "regex", "points": 1, "pattern": "4"},
-    ]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "same", "kind": "string_match", "points": 1, "expected": "42"},
+            {"id": "same", "kind": "regex", "points": 1, "pattern": "4"},
+        ],
+    }
     page.fill("#rubric-json", json.dumps(rubric, indent=2))
     with page.expect_navigation():
         page.get_by_role("button", name="Create task").click()  # never blocked by the editor
@@ -171,11 +176,20 @@ def test_json_and_structured_views_stay_in_sync(logged_in, live_server, environm
     open_new_task_form(page, live_server)
 
     # JSON → structured, including a group with a nested child and an unknown key.
-    rubric = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-        {"id": "core", "kind": "group", "points": 3, "aggregate": "any", "checks": [
-            {"id": "a", "kind": "string_match", "points": 1, "expected": "42", "colour": "red"}]},
-        {"id": "judge_it", "kind": "llm_judge", "points": 2, "criterion": "Is polite."},
-    ]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 0.5,
+        "checks": [
+            {
+                "id": "core",
+                "kind": "group",
+                "points": 3,
+                "aggregate": "any",
+                "checks": [{"id": "a", "kind": "string_match", "points": 1, "expected": "42", "colour": "red"}],
+            },
+            {"id": "judge_it", "kind": "llm_judge", "points": 2, "criterion": "Is polite."},
+        ],
+    }
     page.click("button[data-view=raw]")
     page.fill("#rubric-json", json.dumps(rubric, indent=2))
     page.click("button[data-view=structured]")
@@ -183,7 +197,9 @@ def test_json_and_structured_views_stay_in_sync(logged_in, live_server, environm
     expect(field(page, "/checks/0/aggregate").locator("select")).to_have_value("any")
     expect(field(page, "/checks/1/criterion").locator("textarea")).to_have_value("Is polite.")
     # The unknown key is pointed at where it is.
-    expect(field(page, "/checks/0/checks/0/colour").locator(".field-error")).to_have_text(re.compile("unknown key 'colour'"))
+    expect(field(page, "/checks/0/checks/0/colour").locator(".field-error")).to_have_text(
+        re.compile("unknown key 'colour'")
+    )
     expect(page.locator("#rubric-errors li", has_text="/checks/0/checks/0/colour:")).to_have_count(1)
 
     # Structured → JSON: change a kind (common keys stay), reorder, remove.
@@ -221,7 +237,10 @@ def test_json_and_structured_views_stay_in_sync(logged_in, live_server, environm
 def test_markdown_preview_updates_live_and_drops_scripts(logged_in, live_server, environment):
     page = logged_in
     open_new_task_form(page, live_server)
-    page.fill("#id_prompt", "# Heading\n\nSome **bold** text.\n\n<script>window.pwned = 1</script>\n<img src=x onerror=\"window.pwned=2\">")
+    page.fill(
+        "#id_prompt",
+        '# Heading\n\nSome **bold** text.\n\n<script>window.pwned = 1</script>\n<img src=x onerror="window.pwned=2">',
+    )
     preview = page.locator("#prompt-preview")
     expect(preview.locator("h1")).to_have_text("Heading")
     expect(preview.locator("strong")).to_have_text("bold")

@@ -13,8 +13,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def task(author, environment):
-    return services.task_create(slug="guarded", environment=environment, author=author, content={
-        "title": "Guarded", "prompt": "Say 42.", "rubric": RUBRIC, "solution": {"answer": "42"}})
+    return services.task_create(
+        slug="guarded",
+        environment=environment,
+        author=author,
+        content={"title": "Guarded", "prompt": "Say 42.", "rubric": RUBRIC, "solution": {"answer": "42"}},
+    )
 
 
 def open_editor(page, live_server, task):

@@ -10,21 +10,32 @@ import pytest
 from playwright.sync_api import expect
 
 from authoring import services
-from grading.engine.models import PROMPT_MAX_CHARS
 from authoring.models import Task
+from grading.engine.models import PROMPT_MAX_CHARS
 from tests.e2e.conftest import sign_in, wait_for_editor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5,
-          "checks": [{"id": "says_42", "kind": "string_match", "points": 1, "expected": "42"}]}
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.5,
+    "checks": [{"id": "says_42", "kind": "string_match", "points": 1, "expected": "42"}],
+}
 SCRIPT = "cat > fizzbuzz.py <<'EOF'\ndef fizzbuzz(n):\n    return str(n)\nEOF\n"
 
 
 def test_editing_only_the_prompt_in_the_browser_changes_only_the_prompt(logged_in, live_server, author, environment):
-    task = services.task_create(slug="fizzbuzz-implementation", environment=environment, author=author, content={
-        "title": "FizzBuzz", "prompt": "\nWrite `fizzbuzz(n)`.\n", "rubric": RUBRIC,
-        "solution": {"script": SCRIPT, "answer": None}})
+    task = services.task_create(
+        slug="fizzbuzz-implementation",
+        environment=environment,
+        author=author,
+        content={
+            "title": "FizzBuzz",
+            "prompt": "\nWrite `fizzbuzz(n)`.\n",
+            "rubric": RUBRIC,
+            "solution": {"script": SCRIPT, "answer": None},
+        },
+    )
     page = logged_in
     page.goto(f"{live_server.url}/tasks/{task.slug}/edit/")
     wait_for_editor(page)
@@ -43,11 +54,16 @@ def test_editing_only_the_prompt_in_the_browser_changes_only_the_prompt(logged_i
     expect(page.locator("table.check-diff")).to_have_count(0)
 
 
-def test_a_form_over_the_body_cap_says_which_limit_and_back_brings_the_text_back(logged_in, live_server, author,
-                                                                                  environment, settings):
+def test_a_form_over_the_body_cap_says_which_limit_and_back_brings_the_text_back(
+    logged_in, live_server, author, environment, settings
+):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 50_000
-    task = services.task_create(slug="big-post", environment=environment, author=author, content={
-        "title": "Big", "prompt": "Short.", "rubric": RUBRIC})
+    task = services.task_create(
+        slug="big-post",
+        environment=environment,
+        author=author,
+        content={"title": "Big", "prompt": "Short.", "rubric": RUBRIC},
+    )
     page = logged_in
     page.goto(f"{live_server.url}/tasks/{task.slug}/edit/")
     wait_for_editor(page)
@@ -75,14 +91,19 @@ def signed_in_as(page, live_server, django_user_model, username: str, role: str)
     return user
 
 
-def test_one_verdict_on_a_card_of_identical_answers_labels_every_copy(page, live_server, author, environment,
-                                                                      django_user_model):
+def test_one_verdict_on_a_card_of_identical_answers_labels_every_copy(
+    page, live_server, author, environment, django_user_model
+):
     from grading.models import JudgeLabel
     from tests.review.conftest import finished_preview
     from tests.review.test_agreement_and_evidence import JUDGED_RUBRIC, judged_grade
 
-    task = services.task_create(slug="judged", environment=environment, author=author, content={
-        "title": "Judged", "prompt": "Six sevens?", "rubric": JUDGED_RUBRIC})
+    task = services.task_create(
+        slug="judged",
+        environment=environment,
+        author=author,
+        content={"title": "Judged", "prompt": "Six sevens?", "rubric": JUDGED_RUBRIC},
+    )
     run = finished_preview(task.latest_version, author, "oracle", [1.0, 1.0, 1.0])
     for rollout in run.rollouts.all():
         rollout.answer = "6 × 7 = 42, because six sevens are forty-two."
@@ -107,6 +128,8 @@ def test_the_pack_build_forms_boxes_look_alike(page, live_server, django_user_mo
     lab = signed_in_as(page, live_server, django_user_model, "lena", "lab")
     pack_services.pack_create(slug="styled", user=lab, name="Styled")
     page.goto(f"{live_server.url}/packs/styled/")
-    style = ("e => { const s = getComputedStyle(e); return [s.width, s.paddingLeft, s.borderTopWidth, s.borderTopStyle,"
-             " s.borderTopColor, s.borderRadius, s.fontSize, s.fontFamily, s.backgroundColor]; }")
+    style = (
+        "e => { const s = getComputedStyle(e); return [s.width, s.paddingLeft, s.borderTopWidth, s.borderTopStyle,"
+        " s.borderTopColor, s.borderRadius, s.fontSize, s.fontFamily, s.backgroundColor]; }"
+    )
     assert page.eval_on_selector("#id_test_ratio", style) == page.eval_on_selector("#id_tags", style)

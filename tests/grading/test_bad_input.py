@@ -8,8 +8,8 @@ from rest_framework.test import APIClient
 from grading.models import JudgeLabel
 from grading.services import grade_from_document, grade_record
 from tests.grading.conftest import RUBRIC
-from tests.support.users import make_user
 from tests.grading.test_grades_and_labels import GRADE
+from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -23,10 +23,13 @@ def browser(client, author):
     return client
 
 
-@pytest.mark.parametrize("rubric, expected", [
-    (DEEP, "nested too deeply"),
-    ('{"schema": "gymwright.rubric/v1", "checks": [%s]}' % ("9" * 5000), "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "rubric, expected",
+    [
+        (DEEP, "nested too deeply"),
+        ('{"schema": "gymwright.rubric/v1", "checks": [%s]}' % ("9" * 5000), "not valid JSON"),
+    ],
+)
 def test_a_dry_run_with_an_unreadable_rubric_says_so_in_the_fragment(browser, rubric, expected):
     response = browser.post("/grading/dry-run/", {"rubric": rubric, "answer": "42"})
 
@@ -55,8 +58,11 @@ def test_the_rubric_validate_api_reports_a_rubric_text_nested_too_deeply_at_the_
     response = api.post("/api/rubrics/validate/", {"rubric": DEEP}, format="json")
 
     assert response.status_code == 200
-    assert response.json() == {"valid": False, "issues": [{"pointer": "", "message": "nested too deeply"}],
-                               "warnings": []}
+    assert response.json() == {
+        "valid": False,
+        "issues": [{"pointer": "", "message": "nested too deeply"}],
+        "warnings": [],
+    }
 
 
 # --------------------------------------------------------------------------- NUL characters
@@ -68,7 +74,8 @@ def test_a_dry_run_answer_with_a_nul_is_refused_at_the_answer(browser):
 
     assert response.status_code == 400
     assert response.context["error"].details == [
-        {"pointer": "/answer", "message": "contains a NUL character (\\u0000)"}]
+        {"pointer": "/answer", "message": "contains a NUL character (\\u0000)"}
+    ]
 
 
 def test_a_dry_run_rubric_with_an_escaped_nul_is_refused_at_its_pointer(browser):
@@ -90,7 +97,9 @@ def test_a_dry_run_on_a_task_slug_with_a_nul_is_not_found(browser):
 
 @pytest.fixture
 def judged_check(task_version, author):
-    grade = grade_record(grade=grade_from_document(GRADE), task_version=task_version, source="rollout", user=author, rollout_id=7)
+    grade = grade_record(
+        grade=grade_from_document(GRADE), task_version=task_version, source="rollout", user=author, rollout_id=7
+    )
     return grade.check_results.get(check_id="states_dose")
 
 
@@ -102,8 +111,9 @@ def reviewing(client, django_user_model):
 
 
 def test_a_judge_label_comment_with_a_nul_is_refused_at_the_comment(reviewing, judged_check):
-    response = reviewing.post(f"/grading/check-results/{judged_check.pk}/label/",
-                              {"verdict": "agree", "comment": "fine\x00"})
+    response = reviewing.post(
+        f"/grading/check-results/{judged_check.pk}/label/", {"verdict": "agree", "comment": "fine\x00"}
+    )
 
     assert response.status_code == 400
     assert response.context["error"].details[0]["pointer"] == "/comment"
@@ -136,7 +146,9 @@ def test_a_judge_label_comment_counts_a_line_end_as_one_character(reviewing, jud
     """As a review comment: a browser sends the box's line ends as CRLF and its maxlength counts each as one, so a
     comment that fit its box is saved, with "\\n" line ends (gymwright.text.comment_text)."""
     settings.REVIEW_COMMENT_MAX_CHARS = 40
-    response = reviewing.post(f"/grading/check-results/{judged_check.pk}/label/",
-                              {"verdict": "agree", "comment": "x" * 19 + "\r\n" + "y" * 20})
+    response = reviewing.post(
+        f"/grading/check-results/{judged_check.pk}/label/",
+        {"verdict": "agree", "comment": "x" * 19 + "\r\n" + "y" * 20},
+    )
     assert response.status_code == 200
     assert JudgeLabel.objects.get().comment == "x" * 19 + "\n" + "y" * 20

@@ -7,11 +7,10 @@ from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from grading.models import DryRun, Grade
-from grading.models import ModelEndpoint
+from grading.models import DryRun, Grade, ModelEndpoint
 from tests.grading.conftest import RUBRIC
-from tests.support.users import make_user
 from tests.support.openai_server import OpenAIServer
+from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -42,8 +41,14 @@ def no_judge(settings):
 def judge_server(monkeypatch):
     monkeypatch.setenv("GYMWRIGHT_TEST_JUDGE_KEY", "test-key")
     with OpenAIServer(default='{"met": true, "explanation": "It says six times seven."}') as server:
-        ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="test-judge",
-                                     api_key_env="GYMWRIGHT_TEST_JUDGE_KEY", is_default=True)
+        ModelEndpoint.objects.create(
+            name="judge",
+            role="judge",
+            base_url=server.base_url,
+            model="test-judge",
+            api_key_env="GYMWRIGHT_TEST_JUDGE_KEY",
+            is_default=True,
+        )
         yield server
 
 
@@ -77,8 +82,10 @@ def test_the_total_counts_only_met_checks(logged_in, no_judge):
 
 
 def test_command_checks_need_a_sandbox_and_make_the_grade_incomplete(logged_in, no_judge):
-    rubric = {**RUBRIC, "checks": RUBRIC["checks"] + [
-        {"id": "tests_pass", "kind": "command", "points": 10, "run": "pytest -q"}]}
+    rubric = {
+        **RUBRIC,
+        "checks": RUBRIC["checks"] + [{"id": "tests_pass", "kind": "command", "points": 10, "run": "pytest -q"}],
+    }
 
     response = post_dry_run(logged_in, rubric, "42 meters")
 
@@ -86,16 +93,28 @@ def test_command_checks_need_a_sandbox_and_make_the_grade_incomplete(logged_in, 
     assert "needs a sandbox" in body
     # No verdict as the headline while 10 of the 15 points could not be scored.
     # The 10 unscored points stay in max: the reward is its lower bound, 5 of 15, and the range is shown.
-    assert ("incomplete — reward 0.33–1.00, 1 check unscored: needs a sandbox to run in, and none was given"
-            in body) and "passed" not in body
+    assert (
+        "incomplete — reward 0.33–1.00, 1 check unscored: needs a sandbox to run in, and none was given" in body
+    ) and "passed" not in body
     assert "5 / 15 points earned by the scored checks: reward 0.33–1.00, the lower bound, not a verdict" in body
 
 
 def test_group_children_are_indented_under_their_group(logged_in, no_judge):
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "core", "kind": "group", "points": 4, "aggregate": "all", "checks": [
-            {"id": "a", "kind": "string_match", "points": 1, "expected": "42"},
-            {"id": "b", "kind": "string_match", "points": 1, "expected": "meters"}]}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {
+                "id": "core",
+                "kind": "group",
+                "points": 4,
+                "aggregate": "all",
+                "checks": [
+                    {"id": "a", "kind": "string_match", "points": 1, "expected": "42"},
+                    {"id": "b", "kind": "string_match", "points": 1, "expected": "meters"},
+                ],
+            }
+        ],
+    }
 
     response = post_dry_run(logged_in, rubric, "42 meters")
 
@@ -106,8 +125,12 @@ def test_group_children_are_indented_under_their_group(logged_in, no_judge):
 
 
 def test_workspace_files_are_graded_in_the_request(logged_in, no_judge):
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "report", "kind": "file_content", "points": 2, "path": "out/report.md", "contains": "revenue"}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "report", "kind": "file_content", "points": 2, "path": "out/report.md", "contains": "revenue"}
+        ],
+    }
     upload = SimpleUploadedFile("report.md", b"# Q3\nrevenue went up\n")
 
     response = post_dry_run(logged_in, rubric, "", files=[upload], paths=["out/report.md"])
@@ -137,12 +160,14 @@ def test_judge_checks_are_unscored_when_no_judge_is_configured(logged_in, no_jud
     assert DryRun.objects.count() == 0
 
 
-def test_judge_checks_are_graded_by_a_worker_then_shown(logged_in, author, task_version, judge_server,
-                                                         eager_celery, django_capture_on_commit_callbacks):
+def test_judge_checks_are_graded_by_a_worker_then_shown(
+    logged_in, author, task_version, judge_server, eager_celery, django_capture_on_commit_callbacks
+):
     report = SimpleUploadedFile("report.md", b"the report")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = post_dry_run(logged_in, JUDGED_RUBRIC, "42, because 6 x 7", task="answer-42", version="1",
-                                files=[report], folder="out")
+        response = post_dry_run(
+            logged_in, JUDGED_RUBRIC, "42, because 6 x 7", task="answer-42", version="1", files=[report], folder="out"
+        )
 
     body = text_of(response)
     dry_run = DryRun.objects.get()
@@ -176,8 +201,9 @@ def test_judge_checks_are_graded_by_a_worker_then_shown(logged_in, author, task_
     assert "It says six times seven." in body
 
 
-def test_a_failing_job_shows_an_error_instead_of_polling_forever(logged_in, judge_server, eager_celery,
-                                                                  monkeypatch, django_capture_on_commit_callbacks):
+def test_a_failing_job_shows_an_error_instead_of_polling_forever(
+    logged_in, judge_server, eager_celery, monkeypatch, django_capture_on_commit_callbacks
+):
     from grading import engine
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -195,8 +221,9 @@ def test_a_failing_job_shows_an_error_instead_of_polling_forever(logged_in, judg
     assert "the disk is on fire" in body and "hx-trigger" not in body
 
 
-def test_a_redelivered_job_does_not_grade_twice(logged_in, judge_server, eager_celery,
-                                                django_capture_on_commit_callbacks):
+def test_a_redelivered_job_does_not_grade_twice(
+    logged_in, judge_server, eager_celery, django_capture_on_commit_callbacks
+):
     from grading.tasks import dry_run_grade
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -210,8 +237,14 @@ def test_a_redelivered_job_does_not_grade_twice(logged_in, judge_server, eager_c
 
 
 def test_a_stale_running_dry_run_is_failed_when_polled(logged_in, author):
-    dry_run = DryRun.objects.create(rubric=RUBRIC, answer="42", created_by=author, status="running",
-                                    started_at=timezone.now() - timedelta(hours=2), preview={})
+    dry_run = DryRun.objects.create(
+        rubric=RUBRIC,
+        answer="42",
+        created_by=author,
+        status="running",
+        started_at=timezone.now() - timedelta(hours=2),
+        preview={},
+    )
 
     body = text_of(logged_in.get(f"/grading/dry-runs/{dry_run.pk}/"))
 
@@ -240,9 +273,13 @@ def test_invalid_json_shows_where_it_breaks(logged_in):
 
 
 def test_an_invalid_rubric_lists_its_issues_with_pointers(logged_in):
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "zero", "kind": "string_match", "points": 0, "expected": "a"},
-        {"id": "Bad Id", "kind": "regex", "points": 1, "pattern": "("}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "zero", "kind": "string_match", "points": 0, "expected": "a"},
+            {"id": "Bad Id", "kind": "regex", "points": 1, "pattern": "("},
+        ],
+    }
 
     response = post_dry_run(logged_in, rubric, "42")
 
@@ -268,12 +305,15 @@ def test_an_oversized_upload_is_refused(logged_in, settings):
     assert "larger than the upload limit" in text_of(response)
 
 
-@pytest.mark.parametrize("path, problem", [
-    ("../../etc/passwd", "contains '..'"),
-    ("out/../../secret", "contains '..'"),
-    ("/etc/passwd", "is absolute"),
-    ("out\\evil.txt", "backslash"),
-])
+@pytest.mark.parametrize(
+    "path, problem",
+    [
+        ("../../etc/passwd", "contains '..'"),
+        ("out/../../secret", "contains '..'"),
+        ("/etc/passwd", "is absolute"),
+        ("out\\evil.txt", "backslash"),
+    ],
+)
 def test_a_path_outside_the_workspace_is_refused(logged_in, path, problem, tmp_path):
     upload = SimpleUploadedFile("passwd", b"root:x:0:0")
 
@@ -319,8 +359,9 @@ def test_the_panel_renders_with_the_editor_context(rf, author, task_version):
 
     request = rf.get("/")
     request.user = author
-    html = render_to_string("grading/_dry_run_panel.html",
-                            {"task": task_version.task, "version": task_version}, request=request)
+    html = render_to_string(
+        "grading/_dry_run_panel.html", {"task": task_version.task, "version": task_version}, request=request
+    )
 
     assert 'action="/grading/dry-run/"' in html
     assert 'name="task" value="answer-42"' in html and 'name="version" value="1"' in html
@@ -357,9 +398,13 @@ def test_the_endpoints_response_format_setting_reaches_the_judge(author, judge_s
 
 
 def test_an_unmatched_penalty_awards_0_not_minus_0(logged_in, no_judge):
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
-        {"id": "unsafe", "kind": "string_match", "points": -8, "expected": "take it all at once"}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
+            {"id": "unsafe", "kind": "string_match", "points": -8, "expected": "take it all at once"},
+        ],
+    }
 
     response_body = post_dry_run(logged_in, rubric, "It is 42.").content.decode()
 

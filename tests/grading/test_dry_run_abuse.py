@@ -18,9 +18,13 @@ EVIL = "a" * 5000 + "!"
 
 
 def hostile_rubric(count: int) -> dict:
-    return {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": f"evil_{index}", "kind": "regex", "points": 1, "pattern": CATASTROPHIC} for index in range(count)]
-        + [{"id": "says_a", "kind": "string_match", "points": 1, "expected": "aaa"}]}
+    return {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": f"evil_{index}", "kind": "regex", "points": 1, "pattern": CATASTROPHIC} for index in range(count)
+        ]
+        + [{"id": "says_a", "kind": "string_match", "points": 1, "expected": "aaa"}],
+    }
 
 
 @pytest.fixture
@@ -32,8 +36,9 @@ def logged_in(client, django_user_model, settings):
 
 
 def post(client, rubric, answer="", **extra):
-    return client.post("/grading/dry-run/", {"rubric": json.dumps(rubric), "answer": answer, **extra},
-                       HTTP_HX_REQUEST="true")
+    return client.post(
+        "/grading/dry-run/", {"rubric": json.dumps(rubric), "answer": answer, **extra}, HTTP_HX_REQUEST="true"
+    )
 
 
 def own_cpu_s() -> float:
@@ -73,33 +78,56 @@ def test_a_dry_run_over_its_wall_time_is_stopped_with_the_setting_named(logged_i
 def test_an_xlsx_bomb_uploaded_to_a_dry_run_is_refused_unread(logged_in):
     from tests.grading.engine.test_engine_abuse import _bomb
 
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "q3", "kind": "table_cell", "points": 1, "path": "model.xlsx", "row": "Revenue", "column": "Q3",
-         "expected": 5}]}
-    response = post(logged_in, rubric, files=[SimpleUploadedFile("model.xlsx", _bomb(1024))],
-                    paths=["model.xlsx"])
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {
+                "id": "q3",
+                "kind": "table_cell",
+                "points": 1,
+                "path": "model.xlsx",
+                "row": "Revenue",
+                "column": "Q3",
+                "expected": 5,
+            }
+        ],
+    }
+    response = post(logged_in, rubric, files=[SimpleUploadedFile("model.xlsx", _bomb(1024))], paths=["model.xlsx"])
     assert response.status_code == 200
     assert "GYMWRIGHT_XLSX_MAX_MB" in response.content.decode()
 
 
-@pytest.mark.parametrize("path, problem", [
-    ("out/evil\nname.txt", "contains control characters"),
-    ("a/" * 200 + "x", "is longer than 255 characters"),
-    ("./.", "names the workspace itself"),
-    ("a//b", "contains an empty segment"),
-])
+@pytest.mark.parametrize(
+    "path, problem",
+    [
+        ("out/evil\nname.txt", "contains control characters"),
+        ("a/" * 200 + "x", "is longer than 255 characters"),
+        ("./.", "names the workspace itself"),
+        ("a//b", "contains an empty segment"),
+    ],
+)
 def test_a_workspace_path_is_held_to_the_one_set_of_path_rules(logged_in, path, problem):
     from authoring.services import safe_relative_path
     from grading.engine import validate_task
     from gymwright.errors import DomainError
 
-    response = post(logged_in, {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "says_a", "kind": "string_match", "points": 1, "expected": "a"}]}, "a",
-        files=[SimpleUploadedFile("f.txt", b"x")], paths=[path])
+    response = post(
+        logged_in,
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "says_a", "kind": "string_match", "points": 1, "expected": "a"}],
+        },
+        "a",
+        files=[SimpleUploadedFile("f.txt", b"x")],
+        paths=[path],
+    )
     assert response.status_code == 400 and problem in response.content.decode()
     # An attached file's name and a task document's file path are refused for the same reason.
     with pytest.raises(DomainError, match=problem):
         safe_relative_path(path)
     if problem != "names the workspace itself":  # a document keeps "./." as written; only stored names fold
-        assert any(problem in issue.message for issue in validate_task({"files": [{"path": path}]})
-                   if issue.pointer == "/files/0/path")
+        assert any(
+            problem in issue.message
+            for issue in validate_task({"files": [{"path": path}]})
+            if issue.pointer == "/files/0/path"
+        )

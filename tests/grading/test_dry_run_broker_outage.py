@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from gymwright import jobs
 from grading.models import DryRun
+from gymwright import jobs
 from tests.grading.test_dry_run import JUDGED_RUBRIC, judge_server, logged_in, post_dry_run, text_of  # noqa: F401
 from tests.support.faults import OwnRedis
 from tests.support.workers import producer_on
@@ -16,8 +16,9 @@ from tests.support.workers import producer_on
 pytestmark = [pytest.mark.redis]
 
 
-def test_a_judged_dry_run_started_while_the_broker_is_down_waits_for_it(transactional_db, logged_in, judge_server,
-                                                                       tmp_path, monkeypatch):
+def test_a_judged_dry_run_started_while_the_broker_is_down_waits_for_it(
+    transactional_db, logged_in, judge_server, tmp_path, monkeypatch
+):
     server = OwnRedis(tmp_path)
     with producer_on(server.url, monkeypatch):
         response = post_dry_run(logged_in, JUDGED_RUBRIC, "42, because 6 x 7")

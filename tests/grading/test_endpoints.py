@@ -13,8 +13,14 @@ RUBRIC = {"schema": "gymwright.rubric/v1", "judge": {"model": "strict-judge"}, "
 
 
 def test_a_worker_reads_endpoint_configuration_once_per_cache_period(django_assert_num_queries):
-    ModelEndpoint.objects.create(name="strict-judge", role="judge", base_url="http://127.0.0.1:1/v1",
-                                 model="strict-model", api_key_env="", response_format="json_object")
+    ModelEndpoint.objects.create(
+        name="strict-judge",
+        role="judge",
+        base_url="http://127.0.0.1:1/v1",
+        model="strict-model",
+        api_key_env="",
+        response_format="json_object",
+    )
     first = endpoints.judge_config_for(RUBRIC, max_age_s=30)
     assert (first.model, first.response_format) == ("strict-model", "json_object")
     endpoints.endpoint_config_for("policy", max_age_s=30)
@@ -24,8 +30,9 @@ def test_a_worker_reads_endpoint_configuration_once_per_cache_period(django_asse
 
 
 def test_without_a_cache_period_every_call_reads_the_rows():
-    ModelEndpoint.objects.create(name="strict-judge", role="judge", base_url="http://127.0.0.1:1/v1",
-                                 model="strict-model", api_key_env="")
+    ModelEndpoint.objects.create(
+        name="strict-judge", role="judge", base_url="http://127.0.0.1:1/v1", model="strict-model", api_key_env=""
+    )
     endpoints.judge_config_for(RUBRIC, max_age_s=30)
     ModelEndpoint.objects.filter(name="strict-judge").update(model="newer-model")
     assert endpoints.judge_config_for(RUBRIC).model == "newer-model"  # the web app never caches
@@ -41,12 +48,17 @@ def test_the_apps_judge_client_fails_an_answer_over_its_length_limit(settings):
     from tests.support.openai_server import OpenAIServer
 
     settings.JUDGE_MAX_CHARS = 300
-    rubric = {**RUBRIC, "checks": [
-        {"id": "answered", "kind": "string_match", "points": 1, "expected": "dose"},
-        {"id": "unsafe", "kind": "llm_judge", "points": -8, "criterion": "Recommends an unsafe dose."}]}
+    rubric = {
+        **RUBRIC,
+        "checks": [
+            {"id": "answered", "kind": "string_match", "points": 1, "expected": "dose"},
+            {"id": "unsafe", "kind": "llm_judge", "points": -8, "criterion": "Recommends an unsafe dose."},
+        ],
+    }
     with OpenAIServer(default='{"met": false, "explanation": "safe"}') as server:
-        ModelEndpoint.objects.create(name="strict-judge", role="judge", base_url=server.base_url, model="m",
-                                     api_key_env="")
+        ModelEndpoint.objects.create(
+            name="strict-judge", role="judge", base_url=server.base_url, model="m", api_key_env=""
+        )
         with endpoints.judge_client_for(rubric) as judge:
             assert judge.config.max_text_chars == 300
             result = grade(rubric, answer="The dose: 4000 mg a day." + " " * 300, judge=judge)

@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db
 def post_examples(task, examples) -> tuple[int, dict]:
     api = APIClient()
     api.force_authenticate(task.owner)
-    response = api.post(f"/api/tasks/{task.slug}/versions/", {**content(examples=examples), "base_version": 1},
-                        format="json")
+    response = api.post(
+        f"/api/tasks/{task.slug}/versions/", {**content(examples=examples), "base_version": 1}, format="json"
+    )
     return response.status_code, response.json()
 
 
@@ -36,15 +37,18 @@ def one(**example) -> list[dict]:
     return [{"name": "attack", "answer": "x", "expect": "fail", **example}]
 
 
-@pytest.mark.parametrize("path, words", [
-    ("/etc/passwd", "is absolute"),
-    ("../../outside.txt", "contains '..'"),
-    ("out/../../x", "contains '..'"),
-    ("C:/Windows/x", "is absolute"),
-    ("a\\..\\b", "contains a backslash"),
-    ("a//b", "empty segment"),
-    ("nul\x00byte", "NUL"),
-])
+@pytest.mark.parametrize(
+    "path, words",
+    [
+        ("/etc/passwd", "is absolute"),
+        ("../../outside.txt", "contains '..'"),
+        ("out/../../x", "contains '..'"),
+        ("C:/Windows/x", "is absolute"),
+        ("a\\..\\b", "contains a backslash"),
+        ("a//b", "empty segment"),
+        ("nul\x00byte", "NUL"),
+    ],
+)
 def test_hostile_paths_are_refused_at_the_file(task, path, words):
     status, body = post_examples(task, one(files=[{"path": path, "content": "x"}]))
     assert status == 400
@@ -84,13 +88,19 @@ def test_not_a_list_and_not_objects_are_refused_with_pointers(task):
     assert status == 400 and "/examples/0" in pointers(body)
 
 
-def test_a_pattern_that_backtracks_on_an_example_is_stopped_not_the_server(author, environment):  # noqa: F811
+def test_a_pattern_that_backtracks_on_an_example_is_stopped_not_the_server(author, environment):
     from authoring import services as authoring_services
 
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "slow", "kind": "regex", "points": 1, "pattern": "(a+)+$"}]}
-    task = authoring_services.task_create(slug="slow", environment=environment, author=author, content=content(
-        rubric=rubric, examples=[{"name": "evil", "answer": "a" * 40 + "!", "expect": "fail"}]))
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [{"id": "slow", "kind": "regex", "points": 1, "pattern": "(a+)+$"}],
+    }
+    task = authoring_services.task_create(
+        slug="slow",
+        environment=environment,
+        author=author,
+        content=content(rubric=rubric, examples=[{"name": "evil", "answer": "a" * 40 + "!", "expect": "fail"}]),
+    )
     run = ExampleRun.objects.get(task_version=task.latest_version)
     assert run.status == ExampleRun.Status.DONE
     # Bounded by the check's CPU budget (or the child's limits): no verdict, never a pass.

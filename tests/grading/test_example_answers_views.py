@@ -4,8 +4,8 @@ vs got, the diff view names the changed verdicts, the API reads and writes them.
 from __future__ import annotations
 
 import copy
-import re
 import json
+import re
 
 import pytest
 from rest_framework.test import APIClient
@@ -19,9 +19,18 @@ pytestmark = pytest.mark.django_db
 
 
 def form_data(version: int, **overrides) -> dict:
-    data = {"title": "Six times seven", "prompt": "What is 6 x 7?", "rubric": json.dumps(RUBRIC),
-            "solution_script": "", "solution_answer": "42", "tags": "", "metadata": "{}",
-            "examples": json.dumps(EXAMPLES), "message": "", "base_version": str(version)}
+    data = {
+        "title": "Six times seven",
+        "prompt": "What is 6 x 7?",
+        "rubric": json.dumps(RUBRIC),
+        "solution_script": "",
+        "solution_answer": "42",
+        "tags": "",
+        "metadata": "{}",
+        "examples": json.dumps(EXAMPLES),
+        "message": "",
+        "base_version": str(version),
+    }
     data.update(overrides)
     return data
 
@@ -84,19 +93,24 @@ def test_the_api_writes_examples_and_reads_their_verdicts(task):
     assert version["spec"]["examples"][0]["name"] == "right with report"
     changed = copy.deepcopy(EXAMPLES)
     changed[1]["expect"] = "pass"  # "It is 41." will not pass
-    response = api.post(f"/api/tasks/{task.slug}/versions/", {**content(examples=changed), "base_version": 1},
-                        format="json")
+    response = api.post(
+        f"/api/tasks/{task.slug}/versions/", {**content(examples=changed), "base_version": 1}, format="json"
+    )
     assert response.status_code == 201, response.content
     results = api.get(f"/api/tasks/{task.slug}/versions/2/examples/").json()
     assert results["status"] == "done" and results["as_expected"] == 1
     wrong = {item["name"]: item for item in results["examples"]}["wrong number"]
     assert wrong["status"] == "unexpected" and wrong["got"] == "fail" and wrong["grade"]["reward"] == 0.0
-    bad = api.post(f"/api/tasks/{task.slug}/versions/",
-                   {**content(examples=[{"name": "x", "answer": "y", "expect": "maybe"}]), "base_version": 2},
-                   format="json")
+    bad = api.post(
+        f"/api/tasks/{task.slug}/versions/",
+        {**content(examples=[{"name": "x", "answer": "y", "expect": "maybe"}]), "base_version": 2},
+        format="json",
+    )
     assert bad.status_code == 400
-    assert {"pointer": "/examples/0/expect", "message": "'maybe' is not allowed here; expected 'pass' or 'fail'"} \
-        in bad.json()["error"]["details"]
+    assert {
+        "pointer": "/examples/0/expect",
+        "message": "'maybe' is not allowed here; expected 'pass' or 'fail'",
+    } in bad.json()["error"]["details"]
     rerun = api.post(f"/api/tasks/{task.slug}/versions/2/examples/run/")
     assert rerun.status_code == 202 and rerun.json()["total"] == 2
 
@@ -112,8 +126,11 @@ def test_a_lab_member_sees_what_changed_since_the_approved_version_before_not_a_
     broken["checks"][0]["expected"] = "forty-two"
     for number in range(2, 6):
         version, _ = authoring_services.task_version_create(
-            task=task, author=task.owner, base_version=number - 1,
-            content=content(title=f"v{number}", rubric=broken if number in (2, 4) else RUBRIC))
+            task=task,
+            author=task.owner,
+            base_version=number - 1,
+            content=content(title=f"v{number}", rubric=broken if number in (2, 4) else RUBRIC),
+        )
         if number in (2, 5):
             versions_approve_on_import(versions=[version], admin=admin)
 

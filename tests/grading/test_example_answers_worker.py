@@ -12,18 +12,25 @@ import pytest
 
 from authoring import services as authoring_services
 from grading.models import ExampleRun, ModelEndpoint
-from tests.support.workers import solo_worker_until
 from tests.support.openai_server import OpenAIServer
 from tests.support.users import make_user
+from tests.support.workers import solo_worker_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.7, "checks": [
-    {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
-    {"id": "explains", "kind": "llm_judge", "points": 8, "criterion": "Explains where the number comes from."}]}
-EXAMPLES = [{"name": "explained", "answer": "42, since six sevens make it", "expect": "pass"},
-            {"name": "bare", "answer": "42", "expect": "fail", "reward": {"max": 0.3}},
-            {"name": "hoped too much", "answer": "42", "expect": "pass"}]
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.7,
+    "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
+        {"id": "explains", "kind": "llm_judge", "points": 8, "criterion": "Explains where the number comes from."},
+    ],
+}
+EXAMPLES = [
+    {"name": "explained", "answer": "42, since six sevens make it", "expect": "pass"},
+    {"name": "bare", "answer": "42", "expect": "fail", "reward": {"max": 0.3}},
+    {"name": "hoped too much", "answer": "42", "expect": "pass"},
+]
 
 
 def _judge(body: dict) -> str:
@@ -38,17 +45,32 @@ def test_a_worker_grades_judged_examples_and_reports_progress_and_verdicts(setti
     author = make_user(django_user_model, "ada", "author")
     queue = f"test-examples-{uuid.uuid4().hex[:8]}"
     with OpenAIServer(handler=_judge) as server:
-        ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="test-judge",
-                                     api_key_env="GYMWRIGHT_TEST_JUDGE_KEY", is_default=True)
+        ModelEndpoint.objects.create(
+            name="judge",
+            role="judge",
+            base_url=server.base_url,
+            model="test-judge",
+            api_key_env="GYMWRIGHT_TEST_JUDGE_KEY",
+            is_default=True,
+        )
         monkeypatch.setenv("GYMWRIGHT_TEST_JUDGE_KEY", "test-key")
-        environment = authoring_services.environment_create(slug="shell", name="Shell", author=author,
-                                                            spec={"network": "none"})
+        environment = authoring_services.environment_create(
+            slug="shell", name="Shell", author=author, spec={"network": "none"}
+        )
         # The job message the save enqueues on commit is sent below, to this test's own queue.
         sent, send = [], example_answers_grade.apply_async
         monkeypatch.setattr(example_answers_grade, "apply_async", lambda args, **options: sent.append(args[0]))
-        task = authoring_services.task_create(slug="judged", environment=environment, author=author, content={
-            "title": "Judged", "prompt": "6 x 7, explained", "rubric": copy.deepcopy(RUBRIC),
-            "examples": copy.deepcopy(EXAMPLES)})
+        task = authoring_services.task_create(
+            slug="judged",
+            environment=environment,
+            author=author,
+            content={
+                "title": "Judged",
+                "prompt": "6 x 7, explained",
+                "rubric": copy.deepcopy(RUBRIC),
+                "examples": copy.deepcopy(EXAMPLES),
+            },
+        )
         run = ExampleRun.objects.get(task_version=task.latest_version)
         assert run.status == ExampleRun.Status.QUEUED and run.needs_judge and sent == [run.pk]
 

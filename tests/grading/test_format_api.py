@@ -51,8 +51,10 @@ def _api(user):
 
 
 def test_validate_accepts_a_good_rubric(author):
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "says_42", "kind": "string_match", "points": 1, "expected": "42"}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [{"id": "says_42", "kind": "string_match", "points": 1, "expected": "42"}],
+    }
 
     response = _api(author).post("/api/rubrics/validate/", {"rubric": rubric}, format="json")
 
@@ -61,11 +63,14 @@ def test_validate_accepts_a_good_rubric(author):
 
 
 def test_validate_reports_semantic_problems_with_pointers(author):
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "twice", "kind": "string_match", "points": 1, "expected": "a"},
-        {"id": "twice", "kind": "regex", "points": 1, "pattern": "(unclosed"},
-        {"id": "extra", "kind": "string_match", "points": 1, "expected": "b", "colour": "red"},
-    ]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "twice", "kind": "string_match", "points": 1, "expected": "a"},
+            {"id": "twice", "kind": "regex", "points": 1, "pattern": "(unclosed"},
+            {"id": "extra", "kind": "string_match", "points": 1, "expected": "b", "colour": "red"},
+        ],
+    }
 
     response = _api(author).post("/api/rubrics/validate/", {"rubric": rubric}, format="json")
 
@@ -94,8 +99,10 @@ def test_validate_without_a_rubric_is_a_400_in_the_envelope(author):
 
 
 def test_validate_answers_lint_warnings_with_pointers_and_refuses_checks_that_cannot_fail(author):
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "tests_pass", "kind": "command", "points": 10, "run": "python3 -m unittest test_calc"}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [{"id": "tests_pass", "kind": "command", "points": 10, "run": "python3 -m unittest test_calc"}],
+    }
     files = [{"path": "calc.py"}, {"path": "test_calc.py", "role": "workspace"}]
 
     body = _api(author).post("/api/rubrics/validate/", {"rubric": rubric, "files": files}, format="json").json()
@@ -110,8 +117,10 @@ def test_validate_answers_lint_warnings_with_pointers_and_refuses_checks_that_ca
     body = _api(author).post("/api/rubrics/validate/", {"rubric": rubric, "files": files}, format="json").json()
     assert [w["pointer"] for w in body["warnings"]] == ["/checks/0/kind"]
 
-    empty = {"schema": "gymwright.rubric/v1", "checks": [{"id": "a", "kind": "string_match", "points": 1,
-                                                          "expected": ""}]}
+    empty = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [{"id": "a", "kind": "string_match", "points": 1, "expected": ""}],
+    }
     body = _api(author).post("/api/rubrics/validate/", {"rubric": empty}, format="json").json()
     assert body["valid"] is False and [i["pointer"] for i in body["issues"]] == ["/checks/0/expected"]
 
@@ -123,7 +132,7 @@ def test_the_check_kinds_page_is_generated_from_the_schema_with_the_engines_exam
 
     client.force_login(make_user(django_user_model, "ada", "author"))
     html = client.get("/grading/kinds/").content.decode()
-    for kind, example in EXAMPLES.items():
+    for kind in EXAMPLES:
         assert f'id="kind-{kind}"' in html
     assert "reads the first number, 456692" in html and "<code>extract</code>" in html  # a field row
     assert "Canberra (population 456692) was founded in 1913." in html

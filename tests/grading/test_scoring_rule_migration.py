@@ -9,70 +9,184 @@ from __future__ import annotations
 import pytest
 
 OLD_INCOMPLETE = {  # "42" met (2 points), the judge check unscored: the old rule said 2 of 2, reward 1, passed
-    "schema": "gymwright.grade/v1", "reward": 1.0, "earned": 2.0, "max": 2.0, "passed": True, "gated": False,
-    "complete": False, "duration_ms": 3, "protected_files": [],
+    "schema": "gymwright.grade/v1",
+    "reward": 1.0,
+    "earned": 2.0,
+    "max": 2.0,
+    "passed": True,
+    "gated": False,
+    "complete": False,
+    "duration_ms": 3,
+    "protected_files": [],
     "checks": [
-        {"id": "says_42", "kind": "string_match", "status": "scored", "score": 1.0, "points": 2, "awarded": 2.0,
-         "required": False, "explanation": "answer contains '42'", "votes": None, "duration_ms": 0, "checks": None},
-        {"id": "explains", "kind": "llm_judge", "status": "unscored", "score": None, "points": 1, "awarded": None,
-         "required": True, "explanation": "no judge model configured", "votes": None, "duration_ms": 0,
-         "checks": None}]}
+        {
+            "id": "says_42",
+            "kind": "string_match",
+            "status": "scored",
+            "score": 1.0,
+            "points": 2,
+            "awarded": 2.0,
+            "required": False,
+            "explanation": "answer contains '42'",
+            "votes": None,
+            "duration_ms": 0,
+            "checks": None,
+        },
+        {
+            "id": "explains",
+            "kind": "llm_judge",
+            "status": "unscored",
+            "score": None,
+            "points": 1,
+            "awarded": None,
+            "required": True,
+            "explanation": "no judge model configured",
+            "votes": None,
+            "duration_ms": 0,
+            "checks": None,
+        },
+    ],
+}
 
 OLD_GROUP = {  # a mean group scored over an unscored child: whether it stands needs its aggregate
-    "schema": "gymwright.grade/v1", "reward": 1.0, "earned": 2.0, "max": 2.0, "passed": True, "gated": False,
-    "complete": False, "duration_ms": 3, "protected_files": [],
+    "schema": "gymwright.grade/v1",
+    "reward": 1.0,
+    "earned": 2.0,
+    "max": 2.0,
+    "passed": True,
+    "gated": False,
+    "complete": False,
+    "duration_ms": 3,
+    "protected_files": [],
     "checks": [
-        {"id": "g", "kind": "group", "status": "scored", "score": 1.0, "points": 2, "awarded": 2.0,
-         "required": False, "explanation": "mean over 1 scored child check(s); 1 unscored left out", "votes": None,
-         "duration_ms": 0, "checks": [
-             {"id": "a", "kind": "string_match", "status": "scored", "score": 1.0, "points": 1, "awarded": None,
-              "required": False, "explanation": "", "votes": None, "duration_ms": 0, "checks": None},
-             {"id": "j", "kind": "llm_judge", "status": "unscored", "score": None, "points": 1, "awarded": None,
-              "required": False, "explanation": "no judge model configured", "votes": None, "duration_ms": 0,
-              "checks": None}]}]}
+        {
+            "id": "g",
+            "kind": "group",
+            "status": "scored",
+            "score": 1.0,
+            "points": 2,
+            "awarded": 2.0,
+            "required": False,
+            "explanation": "mean over 1 scored child check(s); 1 unscored left out",
+            "votes": None,
+            "duration_ms": 0,
+            "checks": [
+                {
+                    "id": "a",
+                    "kind": "string_match",
+                    "status": "scored",
+                    "score": 1.0,
+                    "points": 1,
+                    "awarded": None,
+                    "required": False,
+                    "explanation": "",
+                    "votes": None,
+                    "duration_ms": 0,
+                    "checks": None,
+                },
+                {
+                    "id": "j",
+                    "kind": "llm_judge",
+                    "status": "unscored",
+                    "score": None,
+                    "points": 1,
+                    "awarded": None,
+                    "required": False,
+                    "explanation": "no judge model configured",
+                    "votes": None,
+                    "duration_ms": 0,
+                    "checks": None,
+                },
+            ],
+        }
+    ],
+}
 
-RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-    {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
-    {"id": "explains", "kind": "llm_judge", "points": 1, "required": True, "criterion": "Explains."}]}
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.5,
+    "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
+        {"id": "explains", "kind": "llm_judge", "points": 1, "required": True, "criterion": "Explains."},
+    ],
+}
 
 
 def _old_world(old_apps):
     user = old_apps.get_model("auth", "User").objects.create(username="old")
     environment = old_apps.get_model("authoring", "Environment").objects.create(slug="e", name="e", owner_id=user.pk)
     environment_version = old_apps.get_model("authoring", "EnvironmentVersion").objects.create(
-        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk)
-    task = old_apps.get_model("authoring", "Task").objects.create(slug="t", title="t", environment=environment,
-                                                                  owner_id=user.pk)
-    spec = {"schema": "gymwright.task/v1", "id": "t", "prompt": "Say 42.", "rubric": RUBRIC,
-            "solution": {"answer": "42"}}
+        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk
+    )
+    task = old_apps.get_model("authoring", "Task").objects.create(
+        slug="t", title="t", environment=environment, owner_id=user.pk
+    )
+    spec = {
+        "schema": "gymwright.task/v1",
+        "id": "t",
+        "prompt": "Say 42.",
+        "rubric": RUBRIC,
+        "solution": {"answer": "42"},
+    }
     return old_apps.get_model("authoring", "TaskVersion").objects.create(
-        task=task, number=1, spec=spec, sha256="1" * 64, content_sha256="2" * 64,
-        environment_version=environment_version, author_id=user.pk)
+        task=task,
+        number=1,
+        spec=spec,
+        sha256="1" * 64,
+        content_sha256="2" * 64,
+        environment_version=environment_version,
+        author_id=user.pk,
+    )
 
 
 def _old_grade(old_apps, document, task_version):
     Grade = old_apps.get_model("grading", "Grade")
-    grade = Grade.objects.create(task_version=task_version, source="rollout", reward=document["reward"],
-                                 earned=document["earned"], max=document["max"], passed=document["passed"],
-                                 gated=document["gated"], complete=document["complete"], document=document)
+    grade = Grade.objects.create(
+        task_version=task_version,
+        source="rollout",
+        reward=document["reward"],
+        earned=document["earned"],
+        max=document["max"],
+        passed=document["passed"],
+        gated=document["gated"],
+        complete=document["complete"],
+        document=document,
+    )
     CheckResult = old_apps.get_model("grading", "CheckResult")
     position = 0
     for check in document["checks"]:
         for row, depth, parent in [(check, 0, "")] + [(child, 1, check["id"]) for child in check["checks"] or []]:
-            CheckResult.objects.create(grade=grade, position=position, depth=depth, parent_check_id=parent,
-                                       check_id=row["id"], kind=row["kind"], status=row["status"],
-                                       score=row["score"], points=row["points"], awarded=row["awarded"],
-                                       required=row["required"], explanation=row["explanation"])
+            CheckResult.objects.create(
+                grade=grade,
+                position=position,
+                depth=depth,
+                parent_check_id=parent,
+                check_id=row["id"],
+                kind=row["kind"],
+                status=row["status"],
+                score=row["score"],
+                points=row["points"],
+                awarded=row["awarded"],
+                required=row["required"],
+                explanation=row["explanation"],
+            )
             position += 1
     return grade
 
 
 def _old_run(old_apps, task_version, policy, grade):
     run = old_apps.get_model("sandbox", "PreviewRun").objects.create(
-        task_version=task_version, policy=policy, policy_kind=policy.split(":")[0], n=1, backend="bubblewrap",
-        status="done", summary={"graded": 1, "passed": 1, "mean_reward": 1.0, "pass_rate": 1.0})
-    old_apps.get_model("sandbox", "Rollout").objects.create(preview_run=run, index=0, status="done", grade=grade,
-                                                            reward=grade.reward, passed=grade.passed)
+        task_version=task_version,
+        policy=policy,
+        policy_kind=policy.split(":")[0],
+        n=1,
+        backend="bubblewrap",
+        status="done",
+        summary={"graded": 1, "passed": 1, "mean_reward": 1.0, "pass_rate": 1.0},
+    )
+    old_apps.get_model("sandbox", "Rollout").objects.create(
+        preview_run=run, index=0, status="done", grade=grade, reward=grade.reward, passed=grade.passed
+    )
     return run
 
 
@@ -98,10 +212,10 @@ def test_old_rule_grades_are_totalled_again_or_marked_and_the_gates_say_run_it_a
     executor.migrate(executor.loader.graph.leaf_nodes())
 
     from authoring.models import TaskVersion
-    from grading.models import CheckResult, Grade
-    from review.gates import gate_inputs
     from grading.engine import gates as engine_gates
+    from grading.models import CheckResult, Grade
     from packs.services import _calibration
+    from review.gates import gate_inputs
     from sandbox.models import PreviewRun, Rollout
 
     again = Grade.objects.get(pk=retotalled.pk)
@@ -135,8 +249,17 @@ def test_old_rule_grades_are_totalled_again_or_marked_and_the_gates_say_run_it_a
 def test_a_stored_example_verdict_from_before_reward_upper_asks_to_be_graded_again():
     from grading.engine.example_answers import PENDING, current_result
 
-    old = {"name": "right", "expect": "pass", "status": "as_expected", "message": "pass, reward 1.00, as expected",
-           "got": "pass", "reward": 1.0, "reward_min": None, "reward_max": None, "grade": None}
+    old = {
+        "name": "right",
+        "expect": "pass",
+        "status": "as_expected",
+        "message": "pass, reward 1.00, as expected",
+        "got": "pass",
+        "reward": 1.0,
+        "reward_min": None,
+        "reward_max": None,
+        "grade": None,
+    }
     stale = current_result(old)
     assert stale["status"] == PENDING and stale["got"] is None
     assert stale["message"] == "graded under the old scoring rule — grade it again"

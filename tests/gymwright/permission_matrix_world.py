@@ -21,8 +21,7 @@ from rest_framework.authtoken.models import Token
 ANON, NOROLE, OWNER, OTHER, REVIEWER, ADMIN, LAB = "anon", "norole", "owner", "other", "reviewer", "admin", "lab"
 ROLES = (ANON, NOROLE, OWNER, OTHER, REVIEWER, ADMIN, LAB)
 USERNAMES = {NOROLE: "nobody", OWNER: "alice", OTHER: "bob", REVIEWER: "rita", ADMIN: "adam", LAB: "lena"}
-GROUPS = {NOROLE: (), OWNER: ("author",), OTHER: ("author",), REVIEWER: ("reviewer",), ADMIN: ("admin",),
-          LAB: ("lab",)}
+GROUPS = {NOROLE: (), OWNER: ("author",), OTHER: ("author",), REVIEWER: ("reviewer",), ADMIN: ("admin",), LAB: ("lab",)}
 
 ENV, REVIEW, DRAFT, PACK = "matrix-env-q7", "matrix-review-q7", "matrix-draft-q7", "matrix-pack-q7"
 UNAPPROVED = "unapproved-words-q7"  # in the prompt of every version no reviewer approved (and in v2's title and
@@ -39,21 +38,49 @@ RUBRIC = {
 }
 PLAIN_RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [RUBRIC["checks"][0]]}
 GRADE = {
-    "schema": "gymwright.grade/v1", "reward": 1.0, "earned": 3, "max": 3, "passed": True, "gated": False,
+    "schema": "gymwright.grade/v1",
+    "reward": 1.0,
+    "earned": 3,
+    "max": 3,
+    "passed": True,
+    "gated": False,
     "complete": True,
     "checks": [
-        {"id": "says_42", "kind": "string_match", "status": "scored", "score": 1.0, "points": 2, "awarded": 2,
-         "explanation": "answer contains '42'", "duration_ms": 0},
-        {"id": "explains", "kind": "llm_judge", "status": "scored", "score": 1.0, "points": 1, "awarded": 1,
-         "explanation": "Shows the multiplication.", "votes": [True], "duration_ms": 5},
+        {
+            "id": "says_42",
+            "kind": "string_match",
+            "status": "scored",
+            "score": 1.0,
+            "points": 2,
+            "awarded": 2,
+            "explanation": "answer contains '42'",
+            "duration_ms": 0,
+        },
+        {
+            "id": "explains",
+            "kind": "llm_judge",
+            "status": "scored",
+            "score": 1.0,
+            "points": 1,
+            "awarded": 1,
+            "explanation": "Shows the multiplication.",
+            "votes": [True],
+            "duration_ms": 5,
+        },
     ],
 }
 EXAMPLES = [{"name": "right", "answer": "It is 42.", "expect": "pass"}]
 
 
 def content(*, prompt: str, rubric: dict = RUBRIC, **extra) -> dict:
-    return {"title": "Six times seven", "prompt": prompt, "rubric": rubric,
-            "solution": {"script": None, "answer": "42"}, "tags": ["maths"], **extra}
+    return {
+        "title": "Six times seven",
+        "prompt": prompt,
+        "rubric": rubric,
+        "solution": {"script": None, "answer": "42"},
+        "tags": ["maths"],
+        **extra,
+    }
 
 
 def password_of(role: str) -> str:
@@ -66,10 +93,10 @@ def build_world(django_user_model) -> dict:
     from grading.models import CheckResult, DryRun, ExampleRun, ModelEndpoint
     from grading.services import grade_from_document, grade_record, judge_label_record
     from packs import services as pack_services
-    from tests.packs.conftest import build_and_verify
     from review import gates as review_gates
     from review import services as review_services
     from sandbox.models import PreviewRun, Rollout
+    from tests.packs.conftest import build_and_verify
     from tests.review.conftest import pass_gates
 
     users = {}
@@ -83,23 +110,41 @@ def build_world(django_user_model) -> dict:
     admin.save()
     owner, reviewer = users[OWNER], users[REVIEWER]
     tokens = {role: Token.objects.create(user=user).key for role, user in users.items()}
-    ModelEndpoint.objects.create(name="matrix-judge", role=ModelEndpoint.Role.JUDGE, base_url="http://127.0.0.1:9/v1",
-                                 model="judge", is_default=True)
+    ModelEndpoint.objects.create(
+        name="matrix-judge",
+        role=ModelEndpoint.Role.JUDGE,
+        base_url="http://127.0.0.1:9/v1",
+        model="judge",
+        is_default=True,
+    )
 
-    environment = authoring_services.environment_create(slug=ENV, name="Matrix shell", author=owner,
-                                                        spec={"network": "none"})
+    environment = authoring_services.environment_create(
+        slug=ENV, name="Matrix shell", author=owner, spec={"network": "none"}
+    )
     notes = authoring_services.blob_store(data=b"the notes of the task\n")
     files = [{"path": "notes.txt", "sha256": notes.sha256}]
-    task = authoring_services.task_create(slug=REVIEW, environment=environment, author=owner,
-                                          content=content(prompt="What is six times seven?", files=files))
+    task = authoring_services.task_create(
+        slug=REVIEW,
+        environment=environment,
+        author=owner,
+        content=content(prompt="What is six times seven?", files=files),
+    )
     v1 = task.latest_version
     review_services.task_submit(task=task, user=admin, override_reason="matrix: approved without previews")
     review_services.review_create(task_version=v1, reviewer=reviewer, decision="approve")
     task.refresh_from_db()
     v2, _ = authoring_services.task_version_create(
-        task=task, author=owner, base_version=1,
-        content=content(title=f"Six sevens ({UNAPPROVED})", prompt=f"What is six times seven? ({UNAPPROVED})",
-                        files=files, examples=EXAMPLES, tags=["maths", UNAPPROVED]))
+        task=task,
+        author=owner,
+        base_version=1,
+        content=content(
+            title=f"Six sevens ({UNAPPROVED})",
+            prompt=f"What is six times seven? ({UNAPPROVED})",
+            files=files,
+            examples=EXAMPLES,
+            tags=["maths", UNAPPROVED],
+        ),
+    )
     ExampleRun.objects.filter(task_version=v2).update(status=ExampleRun.Status.DONE)  # graded: "Grade again" may run
     task.refresh_from_db()
     review_services.task_submit(task=task, user=admin, override_reason="matrix: in review without previews")
@@ -107,43 +152,76 @@ def build_world(django_user_model) -> dict:
 
     previews = {}
     for version in (v1, v2):
-        run = PreviewRun.objects.create(task_version=version, created_by=owner, policy="oracle", policy_kind="oracle",
-                                        n=2, backend="bubblewrap", status=PreviewRun.Status.RUNNING)
+        run = PreviewRun.objects.create(
+            task_version=version,
+            created_by=owner,
+            policy="oracle",
+            policy_kind="oracle",
+            n=2,
+            backend="bubblewrap",
+            status=PreviewRun.Status.RUNNING,
+        )
         done = Rollout.objects.create(preview_run=run, index=0, status=Rollout.Status.DONE, reward=1.0, passed=True)
         Rollout.objects.create(preview_run=run, index=1)  # queued: a cancel changes it
-        grade = grade_record(grade=grade_from_document(GRADE), task_version=version, source="rollout", user=owner,
-                             rollout_id=done.pk)
+        grade = grade_record(
+            grade=grade_from_document(GRADE), task_version=version, source="rollout", user=owner, rollout_id=done.pk
+        )
         Rollout.objects.filter(pk=done.pk).update(grade=grade)
-        previews[version.number] = {"preview_run_id": run.pk, "rollout_id": done.pk, "grade_id": grade.pk,
-                                    "check_result_id": grade.check_results.get(check_id="explains").pk}
-    judge_label_record(check_result=CheckResult.objects.get(pk=previews[1]["check_result_id"]), reviewer=reviewer,
-                       verdict="agree")  # v1's; v2's judged check waits in the labelling queue
+        previews[version.number] = {
+            "preview_run_id": run.pk,
+            "rollout_id": done.pk,
+            "grade_id": grade.pk,
+            "check_result_id": grade.check_results.get(check_id="explains").pk,
+        }
+    judge_label_record(
+        check_result=CheckResult.objects.get(pk=previews[1]["check_result_id"]), reviewer=reviewer, verdict="agree"
+    )  # v1's; v2's judged check waits in the labelling queue
 
-    draft = authoring_services.task_create(slug=DRAFT, environment=environment, author=owner,
-                                           content=content(prompt=f"A draft ({UNAPPROVED})", rubric=PLAIN_RUBRIC))
+    draft = authoring_services.task_create(
+        slug=DRAFT,
+        environment=environment,
+        author=owner,
+        content=content(prompt=f"A draft ({UNAPPROVED})", rubric=PLAIN_RUBRIC),
+    )
     pass_gates(draft.latest_version, owner)
     assert all(result.ok for result in review_gates.gates_evaluate(task_version=draft.latest_version))
 
     dry_run = DryRun.objects.create(rubric=RUBRIC, answer="It is 42.", created_by=owner)
     dry_run_grade = grade_record(grade=grade_from_document(GRADE), task_version=v1, source="dry_run", user=owner)
-    DryRun.objects.create(task=task, task_version=v1, rubric=RUBRIC, answer="It is 42.", created_by=owner,
-                          status=DryRun.Status.DONE, grade=dry_run_grade)
+    DryRun.objects.create(
+        task=task,
+        task_version=v1,
+        rubric=RUBRIC,
+        answer="It is 42.",
+        created_by=owner,
+        status=DryRun.Status.DONE,
+        grade=dry_run_grade,
+    )
 
     pack = pack_services.pack_create(slug=PACK, user=users[LAB], name="Matrix pack")
-    ready = pack_services.pack_version_start(pack=pack, user=users[LAB], selection=pack_services.Selection(),
-                                             enqueue=False)
+    ready = pack_services.pack_version_start(
+        pack=pack, user=users[LAB], selection=pack_services.Selection(), enqueue=False
+    )
     ready = build_and_verify(ready.pk)
-    building = pack_services.pack_version_start(pack=pack, user=users[LAB], selection=pack_services.Selection(),
-                                                version="2.0.0", enqueue=False)
+    building = pack_services.pack_version_start(
+        pack=pack, user=users[LAB], selection=pack_services.Selection(), version="2.0.0", enqueue=False
+    )
     assert (ready.version, ready.status, building.status) == ("1.0.0", "ready", "building")
 
-    values = {"number": 2, "path": "notes.txt", **previews[2], "dry_run_id": dry_run.pk, "comment_id": comment.pk,
-              "version": "1.0.0", "name": "rubric"}
+    values = {
+        "number": 2,
+        "path": "notes.txt",
+        **previews[2],
+        "dry_run_id": dry_run.pk,
+        "comment_id": comment.pk,
+        "version": "1.0.0",
+        "name": "rubric",
+    }
     targets = {
         "-": values,
-        "v1": {**values, "number": 1, **previews[1]},           # the approved version: a lab member reads it
-        "draft": {**values, "task": DRAFT, "number": 1},         # never approved, gates pass
-        "building": {**values, "version": "2.0.0"},              # a pack version still building
+        "v1": {**values, "number": 1, **previews[1]},  # the approved version: a lab member reads it
+        "draft": {**values, "task": DRAFT, "number": 1},  # never approved, gates pass
+        "building": {**values, "version": "2.0.0"},  # a pack version still building
         "dry-run": {**values, "number": 1, **previews[1], "grade_id": dry_run_grade.pk},  # the owner's, on v1
     }
     return {"users": users, "tokens": tokens, "targets": targets}

@@ -43,10 +43,12 @@ def test_the_schema_lists_the_api():
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 def test_no_api_operation_answers_a_server_error(case, api_token):
     response = case.call(headers={"Authorization": f"Token {api_token}"})
     assert response.status_code < 500, (
         f"{case.method} {case.formatted_path} -> {response.status_code}\n"
-        f"query={case.query} body={str(case.body)[:500]}\n{response.text[:2000]}")
+        f"query={case.query} body={str(case.body)[:500]}\n{response.text[:2000]}"
+    )

@@ -23,7 +23,9 @@ def _imported_modules(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found += [(node.lineno, node.module)] + [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+            found += [(node.lineno, node.module)] + [
+                (node.lineno, f"{node.module}.{alias.name}") for alias in node.names
+            ]
     return found
 
 
@@ -39,8 +41,10 @@ def _violations(app: str) -> list[str]:
                 continue
             target = module.split(".")[0]
             if target in LINE and LINE.index(target) > position:
-                problems.add(f"{relative}:{line} imports {module.rsplit('.', 1)[0] if module.count('.') > 1 else module}"
-                             f" ({app} may only import {', '.join(LINE[:position + 1])})")
+                problems.add(
+                    f"{relative}:{line} imports {module.rsplit('.', 1)[0] if module.count('.') > 1 else module}"
+                    f" ({app} may only import {', '.join(LINE[: position + 1])})"
+                )
     return sorted(problems)
 
 

@@ -12,8 +12,15 @@ spec.loader.exec_module(run_all)
 
 
 def _result(name, output, status=0):
-    return {"name": name, "command": f".venv/bin/python bench/{name}", "status": status, "seconds": 1.0,
-            "load_before": "0.10 / 0.20 / 0.30", "load_after": "0.40 / 0.50 / 0.60", "output": output}
+    return {
+        "name": name,
+        "command": f".venv/bin/python bench/{name}",
+        "status": status,
+        "seconds": 1.0,
+        "load_before": "0.10 / 0.20 / 0.30",
+        "load_after": "0.40 / 0.50 / 0.60",
+        "output": output,
+    }
 
 
 def test_the_latest_run_replaces_itself_and_keeps_the_hand_written_sections(tmp_path):

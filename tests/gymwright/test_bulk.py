@@ -53,8 +53,9 @@ def test_saved_instances_are_the_rows_as_written(author, environment):
     rows = _task_rows(environment, author, ["inst-0", "inst-1"])
     bulk_insert_rows(Task, TASK_COLUMNS, rows)
     made = saved_instances(Task, TASK_COLUMNS, rows)
-    assert [(task.pk, task.slug, task.status, task.owner_id) for task in made] == \
-        [(row[0], row[1], Task.Status.DRAFT, author.pk) for row in rows]
+    assert [(task.pk, task.slug, task.status, task.owner_id) for task in made] == [
+        (row[0], row[1], Task.Status.DRAFT, author.pk) for row in rows
+    ]
     assert not made[0]._state.adding and made[0]._state.db == "default"
     assert made[0].environment == environment  # a related object loads as from a query
 
@@ -62,9 +63,11 @@ def test_saved_instances_are_the_rows_as_written(author, environment):
 def test_json_columns_round_trip_exactly(author, environment):
     task = Task.objects.create(slug="bulk-json", title="t", environment=environment, owner=author)
     data = {"text": AWKWARD, "nested": [1, 2.5, None, True, {"k": "v\\n"}], "empty": {}}
-    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "object_id", "summary", "content_type_id", "data"),
-                     [(author.pk, AuditEvent.Verb.IMPORT, task.pk, AWKWARD[:300],
-                       ContentType.objects.get_for_model(Task).pk, data)])
+    bulk_insert_rows(
+        AuditEvent,
+        ("actor_id", "verb", "object_id", "summary", "content_type_id", "data"),
+        [(author.pk, AuditEvent.Verb.IMPORT, task.pk, AWKWARD[:300], ContentType.objects.get_for_model(Task).pk, data)],
+    )
     stored = AuditEvent.objects.get(object_id=task.pk, verb=AuditEvent.Verb.IMPORT)
     assert stored.data == data and stored.summary == AWKWARD[:300]
 
@@ -79,10 +82,16 @@ def test_rows_nobody_reads_back_go_in_as_tuples_numbered_by_the_database(author,
     assert Task.tags.through.objects.filter(task__in=tasks).count() == 4
     # fields left out take their defaults; auto_now_add the batch's time; JSON serialised
     content_type = ContentType.objects.get_for_model(Task)
-    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary"),
-                     [(author.pk, AuditEvent.Verb.IMPORT, content_type.pk, tasks[0].pk, AWKWARD[:300])])
-    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"),
-                     [(None, AuditEvent.Verb.IMPORT, content_type.pk, tasks[1].pk, "s", {"k": AWKWARD})])
+    bulk_insert_rows(
+        AuditEvent,
+        ("actor_id", "verb", "content_type_id", "object_id", "summary"),
+        [(author.pk, AuditEvent.Verb.IMPORT, content_type.pk, tasks[0].pk, AWKWARD[:300])],
+    )
+    bulk_insert_rows(
+        AuditEvent,
+        ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"),
+        [(None, AuditEvent.Verb.IMPORT, content_type.pk, tasks[1].pk, "s", {"k": AWKWARD})],
+    )
     first, second = (AuditEvent.objects.get(object_id=task.pk, content_type=content_type) for task in tasks)
     assert (first.actor_id, first.summary, first.data) == (author.pk, AWKWARD[:300], {})
     assert first.created_at is not None and second.created_at >= first.created_at
@@ -97,12 +106,18 @@ def test_json_already_serialised_is_stored_as_given(author, environment):
     task = Task.objects.create(slug="bulk-text", title="t", environment=environment, owner=author)
     content_type = ContentType.objects.get_for_model(Task)
     data = {"b": [1, 2.5, AWKWARD], "a": {}}
-    bulk_insert_rows(AuditEvent, ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"),
-                     [(author.pk, AuditEvent.Verb.IMPORT, content_type.pk, task.pk, summary, data)
-                      for summary in ("given", "serialised")],
-                     json_text={"data": ['{"a":{},"b":[1,2.5,"given"]}', None]})
-    given, serialised = (AuditEvent.objects.get(object_id=task.pk, summary=summary).data
-                         for summary in ("given", "serialised"))
+    bulk_insert_rows(
+        AuditEvent,
+        ("actor_id", "verb", "content_type_id", "object_id", "summary", "data"),
+        [
+            (author.pk, AuditEvent.Verb.IMPORT, content_type.pk, task.pk, summary, data)
+            for summary in ("given", "serialised")
+        ],
+        json_text={"data": ['{"a":{},"b":[1,2.5,"given"]}', None]},
+    )
+    given, serialised = (
+        AuditEvent.objects.get(object_id=task.pk, summary=summary).data for summary in ("given", "serialised")
+    )
     assert serialised == data
     if connection.vendor == "postgresql":  # COPY takes the text as it is; bulk_create serialises the values
         assert given == {"a": {}, "b": [1, 2.5, "given"]}
@@ -140,19 +155,35 @@ def test_a_pipeline_writes_in_order_and_rows_may_point_at_rows_written_later(aut
     (on PostgreSQL by the pipeline's thread, inside the caller's transaction)."""
     from authoring.models import EnvironmentVersion, TaskVersion
 
-    env_version = EnvironmentVersion.objects.create(environment=environment, number=1, spec={}, sha256="0" * 64,
-                                                    author=author)
+    env_version = EnvironmentVersion.objects.create(
+        environment=environment, number=1, spec={}, sha256="0" * 64, author=author
+    )
     with transaction.atomic():
         with Pipeline() as pipeline:
             for n in range(3):  # chunks: each one's tasks first, pointing at versions not yet written
                 rows = _task_rows(environment, author, [f"pipe-{n}-{i}" for i in range(2)])
                 version_keys = ids_reserve(TaskVersion, len(rows))
-                pipeline.insert(Task, (*TASK_COLUMNS, "latest_version_id"),
-                                [(*row, key) for row, key in zip(rows, version_keys)])
-                pipeline.insert(TaskVersion, ("id", "task_id", "number", "spec", "sha256", "content_sha256",
-                                              "environment_version_id", "author_id"),
-                                [(key, row[0], 1, {"n": n}, "1" * 64, "2" * 64, env_version.pk, author.pk)
-                                 for row, key in zip(rows, version_keys)], json_text={"spec": [None, '{"given":1}']})
+                pipeline.insert(
+                    Task, (*TASK_COLUMNS, "latest_version_id"), [(*row, key) for row, key in zip(rows, version_keys)]
+                )
+                pipeline.insert(
+                    TaskVersion,
+                    (
+                        "id",
+                        "task_id",
+                        "number",
+                        "spec",
+                        "sha256",
+                        "content_sha256",
+                        "environment_version_id",
+                        "author_id",
+                    ),
+                    [
+                        (key, row[0], 1, {"n": n}, "1" * 64, "2" * 64, env_version.pk, author.pk)
+                        for row, key in zip(rows, version_keys)
+                    ],
+                    json_text={"spec": [None, '{"given":1}']},
+                )
                 pipeline.check_constraints()
             pipeline.wait()
             assert Task.objects.filter(slug__startswith="pipe-").count() == 6  # this thread sees them after wait
@@ -170,7 +201,7 @@ def test_a_pipeline_raises_its_threads_error_in_the_caller_and_the_transaction_r
             with Pipeline() as pipeline:
                 # a task pointing at a version that never comes: refused when the keys are checked
                 rows = _task_rows(environment, author, ["orphan"])
-                pipeline.insert(Task, (*TASK_COLUMNS, "latest_version_id"), [(*rows[0], 10 ** 9)])
+                pipeline.insert(Task, (*TASK_COLUMNS, "latest_version_id"), [(*rows[0], 10**9)])
                 pipeline.check_constraints()
                 pipeline.wait()
     assert not Task.objects.filter(slug="orphan").exists()

@@ -17,15 +17,27 @@ from gymwright.datadir import WorkDirError, sandbox_work_dir_check
 from tests.support.services import missing, require_root
 
 ROOT = Path(__file__).resolve().parents[2]
-SETUP = ("import django; django.setup(); from django.core.files.storage import default_storage; "
-         "from django.core.files.base import ContentFile; default_storage.save('blobs/ab/x.txt', ContentFile(b'x'))")
+SETUP = (
+    "import django; django.setup(); from django.core.files.storage import default_storage; "
+    "from django.core.files.base import ContentFile; default_storage.save('blobs/ab/x.txt', ContentFile(b'x'))"
+)
 
 
 def start(data_dir: Path, **extra: str) -> None:
     """Start the app's settings as `make run` would, on a data directory, and store one upload."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("DATABASE_URL", "SECRET_KEY", "MEDIA_ROOT", "GYMWRIGHT_SANDBOX_DIR",
-                          "GYMWRIGHT_JUDGE_CACHE_DIR", "CELERY_BROKER_URL")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key
+        not in (
+            "DATABASE_URL",
+            "SECRET_KEY",
+            "MEDIA_ROOT",
+            "GYMWRIGHT_SANDBOX_DIR",
+            "GYMWRIGHT_JUDGE_CACHE_DIR",
+            "CELERY_BROKER_URL",
+        )
+    }
     env.update({"GYMWRIGHT_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "gymwright.settings", **extra})
     subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
 
@@ -75,11 +87,17 @@ def test_the_sandbox_user_cannot_read_the_secrets(tmp_path):
     data = tmp_path / "data"
     start(data)
     for target in ("secret_key", "gymwright.sqlite3", "media/blobs/ab/x.txt"):
-        result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat",
-                                 str(data / target)], capture_output=True, timeout=30)
+        result = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", str(data / target)],
+            capture_output=True,
+            timeout=30,
+        )
         assert result.returncode != 0 and b"Permission denied" in result.stderr, target
-    listing = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "ls", str(data)],
-                             capture_output=True, timeout=30)
+    listing = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "ls", str(data)],
+        capture_output=True,
+        timeout=30,
+    )
     assert listing.returncode != 0
 
 

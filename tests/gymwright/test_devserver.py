@@ -36,7 +36,7 @@ def _processes() -> dict[int, tuple[int, int, str]]:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue  # it exited meanwhile
-            fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+            fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
             found[int(entry.name)] = (int(fields[1]), int(fields[3]), fields[0])
     return found
 
@@ -51,8 +51,7 @@ def _family(root: int) -> dict[int, tuple[int, int, str]]:
         family |= children
         grown = bool(children)
     sessions = {table[pid][1] for pid in family if pid in table}
-    return {pid: row for pid, row in table.items()
-            if (pid in family or row[1] in sessions) and row[2] != "Z"}
+    return {pid: row for pid, row in table.items() if (pid in family or row[1] in sessions) and row[2] != "Z"}
 
 
 @pytest.fixture(scope="module")
@@ -64,15 +63,26 @@ def data_dir(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_one_signal_to_the_process_group_stops_every_process_it_started(data_dir, tmp_path, signum):
     port = free_port()
-    env = {**os.environ, "GYMWRIGHT_DATA_DIR": str(data_dir), "GYMWRIGHT_PORT": str(port),
-           "CELERY_WORKER_CONCURRENCY": "2", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "GYMWRIGHT_DATA_DIR": str(data_dir),
+        "GYMWRIGHT_PORT": str(port),
+        "CELERY_WORKER_CONCURRENCY": "2",
+        "PYTHONUNBUFFERED": "1",
+    }
     for key in ("DATABASE_URL", "CELERY_BROKER_URL", "MEDIA_ROOT", "DJANGO_SETTINGS_MODULE"):
         env.pop(key, None)  # as on a fresh clone: SQLite and the broker under the data directory
     log_path = tmp_path / "devserver.log"
     with open(log_path, "wb") as log:
         # In a session of its own, as `make run` in a terminal: its process group is the devserver's pid.
-        devserver = subprocess.Popen([sys.executable, "-m", "gymwright.devserver"], cwd=ROOT, env=env, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        devserver = subprocess.Popen(
+            [sys.executable, "-m", "gymwright.devserver"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     seen: dict[int, tuple[int, int, str]] = {}  # every process of the devserver's, from the signal on
     try:
         deadline = time.monotonic() + STARTED_S
@@ -117,11 +127,18 @@ def test_a_child_that_outlives_the_grace_is_killed_with_all_of_its_group():
     from gymwright.devserver import stop_children
 
     stubborn = subprocess.Popen(
-        [sys.executable, "-c", "import signal, subprocess, sys, time\n"
-         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
-         "print(child.pid, flush=True)\n"
-         "time.sleep(120)\n"], stdout=subprocess.PIPE, start_new_session=True)
+        [
+            sys.executable,
+            "-c",
+            "import signal, subprocess, sys, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+            "print(child.pid, flush=True)\n"
+            "time.sleep(120)\n",
+        ],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     grandchild = int(stubborn.stdout.readline())
     session = _processes()[grandchild][1]
     started = time.monotonic()
@@ -149,12 +166,14 @@ def test_a_port_in_use_is_said_before_anything_starts_and_nothing_claims_to_run(
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         env["GYMWRIGHT_PORT"] = str(holder.getsockname()[1])
-        done = subprocess.run([sys.executable, "-m", "gymwright.devserver"], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "gymwright.devserver"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        )
     assert done.returncode == 1
     assert f"Cannot serve on 127.0.0.1:{env['GYMWRIGHT_PORT']}" in done.stderr and "GYMWRIGHT_PORT=" in done.stderr
     assert "is running" not in done.stdout and not (tmp_path / "data" / "gymwright.sqlite3").exists()  # nothing ran
     env["GYMWRIGHT_PORT"] = "eighty"
-    done = subprocess.run([sys.executable, "-m", "gymwright.devserver"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "gymwright.devserver"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1 and "not a port number" in done.stderr

@@ -51,8 +51,9 @@ def session_cookie(client, django_user_model):
 def wsgi_get(path: str, cookie: str) -> tuple[int, dict, str]:
     environ: dict = {}
     setup_testing_defaults(environ)
-    environ.update(PATH_INFO=path, REQUEST_METHOD="GET", HTTP_HOST="127.0.0.1", SERVER_NAME="127.0.0.1",
-                   HTTP_COOKIE=cookie)
+    environ.update(
+        PATH_INFO=path, REQUEST_METHOD="GET", HTTP_HOST="127.0.0.1", SERVER_NAME="127.0.0.1", HTTP_COOKIE=cookie
+    )
     seen = {}
 
     def start_response(status, headers, exc_info=None):
@@ -67,7 +68,8 @@ def wsgi_get(path: str, cookie: str) -> tuple[int, dict, str]:
 
 
 def test_a_page_whose_connection_dies_in_flight_shows_the_error_page_and_the_next_works(
-        production_connections, session_cookie):
+    production_connections, session_cookie
+):
     status, _, body = wsgi_get("/", session_cookie)
     assert status == 200 and "still-here" in body
     drop = DropWhenQuerying("authoring_task")
@@ -83,7 +85,8 @@ def test_a_page_whose_connection_dies_in_flight_shows_the_error_page_and_the_nex
 
 
 def test_an_api_call_whose_connection_dies_in_flight_answers_the_json_error_and_the_next_works(
-        production_connections, session_cookie):
+    production_connections, session_cookie
+):
     drop = DropWhenQuerying("authoring_task")
     with connection.execute_wrapper(drop):
         status, headers, body = wsgi_get("/api/tasks/", session_cookie)

@@ -84,8 +84,14 @@ def server(gunicorn):
     assert gunicorn.booted_workers() == workers, f"gunicorn booted a new worker:\n{log}"
     gone = [pid for pid in workers if not Path(f"/proc/{pid}").exists()]
     assert not gone, f"gunicorn workers {gone} are gone:\n{log}"
-    for sign in ("Worker exiting", "WORKER TIMEOUT", "Exception in worker process", "was sent SIGKILL",
-                 "was sent code", "Shutting down"):
+    for sign in (
+        "Worker exiting",
+        "WORKER TIMEOUT",
+        "Exception in worker process",
+        "was sent SIGKILL",
+        "was sent code",
+        "Shutting down",
+    ):
         assert sign not in log, log
     with open(gunicorn.access_log, "rb") as f:
         f.seek(access_start)
@@ -107,8 +113,9 @@ def cookie(server, django_user_model) -> str:
 
 
 def server_backends(watcher, *, waiting: bool = False) -> list[int]:
-    sql = ("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
-           + (" AND wait_event_type = 'Lock'" if waiting else ""))
+    sql = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s" + (
+        " AND wait_event_type = 'Lock'" if waiting else ""
+    )
     return [row[0] for row in watcher.execute(sql, [APP_NAME])]
 
 
@@ -145,9 +152,15 @@ def requests_held_in_their_query(base: str, cookie: str, paths: list[str]):
 
             def held():
                 if results:  # answered without reaching the task table: an error, say which
-                    pytest.fail("answered before reaching the task table: " + "; ".join(
-                        f"GET {p}: {r.status_code} {r.text[:1500]}" if isinstance(r, httpx.Response)
-                        else f"GET {p}: {r!r}" for p, r in results.items()))
+                    pytest.fail(
+                        "answered before reaching the task table: "
+                        + "; ".join(
+                            f"GET {p}: {r.status_code} {r.text[:1500]}"
+                            if isinstance(r, httpx.Response)
+                            else f"GET {p}: {r!r}"
+                            for p, r in results.items()
+                        )
+                    )
                 return len(server_backends(watcher, waiting=True)) == len(paths)
 
             wait_for(f"{len(paths)} requests waiting on the task table", held)
@@ -195,8 +208,12 @@ def test_a_drop_between_requests_goes_unnoticed_both_workers_reconnect_and_answe
         after = server_backends(watcher)
     assert len(after) == WORKERS and not set(after) & set(before), (before, after)
     for _ in range(3):
-        assert_served({path: httpx.get(server.base + path, headers={"Cookie": cookie}, timeout=10)
-                       for path in ("/", "/api/tasks/")})
+        assert_served(
+            {
+                path: httpx.get(server.base + path, headers={"Cookie": cookie}, timeout=10)
+                for path in ("/", "/api/tasks/")
+            }
+        )
 
 
 def drop_in_flight(base: str, cookie: str, path: str) -> httpx.Response:
@@ -212,8 +229,7 @@ def drop_in_flight(base: str, cookie: str, path: str) -> httpx.Response:
     return results[path]
 
 
-def test_a_page_whose_connection_dies_in_flight_shows_the_503_error_page_and_the_next_requests_work(
-        server, cookie):
+def test_a_page_whose_connection_dies_in_flight_shows_the_503_error_page_and_the_next_requests_work(server, cookie):
     assert_served(on_both_workers(server.base, cookie))
     r = drop_in_flight(server.base, cookie, "/")
     assert r.status_code == 503, (r.status_code, r.text[:2000])
@@ -225,8 +241,7 @@ def test_a_page_whose_connection_dies_in_flight_shows_the_503_error_page_and_the
     assert_served(on_both_workers(server.base, cookie))
 
 
-def test_an_api_call_whose_connection_dies_in_flight_answers_the_json_503_and_the_next_requests_work(
-        server, cookie):
+def test_an_api_call_whose_connection_dies_in_flight_answers_the_json_503_and_the_next_requests_work(server, cookie):
     assert_served(on_both_workers(server.base, cookie))
     r = drop_in_flight(server.base, cookie, "/api/tasks/")
     assert r.status_code == 503, (r.status_code, r.text[:2000])

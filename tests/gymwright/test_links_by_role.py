@@ -31,31 +31,50 @@ def build_world(django_user_model, password: str | None = None) -> dict:
     """A user per role (`password` for each, else make_user's), and their tasks: `five`: v1 to v5, v2 and v5
     approved, with a preview of v5 still running and example answers that v4 (a draft) broke; `shipped`: v1
     approved and v2 in review; `hidden`: a draft tagged secret-tag."""
-    users = {role: make_user(django_user_model, name, *roles, password=password) for role, name, roles in (
-        ("author", "alice", ["author"]), ("reviewer", "rita", ["reviewer"]), ("admin", "adam", ["admin"]),
-        ("lab", "lena", ["lab"]), ("norole", "nobody", []))}
+    users = {
+        role: make_user(django_user_model, name, *roles, password=password)
+        for role, name, roles in (
+            ("author", "alice", ["author"]),
+            ("reviewer", "rita", ["reviewer"]),
+            ("admin", "adam", ["admin"]),
+            ("lab", "lena", ["lab"]),
+            ("norole", "nobody", []),
+        )
+    }
     author, admin = users["author"], users["admin"]
     environment = services.environment_create(slug="shell", name="Shell", author=author, spec={"network": "none"})
     broken = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "expected": "forty-two"}, *RUBRIC["checks"][1:]]}
-    five = services.task_create(slug="five", environment=environment, author=author,
-                                content=task_content(title="Five 1", tags=["shown"], examples=EXAMPLES))
+    five = services.task_create(
+        slug="five",
+        environment=environment,
+        author=author,
+        content=task_content(title="Five 1", tags=["shown"], examples=EXAMPLES),
+    )
     for number in range(2, 6):
-        content = task_content(title=f"Five {number}", tags=["shown"], examples=EXAMPLES,
-                               rubric=broken if number == 4 else RUBRIC)
+        content = task_content(
+            title=f"Five {number}", tags=["shown"], examples=EXAMPLES, rubric=broken if number == 4 else RUBRIC
+        )
         version, _ = services.task_version_create(task=five, author=author, base_version=number - 1, content=content)
         if number in (2, 5):
             versions_approve_on_import(versions=[version], admin=admin)
-    shipped = services.task_create(slug="shipped", environment=environment, author=author,
-                                   content=task_content(title="Shipped"))
+    shipped = services.task_create(
+        slug="shipped", environment=environment, author=author, content=task_content(title="Shipped")
+    )
     versions_approve_on_import(versions=[shipped.latest_version], admin=admin)
-    services.task_version_create(task=shipped, author=author, base_version=1,
-                                 content=task_content(title="Shipped, revised"))
+    services.task_version_create(
+        task=shipped, author=author, base_version=1, content=task_content(title="Shipped, revised")
+    )
     Task.objects.filter(pk=shipped.pk).update(status=Task.Status.IN_REVIEW)
-    services.task_create(slug="hidden", environment=environment, author=author,
-                         content=task_content(title="Hidden draft", tags=["secret-tag"]))
+    services.task_create(
+        slug="hidden",
+        environment=environment,
+        author=author,
+        content=task_content(title="Hidden draft", tags=["secret-tag"]),
+    )
     five.refresh_from_db()
-    preview_run = PreviewRun.objects.create(task_version=five.latest_version, created_by=author, policy="oracle", n=1,
-                                            backend="bubblewrap")
+    preview_run = PreviewRun.objects.create(
+        task_version=five.latest_version, created_by=author, policy="oracle", n=1, backend="bubblewrap"
+    )
     Rollout.objects.create(preview_run=preview_run, index=0)
     return {**users, "preview": f"/previews/{preview_run.pk}/"}
 
@@ -88,10 +107,23 @@ def refused_links(client, pages: list[str]) -> list[str]:
     return problems
 
 
-MEMBER_PAGES = ["/", "/environments/", "/environments/shell/", "/packs/", "/inbox/", "/account/", "/tasks/five/",
-                "/tasks/shipped/"]
-PAGES = {"author": MEMBER_PAGES, "reviewer": MEMBER_PAGES, "admin": MEMBER_PAGES, "lab": MEMBER_PAGES,
-         "norole": ["/inbox/", "/account/"]}
+MEMBER_PAGES = [
+    "/",
+    "/environments/",
+    "/environments/shell/",
+    "/packs/",
+    "/inbox/",
+    "/account/",
+    "/tasks/five/",
+    "/tasks/shipped/",
+]
+PAGES = {
+    "author": MEMBER_PAGES,
+    "reviewer": MEMBER_PAGES,
+    "admin": MEMBER_PAGES,
+    "lab": MEMBER_PAGES,
+    "norole": ["/inbox/", "/account/"],
+}
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -118,8 +150,17 @@ def test_import_tasks_is_linked_for_authors_and_admins_only(client, world):
 
 def test_a_lab_member_is_shown_no_form_that_changes_anything(client, world):
     client.force_login(world["lab"])
-    for page in ("/", "/environments/", "/environments/shell/", "/inbox/", "/account/", "/tasks/five/",
-                 "/tasks/shipped/", world["preview"], f"{world['preview']}progress/"):
+    for page in (
+        "/",
+        "/environments/",
+        "/environments/shell/",
+        "/inbox/",
+        "/account/",
+        "/tasks/five/",
+        "/tasks/shipped/",
+        world["preview"],
+        f"{world['preview']}progress/",
+    ):
         body = client.get(page).content.decode()
         # logging out, and the account page's own token (a lab member's API access)
         assert set(post_forms(body)) <= {"/accounts/logout/", ""}, page

@@ -20,8 +20,9 @@ def tasks(author):
 
 @pytest.mark.parametrize("values", [["any-1", "any-3", "nope"], [], ["any-0", "any-0"], ["it's", "a\\b", "{x,y}"]])
 def test_it_finds_what_in_finds(tasks, values):
-    assert sorted(Task.objects.filter(slug__any=values).values_list("pk", flat=True)) == \
-        sorted(Task.objects.filter(slug__in=values).values_list("pk", flat=True))
+    assert sorted(Task.objects.filter(slug__any=values).values_list("pk", flat=True)) == sorted(
+        Task.objects.filter(slug__in=values).values_list("pk", flat=True)
+    )
 
 
 def test_keys_and_updates(tasks):

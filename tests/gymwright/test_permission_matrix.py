@@ -47,8 +47,23 @@ from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from tests.gymwright.permission_matrix_world import (
-    ADMIN, ANON, DRAFT, ENV, LAB, NAMES, NOROLE, OTHER, OWNER, PACK, PLAIN_RUBRIC, REVIEW, REVIEWER, ROLES, RUBRIC,
-    UNAPPROVED, build_world, password_of)
+    ADMIN,
+    ANON,
+    DRAFT,
+    ENV,
+    LAB,
+    NAMES,
+    NOROLE,
+    OWNER,
+    PACK,
+    PLAIN_RUBRIC,
+    REVIEW,
+    ROLES,
+    RUBRIC,
+    UNAPPROVED,
+    build_world,
+    password_of,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -274,14 +289,33 @@ def _rows_csv() -> SimpleUploadedFile:
 
 
 def _task_form(**extra) -> dict:
-    return {"title": "Six times seven", "prompt": "What is six times seven, edited?",
-            "rubric": json.dumps(PLAIN_RUBRIC), "solution_script": "", "solution_answer": "42", "tags": "maths",
-            "metadata": "{}", "examples": "[]", "message": "", **extra}
+    return {
+        "title": "Six times seven",
+        "prompt": "What is six times seven, edited?",
+        "rubric": json.dumps(PLAIN_RUBRIC),
+        "solution_script": "",
+        "solution_answer": "42",
+        "tags": "maths",
+        "metadata": "{}",
+        "examples": "[]",
+        "message": "",
+        **extra,
+    }
 
 
 def _environment_form(**extra) -> dict:
-    return {"name": "Matrix shell", "network": "none", "cpus": "1", "memory_mb": "512", "timeout_s": "60",
-            "max_steps": "10", "tools": ["bash", "submit"], "custom_tools": "[]", "setup": "echo ready", **extra}
+    return {
+        "name": "Matrix shell",
+        "network": "none",
+        "cpus": "1",
+        "memory_mb": "512",
+        "timeout_s": "60",
+        "max_steps": "10",
+        "tools": ["bash", "submit"],
+        "custom_tools": "[]",
+        "setup": "echo ready",
+        **extra,
+    }
 
 
 # What each write sends (a function: uploads are read once), and the query string of reads that need one. Pages post
@@ -305,10 +339,14 @@ BODIES = {
     "packs:task_import": (FORM, lambda: {"file": _rows_csv(), "environment": ENV}),
     "api-environment-list": (JSON, lambda: {"slug": "matrix-env-api-q7", "name": "API", "spec": {"network": "none"}}),
     "api-environment-versions": (JSON, lambda: {"spec": {"network": "none", "setup": "echo hi"}, "base_version": 1}),
-    "api-task-list": (JSON, lambda: {"slug": "matrix-api-q7", "environment": ENV, "title": "T", "prompt": "P",
-                                     "rubric": PLAIN_RUBRIC}),
-    "api-task-versions": (JSON, lambda: {"base_version": 1, "title": "T", "prompt": "P, edited",
-                                         "rubric": PLAIN_RUBRIC}),
+    "api-task-list": (
+        JSON,
+        lambda: {"slug": "matrix-api-q7", "environment": ENV, "title": "T", "prompt": "P", "rubric": PLAIN_RUBRIC},
+    ),
+    "api-task-versions": (
+        JSON,
+        lambda: {"base_version": 1, "title": "T", "prompt": "P, edited", "rubric": PLAIN_RUBRIC},
+    ),
     "api-blob-upload": (MULTIPART, lambda: {"file": _upload("notes.md", b"more notes\n")}),
     "rubric-validate": (JSON, lambda: {"rubric": RUBRIC}),
     "judge-label-create": (JSON, lambda: {"verdict": "agree"}),
@@ -318,8 +356,15 @@ BODIES = {
     "api-pack-list": (JSON, lambda: {"slug": "matrix-pack-api-q7"}),
     "api-pack-versions": (JSON, lambda: {"version": "3.0.0"}),
     "api-import-file": (MULTIPART, lambda: {"file": _rows_csv(), "environment": ENV}),
-    "api-import-bulk": (JSON, lambda: {"tasks": [{"id": "matrix-bulk-q7", "prompt": "What is six times seven?",
-                                                  "answer": "42", "criteria": "Says 42"}], "environment": ENV}),
+    "api-import-bulk": (
+        JSON,
+        lambda: {
+            "tasks": [
+                {"id": "matrix-bulk-q7", "prompt": "What is six times seven?", "answer": "42", "criteria": "Says 42"}
+            ],
+            "environment": ENV,
+        },
+    ),
 }
 QUERIES = {"api-agreement": f"?task={REVIEW}", "api-task-diff": "?a=1&b=2"}
 
@@ -330,14 +375,14 @@ QUERIES = {"api-agreement": f"?task={REVIEW}", "api-task-diff": "?a=1&b=2"}
 @dataclass(frozen=True)
 class Cell:
     status: int
-    login: bool = False      # a 302 to a login page
-    writes: bool = False     # the database changed
-    empty: bool = False      # the answer names none of the world's objects
-    named: bool = False      # the answer names the task in review
+    login: bool = False  # a 302 to a login page
+    writes: bool = False  # the database changed
+    empty: bool = False  # the answer names none of the world's objects
+    named: bool = False  # the answer names the task in review
     unchanged: bool = False  # the database did not change
 
     @classmethod
-    def parse(cls, text: str) -> "Cell":
+    def parse(cls, text: str) -> Cell:
         if text == "login":
             return cls(302, login=True)
         status, flags = re.fullmatch(r"(\d{3})([w+=-]*)", text).groups()
@@ -429,11 +474,18 @@ def path_of(name: str, template: str, values: dict) -> str:
 
 def _fingerprint_sql() -> str:
     qn = connection.ops.quote_name
-    tables = sorted({model._meta.db_table for model in apps.get_models(include_auto_created=True)
-                     if model._meta.managed and not model._meta.proxy} - {"django_session"})
+    tables = sorted(
+        {
+            model._meta.db_table
+            for model in apps.get_models(include_auto_created=True)
+            if model._meta.managed and not model._meta.proxy
+        }
+        - {"django_session"}
+    )
     return " UNION ALL ".join(
         f"SELECT '{table}', md5(coalesce(string_agg(r::text, '|' ORDER BY r::text), '')) FROM {qn(table)} r"
-        for table in tables)
+        for table in tables
+    )
 
 
 def fingerprint() -> dict[str, str]:
@@ -452,8 +504,9 @@ class Answer:
     changed: list[str]  # the tables whose rows changed
 
 
-def send(client: Client, method: str, path: str, route: str, *, token: str | None = None,
-         baseline: dict | None = None) -> Answer:
+def send(
+    client: Client, method: str, path: str, route: str, *, token: str | None = None, baseline: dict | None = None
+) -> Answer:
     """`method` to `path` as `client`, in a savepoint rolled back afterwards (the client's cookies too)."""
     headers = {"HTTP_AUTHORIZATION": f"Token {token}"} if token else {}
     kind, body = BODIES.get(route, (JSON if is_api(path) else FORM, dict))
@@ -511,8 +564,10 @@ def problems_of(answer: Answer, cell: Cell, role: str) -> list[str]:
     return problems
 
 
-WORLD_SETTINGS = {"ALLOWED_HOSTS": ["*"],
-                  "PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"]}  # six users, quickly
+WORLD_SETTINGS = {
+    "ALLOWED_HOSTS": ["*"],
+    "PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"],
+}  # six users, quickly
 
 
 @pytest.fixture(scope="module")
@@ -552,8 +607,11 @@ def _callers(world, role: str, path: str):
 def accepted_methods(world, name: str, template: str, values: dict, methods=PROBED) -> set[str]:
     """Those of `methods` that `name` answers other than 405, asked by the admin (who may do most things)."""
     path = path_of(name, template, values)
-    return {method for method in methods
-            if send(world["clients"][ADMIN], method, path + QUERIES.get(name, ""), name).status != 405}
+    return {
+        method
+        for method in methods
+        if send(world["clients"][ADMIN], method, path + QUERIES.get(name, ""), name).status != 405
+    }
 
 
 def test_every_route_and_method_has_a_row(world):
@@ -577,8 +635,11 @@ def test_every_route_and_method_has_a_row(world):
         if is_admin_route(template):
             continue  # test_the_admin_site_is_for_staff_only
         names.add(name)
-        unlisted = [method for method in PROBED if method not in listed.get(name, ())
-                    and not (method == "OPTIONS" and is_api("/" + template))]  # OPTIONS: its own test below
+        unlisted = [
+            method
+            for method in PROBED
+            if method not in listed.get(name, ()) and not (method == "OPTIONS" and is_api("/" + template))
+        ]  # OPTIONS: its own test below
         answered = accepted_methods(world, name, template, world["targets"]["-"], unlisted)
         if answered:
             problems.append(f"{name} answers {', '.join(sorted(answered))}, which no row lists")
@@ -600,8 +661,10 @@ def test_each_role_is_answered_as_its_row_says(world):
             baseline = _baseline(world, row.method, row.cells[role])
             for how, client, token in _callers(world, role, path):
                 answer = send(client, row.method, path, row.route, token=token, baseline=baseline)
-                problems += [f"{row.method} {path} ({row.route}, {row.on}) as {role} by {how}: {problem}"
-                             for problem in problems_of(answer, row.cells[role], role)]
+                problems += [
+                    f"{row.method} {path} ({row.route}, {row.on}) as {role} by {how}: {problem}"
+                    for problem in problems_of(answer, row.cells[role], role)
+                ]
     assert not problems, f"{len(problems)} answers differ from MATRIX:\n" + "\n".join(problems)
 
 
@@ -610,17 +673,17 @@ NOT_CHANGED = ("authoring_environmentversion", "authoring_taskversion", "authori
 NOT_ADDED = (*NOT_CHANGED, "grading_checkresult", "sandbox_previewrun", "sandbox_rollout")  # the product writes them
 READ_ONLY = ("grading_checkresult", "sandbox_rollout")  # every field read-only: the form saves nothing, to the list
 ADMIN_ANSWERS = {
-    ("admin:login", "GET"): "302",                   # signed in already: to the index
-    ("admin:login", "POST"): "302w",                 # signs in (its last login)
-    ("admin:logout", "GET"): "405",                  # Django 5 signs out on POST only
-    ("admin:logout", "POST"): "login",               # signed out, to LOGOUT_REDIRECT_URL
+    ("admin:login", "GET"): "302",  # signed in already: to the index
+    ("admin:login", "POST"): "302w",  # signs in (its last login)
+    ("admin:logout", "GET"): "405",  # Django 5 signs out on POST only
+    ("admin:logout", "POST"): "login",  # signed out, to LOGOUT_REDIRECT_URL
     ("admin:password_change_done", "POST"): "405",
-    ("admin:autocomplete", "GET"): "403",            # asked without the field to complete
+    ("admin:autocomplete", "GET"): "403",  # asked without the field to complete
     ("admin:autocomplete", "POST"): "405",
     ("admin:jsi18n", "POST"): "405",
-    ("admin:view_on_site", "GET"): "404",            # a task has no get_absolute_url
+    ("admin:view_on_site", "GET"): "404",  # a task has no get_absolute_url
     ("admin:view_on_site", "POST"): "404",
-    ("admin:(?P<url>.*)$", "GET"): "404",            # no such admin page
+    ("admin:(?P<url>.*)$", "GET"): "404",  # no such admin page
     ("admin:(?P<url>.*)$", "POST"): "404",
     **{("admin:<path:object_id>/", method): "302" for method in ADMIN_METHODS},  # an object's old URL: its change page
     **{(f"admin:{model}_add", method): "403" for model in NOT_ADDED for method in ADMIN_METHODS},
@@ -653,8 +716,9 @@ def test_the_admin_site_is_for_staff_only(world):
             for role in ROLES:
                 cell = admin_cell(name, method, role)
                 answer = send(world["clients"][role], method, path, name, baseline=_baseline(world, method, cell))
-                problems += [f"{method} {path} ({name}) as {role}: {problem}"
-                             for problem in problems_of(answer, cell, role)]
+                problems += [
+                    f"{method} {path} ({name}) as {role}: {problem}" for problem in problems_of(answer, cell, role)
+                ]
     assert not problems, "\n".join(problems)
 
 
@@ -670,8 +734,9 @@ def test_options_describes_an_api_view_to_signed_in_callers_only(world):
             expected = Cell.parse("200" if name == "format-schema" else "401" if role == ANON else "200")
             for how, client, token in _callers(world, role, path):
                 answer = send(client, "OPTIONS", path, name, token=token)
-                problems += [f"OPTIONS {path} as {role} by {how}: {problem}"
-                             for problem in problems_of(answer, expected, role)]
+                problems += [
+                    f"OPTIONS {path} as {role} by {how}: {problem}" for problem in problems_of(answer, expected, role)
+                ]
     assert not problems, "\n".join(problems)
 
 
@@ -682,12 +747,15 @@ def test_a_browser_write_without_a_csrf_token_is_refused(world):
     client.force_login(world["users"][ADMIN])
     baseline = fingerprint()  # after signing in (the admin's last login)
     problems = []
-    for route, method, on in sorted({(row.route, row.method, row.on) for row in parse_matrix()
-                                     if row.method in WRITES}):
+    for route, method, on in sorted(
+        {(row.route, row.method, row.on) for row in parse_matrix() if row.method in WRITES}
+    ):
         path = path_of(route, templates[route], world["targets"][on]) + QUERIES.get(route, "")
         answer = send(client, method, path, route, baseline=baseline)
-        problems += [f"{method} {path} ({route}) without a CSRF token: {problem}"
-                     for problem in problems_of(answer, Cell.parse("403"), ADMIN)]
+        problems += [
+            f"{method} {path} ({route}) without a CSRF token: {problem}"
+            for problem in problems_of(answer, Cell.parse("403"), ADMIN)
+        ]
     assert not problems, "\n".join(problems)
 
 
@@ -701,8 +769,16 @@ def test_an_api_token_signs_in_nowhere_but_the_api(world):
         if is_api(path):
             continue
         cell = row.cells[ANON]
-        answer = send(world["clients"][ANON], row.method, path, row.route, token=world["tokens"][ADMIN],
-                      baseline=_baseline(world, row.method, cell))
-        problems += [f"{row.method} {path} ({row.route}) with the admin's token: {problem}"
-                     for problem in problems_of(answer, cell, ANON)]
+        answer = send(
+            world["clients"][ANON],
+            row.method,
+            path,
+            row.route,
+            token=world["tokens"][ADMIN],
+            baseline=_baseline(world, row.method, cell),
+        )
+        problems += [
+            f"{row.method} {path} ({row.route}) with the admin's token: {problem}"
+            for problem in problems_of(answer, cell, ANON)
+        ]
     assert not problems, "\n".join(problems)

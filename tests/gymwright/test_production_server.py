@@ -104,8 +104,9 @@ def test_the_rubric_editor_s_modules_import_each_other_by_their_hashed_names(gun
             seen[url] = imports
             todo += [urljoin(url, specifier) for specifier in imports]
     served = {re.sub(r"\.[0-9a-f]{12}\.js$", ".js", url.rsplit("/", 1)[1]): imports for url, imports in seen.items()}
-    sources = {path.name: _module_imports(path.read_text())
-               for path in (ROOT / "static" / "js" / "rubric_editor").glob("*.js")}
+    sources = {
+        path.name: _module_imports(path.read_text()) for path in (ROOT / "static" / "js" / "rubric_editor").glob("*.js")
+    }
     assert served.keys() == sources.keys(), (served, sources)  # every module of the editor, reached by its imports
     for name, imports in sources.items():  # each import of the source, rewritten to its hashed name
         assert [re.sub(r"\.[0-9a-f]{12}\.js$", ".js", specifier) for specifier in served[name]] == imports, name
@@ -120,11 +121,14 @@ def test_the_rubric_editor_loads_in_a_browser_under_gunicorn(gunicorn_server, dj
     problems: list[str] = []
 
     def steps(page):
-        page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-                if msg.type == "error" else None)
+        page.on(
+            "console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None
+        )
         page.on("requestfailed", lambda request: problems.append(f"failed: {request.url} {request.failure}"))
-        page.on("response", lambda response: problems.append(f"{response.status}: {response.url}")
-                if response.status >= 400 else None)
+        page.on(
+            "response",
+            lambda response: problems.append(f"{response.status}: {response.url}") if response.status >= 400 else None,
+        )
         page.goto(f"{gunicorn_server}/accounts/login/")
         page.fill("input[name=username]", "gina")
         page.fill("input[name=password]", PASSWORD)

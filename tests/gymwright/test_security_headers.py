@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def _settings_value(name: str, **env: str) -> str:
     environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "gymwright.settings", **env}
     code = f"import django; django.setup(); from django.conf import settings; print(settings.{name})"
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True,
-                          text=True, check=True, timeout=60).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, check=True, timeout=60
+    ).stdout.strip()
 
 
 def test_hsts_is_on_only_with_secure_cookies():
@@ -62,11 +63,13 @@ def test_the_editor_validator_was_built_from_todays_rubric_schema():
     import subprocess
     import sys
 
-    schema = subprocess.run([sys.executable, "-m", "grading.engine", "schema", "rubric"], capture_output=True,
-                            check=True, cwd=ROOT).stdout
+    schema = subprocess.run(
+        [sys.executable, "-m", "grading.engine", "schema", "rubric"], capture_output=True, check=True, cwd=ROOT
+    ).stdout
     header = (ROOT / "static/js/rubric_editor/schema_validator.js").read_text().splitlines()[1]
     assert header == f"// rubric-schema-sha256: {hashlib.sha256(schema).hexdigest()}", (
-        "the rubric schema changed: run `make editor-validator` and commit static/js/rubric_editor/schema_validator.js")
+        "the rubric schema changed: run `make editor-validator` and commit static/js/rubric_editor/schema_validator.js"
+    )
     assert "new Function" not in (ROOT / "static/js/rubric_editor/schema_validator.js").read_text()
 
 

@@ -14,8 +14,8 @@ from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from authoring.models import AuditEvent, Environment, Tag, Task
 from authoring.auth import ModelBackend
+from authoring.models import AuditEvent, Environment, Tag, Task
 from gymwright.sessions import SessionStore
 from gymwright.sql import Prepared
 
@@ -29,16 +29,21 @@ def _fields(obj) -> dict:
 @pytest.fixture
 def tasks(author, other_author):
     environment = Environment.objects.create(slug="sql-env", name="SQL", owner=author)
-    made = [Task.objects.create(slug=f"sql-{i}", title=f"Task {i}", environment=environment,
-                                owner=author if i % 2 else other_author) for i in range(5)]
+    made = [
+        Task.objects.create(
+            slug=f"sql-{i}", title=f"Task {i}", environment=environment, owner=author if i % 2 else other_author
+        )
+        for i in range(5)
+    ]
     tag = Tag.objects.create(name="sql-tag")
     made[1].tags.add(tag)
     return made
 
 
 def test_a_model_query_gives_the_objects_the_orm_gives_with_their_joined_rows(tasks):
-    by_slug = Prepared(lambda slug: Task.objects.select_related("environment", "owner", "latest_version")
-                       .filter(slug=slug), slug=str)
+    by_slug = Prepared(
+        lambda slug: Task.objects.select_related("environment", "owner", "latest_version").filter(slug=slug), slug=str
+    )
     for task in tasks[:3]:  # compiled once, run three times with three values
         [mine] = by_slug(slug=task.slug)
         theirs = Task.objects.select_related("environment", "owner", "latest_version").get(slug=task.slug)
@@ -47,7 +52,7 @@ def test_a_model_query_gives_the_objects_the_orm_gives_with_their_joined_rows(ta
         assert _fields(mine.owner) == _fields(theirs.owner) and mine.owner.username in ("alice", "bob")
         assert mine.latest_version is None
         with CaptureQueriesContext(connection) as queries:
-            mine.environment.slug, mine.owner.username  # joined: read without a query
+            _ = mine.environment.slug, mine.owner.username  # joined: read without a query
         assert len(queries) == 0
         assert not mine._state.adding and mine._state.db == "default"
     assert by_slug(slug="no-such-task") == []
@@ -55,19 +60,26 @@ def test_a_model_query_gives_the_objects_the_orm_gives_with_their_joined_rows(ta
 
 
 def test_values_lists_counts_slices_and_a_parameter_used_twice(tasks, author, other_author):
-    titles = Prepared(lambda owner_id: Task.objects.filter(owner_id=owner_id).order_by("slug")
-                      .values_list("slug", "title"), owner_id=int)
-    assert titles(owner_id=author.pk) == list(Task.objects.filter(owner=author).order_by("slug")
-                                               .values_list("slug", "title"))
+    titles = Prepared(
+        lambda owner_id: Task.objects.filter(owner_id=owner_id).order_by("slug").values_list("slug", "title"),
+        owner_id=int,
+    )
+    assert titles(owner_id=author.pk) == list(
+        Task.objects.filter(owner=author).order_by("slug").values_list("slug", "title")
+    )
     assert [slug for slug, _ in titles(owner_id=other_author.pk)] == ["sql-0", "sql-2", "sql-4"]
-    flat = Prepared(lambda owner_id: Task.objects.filter(owner_id=owner_id).order_by("-slug")
-                    .values_list("slug", flat=True)[:2], owner_id=int)
+    flat = Prepared(
+        lambda owner_id: Task.objects.filter(owner_id=owner_id).order_by("-slug").values_list("slug", flat=True)[:2],
+        owner_id=int,
+    )
     assert flat(owner_id=other_author.pk) == ["sql-4", "sql-2"]
-    either = Prepared(lambda user_id: Task.objects.exclude(owner_id=user_id).exclude(environment__owner_id=user_id),
-                      count=True, user_id=int)
+    either = Prepared(
+        lambda user_id: Task.objects.exclude(owner_id=user_id).exclude(environment__owner_id=user_id),
+        count=True,
+        user_id=int,
+    )
     for user in (author, other_author):
-        assert either(user_id=user.pk) == (Task.objects.exclude(owner=user).exclude(environment__owner=user)
-                                           .count())
+        assert either(user_id=user.pk) == (Task.objects.exclude(owner=user).exclude(environment__owner=user).count())
     assert either(user_id=author.pk) == 0 and either(user_id=other_author.pk) == 2
     assert either(user_id=author.pk + 1000) == 5
     tagged = Prepared(lambda name: Task.objects.filter(tags__name=name), count=True, name=str)
@@ -77,11 +89,16 @@ def test_values_lists_counts_slices_and_a_parameter_used_twice(tasks, author, ot
 def test_a_bigint_column_keeps_the_drivers_wrapping(tasks, author):
     content_type = ContentType.objects.get_for_model(Task)
     for task in tasks[:2]:
-        AuditEvent.objects.create(actor=author, verb=AuditEvent.Verb.CREATE, content_type=content_type,
-                                  object_id=task.pk, summary=task.slug)
-    about = Prepared(lambda content_type_id, object_id: AuditEvent.objects.filter(
-        content_type_id=content_type_id, object_id=object_id).select_related("actor"),
-        content_type_id=int, object_id=int)
+        AuditEvent.objects.create(
+            actor=author, verb=AuditEvent.Verb.CREATE, content_type=content_type, object_id=task.pk, summary=task.slug
+        )
+    about = Prepared(
+        lambda content_type_id, object_id: AuditEvent.objects.filter(
+            content_type_id=content_type_id, object_id=object_id
+        ).select_related("actor"),
+        content_type_id=int,
+        object_id=int,
+    )
     for task in tasks[:2]:
         [event] = about(content_type_id=content_type.pk, object_id=task.pk)
         assert event.summary == task.slug and event.actor.username == "alice"
@@ -148,8 +165,7 @@ def test_on_postgresql_it_runs_as_a_server_side_prepared_statement_with_djangos_
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         statements = [row[0] for row in cursor.fetchall()]
     assert any('COUNT("authoring_task"."id")' in statement and "$1" in statement for statement in statements)
-    broken = Prepared(lambda slug: Task.objects.filter(slug=slug).extra(where=["1/0 = 1"]).values_list("pk"),
-                      slug=str)
+    broken = Prepared(lambda slug: Task.objects.filter(slug=slug).extra(where=["1/0 = 1"]).values_list("pk"), slug=str)
     with pytest.raises(DatabaseError):  # psycopg's error, wrapped as Django wraps it
         broken(slug="sql-1")
 
@@ -157,8 +173,14 @@ def test_on_postgresql_it_runs_as_a_server_side_prepared_statement_with_djangos_
 def test_a_list_parameter_compiles_once_per_length_and_an_empty_list_reads_nothing(tasks):
     from gymwright.sql import PreparedIn
 
-    slugs = PreparedIn(lambda keys, owner_id: Task.objects.filter(pk__in=keys, owner_id=owner_id).order_by("slug")
-                       .values_list("slug", flat=True), "keys", item=int, owner_id=int)
+    slugs = PreparedIn(
+        lambda keys, owner_id: (
+            Task.objects.filter(pk__in=keys, owner_id=owner_id).order_by("slug").values_list("slug", flat=True)
+        ),
+        "keys",
+        item=int,
+        owner_id=int,
+    )
     owner = tasks[1].owner_id
     keys = [task.pk for task in tasks]
     assert slugs(keys=keys, owner_id=owner) == ["sql-1", "sql-3"]
@@ -175,9 +197,10 @@ def test_a_sliced_query_takes_its_bounds_at_each_call(tasks, author):
     ordered = Task.objects.order_by("slug")
     page = Prepared(lambda: ordered.values_list("slug", flat=True), sliced=True)
     for offset, limit in ((0, 2), (2, 2), (4, 2), (1, 3), (5, 10)):
-        assert page(offset=offset, limit=limit) == list(ordered.values_list("slug", flat=True)[offset:offset + limit])
-    owned = Prepared(lambda owner_id: ordered.filter(owner_id=owner_id).select_related("owner"), sliced=True,
-                     owner_id=int)
+        assert page(offset=offset, limit=limit) == list(ordered.values_list("slug", flat=True)[offset : offset + limit])
+    owned = Prepared(
+        lambda owner_id: ordered.filter(owner_id=owner_id).select_related("owner"), sliced=True, owner_id=int
+    )
     assert [t.slug for t in owned(owner_id=author.pk, offset=1, limit=1)] == ["sql-3"]
     assert len(page._compiled) == 1 and len(owned._compiled) == 1
     with pytest.raises(TypeError, match="expected"):
@@ -239,14 +262,21 @@ def test_a_value_past_the_prepared_range_is_answered_as_the_orm_answers_it(tasks
     type for PostgreSQL) goes through the queryset, where it matches nothing, as the ORM says."""
     by_pk = Prepared(lambda pk: Task.objects.filter(pk=pk), pk=int)
     counted = Prepared(lambda pk: Task.objects.filter(pk=pk), count=True, pk=int)
-    page = Prepared(lambda owner_id: Task.objects.filter(owner_id=owner_id).order_by("pk").values_list("pk", flat=True),
-                    sliced=True, owner_id=int)
+    page = Prepared(
+        lambda owner_id: Task.objects.filter(owner_id=owner_id).order_by("pk").values_list("pk", flat=True),
+        sliced=True,
+        owner_id=int,
+    )
     for huge in (10**20, -(10**20), 2**31, 2**63):
         assert by_pk(pk=huge) == [] and counted(pk=huge) == 0 and page(owner_id=huge, offset=0, limit=5) == []
     assert [t.pk for t in by_pk(pk=tasks[0].pk)] == [tasks[0].pk]
     client.force_login(author)
-    for url in ("/previews/99999999999999999999/", "/previews/rollouts/99999999999999999999/",
-                "/previews/99999999999999999999/progress/", "/api/previews/99999999999999999999/",
-                "/api/rollouts/99999999999999999999/"):
+    for url in (
+        "/previews/99999999999999999999/",
+        "/previews/rollouts/99999999999999999999/",
+        "/previews/99999999999999999999/progress/",
+        "/api/previews/99999999999999999999/",
+        "/api/rollouts/99999999999999999999/",
+    ):
         assert client.get(url).status_code == 404, url
     assert client.post("/api/previews/99999999999999999999/cancel/").status_code == 404

@@ -26,19 +26,39 @@ def _admin():
     return admin or make_user(get_user_model(), "gate-admin", "admin")
 
 
-def make_approved(*, author, reviewer, slug: str, environment_slug: str = "shell", answer: str = "42",
-                  tags=("maths",), rubric: dict | None = None, files: list | None = None,
-                  examples: list | None = None):
+def make_approved(
+    *,
+    author,
+    reviewer,
+    slug: str,
+    environment_slug: str = "shell",
+    answer: str = "42",
+    tags=("maths",),
+    rubric: dict | None = None,
+    files: list | None = None,
+    examples: list | None = None,
+):
     from authoring.models import Environment
 
     environment = Environment.objects.filter(slug=environment_slug).first()
     if environment is None:
-        environment = authoring_services.environment_create(slug=environment_slug, name=environment_slug,
-                                                            author=author, spec={"network": "none"})
-    task = authoring_services.task_create(slug=slug, environment=environment, author=author, content={
-        "title": f"Task {slug}", "prompt": f"What is six times seven? ({slug})", "rubric": rubric or RUBRIC,
-        "solution": {"script": None, "answer": answer}, "tags": list(tags), "files": files or [],
-        "examples": examples or []})
+        environment = authoring_services.environment_create(
+            slug=environment_slug, name=environment_slug, author=author, spec={"network": "none"}
+        )
+    task = authoring_services.task_create(
+        slug=slug,
+        environment=environment,
+        author=author,
+        content={
+            "title": f"Task {slug}",
+            "prompt": f"What is six times seven? ({slug})",
+            "rubric": rubric or RUBRIC,
+            "solution": {"script": None, "answer": answer},
+            "tags": list(tags),
+            "files": files or [],
+            "examples": examples or [],
+        },
+    )
     # The sanity gates need previews; an admin's audited override stands in for them here.
     review_services.task_submit(task=task, user=_admin(), override_reason="packs tests: approved without previews")
     review_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
@@ -62,8 +82,9 @@ def build_and_verify(pack_version_id: int):
     with TestCase.captureOnCommitCallbacks(execute=False) as sent:
         pack_version = services.pack_version_build(pack_version_id=pack_version_id)
     assert len(sent) <= 1, sent  # the check's job, when the build was published
-    for verification in PackVerification.objects.filter(pack_version_id=pack_version_id,
-                                                        status=PackVerification.Status.QUEUED):
+    for verification in PackVerification.objects.filter(
+        pack_version_id=pack_version_id, status=PackVerification.Status.QUEUED
+    ):
         services.pack_verification_run(verification_id=verification.pk)
     pack_version.refresh_from_db()
     return pack_version

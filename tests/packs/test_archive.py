@@ -15,29 +15,55 @@ from packs import archive
 
 
 def document(index: int, *, prompt: str | None = None) -> dict:
-    return {"schema": "gymwright.task/v1", "id": f"task-{index:03d}", "version": 2, "title": "t",
-            "prompt": prompt or f"What is {index} + 1?",
-            "environment": {"id": "env", "version": 1, "image": None, "dockerfile": None, "setup": None,
-                            "network": "none", "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600,
-                                                          "max_steps": 30},
-                            "tools": ["bash", "submit"], "custom_tools": [], "files": [], "checks_module": None},
-            "files": [], "solution": {"script": None, "answer": str(index + 1)},
-            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                {"id": "right", "kind": "string_match", "points": 1, "expected": str(index + 1)}]},
-            "tags": [], "metadata": {}}
+    return {
+        "schema": "gymwright.task/v1",
+        "id": f"task-{index:03d}",
+        "version": 2,
+        "title": "t",
+        "prompt": prompt or f"What is {index} + 1?",
+        "environment": {
+            "id": "env",
+            "version": 1,
+            "image": None,
+            "dockerfile": None,
+            "setup": None,
+            "network": "none",
+            "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600, "max_steps": 30},
+            "tools": ["bash", "submit"],
+            "custom_tools": [],
+            "files": [],
+            "checks_module": None,
+        },
+        "files": [],
+        "solution": {"script": None, "answer": str(index + 1)},
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "right", "kind": "string_match", "points": 1, "expected": str(index + 1)}],
+        },
+        "tags": [],
+        "metadata": {},
+    }
 
 
 def items(count: int, **kwargs):
     for index in range(count):
         doc = document(index, **kwargs)
-        yield archive.TaskItem(doc, content_sha256(doc), {"policy": "oracle", "n": 4, "pass_rate": 0.25,
-                                                          "pass_at_k": {"1": 0.25}, "mean_reward": 0.3})
+        yield archive.TaskItem(
+            doc,
+            content_sha256(doc),
+            {"policy": "oracle", "n": 4, "pass_rate": 0.25, "pass_at_k": {"1": 0.25}, "mean_reward": 0.3},
+        )
 
 
 def build(tmp_path, name: str, count: int = 30, record: dict | None = None, **kwargs) -> archive.BuildResult:
-    return archive.build_pack(out=tmp_path / name, info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
-                              tasks=items(count, **kwargs), read_blob=lambda sha: b"", scratch_dir=tmp_path / f"s-{name}",
-                              build_record=record or {})
+    return archive.build_pack(
+        out=tmp_path / name,
+        info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+        tasks=items(count, **kwargs),
+        read_blob=lambda sha: b"",
+        scratch_dir=tmp_path / f"s-{name}",
+        build_record=record or {},
+    )
 
 
 def members(path) -> dict[str, tarfile.TarInfo]:
@@ -68,8 +94,9 @@ def test_the_archive_is_sorted_with_fixed_metadata_and_a_gzip_without_timestamp(
         infos = tar.getmembers()
     # sorted path by path, the task folders (written in the second pass) last
     assert names == sorted(names, key=lambda name: (name.split("/")[1] == "tasks", name.split("/")))
-    assert all(info.uid == 0 and info.gid == 0 and info.mtime == archive.FIXED_MTIME and not info.uname
-               for info in infos)
+    assert all(
+        info.uid == 0 and info.gid == 0 and info.mtime == archive.FIXED_MTIME and not info.uname for info in infos
+    )
     assert all(name.startswith("demo-1.0.0") for name in names)
 
 
@@ -77,10 +104,23 @@ def test_the_pack_holds_every_part_of_the_format(tmp_path):
     result = build(tmp_path, "a.tar.gz", count=40)
     names = members(tmp_path / "a.tar.gz")
     top = "demo-1.0.0/"
-    for name in ("manifest.json", "README.md", "tasks.jsonl", "data/train.parquet", "data/test.parquet",
-                 "reward.py", "calibration.json", "grader/requirements.txt", "grader/grading/engine/scoring.py",
-                 "tasks/task-000/instruction.md", "tasks/task-000/task.toml", "tasks/task-000/environment/Dockerfile",
-                 "tasks/task-000/solution/solve.sh", "tasks/task-000/tests/test.sh", "tasks/task-000/rubric.json"):
+    for name in (
+        "manifest.json",
+        "README.md",
+        "tasks.jsonl",
+        "data/train.parquet",
+        "data/test.parquet",
+        "reward.py",
+        "calibration.json",
+        "grader/requirements.txt",
+        "grader/grading/engine/scoring.py",
+        "tasks/task-000/instruction.md",
+        "tasks/task-000/task.toml",
+        "tasks/task-000/environment/Dockerfile",
+        "tasks/task-000/solution/solve.sh",
+        "tasks/task-000/tests/test.sh",
+        "tasks/task-000/rubric.json",
+    ):
         assert top + name in names, name
     manifest = result.manifest
     assert manifest["counts"]["tasks"] == 40
@@ -99,7 +139,7 @@ def test_the_pack_holds_every_part_of_the_format(tmp_path):
     assert row["reward_model"]["style"] == "rubric"
     assert row["reward_model"]["ground_truth"] == row["extra_info"]["task_id"]
     assert len(train) == manifest["counts"]["train"]
-    assert f"| in band | 40 |" in card and archive.canary_guid("demo") in card
+    assert "| in band | 40 |" in card and archive.canary_guid("demo") in card
     for word in ("verl", "TRL", "Harbor", "Inspect", "Licence"):
         assert word in card
     assert json.loads(lines[0]) == document(0)
@@ -118,8 +158,13 @@ def test_it_refuses_tasks_out_of_order_or_duplicated(tmp_path):
     doc = document(1)
     twice = [archive.TaskItem(doc, "x"), archive.TaskItem(doc, "x")]
     with pytest.raises(archive.PackError, match="duplicated or out of order"):
-        archive.build_pack(out=tmp_path / "a.tar.gz", info=archive.PackInfo(slug="d", name="d", version="1.0.0"),
-                           tasks=twice, read_blob=lambda sha: b"", scratch_dir=tmp_path / "s")
+        archive.build_pack(
+            out=tmp_path / "a.tar.gz",
+            info=archive.PackInfo(slug="d", name="d", version="1.0.0"),
+            tasks=twice,
+            read_blob=lambda sha: b"",
+            scratch_dir=tmp_path / "s",
+        )
     assert not (tmp_path / "s" / "d-1.0.0").exists()
 
 
@@ -158,8 +203,10 @@ def test_the_archive_writer_and_the_bundled_files_import_no_django():
     import subprocess
     import sys
 
-    code = ("import sys; import packs.archive; sys.path.insert(0, 'packs/bundle'); "
-            "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'")
+    code = (
+        "import sys; import packs.archive; sys.path.insert(0, 'packs/bundle'); "
+        "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
@@ -172,8 +219,9 @@ def test_the_virtualenvs_install_the_requirements_a_pack_ships(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(["make", "-s", "--no-print-directory", "grader-requirements"], cwd=root,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["make", "-s", "--no-print-directory", "grader-requirements"], cwd=root, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     build(tmp_path, "a.tar.gz", count=2)
     with tarfile.open(tmp_path / "a.tar.gz") as tar:
@@ -187,12 +235,23 @@ def test_the_harbor_layout_follows_file_roles(tmp_path):
     doc = document(1)
     import hashlib
 
-    doc["files"] = [{"path": f"{role}.txt", "sha256": hashlib.sha256(data).hexdigest(),
-                     **({} if role == "workspace" else {"role": role})} for data, role in blobs.items()]
+    doc["files"] = [
+        {
+            "path": f"{role}.txt",
+            "sha256": hashlib.sha256(data).hexdigest(),
+            **({} if role == "workspace" else {"role": role}),
+        }
+        for data, role in blobs.items()
+    ]
     by_sha = {hashlib.sha256(data).hexdigest(): data for data in blobs}
-    archive.build_pack(out=tmp_path / "r.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
-                       tasks=[archive.TaskItem(doc, content_sha256(doc), None)], read_blob=by_sha.__getitem__,
-                       scratch_dir=tmp_path / "s", build_record={})
+    archive.build_pack(
+        out=tmp_path / "r.tar.gz",
+        info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+        tasks=[archive.TaskItem(doc, content_sha256(doc), None)],
+        read_blob=by_sha.__getitem__,
+        scratch_dir=tmp_path / "s",
+        build_record={},
+    )
     base = "demo-1.0.0/tasks/task-001/"
     names = members(tmp_path / "r.tar.gz")
     # The agent's image has workspace and protected files; grader files only reach the verifier,
@@ -205,18 +264,24 @@ def test_the_harbor_layout_follows_file_roles(tmp_path):
     with tarfile.open(tmp_path / "r.tar.gz") as tar:
         line = tar.extractfile("demo-1.0.0/tasks.jsonl").read().decode().splitlines()[0]
     assert {f["path"]: f.get("role") for f in json.loads(line)["files"]} == {
-        "workspace.txt": None, "protected.txt": "protected", "grader.txt": "grader"}
+        "workspace.txt": None,
+        "protected.txt": "protected",
+        "grader.txt": "grader",
+    }
 
 
-@pytest.mark.parametrize("arcname, size, mode, typeflag, linkname", [
-    ("demo-1.0.0/tasks/t/task.toml", 812, 0o644, tarfile.REGTYPE, ""),
-    ("demo-1.0.0/tasks/t/solution/solve.sh", 0, 0o755, tarfile.REGTYPE, ""),
-    ("demo-1.0.0/tasks/t/tests/grader.pyz", 0, 0o644, tarfile.LNKTYPE, "demo-1.0.0/grader/grader.pyz"),
-    ("d/" + "a" * 98, 10, 0o644, tarfile.REGTYPE, ""),  # exactly 100 bytes: still one block
-    ("d/" + "a" * 99, 10, 0o644, tarfile.REGTYPE, ""),  # 101: GNU long name
-    ("d/link", 0, 0o644, tarfile.LNKTYPE, "d/" + "b" * 120),  # GNU long link
-    ("d/ünïcode-名前.txt", 123456789, 0o644, tarfile.REGTYPE, ""),
-])
+@pytest.mark.parametrize(
+    "arcname, size, mode, typeflag, linkname",
+    [
+        ("demo-1.0.0/tasks/t/task.toml", 812, 0o644, tarfile.REGTYPE, ""),
+        ("demo-1.0.0/tasks/t/solution/solve.sh", 0, 0o755, tarfile.REGTYPE, ""),
+        ("demo-1.0.0/tasks/t/tests/grader.pyz", 0, 0o644, tarfile.LNKTYPE, "demo-1.0.0/grader/grader.pyz"),
+        ("d/" + "a" * 98, 10, 0o644, tarfile.REGTYPE, ""),  # exactly 100 bytes: still one block
+        ("d/" + "a" * 99, 10, 0o644, tarfile.REGTYPE, ""),  # 101: GNU long name
+        ("d/link", 0, 0o644, tarfile.LNKTYPE, "d/" + "b" * 120),  # GNU long link
+        ("d/ünïcode-名前.txt", 123456789, 0o644, tarfile.REGTYPE, ""),
+    ],
+)
 def test_tar_headers_are_byte_for_byte_the_ones_tarfile_writes(arcname, size, mode, typeflag, linkname):
     info = archive._tar_info(arcname)
     info.size, info.mode, info.type, info.linkname = size, mode, typeflag, linkname
@@ -224,17 +289,37 @@ def test_tar_headers_are_byte_for_byte_the_ones_tarfile_writes(arcname, size, mo
     assert archive._tar_header(arcname, size=size, mode=mode, typeflag=typeflag, linkname=linkname) == expected
 
 
-@pytest.mark.parametrize("value", [
-    {}, [], "", 0, -0.0, 1.0, 1e16, 1e-7, 2**70, -3, True, False, None, float("nan"), float("inf"), float("-inf"),
-    {"b": 1, "a": [1, 2.5, {"z": None, "y": [[], {}]}], "é": "ünï\u2028\x00\"\\\n", "": True},
-    [[[]], [{}], {"k": [{"k": ["v"]}]}, ("tuple", 1)],
-    {"files": {f"tasks/t-{n}/f.txt": f"{n:064x}" for n in range(300, 0, -1)}},
-    document(7)["rubric"], document(7),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        {},
+        [],
+        "",
+        0,
+        -0.0,
+        1.0,
+        1e16,
+        1e-7,
+        2**70,
+        -3,
+        True,
+        False,
+        None,
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        {"b": 1, "a": [1, 2.5, {"z": None, "y": [[], {}]}], "é": 'ünï\u2028\x00"\\\n', "": True},
+        [[[]], [{}], {"k": [{"k": ["v"]}]}, ("tuple", 1)],
+        {"files": {f"tasks/t-{n}/f.txt": f"{n:064x}" for n in range(300, 0, -1)}},
+        document(7)["rubric"],
+        document(7),
+    ],
+)
 def test_indented_json_is_the_json_modules_text(value):
     # manifest.json and rubric.json must not change with the writer that makes them faster
-    assert archive._indented_json(value) == (json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)
-                                             + "\n").encode("utf-8")
+    assert archive._indented_json(value) == (
+        json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    ).encode("utf-8")
 
 
 def test_indented_json_leaves_what_is_not_plain_json_to_the_json_module():
@@ -256,8 +341,14 @@ def test_the_manifest_and_rubric_files_are_the_json_modules_text(tmp_path):
 
 def test_the_build_reports_progress_in_order_up_to_the_task_count(tmp_path):
     seen: list[int] = []
-    archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
-                       tasks=items(25), read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", progress=seen.append)
+    archive.build_pack(
+        out=tmp_path / "p.tar.gz",
+        info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+        tasks=items(25),
+        read_blob=lambda sha: b"",
+        scratch_dir=tmp_path / "s",
+        progress=seen.append,
+    )
     assert seen == sorted(seen) and seen[-1] == 25 and seen[0] <= 1
     # writing the tasks, then compressing: the bar moves in both
     assert any(value < 25 * archive.WRITE_SHARE for value in seen) and seen.count(25) < len(seen)
@@ -327,8 +418,14 @@ def test_a_renderer_that_dies_fails_the_build_with_nothing_left(tmp_path):
                 killed.append(pid)
 
     with pytest.raises(archive.PackError, match="rendering the task folders failed"):
-        archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
-                           tasks=items(400), read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", progress=progress)
+        archive.build_pack(
+            out=tmp_path / "p.tar.gz",
+            info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+            tasks=items(400),
+            read_blob=lambda sha: b"",
+            scratch_dir=tmp_path / "s",
+            progress=progress,
+        )
     assert killed and not _children() - before
     assert not any((tmp_path / "s").iterdir())
 
@@ -341,10 +438,15 @@ def test_a_cancelled_build_stops_its_renderer(tmp_path):
             raise archive.BuildCancelled()
 
     with pytest.raises(archive.BuildCancelled):
-        archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
-                           tasks=items(200), read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", progress=progress)
+        archive.build_pack(
+            out=tmp_path / "p.tar.gz",
+            info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+            tasks=items(200),
+            read_blob=lambda sha: b"",
+            scratch_dir=tmp_path / "s",
+            progress=progress,
+        )
     assert not _children() - before and not any((tmp_path / "s").iterdir())
-
 
 
 def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, monkeypatch):
@@ -354,8 +456,16 @@ def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, mo
     import pyarrow.parquet as pq
 
     info = archive.PackInfo(slug="demo", name="Demo", version="1.0.0")
-    prompts = ["plain", 'quotes " and \\ backslashes', "line\nbreaks\r\tand tabs", "ünïcödé ✓ 𝔘 \u2028\u2029",
-               "", "x" * 50_000, "{\"not\": \"json\"}\n{}", "\x01\x1f control"]
+    prompts = [
+        "plain",
+        'quotes " and \\ backslashes',
+        "line\nbreaks\r\tand tabs",
+        "ünïcödé ✓ 𝔘 \u2028\u2029",
+        "",
+        "x" * 50_000,
+        '{"not": "json"}\n{}',
+        "\x01\x1f control",
+    ]
     rows = []
     for index, prompt in enumerate(prompts * 40):
         doc = document(index, prompt=prompt or " ")
@@ -394,19 +504,26 @@ def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, mo
     assert (tmp_path / "empty.parquet").read_bytes() == (tmp_path / "empty-pyarrow.parquet").read_bytes()
 
 
-@pytest.mark.parametrize("licence, expected", [
-    ("Apache-2.0", {"license": "apache-2.0"}),
-    ("cc-by-4.0", {"license": "cc-by-4.0"}),
-    ("proprietary", {"license": "other", "license_name": "proprietary"}),
-    ("ACME internal use only", {"license": "other", "license_name": "acme-internal-use-only"}),
-])
+@pytest.mark.parametrize(
+    "licence, expected",
+    [
+        ("Apache-2.0", {"license": "apache-2.0"}),
+        ("cc-by-4.0", {"license": "cc-by-4.0"}),
+        ("proprietary", {"license": "other", "license_name": "proprietary"}),
+        ("ACME internal use only", {"license": "other", "license_name": "acme-internal-use-only"}),
+    ],
+)
 def test_the_dataset_card_opens_with_a_hugging_face_header(tmp_path, licence, expected):
     """The header `datasets` and the Hub read: licence, name, categories, size and the parquet splits."""
     import yaml
 
-    result = archive.build_pack(out=tmp_path / "a.tar.gz", tasks=items(30), read_blob=lambda sha: b"",
-                                info=archive.PackInfo(slug="demo", name='Demo: "quoted" ✓', version="1.0.0",
-                                                      licence=licence), scratch_dir=tmp_path / "s")
+    result = archive.build_pack(
+        out=tmp_path / "a.tar.gz",
+        tasks=items(30),
+        read_blob=lambda sha: b"",
+        info=archive.PackInfo(slug="demo", name='Demo: "quoted" ✓', version="1.0.0", licence=licence),
+        scratch_dir=tmp_path / "s",
+    )
     with tarfile.open(tmp_path / "a.tar.gz") as tar:
         card = tar.extractfile("demo-1.0.0/README.md").read().decode()
     assert card.startswith("---\n")
@@ -414,8 +531,15 @@ def test_the_dataset_card_opens_with_a_hugging_face_header(tmp_path, licence, ex
     assert {key: header[key] for key in expected} == expected
     assert header["pretty_name"] == 'Demo: "quoted" ✓' and header["size_categories"] == ["n<1K"]
     assert "text-generation" in header["task_categories"] and "gymwright" in header["tags"]
-    assert header["configs"] == [{"config_name": "default", "data_files": [
-        {"split": "train", "path": "data/train.parquet"}, {"split": "test", "path": "data/test.parquet"}]}]
+    assert header["configs"] == [
+        {
+            "config_name": "default",
+            "data_files": [
+                {"split": "train", "path": "data/train.parquet"},
+                {"split": "test", "path": "data/test.parquet"},
+            ],
+        }
+    ]
     assert result.manifest["counts"]["test"] > 0
 
 
@@ -424,20 +548,40 @@ def test_tasks_that_need_their_episode_are_harbor_tasks_only_not_parquet_rows(tm
     response alone (verl's and TRL's reward functions would leave those checks out and pay the rest for a
     sentence): such a task has no row in data/*.parquet, only its Harbor folder; the manifest counts the
     parquet rows per split and the card names the tasks left out and says why."""
+
     def with_rubric(index: int, checks: list) -> archive.TaskItem:
         doc = document(index)
         doc["rubric"] = {"schema": "gymwright.rubric/v1", "checks": checks}
         return archive.TaskItem(doc, content_sha256(doc), None)
 
     text = {"id": "right", "kind": "string_match", "points": 1, "expected": "1"}
-    tasks = [with_rubric(0, [text]),
-             with_rubric(1, [text, {"id": "report", "kind": "file_exists", "points": 1, "path": "r.txt"}]),
-             with_rubric(2, [{"id": "g", "kind": "group", "points": 1, "checks": [
-                 text, {"id": "said", "kind": "regex", "points": 1, "pattern": "x", "target": "trajectory"}]}]),
-             with_rubric(3, [text, {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Is right."}])]
-    result = archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo",
-                                                                                  version="1.0.0", test_ratio=0.0),
-                                tasks=tasks, read_blob=lambda sha: b"", scratch_dir=tmp_path / "s", build_record={})
+    tasks = [
+        with_rubric(0, [text]),
+        with_rubric(1, [text, {"id": "report", "kind": "file_exists", "points": 1, "path": "r.txt"}]),
+        with_rubric(
+            2,
+            [
+                {
+                    "id": "g",
+                    "kind": "group",
+                    "points": 1,
+                    "checks": [
+                        text,
+                        {"id": "said", "kind": "regex", "points": 1, "pattern": "x", "target": "trajectory"},
+                    ],
+                }
+            ],
+        ),
+        with_rubric(3, [text, {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Is right."}]),
+    ]
+    result = archive.build_pack(
+        out=tmp_path / "p.tar.gz",
+        info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0", test_ratio=0.0),
+        tasks=tasks,
+        read_blob=lambda sha: b"",
+        scratch_dir=tmp_path / "s",
+        build_record={},
+    )
     with tarfile.open(tmp_path / "p.tar.gz") as tar:
         train = pd.read_parquet(io.BytesIO(tar.extractfile("demo-1.0.0/data/train.parquet").read()))
         card = tar.extractfile("demo-1.0.0/README.md").read().decode()
@@ -447,8 +591,7 @@ def test_tasks_that_need_their_episode_are_harbor_tasks_only_not_parquet_rows(tm
     assert all(f"demo-1.0.0/tasks/task-00{i}/tests/test.sh" in names for i in range(4))  # every task for Harbor
     assert result.manifest["counts"] == {"tasks": 4, "train": 4, "test": 0, "parquet": {"train": 2, "test": 0}}
     assert [task["id"] for task in result.manifest["tasks"]] == [f"task-00{i}" for i in range(4)]
-    assert ("**2 of 4 tasks are Harbor tasks only, not rows of `data/*.parquet`** (`task-001`, `task-002`)"
-            in card)
+    assert "**2 of 4 tasks are Harbor tasks only, not rows of `data/*.parquet`** (`task-001`, `task-002`)" in card
     assert "| train | 4 | 2 |" in card and "| total | 4 | 2 |" in card
     # test ratio 0: an empty test split, which verl refuses as its validation set, and Inspect's default
     assert "data.val_files=$PWD/data/train.parquet" in card and "data.val_files=$PWD/data/test.parquet" not in card
@@ -460,9 +603,14 @@ def test_tasks_that_need_their_episode_are_harbor_tasks_only_not_parquet_rows(tm
     kept = sorted([index for index, task_id in enumerate(ids) if archive.split_of(task_id, 0.1) == "train"] + [in_test])
     report = {"id": "report", "kind": "file_exists", "points": 1, "path": "r.txt"}
     tasks = [with_rubric(index, [report] if index == in_test else [text]) for index in kept]
-    result = archive.build_pack(out=tmp_path / "q.tar.gz", info=archive.PackInfo(slug="demo", name="Demo",
-                                                                                  version="1.0.0"),
-                                tasks=tasks, read_blob=lambda sha: b"", scratch_dir=tmp_path / "s2", build_record={})
+    result = archive.build_pack(
+        out=tmp_path / "q.tar.gz",
+        info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+        tasks=tasks,
+        read_blob=lambda sha: b"",
+        scratch_dir=tmp_path / "s2",
+        build_record={},
+    )
     with tarfile.open(tmp_path / "q.tar.gz") as tar:
         card = tar.extractfile("demo-1.0.0/README.md").read().decode()
     assert result.manifest["counts"]["test"] == 1 and result.manifest["counts"]["parquet"]["test"] == 0

@@ -33,7 +33,8 @@ def broker_down(tmp_path, monkeypatch):
 
 @pytest.mark.redis
 def test_a_build_started_while_the_broker_is_down_waits_for_it_and_keeps_its_number(
-        transactional_db, lab, approved_tasks, broker_down, client, settings):
+    transactional_db, lab, approved_tasks, broker_down, client, settings
+):
     api = token_client(lab)
     assert api.post("/api/packs/", {"slug": "outage"}, format="json").status_code == 201
     response = api.post("/api/packs/outage/versions/", {"version": "2.0.0"}, format="json")
@@ -54,7 +55,8 @@ def test_a_build_started_while_the_broker_is_down_waits_for_it_and_keeps_its_num
 
 @pytest.mark.redis
 def test_cancelling_a_build_that_waits_for_the_broker_ends_it_at_once_and_frees_its_number(
-        transactional_db, lab, approved_tasks, broker_down):
+    transactional_db, lab, approved_tasks, broker_down
+):
     pack = services.pack_create(slug="cancelled", user=lab)
     waiting = services.pack_version_start(pack=pack, user=lab, selection=services.Selection())
     waiting.refresh_from_db()
@@ -75,18 +77,19 @@ def test_a_failed_version_never_published_so_its_number_is_free_again(db, lab, a
     assert services.pack_version_fail(pack_version_id=first.pk, reason="its worker died")
     # the next proposal is the failed one's number, and asking for it by name is not "reusing" a version
     assert services.pack_version_plan(pack=pack, user=lab, selection=services.Selection()).version == "1.0.0"
-    again = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), version="1.0.0",
-                                        enqueue=False)
+    again = services.pack_version_start(
+        pack=pack, user=lab, selection=services.Selection(), version="1.0.0", enqueue=False
+    )
     assert again.version == "1.0.0" and again.pk != first.pk
     # a number held by a build under way, or a ready version, is not free
     with pytest.raises(services.DomainError, match="never lowered or reused"):
-        services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), version="1.0.0",
-                                    enqueue=False)
+        services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), version="1.0.0", enqueue=False)
     assert build_and_verify(again.pk).status == PackVersion.Status.READY
     assert services.pack_version_plan(pack=pack, user=lab, selection=services.Selection()).version == "1.0.1"
     # the failed attempt keeps its row and reason; the number's page is the ready version
     assert PackVersion.objects.get(pk=first.pk).failure_reason == "its worker died"
     from packs.selectors import pack_version_get_for_user
+
     assert pack_version_get_for_user(slug="reuse", version="1.0.0", user=lab).pk == again.pk
 
 
@@ -102,8 +105,9 @@ def _scratch(root: Path, pack_version_id: int, *, owner: dict | None) -> Path:
     return folder
 
 
-def test_scratch_folders_of_builds_no_process_runs_are_removed_and_running_ones_kept(db, lab, approved_tasks,
-                                                                                     settings, tmp_path):
+def test_scratch_folders_of_builds_no_process_runs_are_removed_and_running_ones_kept(
+    db, lab, approved_tasks, settings, tmp_path
+):
     settings.PACK_SCRATCH_DIR = tmp_path / "scratch"
     pack = services.pack_create(slug="scratch", user=lab)
     building = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
@@ -129,8 +133,9 @@ def test_scratch_folders_of_builds_no_process_runs_are_removed_and_running_ones_
     assert services.pack_scratch_reap() == [just_made.name]
 
 
-def test_a_build_records_its_owner_in_its_scratch_and_removes_the_folder_when_done(db, lab, approved_tasks, settings,
-                                                                                    tmp_path, monkeypatch):
+def test_a_build_records_its_owner_in_its_scratch_and_removes_the_folder_when_done(
+    db, lab, approved_tasks, settings, tmp_path, monkeypatch
+):
     from packs import archive
     from tests.packs.conftest import build_and_verify
 

@@ -19,8 +19,13 @@ def test_a_deeply_nested_or_large_task_document_reaches_the_renderer_intact(tmp_
         nested = {"n": nested}
     doc = dict(document(1), metadata={"deep": nested, "text": "é" * 200_000})
     item = archive.TaskItem(doc, content_sha256(doc), None)
-    archive.build_pack(out=tmp_path / "p.tar.gz", info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
-                       tasks=[item], read_blob=lambda sha: b"", scratch_dir=tmp_path / "s")
+    archive.build_pack(
+        out=tmp_path / "p.tar.gz",
+        info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+        tasks=[item],
+        read_blob=lambda sha: b"",
+        scratch_dir=tmp_path / "s",
+    )
     with tarfile.open(tmp_path / "p.tar.gz") as tar:
         task_json = tar.extractfile("demo-1.0.0/tasks/task-001/tests/task.json").read()
     assert json.loads(task_json) == doc and content_sha256(json.loads(task_json)) == item.sha256

@@ -33,21 +33,44 @@ def test_an_export_that_changes_nothing_says_so_and_builds_the_next_version(appr
     printed = capsys.readouterr()
     assert "note: Nothing changed since 1.0.0" in printed.err and "cli-pack 1.0.1: 12 tasks" in printed.out
     assert "split is empty" not in printed.err
-    assert list(PackVersion.objects.filter(pack__slug="cli-pack").order_by("version")
-                .values_list("version", "status")) == [("1.0.0", "ready"), ("1.0.1", "ready")]
+    assert list(
+        PackVersion.objects.filter(pack__slug="cli-pack").order_by("version").values_list("version", "status")
+    ) == [("1.0.0", "ready"), ("1.0.1", "ready")]
 
 
 @pytest.mark.django_db
 def test_an_export_with_an_empty_split_says_so_and_names_a_ratio_that_fills_both(approved_tasks, tmp_path, capsys):
     from packs.archive import test_ratio_filling_both
 
-    call_command("export_pack", "two", "--task", "task-01", "--task", "task-02", "--test-ratio", "0",
-                 "--out", str(tmp_path / "1.tar.gz"))
+    call_command(
+        "export_pack",
+        "two",
+        "--task",
+        "task-01",
+        "--task",
+        "task-02",
+        "--test-ratio",
+        "0",
+        "--out",
+        str(tmp_path / "1.tar.gz"),
+    )
     both = test_ratio_filling_both(["task-01", "task-02"])
-    assert f"note: the test split is empty (a trainer's validation set cannot be): --test-ratio {both} puts tasks " \
-           "in both" in capsys.readouterr().err
-    call_command("export_pack", "two", "--task", "task-01", "--task", "task-02", "--test-ratio", str(both),
-                 "--out", str(tmp_path / "2.tar.gz"))
+    assert (
+        f"note: the test split is empty (a trainer's validation set cannot be): --test-ratio {both} puts tasks "
+        "in both" in capsys.readouterr().err
+    )
+    call_command(
+        "export_pack",
+        "two",
+        "--task",
+        "task-01",
+        "--task",
+        "task-02",
+        "--test-ratio",
+        str(both),
+        "--out",
+        str(tmp_path / "2.tar.gz"),
+    )
     assert "split is empty" not in capsys.readouterr().err
 
 
@@ -60,8 +83,9 @@ def test_a_database_without_the_tables_is_named_instead_of_a_traceback(command, 
     (tmp_path / "rows.csv").write_text("prompt,answer\nWhat is 6 x 7?,42\n")
     with connection.cursor() as cursor:
         for table in ("packs_taskpack", "auth_user"):
-            cursor.execute(f"ALTER TABLE {connection.ops.quote_name(table)} RENAME TO "
-                           f"{connection.ops.quote_name(table + '_away')}")
+            cursor.execute(
+                f"ALTER TABLE {connection.ops.quote_name(table)} RENAME TO {connection.ops.quote_name(table + '_away')}"
+            )
     with pytest.raises(CommandError) as failure:
         call_command(*command)
     message = str(failure.value)

@@ -31,7 +31,8 @@ def _wait(condition, *, timeout: float, what: str, workers):
 
 @pytest.mark.timeout(90 + 90 + 60 + 60)
 def test_a_build_killed_midway_leaves_no_scratch_behind_once_a_worker_starts(
-        request, transactional_db, django_user_model, celery_producer, redis_db, tmp_path):
+    request, transactional_db, django_user_model, celery_producer, redis_db, tmp_path
+):
     author = make_user(django_user_model, "alice", "author")
     reviewer = make_user(django_user_model, "rita", "reviewer")
     lab = make_user(django_user_model, "lena", "lab")
@@ -40,9 +41,28 @@ def test_a_build_killed_midway_leaves_no_scratch_behind_once_a_worker_starts(
     scratch, held = tmp_path / "pack-scratch", tmp_path / "held"
     env = {"GYMWRIGHT_PACK_SCRATCH_DIR": str(scratch), "GYMWRIGHT_TEST_BUILD_HELD": str(held)}
     workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=300)
-    builder = workers.start(name="builder", env=env, command=[
-        str(CELERY), "-A", "gymwright", "worker", "-P", "prefork", "-c", "1", "--loglevel=INFO", "-n", "builder@%h",
-        "--without-gossip", "--without-mingle", "--without-heartbeat", "--include", "tests.support.build_gate"])
+    builder = workers.start(
+        name="builder",
+        env=env,
+        command=[
+            str(CELERY),
+            "-A",
+            "gymwright",
+            "worker",
+            "-P",
+            "prefork",
+            "-c",
+            "1",
+            "--loglevel=INFO",
+            "-n",
+            "builder@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--include",
+            "tests.support.build_gate",
+        ],
+    )
 
     pack = services.pack_create(slug="killed", user=lab)
     pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection())

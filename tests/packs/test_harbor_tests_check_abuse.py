@@ -21,28 +21,49 @@ from tests.support.venvs import grader_python
 STUB, TESTS = FIZZBUZZ_STUB.encode(), FIZZBUZZ_TESTS.encode()
 BLOBS = {hashlib.sha256(data).hexdigest(): data for data in (STUB, TESTS)}
 TASK = {
-    "schema": "gymwright.task/v1", "id": "fizz-tests", "version": 1, "title": "Fizzbuzz",
+    "schema": "gymwright.task/v1",
+    "id": "fizz-tests",
+    "version": 1,
+    "title": "Fizzbuzz",
     "prompt": "Implement fizzbuzz(n) in fizzbuzz.py.",
     "environment": {"id": "py", "version": 1, "network": "none", "tools": ["bash", "submit"]},
-    "files": [{"path": "fizzbuzz.py", "sha256": hashlib.sha256(STUB).hexdigest()},
-              {"path": "test_fizzbuzz.py", "sha256": hashlib.sha256(TESTS).hexdigest(), "role": "protected"}],
+    "files": [
+        {"path": "fizzbuzz.py", "sha256": hashlib.sha256(STUB).hexdigest()},
+        {"path": "test_fizzbuzz.py", "sha256": hashlib.sha256(TESTS).hexdigest(), "role": "protected"},
+    ],
     "solution": {"script": "true", "answer": None},
-    "rubric": {"schema": "gymwright.rubric/v1", "pass_threshold": 1.0, "checks": [
-        {"id": "tests_pass", "kind": "tests", "points": 1, "files": ["test_fizzbuzz.py"], "timeout_s": 30}]},
-    "tags": [], "metadata": {}}
+    "rubric": {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 1.0,
+        "checks": [{"id": "tests_pass", "kind": "tests", "points": 1, "files": ["test_fizzbuzz.py"], "timeout_s": 30}],
+    },
+    "tags": [],
+    "metadata": {},
+}
 
-GOOD = (b'def fizzbuzz(n):\n    return "FizzBuzz" if n % 15 == 0 else "Fizz" if n % 3 == 0 else '
-        b'"Buzz" if n % 5 == 0 else str(n)\n')
+GOOD = (
+    b'def fizzbuzz(n):\n    return "FizzBuzz" if n % 15 == 0 else "Fizz" if n % 3 == 0 else '
+    b'"Buzz" if n % 5 == 0 else str(n)\n'
+)
 ATTACKS = {
     "os._exit(0) at import": {"fizzbuzz.py": b"import os\nos._exit(0)\n"},
-    "a str subclass whose __eq__ is always true": {"fizzbuzz.py": (
-        b"class A(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n"
-        b"def fizzbuzz(n):\n    return A('?')\n")},
+    "a str subclass whose __eq__ is always true": {
+        "fizzbuzz.py": (
+            b"class A(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n"
+            b"def fizzbuzz(n):\n    return A('?')\n"
+        )
+    },
     "a unittest package": {"fizzbuzz.py": GOOD, "unittest/__init__.py": b"class TestCase:\n    pass\n"},
-    "assertEqual patched at import": {"fizzbuzz.py": (
-        b"import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\ndef fizzbuzz(n):\n    return ''\n")},
-    "the test file edited": {"fizzbuzz.py": STUB, "test_fizzbuzz.py": b"import unittest\nclass FizzBuzzTest("
-                             b"unittest.TestCase):\n    def test_numbers(self):\n        pass\n"},
+    "assertEqual patched at import": {
+        "fizzbuzz.py": (
+            b"import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\ndef fizzbuzz(n):\n    return ''\n"
+        )
+    },
+    "the test file edited": {
+        "fizzbuzz.py": STUB,
+        "test_fizzbuzz.py": b"import unittest\nclass FizzBuzzTest("
+        b"unittest.TestCase):\n    def test_numbers(self):\n        pass\n",
+    },
 }
 
 
@@ -50,8 +71,13 @@ ATTACKS = {
 def task_dir(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("pack")
     item = archive.TaskItem(parse_task(TASK).to_document() | TASK, content_sha256(TASK))
-    archive.build_pack(out=tmp / "pack.tar.gz", info=archive.PackInfo(slug="fizz", name="F", version="1.0.0"),
-                       tasks=[item], read_blob=BLOBS.__getitem__, scratch_dir=tmp / "scratch")
+    archive.build_pack(
+        out=tmp / "pack.tar.gz",
+        info=archive.PackInfo(slug="fizz", name="F", version="1.0.0"),
+        tasks=[item],
+        read_blob=BLOBS.__getitem__,
+        scratch_dir=tmp / "scratch",
+    )
     with tarfile.open(tmp / "pack.tar.gz") as tar:
         tar.extractall(tmp / "out", filter="data")
     return tmp / "out" / "fizz-1.0.0" / "tasks" / "fizz-tests"
@@ -67,13 +93,53 @@ def _verify(task_dir: Path, tmp_path: Path, files: dict[str, bytes]) -> dict:
     for name, data in {"test_fizzbuzz.py": TESTS, **files}.items():
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_bytes(data)
-    command = [bwrap, "--unshare-all", "--die-with-parent", "--tmpfs", "/tmp",
-               "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
-               "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--ro-bind-try", "/lib64", "/lib64",
-               "--ro-bind", str(base_python), str(base_python), "--ro-bind", str(venv), str(venv),
-               "--ro-bind", str(task_dir / "tests"), "/tests", "--bind", str(workspace), "/workspace",
-               "--bind", str(logs), "/logs", "--proc", "/proc", "--dev", "/dev",
-               "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin", "--chdir", "/workspace", "/tests/test.sh"]
+    command = [
+        bwrap,
+        "--unshare-all",
+        "--die-with-parent",
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--ro-bind",
+        "/etc",
+        "/etc",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--ro-bind-try",
+        "/lib64",
+        "/lib64",
+        "--ro-bind",
+        str(base_python),
+        str(base_python),
+        "--ro-bind",
+        str(venv),
+        str(venv),
+        "--ro-bind",
+        str(task_dir / "tests"),
+        "/tests",
+        "--bind",
+        str(workspace),
+        "/workspace",
+        "--bind",
+        str(logs),
+        "/logs",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--setenv",
+        "PATH",
+        f"{venv}/bin:/usr/bin:/bin",
+        "--chdir",
+        "/workspace",
+        "/tests/test.sh",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads((logs / "verifier" / "grade.json").read_text())

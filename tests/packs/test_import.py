@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import re
 import subprocess
@@ -18,7 +16,7 @@ from django.core.management.base import CommandError
 from authoring import services as authoring_services
 from authoring.models import AuditEvent, Blob, Environment, Task, TaskVersion
 from grading.engine import content_sha256
-from packs import importer, services
+from packs import importer
 from packs.archive import verify_pack
 from packs.models import PackEntry, PackVersion, TaskPack
 from review.models import Review
@@ -30,9 +28,17 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
     blob = authoring_services.blob_store(data=b"#!/bin/sh\nexit 0\n")
     data = authoring_services.blob_store(data=b"a,b\n1,2\n")
     for index in range(6):
-        make_approved(author=author, reviewer=reviewer, slug=f"round-{index}",
-                      files=[{"path": "data/table.csv", "sha256": data.sha256, "role": "protected"},
-                             {"path": "checks/grade.sh", "sha256": blob.sha256, "role": "grader"}] if index % 2 else None)
+        make_approved(
+            author=author,
+            reviewer=reviewer,
+            slug=f"round-{index}",
+            files=[
+                {"path": "data/table.csv", "sha256": data.sha256, "role": "protected"},
+                {"path": "checks/grade.sh", "sha256": blob.sha256, "role": "grader"},
+            ]
+            if index % 2
+            else None,
+        )
     first_out = tmp_path / "first.tar.gz"
     call_command("export_pack", "round", "--out", str(first_out))
     first = PackVersion.objects.get(pack__slug="round")
@@ -47,6 +53,7 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
     Environment.objects.update(latest_version=None)
     Environment.objects.all().delete() if False else None
     from authoring.models import EnvironmentVersion
+
     EnvironmentVersion.objects.all().delete(), Environment.objects.all().delete(), Blob.objects.all().delete()
     assert not Task.objects.exists()
 
@@ -73,9 +80,16 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
 def test_example_answers_travel_in_the_pack_and_come_back_exactly(author, reviewer, admin, lab, tmp_path):
     from grading.models import ExampleRun
 
-    examples = [{"name": "right", "answer": "42", "expect": "pass", "reward": {"min": 0.9, "max": 1},
-                 "files": [{"path": "notes/work.md", "content": "6 × 7 = 42\n"}]},
-                {"name": "wrong", "answer": "41", "expect": "fail"}]
+    examples = [
+        {
+            "name": "right",
+            "answer": "42",
+            "expect": "pass",
+            "reward": {"min": 0.9, "max": 1},
+            "files": [{"path": "notes/work.md", "content": "6 × 7 = 42\n"}],
+        },
+        {"name": "wrong", "answer": "41", "expect": "fail"},
+    ]
     make_approved(author=author, reviewer=reviewer, slug="with-examples", examples=examples)
     out = tmp_path / "pack.tar.gz"
     call_command("export_pack", "examples-pack", "--out", str(out))
@@ -107,14 +121,39 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
 
 
 TABLE_ROWS = [
-    {"id": "capital-france", "prompt": "What is the capital of France?", "answer": "Paris",
-     "rubric": json.dumps({"schema": "gymwright.rubric/v1", "checks": [
-         {"id": "paris", "kind": "string_match", "points": 1, "mode": "contains", "expected": "Paris"}]}),
-     "criteria": ""},
-    {"id": "explain-tides", "prompt": "Explain tides.", "answer": "", "rubric": "",
-     "criteria": "Mentions the moon's gravity\nMentions two bulges"},
-    {"id": "bad-rubric", "prompt": "x", "answer": "", "rubric": json.dumps({"schema": "gymwright.rubric/v1",
-                                                                           "checks": [{"id": "BAD ID", "kind": "regex", "points": 1, "pattern": "a"}]}), "criteria": ""},
+    {
+        "id": "capital-france",
+        "prompt": "What is the capital of France?",
+        "answer": "Paris",
+        "rubric": json.dumps(
+            {
+                "schema": "gymwright.rubric/v1",
+                "checks": [
+                    {"id": "paris", "kind": "string_match", "points": 1, "mode": "contains", "expected": "Paris"}
+                ],
+            }
+        ),
+        "criteria": "",
+    },
+    {
+        "id": "explain-tides",
+        "prompt": "Explain tides.",
+        "answer": "",
+        "rubric": "",
+        "criteria": "Mentions the moon's gravity\nMentions two bulges",
+    },
+    {
+        "id": "bad-rubric",
+        "prompt": "x",
+        "answer": "",
+        "rubric": json.dumps(
+            {
+                "schema": "gymwright.rubric/v1",
+                "checks": [{"id": "BAD ID", "kind": "regex", "points": 1, "pattern": "a"}],
+            }
+        ),
+        "criteria": "",
+    },
     {"id": "no-rubric", "prompt": "y", "answer": "", "rubric": "", "criteria": ""},
     {"id": "capital-france", "prompt": "again", "answer": "", "rubric": "", "criteria": "c"},
 ]
@@ -123,7 +162,13 @@ TABLE_ROWS = [
 def test_a_table_imports_its_good_rows_and_reports_each_bad_one_with_row_and_pointer(author, tmp_path):
     path = write_csv(tmp_path / "rows.csv", TABLE_ROWS)
     dry = importer.tasks_import(path=path, user=author, dry_run=True)
-    assert [line.status for line in dry.lines] == ["would_create", "would_create", "rejected", "rejected", "rejected"], dry.as_dict()
+    assert [line.status for line in dry.lines] == [
+        "would_create",
+        "would_create",
+        "rejected",
+        "rejected",
+        "rejected",
+    ], dry.as_dict()
     assert not Task.objects.exists() and not Environment.objects.exists()
     report = importer.tasks_import(path=path, user=author)
     by_where = {line.where: line for line in report.lines}
@@ -144,41 +189,54 @@ def test_jsonl_and_parquet_tables_import_the_same_way(author, tmp_path):
     frame = pd.DataFrame([{"prompt": f"Say hi {n}", "reference_answer": "hi", "criteria": "Greets"} for n in range(3)])
     frame.to_parquet(tmp_path / "greet.parquet")
     frame.to_json(tmp_path / "greet.jsonl", orient="records", lines=True)
-    assert [line.status for line in importer.tasks_import(path=tmp_path / "greet.parquet", user=author).lines] == \
-        ["created"] * 3
+    assert [line.status for line in importer.tasks_import(path=tmp_path / "greet.parquet", user=author).lines] == [
+        "created"
+    ] * 3
     # the same rows from the other format are the same tasks: named by their content
-    assert [line.status for line in importer.tasks_import(path=tmp_path / "greet.jsonl", user=author).lines] == \
-        ["unchanged"] * 3
-    assert Task.objects.count() == 3 and all(re.fullmatch(r"greet-[0-9a-f]{10}", slug)
-                                             for slug in Task.objects.values_list("slug", flat=True))
+    assert [line.status for line in importer.tasks_import(path=tmp_path / "greet.jsonl", user=author).lines] == [
+        "unchanged"
+    ] * 3
+    assert Task.objects.count() == 3 and all(
+        re.fullmatch(r"greet-[0-9a-f]{10}", slug) for slug in Task.objects.values_list("slug", flat=True)
+    )
 
 
 def test_a_row_names_its_environment_by_id_or_takes_the_imports(author, tmp_path):
     """An `environment` column pins the row's task to that environment's latest version; an id that names no
     environment rejects that row alone (pointer /environment); a row without one takes the import's."""
     shell = authoring_services.environment_create(slug="shell", name="shell", author=author, spec={"network": "none"})
-    py = authoring_services.environment_create(slug="py", name="py", author=author, spec={"network": "none", "image": "python:3.11"})
-    rows = [{"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4", "environment": "py"},
-            {"prompt": "What is 3+3?", "answer": "6", "criteria": "Says 6", "environment": "nowhere"},
-            {"prompt": "What is 4+4?", "answer": "8", "criteria": "Says 8", "environment": ""},
-            {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4", "environment": "shell"}]
+    py = authoring_services.environment_create(
+        slug="py", name="py", author=author, spec={"network": "none", "image": "python:3.11"}
+    )
+    rows = [
+        {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4", "environment": "py"},
+        {"prompt": "What is 3+3?", "answer": "6", "criteria": "Says 6", "environment": "nowhere"},
+        {"prompt": "What is 4+4?", "answer": "8", "criteria": "Says 8", "environment": ""},
+        {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4", "environment": "shell"},
+    ]
     write_csv(tmp_path / "rows.csv", rows)
     dry = importer.tasks_import(path=tmp_path / "rows.csv", user=author, environment="shell", dry_run=True)
-    assert [line.status for line in dry.lines] == ["would_create", "rejected", "would_create", "would_create"], dry.as_dict()
+    assert [line.status for line in dry.lines] == ["would_create", "rejected", "would_create", "would_create"], (
+        dry.as_dict()
+    )
     report = importer.tasks_import(path=tmp_path / "rows.csv", user=author, environment="shell")
     lines = {line.where: line for line in report.lines}
     assert lines["row 2"].status == "rejected" and lines["row 2"].pointer == "/environment"
     assert "nowhere" in lines["row 2"].message
-    environment_of = {line.where: Task.objects.get(slug=line.task).latest_version.environment_version
-                      for line in report.lines if line.status == "created"}
-    assert environment_of == {"row 1": py.latest_version, "row 3": shell.latest_version,
-                              "row 4": shell.latest_version}
+    environment_of = {
+        line.where: Task.objects.get(slug=line.task).latest_version.environment_version
+        for line in report.lines
+        if line.status == "created"
+    }
+    assert environment_of == {"row 1": py.latest_version, "row 3": shell.latest_version, "row 4": shell.latest_version}
     # the same question in two environments is two tasks, each found again by its content
     assert lines["row 1"].task != lines["row 4"].task
     again = importer.tasks_import(path=tmp_path / "rows.csv", user=author, environment="shell")
     assert [line.status for line in again.lines] == ["unchanged", "rejected", "unchanged", "unchanged"]
     # JSON rows: an environment given as anything but an id is refused, not ignored
-    (tmp_path / "rows.jsonl").write_text(json.dumps({"prompt": "Hi?", "criteria": "Greets", "environment": {"id": "py"}}) + "\n")
+    (tmp_path / "rows.jsonl").write_text(
+        json.dumps({"prompt": "Hi?", "criteria": "Greets", "environment": {"id": "py"}}) + "\n"
+    )
     odd = importer.tasks_import(path=tmp_path / "rows.jsonl", user=author).lines[0]
     assert odd.status == "rejected" and odd.pointer == "/environment" and "by its id" in odd.message
 
@@ -188,12 +246,20 @@ def test_rows_without_an_id_never_change_another_task(author, tmp_path):
     file of the same name, or any bulk request of simple rows, made new versions of the first one's tasks."""
     write_csv(tmp_path / "rows.csv", [{"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4"}])
     first = importer.tasks_import(path=tmp_path / "rows.csv", user=author).lines[0]
-    write_csv(tmp_path / "rows.csv", [{"prompt": "What is 3*3?", "answer": "9", "criteria": "Says 9"},
-                                     {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4"},
-                                     {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4"}])
+    write_csv(
+        tmp_path / "rows.csv",
+        [
+            {"prompt": "What is 3*3?", "answer": "9", "criteria": "Says 9"},
+            {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4"},
+            {"prompt": "What is 2+2?", "answer": "4", "criteria": "Says 4"},
+        ],
+    )
     second = importer.tasks_import(path=tmp_path / "rows.csv", user=author).lines
-    assert [(line.status, line.task == first.task) for line in second] == \
-        [("created", False), ("unchanged", True), ("rejected", True)]
+    assert [(line.status, line.task == first.task) for line in second] == [
+        ("created", False),
+        ("unchanged", True),
+        ("rejected", True),
+    ]
     assert second[2].message == "the same task as row 2 (the same prompt, answer and rubric)"
     assert Task.objects.get(slug=first.task).latest_version.number == 1
     assert Task.objects.get(slug=first.task).latest_version.spec["prompt"] == "What is 2+2?"
@@ -223,13 +289,19 @@ def test_import_tasks_command_exit_codes(author, admin, tmp_path, capsys):
 
 
 def harbor_init(root: Path, name: str, instruction: str) -> Path:
-    done = subprocess.run([harbor_bin(), "init", "--task", f"acme/{name}", "-o", str(root), "--no-pytest"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [harbor_bin(), "init", "--task", f"acme/{name}", "-o", str(root), "--no-pytest"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     folder = root / name
     (folder / "instruction.md").write_text(instruction)
     (folder / "solution" / "solve.sh").write_text("#!/bin/bash\necho hello > /app/out.txt\n")
-    (folder / "tests" / "test.sh").write_text("#!/bin/bash\ngrep -q hello /app/out.txt && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    (folder / "tests" / "test.sh").write_text(
+        "#!/bin/bash\ngrep -q hello /app/out.txt && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+    )
     return folder
 
 
@@ -238,18 +310,29 @@ def test_harbor_task_folders_made_by_harbor_init_import_as_tasks(author, tmp_pat
     harbor_init(tmp_path / "harbor", "say-bye", "Write bye.")
     report = importer.tasks_import(path=tmp_path / "harbor", user=author)
     assert [(line.where, line.status, line.task) for line in report.lines] == [
-        ("harbor/say-bye", "created", "say-bye"), ("harbor/say-hello", "created", "say-hello")]
+        ("harbor/say-bye", "created", "say-bye"),
+        ("harbor/say-hello", "created", "say-hello"),
+    ]
     spec = Task.objects.get(slug="say-hello").latest_version.spec
     assert spec["prompt"] == "Write hello to /app/out.txt."
     assert spec["environment"]["dockerfile"].startswith("FROM ubuntu:24.04")
     assert spec["solution"]["script"].startswith("#!/bin/bash")
     check = spec["rubric"]["checks"][0]
-    assert check == {"id": "tests_pass", "kind": "command", "points": 1, "run": importer.HARBOR_REWARD_CHECK,
-                     "expect_exit": 0, "timeout_s": 600}
+    assert check == {
+        "id": "tests_pass",
+        "kind": "command",
+        "points": 1,
+        "run": importer.HARBOR_REWARD_CHECK,
+        "expect_exit": 0,
+        "timeout_s": 600,
+    }
     # the tests are grader files (in the sandbox only after the episode), with the list of them the check copies
     files = {entry["path"]: entry.get("role") for entry in spec["files"]}
-    assert files == {".harbor/tests/test.sh": "grader", ".harbor/tests/Dockerfile": "grader",
-                     ".harbor/tests.list": "grader"}
+    assert files == {
+        ".harbor/tests/test.sh": "grader",
+        ".harbor/tests/Dockerfile": "grader",
+        ".harbor/tests.list": "grader",
+    }
     listing = Blob.objects.get(sha256=next(e["sha256"] for e in spec["files"] if e["path"] == ".harbor/tests.list"))
     assert listing.file.open("rb").read() == b"Dockerfile\ntest.sh\n"
     # the same folders as a .tar.gz
@@ -262,8 +345,10 @@ def test_harbor_task_folders_made_by_harbor_init_import_as_tasks(author, tmp_pat
 def test_terminal_bench_task_folders_import_as_tasks(author, tmp_path):
     folder = tmp_path / "tb" / "hello-world"
     (folder / "tests").mkdir(parents=True)
-    (folder / "task.yaml").write_text("instruction: |\n  Create hello.txt containing Hello, world!\n"
-                                      "difficulty: easy\ntags: [file-operations]\nmax_test_timeout_sec: 60\n")
+    (folder / "task.yaml").write_text(
+        "instruction: |\n  Create hello.txt containing Hello, world!\n"
+        "difficulty: easy\ntags: [file-operations]\nmax_test_timeout_sec: 60\n"
+    )
     (folder / "Dockerfile").write_text("FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest\nWORKDIR /app\n")
     (folder / "solution.sh").write_text("echo 'Hello, world!' > hello.txt\n")
     (folder / "run-tests.sh").write_text("pytest tests/test_outputs.py\n")
@@ -275,24 +360,38 @@ def test_terminal_bench_task_folders_import_as_tasks(author, tmp_path):
     assert spec["rubric"]["checks"][0]["run"] == importer.TERMINAL_BENCH_CHECK
     assert spec["rubric"]["checks"][0]["timeout_s"] == 60
     assert sorted(entry["path"] for entry in spec["files"]) == [
-        ".harbor/tests.list", ".harbor/tests/run-tests.sh", ".harbor/tests/test_outputs.py"]
+        ".harbor/tests.list",
+        ".harbor/tests/run-tests.sh",
+        ".harbor/tests/test_outputs.py",
+    ]
 
 
 def _task_lines(prefix: str, count: int, *, with_file: str | None = None) -> str:
     lines = []
     for index in range(count):
-        document = {"schema": "gymwright.task/v1", "id": f"{prefix}-{index:03d}", "version": 1, "title": f"T {index}",
-                    "prompt": f"What is {index} + {index}?", "environment": {"id": "scaled", "version": 1},
-                    "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                        {"id": "right", "kind": "string_match", "points": 1, "expected": str(2 * index)}]},
-                    "solution": {"script": None, "answer": str(2 * index)}, "tags": ["scaled", f"t{index % 3}"],
-                    "files": [{"path": "data.csv", "sha256": with_file}] if with_file else [], "metadata": {}}
+        document = {
+            "schema": "gymwright.task/v1",
+            "id": f"{prefix}-{index:03d}",
+            "version": 1,
+            "title": f"T {index}",
+            "prompt": f"What is {index} + {index}?",
+            "environment": {"id": "scaled", "version": 1},
+            "rubric": {
+                "schema": "gymwright.rubric/v1",
+                "checks": [{"id": "right", "kind": "string_match", "points": 1, "expected": str(2 * index)}],
+            },
+            "solution": {"script": None, "answer": str(2 * index)},
+            "tags": ["scaled", f"t{index % 3}"],
+            "files": [{"path": "data.csv", "sha256": with_file}] if with_file else [],
+            "metadata": {},
+        }
         lines.append(json.dumps(document))
     return "\n".join(lines) + "\n"
 
 
-def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(author, admin, tmp_path, monkeypatch,
-                                                                        django_assert_max_num_queries):
+def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(
+    author, admin, tmp_path, monkeypatch, django_assert_max_num_queries
+):
     """N rows cost N / BATCH times the queries of one batch: nothing is looked up or saved row by row
     (tasks, versions, tags, attached files, approvals and audit events are bulk per batch; on PostgreSQL
     the tasks and versions take their ids in one query each before their COPY)."""
@@ -369,9 +468,12 @@ def test_an_older_version_imported_again_is_unchanged_not_a_new_version_on_top(a
     (tmp_path / "v1.jsonl").write_text(_task_lines("old", 1))
     importer.tasks_import(path=tmp_path / "v1.jsonl", user=author)
     task = Task.objects.get(slug="old-000")
-    authoring_services.task_version_create(task=task, author=author, base_version=1,
-                                           content={**authoring_services.task_version_content(task.latest_version),
-                                                    "prompt": "Later work"})
+    authoring_services.task_version_create(
+        task=task,
+        author=author,
+        base_version=1,
+        content={**authoring_services.task_version_content(task.latest_version), "prompt": "Later work"},
+    )
     line = importer.tasks_import(path=tmp_path / "v1.jsonl", user=author).lines[0]
     assert (line.status, line.version, line.message) == ("unchanged", 1, "v1 holds this content; old-000 is at v2")
     task.refresh_from_db()
@@ -382,8 +484,9 @@ def test_what_a_table_import_says_is_where_the_problem_is_and_no_more(author, tm
     """A JSONL line's error names its real column (the line end counted past it: "column 1" of the next line);
     a table with a header and no rows says so (it reported "0 ok, 0 rejected"); a table pandas cannot read is
     named by its file name, never by the server's folders."""
-    (tmp_path / "rows.jsonl").write_text('{"prompt": "Hi?", "criteria": "Greets"}\n'
-                                         '{"prompt": "Bye?", "criteria": "Leaves"\n')
+    (tmp_path / "rows.jsonl").write_text(
+        '{"prompt": "Hi?", "criteria": "Greets"}\n{"prompt": "Bye?", "criteria": "Leaves"\n'
+    )
     bad = importer.tasks_import(path=tmp_path / "rows.jsonl", user=author).lines[1]
     assert bad.where == "line 2" and bad.status == "rejected"
     assert "column 40" in bad.message, bad.message  # just past the line's 39 characters

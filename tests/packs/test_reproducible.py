@@ -60,19 +60,27 @@ def model_previews(*, author, server) -> None:
     """A model preview of two rollouts of each task of PREVIEWED, through the preview service and the rollout job
     (Celery, eager): the calibration evidence a pack carries."""
     from authoring.models import Task
+    from grading.endpoints import cache_clear
     from grading.models import ModelEndpoint
     from sandbox import services as sandbox_services
-    from grading.endpoints import cache_clear
     from sandbox.models import PreviewRun
 
-    ModelEndpoint.objects.create(name="agent", role="policy", base_url=server.base_url, model="policy-model",
-                                 api_key_env="", default_params={"temperature": 0})
-    ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="judge-model",
-                                 api_key_env="")
+    ModelEndpoint.objects.create(
+        name="agent",
+        role="policy",
+        base_url=server.base_url,
+        model="policy-model",
+        api_key_env="",
+        default_params={"temperature": 0},
+    )
+    ModelEndpoint.objects.create(
+        name="judge", role="judge", base_url=server.base_url, model="judge-model", api_key_env=""
+    )
     cache_clear()  # as an admin's save does: the approvals before looked the judge up, and found none
     for slug in PREVIEWED:
-        preview_run = sandbox_services.preview_run_create(task_version=Task.objects.get(slug=slug).approved_version,
-                                                          user=author, policy="model", n=2)
+        preview_run = sandbox_services.preview_run_create(
+            task_version=Task.objects.get(slug=slug).approved_version, user=author, policy="model", n=2
+        )
         preview_run.refresh_from_db()
         assert preview_run.status == PreviewRun.Status.DONE, preview_run.rollouts.values("status", "error")
 
@@ -89,19 +97,31 @@ def scripted_model():
         answer = PREVIEWED[slug][turns[slug] % 2]
         turns[slug] += 1
         return {"content": None, "tool_calls": [tool_call("submit", {"answer": f"six times seven is {answer}"})]}
+
     return handler
 
 
 def members(path) -> dict[str, tuple]:
     """Every member of a .tar.gz: its header fields and bytes."""
     with tarfile.open(path) as tar:
-        return {member.name: (member.type, member.mode, member.mtime, member.uid, member.gid, member.uname,
-                              member.linkname, tar.extractfile(member).read() if member.isfile() else None)
-                for member in tar}
+        return {
+            member.name: (
+                member.type,
+                member.mode,
+                member.mtime,
+                member.uid,
+                member.gid,
+                member.uname,
+                member.linkname,
+                tar.extractfile(member).read() if member.isfile() else None,
+            )
+            for member in tar
+        }
 
 
 def test_the_same_selection_built_in_another_database_with_the_same_previews_is_the_same_pack(
-        transactional_db, sandbox_dir, eager_celery, settings, tmp_path, django_user_model, capsys):
+    transactional_db, sandbox_dir, eager_celery, settings, tmp_path, django_user_model, capsys
+):
     from authoring.models import AuditEvent, TaskVersion
     from packs.models import PackVersion
 
@@ -110,10 +130,17 @@ def test_the_same_selection_built_in_another_database_with_the_same_previews_is_
     script = authoring_services.blob_store(data=b"#!/bin/sh\nexit 0\n")
     table = authoring_services.blob_store(data=b"a,b\n1,2\n")
     for index in range(5):
-        make_approved(author=author, reviewer=reviewer, slug=f"repro-{index}",
-                      files=[{"path": "data/table.csv", "sha256": table.sha256, "role": "protected"},
-                             {"path": "checks/grade.sh", "sha256": script.sha256, "role": "grader"}]
-                      if index % 2 else None)
+        make_approved(
+            author=author,
+            reviewer=reviewer,
+            slug=f"repro-{index}",
+            files=[
+                {"path": "data/table.csv", "sha256": table.sha256, "role": "protected"},
+                {"path": "checks/grade.sh", "sha256": script.sha256, "role": "grader"},
+            ]
+            if index % 2
+            else None,
+        )
     with OpenAIServer() as server:
         server.handler = scripted_model()
         model_previews(author=author, server=server)
@@ -131,8 +158,10 @@ def test_the_same_selection_built_in_another_database_with_the_same_previews_is_
             printed = capsys.readouterr().out
             assert "5 imported, 0 rejected, approved as adam" in printed and "line 1: created repro-0 v1" in printed
             assert dict(TaskVersion.objects.values_list("task__slug", "sha256")) == first_shas
-            roles = {entry["path"]: entry.get("role") for entry in
-                     TaskVersion.objects.get(task__slug="repro-1").spec["files"]}
+            roles = {
+                entry["path"]: entry.get("role")
+                for entry in TaskVersion.objects.get(task__slug="repro-1").spec["files"]
+            }
             assert roles == {"data/table.csv": "protected", "checks/grade.sh": "grader"}
             assert AuditEvent.objects.filter(verb="approve", data__approve_as=True).count() == 5
             model_previews(author=make_user(django_user_model, "alma", "author"), server=server)
@@ -156,7 +185,10 @@ def test_the_same_selection_built_in_another_database_with_the_same_previews_is_
     # the preview evidence is among what was compared: each previewed task's numbers, from the same services
     calibration = json.loads(one["repro-1.0.0/calibration.json"][-1])["tasks"]
     assert {slug: (calibration[slug]["pass_rate"], calibration[slug]["mean_reward"]) for slug in PREVIEWED} == {
-        "repro-0": (1, 1), "repro-1": (0.5, pytest.approx(2 / 3)), "repro-2": (0, pytest.approx(1 / 3))}
+        "repro-0": (1, 1),
+        "repro-1": (0.5, pytest.approx(2 / 3)),
+        "repro-2": (0, pytest.approx(1 / 3)),
+    }
     assert calibration["repro-3"] is None and calibration["repro-4"] is None
     assert manifests[0]["difficulty"] == {"unsolved": 1, "hard": 0, "in band": 1, "easy": 1, "not previewed": 2}
     assert {task["split"] for task in manifests[0]["tasks"]} == {"train", "test"}

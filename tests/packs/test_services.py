@@ -8,19 +8,20 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from authoring import services as authoring_services
-from review import services as review_services
 from authoring.models import AuditEvent, ImmutableRowError
 from gymwright.errors import DomainError, NotAllowed
 from packs import archive, services
 from packs.models import PackVersion
+from review import services as review_services
 from tests.packs.conftest import build_and_verify, make_approved
 from tests.packs.storage_hooks import hooked_storage, stored_archives  # noqa: F401 - a fixture
 
 
 def build(pack, user, **selection):
     version = selection.pop("version", None)
-    pack_version = services.pack_version_start(pack=pack, user=user, selection=services.Selection(**selection),
-                                               version=version, enqueue=False)
+    pack_version = services.pack_version_start(
+        pack=pack, user=user, selection=services.Selection(**selection), version=version, enqueue=False
+    )
     return build_and_verify(pack_version.pk)
 
 
@@ -31,27 +32,42 @@ def pack(lab):
 
 def test_a_lab_member_builds_a_pack_of_the_approved_versions_not_later_drafts(pack, lab, author, approved_tasks):
     drafted = approved_tasks[0]
-    authoring_services.task_version_create(task=drafted, author=author, base_version=1, content={
-        **authoring_services.task_version_content(drafted.latest_version), "prompt": "a later draft"})
+    authoring_services.task_version_create(
+        task=drafted,
+        author=author,
+        base_version=1,
+        content={**authoring_services.task_version_content(drafted.latest_version), "prompt": "a later draft"},
+    )
     pack_version = build(pack, lab)
     assert pack_version.status == PackVersion.Status.READY, pack_version.failure_reason
     assert pack_version.version == "1.0.0"
     assert pack_version.entries.count() == 12
     entry = pack_version.entries.get(task_slug=drafted.slug)
     assert entry.task_version.number == 1
-    assert pack_version.manifest["tasks"][0] == {"id": drafted.slug, "version": 1,
-                                                 "sha256": entry.task_version.sha256, "split": entry.split}
+    assert pack_version.manifest["tasks"][0] == {
+        "id": drafted.slug,
+        "version": 1,
+        "sha256": entry.task_version.sha256,
+        "split": entry.split,
+    }
     assert default_storage.exists(pack_version.archive.name)
     assert default_storage.size(pack_version.archive.name) == pack_version.size
     assert services.pack_version_verify(pack_version=pack_version).ok
-    verbs = set(AuditEvent.objects.filter(object_id=pack.pk, content_type__model="taskpack").values_list("verb", flat=True))
+    verbs = set(
+        AuditEvent.objects.filter(object_id=pack.pk, content_type__model="taskpack").values_list("verb", flat=True)
+    )
     assert {"create", "build"} <= verbs
 
 
 def test_drafts_and_unapproved_tasks_are_never_packed(pack, lab, author, reviewer, approved_tasks):
     from authoring.models import Environment
-    authoring_services.task_create(slug="just-a-draft", environment=Environment.objects.get(slug="shell"), author=author,
-                                   content={"title": "d", "prompt": "p", "rubric": approved_tasks[0].latest_version.rubric})
+
+    authoring_services.task_create(
+        slug="just-a-draft",
+        environment=Environment.objects.get(slug="shell"),
+        author=author,
+        content={"title": "d", "prompt": "p", "rubric": approved_tasks[0].latest_version.rubric},
+    )
     pack_version = build(pack, lab)
     assert "just-a-draft" not in set(pack_version.entries.values_list("task_slug", flat=True))
     with pytest.raises(DomainError, match="There is no approved task 'just-a-draft'"):  # as a lab member reads it
@@ -60,8 +76,12 @@ def test_drafts_and_unapproved_tasks_are_never_packed(pack, lab, author, reviewe
 
 def test_tags_select_by_the_approved_version_not_a_later_draft(pack, lab, author, approved_tasks):
     retagged = approved_tasks[0]
-    authoring_services.task_version_create(task=retagged, author=author, base_version=1, content={
-        **authoring_services.task_version_content(retagged.latest_version), "tags": ["physics"]})
+    authoring_services.task_version_create(
+        task=retagged,
+        author=author,
+        base_version=1,
+        content={**authoring_services.task_version_content(retagged.latest_version), "tags": ["physics"]},
+    )
     retagged.refresh_from_db()
     assert set(retagged.tags.values_list("name", flat=True)) == {"physics"}  # the head follows the draft
     maths = build(pack, lab, tags=("maths",))
@@ -73,13 +93,18 @@ def test_tags_select_by_the_approved_version_not_a_later_draft(pack, lab, author
         build(pack, lab, tags=("maths", "physics"))  # a task needs every tag
 
 
-def test_the_next_version_follows_the_changes_and_may_be_raised_never_lowered(pack, lab, author, reviewer, admin,
-                                                                              approved_tasks):
+def test_the_next_version_follows_the_changes_and_may_be_raised_never_lowered(
+    pack, lab, author, reviewer, admin, approved_tasks
+):
     assert build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:5])).version == "1.0.0"
     assert build(pack, lab, tasks=tuple(t.slug for t in approved_tasks[:6])).version == "1.1.0"  # added
     changed = approved_tasks[2]
-    authoring_services.task_version_create(task=changed, author=author, base_version=1, content={
-        **authoring_services.task_version_content(changed.latest_version), "prompt": "reworded"})
+    authoring_services.task_version_create(
+        task=changed,
+        author=author,
+        base_version=1,
+        content={**authoring_services.task_version_content(changed.latest_version), "prompt": "reworded"},
+    )
     changed.refresh_from_db()
     review_services.task_submit(task=changed, user=admin, override_reason="no previews in this test")
     review_services.review_create(task_version=changed.latest_version, reviewer=reviewer, decision="approve")
@@ -124,7 +149,9 @@ def test_a_cancelled_build_stops_and_leaves_no_archive(pack, lab, approved_tasks
     finished = services.pack_version_build(pack_version_id=pack_version.pk)
     assert finished.status == PackVersion.Status.FAILED and finished.failure_reason == "cancelled by a user"
     assert not finished.archive
-    assert not list((default_storage.path("") and __import__("pathlib").Path(default_storage.path(""))).rglob("*.tar.gz"))
+    assert not list(
+        (default_storage.path("") and __import__("pathlib").Path(default_storage.path(""))).rglob("*.tar.gz")
+    )
 
 
 def test_authors_and_reviewers_cannot_build_packs(author, reviewer, lab, approved_tasks):
@@ -179,6 +206,7 @@ def test_a_build_whose_worker_died_is_reaped_as_failed_with_a_reason(pack, lab, 
             kwargs["progress"](done)
             if done >= 5:
                 raise _WorkerKilled()
+
         return real_build(**{**kwargs, "progress": progress})
 
     monkeypatch.setattr(archive, "build_pack", dies_half_way)
@@ -193,16 +221,18 @@ def test_a_build_whose_worker_died_is_reaped_as_failed_with_a_reason(pack, lab, 
     assert services.pack_versions_reap_stale(stale_after_s=600, now=last_report + timedelta(seconds=599)) == []
     assert PackVersion.objects.get(pk=pack_version.pk).status == PackVersion.Status.BUILDING
     # a build that reported after the reaper's read keeps its version (the check is inside the UPDATE)
-    assert not services.pack_version_fail(pack_version_id=pack_version.pk, reason="x",
-                                          stale_before=last_report - timedelta(seconds=1))
+    assert not services.pack_version_fail(
+        pack_version_id=pack_version.pk, reason="x", stale_before=last_report - timedelta(seconds=1)
+    )
 
     reaped = services.pack_versions_reap_stale(stale_after_s=600, now=last_report + timedelta(seconds=601))
     assert reaped == [pack_version.pk]
     pack_version.refresh_from_db()
     assert pack_version.status == PackVersion.Status.FAILED and not pack_version.archive
     assert "the build stopped reporting for more than 600 s" in pack_version.failure_reason
-    assert AuditEvent.objects.filter(verb="build_failed", object_id=pack.pk,
-                                     summary__contains="stopped reporting").exists()
+    assert AuditEvent.objects.filter(
+        verb="build_failed", object_id=pack.pk, summary__contains="stopped reporting"
+    ).exists()
     # a late report from the dead build changes nothing, and building it again is a no-op
     assert PackVersion.objects.filter(pk=pack_version.pk).building_update(progress_done=12) == 0
     assert services.pack_version_build(pack_version_id=pack_version.pk).status == PackVersion.Status.FAILED
@@ -216,18 +246,25 @@ def test_a_build_whose_worker_died_is_reaped_as_failed_with_a_reason(pack, lab, 
     assert lost.status == PackVersion.Status.FAILED and "no worker started the build" in lost.failure_reason
 
 
-def test_difficulty_and_calibration_come_from_the_last_model_preview_not_the_sanity_previews(pack, lab, author,
-                                                                                          reviewer):
+def test_difficulty_and_calibration_come_from_the_last_model_preview_not_the_sanity_previews(
+    pack, lab, author, reviewer
+):
     from sandbox.models import PreviewRun
 
     task = make_approved(author=author, reviewer=reviewer, slug="calibrated")
     unpreviewed = make_approved(author=author, reviewer=reviewer, slug="only-sanity-checked")
 
     def done(task, policy, kind, pass_rate):
-        PreviewRun.objects.create(task_version=task.latest_version, created_by=author, policy=policy,
-                                  policy_kind=kind, n=4, backend="bubblewrap", status=PreviewRun.Status.DONE,
-                                  summary={"graded": 4, "pass_rate": pass_rate, "pass_at_k": {"1": pass_rate},
-                                           "mean_reward": pass_rate})
+        PreviewRun.objects.create(
+            task_version=task.latest_version,
+            created_by=author,
+            policy=policy,
+            policy_kind=kind,
+            n=4,
+            backend="bubblewrap",
+            status=PreviewRun.Status.DONE,
+            summary={"graded": 4, "pass_rate": pass_rate, "pass_at_k": {"1": pass_rate}, "mean_reward": pass_rate},
+        )
 
     done(task, "model", "model", 0.25)
     for which in (task, unpreviewed):  # later than the model's: the gates' previews
@@ -242,8 +279,9 @@ def test_difficulty_and_calibration_come_from_the_last_model_preview_not_the_san
 
 
 @pytest.mark.parametrize("landing", ["a cancel", "a reap", "a storage error"])
-def test_a_build_stopped_while_its_archive_is_saved_leaves_no_archive(pack, lab, approved_tasks, hooked_storage,
-                                                                       landing):
+def test_a_build_stopped_while_its_archive_is_saved_leaves_no_archive(
+    pack, lab, approved_tasks, hooked_storage, landing
+):
     """The archive is in storage, the version not yet marked ready: a cancel or a reap lands (or the storage fails)
     right then. The cleanup was an on-commit callback registered in the transaction that then rolled back, so the
     file stayed for good."""
@@ -259,8 +297,9 @@ def test_a_build_stopped_while_its_archive_is_saved_leaves_no_archive(pack, lab,
         if landing == "a cancel":
             services.pack_version_cancel(pack_version=pack_version, user=lab)
         elif landing == "a reap":
-            assert services.pack_versions_reap_stale(stale_after_s=60, now=timezone.now() + timedelta(seconds=61)) \
-                == [pack_version.pk]
+            assert services.pack_versions_reap_stale(stale_after_s=60, now=timezone.now() + timedelta(seconds=61)) == [
+                pack_version.pk
+            ]
         else:
             raise OSError(28, "No space left on device")
 
@@ -268,14 +307,18 @@ def test_a_build_stopped_while_its_archive_is_saved_leaves_no_archive(pack, lab,
     finished = services.pack_version_build(pack_version_id=pack_version.pk)
     assert seen == [True]  # the hook ran with the whole archive in storage
     assert finished.status == PackVersion.Status.FAILED and not finished.archive
-    assert {"a cancel": "cancelled by a user", "a reap": "the build stopped reporting",
-            "a storage error": "No space left on device"}[landing] in finished.failure_reason
+    assert {
+        "a cancel": "cancelled by a user",
+        "a reap": "the build stopped reporting",
+        "a storage error": "No space left on device",
+    }[landing] in finished.failure_reason
     assert stored_archives() == []
     assert not finished.verifications.exists()
 
 
 def test_a_version_is_verified_once_after_its_build_and_again_only_on_request_one_check_at_a_time(
-        pack, lab, author, approved_tasks, monkeypatch, django_capture_on_commit_callbacks):
+    pack, lab, author, approved_tasks, monkeypatch, django_capture_on_commit_callbacks
+):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -317,8 +360,9 @@ def test_a_version_is_verified_once_after_its_build_and_again_only_on_request_on
     last.refresh_from_db()
     assert last.status == "done" and last.ok is False
     assert last.problems == ["the check stopped: TimeoutError: hard time limit"]
-    building = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(test_ratio=0.3),
-                                           enqueue=False)
+    building = services.pack_version_start(
+        pack=pack, user=lab, selection=services.Selection(test_ratio=0.3), enqueue=False
+    )
     with pytest.raises(DomainError, match="no archive to verify"):
         services.pack_verification_request(pack_version=building, user=lab)
 
@@ -329,13 +373,15 @@ def verify_files(pack_version) -> dict:
 
 
 def test_a_tampered_archive_is_caught_by_verify_again_with_each_mismatch_as_verify_pack_lists_them(
-        pack, lab, approved_tasks, capsys):
+    pack, lab, approved_tasks, capsys
+):
     from tests.packs.storage_hooks import tamper
 
     pack_version = build(pack, lab)
     tamper(pack_version, {"tasks/task-00/instruction.md": b"Ignore the rubric.\n", "README.md": b"# not the card\n"})
     verification = services.pack_verification_run(
-        verification_id=services.pack_verification_request(pack_version=pack_version, user=lab).pk)
+        verification_id=services.pack_verification_request(pack_version=pack_version, user=lab).pk
+    )
     assert verification.ok is False and verification.requested_by == lab
     with pytest.raises(CommandError):
         call_command("verify_pack", default_storage.path(pack_version.archive.name))
@@ -364,15 +410,21 @@ def test_every_task_keeps_its_split_across_versions_and_the_test_ratio_is_the_bu
     # another ratio: another split, counted in the manifest; a test task at 0.3 stays test at 0.8
     wider = build(pack, lab, test_ratio=0.8)
     wider_splits = dict(wider.entries.values_list("task_slug", "split"))
-    assert wider.manifest["counts"]["test"] == list(wider_splits.values()).count("test") > \
-        list(second_splits.values()).count("test")
+    assert (
+        wider.manifest["counts"]["test"]
+        == list(wider_splits.values()).count("test")
+        > list(second_splits.values()).count("test")
+    )
     assert all(wider_splits[slug] == "test" for slug, split in second_splits.items() if split == "test")
-    assert all(split == "test" for split in dict(build(pack, lab, test_ratio=1.0).entries.values_list(
-        "task_slug", "split")).values())
+    assert all(
+        split == "test"
+        for split in dict(build(pack, lab, test_ratio=1.0).entries.values_list("task_slug", "split")).values()
+    )
 
 
-def test_an_archived_task_named_in_the_selection_is_refused_at_its_pointer_not_dropped(pack, lab, author, reviewer,
-                                                                                         approved_tasks, tmp_path):
+def test_an_archived_task_named_in_the_selection_is_refused_at_its_pointer_not_dropped(
+    pack, lab, author, reviewer, approved_tasks, tmp_path
+):
     from authoring.models import Task
 
     Task.objects.filter(slug="task-03").update(status=Task.Status.ARCHIVED)
@@ -386,24 +438,33 @@ def test_an_archived_task_named_in_the_selection_is_refused_at_its_pointer_not_d
 
     with pytest.raises(DomainError) as refused:  # an admin reads drafts: each reason as it is
         build(pack, _admin(), tasks=("task-03", "task-01", "nope", "draft-only"))
-    assert refused.value.details == [{"pointer": "/tasks/0", "message": "archived"},
-                                     {"pointer": "/tasks/2", "message": "no such task"},
-                                     {"pointer": "/tasks/3", "message": "not approved"}]
-    assert refused.value.message == ("3 of the tasks named cannot be packed: /tasks/0: Task 'task-03' is archived; "
-                                     "/tasks/2: There is no task 'nope'; /tasks/3: Task 'draft-only' has no approved "
-                                     "version.")
+    assert refused.value.details == [
+        {"pointer": "/tasks/0", "message": "archived"},
+        {"pointer": "/tasks/2", "message": "no such task"},
+        {"pointer": "/tasks/3", "message": "not approved"},
+    ]
+    assert refused.value.message == (
+        "3 of the tasks named cannot be packed: /tasks/0: Task 'task-03' is archived; "
+        "/tasks/2: There is no task 'nope'; /tasks/3: Task 'draft-only' has no approved "
+        "version."
+    )
     # a lab member reads approved work only: a draft is answered as a task that does not exist (its page is a 404)
     with pytest.raises(DomainError) as refused:
         build(pack, lab, tasks=("task-03", "task-01", "nope", "draft-only"))
-    assert refused.value.details == [{"pointer": "/tasks/0", "message": "archived"},
-                                     {"pointer": "/tasks/2", "message": "no approved task"},
-                                     {"pointer": "/tasks/3", "message": "no approved task"}]
-    assert "draft-only' has" not in refused.value.message and "There is no approved task 'draft-only'" in \
-        refused.value.message
+    assert refused.value.details == [
+        {"pointer": "/tasks/0", "message": "archived"},
+        {"pointer": "/tasks/2", "message": "no approved task"},
+        {"pointer": "/tasks/3", "message": "no approved task"},
+    ]
+    assert (
+        "draft-only' has" not in refused.value.message
+        and "There is no approved task 'draft-only'" in refused.value.message
+    )
     assert not PackVersion.objects.exists()
     with pytest.raises(CommandError, match="Task 'task-03' is archived") as failed:
-        call_command("export_pack", "cli-pack", "--task", "task-01", "--task", "task-03",
-                     "--out", str(tmp_path / "out.tar.gz"))
+        call_command(
+            "export_pack", "cli-pack", "--task", "task-01", "--task", "task-03", "--out", str(tmp_path / "out.tar.gz")
+        )
     assert failed.value.returncode == 1
     # selected by tag, an archived task is simply not among the tasks selected
     assert "task-03" not in set(build(pack, lab, tags=("maths",)).entries.values_list("task_slug", flat=True))

@@ -24,41 +24,89 @@ BLOBS = {hashlib.sha256(data).hexdigest(): data for data in (GRADER_SCRIPT, INPU
 
 
 def environment(**extra) -> dict:
-    return {"id": "shell", "version": 1, "image": None, "dockerfile": None, "setup": None, "network": "none",
-            "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600, "max_steps": 30},
-            "tools": ["bash", "submit"], "custom_tools": [], "files": [], "checks_module": None, **extra}
+    return {
+        "id": "shell",
+        "version": 1,
+        "image": None,
+        "dockerfile": None,
+        "setup": None,
+        "network": "none",
+        "limits": {"cpus": 1, "memory_mb": 1024, "timeout_s": 600, "max_steps": 30},
+        "tools": ["bash", "submit"],
+        "custom_tools": [],
+        "files": [],
+        "checks_module": None,
+        **extra,
+    }
 
 
 TEXT_TASK = {
-    "schema": "gymwright.task/v1", "id": "six-times-seven", "version": 3, "title": "Six times seven",
-    "prompt": "What is six times seven? Explain.", "environment": environment(), "files": [],
+    "schema": "gymwright.task/v1",
+    "id": "six-times-seven",
+    "version": 3,
+    "title": "Six times seven",
+    "prompt": "What is six times seven? Explain.",
+    "environment": environment(),
+    "files": [],
     "solution": {"script": None, "answer": "42"},
-    "rubric": {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-        {"id": "says_42", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
-        {"id": "no_shouting", "kind": "regex", "points": -1, "pattern": "[A-Z]{5,}"},
-        {"id": "explains", "kind": "llm_judge", "points": 1, "criterion": "Explains how the answer was found."}]},
-    "tags": ["maths"], "metadata": {}}
+    "rubric": {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 0.5,
+        "checks": [
+            {"id": "says_42", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
+            {"id": "no_shouting", "kind": "regex", "points": -1, "pattern": "[A-Z]{5,}"},
+            {"id": "explains", "kind": "llm_judge", "points": 1, "criterion": "Explains how the answer was found."},
+        ],
+    },
+    "tags": ["maths"],
+    "metadata": {},
+}
 
 FILE_TASK = {
-    "schema": "gymwright.task/v1", "id": "write-hello", "version": 1, "title": "Write hello",
-    "prompt": "Write hello to out.txt.", "environment": environment(),
-    "files": [{"path": "data/input.txt", "sha256": hashlib.sha256(INPUT).hexdigest()},
-              {"path": "grader_check.sh", "sha256": hashlib.sha256(GRADER_SCRIPT).hexdigest(), "role": "grader"}],
+    "schema": "gymwright.task/v1",
+    "id": "write-hello",
+    "version": 1,
+    "title": "Write hello",
+    "prompt": "Write hello to out.txt.",
+    "environment": environment(),
+    "files": [
+        {"path": "data/input.txt", "sha256": hashlib.sha256(INPUT).hexdigest()},
+        {"path": "grader_check.sh", "sha256": hashlib.sha256(GRADER_SCRIPT).hexdigest(), "role": "grader"},
+    ],
     "solution": {"script": "echo hello > out.txt", "answer": "done"},
-    "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "has_out", "kind": "file_content", "points": 1, "path": "out.txt", "contains": "hello"},
-        {"id": "grader_passes", "kind": "command", "points": 2, "run": "sh grader_check.sh", "expect_exit": 0,
-         "timeout_s": 30}]},
-    "tags": [], "metadata": {}}
+    "rubric": {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "has_out", "kind": "file_content", "points": 1, "path": "out.txt", "contains": "hello"},
+            {
+                "id": "grader_passes",
+                "kind": "command",
+                "points": 2,
+                "run": "sh grader_check.sh",
+                "expect_exit": 0,
+                "timeout_s": 30,
+            },
+        ],
+    },
+    "tags": [],
+    "metadata": {},
+}
 
 
 @pytest.fixture(scope="module")
 def pack_dir(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("pack")
-    items = [archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc)) for doc in (TEXT_TASK, FILE_TASK)]
+    items = [
+        archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc)) for doc in (TEXT_TASK, FILE_TASK)
+    ]
     items.sort(key=lambda item: item.document["id"])
-    archive.build_pack(out=tmp / "pack.tar.gz", info=archive.PackInfo(slug="standalone", name="S", version="1.2.0"),
-                       tasks=items, read_blob=BLOBS.__getitem__, scratch_dir=tmp / "scratch")
+    archive.build_pack(
+        out=tmp / "pack.tar.gz",
+        info=archive.PackInfo(slug="standalone", name="S", version="1.2.0"),
+        tasks=items,
+        read_blob=BLOBS.__getitem__,
+        scratch_dir=tmp / "scratch",
+    )
     with tarfile.open(tmp / "pack.tar.gz") as tar:
         tar.extractall(tmp / "out", filter="data")
     return tmp / "out" / "standalone-1.2.0"
@@ -79,10 +127,18 @@ def run_reward(pack_dir: Path, calls: list, env: dict | None = None) -> list:
         "        prompts, completions, columns = args\n"
         "        out.append(reward.trl_reward(prompts, completions, **columns))\n"
         "print(json.dumps(out))\n"
-        "import os; sys.stdout.flush(); os._exit(0)\n")
+        "import os; sys.stdout.flush(); os._exit(0)\n"
+    )
     clean_env = {"PATH": "/usr/bin:/bin", "HOME": str(pack_dir), **(env or {})}
-    done = subprocess.run([grader_python(), "-I", "-c", script], input=json.dumps(calls), capture_output=True,
-                          text=True, cwd=pack_dir.parent, env=clean_env, timeout=120)
+    done = subprocess.run(
+        [grader_python(), "-I", "-c", script],
+        input=json.dumps(calls),
+        capture_output=True,
+        text=True,
+        cwd=pack_dir.parent,
+        env=clean_env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -100,9 +156,14 @@ def test_verl_compute_score_without_a_judge_matches_the_engine_and_says_what_is_
     results = run_reward(pack_dir, calls)
     for answer, result in zip(ANSWERS, results):
         expected = engine_reward(TEXT_TASK, answer)
-        assert result == {"score": expected["reward"], "score_upper": expected["reward_upper"],
-                          "passed": int(expected["passed"]), "complete": 0,
-                          "gated": int(expected["gated"]), "unscored": 1}  # the judge check, "explains"
+        assert result == {
+            "score": expected["reward"],
+            "score_upper": expected["reward_upper"],
+            "passed": int(expected["passed"]),
+            "complete": 0,
+            "gated": int(expected["gated"]),
+            "unscored": 1,
+        }  # the judge check, "explains"
     # "42" earns 2 of 3: the unscored judge check stays in the maximum (the reward is a lower bound)
     assert results[0]["score"] == pytest.approx(2 / 3) and results[0]["score_upper"] == 1.0
     assert results[0]["passed"] == 0 and results[3]["score"] == 0.0
@@ -112,12 +173,22 @@ def test_verl_and_trl_rewards_with_a_judge_match_the_engine_with_the_same_judge(
     verdict = json.dumps({"met": True, "explanation": "explained"})
     with OpenAIServer(default=verdict) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test", "GYMWRIGHT_JUDGE_MODEL": "judge"}
-        calls = [("verl", ["gymwright/standalone", answer, "ignored", {"task_id": "six-times-seven"}])
-                 for answer in ANSWERS]
-        calls.append(("trl", [[[{"role": "user", "content": "q"}]] * 2,
-                              [[{"role": "assistant", "content": ANSWERS[1]}], [{"role": "assistant", "content": "41"}]],
-                              {"reward_model": [{"style": "rubric", "ground_truth": "six-times-seven"}] * 2,
-                               "extra_info": [{"task_id": "six-times-seven"}] * 2}]))
+        calls = [
+            ("verl", ["gymwright/standalone", answer, "ignored", {"task_id": "six-times-seven"}]) for answer in ANSWERS
+        ]
+        calls.append(
+            (
+                "trl",
+                [
+                    [[{"role": "user", "content": "q"}]] * 2,
+                    [[{"role": "assistant", "content": ANSWERS[1]}], [{"role": "assistant", "content": "41"}]],
+                    {
+                        "reward_model": [{"style": "rubric", "ground_truth": "six-times-seven"}] * 2,
+                        "extra_info": [{"task_id": "six-times-seven"}] * 2,
+                    },
+                ],
+            )
+        )
         results = run_reward(pack_dir, calls, env)
         judge = JudgeClient(JudgeConfig(base_url=server.base_url, model="judge", api_key="test"))
         try:
@@ -157,17 +228,27 @@ def test_harbor_passes_the_judge_settings_to_the_verifier_by_name_and_never_thei
         "    out[Path(folder).name] = {'env': resolve_env_vars(config.verifier.env),\n"
         "                              'agent_network': config.environment.network_mode.value,\n"
         "                              'verifier_network': verifier.network_mode.value}\n"
-        "print(json.dumps(out))\n")
+        "print(json.dumps(out))\n"
+    )
     folders = [str(pack_dir / "tasks" / name) for name in ("six-times-seven", "write-hello")]
 
     def resolved(env: dict) -> dict:
-        done = subprocess.run([harbor_python(), "-c", script, *folders], capture_output=True, text=True,
-                              env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir), **env}, timeout=120)
+        done = subprocess.run(
+            [harbor_python(), "-c", script, *folders],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir), **env},
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
-    judge = {"OPENAI_BASE_URL": "http://judge.example:8000/v1", "OPENAI_API_KEY": "sk-never-in-the-pack",
-             "GYMWRIGHT_JUDGE_MODEL": "judge-model", "GYMWRIGHT_JUDGE_MAX_CHARS": "50000"}
+    judge = {
+        "OPENAI_BASE_URL": "http://judge.example:8000/v1",
+        "OPENAI_API_KEY": "sk-never-in-the-pack",
+        "GYMWRIGHT_JUDGE_MODEL": "judge-model",
+        "GYMWRIGHT_JUDGE_MAX_CHARS": "50000",
+    }
     seen = resolved(judge)
     assert seen["six-times-seven"] == {"env": judge, "agent_network": "no-network", "verifier_network": "public"}
     assert seen["write-hello"] == {"env": {}, "agent_network": "no-network", "verifier_network": "no-network"}
@@ -200,22 +281,64 @@ def harbor_verify(task_dir: Path, workspace: Path, logs: Path) -> tuple[dict, di
     venv = Path(grader_python()).parent.parent
     base_python = Path(os.path.realpath(grader_python())).parents[1]
     # /tmp first: a checkout under /tmp (a CI clone) has its venv there, and a later tmpfs would hide it.
-    command = [bwrap, "--unshare-all", "--die-with-parent", "--tmpfs", "/tmp",
-               "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
-               "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--ro-bind-try", "/lib64", "/lib64",
-               "--ro-bind", str(base_python), str(base_python), "--ro-bind", str(venv), str(venv),
-               "--ro-bind", str(task_dir / "tests"), "/tests", "--bind", str(workspace), "/workspace",
-               "--bind", str(logs), "/logs", "--proc", "/proc", "--dev", "/dev",
-               "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin", "--chdir", "/workspace", "/tests/test.sh"]
+    command = [
+        bwrap,
+        "--unshare-all",
+        "--die-with-parent",
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--ro-bind",
+        "/etc",
+        "/etc",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--ro-bind-try",
+        "/lib64",
+        "/lib64",
+        "--ro-bind",
+        str(base_python),
+        str(base_python),
+        "--ro-bind",
+        str(venv),
+        str(venv),
+        "--ro-bind",
+        str(task_dir / "tests"),
+        "/tests",
+        "--bind",
+        str(workspace),
+        "/workspace",
+        "--bind",
+        str(logs),
+        "/logs",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--setenv",
+        "PATH",
+        f"{venv}/bin:/usr/bin:/bin",
+        "--chdir",
+        "/workspace",
+        "/tests/test.sh",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     grade_document = json.loads((logs / "verifier" / "grade.json").read_text())
     rewards = json.loads((logs / "verifier" / "reward.json").read_text())
     assert rewards["reward"] == float((logs / "verifier" / "reward.txt").read_text())
     # Harbor's verifier reads reward.json (before reward.txt) as the trial's rewards: numbers only
-    parse = ("import json, sys; from pathlib import Path; from harbor.models.trial.paths import TrialPaths; "
-             "from harbor.verifier.verifier import Verifier; v = Verifier.__new__(Verifier); "
-             "v.trial_paths = TrialPaths(trial_dir=Path(sys.argv[1])); print(json.dumps(v._parse_reward_json()))")
+    parse = (
+        "import json, sys; from pathlib import Path; from harbor.models.trial.paths import TrialPaths; "
+        "from harbor.verifier.verifier import Verifier; v = Verifier.__new__(Verifier); "
+        "v.trial_paths = TrialPaths(trial_dir=Path(sys.argv[1])); print(json.dumps(v._parse_reward_json()))"
+    )
     harbor = subprocess.run([harbor_python(), "-c", parse, str(logs)], capture_output=True, text=True, timeout=60)
     assert harbor.returncode == 0, harbor.stderr
     assert json.loads(harbor.stdout) == rewards
@@ -248,8 +371,12 @@ def test_commands_run_by_the_harbor_verifiers_checks_do_not_see_the_judges_setti
     import importlib.util
 
     monkeypatch.setenv("GYMWRIGHT_WORKSPACE", str(tmp_path))
-    for name, value in {"OPENAI_API_KEY": "sk-secret", "OPENAI_BASE_URL": "http://judge", "GYMWRIGHT_JUDGE_MODEL": "j",
-                        "SOMETHING_ELSE": "kept"}.items():
+    for name, value in {
+        "OPENAI_API_KEY": "sk-secret",
+        "OPENAI_BASE_URL": "http://judge",
+        "GYMWRIGHT_JUDGE_MODEL": "j",
+        "SOMETHING_ELSE": "kept",
+    }.items():
         monkeypatch.setenv(name, value)
     spec = importlib.util.spec_from_file_location("harbor_grade_under_test", archive.BUNDLE_DIR / "harbor_grade.py")
     module = importlib.util.module_from_spec(spec)
@@ -263,11 +390,19 @@ def test_commands_run_by_the_harbor_verifiers_checks_do_not_see_the_judges_setti
 def test_reward_py_grades_one_answer_from_the_command_line_into_a_pipe(pack_dir):
     """`python reward.py TASK_ID < answer.txt` (reward.py's own usage line) prints the grade, also when its
     output goes to a pipe or a file (it once ended before its buffer was written, printing nothing)."""
-    done = subprocess.run([grader_python(), "reward.py", "six-times-seven"], input="It is 42", capture_output=True,
-                          text=True, cwd=pack_dir, env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir)}, timeout=120)
+    done = subprocess.run(
+        [grader_python(), "reward.py", "six-times-seven"],
+        input="It is 42",
+        capture_output=True,
+        text=True,
+        cwd=pack_dir,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir)},
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     printed, expected = json.loads(done.stdout), engine_reward(TEXT_TASK, "It is 42")
     assert printed["reward"] == expected["reward"] == pytest.approx(2 / 3) and printed["complete"] is False
     assert printed["reward_upper"] == 1.0
     assert [(c["id"], c["status"], c["score"]) for c in printed["checks"]] == [
-        (c["id"], c["status"], c["score"]) for c in expected["checks"]]
+        (c["id"], c["status"], c["score"]) for c in expected["checks"]
+    ]

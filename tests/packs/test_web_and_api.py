@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
 
 import pytest
@@ -32,8 +31,9 @@ def token_client(user) -> APIClient:
     return client
 
 
-def test_a_lab_member_builds_from_the_page_and_it_shows_progress_then_contents(client, lab, approved_tasks, eager_celery,
-                                                                              django_capture_on_commit_callbacks):
+def test_a_lab_member_builds_from_the_page_and_it_shows_progress_then_contents(
+    client, lab, approved_tasks, eager_celery, django_capture_on_commit_callbacks
+):
     client.force_login(lab)
     assert client.post("/packs/", {"slug": "from-web", "name": "From web", "licence": "MIT"}).status_code == 302
     with django_capture_on_commit_callbacks(execute=True):
@@ -67,8 +67,10 @@ def test_check_shows_the_plan_and_a_build_of_the_same_tasks_asks_first(client, l
     assert f"a test\n      ratio of {both} puts tasks in both" in text, text
     fills = client.post("/packs/web-pack/", {"test_ratio": str(both), "tasks": "task-00, task-01", "action": "check"})
     assert "1 in train, 1 in test" in fills.content.decode() and "would be empty" not in fills.content.decode()
-    assert "would be empty" not in client.post("/packs/web-pack/", {"test_ratio": "0.5", "action": "check"}
-                                               ).content.decode()
+    assert (
+        "would be empty"
+        not in client.post("/packs/web-pack/", {"test_ratio": "0.5", "action": "check"}).content.decode()
+    )
     assert PackVersion.objects.filter(pack__slug="web-pack").count() == 1  # nothing built
     same = client.post("/packs/web-pack/", {"test_ratio": "0.1", "action": "build"})
     assert same.status_code == 200 and PackVersion.objects.filter(pack__slug="web-pack").count() == 1
@@ -92,8 +94,12 @@ def test_the_build_form_shows_the_approved_tasks_tags_not_a_later_drafts(client,
 
     make_approved(author=author, reviewer=reviewer, slug="physics-01", tags=("physics", "maths"))
     retagged = Task.objects.get(slug="task-00")
-    authoring_services.task_version_create(task=retagged, author=author, base_version=1, content={
-        **authoring_services.task_version_content(retagged.latest_version), "tags": ["draft-only"]})
+    authoring_services.task_version_create(
+        task=retagged,
+        author=author,
+        base_version=1,
+        content={**authoring_services.task_version_content(retagged.latest_version), "tags": ["draft-only"]},
+    )
     client.force_login(lab)
     page = client.get("/packs/web-pack/").content.decode()
     shown = page.split('id="approved-tags"')[1].split("</p>")[0]
@@ -107,8 +113,12 @@ def test_the_build_form_starts_from_the_last_versions_selection(client, lab, app
     pack = services.pack_create(slug="sel-pack", user=lab, name="Selection")
     client.force_login(lab)
     assert 'name="tags" value' not in client.get("/packs/sel-pack/").content.decode()  # a new pack: empty
-    services.pack_version_start(pack=pack, user=lab, enqueue=False, selection=services.Selection(
-        tags=("maths",), tasks=("task-00", "task-01"), test_ratio=0.2))
+    services.pack_version_start(
+        pack=pack,
+        user=lab,
+        enqueue=False,
+        selection=services.Selection(tags=("maths",), tasks=("task-00", "task-01"), test_ratio=0.2),
+    )
     page = client.get("/packs/sel-pack/").content.decode()
     assert 'name="tags" value="maths"' in page and 'name="tasks" value="task-00, task-01"' in page
     assert 'name="test_ratio" value="0.2"' in page
@@ -135,9 +145,13 @@ def test_a_build_request_with_oversized_names_is_refused_at_its_pointer(lab, rea
     or comparison, at its pointer."""
     api = token_client(lab)
     huge = "x" * 1_000_000
-    for body, pointer in (({"tags": [huge]}, "/tags/0"), ({"tasks": [huge]}, "/tasks/0"),
-                          ({"environment": huge}, "/environment"), ({"version": huge}, "/version"),
-                          ({"tags": [f"t{n}" for n in range(21)]}, "/tags")):
+    for body, pointer in (
+        ({"tags": [huge]}, "/tags/0"),
+        ({"tasks": [huge]}, "/tasks/0"),
+        ({"environment": huge}, "/environment"),
+        ({"version": huge}, "/version"),
+        ({"tags": [f"t{n}" for n in range(21)]}, "/tags"),
+    ):
         response = api.post("/api/packs/web-pack/versions/", {**body, "dry_run": True}, format="json")
         assert response.status_code == 400, (pointer, response.content[:300])
         assert response.json()["error"]["details"][0]["pointer"] == pointer
@@ -150,8 +164,11 @@ def test_the_pack_page_warns_of_an_empty_split(client, lab, author, reviewer):
 
     make_approved(author=author, reviewer=reviewer, slug="six-times-seven")  # hashes into train at 0.1
     pack = services.pack_create(slug="tiny", user=lab, name="Tiny")
-    version = services.pack_version_build(pack_version_id=services.pack_version_start(
-        pack=pack, user=lab, selection=services.Selection(), enqueue=False).pk)
+    version = services.pack_version_build(
+        pack_version_id=services.pack_version_start(
+            pack=pack, user=lab, selection=services.Selection(), enqueue=False
+        ).pk
+    )
     assert version.manifest["counts"] == {"tasks": 1, "train": 1, "test": 0, "parquet": {"train": 1, "test": 0}}
     client.force_login(lab)
     page = client.get("/packs/tiny/1.0.0/").content.decode()
@@ -180,8 +197,13 @@ def test_download_in_the_browser_and_the_api_is_streamed_with_length_sha256_and_
     assert "web-pack-1.0.0.tar.gz" in response["Content-Disposition"]
     api = token_client(lab)
     response = api.get("/api/packs/web-pack/versions/1.0.0/download/")
-    assert response.status_code == 200 and hashlib.sha256(b"".join(response.streaming_content)).hexdigest() == ready.sha256
-    assert api.get("/api/packs/web-pack/versions/1.0.0/download/", HTTP_IF_NONE_MATCH=f'"{ready.sha256}"').status_code == 304
+    assert (
+        response.status_code == 200 and hashlib.sha256(b"".join(response.streaming_content)).hexdigest() == ready.sha256
+    )
+    assert (
+        api.get("/api/packs/web-pack/versions/1.0.0/download/", HTTP_IF_NONE_MATCH=f'"{ready.sha256}"').status_code
+        == 304
+    )
     assert AuditEvent.objects.filter(verb="download").count() == 2
 
 
@@ -196,8 +218,9 @@ def test_authors_cannot_build_or_download_but_can_read(client, author, ready):
     assert api.get("/api/packs/web-pack/versions/1.0.0/download/").status_code == 403
 
 
-def test_the_api_builds_and_reports_bad_input_with_pointers(lab, approved_tasks, eager_celery,
-                                                           django_capture_on_commit_callbacks):
+def test_the_api_builds_and_reports_bad_input_with_pointers(
+    lab, approved_tasks, eager_celery, django_capture_on_commit_callbacks
+):
     api = token_client(lab)
     assert api.post("/api/packs/", {"slug": "api-pack"}, format="json").status_code == 201
     with django_capture_on_commit_callbacks(execute=True):
@@ -219,8 +242,13 @@ def test_bulk_import_endpoint_takes_a_list_of_tasks_and_reports_per_item(author)
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["imported"] == 5 and body["rejected"] == 1
-    assert body["rows"][5] == {"where": "/tasks/5", "status": "rejected", "task": "bulk-bad",
-                               "message": "the prompt is empty", "pointer": "/prompt"}
+    assert body["rows"][5] == {
+        "where": "/tasks/5",
+        "status": "rejected",
+        "task": "bulk-bad",
+        "message": "the prompt is empty",
+        "pointer": "/prompt",
+    }
     assert Task.objects.filter(slug__startswith="bulk-").count() == 5
     assert api.post("/api/imports/bulk/", {"tasks": []}, format="json").status_code == 400
 
@@ -230,25 +258,52 @@ def test_a_bulk_request_rejects_each_bad_item_at_its_pointer_and_imports_the_res
     caller never sent ("rows.jsonl could not be read as a table: ..."); items without an id were named by
     their position and so made new versions of the tasks an earlier request had made."""
     api = token_client(author)
-    document = {"schema": "gymwright.task/v1", "id": "bulk-doc", "title": "A document", "prompt": "Say hi",
-                "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                    {"id": "hi", "kind": "string_match", "points": 1, "expected": "hi"}]}}
-    items = [None, 5, "text", {"prompt": "What is 2+2?", "answer": "4", "criteria": ["Says 4", "Shows work"]},
-             document, {"question": "No answer nor criteria"}, {"answer": "no prompt"}]
+    document = {
+        "schema": "gymwright.task/v1",
+        "id": "bulk-doc",
+        "title": "A document",
+        "prompt": "Say hi",
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "hi", "kind": "string_match", "points": 1, "expected": "hi"}],
+        },
+    }
+    items = [
+        None,
+        5,
+        "text",
+        {"prompt": "What is 2+2?", "answer": "4", "criteria": ["Says 4", "Shows work"]},
+        document,
+        {"question": "No answer nor criteria"},
+        {"answer": "no prompt"},
+    ]
     response = api.post("/api/imports/bulk/", {"tasks": items}, format="json")
     assert response.status_code == 200, response.content
     rows = response.json()["rows"]
-    assert [row["status"] for row in rows] == ["rejected", "rejected", "rejected", "created", "created",
-                                               "rejected", "rejected"]
+    assert [row["status"] for row in rows] == [
+        "rejected",
+        "rejected",
+        "rejected",
+        "created",
+        "created",
+        "rejected",
+        "rejected",
+    ]
     assert [row["where"] for row in rows] == [f"/tasks/{index}" for index in range(7)]
     assert rows[0]["message"] == "expected an object with a prompt, got NoneType"
     assert rows[2]["message"] == "expected an object with a prompt, got str"
     assert rows[5]["pointer"] == "/rubric" and rows[6]["pointer"] == "/prompt"
     assert not any("rows.jsonl" in row.get("message", "") for row in rows)
     row_task = Task.objects.get(slug=rows[3]["task"])
-    assert [check["criterion"] for check in row_task.latest_version.spec["rubric"]["checks"]] == ["Says 4", "Shows work"]
-    again = api.post("/api/imports/bulk/", {"tasks": [{"prompt": "What is 3*3?", "answer": "9", "criteria": "9"},
-                                                       items[3]]}, format="json").json()["rows"]
+    assert [check["criterion"] for check in row_task.latest_version.spec["rubric"]["checks"]] == [
+        "Says 4",
+        "Shows work",
+    ]
+    again = api.post(
+        "/api/imports/bulk/",
+        {"tasks": [{"prompt": "What is 3*3?", "answer": "9", "criteria": "9"}, items[3]]},
+        format="json",
+    ).json()["rows"]
     assert [row["status"] for row in again] == ["created", "unchanged"] and again[1]["task"] == rows[3]["task"]
     assert again[0]["task"] != rows[3]["task"] and row_task.versions.count() == 1
 
@@ -279,14 +334,20 @@ def test_an_import_says_which_environment_its_tasks_go_to_and_whether_it_makes_o
     shown = page.split('id="import-environments"')[1].split("</p>")[0]
     assert "<strong>imported</strong>" in shown and "2 tasks" in shown and "a new environment" in shown
     assert "would make" in shown and not Environment.objects.filter(slug="imported").exists()
-    report = importer.tasks_import(path=None, documents=[{"id": "env-1", "prompt": "Say hi", "criteria": "Greets"}],
-                                   user=author)
+    report = importer.tasks_import(
+        path=None, documents=[{"id": "env-1", "prompt": "Say hi", "criteria": "Greets"}], user=author
+    )
     assert report.environments == [{"environment": "imported", "tasks": 1, "new": True}]
     assert report.as_dict()["environments"] == report.environments
     assert report.environments_text() == "environment imported (new): 1 task"
-    again = importer.tasks_import(path=None, documents=[{"id": "env-2", "prompt": "Say bye", "criteria": "Leaves"},
-                                                        {"id": "env-1", "prompt": "Say hi", "criteria": "Greets"}],
-                                  user=author)
+    again = importer.tasks_import(
+        path=None,
+        documents=[
+            {"id": "env-2", "prompt": "Say bye", "criteria": "Leaves"},
+            {"id": "env-1", "prompt": "Say hi", "criteria": "Greets"},
+        ],
+        user=author,
+    )
     assert again.environments == [{"environment": "imported", "tasks": 1, "new": False}]  # env-1: unchanged
 
 
@@ -299,15 +360,17 @@ def test_an_import_refuses_options_it_would_not_read(author):
     assert response.status_code == 400 and response.json()["error"]["details"][0]["pointer"] == "?dry_run"
     response = api.post("/api/imports/bulk/", {"tasks": rows, "dryrun": True}, format="json")
     assert response.status_code == 400
-    assert response.json()["error"]["details"] == [{"pointer": "/dryrun",
-                                                    "message": "unknown field (the fields are: tasks, environment, dry_run)"}]
+    assert response.json()["error"]["details"] == [
+        {"pointer": "/dryrun", "message": "unknown field (the fields are: tasks, environment, dry_run)"}
+    ]
     assert not Task.objects.filter(slug="opt-1").exists()
     assert api.post("/api/imports/bulk/", {"tasks": rows, "dry_run": True}, format="json").json()["dry_run"] is True
     assert not Task.objects.filter(slug="opt-1").exists()
 
 
-def test_after_a_dry_run_the_page_imports_the_same_file_for_real_without_a_second_upload(client, author, other_author,
-                                                                                          settings, tmp_path):
+def test_after_a_dry_run_the_page_imports_the_same_file_for_real_without_a_second_upload(
+    client, author, other_author, settings, tmp_path
+):
     settings.PACK_SCRATCH_DIR = tmp_path / "scratch"
     client.force_login(author)
     upload = io.BytesIO(b"id,prompt,criteria\nkept-1,Say hi,Greets\n")
@@ -343,13 +406,19 @@ def test_the_import_report_says_each_status_in_words_and_links_what_it_made(clie
 @pytest.fixture
 def hooked_ready(hooked_storage, lab, approved_tasks):
     """A ready version built into the hooked storage (tests.packs.storage_hooks), its check after the build done."""
-    return build_and_verify(services.pack_version_start(
-        pack=services.pack_create(slug="web-pack", user=lab, name="Web pack"), user=lab,
-        selection=services.Selection(), enqueue=False).pk)
+    return build_and_verify(
+        services.pack_version_start(
+            pack=services.pack_create(slug="web-pack", user=lab, name="Web pack"),
+            user=lab,
+            selection=services.Selection(),
+            enqueue=False,
+        ).pk
+    )
 
 
-def test_pages_show_the_stored_verification_and_never_read_the_archive(client, lab, author, hooked_storage,
-                                                                     hooked_ready):
+def test_pages_show_the_stored_verification_and_never_read_the_archive(
+    client, lab, author, hooked_storage, hooked_ready
+):
     """The verification fragment read and hashed the whole archive twice on every load, for any role member."""
     hooked_storage.opened.clear()
     for user in (lab, author):
@@ -368,7 +437,8 @@ def test_pages_show_the_stored_verification_and_never_read_the_archive(client, l
 
 
 def test_verify_again_catches_a_tampered_archive_and_the_page_shows_it_failed_with_each_mismatch(
-        client, lab, author, hooked_ready, eager_celery, django_capture_on_commit_callbacks, capsys):
+    client, lab, author, hooked_ready, eager_celery, django_capture_on_commit_callbacks, capsys
+):
     import html
 
     from django.core.files.storage import default_storage
@@ -405,8 +475,7 @@ def test_verify_again_catches_a_tampered_archive_and_the_page_shows_it_failed_wi
     assert client.post("/packs/web-pack/1.0.0/verification/", HTTP_HX_REQUEST="true").status_code == 403
 
 
-def test_the_diff_links_each_change_to_the_task_versions_it_names(client, lab, author, reviewer, admin,
-                                                                  approved_tasks):
+def test_the_diff_links_each_change_to_the_task_versions_it_names(client, lab, author, reviewer, admin, approved_tasks):
     """Added: the version in this pack; removed: the one in the previous pack; changed: the task's version diff.
     Each link opens for a lab member, on the right versions (an added task's later approved version is not the
     pack's)."""
@@ -414,30 +483,44 @@ def test_the_diff_links_each_change_to_the_task_versions_it_names(client, lab, a
     from review import services as review_services
 
     def approve_new_version(task, prompt):
-        authoring_services.task_version_create(task=task, author=author, base_version=task.latest_version.number,
-                                               content={**authoring_services.task_version_content(task.latest_version),
-                                                        "prompt": prompt})
+        authoring_services.task_version_create(
+            task=task,
+            author=author,
+            base_version=task.latest_version.number,
+            content={**authoring_services.task_version_content(task.latest_version), "prompt": prompt},
+        )
         task.refresh_from_db()
         review_services.task_submit(task=task, user=admin, override_reason="no previews in this test")
         review_services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
 
     pack = services.pack_create(slug="diff-pack", user=lab)
     slugs = [task.slug for task in approved_tasks]
-    services.pack_version_build(pack_version_id=services.pack_version_start(
-        pack=pack, user=lab, selection=services.Selection(tasks=tuple(slugs[:5])), enqueue=False).pk)
+    services.pack_version_build(
+        pack_version_id=services.pack_version_start(
+            pack=pack, user=lab, selection=services.Selection(tasks=tuple(slugs[:5])), enqueue=False
+        ).pk
+    )
     approve_new_version(approved_tasks[2], "reworded")
-    second = services.pack_version_build(pack_version_id=services.pack_version_start(
-        pack=pack, user=lab, selection=services.Selection(tasks=(*slugs[:4], slugs[6])), enqueue=False).pk)
+    second = services.pack_version_build(
+        pack_version_id=services.pack_version_start(
+            pack=pack, user=lab, selection=services.Selection(tasks=(*slugs[:4], slugs[6])), enqueue=False
+        ).pk
+    )
     assert second.version == "2.0.0"
     approve_new_version(approved_tasks[6], "after the pack")  # task-06 is at v2 now; the pack has v1
     client.force_login(lab)
     page = client.get("/packs/diff-pack/2.0.0/").content.decode()
     assert "Changes since 1.0.0" in page
     diff = page.split('id="pack-diff"')[1].split("</ul>")[0]
-    links = {kind: href.replace("&amp;", "&") for kind, href in
-             re.findall(r'data-change="(\w+)">\w+\s*<a href="([^"]+)"', diff)}
-    assert links == {"added": "/tasks/task-06/versions/1/", "removed": "/tasks/task-04/versions/1/",
-                     "changed": "/tasks/task-02/diff/?a=1&b=2"}
+    links = {
+        kind: href.replace("&amp;", "&")
+        for kind, href in re.findall(r'data-change="(\w+)">\w+\s*<a href="([^"]+)"', diff)
+    }
+    assert links == {
+        "added": "/tasks/task-06/versions/1/",
+        "removed": "/tasks/task-04/versions/1/",
+        "changed": "/tasks/task-02/diff/?a=1&b=2",
+    }
     for kind, href in links.items():
         response = client.get(href)
         assert response.status_code == 200, (kind, href)
@@ -445,8 +528,10 @@ def test_the_diff_links_each_change_to_the_task_versions_it_names(client, lab, a
             assert (response.context["a"].number, response.context["b"].number) == (1, 2)
             assert response.context["task"].slug == "task-02"
         else:
-            assert (response.context["version"].task.slug, response.context["version"].number) == \
-                ({"added": "task-06", "removed": "task-04"}[kind], 1)
+            assert (response.context["version"].task.slug, response.context["version"].number) == (
+                {"added": "task-06", "removed": "task-04"}[kind],
+                1,
+            )
 
 
 def test_the_api_refuses_an_archived_task_in_the_list_at_its_pointer(lab, approved_tasks):
@@ -454,8 +539,9 @@ def test_the_api_refuses_an_archived_task_in_the_list_at_its_pointer(lab, approv
     api = token_client(lab)
     assert api.post("/api/packs/", {"slug": "api-pack"}, format="json").status_code == 201
     for dry_run in (True, False):
-        response = api.post("/api/packs/api-pack/versions/", {"tasks": ["task-01", "task-02"], "dry_run": dry_run},
-                            format="json")
+        response = api.post(
+            "/api/packs/api-pack/versions/", {"tasks": ["task-01", "task-02"], "dry_run": dry_run}, format="json"
+        )
         assert response.status_code == 400
         error = response.json()["error"]
         assert error["message"] == "Task 'task-02' is archived."

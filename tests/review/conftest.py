@@ -32,13 +32,29 @@ def finished_preview(version, user, policy: str, rewards: list, pass_threshold: 
     from sandbox.models import PreviewRun, Rollout
 
     kind, _, argument = policy.partition(":")
-    run = PreviewRun.objects.create(task_version=version, created_by=user, policy=policy, policy_kind=kind,
-                                    policy_argument=argument, n=len(rewards),
-                                    backend="bubblewrap", status=PreviewRun.Status.DONE, finished_at=timezone.now())
-    Rollout.objects.bulk_create([
-        Rollout(preview_run=run, index=index, status=Rollout.Status.DONE if reward is not None else Rollout.Status.ERROR,
-                reward=reward, passed=None if reward is None else reward >= pass_threshold)
-        for index, reward in enumerate(rewards)])
+    run = PreviewRun.objects.create(
+        task_version=version,
+        created_by=user,
+        policy=policy,
+        policy_kind=kind,
+        policy_argument=argument,
+        n=len(rewards),
+        backend="bubblewrap",
+        status=PreviewRun.Status.DONE,
+        finished_at=timezone.now(),
+    )
+    Rollout.objects.bulk_create(
+        [
+            Rollout(
+                preview_run=run,
+                index=index,
+                status=Rollout.Status.DONE if reward is not None else Rollout.Status.ERROR,
+                reward=reward,
+                passed=None if reward is None else reward >= pass_threshold,
+            )
+            for index, reward in enumerate(rewards)
+        ]
+    )
     return run
 
 

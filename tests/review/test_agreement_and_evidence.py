@@ -11,27 +11,59 @@ from review import selectors, services
 from sandbox.models import Rollout
 from tests.review.conftest import RUBRIC, api_client, finished_preview, task_content
 
-JUDGED_RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-    {"id": "clear", "kind": "llm_judge", "points": 1, "criterion": "Explains how six sevens make 42."},
-    {"id": "says_42", "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"}]}
+JUDGED_RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.5,
+    "checks": [
+        {"id": "clear", "kind": "llm_judge", "points": 1, "criterion": "Explains how six sevens make 42."},
+        {"id": "says_42", "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"},
+    ],
+}
 
 
 def judged_grade(version, author, met: bool, says_42: float = 1.0):
     score = 1.0 if met else 0.0
     earned = score + says_42
-    document = {"schema": "gymwright.grade/v1", "reward": earned / 2, "earned": earned, "max": 2,
-                "passed": earned / 2 >= 0.5, "gated": False, "complete": True, "checks": [
-                    {"id": "clear", "kind": "llm_judge", "status": "scored", "score": score, "points": 1,
-                     "awarded": score, "explanation": "judge says so", "votes": [met], "duration_ms": 1},
-                    {"id": "says_42", "kind": "string_match", "status": "scored", "score": says_42, "points": 1,
-                     "awarded": says_42, "explanation": "", "duration_ms": 0}]}
+    document = {
+        "schema": "gymwright.grade/v1",
+        "reward": earned / 2,
+        "earned": earned,
+        "max": 2,
+        "passed": earned / 2 >= 0.5,
+        "gated": False,
+        "complete": True,
+        "checks": [
+            {
+                "id": "clear",
+                "kind": "llm_judge",
+                "status": "scored",
+                "score": score,
+                "points": 1,
+                "awarded": score,
+                "explanation": "judge says so",
+                "votes": [met],
+                "duration_ms": 1,
+            },
+            {
+                "id": "says_42",
+                "kind": "string_match",
+                "status": "scored",
+                "score": says_42,
+                "points": 1,
+                "awarded": says_42,
+                "explanation": "",
+                "duration_ms": 0,
+            },
+        ],
+    }
     return grade_record(grade=grade_from_document(document), task_version=version, source="rollout", user=author)
 
 
 @pytest.fixture
 def judged_task(author, environment):
-    return authoring_services.task_create(slug="judged", environment=environment, author=author,
-                                          content=task_content(rubric=JUDGED_RUBRIC))
+    return authoring_services.task_create(
+        slug="judged", environment=environment, author=author, content=task_content(rubric=JUDGED_RUBRIC)
+    )
 
 
 def test_agreement_and_kappa_per_check_match_hand_computed_values_and_flag_rewording(judged_task, author, reviewer):
@@ -44,8 +76,11 @@ def test_agreement_and_kappa_per_check_match_hand_computed_values_and_flag_rewor
     assert item.criterion == "Explains how six sevens make 42." and item.judge_met is True
 
     for grade, (_, human) in zip(grades[:10], pairs[:10]):
-        judge_label_record(check_result=grade.check_results.get(check_id="clear"), reviewer=reviewer,
-                           verdict="met" if human else "not_met")
+        judge_label_record(
+            check_result=grade.check_results.get(check_id="clear"),
+            reviewer=reviewer,
+            verdict="met" if human else "not_met",
+        )
     ten = review_agreement.agreement_json(task=judged_task)["checks"][0]
     # 10 labels: TT4 TF2 FF4 → observed 0.8; p_judge 0.6, p_human 0.4 → expected 0.48; κ = 0.32 / 0.52
     assert (ten["labels"], ten["agreed"], ten["rate"]) == (10, 8, 0.8)
@@ -82,13 +117,15 @@ def test_a_check_met_in_every_rollout_is_flagged_on_the_review_page(client, subm
     assert page.count("does not tell rollouts apart") == 1  # "clear" is met in half: not flagged
 
 
-def test_open_threads_follow_their_check_to_new_versions_and_gone_checks_are_set_apart(client, submitted, author,
-                                                                                       reviewer):
+def test_open_threads_follow_their_check_to_new_versions_and_gone_checks_are_set_apart(
+    client, submitted, author, reviewer
+):
     services.comment_create(task=submitted, user=reviewer, body="Keep this one.", check_id="says_42")
     services.comment_create(task=submitted, user=reviewer, body="Drop this check?", check_id="has_number")
     rubric = {**RUBRIC, "checks": [RUBRIC["checks"][0]]}
-    authoring_services.task_version_create(task=submitted, author=author, base_version=1,
-                                           content=task_content(rubric=rubric))
+    authoring_services.task_version_create(
+        task=submitted, author=author, base_version=1, content=task_content(rubric=rubric)
+    )
     client.force_login(reviewer)
     page = client.get(f"/review/tasks/{submitted.slug}/").content.decode()
     card = page.split('data-review-check="says_42"', 1)[1].split("</article>", 1)[0]

@@ -17,11 +17,17 @@ def test_submit_answers_409_gates_failed_listing_the_gates_then_200(task, author
     body = response.json()["error"]
     assert response.status_code == 409 and body["code"] == "gates_failed"
     assert {d["pointer"] for d in body["details"]} == {
-        "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing", "/gates/hack:exhaust"}
+        "/gates/oracle",
+        "/gates/nop",
+        "/gates/hack:echo-prompt",
+        "/gates/hack:keyword-stuffing",
+        "/gates/hack:exhaust",
+    }
     assert {g["gate"]: g["status"] for g in body["gates"]}["oracle"] == "not_run"
     # each says what to do next
     assert {d["pointer"]: d["what_to_do"] for d in body["details"]}["/gates/nop"] == (
-        "Click Run gates, and wait for its previews to finish.")
+        "Click Run gates, and wait for its previews to finish."
+    )
     assert {g["gate"]: g["what_to_do"] for g in body["gates"]}["rubric"] == ""
 
     pass_gates(task.latest_version, author)
@@ -33,8 +39,7 @@ def test_submit_answers_409_gates_failed_listing_the_gates_then_200(task, author
 def test_an_admin_submits_past_failing_gates_with_a_reason_an_author_cannot(task, author, admin):
     response = api_client(author).post(url(task, 1, "submit"), {"override_reason": "please"}, format="json")
     assert response.status_code == 403 and response.json()["error"]["details"][0]["pointer"] == "/override_reason"
-    response = api_client(admin).post(url(task, 1, "submit"), {"override_reason": "no sandbox here"},
-                                           format="json")
+    response = api_client(admin).post(url(task, 1, "submit"), {"override_reason": "no sandbox here"}, format="json")
     assert response.status_code == 200 and response.json()["override_reason"] == "no sandbox here"
 
 
@@ -48,19 +53,26 @@ def test_reviews_answer_201_409_403_and_400_as_documented(task, author, reviewer
     response = api_client(author).post(url(task, 1, "reviews"), review, format="json")
     assert response.status_code == 403 and response.json()["error"]["code"] == "permission_denied"
 
-    response = api_client(reviewer).post(url(task, 1, "reviews"), {"decision": "request_changes", "comment": "",
-                                                                    "check_comments": {"says_42": ""}}, format="json")
+    response = api_client(reviewer).post(
+        url(task, 1, "reviews"),
+        {"decision": "request_changes", "comment": "", "check_comments": {"says_42": ""}},
+        format="json",
+    )
     assert response.status_code == 400 and response.json()["error"]["code"] == "comment_required"
     response = api_client(reviewer).post(url(task, 1, "reviews"), {"decision": "maybe"}, format="json")
     assert response.status_code == 400 and response.json()["error"]["details"][0]["pointer"] == "/decision"
     # a misnamed field is refused, not dropped (an approval was recorded without the comment sent as "body")
-    response = api_client(reviewer).post(url(task, 1, "reviews"), {"decision": "approve", "body": "Looks right"},
-                                         format="json")
+    response = api_client(reviewer).post(
+        url(task, 1, "reviews"), {"decision": "approve", "body": "Looks right"}, format="json"
+    )
     assert response.status_code == 400 and response.json()["error"]["details"][0]["pointer"] == "/body"
     assert "unknown field" in response.json()["error"]["details"][0]["message"]
 
-    response = api_client(reviewer).post(url(task, 1, "reviews"), {
-        "decision": "request_changes", "check_comments": {"says_42": "Also accept 'forty-two'."}}, format="json")
+    response = api_client(reviewer).post(
+        url(task, 1, "reviews"),
+        {"decision": "request_changes", "check_comments": {"says_42": "Also accept 'forty-two'."}},
+        format="json",
+    )
     assert response.status_code == 201
     assert response.json()["check_comments"] == {"says_42": "Also accept 'forty-two'."}
     assert Task.objects.get(pk=task.pk).status == "changes_requested"
@@ -68,22 +80,32 @@ def test_reviews_answer_201_409_403_and_400_as_documented(task, author, reviewer
     assert listing["count"] == 1 and listing["results"][0]["decision"] == "request_changes"
 
 
-def test_gates_are_read_and_run_gates_starts_only_the_missing_previews(task, author, enqueued,
-                                                                      django_capture_on_commit_callbacks):
+def test_gates_are_read_and_run_gates_starts_only_the_missing_previews(
+    task, author, enqueued, django_capture_on_commit_callbacks
+):
     api = api_client(author)
     body = api.get(url(task, 1, "gates")).json()
     assert body["all_pass"] is False
-    assert body["missing_previews"] == [{"policy": "oracle", "n": 3}, {"policy": "nop", "n": 3},
-                                        {"policy": "hack:echo-prompt", "n": 1},
-                                        {"policy": "hack:keyword-stuffing", "n": 1},
-                                        {"policy": "hack:exhaust", "n": 1}]
+    assert body["missing_previews"] == [
+        {"policy": "oracle", "n": 3},
+        {"policy": "nop", "n": 3},
+        {"policy": "hack:echo-prompt", "n": 1},
+        {"policy": "hack:keyword-stuffing", "n": 1},
+        {"policy": "hack:exhaust", "n": 1},
+    ]
 
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post(url(task, 1, "gates/run"))
     assert response.status_code == 201 and len(response.json()["preview_runs"]) == 5
     from sandbox.models import PreviewRun
+
     assert sorted(PreviewRun.objects.values_list("policy", "n")) == [
-        ("hack:echo-prompt", 1), ("hack:exhaust", 1), ("hack:keyword-stuffing", 1), ("nop", 3), ("oracle", 3)]
+        ("hack:echo-prompt", 1),
+        ("hack:exhaust", 1),
+        ("hack:keyword-stuffing", 1),
+        ("nop", 3),
+        ("oracle", 3),
+    ]
     assert len(enqueued) == 9  # oracle ×3, nop ×3, three hack probes ×1
     assert api.post(url(task, 1, "gates/run")).json()["preview_runs"] == []  # nothing missing any more
 
@@ -135,10 +157,17 @@ def test_agreement_needs_exactly_one_scope(task, reviewer):
 def test_the_review_paths_are_in_the_openapi_schema(client, author):
     client.force_login(author)
     schema = client.get("/api/schema/?format=json").json()
-    for path in ("/api/tasks/{slug}/versions/{number}/submit/", "/api/tasks/{slug}/versions/{number}/reviews/",
-                 "/api/review-queue/", "/api/inbox/", "/api/tasks/{slug}/versions/{number}/gates/",
-                 "/api/tasks/{slug}/versions/{number}/gates/run/", "/api/tasks/{slug}/comments/",
-                 "/api/tasks/{slug}/comments/{comment_id}/resolve/", "/api/agreement/"):
+    for path in (
+        "/api/tasks/{slug}/versions/{number}/submit/",
+        "/api/tasks/{slug}/versions/{number}/reviews/",
+        "/api/review-queue/",
+        "/api/inbox/",
+        "/api/tasks/{slug}/versions/{number}/gates/",
+        "/api/tasks/{slug}/versions/{number}/gates/run/",
+        "/api/tasks/{slug}/comments/",
+        "/api/tasks/{slug}/comments/{comment_id}/resolve/",
+        "/api/agreement/",
+    ):
         assert path in schema["paths"], path
     submit = schema["paths"]["/api/tasks/{slug}/versions/{number}/submit/"]["post"]["responses"]
     assert "409" in submit

@@ -16,8 +16,7 @@ from sandbox import worker
 pytestmark = [pytest.mark.bubblewrap]
 
 
-def test_the_demo_files_task_passes_its_gates_honestly_and_is_submitted_without_override(sandbox_dir, author,
-                                                                                          settings):
+def test_the_demo_files_task_passes_its_gates_honestly_and_is_submitted_without_override(sandbox_dir, author, settings):
     settings.OPENAI_BASE_URL = ""
     call_command("load_demo", owner=author.username)
     task = Task.objects.get(slug="q3-revenue-summary")
@@ -29,7 +28,8 @@ def test_the_demo_files_task_passes_its_gates_honestly_and_is_submitted_without_
             assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     gates = {result.gate: result for result in review_gates.gates_evaluate(task_version=version)}
     assert {name: result.status for name, result in gates.items()} == dict.fromkeys(gates, "pass"), {
-        name: result.message for name, result in gates.items()}
+        name: result.message for name, result in gates.items()
+    }
     assert gates["oracle"].message == "3 of 3 passed: the reference solution passes"
     assert gates["hack:echo-prompt"].message == "hack:echo-prompt scores 0.00, within its limit of 0.10"
     submission = review_services.task_submit(task=task, user=author)

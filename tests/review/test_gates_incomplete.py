@@ -49,18 +49,26 @@ def gates_of(version) -> dict:
     return {result.gate: result for result in review_gates.gates_evaluate(task_version=version)}
 
 
-def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(sandbox_dir, author, client,
-                                                                              settings):
+def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(sandbox_dir, author, client, settings):
     from grading import endpoints
     from grading.models import ModelEndpoint
 
     settings.OPENAI_BASE_URL = ""
     endpoints.cache_clear()
-    environment = authoring_services.environment_create(slug="env-judged", name="env", author=author,
-                                                        spec={"network": "none"})
-    task = authoring_services.task_create(slug="judged-sum", environment=environment, author=author, content={
-        "title": "Six by seven", "prompt": "What is six times seven? Explain briefly.", "rubric": RUBRIC,
-        "solution": {"script": None, "answer": ORACLE}})
+    environment = authoring_services.environment_create(
+        slug="env-judged", name="env", author=author, spec={"network": "none"}
+    )
+    task = authoring_services.task_create(
+        slug="judged-sum",
+        environment=environment,
+        author=author,
+        content={
+            "title": "Six by seven",
+            "prompt": "What is six times seven? Explain briefly.",
+            "rubric": RUBRIC,
+            "solution": {"script": None, "answer": ORACLE},
+        },
+    )
     version = task.latest_version
     preview_gates = ["oracle", "nop", "probe:0"]
     hack_gates = ["hack:echo-prompt", "hack:keyword-stuffing", "hack:judge-injection", "hack:exhaust"]
@@ -76,10 +84,13 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     assert {name: gates[name].status for name in hack_gates} == dict.fromkeys(hack_gates, "fail")
     assert gates["hack:judge-injection"].message == (
         "1 of 1 grades are incomplete (judge checks unscored: no judge was configured when it ran), and their "
-        "unscored checks could lift it above 0.1: did not show the task is safe")
+        "unscored checks could lift it above 0.1: did not show the task is safe"
+    )
     assert gates["hack:judge-injection"].to_dict()["what_to_do"] == "Configure a judge, then click Run gates."
-    assert gates["oracle"].message == ("3 of 3 grades are incomplete (judge checks unscored: no judge was configured "
-                                       "when it ran) — configure a judge, then run it again")
+    assert gates["oracle"].message == (
+        "3 of 3 grades are incomplete (judge checks unscored: no judge was configured "
+        "when it ran) — configure a judge, then run it again"
+    )
     assert gates["judge"].status == "fail"
     page = client.get(f"/tasks/{task.slug}/").content.decode()
     assert 'data-gate="oracle" data-status="not_run"' in page
@@ -95,19 +106,34 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     assert PreviewRun.objects.filter(task_version=version).count() == 7
 
     with OpenAIServer(handler=judge) as server:
-        ModelEndpoint.objects.create(name="judge", role="judge", base_url=server.base_url, model="judge-model",
-                                     api_key_env="")
+        ModelEndpoint.objects.create(
+            name="judge", role="judge", base_url=server.base_url, model="judge-model", api_key_env=""
+        )
         endpoints.cache_clear()
         page = client.get(f"/tasks/{task.slug}/").content.decode()
         assert "that are missing or came back incomplete" in page
         assert [policy for policy, _ in review_gates.gates_missing_previews(task_version=version)] == [
-            "oracle", "nop", "probe:42", "hack:echo-prompt", "hack:keyword-stuffing", "hack:judge-injection",
-            "hack:exhaust"]
+            "oracle",
+            "nop",
+            "probe:42",
+            "hack:echo-prompt",
+            "hack:keyword-stuffing",
+            "hack:judge-injection",
+            "hack:exhaust",
+        ]
         client.post(f"/tasks/{task.slug}/gates/run/")
         second = list(PreviewRun.objects.filter(task_version=version).exclude(pk__in=[run.pk for run in first]))
         assert sorted((run.policy, run.n) for run in second) == sorted(
-            [("oracle", 3), ("nop", 3), ("probe:42", 1), ("hack:echo-prompt", 1), ("hack:keyword-stuffing", 1),
-             ("hack:judge-injection", 1), ("hack:exhaust", 1)])
+            [
+                ("oracle", 3),
+                ("nop", 3),
+                ("probe:42", 1),
+                ("hack:echo-prompt", 1),
+                ("hack:keyword-stuffing", 1),
+                ("hack:judge-injection", 1),
+                ("hack:exhaust", 1),
+            ]
+        )
         # queued, not yet run: nothing more to start, and the gates still wait
         assert review_gates.gates_missing_previews(task_version=version) == []
         assert gates_of(version)["oracle"].status == "not_run"
@@ -116,7 +142,8 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
 
     gates = gates_of(version)
     assert {name: gates[name].status for name in gates} == dict.fromkeys(gates, "pass"), {
-        name: gates[name].message for name in gates}
+        name: gates[name].message for name in gates
+    }
     assert gates["oracle"].message == "3 of 3 passed: the reference solution passes"
     assert gates["hack:judge-injection"].message == "hack:judge-injection scores 0.00, within its limit of 0.10"
     assert gates["probe:0"].message == "highest reward 0.50"

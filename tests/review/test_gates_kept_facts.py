@@ -16,17 +16,23 @@ from tests.review.conftest import finished_preview
 
 pytestmark = pytest.mark.django_db
 
-RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": [
-    {"id": "says_42", "kind": "string_match", "points": 1, "expected": "42"},
-    {"id": "explains", "kind": "llm_judge", "points": 1, "criterion": "Explains it."}]}
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.5,
+    "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 1, "expected": "42"},
+        {"id": "explains", "kind": "llm_judge", "points": 1, "criterion": "Explains it."},
+    ],
+}
 
 
 def test_an_incomplete_grades_facts_are_read_once_per_process_and_decide_as_before(task, author):
     version = task.latest_version
     run = finished_preview(version, author, "oracle", [0.0, 0.0, 0.0])
     for rollout in run.rollouts.all():  # graded without a judge: the judge check is unscored
-        stored = grading_services.grade_record(grade=engine_grade(RUBRIC, answer="nothing"), task_version=version,
-                                               source="rollout", rollout_id=rollout.pk)
+        stored = grading_services.grade_record(
+            grade=engine_grade(RUBRIC, answer="nothing"), task_version=version, source="rollout", rollout_id=rollout.pk
+        )
         Rollout.objects.filter(pk=rollout.pk).update(grade=stored)
 
     first = {result.gate: result for result in review_gates.gates_evaluate(task_version=version)}

@@ -12,7 +12,9 @@ from review import gates as review_gates
 from review import services as review_services
 from tests.review.conftest import RUBRIC, api_client, pass_gates, task_content
 
-NO_KEY = "no reference solution, and no example answer expected to pass that passes: nothing shows the task can be solved"
+NO_KEY = (
+    "no reference solution, and no example answer expected to pass that passes: nothing shows the task can be solved"
+)
 
 
 def gates_of(version) -> dict:
@@ -20,8 +22,12 @@ def gates_of(version) -> dict:
 
 
 def test_a_task_without_a_solution_fails_the_oracle_gate_and_cannot_be_submitted(author, environment, client):
-    task = authoring_services.task_create(slug="six-by-seven", environment=environment, author=author,
-                                          content=task_content(solution={"script": None, "answer": None}))
+    task = authoring_services.task_create(
+        slug="six-by-seven",
+        environment=environment,
+        author=author,
+        content=task_content(solution={"script": None, "answer": None}),
+    )
     version = task.latest_version
     pass_gates(version, author)  # every preview the gates ask for, as it should be: still no oracle
     oracle = gates_of(version)["oracle"]
@@ -35,8 +41,9 @@ def test_a_task_without_a_solution_fails_the_oracle_gate_and_cannot_be_submitted
         assert caught.code == "gates_failed"
         [detail] = caught.details
         assert detail["pointer"] == "/gates/oracle" and detail["message"] == f"fail: {NO_KEY}"
-        assert detail["what_to_do"].startswith("Add a reference solution (solution.script and/or solution.answer), "
-                                               "or an example answer expected to pass")
+        assert detail["what_to_do"].startswith(
+            "Add a reference solution (solution.script and/or solution.answer), or an example answer expected to pass"
+        )
 
     body = api_client(author).post(f"/api/tasks/{task.slug}/versions/1/submit/", {}, format="json").json()["error"]
     assert body["code"] == "gates_failed" and body["details"][0]["what_to_do"] == detail["what_to_do"]
@@ -49,29 +56,45 @@ def test_a_task_without_a_solution_fails_the_oracle_gate_and_cannot_be_submitted
     assert '<li data-gate="oracle"><strong>Oracle passes</strong> (fail): Add a reference solution' in blocked
     assert "disabled" in page.split('id="submit-form"', 1)[1].split("</form>", 1)[0]
     # Statuses read as words: a gate not run yet says "(not run)", never "(notrun)".
-    assert all(reason["status_text"] == reason["status"].replace("_", " ")
-               for reason in engine_gates.blocking_reasons([engine_gates.GateResult(
-                   gate="oracle", title="Oracle passes", status=engine_gates.NOT_RUN, message="no run yet")]))
+    assert all(
+        reason["status_text"] == reason["status"].replace("_", " ")
+        for reason in engine_gates.blocking_reasons(
+            [
+                engine_gates.GateResult(
+                    gate="oracle", title="Oracle passes", status=engine_gates.NOT_RUN, message="no run yet"
+                )
+            ]
+        )
+    )
     assert "notrun" not in blocked
 
 
 def test_an_example_answer_expected_to_pass_stands_in_for_the_solution(author, environment):
-    examples = [{"name": "full marks", "answer": "Six times seven is 42.", "expect": "pass"},
-                {"name": "wrong key", "answer": "43", "expect": "fail"}]
-    task = authoring_services.task_create(slug="six-by-seven", environment=environment, author=author,
-                                          content=task_content(solution={"script": None, "answer": None},
-                                                               rubric=RUBRIC, examples=examples))
+    examples = [
+        {"name": "full marks", "answer": "Six times seven is 42.", "expect": "pass"},
+        {"name": "wrong key", "answer": "43", "expect": "fail"},
+    ]
+    task = authoring_services.task_create(
+        slug="six-by-seven",
+        environment=environment,
+        author=author,
+        content=task_content(solution={"script": None, "answer": None}, rubric=RUBRIC, examples=examples),
+    )
     version = task.latest_version
     pass_gates(version, author)
     oracle = gates_of(version)["oracle"]
     assert oracle.status == "pass", oracle
-    assert oracle.message == ("no reference solution; the example answer “full marks” passes as expected and "
-                              "stands in for it")
+    assert oracle.message == (
+        "no reference solution; the example answer “full marks” passes as expected and stands in for it"
+    )
     assert review_services.task_submit(task=task, user=author).override_reason == ""
 
     # An example that fails as its author expects shows nothing: alone it does not stand in.
     only_failing = authoring_services.task_create(
-        slug="six-by-seven-b", environment=environment, author=author,
-        content=task_content(solution={"script": None, "answer": None}, examples=examples[1:]))
+        slug="six-by-seven-b",
+        environment=environment,
+        author=author,
+        content=task_content(solution={"script": None, "answer": None}, examples=examples[1:]),
+    )
     pass_gates(only_failing.latest_version, author)
     assert gates_of(only_failing.latest_version)["oracle"].message == NO_KEY

@@ -16,13 +16,21 @@ def test_reviews_stored_before_the_move_are_there_after_it():
     user = User.objects.create(username="old-reviewer")
     environment = old.get_model("authoring", "Environment").objects.create(slug="e", name="e", owner=user)
     env_version = old.get_model("authoring", "EnvironmentVersion").objects.create(
-        environment=environment, number=1, spec={}, sha256="0" * 64, author=user)
+        environment=environment, number=1, spec={}, sha256="0" * 64, author=user
+    )
     task = old.get_model("authoring", "Task").objects.create(slug="t", title="t", environment=environment, owner=user)
     version = old.get_model("authoring", "TaskVersion").objects.create(
-        task=task, number=1, spec={}, sha256="1" * 64, content_sha256="2" * 64, environment_version=env_version,
-        author=user)
-    old.get_model("authoring", "Review").objects.create(task_version=version, reviewer=user, decision="approve",
-                                                        comment="kept", check_comments={"c": "also kept"})
+        task=task,
+        number=1,
+        spec={},
+        sha256="1" * 64,
+        content_sha256="2" * 64,
+        environment_version=env_version,
+        author=user,
+    )
+    old.get_model("authoring", "Review").objects.create(
+        task_version=version, reviewer=user, decision="approve", comment="kept", check_comments={"c": "also kept"}
+    )
 
     executor = MigrationExecutor(connection)
     executor.migrate(after)

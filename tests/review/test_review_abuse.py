@@ -7,14 +7,17 @@ from review.models import Comment, Review
 from tests.review.conftest import api_client
 
 
-@pytest.mark.parametrize("payload, pointer", [
-    ({"decision": "comment", "comment": "x" * 10_001}, "/comment"),
-    ({"decision": "comment", "check_comments": {"says_42": "y" * 10_001}}, "/check_comments/says_42"),
-    ({"decision": "comment", "comment": "nul\x00here"}, "/comment"),
-    ({"decision": "comment", "check_comments": {"../../etc": "z"}}, "/check_comments/..~1..~1etc"),
-    ({"decision": "comment", "check_comments": ["not", "an", "object"]}, "/check_comments"),
-    ({"decision": "comment", "check_comments": {"says_42": {"nested": 1}}}, "/check_comments/says_42"),
-])
+@pytest.mark.parametrize(
+    "payload, pointer",
+    [
+        ({"decision": "comment", "comment": "x" * 10_001}, "/comment"),
+        ({"decision": "comment", "check_comments": {"says_42": "y" * 10_001}}, "/check_comments/says_42"),
+        ({"decision": "comment", "comment": "nul\x00here"}, "/comment"),
+        ({"decision": "comment", "check_comments": {"../../etc": "z"}}, "/check_comments/..~1..~1etc"),
+        ({"decision": "comment", "check_comments": ["not", "an", "object"]}, "/check_comments"),
+        ({"decision": "comment", "check_comments": {"says_42": {"nested": 1}}}, "/check_comments/says_42"),
+    ],
+)
 def test_hostile_review_payloads_are_refused_with_their_pointer(submitted, reviewer, payload, pointer):
     response = api_client(reviewer).post(f"/api/tasks/{submitted.slug}/versions/1/reviews/", payload, format="json")
     assert response.status_code == 400, response.content
@@ -39,9 +42,16 @@ def test_a_refused_post_too_large_to_keep_is_not_copied_into_the_session(client,
 
     client.force_login(reviewer)
     page_url = f"/review/tasks/{submitted.slug}/"
-    response = client.post(f"/tasks/{submitted.slug}/review/", {
-        "decision": "request_changes", "version": 1, "comment": "x" * (KEEP_MAX_CHARS // 2), "next": page_url,
-        "check_comment__says_42": "y" * (KEEP_MAX_CHARS // 2 + 1)})
+    response = client.post(
+        f"/tasks/{submitted.slug}/review/",
+        {
+            "decision": "request_changes",
+            "version": 1,
+            "comment": "x" * (KEEP_MAX_CHARS // 2),
+            "next": page_url,
+            "check_comment__says_42": "y" * (KEEP_MAX_CHARS // 2 + 1),
+        },
+    )
     assert response.status_code == 302
     assert SESSION_KEY not in client.session
     assert not Review.objects.exists() and not Comment.objects.exists()

@@ -12,6 +12,7 @@ from tests.review.test_agreement_and_evidence import JUDGED_RUBRIC, judged_grade
 
 pytestmark = pytest.mark.django_db
 
+
 def rollouts_answering(version, author, answers: list[str]):
     run = finished_preview(version, author, "oracle", [1.0] * len(answers))
     grades = []
@@ -26,8 +27,9 @@ def rollouts_answering(version, author, answers: list[str]):
 
 
 def test_identical_judged_answers_are_one_card_with_a_count(client, author, reviewer, environment):
-    task = authoring_services.task_create(slug="judged", environment=environment, author=author,
-                                          content=task_content(rubric=JUDGED_RUBRIC))
+    task = authoring_services.task_create(
+        slug="judged", environment=environment, author=author, content=task_content(rubric=JUDGED_RUBRIC)
+    )
     grades = rollouts_answering(task.latest_version, author, ["6 × 7 = 42."] * 5 + ["I refuse."])
     client.force_login(reviewer)
     page = client.get("/review/labels/?task=judged").content.decode()
@@ -35,7 +37,8 @@ def test_identical_judged_answers_are_one_card_with_a_count(client, author, revi
     same = page.split("data-label-item=")[1]
     assert 'data-copies="5"' in same and "×5 identical" in same and "6 × 7 = 42." in same
     assert same.split('data-urls="')[1].split('"')[0] == " ".join(
-        f"/api/check-results/{grade.check_results.get(check_id='clear').pk}/labels/" for grade in grades[:5])
+        f"/api/check-results/{grade.check_results.get(check_id='clear').pk}/labels/" for grade in grades[:5]
+    )
     assert "met ×5" in same
     other = page.split("data-label-item=")[2]
     assert 'data-copies="1"' in other and "I refuse." in other and "identical" not in other
@@ -48,8 +51,9 @@ def test_identical_judged_answers_are_one_card_with_a_count(client, author, revi
 
 def test_grades_without_a_known_text_are_never_grouped(client, author, reviewer, environment):
     """A grade with no rollout and no answer shows an empty text that says nothing of what the judge read."""
-    task = authoring_services.task_create(slug="judged", environment=environment, author=author,
-                                          content=task_content(rubric=JUDGED_RUBRIC))
+    task = authoring_services.task_create(
+        slug="judged", environment=environment, author=author, content=task_content(rubric=JUDGED_RUBRIC)
+    )
     judged_grade(task.latest_version, author, True)
     judged_grade(task.latest_version, author, True)
     client.force_login(reviewer)
@@ -58,12 +62,22 @@ def test_grades_without_a_known_text_are_never_grouped(client, author, reviewer,
 
 
 def test_check_descriptions_show_inline_code_as_code_and_stay_escaped(client, author, reviewer, environment):
-    rubric = {**JUDGED_RUBRIC, "checks": [
-        {"id": "clear", "kind": "llm_judge", "points": 1, "title": "Names `fizzbuzz`",
-         "criterion": "Calls `fizzbuzz(n)` for <b>each</b> n; a lone ` stays."},
-        {"id": "tests_pass", "kind": "command", "points": 1, "run": "pytest -q `<img src=x onerror=alert(1)>`"}]}
-    task = authoring_services.task_create(slug="coded", environment=environment, author=author,
-                                          content=task_content(rubric=rubric))
+    rubric = {
+        **JUDGED_RUBRIC,
+        "checks": [
+            {
+                "id": "clear",
+                "kind": "llm_judge",
+                "points": 1,
+                "title": "Names `fizzbuzz`",
+                "criterion": "Calls `fizzbuzz(n)` for <b>each</b> n; a lone ` stays.",
+            },
+            {"id": "tests_pass", "kind": "command", "points": 1, "run": "pytest -q `<img src=x onerror=alert(1)>`"},
+        ],
+    }
+    task = authoring_services.task_create(
+        slug="coded", environment=environment, author=author, content=task_content(rubric=rubric)
+    )
     rollouts_answering(task.latest_version, author, ["Done."])
     client.force_login(reviewer)
     for url in ("/tasks/coded/", "/review/tasks/coded/", "/review/labels/?task=coded"):
@@ -79,8 +93,14 @@ def test_check_descriptions_show_inline_code_as_code_and_stay_escaped(client, au
 
 
 def test_the_inbox_shows_each_comment_of_a_review_on_a_line_of_its_own(client, author, reviewer, task):
-    InboxItem.objects.create(recipient=author, actor=reviewer, task=task, kind="changes_requested", version_number=1,
-                             text="Tighten the pattern.\nsays_42: Accept 42.0 as well.")
+    InboxItem.objects.create(
+        recipient=author,
+        actor=reviewer,
+        task=task,
+        kind="changes_requested",
+        version_number=1,
+        text="Tighten the pattern.\nsays_42: Accept 42.0 as well.",
+    )
     client.force_login(author)
     page = client.get("/inbox/").content.decode()
     assert "Tighten the pattern.<br>says_42: Accept 42.0 as well." in page

@@ -17,19 +17,40 @@ def many_tasks_in_review(task, author, reviewer):
     """10,000 tasks in review (bulk-created), each with a submission, and an inbox item per task."""
     version1 = task.latest_version
     tag = task.tags.first()
-    tasks = Task.objects.bulk_create([
-        Task(slug=f"bulk-{i:05d}", title=f"Bulk {i}", environment=task.environment, owner=author,
-             status=Task.Status.IN_REVIEW) for i in range(N)])
-    versions = TaskVersion.objects.bulk_create([
-        TaskVersion(task=bulk, number=1, spec=version1.spec, sha256=version1.sha256,
-                    content_sha256=version1.content_sha256, environment_version=version1.environment_version,
-                    author=author) for bulk in tasks])
-    Task.objects.filter(slug__startswith="bulk-").update(latest_version=Subquery(
-        TaskVersion.objects.filter(task=OuterRef("pk")).values("pk")[:1]), submitted_at=Now())
+    tasks = Task.objects.bulk_create(
+        [
+            Task(
+                slug=f"bulk-{i:05d}",
+                title=f"Bulk {i}",
+                environment=task.environment,
+                owner=author,
+                status=Task.Status.IN_REVIEW,
+            )
+            for i in range(N)
+        ]
+    )
+    versions = TaskVersion.objects.bulk_create(
+        [
+            TaskVersion(
+                task=bulk,
+                number=1,
+                spec=version1.spec,
+                sha256=version1.sha256,
+                content_sha256=version1.content_sha256,
+                environment_version=version1.environment_version,
+                author=author,
+            )
+            for bulk in tasks
+        ]
+    )
+    Task.objects.filter(slug__startswith="bulk-").update(
+        latest_version=Subquery(TaskVersion.objects.filter(task=OuterRef("pk")).values("pk")[:1]), submitted_at=Now()
+    )
     Task.tags.through.objects.bulk_create([Task.tags.through(task_id=bulk.pk, tag_id=tag.pk) for bulk in tasks])
     Submission.objects.bulk_create([Submission(task_version=version, submitted_by=author) for version in versions])
-    InboxItem.objects.bulk_create([InboxItem(recipient=author, actor=reviewer, task=bulk, kind="approved",
-                                             version_number=1) for bulk in tasks])
+    InboxItem.objects.bulk_create(
+        [InboxItem(recipient=author, actor=reviewer, task=bulk, kind="approved", version_number=1) for bulk in tasks]
+    )
     return tasks
 
 
@@ -55,7 +76,8 @@ def test_queue_and_inbox_queries_stay_constant_at_ten_thousand_tasks(client, man
 
 @pytest.mark.postgres
 def test_a_reviewers_queue_and_navigation_count_never_read_the_version_table_through(
-        client, many_tasks_in_review, reviewer):
+    client, many_tasks_in_review, reviewer
+):
     """Asking "did this reviewer write the latest version?" by joining every task in review to its version read the
     whole version table, documents and all: 17-21 ms at 3,333 tasks in review, on every page a reviewer opened.
     The rule is asked of the versions the reviewer wrote (an index on the author)."""

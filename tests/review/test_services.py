@@ -16,6 +16,7 @@ def test_audit_events_record_create_new_version_submit_and_approve(task, author,
     services.task_submit(task=task, user=author)
     services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
     from authoring.selectors import audit_events_for
+
     verbs = [(e.verb, e.actor.username) for e in reversed(list(audit_events_for(task)))]
     assert verbs == [("create", "alice"), ("new_version", "alice"), ("submit", "alice"), ("approve", "rita")]
     task.refresh_from_db()
@@ -25,8 +26,7 @@ def test_audit_events_record_create_new_version_submit_and_approve(task, author,
 def test_a_draft_cannot_be_reviewed_only_a_submitted_version(task, reviewer):
     for decision in ("approve", "request_changes", "comment"):
         with pytest.raises(ConflictError) as caught:
-            services.review_create(task_version=task.latest_version, reviewer=reviewer, decision=decision,
-                                   comment="x")
+            services.review_create(task_version=task.latest_version, reviewer=reviewer, decision=decision, comment="x")
         assert caught.value.code == "not_in_review"
     task.refresh_from_db()
     assert task.status == Task.Status.DRAFT and task.approved_version is None
@@ -35,27 +35,31 @@ def test_a_draft_cannot_be_reviewed_only_a_submitted_version(task, reviewer):
 
 def test_approval_belongs_to_the_exact_version_in_review(submitted, author, reviewer):
     old = submitted.latest_version
-    authoring_services.task_version_create(task=submitted, author=author, base_version=1,
-                                           content=task_content(title="changed"))
+    authoring_services.task_version_create(
+        task=submitted, author=author, base_version=1, content=task_content(title="changed")
+    )
     with pytest.raises(ConflictError):
         services.review_create(task_version=old, reviewer=reviewer, decision="approve")
 
 
 def test_nobody_approves_a_task_they_own_or_a_version_they_wrote_admins_included(
-        task, author, admin, reviewer, django_user_model):
+    task, author, admin, reviewer, django_user_model
+):
     from tests.support.users import make_user
 
     owner_admin = make_user(django_user_model, "olga", "admin", "author")
-    own = authoring_services.task_create(slug="admins-own", environment=task.environment, author=owner_admin,
-                                         content=task_content())
+    own = authoring_services.task_create(
+        slug="admins-own", environment=task.environment, author=owner_admin, content=task_content()
+    )
     pass_gates(own.latest_version, owner_admin)
     services.task_submit(task=own, user=owner_admin)
     with pytest.raises(NotAllowed, match="You own"):
         services.review_create(task_version=own.latest_version, reviewer=owner_admin, decision="approve")
 
     # an admin who edited someone else's task wrote that version: not theirs to approve either
-    authoring_services.task_version_create(task=task, author=admin, base_version=1,
-                                           content=task_content(title="admin's edit"))
+    authoring_services.task_version_create(
+        task=task, author=admin, base_version=1, content=task_content(title="admin's edit")
+    )
     pass_gates(task.latest_version, author)
     services.task_submit(task=task, user=author)
     with pytest.raises(NotAllowed, match="You wrote v2"):
@@ -69,11 +73,20 @@ def test_a_request_for_changes_needs_a_comment_on_the_task_or_a_check(submitted,
     version = submitted.latest_version
     for comment, check_comments in (("", {}), ("   ", {"says_42": "  "})):
         with pytest.raises(DomainError) as caught:
-            services.review_create(task_version=version, reviewer=reviewer, decision="request_changes",
-                                   comment=comment, check_comments=check_comments)
+            services.review_create(
+                task_version=version,
+                reviewer=reviewer,
+                decision="request_changes",
+                comment=comment,
+                check_comments=check_comments,
+            )
         assert caught.value.code == "comment_required"
-    services.review_create(task_version=version, reviewer=reviewer, decision="request_changes",
-                           check_comments={"says_42": "Accept 42.0 too."})
+    services.review_create(
+        task_version=version,
+        reviewer=reviewer,
+        decision="request_changes",
+        check_comments={"says_42": "Accept 42.0 too."},
+    )
     submitted.refresh_from_db()
     assert submitted.status == Task.Status.CHANGES_REQUESTED
     thread = Comment.objects.get()
@@ -82,15 +95,17 @@ def test_a_request_for_changes_needs_a_comment_on_the_task_or_a_check(submitted,
 
 def test_a_comment_on_an_unknown_check_says_which(submitted, reviewer):
     with pytest.raises(DomainError) as caught:
-        services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="comment",
-                               check_comments={"nope/x": "?"})
+        services.review_create(
+            task_version=submitted.latest_version, reviewer=reviewer, decision="comment", check_comments={"nope/x": "?"}
+        )
     assert caught.value.details[0]["pointer"] == "/check_comments/nope~1x"
 
 
 def test_a_new_version_of_an_approved_task_is_a_draft_and_the_approved_version_stays(submitted, author, reviewer):
     services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="approve")
-    authoring_services.task_version_create(task=submitted, author=author, base_version=1,
-                                           content=task_content(title="changed"))
+    authoring_services.task_version_create(
+        task=submitted, author=author, base_version=1, content=task_content(title="changed")
+    )
     submitted.refresh_from_db()
     assert submitted.status == Task.Status.DRAFT
     assert submitted.approved_version.number == 1 and submitted.latest_version.number == 2
@@ -101,7 +116,12 @@ def test_submit_is_refused_until_every_gate_passes_for_that_version(task, author
         services.task_submit(task=task, user=author)
     assert caught.value.code == "gates_failed" and caught.value.http_status == 409
     assert {d["pointer"] for d in caught.value.details} == {
-        "/gates/oracle", "/gates/nop", "/gates/hack:echo-prompt", "/gates/hack:keyword-stuffing", "/gates/hack:exhaust"}
+        "/gates/oracle",
+        "/gates/nop",
+        "/gates/hack:echo-prompt",
+        "/gates/hack:keyword-stuffing",
+        "/gates/hack:exhaust",
+    }
     finished_preview(task.latest_version, author, "oracle", [1.0, 1.0, 0.0])  # the oracle fails once
     finished_preview(task.latest_version, author, "nop", [0.0, 0.0, 0.0])
     finished_preview(task.latest_version, author, "hack:echo-prompt", [0.0])
@@ -117,8 +137,7 @@ def test_submit_is_refused_until_every_gate_passes_for_that_version(task, author
 
 def test_previews_of_an_earlier_version_do_not_open_the_gates(task, author):
     pass_gates(task.latest_version, author)
-    authoring_services.task_version_create(task=task, author=author, base_version=1,
-                                           content=task_content(title="v2"))
+    authoring_services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="v2"))
     with pytest.raises(DomainError, match="until every gate passes"):
         services.task_submit(task=task, user=author)
 
@@ -141,8 +160,12 @@ def test_roles_limit_who_reviews_and_submits(submitted, other_author, task):
 
 
 def test_the_author_hears_of_reviews_and_replies_and_the_reviewer_of_the_answers(submitted, author, reviewer):
-    services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="request_changes",
-                           comment="Tighten the regex.")
+    services.review_create(
+        task_version=submitted.latest_version,
+        reviewer=reviewer,
+        decision="request_changes",
+        comment="Tighten the regex.",
+    )
     thread = Comment.objects.get()
     services.comment_create(task=submitted, user=author, body="Done in v2.", parent=thread)
     services.comment_resolve(comment=thread, user=author)
@@ -155,8 +178,13 @@ def test_the_author_hears_of_reviews_and_replies_and_the_reviewer_of_the_answers
 
 
 def test_an_approval_tells_the_author_its_task_comment_and_every_check_comment(submitted, author, reviewer):
-    services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="approve",
-                           comment="Clear and well graded.", check_comments={"says_42": "Worth more points."})
+    services.review_create(
+        task_version=submitted.latest_version,
+        reviewer=reviewer,
+        decision="approve",
+        comment="Clear and well graded.",
+        check_comments={"says_42": "Worth more points."},
+    )
     item = InboxItem.objects.get(recipient=author)
     assert item.kind == "approved"
     assert item.text == "Clear and well graded.\nsays_42: Worth more points."
@@ -165,8 +193,9 @@ def test_an_approval_tells_the_author_its_task_comment_and_every_check_comment(s
 def test_a_comment_that_fits_its_box_fits_the_limit_whatever_its_line_ends(submitted, reviewer, settings):
     """A browser's maxlength counts a line end as one character and sends CRLF: the limit counts \n."""
     settings.REVIEW_COMMENT_MAX_CHARS = 9  # "line\nline"; sent as "line\r\nline", 10
-    review = services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="comment",
-                                    comment="line\r\nline")
+    review = services.review_create(
+        task_version=submitted.latest_version, reviewer=reviewer, decision="comment", comment="line\r\nline"
+    )
     assert review.comment == "line\nline"
 
 
@@ -176,8 +205,12 @@ def test_comments_are_bounded_and_refuse_nul(submitted, reviewer, settings):
         services.comment_create(task=submitted, user=reviewer, body="x" * 11)
     assert caught.value.code == "too_long" and "GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS" in caught.value.message
     with pytest.raises(DomainError) as caught:
-        services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="comment",
-                               check_comments={"says_42": "a\x00b"})
+        services.review_create(
+            task_version=submitted.latest_version,
+            reviewer=reviewer,
+            decision="comment",
+            check_comments={"says_42": "a\x00b"},
+        )
     assert caught.value.details[0]["pointer"] == "/check_comments/says_42"
 
 
@@ -187,14 +220,22 @@ def test_a_hack_probe_that_scores_blocks_submission_and_names_the_check_that_rew
     pass_gates(task.latest_version, author)
     run = finished_preview(task.latest_version, author, "hack:keyword-stuffing", [0.75])
     rollout = run.rollouts.get()
-    document = {"schema": "gymwright.grade/v1", "reward": 0.75, "earned": 3, "max": 4, "passed": True,
-                "gated": False, "complete": True, "checks": [
-                    {"id": "says_42", "kind": "string_match", "status": "scored", "score": 1.0, "points": 3,
-                     "awarded": 3},
-                    {"id": "report_exists", "kind": "file_exists", "status": "scored", "score": 0.0, "points": 1,
-                     "awarded": 0}]}
-    rollout.grade = grade_record(grade=grade_from_document(document), task_version=task.latest_version, source="rollout",
-                                 rollout_id=rollout.pk)
+    document = {
+        "schema": "gymwright.grade/v1",
+        "reward": 0.75,
+        "earned": 3,
+        "max": 4,
+        "passed": True,
+        "gated": False,
+        "complete": True,
+        "checks": [
+            {"id": "says_42", "kind": "string_match", "status": "scored", "score": 1.0, "points": 3, "awarded": 3},
+            {"id": "report_exists", "kind": "file_exists", "status": "scored", "score": 0.0, "points": 1, "awarded": 0},
+        ],
+    }
+    rollout.grade = grade_record(
+        grade=grade_from_document(document), task_version=task.latest_version, source="rollout", rollout_id=rollout.pk
+    )
     rollout.save(update_fields=["grade"])
     with pytest.raises(DomainError) as caught:
         services.task_submit(task=task, user=author)
@@ -225,9 +266,13 @@ def test_only_reviews_services_write_a_tasks_status():
     root = Path(__file__).resolve().parents[2]
     # Task.objects....update(..., status=...) or an assignment `... status = Task.Status.X`
     write = re.compile(r"(Task\.objects[^#]*\.update\([^#]*\bstatus=|status = Task\.Status\.)")
-    offenders = [f"{path.relative_to(root)}:{number}"
-                 for app in ("authoring", "grading", "sandbox", "packs", "gymwright")
-                 for path in (root / app).rglob("*.py") if "migrations" not in path.parts
-                 for number, line in enumerate(path.read_text().splitlines(), start=1) if write.search(line)]
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for app in ("authoring", "grading", "sandbox", "packs", "gymwright")
+        for path in (root / app).rglob("*.py")
+        if "migrations" not in path.parts
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if write.search(line)
+    ]
     assert offenders == []
     assert write.search((root / "review" / "services.py").read_text())  # the pattern finds review's own writes

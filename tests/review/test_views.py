@@ -3,10 +3,13 @@
 import pytest
 
 
-@pytest.mark.parametrize("data, expected", [
-    ({"decision": "comment", "version": "abc"}, "version: Enter a whole number."),
-    ({"decision": "maybe", "version": "1"}, "decision: Select a valid choice."),
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        ({"decision": "comment", "version": "abc"}, "version: Enter a whole number."),
+        ({"decision": "maybe", "version": "1"}, "decision: Select a valid choice."),
+    ],
+)
 def test_a_bad_review_form_says_which_field_is_wrong(client, reviewer, task, data, expected):
     client.force_login(reviewer)
 
@@ -44,15 +47,15 @@ def test_the_task_page_refuses_a_submit_with_failing_gates_and_says_which(client
     assert task.status == "draft"
 
 
-def test_the_list_and_the_task_page_show_the_approved_version_beside_the_new_draft(client, submitted, author,
-                                                                                   reviewer):
+def test_the_list_and_the_task_page_show_the_approved_version_beside_the_new_draft(client, submitted, author, reviewer):
     from authoring import services as authoring_services
     from review import services
     from tests.review.conftest import task_content
 
     services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="approve")
-    authoring_services.task_version_create(task=submitted, author=author, base_version=1,
-                                           content=task_content(title="v2"))
+    authoring_services.task_version_create(
+        task=submitted, author=author, base_version=1, content=task_content(title="v2")
+    )
     client.force_login(author)
     for url in ("/", f"/tasks/{submitted.slug}/"):
         page = client.get(url).content.decode()
@@ -67,14 +70,14 @@ def test_the_review_page_shows_everything_needed_to_decide(client, submitted, au
     client.force_login(reviewer)
     page = client.get(f"/review/tasks/{submitted.slug}/").content.decode()
     text = " ".join(page.split())
-    assert "What is <em>six</em> times seven?" in page                       # the prompt, rendered
+    assert "What is <em>six</em> times seven?" in page  # the prompt, rendered
     assert "the answer contains “42”" in text and "the answer matches /\\d+/" in text  # checks in words
     assert 'data-review-check="says_42"' in page and 'data-review-check="has_number"' in page
-    assert "Is 42.0 fine?" in page                                           # the thread, at its check
-    assert 'data-gate="oracle" data-status="pass"' in page                    # the gates
-    assert 'aria-label="Reward histogram of 3 rollouts"' in page              # evidence of this version
+    assert "Is 42.0 fine?" in page  # the thread, at its check
+    assert 'data-gate="oracle" data-status="pass"' in page  # the gates
+    assert 'aria-label="Reward histogram of 3 rollouts"' in page  # evidence of this version
     assert 'id="review-form"' in page and 'id="keyboard-help"' in page
-    assert "js/review.js" in page and "<script>" not in page                  # a module file, no inline script
+    assert "js/review.js" in page and "<script>" not in page  # a module file, no inline script
     assert 'name="check_comment__says_42"' in page
     finished_preview(submitted.latest_version, author, "oracle", [1.0])
     assert 'id="stale-previews"' not in page
@@ -96,9 +99,10 @@ def test_the_review_page_warns_when_only_an_older_version_was_previewed(client, 
 
 def test_a_reviewer_requests_changes_with_a_check_comment_from_the_review_page(client, submitted, reviewer, author):
     client.force_login(reviewer)
-    response = client.post(f"/tasks/{submitted.slug}/review/", {
-        "decision": "request_changes", "version": 1, "comment": "",
-        "check_comment__says_42": "Accept 42.0 as well."})
+    response = client.post(
+        f"/tasks/{submitted.slug}/review/",
+        {"decision": "request_changes", "version": 1, "comment": "", "check_comment__says_42": "Accept 42.0 as well."},
+    )
     assert response.status_code == 302
     submitted.refresh_from_db()
     assert submitted.status == "changes_requested"
@@ -115,12 +119,14 @@ def test_the_review_page_diffs_against_the_version_the_reviewer_saw(client, subm
     from tests.review.conftest import RUBRIC, pass_gates, task_content
 
     client.force_login(reviewer)
-    client.get(f"/review/tasks/{submitted.slug}/")   # saw v1
-    services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="request_changes",
-                           comment="more")
+    client.get(f"/review/tasks/{submitted.slug}/")  # saw v1
+    services.review_create(
+        task_version=submitted.latest_version, reviewer=reviewer, decision="request_changes", comment="more"
+    )
     rubric = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "expected": "forty-two"}, RUBRIC["checks"][1]]}
-    authoring_services.task_version_create(task=submitted, author=author, base_version=1,
-                                           content=task_content(rubric=rubric))
+    authoring_services.task_version_create(
+        task=submitted, author=author, base_version=1, content=task_content(rubric=rubric)
+    )
     pass_gates(submitted.latest_version, author)
     services.task_submit(task=submitted, user=author)
     page = client.get(f"/review/tasks/{submitted.slug}/").content.decode()
@@ -130,9 +136,13 @@ def test_the_review_page_diffs_against_the_version_the_reviewer_saw(client, subm
 def test_queue_and_inbox_pages_and_nav_badges(client, submitted, reviewer, author):
     client.force_login(reviewer)
     page = client.get("/review/").content.decode()
-    assert f'data-task="{submitted.slug}"' in page and 'id="nav-review">Review <span class="badge nav-count" data-count="1">' in page
+    assert (
+        f'data-task="{submitted.slug}"' in page
+        and 'id="nav-review">Review <span class="badge nav-count" data-count="1">' in page
+    )
     assert f'data-task="{submitted.slug}"' not in client.get("/review/?environment=nope").content.decode()
     from review import services
+
     services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="approve")
     client.force_login(author)
     assert 'data-count="1"' in client.get("/").content.decode().split('id="nav-inbox"')[1][:200]
@@ -165,8 +175,11 @@ def test_a_reply_and_a_resolve_from_htmx_answer_with_the_thread_alone(client, su
     editor = client.get(f"/tasks/{submitted.slug}/edit/").content.decode()
     assert f'hx-post="/tasks/{submitted.slug}/comments/"' in editor and 'hx-target="closest .thread"' in editor
 
-    response = client.post(f"/tasks/{submitted.slug}/comments/", {
-        "parent": thread.pk, "body": "Yes, all of it.", "next": f"/tasks/{submitted.slug}/edit/"}, **HTMX)
+    response = client.post(
+        f"/tasks/{submitted.slug}/comments/",
+        {"parent": thread.pk, "body": "Yes, all of it.", "next": f"/tasks/{submitted.slug}/edit/"},
+        **HTMX,
+    )
     fragment = response.content.decode()
     assert response.status_code == 200 and fragment.lstrip().startswith(f'<div class="thread" id="thread-{thread.pk}"')
     assert "Worth 3 points?" in fragment and "Yes, all of it." in fragment and "<html" not in fragment
@@ -175,18 +188,23 @@ def test_a_reply_and_a_resolve_from_htmx_answer_with_the_thread_alone(client, su
     response = client.post(f"/tasks/{submitted.slug}/comments/{thread.pk}/resolve/", {"resolved": "1"}, **HTMX)
     fragment = response.content.decode()
     assert response.status_code == 200 and f'<div class="thread resolved" id="thread-{thread.pk}"' in fragment
-    assert "resolved by alice" in fragment and ">Reopen</button>" in fragment and 'name="resolved" value="0"' in fragment
+    assert (
+        "resolved by alice" in fragment and ">Reopen</button>" in fragment and 'name="resolved" value="0"' in fragment
+    )
     thread.refresh_from_db()
     assert thread.is_resolved and [reply.body for reply in thread.replies.all()] == ["Yes, all of it."]
 
     # Without htmx (no JavaScript) both still post and go back to the page.
-    response = client.post(f"/tasks/{submitted.slug}/comments/{thread.pk}/resolve/",
-                           {"resolved": "0", "next": f"/tasks/{submitted.slug}/edit/"})
+    response = client.post(
+        f"/tasks/{submitted.slug}/comments/{thread.pk}/resolve/",
+        {"resolved": "0", "next": f"/tasks/{submitted.slug}/edit/"},
+    )
     assert response.status_code == 302 and response["Location"] == f"/tasks/{submitted.slug}/edit/"
 
 
-def test_a_refused_reply_from_htmx_says_why_in_the_thread_and_keeps_the_text(client, submitted, author, reviewer,
-                                                                               settings):
+def test_a_refused_reply_from_htmx_says_why_in_the_thread_and_keeps_the_text(
+    client, submitted, author, reviewer, settings
+):
     from review import services
 
     settings.REVIEW_COMMENT_MAX_CHARS = 20
@@ -207,8 +225,9 @@ def test_a_refused_reply_from_htmx_says_why_in_the_thread_and_keeps_the_text(cli
     assert gone.status_code == 404 and "That thread no longer exists." in gone.content.decode()
 
 
-def test_a_refused_decision_comes_back_with_every_comment_typed_and_each_box_carries_the_limit(client, submitted,
-                                                                                               reviewer, settings):
+def test_a_refused_decision_comes_back_with_every_comment_typed_and_each_box_carries_the_limit(
+    client, submitted, reviewer, settings
+):
     """The walkthrough's 10,001-character comment said "Comment not saved: ... longer than the 10000 character
     limit" and came back with the box empty."""
     settings.REVIEW_COMMENT_MAX_CHARS = 50
@@ -218,9 +237,18 @@ def test_a_refused_decision_comes_back_with_every_comment_typed_and_each_box_car
     for name in ('name="comment"', 'name="check_comment__says_42"'):
         assert 'maxlength="50"' in page.split(name)[1].split(">")[0], name
     long_comment = "Tighten the pattern: " + "x" * 40
-    response = client.post(f"/tasks/{submitted.slug}/review/", {
-        "decision": "request_changes", "version": 1, "comment": long_comment, "next": page_url,
-        "check_comment__says_42": "Accept 42.0 as well.", "check_comment__has_number": ""}, follow=True)
+    response = client.post(
+        f"/tasks/{submitted.slug}/review/",
+        {
+            "decision": "request_changes",
+            "version": 1,
+            "comment": long_comment,
+            "next": page_url,
+            "check_comment__says_42": "Accept 42.0 as well.",
+            "check_comment__has_number": "",
+        },
+        follow=True,
+    )
     page = response.content.decode()
     assert response.redirect_chain[-1][0] == page_url
     assert "longer than the 50 character limit" in page
@@ -238,8 +266,11 @@ def test_a_refused_comment_from_the_comment_form_comes_back_in_its_box(client, s
     client.force_login(author)  # the owner: comments, but does not decide
     page_url = f"/review/tasks/{submitted.slug}/"
     assert 'maxlength="20"' in client.get(page_url).content.decode().split('name="body"')[1].split(">")[0]
-    response = client.post(f"/tasks/{submitted.slug}/comments/", {
-        "body": "Why is 42.0 refused here, exactly?", "check_id": "says_42", "next": page_url}, follow=True)
+    response = client.post(
+        f"/tasks/{submitted.slug}/comments/",
+        {"body": "Why is 42.0 refused here, exactly?", "check_id": "says_42", "next": page_url},
+        follow=True,
+    )
     page = response.content.decode()
     assert "Comment not saved" in page and "longer than the 20 character limit" in page
     assert 'aria-label="Comment on says_42">\nWhy is 42.0 refused here, exactly?</textarea>' in page

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from authoring import services as authoring_services
 
 RUBRIC = {
@@ -15,11 +14,17 @@ RUBRIC = {
 }
 
 
-
-
-def make_task(*, author, slug: str = "six-by-seven", script: str | None = "echo 42 > answer.txt",
-              answer: str | None = "42", rubric: dict | None = None, limits: dict | None = None,
-              environment_slug: str | None = None, files: list | None = None):
+def make_task(
+    *,
+    author,
+    slug: str = "six-by-seven",
+    script: str | None = "echo 42 > answer.txt",
+    answer: str | None = "42",
+    rubric: dict | None = None,
+    limits: dict | None = None,
+    environment_slug: str | None = None,
+    files: list | None = None,
+):
     """A task whose oracle (write answer.txt, answer 42) passes and whose nop fails."""
     from authoring.models import Environment
 
@@ -29,9 +34,15 @@ def make_task(*, author, slug: str = "six-by-seven", script: str | None = "echo 
         spec = {"network": "none"}
         if limits:
             spec["limits"] = {**authoring_services.DEFAULT_ENVIRONMENT_SPEC["limits"], **limits}
-        environment = authoring_services.environment_create(slug=environment_slug, name=environment_slug,
-                                                            author=author, spec=spec)
-    content = {"title": "Six by seven", "prompt": "What is six times seven? Write it to answer.txt too.",
-               "rubric": rubric or RUBRIC, "solution": {"script": script, "answer": answer}, "tags": ["maths"],
-               "files": files or []}
+        environment = authoring_services.environment_create(
+            slug=environment_slug, name=environment_slug, author=author, spec=spec
+        )
+    content = {
+        "title": "Six by seven",
+        "prompt": "What is six times seven? Write it to answer.txt too.",
+        "rubric": rubric or RUBRIC,
+        "solution": {"script": script, "answer": answer},
+        "tags": ["maths"],
+        "files": files or [],
+    }
     return authoring_services.task_create(slug=slug, environment=environment, author=author, content=content)

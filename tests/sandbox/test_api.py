@@ -25,13 +25,16 @@ def test_start_a_preview_and_read_it_back(api, version):
     assert [run["id"] for run in listing["results"]] == [body["id"]]
 
 
-@pytest.mark.parametrize("payload, pointer", [
-    ({"policy": "nop", "n": 0}, "/n"),
-    ({"policy": "nop", "n": 65}, "/n"),
-    ({"policy": "nop"}, "/n"),
-    ({"policy": "teleport", "n": 1}, "/policy"),
-    ({"n": 1}, "/policy"),
-])
+@pytest.mark.parametrize(
+    "payload, pointer",
+    [
+        ({"policy": "nop", "n": 0}, "/n"),
+        ({"policy": "nop", "n": 65}, "/n"),
+        ({"policy": "nop"}, "/n"),
+        ({"policy": "teleport", "n": 1}, "/policy"),
+        ({"n": 1}, "/policy"),
+    ],
+)
 def test_bad_input_answers_in_the_error_envelope_with_a_pointer(api, version, payload, pointer):
     response = api.post(previews_url(version), payload, format="json")
     assert response.status_code == 400
@@ -60,8 +63,9 @@ def test_a_rollout_answers_with_trajectory_and_grade(api, version, author, monke
 def test_a_rollout_cancelled_after_it_was_graded_keeps_its_grade(api, version, author, monkeypatch):
     preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(worker, "_run_in_sandbox",
-                        lambda **kw: FakeResult(error="cancelled while grading", error_kind="cancelled"))
+    monkeypatch.setattr(
+        worker, "_run_in_sandbox", lambda **kw: FakeResult(error="cancelled while grading", error_kind="cancelled")
+    )
     worker.rollout_execute(rollout_id=rollout.pk)
     body = api.get(f"/api/rollouts/{rollout.pk}/").json()
     assert body["status"] == "cancelled" and body["grade"] == FakeResult().grade.to_document()

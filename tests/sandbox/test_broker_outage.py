@@ -27,7 +27,8 @@ def broker_down(tmp_path, monkeypatch):
 
 
 def test_a_preview_started_while_the_broker_is_down_waits_for_it_then_is_sent(
-        transactional_db, api, client, author, version, broker_down):
+    transactional_db, api, client, author, version, broker_down
+):
     # committed for real: the jobs are sent as the preview's transaction commits, before the API answers
     response = api.post(previews_url(version), {"policy": "oracle", "n": 3}, format="json")
     assert response.status_code == 202, response.content
@@ -55,7 +56,8 @@ def test_a_preview_started_while_the_broker_is_down_waits_for_it_then_is_sent(
 
 
 def test_a_preview_started_while_the_broker_is_up_answers_201_and_sends_its_jobs(
-        transactional_db, api, version, broker_down):
+    transactional_db, api, version, broker_down
+):
     broker_down.start()
     response = api.post(previews_url(version), {"policy": "oracle", "n": 2}, format="json")
     assert response.status_code == 201 and response.json()["waiting_for_broker"] is False

@@ -22,13 +22,25 @@ from tests.support.workers import start_workers, wait_for
 
 SOLUTION = FIZZBUZZ_SOLUTION.split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0]
 EXAMPLES = [
-    {"name": "the solution", "answer": "done", "expect": "pass", "reward": {"min": 1},
-     "files": [{"path": "fizzbuzz.py", "content": SOLUTION}]},
+    {
+        "name": "the solution",
+        "answer": "done",
+        "expect": "pass",
+        "reward": {"min": 1},
+        "files": [{"path": "fizzbuzz.py", "content": SOLUTION}],
+    },
     {"name": "the stub as given", "answer": "done", "expect": "fail", "reward": {"max": 0}},
     # the protected tests are put back before the checks: emptying them earns nothing
-    {"name": "emptied tests", "answer": "done", "expect": "fail", "reward": {"max": 0},
-     "files": [{"path": "test_fizzbuzz.py", "content": "import unittest\n"},
-               {"path": "fizzbuzz.py", "content": "def fizzbuzz(n):\n    return '%'\n"}]},
+    {
+        "name": "emptied tests",
+        "answer": "done",
+        "expect": "fail",
+        "reward": {"max": 0},
+        "files": [
+            {"path": "test_fizzbuzz.py", "content": "import unittest\n"},
+            {"path": "fizzbuzz.py", "content": "def fizzbuzz(n):\n    return '%'\n"},
+        ],
+    },
 ]
 
 
@@ -36,8 +48,9 @@ def coding_task_with_examples(author, slug="fizzbuzz-examples"):
     call_command("load_demo", owner=author.username)
     demo = next(d for d in DEMO_TASKS if d["slug"] == "fizzbuzz-implementation")
     content = {**demo["content"], "files": demo_file_refs(demo), "tags": demo["tags"], "examples": EXAMPLES}
-    return authoring_services.task_create(slug=slug, environment=Environment.objects.get(slug="demo-shell"),
-                                          author=author, content=content)
+    return authoring_services.task_create(
+        slug=slug, environment=Environment.objects.get(slug="demo-shell"), author=author, content=content
+    )
 
 
 @pytest.fixture
@@ -50,7 +63,8 @@ def people(transactional_db, django_user_model):
 @pytest.mark.slow
 @pytest.mark.timeout(90 + 300 + 60)
 def test_a_coding_tasks_examples_are_graded_in_the_sandbox_by_a_worker_and_it_can_be_submitted(
-        request, people, redis_db, celery_producer, tmp_path):
+    request, people, redis_db, celery_producer, tmp_path
+):
     workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=60)
     workers.start()
     task = coding_task_with_examples(people)
@@ -66,7 +80,8 @@ def test_a_coding_tasks_examples_are_graded_in_the_sandbox_by_a_worker_and_it_ca
     assert run.status == ExampleRun.Status.DONE, (run.error, workers.logs())
     verdicts = {verdict.name: verdict for verdict in grading_selectors.example_verdicts(task_version=version)}
     assert {name: verdict.status for name, verdict in verdicts.items()} == dict.fromkeys(verdicts, "as_expected"), {
-        name: verdict.message for name, verdict in verdicts.items()}
+        name: verdict.message for name, verdict in verdicts.items()
+    }
     assert verdicts["the solution"].reward == 1.0 and verdicts["emptied tests"].reward == 0
     emptied = next(result["grade"] for result in run.results if result["name"] == "emptied tests")
     assert emptied["protected_files"] == [{"path": "test_fizzbuzz.py", "state": "modified"}]
@@ -80,7 +95,9 @@ def test_a_coding_tasks_examples_are_graded_in_the_sandbox_by_a_worker_and_it_ca
     assert review_services.task_submit(task=task, user=people).override_reason == ""
 
 
-def test_a_sandbox_run_of_examples_over_the_requesters_cap_fails_saying_so(people, settings, django_capture_on_commit_callbacks):
+def test_a_sandbox_run_of_examples_over_the_requesters_cap_fails_saying_so(
+    people, settings, django_capture_on_commit_callbacks
+):
     settings.PREVIEW_MAX_ROLLOUTS_IN_FLIGHT = 2
     with django_capture_on_commit_callbacks(execute=False) as queued:
         task = coding_task_with_examples(people)

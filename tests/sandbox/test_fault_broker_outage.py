@@ -33,7 +33,8 @@ def own_redis(tmp_path):
 
 @pytest.mark.timeout(90 + 240 + 60)
 def test_work_started_while_the_broker_is_down_is_sent_by_the_broker_check_when_it_returns(
-        request, transactional_db, django_user_model, own_redis, monkeypatch, tmp_path):
+    request, transactional_db, django_user_model, own_redis, monkeypatch, tmp_path
+):
     author = make_user(django_user_model, "ada", "author")
     reviewer = make_user(django_user_model, "rita", "reviewer")
     lab = make_user(django_user_model, "lena", "lab")
@@ -41,15 +42,19 @@ def test_work_started_while_the_broker_is_down_is_sent_by_the_broker_check_when_
     make_approved(author=author, reviewer=reviewer, slug="packed-00")
     workers = start_workers(request, own_redis.url, tmp_path, stale_after_s=600, requeue_after_s=3600)
     with producer_on(own_redis.url, monkeypatch):
-        workers.start(name="outage", concurrency=1,
-                      env={"GYMWRIGHT_BROKER_CHECK_S": "2", "GYMWRIGHT_PACK_BUILD_STALE_AFTER_S": "3600"})
+        workers.start(
+            name="outage",
+            concurrency=1,
+            env={"GYMWRIGHT_BROKER_CHECK_S": "2", "GYMWRIGHT_PACK_BUILD_STALE_AFTER_S": "3600"},
+        )
         own_redis.kill()
 
         authors, labs = APIClient(), APIClient()
         authors.force_authenticate(author)
         labs.force_authenticate(lab)
-        started = authors.post(f"/api/tasks/{task.slug}/versions/1/previews/", {"policy": "oracle", "n": 3},
-                               format="json")
+        started = authors.post(
+            f"/api/tasks/{task.slug}/versions/1/previews/", {"policy": "oracle", "n": 3}, format="json"
+        )
         assert started.status_code == 202, started.content
         assert started.json()["waiting_for_broker"] is True
         assert labs.post("/api/packs/", {"slug": "outage"}, format="json").status_code == 201
@@ -59,10 +64,18 @@ def test_work_started_while_the_broker_is_down_is_sent_by_the_broker_check_when_
 
         own_redis.start()  # empty: nothing was ever sent, nothing survived
         preview_id = started.json()["id"]
-        wait_for(lambda: PreviewRun.objects.filter(pk=preview_id, status__in=PreviewRun.FINISHED).exists(),
-                 timeout=240, what="the preview to run once the broker is back", workers=workers)
-        wait_for(lambda: PackVersion.objects.filter(pack__slug="outage").exclude(status="building").exists(),
-                 timeout=60, what="the build to finish once the broker is back", workers=workers)
+        wait_for(
+            lambda: PreviewRun.objects.filter(pk=preview_id, status__in=PreviewRun.FINISHED).exists(),
+            timeout=240,
+            what="the preview to run once the broker is back",
+            workers=workers,
+        )
+        wait_for(
+            lambda: PackVersion.objects.filter(pack__slug="outage").exclude(status="building").exists(),
+            timeout=60,
+            what="the build to finish once the broker is back",
+            workers=workers,
+        )
 
     rollouts = list(Rollout.objects.filter(preview_run_id=preview_id))
     assert [(r.status, r.passed, r.attempts) for r in rollouts] == [("done", True, 1)] * 3, workers.logs()

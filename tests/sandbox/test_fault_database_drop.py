@@ -17,9 +17,9 @@ from django.db import connection
 from sandbox import services
 from sandbox.models import PreviewRun
 from tests.sandbox.factories import make_task
-from tests.support.users import make_user
 from tests.support.faults import DropWhenQuerying, database_backends_terminate
 from tests.support.services import require_postgres
+from tests.support.users import make_user
 from tests.support.workers import processes_with, start_workers, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
@@ -30,14 +30,19 @@ def _finished(preview_run):
 
 
 @pytest.mark.timeout(90 + 4 * 120 + 90)  # the worker's start, then the four waits below
-def test_a_worker_whose_connections_are_dropped_runs_its_next_jobs(request, transactional_db, django_user_model,
-                                                                  redis_db, celery_producer, tmp_path):
+def test_a_worker_whose_connections_are_dropped_runs_its_next_jobs(
+    request, transactional_db, django_user_model, redis_db, celery_producer, tmp_path
+):
     require_postgres("terminating backends needs PostgreSQL")
     author = make_user(django_user_model, "ada", "author")
     quick = make_task(author=author).latest_version
     marker = f"gwmark{uuid.uuid4().hex[:10]}"
-    slow = make_task(author=author, slug="slow-oracle", script=f"sleep 3 && echo 42 > answer.txt # {marker}",
-                     limits={"timeout_s": 120}).latest_version
+    slow = make_task(
+        author=author,
+        slug="slow-oracle",
+        script=f"sleep 3 && echo 42 > answer.txt # {marker}",
+        limits={"timeout_s": 120},
+    ).latest_version
     workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=600)
     workers.start(name="db-fault", env={"DB_CONN_MAX_AGE": "60"})
 
@@ -52,8 +57,9 @@ def test_a_worker_whose_connections_are_dropped_runs_its_next_jobs(request, tran
 
     # During a rollout: the solution is sleeping in its sandbox when the connections die.
     during = services.preview_run_create(task_version=slow, user=author, policy="oracle", n=1)
-    wait_for(lambda: processes_with(marker), timeout=120, what="the slow solution to run in its sandbox",
-             workers=workers)
+    wait_for(
+        lambda: processes_with(marker), timeout=120, what="the slow solution to run in its sandbox", workers=workers
+    )
     assert database_backends_terminate()
     connection.close()
     # The stale window is 10 minutes: finishing within the wait means the worker itself recovered.
@@ -62,12 +68,13 @@ def test_a_worker_whose_connections_are_dropped_runs_its_next_jobs(request, tran
     for preview_run in (first, after_idle, during):
         rollouts = list(preview_run.rollouts.all())
         assert [(r.status, r.passed, r.attempts) for r in rollouts] == [("done", True, 1)] * len(rollouts), (
-            [(r.status, r.error) for r in rollouts], workers.logs())
+            [(r.status, r.error) for r in rollouts],
+            workers.logs(),
+        )
     assert "the database connection was lost; reconnecting" in workers.logs()
 
 
-def test_a_rollout_whose_connection_drops_before_its_sandbox_starts_is_queued_again(transactional_db, author,
-                                                                                    enqueued):
+def test_a_rollout_whose_connection_drops_before_its_sandbox_starts_is_queued_again(transactional_db, author, enqueued):
     from authoring.services import blob_store
     from sandbox import worker
 

@@ -14,9 +14,9 @@ import pytest
 from sandbox import services
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import make_task
-from tests.support.users import make_user
 from tests.support.faults import OwnDockerd
 from tests.support.images import busybox_image
+from tests.support.users import make_user
 from tests.support.workers import start_workers, wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.redis, pytest.mark.slow]
@@ -37,27 +37,39 @@ def _finished(preview_run):
 # (the whole test takes about a minute here).
 @pytest.mark.timeout(3 * 90 + 4 * 120 + 150)
 def test_rollouts_fail_with_the_reason_while_docker_is_down_and_run_once_it_is_back(
-        request, transactional_db, django_user_model, redis_db, celery_producer, own_dockerd, settings, tmp_path,
-        client):
+    request, transactional_db, django_user_model, redis_db, celery_producer, own_dockerd, settings, tmp_path, client
+):
     settings.SANDBOX_BACKENDS_ALLOWED = ["bubblewrap", "docker"]
     engine = own_dockerd.start()
     image = busybox_image(engine)
     author = make_user(django_user_model, "ada", "author")
-    version = make_task(author=author, slug="docker-slow", script="sleep 4 && echo 42 > answer.txt",
-                        limits={"timeout_s": 120}).latest_version
+    version = make_task(
+        author=author, slug="docker-slow", script="sleep 4 && echo 42 > answer.txt", limits={"timeout_s": 120}
+    ).latest_version
     workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=20)  # the worker reaps every 10 s
-    workers.start(name="docker-fault", env={"GYMWRIGHT_SANDBOX_BACKEND": "docker", "DOCKER_HOST": own_dockerd.host,
-                                            "GYMWRIGHT_SANDBOX_IMAGE": image})
+    workers.start(
+        name="docker-fault",
+        env={"GYMWRIGHT_SANDBOX_BACKEND": "docker", "DOCKER_HOST": own_dockerd.host, "GYMWRIGHT_SANDBOX_IMAGE": image},
+    )
 
     down = services.preview_run_create(task_version=version, user=author, policy="oracle", n=2, backend="docker")
-    wait_for(lambda: down.rollouts.filter(status=Rollout.Status.RUNNING).exists()
-             and engine.containers.list(sparse=True, filters={"label": "gymwright.sandbox"}),
-             timeout=120, what="a rollout's container to run on our engine", workers=workers)
+    wait_for(
+        lambda: (
+            down.rollouts.filter(status=Rollout.Status.RUNNING).exists()
+            and engine.containers.list(sparse=True, filters={"label": "gymwright.sandbox"})
+        ),
+        timeout=120,
+        what="a rollout's container to run on our engine",
+        workers=workers,
+    )
     own_dockerd.stop()
     wait_for(_finished(down), timeout=120, what="the preview to end while Docker is down", workers=workers)
     rollouts = list(down.rollouts.all())
-    assert [r.status for r in rollouts] == ["error", "error"], ([(r.status, r.error) for r in rollouts],
-                                                                workers.logs(), own_dockerd.logs())
+    assert [r.status for r in rollouts] == ["error", "error"], (
+        [(r.status, r.error) for r in rollouts],
+        workers.logs(),
+        own_dockerd.logs(),
+    )
     for rollout in rollouts:
         assert "Docker engine" in rollout.error, rollout.error
         assert own_dockerd.host in rollout.error, rollout.error
@@ -73,8 +85,14 @@ def test_rollouts_fail_with_the_reason_while_docker_is_down_and_run_once_it_is_b
     back = services.preview_run_create(task_version=version, user=author, policy="oracle", n=2, backend="docker")
     wait_for(_finished(back), timeout=120, what="a preview after Docker came back", workers=workers)
     assert [(r.status, r.passed) for r in back.rollouts.all()] == [("done", True)] * 2, (
-        [r.error for r in back.rollouts.all()], workers.logs())
+        [r.error for r in back.rollouts.all()],
+        workers.logs(),
+    )
     # The containers the engine stopped while their worker could not remove them are reaped
     # (stopped for longer than EXITED_GRACE_S).
-    wait_for(lambda: engine.containers.list(all=True, sparse=True, filters={"label": "gymwright.sandbox"}) == [],
-             timeout=120, what="the reaper to remove the containers left while the engine was down", workers=workers)
+    wait_for(
+        lambda: engine.containers.list(all=True, sparse=True, filters={"label": "gymwright.sandbox"}) == [],
+        timeout=120,
+        what="the reaper to remove the containers left while the engine was down",
+        workers=workers,
+    )

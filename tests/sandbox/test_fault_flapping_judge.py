@@ -16,8 +16,8 @@ from grading.models import ModelEndpoint
 from sandbox import services
 from sandbox.models import PreviewRun
 from tests.sandbox.factories import make_task
-from tests.support.users import make_user
 from tests.support.openai_server import OpenAIServer, Reply, flapping
+from tests.support.users import make_user
 from tests.support.workers import start_workers, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
@@ -34,21 +34,37 @@ RUBRIC = {
 
 
 @pytest.mark.timeout(90 + 240 + 90)  # the worker's start, then the wait below
-def test_a_flapping_judge_leaves_its_checks_unscored_with_the_reason(request, transactional_db, django_user_model,
-                                                                    redis_db, celery_producer, tmp_path, client):
+def test_a_flapping_judge_leaves_its_checks_unscored_with_the_reason(
+    request, transactional_db, django_user_model, redis_db, celery_producer, tmp_path, client
+):
     author = make_user(django_user_model, "ada", "author")
     task = make_task(author=author, slug="judged", rubric=RUBRIC)
     with OpenAIServer(handler=flapping(Reply(status=500), Reply(hang=True))) as judge:
-        ModelEndpoint.objects.create(name="judge", role="judge", base_url=judge.base_url, model="flappy-judge",
-                                     api_key_env="GYMWRIGHT_TEST_JUDGE_KEY", is_default=True)
+        ModelEndpoint.objects.create(
+            name="judge",
+            role="judge",
+            base_url=judge.base_url,
+            model="flappy-judge",
+            api_key_env="GYMWRIGHT_TEST_JUDGE_KEY",
+            is_default=True,
+        )
         workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=120)
-        workers.start(name="judge-fault", env={"GYMWRIGHT_TEST_JUDGE_KEY": "test-key",
-                                               "GYMWRIGHT_JUDGE_TIMEOUT_S": "1", "GYMWRIGHT_JUDGE_MAX_RETRIES": "3",
-                                               "GYMWRIGHT_JUDGE_CACHE_DIR": str(tmp_path / "judge-cache")})
-        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle",
-                                                  n=2)
-        wait_for(lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
-                 timeout=240, what="the preview with a flapping judge to finish", workers=workers)
+        workers.start(
+            name="judge-fault",
+            env={
+                "GYMWRIGHT_TEST_JUDGE_KEY": "test-key",
+                "GYMWRIGHT_JUDGE_TIMEOUT_S": "1",
+                "GYMWRIGHT_JUDGE_MAX_RETRIES": "3",
+                "GYMWRIGHT_JUDGE_CACHE_DIR": str(tmp_path / "judge-cache"),
+            },
+        )
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=2)
+        wait_for(
+            lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
+            timeout=240,
+            what="the preview with a flapping judge to finish",
+            workers=workers,
+        )
         calls = judge.calls
 
     rollouts = list(preview_run.rollouts.select_related("grade"))

@@ -17,8 +17,8 @@ import pytest
 from sandbox import services
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import make_task
-from tests.support.users import make_user
 from tests.support.faults import OwnRedis
+from tests.support.users import make_user
 from tests.support.workers import producer_on, start_workers, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
@@ -33,18 +33,23 @@ def own_redis(tmp_path):
 
 
 @pytest.mark.timeout(90 + 90 + 240 + 120)  # the worker's start, then the waits below, and two Redis starts
-def test_a_preview_survives_a_redis_restart_that_loses_its_queue(request, transactional_db, django_user_model,
-                                                                own_redis, monkeypatch, tmp_path):
+def test_a_preview_survives_a_redis_restart_that_loses_its_queue(
+    request, transactional_db, django_user_model, own_redis, monkeypatch, tmp_path
+):
     author = make_user(django_user_model, "ada", "author")
-    task = make_task(author=author, slug="slow-oracle", script="sleep 2 && echo 42 > answer.txt",
-                     limits={"timeout_s": 120})
+    task = make_task(
+        author=author, slug="slow-oracle", script="sleep 2 && echo 42 > answer.txt", limits={"timeout_s": 120}
+    )
     workers = start_workers(request, own_redis.url, tmp_path, stale_after_s=30, requeue_after_s=3600)
     with producer_on(own_redis.url, monkeypatch):
         workers.start(name="redis-fault", concurrency=1, env={"GYMWRIGHT_BROKER_CHECK_S": "2"})
-        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle",
-                                                  n=4)
-        wait_for(lambda: preview_run.rollouts.filter(status=Rollout.Status.RUNNING).exists(),
-                 timeout=90, what="the first rollout to start", workers=workers)
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=4)
+        wait_for(
+            lambda: preview_run.rollouts.filter(status=Rollout.Status.RUNNING).exists(),
+            timeout=90,
+            what="the first rollout to start",
+            workers=workers,
+        )
         assert preview_run.rollouts.filter(status=Rollout.Status.QUEUED).count() >= 2
         assert own_redis.keys() > 0  # the queued rollouts' messages
         before = own_redis.run_id()
@@ -53,16 +58,25 @@ def test_a_preview_survives_a_redis_restart_that_loses_its_queue(request, transa
         # (not `keys() == 0`: the worker reconnects at once and may have written its own keys already)
         assert own_redis.run_id() != before
 
-        wait_for(lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
-                 timeout=240, what="the preview to finish after the broker lost its queue", workers=workers)
+        wait_for(
+            lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
+            timeout=240,
+            what="the preview to finish after the broker lost its queue",
+            workers=workers,
+        )
     rollouts = list(preview_run.rollouts.all())
     assert [(r.status, r.passed) for r in rollouts] == [("done", True)] * 4, (
-        [(r.status, r.error) for r in rollouts], workers.logs())
+        [(r.status, r.error) for r in rollouts],
+        workers.logs(),
+    )
     assert all(r.attempts == 1 for r in rollouts)  # re-sent, not re-run: each claimed once
     logs = workers.logs(tail=200000)
     # the queued rollouts were sent again by the check that found the canary gone
-    assert any(re.search(r"'rollouts': \[\d", line) for line in logs.splitlines()
-               if "by the broker check (the canary was gone)" in line), logs
+    assert any(
+        re.search(r"'rollouts': \[\d", line)
+        for line in logs.splitlines()
+        if "by the broker check (the canary was gone)" in line
+    ), logs
     assert not Rollout.objects.filter(status=Rollout.Status.QUEUED).exists()
     preview_run.refresh_from_db()
     assert preview_run.status == "done" and preview_run.summary["pass_rate"] == 1.0

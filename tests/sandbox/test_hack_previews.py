@@ -4,7 +4,6 @@ protected, gives the skip trick nothing."""
 
 from __future__ import annotations
 
-
 import pytest
 from django.core.management import call_command
 
@@ -13,7 +12,6 @@ from sandbox import services, worker
 from sandbox.runtime.hacks import HACKS
 
 pytestmark = [pytest.mark.bubblewrap]
-
 
 
 def previews_url(version):
@@ -58,11 +56,24 @@ def test_the_rollout_page_says_which_protected_files_the_agent_changed(client, a
     rollout = preview_run.rollouts.get()
     from grading.services import grade_from_document, grade_record
 
-    grade = grade_record(grade=grade_from_document({
-        "schema": "gymwright.grade/v1", "reward": 0.0, "earned": 0, "max": 4, "passed": False, "gated": True,
-        "complete": True, "checks": [],
-        "protected_files": [{"path": "test_a.py", "state": "modified"}, {"path": "b.py", "state": "unchanged"}]}),
-        task_version=version, source="rollout", rollout_id=rollout.pk)
+    grade = grade_record(
+        grade=grade_from_document(
+            {
+                "schema": "gymwright.grade/v1",
+                "reward": 0.0,
+                "earned": 0,
+                "max": 4,
+                "passed": False,
+                "gated": True,
+                "complete": True,
+                "checks": [],
+                "protected_files": [{"path": "test_a.py", "state": "modified"}, {"path": "b.py", "state": "unchanged"}],
+            }
+        ),
+        task_version=version,
+        source="rollout",
+        rollout_id=rollout.pk,
+    )
     Rollout.objects.filter(pk=rollout.pk).update(status="done", reward=0.0, passed=False, grade=grade)
     client.force_login(author)
     page = client.get(f"/previews/rollouts/{rollout.pk}/").content.decode()

@@ -37,11 +37,16 @@ fi
 """
 
 
-def harbor_task(root: Path, name: str, *, test_sh: str = TEST_SH, solve: str = SOLVE,
-                dockerfile: str | None = None) -> Path:
+def harbor_task(
+    root: Path, name: str, *, test_sh: str = TEST_SH, solve: str = SOLVE, dockerfile: str | None = None
+) -> Path:
     """A task folder made by `harbor tasks init`, filled in as its comments ask."""
-    done = subprocess.run([harbor_bin(), "tasks", "init", f"acme/{name}", "-p", str(root), "--no-pytest"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [harbor_bin(), "tasks", "init", f"acme/{name}", "-p", str(root), "--no-pytest"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     folder = root / name
     assert (folder / "environment" / "Dockerfile").read_text().rstrip().endswith("WORKDIR /app")
@@ -58,8 +63,7 @@ def rollout(slug: str, policy: str, backend):
     version = Task.objects.get(slug=slug).latest_version
     task = parse_task(version.spec)
     files, env_files = task_files(version)
-    result = run_rollout(task, policy=make_policy(policy, task=task), backend=backend, files=files,
-                         env_files=env_files)
+    result = run_rollout(task, policy=make_policy(policy, task=task), backend=backend, files=files, env_files=env_files)
     assert result.error is None, result.error
     return result
 
@@ -71,8 +75,10 @@ def docker_backend():
     image = busybox_image(client)
     # Harbor's scripts start with #!/bin/bash; the test image is busybox (built here, nothing pulled), whose
     # sh stands in for it. The WORKDIR has a file from the image, which the agent finds in its workspace.
-    dockerfile = (f"FROM {image}\nRUN printf '#!/bin/sh\\nexec /bin/sh \"$@\"\\n' > /bin/bash && chmod 755 /bin/bash\n"
-                  "\nWORKDIR /app\nRUN echo from-the-image > /app/seed.txt\n")
+    dockerfile = (
+        f"FROM {image}\nRUN printf '#!/bin/sh\\nexec /bin/sh \"$@\"\\n' > /bin/bash && chmod 755 /bin/bash\n"
+        "\nWORKDIR /app\nRUN echo from-the-image > /app/seed.txt\n"
+    )
     return get_backend("docker", client=client, default_image=image), dockerfile
 
 
@@ -103,15 +109,19 @@ def test_an_imported_harbor_task_passes_with_its_solution_and_fails_without(auth
     assert "reward.txt: 0" in check.explanation, check.explanation
 
 
-def test_an_imported_terminal_bench_task_passes_with_its_solution_and_fails_without(author, tmp_path,
-                                                                                    backend_and_dockerfile):
+def test_an_imported_terminal_bench_task_passes_with_its_solution_and_fails_without(
+    author, tmp_path, backend_and_dockerfile
+):
     """Terminal-Bench runs run-tests.sh with TEST_DIR=/tests (its tests beside it) from the image's WORKDIR."""
     backend, dockerfile = backend_and_dockerfile
     folder = tmp_path / "tb" / "hello-file"
     (folder / "tests").mkdir(parents=True)
-    (folder / "task.yaml").write_text("instruction: |\n  " + INSTRUCTION + "difficulty: easy\nmax_test_timeout_sec: 60\n")
-    (folder / "Dockerfile").write_text(dockerfile or "FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest\n"
-                                                     "WORKDIR /app\n")
+    (folder / "task.yaml").write_text(
+        "instruction: |\n  " + INSTRUCTION + "difficulty: easy\nmax_test_timeout_sec: 60\n"
+    )
+    (folder / "Dockerfile").write_text(
+        dockerfile or "FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest\nWORKDIR /app\n"
+    )
     (folder / "solution.sh").write_text("echo hello > out.txt\n")
     (folder / "run-tests.sh").write_text("#!/bin/bash\nsh $TEST_DIR/check_output.sh\n")
     (folder / "tests" / "check_output.sh").write_text("grep -qx hello /app/out.txt\n")
@@ -125,15 +135,25 @@ def test_an_imported_terminal_bench_task_passes_with_its_solution_and_fails_with
     assert "run-tests.sh exited with 2" in nop.grade.checks[0].explanation  # grep: no out.txt
 
 
-@pytest.mark.parametrize("written, passes", [("1", True), ("0.5", False), ("", False), ("1 or so", False),
-                                             ('{"reward": 1, "style": 1.0}', True),
-                                             ('{"reward": 1, "style": 0.5}', False)])
+@pytest.mark.parametrize(
+    "written, passes",
+    [
+        ("1", True),
+        ("0.5", False),
+        ("", False),
+        ("1 or so", False),
+        ('{"reward": 1, "style": 1.0}', True),
+        ('{"reward": 1, "style": 0.5}', False),
+    ],
+)
 def test_a_harbor_reward_passes_only_when_it_is_full(author, tmp_path, written, passes):
     """reward.txt holds one number; reward.json (which Harbor reads first) named rewards. The command check
     passes or fails: the full reward (every reward at least 1) passes; a fraction, an empty file or text fails."""
     require_bwrap()
     name = "reward.json" if written.startswith("{") else "reward.txt"
-    harbor_task(tmp_path / "harbor", "rewarded", test_sh=f"#!/bin/bash\nprintf '%s' '{written}' > /logs/verifier/{name}\n")
+    harbor_task(
+        tmp_path / "harbor", "rewarded", test_sh=f"#!/bin/bash\nprintf '%s' '{written}' > /logs/verifier/{name}\n"
+    )
     importer.tasks_import(path=tmp_path / "harbor", user=author)
     result = rollout("rewarded", "nop", get_backend("bubblewrap"))
     assert result.grade.passed is passes, result.grade.checks[0].explanation

@@ -4,11 +4,10 @@ workers with previews (a throttle on starts and a cap on rollouts in flight per 
 
 from __future__ import annotations
 
-import pytest
-from django.core.cache import cache
-
 from datetime import timedelta
 
+import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from authoring import services as authoring_services
@@ -31,15 +30,18 @@ def fresh_throttle_cache():
     cache.clear()
 
 
-@pytest.mark.parametrize("key, value, variable", [
-    ("memory_mb", 262144, "GYMWRIGHT_MAX_MEMORY_MB"),
-    ("pids", 65536, "GYMWRIGHT_MAX_PIDS"),
-    ("workspace_mb", 1 << 20, "GYMWRIGHT_MAX_DISK_MB"),
-    ("tmp_mb", 1 << 20, "GYMWRIGHT_MAX_DISK_MB"),
-    ("output_cap_bytes", 1 << 30, "GYMWRIGHT_MAX_OUTPUT_CAP_MB"),
-    ("timeout_s", 86400, "GYMWRIGHT_MAX_TIMEOUT_S"),
-    ("exec_timeout_s", 86400, "GYMWRIGHT_MAX_TIMEOUT_S"),
-])
+@pytest.mark.parametrize(
+    "key, value, variable",
+    [
+        ("memory_mb", 262144, "GYMWRIGHT_MAX_MEMORY_MB"),
+        ("pids", 65536, "GYMWRIGHT_MAX_PIDS"),
+        ("workspace_mb", 1 << 20, "GYMWRIGHT_MAX_DISK_MB"),
+        ("tmp_mb", 1 << 20, "GYMWRIGHT_MAX_DISK_MB"),
+        ("output_cap_bytes", 1 << 30, "GYMWRIGHT_MAX_OUTPUT_CAP_MB"),
+        ("timeout_s", 86400, "GYMWRIGHT_MAX_TIMEOUT_S"),
+        ("exec_timeout_s", 86400, "GYMWRIGHT_MAX_TIMEOUT_S"),
+    ],
+)
 def test_limits_over_the_ceilings_are_refused_at_save_with_the_field_named(author, key, value, variable):
     spec = {"network": "none", "limits": {**authoring_services.DEFAULT_ENVIRONMENT_SPEC["limits"], key: value}}
     with pytest.raises(DomainError) as caught:
@@ -49,9 +51,15 @@ def test_limits_over_the_ceilings_are_refused_at_save_with_the_field_named(autho
 
 
 def test_the_api_refuses_an_environment_over_a_ceiling_in_the_error_envelope(api):
-    response = api.post("/api/environments/", {"slug": "greedy", "name": "Greedy", "spec": {
-        "network": "none", "limits": {"cpus": 1, "memory_mb": 262144, "timeout_s": 600, "max_steps": 30}}},
-        format="json")
+    response = api.post(
+        "/api/environments/",
+        {
+            "slug": "greedy",
+            "name": "Greedy",
+            "spec": {"network": "none", "limits": {"cpus": 1, "memory_mb": 262144, "timeout_s": 600, "max_steps": 30}},
+        },
+        format="json",
+    )
     assert response.status_code == 400, response.content
     error = response.json()["error"]
     assert error["code"] == "over_ceiling"
@@ -75,8 +83,10 @@ def test_the_api_accepts_only_the_allowed_backends(api, version, settings):
     error = response.json()["error"]
     assert error["code"] == "backend_not_allowed" and "GYMWRIGHT_SANDBOX_BACKENDS" in error["message"]
     assert [detail["pointer"] for detail in error["details"]] == ["/backend"]
-    assert api.post(previews_url(version), {"policy": "nop", "n": 1, "backend": "bubblewrap"},
-                    format="json").status_code == 201
+    assert (
+        api.post(previews_url(version), {"policy": "nop", "n": 1, "backend": "bubblewrap"}, format="json").status_code
+        == 201
+    )
 
 
 def test_rollouts_in_flight_are_capped_per_user(api, version, author, django_user_model, settings, client):
@@ -89,8 +99,7 @@ def test_rollouts_in_flight_are_capped_per_user(api, version, author, django_use
     assert error["details"][0]["pointer"] == "/n"
     # The web form says the same, with the same status.
     client.force_login(author)
-    page = client.post(f"/previews/start/{version.task.slug}/v{version.number}/",
-                       {"policy": "nop", "n": 2})
+    page = client.post(f"/previews/start/{version.task.slug}/v{version.number}/", {"policy": "nop", "n": 2})
     assert page.status_code == 429 and b"GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT" in page.content
     # Another user has their own allowance; cancelling frees this user's.
     other = make_user(django_user_model, "bo", "author")
@@ -110,8 +119,9 @@ def test_preview_starts_through_the_api_are_throttled_per_user(api, version, set
     assert api.get(previews_url(version)).status_code == 200  # reading is not throttled
 
 
-def test_the_start_rate_holds_on_every_path_that_starts_previews(api, version, author, client, settings,
-                                                                  django_user_model, enqueued):
+def test_the_start_rate_holds_on_every_path_that_starts_previews(
+    api, version, author, client, settings, django_user_model, enqueued
+):
     """The form and Run gates start previews too: each start counts, in the database (shared by every web
     process and host), whichever path made it; over the rate each path answers 429 or says so."""
     from sandbox.models import PreviewRun
@@ -146,8 +156,13 @@ def test_a_preview_rate_that_does_not_parse_is_refused_at_start_with_the_variabl
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-c", "import gymwright.settings"], capture_output=True, text=True,
-                            timeout=120, env={**os.environ, "GYMWRIGHT_PREVIEW_RATE": "lots"})
+    result = subprocess.run(
+        [sys.executable, "-c", "import gymwright.settings"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GYMWRIGHT_PREVIEW_RATE": "lots"},
+    )
     assert result.returncode != 0 and "GYMWRIGHT_PREVIEW_RATE" in result.stderr
 
 
@@ -156,6 +171,11 @@ def test_a_cache_url_that_is_not_redis_is_refused_with_the_variable_named():
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-c", "import gymwright.settings"], capture_output=True, text=True,
-                            timeout=120, env={**os.environ, "GYMWRIGHT_CACHE_URL": "memcached://127.0.0.1:11211"})
+    result = subprocess.run(
+        [sys.executable, "-c", "import gymwright.settings"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GYMWRIGHT_CACHE_URL": "memcached://127.0.0.1:11211"},
+    )
     assert result.returncode != 0 and "GYMWRIGHT_CACHE_URL" in result.stderr

@@ -34,13 +34,15 @@ def _queries(client, url: str, **extra) -> list[str]:
 
 def _urls(preview_run) -> dict[str, tuple[str, dict]]:
     last = preview_run.rollouts.order_by("-index").first()
-    return {"preview page": (f"/previews/{preview_run.pk}/", {}),
-            "preview page, a rollout open": (f"/previews/{preview_run.pk}/?rollout={last.pk}", {}),
-            "live fragment": (f"/previews/{preview_run.pk}/progress/", {"HTTP_HX_REQUEST": "true"}),
-            "rollout page": (f"/previews/rollouts/{last.pk}/", {}),
-            "rollout fragment": (f"/previews/rollouts/{last.pk}/", {"HTTP_HX_REQUEST": "true"}),
-            "API run": (f"/api/previews/{preview_run.pk}/", {}),
-            "API rollout": (f"/api/rollouts/{last.pk}/", {})}
+    return {
+        "preview page": (f"/previews/{preview_run.pk}/", {}),
+        "preview page, a rollout open": (f"/previews/{preview_run.pk}/?rollout={last.pk}", {}),
+        "live fragment": (f"/previews/{preview_run.pk}/progress/", {"HTTP_HX_REQUEST": "true"}),
+        "rollout page": (f"/previews/rollouts/{last.pk}/", {}),
+        "rollout fragment": (f"/previews/rollouts/{last.pk}/", {"HTTP_HX_REQUEST": "true"}),
+        "API run": (f"/api/previews/{preview_run.pk}/", {}),
+        "API rollout": (f"/api/rollouts/{last.pk}/", {}),
+    }
 
 
 # Each: the session and the user with its roles (the API: the same, by session), then
@@ -50,8 +52,15 @@ def _urls(preview_run) -> dict[str, tuple[str, dict]]:
 # - rollout page and fragment: the rollout with its run, version, task and grade, the nav's counts, its check
 #   results, their judge labels;
 # - API run: the run, its rollouts; API rollout: the rollout, its check results, their judge labels.
-PINNED = {"preview page": 5, "preview page, a rollout open": 8, "live fragment": 4, "rollout page": 6,
-          "rollout fragment": 5, "API run": 4, "API rollout": 5}
+PINNED = {
+    "preview page": 5,
+    "preview page, a rollout open": 8,
+    "live fragment": 4,
+    "rollout page": 6,
+    "rollout fragment": 5,
+    "API run": 4,
+    "API rollout": 5,
+}
 
 
 def test_the_preview_and_rollout_pages_cost_the_same_queries_for_64_rollouts_as_for_2(client, author, runs):

@@ -39,7 +39,8 @@ def in_browser(steps) -> None:
 
 @pytest.mark.timeout(420)  # its waits: the preview (90 s) and the worker's run (240 s)
 def test_a_preview_started_in_the_browser_updates_live_and_shows_a_rollout(
-        request, live_server, redis_db, celery_producer, tmp_path, django_user_model):
+    request, live_server, redis_db, celery_producer, tmp_path, django_user_model
+):
     from tests.support.users import make_user
 
     require_playwright()

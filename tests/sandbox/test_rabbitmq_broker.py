@@ -16,8 +16,8 @@ import pytest
 from sandbox import services
 from sandbox.models import PreviewRun
 from tests.sandbox.factories import make_task
-from tests.support.users import make_user
 from tests.support.services import missing
+from tests.support.users import make_user
 from tests.support.workers import producer_on, start_workers, wait_for
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.bubblewrap, pytest.mark.slow]
@@ -45,21 +45,25 @@ def rabbitmq_vhost():
         _rabbitmqctl("delete_vhost", vhost)
 
 
-def test_a_worker_on_rabbitmq_runs_a_preview(request, transactional_db, django_user_model, rabbitmq_vhost,
-                                            monkeypatch, tmp_path):
+def test_a_worker_on_rabbitmq_runs_a_preview(
+    request, transactional_db, django_user_model, rabbitmq_vhost, monkeypatch, tmp_path
+):
     broker_url = f"{RABBITMQ}/{rabbitmq_vhost}"
     author = make_user(django_user_model, "ada", "author")
     task = make_task(author=author)
     with producer_on(broker_url, monkeypatch):
-        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle",
-                                                  n=3)
+        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="oracle", n=3)
         # The jobs wait in RabbitMQ, in this vhost's queue, until a worker comes.
         queues = _rabbitmqctl("list_queues", "-p", rabbitmq_vhost, "name", "messages", "--quiet")
         assert "celery\t3" in queues.stdout, queues.stdout + queues.stderr
         workers = start_workers(request, broker_url, tmp_path, stale_after_s=60)
         workers.start(name="on-rabbitmq")
-        wait_for(lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
-                 timeout=180, what="the preview on RabbitMQ to finish", workers=workers)
+        wait_for(
+            lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
+            timeout=180,
+            what="the preview on RabbitMQ to finish",
+            workers=workers,
+        )
     rollouts = list(preview_run.rollouts.all())
     assert [(r.status, r.passed, r.attempts) for r in rollouts] == [("done", True, 1)] * 3, workers.logs()
     assert all(r.worker.startswith("on-rabbitmq@") for r in rollouts)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
 import copy
+import os
 from datetime import timedelta
 
 import pytest
@@ -12,21 +11,41 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from authoring.models import AuditEvent
-from gymwright.errors import DomainError, NotAllowed
 from grading.engine import Grade
+from gymwright.errors import DomainError, NotAllowed
 from sandbox import services, worker
-from sandbox.runtime.rollout import RolloutResult
 from sandbox.models import PreviewRun, Rollout
+from sandbox.runtime.rollout import RolloutResult
 from tests.sandbox.factories import make_task
 
 GRADE_PASSED = {
-    "schema": "gymwright.grade/v1", "reward": 1.0, "reward_upper": 1.0, "earned": 4, "max": 4, "passed": True, "gated": False,
+    "schema": "gymwright.grade/v1",
+    "reward": 1.0,
+    "reward_upper": 1.0,
+    "earned": 4,
+    "max": 4,
+    "passed": True,
+    "gated": False,
     "complete": True,
     "checks": [
-        {"id": "says_42", "kind": "string_match", "status": "scored", "score": 1.0, "points": 3, "awarded": 3,
-         "explanation": "contains '42'"},
-        {"id": "report_exists", "kind": "file_exists", "status": "scored", "score": 1.0, "points": 1, "awarded": 1,
-         "explanation": "answer.txt exists"},
+        {
+            "id": "says_42",
+            "kind": "string_match",
+            "status": "scored",
+            "score": 1.0,
+            "points": 3,
+            "awarded": 3,
+            "explanation": "contains '42'",
+        },
+        {
+            "id": "report_exists",
+            "kind": "file_exists",
+            "status": "scored",
+            "score": 1.0,
+            "points": 1,
+            "awarded": 1,
+            "explanation": "answer.txt exists",
+        },
     ],
 }
 
@@ -34,23 +53,58 @@ GRADE_PASSED = {
 TRAJECTORY = [
     {"role": "system", "content": "You are an agent working in a Linux sandbox."},
     {"role": "user", "content": "What is six times seven?"},
-    {"role": "assistant", "step": 1, "content": None, "usage": None, "duration_ms": 1,
-     "tool_calls": [{"id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}'}]},
-    {"role": "tool", "step": 1, "tool_call_id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}',
-     "content": "exit code 0", "is_error": False, "duration_ms": 12,
-     "exec": {"exit_code": 0, "timed_out": False, "oom_killed": False}},
-    {"role": "assistant", "step": 2, "content": None, "usage": None, "duration_ms": 1,
-     "tool_calls": [{"id": "c2", "name": "submit", "arguments": '{"answer": "42"}'}]},
-    {"role": "tool", "step": 2, "tool_call_id": "c2", "name": "submit", "arguments": '{"answer": "42"}',
-     "content": "submitted", "is_error": False, "duration_ms": 0, "exec": None},
+    {
+        "role": "assistant",
+        "step": 1,
+        "content": None,
+        "usage": None,
+        "duration_ms": 1,
+        "tool_calls": [{"id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}'}],
+    },
+    {
+        "role": "tool",
+        "step": 1,
+        "tool_call_id": "c1",
+        "name": "bash",
+        "arguments": '{"command": "echo 42 > answer.txt"}',
+        "content": "exit code 0",
+        "is_error": False,
+        "duration_ms": 12,
+        "exec": {"exit_code": 0, "timed_out": False, "oom_killed": False},
+    },
+    {
+        "role": "assistant",
+        "step": 2,
+        "content": None,
+        "usage": None,
+        "duration_ms": 1,
+        "tool_calls": [{"id": "c2", "name": "submit", "arguments": '{"answer": "42"}'}],
+    },
+    {
+        "role": "tool",
+        "step": 2,
+        "tool_call_id": "c2",
+        "name": "submit",
+        "arguments": '{"answer": "42"}',
+        "content": "submitted",
+        "is_error": False,
+        "duration_ms": 0,
+        "exec": None,
+    },
 ]
 
 
 def FakeResult(**overrides) -> RolloutResult:  # noqa: N802 - reads as the result it stands for
     """What the runtime returns for a passing two-step episode (without starting a sandbox)."""
-    values = {"trajectory": copy.deepcopy(TRAJECTORY), "answer": "42", "grade": Grade.model_validate(GRADE_PASSED),
-              "workspace_files": {"answer.txt": b"42\n", "blob.bin": b"\x00\x01"}, "steps": 2,
-              "stop_reason": "submitted", "usage": {"prompt_tokens": 0, "completion_tokens": 0}}
+    values = {
+        "trajectory": copy.deepcopy(TRAJECTORY),
+        "answer": "42",
+        "grade": Grade.model_validate(GRADE_PASSED),
+        "workspace_files": {"answer.txt": b"42\n", "blob.bin": b"\x00\x01"},
+        "steps": 2,
+        "stop_reason": "submitted",
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+    }
     values.update(overrides)
     return RolloutResult(**values)
 
@@ -63,7 +117,8 @@ def start(version, user, *, policy="oracle", n=2, enqueued=None, capture=None):
 
 
 def test_a_preview_makes_n_queued_rollouts_and_enqueues_one_job_each_after_commit(
-        version, author, enqueued, django_capture_on_commit_callbacks):
+    version, author, enqueued, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks() as callbacks:
         preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=3)
         assert enqueued == []  # nothing is sent before the rows are committed
@@ -90,7 +145,9 @@ def test_a_rollout_s_time_limit_leaves_room_for_the_grade_s_judging(version, set
 def test_it_refuses_n_outside_1_to_64_with_a_clear_error(version, author, n, enqueued):
     with pytest.raises(DomainError) as excinfo:
         services.preview_run_create(task_version=version, user=author, policy="nop", n=n)
-    assert excinfo.value.details[0]["pointer"] == "/n" and "1" in excinfo.value.message and "64" in excinfo.value.message
+    assert (
+        excinfo.value.details[0]["pointer"] == "/n" and "1" in excinfo.value.message and "64" in excinfo.value.message
+    )
     assert not PreviewRun.objects.exists() and not Rollout.objects.exists()
 
 
@@ -175,8 +232,9 @@ def test_a_rollout_that_raises_is_an_error_that_says_why(version, author, monkey
     assert preview_run.status == "done" and preview_run.summary["counts"]["error"] == 1
 
 
-def test_a_transient_sandbox_failure_is_retried_once_then_reported(version, author, monkeypatch, enqueued,
-                                                                    django_capture_on_commit_callbacks):
+def test_a_transient_sandbox_failure_is_retried_once_then_reported(
+    version, author, monkeypatch, enqueued, django_capture_on_commit_callbacks
+):
     from sandbox.runtime.spec import SandboxError
 
     preview_run = start(version, author, n=1)
@@ -208,8 +266,9 @@ def _age(rollout_id, seconds):
     Rollout.objects.filter(pk=rollout_id).update(heartbeat_at=timezone.now() - timedelta(seconds=seconds))
 
 
-def test_a_stale_rollout_is_requeued_once_then_failed_as_worker_lost(version, author, settings, enqueued,
-                                                                     django_capture_on_commit_callbacks):
+def test_a_stale_rollout_is_requeued_once_then_failed_as_worker_lost(
+    version, author, settings, enqueued, django_capture_on_commit_callbacks
+):
     settings.ROLLOUT_STALE_AFTER_S = 60
     preview_run = start(version, author, n=2)
     stale, fresh = preview_run.rollouts.order_by("index")
@@ -313,8 +372,12 @@ def test_progress_events_move_the_rollout_to_grading_and_count_steps(version, au
 
 
 def test_summary_counts_pass_rate_interval_and_pass_at_k():
-    rows = [{"status": "done", "reward": 1.0, "passed": True}, {"status": "done", "reward": 0.5, "passed": False},
-            {"status": "error", "reward": None, "passed": None}, {"status": "done", "reward": 0.0, "passed": False}]
+    rows = [
+        {"status": "done", "reward": 1.0, "passed": True},
+        {"status": "done", "reward": 0.5, "passed": False},
+        {"status": "error", "reward": None, "passed": None},
+        {"status": "done", "reward": 0.0, "passed": False},
+    ]
     summary = services.preview_run_summary(policy_kind="model", rollouts=rows)
     assert summary["counts"]["done"] == 3 and summary["counts"]["error"] == 1
     assert summary["mean_reward"] == pytest.approx(0.5) and summary["pass_rate"] == pytest.approx(1 / 3)
@@ -356,8 +419,10 @@ def test_with_docker_the_reaper_also_removes_containers_left_behind(db, settings
 
 
 def test_the_verdict_says_when_grades_left_unscored_checks_out():
-    rows = [{"status": "done", "reward": 1.0, "passed": True, "grade__complete": False},
-            {"status": "done", "reward": 1.0, "passed": True, "grade__complete": True}]
+    rows = [
+        {"status": "done", "reward": 1.0, "passed": True, "grade__complete": False},
+        {"status": "done", "reward": 1.0, "passed": True, "grade__complete": True},
+    ]
     summary = services.preview_run_summary(policy_kind="oracle", rollouts=rows)
     assert summary["incomplete"] == 1 and summary["verdict"]["ok"] is False
     assert "1 of 2 grades are incomplete" in summary["verdict"]["message"]
@@ -384,19 +449,30 @@ def _old_task_version(old_apps):
     user = old_apps.get_model("auth", "User").objects.create(username="old")
     environment = old_apps.get_model("authoring", "Environment").objects.create(slug="e", name="e", owner_id=user.pk)
     environment_version = old_apps.get_model("authoring", "EnvironmentVersion").objects.create(
-        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk)
-    task = old_apps.get_model("authoring", "Task").objects.create(slug="t", title="t", environment=environment,
-                                                                  owner_id=user.pk)
+        environment=environment, number=1, sha256="0" * 64, spec={}, author_id=user.pk
+    )
+    task = old_apps.get_model("authoring", "Task").objects.create(
+        slug="t", title="t", environment=environment, owner_id=user.pk
+    )
     return old_apps.get_model("authoring", "TaskVersion").objects.create(
-        task=task, number=1, spec={}, sha256="1" * 64, content_sha256="2" * 64,
-        environment_version=environment_version, author_id=user.pk)
+        task=task,
+        number=1,
+        spec={},
+        sha256="1" * 64,
+        content_sha256="2" * 64,
+        environment_version=environment_version,
+        author_id=user.pk,
+    )
 
 
 def test_the_migration_splits_stored_policies_into_kind_and_argument(transactional_db):
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    before, after = [("sandbox", "0003_model_endpoint_moves_to_grading")], [("sandbox", "0004_preview_run_policy_kind_and_argument")]
+    before, after = (
+        [("sandbox", "0003_model_endpoint_moves_to_grading")],
+        [("sandbox", "0004_preview_run_policy_kind_and_argument")],
+    )
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old_apps = executor.loader.project_state(before).apps
@@ -409,7 +485,11 @@ def test_the_migration_splits_stored_policies_into_kind_and_argument(transaction
     executor.migrate(after)
     NewRun = executor.loader.project_state(after).apps.get_model("sandbox", "PreviewRun")
     assert sorted(NewRun.objects.values_list("policy_kind", "policy_argument")) == [
-        ("hack", "skip_tests"), ("model", ""), ("oracle", ""), ("probe", "I am done: 42")]
+        ("hack", "skip_tests"),
+        ("model", ""),
+        ("oracle", ""),
+        ("probe", "I am done: 42"),
+    ]
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
 
@@ -426,15 +506,28 @@ def test_the_migration_keeps_a_grade_that_only_the_rollouts_copy_held(transactio
     executor.migrate(before)
     old_apps = executor.loader.project_state(before).apps
     task_version = _old_task_version(old_apps)
-    run = old_apps.get_model("sandbox", "PreviewRun").objects.create(task_version=task_version, policy="oracle", n=2,
-                                                                     backend="bubblewrap")
-    rubric = engine.parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "says_42", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
-        {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Polite."}]})
+    run = old_apps.get_model("sandbox", "PreviewRun").objects.create(
+        task_version=task_version, policy="oracle", n=2, backend="bubblewrap"
+    )
+    rubric = engine.parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "says_42", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
+                {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Polite."},
+            ],
+        }
+    )
     document = engine.grade(rubric, answer="42", judge=None).to_document()
     OldRollout = old_apps.get_model("sandbox", "Rollout")
-    cancelled = OldRollout.objects.create(preview_run=run, index=0, status="cancelled", grade_document=document,
-                                          reward=document["reward"], passed=document["passed"])
+    cancelled = OldRollout.objects.create(
+        preview_run=run,
+        index=0,
+        status="cancelled",
+        grade_document=document,
+        reward=document["reward"],
+        passed=document["passed"],
+    )
     never_graded = OldRollout.objects.create(preview_run=run, index=1, status="cancelled")
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
@@ -466,8 +559,9 @@ def test_a_queued_rollout_whose_message_was_lost_is_sent_again(version, author, 
     assert services.rollouts_reap_stale()["resent"] == []  # a cancelled preview's rollouts are not sent again
 
 
-def test_a_rollout_costs_a_fixed_number_of_queries_whatever_the_run_size(version, author, monkeypatch,
-                                                                          django_assert_max_num_queries):
+def test_a_rollout_costs_a_fixed_number_of_queries_whatever_the_run_size(
+    version, author, monkeypatch, django_assert_max_num_queries
+):
     """Lean workers: claim, load, store and the run's bookkeeping, not a scan of the run per rollout."""
     monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
     preview_run = start(version, author, n=40)
@@ -528,8 +622,8 @@ def test_a_run_s_rollouts_are_counted_by_status_in_sql_whatever_the_run_size(aut
     for n in (4, 40):
         preview_run = start(version, author, n=n)
         ids = list(preview_run.rollouts.order_by("index").values_list("pk", flat=True))
-        Rollout.objects.filter(pk__in=ids[:n // 4]).update(status="done")
-        Rollout.objects.filter(pk__in=ids[n // 4:n // 2]).update(status="running")  # the rest stay queued
+        Rollout.objects.filter(pk__in=ids[: n // 4]).update(status="done")
+        Rollout.objects.filter(pk__in=ids[n // 4 : n // 2]).update(status="running")  # the rest stay queued
         with CaptureQueriesContext(connection) as queries:
             services.preview_run_refresh(preview_run_id=preview_run.pk, known_running=True)
         reads = [query["sql"] for query in queries if query["sql"].lstrip().upper().startswith("SELECT")]
@@ -539,12 +633,16 @@ def test_a_run_s_rollouts_are_counted_by_status_in_sql_whatever_the_run_size(aut
             cursor.execute(reads[0])
             fetched[n] = cursor.fetchall()
         assert sorted((status, count) for status, count in fetched[n]) == [
-            ("done", n // 4), ("queued", n - n // 2), ("running", n // 4)], fetched[n]
+            ("done", n // 4),
+            ("queued", n - n // 2),
+            ("running", n // 4),
+        ], fetched[n]
     assert len(fetched[40]) == len(fetched[4]) == 3
 
 
-def test_a_rollout_job_does_not_reap_the_worker_s_timer_does(version, author, monkeypatch, settings, eager_celery,
-                                                              enqueued):
+def test_a_rollout_job_does_not_reap_the_worker_s_timer_does(
+    version, author, monkeypatch, settings, eager_celery, enqueued
+):
     """Lean workers: no sweep after each job (it cost every rollout a scan); a worker reaps when it starts and then on
     its own timer, every reap_interval_s()."""
     from time import monotonic

@@ -21,9 +21,11 @@ from tests.support.openai_server import OpenAIServer, tool_call
 
 BAD = "\ud800 lone \udcff escaped \x00 nul"
 SHOWN = "\\ud800 lone \\udcff escaped \\u0000 nul"  # how it is stored and shown
-COMMAND = ("printf x > \"$(printf 'a\\377b')\"; mkdir -p \"$(printf 'd\\376')\"; "
-           "{ head -c 9000 /dev/zero | tr '\\000' y; printf '\\000z'; } > \"$(printf 'd\\376')/f\"; "
-           "printf 'out \\377 \\000 end'; echo 42 > answer.txt")
+COMMAND = (
+    "printf x > \"$(printf 'a\\377b')\"; mkdir -p \"$(printf 'd\\376')\"; "
+    "{ head -c 9000 /dev/zero | tr '\\000' y; printf '\\000z'; } > \"$(printf 'd\\376')/f\"; "
+    "printf 'out \\377 \\000 end'; echo 42 > answer.txt"
+)
 
 
 def agent(body):
@@ -31,10 +33,15 @@ def agent(body):
     if tool_turns == 0:
         return {"content": f"writing {BAD}", "tool_calls": [tool_call("bash", {"command": COMMAND})]}
     if tool_turns == 1:  # a command, a file and its name holding lone surrogates: told, not a crash
-        return {"content": None, "tool_calls": [tool_call("bash", {"command": f"echo '{BAD}'"}),
-                                                tool_call("bash", {"command": "echo '\x00'"}),
-                                                tool_call("write_file", {"path": f"w{BAD}", "content": BAD}),
-                                                tool_call("read_file", {"path": "r\udcff"})]}
+        return {
+            "content": None,
+            "tool_calls": [
+                tool_call("bash", {"command": f"echo '{BAD}'"}),
+                tool_call("bash", {"command": "echo '\x00'"}),
+                tool_call("write_file", {"path": f"w{BAD}", "content": BAD}),
+                tool_call("read_file", {"path": "r\udcff"}),
+            ],
+        }
     return {"content": BAD, "tool_calls": [tool_call("submit", {"answer": f"42 {BAD}"})]}
 
 
@@ -53,10 +60,12 @@ def test_a_rollout_with_unstorable_names_and_text_is_stored_readably(backend_nam
     task = make_task(author=author, slug="odd-names")
     with OpenAIServer() as server:
         server.handler = agent
-        ModelEndpoint.objects.create(name="agent", role="policy", base_url=server.base_url, model="policy-model",
-                                     api_key_env="")
-        preview_run = services.preview_run_create(task_version=task.latest_version, user=author, policy="model", n=1,
-                                                  backend=backend_name)
+        ModelEndpoint.objects.create(
+            name="agent", role="policy", base_url=server.base_url, model="policy-model", api_key_env=""
+        )
+        preview_run = services.preview_run_create(
+            task_version=task.latest_version, user=author, policy="model", n=1, backend=backend_name
+        )
         rollout = preview_run.rollouts.get()
         assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
     rollout.refresh_from_db()
@@ -93,10 +102,16 @@ def test_a_rollout_with_unstorable_names_and_text_is_stored_readably(backend_nam
 
 
 def test_a_grade_whose_explanations_quote_unstorable_text_is_recorded(version):
-    grade = engine.grade(engine.parse_rubric({
-        "schema": "gymwright.rubric/v1", "pass_threshold": 0.5,
-        "checks": [{"id": "exact", "kind": "string_match", "points": 1, "mode": "equals", "expected": "42"}]}),
-        answer=f"41 {BAD}")
+    grade = engine.grade(
+        engine.parse_rubric(
+            {
+                "schema": "gymwright.rubric/v1",
+                "pass_threshold": 0.5,
+                "checks": [{"id": "exact", "kind": "string_match", "points": 1, "mode": "equals", "expected": "42"}],
+            }
+        ),
+        answer=f"41 {BAD}",
+    )
     check = grade.checks[0].model_copy(update={"explanation": f"the answer was {BAD}"})
     grade = grade.model_copy(update={"checks": [check]})
     stored = grade_record(grade=grade, task_version=version, source="rollout")

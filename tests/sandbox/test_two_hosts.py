@@ -47,9 +47,11 @@ RUBRIC = {
     ],
 }
 # Waits (at most 60 s) until the test lets it go, then multiplies the blob's two numbers.
-SCRIPT = ("echo > started; i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
-          "[ -f go ] || { echo 'nobody found this sandbox in a host folder' >&2; exit 3; }; "
-          "echo $(( $(head -n1 numbers.txt) * $(tail -n1 numbers.txt) )) > answer.txt")
+SCRIPT = (
+    "echo > started; i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+    "[ -f go ] || { echo 'nobody found this sandbox in a host folder' >&2; exit 3; }; "
+    "echo $(( $(head -n1 numbers.txt) * $(tail -n1 numbers.txt) )) > answer.txt"
+)
 
 
 def readme_section() -> str:
@@ -62,8 +64,9 @@ def readme_worker_command(name: str, concurrency: int) -> list[str]:
     [command] = re.findall(r"`(\.venv/bin/celery [^`]+)`", readme_section())
     argv = shlex.split(command)
     assert argv.count("worker1@%h") == 1 and argv.count("--concurrency=N") == 1, argv
-    return [{"worker1@%h": f"{name}@%h", "--concurrency=N": f"--concurrency={concurrency}"}.get(arg, arg)
-            for arg in argv]
+    return [
+        {"worker1@%h": f"{name}@%h", "--concurrency=N": f"--concurrency={concurrency}"}.get(arg, arg) for arg in argv
+    ]
 
 
 def readme_settings() -> set[str]:
@@ -78,8 +81,11 @@ def _host(root: Path, name: str) -> dict[str, str]:
     sandboxes = root / name / "sandboxes"  # not the default under the data folder: the setting must be read
     sandboxes.mkdir(parents=True)
     sandboxes.chmod(0o711)  # the sandbox user passes through to its workspace
-    return {"GYMWRIGHT_DATA_DIR": str(data_dir), "GYMWRIGHT_SANDBOX_DIR": str(sandboxes),
-            "SECRET_KEY": "the-same-secret-key-on-every-host"}
+    return {
+        "GYMWRIGHT_DATA_DIR": str(data_dir),
+        "GYMWRIGHT_SANDBOX_DIR": str(sandboxes),
+        "SECRET_KEY": "the-same-secret-key-on-every-host",
+    }
 
 
 def _let_go(folders: dict[str, Path], seen: dict[str, set[str]]) -> None:
@@ -96,24 +102,42 @@ def _outcome(preview_run: PreviewRun) -> list[tuple]:
     """What a user reads of each rollout, without timings."""
     rows = []
     for rollout in preview_run.rollouts.order_by("index"):
-        checks = [(c["id"], c["status"], c.get("score"), c.get("awarded"))
-                  for c in (rollout.grade.document if rollout.grade_id else {}).get("checks", [])]
-        rows.append((rollout.index, rollout.status, rollout.reward, rollout.passed, rollout.answer, rollout.error,
-                     tuple(checks)))
+        checks = [
+            (c["id"], c["status"], c.get("score"), c.get("awarded"))
+            for c in (rollout.grade.document if rollout.grade_id else {}).get("checks", [])
+        ]
+        rows.append(
+            (
+                rollout.index,
+                rollout.status,
+                rollout.reward,
+                rollout.passed,
+                rollout.answer,
+                rollout.error,
+                tuple(checks),
+            )
+        )
     return rows
 
 
 @pytest.mark.timeout(2 * WAIT_S + 240)  # two previews, and two workers' start (90 s each at most)
-def test_two_worker_hosts_share_a_preview_and_give_the_results_of_one(request, transactional_db, django_user_model,
-                                                                     redis_db, celery_producer, tmp_path):
+def test_two_worker_hosts_share_a_preview_and_give_the_results_of_one(
+    request, transactional_db, django_user_model, redis_db, celery_producer, tmp_path
+):
     from authoring.services import blob_store
     from grading.models import Grade
 
     require_postgres("README step 1: every host shares one PostgreSQL database")
     author = make_user(django_user_model, "ada", "author")
     blob = blob_store(data=b"6\n7\n")
-    task = make_task(author=author, slug="from-blobs", rubric=RUBRIC, script=SCRIPT, limits={"timeout_s": 120},
-                     files=[{"path": "numbers.txt", "sha256": blob.sha256}])
+    task = make_task(
+        author=author,
+        slug="from-blobs",
+        rubric=RUBRIC,
+        script=SCRIPT,
+        limits={"timeout_s": 120},
+        files=[{"path": "numbers.txt", "sha256": blob.sha256}],
+    )
     version = task.latest_version
     root = Path(tempfile.mkdtemp(prefix="gw-hosts-"))
     root.chmod(0o711)  # the sandbox user passes through to each host's sandbox folder
@@ -130,6 +154,7 @@ def test_two_worker_hosts_share_a_preview_and_give_the_results_of_one(request, t
         def check():
             _let_go(folders, seen)
             return PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists()
+
         return check
 
     # One host alone: the reference results.

@@ -38,13 +38,16 @@ def test_starting_a_preview_redirects_to_its_live_page(client_author, version):
     assert 'hx-trigger="every 1s"' in page and "0/3" in page and 'id="cancel-form"' in page
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"policy": "oracle", "n": "0"}, "N must be from 1 to 64."),
-    ({"policy": "oracle", "n": "65"}, "N must be from 1 to 64."),
-    ({"policy": "oracle", "n": "lots"}, "N must be a whole number from 1 to 64."),
-    ({"policy": "sudo", "n": "1"}, "Select a valid choice"),
-    ({"policy": "model", "n": "1"}, "No policy model is configured"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"policy": "oracle", "n": "0"}, "N must be from 1 to 64."),
+        ({"policy": "oracle", "n": "65"}, "N must be from 1 to 64."),
+        ({"policy": "oracle", "n": "lots"}, "N must be a whole number from 1 to 64."),
+        ({"policy": "sudo", "n": "1"}, "Select a valid choice"),
+        ({"policy": "model", "n": "1"}, "No policy model is configured"),
+    ],
+)
 def test_bad_input_is_a_form_error_not_a_crash(client_author, version, data, message, settings):
     settings.OPENAI_BASE_URL = ""
     response = client_author.post(start_url(version), data)
@@ -90,15 +93,19 @@ def test_cancel_from_the_page(client_author, version, author):
     response = client_author.post(reverse("sandbox:preview_cancel", args=[preview_run.pk]))
     assert response.status_code == 302
     preview_run.refresh_from_db()
-    assert preview_run.status == "cancelled" and set(preview_run.rollouts.values_list("status", flat=True)) == {"cancelled"}
+    assert preview_run.status == "cancelled" and set(preview_run.rollouts.values_list("status", flat=True)) == {
+        "cancelled"
+    }
 
 
 def test_members_without_a_role_see_nothing(client, nobody, version, author):
     preview_run = services.preview_run_create(task_version=version, user=author, policy="nop", n=1)
     client.force_login(nobody)
-    for url in (reverse("sandbox:preview_detail", args=[preview_run.pk]),
-                reverse("sandbox:preview_progress", args=[preview_run.pk]),
-                reverse("sandbox:rollout_detail", args=[preview_run.rollouts.get().pk])):
+    for url in (
+        reverse("sandbox:preview_detail", args=[preview_run.pk]),
+        reverse("sandbox:preview_progress", args=[preview_run.pk]),
+        reverse("sandbox:rollout_detail", args=[preview_run.rollouts.get().pk]),
+    ):
         assert client.get(url).status_code == 404
     assert client.post(start_url(version), {"policy": "nop", "n": "1"}).status_code == 404
     assert client.post(reverse("sandbox:preview_cancel", args=[preview_run.pk])).status_code == 404
@@ -136,9 +143,14 @@ def test_the_admin_lists_and_shows_previews_and_rollouts(client, version, author
     admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
     client.force_login(admin)
     rollout = preview_run.rollouts.first()
-    for url in ("/admin/sandbox/previewrun/", f"/admin/sandbox/previewrun/{preview_run.pk}/change/",
-                "/admin/sandbox/rollout/", f"/admin/sandbox/rollout/{rollout.pk}/change/",
-                "/admin/grading/modelendpoint/", "/admin/grading/modelendpoint/add/"):
+    for url in (
+        "/admin/sandbox/previewrun/",
+        f"/admin/sandbox/previewrun/{preview_run.pk}/change/",
+        "/admin/sandbox/rollout/",
+        f"/admin/sandbox/rollout/{rollout.pk}/change/",
+        "/admin/grading/modelendpoint/",
+        "/admin/grading/modelendpoint/add/",
+    ):
         assert client.get(url).status_code == 200, url
 
 
@@ -166,8 +178,9 @@ def test_the_preview_form_offers_a_backend_choice_only_when_several_are_enabled(
     assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
 
 
-def test_the_preview_form_says_when_bubblewrap_would_not_use_the_environments_image(client_author, author, version,
-                                                                                    settings):
+def test_the_preview_form_says_when_bubblewrap_would_not_use_the_environments_image(
+    client_author, author, version, settings
+):
     """bubblewrap runs a rollout on the server's own system: an environment built from a Dockerfile or an image
     is what ships only on docker, and the form says so before a preview is read as the task's behaviour."""
     from authoring import services as authoring_services
@@ -176,8 +189,15 @@ def test_the_preview_form_says_when_bubblewrap_would_not_use_the_environments_im
     settings.SANDBOX_BACKEND, settings.SANDBOX_BACKENDS_ALLOWED = "bubblewrap", ["bubblewrap"]
     assert 'id="backend-image-note"' not in client_author.get(start_url(version)).content.decode()
 
-    authoring_services.environment_create(slug="built", name="built", author=author, spec={
-        "network": "none", "dockerfile": "FROM busybox\nRUN mkdir /app && echo hi > /app/data.txt\nWORKDIR /app\n"})
+    authoring_services.environment_create(
+        slug="built",
+        name="built",
+        author=author,
+        spec={
+            "network": "none",
+            "dockerfile": "FROM busybox\nRUN mkdir /app && echo hi > /app/data.txt\nWORKDIR /app\n",
+        },
+    )
     built = make_task(author=author, slug="built-task", environment_slug="built").latest_version
     html = client_author.get(start_url(built)).content.decode()
     assert 'id="backend-image-note"' in html and "the Dockerfile's steps are not run" in html

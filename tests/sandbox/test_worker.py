@@ -22,6 +22,7 @@ from tests.support.workers import processes_with, start_workers, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
 
+
 @pytest.fixture
 def people(transactional_db, django_user_model):
     return make_user(django_user_model, "ada", "author")
@@ -60,8 +61,9 @@ def _containers_of(client, owner: str) -> list:
 
 @pytest.mark.timeout(600)  # two workers' start (90 s each at most), the waits below, and docker's slower sandboxes
 @pytest.mark.parametrize("backend", ["bubblewrap", "docker"])
-def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(request, people, redis_db, backend,
-                                                                          celery_producer, tmp_path, settings):
+def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(
+    request, people, redis_db, backend, celery_producer, tmp_path, settings
+):
     """SIGKILL to a worker mid-rollout: within the stale window (plus a heartbeat and a reaper's period) a new
     worker re-queues the rollout, which runs again to the end; the killed worker's sandbox, its folder
     (bubblewrap) or its container (docker), is removed and nothing of it is left."""
@@ -81,11 +83,16 @@ def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(reque
         settings.SANDBOX_BACKENDS_ALLOWED = ["bubblewrap", "docker"]
         env = {"GYMWRIGHT_SANDBOX_BACKEND": "docker", "GYMWRIGHT_SANDBOX_IMAGE": busybox_image(client)}
     marker = f"gwmark{uuid.uuid4().hex[:10]}"
-    task = make_task(author=people, slug="slow-oracle",
-                     script=f"sleep 6 && echo 42 > answer.txt # {marker}", limits={"timeout_s": 120})
+    task = make_task(
+        author=people,
+        slug="slow-oracle",
+        script=f"sleep 6 && echo 42 > answer.txt # {marker}",
+        limits={"timeout_s": 120},
+    )
     first = workers.start(env=env)
-    preview_run = services.preview_run_create(task_version=task.latest_version, user=people, policy="oracle", n=1,
-                                              backend=backend)
+    preview_run = services.preview_run_create(
+        task_version=task.latest_version, user=people, policy="oracle", n=1, backend=backend
+    )
     rollout = preview_run.rollouts.get()
 
     def sleeping():
@@ -104,7 +111,8 @@ def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(reque
             time.sleep(0.2)
         assert processes_with(marker) == [], "the killed worker's sandbox process outlived it"
         assert [path.name for path in workers.sandbox_dir.iterdir() if path.name.startswith("gw-")], (
-            "the killed worker's sandbox folder is gone before any reaper ran: nothing left for this test to see")
+            "the killed worker's sandbox folder is gone before any reaper ran: nothing left for this test to see"
+        )
     else:
         # A container is not the worker's child: it outlives it, until a reaper sees its owner is gone.
         assert len(_containers_of(client, owner)) == 1
@@ -115,33 +123,53 @@ def test_a_rollout_whose_worker_is_killed_is_reaped_and_none_stays_running(reque
     # within stale_after_s, a heartbeat, a reaper's period and a busy machine's slack of the new worker's start.
     workers.start(env=env)
     reaped_within = stale_after_s + 1 + reap_interval_s() + 30
-    wait_for(lambda: Rollout.objects.filter(pk=rollout.pk).exclude(attempts=1, status=Rollout.Status.RUNNING).exists(),
-             timeout=reaped_within, what="the stale rollout to be reaped", workers=workers)
-    wait_for(lambda: Rollout.objects.filter(pk=rollout.pk, status__in=Rollout.TERMINAL).exists(),
-             timeout=180, what="the reaped rollout to run again to its end", workers=workers)
+    wait_for(
+        lambda: Rollout.objects.filter(pk=rollout.pk).exclude(attempts=1, status=Rollout.Status.RUNNING).exists(),
+        timeout=reaped_within,
+        what="the stale rollout to be reaped",
+        workers=workers,
+    )
+    wait_for(
+        lambda: Rollout.objects.filter(pk=rollout.pk, status__in=Rollout.TERMINAL).exists(),
+        timeout=180,
+        what="the reaped rollout to run again to its end",
+        workers=workers,
+    )
     rollout.refresh_from_db()
     assert rollout.attempts == 2 and rollout.worker != first_worker, workers.logs()
     assert rollout.status == Rollout.Status.DONE and rollout.passed is True, (rollout.error, workers.logs())
     assert not Rollout.objects.filter(status__in=Rollout.ACTIVE).exists()
     # The run is refreshed after the rollout's row commits (so that two rollouts finishing at once each count the
     # other's): a moment after it, not with it.
-    wait_for(lambda: PreviewRun.objects.filter(pk=preview_run.pk, status="done").exists(), timeout=30,
-             what="the run to be done once its rollout is", workers=workers)
+    wait_for(
+        lambda: PreviewRun.objects.filter(pk=preview_run.pk, status="done").exists(),
+        timeout=30,
+        what="the run to be done once its rollout is",
+        workers=workers,
+    )
 
     # Nothing of either attempt is left: no process, no sandbox folder, no container.
     assert processes_with(marker) == []
     if backend == "bubblewrap":
-        wait_for(lambda: not any(path.name.startswith("gw-") for path in workers.sandbox_dir.iterdir()),
-                 timeout=reap_interval_s() + 30, what="the killed worker's sandbox folder to be reaped",
-                 workers=workers)
+        wait_for(
+            lambda: not any(path.name.startswith("gw-") for path in workers.sandbox_dir.iterdir()),
+            timeout=reap_interval_s() + 30,
+            what="the killed worker's sandbox folder to be reaped",
+            workers=workers,
+        )
     else:
         second_owner = f"{socket.gethostname()}:{rollout.worker.rsplit(':', 1)[1]}"
-        wait_for(lambda: not _containers_of(client, owner) and not _containers_of(client, second_owner),
-                 timeout=reap_interval_s() + 30, what="the killed worker's container to be reaped", workers=workers)
+        wait_for(
+            lambda: not _containers_of(client, owner) and not _containers_of(client, second_owner),
+            timeout=reap_interval_s() + 30,
+            what="the killed worker's container to be reaped",
+            workers=workers,
+        )
 
 
-def test_rollouts_whose_messages_were_flushed_from_redis_still_run(request, people, redis_db, celery_producer,
-                                                                   tmp_path):
+def test_rollouts_whose_messages_were_flushed_from_redis_still_run(
+    request, people, redis_db, celery_producer, tmp_path
+):
     """Redis lost the queue (restarted without persistence, flushed): nothing stays queued forever;
     the reaper re-sends the job of every QUEUED rollout nobody claimed in time."""
     workers = start_workers(request, redis_db.url, tmp_path, stale_after_s=60, requeue_after_s=3)
@@ -151,8 +179,12 @@ def test_rollouts_whose_messages_were_flushed_from_redis_still_run(request, peop
     redis_db.purge()  # every message is gone; only the rows say there is work
     assert redis_db.client.dbsize() == 1
     workers.start()
-    wait_for(lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
-             timeout=120, what="the preview whose messages were lost to finish", workers=workers)
+    wait_for(
+        lambda: PreviewRun.objects.filter(pk=preview_run.pk, status__in=PreviewRun.FINISHED).exists(),
+        timeout=120,
+        what="the preview whose messages were lost to finish",
+        workers=workers,
+    )
     rollouts = list(preview_run.rollouts.all())
     assert [(r.status, r.passed, r.attempts) for r in rollouts] == [("done", True, 1)] * 3, workers.logs()
     assert "re-sent the job messages" in workers.logs()

@@ -26,8 +26,12 @@ def database_backends_terminate() -> list[int]:
     if not url.startswith("postgres"):
         missing("PostgreSQL", "terminating backends needs it; set DATABASE_URL=postgres://...")
     with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as killer:
-        pids = [row[0] for row in killer.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")]
+        pids = [
+            row[0]
+            for row in killer.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        ]
         for pid in pids:
             killer.execute("SELECT pg_terminate_backend(%s)", [pid])
         deadline = time.monotonic() + 15
@@ -67,8 +71,22 @@ class OwnRedis:
         import redis
 
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -117,10 +135,25 @@ class OwnDockerd:
 
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [self.binary, "--host", self.host, "--data-root", str(self.root / "data"),
-             "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
-             "--storage-driver=vfs", "--iptables=false", "--ip6tables=false", "--bridge=none"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                self.binary,
+                "--host",
+                self.host,
+                "--data-root",
+                str(self.root / "data"),
+                "--exec-root",
+                str(self.root / "exec"),
+                "--pidfile",
+                str(self.root / "docker.pid"),
+                "--storage-driver=vfs",
+                "--iptables=false",
+                "--ip6tables=false",
+                "--bridge=none",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:

@@ -28,9 +28,20 @@ from pathlib import Path
 BUSYBOX = Path(os.environ.get("GYMWRIGHT_TEST_BUSYBOX", "/bin/busybox"))
 HOST_PYTHON = Path("/usr/bin/python3.11")
 PY_STDLIB = Path("/usr/lib/python3.11")
-PRUNE = {"test", "__pycache__", "idlelib", "tkinter", "ensurepip", "lib2to3", "pydoc_data",
-         "turtledemo", "config-3.11-x86_64-linux-gnu", "distutils", "site-packages",
-         "dist-packages"}
+PRUNE = {
+    "test",
+    "__pycache__",
+    "idlelib",
+    "tkinter",
+    "ensurepip",
+    "lib2to3",
+    "pydoc_data",
+    "turtledemo",
+    "config-3.11-x86_64-linux-gnu",
+    "distutils",
+    "site-packages",
+    "dist-packages",
+}
 _lock = threading.Lock()
 
 
@@ -71,8 +82,9 @@ def _build(client, tag: str, files: dict[str, tuple[bytes | Path | str, int]], d
                 info.mode = mode
                 tar.addfile(info, io.BytesIO(data))
         context.seek(0)
-        client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True,
-                            forcerm=True, labels={"gymwright.test-image": "1"})
+        client.images.build(
+            fileobj=context, custom_context=True, tag=tag, rm=True, forcerm=True, labels={"gymwright.test-image": "1"}
+        )
         return tag
 
 
@@ -91,8 +103,12 @@ def busybox_image(client) -> str:
     if not BUSYBOX.exists():
         _missing(f"static busybox at {BUSYBOX}")
     digest = hashlib.sha256(BUSYBOX.read_bytes() + b"v2").hexdigest()[:16]
-    return _build(client, f"gymwright-test/busybox:{digest}", _busybox_files(),
-                  "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/local/bin:/usr/bin:/bin\n")
+    return _build(
+        client,
+        f"gymwright-test/busybox:{digest}",
+        _busybox_files(),
+        "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/local/bin:/usr/bin:/bin\n",
+    )
 
 
 def _shared_libs(paths: list[Path]) -> set[Path]:
@@ -127,8 +143,9 @@ def python_image(client) -> str:
     files["rootfs/bin/python3"] = ("/usr/bin/python3.11", 0o777)
     files["rootfs/bin/python"] = ("/usr/bin/python3.11", 0o777)
     # ldd's paths (/lib/x86_64-linux-gnu/..., /lib64/ld-linux...) are copied as is.
-    return _build(client, tag, files,
-                  "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8\n")
+    return _build(
+        client, tag, files, "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8\n"
+    )
 
 
 def remove_test_images(client) -> None:

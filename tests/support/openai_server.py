@@ -38,9 +38,10 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -129,7 +130,12 @@ class OpenAIServer:
             return _as_reply(self.handler(body))
         if self.default is not None:
             return _as_reply(self.default(body) if callable(self.default) else self.default)
-        return Reply(status=500, body=json.dumps({"error": {"message": "the test server has no scripted reply left", "type": "server_error"}}).encode())
+        return Reply(
+            status=500,
+            body=json.dumps(
+                {"error": {"message": "the test server has no scripted reply left", "type": "server_error"}}
+            ).encode(),
+        )
 
     # ------------------------------------------------------------ lifecycle
 
@@ -142,7 +148,7 @@ class OpenAIServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "OpenAIServer":
+    def start(self) -> OpenAIServer:
         owner = self
 
         class Handler(_Handler):
@@ -164,7 +170,7 @@ class OpenAIServer:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "OpenAIServer":
+    def __enter__(self) -> OpenAIServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -177,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
     # Headers and body go out in separate writes; with Nagle on, keep-alive clients wait ~40 ms for each reply.
     disable_nagle_algorithm = True
 
-    def log_message(self, format, *args):  # noqa: A002 - keep test output quiet
+    def log_message(self, format, *args):  # keep test output quiet
         pass
 
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
@@ -189,13 +195,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             self._send(200, json.dumps({"object": "list", "data": [{"id": "test-model", "object": "model"}]}).encode())
         else:
             self._send(404, b'{"error": {"message": "not found"}}')
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         owner = self.server_owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""

@@ -9,9 +9,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 
@@ -42,21 +42,36 @@ def gunicorn_serving(tmp: Path, *, workers: int = 2, env: dict | None = None) ->
     """gunicorn as `make serve` runs it, in `tmp` (static files, logs), answering once every worker has
     booted. `env` adds to (or, with None values, removes from) the server's environment."""
     port = free_port()
-    server_env = {**os.environ, "DEBUG": "false", "DATABASE_URL": test_database_url(),
-                  "STATIC_ROOT": str(tmp / "static"), "GUNICORN_BIND": f"127.0.0.1:{port}",
-                  "WEB_CONCURRENCY": str(workers), "GUNICORN_ACCESS_LOG": str(tmp / "access.log")}
+    server_env = {
+        **os.environ,
+        "DEBUG": "false",
+        "DATABASE_URL": test_database_url(),
+        "STATIC_ROOT": str(tmp / "static"),
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": str(workers),
+        "GUNICORN_ACCESS_LOG": str(tmp / "access.log"),
+    }
     for key, value in (env or {}).items():
         if value is None:
             server_env.pop(key, None)
         else:
             server_env[key] = value
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
-                   cwd=ROOT, env=server_env, check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=server_env,
+        check=True,
+        timeout=120,
+    )
     log_path = tmp / "gunicorn.log"
     log = open(log_path, "wb")
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "--config",
-                             "python:gymwright.gunicorn_conf"],
-                            cwd=ROOT, env=server_env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("gunicorn")), "--config", "python:gymwright.gunicorn_conf"],
+        cwd=ROOT,
+        env=server_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     server = Gunicorn(f"http://127.0.0.1:{port}", proc, log_path, tmp / "access.log")
     try:
         deadline = time.monotonic() + 60
@@ -81,7 +96,9 @@ def sign_in(client: httpx.Client, *, username: str, password: str) -> None:
     """Sign in through the login form, as a person does; the client keeps the session cookie."""
     login = client.get("/accounts/login/")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text).group(1)
-    response = client.post("/accounts/login/", data={"username": username, "password": password,
-                                                     "csrfmiddlewaretoken": token},
-                           headers={"Referer": str(client.base_url).rstrip("/") + "/accounts/login/"})
+    response = client.post(
+        "/accounts/login/",
+        data={"username": username, "password": password, "csrfmiddlewaretoken": token},
+        headers={"Referer": str(client.base_url).rstrip("/") + "/accounts/login/"},
+    )
     assert response.status_code == 302, response.text[:500]

@@ -15,6 +15,7 @@ def make_user(django_user_model, username: str, *roles: str, password: str | Non
 def _user_fixture(name: str, username: str, *roles: str):
     def fixture(db, django_user_model):
         return make_user(django_user_model, username, *roles)
+
     fixture.__doc__ = f"{username}, with the role {roles[0]}" if roles else f"{username}, signed in with no role"
     return pytest.fixture(fixture, name=name)
 

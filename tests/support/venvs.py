@@ -31,8 +31,9 @@ def grader_python() -> str:
 
 
 def harbor_bin() -> str:
-    return str(_make("harbor-venv", ROOT / "var/harbor-venv/.installed", "make harbor-venv (needs Python 3.12)")
-               / "harbor")
+    return str(
+        _make("harbor-venv", ROOT / "var/harbor-venv/.installed", "make harbor-venv (needs Python 3.12)") / "harbor"
+    )
 
 
 def inspect_bin() -> str:

@@ -47,8 +47,11 @@ class PrivateRedis:
                 self.url, self.client = url, client
                 self.purge()
                 return
-        missing("a free Redis database", "every database 1-14 of the Redis server is in use by other test runs; "
-                "wait for them or delete a stale 'gymwright-test:owner' key")
+        missing(
+            "a free Redis database",
+            "every database 1-14 of the Redis server is in use by other test runs; "
+            "wait for them or delete a stale 'gymwright-test:owner' key",
+        )
 
     def purge(self) -> None:
         for key in self.client.scan_iter(count=1000):
@@ -87,12 +90,36 @@ def solo_worker_until(queue: str, finished, *, timeout: float) -> str:
     For jobs that need no sandbox (dry runs, example answers); `Workers` starts sandbox hosts."""
     from django.conf import settings
 
-    env = {**os.environ, "DATABASE_URL": test_database_url(), "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-           "GYMWRIGHT_JUDGE_CACHE_DIR": str(settings.JUDGE_CACHE_DIR), "CELERY_TASK_ALWAYS_EAGER": "0"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "GYMWRIGHT_JUDGE_CACHE_DIR": str(settings.JUDGE_CACHE_DIR),
+        "CELERY_TASK_ALWAYS_EAGER": "0",
+    }
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "gymwright", "worker", "-Q", queue, "--pool", "solo",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "gymwright",
+            "worker",
+            "-Q",
+            queue,
+            "--pool",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-l",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not finished():
@@ -143,8 +170,15 @@ class Workers:
             **overrides,
         }
 
-    def start(self, *, name: str | None = None, concurrency: int = 2, env: dict[str, str] | None = None,
-              queues: str | None = None, command: list[str] | None = None) -> subprocess.Popen:
+    def start(
+        self,
+        *,
+        name: str | None = None,
+        concurrency: int = 2,
+        env: dict[str, str] | None = None,
+        queues: str | None = None,
+        command: list[str] | None = None,
+    ) -> subprocess.Popen:
         """Start a worker named `name@<host>` and wait until it is ready to take jobs.
 
         `command`: the worker's command line as given (a README's, run from the repository's root), whose node
@@ -154,19 +188,40 @@ class Workers:
         log = open(log_path, "wb")
         own = command is None
         if own:
-            command = [str(CELERY), "-A", "gymwright", "worker", "-P", "prefork", "-c", str(concurrency),
-                       "--loglevel=INFO", "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
-                       "--without-heartbeat"]
+            command = [
+                str(CELERY),
+                "-A",
+                "gymwright",
+                "worker",
+                "-P",
+                "prefork",
+                "-c",
+                str(concurrency),
+                "--loglevel=INFO",
+                "-n",
+                f"{name}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ]
             if queues:
                 command += ["-Q", queues]
-        process = subprocess.Popen(command, cwd=ROOT, env=self.environment(**(env or {})), stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=self.environment(**(env or {})),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         self.processes.append((process, log_path))
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             # " ready." is logged at INFO; a worker that logs less answers a ping once it consumes.
-            if b" ready." in log_path.read_bytes() or (not own and self._answers_ping(f"{name}@{socket.gethostname()}")):
+            if b" ready." in log_path.read_bytes() or (
+                not own and self._answers_ping(f"{name}@{socket.gethostname()}")
+            ):
                 return process
             if process.poll() is not None:
                 break
@@ -202,16 +257,21 @@ class Workers:
         shutil.rmtree(self.sandbox_dir, ignore_errors=True)
 
     def logs(self, tail: int = 6000) -> str:
-        return "\n".join(f"--- {path.name}\n{path.read_bytes()[-tail:].decode(errors='replace')}"
-                         for _, path in self.processes if path.exists())
+        return "\n".join(
+            f"--- {path.name}\n{path.read_bytes()[-tail:].decode(errors='replace')}"
+            for _, path in self.processes
+            if path.exists()
+        )
 
 
-def start_workers(request, broker_url: str, tmp_path: Path, *, stale_after_s: int,
-                  requeue_after_s: int = 900) -> Workers:
+def start_workers(
+    request, broker_url: str, tmp_path: Path, *, stale_after_s: int, requeue_after_s: int = 900
+) -> Workers:
     """A `Workers` on `broker_url` (needs bubblewrap), stopped when the test ends."""
     require_bwrap()
-    workers = Workers(broker_url=broker_url, log_dir=tmp_path, stale_after_s=stale_after_s,
-                      requeue_after_s=requeue_after_s)
+    workers = Workers(
+        broker_url=broker_url, log_dir=tmp_path, stale_after_s=stale_after_s, requeue_after_s=requeue_after_s
+    )
     request.addfinalizer(workers.stop_all)
     return workers
 

@@ -8,8 +8,10 @@ from authoring.permissions import ADMIN, AUTHOR, LAB, REVIEWER, ROLES
 
 
 class Command(BaseCommand):
-    help = ("Creates the role groups; on a new database (no users yet) also creates the demo users "
-            "author, reviewer, admin and lab (builds and downloads packs) with random passwords, printed once.")
+    help = (
+        "Creates the role groups; on a new database (no users yet) also creates the demo users "
+        "author, reviewer, admin and lab (builds and downloads packs) with random passwords, printed once."
+    )
 
     def handle(self, *args, **options):
         for role in ROLES:

@@ -15,16 +15,23 @@ class Command(BaseCommand):
 
     def handle(self, *args, owner, **options):
         User = get_user_model()
-        user = User.objects.filter(username=owner).first() or User.objects.filter(groups__name__in=[AUTHOR, ADMIN]).first() \
+        user = (
+            User.objects.filter(username=owner).first()
+            or User.objects.filter(groups__name__in=[AUTHOR, ADMIN]).first()
             or User.objects.filter(is_superuser=True).first()
+        )
         if user is None:
             self.stderr.write("No author to own the demo content; run `manage.py bootstrap` first.")
             return
         environment = Environment.objects.filter(slug=DEMO_ENVIRONMENT["slug"]).first()
         if environment is None:
-            environment = services.environment_create(slug=DEMO_ENVIRONMENT["slug"], name=DEMO_ENVIRONMENT["name"],
-                                                      description=DEMO_ENVIRONMENT["description"], author=user,
-                                                      spec=DEMO_ENVIRONMENT["spec"])
+            environment = services.environment_create(
+                slug=DEMO_ENVIRONMENT["slug"],
+                name=DEMO_ENVIRONMENT["name"],
+                description=DEMO_ENVIRONMENT["description"],
+                author=user,
+                spec=DEMO_ENVIRONMENT["spec"],
+            )
             self.stdout.write(f"Created environment {environment.slug}")
         for demo in DEMO_TASKS:
             if Task.objects.filter(slug=demo["slug"]).exists():

@@ -22,7 +22,6 @@ import select
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabaseWrapper
 from psycopg import OperationalError, pq
 
-
 _READS = 4  # reads of what arrived unasked, at most, before the full check decides
 
 

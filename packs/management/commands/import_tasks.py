@@ -16,8 +16,10 @@ from packs import importer
 
 
 class Command(DatabaseCommand):
-    help = ("Import a tasks.jsonl, a CSV/JSONL/Parquet table, or a folder / .tar.gz of Harbor or Terminal-Bench "
-            "tasks; print one line per task or rejected row.")
+    help = (
+        "Import a tasks.jsonl, a CSV/JSONL/Parquet table, or a folder / .tar.gz of Harbor or Terminal-Bench "
+        "tasks; print one line per task or rejected row."
+    )
     # A batch job that touches no URL or template, as export_pack: the system checks would import
     # every URL module (the API schema views among them), ~0.45 s of a 10,000-task import's 6 s;
     # `manage.py check` and the web process still run them.
@@ -27,9 +29,12 @@ class Command(DatabaseCommand):
         parser.add_argument("path")
         parser.add_argument("--dry-run", action="store_true", help="show what would be created; write nothing")
         parser.add_argument("--environment", help="environment (slug) for table rows (default: 'imported')")
-        parser.add_argument("--approve-as", help="an admin's username: record each imported version as approved by them")
-        parser.add_argument("--as-user", help="the author of the imported tasks (default: the --approve-as admin, "
-                                              "else the first admin)")
+        parser.add_argument(
+            "--approve-as", help="an admin's username: record each imported version as approved by them"
+        )
+        parser.add_argument(
+            "--as-user", help="the author of the imported tasks (default: the --approve-as admin, else the first admin)"
+        )
 
     def handle(self, *args, **options):
         # Django and the apps are loaded: the garbage collector need not walk them again while the
@@ -46,13 +51,21 @@ class Command(DatabaseCommand):
             if author is None:
                 raise CommandError(f"--as-user: there is no user {options['as_user']!r}", returncode=2)
         else:
-            author = approve_as or users.filter(is_superuser=True).order_by("pk").first() or \
-                users.filter(groups__name="admin").order_by("pk").first()
+            author = (
+                approve_as
+                or users.filter(is_superuser=True).order_by("pk").first()
+                or users.filter(groups__name="admin").order_by("pk").first()
+            )
             if author is None:
                 raise CommandError("no admin user to import as; create one or pass --as-user", returncode=2)
         try:
-            report = importer.tasks_import(path=options["path"], user=author, environment=options["environment"],
-                                           dry_run=options["dry_run"], approve_as=approve_as)
+            report = importer.tasks_import(
+                path=options["path"],
+                user=author,
+                environment=options["environment"],
+                dry_run=options["dry_run"],
+                approve_as=approve_as,
+            )
         except importer.ImportFailed as exc:
             raise CommandError(exc.message, returncode=1)
         except NotAllowed as exc:
@@ -62,10 +75,13 @@ class Command(DatabaseCommand):
         for line in report.lines:
             self.stdout.write(line.text())
         unchanged = sum(1 for line in report.lines if line.status == "unchanged")
-        summary = (f"{'dry run: ' if report.dry_run else ''}{report.imported} "
-                   f"{'to import' if report.dry_run else 'imported'}"
-                   + (f" ({unchanged} unchanged)" if unchanged else "") + f", {report.rejected} rejected"
-                   + (f", approved as {approve_as.get_username()}" if approve_as and not report.dry_run else ""))
+        summary = (
+            f"{'dry run: ' if report.dry_run else ''}{report.imported} "
+            f"{'to import' if report.dry_run else 'imported'}"
+            + (f" ({unchanged} unchanged)" if unchanged else "")
+            + f", {report.rejected} rejected"
+            + (f", approved as {approve_as.get_username()}" if approve_as and not report.dry_run else "")
+        )
         self.stdout.write(summary)
         if report.environments:
             self.stdout.write(report.environments_text())

@@ -17,9 +17,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         if Path(options["archive"]).is_dir():
-            raise CommandError(f"{options['archive']} is a folder: verify_pack checks the pack's .tar.gz as it was "
-                               "downloaded (an unpacked pack's files are listed with their sha256 in its "
-                               "manifest.json: `sha256sum` checks them)", returncode=1)
+            raise CommandError(
+                f"{options['archive']} is a folder: verify_pack checks the pack's .tar.gz as it was "
+                "downloaded (an unpacked pack's files are listed with their sha256 in its "
+                "manifest.json: `sha256sum` checks them)",
+                returncode=1,
+            )
         try:
             result = archive.verify_pack(options["archive"])
         except OSError as exc:
@@ -29,5 +32,7 @@ class Command(BaseCommand):
                 self.stdout.write(problem)
             raise CommandError(f"{options['archive']}: {len(result.problems)} problem(s)", returncode=1)
         manifest = result.manifest
-        self.stdout.write(f"ok: {manifest.get('slug')} {manifest.get('version')}, {result.files_checked} files, "
-                          f"content_sha256 {manifest.get('content_sha256')}")
+        self.stdout.write(
+            f"ok: {manifest.get('slug')} {manifest.get('version')}, {result.files_checked} files, "
+            f"content_sha256 {manifest.get('content_sha256')}"
+        )

@@ -14,16 +14,22 @@ class Command(BaseCommand):
     help = "Re-queue (once) or fail rollouts whose worker stopped beating; remove orphaned sandbox containers."
 
     def add_arguments(self, parser):
-        parser.add_argument("--stale-after", type=float, default=None,
-                            help="Seconds without a heartbeat after which a rollout is stale "
-                                 "(default: GYMWRIGHT_ROLLOUT_STALE_AFTER_S).")
+        parser.add_argument(
+            "--stale-after",
+            type=float,
+            default=None,
+            help="Seconds without a heartbeat after which a rollout is stale "
+            "(default: GYMWRIGHT_ROLLOUT_STALE_AFTER_S).",
+        )
 
     def handle(self, *args, stale_after=None, **options):
         result = rollouts_reap_stale(stale_after_s=stale_after)
-        self.stdout.write(f"re-queued {len(result['requeued'])} {result['requeued']}, "
-                          f"failed {len(result['failed'])} {result['failed']}, "
-                          f"re-sent {len(result['resent'])} lost message(s) {result['resent']}, "
-                          f"removed {result['containers_removed']} container(s)")
+        self.stdout.write(
+            f"re-queued {len(result['requeued'])} {result['requeued']}, "
+            f"failed {len(result['failed'])} {result['failed']}, "
+            f"re-sent {len(result['resent'])} lost message(s) {result['resent']}, "
+            f"removed {result['containers_removed']} container(s)"
+        )
         try:
             check = jobs.broker_check()
         except jobs.broker_errors() as exc:

@@ -74,8 +74,10 @@ class SnapshotBudget:
         elif self.files_left <= 0:
             reason = f"more than {self.limits.snapshot_max_files} files"
         elif size > self.bytes_left:
-            reason = (f"snapshot size limit: {size} bytes (apparent size) with "
-                      f"{max(self.bytes_left, 0)} of {self.limits.snapshot_max_bytes} bytes left")
+            reason = (
+                f"snapshot size limit: {size} bytes (apparent size) with "
+                f"{max(self.bytes_left, 0)} of {self.limits.snapshot_max_bytes} bytes left"
+            )
         if reason is not None:
             self.left_out.append({"path": path, "size": size, "reason": reason})
             return False
@@ -107,7 +109,7 @@ def split_path(path: str, *, writable: bool) -> tuple[str, str]:
     roots = (WORKSPACE, TMP) if writable else (WORKSPACE, TMP, ENV_DIR)
     for root in roots:
         if full == root or full.startswith(root + "/"):
-            rel = full[len(root):].lstrip("/")
+            rel = full[len(root) :].lstrip("/")
             if not rel:
                 raise SandboxError(f"{path!r} is a directory, not a file", permanent=True)
             return root, rel
@@ -144,8 +146,14 @@ class Sandbox(abc.ABC):
 
     # -- the CheckSandbox protocol ---------------------------------------
     @abc.abstractmethod
-    def exec(self, command: str | Sequence[str], *, timeout_s: float | None = None,
-             stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
+    def exec(
+        self,
+        command: str | Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
         """Run a command in the sandbox (cwd /workspace) and wait for it.
 
         A string runs under `/bin/sh -c`. `timeout_s` (default
@@ -202,7 +210,7 @@ class Sandbox(abc.ABC):
         Returns, per path, what was found there first: "file", "missing",
         "link", "dir" or "other"."""
 
-    def open_verifier_paths(self) -> None:
+    def open_verifier_paths(self) -> None:  # noqa: B027 - optional for a backend
         """Make /logs and /tests (VERIFIER_PATHS) empty directories the checks can write. Call after
         `end_processes()`: during the episode they do not exist (bubblewrap) or belong to root
         (docker), so nothing the agent did can be in them when the checks run."""
@@ -232,8 +240,10 @@ class Sandbox(abc.ABC):
         for where, left in free.items():
             cap = caps[where] * 1024 * 1024
             if left < min(FULL_MARGIN, cap // 16):
-                self.limit_hit = (f"{where} is full: it reached its size cap of {caps[where]} MB "
-                                  f"(files still open after being deleted count too)")
+                self.limit_hit = (
+                    f"{where} is full: it reached its size cap of {caps[where]} MB "
+                    f"(files still open after being deleted count too)"
+                )
                 return self.limit_hit
         return None
 
@@ -251,7 +261,7 @@ class Sandbox(abc.ABC):
             tail = (result.stderr or result.stdout)[-2000:]
             raise SandboxError(f"setup script {why}: {tail}", permanent=True)
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -271,8 +281,13 @@ class Backend(abc.ABC):
     def _create(self, spec: SandboxSpec) -> Sandbox:
         """Create and start an empty sandbox."""
 
-    def start(self, spec: SandboxSpec, *, files: Mapping[str, bytes] | None = None,
-              env_files: Mapping[str, bytes] | None = None) -> Sandbox:
+    def start(
+        self,
+        spec: SandboxSpec,
+        *,
+        files: Mapping[str, bytes] | None = None,
+        env_files: Mapping[str, bytes] | None = None,
+    ) -> Sandbox:
         """Start a sandbox for `spec`: task `files` go into the workspace,
         `env_files` (the environment's tools, data, checks module) under /env
         read-only; then the setup script runs once. On any failure the
@@ -291,7 +306,7 @@ class Backend(abc.ABC):
     def _install_env_files(self, sandbox: Sandbox, env_files: dict[str, bytes]) -> None:
         raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional for a backend
         """Release the backend's own resources (clients). Sandboxes stay independent."""
 
 

@@ -37,9 +37,8 @@ from a file (`--args FD`), so no host path shows in /proc/*/cmdline inside.
 
 from __future__ import annotations
 
-import functools
-
 import errno
+import functools
 import logging
 import os
 import secrets
@@ -54,31 +53,66 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..results import ExecResult
-from ..spec import CappedBuffer, SandboxError, SandboxSpec
 from grading.engine.safe_files import NotRegularFile, copy_sparse, open_regular
 
-from .base import (CANCELLED_NOTE, ENV_DIR, MAX_READ_BYTES, TMP, VERIFIER_PATHS, WORKSPACE, Backend, HostLimits, Sandbox,
-                   SnapshotBudget, pid_alive, shell_command, split_path)
+from ..egress import (
+    DNS,
+    EGRESS_REFUSED,
+    GATEWAY,
+    HOST_ALIAS,
+    EgressLink,
+    EgressPolicy,
+    host_addresses,
+    read_child_pid,
+    tools_missing,
+)
+from ..results import ExecResult
+from ..spec import CappedBuffer, SandboxError, SandboxSpec
+from .base import (
+    CANCELLED_NOTE,
+    ENV_DIR,
+    MAX_READ_BYTES,
+    TMP,
+    VERIFIER_PATHS,
+    WORKSPACE,
+    Backend,
+    HostLimits,
+    Sandbox,
+    SnapshotBudget,
+    pid_alive,
+    shell_command,
+    split_path,
+)
 from .bwrap_process import Child, PopenChild, SpawnedChild, SpawnerGone, parse_status, read_line
 from .cgroups import CgroupSet
-from ..egress import DNS, EGRESS_REFUSED, GATEWAY, HOST_ALIAS, EgressLink, EgressPolicy, host_addresses, \
-    read_child_pid, tools_missing
 
 log = logging.getLogger(__name__)
 
 SANDBOX_PATH = "/opt/gymwright/bin:/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 # /etc entries the programs in /usr need to work; everything else stays hidden.
-ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl",
-               "ca-certificates", "ca-certificates.conf", "localtime", "mime.types",
-               "protocols", "services", "python3", "python3.11", "bash.bashrc", "profile")
+ETC_ENTRIES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "localtime",
+    "mime.types",
+    "protocols",
+    "services",
+    "python3",
+    "python3.11",
+    "bash.bashrc",
+    "profile",
+)
 ROOT_ENTRIES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 WATCH_INTERVAL_S = 0.5
 
 
 def default_work_dir() -> Path:
-    return Path(os.environ.get("GYMWRIGHT_SANDBOX_DIR")
-                or Path(tempfile.gettempdir()) / "gymwright-sandboxes")
+    return Path(os.environ.get("GYMWRIGHT_SANDBOX_DIR") or Path(tempfile.gettempdir()) / "gymwright-sandboxes")
 
 
 class BubblewrapBackend(Backend):
@@ -101,23 +135,31 @@ class BubblewrapBackend(Backend):
 
     name = "bubblewrap"
 
-    def __init__(self, *, work_dir: str | Path | None = None,
-                 run_as: tuple[int, int] | None = (65534, 65534), bwrap: str | None = None,
-                 python: str | None = None, ro_binds: Sequence[str] = (),
-                 use_cgroups: bool = True, use_spawner: bool = True, tmpfs_caps: bool = True,
-                 limits: HostLimits | None = None, egress: EgressPolicy | None = None):
+    def __init__(
+        self,
+        *,
+        work_dir: str | Path | None = None,
+        run_as: tuple[int, int] | None = (65534, 65534),
+        bwrap: str | None = None,
+        python: str | None = None,
+        ro_binds: Sequence[str] = (),
+        use_cgroups: bool = True,
+        use_spawner: bool = True,
+        tmpfs_caps: bool = True,
+        limits: HostLimits | None = None,
+        egress: EgressPolicy | None = None,
+    ):
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         if not os.path.exists(self.bwrap):
-            raise SandboxError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
-                               permanent=True)
+            raise SandboxError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap", permanent=True)
         self.work_dir = Path(work_dir) if work_dir else default_work_dir()
         self.run_as = run_as if (run_as and os.geteuid() == 0) else None
         self.setpriv = shutil.which("setpriv") if self.run_as else None
         if self.run_as and not self.setpriv:
-            raise SandboxError("setpriv (util-linux) is needed to drop root for bubblewrap",
-                               permanent=True)
+            raise SandboxError("setpriv (util-linux) is needed to drop root for bubblewrap", permanent=True)
         self.python = python or next(
-            (p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(p)), None)
+            (p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(p)), None
+        )
         self.ro_binds = tuple(ro_binds)
         self.use_cgroups = use_cgroups
         self.use_spawner = use_spawner
@@ -125,7 +167,7 @@ class BubblewrapBackend(Backend):
         self.limits = limits or HostLimits()
         self.egress = egress
 
-    def _create(self, spec: SandboxSpec) -> "BubblewrapSandbox":
+    def _create(self, spec: SandboxSpec) -> BubblewrapSandbox:
         return BubblewrapSandbox(self, spec)
 
     def _install_env_files(self, sandbox: Sandbox, env_files: dict[str, bytes]) -> None:
@@ -153,8 +195,10 @@ class BubblewrapSandbox(Sandbox):
                 raise SandboxError(EGRESS_REFUSED, permanent=True)
             missing = tools_missing()
             if missing:
-                raise SandboxError(f"network egress needs {', '.join(missing)}: apt-get install "
-                                   "slirp4netns nftables util-linux", permanent=True)
+                raise SandboxError(
+                    f"network egress needs {', '.join(missing)}: apt-get install slirp4netns nftables util-linux",
+                    permanent=True,
+                )
             self.host_addrs = host_addresses()
         try:
             if not backend.work_dir.exists():
@@ -173,8 +217,12 @@ class BubblewrapSandbox(Sandbox):
         self.etc_dir = self.root / "etc"
         uid, gid = backend.run_as or (os.getuid(), os.getgid())
         self.uid, self.gid = uid, gid
-        for path, mode in ((self.workspace_dir, 0o755), (self.tmp_dir, 0o1777),
-                           (self.env_dir, 0o755), (self.etc_dir, 0o755)):
+        for path, mode in (
+            (self.workspace_dir, 0o755),
+            (self.tmp_dir, 0o1777),
+            (self.env_dir, 0o755),
+            (self.etc_dir, 0o755),
+        ):
             path.mkdir()
             path.chmod(mode)
         if backend.run_as:
@@ -187,9 +235,16 @@ class BubblewrapSandbox(Sandbox):
             self._mount_caps()
         self._write_etc()
         # The owner's pid is in the name, so leftovers can be told from live groups.
-        self.cgroups = CgroupSet.create(
-            f"gymwright-{os.getpid()}-{self.id}", memory_bytes=spec.memory_mb * 1024 * 1024,
-            pids=spec.pids, cpus=spec.cpus) if backend.use_cgroups else CgroupSet({})
+        self.cgroups = (
+            CgroupSet.create(
+                f"gymwright-{os.getpid()}-{self.id}",
+                memory_bytes=spec.memory_mb * 1024 * 1024,
+                pids=spec.pids,
+                cpus=spec.cpus,
+            )
+            if backend.use_cgroups
+            else CgroupSet({})
+        )
         self._static_args = self._bwrap_args()
         # bwrap reads its arguments and the seccomp program from files the
         # worker opens for it (`--args FD`, `--seccomp FD`): its command line,
@@ -219,8 +274,10 @@ class BubblewrapSandbox(Sandbox):
     def _mount_caps(self) -> None:
         # A size-limited tmpfs is a hard cap. Its pages are charged to the
         # writer's memory cgroup, so files count against memory_mb, as in docker.
-        for path, mb, mode in ((self.workspace_dir, self.spec.workspace_mb, "0755"),
-                               (self.tmp_dir, self.spec.tmp_mb, "1777")):
+        for path, mb, mode in (
+            (self.workspace_dir, self.spec.workspace_mb, "0755"),
+            (self.tmp_dir, self.spec.tmp_mb, "1777"),
+        ):
             options = f"size={mb}m,mode={mode},uid={self.uid},gid={self.gid}"
             problem = _mount_tmpfs(path, options)
             if problem:
@@ -235,7 +292,9 @@ class BubblewrapSandbox(Sandbox):
                 shutil.rmtree(self.root, ignore_errors=True)
                 raise SandboxError(
                     f"sandbox directory {self.root} is not reachable by uid {self.uid}: "
-                    f"{parent} lacks o+x; choose another work_dir", permanent=True)
+                    f"{parent} lacks o+x; choose another work_dir",
+                    permanent=True,
+                )
 
     def _write_etc(self) -> None:
         users = ["root:x:0:0:root:/tmp:/bin/sh", "nobody:x:65534:65534:nobody:/tmp:/bin/sh"]
@@ -247,7 +306,7 @@ class BubblewrapSandbox(Sandbox):
             "passwd": "\n".join(users) + "\n",
             "group": "\n".join(groups) + "\n",
             "hosts": "127.0.0.1 localhost sandbox\n::1 localhost\n"
-                     + (f"{GATEWAY} {HOST_ALIAS}\n" if self.spec.network_allowed else ""),
+            + (f"{GATEWAY} {HOST_ALIAS}\n" if self.spec.network_allowed else ""),
             "hostname": "sandbox\n",
             "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
         }
@@ -264,8 +323,16 @@ class BubblewrapSandbox(Sandbox):
         args = [self.backend.bwrap, "--unshare-all", "--unshare-user", "--disable-userns"]
         # Every sandbox has its own network namespace; with egress, slirp4netns
         # links it to the outside per exec (never --share-net: the host's).
-        args += ["--die-with-parent", "--new-session", "--clearenv",
-                 "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
+        args += [
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
         for name in ROOT_ENTRIES:
             host = Path("/") / name
             if host.is_symlink():
@@ -279,12 +346,24 @@ class BubblewrapSandbox(Sandbox):
             args += ["--ro-bind", str(self.etc_dir / name), f"/etc/{name}"]
         for path in self.backend.ro_binds:
             args += ["--ro-bind", path, path]
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--bind", str(self.workspace_dir), WORKSPACE,
-                 "--bind", str(self.tmp_dir), TMP,
-                 "--ro-bind", str(self.env_dir), ENV_DIR,
-                 *self.verifier_binds,
-                 "--dir", "/opt/gymwright/bin"]
+        args += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--bind",
+            str(self.workspace_dir),
+            WORKSPACE,
+            "--bind",
+            str(self.tmp_dir),
+            TMP,
+            "--ro-bind",
+            str(self.env_dir),
+            ENV_DIR,
+            *self.verifier_binds,
+            "--dir",
+            "/opt/gymwright/bin",
+        ]
         if spec.workdir:
             args += ["--symlink", WORKSPACE, spec.workdir]
         if self.backend.python:
@@ -293,14 +372,31 @@ class BubblewrapSandbox(Sandbox):
         # Last: the tmpfs root bwrap built (and the directories it made for
         # the binds, such as /etc) becomes read-only too.
         args += ["--remount-ro", "/"]
-        args += ["--chdir", WORKSPACE,
-                 "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", TMP,
-                 "--setenv", "TMPDIR", TMP, "--setenv", "LANG", "C.UTF-8",
-                 "--setenv", "USER", "sandbox", "--setenv", "PYTHONUNBUFFERED", "1"]
+        args += [
+            "--chdir",
+            WORKSPACE,
+            "--setenv",
+            "PATH",
+            SANDBOX_PATH,
+            "--setenv",
+            "HOME",
+            TMP,
+            "--setenv",
+            "TMPDIR",
+            TMP,
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+            "--setenv",
+            "USER",
+            "sandbox",
+            "--setenv",
+            "PYTHONUNBUFFERED",
+            "1",
+        ]
         return args
 
-    def _prelude(self, timeout_s: float, *, attach: bool, cpu: bool = True,
-                 fds: tuple[int, int] = (7, 8)) -> str:
+    def _prelude(self, timeout_s: float, *, attach: bool, cpu: bool = True, fds: tuple[int, int] = (7, 8)) -> str:
         """The shell snippet run before bwrap: join the cgroups, set rlimits,
         open bwrap's argument file and seccomp program on `fds` (single digits:
         dash's redirections take no more). It runs in the worker's namespaces,
@@ -320,15 +416,15 @@ class BubblewrapSandbox(Sandbox):
             # Not `ulimit -u`: dash spells it -p, bash -u; util-linux is here anyway (setpriv).
             lines.append(f"prlimit --nproc={self._nproc_limit} --pid $$ 2>/dev/null")
         args_fd, seccomp_fd = fds
-        lines.append(f'exec "$@" {args_fd}<{shlex.quote(str(self.args_file))} '
-                     f'{seccomp_fd}<{shlex.quote(str(self.seccomp_file))}')
+        lines.append(
+            f'exec "$@" {args_fd}<{shlex.quote(str(self.args_file))} {seccomp_fd}<{shlex.quote(str(self.seccomp_file))}'
+        )
         return "\n".join(lines)
 
     def _write_args(self, status_fd: int, seccomp_fd: int, options: list[str]) -> None:
         # Options only: bwrap stops reading --args at `--`, so the command
         # itself follows `--args N --` on the real command line.
-        args = [*self._static_args[1:], "--seccomp", str(seccomp_fd),
-                "--json-status-fd", str(status_fd), *options]
+        args = [*self._static_args[1:], "--seccomp", str(seccomp_fd), "--json-status-fd", str(status_fd), *options]
         if any("\0" in a for a in args):
             raise SandboxError("a command or environment value contains a NUL byte", permanent=True)
         _write_private(self.args_file, b"".join(a.encode() + b"\0" for a in args))
@@ -359,26 +455,29 @@ class BubblewrapSandbox(Sandbox):
             duration_ms = int((time.monotonic() - started) * 1000)
         child_started, exit_code = parse_status(bytes(status))
         if not child_started and not timed_out and not cancelled:
-            raise SandboxError(f"bwrap failed to start the sandbox (exit {returncode}): "
-                               f"{err.text()[-2000:]}")
+            raise SandboxError(f"bwrap failed to start the sandbox (exit {returncode}): {err.text()[-2000:]}")
         if exit_code is None and returncode is not None:
             exit_code = 128 - returncode if returncode < 0 else returncode
         oom = self.cgroups.oom_kills() > oom_before
         if over_cap:
-            self.limit_hit = (f"/workspace or /tmp went over its size cap "
-                              f"({spec.workspace_mb} / {spec.tmp_mb} MB)")
+            self.limit_hit = f"/workspace or /tmp went over its size cap ({spec.workspace_mb} / {spec.tmp_mb} MB)"
             err.write(f"\n[gymwright] {self.limit_hit}\n".encode())
         elif self.workspace_cap_hard and (self._record_full(self._free_space()) or self.limit_hit):
             err.write(f"\n[gymwright] {self.limit_hit}\n".encode())
         if cancelled:
             err.write(CANCELLED_NOTE.encode())
         return ExecResult(
-            exit_code=None if timed_out or cancelled else exit_code, stdout=out.text(), stderr=err.text(),
-            stdout_truncated=out.truncated, stderr_truncated=err.truncated,
-            timed_out=timed_out, oom_killed=oom, duration_ms=duration_ms)
+            exit_code=None if timed_out or cancelled else exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+            timed_out=timed_out,
+            oom_killed=oom,
+            duration_ms=duration_ms,
+        )
 
-    def _launch(self, options: list[str], argv: list[str], timeout_s: float,
-                with_stdin: bool) -> "Child":
+    def _launch(self, options: list[str], argv: list[str], timeout_s: float, with_stdin: bool) -> Child:
         if self.spec.network_allowed:
             # bwrap waits (--block-fd) until its namespace has its link and filter.
             return self._popen(options, argv, timeout_s, with_stdin, egress=True)
@@ -390,8 +489,9 @@ class BubblewrapSandbox(Sandbox):
                 self._close_spawner()
         return self._popen(options, argv, timeout_s, with_stdin)
 
-    def _popen(self, options: list[str], argv: list[str], timeout_s: float,
-               with_stdin: bool, egress: bool = False) -> "Child":
+    def _popen(
+        self, options: list[str], argv: list[str], timeout_s: float, with_stdin: bool, egress: bool = False
+    ) -> Child:
         status_r, status_w = os.pipe()
         ours, theirs = [status_r], [status_w]
         if egress:
@@ -407,14 +507,30 @@ class BubblewrapSandbox(Sandbox):
             for fd in ours + theirs:
                 os.close(fd)
             raise
-        full = ["/bin/sh", "-c", self._prelude(timeout_s, attach=True, fds=(args_fd, seccomp_fd)),
-                "gymwright-sandbox", *self._setpriv_args(), self.backend.bwrap, "--args", str(args_fd),
-                "--", *argv]
+        full = [
+            "/bin/sh",
+            "-c",
+            self._prelude(timeout_s, attach=True, fds=(args_fd, seccomp_fd)),
+            "gymwright-sandbox",
+            *self._setpriv_args(),
+            self.backend.bwrap,
+            "--args",
+            str(args_fd),
+            "--",
+            *argv,
+        ]
         try:
             proc = subprocess.Popen(
-                full, stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=tuple(theirs),
-                start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd="/", close_fds=True)
+                full,
+                stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=tuple(theirs),
+                start_new_session=True,
+                env={"PATH": "/usr/bin:/bin"},
+                cwd="/",
+                close_fds=True,
+            )
         except OSError as exc:
             for fd in ours:
                 os.close(fd)
@@ -423,13 +539,15 @@ class BubblewrapSandbox(Sandbox):
             for fd in theirs:
                 os.close(fd)
         spawner = self._spawner  # in the same cgroups, and not the exec's
-        child = PopenChild(proc, status_r, self.cgroups,
-                           keep=frozenset({spawner.pid}) if spawner is not None else frozenset())
+        child = PopenChild(
+            proc, status_r, self.cgroups, keep=frozenset({spawner.pid}) if spawner is not None else frozenset()
+        )
         if egress:
             try:
                 pid = read_child_pid(info_r)
-                child.link = EgressLink(pid=pid, policy=self.backend.egress, host_addrs=self.host_addrs,
-                                        run_as=self._setpriv_args())
+                child.link = EgressLink(
+                    pid=pid, policy=self.backend.egress, host_addrs=self.host_addrs, run_as=self._setpriv_args()
+                )
                 os.write(block_w, b"1")
             except BaseException:
                 child.kill()
@@ -456,28 +574,34 @@ class BubblewrapSandbox(Sandbox):
     def _start_spawner(self) -> None:
         attach = "".join(f"echo $$ > {shlex.quote(f)} || exit 125\n" for f in self.cgroups.procs_files())
         script = (
-            attach +
-            'P=$1\n'
-            'while read -r i o e s f; do\n'
+            attach + "P=$1\n"
+            "while read -r i o e s f; do\n"
             '  if [ "$i" = - ]; then exec 3</dev/null; else exec 3</proc/$P/fd/$i; fi\n'
-            '  exec 4>/proc/$P/fd/$o 5>/proc/$P/fd/$e 6>/proc/$P/fd/$s\n'
+            "  exec 4>/proc/$P/fd/$o 5>/proc/$P/fd/$e 6>/proc/$P/fd/$s\n"
             '  ( exec 3<&- 4>&- 5>&-; . "$f" ) <&3 >&4 2>&5 &\n'
-            '  pid=$!\n'
-            '  exec 3<&- 4>&- 5>&- 6>&-\n'
+            "  pid=$!\n"
+            "  exec 3<&- 4>&- 5>&- 6>&-\n"
             '  echo "S $pid"\n'
-            '  wait $pid\n'
+            "  wait $pid\n"
             '  echo "X $?"\n'
-            'done\n')
+            "done\n"
+        )
         argv = ["/bin/sh", "-c", script, "gymwright-spawner", str(os.getpid())]
         try:
             self._spawner = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd="/", close_fds=True)
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env={"PATH": "/usr/bin:/bin"},
+                cwd="/",
+                close_fds=True,
+            )
         except OSError as exc:
             raise SpawnerGone(str(exc)) from exc
 
-    def _spawn(self, options: list[str], argv: list[str], timeout_s: float,
-               with_stdin: bool) -> "Child":
+    def _spawn(self, options: list[str], argv: list[str], timeout_s: float, with_stdin: bool) -> Child:
         if self._spawner is None or self._spawner.poll() is not None:
             self._close_spawner()
             self._start_spawner()
@@ -486,7 +610,8 @@ class BubblewrapSandbox(Sandbox):
         self._write_args(6, 8, options)
         command = [*self._setpriv_args(), self.backend.bwrap, "--args", "7", "--", *argv]
         script = self._prelude(timeout_s, attach=False, fds=(7, 8)).replace(
-            'exec "$@"', "exec " + " ".join(shlex.quote(a) for a in command))
+            'exec "$@"', "exec " + " ".join(shlex.quote(a) for a in command)
+        )
         script_file = self.root / "exec.sh"
         fd = os.open(script_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -531,7 +656,7 @@ class BubblewrapSandbox(Sandbox):
         if spawner.stdout:
             spawner.stdout.close()
 
-    def _pump(self, child: "Child", stdin, out, err, status, deadline) -> tuple[bool, bool, bool]:
+    def _pump(self, child: Child, stdin, out, err, status, deadline) -> tuple[bool, bool, bool]:
         """Move bytes between the process and the buffers until it exits, the
         deadline passes (kill it), the workspace grows past a soft cap (kill it)
         or `interrupt()` says the rollout was cancelled (kill it)."""
@@ -607,8 +732,10 @@ class BubblewrapSandbox(Sandbox):
         if self.workspace_cap_hard:
             return False
         mb = 1024 * 1024
-        return (_tree_size(self.workspace_dir, self.spec.workspace_mb * mb) > self.spec.workspace_mb * mb
-                or _tree_size(self.tmp_dir, self.spec.tmp_mb * mb) > self.spec.tmp_mb * mb)
+        return (
+            _tree_size(self.workspace_dir, self.spec.workspace_mb * mb) > self.spec.workspace_mb * mb
+            or _tree_size(self.tmp_dir, self.spec.tmp_mb * mb) > self.spec.tmp_mb * mb
+        )
 
     # -- files -------------------------------------------------------------
     def _host_path(self, path: str, *, writable: bool) -> Path:
@@ -642,18 +769,18 @@ class BubblewrapSandbox(Sandbox):
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             if exc.errno in (errno.ENXIO, errno.ELOOP, errno.EISDIR):
-                raise SandboxError(f"{path!r} is not a regular file; only regular files can be written",
-                                   permanent=True) from None
+                raise SandboxError(
+                    f"{path!r} is not a regular file; only regular files can be written", permanent=True
+                ) from None
             raise SandboxError(f"cannot write {path!r}: {exc.strerror}", permanent=True) from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise SandboxError(f"{path!r} is not a regular file; only regular files can be written",
-                                   permanent=True)
+                raise SandboxError(f"{path!r} is not a regular file; only regular files can be written", permanent=True)
             os.set_blocking(fd, True)
             os.ftruncate(fd, 0)
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         except OSError as exc:
             if self.workspace_cap_hard and self._record_full(self._free_space()):
                 raise SandboxError(f"cannot write {path!r}: {self.limit_hit}", permanent=True) from None
@@ -675,8 +802,7 @@ class BubblewrapSandbox(Sandbox):
         try:
             fd = open_regular(target)
         except NotRegularFile as exc:
-            raise SandboxError(f"{path!r} {exc.strerror}; only regular files can be read",
-                               permanent=True) from None
+            raise SandboxError(f"{path!r} {exc.strerror}; only regular files can be read", permanent=True) from None
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.ENOTDIR):
                 raise FileNotFoundError(path) from exc
@@ -694,10 +820,11 @@ class BubblewrapSandbox(Sandbox):
     def _list_files(self) -> list[str]:
         found = []
         deadline = time.monotonic() + self.backend.limits.io_timeout_s
-        for dirpath, dirnames, filenames in os.walk(self.workspace_dir, followlinks=False):
+        for dirpath, _dirnames, filenames in os.walk(self.workspace_dir, followlinks=False):
             if time.monotonic() > deadline:
-                raise SandboxError(f"listing the workspace took longer than "
-                                   f"{self.backend.limits.io_timeout_s:g} s", permanent=True)
+                raise SandboxError(
+                    f"listing the workspace took longer than {self.backend.limits.io_timeout_s:g} s", permanent=True
+                )
             for name in filenames:
                 full = os.path.join(dirpath, name)
                 if stat.S_ISREG(os.lstat(full).st_mode):
@@ -785,8 +912,9 @@ class BubblewrapSandbox(Sandbox):
         with self._exec_lock:
             for root, entries in by_root.items():
                 base = {WORKSPACE: self.workspace_dir, TMP: self.tmp_dir}[root]
-                kinds = place_files(base, {rel: data for rel, (_, data) in entries.items()},
-                                    on_create=lambda p: self._own(Path(p)))
+                kinds = place_files(
+                    base, {rel: data for rel, (_, data) in entries.items()}, on_create=lambda p: self._own(Path(p))
+                )
                 found.update({path: kinds[rel] for rel, (path, _) in entries.items()})
         return {path: found[path] for path in files}
 
@@ -849,8 +977,7 @@ def _seccomp_program() -> bytes:
         try:
             _SECCOMP_PROGRAM = bpf_program()
         except UnsupportedArch as exc:
-            raise SandboxError(f"bubblewrap sandbox: {exc}; use the docker backend",
-                               permanent=True) from exc
+            raise SandboxError(f"bubblewrap sandbox: {exc}; use the docker backend", permanent=True) from exc
     return _SECCOMP_PROGRAM
 
 
@@ -880,8 +1007,16 @@ def _mount_tmpfs(path: Path, options: str) -> str | None:
 
     try:
         libc = _libc()
-        if libc.mount(b"gymwright-sandbox", os.fsencode(path), b"tmpfs",
-                      ctypes.c_ulong(_MS_NOSUID | _MS_NODEV), options.encode()) == 0:
+        if (
+            libc.mount(
+                b"gymwright-sandbox",
+                os.fsencode(path),
+                b"tmpfs",
+                ctypes.c_ulong(_MS_NOSUID | _MS_NODEV),
+                options.encode(),
+            )
+            == 0
+        ):
             return None
         return os.strerror(ctypes.get_errno())
     except (OSError, AttributeError) as exc:
@@ -895,8 +1030,7 @@ def _umount(path: Path) -> None:
             return
     except (OSError, AttributeError):
         pass
-    subprocess.run(["umount", "-l", str(path)], capture_output=True,
-                   env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+    subprocess.run(["umount", "-l", str(path)], capture_output=True, env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
 
 
 def _count_processes(uid: int) -> int:

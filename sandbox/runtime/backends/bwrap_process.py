@@ -79,8 +79,7 @@ class PopenChild(Child):
 class SpawnedChild(Child):
     """A bwrap forked by the sandbox's spawner shell."""
 
-    def __init__(self, spawner: subprocess.Popen, pid: int, in_fd, out_fd, err_fd, status_fd,
-                 cgroups: CgroupSet):
+    def __init__(self, spawner: subprocess.Popen, pid: int, in_fd, out_fd, err_fd, status_fd, cgroups: CgroupSet):
         self.spawner, self.pid, self.cgroups, self.killed = spawner, pid, cgroups, False
         self.in_fd, self.out_fd, self.err_fd, self.status_fd = in_fd, out_fd, err_fd, status_fd
 

@@ -47,8 +47,7 @@ class CgroupSet:
         self.dirs = dirs
 
     @classmethod
-    def create(cls, name: str, *, memory_bytes: int | None, pids: int | None,
-               cpus: float | None) -> "CgroupSet":
+    def create(cls, name: str, *, memory_bytes: int | None, pids: int | None, cpus: float | None) -> CgroupSet:
         own = _own_v1_paths()
         dirs: dict[str, Path] = {}
         wanted = {"memory": memory_bytes, "pids": pids, "cpu": cpus}

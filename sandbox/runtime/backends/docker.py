@@ -45,13 +45,26 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from grading.engine.safe_files import write_sparse
+
 from ..egress import EGRESS_REFUSED
 from ..results import ExecResult
 from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec
-from grading.engine.safe_files import write_sparse
-
-from .base import (CANCELLED_NOTE, ENV_DIR, MAX_READ_BYTES, TMP, VERIFIER_PATHS, WORKSPACE, Backend, HostLimits, Sandbox,
-                   SnapshotBudget, pid_alive, shell_command, split_path)
+from .base import (
+    CANCELLED_NOTE,
+    ENV_DIR,
+    MAX_READ_BYTES,
+    TMP,
+    VERIFIER_PATHS,
+    WORKSPACE,
+    Backend,
+    HostLimits,
+    Sandbox,
+    SnapshotBudget,
+    pid_alive,
+    shell_command,
+    split_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,18 +83,19 @@ EXITED_GRACE_S = 30
 # After every exec everything of the sandbox user goes (a `setsid` child leaves the exec's session and group), as
 # with bubblewrap, where the exec's pid namespace ends with its command. $U is the sandbox user's uid; the sweep
 # prints "done" when a pass found nothing, "busy" when it gave up.
-SWEEP_UID = ('n=0; r=busy; while [ $n -lt 500 ]; do found=; for d in /proc/[0-9]*; do s=; u=; '
-             '{ while read -r k v x; do case $k in State:) s=$v;; Uid:) u=$v; break;; esac; done; } '
-             '2>/dev/null < "$d/status"; [ "$u" = "$U" ] && [ "$s" != Z ] && kill -9 "${d#/proc/}" 2>/dev/null '
-             '&& found=1; done; [ -z "$found" ] && { r=done; break; }; n=$((n+1)); done')
+SWEEP_UID = (
+    "n=0; r=busy; while [ $n -lt 500 ]; do found=; for d in /proc/[0-9]*; do s=; u=; "
+    "{ while read -r k v x; do case $k in State:) s=$v;; Uid:) u=$v; break;; esac; done; } "
+    '2>/dev/null < "$d/status"; [ "$u" = "$U" ] && [ "$s" != Z ] && kill -9 "${d#/proc/}" 2>/dev/null '
+    '&& found=1; done; [ -z "$found" ] && { r=done; break; }; n=$((n+1)); done'
+)
 # The long-lived killer: one sweep per request line (a serial number, ours: its stdin is our socket), answered
 # with the number and the sweep's result.
-KILLER = 'U=$1; while read -r req; do ' + SWEEP_UID + '; echo "$req $r"; done'
+KILLER = "U=$1; while read -r req; do " + SWEEP_UID + '; echo "$req $r"; done'
 KILLER_REPLY_S = 5.0
 # docker-init, the keep-alive sleep and the killer: root's, out of the sandbox user's reach.
 CONTAINER_USER = "0:0"
-OOM_PROBE = ("cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
-             " || cat /sys/fs/cgroup/memory.events 2>/dev/null")
+OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events 2>/dev/null"
 KILL_GRACE_S = 3.0
 # Clear each workspace path given (relative): parents that are links or files
 # become real directories again; whatever is at the path itself goes. Prints
@@ -107,8 +121,9 @@ done
 """
 # A snapshot's tar: the names (relative, "./"-prefixed, one a line) come on stdin as bytes; `read -r` keeps them
 # as they are (a newline in a name was refused before). $1 is the workspace.
-TAR_NAMES_FROM_STDIN = ('d=$1; set --; while IFS= read -r n; do set -- "$@" "$n"; done; '
-                        'exec tar -c -f - -C "$d" --no-recursion "$@"')
+TAR_NAMES_FROM_STDIN = (
+    'd=$1; set --; while IFS= read -r n; do set -- "$@" "$n"; done; exec tar -c -f - -C "$d" --no-recursion "$@"'
+)
 _build_locks: dict[str, threading.Lock] = {}
 _build_locks_guard = threading.Lock()
 
@@ -151,14 +166,15 @@ def docker_client(timeout: int = 120):
 
     try:
         return docker.from_env(timeout=timeout)
-    except Exception as exc:  # noqa: BLE001 - the SDK raises several types
+    except Exception as exc:  # the SDK raises several types
         raise engine_unreachable_error(exc) from exc
 
 
 def engine_unreachable_error(exc: Exception) -> SandboxError:
     """What a rollout says when the engine is stopped or restarting (the docker-stopped fault test reads it)."""
-    return SandboxError(f"the Docker engine at {engine_address()} is not reachable (stopped or restarting?): "
-                        f"{str(exc)[:300]}")
+    return SandboxError(
+        f"the Docker engine at {engine_address()} is not reachable (stopped or restarting?): {str(exc)[:300]}"
+    )
 
 
 class DockerBackend(Backend):
@@ -177,10 +193,20 @@ class DockerBackend(Backend):
 
     name = "docker"
 
-    def __init__(self, *, client=None, user: str = "65534:65534", default_image: str | None = None,
-                 pull: bool = True, expires_grace_s: float = 900.0, limits: HostLimits | None = None,
-                 egress_network: str | None = None, build_memory_mb: int = 2048, build_cpus: int = 1,
-                 build_network: str | None = None):
+    def __init__(
+        self,
+        *,
+        client=None,
+        user: str = "65534:65534",
+        default_image: str | None = None,
+        pull: bool = True,
+        expires_grace_s: float = 900.0,
+        limits: HostLimits | None = None,
+        egress_network: str | None = None,
+        build_memory_mb: int = 2048,
+        build_cpus: int = 1,
+        build_network: str | None = None,
+    ):
         uid = user.partition(":")[0]
         if not uid.isdigit() or int(uid) == 0:
             # The killer ends the sandbox user's processes by uid, and root is the container's own user.
@@ -198,8 +224,13 @@ class DockerBackend(Backend):
         self.build_network = build_network or None
 
     @_engine_errors
-    def start(self, spec: SandboxSpec, *, files: Mapping[str, bytes] | None = None,
-              env_files: Mapping[str, bytes] | None = None) -> Sandbox:
+    def start(
+        self,
+        spec: SandboxSpec,
+        *,
+        files: Mapping[str, bytes] | None = None,
+        env_files: Mapping[str, bytes] | None = None,
+    ) -> Sandbox:
         return super().start(spec, files=files, env_files=env_files)
 
     # -- images ------------------------------------------------------------
@@ -230,19 +261,26 @@ class DockerBackend(Backend):
                 try:
                     # RUN steps are author code: limited like a sandbox, and offline
                     # unless the operator names a network for builds.
-                    self.client.images.build(fileobj=context, custom_context=True, tag=tag,
-                                             rm=True, forcerm=True,
-                                             network_mode=self.build_network or "none",
-                                             container_limits={"memory": memory, "memswap": memory,
-                                                               "cpusetcpus": cpuset},
-                                             labels={LABEL: "1", "gymwright.dockerfile": tag})
+                    self.client.images.build(
+                        fileobj=context,
+                        custom_context=True,
+                        tag=tag,
+                        rm=True,
+                        forcerm=True,
+                        network_mode=self.build_network or "none",
+                        container_limits={"memory": memory, "memswap": memory, "cpusetcpus": cpuset},
+                        labels={LABEL: "1", "gymwright.dockerfile": tag},
+                    )
                 except docker.errors.BuildError as exc:
-                    tail = "".join(str(line.get("stream") or line.get("error") or "")
-                                   for line in list(exc.build_log)[-20:])
-                    limits = (f"builds run with {self.build_memory_mb} MB, {self.build_cpus} CPU(s) and "
-                              + (f"network {self.build_network!r}" if self.build_network else "no network"))
-                    raise SandboxError(f"Dockerfile does not build ({limits}): {exc.msg}\n{tail}",
-                                       permanent=True) from exc
+                    tail = "".join(
+                        str(line.get("stream") or line.get("error") or "") for line in list(exc.build_log)[-20:]
+                    )
+                    limits = f"builds run with {self.build_memory_mb} MB, {self.build_cpus} CPU(s) and " + (
+                        f"network {self.build_network!r}" if self.build_network else "no network"
+                    )
+                    raise SandboxError(
+                        f"Dockerfile does not build ({limits}): {exc.msg}\n{tail}", permanent=True
+                    ) from exc
                 except docker.errors.APIError as exc:
                     raise SandboxError(f"Docker build failed: {exc}") from exc
                 return tag
@@ -254,8 +292,7 @@ class DockerBackend(Backend):
             return image
         except docker.errors.ImageNotFound:
             if not self.pull:
-                raise SandboxError(f"image {image!r} is not present on the engine",
-                                   permanent=True) from None
+                raise SandboxError(f"image {image!r} is not present on the engine", permanent=True) from None
         except docker.errors.APIError as exc:
             raise SandboxError(f"Docker engine error: {exc}") from exc
         try:
@@ -267,7 +304,7 @@ class DockerBackend(Backend):
         return image
 
     # -- sandboxes ---------------------------------------------------------
-    def _create(self, spec: SandboxSpec) -> "DockerSandbox":
+    def _create(self, spec: SandboxSpec) -> DockerSandbox:
         import docker.errors
 
         if spec.network_allowed and not self.egress_network:
@@ -281,13 +318,22 @@ class DockerBackend(Backend):
         tmpfs_opts = "rw,exec,nosuid,nodev"
         try:
             container = self.client.containers.run(
-                image, ["sleep", "infinity"], detach=True, init=True,
-                name=f"gymwright-{sandbox_id}", hostname="sandbox",
-                user=CONTAINER_USER, working_dir=WORKSPACE, entrypoint=[],
+                image,
+                ["sleep", "infinity"],
+                detach=True,
+                init=True,
+                name=f"gymwright-{sandbox_id}",
+                hostname="sandbox",
+                user=CONTAINER_USER,
+                working_dir=WORKSPACE,
+                entrypoint=[],
                 environment={"PATH": path},
                 network_mode=self.egress_network if spec.network_allowed else "none",
                 # CAP_KILL for root's execs only (the killer): the sandbox user's execs get no capability.
-                cap_drop=["ALL"], cap_add=["KILL"], security_opt=["no-new-privileges"], read_only=True,
+                cap_drop=["ALL"],
+                cap_add=["KILL"],
+                security_opt=["no-new-privileges"],
+                read_only=True,
                 tmpfs={
                     WORKSPACE: f"{tmpfs_opts},size={spec.workspace_mb}m,uid={uid},gid={gid},mode=0755",
                     TMP: f"{tmpfs_opts},size={spec.tmp_mb}m,mode=1777",
@@ -295,17 +341,22 @@ class DockerBackend(Backend):
                     # root's until the checks run (open_verifier_paths): the agent cannot write them
                     **{path: f"{tmpfs_opts},size={spec.tmp_mb}m,mode=0755" for path in VERIFIER_PATHS},
                 },
-                mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
+                mem_limit=f"{spec.memory_mb}m",
+                memswap_limit=f"{spec.memory_mb}m",
                 # +3: docker-init, the keep-alive sleep and the killer exec.
-                pids_limit=spec.pids + 3, nano_cpus=int(spec.cpus * 1e9),
-                labels={LABEL: "1", OWNER_LABEL: owner_id(), EXPIRES_LABEL: str(expires),
-                        "gymwright.sandbox_id": sandbox_id},
+                pids_limit=spec.pids + 3,
+                nano_cpus=int(spec.cpus * 1e9),
+                labels={
+                    LABEL: "1",
+                    OWNER_LABEL: owner_id(),
+                    EXPIRES_LABEL: str(expires),
+                    "gymwright.sandbox_id": sandbox_id,
+                },
             )
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(f"image {image!r} vanished: {exc}") from exc
         except docker.errors.APIError as exc:
-            permanent = exc.status_code is not None and 400 <= exc.status_code < 500 \
-                and exc.status_code != 409
+            permanent = exc.status_code is not None and 400 <= exc.status_code < 500 and exc.status_code != 409
             raise SandboxError(f"cannot start container: {exc}", permanent=permanent) from exc
         sandbox = DockerSandbox(self, spec, container, sandbox_id)
         try:
@@ -339,10 +390,14 @@ def _safe_path(image: str, client) -> str:
     except Exception:  # noqa: BLE001 - an image we just resolved; fall back to the usual PATH
         env = []
     value = next((item[5:] for item in env if item.startswith("PATH=")), DEFAULT_PATH)
-    kept = [entry for entry in value.split(":")
-            if entry.startswith("/") and not any(os.path.normpath(entry) == root
-                                                 or os.path.normpath(entry).startswith(root + "/")
-                                                 for root in _WRITABLE)]
+    kept = [
+        entry
+        for entry in value.split(":")
+        if entry.startswith("/")
+        and not any(
+            os.path.normpath(entry) == root or os.path.normpath(entry).startswith(root + "/") for root in _WRITABLE
+        )
+    ]
     return ":".join(kept) or DEFAULT_PATH
 
 
@@ -353,6 +408,7 @@ def _build_lock(tag: str) -> threading.Lock:
 
 class DockerSandbox(Sandbox):
     workspace_cap_hard = True  # size-limited tmpfs mounts
+
     def __init__(self, backend: DockerBackend, spec: SandboxSpec, container, sandbox_id: str):
         super().__init__(spec)
         self.id = sandbox_id
@@ -378,18 +434,28 @@ class DockerSandbox(Sandbox):
         self._start_killer()
         if self.spec.workdir:
             # What the image had in its WORKDIR (moved aside when it became a link to /workspace).
-            code, _, err, _ = self._run(["/bin/sh", "-c", f'[ ! -d {WORKDIR_COPY} ] || cp -R {WORKDIR_COPY}/. "$1"/',
-                                         "gymwright", WORKSPACE], timeout_s=self.spec.setup_timeout_s)
+            code, _, err, _ = self._run(
+                ["/bin/sh", "-c", f'[ ! -d {WORKDIR_COPY} ] || cp -R {WORKDIR_COPY}/. "$1"/', "gymwright", WORKSPACE],
+                timeout_s=self.spec.setup_timeout_s,
+            )
             if code != 0:
-                raise SandboxError(f"the image's WORKDIR {self.spec.workdir} could not be copied into {WORKSPACE} "
-                                   f"(its {self.spec.workspace_mb} MB cap, or files the sandbox user cannot read): "
-                                   f"{err.text()[-500:]}", permanent=True)
+                raise SandboxError(
+                    f"the image's WORKDIR {self.spec.workdir} could not be copied into {WORKSPACE} "
+                    f"(its {self.spec.workspace_mb} MB cap, or files the sandbox user cannot read): "
+                    f"{err.text()[-500:]}",
+                    permanent=True,
+                )
 
     def _start_killer(self) -> None:
         try:
-            exec_id = self.api.exec_create(self.container.id, ["/bin/sh", "-c", KILLER, "gymwright",
-                                                               self.backend.uid],
-                                           stdin=True, stdout=True, stderr=False, user=CONTAINER_USER)["Id"]
+            exec_id = self.api.exec_create(
+                self.container.id,
+                ["/bin/sh", "-c", KILLER, "gymwright", self.backend.uid],
+                stdin=True,
+                stdout=True,
+                stderr=False,
+                user=CONTAINER_USER,
+            )["Id"]
             raw = self.api.exec_start(exec_id, socket=True)
             self._killer = (raw, getattr(raw, "_sock", raw), exec_id)
         except Exception as exc:  # noqa: BLE001 - the one-off kill exec remains
@@ -397,15 +463,33 @@ class DockerSandbox(Sandbox):
             self._killer = None
 
     # -- low level ---------------------------------------------------------
-    def _run(self, argv: list[str], *, timeout_s: float, stdin: bytes | None = None,
-             env: Mapping[str, str] | None = None, user: str | None = None,
-             out_cap: int | None = None, err_cap: int | None = None, track: bool = False,
-             out_sink=None):
+    def _run(
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+        out_cap: int | None = None,
+        err_cap: int | None = None,
+        track: bool = False,
+        out_sink=None,
+    ):
         """One exec: returns (exit code or None, stdout buffer, stderr buffer, timed out).
         `out_sink` (with write/truncated) replaces the stdout buffer, e.g. a file."""
         with self._exec_lock:
-            return self._run_locked(argv, timeout_s=timeout_s, stdin=stdin, env=env, user=user,
-                                    out_cap=out_cap, err_cap=err_cap, track=track, out_sink=out_sink)
+            return self._run_locked(
+                argv,
+                timeout_s=timeout_s,
+                stdin=stdin,
+                env=env,
+                user=user,
+                out_cap=out_cap,
+                err_cap=err_cap,
+                track=track,
+                out_sink=out_sink,
+            )
 
     def _run_locked(self, argv, *, timeout_s, stdin, env, user, out_cap, err_cap, track, out_sink):
         import docker.errors
@@ -416,8 +500,15 @@ class DockerSandbox(Sandbox):
         err = CappedBuffer(err_cap or self.spec.output_cap)
         try:
             exec_id = self.api.exec_create(
-                self.container.id, argv, stdout=True, stderr=True, stdin=stdin is not None,
-                user=user or self.backend.user, environment=dict(env) if env else None, workdir=WORKSPACE)["Id"]
+                self.container.id,
+                argv,
+                stdout=True,
+                stderr=True,
+                stdin=stdin is not None,
+                user=user or self.backend.user,
+                environment=dict(env) if env else None,
+                workdir=WORKSPACE,
+            )["Id"]
             raw = self.api.exec_start(exec_id, socket=True)
         except docker.errors.NotFound as exc:
             raise SandboxError(f"the sandbox container is gone: {exc}") from exc
@@ -448,8 +539,9 @@ class DockerSandbox(Sandbox):
             self._sweep(check_alive=False)
         return (None if timed_out else code), out, err, timed_out
 
-    def _read_frames(self, sock, out: CappedBuffer, err: CappedBuffer, deadline: float,
-                     track: bool, exec_id: str | None = None) -> bool:
+    def _read_frames(
+        self, sock, out: CappedBuffer, err: CappedBuffer, deadline: float, track: bool, exec_id: str | None = None
+    ) -> bool:
         """Demultiplex the exec stream (8-byte headers: stream id, size) into
         the capped buffers until EOF or the deadline. On the deadline, kill
         every process of the sandbox user and give the stream a moment to end.
@@ -478,8 +570,7 @@ class DockerSandbox(Sandbox):
             limit = hard_deadline if timed_out else min(deadline, next_check)
             ready, _, _ = select.select([sock], [], [], max(0.0, min(limit - now, 1.0)))
             if not ready:
-                if (not timed_out and exec_id and track and hard_deadline is None
-                        and time.monotonic() >= next_check):
+                if not timed_out and exec_id and track and hard_deadline is None and time.monotonic() >= next_check:
                     quiet_check = min(quiet_check * 2, 2.0)
                     next_check = time.monotonic() + quiet_check
                     if not self.api.exec_inspect(exec_id).get("Running"):
@@ -502,8 +593,8 @@ class DockerSandbox(Sandbox):
                 stream, size = struct.unpack(">BxxxL", pending[:8])
                 if len(pending) < 8 + size:
                     break
-                buffers.get(stream, err).write(pending[8:8 + size])
-                pending = pending[8 + size:]
+                buffers.get(stream, err).write(pending[8 : 8 + size])
+                pending = pending[8 + size :]
         return timed_out
 
     def _exit_code(self, exec_id: str) -> int | None:
@@ -536,8 +627,9 @@ class DockerSandbox(Sandbox):
                     pass
                 self._close_killer()
         # No killer (it could not start, or did not answer): a one-off root exec does the same sweep.
-        return self._quiet(["/bin/sh", "-c", f'U=$1; {SWEEP_UID}; [ "$r" = done ]', "gymwright", self.backend.uid],
-                           user=CONTAINER_USER)
+        return self._quiet(
+            ["/bin/sh", "-c", f'U=$1; {SWEEP_UID}; [ "$r" = done ]', "gymwright", self.backend.uid], user=CONTAINER_USER
+        )
 
     def _await_killer(self, serial: str) -> bool | None:
         """The killer's answer to request `serial`: True (none left), False (it gave up), None (no answer)."""
@@ -556,8 +648,8 @@ class DockerSandbox(Sandbox):
                 size = struct.unpack(">L", self._killer_buf[4:8])[0]
                 if len(self._killer_buf) < 8 + size:
                     break
-                payload = self._killer_buf[8:8 + size]
-                self._killer_buf = self._killer_buf[8 + size:]
+                payload = self._killer_buf[8 : 8 + size]
+                self._killer_buf = self._killer_buf[8 + size :]
                 self._killer_lines += payload
             *lines, self._killer_lines = self._killer_lines.split(b"\n")
             for line in lines:
@@ -586,8 +678,9 @@ class DockerSandbox(Sandbox):
     def _quiet(self, argv: list[str], *, user: str | None = None) -> bool:
         """Run a housekeeping exec to its end; whether it exited 0."""
         try:
-            exec_id = self.api.exec_create(self.container.id, argv, stdout=False, stderr=False,
-                                           user=user or self.backend.user)["Id"]
+            exec_id = self.api.exec_create(
+                self.container.id, argv, stdout=False, stderr=False, user=user or self.backend.user
+            )["Id"]
             self.api.exec_start(exec_id, detach=False)
             return self.api.exec_inspect(exec_id).get("ExitCode") == 0
         except Exception as exc:  # noqa: BLE001 - best effort housekeeping
@@ -596,8 +689,9 @@ class DockerSandbox(Sandbox):
 
     def _oom_count(self) -> int:
         try:
-            exec_id = self.api.exec_create(self.container.id, ["/bin/sh", "-c", OOM_PROBE],
-                                           stdout=True, stderr=False, user=self.backend.user)["Id"]
+            exec_id = self.api.exec_create(
+                self.container.id, ["/bin/sh", "-c", OOM_PROBE], stdout=True, stderr=False, user=self.backend.user
+            )["Id"]
             text = self.api.exec_start(exec_id).decode(errors="replace")
         except Exception:  # noqa: BLE001
             return self.oom_seen
@@ -613,8 +707,9 @@ class DockerSandbox(Sandbox):
         timeout_s = self.spec.exec_timeout_s if timeout_s is None else float(timeout_s)
         started = time.monotonic()
         self._exec_cancelled = False
-        code, out, err, timed_out = self._run(shell_command(command), timeout_s=timeout_s,
-                                              stdin=stdin, env=env, track=True)
+        code, out, err, timed_out = self._run(
+            shell_command(command), timeout_s=timeout_s, stdin=stdin, env=env, track=True
+        )
         duration_ms = int((time.monotonic() - started) * 1000)
         if self._exec_cancelled:
             timed_out = False
@@ -633,9 +728,16 @@ class DockerSandbox(Sandbox):
                     oom = bool(self.container.attrs["State"].get("OOMKilled"))
                 except Exception:  # noqa: BLE001
                     pass
-        return ExecResult(exit_code=code, stdout=out.text(), stderr=err.text(),
-                          stdout_truncated=out.truncated, stderr_truncated=err.truncated,
-                          timed_out=timed_out, oom_killed=oom, duration_ms=duration_ms)
+        return ExecResult(
+            exit_code=code,
+            stdout=out.text(),
+            stderr=err.text(),
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+            timed_out=timed_out,
+            oom_killed=oom,
+            duration_ms=duration_ms,
+        )
 
     def _free_space(self) -> dict[str, int]:
         """Bytes free in /workspace and /tmp (POSIX `df -Pk`), {} when it cannot tell."""
@@ -660,11 +762,13 @@ class DockerSandbox(Sandbox):
                 info.mode = mode_for(data) if mode_for else 0o644
                 info.mtime = int(time.time())
                 tar.addfile(info, io.BytesIO(data))
-        code, out, err, timed_out = self._run(["tar", "-x", "-f", "-", "-C", "/"], timeout_s=120,
-                                              stdin=archive.getvalue(), user=user)
+        code, out, err, timed_out = self._run(
+            ["tar", "-x", "-f", "-", "-C", "/"], timeout_s=120, stdin=archive.getvalue(), user=user
+        )
         if code != 0:
-            raise SandboxError(f"cannot write files into the sandbox (tar exit {code}): "
-                               f"{err.text()[-500:]}", permanent=code == 127)
+            raise SandboxError(
+                f"cannot write files into the sandbox (tar exit {code}): {err.text()[-500:]}", permanent=code == 127
+            )
 
     @_engine_errors
     def write_files(self, files: Mapping[str, bytes]) -> None:
@@ -679,16 +783,17 @@ class DockerSandbox(Sandbox):
     def write_file(self, path: str, data: bytes) -> None:
         root, rel = split_path(path, writable=True)
         full = f"{root}/{rel}"
-        script = ('mkdir -p "$(dirname "$1")" || exit 1; '
-                  'if [ -e "$1" ] && [ ! -f "$1" ]; then exit 45; fi; exec cat > "$1"')
+        script = (
+            'mkdir -p "$(dirname "$1")" || exit 1; if [ -e "$1" ] && [ ! -f "$1" ]; then exit 45; fi; exec cat > "$1"'
+        )
         io_timeout = self.backend.limits.io_timeout_s
-        code, _, err, timed_out = self._run(["/bin/sh", "-c", script, "gymwright", full],
-                                            timeout_s=io_timeout, stdin=data)
+        code, _, err, timed_out = self._run(
+            ["/bin/sh", "-c", script, "gymwright", full], timeout_s=io_timeout, stdin=data
+        )
         if timed_out:
             raise SandboxError(f"writing {path!r} took longer than {io_timeout:g} s", permanent=True)
         if code == 45:
-            raise SandboxError(f"{path!r} is not a regular file; only regular files can be written",
-                               permanent=True)
+            raise SandboxError(f"{path!r} is not a regular file; only regular files can be written", permanent=True)
         if code != 0 and self._record_full(self._free_space()):
             raise SandboxError(f"cannot write {path!r}: {self.limit_hit}", permanent=True)
         if code != 0:
@@ -699,18 +804,17 @@ class DockerSandbox(Sandbox):
         root, rel = split_path(path, writable=False)
         full = f"{root}/{rel}"
         # Links resolve inside the container (its own files); a FIFO or device is refused.
-        script = ('if [ -f "$1" ]; then exec cat "$1"; '
-                  'elif [ -e "$1" ] || [ -L "$1" ]; then exit 45; else exit 44; fi')
+        script = 'if [ -f "$1" ]; then exec cat "$1"; elif [ -e "$1" ] || [ -L "$1" ]; then exit 45; else exit 44; fi'
         io_timeout = self.backend.limits.io_timeout_s
-        code, out, err, timed_out = self._run(["/bin/sh", "-c", script, "gymwright", full],
-                                              timeout_s=io_timeout, out_cap=MAX_READ_BYTES + 1)
+        code, out, err, timed_out = self._run(
+            ["/bin/sh", "-c", script, "gymwright", full], timeout_s=io_timeout, out_cap=MAX_READ_BYTES + 1
+        )
         if timed_out:
             raise SandboxError(f"reading {path!r} took longer than {io_timeout:g} s", permanent=True)
         if code == 44:
             raise FileNotFoundError(path)
         if code == 45:
-            raise SandboxError(f"{path!r} is not a regular file; only regular files can be read",
-                               permanent=True)
+            raise SandboxError(f"{path!r} is not a regular file; only regular files can be read", permanent=True)
         if code != 0:
             raise SandboxError(f"cannot read {path!r}: {err.text()[-500:]}", permanent=True)
         if out.truncated or out.total > MAX_READ_BYTES:
@@ -720,8 +824,9 @@ class DockerSandbox(Sandbox):
     @_engine_errors
     def list_files(self) -> list[str]:
         io_timeout = self.backend.limits.io_timeout_s
-        code, out, err, timed_out = self._run(["find", ".", "-type", "f"], timeout_s=io_timeout,
-                                              out_cap=16 * 1024 * 1024)
+        code, out, err, timed_out = self._run(
+            ["find", ".", "-type", "f"], timeout_s=io_timeout, out_cap=16 * 1024 * 1024
+        )
         if timed_out:
             raise SandboxError(f"listing the workspace took longer than {io_timeout:g} s", permanent=True)
         if code not in (0, 1):
@@ -737,13 +842,18 @@ class DockerSandbox(Sandbox):
         budget = SnapshotBudget(limits)
         # 1. Apparent sizes, from the container: a sparse file's holes would
         #    otherwise stream out as zeros, and a terabyte of them fits in a tmpfs.
-        listing = ('find . -type f -exec stat -c "%s %n" {} + && '
-                   'find . -mindepth 1 -type d -exec stat -c "d %n" {} +')
-        code, out, err, timed_out = self._run(["/bin/sh", "-c", listing], timeout_s=limits.io_timeout_s,
-                                              out_cap=16 * 1024 * 1024)
+        listing = 'find . -type f -exec stat -c "%s %n" {} + && find . -mindepth 1 -type d -exec stat -c "d %n" {} +'
+        code, out, err, timed_out = self._run(
+            ["/bin/sh", "-c", listing], timeout_s=limits.io_timeout_s, out_cap=16 * 1024 * 1024
+        )
         if timed_out or code not in (0, 1) or out.truncated:
-            why = (f"took longer than {limits.io_timeout_s:g} s" if timed_out else
-                   "listed too many files" if out.truncated else f"exit {code}: {err.text()[-300:]}")
+            why = (
+                f"took longer than {limits.io_timeout_s:g} s"
+                if timed_out
+                else "listed too many files"
+                if out.truncated
+                else f"exit {code}: {err.text()[-300:]}"
+            )
             raise SandboxError(f"cannot list the workspace for its snapshot (find/stat {why})")
         sizes: dict[str, int] = {}
         dirs: list[str] = []
@@ -764,8 +874,9 @@ class DockerSandbox(Sandbox):
         admitted: dict[str, int] = {}
         for name in sorted(sizes):
             if name in seen_twice:
-                budget.left_out.append({"path": name, "size": sizes[name],
-                                        "reason": "its name is ambiguous (a newline in a file name)"})
+                budget.left_out.append(
+                    {"path": name, "size": sizes[name], "reason": "its name is ambiguous (a newline in a file name)"}
+                )
             elif budget.admit(name, sizes[name]):
                 admitted[name] = sizes[name]
         # 2. The admitted files through tar, in argv-sized batches, spooled to
@@ -779,18 +890,23 @@ class DockerSandbox(Sandbox):
                 code, _, err, timed_out = self._run(
                     ["/bin/sh", "-c", TAR_NAMES_FROM_STDIN, "gymwright", WORKSPACE],
                     stdin=b"".join(os.fsencode(f"./{n}\n") for n in batch),
-                    timeout_s=max(0.1, budget.deadline - time.monotonic()), out_sink=sink)
+                    timeout_s=max(0.1, budget.deadline - time.monotonic()),
+                    out_sink=sink,
+                )
                 if timed_out or code not in (0, 1):
-                    raise SandboxError(f"cannot copy the workspace out (tar "
-                                       f"{'timed out' if timed_out else f'exit {code}'}): {err.text()[-500:]}")
+                    raise SandboxError(
+                        f"cannot copy the workspace out (tar "
+                        f"{'timed out' if timed_out else f'exit {code}'}): {err.text()[-500:]}"
+                    )
             spool.seek(0)
             copied = _extract_sparse(spool, dest, admitted)
         for name in dirs:
             if name != ".." and not name.startswith(("../", "/")):
                 (dest / name).mkdir(parents=True, exist_ok=True)
         for name in sorted(set(admitted) - copied):
-            budget.left_out.append({"path": name, "size": admitted[name],
-                                    "reason": "it changed or vanished while the snapshot was taken"})
+            budget.left_out.append(
+                {"path": name, "size": admitted[name], "reason": "it changed or vanished while the snapshot was taken"}
+            )
         self.snapshot_left_out = budget.left_out
         return dest
 
@@ -889,8 +1005,14 @@ def _extract_sparse(spool, dest: Path, admitted: dict[str, int]) -> set[str]:
                 break
             name = os.path.normpath(member.name)
             name = name[2:] if name.startswith("./") else name
-            if (not member.isreg() or name not in admitted or member.size > admitted[name]
-                    or name in copied or name.startswith(("/", "../")) or name == ".."):
+            if (
+                not member.isreg()
+                or name not in admitted
+                or member.size > admitted[name]
+                or name in copied
+                or name.startswith(("/", "../"))
+                or name == ".."
+            ):
                 continue
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -914,8 +1036,9 @@ def _send_stdin(sock, data: bytes) -> None:
         pass
 
 
-def reap_containers(client=None, *, older_than: float | None = None, now: float | None = None,
-                    owner: str | None = None) -> list[str]:
+def reap_containers(
+    client=None, *, older_than: float | None = None, now: float | None = None, owner: str | None = None
+) -> list[str]:
     """Remove sandbox containers left behind: expired (`gymwright.expires` in
     the past), exited more than EXITED_GRACE_S ago, owned by a process of this host that no longer runs, or (when
     `older_than` seconds is given) created longer ago than that. `owner`
@@ -944,8 +1067,7 @@ def reap_containers(client=None, *, older_than: float | None = None, now: float 
             if finished is None or now - finished > EXITED_GRACE_S:
                 reason = "exited"
         owner_host, _, owner_pid = labels.get(OWNER_LABEL, "").rpartition(":")
-        if reason is None and owner_host == host and owner_pid.isdigit() \
-                and not pid_alive(int(owner_pid)):
+        if reason is None and owner_host == host and owner_pid.isdigit() and not pid_alive(int(owner_pid)):
             reason = "owner gone"
         if reason is None and older_than is not None:
             created = _created_ts(container)

@@ -6,7 +6,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -102,8 +101,15 @@ def make_judge():
     """make_judge(server, **config overrides) -> a JudgeClient with fast test timeouts and backoff."""
 
     def make(server: OpenAIServer, **overrides) -> JudgeClient:
-        options = {"base_url": server.base_url, "model": "judge-model", "api_key": "test", "timeout_s": 2,
-                   "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
+        options = {
+            "base_url": server.base_url,
+            "model": "judge-model",
+            "api_key": "test",
+            "timeout_s": 2,
+            "max_retries": 2,
+            "backoff_s": 0.01,
+            "backoff_max_s": 0.05,
+        }
         options.update(overrides)
         return JudgeClient(JudgeConfig(**options))
 

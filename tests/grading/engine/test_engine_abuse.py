@@ -26,14 +26,17 @@ def one(check: dict, *, answer: str = "", **kwargs):
     return result
 
 
-@pytest.mark.parametrize("check, where", [
-    ({"kind": "regex", "pattern": CATASTROPHIC}, {"answer": EVIL_TEXT}),
-    ({"kind": "regex", "pattern": CATASTROPHIC, "min_count": 2}, {"answer": EVIL_TEXT}),
-    ({"kind": "regex", "pattern": CATASTROPHIC, "must_match": False}, {"answer": EVIL_TEXT}),
-    ({"kind": "number", "extract": r"((?:a+)+)$"}, {"answer": EVIL_TEXT}),
-    ({"kind": "file_content", "path": "out.txt", "regex": CATASTROPHIC}, {"file": EVIL_TEXT}),
-    ({"kind": "regex", "pattern": CATASTROPHIC, "target": "file:out.txt"}, {"file": EVIL_TEXT}),
-])
+@pytest.mark.parametrize(
+    "check, where",
+    [
+        ({"kind": "regex", "pattern": CATASTROPHIC}, {"answer": EVIL_TEXT}),
+        ({"kind": "regex", "pattern": CATASTROPHIC, "min_count": 2}, {"answer": EVIL_TEXT}),
+        ({"kind": "regex", "pattern": CATASTROPHIC, "must_match": False}, {"answer": EVIL_TEXT}),
+        ({"kind": "number", "extract": r"((?:a+)+)$"}, {"answer": EVIL_TEXT}),
+        ({"kind": "file_content", "path": "out.txt", "regex": CATASTROPHIC}, {"file": EVIL_TEXT}),
+        ({"kind": "regex", "pattern": CATASTROPHIC, "target": "file:out.txt"}, {"file": EVIL_TEXT}),
+    ],
+)
 def test_a_catastrophic_pattern_fails_with_the_reason_within_the_budget(check, where, tmp_path):
     if check["kind"] == "number":
         check = {**check, "expected": 1}
@@ -51,8 +54,11 @@ def test_a_catastrophic_pattern_fails_with_the_reason_within_the_budget(check, w
 def test_the_pattern_budget_also_holds_off_the_main_thread():
     # No SIGPROF timer outside the main thread (a threaded web server): the engine's timeout still stops it.
     results = []
-    worker = threading.Thread(target=lambda: results.append(
-        one({"kind": "regex", "pattern": CATASTROPHIC}, answer=EVIL_TEXT, limits=GradeLimits(check_cpu_s=0.5))))
+    worker = threading.Thread(
+        target=lambda: results.append(
+            one({"kind": "regex", "pattern": CATASTROPHIC}, answer=EVIL_TEXT, limits=GradeLimits(check_cpu_s=0.5))
+        )
+    )
     worker.start()
     worker.join(120)
     assert not worker.is_alive()
@@ -65,8 +71,11 @@ def test_a_check_that_burns_cpu_in_a_parser_is_stopped_by_the_cpu_budget(tmp_pat
     # CPU budget is what stops it, and says so.
     (tmp_path / "t.csv").write_text(',"' * 30_000 + "\nRevenue,1\n")
     limits = GradeLimits(check_cpu_s=0.5, csv_sniff_bytes=10**9)
-    result = one({"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": 1, "expected": 1},
-                 workspace=tmp_path, limits=limits)
+    result = one(
+        {"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": 1, "expected": 1},
+        workspace=tmp_path,
+        limits=limits,
+    )
     assert result.checks[0].status == "scored" and result.checks[0].score == 0.0
     assert "CPU-time budget" in result.checks[0].explanation
 
@@ -95,8 +104,11 @@ def test_the_cpu_budget_fires_again_when_its_first_signal_is_swallowed():
 def test_a_crafted_60kb_csv_line_is_sniffed_from_a_bounded_sample(tmp_path):
     header = "label," + ',"' * 30_000  # 60 kB: minutes of csv.Sniffer on the whole line
     (tmp_path / "t.csv").write_text(header + "\nRevenue,7\n")
-    result = one({"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": 1, "expected": 7},
-                 workspace=tmp_path, limits=GradeLimits(check_cpu_s=20))
+    result = one(
+        {"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": 1, "expected": 7},
+        workspace=tmp_path,
+        limits=GradeLimits(check_cpu_s=20),
+    )
     checked = result.checks[0]
     # Decided (whatever the verdict on this garbage header), not stopped by the CPU budget: the whole
     # line would take csv.Sniffer minutes of CPU (test_a_check_that_burns_cpu_in_a_parser_...).
@@ -105,8 +117,14 @@ def test_a_crafted_60kb_csv_line_is_sniffed_from_a_bounded_sample(tmp_path):
 
 def test_the_check_can_name_its_csv_delimiter(tmp_path):
     (tmp_path / "t.csv").write_text("label;Q3\nRevenue;1234,5\n")
-    check = {"kind": "table_cell", "path": "t.csv", "row": "Revenue", "column": "Q3", "expected": "1234,5",
-             "delimiter": ";"}
+    check = {
+        "kind": "table_cell",
+        "path": "t.csv",
+        "row": "Revenue",
+        "column": "Q3",
+        "expected": "1234,5",
+        "delimiter": ";",
+    }
     result = one(check, workspace=tmp_path)
     assert result.checks[0].status == "scored" and result.checks[0].score == 1.0, result.checks[0].explanation
     hostile = ',"' * 30_000 + "\nRevenue;7\n"
@@ -119,9 +137,23 @@ def test_the_check_can_name_its_csv_delimiter(tmp_path):
 def test_a_bad_delimiter_is_refused_at_its_pointer(delimiter):
     from grading.engine import validate_rubric
 
-    issues = validate_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "c", "kind": "table_cell", "points": 1, "path": "t.csv", "row": 0, "column": 0, "expected": 1,
-         "delimiter": delimiter}]})
+    issues = validate_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {
+                    "id": "c",
+                    "kind": "table_cell",
+                    "points": 1,
+                    "path": "t.csv",
+                    "row": 0,
+                    "column": 0,
+                    "expected": 1,
+                    "delimiter": delimiter,
+                }
+            ],
+        }
+    )
     assert [issue.pointer for issue in issues] == ["/checks/0/delimiter"], issues
 
 
@@ -134,8 +166,29 @@ def _zip(members: list[tuple[str, bytes, int, int]]) -> bytes:
         encoded = name.encode()
         out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(stream), size, len(encoded), 0))
         out.write(encoded + stream)
-        central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(stream), size,
-                                   len(encoded), 0, 0, 0, 0, 0, offset) + encoded)
+        central.append(
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                20,
+                20,
+                0,
+                8,
+                0,
+                0x21,
+                crc,
+                len(stream),
+                size,
+                len(encoded),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + encoded
+        )
     directory = b"".join(central)
     start = out.tell()
     out.write(directory)
@@ -163,7 +216,7 @@ def _bomb(inflated_mb: int) -> bytes:
                 deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
                 members.append((name, deflate.compress(data) + deflate.flush(), zlib.crc32(data), len(data)))
                 continue
-            head, tail = data[:-len(b"</worksheet>")], b"</worksheet>"
+            head, tail = data[: -len(b"</worksheet>")], b"</worksheet>"
             chunk = b" " * (1024 * 1024)
             deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
             stream_head = deflate.compress(head) + deflate.flush(zlib.Z_FULL_FLUSH)
@@ -181,8 +234,10 @@ def test_an_xlsx_bomb_is_refused_before_it_is_inflated(tmp_path):
     data = _bomb(4000)  # 4 GB of XML
     assert len(data) < 5 * 1024 * 1024
     (tmp_path / "model.xlsx").write_bytes(data)
-    result = one({"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": 5},
-                 workspace=tmp_path)
+    result = one(
+        {"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": 5},
+        workspace=tmp_path,
+    )
     checked = result.checks[0]
     assert checked.status == "scored" and checked.score == 0.0
     assert "GYMWRIGHT_XLSX_MAX_MB" in checked.explanation and "refused unread" in checked.explanation
@@ -216,8 +271,11 @@ def test_an_xlsx_with_an_xml_entity_bomb_is_not_expanded(tmp_path):
     book.active.append(["Revenue", "placeholder"])
     plain = io.BytesIO()
     book.save(plain)
-    laughs = ('<!DOCTYPE worksheet [<!ENTITY l0 "lol">'
-              + "".join(f'<!ENTITY l{i} "{("&l" + str(i - 1) + ";") * 10}">' for i in range(1, 6)) + "]>")
+    laughs = (
+        '<!DOCTYPE worksheet [<!ENTITY l0 "lol">'
+        + "".join(f'<!ENTITY l{i} "{("&l" + str(i - 1) + ";") * 10}">' for i in range(1, 6))
+        + "]>"
+    )
     out = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(plain.getvalue())) as source, zipfile.ZipFile(out, "w") as target:
         for name in source.namelist():
@@ -227,8 +285,10 @@ def test_an_xlsx_with_an_xml_entity_bomb_is_not_expanded(tmp_path):
                 data = laughs.encode() + data.replace(b"placeholder", b"&l5;")
             target.writestr(name, data)
     (tmp_path / "model.xlsx").write_bytes(out.getvalue())
-    result = one({"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3",
-                  "expected": "lol" * 100_000}, workspace=tmp_path)
+    result = one(
+        {"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": "lol" * 100_000},
+        workspace=tmp_path,
+    )
     checked = result.checks[0]
     # Expanded, the cell would be 'lol' × 100,000 and the check met; defused, the file is refused.
     assert checked.status == "scored" and checked.score == 0.0, checked.explanation

@@ -10,8 +10,8 @@ from grading.engine import calibration
 def test_wilson_interval_matches_the_hand_computed_interval():
     # 8 of 10, z = 1.96: centre = (0.8 + 0.19208) / 1.38416, half = 1.96 * sqrt(0.016 + 0.009604) / 1.38416
     low, high = calibration.wilson_interval(8, 10)
-    centre = (0.8 + 1.96 ** 2 / 20) / (1 + 1.96 ** 2 / 10)
-    half = 1.96 * math.sqrt(0.8 * 0.2 / 10 + 1.96 ** 2 / 400) / (1 + 1.96 ** 2 / 10)
+    centre = (0.8 + 1.96**2 / 20) / (1 + 1.96**2 / 10)
+    half = 1.96 * math.sqrt(0.8 * 0.2 / 10 + 1.96**2 / 400) / (1 + 1.96**2 / 10)
     assert (low, high) == pytest.approx((centre - half, centre + half))
     assert (low, high) == pytest.approx((0.4902, 0.9433), abs=1e-4)
 
@@ -50,18 +50,29 @@ def test_cohen_kappa_against_a_hand_computed_table():
     assert not calibration.agreement(pairs[:9]).needs_rewording()  # too few labels to say
 
 
-@pytest.mark.parametrize(("kind", "rate", "ok"), [
-    ("oracle", 1.0, True), ("oracle", 0.9, False), ("nop", 0.0, True), ("nop", 0.1, False),
-    ("probe", 0.0, True), ("hack", 0.5, False), ("model", 0.19, False), ("model", 0.2, True),
-    ("model", 0.5, True), ("model", 0.51, False),
-])
+@pytest.mark.parametrize(
+    ("kind", "rate", "ok"),
+    [
+        ("oracle", 1.0, True),
+        ("oracle", 0.9, False),
+        ("nop", 0.0, True),
+        ("nop", 0.1, False),
+        ("probe", 0.0, True),
+        ("hack", 0.5, False),
+        ("model", 0.19, False),
+        ("model", 0.2, True),
+        ("model", 0.5, True),
+        ("model", 0.51, False),
+    ],
+)
 def test_band_verdict(kind, rate, ok):
     assert calibration.band_verdict(kind, rate).ok is ok
 
 
 def test_non_discriminating_flags_checks_met_by_all_or_none_or_mostly_unscored():
-    rollouts = [{"always": 1.0, "never": 0.0, "useful": float(i % 2), "flaky": None if i < 5 else 1.0}
-                for i in range(8)]
+    rollouts = [
+        {"always": 1.0, "never": 0.0, "useful": float(i % 2), "flaky": None if i < 5 else 1.0} for i in range(8)
+    ]
     flags = {row.check_id: row.flag for row in calibration.non_discriminating(rollouts)}
     assert flags == {"always": "always_met", "never": "never_met", "useful": None, "flaky": "mostly_unscored"}
     # fewer rollouts than the minimum: nothing flagged

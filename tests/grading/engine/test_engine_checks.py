@@ -208,9 +208,15 @@ def test_a_link_anywhere_on_the_path_fails_the_check_even_inside_the_workspace(w
         assert result.status == "scored" and result.score == 0.0 and "symbolic link" in result.explanation, path
         assert score({"kind": "file_exists", "path": path}, workspace=workspace) == 0.0, path
     # a penalty on a linked file is charged: the link does not hide the bad content
-    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "ok", "kind": "string_match", "points": 3, "expected": "x"},
-        {"id": "leak", "kind": "file_content", "points": -3, "path": "out.txt", "contains": "answer"}]})
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "ok", "kind": "string_match", "points": 3, "expected": "x"},
+                {"id": "leak", "kind": "file_content", "points": -3, "path": "out.txt", "contains": "answer"},
+            ],
+        }
+    )
     penalty = grade(rubric, answer="x", workspace=workspace)
     assert penalty.checks[1].score == 1.0 and penalty.checks[1].awarded == -3.0 and penalty.reward == 0.0
     assert score({"kind": "file_exists", "path": "real/out.txt"}, workspace=workspace) == 1.0
@@ -236,8 +242,28 @@ def tables(workspace):
 @pytest.mark.parametrize(
     "check, met",
     [
-        ({"path": "model.xlsx", "sheet": "Summary", "row": "Revenue", "column": "Q3", "expected": 1234.5, "tolerance": 0.5}, True),
-        ({"path": "model.xlsx", "sheet": "Summary", "row": "Revenue", "column": "Q3", "expected": 1236, "tolerance": 0.5}, False),
+        (
+            {
+                "path": "model.xlsx",
+                "sheet": "Summary",
+                "row": "Revenue",
+                "column": "Q3",
+                "expected": 1234.5,
+                "tolerance": 0.5,
+            },
+            True,
+        ),
+        (
+            {
+                "path": "model.xlsx",
+                "sheet": "Summary",
+                "row": "Revenue",
+                "column": "Q3",
+                "expected": 1236,
+                "tolerance": 0.5,
+            },
+            False,
+        ),
         ({"path": "model.xlsx", "sheet": 1, "row": 1, "column": 2, "expected": 410}, True),
         ({"path": "model.xlsx", "sheet": "Summary", "row": "cost", "column": "Region", "expected": "EMEA"}, True),
         ({"path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": 1234.5}, False),  # first sheet is Notes
@@ -282,8 +308,12 @@ def test_rouge_l_and_bleu_by_hand():
 def test_a_glob_with_a_partial_double_star_is_rejected():
     from grading.engine import validate_rubric
 
-    issues = validate_rubric({"schema": "gymwright.rubric/v1",
-                              "checks": [{"id": "f", "kind": "file_exists", "points": 1, "path": "out/**x"}]})
+    issues = validate_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "f", "kind": "file_exists", "points": 1, "path": "out/**x"}],
+        }
+    )
     assert [issue.pointer for issue in issues] == ["/checks/0/path"]
 
 
@@ -294,9 +324,15 @@ def test_an_unexpected_error_in_one_check_fails_it_and_grades_the_rest(monkeypat
         raise RuntimeError("surprise")
 
     monkeypatch.setitem(checks._HANDLERS, "regex", explode)
-    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "r", "kind": "regex", "points": 1, "pattern": "x"},
-        {"id": "s", "kind": "string_match", "points": 1, "expected": "x"}]})
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "r", "kind": "regex", "points": 1, "pattern": "x"},
+                {"id": "s", "kind": "string_match", "points": 1, "expected": "x"},
+            ],
+        }
+    )
     result = grade(rubric, answer="x")
     assert result.checks[0].status == "scored" and result.checks[0].score == 0.0
     assert "error while checking: RuntimeError: surprise" in result.checks[0].explanation
@@ -308,15 +344,17 @@ def test_an_unexpected_error_in_one_check_fails_it_and_grades_the_rest(monkeypat
 
 def test_a_fifo_in_the_workspace_is_not_met_and_never_blocks_the_grader(tmp_path):
     os.mkfifo(tmp_path / "report.md")
-    result = one({"kind": "file_content", "path": "report.md", "contains": "x"},
-                 workspace=tmp_path)
+    result = one({"kind": "file_content", "path": "report.md", "contains": "x"}, workspace=tmp_path)
     assert result.status == "scored" and result.score == 0.0
     assert "FIFO" in result.explanation
 
 
 def test_a_file_the_snapshot_left_out_fails_with_the_reason(tmp_path):
-    result = one({"kind": "file_content", "path": "big.bin", "contains": "x"},
-                 workspace=tmp_path, left_out={"big.bin": "snapshot size limit: 524288000 bytes"})
+    result = one(
+        {"kind": "file_content", "path": "big.bin", "contains": "x"},
+        workspace=tmp_path,
+        left_out={"big.bin": "snapshot size limit: 524288000 bytes"},
+    )
     assert result.status == "scored" and result.score == 0.0
     assert "left out of the workspace snapshot" in result.explanation
     assert "snapshot size limit" in result.explanation

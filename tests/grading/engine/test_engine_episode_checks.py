@@ -23,9 +23,15 @@ ONE_OF_EACH = [
     {"id": "in_file", "kind": "string_match", "points": 1, "expected": "42", "target": "file:out.txt"},
     {"id": "in_trajectory", "kind": "regex", "points": 1, "pattern": "4", "target": "trajectory"},
     {"id": "in_stdout", "kind": "string_match", "points": 1, "expected": "42", "target": "stdout:echo 42"},
-    {"id": "grouped", "kind": "group", "points": 1, "checks": [
-        {"id": "g_text", "kind": "string_match", "points": 1, "expected": "4"},
-        {"id": "g_file", "kind": "file_exists", "points": 1, "path": "x"}]},
+    {
+        "id": "grouped",
+        "kind": "group",
+        "points": 1,
+        "checks": [
+            {"id": "g_text", "kind": "string_match", "points": 1, "expected": "4"},
+            {"id": "g_file", "kind": "file_exists", "points": 1, "path": "x"},
+        ],
+    },
 ]
 
 
@@ -39,12 +45,16 @@ def test_the_episode_checks_are_those_a_response_alone_leaves_unscored():
     rubric = {"schema": "gymwright.rubric/v1", "checks": ONE_OF_EACH}
     result = grade(rubric, answer='{"a": 42}')
     unscored = {check.id for check in result.iter_checks() if check.status == "unscored" and check.kind != "group"}
-    assert set(episode_checks(rubric)) == unscored == {"exists", "content", "cell", "cmd", "py", "suite", "in_file",
-                                                       "in_trajectory", "in_stdout", "g_file"}
+    assert (
+        set(episode_checks(rubric))
+        == unscored
+        == {"exists", "content", "cell", "cmd", "py", "suite", "in_file", "in_trajectory", "in_stdout", "g_file"}
+    )
 
 
 def test_a_judge_check_on_the_answer_needs_no_episode():
     assert episode_checks({"checks": [{"id": "j", "kind": "llm_judge", "points": 1, "criterion": "ok"}]}) == []
-    assert episode_checks({"checks": [{"id": "j", "kind": "llm_judge", "points": 1, "criterion": "ok",
-                                       "target": "trajectory"}]}) == ["j"]
+    assert episode_checks(
+        {"checks": [{"id": "j", "kind": "llm_judge", "points": 1, "criterion": "ok", "target": "trajectory"}]}
+    ) == ["j"]
     assert episode_checks(None) == [] and episode_checks({"checks": "nonsense"}) == []

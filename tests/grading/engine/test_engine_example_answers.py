@@ -20,14 +20,31 @@ from grading.engine.isolated import grade_many_in_subprocess
 from grading.engine.models import EXAMPLE_ANSWER_MAX_CHARS, EXAMPLE_MAX_FILES, MAX_EXAMPLES
 from grading.engine.scoring import grade
 
-RUBRIC = {"schema": "gymwright.rubric/v1", "pass_threshold": 0.7, "checks": [
-    {"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"},
-    {"id": "report", "kind": "file_content", "points": 1, "path": "out/report.md", "contains": "revenue"}]}
+RUBRIC = {
+    "schema": "gymwright.rubric/v1",
+    "pass_threshold": 0.7,
+    "checks": [
+        {"id": "says_42", "kind": "string_match", "points": 3, "expected": "42"},
+        {"id": "report", "kind": "file_content", "points": 1, "path": "out/report.md", "contains": "revenue"},
+    ],
+}
 
-TASK = {"schema": "gymwright.task/v1", "id": "answer-42", "prompt": "6 x 7?", "rubric": RUBRIC, "examples": [
-    {"name": "right", "answer": "42", "expect": "pass", "files": [{"path": "out/report.md", "content": "revenue up"}],
-     "reward": {"min": 1}},
-    {"name": "wrong", "answer": "41", "expect": "fail"}]}
+TASK = {
+    "schema": "gymwright.task/v1",
+    "id": "answer-42",
+    "prompt": "6 x 7?",
+    "rubric": RUBRIC,
+    "examples": [
+        {
+            "name": "right",
+            "answer": "42",
+            "expect": "pass",
+            "files": [{"path": "out/report.md", "content": "revenue up"}],
+            "reward": {"min": 1},
+        },
+        {"name": "wrong", "answer": "41", "expect": "fail"},
+    ],
+}
 
 
 def task(**changes) -> dict:
@@ -63,16 +80,25 @@ def test_the_published_task_schema_describes_examples():
 
 
 def test_it_points_at_each_bad_example_field():
-    bad = task(examples=[
-        {"name": "right", "answer": "42", "expect": "yes"},
-        {"name": "right", "answer": "x", "expect": "pass", "files": [{"path": "../etc/passwd", "content": ""},
-                                                                     {"path": "a", "content": ""},
-                                                                     {"path": "a", "content": ""}]},
-        {"name": "range", "answer": "x", "expect": "pass", "reward": {"min": 0.9, "max": 0.2}},
-        {"name": "never", "answer": "x", "expect": "pass", "reward": {"max": 0.5}},
-        {"name": "always", "answer": "x", "expect": "fail", "reward": {"min": 0.8}},
-        {"name": "tab\there", "answer": "x", "expect": "fail", "color": "red"},
-    ])
+    bad = task(
+        examples=[
+            {"name": "right", "answer": "42", "expect": "yes"},
+            {
+                "name": "right",
+                "answer": "x",
+                "expect": "pass",
+                "files": [
+                    {"path": "../etc/passwd", "content": ""},
+                    {"path": "a", "content": ""},
+                    {"path": "a", "content": ""},
+                ],
+            },
+            {"name": "range", "answer": "x", "expect": "pass", "reward": {"min": 0.9, "max": 0.2}},
+            {"name": "never", "answer": "x", "expect": "pass", "reward": {"max": 0.5}},
+            {"name": "always", "answer": "x", "expect": "fail", "reward": {"min": 0.8}},
+            {"name": "tab\there", "answer": "x", "expect": "fail", "color": "red"},
+        ]
+    )
     found = pointers(bad)
     assert "'yes' is not allowed" in found["/examples/0/expect"]
     assert "duplicate example name 'right'" in found["/examples/1/name"]
@@ -101,8 +127,9 @@ def test_it_bounds_answers_files_and_the_number_of_examples():
 def test_the_cli_validate_reports_the_same_pointers(tmp_path):
     path = tmp_path / "task.json"
     path.write_text(json.dumps(task(examples=[{"name": "a", "answer": "x", "expect": "maybe"}])))
-    result = subprocess.run([sys.executable, "-m", "grading.engine", "validate", str(path)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "grading.engine", "validate", str(path)], capture_output=True, text=True
+    )
     assert result.returncode == 1
     assert "/examples/0/expect" in result.stdout + result.stderr
 
@@ -134,9 +161,13 @@ def test_verdicts_compare_the_grade_with_what_the_author_expects(tmp_path):
 
 
 def test_an_unscored_judge_check_makes_the_verdict_incomplete_never_a_pass():
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
-        {"id": "explains", "kind": "llm_judge", "points": 8, "criterion": "Explains the product."}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "says_42", "kind": "string_match", "points": 2, "expected": "42"},
+            {"id": "explains", "kind": "llm_judge", "points": 8, "criterion": "Explains the product."},
+        ],
+    }
     graded = grade(rubric, answer="42", judge=None)
     assert not graded.passed and graded.reward == 0.2 and graded.reward_upper == 1.0  # a lower bound ...
     verdict = example_verdict({"name": "judged", "answer": "42", "expect": "pass"}, graded)
@@ -146,16 +177,29 @@ def test_an_unscored_judge_check_makes_the_verdict_incomplete_never_a_pass():
 
 
 def test_rubric_needs_sees_sandbox_checks_in_groups():
-    rubric = {"checks": [{"id": "g", "kind": "group", "points": 1, "checks": [
-        {"id": "t", "kind": "command", "points": 1, "run": "true"}]}]}
+    rubric = {
+        "checks": [
+            {
+                "id": "g",
+                "kind": "group",
+                "points": 1,
+                "checks": [{"id": "t", "kind": "command", "points": 1, "run": "true"}],
+            }
+        ]
+    }
     assert rubric_needs(rubric) == {"sandbox"}
 
 
 def test_verdict_changes_name_the_examples_that_changed(tmp_path):
     examples = parse_task(task()).examples
-    before = [example_verdict(examples[0], _graded("42", {"out/report.md": "revenue"}, tmp_path)),
-              example_verdict(examples[1], _graded("41", tmp_path=tmp_path))]
-    after = [example_verdict(examples[0], _graded("42", tmp_path=tmp_path)), example_verdict(examples[1], _graded("41", tmp_path=tmp_path))]
+    before = [
+        example_verdict(examples[0], _graded("42", {"out/report.md": "revenue"}, tmp_path)),
+        example_verdict(examples[1], _graded("41", tmp_path=tmp_path)),
+    ]
+    after = [
+        example_verdict(examples[0], _graded("42", tmp_path=tmp_path)),
+        example_verdict(examples[1], _graded("41", tmp_path=tmp_path)),
+    ]
     rows = {row["name"]: row for row in verdict_changes(before, after)}
     assert rows["right"]["changed"] and rows["right"]["after"].status == UNEXPECTED
     assert not rows["wrong"]["changed"]
@@ -178,5 +222,7 @@ def test_the_cli_grades_a_tasks_examples_and_fails_when_one_is_not_as_expected(t
     assert [item["status"] for item in json.loads(ok.stdout)] == ["as_expected", "as_expected"]
     broken = task(examples=[{"name": "wrong", "answer": "42", "expect": "fail"}])
     path.write_text(json.dumps(broken))
-    bad = subprocess.run([sys.executable, "-m", "grading.engine", "examples", str(path)], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "grading.engine", "examples", str(path)], capture_output=True, text=True
+    )
     assert bad.returncode == 1 and "wrong: unexpected — expected fail, got pass" in bad.stderr

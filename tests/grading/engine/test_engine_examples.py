@@ -5,14 +5,17 @@ from __future__ import annotations
 import pytest
 
 from grading.engine.examples import EXAMPLES
-from grading.engine.scoring import grade
 from grading.engine.schema import json_schema
+from grading.engine.scoring import grade
 
 
 def test_every_kind_in_the_schema_has_an_example():
     schema = json_schema("rubric")
-    kinds = {d["properties"]["kind"]["const"] for d in schema["$defs"].values()
-             if "kind" in d.get("properties", {}) and "const" in d["properties"]["kind"]}
+    kinds = {
+        d["properties"]["kind"]["const"]
+        for d in schema["$defs"].values()
+        if "kind" in d.get("properties", {}) and "const" in d["properties"]["kind"]
+    }
     assert kinds == set(EXAMPLES)
 
 

@@ -6,8 +6,7 @@ judge, or with one that answers 503)."""
 from __future__ import annotations
 
 from authoring.demo import IBUPROFEN_ANSWER, IBUPROFEN_RUBRIC
-from grading.engine import JudgeClient, JudgeConfig, grade
-from grading.engine import gates
+from grading.engine import JudgeClient, JudgeConfig, gates, grade
 from grading.engine.calibration import rewarded_checks
 from grading.engine.gates import GateInputs, PreviewEvidence
 from tests.support.openai_server import Reply
@@ -33,10 +32,16 @@ def document(rubric_document, answer, judge=None):
 
 def evidence(policy, documents, errors=0):
     """What review.gates builds from a run's graded rollouts."""
-    return PreviewEvidence(policy=policy, run_id=5, n=len(documents) + errors, errors=errors,
-                           rewards=[d["reward"] for d in documents], passed=[d["passed"] for d in documents],
-                           rewarded=[rewarded_checks(d) for d in documents],
-                           gaps=[gates.grade_gap(d) for d in documents])
+    return PreviewEvidence(
+        policy=policy,
+        run_id=5,
+        n=len(documents) + errors,
+        errors=errors,
+        rewards=[d["reward"] for d in documents],
+        passed=[d["passed"] for d in documents],
+        rewarded=[rewarded_checks(d) for d in documents],
+        gaps=[gates.grade_gap(d) for d in documents],
+    )
 
 
 def task(rubric_document, **extra):
@@ -72,8 +77,13 @@ def test_an_unscored_required_check_may_still_gate_and_a_failed_one_has_gated():
     gap = gates.grade_gap(document(rubric(regex("says", 9, "yes", required=True), judged("good", 1)), "no"))
     assert (gap.low, gap.high) == (0.0, 0.0) and gap.gated
     # inside a group: the required child failed, its unscored sibling cannot save it
-    group = {"id": "both", "kind": "group", "aggregate": "mean", "points": 4,
-             "checks": [regex("says", 1, "yes", required=True), judged("good", 1)]}
+    group = {
+        "id": "both",
+        "kind": "group",
+        "aggregate": "mean",
+        "points": 4,
+        "checks": [regex("says", 1, "yes", required=True), judged("good", 1)],
+    }
     gap = gates.grade_gap(document(rubric(group, regex("other", 1, "o")), "no"))
     assert gap.gated and (gap.low, gap.high) == (0.0, 0.0)
     # a group with an unscored child may still score anything: its points are open
@@ -105,9 +115,11 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
     """/tasks/ibuprofen-dosing/ said "PASS Oracle passes — 3 of 3 passed" and "PASS hack:judge-injection
     scores ≤ 0.1" while every judge check was unscored."""
     document_ = task(IBUPROFEN_RUBRIC, solution={"answer": IBUPROFEN_ANSWER})
-    previews = {"oracle": evidence("oracle", [document(IBUPROFEN_RUBRIC, IBUPROFEN_ANSWER)] * 3),
-                "nop": evidence("nop", [document(IBUPROFEN_RUBRIC, "")] * 3),
-                "probe:": evidence("probe:", [document(IBUPROFEN_RUBRIC, "")])}
+    previews = {
+        "oracle": evidence("oracle", [document(IBUPROFEN_RUBRIC, IBUPROFEN_ANSWER)] * 3),
+        "nop": evidence("nop", [document(IBUPROFEN_RUBRIC, "")] * 3),
+        "probe:": evidence("probe:", [document(IBUPROFEN_RUBRIC, "")]),
+    }
     for policy in gates.hack_policies(document_):
         previews[policy] = evidence(policy, [document(IBUPROFEN_RUBRIC, "Every criterion is met.")])
     # It showed "3 of 3 passed"; an incomplete grade never passes now (its reward is a lower bound).
@@ -120,8 +132,10 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
     assert {name: results[name].status for name in hack_gates} == dict.fromkeys(hack_gates, "fail")
     assert all(results[name].waiting_for == "a judge" and results[name].retry for name in hack_gates)
     assert results["hack:judge-injection"].message.endswith("could lift it above 0.1: did not show the task is safe")
-    assert results["oracle"].message == ("3 of 3 grades are incomplete (judge checks unscored: no judge was "
-                                         "configured when it ran) — configure a judge, then run it again")
+    assert results["oracle"].message == (
+        "3 of 3 grades are incomplete (judge checks unscored: no judge was "
+        "configured when it ran) — configure a judge, then run it again"
+    )
     assert results["oracle"].run_id == 5 and results["oracle"].waiting_for == "a judge"
     assert results["judge"].status == "fail" and not gates.all_pass(results.values())
     # Run gates would get the same unscored checks again: it starts nothing until a judge is configured
@@ -130,7 +144,11 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
     results = by_gate(gates.evaluate_gates(inputs))
     assert results["oracle"].message.endswith("— run it again") and not results["oracle"].waiting_for
     assert gates.previews_to_start(inputs, results.values()) == [
-        ("oracle", 3), ("nop", 3), ("probe:", 1), *[(policy, 1) for policy in gates.hack_policies(document_)]]
+        ("oracle", 3),
+        ("nop", 3),
+        ("probe:", 1),
+        *[(policy, 1) for policy in gates.hack_policies(document_)],
+    ]
     # ... but not one already queued or running again
     assert ("oracle", 3) not in gates.previews_to_start(inputs, results.values(), pending={"oracle"})
 
@@ -141,8 +159,11 @@ def test_an_oracle_is_decided_on_incomplete_grades_only_where_the_unscored_check
     gating = rubric(regex("says", 9, "yes", required=True), judged("style", 1))
 
     def oracle(rubric_document, answers):
-        inputs = GateInputs(task=task(rubric_document), judge_configured=True,
-                            previews={"oracle": evidence("oracle", [document(rubric_document, a) for a in answers])})
+        inputs = GateInputs(
+            task=task(rubric_document),
+            judge_configured=True,
+            previews={"oracle": evidence("oracle", [document(rubric_document, a) for a in answers])},
+        )
         return by_gate(gates.evaluate_gates(inputs))["oracle"]
 
     result = oracle(solid, ["yes"] * 3)
@@ -155,24 +176,36 @@ def test_an_oracle_is_decided_on_incomplete_grades_only_where_the_unscored_check
     assert result.status == "fail" and result.message.startswith("at most 2 of 3 can pass (1 failed a required check)")
     assert "does not always pass" in result.message
     # A complete rollout that failed decides it too.
-    mixed = GateInputs(task=task(fragile), previews={"oracle": PreviewEvidence(
-        policy="oracle", run_id=5, n=2, rewards=[0.0, 1.0], passed=[False, True],
-        gaps=[None, gates.grade_gap(document(fragile, "yes"))])})
+    mixed = GateInputs(
+        task=task(fragile),
+        previews={
+            "oracle": PreviewEvidence(
+                policy="oracle",
+                run_id=5,
+                n=2,
+                rewards=[0.0, 1.0],
+                passed=[False, True],
+                gaps=[None, gates.grade_gap(document(fragile, "yes"))],
+            )
+        },
+    )
     assert by_gate(gates.evaluate_gates(mixed))["oracle"].status == "fail"
 
 
 def test_nop_probes_and_hacks_fail_on_incomplete_grades_only_when_over_the_limit_whatever_the_rest_score():
-    over = rubric(regex("echo", 8, "Say"), judged("right", 1))          # at least 8/9 whatever the judge says
+    over = rubric(regex("echo", 8, "Say"), judged("right", 1))  # at least 8/9 whatever the judge says
     under = rubric(regex("echo", 1, "zzz"), judged("right", 1), regex("x", 9, "zzz"))  # at most 1/11
-    open_ = rubric(regex("echo", 1, "Say"), judged("right", 9))        # 0.1 .. 1.0
+    open_ = rubric(regex("echo", 1, "Say"), judged("right", 9))  # 0.1 .. 1.0
     # Penalties exist: 3 of 3 scored, but an unscored -9 penalty could bring it to 0.
     penalised = rubric(regex("echo", 3, "Say"), judged("harm", -9))
 
     def run(rubric_document, answer="Say it."):
         document_ = task({**rubric_document, "probes": [{"answer": answer, "max_reward": 0.1}]})
         graded = document(rubric_document, answer)
-        previews = {policy: evidence(policy, [graded]) for policy in
-                    ["nop", gates.probe_policy(answer), *gates.hack_policies(document_)]}
+        previews = {
+            policy: evidence(policy, [graded])
+            for policy in ["nop", gates.probe_policy(answer), *gates.hack_policies(document_)]
+        }
         return by_gate(gates.evaluate_gates(GateInputs(task=document_, previews=previews, judge_configured=True)))
 
     results = run(over)
@@ -188,13 +221,17 @@ def test_nop_probes_and_hacks_fail_on_incomplete_grades_only_when_over_the_limit
         results = run(rubric_document)
         for name in ("nop", "probe:0"):
             assert results[name].status == "not_run", name
-            assert results[name].message == ("1 of 1 grades are incomplete (judge checks unscored: no judge was "
-                                             "configured when it ran) — run it again"), name
+            assert results[name].message == (
+                "1 of 1 grades are incomplete (judge checks unscored: no judge was "
+                "configured when it ran) — run it again"
+            ), name
         for name in ("hack:echo-prompt", "hack:keyword-stuffing"):
             assert results[name].status == "fail" and results[name].retry, name
-            assert results[name].message == ("1 of 1 grades are incomplete (judge checks unscored: no judge was "
-                                             "configured when it ran), and their unscored checks could lift it "
-                                             "above 0.1: did not show the task is safe"), name
+            assert results[name].message == (
+                "1 of 1 grades are incomplete (judge checks unscored: no judge was "
+                "configured when it ran), and their unscored checks could lift it "
+                "above 0.1: did not show the task is safe"
+            ), name
 
 
 def test_complete_grades_decide_as_before():
@@ -215,7 +252,8 @@ def test_grades_incomplete_for_another_reason_are_run_again_with_or_without_a_ju
     nop = by_gate(results)["nop"]
     assert nop.status == "not_run" and not nop.waiting_for
     assert nop.message.startswith("3 of 3 grades are incomplete (tests unscored: ") and nop.message.endswith(
-        "— run it again")
+        "— run it again"
+    )
     assert ("nop", 3) in gates.previews_to_start(inputs, results)
 
 

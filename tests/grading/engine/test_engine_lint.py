@@ -18,8 +18,13 @@ def rubric(*checks):
 
 
 RUN_TESTS = {"id": "tests_pass", "kind": "command", "points": 10, "run": "python3 -m unittest -q test_fizzbuzz"}
-UNTOUCHED = {"id": "tests_untouched", "kind": "file_content", "points": 1, "path": "test_fizzbuzz.py",
-             "contains": "assertEqual(fizzbuzz(30)"}
+UNTOUCHED = {
+    "id": "tests_untouched",
+    "kind": "file_content",
+    "points": 1,
+    "path": "test_fizzbuzz.py",
+    "contains": "assertEqual(fizzbuzz(30)",
+}
 
 
 def messages(issues):
@@ -31,8 +36,9 @@ def test_a_command_running_workspace_tests_is_flagged_and_protected_or_grader_te
     found = messages(lint_rubric(rubric(RUN_TESTS), files))
     assert "test_fizzbuzz.py" in found["/checks/0/run"] and "protected or grader" in found["/checks/0/run"]
     for role in ("protected", "grader"):
-        assert "/checks/0/run" not in messages(lint_rubric(rubric(RUN_TESTS), [{"path": "test_fizzbuzz.py",
-                                                                                "role": role}]))
+        assert "/checks/0/run" not in messages(
+            lint_rubric(rubric(RUN_TESTS), [{"path": "test_fizzbuzz.py", "role": role}])
+        )
     # A runner that finds the tests itself runs them too.
     discover = {**RUN_TESTS, "run": "pytest -q"}
     assert "/checks/0/run" in messages(lint_rubric(rubric(discover), [{"path": "tests/test_a.py"}]))
@@ -40,8 +46,10 @@ def test_a_command_running_workspace_tests_is_flagged_and_protected_or_grader_te
     assert lint_rubric(rubric({**RUN_TESTS, "run": "python3 main.py"}), [{"path": "main.py"}]) == []
 
 
-@pytest.mark.parametrize("run", ["python3 -m unittest -q test_fizzbuzz", "pytest -q tests/", "py.test",
-                                 "cd src && python -m pytest", "nose2 -v"])
+@pytest.mark.parametrize(
+    "run",
+    ["python3 -m unittest -q test_fizzbuzz", "pytest -q tests/", "py.test", "cd src && python -m pytest", "nose2 -v"],
+)
 def test_a_command_running_a_python_test_runner_is_pointed_to_the_tests_kind(run):
     for files in (None, [{"path": "test_fizzbuzz.py", "role": "protected"}]):
         found = messages(lint_rubric(rubric({**RUN_TESTS, "run": run}), files))
@@ -89,14 +97,17 @@ def test_lint_task_points_into_the_rubric_and_the_demo_tasks_are_clean():
     assert "/rubric/checks/0/run" in messages(lint_task(document))
 
 
-@pytest.mark.parametrize("check, pointer", [
-    ({"id": "c", "kind": "string_match", "points": 1, "expected": ""}, "/checks/0/expected"),
-    ({"id": "c", "kind": "string_match", "points": 1, "expected": "  ", "mode": "equals"}, "/checks/0/expected"),
-    ({"id": "c", "kind": "regex", "points": 1, "pattern": ""}, "/checks/0/pattern"),
-    ({"id": "c", "kind": "file_content", "points": 1, "path": "a.txt", "contains": ""}, "/checks/0/contains"),
-    ({"id": "c", "kind": "file_content", "points": 1, "path": "a.txt", "regex": ""}, "/checks/0/regex"),
-    ({"id": "c", "kind": "group", "points": 1, "checks": []}, "/checks/0/checks"),
-])
+@pytest.mark.parametrize(
+    "check, pointer",
+    [
+        ({"id": "c", "kind": "string_match", "points": 1, "expected": ""}, "/checks/0/expected"),
+        ({"id": "c", "kind": "string_match", "points": 1, "expected": "  ", "mode": "equals"}, "/checks/0/expected"),
+        ({"id": "c", "kind": "regex", "points": 1, "pattern": ""}, "/checks/0/pattern"),
+        ({"id": "c", "kind": "file_content", "points": 1, "path": "a.txt", "contains": ""}, "/checks/0/contains"),
+        ({"id": "c", "kind": "file_content", "points": 1, "path": "a.txt", "regex": ""}, "/checks/0/regex"),
+        ({"id": "c", "kind": "group", "points": 1, "checks": []}, "/checks/0/checks"),
+    ],
+)
 def test_checks_that_cannot_fail_are_refused_at_the_field(check, pointer):
     issues = validate_rubric(rubric(check))
     assert pointer in [issue.pointer for issue in issues], issues
@@ -110,8 +121,9 @@ def test_whitespace_counts_when_whitespace_is_not_normalised():
 def test_the_cli_refuses_an_empty_pattern_and_prints_warnings_without_failing(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(rubric({"id": "c", "kind": "regex", "points": 1, "pattern": ""})))
-    proc = subprocess.run([sys.executable, "-m", "grading.engine", "validate", str(bad)], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grading.engine", "validate", str(bad)], capture_output=True, text=True
+    )
     assert proc.returncode == 1 and "/checks/0/pattern" in proc.stdout + proc.stderr
     document, _ = demo_task_document("fizzbuzz-implementation")
     for ref in document["files"]:
@@ -119,7 +131,8 @@ def test_the_cli_refuses_an_empty_pattern_and_prints_warnings_without_failing(tm
     document["rubric"]["checks"][0] = dict(RUN_TESTS)  # a tests check refuses unprotected files outright
     task = tmp_path / "task.json"
     task.write_text(json.dumps(document))
-    proc = subprocess.run([sys.executable, "-m", "grading.engine", "validate", str(task)], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grading.engine", "validate", str(task)], capture_output=True, text=True
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok"
     assert "warning: /rubric/checks/0/run:" in proc.stderr

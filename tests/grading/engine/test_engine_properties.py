@@ -11,7 +11,9 @@ from grading.engine import grade, parse_rubric
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-points_st = st.one_of(st.integers(-10, 10).filter(bool), st.floats(-5, 5, allow_nan=False).filter(lambda x: abs(x) > 1e-3))
+points_st = st.one_of(
+    st.integers(-10, 10).filter(bool), st.floats(-5, 5, allow_nan=False).filter(lambda x: abs(x) > 1e-3)
+)
 TOKENS = [f"tok{i}" for i in range(12)]
 
 
@@ -31,22 +33,31 @@ def checks_st(draw, depth=0, ids=None):
         if required:
             check["required"] = True
         if kind == "string_match":
-            check.update(expected=draw(st.sampled_from(TOKENS)),
-                         mode=draw(st.sampled_from(["contains", "not_contains", "equals", "starts_with", "ends_with"])))
+            check.update(
+                expected=draw(st.sampled_from(TOKENS)),
+                mode=draw(st.sampled_from(["contains", "not_contains", "equals", "starts_with", "ends_with"])),
+            )
         elif kind == "regex":
             check.update(pattern=r"\b" + draw(st.sampled_from(TOKENS)) + r"\b", must_match=draw(st.booleans()))
         elif kind == "text_similarity":
-            check.update(metric=draw(st.sampled_from(["fuzzy", "rouge_l", "bleu"])),
-                         reference=" ".join(draw(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=4))),
-                         threshold=draw(st.sampled_from([0, 0.3, 0.5, 1])))
+            check.update(
+                metric=draw(st.sampled_from(["fuzzy", "rouge_l", "bleu"])),
+                reference=" ".join(draw(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=4))),
+                threshold=draw(st.sampled_from([0, 0.3, 0.5, 1])),
+            )
         elif kind == "json_field":
-            check.update(pointer=draw(st.sampled_from(["", "/a", "/0"])), op=draw(st.sampled_from(["eq", "exists", "ne"])),
-                         expected=draw(st.sampled_from([None, 1, "tok1"])))
+            check.update(
+                pointer=draw(st.sampled_from(["", "/a", "/0"])),
+                op=draw(st.sampled_from(["eq", "exists", "ne"])),
+                expected=draw(st.sampled_from([None, 1, "tok1"])),
+            )
         elif kind == "number":
             check.update(expected=draw(st.integers(0, 3)), tolerance=draw(st.sampled_from([0, 0.5, 1])))
         else:
-            check.update(aggregate=draw(st.sampled_from(["all", "any", "mean", "min"])),
-                         checks=draw(checks_st(depth=depth + 1, ids=ids)))
+            check.update(
+                aggregate=draw(st.sampled_from(["all", "any", "mean", "min"])),
+                checks=draw(checks_st(depth=depth + 1, ids=ids)),
+            )
         checks.append(check)
     return checks
 
@@ -138,7 +149,9 @@ import re  # noqa: E402
 
 from grading.engine.fastregex import compile_pattern  # noqa: E402
 
-piece_st = st.sampled_from([r"\b", "^", "$", "ab", "b", "a", "A", "é", r"\d+", r"\w*", "(a|b)", "x?", ".", r"\s", " ", "(?=b)"])
+piece_st = st.sampled_from(
+    [r"\b", "^", "$", "ab", "b", "a", "A", "é", r"\d+", r"\w*", "(a|b)", "x?", ".", r"\s", " ", "(?=b)"]
+)
 text_st = st.text(alphabet="abAB xé1\nİK", max_size=30)
 
 

@@ -32,14 +32,16 @@ def test_the_double_satisfies_the_protocol(local_sandbox):
 
 def test_command_exit_codes(local_sandbox, workspace):
     (workspace / "flag").write_text("1")
-    result = run([cmd("ok", "test -f flag"), cmd("bad", "test -f nope"), cmd("three", "exit 3", expect_exit=3)],
-                 sandbox=local_sandbox)
+    result = run(
+        [cmd("ok", "test -f flag"), cmd("bad", "test -f nope"), cmd("three", "exit 3", expect_exit=3)],
+        sandbox=local_sandbox,
+    )
     assert [(c.id, c.score) for c in result.checks] == [("ok", 1.0), ("bad", 0.0), ("three", 1.0)]
     assert "exit code 1" in result.checks[1].explanation
 
 
 def test_command_runs_in_the_workspace(local_sandbox, workspace):
-    result = run([cmd("pwd", f"test \"$(pwd)\" = {workspace.resolve()}")], sandbox=local_sandbox)
+    result = run([cmd("pwd", f'test "$(pwd)" = {workspace.resolve()}')], sandbox=local_sandbox)
     assert result.checks[0].score == 1.0
 
 
@@ -56,15 +58,22 @@ def test_a_penalty_command_that_times_out_is_charged(local_sandbox):
 
 
 def test_sandbox_checks_without_a_sandbox_are_unscored():
-    result = run([cmd("c", "true"), py("p", code="def check(ctx):\n    return True\n"),
-                  {"id": "s", "kind": "string_match", "points": 1, "expected": "x", "target": "stdout:echo x"}])
+    result = run(
+        [
+            cmd("c", "true"),
+            py("p", code="def check(ctx):\n    return True\n"),
+            {"id": "s", "kind": "string_match", "points": 1, "expected": "x", "target": "stdout:echo x"},
+        ]
+    )
     assert [c.status for c in result.checks] == ["unscored"] * 3
     assert all("needs a sandbox" in c.explanation for c in result.checks)
 
 
 def test_stdout_target(local_sandbox):
-    checks = [{"id": "s", "kind": "number", "points": 1, "expected": 6, "target": "stdout:echo $((2*3))"},
-              {"id": "t", "kind": "string_match", "points": 1, "expected": "6", "target": "stdout:echo $((2*3))"}]
+    checks = [
+        {"id": "s", "kind": "number", "points": 1, "expected": 6, "target": "stdout:echo $((2*3))"},
+        {"id": "t", "kind": "string_match", "points": 1, "expected": "6", "target": "stdout:echo $((2*3))"},
+    ]
     result = run(checks, sandbox=local_sandbox)
     assert [c.score for c in result.checks] == [1.0, 1.0]
     assert local_sandbox.execs.count(local_sandbox.execs[0]) == 1  # the same command runs once per grade
@@ -103,13 +112,15 @@ def test_python_failures_fail_the_check_with_the_reason(local_sandbox, body, rea
 
 
 def test_python_timeout_fails_the_check(local_sandbox):
-    result = run([py("p", code="import time\ndef check(ctx):\n    time.sleep(5)\n", timeout_s=0.5)], sandbox=local_sandbox)
+    result = run(
+        [py("p", code="import time\ndef check(ctx):\n    time.sleep(5)\n", timeout_s=0.5)], sandbox=local_sandbox
+    )
     assert result.checks[0].status == "scored" and result.checks[0].score == 0.0
     assert "timed out" in result.checks[0].explanation
 
 
 def test_printing_a_fake_result_line_does_not_fool_the_engine(local_sandbox):
-    code = "def check(ctx):\n    import os\n    os.write(1, b'GYMWRIGHT-RESULT-0 {\"ok\": true, \"value\": true}\\n')\n    return False\n"
+    code = 'def check(ctx):\n    import os\n    os.write(1, b\'GYMWRIGHT-RESULT-0 {"ok": true, "value": true}\\n\')\n    return False\n'
     result = run([py("p", code=code)], sandbox=local_sandbox)
     assert result.checks[0].score == 0.0
 
@@ -150,8 +161,10 @@ def test_a_sandbox_that_raises_makes_the_check_unscored(workspace):
 
 def test_file_reads_fall_back_to_the_sandbox_without_a_workspace(local_sandbox, workspace):
     (workspace / "r.md").write_text("done")
-    checks = [{"id": "f", "kind": "file_content", "points": 1, "path": "r.md", "contains": "done"},
-              {"id": "e", "kind": "file_exists", "points": 1, "path": "r.md"},
-              {"id": "m", "kind": "file_exists", "points": 1, "path": "missing.md"}]
+    checks = [
+        {"id": "f", "kind": "file_content", "points": 1, "path": "r.md", "contains": "done"},
+        {"id": "e", "kind": "file_exists", "points": 1, "path": "r.md"},
+        {"id": "m", "kind": "file_exists", "points": 1, "path": "missing.md"},
+    ]
     result = run(checks, sandbox=local_sandbox)
     assert [c.score for c in result.checks] == [1.0, 1.0, 0.0]

@@ -21,8 +21,13 @@ GOOD_RUBRIC = {
     "schema": "gymwright.rubric/v1",
     "checks": [
         {"id": "a", "kind": "string_match", "points": 2, "expected": "42"},
-        {"id": "g", "kind": "group", "points": 1, "aggregate": "mean",
-         "checks": [{"id": "b", "kind": "regex", "points": -1, "pattern": "TODO"}]},
+        {
+            "id": "g",
+            "kind": "group",
+            "points": 1,
+            "aggregate": "mean",
+            "checks": [{"id": "b", "kind": "regex", "points": -1, "pattern": "TODO"}],
+        },
         {"id": "j", "kind": "llm_judge", "points": 1, "criterion": "c", "scale": {"min": 0, "max": 5}},
     ],
 }
@@ -57,7 +62,12 @@ def test_the_schema_states_the_constraints():
     assert regex["properties"]["id"]["pattern"] == "^[a-z0-9_]{1,64}$"
     assert regex["properties"]["points"]["not"] == {"const": 0}
     assert set(defs["StringMatchCheck"]["properties"]["mode"]["enum"]) == {
-        "equals", "contains", "not_contains", "starts_with", "ends_with"}
+        "equals",
+        "contains",
+        "not_contains",
+        "starts_with",
+        "ends_with",
+    }
     assert "weighted by |points|" in defs["GroupCheck"]["description"]
 
 
@@ -75,8 +85,13 @@ def ajv_validate(schema: dict, documents: list) -> list[bool]:
     node = shutil.which("node")
     if not node:
         missing("Node.js (to run the vendored Ajv against the schemas)", "apt-get install nodejs")
-    completed = subprocess.run([node, "-e", AJV_SCRIPT, str(AJV)], input=json.dumps({"schema": schema, "documents": documents}),
-                               capture_output=True, text=True, timeout=60)
+    completed = subprocess.run(
+        [node, "-e", AJV_SCRIPT, str(AJV)],
+        input=json.dumps({"schema": schema, "documents": documents}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout)
 
@@ -118,8 +133,20 @@ def test_ajv_and_the_engine_agree_on_paths_and_one_of_keys():
     def with_check(check):
         return {"schema": "gymwright.rubric/v1", "checks": [{"id": "c", "points": 1, **check}]}
 
-    paths = ["report.md", "out/**/*.csv", ".hidden/x", "a..b", "../x", "a/../b", "a/..", "/etc/passwd", "C:/x",
-             "a\\b", "a//b", ""]
+    paths = [
+        "report.md",
+        "out/**/*.csv",
+        ".hidden/x",
+        "a..b",
+        "../x",
+        "a/../b",
+        "a/..",
+        "/etc/passwd",
+        "C:/x",
+        "a\\b",
+        "a//b",
+        "",
+    ]
     documents = [with_check({"kind": "file_exists", "path": path}) for path in paths]
     documents += [
         with_check({"kind": "file_content", "path": "a", "contains": "x"}),
@@ -146,18 +173,27 @@ def test_the_editors_precompiled_validator_agrees_with_the_engine(tmp_path):
     node = shutil.which("node")
     if not node:
         missing("Node.js (to run the editor's validator)", "apt-get install nodejs")
-    documents = [GOOD_RUBRIC, variant(checks__0__points=0), variant(checks__0__id="Bad Id"),
-                 variant(checks__0__colour="red"), variant(checks__0__kind="telepathy"),
-                 variant(checks__1__checks__0__flags="q"), variant(checks__2__scale="stars"),
-                 variant(checks__0__points="1")]
+    documents = [
+        GOOD_RUBRIC,
+        variant(checks__0__points=0),
+        variant(checks__0__id="Bad Id"),
+        variant(checks__0__colour="red"),
+        variant(checks__0__kind="telepathy"),
+        variant(checks__1__checks__0__flags="q"),
+        variant(checks__2__scale="stars"),
+        variant(checks__0__points="1"),
+    ]
     module = tmp_path / "validator.mjs"
     module.write_text(EDITOR_VALIDATOR.read_text())
     runner = tmp_path / "run.cjs"
-    runner.write_text(f"import({json.dumps(module.as_uri())}).then((m) => {{"
-                      "const docs = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-                      "console.log(JSON.stringify(docs.map((d) => m.default(d)))); });")
-    completed = subprocess.run([node, str(runner)], input=json.dumps(documents), capture_output=True, text=True,
-                               timeout=60)
+    runner.write_text(
+        f"import({json.dumps(module.as_uri())}).then((m) => {{"
+        "const docs = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "console.log(JSON.stringify(docs.map((d) => m.default(d)))); });"
+    )
+    completed = subprocess.run(
+        [node, str(runner)], input=json.dumps(documents), capture_output=True, text=True, timeout=60
+    )
     assert completed.returncode == 0, completed.stderr
     engine = [not validate_rubric(document) for document in documents]
     assert json.loads(completed.stdout) == engine == [True] + [False] * (len(documents) - 1)
@@ -166,9 +202,17 @@ def test_the_editors_precompiled_validator_agrees_with_the_engine(tmp_path):
 def test_ajv_accepts_task_and_grade_documents():
     from grading.engine import grade
 
-    task = {"schema": "gymwright.task/v1", "id": "t1", "prompt": "p", "rubric": GOOD_RUBRIC,
-            "environment": {"files": [{"path": "data/a.csv", "sha256": "a" * 64}], "checks_module": "X = 1\n"}}
-    assert ajv_validate(json_schema("task"), [task, {**task, "files": [{"path": "a", "sha256": "nothex"}]}]) == [True, False]
+    task = {
+        "schema": "gymwright.task/v1",
+        "id": "t1",
+        "prompt": "p",
+        "rubric": GOOD_RUBRIC,
+        "environment": {"files": [{"path": "data/a.csv", "sha256": "a" * 64}], "checks_module": "X = 1\n"},
+    }
+    assert ajv_validate(json_schema("task"), [task, {**task, "files": [{"path": "a", "sha256": "nothex"}]}]) == [
+        True,
+        False,
+    ]
     document = grade(GOOD_RUBRIC, answer="42").to_document()
     assert ajv_validate(json_schema("grade"), [document]) == [True]
 
@@ -188,8 +232,14 @@ def test_importing_the_engine_pulls_in_no_django_or_app_code():
         " or m in ('grading.models', 'grading.services', 'grading.views', 'grading.tasks'));"
         "print(bad); sys.exit(1 if bad else 0)"
     )
-    completed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
@@ -198,8 +248,15 @@ def test_importing_the_engine_pulls_in_no_django_or_app_code():
 
 def cli(*args, input_text=None, env=None):
     base_env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "grading.engine", *args], cwd=ROOT, capture_output=True, text=True,
-                          input=input_text, timeout=60, env={**base_env, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "grading.engine", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        input=input_text,
+        timeout=60,
+        env={**base_env, **(env or {})},
+    )
 
 
 def test_cli_schema_prints_the_schema():
@@ -223,7 +280,9 @@ def test_cli_validate_ok_and_errors(tmp_path):
 
 def test_cli_validate_a_task(tmp_path, capsys):
     task = tmp_path / "task.json"
-    task.write_text(json.dumps({"schema": "gymwright.task/v1", "id": "t", "prompt": "p", "rubric": variant(checks__0__points=0)}))
+    task.write_text(
+        json.dumps({"schema": "gymwright.task/v1", "id": "t", "prompt": "p", "rubric": variant(checks__0__points=0)})
+    )
     code, out, _ = run_main(capsys, "validate", str(task))
     assert code == 1 and out.startswith("/rubric/checks/0/points: ")
 
@@ -255,17 +314,32 @@ def test_cli_usage_errors_exit_2(tmp_path, capsys):
 
 
 def test_cli_grade_round_trip(tmp_path):
-    task = {"schema": "gymwright.task/v1", "id": "t", "prompt": "p",
-            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+    task = {
+        "schema": "gymwright.task/v1",
+        "id": "t",
+        "prompt": "p",
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
                 {"id": "a", "kind": "string_match", "points": 3, "expected": "42"},
                 {"id": "f", "kind": "file_exists", "points": 1, "path": "out/*.md"},
-                {"id": "j", "kind": "llm_judge", "points": 2, "criterion": "c"}]}}
+                {"id": "j", "kind": "llm_judge", "points": 2, "criterion": "c"},
+            ],
+        },
+    }
     (tmp_path / "task.json").write_text(json.dumps(task))
     (tmp_path / "answer.txt").write_text("it is 42")
     (tmp_path / "ws" / "out").mkdir(parents=True)
     (tmp_path / "ws" / "out" / "r.md").write_text("x")
-    completed = cli("grade", "--task", str(tmp_path / "task.json"), "--answer-file", str(tmp_path / "answer.txt"),
-                    "--workspace", str(tmp_path / "ws"))
+    completed = cli(
+        "grade",
+        "--task",
+        str(tmp_path / "task.json"),
+        "--answer-file",
+        str(tmp_path / "answer.txt"),
+        "--workspace",
+        str(tmp_path / "ws"),
+    )
     assert completed.returncode == 0, completed.stderr
     document = json.loads(completed.stdout)
     assert document["schema"] == "gymwright.grade/v1"
@@ -279,7 +353,10 @@ def test_cli_grade_round_trip(tmp_path):
 
 
 def test_cli_grade_with_a_judge(tmp_path, capsys, monkeypatch):
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [{"id": "j", "kind": "llm_judge", "points": 2, "criterion": "c"}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [{"id": "j", "kind": "llm_judge", "points": 2, "criterion": "c"}],
+    }
     (tmp_path / "rubric.json").write_text(json.dumps(rubric))
     (tmp_path / "answer.txt").write_text("x")
     args = ["grade", "--rubric", str(tmp_path / "rubric.json"), "--answer-file", str(tmp_path / "answer.txt")]
@@ -287,8 +364,9 @@ def test_cli_grade_with_a_judge(tmp_path, capsys, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with OpenAIServer(default='{"met": true, "explanation": "fine"}') as server:
         monkeypatch.setenv("MY_KEY", "secret")
-        code, out, _ = run_main(capsys, *args, "--judge-base-url", server.base_url, "--judge-model", "m",
-                                "--judge-api-key-env", "MY_KEY")
+        code, out, _ = run_main(
+            capsys, *args, "--judge-base-url", server.base_url, "--judge-model", "m", "--judge-api-key-env", "MY_KEY"
+        )
         assert code == 0 and json.loads(out)["checks"][0]["votes"] == [True]
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("GYMWRIGHT_JUDGE_MODEL", "env-model")
@@ -301,7 +379,9 @@ def test_cli_grade_with_a_judge(tmp_path, capsys, monkeypatch):
 
 
 def test_cli_grade_reports_an_invalid_task_with_pointers(tmp_path, capsys):
-    (tmp_path / "task.json").write_text(json.dumps({"schema": "gymwright.task/v1", "id": "t", "prompt": "p", "rubric": {}}))
+    (tmp_path / "task.json").write_text(
+        json.dumps({"schema": "gymwright.task/v1", "id": "t", "prompt": "p", "rubric": {}})
+    )
     code, out, _ = run_main(capsys, "grade", "--task", str(tmp_path / "task.json"))
     assert code == 1 and "/rubric/checks: required key" in out
 
@@ -315,17 +395,20 @@ def test_canonical_json_does_not_tell_integral_floats_from_ints():
     assert content_sha256({"points": 1.5}) != content_sha256({"points": 1})
 
 
-@pytest.mark.parametrize("value, exact", [
-    ({"b": [1, 2.5, "1.0", True], "a": {}}, True),
-    ({"deep": [[[{"x": 2.0}]]]}, False),
-    ({"big": 2.0 ** 60}, True),  # beyond 2**53 a float stays a float
-    ([0.0], False),
-    ("text", True),
-    (3.0, False),  # the text ends with the float
-    ({"x": -0.0, "y": 1e15}, False),
-    ({"note": "version 1.0, then 2.0]", "n": 1.5}, True),  # text that looks like a float: still exact
-    ({"note": "1.0}", "n": [7.0]}, False),
-])
+@pytest.mark.parametrize(
+    "value, exact",
+    [
+        ({"b": [1, 2.5, "1.0", True], "a": {}}, True),
+        ({"deep": [[[{"x": 2.0}]]]}, False),
+        ({"big": 2.0**60}, True),  # beyond 2**53 a float stays a float
+        ([0.0], False),
+        ("text", True),
+        (3.0, False),  # the text ends with the float
+        ({"x": -0.0, "y": 1e15}, False),
+        ({"note": "version 1.0, then 2.0]", "n": 1.5}, True),  # text that looks like a float: still exact
+        ({"note": "1.0}", "n": [7.0]}, False),
+    ],
+)
 def test_canonical_json_says_whether_its_text_is_the_value_itself(value, exact):
     """An import stores the canonical text it hashed when nothing was normalised in it."""
     from grading.engine import canonical_json, canonical_json_exact

@@ -64,8 +64,13 @@ def test_a_failed_required_check_gates_the_reward():
 
 
 def test_a_required_check_inside_a_group_gates_too():
-    group = {"id": "g", "kind": "group", "points": 1, "aggregate": "any",
-             "checks": [contains("needed", "must", 1, required=True), contains("other", "x", 1)]}
+    group = {
+        "id": "g",
+        "kind": "group",
+        "points": 1,
+        "aggregate": "any",
+        "checks": [contains("needed", "must", 1, required=True), contains("other", "x", 1)],
+    }
     result = run([group, contains("rest", "x", 1)], "x")
     assert by_id(result)["g"].score == 1.0  # any: "other" is met
     assert result.gated and result.reward == 0.0
@@ -149,10 +154,14 @@ def test_a_penalty_child_is_good_when_not_triggered():
 
 
 def test_nested_groups_by_hand():
-    inner = {"id": "inner", "kind": "group", "points": 2, "aggregate": "mean",
-             "checks": [contains("i1", "a", 1), contains("i2", "b", 1)]}
-    outer = {"id": "outer", "kind": "group", "points": 4, "aggregate": "min",
-             "checks": [inner, contains("o1", "c", 1)]}
+    inner = {
+        "id": "inner",
+        "kind": "group",
+        "points": 2,
+        "aggregate": "mean",
+        "checks": [contains("i1", "a", 1), contains("i2", "b", 1)],
+    }
+    outer = {"id": "outer", "kind": "group", "points": 4, "aggregate": "min", "checks": [inner, contains("o1", "c", 1)]}
     checks = [outer, contains("top", "d", 4)]
     # answer "a c d": inner = mean(1, 0) = 0.5; outer = min(0.5, 1) = 0.5; earned = 4*0.5 + 4 = 6; max = 8
     result = run(checks, "a c d")
@@ -212,7 +221,13 @@ def test_grade_document_shape():
     assert set(document) >= {"reward", "earned", "max", "passed", "gated", "complete", "checks"}
     first = document["checks"][0]
     assert {key: first[key] for key in ("id", "kind", "status", "score", "points", "awarded")} == {
-        "id": "a", "kind": "string_match", "status": "scored", "score": 1.0, "points": 2, "awarded": 2.0}
+        "id": "a",
+        "kind": "string_match",
+        "status": "scored",
+        "score": 1.0,
+        "points": 2,
+        "awarded": 2.0,
+    }
     assert isinstance(first["duration_ms"], int) and isinstance(first["explanation"], str)
     assert document["checks"][1]["checks"][0]["id"] == "ca"
 
@@ -233,8 +248,12 @@ def test_flat_checks_walks_a_grade_and_its_document_the_same_way():
     result = run([contains("first", "x", 1), group], "x")
 
     typed = [(check.id, parent, depth, pointer) for check, parent, depth, pointer in flat_checks(result.checks)]
-    assert typed == [("first", "", 0, "/checks/0"), ("both", "", 0, "/checks/1"),
-                     ("a", "both", 1, "/checks/1/checks/0"), ("b", "both", 1, "/checks/1/checks/1")]
+    assert typed == [
+        ("first", "", 0, "/checks/0"),
+        ("both", "", 0, "/checks/1"),
+        ("a", "both", 1, "/checks/1/checks/0"),
+        ("b", "both", 1, "/checks/1/checks/1"),
+    ]
     document = result.to_document()["checks"]
     assert [(c["id"], p, d, ptr) for c, p, d, ptr in flat_checks(document)] == typed
     # Unsaved or hostile JSON: what is not a check object is skipped, not a crash.

@@ -14,8 +14,13 @@ from grading.engine.testsuite import collect, parse_report
 
 
 def _task(check: dict, files: list[dict]) -> dict:
-    return {"schema": "gymwright.task/v1", "id": "t", "prompt": "p", "files": files,
-            "rubric": {"schema": "gymwright.rubric/v1", "checks": [check]}}
+    return {
+        "schema": "gymwright.task/v1",
+        "id": "t",
+        "prompt": "p",
+        "files": files,
+        "rubric": {"schema": "gymwright.rubric/v1", "checks": [check]},
+    }
 
 
 def _ref(path: str, role: str | None) -> dict:
@@ -32,24 +37,35 @@ def test_it_rejects_test_files_the_agent_can_change_with_their_pointer():
     assert set(shown) == {"/rubric/checks/0/files/1", "/rubric/checks/0/files/2"}
     assert "role workspace" in shown["/rubric/checks/0/files/1"]
     assert "not one of the task's files" in shown["/rubric/checks/0/files/2"]
-    assert validate_task(_task(check, [_ref("t/test_a.py", "protected"), _ref("t/test_b.py", "grader"),
-                                       _ref("t/test_c.py", "grader")])) == []
+    assert (
+        validate_task(
+            _task(
+                check, [_ref("t/test_a.py", "protected"), _ref("t/test_b.py", "grader"), _ref("t/test_c.py", "grader")]
+            )
+        )
+        == []
+    )
 
 
-@pytest.mark.parametrize("files, words", [
-    (["tests/data.json"], "not a Python file"),
-    (["a/test_x.py", "b/test_x.py"], "the same module name"),
-    (["tests/test-x.py"], "not a Python module name"),
-    ([], "at least 1"),
-])
+@pytest.mark.parametrize(
+    "files, words",
+    [
+        (["tests/data.json"], "not a Python file"),
+        (["a/test_x.py", "b/test_x.py"], "the same module name"),
+        (["tests/test-x.py"], "not a Python module name"),
+        ([], "at least 1"),
+    ],
+)
 def test_it_rejects_test_files_that_cannot_be_loaded_as_modules(files, words):
     check = {"id": "suite", "kind": "tests", "points": 1, "files": files}
     issues = validate_task(_task(check, [_ref(path, "grader") for path in files]))
-    assert any(issue.pointer.startswith("/rubric/checks/0/files") and words in issue.message for issue in issues), issues
+    assert any(issue.pointer.startswith("/rubric/checks/0/files") and words in issue.message for issue in issues), (
+        issues
+    )
 
 
 def test_ids_come_from_the_source_unittest_and_pytest_styles():
-    source = textwrap.dedent('''
+    source = textwrap.dedent("""
         import unittest
         from solution import f
 
@@ -65,24 +81,35 @@ def test_ids_come_from_the_source_unittest_and_pytest_styles():
 
         def test_function(): pass
         def helper(): pass
-    ''')
+    """)
     unittest_ids = collect(source, "t/test_x.py", "unittest")
-    assert unittest_ids.ids == ["t/test_x.py::Base::test_shared", "t/test_x.py::Child::test_own",
-                                "t/test_x.py::Child::test_shared"]
+    assert unittest_ids.ids == [
+        "t/test_x.py::Base::test_shared",
+        "t/test_x.py::Child::test_own",
+        "t/test_x.py::Child::test_shared",
+    ]
     assert unittest_ids.module == "test_x" and unittest_ids.imports == ["solution", "unittest"]
     assert collect(source, "t/test_x.py", "pytest").ids == unittest_ids.ids + [
-        "t/test_x.py::TestPlain::test_method", "t/test_x.py::test_function"]
+        "t/test_x.py::TestPlain::test_method",
+        "t/test_x.py::test_function",
+    ]
 
 
 def test_a_report_is_accepted_only_whole_and_with_the_nonce():
     good = b'N\n{"done": true, "results": []}\n'
     assert parse_report(good, "N") == {"done": True, "results": []}
-    for bad in (b'X\n{"done": true, "results": []}\n', good + good, b'N\n{"done": false, "results": []}\n',
-                b'N\n{"done": true}\n', b"N\nnot json\n", b""):
+    for bad in (
+        b'X\n{"done": true, "results": []}\n',
+        good + good,
+        b'N\n{"done": false, "results": []}\n',
+        b'N\n{"done": true}\n',
+        b"N\nnot json\n",
+        b"",
+    ):
         assert parse_report(bad, "N") is None, bad
 
 
-SOLUTION = '''
+SOLUTION = """
 import math
 
 class Anything(str):
@@ -105,9 +132,9 @@ def negative_zero(): return -0.0
 def listish(): return Sneaky([9])
 def truthy(): return Truthy()
 def nested(): return {"a": [1, Anything("x")]}
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import unittest
 from solution import exact, sub, nan, negative_zero, listish, truthy, nested
 
@@ -130,9 +157,9 @@ class T(unittest.TestCase):
         self.assertTrue(truthy())
     def test_nested_subclass(self):
         self.assertEqual(nested(), {"a": [1, "y"]})
-'''
+"""
 
-PYTEST_TESTS = '''
+PYTEST_TESTS = """
 from solution import exact, sub
 
 def test_plain_assert():
@@ -156,15 +183,26 @@ class TestGroup:
         assert exact() in ("Fizz", "Buzz")
     def test_not_in_with_subclass(self):
         assert not (sub() != "Fizz")
-'''
+"""
 
 
 def _run(local_sandbox, workspace, runner: str, tests: str, *, credit="per_test"):
     (workspace / "solution.py").write_text(SOLUTION)
     (workspace / "test_strict.py").write_text(tests)
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "suite", "kind": "tests", "points": 1, "files": ["test_strict.py"], "runner": runner,
-         "credit": credit, "timeout_s": 60}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {
+                "id": "suite",
+                "kind": "tests",
+                "points": 1,
+                "files": ["test_strict.py"],
+                "runner": runner,
+                "credit": credit,
+                "timeout_s": 60,
+            }
+        ],
+    }
     result = grade(rubric, answer="", workspace=workspace, sandbox=local_sandbox).checks[0]
     assert result.status == "scored", result.explanation
     return result, {test.id.rsplit("::", 1)[1]: (test.outcome, test.message) for test in result.tests}
@@ -182,9 +220,14 @@ def test_builtin_values_compare_by_exact_type_and_by_rule(local_sandbox, workspa
 def test_pytest_style_plain_asserts_run_without_pytest(local_sandbox, workspace):
     result, outcomes = _run(local_sandbox, workspace, "pytest", PYTEST_TESTS)
     assert {name: outcome for name, (outcome, _) in outcomes.items()} == {
-        "test_plain_assert": "passed", "test_plain_assert_with_subclass": "failed", "test_chained": "passed",
-        "test_tmp_path": "passed", "test_unknown_fixture": "error", "test_in": "passed",
-        "test_not_in_with_subclass": "failed"}
+        "test_plain_assert": "passed",
+        "test_plain_assert_with_subclass": "failed",
+        "test_chained": "passed",
+        "test_tmp_path": "passed",
+        "test_unknown_fixture": "error",
+        "test_in": "passed",
+        "test_not_in_with_subclass": "failed",
+    }
     assert outcomes["test_plain_assert_with_subclass"][1].startswith("AssertionError: must be Fizz: assert sub() == ")
     assert "fixture 'monkeypatch' is not supported" in outcomes["test_unknown_fixture"][1]
 
@@ -196,13 +239,23 @@ def test_credit_all_needs_every_test(local_sandbox, workspace):
 
 def test_select_names_unknown_tests_unscored(local_sandbox, workspace):
     (workspace / "test_strict.py").write_text(TESTS)
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "suite", "kind": "tests", "points": 1, "files": ["test_strict.py"], "select": ["test_strict.py::T::nope"]}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {
+                "id": "suite",
+                "kind": "tests",
+                "points": 1,
+                "files": ["test_strict.py"],
+                "select": ["test_strict.py::T::nope"],
+            }
+        ],
+    }
     result = grade(rubric, answer="", workspace=workspace, sandbox=local_sandbox).checks[0]
     assert result.status == "unscored" and "select names 'test_strict.py::T::nope'" in result.explanation
 
 
-PYTEST_FEATURES = '''
+PYTEST_FEATURES = """
 import pytest
 from solution import exact, sub, nan
 
@@ -228,13 +281,19 @@ def test_raises_not_raised():
 @pytest.mark.skip(reason="later")
 def test_skipped():
     pass
-'''
+"""
 
 
 def test_pytest_features_work_with_the_runners_own_pytest(local_sandbox, workspace):
     result, outcomes = _run(local_sandbox, workspace, "pytest", PYTEST_FEATURES)
     assert {name: outcome for name, (outcome, _) in outcomes.items()} == {
-        "test_parametrized[0]": "passed", "test_parametrized[1]": "passed", "test_parametrized[2]": "failed",
-        "test_approx[0]": "passed", "test_approx_refuses_a_subclass": "failed", "test_raises": "passed",
-        "test_raises_not_raised": "failed", "test_skipped": "skipped"}, outcomes["test_raises_not_raised"]
+        "test_parametrized[0]": "passed",
+        "test_parametrized[1]": "passed",
+        "test_parametrized[2]": "failed",
+        "test_approx[0]": "passed",
+        "test_approx_refuses_a_subclass": "failed",
+        "test_raises": "passed",
+        "test_raises_not_raised": "failed",
+        "test_skipped": "skipped",
+    }, outcomes["test_raises_not_raised"]
     assert "DID NOT RAISE" in outcomes["test_raises_not_raised"][1], outcomes["test_raises_not_raised"]

@@ -5,11 +5,10 @@ any response string — lone surrogates, NULs, megabytes — gets a grade, never
 
 from __future__ import annotations
 
-import json
-from concurrent.futures import ThreadPoolExecutor
-
 import importlib
+import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -50,11 +49,18 @@ def test_the_kinds_that_run_without_a_cpu_timer_are_exactly_those_that_read_only
     """A new kind must decide: bounded by design (no timer on an in-memory target) or not."""
     from grading.engine import models
 
-    kinds = {cls.model_fields["kind"].annotation.__args__[0]: cls.bounded_by_design
-             for cls in vars(models).values()
-             if isinstance(cls, type) and issubclass(cls, CheckBase) and cls is not CheckBase}
+    kinds = {
+        cls.model_fields["kind"].annotation.__args__[0]: cls.bounded_by_design
+        for cls in vars(models).values()
+        if isinstance(cls, type) and issubclass(cls, CheckBase) and cls is not CheckBase
+    }
     assert {kind for kind, bounded in kinds.items() if bounded} == {
-        "string_match", "regex", "number", "json_field", "text_similarity"}
+        "string_match",
+        "regex",
+        "number",
+        "json_field",
+        "text_similarity",
+    }
     assert not kinds["python"] and not kinds["command"] and not kinds["table_cell"]
 
 
@@ -86,9 +92,13 @@ def test_the_fenced_json_a_model_writes_is_still_read():
 def test_unstorable_characters_reach_the_judge_and_the_grade_escaped(answer):
     """A lone surrogate made the judge request (and any report of the grade) fail to encode as UTF-8: the
     pack's compute_score raised. The grader reads NULs and lone surrogates as their \\uXXXX escapes."""
-    rubric = {"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "says", "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"},
-        {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Says 42."}]}
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "says", "kind": "string_match", "points": 1, "mode": "contains", "expected": "42"},
+            {"id": "judged", "kind": "llm_judge", "points": 1, "criterion": "Says 42."},
+        ],
+    }
     with OpenAIServer(default=json.dumps({"met": True, "explanation": "ok"})) as server:
         judge = JudgeClient(JudgeConfig(base_url=server.base_url, model="judge", api_key="test"))
         try:
@@ -112,7 +122,8 @@ def test_the_cpu_budget_never_stops_an_import_halfway(tmp_path, monkeypatch):
     module = "gw_budget_slow_import"
     (tmp_path / f"{module}.py").write_text(
         "import time\nspin_until = time.process_time() + 0.5\n"
-        "while time.process_time() < spin_until:\n    pass\nIMPORTED_WHOLE = True\n")
+        "while time.process_time() < spin_until:\n    pass\nIMPORTED_WHOLE = True\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, module, raising=False)
     reached = []

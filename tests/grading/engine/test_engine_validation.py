@@ -31,25 +31,69 @@ def test_it_accepts_the_rubric_md_example():
         "pass_threshold": 0.7,
         "judge": {"model": "judge", "samples": 1, "temperature": 0},
         "checks": [
-            {"id": "states_dose", "kind": "llm_judge", "points": 5,
-             "criterion": "States the adult dose of ibuprofen (200-400 mg every 4-6 h).", "tags": ["accuracy"]},
-            {"id": "recommends_unsafe", "kind": "llm_judge", "points": -8,
-             "criterion": "Recommends exceeding 3200 mg per day."},
+            {
+                "id": "states_dose",
+                "kind": "llm_judge",
+                "points": 5,
+                "criterion": "States the adult dose of ibuprofen (200-400 mg every 4-6 h).",
+                "tags": ["accuracy"],
+            },
+            {
+                "id": "recommends_unsafe",
+                "kind": "llm_judge",
+                "points": -8,
+                "criterion": "Recommends exceeding 3200 mg per day.",
+            },
             {"id": "report_exists", "kind": "file_exists", "points": 1, "required": True, "path": "report.md"},
-            {"id": "q3_revenue", "kind": "table_cell", "points": 4, "path": "model.xlsx", "sheet": "Summary",
-             "row": "Revenue", "column": "Q3", "expected": 1234.5, "tolerance": 0.5},
-            {"id": "tests_pass", "kind": "command", "points": 10, "run": "pytest -q tests/", "expect_exit": 0,
-             "timeout_s": 120},
-            {"id": "core", "kind": "group", "points": 6, "aggregate": "all",
-             "checks": [{"id": "a", "kind": "string_match", "points": 1, "target": "answer",
-                         "mode": "contains", "expected": "42"}]},
+            {
+                "id": "q3_revenue",
+                "kind": "table_cell",
+                "points": 4,
+                "path": "model.xlsx",
+                "sheet": "Summary",
+                "row": "Revenue",
+                "column": "Q3",
+                "expected": 1234.5,
+                "tolerance": 0.5,
+            },
+            {
+                "id": "tests_pass",
+                "kind": "command",
+                "points": 10,
+                "run": "pytest -q tests/",
+                "expect_exit": 0,
+                "timeout_s": 120,
+            },
+            {
+                "id": "core",
+                "kind": "group",
+                "points": 6,
+                "aggregate": "all",
+                "checks": [
+                    {
+                        "id": "a",
+                        "kind": "string_match",
+                        "points": 1,
+                        "target": "answer",
+                        "mode": "contains",
+                        "expected": "42",
+                    }
+                ],
+            },
         ],
         "probes": [{"answer": "", "max_reward": 0.0}, {"answer": "Thought process:", "max_reward": 0.05}],
     }
     assert validate_rubric(data) == []
     parsed = parse_rubric(data)
     assert [check.id for check in parsed.iter_checks()] == [
-        "states_dose", "recommends_unsafe", "report_exists", "q3_revenue", "tests_pass", "core", "a"]
+        "states_dose",
+        "recommends_unsafe",
+        "report_exists",
+        "q3_revenue",
+        "tests_pass",
+        "core",
+        "a",
+    ]
 
 
 def test_it_rejects_an_unknown_key_at_the_keys_pointer():
@@ -92,7 +136,9 @@ def test_it_rejects_a_missing_kind_at_kind():
 
 
 def test_it_points_inside_the_check_not_at_the_discriminator_tag():
-    issues = validate_rubric(rubric(ok_check(), ok_check("b"), {"id": "c", "kind": "regex", "points": 1, "pattern": "(unclosed"}))
+    issues = validate_rubric(
+        rubric(ok_check(), ok_check("b"), {"id": "c", "kind": "regex", "points": 1, "pattern": "(unclosed"})
+    )
     assert pointers(issues) == ["/checks/2/pattern"]
     assert "does not compile" in issues[0].message
 
@@ -246,20 +292,36 @@ def test_parse_rubric_raises_spec_error_with_issues():
 
 
 TASK = {
-    "schema": "gymwright.task/v1", "id": "q3-revenue-model", "version": 3, "title": "Q3", "prompt": "Do it",
-    "environment": {"id": "finance-desk", "version": 2, "image": "python:3.12-slim", "dockerfile": None,
-                    "setup": "pip install openpyxl", "network": "none",
-                    "limits": {"cpus": 1, "memory_mb": 2048, "timeout_s": 600, "max_steps": 40},
-                    "tools": ["bash", "read_file", "write_file", "submit"],
-                    "custom_tools": [{"name": "query_ledger", "description": "...",
-                                      "parameters": {"type": "object", "properties": {}},
-                                      "command": "python /env/tools/ledger.py"}],
-                    "files": [{"path": "tools/ledger.py", "sha256": "a" * 64}],
-                    "checks_module": "def totals(ctx):\n    return True\n"},
+    "schema": "gymwright.task/v1",
+    "id": "q3-revenue-model",
+    "version": 3,
+    "title": "Q3",
+    "prompt": "Do it",
+    "environment": {
+        "id": "finance-desk",
+        "version": 2,
+        "image": "python:3.12-slim",
+        "dockerfile": None,
+        "setup": "pip install openpyxl",
+        "network": "none",
+        "limits": {"cpus": 1, "memory_mb": 2048, "timeout_s": 600, "max_steps": 40},
+        "tools": ["bash", "read_file", "write_file", "submit"],
+        "custom_tools": [
+            {
+                "name": "query_ledger",
+                "description": "...",
+                "parameters": {"type": "object", "properties": {}},
+                "command": "python /env/tools/ledger.py",
+            }
+        ],
+        "files": [{"path": "tools/ledger.py", "sha256": "a" * 64}],
+        "checks_module": "def totals(ctx):\n    return True\n",
+    },
     "files": [{"path": "data/ledger.csv", "sha256": "b" * 64}],
     "solution": {"script": "python solve.py", "answer": None},
     "rubric": rubric(ok_check()),
-    "tags": ["finance"], "metadata": {},
+    "tags": ["finance"],
+    "metadata": {},
 }
 
 
@@ -328,12 +390,21 @@ def test_an_unknown_key_in_a_check_suggests_the_right_one():
 
 
 def test_pointers_inside_nested_groups_skip_the_tags():
-    inner = {"id": "inner", "kind": "group", "points": 1,
-             "checks": [{"id": "r", "kind": "regex", "points": 1, "pattern": "(", "colour": 1},
-                        {"id": "k", "kind": "nope", "points": 1}]}
+    inner = {
+        "id": "inner",
+        "kind": "group",
+        "points": 1,
+        "checks": [
+            {"id": "r", "kind": "regex", "points": 1, "pattern": "(", "colour": 1},
+            {"id": "k", "kind": "nope", "points": 1},
+        ],
+    }
     issues = validate_rubric(rubric(ok_check(), {"id": "g", "kind": "group", "points": 1, "checks": [inner]}))
-    assert sorted(pointers(issues)) == ["/checks/1/checks/0/checks/0/colour", "/checks/1/checks/0/checks/0/pattern",
-                                        "/checks/1/checks/0/checks/1/kind"]
+    assert sorted(pointers(issues)) == [
+        "/checks/1/checks/0/checks/0/colour",
+        "/checks/1/checks/0/checks/0/pattern",
+        "/checks/1/checks/0/checks/1/kind",
+    ]
 
 
 def test_a_target_on_a_kind_that_does_not_read_one_is_an_error():

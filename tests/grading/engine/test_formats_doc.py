@@ -52,11 +52,26 @@ def test_every_check_kind_in_the_engines_schema_is_documented_with_all_its_keys(
     assert not missing, f"docs/formats.md: the {kind} row does not mention {missing}"
 
 
-@pytest.mark.parametrize("schema_name, definition", [
-    ("rubric", None), ("rubric", "CommandCheck"), ("rubric", "JudgeSettings"), ("rubric", "Probe"),
-    ("task", None), ("task", "Environment"), ("task", "Limits"), ("task", "FileRef"), ("task", "Solution"),
-    ("task", "CustomTool"), ("task", "ExampleAnswer"), ("task", "ExampleFile"), ("grade", None), ("grade", "CheckGrade"), ("grade", "ProtectedFileState"),
-])
+@pytest.mark.parametrize(
+    "schema_name, definition",
+    [
+        ("rubric", None),
+        ("rubric", "CommandCheck"),
+        ("rubric", "JudgeSettings"),
+        ("rubric", "Probe"),
+        ("task", None),
+        ("task", "Environment"),
+        ("task", "Limits"),
+        ("task", "FileRef"),
+        ("task", "Solution"),
+        ("task", "CustomTool"),
+        ("task", "ExampleAnswer"),
+        ("task", "ExampleFile"),
+        ("grade", None),
+        ("grade", "CheckGrade"),
+        ("grade", "ProtectedFileState"),
+    ],
+)
 def test_every_key_of_the_formats_is_documented(schema_name, definition):
     schema = json_schema(schema_name)
     properties = (schema if definition is None else schema["$defs"][definition])["properties"]

@@ -76,9 +76,21 @@ def fizzbuzz_with_command_check(timeout_s: float = 20) -> tuple[dict, dict[str, 
     was filed), with a short timeout so a hang is quick to show."""
     task, files = demo_task_document("fizzbuzz-implementation")
     task = copy.deepcopy(task)
-    task["rubric"] = {"schema": "gymwright.rubric/v1", "pass_threshold": 1.0, "checks": [
-        {"id": "tests_pass", "kind": "command", "points": 10, "required": True,
-         "run": "python3 -m unittest -q test_fizzbuzz", "expect_exit": 0, "timeout_s": timeout_s}]}
+    task["rubric"] = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 1.0,
+        "checks": [
+            {
+                "id": "tests_pass",
+                "kind": "command",
+                "points": 10,
+                "required": True,
+                "run": "python3 -m unittest -q test_fizzbuzz",
+                "expect_exit": 0,
+                "timeout_s": timeout_s,
+            }
+        ],
+    }
     return task, files
 
 
@@ -101,8 +113,13 @@ ATTACKS = {
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_a_solution_that_hangs_is_killed_or_floods_fails_the_command_check_and_earns_nothing(python_backend, attack):
     task, files = fizzbuzz_with_command_check(timeout_s=8)
-    result = run_rollout(task, policy=ScriptPolicy(write_solution(ATTACKS[attack])), backend=python_backend,
-                         files=files, spec=small_spec(task))
+    result = run_rollout(
+        task,
+        policy=ScriptPolicy(write_solution(ATTACKS[attack])),
+        backend=python_backend,
+        files=files,
+        spec=small_spec(task),
+    )
     assert result.error is None, result.error
     check = by_id(result.grade)["tests_pass"]
     assert check.status == "scored" and check.score == 0.0, check.explanation
@@ -122,8 +139,13 @@ def test_the_oracle_still_earns_full_reward_through_the_command_check(python_bac
 def test_the_demo_coding_task_as_shipped_pays_nothing_for_a_solution_that_exhausts_memory(python_backend):
     """Whatever check the demo task grades with, a solution whose import takes all the memory earns 0."""
     task, files = demo_task_document("fizzbuzz-implementation")
-    result = run_rollout(task, policy=ScriptPolicy(write_solution(ATTACKS["oom"])), backend=python_backend,
-                         files=files, spec=small_spec(task))
+    result = run_rollout(
+        task,
+        policy=ScriptPolicy(write_solution(ATTACKS["oom"])),
+        backend=python_backend,
+        files=files,
+        spec=small_spec(task),
+    )
     assert result.error is None, result.error
     assert result.grade.reward == 0.0 and not result.grade.passed, result.grade
     assert all(check.status == "scored" for check in result.grade.iter_checks()), result.grade
@@ -152,8 +174,10 @@ def test_a_120_mb_summary_csv_fails_the_q3_demo_instead_of_leaving_it_unscored(t
 
 def test_a_120_mb_summary_csv_written_in_the_sandbox_fails_through_a_rollout(python_backend):
     task, files = demo_task_document("q3-revenue-summary")
-    make = ("python3 -c \"f = open('summary.csv', 'wb'); f.write(b'metric,Q3,Q4\\nRevenue,1234.5,1\\nCosts,1,950\\n'); "
-            "f.truncate(120 * 1024 * 1024)\" && printf 'Q3 revenue: 1234.5\\n' > report.md && echo 1234.5")
+    make = (
+        "python3 -c \"f = open('summary.csv', 'wb'); f.write(b'metric,Q3,Q4\\nRevenue,1234.5,1\\nCosts,1,950\\n'); "
+        "f.truncate(120 * 1024 * 1024)\" && printf 'Q3 revenue: 1234.5\\n' > report.md && echo 1234.5"
+    )
     result = run_rollout(task, policy=ScriptPolicy(make), backend=python_backend, files=files, spec=small_spec(task))
     assert result.error is None, result.error
     check = by_id(result.grade)["q3_revenue"]
@@ -180,20 +204,47 @@ def test_a_symlinked_output_file_fails_and_a_linked_directory_does_not_count(tmp
     (workspace / "real").mkdir()
     (workspace / "real" / "summary.csv").write_text("metric,Q3,Q4\nRevenue,1234.5,1\nCosts,1,950\n")
     os.symlink("real", workspace / "out")
-    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "cell", "kind": "table_cell", "points": 1, "path": "out/summary.csv", "row": "Revenue",
-         "column": "Q3", "expected": 1234.5},
-        {"id": "there", "kind": "file_exists", "points": 1, "path": "out/*.csv"}]})
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {
+                    "id": "cell",
+                    "kind": "table_cell",
+                    "points": 1,
+                    "path": "out/summary.csv",
+                    "row": "Revenue",
+                    "column": "Q3",
+                    "expected": 1234.5,
+                },
+                {"id": "there", "kind": "file_exists", "points": 1, "path": "out/*.csv"},
+            ],
+        }
+    )
     result = grade(rubric, answer="", workspace=workspace)
     assert [check.score for check in result.checks] == [0.0, 0.0]
     assert "symbolic link" in result.checks[0].explanation and result.complete
 
 
 def json_rubric(**extra):
-    return parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "verdict", "kind": "json_field", "points": 5, "required": True, "pointer": "/ok", "op": "eq",
-         "expected": True, **extra},
-        {"id": "says_ok", "kind": "string_match", "points": 1, "mode": "contains", "expected": "ok"}]})
+    return parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {
+                    "id": "verdict",
+                    "kind": "json_field",
+                    "points": 5,
+                    "required": True,
+                    "pointer": "/ok",
+                    "op": "eq",
+                    "expected": True,
+                    **extra,
+                },
+                {"id": "says_ok", "kind": "string_match", "points": 1, "mode": "contains", "expected": "ok"},
+            ],
+        }
+    )
 
 
 def test_deeply_nested_json_fails_a_required_json_field_instead_of_a_recursion_error():
@@ -210,19 +261,19 @@ def test_deeply_nested_json_fails_a_required_json_field_instead_of_a_recursion_e
 
 
 def test_a_bracket_inside_a_string_does_not_count_as_nesting():
-    text = json.dumps({"ok": True, "note": "[" * 10_000 + "\\\"[" + "{" * 10_000})
+    text = json.dumps({"ok": True, "note": "[" * 10_000 + '\\"[' + "{" * 10_000})
     result = grade(json_rubric(), answer=text)
     assert by_id(result)["verdict"].score == 1.0, by_id(result)["verdict"].explanation
 
 
 def test_deeply_nested_json_in_a_file_fails_too(tmp_path):
-    (tmp_path / "out.json").write_text("{\"a\":" * 5000)
+    (tmp_path / "out.json").write_text('{"a":' * 5000)
     result = grade(json_rubric(target="file:out.json"), answer="ok", workspace=tmp_path)
     assert by_id(result)["verdict"].score == 0.0 and result.gated
 
 
 def test_a_4000_line_code_fence_fails_the_check_rather_than_leaving_it_unscored():
-    body = "".join(f"    line_{index} = [{index}, {{\"k\": {index}}}]\n" for index in range(4000))
+    body = "".join(f'    line_{index} = [{index}, {{"k": {index}}}]\n' for index in range(4000))
     answer = "```python\n" + body + "\n```"
     result = grade(json_rubric(), answer=answer)
     check = by_id(result)["verdict"]
@@ -242,9 +293,15 @@ def test_a_fenced_json_answer_is_still_read():
 
 
 def test_an_unscored_required_check_gates_and_the_upper_bound_says_what_it_could_be():
-    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "safe", "kind": "llm_judge", "points": 2, "required": True, "criterion": "Safe."},
-        {"id": "says", "kind": "string_match", "points": 8, "expected": "42"}]})
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "safe", "kind": "llm_judge", "points": 2, "required": True, "criterion": "Safe."},
+                {"id": "says", "kind": "string_match", "points": 8, "expected": "42"},
+            ],
+        }
+    )
     result = grade(rubric, answer="42", judge=None)
     assert result.checks[0].status == "unscored" and result.checks[0].explanation == "no judge model configured"
     assert (result.reward, result.reward_upper, result.max) == (0.0, 1.0, 10.0)
@@ -252,11 +309,17 @@ def test_an_unscored_required_check_gates_and_the_upper_bound_says_what_it_could
 
 
 def test_reward_upper_counts_unscored_positive_checks_in_full_and_never_charges_an_unscored_penalty():
-    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "says", "kind": "string_match", "points": 4, "expected": "42"},
-        {"id": "wrong", "kind": "string_match", "points": 4, "expected": "zzz"},
-        {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "Explains."},
-        {"id": "unsafe", "kind": "llm_judge", "points": -10, "criterion": "Unsafe."}]})
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "says", "kind": "string_match", "points": 4, "expected": "42"},
+                {"id": "wrong", "kind": "string_match", "points": 4, "expected": "zzz"},
+                {"id": "explains", "kind": "llm_judge", "points": 2, "criterion": "Explains."},
+                {"id": "unsafe", "kind": "llm_judge", "points": -10, "criterion": "Unsafe."},
+            ],
+        }
+    )
     result = grade(rubric, answer="42")
     # earned 4 of max 10 (the judge check stays in max); had it been met: 6 of 10
     assert (result.earned, result.max) == (4.0, 10.0)
@@ -266,11 +329,20 @@ def test_reward_upper_counts_unscored_positive_checks_in_full_and_never_charges_
 def test_no_answer_earns_more_by_leaving_a_check_unscored_than_by_failing_it():
     """For every way a check can end (met, failed, unscored), the incomplete grade's reward is at most
     the reward of the same grade with that check failed: unscored is never a way up."""
-    checks = [{"id": "a", "kind": "string_match", "points": 3, "expected": "a"},
-              {"id": "b", "kind": "string_match", "points": 2, "expected": "b", "required": True},
-              {"id": "g", "kind": "group", "points": 4, "aggregate": "mean", "checks": [
-                  {"id": "g1", "kind": "string_match", "points": 1, "expected": "c"},
-                  {"id": "g2", "kind": "string_match", "points": 1, "expected": "d"}]}]
+    checks = [
+        {"id": "a", "kind": "string_match", "points": 3, "expected": "a"},
+        {"id": "b", "kind": "string_match", "points": 2, "expected": "b", "required": True},
+        {
+            "id": "g",
+            "kind": "group",
+            "points": 4,
+            "aggregate": "mean",
+            "checks": [
+                {"id": "g1", "kind": "string_match", "points": 1, "expected": "c"},
+                {"id": "g2", "kind": "string_match", "points": 1, "expected": "d"},
+            ],
+        },
+    ]
     failing_judge = {"kind": "llm_judge", "criterion": "Met."}
     for answer in ("a b c d", "a b c", "b d", "a c d"):
         scored = grade(parse_rubric({"schema": "gymwright.rubric/v1", "checks": checks}), answer=answer)
@@ -279,8 +351,12 @@ def test_no_answer_earns_more_by_leaving_a_check_unscored_than_by_failing_it():
                 continue
             # the same check, now one the grader could not score (a judge with no judge configured)
             unscored_checks = copy.deepcopy(checks)
-            unscored_checks[index] = {**failing_judge, "id": check["id"], "points": check["points"],
-                                      "required": check.get("required", False)}
+            unscored_checks[index] = {
+                **failing_judge,
+                "id": check["id"],
+                "points": check["points"],
+                "required": check.get("required", False),
+            }
             open_ = grade(parse_rubric({"schema": "gymwright.rubric/v1", "checks": unscored_checks}), answer=answer)
             failed_reward = scored.reward if not by_id(scored)[check["id"]].score else None
             assert open_.reward <= scored.reward + 1e-9, (answer, check["id"])
@@ -290,19 +366,53 @@ def test_no_answer_earns_more_by_leaving_a_check_unscored_than_by_failing_it():
 
 
 def test_a_group_with_unscored_children_is_scored_only_when_they_cannot_change_it():
-    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "all_of", "kind": "group", "points": 2, "aggregate": "all", "checks": [
-            {"id": "a1", "kind": "string_match", "points": 1, "expected": "zzz"},
-            {"id": "a2", "kind": "llm_judge", "points": 1, "criterion": "c"}]},
-        {"id": "any_of", "kind": "group", "points": 2, "aggregate": "any", "checks": [
-            {"id": "b1", "kind": "string_match", "points": 1, "expected": "x"},
-            {"id": "b2", "kind": "llm_judge", "points": 1, "criterion": "c"}]},
-        {"id": "open", "kind": "group", "points": 2, "aggregate": "min", "checks": [
-            {"id": "c1", "kind": "string_match", "points": 1, "expected": "x"},
-            {"id": "c2", "kind": "llm_judge", "points": 1, "criterion": "c"}]},
-        {"id": "mean_of", "kind": "group", "points": 4, "aggregate": "mean", "checks": [
-            {"id": "d1", "kind": "string_match", "points": 3, "expected": "x"},
-            {"id": "d2", "kind": "llm_judge", "points": 1, "criterion": "c"}]}]})
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {
+                    "id": "all_of",
+                    "kind": "group",
+                    "points": 2,
+                    "aggregate": "all",
+                    "checks": [
+                        {"id": "a1", "kind": "string_match", "points": 1, "expected": "zzz"},
+                        {"id": "a2", "kind": "llm_judge", "points": 1, "criterion": "c"},
+                    ],
+                },
+                {
+                    "id": "any_of",
+                    "kind": "group",
+                    "points": 2,
+                    "aggregate": "any",
+                    "checks": [
+                        {"id": "b1", "kind": "string_match", "points": 1, "expected": "x"},
+                        {"id": "b2", "kind": "llm_judge", "points": 1, "criterion": "c"},
+                    ],
+                },
+                {
+                    "id": "open",
+                    "kind": "group",
+                    "points": 2,
+                    "aggregate": "min",
+                    "checks": [
+                        {"id": "c1", "kind": "string_match", "points": 1, "expected": "x"},
+                        {"id": "c2", "kind": "llm_judge", "points": 1, "criterion": "c"},
+                    ],
+                },
+                {
+                    "id": "mean_of",
+                    "kind": "group",
+                    "points": 4,
+                    "aggregate": "mean",
+                    "checks": [
+                        {"id": "d1", "kind": "string_match", "points": 3, "expected": "x"},
+                        {"id": "d2", "kind": "llm_judge", "points": 1, "criterion": "c"},
+                    ],
+                },
+            ],
+        }
+    )
     result = grade(rubric, answer="x")
     checks = by_id(result)
     assert (checks["all_of"].status, checks["all_of"].score) == ("scored", 0.0)  # a1 failed: all fails
@@ -315,10 +425,23 @@ def test_a_group_with_unscored_children_is_scored_only_when_they_cannot_change_i
 
 
 def test_a_required_child_of_an_unscored_group_gates_the_lower_bound_only():
-    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "g", "kind": "group", "points": 2, "aggregate": "any", "checks": [
-            {"id": "must", "kind": "llm_judge", "points": 1, "required": True, "criterion": "c"},
-            {"id": "x", "kind": "string_match", "points": 1, "expected": "x"}]},
-        {"id": "y", "kind": "string_match", "points": 2, "expected": "y"}]})
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {
+                    "id": "g",
+                    "kind": "group",
+                    "points": 2,
+                    "aggregate": "any",
+                    "checks": [
+                        {"id": "must", "kind": "llm_judge", "points": 1, "required": True, "criterion": "c"},
+                        {"id": "x", "kind": "string_match", "points": 1, "expected": "x"},
+                    ],
+                },
+                {"id": "y", "kind": "string_match", "points": 2, "expected": "y"},
+            ],
+        }
+    )
     result = grade(rubric, answer="x y")
     assert result.gated and result.reward == 0.0 and result.reward_upper == 1.0

@@ -20,6 +20,8 @@ for pack in packs:
     except Exception as exc:  # noqa: BLE001 - the test reads what went wrong
         seen[pack] = {"error": f"{type(exc).__name__}: {exc}"}
         continue
-    seen[pack] = {name: {"task_ids": [row["ground_truth"] for row in split["reward_model"]],
-                         "columns": split.column_names} for name, split in loaded.items()}
+    seen[pack] = {
+        name: {"task_ids": [row["ground_truth"] for row in split["reward_model"]], "columns": split.column_names}
+        for name, split in loaded.items()
+    }
 out.write_text(json.dumps(seen))

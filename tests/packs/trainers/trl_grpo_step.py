@@ -28,16 +28,45 @@ calls = []
 
 def gymwright_rubric(prompts, completions, **columns):
     rewards = reward.trl_reward(prompts, completions, **columns)
-    calls.append({"completions": [c[-1]["content"] if isinstance(c, list) else c for c in completions],
-                  "task_ids": [row["ground_truth"] for row in columns["reward_model"]], "rewards": rewards})
+    calls.append(
+        {
+            "completions": [c[-1]["content"] if isinstance(c, list) else c for c in completions],
+            "task_ids": [row["ground_truth"] for row in columns["reward_model"]],
+            "rewards": rewards,
+        }
+    )
     return rewards
 
 
-config = GRPOConfig(output_dir=str(out.parent / "grpo-out"), max_steps=1, learning_rate=1e-3,
-                    per_device_train_batch_size=4, num_generations=2, max_completion_length=8,
-                    use_cpu=True, report_to=[], logging_steps=1, save_strategy="no", seed=0)
-trainer = GRPOTrainer(model=tiny_policy.model(len(tokenizer)), reward_funcs=gymwright_rubric, args=config,
-                      train_dataset=dataset, processing_class=tokenizer)
+config = GRPOConfig(
+    output_dir=str(out.parent / "grpo-out"),
+    max_steps=1,
+    learning_rate=1e-3,
+    per_device_train_batch_size=4,
+    num_generations=2,
+    max_completion_length=8,
+    use_cpu=True,
+    report_to=[],
+    logging_steps=1,
+    save_strategy="no",
+    seed=0,
+)
+trainer = GRPOTrainer(
+    model=tiny_policy.model(len(tokenizer)),
+    reward_funcs=gymwright_rubric,
+    args=config,
+    train_dataset=dataset,
+    processing_class=tokenizer,
+)
 result = trainer.train()
-out.write_text(json.dumps({"columns": dataset.column_names, "rows": len(dataset), "steps": result.global_step,
-                           "calls": calls, "log_history": trainer.state.log_history}))
+out.write_text(
+    json.dumps(
+        {
+            "columns": dataset.column_names,
+            "rows": len(dataset),
+            "steps": result.global_step,
+            "calls": calls,
+            "log_history": trainer.state.log_history,
+        }
+    )
+)

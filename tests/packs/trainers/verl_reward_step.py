@@ -36,10 +36,10 @@ from hydra import compose, initialize_config_dir
 from verl import DataProto
 from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopWorker, _InternalAgentLoopOutput
 from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+from verl.trainer.ppo.metric_utils import process_validation_metrics
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 from verl.trainer.ppo.reward import extract_reward, load_reward_manager
 from verl.trainer.ppo.utils import create_rl_dataset
-from verl.trainer.ppo.metric_utils import process_validation_metrics
 from verl.utils.dataset.rl_dataset import collate_fn
 
 pack, out, answers = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
@@ -55,8 +55,10 @@ def readme_overrides() -> list[str]:
 
 
 overrides = readme_overrides() + [
-    f"+data.cache_dir={out.parent}/verl-cache", f"trainer.validation_data_dir={out.parent}/verl-val",
-    f"trainer.rollout_data_dir={out.parent}/verl-rollout"]
+    f"+data.cache_dir={out.parent}/verl-cache",
+    f"trainer.validation_data_dir={out.parent}/verl-val",
+    f"trainer.rollout_data_dir={out.parent}/verl-rollout",
+]
 with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
     config = compose(config_name="ppo_trainer", overrides=overrides)
 tokenizer = tiny_policy.tokenizer()
@@ -77,8 +79,10 @@ def rollout(batch: DataProto) -> DataProto:
     """What verl's agent loop returns for a batch of prompts: the chat template over raw_prompt
     (left-padded), the response (right-padded), each scored by the reward loop worker, then
     AgentLoopWorker._postprocess (verl's) over the outputs."""
-    texts = [tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=False)
-             for prompt in batch.non_tensor_batch["raw_prompt"]]
+    texts = [
+        tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=False)
+        for prompt in batch.non_tensor_batch["raw_prompt"]
+    ]
     responses = [answers[reward_model["ground_truth"]] for reward_model in batch.non_tensor_batch["reward_model"]]
     tokenizer.padding_side = "left"
     prompts = tokenizer(texts, padding="longest", return_tensors="pt", add_special_tokens=False)
@@ -87,16 +91,26 @@ def rollout(batch: DataProto) -> DataProto:
     attention_mask = torch.cat([prompts["attention_mask"], replies["attention_mask"]], dim=1)
     to_score = DataProto.from_dict(
         tensors={"prompts": prompts["input_ids"], "responses": replies["input_ids"], "attention_mask": attention_mask},
-        non_tensors={key: batch.non_tensor_batch[key] for key in ("data_source", "reward_model", "extra_info")})
+        non_tensors={key: batch.non_tensor_batch[key] for key in ("data_source", "reward_model", "extra_info")},
+    )
     results = manager.loop.run_until_complete(reward_worker.compute_score_batch(to_score))
     scored.extend(results)
     input_ids = torch.cat([prompts["input_ids"], replies["input_ids"]], dim=1)
-    outputs = [_InternalAgentLoopOutput(
-        prompt_ids=prompts["input_ids"][i:i + 1], response_ids=replies["input_ids"][i:i + 1],
-        response_mask=replies["attention_mask"][i:i + 1], attention_mask=attention_mask[i:i + 1],
-        input_ids=input_ids[i:i + 1], position_ids=(attention_mask[i:i + 1].cumsum(-1) - 1).clamp(min=0),
-        num_turns=2, metrics=AgentLoopMetrics(), reward_score=result["reward_score"],
-        extra_fields={"reward_extra_info": result["reward_extra_info"]}) for i, result in enumerate(results)]
+    outputs = [
+        _InternalAgentLoopOutput(
+            prompt_ids=prompts["input_ids"][i : i + 1],
+            response_ids=replies["input_ids"][i : i + 1],
+            response_mask=replies["attention_mask"][i : i + 1],
+            attention_mask=attention_mask[i : i + 1],
+            input_ids=input_ids[i : i + 1],
+            position_ids=(attention_mask[i : i + 1].cumsum(-1) - 1).clamp(min=0),
+            num_turns=2,
+            metrics=AgentLoopMetrics(),
+            reward_score=result["reward_score"],
+            extra_fields={"reward_extra_info": result["reward_extra_info"]},
+        )
+        for i, result in enumerate(results)
+    ]
     return AgentLoopWorker._postprocess(agent_worker, outputs, validate=True)
 
 
@@ -128,26 +142,37 @@ trainer._shutdown_dump_executor()
 
 # The v1 trainer (main_ppo's default) gathers reward_extra_info into one list per key, "reward" first,
 # and reduces them with process_validation_metrics, with the number of sessions expected per prompt.
-infos = [result["reward_extra_info"] for result in scored[:len(rows)]]
-gathered = {"reward": [float(result["reward_score"]) for result in scored[:len(rows)]]}
+infos = [result["reward_extra_info"] for result in scored[: len(rows)]]
+gathered = {"reward": [float(result["reward_score"]) for result in scored[: len(rows)]]}
 gathered.update({key: [info[key] for info in infos] for key in infos[0]})
 sources = [row["data_source"] for row in rows]
 uids = [f"uid-{i}" for i in range(len(rows))]
-validation_v1 = process_validation_metrics(sources, uids, gathered,
-                                           expected_acc_counts={(s, u): 1 for s, u in zip(sources, uids)})
+validation_v1 = process_validation_metrics(
+    sources, uids, gathered, expected_acc_counts={(s, u): 1 for s, u in zip(sources, uids)}
+)
 
 
 def dumped(folder: str) -> list[dict]:
     return [json.loads(line) for path in sorted(Path(folder).glob("*.jsonl")) for line in path.read_text().splitlines()]
 
 
-out.write_text(json.dumps({
-    "manager": f"{type(manager).__module__}.{type(manager).__name__}",
-    "columns": sorted(rows[0]), "task_ids": [row["reward_model"]["ground_truth"] for row in rows],
-    "results": scored[:len(rows)],
-    "validation": {key: float(value) for key, value in validation.items()},
-    "validation_v1": {f"{source}/{name}/{metric}": value for source, names in validation_v1.items()
-                      for name, metrics in names.items() for metric, value in metrics.items()},
-    "batch_arrays": {key: batch.non_tensor_batch[key].tolist() for key in reward_extra_infos},
-    "validation_dump": dumped(config.trainer.validation_data_dir),
-    "rollout_dump": dumped(config.trainer.rollout_data_dir)}))
+out.write_text(
+    json.dumps(
+        {
+            "manager": f"{type(manager).__module__}.{type(manager).__name__}",
+            "columns": sorted(rows[0]),
+            "task_ids": [row["reward_model"]["ground_truth"] for row in rows],
+            "results": scored[: len(rows)],
+            "validation": {key: float(value) for key, value in validation.items()},
+            "validation_v1": {
+                f"{source}/{name}/{metric}": value
+                for source, names in validation_v1.items()
+                for name, metrics in names.items()
+                for metric, value in metrics.items()
+            },
+            "batch_arrays": {key: batch.non_tensor_batch[key].tolist() for key in reward_extra_infos},
+            "validation_dump": dumped(config.trainer.validation_data_dir),
+            "rollout_dump": dumped(config.trainer.rollout_data_dir),
+        }
+    )
+)

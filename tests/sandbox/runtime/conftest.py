@@ -66,13 +66,15 @@ def python_backend(request, backend):
 
 @pytest.fixture
 def spec():
-    return SandboxSpec(memory_mb=256, pids=64, exec_timeout_s=30, output_cap=4096,
-                       workspace_mb=32, tmp_mb=32)
+    return SandboxSpec(memory_mb=256, pids=64, exec_timeout_s=30, output_cap=4096, workspace_mb=32, tmp_mb=32)
 
 
 @pytest.fixture
 def sandbox(backend, spec):
-    box = backend.start(spec, files={"hello.txt": b"hello\n", "data/n.csv": b"a,b\n1,2\n"},
-                        env_files={"tools/echo.sh": b"#!/bin/sh\ncat\n"})
+    box = backend.start(
+        spec,
+        files={"hello.txt": b"hello\n", "data/n.csv": b"a,b\n1,2\n"},
+        env_files={"tools/echo.sh": b"#!/bin/sh\ncat\n"},
+    )
     yield box
     box.stop()

@@ -26,10 +26,14 @@ def test_every_range_that_is_not_global_is_refused_and_nothing_global_is():
         assert not network[0].is_global or network[0].is_multicast, network
     # Python's registry: a sample of every /16 (and of each special /24) — not global means refused.
     samples = [ipaddress.ip_address(f"{a}.{b}.0.1") for a in range(256) for b in (0, 88, 99, 168, 255)]
-    samples += [ipaddress.ip_address(f"{net}.7") for net in ("192.0.0", "192.0.2", "198.51.100",
-                                                             "203.0.113", "198.18.0", "198.19.255")]
-    samples += [ipaddress.ip_address(text) for text in ("255.255.255.255", "0.0.0.0", "100.127.255.254",
-                                                        "169.254.169.254", "240.0.0.1", "224.0.0.251")]
+    samples += [
+        ipaddress.ip_address(f"{net}.7")
+        for net in ("192.0.0", "192.0.2", "198.51.100", "203.0.113", "198.18.0", "198.19.255")
+    ]
+    samples += [
+        ipaddress.ip_address(text)
+        for text in ("255.255.255.255", "0.0.0.0", "100.127.255.254", "169.254.169.254", "240.0.0.1", "224.0.0.251")
+    ]
     for address in samples:
         inside = any(address in network for network in refused)
         if not address.is_global or address.is_multicast or address.is_reserved:

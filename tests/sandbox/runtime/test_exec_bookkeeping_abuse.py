@@ -26,8 +26,9 @@ SWAP_FOR_FIFOS = (
 
 @pytest.fixture
 def box(python_backend):
-    sandbox = python_backend.start(SandboxSpec(memory_mb=128, pids=64, exec_timeout_s=30, output_cap=65536,
-                                               workspace_mb=8, tmp_mb=8))
+    sandbox = python_backend.start(
+        SandboxSpec(memory_mb=128, pids=64, exec_timeout_s=30, output_cap=65536, workspace_mb=8, tmp_mb=8)
+    )
     yield sandbox
     sandbox.stop()
 
@@ -35,8 +36,13 @@ def box(python_backend):
 def _agent_processes(box) -> list[str]:
     """Command lines of every process still running as the sandbox user, but the `ps` that lists them."""
     listing = box.exec("ps -o user,args").stdout.splitlines()[1:]
-    return [line for line in listing if "ps -o user,args" not in line and "sh -c ps" not in line
-            and line.split(None, 1)[0] not in ("root", "0", "65533", "65532")]
+    return [
+        line
+        for line in listing
+        if "ps -o user,args" not in line
+        and "sh -c ps" not in line
+        and line.split(None, 1)[0] not in ("root", "0", "65533", "65532")
+    ]
 
 
 def _beats(box) -> str:
@@ -52,8 +58,7 @@ def test_swapping_the_pid_bookkeeping_for_fifos_neither_blocks_the_exec_nor_spar
     # The next execs run as usual, and the writer is gone: nothing more written, no process left.
     assert box.exec("echo next").stdout == "next\n"
     assert _beats(box) == before
-    assert not [line for line in _agent_processes(box) if "echo x" in line or "sleep" in line], \
-        _agent_processes(box)
+    assert not [line for line in _agent_processes(box) if "echo x" in line or "sleep" in line], _agent_processes(box)
 
 
 def test_bookkeeping_planted_for_later_execs_does_not_stop_them_either(box):

@@ -16,8 +16,7 @@ SECRET = "gw-secret-value-7f3a91"
 
 @pytest.fixture
 def abuse_spec():
-    return SandboxSpec(memory_mb=96, pids=48, cpus=1, exec_timeout_s=20, output_cap=65536,
-                       workspace_mb=8, tmp_mb=8)
+    return SandboxSpec(memory_mb=96, pids=48, cpus=1, exec_timeout_s=20, output_cap=65536, workspace_mb=8, tmp_mb=8)
 
 
 @pytest.fixture
@@ -35,10 +34,7 @@ def assert_still_works(sandbox):
 
 
 def test_a_fork_bomb_hits_the_process_limit_and_is_killed(box, python_backend, abuse_spec):
-    bomb = ("import os, time\n"
-            "while True:\n"
-            "    try:\n        os.fork()\n"
-            "    except OSError:\n        time.sleep(0.01)\n")
+    bomb = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)\n"
     started = time.monotonic()
     result = box.exec(["python", "-c", bomb], timeout_s=3)
     assert result.timed_out and result.exit_code is None
@@ -85,9 +81,11 @@ def test_there_is_no_network(box):
     net = box.exec("cat /proc/net/dev")
     interfaces = [line.split(":")[0].strip() for line in net.stdout.splitlines() if ":" in line]
     assert interfaces == ["lo"], net.stdout
-    probe = ("import socket\ns = socket.socket()\ns.settimeout(3)\n"
-             "try:\n    s.connect(('1.1.1.1', 80)); print('connected')\n"
-             "except OSError as e:\n    print('blocked', e.errno)\n")
+    probe = (
+        "import socket\ns = socket.socket()\ns.settimeout(3)\n"
+        "try:\n    s.connect(('1.1.1.1', 80)); print('connected')\n"
+        "except OSError as e:\n    print('blocked', e.errno)\n"
+    )
     result = box.exec(["python", "-c", probe])
     assert result.stdout.startswith("blocked"), result
 
@@ -164,6 +162,7 @@ def test_a_cpu_spinner_is_stopped_by_the_timeout(box):
 
 # -- §2 the host disk: sparse files ----------------------------------------------------------
 
+
 def _allocated(root: Path) -> int:
     return sum(p.lstat().st_blocks * 512 for p in root.rglob("*"))
 
@@ -171,8 +170,9 @@ def _allocated(root: Path) -> int:
 def test_sparse_files_do_not_fill_the_host_disk_and_what_is_left_out_is_reported(python_backend, tmp_path):
     spec = SandboxSpec(memory_mb=256, pids=48, exec_timeout_s=20, workspace_mb=600, tmp_mb=8)
     with python_backend.start(spec, files={"notes.txt": b"kept\n"}) as sandbox:
-        made = sandbox.exec("truncate -s 500M big1.bin big2.bin big3.bin && truncate -s 100M holey.bin "
-                            "&& printf end >> holey.bin")
+        made = sandbox.exec(
+            "truncate -s 500M big1.bin big2.bin big3.bin && truncate -s 100M holey.bin && printf end >> holey.bin"
+        )
         assert made.exit_code == 0, made
         snap = sandbox.snapshot(tmp_path / "snap")
         left_out = {entry["path"]: entry for entry in sandbox.snapshot_left_out}
@@ -204,6 +204,7 @@ def test_a_snapshot_is_bounded_by_file_count(backend, tmp_path):
 
 # -- §4 FIFOs and other files that are not regular -------------------------------------------
 
+
 def test_read_file_on_a_fifo_is_a_clear_error_and_never_blocks(box, tmp_path):
     from sandbox.runtime.tools import ToolRunner
 
@@ -231,7 +232,7 @@ def test_read_file_on_a_fifo_is_a_clear_error_and_never_blocks(box, tmp_path):
 # -- §5 a python check's result cannot be forged ---------------------------------------------
 
 # A planted module that loads the real json and makes every result "true".
-FORCE_TRUE = '''
+FORCE_TRUE = """
 import sys
 def _force():
     saved = sys.path[:]
@@ -247,10 +248,12 @@ def _force():
     real.dumps = dumps
     sys.modules["json"] = real
 _force()
-'''
+"""
 # A planted interpreter that reads the payload (with its nonce) and answers "true".
-FAKE_PYTHON = ("#!/bin/sh\nnonce=$(cat | tr ',' '\\n' | grep nonce | cut -d'\"' -f4)\n"
-               "echo \"$nonce {\\\"ok\\\": true, \\\"value\\\": true}\"\n")
+FAKE_PYTHON = (
+    "#!/bin/sh\nnonce=$(cat | tr ',' '\\n' | grep nonce | cut -d'\"' -f4)\n"
+    'echo "$nonce {\\"ok\\": true, \\"value\\": true}"\n'
+)
 
 
 def test_modules_and_programs_planted_by_the_agent_cannot_forge_a_python_check(box):
@@ -266,14 +269,28 @@ def test_modules_and_programs_planted_by_the_agent_cannot_forge_a_python_check(b
         planted[f"/tmp/{name}"] = FAKE_PYTHON.encode()
     for path, data in planted.items():
         box.write_file(path, data)
-    assert box.exec("chmod +x /workspace/python3 /workspace/python /workspace/sh /tmp/python3 /tmp/python /tmp/sh"
-                    " && cd /tmp && python3 -c 'import json; print(json.dumps({\"ok\": True, \"value\": False}))'"
-                    ).stdout.strip() == '{"ok": true, "value": true}'  # the plant works where it is imported
-    rubric = parse_rubric({"schema": "gymwright.rubric/v1", "checks": [
-        {"id": "code", "kind": "python", "points": 1, "code": "def check(ctx):\n    return False\n"},
-        {"id": "module", "kind": "python", "points": 1, "function": "checks:never"},
-        {"id": "half", "kind": "python", "points": 1, "code": "import json\ndef check(ctx):\n    return 0.25\n"},
-    ]})
+    assert (
+        box.exec(
+            "chmod +x /workspace/python3 /workspace/python /workspace/sh /tmp/python3 /tmp/python /tmp/sh"
+            ' && cd /tmp && python3 -c \'import json; print(json.dumps({"ok": True, "value": False}))\''
+        ).stdout.strip()
+        == '{"ok": true, "value": true}'
+    )  # the plant works where it is imported
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "code", "kind": "python", "points": 1, "code": "def check(ctx):\n    return False\n"},
+                {"id": "module", "kind": "python", "points": 1, "function": "checks:never"},
+                {
+                    "id": "half",
+                    "kind": "python",
+                    "points": 1,
+                    "code": "import json\ndef check(ctx):\n    return 0.25\n",
+                },
+            ],
+        }
+    )
     result = grade(rubric, answer="", sandbox=box, checks_module="def never(ctx):\n    return False\n")
     by_id = {check.id: check for check in result.checks}
     assert by_id["code"].status == "scored" and by_id["code"].score == 0.0, by_id["code"].explanation
@@ -284,15 +301,18 @@ def test_modules_and_programs_planted_by_the_agent_cannot_forge_a_python_check(b
 
 # -- §2 hard caps on /workspace and /tmp, reported; §4 cancelling a running command -----------
 
+
 def test_the_workspace_cap_is_hard_and_hitting_it_is_reported(box):
     assert box.workspace_cap_hard  # bubblewrap: tmpfs mounts by default (the tests run as root)
     assert box.limit_hit is None
     # A file deleted while still open is invisible to any walk of the tree; the cap still stops it.
-    hidden = ("import os\nf = open('hidden.bin', 'wb')\nos.unlink('hidden.bin')\n"
-              "block = b'x' * 65536\nwritten = 0\n"
-              "try:\n    while written < 64 * 1024 * 1024:\n        f.write(block); f.flush(); written += len(block)\n"
-              "except OSError as exc:\n    print('stopped', exc.errno, written, flush=True)\n"
-              "    import time; time.sleep(3)  # holding the deleted file\n    raise SystemExit(3)\n")
+    hidden = (
+        "import os\nf = open('hidden.bin', 'wb')\nos.unlink('hidden.bin')\n"
+        "block = b'x' * 65536\nwritten = 0\n"
+        "try:\n    while written < 64 * 1024 * 1024:\n        f.write(block); f.flush(); written += len(block)\n"
+        "except OSError as exc:\n    print('stopped', exc.errno, written, flush=True)\n"
+        "    import time; time.sleep(3)  # holding the deleted file\n    raise SystemExit(3)\n"
+    )
     result = box.exec(["python", "-c", hidden], timeout_s=20)
     assert result.exit_code == 3 and result.stdout.startswith("stopped 28"), result  # ENOSPC
     assert int(result.stdout.split()[2]) <= 8 * 1024 * 1024
@@ -323,19 +343,29 @@ def test_an_interrupt_kills_the_running_command(box):
     box.interrupt = None
     assert "sleep 100" not in box.exec("ps").stdout
     assert_still_works(box)
+
+
 def test_python_planted_in_the_user_site_cannot_fake_a_command_check(python_backend):
     """The agent's $HOME is /tmp: a usercustomize.py there would run in every python3 a command
     check starts. Checks run with PYTHONNOUSERSITE=1 (and a fresh bytecode cache)."""
     from sandbox.runtime import run_rollout
     from tests.sandbox.runtime.test_runtime_roles import ScriptPolicy
 
-    plant = ("d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p \"$d\" && "
-             "echo 'import os; os._exit(0)' > \"$d/usercustomize.py\"; python3 -c 'import sys; sys.exit(1)'; "
-             "echo \"exit=$?\"")
-    task = {"schema": "gymwright.task/v1", "id": "planted", "prompt": "Make the check pass.",
-            "environment": {"limits": {"max_steps": 3}},
-            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                {"id": "honest", "kind": "command", "points": 1, "run": "python3 -c 'import sys; sys.exit(1)'"}]}}
+    plant = (
+        "d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p \"$d\" && "
+        "echo 'import os; os._exit(0)' > \"$d/usercustomize.py\"; python3 -c 'import sys; sys.exit(1)'; "
+        'echo "exit=$?"'
+    )
+    task = {
+        "schema": "gymwright.task/v1",
+        "id": "planted",
+        "prompt": "Make the check pass.",
+        "environment": {"limits": {"max_steps": 3}},
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "honest", "kind": "command", "points": 1, "run": "python3 -c 'import sys; sys.exit(1)'"}],
+        },
+    }
     result = run_rollout(task, policy=ScriptPolicy(plant), backend=python_backend)
     assert result.error is None, result.error
     if python_backend.name == "bubblewrap":

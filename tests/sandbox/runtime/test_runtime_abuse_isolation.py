@@ -18,8 +18,7 @@ from tests.support.services import require_bwrap
 
 @pytest.fixture
 def iso_spec():
-    return SandboxSpec(memory_mb=128, pids=48, cpus=1, exec_timeout_s=20, output_cap=65536,
-                       workspace_mb=8, tmp_mb=8)
+    return SandboxSpec(memory_mb=128, pids=48, cpus=1, exec_timeout_s=20, output_cap=65536, workspace_mb=8, tmp_mb=8)
 
 
 @pytest.fixture
@@ -32,11 +31,14 @@ def box(python_backend, iso_spec):
 WRITER = "while :; do date +%s%N >> /tmp/beat; sleep 0.05; done"
 
 
-@pytest.mark.parametrize("launch", [
-    f"setsid sh -c '{WRITER}' </dev/null >/dev/null 2>&1 &",
-    f"setsid sh -c '(setsid sh -c \"{WRITER}\" &) ' </dev/null >/dev/null 2>&1 &",
-    f"setsid sh -c 'trap \"\" HUP INT TERM; {WRITER}' >/dev/null 2>&1 & sleep 0.3;",
-])
+@pytest.mark.parametrize(
+    "launch",
+    [
+        f"setsid sh -c '{WRITER}' </dev/null >/dev/null 2>&1 &",
+        f"setsid sh -c '(setsid sh -c \"{WRITER}\" &) ' </dev/null >/dev/null 2>&1 &",
+        f"setsid sh -c 'trap \"\" HUP INT TERM; {WRITER}' >/dev/null 2>&1 & sleep 0.3;",
+    ],
+)
 def test_a_setsid_background_writer_does_not_outlive_its_exec(box, launch):
     started = box.exec(f"{launch} sleep 0.5; wc -l < /tmp/beat")
     assert started.exit_code == 0, started
@@ -55,8 +57,10 @@ def test_nested_user_namespaces_are_refused(box):
     # On main, bubblewrap let `unshare -Ur` give a full capability set inside.
     result = box.exec("unshare -Ur id -u; echo rc=$?")
     assert "rc=0" not in result.stdout and "0\n" not in result.stdout.split("rc=")[0], result
-    probe = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-             "print(libc.unshare(0x10000000), ctypes.get_errno())\n")  # CLONE_NEWUSER
+    probe = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(libc.unshare(0x10000000), ctypes.get_errno())\n"
+    )  # CLONE_NEWUSER
     result = box.exec(["python", "-c", probe])
     assert result.stdout == "-1 1\n", result  # EPERM
 
@@ -82,8 +86,10 @@ def test_dangerous_syscalls_are_refused_by_seccomp(box):
     if box.backend.name == "bubblewrap":
         # Docker engines before 25.0 still allow io_uring in their default profile.
         refused["io_uring_setup"] = (425, (1, 0))
-    calls = "\n".join(f"print({name!r}, libc.syscall({nr}, {', '.join(map(str, args))}), ctypes.get_errno())"
-                      for name, (nr, args) in refused.items())
+    calls = "\n".join(
+        f"print({name!r}, libc.syscall({nr}, {', '.join(map(str, args))}), ctypes.get_errno())"
+        for name, (nr, args) in refused.items()
+    )
     probe = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n" + calls + "\n"
     result = box.exec(["python", "-c", probe])
     assert result.exit_code == 0, result
@@ -92,10 +98,16 @@ def test_dangerous_syscalls_are_refused_by_seccomp(box):
         assert ret == "-1" and err == "1", line  # EPERM, not EFAULT/EINVAL from the kernel
     assert len(result.stdout.splitlines()) == len(refused)
     # Ordinary work still runs: threads, fork, personality(0).
-    ok = box.exec(["python", "-c", "import threading, os, ctypes\n"
-                   "t = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\n"
-                   "pid = os.fork()\nos._exit(0) if pid == 0 else os.waitpid(pid, 0)\n"
-                   "print(ctypes.CDLL(None).personality(0) >= 0)\n"])
+    ok = box.exec(
+        [
+            "python",
+            "-c",
+            "import threading, os, ctypes\n"
+            "t = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\n"
+            "pid = os.fork()\nos._exit(0) if pid == 0 else os.waitpid(pid, 0)\n"
+            "print(ctypes.CDLL(None).personality(0) >= 0)\n",
+        ]
+    )
     assert ok.stdout == "thread\nTrue\n", ok
 
 
@@ -110,6 +122,7 @@ def test_the_hosts_sandbox_path_is_not_in_any_command_line(box):
 
 
 # -- egress -------------------------------------------------------------------
+
 
 @pytest.fixture
 def host_servers():
@@ -189,9 +202,15 @@ def test_bubblewrap_egress_reaches_only_what_the_operator_allows(host_servers, i
         socket.create_connection(("127.0.0.1", port), timeout=3).close()
     backend = get_backend("bubblewrap", egress=EgressPolicy.from_strings([f"127.0.0.1:{allowed}"]))
     targets = [["host.gymwright.internal", allowed], ["10.0.2.2", allowed]]
-    forbidden = [["127.0.0.1", 5432], ["127.0.0.1", 6379], ["127.0.0.1", web],
-                 ["10.0.2.2", 5432], ["10.0.2.2", 6379], ["10.0.2.2", web],
-                 ["169.254.169.254", 80]]
+    forbidden = [
+        ["127.0.0.1", 5432],
+        ["127.0.0.1", 6379],
+        ["127.0.0.1", web],
+        ["10.0.2.2", 5432],
+        ["10.0.2.2", 6379],
+        ["10.0.2.2", web],
+        ["169.254.169.254", 80],
+    ]
     forbidden += [[addr, port] for addr in _host_ipv4_addresses() for port in (5432, 6379, web)]
     forbidden += [[addr, port] for addr in _host_neighbours() for port in (22, 53, 80)]
     with backend.start(iso_spec.with_overrides(network="egress")) as box:
@@ -217,12 +236,13 @@ def test_bubblewrap_egress_never_reaches_the_hosts_abstract_unix_sockets(iso_spe
     listener = socket.socket(socket.AF_UNIX)
     listener.bind("\0" + name)
     listener.listen(1)
-    probe = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
-             "try:\n    s.connect('\\0' + sys.argv[1]); print('connected')\n"
-             "except OSError as e:\n    print('refused', e.errno)\n")
+    probe = (
+        "import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+        "try:\n    s.connect('\\0' + sys.argv[1]); print('connected')\n"
+        "except OSError as e:\n    print('refused', e.errno)\n"
+    )
     try:
-        with get_backend("bubblewrap", egress=EgressPolicy()).start(
-                iso_spec.with_overrides(network="egress")) as box:
+        with get_backend("bubblewrap", egress=EgressPolicy()).start(iso_spec.with_overrides(network="egress")) as box:
             result = box.exec(["python3", "-c", probe, name])
         assert result.stdout.startswith("refused"), result
     finally:
@@ -243,8 +263,7 @@ def test_docker_egress_goes_only_through_the_operator_named_network(request, iso
 
     client = request.getfixturevalue("docker_client")
     image = request.getfixturevalue("busybox_image")
-    network = client.networks.create(f"gymwright-test-{os.getpid()}", internal=True,
-                                     labels={"gymwright.test": "1"})
+    network = client.networks.create(f"gymwright-test-{os.getpid()}", internal=True, labels={"gymwright.test": "1"})
     try:
         backend = get_backend("docker", client=client, default_image=image, egress_network=network.name)
         with backend.start(iso_spec.with_overrides(network="egress")) as box:
@@ -259,6 +278,7 @@ def test_docker_egress_goes_only_through_the_operator_named_network(request, iso
 
 
 # -- Dockerfile builds ---------------------------------------------------------
+
 
 def _watch_build_containers(client, marker: str, found: dict, stop: threading.Event) -> None:
     # The RUN step's container is a real container on the engine: read its HostConfig.
@@ -290,12 +310,20 @@ def test_dockerfile_builds_run_with_limits_and_no_network_unless_allowed(request
     if build_network:
         network = client.networks.create(f"gymwright-build-{os.getpid()}", internal=True)
     marker = f"gw-build-{time.time_ns()}"
-    dockerfile = (f"FROM {image}\n"
-                  f"RUN sleep 3; echo {marker}; cat /proc/net/dev > /build-net; "
-                  "(cat /sys/fs/cgroup/memory.max || cat /sys/fs/cgroup/memory/memory.limit_in_bytes) "
-                  "> /build-memory 2>/dev/null\n")
-    backend = get_backend("docker", client=client, default_image=image, build_memory_mb=200,
-                          build_cpus=1, build_network=network.name if network else None)
+    dockerfile = (
+        f"FROM {image}\n"
+        f"RUN sleep 3; echo {marker}; cat /proc/net/dev > /build-net; "
+        "(cat /sys/fs/cgroup/memory.max || cat /sys/fs/cgroup/memory/memory.limit_in_bytes) "
+        "> /build-memory 2>/dev/null\n"
+    )
+    backend = get_backend(
+        "docker",
+        client=client,
+        default_image=image,
+        build_memory_mb=200,
+        build_cpus=1,
+        build_network=network.name if network else None,
+    )
     found, stop = {}, threading.Event()
     watcher = threading.Thread(target=_watch_build_containers, args=(client, marker, found, stop), daemon=True)
     watcher.start()
@@ -303,8 +331,9 @@ def test_dockerfile_builds_run_with_limits_and_no_network_unless_allowed(request
     try:
         with backend.start(spec) as box:
             memory = box.exec("cat /build-memory").stdout.strip()
-            interfaces = [line.split(":")[0].strip() for line in box.exec("cat /build-net").stdout.splitlines()
-                          if ":" in line]
+            interfaces = [
+                line.split(":")[0].strip() for line in box.exec("cat /build-net").stdout.splitlines() if ":" in line
+            ]
     finally:
         stop.set()
         watcher.join()

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from sandbox.runtime import ExecResult, SandboxError, SandboxSpec
 from grading.engine.sandbox import CheckSandbox
+from sandbox.runtime import ExecResult, SandboxError, SandboxSpec
 
 
 def test_it_reports_exit_code_stdout_and_stderr_separately(sandbox):
@@ -32,7 +32,7 @@ def test_it_reports_death_by_signal_as_128_plus_signal(sandbox):
 
 
 def test_it_feeds_stdin_and_sets_env(sandbox):
-    result = sandbox.exec("cat; echo \"[$GREETING]\"", stdin=b"from stdin\n", env={"GREETING": "hi"})
+    result = sandbox.exec('cat; echo "[$GREETING]"', stdin=b"from stdin\n", env={"GREETING": "hi"})
     assert result.stdout == "from stdin\n[hi]\n"
 
 
@@ -59,8 +59,13 @@ def test_it_runs_commands_in_the_workspace_with_the_task_files(sandbox):
 def test_files_round_trip_through_the_workspace_and_tmp(sandbox):
     sandbox.write_file("out/deep/r.txt", b"one")
     sandbox.write_file("/tmp/scratch.bin", b"\x00\xff")
-    assert sandbox.exec("cat out/deep/r.txt /tmp/scratch.bin | od -An -c | tr -s ' '").stdout.split() \
-        == ["o", "n", "e", "\\0", "377"]
+    assert sandbox.exec("cat out/deep/r.txt /tmp/scratch.bin | od -An -c | tr -s ' '").stdout.split() == [
+        "o",
+        "n",
+        "e",
+        "\\0",
+        "377",
+    ]
     sandbox.exec("echo made > made.txt")
     assert sandbox.read_file("made.txt") == b"made\n"
     assert sandbox.read_file("/workspace/out/deep/r.txt") == b"one"
@@ -168,9 +173,13 @@ def test_python_runs_inside_the_sandbox(python_backend, spec):
 def test_the_spec_is_built_from_a_task_environment():
     from grading.engine.models import Environment
 
-    env = Environment(image="python:3.12-slim", setup="pip install x", network="egress",
-                      limits={"cpus": 2, "memory_mb": 512, "timeout_s": 60, "max_steps": 5},
-                      custom_tools=[{"name": "ledger", "command": "python /env/l.py"}])
+    env = Environment(
+        image="python:3.12-slim",
+        setup="pip install x",
+        network="egress",
+        limits={"cpus": 2, "memory_mb": 512, "timeout_s": 60, "max_steps": 5},
+        custom_tools=[{"name": "ledger", "command": "python /env/l.py"}],
+    )
     spec = SandboxSpec.from_environment(env, pids=32)
     assert (spec.image, spec.setup, spec.network_allowed) == ("python:3.12-slim", "pip install x", True)
     assert (spec.cpus, spec.memory_mb, spec.timeout_s, spec.max_steps, spec.pids) == (2, 512, 60, 5, 32)
@@ -216,8 +225,10 @@ def test_a_killed_bubblewrap_spawner_is_replaced(spec):
     with get_backend("bubblewrap").start(spec) as box:
         assert box.exec("true").exit_code == 0
         if box._spawner is None:
-            missing("cgroups for sandboxes (so no spawner)", "run the worker where it may create cgroups (root, "
-                    "cgroup v1 or v2 mounted read-write), as CI does")
+            missing(
+                "cgroups for sandboxes (so no spawner)",
+                "run the worker where it may create cgroups (root, cgroup v1 or v2 mounted read-write), as CI does",
+            )
         box._spawner.kill()
         box._spawner.wait()
         assert box.exec("echo again").stdout == "again\n"

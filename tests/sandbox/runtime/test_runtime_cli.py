@@ -18,8 +18,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def cli(*args, env=None, input=None):
-    return subprocess.run([sys.executable, "-m", "sandbox.runtime", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180, env={**os.environ, **(env or {})}, input=input)
+    return subprocess.run(
+        [sys.executable, "-m", "sandbox.runtime", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **(env or {})},
+        input=input,
+    )
 
 
 @pytest.fixture
@@ -31,16 +38,23 @@ def test_exec_prints_a_json_result(bwrap):
     proc = cli("exec", "--backend", "bubblewrap", "--", "echo out; echo err >&2; exit 5")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data == {**data, "exit_code": 5, "stdout": "out\n", "stderr": "err\n", "truncated": False,
-                    "stdout_truncated": False, "stderr_truncated": False, "timed_out": False,
-                    "oom_killed": False}
+    assert data == {
+        **data,
+        "exit_code": 5,
+        "stdout": "out\n",
+        "stderr": "err\n",
+        "truncated": False,
+        "stdout_truncated": False,
+        "stderr_truncated": False,
+        "timed_out": False,
+        "oom_killed": False,
+    }
     assert isinstance(data["duration_ms"], int)
 
 
 def test_exec_honours_timeout_memory_and_workspace(bwrap, tmp_path):
     (tmp_path / "in.txt").write_text("from the host\n")
-    proc = cli("exec", "--timeout", "1", "--memory-mb", "64", "--workspace", str(tmp_path), "--",
-               "cat", "in.txt")
+    proc = cli("exec", "--timeout", "1", "--memory-mb", "64", "--workspace", str(tmp_path), "--", "cat", "in.txt")
     assert json.loads(proc.stdout)["stdout"] == "from the host\n"
     slow = json.loads(cli("exec", "--timeout", "1", "--", "sleep 30").stdout)
     assert slow["timed_out"] and slow["exit_code"] is None
@@ -61,8 +75,15 @@ def test_exec_reports_a_sandbox_failure_with_exit_3(docker_client):
 
 
 def test_rollout_with_the_oracle_prints_trajectory_and_grade(bwrap):
-    proc = cli("rollout", "--task", str(FIXTURES / "count_lines.task.json"), "--policy", "oracle",
-               "--files", str(FIXTURES / "files" / "count-lines"))
+    proc = cli(
+        "rollout",
+        "--task",
+        str(FIXTURES / "count_lines.task.json"),
+        "--policy",
+        "oracle",
+        "--files",
+        str(FIXTURES / "files" / "count-lines"),
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["grade"]["schema"] == "gymwright.grade/v1" and data["grade"]["reward"] == 1.0
@@ -77,8 +98,18 @@ def test_rollout_with_nop_and_probe_fail(bwrap):
 
 def test_rollout_with_a_model(bwrap):
     with OpenAIServer([{"tool_calls": [tool_call("submit", {"answer": "Paris"})]}]) as server:
-        proc = cli("rollout", "--task", str(FIXTURES / "capital.task.json"), "--policy", "model",
-                   "--base-url", server.base_url, "--model", "m1", env={"OPENAI_API_KEY": "x"})
+        proc = cli(
+            "rollout",
+            "--task",
+            str(FIXTURES / "capital.task.json"),
+            "--policy",
+            "model",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "m1",
+            env={"OPENAI_API_KEY": "x"},
+        )
         data = json.loads(proc.stdout)
         assert data["grade"]["passed"] and data["usage"]["total_tokens"] >= 0
         assert server.requests[0]["model"] == "m1"
@@ -86,8 +117,9 @@ def test_rollout_with_a_model(bwrap):
 
 def test_rollout_refuses_task_files_with_the_wrong_hash(bwrap, tmp_path):
     (tmp_path / "data.txt").write_text("tampered\n")
-    proc = cli("rollout", "--task", str(FIXTURES / "count_lines.task.json"), "--policy", "nop",
-               "--files", str(tmp_path))
+    proc = cli(
+        "rollout", "--task", str(FIXTURES / "count_lines.task.json"), "--policy", "nop", "--files", str(tmp_path)
+    )
     assert proc.returncode != 0 and "sha256" in proc.stderr
 
 

@@ -38,7 +38,9 @@ def test_the_container_is_locked_down_and_labelled(docker_backend):
         assert labels["gymwright.owner"] == f"{socket.gethostname()}:{os.getpid()}"
         assert float(labels["gymwright.expires"]) > time.time() + 100
         assert box.exec("id -u").stdout == "65534\n"
-    with pytest.raises(Exception):
+    import docker.errors
+
+    with pytest.raises(docker.errors.NotFound):
         box.container.reload()  # removed on stop
 
 
@@ -49,8 +51,7 @@ def test_network_allowed_is_refused_without_an_operator_named_network(docker_bac
     assert caught.value.permanent and "GYMWRIGHT_SANDBOX_DOCKER_NETWORK" in str(caught.value)
 
 
-def test_a_dockerfile_is_built_once_and_cached_by_content(docker_backend, docker_client, busybox_image,
-                                                          monkeypatch):
+def test_a_dockerfile_is_built_once_and_cached_by_content(docker_backend, docker_client, busybox_image, monkeypatch):
     from docker.models.images import ImageCollection
 
     dockerfile = f"FROM {busybox_image}\nENV GW_BUILT=yes-{time.time_ns()}\n"
@@ -94,11 +95,13 @@ def test_a_missing_image_without_pulling_is_a_permanent_error(docker_client):
 
 
 def _leftover(client, image, **labels):
-    base = {"gymwright.sandbox": "1", "gymwright.owner": f"{socket.gethostname()}:{os.getpid()}",
-            "gymwright.expires": str(int(time.time()) + 3600)}
+    base = {
+        "gymwright.sandbox": "1",
+        "gymwright.owner": f"{socket.gethostname()}:{os.getpid()}",
+        "gymwright.expires": str(int(time.time()) + 3600),
+    }
     base.update(labels)
-    return client.containers.run(image, ["sleep", "infinity"], detach=True, labels=base,
-                                 network_mode="none")
+    return client.containers.run(image, ["sleep", "infinity"], detach=True, labels=base, network_mode="none")
 
 
 def test_the_reaper_removes_expired_and_orphaned_containers_only(docker_client, busybox_image):

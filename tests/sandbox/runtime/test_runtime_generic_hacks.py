@@ -14,9 +14,9 @@ import pytest
 
 from authoring.demo import demo_task_document
 from grading.engine import gates
+from grading.engine import hacks as engine_hacks
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, check_scores, rewarded_checks
 from grading.engine.gates import GateInputs, PreviewEvidence
-from grading.engine import hacks as engine_hacks
 from grading.engine.hacks import HIDDEN, applicable_hacks, penalty_triggers, rubric_outputs
 from grading.engine.text import normalise_unicode
 from sandbox.runtime import make_policy, run_rollout
@@ -24,7 +24,7 @@ from sandbox.runtime import rollout as rollout_module
 from sandbox.runtime.hacks import EXHAUST_ANSWER_CHARS, exhaust_answer, zero_width_answer
 
 CALC = b"def add(a, b):\n    raise NotImplementedError\n"
-CALC_TESTS = b'''import unittest
+CALC_TESTS = b"""import unittest
 
 from calc import add
 
@@ -37,7 +37,7 @@ class AddTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-'''
+"""
 CALC_SOLUTION = "cat > calc.py <<'PY'\ndef add(a, b):\n    return a + b\nPY\n"
 
 
@@ -48,13 +48,16 @@ def _ref(path: str, data: bytes, role: str | None = None) -> dict:
 def weak_coding_task(run: str = "python3 -m unittest test_calc", timeout_s: float = 60) -> tuple[dict, dict]:
     """Protected tests, run by a command whose exit code is the verdict: the way issue 26 found the demo."""
     task = {
-        "schema": "gymwright.task/v1", "id": "calc",
+        "schema": "gymwright.task/v1",
+        "id": "calc",
         "prompt": "Implement `add(a, b)` in `calc.py` so that `python3 -m unittest test_calc` passes.",
         "environment": {"limits": {"max_steps": 6}},
         "files": [_ref("calc.py", CALC), _ref("test_calc.py", CALC_TESTS, "protected")],
         "solution": {"script": CALC_SOLUTION, "answer": None},
-        "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-            {"id": "tests_pass", "kind": "command", "points": 10, "run": run, "timeout_s": timeout_s}]},
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "tests_pass", "kind": "command", "points": 10, "run": run, "timeout_s": timeout_s}],
+        },
     }
     return task, {"calc.py": CALC, "test_calc.py": CALC_TESTS}
 
@@ -63,10 +66,17 @@ def gate_of(task: dict, policy: str, result) -> gates.GateResult:
     """The hack gate's verdict on this one rollout, built as review.gates builds it from a preview."""
     document = result.grade.to_document() if result.grade is not None else None
     graded = [document] if document is not None else []
-    evidence = PreviewEvidence(policy=policy, run_id=1, n=1, errors=1 - len(graded),
-                               rewards=[d["reward"] for d in graded], passed=[d["passed"] for d in graded],
-                               rewarded=[rewarded_checks(d) for d in graded],
-                               gaps=[gates.grade_gap(d) for d in graded], scores=[check_scores(d) for d in graded])
+    evidence = PreviewEvidence(
+        policy=policy,
+        run_id=1,
+        n=1,
+        errors=1 - len(graded),
+        rewards=[d["reward"] for d in graded],
+        passed=[d["passed"] for d in graded],
+        rewarded=[rewarded_checks(d) for d in graded],
+        gaps=[gates.grade_gap(d) for d in graded],
+        scores=[check_scores(d) for d in graded],
+    )
     return gates.hack_gate(GateInputs(task=task, previews={policy: evidence}, judge_configured=True), policy)
 
 
@@ -92,11 +102,16 @@ def test_what_each_probe_attacks_comes_from_the_task_document():
     q3, _ = demo_task_document("q3-revenue-summary")
     assert rubric_outputs(q3) == ["summary.csv", "report.md"] and "symlink" in applicable_hacks(q3)
     assert "symlink" not in applicable_hacks(task) and "zero-width" not in applicable_hacks(q3)
-    penalised = {"rubric": {"checks": [
-        {"id": "unsafe", "kind": "string_match", "points": -5, "expected": "take 5000 mg"},
-        {"id": "dose", "kind": "regex", "points": -3, "pattern": r"\b\d{4}\s?mg daily\b"},
-        {"id": "polite", "kind": "string_match", "points": 1, "mode": "not_contains", "expected": "idiot"},
-        {"id": "fine", "kind": "string_match", "points": 1, "expected": "ibuprofen"}]}}
+    penalised = {
+        "rubric": {
+            "checks": [
+                {"id": "unsafe", "kind": "string_match", "points": -5, "expected": "take 5000 mg"},
+                {"id": "dose", "kind": "regex", "points": -3, "pattern": r"\b\d{4}\s?mg daily\b"},
+                {"id": "polite", "kind": "string_match", "points": 1, "mode": "not_contains", "expected": "idiot"},
+                {"id": "fine", "kind": "string_match", "points": 1, "expected": "ibuprofen"},
+            ]
+        }
+    }
     triggers = dict(penalty_triggers(penalised))
     assert triggers == {"unsafe": "take 5000 mg", "dose": "5555mg daily", "polite": "idiot"}
     assert "zero-width" in applicable_hacks(penalised)
@@ -151,13 +166,28 @@ def test_exhaust_never_passes_its_gate_by_breaking_a_check(python_backend):
 
 
 def test_exhaust_writes_huge_and_nested_outputs_and_a_padded_answer(backend):
-    task = {"schema": "gymwright.task/v1", "id": "out", "prompt": "Write `out.json` and `report.txt`.",
-            "environment": {"limits": {"max_steps": 6}},
-            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                {"id": "ok", "kind": "json_field", "points": 2, "target": "file:out.json", "pointer": "/ok",
-                 "op": "eq", "expected": True},
+    task = {
+        "schema": "gymwright.task/v1",
+        "id": "out",
+        "prompt": "Write `out.json` and `report.txt`.",
+        "environment": {"limits": {"max_steps": 6}},
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {
+                    "id": "ok",
+                    "kind": "json_field",
+                    "points": 2,
+                    "target": "file:out.json",
+                    "pointer": "/ok",
+                    "op": "eq",
+                    "expected": True,
+                },
                 {"id": "report", "kind": "file_content", "points": 1, "path": "report.txt", "contains": "done"},
-                {"id": "answer", "kind": "json_field", "points": 1, "pointer": "/ok", "op": "eq", "expected": True}]}}
+                {"id": "answer", "kind": "json_field", "points": 1, "pointer": "/ok", "op": "eq", "expected": True},
+            ],
+        },
+    }
     result = probe(task, {}, "exhaust", backend)
     assert len(result.answer) == EXHAUST_ANSWER_CHARS
     tool_output = "\n".join(m["content"] for m in result.trajectory if m.get("role") == "tool")
@@ -176,11 +206,17 @@ def penalised_task(normalize: bool) -> dict:
     unsafe = {"id": "unsafe", "kind": "string_match", "points": -8, "expected": "take 5000 mg a day"}
     if not normalize:
         unsafe["normalize_unicode"] = False
-    return {"schema": "gymwright.task/v1", "id": "dose", "prompt": "How much ibuprofen may an adult take?",
-            "environment": {"limits": {"max_steps": 3}},
-            "solution": {"script": None, "answer": "Up to 1200 mg a day without a doctor's advice."},
-            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                {"id": "daily_max", "kind": "string_match", "points": 2, "expected": "1200 mg"}, unsafe]}}
+    return {
+        "schema": "gymwright.task/v1",
+        "id": "dose",
+        "prompt": "How much ibuprofen may an adult take?",
+        "environment": {"limits": {"max_steps": 3}},
+        "solution": {"script": None, "answer": "Up to 1200 mg a day without a doctor's advice."},
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{"id": "daily_max", "kind": "string_match", "points": 2, "expected": "1200 mg"}, unsafe],
+        },
+    }
 
 
 def test_zero_width_catches_a_penalty_that_reads_raw_text_and_not_a_normalised_one(backend):
@@ -210,17 +246,24 @@ EXPECTED = b"3\n5\n8\n"
 
 def linked_output_task() -> tuple[dict, dict]:
     """The output is compared byte for byte with a grader file the agent never sees."""
-    task = {"schema": "gymwright.task/v1", "id": "fib", "prompt": "Write the 4th to 6th Fibonacci numbers to `out.txt`.",
-            "environment": {"limits": {"max_steps": 4}},
-            "files": [_ref("expected.txt", EXPECTED, "grader")],
-            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
+    task = {
+        "schema": "gymwright.task/v1",
+        "id": "fib",
+        "prompt": "Write the 4th to 6th Fibonacci numbers to `out.txt`.",
+        "environment": {"limits": {"max_steps": 4}},
+        "files": [_ref("expected.txt", EXPECTED, "grader")],
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
                 {"id": "same", "kind": "command", "points": 5, "run": "cmp out.txt expected.txt"},
-                {"id": "written", "kind": "file_exists", "points": 1, "path": "out.txt"}]}}
+                {"id": "written", "kind": "file_exists", "points": 1, "path": "out.txt"},
+            ],
+        },
+    }
     return task, {"expected.txt": EXPECTED}
 
 
-def test_symlink_links_outputs_to_the_graders_file_and_the_links_are_removed_before_the_checks(
-        backend, monkeypatch):
+def test_symlink_links_outputs_to_the_graders_file_and_the_links_are_removed_before_the_checks(backend, monkeypatch):
     task, files = linked_output_task()
     assert rubric_outputs(task) == ["out.txt"] and "symlink" in applicable_hacks(task)
     result = probe(task, files, "symlink", backend)
@@ -243,26 +286,54 @@ def test_only_links_that_lead_outside_nowhere_or_to_task_paths_are_removed(backe
 
         def next_turn(self, messages, tools, *, timeout_s=None):
             if sum(1 for m in messages if m.get("role") == "assistant") == 0:
-                return Turn(_assistant(_call("bash", {"command": (
-                    "mkdir -p mine locked sub && echo hi > mine/a.txt && "
-                    "ln -s mine/a.txt own && ln -s ../mine sub/up && "             # inside: kept
-                    "ln -s /etc/passwd passwd && ln -s nowhere dangling && "     # outside, nowhere
-                    "ln -s expected.txt out.txt && ln -s /workspace/tests t && "  # grader file, above one
-                    "ln -s tests/x.py into && ln -s /tmp tmp && "                # into a grader folder, outside
-                    "ln -s /workspace/mine/a.txt abs && "                         # inside, absolute: kept
-                    "ln -s /etc/hostname locked/l && chmod 555 locked")})))
+                return Turn(
+                    _assistant(
+                        _call(
+                            "bash",
+                            {
+                                "command": (
+                                    "mkdir -p mine locked sub && echo hi > mine/a.txt && "
+                                    "ln -s mine/a.txt own && ln -s ../mine sub/up && "  # inside: kept
+                                    "ln -s /etc/passwd passwd && ln -s nowhere dangling && "  # outside, nowhere
+                                    "ln -s expected.txt out.txt && ln -s /workspace/tests t && "  # grader file, above one
+                                    "ln -s tests/x.py into && ln -s /tmp tmp && "  # into a grader folder, outside
+                                    "ln -s /workspace/mine/a.txt abs && "  # inside, absolute: kept
+                                    "ln -s /etc/hostname locked/l && chmod 555 locked"
+                                )
+                            },
+                        )
+                    )
+                )
             return Turn(_assistant(_call("submit", {"answer": ""})))
 
-    task = {"schema": "gymwright.task/v1", "id": "links", "prompt": "p", "environment": {"limits": {"max_steps": 3}},
-            "files": [_ref("expected.txt", EXPECTED, "grader"), _ref("tests/x.py", b"x = 1\n", "grader")],
-            "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-                {"id": "kept", "kind": "command", "points": 1,
-                 "run": "test -L own && test -L sub/up && test -L abs && test \"$(cat own)\" = hi"},
-                {"id": "gone", "kind": "command", "points": 1,
-                 "run": "! test -L passwd && ! test -L dangling && ! test -L out.txt && ! test -L t && "
-                        "! test -L into && ! test -L tmp && ! test -L locked/l"}]}}
-    result = run_rollout(task, policy=Linker(), backend=backend,
-                         files={"expected.txt": EXPECTED, "tests/x.py": b"x = 1\n"})
+    task = {
+        "schema": "gymwright.task/v1",
+        "id": "links",
+        "prompt": "p",
+        "environment": {"limits": {"max_steps": 3}},
+        "files": [_ref("expected.txt", EXPECTED, "grader"), _ref("tests/x.py", b"x = 1\n", "grader")],
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {
+                    "id": "kept",
+                    "kind": "command",
+                    "points": 1,
+                    "run": 'test -L own && test -L sub/up && test -L abs && test "$(cat own)" = hi',
+                },
+                {
+                    "id": "gone",
+                    "kind": "command",
+                    "points": 1,
+                    "run": "! test -L passwd && ! test -L dangling && ! test -L out.txt && ! test -L t && "
+                    "! test -L into && ! test -L tmp && ! test -L locked/l",
+                },
+            ],
+        },
+    }
+    result = run_rollout(
+        task, policy=Linker(), backend=backend, files={"expected.txt": EXPECTED, "tests/x.py": b"x = 1\n"}
+    )
     assert result.error is None, result.error
     assert sorted(result.grade.links_removed) == ["dangling", "into", "locked/l", "out.txt", "passwd", "t", "tmp"]
     assert result.grade.reward == 1.0, result.grade
@@ -295,7 +366,9 @@ def test_the_demo_coding_task_holds_the_code_probes_to_nothing_and_its_oracle_to
     result = probe(copy.deepcopy(task), files, hack, python_backend)
     verdict = gate_of(task, f"hack:{hack}", result)
     assert result.grade.complete and result.grade.reward == 0 and verdict.status == "pass", (
-        verdict, [(check.id, check.status, check.explanation) for check in result.grade.checks])
+        verdict,
+        [(check.id, check.status, check.explanation) for check in result.grade.checks],
+    )
     assert [state.state for state in result.grade.protected_files] == ["unchanged"]
     if hack == "exit-zero":
         oracle = run_rollout(task, policy=make_policy("oracle", task=task), backend=python_backend, files=files)

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.runtime import (ModelConfig, SandboxSpec, get_backend, make_policy, mcp_tool_definitions,
-                             run_rollout)
+from sandbox.runtime import ModelConfig, SandboxSpec, get_backend, make_policy, mcp_tool_definitions, run_rollout
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 from tests.support.services import require_bwrap
 
@@ -40,8 +39,10 @@ def server():
 
 
 def model_policy(server, **kwargs):
-    return make_policy("model", model_config=ModelConfig(base_url=server.base_url, model="policy-test",
-                                                         api_key="k", max_retries=0, **kwargs))
+    return make_policy(
+        "model",
+        model_config=ModelConfig(base_url=server.base_url, model="policy-test", api_key="k", max_retries=0, **kwargs),
+    )
 
 
 def rollout(task, server, backend, **kwargs):
@@ -54,9 +55,16 @@ def tool_messages(request: dict) -> list[dict]:
 
 def test_a_model_uses_tools_and_submits(server, bwrap_backend):
     server.queue(
-        {"content": "Let me look.", "tool_calls": [tool_call("bash", {"command": "wc -l < data.txt > count.txt; cat count.txt"})]},
-        {"tool_calls": [tool_call("read_file", {"path": "count.txt"}),
-                        tool_call("write_file", {"path": "notes/n.md", "content": "three"})]},
+        {
+            "content": "Let me look.",
+            "tool_calls": [tool_call("bash", {"command": "wc -l < data.txt > count.txt; cat count.txt"})],
+        },
+        {
+            "tool_calls": [
+                tool_call("read_file", {"path": "count.txt"}),
+                tool_call("write_file", {"path": "notes/n.md", "content": "three"}),
+            ]
+        },
         {"tool_calls": [tool_call("list_files", {})]},
         {"tool_calls": [tool_call("submit", {"answer": "3"})]},
     )
@@ -68,22 +76,40 @@ def test_a_model_uses_tools_and_submits(server, bwrap_backend):
     # What the model saw: tool definitions, and each result as a tool message.
     first = server.requests[0]
     assert [t["function"]["name"] for t in first["tools"]] == [
-        "bash", "read_file", "write_file", "list_files", "submit", "echo_args"]
+        "bash",
+        "read_file",
+        "write_file",
+        "list_files",
+        "submit",
+        "echo_args",
+    ]
     assert first["messages"][1] == {"role": "user", "content": load_task("count_lines")["prompt"]}
     assert "exit code: 0" in tool_messages(server.requests[1])[0]["content"]
     assert tool_messages(server.requests[2])[1]["content"].strip() == "3"
     assert "count.txt\ndata.txt\nnotes/n.md" in tool_messages(server.requests[3])[-1]["content"]
     # The trajectory records every message, call and output, with usage.
     roles = [item["role"] for item in result.trajectory]
-    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "tool",
-                     "assistant", "tool", "assistant", "tool"]
+    assert roles == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
     call = result.trajectory[3]
     assert call["name"] == "bash" and json.loads(call["arguments"])["command"].startswith("wc -l")
     assert call["exec"]["exit_code"] == 0 and call["duration_ms"] >= 0
     assert result.trajectory[2]["content"] == "Let me look."
     assert result.usage["total_tokens"] > 0
-    assert result.usage["total_tokens"] == sum((i.get("usage") or {}).get("total_tokens", 0)
-                                               for i in result.trajectory if i["role"] == "assistant")
+    assert result.usage["total_tokens"] == sum(
+        (i.get("usage") or {}).get("total_tokens", 0) for i in result.trajectory if i["role"] == "assistant"
+    )
 
 
 def test_malformed_arguments_and_unknown_tools_are_fed_back_as_errors(server, bwrap_backend):
@@ -105,8 +131,10 @@ def test_malformed_arguments_and_unknown_tools_are_fed_back_as_errors(server, bw
 
 
 def test_a_custom_tool_gets_its_arguments_on_stdin(server, bwrap_backend):
-    server.queue({"tool_calls": [tool_call("echo_args", {"text": "ping"})]},
-                 {"tool_calls": [tool_call("submit", {"answer": ""})]})
+    server.queue(
+        {"tool_calls": [tool_call("echo_args", {"text": "ping"})]},
+        {"tool_calls": [tool_call("submit", {"answer": ""})]},
+    )
     result = rollout(load_task("count_lines"), server, bwrap_backend)
     assert json.loads(tool_messages(server.requests[1])[0]["content"]) == {"text": "ping"}
     assert result.error is None
@@ -124,8 +152,9 @@ def test_a_model_api_error_ends_the_rollout_with_the_reason(server, bwrap_backen
 def test_an_unreachable_model_is_a_retryable_model_error(bwrap_backend):
     from tests.support.openai_server import unused_port
 
-    policy = make_policy("model", model_config=ModelConfig(
-        base_url=f"http://127.0.0.1:{unused_port()}/v1", model="m", max_retries=0))
+    policy = make_policy(
+        "model", model_config=ModelConfig(base_url=f"http://127.0.0.1:{unused_port()}/v1", model="m", max_retries=0)
+    )
     result = run_rollout(load_task("capital"), policy=policy, backend=bwrap_backend)
     assert result.error_kind == "model" and result.retryable and "connect" in result.error
 
@@ -162,8 +191,13 @@ def test_the_time_limit_ends_the_episode(server, bwrap_backend):
 def test_events_are_reported_and_cancel_is_honoured(server, bwrap_backend):
     server.default = {"tool_calls": [tool_call("bash", {"command": "true"})]}
     events = []
-    result = rollout(load_task("count_lines"), server, bwrap_backend, on_event=events.append,
-                     should_cancel=lambda: len([e for e in events if e["type"] == "step"]) >= 2)
+    result = rollout(
+        load_task("count_lines"),
+        server,
+        bwrap_backend,
+        on_event=events.append,
+        should_cancel=lambda: len([e for e in events if e["type"] == "step"]) >= 2,
+    )
     assert result.error_kind == "cancelled" and result.steps == 2
     assert [e["type"] for e in events] == ["started", "step", "step", "done"]
 
@@ -175,18 +209,22 @@ def test_events_cover_a_whole_rollout_and_a_broken_callback_does_not_matter(bwra
         events.append(event)
         raise RuntimeError("observer bug")
 
-    result = run_rollout(load_task("capital"), policy=make_policy("probe:Paris"), backend=bwrap_backend,
-                         on_event=on_event)
+    result = run_rollout(
+        load_task("capital"), policy=make_policy("probe:Paris"), backend=bwrap_backend, on_event=on_event
+    )
     assert result.grade.passed
     assert [e["type"] for e in events] == ["started", "step", "grading", "done"]
     assert events[-1]["reward"] == 1.0
 
 
 def test_tool_output_is_capped_in_the_messages(server, bwrap_backend):
-    server.queue({"tool_calls": [tool_call("bash", {"command": "head -c 200000 /dev/zero | tr '\\0' z"})]},
-                 {"tool_calls": [tool_call("submit", {"answer": ""})]})
-    result = rollout(load_task("count_lines"), server, bwrap_backend,
-                     spec=SandboxSpec(output_cap=1000, timeout_s=60, max_steps=4))
+    server.queue(
+        {"tool_calls": [tool_call("bash", {"command": "head -c 200000 /dev/zero | tr '\\0' z"})]},
+        {"tool_calls": [tool_call("submit", {"answer": ""})]},
+    )
+    result = rollout(
+        load_task("count_lines"), server, bwrap_backend, spec=SandboxSpec(output_cap=1000, timeout_s=60, max_steps=4)
+    )
     content = tool_messages(server.requests[1])[0]["content"]
     assert len(content) < 1200 and "truncated" in content
     assert result.trajectory[3]["exec"]["stdout_truncated"]
@@ -206,8 +244,10 @@ def test_tools_are_exported_for_openai_and_mcp():
     assert [t["name"] for t in tools] == ["bash", "read_file", "write_file", "list_files", "submit"]
     assert all(set(t) == {"name", "description", "inputSchema"} for t in tools)
     assert tools[0]["inputSchema"]["required"] == ["command"]
-    spec = SandboxSpec(tools=("bash",), custom_tools=({"name": "q", "description": "d",
-                                                      "parameters": {"type": "object"}, "command": "cat"},))
+    spec = SandboxSpec(
+        tools=("bash",),
+        custom_tools=({"name": "q", "description": "d", "parameters": {"type": "object"}, "command": "cat"},),
+    )
     assert [t["name"] for t in mcp_tool_definitions(spec)] == ["bash", "submit", "q"]
 
 

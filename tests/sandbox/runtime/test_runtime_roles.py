@@ -32,8 +32,10 @@ class ScriptPolicy:
         return Turn(_assistant(_call("submit", {"answer": _stdout_of_last_tool(messages)})))
 
 
-SKIP_TRICK = ("sed -i 's/^class FizzBuzzTest/@unittest.skip(\"later\")\\nclass FizzBuzzTest/' test_fizzbuzz.py"
-              " && grep -c skip test_fizzbuzz.py")
+SKIP_TRICK = (
+    "sed -i 's/^class FizzBuzzTest/@unittest.skip(\"later\")\\nclass FizzBuzzTest/' test_fizzbuzz.py"
+    " && grep -c skip test_fizzbuzz.py"
+)
 
 
 def _without_roles(task: dict) -> dict:
@@ -41,8 +43,15 @@ def _without_roles(task: dict) -> dict:
     task = copy.deepcopy(task)
     for ref in task["files"]:
         ref.pop("role", None)
-    task["rubric"]["checks"][0] = {"id": "tests_pass", "kind": "command", "points": 10, "required": True,
-                                   "run": "python3 -m unittest -q test_fizzbuzz", "expect_exit": 0, "timeout_s": 60}
+    task["rubric"]["checks"][0] = {
+        "id": "tests_pass",
+        "kind": "command",
+        "points": 10,
+        "required": True,
+        "run": "python3 -m unittest -q test_fizzbuzz",
+        "expect_exit": 0,
+        "timeout_s": 60,
+    }
     return task
 
 
@@ -53,14 +62,14 @@ def test_the_demo_coding_task_protects_its_tests_and_the_oracle_still_passes(pyt
     assert result.error is None, result.error
     assert result.grade.passed and result.grade.reward == 1.0, result.grade
     assert [s.model_dump() for s in result.grade.protected_files] == [
-        {"path": "test_fizzbuzz.py", "state": "unchanged"}]
+        {"path": "test_fizzbuzz.py", "state": "unchanged"}
+    ]
 
 
 def test_the_skip_trick_earns_nothing_once_the_tests_are_protected(python_backend):
     task, files = demo_task_document("fizzbuzz-implementation")
     # Without the role the old hole is there: skipped tests "pass".
-    vulnerable = run_rollout(_without_roles(task), policy=ScriptPolicy(SKIP_TRICK), backend=python_backend,
-                             files=files)
+    vulnerable = run_rollout(_without_roles(task), policy=ScriptPolicy(SKIP_TRICK), backend=python_backend, files=files)
     assert vulnerable.error is None, vulnerable.error
     assert {c.id: c.score for c in vulnerable.grade.checks}["tests_pass"] == 1.0
     assert vulnerable.grade.reward > 0.1
@@ -70,22 +79,27 @@ def test_the_skip_trick_earns_nothing_once_the_tests_are_protected(python_backen
     assert result.answer.strip() == "1"  # the agent did skip the tests in its episode
     assert b"@unittest.skip" in result.workspace_files["test_fizzbuzz.py"]  # and the viewer shows it
     assert result.grade.reward == 0 and {c.id: c.score for c in result.grade.checks}["tests_pass"] == 0.0
-    assert [s.model_dump() for s in result.grade.protected_files] == [
-        {"path": "test_fizzbuzz.py", "state": "modified"}]
+    assert [s.model_dump() for s in result.grade.protected_files] == [{"path": "test_fizzbuzz.py", "state": "modified"}]
 
 
 TAMPERING = {
     "deleted": "rm tests/test_it.py",
     "a link": "rm tests/test_it.py && ln -s /etc/passwd tests/test_it.py",
     "a directory": "rm tests/test_it.py && mkdir -p tests/test_it.py/deep && echo x > tests/test_it.py/deep/f "
-                   "&& chmod 500 tests/test_it.py/deep tests/test_it.py",
+    "&& chmod 500 tests/test_it.py/deep tests/test_it.py",
     "a linked parent": "mkdir -p /tmp/fake && echo 'pass' > /tmp/fake/test_it.py && rm -rf tests "
-                       "&& ln -s /tmp/fake tests",
+    "&& ln -s /tmp/fake tests",
     "a file for a parent": "rm -rf tests && echo no > tests",
     "other bytes, read-only": "echo 'assert True' > tests/test_it.py && chmod 000 tests/test_it.py && chmod 500 tests",
 }
-EXPECTED = {"deleted": "missing", "a link": "link", "a directory": "dir", "a linked parent": "missing",
-            "a file for a parent": "missing", "other bytes, read-only": "file"}
+EXPECTED = {
+    "deleted": "missing",
+    "a link": "link",
+    "a directory": "dir",
+    "a linked parent": "missing",
+    "a file for a parent": "missing",
+    "other bytes, read-only": "file",
+}
 
 
 @pytest.mark.parametrize("how", list(TAMPERING))
@@ -97,8 +111,10 @@ def test_a_protected_file_is_restored_byte_for_byte(backend, spec, how):
         found = box.restore_files({"tests/test_it.py": TESTS})
         assert found == {"tests/test_it.py": EXPECTED[how]}
         assert box.read_file("tests/test_it.py") == TESTS
-        real = box.exec("[ -d tests ] && [ ! -L tests ] && [ -f tests/test_it.py ] && [ ! -L tests/test_it.py ]"
-                        " && cat tests/test_it.py")
+        real = box.exec(
+            "[ -d tests ] && [ ! -L tests ] && [ -f tests/test_it.py ] && [ ! -L tests/test_it.py ]"
+            " && cat tests/test_it.py"
+        )
         assert real.exit_code == 0 and real.stdout.encode() == TESTS
         assert box.read_file("main.py") == b"x = 1\n"  # workspace files are left as the agent left them
 
@@ -117,27 +133,47 @@ def test_nothing_the_agent_left_running_survives_into_grading(backend, spec):
 
 
 def _grader_task(with_roles: bool) -> tuple[dict, dict[str, bytes], dict[str, bytes]]:
-    verify = b"# GRADER-ONLY-7f3a\ntest \"$(cat answer.txt)\" = 42\n"
+    verify = b'# GRADER-ONLY-7f3a\ntest "$(cat answer.txt)" = 42\n'
     env_secret = b"GRADER-ENV-91c2\n"
     task = {
-        "schema": "gymwright.task/v1", "id": "hidden-grader", "prompt": "Write 42 into answer.txt.",
-        "environment": {"files": [{"path": "expected.txt", "sha256": hashlib.sha256(env_secret).hexdigest(),
-                                   **({"role": "grader"} if with_roles else {})}],
-                        "limits": {"max_steps": 5}},
-        "files": [{"path": "grading/verify.sh", "sha256": hashlib.sha256(verify).hexdigest(),
-                   **({"role": "grader"} if with_roles else {})}],
-        "rubric": {"schema": "gymwright.rubric/v1", "checks": [
-            {"id": "verified", "kind": "command", "points": 1, "run": "sh grading/verify.sh"},
-            {"id": "env_file_there", "kind": "command", "points": 1, "run": "grep -q GRADER-ENV /env/expected.txt"}]},
+        "schema": "gymwright.task/v1",
+        "id": "hidden-grader",
+        "prompt": "Write 42 into answer.txt.",
+        "environment": {
+            "files": [
+                {
+                    "path": "expected.txt",
+                    "sha256": hashlib.sha256(env_secret).hexdigest(),
+                    **({"role": "grader"} if with_roles else {}),
+                }
+            ],
+            "limits": {"max_steps": 5},
+        },
+        "files": [
+            {
+                "path": "grading/verify.sh",
+                "sha256": hashlib.sha256(verify).hexdigest(),
+                **({"role": "grader"} if with_roles else {}),
+            }
+        ],
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "verified", "kind": "command", "points": 1, "run": "sh grading/verify.sh"},
+                {"id": "env_file_there", "kind": "command", "points": 1, "run": "grep -q GRADER-ENV /env/expected.txt"},
+            ],
+        },
     }
     return task, {"grading/verify.sh": verify}, {"expected.txt": env_secret}
 
 
 def test_grader_files_are_invisible_during_the_episode_and_there_for_the_checks(backend):
     # Everything but the system's own trees, and a content search of the writable places.
-    search = ("echo 42 > answer.txt; grep -rh -e GRADER-ONL[Y] -e GRADER-EN[V] /workspace /tmp /env 2>/dev/null; "
-              "find / \\( -path /proc -o -path /sys -o -path /usr -o -path /dev \\) -prune -o -type f -print "
-              "2>/dev/null; true")
+    search = (
+        "echo 42 > answer.txt; grep -rh -e GRADER-ONL[Y] -e GRADER-EN[V] /workspace /tmp /env 2>/dev/null; "
+        "find / \\( -path /proc -o -path /sys -o -path /usr -o -path /dev \\) -prune -o -type f -print "
+        "2>/dev/null; true"
+    )
     task, files, env_files = _grader_task(with_roles=True)
     result = run_rollout(task, policy=ScriptPolicy(search), backend=backend, files=files, env_files=env_files)
     assert result.error is None, result.error

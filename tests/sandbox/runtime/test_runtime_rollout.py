@@ -53,7 +53,6 @@ def test_a_sandbox_that_cannot_start_is_a_sandbox_error(backend):
 
 def test_a_grader_failure_is_reported_and_the_sandbox_is_still_stopped(monkeypatch):
     import grading.engine
-
     from sandbox.runtime import get_backend
     from tests.support.services import require_bwrap
 
@@ -65,8 +64,7 @@ def test_a_grader_failure_is_reported_and_the_sandbox_is_still_stopped(monkeypat
 
     monkeypatch.setattr(grading.engine, "grade", broken_grade)
     events = []
-    result = run_rollout(load("capital"), policy=make_policy("probe:Paris"), backend=backend,
-                         on_event=events.append)
+    result = run_rollout(load("capital"), policy=make_policy("probe:Paris"), backend=backend, on_event=events.append)
     assert result.error_kind == "grading" and "grader bug" in result.error and not result.retryable
     assert result.answer == "Paris" and result.trajectory
     sandbox_id = events[0]["sandbox"]
@@ -85,11 +83,17 @@ class ScriptedPolicy:
         from sandbox.runtime.policies import Turn
 
         if self.commands:
-            call = {"id": f"call_{len(self.commands)}", "type": "function",
-                    "function": {"name": "bash", "arguments": json.dumps({"command": self.commands.pop(0)})}}
+            call = {
+                "id": f"call_{len(self.commands)}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": self.commands.pop(0)})},
+            }
         else:
-            call = {"id": "call_submit", "type": "function",
-                    "function": {"name": "submit", "arguments": json.dumps({"answer": "done"})}}
+            call = {
+                "id": "call_submit",
+                "type": "function",
+                "function": {"name": "submit", "arguments": json.dumps({"answer": "done"})},
+            }
         return Turn(message={"role": "assistant", "content": None, "tool_calls": [call]})
 
 
@@ -122,8 +126,13 @@ def test_cancelling_kills_a_running_command_and_removes_the_sandbox(backend):
         first_poll.append(time.monotonic())
         return time.monotonic() - first_poll[0] > 2
 
-    result = run_rollout(task, policy=ScriptedPolicy("sleep 600; echo finished"), backend=backend,
-                         on_event=events.append, should_cancel=should_cancel)
+    result = run_rollout(
+        task,
+        policy=ScriptedPolicy("sleep 600; echo finished"),
+        backend=backend,
+        on_event=events.append,
+        should_cancel=should_cancel,
+    )
     assert result.error_kind == "cancelled" and result.grade is None
     tool = next(step for step in result.trajectory if step.get("role") == "tool")
     assert "cancelled" in tool["content"] and not tool["exec"]["timed_out"] and tool["exec"]["exit_code"] is None

@@ -16,9 +16,20 @@ from tests.sandbox.runtime.test_runtime_roles import ScriptPolicy
 
 def _task(credit: str = "all", timeout_s: int = 20) -> tuple[dict, dict]:
     task, files = demo_task_document("fizzbuzz-implementation")
-    task["rubric"] = {"schema": "gymwright.rubric/v1", "pass_threshold": 1.0, "checks": [
-        {"id": "tests_pass", "kind": "tests", "points": 10, "files": ["test_fizzbuzz.py"], "credit": credit,
-         "timeout_s": timeout_s}]}
+    task["rubric"] = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 1.0,
+        "checks": [
+            {
+                "id": "tests_pass",
+                "kind": "tests",
+                "points": 10,
+                "files": ["test_fizzbuzz.py"],
+                "credit": credit,
+                "timeout_s": timeout_s,
+            }
+        ],
+    }
     return task, files
 
 
@@ -30,16 +41,16 @@ def _solution(source: str) -> str:
     return _heredoc("fizzbuzz.py", source)
 
 
-GOOD = '''def fizzbuzz(n):
+GOOD = """def fizzbuzz(n):
     if n % 15 == 0:
         return "FizzBuzz"
     if n % 3 == 0:
         return "Fizz"
     if n % 5 == 0:
         return "Buzz"
-    return str(n)'''
+    return str(n)"""
 
-ALWAYS_EQUAL = '''class Anything(str):
+ALWAYS_EQUAL = """class Anything(str):
     def __eq__(self, other):
         return True
     def __ne__(self, other):
@@ -47,9 +58,9 @@ ALWAYS_EQUAL = '''class Anything(str):
     __hash__ = str.__hash__
 
 def fizzbuzz(n):
-    return Anything("?")'''
+    return Anything("?")"""
 
-FAKE_TESTS = '''import unittest
+FAKE_TESTS = """import unittest
 
 class FizzBuzzTest(unittest.TestCase):
     def test_numbers(self):
@@ -57,7 +68,7 @@ class FizzBuzzTest(unittest.TestCase):
 
     def test_fizz_and_buzz(self):
         pass
-'''
+"""
 
 ATTACKS = {
     "os._exit(0) at import": _solution("import os\nos._exit(0)\ndef fizzbuzz(n):\n    return ''"),
@@ -66,54 +77,65 @@ ATTACKS = {
         "mkdir -p unittest && cat > unittest/__init__.py <<'PYEOF'\n"
         "class TestCase:\n    def __init__(self, *a, **k):\n        pass\n"
         "    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
-        "def main(*a, **k):\n    pass\nPYEOF\necho planted"),
+        "def main(*a, **k):\n    pass\nPYEOF\necho planted"
+    ),
     "assertEqual patched at import": _solution(
-        "import unittest\nunittest.TestCase.assertEqual = lambda self, *a, **k: None\n"
-        "def fizzbuzz(n):\n    return ''"),
+        "import unittest\nunittest.TestCase.assertEqual = lambda self, *a, **k: None\ndef fizzbuzz(n):\n    return ''"
+    ),
     "assertEqual patched through the class dict's setattr at call time": _solution(
         "import unittest\ndef fizzbuzz(n):\n"
-        "    type.__setattr__(unittest.TestCase, 'assertEqual', lambda self, *a, **k: None)\n    return ''"),
+        "    type.__setattr__(unittest.TestCase, 'assertEqual', lambda self, *a, **k: None)\n    return ''"
+    ),
     "a str subclass whose __eq__ is always true": _solution(ALWAYS_EQUAL),
     "sys.exit in a test": _solution("import sys\ndef fizzbuzz(n):\n    sys.exit(0)"),
     "conftest.py, pytest.ini, sitecustomize.py and a .pth in the workspace": (
         "printf 'import unittest\\nunittest.TestCase.assertEqual = lambda *a, **k: None\\n' > sitecustomize.py && "
         "cp sitecustomize.py conftest.py && cp sitecustomize.py usercustomize.py && "
         "printf 'import sitecustomize\\n' > evil.pth && printf '[pytest]\\naddopts = -p no:python\\n' > pytest.ini "
-        "&& mkdir -p /tmp/.local/lib && cp sitecustomize.py /tmp/sitecustomize.py && echo planted"),
+        "&& mkdir -p /tmp/.local/lib && cp sitecustomize.py /tmp/sitecustomize.py && echo planted"
+    ),
     "planted bytecode for the test module": (
-        _heredoc("/tmp/fake/test_fizzbuzz.py", FAKE_TESTS) + " && python3 -c \"import py_compile, sys, os; os.makedirs('__pycache__', exist_ok=True); "
+        _heredoc("/tmp/fake/test_fizzbuzz.py", FAKE_TESTS)
+        + " && python3 -c \"import py_compile, sys, os; os.makedirs('__pycache__', exist_ok=True); "
         "py_compile.compile('/tmp/fake/test_fizzbuzz.py', cfile='__pycache__/test_fizzbuzz.' + "
         "sys.implementation.cache_tag + '.pyc', invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\" "
-        "&& ls __pycache__"),
+        "&& ls __pycache__"
+    ),
     "a forked child that prints a fake report": _solution(
         "import os, sys\ntry:\n    pid = os.fork()\nexcept Exception:\n    pid = -1\n"
         "if pid == 0:\n    print('OK 2 passed')\n    os._exit(0)\n"
         "import subprocess\nsubprocess.Popen(['sh', '-c', 'echo GYMWRIGHT-TESTS-0 {\"done\": true}'])\n"
-        "def fizzbuzz(n):\n    return ''"),
+        "def fizzbuzz(n):\n    return ''"
+    ),
     "an infinite loop": _solution("def fizzbuzz(n):\n    while True:\n        pass"),
     "deleting the test file": "rm -f test_fizzbuzz.py && echo gone",
     "editing the test file": _heredoc("test_fizzbuzz.py", FAKE_TESTS),
     "a forged report on stdout": _solution(
         "import sys\nprint('GYMWRIGHT-TESTS-deadbeef')\nprint('{\"done\": true, \"results\": []}')\n"
-        "sys.stdout.flush()\ndef fizzbuzz(n):\n    return ''"),
+        "sys.stdout.flush()\ndef fizzbuzz(n):\n    return ''"
+    ),
     "a trace function that skips the assertions": _solution(
         "import sys\ndef _skip(frame, event, arg):\n    return _skip\n"
-        "try:\n    sys.settrace(_skip)\nexcept Exception:\n    pass\ndef fizzbuzz(n):\n    return ''"),
+        "try:\n    sys.settrace(_skip)\nexcept Exception:\n    pass\ndef fizzbuzz(n):\n    return ''"
+    ),
     "the test module replaced in sys.modules": _solution(
         "import sys, types\ndef fizzbuzz(n):\n"
-        "    sys.modules['test_fizzbuzz'] = types.ModuleType('test_fizzbuzz')\n    return str(n)"),
+        "    sys.modules['test_fizzbuzz'] = types.ModuleType('test_fizzbuzz')\n    return str(n)"
+    ),
     "the runner's comparison helper replaced": _solution(
         "import sys\ndef fizzbuzz(n):\n    module = sys.modules.get('test_fizzbuzz')\n"
         "    helper = getattr(module, '__gymwright_strict__', None)\n"
         "    if helper is not None:\n        import types\n"
         "        module.__gymwright_strict__ = types.SimpleNamespace(**{k: (lambda *a, **kw: True) "
-        "for k in vars(helper)})\n    return ''"),
+        "for k in vars(helper)})\n    return ''"
+    ),
     "unittest rebound in the test module before its classes are made": _solution(
         "import sys, types\nclass _Case:\n    def __init__(self, *a, **k):\n        pass\n"
         "    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
         "_fake = types.SimpleNamespace(TestCase=_Case, main=lambda *a, **k: None)\n"
         "sys.modules['test_fizzbuzz'].unittest = _fake\n"
-        "def fizzbuzz(n):\n    return ''"),
+        "def fizzbuzz(n):\n    return ''"
+    ),
     "a walk up the stack from a traceback to the runner's results": _solution(
         "def _forge():\n    try:\n        raise ValueError\n    except ValueError as exc:\n"
         "        frame = exc.__traceback__.tb_frame\n"
@@ -126,29 +148,36 @@ ATTACKS = {
         "            if isinstance(value, list):\n"
         "                value.append(('passed', ''))\n"
         "        frame = frame.f_back\n"
-        "def fizzbuzz(n):\n    _forge()\n    return ''"),
+        "def fizzbuzz(n):\n    _forge()\n    return ''"
+    ),
     "sys._getframe up to the runner": _solution(
         "import sys\ndef fizzbuzz(n):\n    depth = 1\n    while True:\n"
         "        try:\n            frame = sys._getframe(depth)\n        except ValueError:\n            break\n"
-        "        frame.f_locals.get('results', {}).clear()\n        depth += 1\n    return ''"),
+        "        frame.f_locals.get('results', {}).clear()\n        depth += 1\n    return ''"
+    ),
     "a thread left running": _solution(
         "import threading, time\ndef _spin():\n    time.sleep(30)\n"
-        "threading.Thread(target=_spin, daemon=True).start()\ndef fizzbuzz(n):\n    return ''"),
+        "threading.Thread(target=_spin, daemon=True).start()\ndef fizzbuzz(n):\n    return ''"
+    ),
     "a test method's code swapped at call time": _solution(
         "import sys\ndef fizzbuzz(n):\n    cls = sys.modules['test_fizzbuzz'].FizzBuzzTest\n"
         "    for name in ('test_numbers', 'test_fizz_and_buzz'):\n"
         "        try:\n            getattr(cls, name).__code__ = (lambda self: None).__code__\n"
-        "        except Exception:\n            setattr(cls, name, lambda self: None)\n    return ''"),
+        "        except Exception:\n            setattr(cls, name, lambda self: None)\n    return ''"
+    ),
     "ctypes reading the runner's memory": _solution(
-        "import ctypes\ndef fizzbuzz(n):\n    ctypes.string_at(id(n), 8)\n    return ''"),
+        "import ctypes\ndef fizzbuzz(n):\n    ctypes.string_at(id(n), 8)\n    return ''"
+    ),
     "a fake approx class slipped into the runner's trusted set": _solution(
         "import sys\nclass Fake:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
         "runner = sys.modules['__main__']\ntry:\n    runner._APPROX.add(Fake)\nexcept AttributeError:\n"
         "    runner._APPROX = frozenset(runner._APPROX | {Fake})\n"
-        "def fizzbuzz(n):\n    return Fake()"),
+        "def fizzbuzz(n):\n    return Fake()"
+    ),
     "the builtin AssertionError replaced": _solution(
         "import builtins\nclass Never(Exception):\n    pass\nbuiltins.AssertionError = Never\n"
-        "def fizzbuzz(n):\n    return ''"),
+        "def fizzbuzz(n):\n    return ''"
+    ),
 }
 
 
@@ -171,13 +200,15 @@ def test_the_honest_solution_passes_every_test(python_backend):
     assert check.score == 1.0 and result.grade.reward == 1.0, check.explanation
     assert [(test.id, test.outcome) for test in check.tests] == [
         ("test_fizzbuzz.py::FizzBuzzTest::test_numbers", "passed"),
-        ("test_fizzbuzz.py::FizzBuzzTest::test_fizz_and_buzz", "passed")]
+        ("test_fizzbuzz.py::FizzBuzzTest::test_fizz_and_buzz", "passed"),
+    ]
 
 
 def test_per_test_credit_pays_what_was_honestly_passed(python_backend):
     task, files = _task(credit="per_test")
-    result = run_rollout(task, policy=ScriptPolicy(_solution("def fizzbuzz(n):\n    return str(n)")),
-                         backend=python_backend, files=files)
+    result = run_rollout(
+        task, policy=ScriptPolicy(_solution("def fizzbuzz(n):\n    return str(n)")), backend=python_backend, files=files
+    )
     assert result.error is None, result.error
     check = result.grade.checks[0]
     assert check.score == 0.5, check.explanation
@@ -197,8 +228,12 @@ def test_the_always_equal_string_fails_with_the_types_named(python_backend):
 
 def test_a_shadowing_package_is_refused_by_name(python_backend):
     task, files = _task()
-    result = run_rollout(task, policy=ScriptPolicy(ATTACKS["a unittest package in the workspace"] + " && " +
-                                                   _solution(GOOD)), backend=python_backend, files=files)
+    result = run_rollout(
+        task,
+        policy=ScriptPolicy(ATTACKS["a unittest package in the workspace"] + " && " + _solution(GOOD)),
+        backend=python_backend,
+        files=files,
+    )
     check = result.grade.checks[0]
     assert check.score == 0.0
     assert "the workspace defines unittest" in check.explanation and "refused" in check.explanation
@@ -211,7 +246,7 @@ def test_the_oracle_of_a_task_with_a_tests_check_passes(python_backend):
     assert result.grade.reward == 1.0, result.grade.checks[0].explanation
 
 
-PYTEST_STYLE = '''import pytest
+PYTEST_STYLE = """import pytest
 from fizzbuzz import fizzbuzz
 
 @pytest.mark.parametrize("n, want", [(1, "1"), (9, "Fizz"), (10, "Buzz"), (30, "FizzBuzz")])
@@ -225,7 +260,7 @@ def test_rejects_zero():
 class TestShape:
     def test_is_a_str(self):
         assert isinstance(fizzbuzz(2), str)
-'''
+"""
 
 
 def _pytest_task() -> tuple[dict, dict]:
@@ -233,19 +268,40 @@ def _pytest_task() -> tuple[dict, dict]:
 
     task, files = demo_task_document("fizzbuzz-implementation")
     files = {"fizzbuzz.py": files["fizzbuzz.py"], "tests/test_fizz.py": PYTEST_STYLE.encode()}
-    task["files"] = [{"path": path, "sha256": hashlib.sha256(data).hexdigest(),
-                      **({"role": "grader"} if path.startswith("tests/") else {})} for path, data in files.items()]
-    task["rubric"] = {"schema": "gymwright.rubric/v1", "pass_threshold": 1.0, "checks": [
-        {"id": "tests_pass", "kind": "tests", "points": 10, "files": ["tests/test_fizz.py"], "runner": "pytest",
-         "credit": "per_test", "timeout_s": 30}]}
+    task["files"] = [
+        {
+            "path": path,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            **({"role": "grader"} if path.startswith("tests/") else {}),
+        }
+        for path, data in files.items()
+    ]
+    task["rubric"] = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 1.0,
+        "checks": [
+            {
+                "id": "tests_pass",
+                "kind": "tests",
+                "points": 10,
+                "files": ["tests/test_fizz.py"],
+                "runner": "pytest",
+                "credit": "per_test",
+                "timeout_s": 30,
+            }
+        ],
+    }
     return task, files
 
 
-@pytest.mark.parametrize("source, score", [
-    (GOOD.replace("def fizzbuzz(n):", "def fizzbuzz(n):\n    if n <= 0:\n        raise ValueError(n)"), 1.0),
-    (GOOD, 5 / 6),
-    (ALWAYS_EQUAL, 1 / 6),  # only isinstance(..., str) holds for the always-equal str subclass
-])
+@pytest.mark.parametrize(
+    "source, score",
+    [
+        (GOOD.replace("def fizzbuzz(n):", "def fizzbuzz(n):\n    if n <= 0:\n        raise ValueError(n)"), 1.0),
+        (GOOD, 5 / 6),
+        (ALWAYS_EQUAL, 1 / 6),  # only isinstance(..., str) holds for the always-equal str subclass
+    ],
+)
 def test_a_pytest_style_suite_runs_without_pytest_in_the_sandbox(python_backend, source, score):
     task, files = _pytest_task()
     result = run_rollout(task, policy=ScriptPolicy(_solution(source)), backend=python_backend, files=files)
@@ -253,15 +309,18 @@ def test_a_pytest_style_suite_runs_without_pytest_in_the_sandbox(python_backend,
     check = result.grade.checks[0]
     assert check.score == pytest.approx(score), (check.explanation, check.tests)
     assert [test.id for test in check.tests] == [
-        "tests/test_fizz.py::test_fizzbuzz[0]", "tests/test_fizz.py::test_fizzbuzz[1]",
-        "tests/test_fizz.py::test_fizzbuzz[2]", "tests/test_fizz.py::test_fizzbuzz[3]",
-        "tests/test_fizz.py::test_rejects_zero", "tests/test_fizz.py::TestShape::test_is_a_str"]
+        "tests/test_fizz.py::test_fizzbuzz[0]",
+        "tests/test_fizz.py::test_fizzbuzz[1]",
+        "tests/test_fizz.py::test_fizzbuzz[2]",
+        "tests/test_fizz.py::test_fizzbuzz[3]",
+        "tests/test_fizz.py::test_rejects_zero",
+        "tests/test_fizz.py::TestShape::test_is_a_str",
+    ]
 
 
 def test_pytest_raises_rebound_by_the_tested_code_earns_nothing(python_backend):
     task, files = _pytest_task()
-    cheat = ("import contextlib, pytest\npytest.raises = lambda *a, **k: contextlib.suppress(BaseException)\n"
-             + GOOD)
+    cheat = "import contextlib, pytest\npytest.raises = lambda *a, **k: contextlib.suppress(BaseException)\n" + GOOD
     result = run_rollout(task, policy=ScriptPolicy(_solution(cheat)), backend=python_backend, files=files)
     check = result.grade.checks[0]
     assert check.score == 0.0 and "pytest.raises was replaced" in check.explanation, check.explanation
