@@ -27,7 +27,7 @@ from grading import engine
 from grading.endpoints import judge_client_for, judge_config_for
 from grading.engine import example_answers as engine_examples
 from grading.engine import scoring
-from grading.engine.models import normalised_relative_path
+from grading.engine.models import has_judge_checks, normalised_relative_path
 from grading.engine.text import storable, storable_text
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright import jobs
@@ -195,10 +195,6 @@ def rubric_from_text(*, text: str):
     return rubric_parse(data=data)
 
 
-def rubric_has_judge_checks(rubric) -> bool:
-    return any(check.kind == "llm_judge" for check in rubric.iter_checks())
-
-
 # ---------------------------------------------------------------- dry runs
 
 MAX_WORKSPACE_FILES = 200
@@ -357,7 +353,7 @@ def dry_run_start(
     nul_check(answer, pointer="/answer", what="The answer")
     files = _workspace_files_check(list(files or []))
     document = _grade_deterministic(rubric, answer=answer, files=files)
-    if not rubric_has_judge_checks(rubric) or judge_config_for(rubric) is None:
+    if not has_judge_checks(rubric) or judge_config_for(rubric) is None:
         return DryRunOutcome(document=document)
 
     from grading import tasks
@@ -476,7 +472,7 @@ def judge_label_record(
     """
     if not can_review(reviewer):
         raise NotAllowed("Only reviewers and admins can confirm or overrule the judge.")
-    if check_result.kind != "llm_judge":
+    if not check_result.is_judged:
         raise DomainError(
             f"{check_result.check_id} is a {check_result.kind} check, not a judged one.", code="not_judged"
         )
