@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce
 from django.http import Http404
 from rest_framework.authtoken.models import Token
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from gymwright.errors import NotAllowed
 from gymwright.nul import NUL

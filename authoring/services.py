@@ -20,7 +20,7 @@ from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import (
     SLUG_RULE,
     AuditEvent,

@@ -13,7 +13,8 @@ from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 
-from authoring import permissions, selectors, services
+from accounts import permissions
+from authoring import selectors, services
 from authoring.diff import task_version_diff
 from authoring.forms import EnvironmentForm, TaskForm
 from authoring.models import Task

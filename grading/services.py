@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from authoring.permissions import can_review
+from accounts.permissions import can_review
 from grading import engine
 from grading.endpoints import judge_client_for, judge_config_for
 from grading.engine import example_answers as engine_examples
@@ -621,7 +621,7 @@ def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
     may ask, and not while a run is still going.
     """
     if user is not None:
-        from authoring.permissions import can_edit_task
+        from accounts.permissions import can_edit_task
 
         if not (can_edit_task(user, task_version.task) or can_review(user)):
             raise NotAllowed("Only the task's authors and reviewers can grade its example answers again.")
