@@ -39,15 +39,24 @@ PYTEST_WORKERS ?= 2
 test: setup lint
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist load $(PYTEST_ARGS)
 
-# ruff, configured in pyproject.toml: `make lint` checks, `make format` rewrites.
+# ruff, configured in pyproject.toml, and ESLint for static/js, configured in eslint.config.js (pinned in
+# package.json and package-lock.json): `make lint` checks, `make format` rewrites.
 .PHONY: lint format
-lint: setup
+ESLINT_STAMP := node_modules/.installed
+$(ESLINT_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "need node and npm for ESLint (apt-get install nodejs npm)"; exit 1; }
+	npm ci --silent --no-audit --no-fund
+	@touch $@
+
+lint: setup $(ESLINT_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	node_modules/.bin/eslint static/js
 
-format: setup
+format: setup $(ESLINT_STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+	node_modules/.bin/eslint --fix static/js
 
 # Every benchmark, against this machine's PostgreSQL and Redis (each benchmark makes databases of its own on
 # BENCH_DATABASE_URL's server) and Label Studio in a virtualenv of its own; rewrites BENCHMARKS.md's latest run.
@@ -66,7 +75,7 @@ $(LABELSTUDIO_VENV)/.installed:
 	@touch $@
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var node_modules
 
 # Harbor (`harbor lint` on exported pack tasks) needs Python >= 3.12, in its own virtualenv.
 # harbor 0.25.0 pins a certifi newer than the registry serves: install 0.24.0's deps, then 0.25.0 alone.
