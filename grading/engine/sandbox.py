@@ -37,4 +37,8 @@ class CheckSandbox(Protocol):
 
     def write_file(self, path: str, data: bytes) -> None: ...  # path relative to the workspace, or absolute under /tmp
 
-    def read_file(self, path: str) -> bytes: ...
+    # A regular file's bytes; refused (a permanent error, or NotRegularFile/ValueError) when it is not a regular
+    # file, is larger than `max_bytes` or, with follow_links=False, is a link or reached through one.
+    def read_file(self, path: str, *, max_bytes: int = ..., follow_links: bool = True) -> bytes: ...
+
+    # Optional: `restore_protected()` puts the task's protected and grader files back to their bytes.

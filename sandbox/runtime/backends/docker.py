@@ -124,6 +124,13 @@ done
 TAR_NAMES_FROM_STDIN = (
     'd=$1; set --; while IFS= read -r n; do set -- "$@" "$n"; done; exec tar -c -f - -C "$d" --no-recursion "$@"'
 )
+# Reading a file: $1 is its full path, $2 its root (/workspace, /tmp or /env), $3 the path below it. Exit 44:
+# missing, 45: not a regular file, 46: a link on the way (the variant that refuses links walks every component
+# below the root; the agent's processes are all gone when the grader reads this way, so nothing swaps them).
+READ_FILE = 'if [ -f "$1" ]; then exec cat "$1"; elif [ -e "$1" ] || [ -L "$1" ]; then exit 45; else exit 44; fi'
+READ_FILE_NO_LINKS = (
+    'set -f; cur=$2; IFS=/; for part in $3; do cur=$cur/$part; if [ -L "$cur" ]; then exit 46; fi; done; ' + READ_FILE
+)
 _build_locks: dict[str, threading.Lock] = {}
 _build_locks_guard = threading.Lock()
 
@@ -800,14 +807,15 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"cannot write {path!r}: {err.text()[-500:]}", permanent=True)
 
     @_engine_errors
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, *, max_bytes: int = MAX_READ_BYTES, follow_links: bool = True) -> bytes:
         root, rel = split_path(path, writable=False)
         full = f"{root}/{rel}"
-        # Links resolve inside the container (its own files); a FIFO or device is refused.
-        script = 'if [ -f "$1" ]; then exec cat "$1"; elif [ -e "$1" ] || [ -L "$1" ]; then exit 45; else exit 44; fi'
+        max_bytes = min(max_bytes, MAX_READ_BYTES)
+        # Links resolve inside the container (its own files), unless refused; a FIFO or device is refused.
+        script = READ_FILE if follow_links else READ_FILE_NO_LINKS
         io_timeout = self.backend.limits.io_timeout_s
         code, out, err, timed_out = self._run(
-            ["/bin/sh", "-c", script, "gymwright", full], timeout_s=io_timeout, out_cap=MAX_READ_BYTES + 1
+            ["/bin/sh", "-c", script, "gymwright", full, root, rel], timeout_s=io_timeout, out_cap=max_bytes + 1
         )
         if timed_out:
             raise SandboxError(f"reading {path!r} took longer than {io_timeout:g} s", permanent=True)
@@ -815,10 +823,12 @@ class DockerSandbox(Sandbox):
             raise FileNotFoundError(path)
         if code == 45:
             raise SandboxError(f"{path!r} is not a regular file; only regular files can be read", permanent=True)
+        if code == 46:
+            raise SandboxError(f"{path!r} is a symbolic link or is reached through one; not read", permanent=True)
         if code != 0:
             raise SandboxError(f"cannot read {path!r}: {err.text()[-500:]}", permanent=True)
-        if out.truncated or out.total > MAX_READ_BYTES:
-            raise SandboxError(f"{path!r} is larger than {MAX_READ_BYTES} bytes", permanent=True)
+        if out.truncated or out.total > max_bytes:
+            raise SandboxError(f"{path!r} is larger than {max_bytes} bytes", permanent=True)
         return bytes(out.data)
 
     @_engine_errors
