@@ -563,6 +563,14 @@ def json_field(check: JsonFieldCheck, ctx: GradingContext) -> Outcome:
 
 def text_similarity(check: TextSimilarityCheck, ctx: GradingContext) -> Outcome:
     text = ctx.compared_text(check)
+    limit = ctx.limits.similarity_max_chars
+    if len(text) > limit:
+        # fuzzy's cost grows with both lengths, and this kind runs with no CPU timer in a trainer's threads
+        # (bounded_by_design): a text too long to compare fails, as one too long for the judge does.
+        raise Failed(
+            f"the {check.target} is {len(text):,} characters long, over the limit of {limit:,} for "
+            "text_similarity (GYMWRIGHT_SIMILARITY_MAX_CHARS); not compared"
+        )
     reference = check.unicode_value("reference")
     if check.metric == "fuzzy":
         candidate = ctx.normalised(text, fold_case=True, collapse_space=True)

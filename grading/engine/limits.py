@@ -12,6 +12,7 @@ table) so that the CLI, the Celery workers and the dry-run subprocess agree:
 | `GYMWRIGHT_XLSX_MAX_MB` | 100 | declared uncompressed size of an XLSX archive |
 | `GYMWRIGHT_XLSX_MAX_RATIO` | 100 | declared uncompressed / compressed size of any XLSX member |
 | `GYMWRIGHT_XLSX_MAX_MEMBERS` | 10000 | members in an XLSX archive |
+| `GYMWRIGHT_SIMILARITY_MAX_CHARS` | 100000 | characters of the text a `text_similarity` check compares |
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class GradeLimits:
     xlsx_max_bytes: int = 100 * 1024 * 1024
     xlsx_max_ratio: float = 100.0
     xlsx_max_members: int = 10_000
+    similarity_max_chars: int = 100_000
 
     @classmethod
     def from_env(cls) -> GradeLimits:
@@ -60,6 +62,7 @@ class GradeLimits:
             xlsx_max_bytes=int(_env_number("GYMWRIGHT_XLSX_MAX_MB", cls.xlsx_max_bytes / (1024 * 1024)) * 1024 * 1024),
             xlsx_max_ratio=_env_number("GYMWRIGHT_XLSX_MAX_RATIO", cls.xlsx_max_ratio),
             xlsx_max_members=int(_env_number("GYMWRIGHT_XLSX_MAX_MEMBERS", cls.xlsx_max_members)),
+            similarity_max_chars=int(_env_number("GYMWRIGHT_SIMILARITY_MAX_CHARS", cls.similarity_max_chars)),
         )
 
 

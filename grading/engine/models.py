@@ -449,6 +449,11 @@ class TableCellCheck(CheckBase, UnicodeNormalised):
     tolerance: NonNegative = 0
 
 
+#: An author's reference text, bounded so that comparing it with an answer under GYMWRIGHT_SIMILARITY_MAX_CHARS
+#: stays bounded too (fuzzy's cost grows with the product of the two lengths).
+SIMILARITY_REFERENCE_MAX_CHARS = 100_000
+
+
 class TextSimilarityCheck(CheckBase, UnicodeNormalised):
     """Met when similarity(target, reference) ≥ threshold.
 
@@ -461,7 +466,7 @@ class TextSimilarityCheck(CheckBase, UnicodeNormalised):
     kind: Literal["text_similarity"]
     bounded_by_design: ClassVar[bool] = True
     metric: Literal["fuzzy", "rouge_l", "bleu"] = "fuzzy"
-    reference: str
+    reference: Annotated[str, Field(max_length=SIMILARITY_REFERENCE_MAX_CHARS)]
     threshold: Annotated[
         StrictInt | StrictFloat, Field(ge=0, le=1), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})
     ]

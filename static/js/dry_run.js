@@ -24,27 +24,27 @@
   function init(panel) {
     if (panel.dataset.dryRunReady) return;
     panel.dataset.dryRunReady = "1";
-    var form = panel.querySelector("[data-dry-run-form]");
-    var result = panel.querySelector("[data-dry-run-result]");
-    var button = panel.querySelector("[data-dry-run-submit]");
-    var busy = panel.querySelector("[data-dry-run-busy]");
-    var maxBytes = parseInt(panel.dataset.maxBytes || "0", 10);
+    const form = panel.querySelector("[data-dry-run-form]");
+    const result = panel.querySelector("[data-dry-run-result]");
+    const button = panel.querySelector("[data-dry-run-submit]");
+    const busy = panel.querySelector("[data-dry-run-busy]");
+    const maxBytes = parseInt(panel.dataset.maxBytes || "0", 10);
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       // Let the structured rubric editor write its state into the textarea first.
       document.dispatchEvent(new CustomEvent("gymwright:rubric-sync"));
-      var source = document.querySelector(panel.dataset.rubricSource || "#rubric-json");
-      var body = new FormData();
+      const source = document.querySelector(panel.dataset.rubricSource || "#rubric-json");
+      const body = new FormData();
       form.querySelectorAll('input[type=hidden], textarea[name="answer"]').forEach(function (field) {
         body.append(field.name, field.value);
       });
       body.append("rubric", source ? source.value : "");
 
-      var answerFile = form.querySelector("[data-dry-run-answer-file]").files[0];
-      var folder = cleanFolder(form.querySelector("[data-dry-run-folder]").value);
-      var files = Array.prototype.slice.call(form.querySelector("[data-dry-run-files]").files);
-      var total = files.reduce(function (sum, file) { return sum + file.size; }, 0);
+      const answerFile = form.querySelector("[data-dry-run-answer-file]").files[0];
+      const folder = cleanFolder(form.querySelector("[data-dry-run-folder]").value);
+      const files = Array.prototype.slice.call(form.querySelector("[data-dry-run-files]").files);
+      const total = files.reduce(function (sum, file) { return sum + file.size; }, 0);
       if (maxBytes && (total > maxBytes || (answerFile && answerFile.size > maxBytes))) {
         showError(result, "The files are larger than the upload limit (" +
           Math.round(maxBytes / 1048576) + " MB).");
@@ -52,12 +52,12 @@
       }
       if (answerFile) body.append("answer_file", answerFile, answerFile.name);
       files.forEach(function (file) {
-        var relative = file.webkitRelativePath || file.name;
+        const relative = file.webkitRelativePath || file.name;
         body.append("files", file, file.name);
         body.append("paths", folder ? folder + "/" + relative : relative);
       });
 
-      var csrf = form.querySelector("input[name=csrfmiddlewaretoken]");
+      const csrf = form.querySelector("input[name=csrfmiddlewaretoken]");
       button.disabled = true;
       if (busy) busy.hidden = false;
       fetch(form.action, {
@@ -66,11 +66,11 @@
         credentials: "same-origin",
         headers: { "X-CSRFToken": csrf ? csrf.value : "", "HX-Request": "true" },
       }).then(function (response) {
-        var type = response.headers.get("Content-Type") || "";
+        const type = response.headers.get("Content-Type") || "";
         return response.text().then(function (text) {
           if (type.indexOf("application/json") !== -1) {
-            var message = "The server refused the request (" + response.status + ").";
-            try { message = JSON.parse(text).error.message || message; } catch (e) { /* keep the default */ }
+            let message = "The server refused the request (" + response.status + ").";
+            try { message = JSON.parse(text).error.message || message; } catch { /* keep the default */ }
             showError(result, message);
           } else if (!text.trim()) {
             showError(result, "The server answered " + response.status + " with no content.");
@@ -89,19 +89,19 @@
 
     // "Add to example answers": the answer (and its workspace files, as text) joins the editor's
     // example-answers JSON, saved with the next version (grading.engine.models.ExampleAnswer).
-    var examples = document.querySelector("#examples-json");
-    var keep = panel.querySelector("[data-dry-run-keep]");
+    const examples = document.querySelector("#examples-json");
+    const keep = panel.querySelector("[data-dry-run-keep]");
     if (examples && keep) {
       keep.hidden = false;
-      var note = keep.querySelector("[data-dry-run-keep-note]");
+      const note = keep.querySelector("[data-dry-run-keep-note]");
       keep.querySelector("[data-dry-run-keep-add]").addEventListener("click", function () {
-        var name = keep.querySelector("[data-dry-run-keep-name]").value.trim();
-        var expectValue = keep.querySelector("[data-dry-run-keep-expect]").value;
-        var answer = form.querySelector('textarea[name="answer"]').value;
-        var list;
+        const name = keep.querySelector("[data-dry-run-keep-name]").value.trim();
+        const expectValue = keep.querySelector("[data-dry-run-keep-expect]").value;
+        const answer = form.querySelector('textarea[name="answer"]').value;
+        let list;
         try {
           list = JSON.parse(examples.value.trim() || "[]");
-        } catch (e) {
+        } catch {
           note.textContent = "The example answers field is not valid JSON; fix it first.";
           return;
         }
@@ -111,19 +111,19 @@
           note.textContent = "There is already an example named \u201c" + name + "\u201d.";
           return;
         }
-        var folder = cleanFolder(form.querySelector("[data-dry-run-folder]").value);
-        var files = Array.prototype.slice.call(form.querySelector("[data-dry-run-files]").files);
+        const folder = cleanFolder(form.querySelector("[data-dry-run-folder]").value);
+        const files = Array.prototype.slice.call(form.querySelector("[data-dry-run-files]").files);
         if (files.some(function (file) { return file.size > 262144; })) {
           note.textContent = "Example files are text of at most 256 KiB each; attach larger ones to the task.";
           return;
         }
         Promise.all(files.map(function (file) {
-          var relative = file.webkitRelativePath || file.name;
+          const relative = file.webkitRelativePath || file.name;
           return file.text().then(function (content) {
             return { path: folder ? folder + "/" + relative : relative, content: content };
           });
         })).then(function (contents) {
-          var example = { name: name, answer: answer, expect: expectValue };
+          const example = { name: name, answer: answer, expect: expectValue };
           if (contents.length) example.files = contents;
           list.push(example);
           examples.value = JSON.stringify(list, null, 2);

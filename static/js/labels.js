@@ -19,7 +19,7 @@ async function post(url, verdict) {
     body: JSON.stringify({ verdict }),
   });
   if (response.ok) return null;
-  try { return (await response.json()).error.message; } catch (e) { return response.statusText; }
+  try { return (await response.json()).error.message; } catch { return response.statusText; }
 }
 
 // A card holds every judged copy of one text against one criterion (review/label_cards.py): its verdict is

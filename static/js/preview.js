@@ -2,11 +2,11 @@
 // highlighted while the progress fragment re-renders every second; confirm a cancel.
 (function () {
   "use strict";
-  var selectedId = null;
+  let selectedId = null;
 
   function syncProbe(form) {
-    var select = form.querySelector("select[name=policy]");
-    var probe = form.querySelector("[data-probe-text]");
+    const select = form.querySelector("select[name=policy]");
+    const probe = form.querySelector("[data-probe-text]");
     if (select && probe) probe.hidden = select.value !== "probe";
   }
 
@@ -19,7 +19,7 @@
   // The CSP allows no inline style attribute, so the bar's widths arrive as data-percent.
   function sizeSegments(root) {
     root.querySelectorAll(".stacked-progress > [data-percent]").forEach(function (segment) {
-      var percent = parseFloat(segment.dataset.percent);
+      const percent = parseFloat(segment.dataset.percent);
       segment.style.width = (isFinite(percent) ? Math.max(0, Math.min(100, percent)) : 0) + "%";
     });
   }
@@ -28,19 +28,19 @@
     sizeSegments(root);
     root.querySelectorAll("form[data-preview-form]").forEach(function (form) {
       syncProbe(form);
-      var select = form.querySelector("select[name=policy]");
+      const select = form.querySelector("select[name=policy]");
       if (select && !select.dataset.bound) {
         select.dataset.bound = "1";
         select.addEventListener("change", function () { syncProbe(form); });
       }
     });
-    var detail = document.getElementById("rollout-detail");
+    const detail = document.getElementById("rollout-detail");
     if (detail && !selectedId) selectedId = detail.dataset.rolloutId;
     markSelected();
   }
 
   document.addEventListener("click", function (event) {
-    var row = event.target.closest && event.target.closest("tr.rollout-row");
+    const row = event.target.closest && event.target.closest("tr.rollout-row");
     if (row) {
       selectedId = row.dataset.rolloutId;
       markSelected();

@@ -4,14 +4,14 @@
 // change and undoing it does not ask.
 (function () {
   "use strict";
-  var form = document.getElementById("task-form");
+  const form = document.getElementById("task-form");
   if (!form) return;
-  var initial = null;
-  var leaving = false;
+  let initial = null;
+  let leaving = false;
 
   function snapshot() {
     // The rubric editor writes every structured edit into #rubric-json, so the form data covers it.
-    var parts = [];
+    const parts = [];
     new FormData(form).forEach(function (value, key) {
       if (key === "csrfmiddlewaretoken") return;
       parts.push(key + "=" + (value instanceof File ? "file:" + value.name + ":" + value.size : value));
@@ -32,7 +32,7 @@
   });
 
   document.addEventListener("click", function (event) {
-    var link = event.target.closest && event.target.closest("a[href]");
+    const link = event.target.closest && event.target.closest("a[href]");
     if (!link || event.defaultPrevented || link.target === "_blank" || event.ctrlKey || event.metaKey ||
         event.shiftKey || link.getAttribute("href").charAt(0) === "#" || !dirty()) return;
     if (window.confirm("You have unsaved changes to this task. Leave without saving?")) {

@@ -179,15 +179,18 @@ def test_any_response_gets_a_float_score_from_a_thread_pool(pack_dir):
     assert len(seen["scores"]) == 2 * len(HOSTILE)
     for answer, result in zip(HOSTILE * 2, seen["scores"]):
         assert isinstance(result["score"], float) and 0.0 <= result["score"] <= result["score_upper"] <= 1.0
-        if not answer.startswith("[["):  # past json.loads' depth: the scoring rule's own case (its json bound)
-            assert result["complete"] == 1, (answer[:40], result)  # every check decided: none needs a judge
+        # Every check decided, the deep nesting's too: nothing here needs a judge, and an answer that breaks
+        # a check fails it (INTEGRITY.md, rule 1); "unscored" would be a reward upper bound it did not earn.
+        assert result["complete"] == 1 and result["score"] == result["score_upper"], (answer[:40], result)
     for answer, document in zip(HOSTILE, seen["grades"]):
         json_check = {check["id"]: check for check in document["checks"]}["json_total"]
+        assert document["complete"] and all(check["status"] == "scored" for check in document["checks"]), document
         if answer is TEXT_TASK["solution"]["answer"]:
             assert document["reward"] == 1.0 and json_check["score"] == 1.0
         else:
-            assert json_check["score"] in (0.0, None), json_check
-            assert json_check["score"] == 0.0 or answer.startswith("[["), json_check
+            assert json_check["status"] == "scored" and json_check["score"] == 0.0, json_check
+    deep = {c["id"]: c for c in seen["grades"][HOSTILE.index("[" * 100_000)]["checks"]}["json_total"]
+    assert "nested deeper than" in deep["explanation"], deep
     assert "not JSON" in {c["id"]: c for c in seen["grades"][0]["checks"]}["json_total"]["explanation"]
 
 

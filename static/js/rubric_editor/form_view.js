@@ -2,7 +2,7 @@
  * every edit rewrites the JSON at once and validates. */
 
 import { cssEscape, describe, escapeToken, h, has, isObject, isVisible } from "./util.js";
-import { CHOICES, COMMON_KEYS, KIND_LABELS, LABELS, PLACEHOLDERS, TARGET_SUGGESTIONS, TEXTAREA_KEYS, WIDE_KEYS, changeKind, commonProp, kindFieldKeys, kindProps, kindRequired, newCheck, orderCheckKeys, reorder, resolve, rubricProp, serialize, setKey, state, structured, textarea, unwrap } from "./model.js";
+import { CHOICES, COMMON_KEYS, KIND_LABELS, LABELS, PLACEHOLDERS, TARGET_SUGGESTIONS, TEXTAREA_KEYS, WIDE_KEYS, changeKind, commonProp, kindFieldKeys, kindProps, kindRequired, newCheck, orderCheckKeys, reorder, resolve, rubricProp, serialize, setKey, state, structured, unwrap } from "./model.js";
 import { attachIssues, validateNow } from "./validation.js";
 
 let uid = 0;
@@ -12,7 +12,7 @@ export function widgetFor(key, prop) {
   if (key === "tags") return "tags";
   if (key === "target") return "target";
   if (!prop) return "json-value"; // no schema loaded: accept any JSON, else text
-  var s = unwrap(prop).schema;
+  const s = unwrap(prop).schema;
   if (s.enum) return "select";
   if (s.type === "boolean") return "checkbox";
   if (s.type === "integer" || s.type === "number") return "number";
@@ -34,18 +34,18 @@ export function structuredChanged() {
 
 /* One labelled input bound to obj[key]. `pointer` is where errors for it arrive. */
 export function field(opts) {
-  var obj = opts.obj, key = opts.key, prop = opts.prop, pointer = opts.pointer;
-  var widget = opts.widget || widgetFor(key, prop);
-  var id = fieldId();
-  var value = has(obj, key) ? obj[key] : undefined;
-  var u = prop ? unwrap(prop) : { schema: {}, nullable: false, top: {} };
-  var dflt = u.top.default !== undefined ? u.top.default : u.schema.default;
-  var required = !!opts.required;
-  var order = opts.order;
-  var wrapper = h("div", { className: "re-field re-w-" + widget + (WIDE_KEYS[key] || opts.wide ? " re-wide" : ""),
+  const obj = opts.obj, key = opts.key, prop = opts.prop, pointer = opts.pointer;
+  const widget = opts.widget || widgetFor(key, prop);
+  const id = fieldId();
+  const value = has(obj, key) ? obj[key] : undefined;
+  const u = prop ? unwrap(prop) : { schema: {}, nullable: false, top: {} };
+  const dflt = u.top.default !== undefined ? u.top.default : u.schema.default;
+  const required = !!opts.required;
+  const order = opts.order;
+  const wrapper = h("div", { className: "re-field re-w-" + widget + (WIDE_KEYS[key] || opts.wide ? " re-wide" : ""),
                            "data-pointer": pointer, "data-key": key });
-  var labelText = opts.label || LABELS[key] || (u.top.title || key);
-  var label = h("label", { "for": id, title: u.top.description || u.schema.description || null },
+  const labelText = opts.label || LABELS[key] || (u.top.title || key);
+  const label = h("label", { "for": id, title: u.top.description || u.schema.description || null },
     labelText, required ? h("span", { className: "re-req", title: "required", text: " *" }) : null);
 
   function commit(next) {
@@ -59,13 +59,13 @@ export function field(opts) {
     return typeof v === "string" ? v : JSON.stringify(v);
   }
 
-  var input;
+  let input;
   if (widget === "checkbox") {
-    var effective = value === undefined ? !!dflt : value;
+    const effective = value === undefined ? !!dflt : value;
     input = h("input", { type: "checkbox", id: id });
     input.checked = effective === true;
     input.addEventListener("change", function () {
-      var checked = input.checked;
+      const checked = input.checked;
       commit(!required && checked === !!dflt && !opts.keepDefault ? undefined : checked);
     });
     return h("div", { className: "re-field re-w-checkbox", "data-pointer": pointer, "data-key": key },
@@ -73,8 +73,8 @@ export function field(opts) {
   }
   if (widget === "select") {
     input = h("select", { id: id });
-    var choices = u.schema.enum.slice();
-    var current = value === undefined ? dflt : value;
+    const choices = u.schema.enum.slice();
+    const current = value === undefined ? dflt : value;
     if (!required && dflt === undefined) input.appendChild(h("option", { value: "", text: "—" }));
     if (current !== undefined && current !== null && choices.indexOf(current) < 0) {
       input.appendChild(h("option", { value: "\u0000invalid", text: describe(current) + " (not allowed)" }));
@@ -85,7 +85,7 @@ export function field(opts) {
     input.value = current === undefined || current === null ? "" :
       (choices.indexOf(current) >= 0 ? current : "\u0000invalid");
     input.addEventListener("change", function () {
-      var v = input.value;
+      const v = input.value;
       if (v === "\u0000invalid") return;
       commit(v === "" || (v === dflt && !required) ? undefined : v);
     });
@@ -99,10 +99,10 @@ export function field(opts) {
         commit(input.value === "" && !required && !opts.keepEmpty ? undefined : input.value);
         return;
       }
-      var text = input.value.trim();
+      const text = input.value.trim();
       if (text === "") { localError(wrapper, null); commit(undefined); return; }
       try {
-        var parsed = JSON.parse(text);
+        const parsed = JSON.parse(text);
         localError(wrapper, null);
         commit(parsed);
       } catch (e) {
@@ -119,7 +119,7 @@ export function field(opts) {
     else if (widget === "json-value" && prop) input.value = value === undefined ? "" : JSON.stringify(value);
     else input.value = textValue(value);
     if (widget === "target") {
-      var listId = "re-target-suggestions";
+      const listId = "re-target-suggestions";
       if (!document.getElementById(listId)) {
         document.body.appendChild(h("datalist", { id: listId }, TARGET_SUGGESTIONS.map(function (s) {
           return h("option", { value: s });
@@ -128,9 +128,9 @@ export function field(opts) {
       input.setAttribute("list", listId);
     }
     input.addEventListener("input", function () {
-      var raw = input.value;
-      var text = raw.trim();
-      var next;
+      const raw = input.value;
+      const text = raw.trim();
+      let next;
       if (widget === "tags") {
         next = text === "" ? undefined : raw.split(",").map(function (t) { return t.trim(); })
           .filter(function (t) { return t; });
@@ -141,7 +141,7 @@ export function field(opts) {
         next = text === "" ? undefined : (/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text) ? Number(text) : raw);
       } else if (widget === "json-value") {
         if (text === "") next = undefined;
-        else { try { next = JSON.parse(text); } catch (e) { next = raw; } }
+        else { try { next = JSON.parse(text); } catch { next = raw; } }
       } else {
         next = raw === "" && !required && !opts.keepEmpty ? undefined : raw;
       }
@@ -154,18 +154,18 @@ export function field(opts) {
 }
 
 export function scaleField(obj, key, prop, pointer, wrapper, label, id) {
-  var value = obj[key];
-  var select = h("select", { id: id },
+  const value = obj[key];
+  const select = h("select", { id: id },
     h("option", { value: "binary", text: "binary (met / not met)" }),
     h("option", { value: "range", text: "score on a range" }));
-  var isRange = isObject(value);
+  const isRange = isObject(value);
   select.value = isRange ? "range" : "binary";
-  var range = h("div", { className: "re-scale-range" });
+  const range = h("div", { className: "re-scale-range" });
   function renderRange() {
     range.innerHTML = "";
     if (!isObject(obj[key])) { range.hidden = true; return; }
     range.hidden = false;
-    var scaleSchema = null;
+    let scaleSchema = null;
     if (prop) {
       (resolve(prop).anyOf || []).forEach(function (p) { if (resolve(p).properties) scaleSchema = resolve(p); });
     }
@@ -190,13 +190,13 @@ export function scaleField(obj, key, prop, pointer, wrapper, label, id) {
 }
 
 export function localError(wrapper, message) {
-  var existing = wrapper.querySelector(":scope > .re-local-error");
+  const existing = wrapper.querySelector(":scope > .re-local-error");
   if (existing) existing.remove();
   if (message) wrapper.appendChild(h("div", { className: "field-error re-local-error", text: message }));
 }
 
 export function extraKeys(obj, known, pointer, onChange) {
-  var keys = Object.keys(obj).filter(function (k) { return known.indexOf(k) < 0; });
+  const keys = Object.keys(obj).filter(function (k) { return known.indexOf(k) < 0; });
   if (!keys.length) return null;
   return h("div", { className: "re-extras" }, keys.map(function (key) {
     return h("div", { className: "re-field re-extra", "data-pointer": pointer + "/" + escapeToken(key) },
@@ -209,13 +209,13 @@ export function extraKeys(obj, known, pointer, onChange) {
 }
 
 export function checkCard(check, list, index, pointer, number) {
-  var card = h("div", { className: "check-card re-card", "data-pointer": pointer });
+  const card = h("div", { className: "check-card re-card", "data-pointer": pointer });
   function structural(focusSelector, focusPointer) {
     serialize();
     renderStructured({ pointer: focusPointer === undefined ? pointer : focusPointer, selector: focusSelector });
     validateNow();
   }
-  var tools = h("div", { className: "re-tools" },
+  const tools = h("div", { className: "re-tools" },
     h("button", { type: "button", className: "re-mini re-move-up", title: "Move up", "aria-label": "Move up",
                   disabled: index === 0 ? true : null,
                   onclick: function () {
@@ -243,9 +243,9 @@ export function checkCard(check, list, index, pointer, number) {
     return card;
   }
 
-  var kind = check.kind;
-  var order = function (obj) { orderCheckKeys(obj); };
-  var kindSelect = h("select", { className: "re-kind", id: fieldId(), "aria-label": "Kind" });
+  const kind = check.kind;
+  const order = function (obj) { orderCheckKeys(obj); };
+  const kindSelect = h("select", { className: "re-kind", id: fieldId(), "aria-label": "Kind" });
   if (typeof kind !== "string" || state.kinds.indexOf(kind) < 0) {
     kindSelect.appendChild(h("option", { value: "", text: kind === undefined ? "(no kind)" : describe(kind) + " (unknown)" }));
   }
@@ -257,7 +257,7 @@ export function checkCard(check, list, index, pointer, number) {
     structural(".re-kind");
   });
 
-  var head = h("div", { className: "check-head" },
+  const head = h("div", { className: "check-head" },
     h("span", { className: "re-number", text: number }),
     field({ obj: check, key: "id", prop: commonProp("id"), pointer: pointer + "/id", required: true, order: order,
             widget: "text" }),
@@ -268,19 +268,19 @@ export function checkCard(check, list, index, pointer, number) {
     h("span", { className: "re-spacer" }),
     tools);
   card.appendChild(head);
-  var def = state.defsByKind[kind];
+  const def = state.defsByKind[kind];
   if (def && def.description) {
     card.appendChild(h("div", { className: "muted re-kind-help" }, withCode(def.description.split("\n")[0])));
   }
-  var help = kindExample(kind);
+  const help = kindExample(kind);
   if (help) card.appendChild(help);
   card.appendChild(h("div", { className: "re-card-errors" }));
 
-  var fields = h("div", { className: "check-fields" });
-  var props = kindProps(kind);
-  var requiredKeys = kindRequired(kind);
-  var choice = CHOICES[kind];
-  var chosenKeys = choice ? choice.keys.filter(function (k) { return check[k] !== undefined && check[k] !== null; }) : [];
+  const fields = h("div", { className: "check-fields" });
+  const props = kindProps(kind);
+  const requiredKeys = kindRequired(kind);
+  const choice = CHOICES[kind];
+  const chosenKeys = choice ? choice.keys.filter(function (k) { return check[k] !== undefined && check[k] !== null; }) : [];
   kindFieldKeys(kind).forEach(function (key) {
     if (choice && chosenKeys.length <= 1 && choice.keys.indexOf(key) >= 0) {
       // "Exactly one of": one picker and one input instead of several mostly-empty fields.
@@ -297,12 +297,12 @@ export function checkCard(check, list, index, pointer, number) {
                              pointer: pointer + "/required", order: order, widget: "checkbox" }));
   card.appendChild(fields);
 
-  var known = COMMON_KEYS.concat(kindFieldKeys(kind), kind === "group" ? ["checks"] : []);
-  var extras = extraKeys(check, known, pointer, function () { structural(null); });
+  const known = COMMON_KEYS.concat(kindFieldKeys(kind), kind === "group" ? ["checks"] : []);
+  const extras = extraKeys(check, known, pointer, function () { structural(null); });
   if (extras) card.appendChild(extras);
 
   if (kind === "group") {
-    var childPointer = pointer + "/checks";
+    const childPointer = pointer + "/checks";
     if (!Array.isArray(check.checks)) {
       card.appendChild(h("div", { className: "re-children", "data-pointer": childPointer },
         h("p", { className: "muted", text: "'checks' is " + describe(check.checks) + "; edit it in the JSON tab." })));
@@ -317,27 +317,27 @@ export function checkCard(check, list, index, pointer, number) {
 }
 
 export function choiceField(check, choice, chosen, props, pointer, structural) {
-  var select = h("select", { id: fieldId(), className: "re-choice-select" });
+  const select = h("select", { id: fieldId(), className: "re-choice-select" });
   choice.keys.forEach(function (k) { select.appendChild(h("option", { value: k, text: LABELS[k] || k })); });
   select.value = chosen;
   select.addEventListener("change", function () {
-    var next = select.value;
-    var value = check[chosen];
+    const next = select.value;
+    const value = check[chosen];
     delete check[chosen];
     check[next] = value === undefined || value === null ? "" : value;
     orderCheckKeys(check);
     structural(".re-choice-select");
   });
-  var picker = h("div", { className: "re-field re-choice-picker" },
+  const picker = h("div", { className: "re-field re-choice-picker" },
     h("label", { "for": select.id }, choice.label, h("span", { className: "re-req", title: "required", text: " *" })), select);
-  var input = field({ obj: check, key: chosen, prop: props ? props[chosen] : null,
+  const input = field({ obj: check, key: chosen, prop: props ? props[chosen] : null,
                       pointer: pointer + "/" + escapeToken(chosen), order: orderCheckKeys, label: choice.valueLabel,
                       keepEmpty: true });
   return h("div", { className: "re-choice re-wide" }, picker, input);
 }
 
 export function checkList(checks, pointer, prefix) {
-  var wrap = h("div", { className: "re-check-list" });
+  const wrap = h("div", { className: "re-check-list" });
   checks.forEach(function (check, index) {
     wrap.appendChild(checkCard(check, checks, index, pointer + "/" + index, prefix + (index + 1)));
   });
@@ -345,9 +345,9 @@ export function checkList(checks, pointer, prefix) {
 }
 
 export function addCheckControl(list, pointer, label) {
-  var select = h("select", { className: "re-add-kind", "aria-label": "Kind of the new check" });
+  const select = h("select", { className: "re-add-kind", "aria-label": "Kind of the new check" });
   state.kinds.forEach(function (k) { select.appendChild(h("option", { value: k, text: KIND_LABELS[k] || k })); });
-  var button = h("button", { type: "button", className: "re-add-button",
+  const button = h("button", { type: "button", className: "re-add-button",
     onclick: function () {
       list.push(newCheck(select.value));
       serialize();
@@ -358,15 +358,15 @@ export function addCheckControl(list, pointer, label) {
 }
 
 export function rubricFields(rubric) {
-  var order = function (obj) { reorder(obj, ["schema", "pass_threshold", "judge", "checks", "probes"]); };
-  var judgeSchema = rubricProp("judge");
-  var judge = isObject(rubric.judge) ? rubric.judge : {};
-  var afterJudge = function () {
+  const order = function (obj) { reorder(obj, ["schema", "pass_threshold", "judge", "checks", "probes"]); };
+  const judgeSchema = rubricProp("judge");
+  const judge = isObject(rubric.judge) ? rubric.judge : {};
+  const afterJudge = function () {
     if (!isObject(rubric.judge) && Object.keys(judge).length) setKey(rubric, "judge", judge, order);
     if (isObject(rubric.judge) && !Object.keys(rubric.judge).length) delete rubric.judge;
   };
-  var judgeProps = judgeSchema && judgeSchema.properties ? judgeSchema.properties : {};
-  var section = h("div", { className: "re-rubric", "data-pointer": "" },
+  const judgeProps = judgeSchema && judgeSchema.properties ? judgeSchema.properties : {};
+  const section = h("div", { className: "re-rubric", "data-pointer": "" },
     h("div", { className: "re-card-errors" }),
     h("div", { className: "re-rubric-fields" },
       field({ obj: rubric, key: "pass_threshold", prop: rubricProp("pass_threshold") || { type: "number" },
@@ -381,28 +381,28 @@ export function rubricFields(rubric) {
       ] : h("div", { className: "re-field", "data-pointer": "/judge" },
         h("span", { className: "muted", text: "judge is " + describe(rubric.judge) + "; edit it in the JSON tab." }))));
   if (isObject(rubric.judge)) {
-    var judgeExtras = extraKeys(rubric.judge, Object.keys(judgeProps).length ? Object.keys(judgeProps) : ["model", "samples", "temperature"],
+    const judgeExtras = extraKeys(rubric.judge, Object.keys(judgeProps).length ? Object.keys(judgeProps) : ["model", "samples", "temperature"],
       "/judge", function () { serialize(); renderStructured(); validateNow(); });
     if (judgeExtras) section.appendChild(judgeExtras);
   }
-  var probes = h("details", { className: "re-probes" },
+  const probes = h("details", { className: "re-probes" },
     h("summary", { text: "Probes " + (Array.isArray(rubric.probes) ? "(" + rubric.probes.length + ")" : "") }),
     field({ obj: rubric, key: "probes", prop: { type: "array" }, pointer: "/probes", widget: "json", order: order,
             label: "Probe answers and the most reward each may earn (JSON list)" }));
   if (rubric.probes !== undefined) probes.open = false;
   section.appendChild(probes);
-  var extras = extraKeys(rubric, ["schema", "pass_threshold", "judge", "checks", "probes"], "",
+  const extras = extraKeys(rubric, ["schema", "pass_threshold", "judge", "checks", "probes"], "",
     function () { serialize(); renderStructured(); validateNow(); });
   if (extras) section.appendChild(extras);
   return section;
 }
 
 export function renderStructured(focus) {
-  var rubric = state.rubric;
-  var openProbes = structured.querySelector(".re-probes[open]") !== null;
+  const rubric = state.rubric;
+  const openProbes = structured.querySelector(".re-probes[open]") !== null;
   structured.innerHTML = "";
-  var fieldset = h("fieldset", { className: "re-fieldset" });
-  var banner = h("div", { className: "re-banner", hidden: true });
+  const fieldset = h("fieldset", { className: "re-fieldset" });
+  const banner = h("div", { className: "re-banner", hidden: true });
   structured.appendChild(banner);
   structured.appendChild(fieldset);
   if (!state.schema && !state.schemaFailed) {
@@ -420,10 +420,10 @@ export function renderStructured(focus) {
     fieldset.appendChild(h("p", { className: "muted re-note",
       text: "The rubric schema could not be loaded, so fields take any JSON value and only the server checks them." }));
   }
-  var rubricSection = rubricFields(rubric);
+  const rubricSection = rubricFields(rubric);
   fieldset.appendChild(rubricSection);
   if (openProbes) rubricSection.querySelector(".re-probes").open = true;
-  var checksWrap = h("div", { className: "re-checks", "data-pointer": "/checks" },
+  const checksWrap = h("div", { className: "re-checks", "data-pointer": "/checks" },
     h("div", { className: "re-card-errors" }));
   if (Array.isArray(rubric.checks)) {
     checksWrap.appendChild(checkList(rubric.checks, "/checks", ""));
@@ -442,8 +442,8 @@ export function renderStructured(focus) {
   updateFrozen();
   attachIssues();
   if (focus && focus.pointer !== undefined) {
-    var anchor = structured.querySelector('[data-pointer="' + cssEscape(focus.pointer) + '"]');
-    var target = anchor && (focus.selector ? anchor.querySelector(focus.selector) : null);
+    const anchor = structured.querySelector('[data-pointer="' + cssEscape(focus.pointer) + '"]');
+    let target = anchor && (focus.selector ? anchor.querySelector(focus.selector) : null);
     if (!target && anchor && !focus.selector) target = anchor.querySelector("input, select, textarea");
     if (target && !target.disabled) target.focus();
     if (anchor && anchor.scrollIntoView && !isVisible(anchor)) anchor.scrollIntoView({ block: "nearest" });
@@ -452,8 +452,8 @@ export function renderStructured(focus) {
 
 /* While the JSON does not parse, the structured view shows the last good rubric, read-only. */
 export function updateFrozen() {
-  var fieldset = structured.querySelector(".re-fieldset");
-  var banner = structured.querySelector(".re-banner");
+  const fieldset = structured.querySelector(".re-fieldset");
+  const banner = structured.querySelector(".re-banner");
   if (!fieldset || !banner) return;
   fieldset.disabled = !!state.parseError;
   banner.hidden = !state.parseError;
@@ -473,17 +473,17 @@ export function withCode(text) {
   });
 }
 
-var examples = null;
+let examples = null;
 
 /* The engine's worked example for `kind` (grading/engine/examples.py, put in the page as JSON). */
 function kindExample(kind) {
   if (examples === null) {
-    var source = document.getElementById("kind-examples");
-    try { examples = source ? JSON.parse(source.textContent) : {}; } catch (e) { examples = {}; }
+    const source = document.getElementById("kind-examples");
+    try { examples = source ? JSON.parse(source.textContent) : {}; } catch { examples = {}; }
   }
-  var example = examples[kind];
+  const example = examples[kind];
   if (!example) return null;
-  var files = Object.keys(example.files || {}).map(function (path) {
+  const files = Object.keys(example.files || {}).map(function (path) {
     return [h("div", { className: "muted", text: "Workspace file " + path }), h("pre", { text: example.files[path] })];
   });
   return h("details", { className: "re-kind-example", "data-kind": kind },

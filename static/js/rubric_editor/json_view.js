@@ -16,22 +16,22 @@ export function parseText(text) {
 
 export function describeParseError(error, text) {
   // Browsers word (and place) JSON errors differently; find the spot ourselves.
-  var found = locateJsonError(text);
-  var offset = found ? found.offset : null;
-  var message = found ? found.message : String(error.message || error);
-  var line = null, column = null;
+  const found = locateJsonError(text);
+  const offset = found ? found.offset : null;
+  const message = found ? found.message : String(error.message || error);
+  let line = null, column = null;
   if (offset !== null) {
-    var before = text.slice(0, offset).split("\n");
+    const before = text.slice(0, offset).split("\n");
     line = before.length;
     column = before[before.length - 1].length + 1;
   }
-  var where = line !== null ? "line " + line + ", column " + column : "an unknown position";
+  const where = line !== null ? "line " + line + ", column " + column : "an unknown position";
   return { message: message, line: line, column: column, where: where };
 }
 
 /* {offset, message} of the first JSON syntax error in `text` (RFC 8259), or null. */
 export function locateJsonError(text) {
-  var i = 0;
+  let i = 0;
   function fail(message, at) { throw { offset: at === undefined ? i : at, message: message }; }
   function what() { return i >= text.length ? "unexpected end of the text" : "unexpected '" + text.charAt(i) + "'"; }
   function ws() { while (i < text.length && " \t\n\r".indexOf(text.charAt(i)) >= 0) i++; }
@@ -39,10 +39,10 @@ export function locateJsonError(text) {
     i++;
     for (;;) {
       if (i >= text.length) fail("unterminated string");
-      var c = text.charAt(i);
+      const c = text.charAt(i);
       if (c === '"') { i++; return; }
       if (c === "\\") {
-        var e = text.charAt(i + 1);
+        const e = text.charAt(i + 1);
         if (e === "u") {
           if (!/^[0-9a-fA-F]{4}$/.test(text.substr(i + 2, 4))) fail("bad \\u escape");
           i += 6;
@@ -54,7 +54,7 @@ export function locateJsonError(text) {
   }
   function value() {
     ws();
-    var c = text.charAt(i);
+    const c = text.charAt(i);
     if (c === "{") {
       i++; ws();
       if (text.charAt(i) === "}") { i++; return; }
@@ -84,9 +84,9 @@ export function locateJsonError(text) {
     } else if (text.substr(i, 5) === "false") {
       i += 5;
     } else {
-      var number = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+      const number = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
       number.lastIndex = i;
-      var m = number.exec(text);
+      const m = number.exec(text);
       if (!m || !m[0] || m[0] === "-") fail(what() + "; expected a value");
       i += m[0].length;
     }
@@ -102,7 +102,7 @@ export function locateJsonError(text) {
 }
 
 export const rawChanged = debounce(function () {
-  var parsed = parseText(textarea.value);
+  const parsed = parseText(textarea.value);
   if (parsed.error) {
     state.parseError = parsed.error;
     updateFrozen();
@@ -118,7 +118,7 @@ export const rawChanged = debounce(function () {
 export function showView(view) {
   if (view === "structured") rawChanged.flush();
   root.querySelectorAll("[data-view]").forEach(function (button) {
-    var active = button.getAttribute("data-view") === view;
+    const active = button.getAttribute("data-view") === view;
     button.classList.toggle("active", active);
     button.setAttribute("aria-selected", active ? "true" : "false");
   });
@@ -144,9 +144,9 @@ export function bindJsonView() {
 export function revealPointer(pointer) {
   if (state.parseError) { showView("raw"); textarea.focus(); return; }
   showView("structured");
-  var anchor = anchorFor(pointer);
+  const anchor = anchorFor(pointer);
   if (!anchor) return;
   anchor.scrollIntoView({ block: "center" });
-  var input = anchor.querySelector("input, select, textarea");
+  const input = anchor.querySelector("input, select, textarea");
   if (input && !input.disabled) input.focus();
 }

@@ -30,14 +30,14 @@ function start() {
   });
 
   state.pageIssues = readPageIssues();
-  var parsed = parseText(textarea.value);
+  const parsed = parseText(textarea.value);
   if (parsed.error) state.parseError = parsed.error;
   else state.rubric = parsed.value;
   if (state.parseError) showView("raw");
   renderStructured();
   renderIssues();
 
-  var timeout = new Promise(function (resolve, reject) {
+  const timeout = new Promise(function (resolve, reject) {
     setTimeout(function () { reject(new Error("timed out")); }, 8000);
   });
   Promise.race([
@@ -54,7 +54,7 @@ function start() {
     state.schemaFailed = true;
     if (window.console) console.warn("rubric editor: no schema from " + schemaUrl, e);
   }).then(function () {
-    var reparsed = parseText(textarea.value); // the author may have typed while it loaded
+    const reparsed = parseText(textarea.value); // the author may have typed while it loaded
     if (reparsed.error) state.parseError = reparsed.error;
     else { state.parseError = null; state.rubric = reparsed.value; }
     renderStructured();

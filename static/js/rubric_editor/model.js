@@ -108,9 +108,9 @@ export const stash = new WeakMap(); // check -> {kind: {key: value}} of fields d
 // ------------------------------------------------------------------ schema access
 
 export function resolve(node) {
-  var guard = 0;
+  let guard = 0;
   while (node && node.$ref && state.schema && guard++ < 10) {
-    var name = node.$ref.replace(/^#\/\$defs\//, "");
+    const name = node.$ref.replace(/^#\/\$defs\//, "");
     node = (state.schema.$defs || {})[name];
   }
   return node || {};
@@ -118,10 +118,10 @@ export function resolve(node) {
 
 export function indexSchema(schema) {
   state.defsByKind = {};
-  var kinds = [];
+  const kinds = [];
   Object.keys(schema.$defs || {}).forEach(function (name) {
-    var def = schema.$defs[name];
-    var kind = def && def.properties && def.properties.kind && def.properties.kind.const;
+    const def = schema.$defs[name];
+    const kind = def && def.properties && def.properties.kind && def.properties.kind.const;
     if (typeof kind === "string") { state.defsByKind[kind] = def; def.__name = name; kinds.push(kind); }
   });
   if (kinds.length) {
@@ -132,20 +132,20 @@ export function indexSchema(schema) {
 }
 
 export function kindProps(kind) {
-  var def = state.defsByKind[kind];
+  const def = state.defsByKind[kind];
   return def ? def.properties || {} : null;
 }
 
 export function kindRequired(kind) {
-  var def = state.defsByKind[kind];
+  const def = state.defsByKind[kind];
   return def ? def.required || [] : [];
 }
 
 export function kindFieldKeys(kind) {
-  var props = kindProps(kind);
-  var hand = KIND_FIELDS[kind] || [];
+  const props = kindProps(kind);
+  const hand = KIND_FIELDS[kind] || [];
   if (!props) return hand.slice();
-  var keys = hand.filter(function (k) { return has(props, k); });
+  const keys = hand.filter(function (k) { return has(props, k); });
   Object.keys(props).forEach(function (k) {
     if (COMMON_KEYS.indexOf(k) < 0 && keys.indexOf(k) < 0 && !(kind === "group" && k === "checks")) keys.push(k);
   });
@@ -153,7 +153,7 @@ export function kindFieldKeys(kind) {
 }
 
 export function commonProp(key) {
-  var anyDef = state.defsByKind[state.kinds[0]];
+  const anyDef = state.defsByKind[state.kinds[0]];
   return anyDef && anyDef.properties ? anyDef.properties[key] : null;
 }
 
@@ -167,8 +167,8 @@ export function rubricProp(key) {
 export function unwrap(prop) {
   prop = resolve(prop);
   if (prop.anyOf) {
-    var rest = prop.anyOf.filter(function (p) { return p.type !== "null"; });
-    var nullable = rest.length < prop.anyOf.length;
+    const rest = prop.anyOf.filter(function (p) { return p.type !== "null"; });
+    const nullable = rest.length < prop.anyOf.length;
     if (rest.length === 1) return { schema: resolve(rest[0]), nullable: nullable, top: prop };
     return { schema: { anyOf: rest }, nullable: nullable, top: prop };
   }
@@ -178,9 +178,9 @@ export function unwrap(prop) {
 
 export function fitsType(value, prop) {
   if (!prop) return true;
-  var u = unwrap(prop);
+  const u = unwrap(prop);
   if (value === null) return u.nullable;
-  var types = u.schema.anyOf ? u.schema.anyOf.map(function (p) { return resolve(p).type; }) : [u.schema.type];
+  const types = u.schema.anyOf ? u.schema.anyOf.map(function (p) { return resolve(p).type; }) : [u.schema.type];
   if (types.indexOf(undefined) >= 0) return true;
   return types.some(function (t) {
     if (t === "integer") return typeof value === "number" && Math.floor(value) === value;
@@ -198,22 +198,22 @@ export function serialize() {
 
 /* Keys in a readable order: common keys, the kind's fields, children, then the rest. */
 export function orderCheckKeys(check) {
-  var order = COMMON_KEYS.concat(kindFieldKeys(check.kind), ["checks"]);
+  const order = COMMON_KEYS.concat(kindFieldKeys(check.kind), ["checks"]);
   reorder(check, order);
 }
 
 export function reorder(obj, order) {
-  var keys = Object.keys(obj);
-  var sorted = order.filter(function (k) { return has(obj, k); })
+  const keys = Object.keys(obj);
+  const sorted = order.filter(function (k) { return has(obj, k); })
     .concat(keys.filter(function (k) { return order.indexOf(k) < 0; }));
   if (sorted.join("\u0000") === keys.join("\u0000")) return;
-  var copy = {};
+  const copy = {};
   keys.forEach(function (k) { copy[k] = obj[k]; delete obj[k]; });
   sorted.forEach(function (k) { obj[k] = copy[k]; });
 }
 
 export function setKey(obj, key, value, order) {
-  var isNew = !has(obj, key);
+  const isNew = !has(obj, key);
   if (value === undefined) delete obj[key];
   else obj[key] = value;
   if (isNew && value !== undefined && order) order(obj);
@@ -230,25 +230,25 @@ export function allIds(checks, out) {
 }
 
 export function newCheck(kind) {
-  var taken = allIds(state.rubric.checks, {});
-  var n = 1;
+  const taken = allIds(state.rubric.checks, {});
+  let n = 1;
   while (taken[kind + "_" + n]) n++;
-  var check = { id: kind + "_" + n, kind: kind, points: 1 };
+  const check = { id: kind + "_" + n, kind: kind, points: 1 };
   fillRequired(check);
   return check;
 }
 
 export function fillRequired(check) {
-  var props = kindProps(check.kind) || {};
+  const props = kindProps(check.kind) || {};
   kindRequired(check.kind).forEach(function (key) {
     if (has(check, key)) return;
     if (key === "checks" && check.kind === "group") check.checks = [newCheck("string_match")];
     else if (props[key] && unwrap(props[key]).schema.type === "string") check[key] = "";
     // Numbers stay missing: the editor shows "required" at the field until one is typed.
   });
-  var starter = STARTERS[check.kind] || {};
-  var choice = CHOICES[check.kind];
-  var chosen = choice ? choice.keys.some(function (k) { return check[k] !== undefined && check[k] !== null; }) : false;
+  const starter = STARTERS[check.kind] || {};
+  const choice = CHOICES[check.kind];
+  const chosen = choice ? choice.keys.some(function (k) { return check[k] !== undefined && check[k] !== null; }) : false;
   Object.keys(starter).forEach(function (key) {
     if (!has(check, key) && !chosen) check[key] = starter[key];
   });
@@ -257,22 +257,22 @@ export function fillRequired(check) {
 
 /* Keeps the common keys and whatever of the old kind's fields the new kind also has. */
 export function changeKind(check, kind) {
-  var oldKind = check.kind;
-  var newProps = kindProps(kind);
-  var newKeys = kindFieldKeys(kind);
-  var saved = stash.get(check) || {};
-  var dropped = {};
-  var next = {};
+  const oldKind = check.kind;
+  const newProps = kindProps(kind);
+  const newKeys = kindFieldKeys(kind);
+  const saved = stash.get(check) || {};
+  const dropped = {};
+  const next = {};
   Object.keys(check).forEach(function (key) {
     if (key === "kind") return;
-    var keep = COMMON_KEYS.indexOf(key) >= 0 ||
+    const keep = COMMON_KEYS.indexOf(key) >= 0 ||
       (newKeys.indexOf(key) >= 0 || (kind === "group" && key === "checks")) &&
       (!newProps || fitsType(check[key], newProps[key]));
     if (keep) next[key] = check[key];
     else dropped[key] = check[key];
   });
   if (typeof oldKind === "string") saved[oldKind] = dropped;
-  var restored = saved[kind] || {};
+  const restored = saved[kind] || {};
   Object.keys(restored).forEach(function (key) { if (!has(next, key)) next[key] = restored[key]; });
   Object.keys(check).forEach(function (key) { delete check[key]; });
   Object.keys(next).forEach(function (key) { check[key] = next[key]; });
@@ -283,9 +283,9 @@ export function changeKind(check, kind) {
 
 /* The element of the structured view that shows `pointer`, or its nearest ancestor's. */
 export function anchorFor(pointer) {
-  var p = pointer;
+  let p = pointer;
   for (;;) {
-    var el = structured.querySelector('[data-pointer="' + cssEscape(p) + '"]');
+    const el = structured.querySelector('[data-pointer="' + cssEscape(p) + '"]');
     if (el) return el;
     if (p === "") return null;
     p = p.slice(0, p.lastIndexOf("/"));

@@ -2,10 +2,10 @@
 
 
 export function h(tag, attrs) {
-  var el = document.createElement(tag);
+  const el = document.createElement(tag);
   if (attrs) {
     Object.keys(attrs).forEach(function (name) {
-      var value = attrs[name];
+      const value = attrs[name];
       if (value === undefined || value === null || value === false) return;
       if (name === "text") el.textContent = value;
       else if (name === "className") el.className = value;
@@ -13,8 +13,8 @@ export function h(tag, attrs) {
       else el.setAttribute(name, value === true ? "" : value);
     });
   }
-  for (var i = 2; i < arguments.length; i++) {
-    var child = arguments[i];
+  for (let i = 2; i < arguments.length; i++) {
+    const child = arguments[i];
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) child.forEach(function (c) { if (c) el.appendChild(c); });
     else el.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
@@ -23,8 +23,8 @@ export function h(tag, attrs) {
 }
 
 export function debounce(fn, ms) {
-  var timer = null;
-  var wrapped = function () {
+  let timer = null;
+  const wrapped = function () {
     clearTimeout(timer);
     timer = setTimeout(function () { timer = null; fn(); }, ms);
   };
@@ -41,23 +41,23 @@ export function describe(value) {
   if (value === null) return "null";
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "an object";
-  var text = JSON.stringify(value);
+  const text = JSON.stringify(value);
   return text.length <= 60 ? text : text.slice(0, 57) + "...";
 }
 
 export function csrfToken() {
   try {
-    var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+    const headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
     if (headers["X-CSRFToken"]) return headers["X-CSRFToken"];
-  } catch (e) { /* fall through to the cookie */ }
-  var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+  } catch { /* fall through to the cookie */ }
+  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
   if (match) return decodeURIComponent(match[1]);
-  var input = document.querySelector("input[name=csrfmiddlewaretoken]");
+  const input = document.querySelector("input[name=csrfmiddlewaretoken]");
   return input ? input.value : "";
 }
 
 export function isVisible(el) {
-  var r = el.getBoundingClientRect();
+  const r = el.getBoundingClientRect();
   return r.top >= 0 && r.bottom <= (window.innerHeight || document.documentElement.clientHeight);
 }
 

@@ -5,9 +5,9 @@ import { csrfToken, debounce, describe, escapeToken, h, isObject, plural } from 
 import { PATTERN_WORDS, TYPE_WORDS, anchorFor, errorList, root, state, statusLine, structured, textarea, validateUrl } from "./model.js";
 
 export function ajvMessage(e) {
-  var data = e.data;
-  var p = e.params || {};
-  var lastKey = e.instancePath.split("/").pop();
+  const data = e.data;
+  const p = e.params || {};
+  const lastKey = e.instancePath.split("/").pop();
   switch (e.keyword) {
     case "required":
       return { pointer: e.instancePath + "/" + escapeToken(p.missingProperty),
@@ -51,23 +51,23 @@ export function ajvMessage(e) {
 
 export function schemaIssues(errors) {
   errors = (errors || []).filter(function (e) { return e.keyword !== "if"; });
-  var consumed = new Set();
-  var issues = [];
+  const consumed = new Set();
+  const issues = [];
   errors.forEach(function (e) {
     if (e.keyword !== "anyOf" && e.keyword !== "oneOf") return;
-    var related = errors.filter(function (o) {
+    const related = errors.filter(function (o) {
       return o !== e && !consumed.has(o) && (o.schemaPath.indexOf(e.schemaPath + "/") === 0 ||
         o.instancePath.indexOf(e.instancePath + "/") === 0);
     });
-    var deep = related.filter(function (o) { return o.instancePath !== e.instancePath; });
+    const deep = related.filter(function (o) { return o.instancePath !== e.instancePath; });
     consumed.add(e);
     if (deep.length) {
       related.forEach(function (o) { if (o.instancePath === e.instancePath) consumed.add(o); });
       return; // the deeper errors say what is wrong inside the value
     }
     related.forEach(function (o) { consumed.add(o); });
-    var types = related.filter(function (o) { return o.keyword === "type"; });
-    var message;
+    const types = related.filter(function (o) { return o.keyword === "type"; });
+    let message;
     if (types.length === related.length && related.length) {
       message = describe(e.data) + " has the wrong type; expected " + types.map(function (o) {
         return TYPE_WORDS[o.params.type] || o.params.type;
@@ -80,13 +80,13 @@ export function schemaIssues(errors) {
   });
   errors.forEach(function (e) {
     if (consumed.has(e)) return;
-    var issue = ajvMessage(e);
+    const issue = ajvMessage(e);
     issues.push({ pointer: issue.pointer !== undefined ? issue.pointer : e.instancePath, message: issue.message,
                   source: "schema" });
   });
-  var seen = {};
+  const seen = {};
   return issues.filter(function (i) {
-    var key = i.pointer + "\u0000" + i.message;
+    const key = i.pointer + "\u0000" + i.message;
     if (seen[key]) return false;
     seen[key] = true;
     return true;
@@ -98,7 +98,7 @@ export function validateNow() {
     try {
       state.validator(state.rubric);
       state.schemaIssues = schemaIssues(state.validator.errors);
-    } catch (e) {
+    } catch {
       state.schemaIssues = [];
     }
   } else {
@@ -110,8 +110,8 @@ export function validateNow() {
 
 export const serverValidate = debounce(function () {
   if (state.serverUnavailable || state.parseError || state.rubric === null) return;
-  var seq = ++state.serverSeq;
-  var body = JSON.stringify({ rubric: state.rubric, files: fileRoles() });
+  const seq = ++state.serverSeq;
+  const body = JSON.stringify({ rubric: state.rubric, files: fileRoles() });
   fetch(validateUrl, {
     method: "POST", credentials: "same-origin", body: body,
     headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken() }
@@ -144,20 +144,20 @@ document.addEventListener("change", function (event) {
 });
 
 export function currentIssues() {
-  var issues = [];
-  var covered = {};
+  const issues = [];
+  const covered = {};
   function add(list) {
     list.forEach(function (issue) {
-      var key = issue.pointer === null ? "\u0000" + issue.message : issue.pointer;
+      const key = issue.pointer === null ? "\u0000" + issue.message : issue.pointer;
       if (covered[key]) return;
       covered[key] = true;
       issues.push(issue);
     });
   }
-  var unchanged = textarea.value === state.pageText;
+  const unchanged = textarea.value === state.pageText;
   if (unchanged) add(state.pageIssues);
   // The server's own words for a syntax error (its only rubric error without a pointer) come first.
-  var saidByServer = unchanged && state.pageIssues.some(function (i) { return i.pointer === null; });
+  const saidByServer = unchanged && state.pageIssues.some(function (i) { return i.pointer === null; });
   if (state.parseError && !saidByServer) {
     issues.push({ pointer: null, source: "parse",
                   message: "JSON syntax error at " + state.parseError.where + ": " + state.parseError.message });
@@ -168,8 +168,8 @@ export function currentIssues() {
     // (a union like `scale` fails as a whole there); keep the precise one only.
     add(state.serverIssues.filter(function (issue) {
       if (!issue.pointer) return true;
-      var inside = state.schemaIssues.some(function (s) { return s.pointer.indexOf(issue.pointer + "/") === 0; });
-      var anchor = inside ? anchorFor(issue.pointer) : null;
+      const inside = state.schemaIssues.some(function (s) { return s.pointer.indexOf(issue.pointer + "/") === 0; });
+      const anchor = inside ? anchorFor(issue.pointer) : null;
       return !(anchor && anchor.classList.contains("re-field") && anchor.getAttribute("data-pointer") === issue.pointer);
     }));
   }
@@ -185,9 +185,9 @@ export function sortByDocument(issues) {
   }
   return issues.map(function (issue, index) { return { issue: issue, key: key(issue), index: index }; })
     .sort(function (a, b) {
-      for (var i = 0; i < Math.max(a.key.length, b.key.length); i++) {
-        var x = i < a.key.length ? a.key[i] : -Infinity;
-        var y = i < b.key.length ? b.key[i] : -Infinity;
+      for (let i = 0; i < Math.max(a.key.length, b.key.length); i++) {
+        const x = i < a.key.length ? a.key[i] : -Infinity;
+        const y = i < b.key.length ? b.key[i] : -Infinity;
         if (x !== y) return x - y;
       }
       return a.index - b.index;
@@ -196,10 +196,10 @@ export function sortByDocument(issues) {
 }
 
 export function renderIssues() {
-  var issues = currentIssues();
+  const issues = currentIssues();
   errorList.innerHTML = "";
   issues.forEach(function (issue) {
-    var li = h("li", { className: issue.source === "page" ? "server-error" : "re-issue re-issue-" + issue.source,
+    const li = h("li", { className: issue.source === "page" ? "server-error" : "re-issue re-issue-" + issue.source,
                        "data-pointer": issue.pointer === null ? null : issue.pointer });
     if (issue.source === "page") {
       li.textContent = issue.text;
@@ -221,7 +221,7 @@ export function renderIssues() {
   });
   // Warnings (ways an agent could game the rubric) follow the errors; they do not block saving.
   (state.parseError ? [] : state.serverWarnings || []).forEach(function (warning) {
-    var li = h("li", { className: "re-issue re-issue-warning re-clickable", "data-pointer": warning.pointer });
+    const li = h("li", { className: "re-issue re-issue-warning re-clickable", "data-pointer": warning.pointer });
     li.appendChild(h("a", { href: "#", className: "re-pointer", text: "warning " + (warning.pointer || "/") }));
     li.appendChild(document.createTextNode(": " + warning.message));
     li.addEventListener("click", function (event) {
@@ -252,13 +252,13 @@ export function renderStatus(issues) {
     statusLine.textContent = "Checking…";
     return;
   }
-  var checks = isObject(state.rubric) && Array.isArray(state.rubric.checks) ? state.rubric.checks : [];
-  var count = 0;
+  const checks = isObject(state.rubric) && Array.isArray(state.rubric.checks) ? state.rubric.checks : [];
+  let count = 0;
   (function walk(list) {
     list.forEach(function (c) { count += 1; if (isObject(c) && Array.isArray(c.checks)) walk(c.checks); });
   })(checks);
   // Children count only through their group, as in the grade's `max`.
-  var points = checks.reduce(function (sum, c) {
+  const points = checks.reduce(function (sum, c) {
     return sum + (isObject(c) && typeof c.points === "number" && c.points > 0 ? c.points : 0);
   }, 0);
   statusLine.textContent = "Valid · " + plural(count, "check") + " · " + plural(Math.round(points * 1000) / 1000, "point") +
@@ -276,25 +276,25 @@ export function attachIssues(issues) {
   });
   issues.forEach(function (issue) {
     if (issue.pointer === null) return;
-    var anchor = anchorFor(issue.pointer);
+    const anchor = anchorFor(issue.pointer);
     if (!anchor) return;
-    var message = h("div", { className: "field-error re-error", "data-pointer": issue.pointer, text: issue.message });
+    const message = h("div", { className: "field-error re-error", "data-pointer": issue.pointer, text: issue.message });
     if (anchor.classList.contains("re-field")) {
       anchor.classList.add("has-error");
       anchor.appendChild(message);
-      var control = anchor.querySelector("input, select, textarea");
+      const control = anchor.querySelector("input, select, textarea");
       if (control) control.setAttribute("aria-invalid", "true");
     } else {
-      var box = anchor.querySelector(":scope > .re-card-errors");
-      var shown = issue.pointer === anchor.getAttribute("data-pointer") ? message :
+      const box = anchor.querySelector(":scope > .re-card-errors");
+      const shown = issue.pointer === anchor.getAttribute("data-pointer") ? message :
         h("div", { className: "field-error re-error", "data-pointer": issue.pointer },
           h("code", { text: issue.pointer.slice((anchor.getAttribute("data-pointer") || "").length + 1) }), ": " + issue.message);
       (box || anchor).appendChild(shown);
     }
-    var card = anchor.closest(".re-card");
+    const card = anchor.closest(".re-card");
     if (card) {
       card.classList.add("has-error");
-      var outer = card.parentElement && card.parentElement.closest(".re-card");
+      let outer = card.parentElement && card.parentElement.closest(".re-card");
       while (outer) { outer.classList.add("re-card-has-child-error"); outer = outer.parentElement.closest(".re-card"); }
     }
   });
@@ -303,12 +303,12 @@ export function attachIssues(issues) {
 
 export function readPageIssues() {
   return Array.prototype.map.call(errorList.querySelectorAll("li.server-error"), function (li) {
-    var text = li.textContent.trim();
-    var split = text.indexOf(": ");
-    var pointer = null;
-    var message = text;
+    const text = li.textContent.trim();
+    const split = text.indexOf(": ");
+    let pointer = null;
+    let message = text;
     if (text.charAt(0) === "/" && split > 0) {
-      var full = text.slice(0, split);
+      const full = text.slice(0, split);
       message = text.slice(split + 2);
       // The server's pointers are into the task document; the rubric's own start after /rubric.
       if (full === "/rubric" || full.indexOf("/rubric/") === 0) pointer = full.slice("/rubric".length);

@@ -293,3 +293,39 @@ def test_an_xlsx_with_an_xml_entity_bomb_is_not_expanded(tmp_path):
     # Expanded, the cell would be 'lol' × 100,000 and the check met; defused, the file is refused.
     assert checked.status == "scored" and checked.score == 0.0, checked.explanation
     assert "refused unread (an entity bomb?)" in checked.explanation, checked.explanation
+
+
+SIMILAR = "The quick brown fox jumps over the lazy dog. " * 2000  # 90 kB: fuzzy costs ∝ both lengths
+
+
+@pytest.mark.parametrize("metric", ["fuzzy", "rouge_l", "bleu"])
+@pytest.mark.parametrize("points", [1, -1])
+def test_a_text_too_long_to_compare_fails_its_similarity_check_in_words(metric, points):
+    """Unbounded, a 1 MB answer against this reference held a thread (no CPU timer there) for ~5 s."""
+    check = {"id": "c", "kind": "text_similarity", "metric": metric, "reference": SIMILAR, "threshold": 0.5}
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [{**check, "points": points}, {"id": "x", "kind": "string_match", "points": 1, "expected": "x"}],
+        }
+    )
+    seen = {}
+    worker = threading.Thread(target=lambda: seen.update(result=grade(rubric, answer=SIMILAR + "x" * 1_000_000)))
+    worker.start()
+    worker.join()
+    checked = seen["result"].checks[0]
+    assert checked.status == "scored" and checked.score == (0.0 if points > 0 else 1.0), checked.explanation
+    assert "1,090,000 characters long, over the limit of 100,000" in checked.explanation
+    assert "GYMWRIGHT_SIMILARITY_MAX_CHARS" in checked.explanation
+    # Under the limit the text is compared.
+    checked = grade(rubric, answer=SIMILAR).checks[0]
+    assert checked.score == 1.0 and "similarity 1.000" in checked.explanation  # met (a penalty: charged)
+
+
+def test_a_reference_too_long_to_compare_is_refused_at_its_pointer():
+    from grading.engine import validate_rubric
+
+    check = {"id": "c", "kind": "text_similarity", "points": 1, "reference": "x" * 100_001, "threshold": 0.5}
+    issues = validate_rubric({"schema": "gymwright.rubric/v1", "checks": [check]})
+    assert [issue.pointer for issue in issues] == ["/checks/0/reference"], issues
+    assert "100000" in issues[0].message, issues

@@ -299,6 +299,34 @@ def test_modules_and_programs_planted_by_the_agent_cannot_forge_a_python_check(b
     assert result.passed is False
 
 
+PLANT_BYTECODE = (
+    "import importlib.util, py_compile\n"
+    "py_compile.compile('helper.py', cfile=importlib.util.cache_from_source('helper.py'), doraise=True,\n"
+    "                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
+)
+
+
+def test_bytecode_planted_beside_a_module_a_python_check_imports_never_runs(box):
+    """pyrunner's bytecode rule (`sys.pycache_prefix` under /dev/null): an unchecked-hash .pyc in the
+    workspace's `__pycache__` is what Python would run for `helper`, whatever helper.py says; the check's
+    Python reads the source."""
+    from grading.engine import grade, parse_rubric
+
+    box.write_file("helper.py", b"VALUE = True\n")
+    assert box.exec(["python", "-c", PLANT_BYTECODE]).exit_code == 0
+    box.write_file("helper.py", b"VALUE = False\n")  # the module the check imports, as restored
+    planted = box.exec(
+        ["python", "-I", "-c", "import sys; sys.path.insert(0, '.'); import helper; print(helper.VALUE)"]
+    )
+    assert planted.stdout.strip() == "True", planted  # without the rule, the planted bytecode runs
+    code = "def check(ctx):\n    import sys\n    sys.path.insert(0, ctx.workspace)\n    import helper\n    return helper.VALUE\n"
+    rubric = parse_rubric(
+        {"schema": "gymwright.rubric/v1", "checks": [{"id": "helper", "kind": "python", "points": 1, "code": code}]}
+    )
+    checked = grade(rubric, answer="", sandbox=box).checks[0]
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
+
+
 # -- §2 hard caps on /workspace and /tmp, reported; §4 cancelling a running command -----------
 
 
