@@ -174,6 +174,21 @@ ATTACKS = {
         "    runner._APPROX = frozenset(runner._APPROX | {Fake})\n"
         "def fizzbuzz(n):\n    return Fake()"
     ),
+    "a runner helper swapped by the tested code, put back by its own first call": _solution(
+        "import sys\nrunner = sys.modules['__main__']\ndef fizzbuzz(n):\n    real = runner.equal\n    def fake(a, b, depth=0):\n        runner.equal = real\n        return True\n    runner.equal = fake\n    return ''\n"
+    ),
+    "a runner helper swapped by a thread of the tested code, put back before the test ends": _solution(
+        "import sys, threading, time\nrunner = sys.modules['__main__']\ndef _restore(real):\n    time.sleep(0.3)\n    runner.equal = real\ndef fizzbuzz(n):\n    real = runner.equal\n    if getattr(real, '__name__', '') == 'equal':\n        runner.equal = lambda a, b, depth=0: True\n        threading.Thread(target=_restore, args=(real,)).start()\n    return ''\n"
+    ),
+    "the runner's report writer swapped for one that says every test passed": _solution(
+        "import sys\nrunner = sys.modules['__main__']\n_IDS = ('test_fizzbuzz.py::FizzBuzzTest::test_numbers', 'test_fizzbuzz.py::FizzBuzzTest::test_fizz_and_buzz')\ndef _forged(value):\n    return '{\"done\": true, \"results\": [' + ', '.join(\n        '{\"id\": \"%s\", \"outcome\": \"passed\", \"message\": \"\"}' % test_id for test_id in _IDS) + ']}'\nrunner._json = _forged\ndef fizzbuzz(n):\n    return ''\n"
+    ),
+    "the runner's sealed globals rebound (lookup, defaults, items)": _solution(
+        "import unittest\ndef fizzbuzz(n):\n    sealed = unittest.TestCase.assertEqual.__globals__\n    getter = type(sealed).__getitem__\n    fake = dict(getter.__defaults__[0])\n    fake['equal'] = lambda a, b, depth=0: True\n    try:\n        getter.__defaults__ = (fake,)\n    except Exception:\n        pass\n    try:\n        type(sealed).__getitem__ = lambda self, key, _fake=fake: _fake[key]\n    except Exception:\n        pass\n    sealed['equal'] = fake['equal']\n    dict.__setitem__(sealed, 'equal', fake['equal'])\n    return ''\n"
+    ),
+    "the strict helpers of the test module rebound on their class": _solution(
+        "import sys\ndef fizzbuzz(n):\n    helper = sys.modules['test_fizzbuzz'].__gymwright_strict__\n    for name in ('compare', 'assert_compare', 'truth'):\n        try:\n            setattr(helper, name, staticmethod(lambda *a, **k: True))\n        except Exception:\n            pass\n    return ''\n"
+    ),
     "the builtin AssertionError replaced": _solution(
         "import builtins\nclass Never(Exception):\n    pass\nbuiltins.AssertionError = Never\n"
         "def fizzbuzz(n):\n    return ''"
