@@ -9,6 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+# The environment of every command the checks run: Python reads and writes no bytecode at all (the prefix names a
+# path under /dev/null, where nothing can exist), so no `.pyc` the agent's code planted (beside a module, or under
+# a cache prefix it read from its own environment during an earlier check) stands in for a grader's module.
+NO_BYTECODE_ENV = {
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONPYCACHEPREFIX": "/dev/null/gymwright-no-bytecode",
+}
+
 
 @dataclass
 class ExecResult:

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grading.engine.sandbox import NO_BYTECODE_ENV
+
 
 @dataclass
 class FilePlan:
@@ -161,13 +163,15 @@ def mirror_files(snapshot: Path, files: Mapping[str, bytes]) -> None:
 class GradingSandbox:
     """The sandbox as the checks see it: the same sandbox, but every exec gets an
     environment that makes Python ignore user site-packages (the agent's $HOME is
-    /tmp) and read bytecode only from a fresh, unguessable cache directory."""
+    /tmp) and read and write no bytecode (NO_BYTECODE_ENV)."""
 
     def __init__(self, sandbox, restore: Mapping[str, bytes] | None = None):
         self._sandbox = sandbox
         self._restore = dict(restore or {})
         self.workspace_path = sandbox.workspace_path
-        self.env = {"PYTHONNOUSERSITE": "1", "PYTHONPYCACHEPREFIX": f"/tmp/.gymwright-grading-{secrets.token_hex(8)}"}
+        # No per-grading bytecode folder: one shared by every check was a path the agent's code, run by an earlier
+        # check, read from its environment and filled with bytecode for the grader's modules run by a later one.
+        self.env = dict(NO_BYTECODE_ENV)
 
     def exec(self, command, *, timeout_s=None, stdin=None, env=None):
         return self._sandbox.exec(command, timeout_s=timeout_s, stdin=stdin, env={**(env or {}), **self.env})
