@@ -148,9 +148,7 @@ def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
         if needs_judge:
             from grading import tasks
 
-            jobs.send_on_commit(
-                jobs.Job(tasks.example_answers_grade), [run.id], on_unsent=example_runs_wait_for_broker
-            )
+            jobs.send_on_commit(jobs.Job(tasks.example_answers_grade), [run.id], on_unsent=example_runs_wait_for_broker)
             return run
     try:
         with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
