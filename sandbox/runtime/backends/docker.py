@@ -16,8 +16,8 @@ tmpfs mounts. So images need /bin/sh, cat and tar (busybox has them all).
 
 Timeouts: each exec records its pid (an exec'd process is its own process
 group leader) and on timeout a second exec kills that whole group. After every
-exec, that group and then every other process of the sandbox user (`kill -9
--1`, which also reaches `setsid` escapees) are killed: nothing outlives its exec. OOM: the
+exec, that group and then every other process of the sandbox user (by uid, from
+root, `setsid` escapees and fork bombs too: see SWEEP_UID) are killed: nothing outlives its exec. OOM: the
 exec API cannot report it, so when a command dies of SIGKILL (137) and did not
 time out, we read the container's memory cgroup OOM-kill counter
 (`memory.oom_control` on cgroup v1, `memory.events` on v2) and compare it with
@@ -83,11 +83,16 @@ EXITED_GRACE_S = 30
 # After every exec everything of the sandbox user goes (a `setsid` child leaves the exec's session and group), as
 # with bubblewrap, where the exec's pid namespace ends with its command. $U is the sandbox user's uid; the sweep
 # prints "done" when a pass found nothing, "busy" when it gave up.
+# Killing one process at a time loses to a fork bomb at the pids limit: each pid a kill frees is forked into at
+# once, so a pass that killed all it listed leaves as many newborns (and the bomb takes the CPU the killer needs).
+# So the sweep first stops every process of the container at once (`kill -STOP -1`: everything but init and the
+# killer, in one step no fork escapes; a stopped process forks nothing and cannot resume another), then kills
+# the sandbox user's, then resumes what is left (root's keep-alive).
 SWEEP_UID = (
-    "n=0; r=busy; while [ $n -lt 500 ]; do found=; for d in /proc/[0-9]*; do s=; u=; "
+    "kill -STOP -1 2>/dev/null; n=0; r=busy; while [ $n -lt 500 ]; do found=; for d in /proc/[0-9]*; do s=; u=; "
     "{ while read -r k v x; do case $k in State:) s=$v;; Uid:) u=$v; break;; esac; done; } "
     '2>/dev/null < "$d/status"; [ "$u" = "$U" ] && [ "$s" != Z ] && kill -9 "${d#/proc/}" 2>/dev/null '
-    '&& found=1; done; [ -z "$found" ] && { r=done; break; }; n=$((n+1)); done'
+    '&& found=1; done; [ -z "$found" ] && { r=done; break; }; n=$((n+1)); done; kill -CONT -1 2>/dev/null'
 )
 # The long-lived killer: one sweep per request line (a serial number, ours: its stdin is our socket), answered
 # with the number and the sweep's result.
@@ -583,9 +588,10 @@ class DockerSandbox(Sandbox):
                     if not self.api.exec_inspect(exec_id).get("Running"):
                         self._sweep()
                         hard_deadline = time.monotonic() + KILL_GRACE_S
-                    elif not self.limit_hit:
-                        # While it runs: a file deleted but held open is freed when its process ends.
-                        self._record_full(self._free_space())
+                    elif not self.limit_hit and deadline - time.monotonic() > 0.5:
+                        # While it runs: a file deleted but held open is freed when its process ends. Within
+                        # the command's own time: at the pids limit (a fork bomb) the probe cannot even start.
+                        self._record_full(self._free_space(timeout_s=min(10.0, deadline - time.monotonic())))
                 continue
             try:
                 chunk = sock.recv(65536)
@@ -746,10 +752,10 @@ class DockerSandbox(Sandbox):
             duration_ms=duration_ms,
         )
 
-    def _free_space(self) -> dict[str, int]:
+    def _free_space(self, timeout_s: float = 10.0) -> dict[str, int]:
         """Bytes free in /workspace and /tmp (POSIX `df -Pk`), {} when it cannot tell."""
         try:
-            code, out, _, _ = self._run(["df", "-Pk", WORKSPACE, TMP], timeout_s=10, out_cap=4096)
+            code, out, _, _ = self._run(["df", "-Pk", WORKSPACE, TMP], timeout_s=timeout_s, out_cap=4096)
         except SandboxError:
             return {}
         free = {}

@@ -83,6 +83,34 @@ def test_a_background_fork_bomb_is_gone_when_its_exec_returns(box):
     assert _agent_processes(box) == []
 
 
+# Fork bombs against the sweep that ends each exec (docker's `kill` by uid races processes that fork faster than
+# one pass kills them): started in their own session, in shell and in Python, while the command itself runs on
+# past its timeout. The exec still ends at its timeout, as timed out, and nothing of the bomb is left after it.
+BOMBS = {
+    "shell": "b() { b & b & }; b",
+    "python": "python3 -c 'import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass'",
+    # each newborn resumes every stopped sibling it can signal before it forks again
+    "python, resuming what is stopped": (
+        "python3 -c 'import os, signal\nwhile True:\n    try:\n        os.kill(-1, signal.SIGCONT)\n"
+        "        os.fork()\n    except OSError:\n        pass'"
+    ),
+}
+
+
+@pytest.mark.parametrize("bomb", list(BOMBS), ids=list(BOMBS))
+@pytest.mark.timeout(300)
+def test_a_fork_bomb_racing_the_sweep_is_gone_and_the_exec_ends_at_its_timeout(box, bomb):
+    script = BOMBS[bomb].replace("'", "'\\''")
+    started = box.exec(f"setsid sh -c '{script}' </dev/null >/dev/null 2>&1 & while :; do :; done", timeout_s=3)
+    assert started.timed_out and started.exit_code is None, started
+    assert box.exec("echo free").stdout == "free\n"
+    assert _agent_processes(box) == []
+    # Once more, with the bomb in the foreground of an exec that finishes (no timeout): gone as well.
+    finished = box.exec(f"setsid sh -c '{script}' </dev/null >/dev/null 2>&1 & sleep 1; echo lit")
+    assert finished.stdout == "lit\n" and not finished.timed_out, finished
+    assert _agent_processes(box) == []
+
+
 # -- what one check's exec learns, used against the next (issue 27: nonce and bookkeeping reuse) ---------------
 
 GRADE_HELPER = b"def verdict():\n    import fizzbuzz\n    return fizzbuzz.fizzbuzz(15) == 'FizzBuzz'\n"
