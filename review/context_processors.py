@@ -1,6 +1,6 @@
 from functools import cache
 
-from authoring import permissions
+from accounts import permissions
 from review import selectors
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import AuditEvent
 from authoring.services import audit_record
 from gymwright.errors import DomainError, NotAllowed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import Task, TaskVersion
 from gymwright.errors import DomainError, NotAllowed
 from packs import archive

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from authoring import permissions
+from accounts import permissions
 from gymwright import jobs
 from gymwright.errors import DomainError, NotAllowed
 from packs import archive

@@ -8,7 +8,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import Task
 from authoring.templatetags.task_table import version_state
 from grading.engine import gates as engine_gates

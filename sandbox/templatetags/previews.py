@@ -7,7 +7,7 @@ from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.utils.timezone import localtime
 
-from authoring import permissions
+from accounts import permissions
 from gymwright.html import escape, url_stem
 from gymwright.numbers import format_number, format_percent
 from sandbox import selectors
