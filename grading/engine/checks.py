@@ -66,6 +66,14 @@ def failed_outcome(check, reason: str) -> Outcome:
     return Outcome(0.0 if check.points > 0 else 1.0, reason)
 
 
+def sandbox_refused(exc: BaseException) -> bool:
+    """Whether a sandbox file operation failed for what is in the sandbox, i.e. the agent's doing: a link, a
+    FIFO or folder where a file goes, a file too large, a full /tmp or workspace. sandbox.runtime's backends
+    raise these as permanent SandboxErrors; a transient one (the engine unreachable, the container gone) is
+    the backend's own failure."""
+    return isinstance(exc, (NotRegularFile, ValueError)) or bool(getattr(exc, "permanent", False))
+
+
 class Missing(Exception):
     """What the check reads does not exist (a file the agent did not write): the check scores 0."""
 
@@ -119,12 +127,8 @@ class GradingContext:
                 return self.sandbox.read_file(relative)
             except FileNotFoundError:
                 raise Missing(f"file {relative!r} does not exist in the workspace") from None
-            except (NotRegularFile, ValueError) as exc:
-                raise Failed(f"could not read {relative!r} from the sandbox: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - a backend error is a reason, not a crash
-                if getattr(exc, "permanent", False):
-                    # sandbox.runtime's backends refuse a link, a non-file or an oversized file this way:
-                    # the agent made the file so; a transient error is the backend's own.
+                if sandbox_refused(exc):
                     raise Failed(f"could not read {relative!r} from the sandbox: {exc}") from None
                 raise Unscored(f"could not read {relative!r} from the sandbox: {exc}") from None
         raise Unscored("needs the workspace files, and none were given")
