@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from grading.engine import gates, parse_rubric
+from grading.engine import gate_rules, parse_rubric
 from grading.engine.checks import episode_checks
 from grading.engine.example_answers import rubric_needs
 from grading.engine.hacks import applicable_hacks
@@ -44,7 +44,7 @@ BEFORE = {
         "number",
         "text_similarity",
     },
-    # gates.has_judge_checks, grading.services.rubric_has_judge_checks, rubric_needs: kind == "llm_judge"
+    # gate_rules.has_judge_checks, grading.services.rubric_has_judge_checks, rubric_needs: kind == "llm_judge"
     "judged": {"llm_judge"},
     "bounded_by_design": {"string_match", "regex", "number", "json_field", "text_similarity"},
 }
@@ -101,7 +101,7 @@ JUDGED_IN_A_GROUP = {
 
 def test_does_this_rubric_have_judge_checks_has_one_answer():
     parsed = parse_rubric(JUDGED_IN_A_GROUP)
-    assert gates.has_judge_checks is has_judge_checks
+    assert gate_rules.has_judge_checks is has_judge_checks
     assert has_judge_checks(parsed) and has_judge_checks(JUDGED_IN_A_GROUP)
     assert rubric_needs(JUDGED_IN_A_GROUP) == {"judge", "sandbox"}
     plain = {"schema": "gymwright.rubric/v1", "checks": JUDGED_IN_A_GROUP["checks"][:1]}
