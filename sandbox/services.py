@@ -85,7 +85,7 @@ def policy_parse(policy: Any, *, probe_text: str | None = None) -> PolicyChoice:
             details=[{"pointer": "/policy", "message": "unknown policy"}],
         )
     if kind == "hack":
-        from sandbox.runtime.hacks import HACKS
+        from sandbox.runtime.hack_probes import HACKS
 
         if text not in HACKS:
             raise DomainError(

@@ -9,7 +9,7 @@ import pytest
 from grading.engine import gate_rules, parse_rubric
 from grading.engine.checks import episode_checks
 from grading.engine.example_answers import rubric_needs
-from grading.engine.hacks import applicable_hacks
+from grading.engine.hack_targets import applicable_hacks
 from grading.engine.models import (
     CHECK_FLAGS,
     CHECK_MODELS,
@@ -26,11 +26,11 @@ from grading.engine.models import (
 BEFORE = {
     # grading/engine/checks.py EPISODE_KINDS: read the agent's workspace or run in its sandbox
     "reads_episode": {"file_exists", "file_content", "table_cell", "command", "python", "tests"},
-    # grading/engine/example_answers.py SANDBOX_KINDS, grading/engine/hacks.py CODE_KINDS
+    # grading/engine/example_answers.py SANDBOX_KINDS, grading/engine/hack_targets.py CODE_KINDS
     "needs_sandbox": {"command", "python", "tests"},
-    # hacks.py's "empty-files" and lint.py's _read_path: the kinds that read a workspace file at `path`
+    # hack_targets.py's "empty-files" and lint.py's _read_path: the kinds that read a workspace file at `path`
     "reads_workspace": {"file_exists", "file_content", "table_cell"},
-    # hacks.py EXHAUSTIBLE_KINDS = CODE_KINDS | FILE_KINDS | {llm_judge, regex, number, text_similarity}
+    # hack_targets.py EXHAUSTIBLE_KINDS = CODE_KINDS | FILE_KINDS | {llm_judge, regex, number, text_similarity}
     "grows_with_output": {
         "command",
         "python",

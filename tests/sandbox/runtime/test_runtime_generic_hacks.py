@@ -1,4 +1,4 @@
-"""The generic hack probes on both backends (grading.engine.hacks: exit-zero, always-equal, shadow,
+"""The generic hack probes on both backends (grading.engine.hack_targets: exit-zero, always-equal, shadow,
 monkeypatch, exhaust, zero-width, symlink). Each is derived from the task's own files, rubric and
 reference solution, runs as a scripted policy in the real sandbox, and is judged by the real hack
 gate (grading.engine.gate_rules): a task written the weak way is caught (the probe's reward is over the
@@ -14,14 +14,14 @@ import pytest
 
 from authoring.demo import demo_task_document
 from grading.engine import gate_rules
-from grading.engine import hacks as engine_hacks
+from grading.engine import hack_targets as engine_hacks
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, check_scores, rewarded_checks
 from grading.engine.gate_rules import GateInputs, PreviewEvidence
-from grading.engine.hacks import HIDDEN, applicable_hacks, penalty_triggers, rubric_outputs
+from grading.engine.hack_targets import HIDDEN, applicable_hacks, penalty_triggers, rubric_outputs
 from grading.engine.text import normalise_unicode
 from sandbox.runtime import make_policy, run_rollout
 from sandbox.runtime import rollout as rollout_module
-from sandbox.runtime.hacks import EXHAUST_ANSWER_CHARS, exhaust_answer, zero_width_answer
+from sandbox.runtime.hack_probes import EXHAUST_ANSWER_CHARS, exhaust_answer, zero_width_answer
 
 CALC = b"def add(a, b):\n    raise NotImplementedError\n"
 CALC_TESTS = b"""import unittest
