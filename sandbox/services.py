@@ -30,7 +30,7 @@ from accounts import permissions
 from authoring.models import AuditEvent, TaskVersion
 from grading.engine.text import storable_text
 from gymwright import jobs
-from gymwright.egress import NETWORK_ON, egress_refusal
+from gymwright.egress_setting import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.sql import Prepared
 from sandbox.models import PreviewRun, Rollout

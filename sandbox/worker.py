@@ -478,7 +478,7 @@ def _backend_options(backend: str) -> dict:
             raise SandboxError(str(exc), permanent=True) from None
         options: dict[str, Any] = {"work_dir": str(work_dir), "limits": limits}
         if settings.SANDBOX_EGRESS:
-            from sandbox.runtime.egress import EgressPolicy
+            from sandbox.runtime.egress_filter import EgressPolicy
 
             try:
                 options["egress"] = EgressPolicy.from_strings(settings.SANDBOX_EGRESS_ALLOW)
