@@ -28,8 +28,8 @@ from grading.engine.kind_examples import EXAMPLES, example_as_dict
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
 from gymwright.html import escape, slug_url_prefix
-from gymwright.kept import Kept
 from gymwright.pagination import KeysFirstPaginator
+from gymwright.process_cache import Kept
 
 PAGE_SIZE = 50
 

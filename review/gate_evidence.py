@@ -12,7 +12,7 @@ from grading.engine import gate_rules as engine_gates
 from grading.engine import validate_task
 from grading.engine.calibration import check_scores, rewarded_checks
 from gymwright.errors import DomainError
-from gymwright.kept import Kept
+from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, PreparedIn
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout

@@ -23,7 +23,7 @@ from django.utils import timezone
 from authoring.models import TaskVersion
 from grading.engine.text import storable, storable_name, storable_text
 from gymwright.errors import DomainError
-from gymwright.kept import Kept
+from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, SmallInt
 from sandbox.models import PreviewRun, Rollout
 from sandbox.runtime.rollout import RolloutResult
