@@ -19,7 +19,7 @@ from django.conf import settings
 from grading.engine import TASK_SCHEMA, content_sha256, validate_task
 from grading.engine.models import relative_path_problem
 from gymwright.errors import DomainError
-from gymwright.nul import nul_check
+from gymwright.storable_input import nul_check
 from packs.importer.extract import _ReadBudget, extract_archive
 from packs.importer.records import DEFAULT_ENVIRONMENT, TASK_KEYS, Candidate, ImportFailed, ImportTooLarge, Rejection
 

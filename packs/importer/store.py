@@ -20,7 +20,7 @@ from authoring import services as authoring_services
 from authoring.models import SLUG_RULE, Blob, Environment, Task, TaskVersion, slug_validator
 from gymwright.bulk import keys_of
 from gymwright.errors import DomainError, NotAllowed
-from gymwright.nul import nul_check
+from gymwright.storable_input import nul_check
 from packs.importer.records import DEFAULT_ENVIRONMENT, Candidate, ImportReport, Rejection, ReportLine
 from packs.importer.sources import request_candidates, source_candidates
 
