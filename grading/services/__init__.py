@@ -30,6 +30,7 @@ from grading.services.example_answers import (
     example_result,
     example_run_fail_if_stale,
     example_runs_resend,
+    example_runs_wait_for_broker,
     example_sandbox_grader_register,
 )
 from grading.services.grades import grade_from_document, grade_record
@@ -66,5 +67,6 @@ __all__ = [
     "example_result",
     "example_run_fail_if_stale",
     "example_runs_resend",
+    "example_runs_wait_for_broker",
     "example_sandbox_grader_register",
 ]
