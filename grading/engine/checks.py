@@ -40,6 +40,8 @@ from .models import (
     StringMatchCheck,
     TableCellCheck,
     TextSimilarityCheck,
+    check_model,
+    flat_checks,
 )
 from .safe_files import NotRegularFile, has_link, read_regular
 from .sandbox import CheckSandbox, ExecResult
@@ -963,23 +965,15 @@ _HANDLERS = {
 }
 
 
-#: Kinds that read the agent's workspace or run in its sandbox.
-EPISODE_KINDS = frozenset({"file_exists", "file_content", "table_cell", "command", "python", "tests"})
-
-
 def episode_checks(rubric: Any) -> list[str]:
     """Ids of a rubric document's checks, at any depth, that need the episode rather than the response text:
-    the agent's workspace files, its sandbox (commands, python checks) or its trajectory. Graded from a
-    response alone (a trainer's reward function, `grade` without a workspace or sandbox), they are unscored.
-    Groups are not listed themselves, only their children that need the episode."""
-    found: list[str] = []
-    stack = list(reversed((rubric or {}).get("checks") or [])) if isinstance(rubric, dict) else []
-    while stack:
-        check = stack.pop()
-        if not isinstance(check, dict):
-            continue
-        if check.get("kind") == "group":
-            stack.extend(reversed(check.get("checks") or []))
-        elif check.get("kind") in EPISODE_KINDS or (check.get("target") or "answer") != "answer":
-            found.append(str(check.get("id")))
-    return found
+    the agent's workspace files, its sandbox (commands, python checks) or its trajectory (a kind that
+    `reads_episode`, or a target other than the answer). Graded from a response alone (a trainer's reward
+    function, `grade` without a workspace or sandbox), they are unscored. Groups are not listed themselves,
+    only their children that need the episode."""
+    return [
+        str(check.get("id"))
+        for check, _, _, _ in flat_checks(rubric.get("checks") if isinstance(rubric, dict) else None)
+        if check.get("kind") != "group"
+        and (getattr(check_model(check), "reads_episode", False) or (check.get("target") or "answer") != "answer")
+    ]

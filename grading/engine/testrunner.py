@@ -664,6 +664,22 @@ _STRICT = {
 _ORIGINAL = {}
 
 
+class _Method(property):
+    """A TestCase method as a read-only data descriptor: an attribute of the same name in a test case's own __dict__
+    (the tested code reaches `self` through a traceback's frames) never shadows it; on the class it is the plain
+    function (`unittest.TestCase.setUp(self)` still works)."""
+
+    def __get__(self, instance, owner=None):
+        return self.fget(instance)
+
+
+def _method_property(function):
+    def bound(self, _function=function, _bind=types.MethodType):
+        return _function if self is None else _bind(_function, self)
+
+    return _Method(bound, doc=getattr(function, "__doc__", None))
+
+
 def install_strict_assertions():
     for name, method in _STRICT.items():
         if name in _TestCase.__dict__:
@@ -671,6 +687,14 @@ def install_strict_assertions():
             setattr(_TestCase, name, method)
     # The equality dispatch table of the originals is bypassed: every typed method above is ours.
     _TestCase.failureException = _AssertionError
+
+
+def freeze_test_case_methods():
+    """TestCase's own methods (unittest's assertions and `fail`, and the strict ones) become read-only descriptors
+    (`_Method`). Called once the strict methods are sealed."""
+    for name, member in list(vars(_TestCase).items()):
+        if _type(member) is _FunctionType and not name.startswith("__"):
+            setattr(_TestCase, name, _method_property(member))
 
 
 # ---------------------------------------------------------------- test source rewriting
@@ -980,7 +1004,7 @@ _MISSING = object()
 
 def _audit_hook(guard, extra=()):
     protected = (
-        (_TestCase, Guard, Tampered, _Approx, _Raises, _Mark, _MarkFactory, _Param, _Strict)
+        (_TestCase, Guard, Tampered, _Approx, _Raises, _Mark, _MarkFactory, _Param, _Strict, _Method)
         + tuple(extra)
         + tuple(_APPROX)
         + tuple(_FAILURES)
@@ -1396,6 +1420,7 @@ def main():
     _ORIGINAL = types.MappingProxyType(dict(_ORIGINAL))
     # From here on the runner runs its sealed copies only (see _seal), the report writer included.
     sealed = _seal(sys.modules["__main__"].__dict__)
+    sealed["freeze_test_case_methods"]()
     finish = sealed["_finisher"](results, sealed["_make_reporter"](report_fd, nonce))
     del nonce
     guard = Guard(sys.modules["__main__"].__dict__, modules)

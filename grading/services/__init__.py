@@ -35,13 +35,12 @@ from grading.services.example_answers import (
 )
 from grading.services.grades import grade_from_document, grade_record
 from grading.services.judge_labels import SCORE_AGREEMENT_TOLERANCE, judge_label_record, judge_verdict_of
-from grading.services.rubrics import rubric_from_text, rubric_has_judge_checks, rubric_parse
+from grading.services.rubrics import rubric_from_text, rubric_parse
 
 __all__ = [
     "grade_from_document",
     "grade_record",
     "rubric_from_text",
-    "rubric_has_judge_checks",
     "rubric_parse",
     "DryRunOutcome",
     "MAX_WORKSPACE_FILES",
