@@ -541,7 +541,8 @@ def _not_beaten_since(moment) -> Q:
 
 
 def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict:
-    """Rollouts whose worker stopped beating: re-queue once, then fail with "worker lost".
+    """Rollouts whose worker stopped beating: re-queue once, then fail with "worker lost"; the same for the
+    sandbox runs of example answers (sandbox.examples.example_runs_reap_stale).
 
     Also asks the docker backend to remove containers whose rollout is over, so a
     dead worker leaves nothing running behind. Safe to run from any number of
@@ -568,6 +569,10 @@ def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict
             result["failed"].append(row["pk"])
     result["resent"] = _resend_lost_messages(now=now)
     result["containers_removed"] = _reap_containers()
+    from sandbox.examples import example_runs_reap_stale
+
+    # Sandbox runs of example answers are rollouts too: reaped on the same timer.
+    result["example_runs"] = example_runs_reap_stale(now=now)
     return result
 
 
