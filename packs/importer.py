@@ -42,7 +42,7 @@ from grading.engine import TASK_SCHEMA, content_sha256, validate_task
 from grading.engine.models import relative_path_problem
 from gymwright.bulk import keys_of
 from gymwright.errors import DomainError, NotAllowed
-from gymwright.nul import nul_check
+from gymwright.storable_input import nul_check
 
 BATCH = 1000
 TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")

@@ -11,10 +11,10 @@ from django.utils.timesince import timesince
 from accounts import permissions
 from authoring.models import Task
 from authoring.templatetags.task_table import version_state
-from grading.engine import gates as engine_gates
+from grading.engine import gate_rules as engine_gates
 from gymwright.forms import rendered_once
 from gymwright.html import escape, slug_url_prefix, url_stem
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review import selectors, services
 from review.forms import ReviewForm, SubmitForm
 
