@@ -17,3 +17,8 @@ class SandboxConfig(AppConfig):
 
         # The broker check sends again the jobs of rollouts that wait for the broker or that it lost.
         jobs.resender_register("rollouts", rollouts_resend)
+
+        from sandbox import panels
+
+        # The task page shows its previews through the panel sandbox registers.
+        panels.register()
