@@ -19,6 +19,7 @@ from authoring import permissions
 from authoring.models import SLUG_RULE, Environment, slug_validator
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import RenderedOnceWhenUnbound, form_add_domain_error
+from gymwright.html import slug_url_prefix
 from gymwright.pagination import KeysFirstPaginator
 from packs import downloads, importer, selectors, services
 from packs.models import PackVerification, PackVersion
@@ -99,6 +100,7 @@ def pack_list(request: HttpRequest) -> HttpResponse:
         {
             "page": page,
             "form": form,
+            "pack_url": slug_url_prefix("packs:pack_detail"),
             "status_labels": dict(PackVersion.Status.choices),
             "can_build": permissions.can_build_packs(request.user),
             "can_import": permissions.can_author(request.user),
