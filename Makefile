@@ -93,12 +93,12 @@ $(HARBOR_VENV)/.installed:
 # The bundled grader's requirements.txt (what a pack ships), which the virtualenvs below install.
 .PHONY: grader-requirements
 grader-requirements: $(STAMP)
-	@$(PY) -c "from packs.archive import grader_files, grader_requirements; print(grader_requirements(grader_files()), end='')"
+	@$(PY) -c "from packs.archive.grader import grader_files, grader_requirements; print(grader_requirements(grader_files()), end='')"
 
 # Inspect (inspect_ai) with the bundled grader's requirements, to run a pack's inspect_task.py as labs do.
 INSPECT_VENV := var/inspect-venv
 inspect-venv: $(INSPECT_VENV)/.installed
-$(INSPECT_VENV)/.installed: $(STAMP) packs/archive.py
+$(INSPECT_VENV)/.installed: $(STAMP) packs/archive/grader.py
 	@test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
 	$(MAKE) -s --no-print-directory grader-requirements > $(INSPECT_VENV)/requirements.txt
 	$(INSPECT_VENV)/bin/pip install -q inspect_ai==0.3.285 openai -r $(INSPECT_VENV)/requirements.txt
@@ -108,7 +108,7 @@ $(INSPECT_VENV)/.installed: $(STAMP) packs/archive.py
 # for the stand-alone reward tests.
 GRADER_VENV := var/grader-venv
 grader-venv: $(GRADER_VENV)/.installed
-$(GRADER_VENV)/.installed: $(STAMP) packs/archive.py $(wildcard grading/engine/*.py)
+$(GRADER_VENV)/.installed: $(STAMP) packs/archive/grader.py $(wildcard grading/engine/*.py)
 	@test -x $(GRADER_VENV)/bin/python || $(PYTHON) -m venv $(GRADER_VENV)
 	$(MAKE) -s --no-print-directory grader-requirements > $(GRADER_VENV)/requirements.txt
 	$(GRADER_VENV)/bin/pip install -q -r $(GRADER_VENV)/requirements.txt
@@ -120,7 +120,7 @@ $(GRADER_VENV)/.installed: $(STAMP) packs/archive.py $(wildcard grading/engine/*
 TRAINERS_VENV := var/trainers-venv
 TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0 cachetools==8.0.2 fastapi==0.165.0 uvicorn==0.54.0
 trainers-venv: $(TRAINERS_VENV)/.installed
-$(TRAINERS_VENV)/.installed: $(STAMP) packs/archive.py
+$(TRAINERS_VENV)/.installed: $(STAMP) packs/archive/grader.py
 	@test -x $(TRAINERS_VENV)/bin/python || $(PYTHON) -m venv $(TRAINERS_VENV)
 	$(MAKE) -s --no-print-directory grader-requirements > $(TRAINERS_VENV)/requirements.txt
 	$(TRAINERS_VENV)/bin/pip install -q $(TRAINERS_PINS) -r $(TRAINERS_VENV)/requirements.txt

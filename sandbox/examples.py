@@ -7,7 +7,8 @@ protected files restored, grader files added, checks in the sandbox).
 grading.services creates the ExampleRun and calls `example_run_enqueue` (registered in
 sandbox.apps); the job (`sandbox.tasks.example_answers_grade`) calls `example_answers_grade_in_sandbox`.
 A run counts against its requester's cap of rollouts in flight (GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT), one
-rollout per example, and grades its examples one at a time (one sandbox at a time).
+rollout per example, and as one start against their rate (GYMWRIGHT_PREVIEW_RATE), as a preview does; it
+grades its examples one at a time (one sandbox at a time).
 """
 
 from __future__ import annotations
@@ -29,16 +30,30 @@ EXAMPLE_MARGIN_S = 120
 
 
 def example_run_enqueue(run: ExampleRun) -> None:
-    """Queue `run` for a sandbox worker after commit; over the requester's cap it fails at once, saying so
-    (the author grades the examples again once some rollouts have finished)."""
+    """Queue `run` for a sandbox worker after commit; over the requester's cap or rate it fails at once, saying so
+    (the author grades the examples again once some rollouts have finished, or later)."""
     from sandbox import services
 
+    user = run.requested_by
     try:
-        if run.requested_by_id is not None:
-            services.rollouts_in_flight_check(user=run.requested_by, n=run.total, example_run_id=run.pk)
+        if user is not None:
+            services.rollouts_in_flight_check(user=user, n=run.total, example_run_id=run.pk)
+            services.preview_rate_check(user=user)
     except DomainError as exc:
         grading_services.example_answers_fail(example_run_id=run.pk, error=f"Not graded: {exc.message}")
         return
+    if user is not None:  # a start of rollouts, as a preview is: the rate counts it (preview_rate_check)
+        from authoring.models import AuditEvent
+        from authoring.services import audit_record
+
+        version = run.task_version
+        audit_record(
+            actor=user,
+            verb=AuditEvent.Verb.PREVIEW,
+            target=version.task,
+            summary=f"{version.task.slug} v{version.number} with its example answers × {run.total}",
+            data={"example_run": run.pk, "version": version.number, "n": run.total},
+        )
     from sandbox import tasks
 
     limits = (run.task_version.spec.get("environment") or {}).get("limits") or {}

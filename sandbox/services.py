@@ -220,7 +220,7 @@ def preview_run_create(
     environment_limits_check(task_version.spec.get("environment") or {}, pointer_prefix="/environment")
     _policy_check_runnable(policy=choice, task_version=task_version)
     rollouts_in_flight_check(user=user, n=n)
-    _preview_rate_check(user=user)
+    preview_rate_check(user=user)
 
     preview_run = PreviewRun(
         task_version=task_version,
@@ -294,18 +294,20 @@ def preview_rate_parse(rate: str) -> tuple[int, int] | None:
     return int(count), PERIOD_SECONDS[period.strip()[0]]
 
 
-def _preview_rate_check(*, user) -> None:
-    """Refuse (429, code "throttled") a preview start past the user's GYMWRIGHT_PREVIEW_RATE, on every path that
-    starts one (the API, the form, Run gates): the starts are counted in the database, in the transaction that
-    holds the user's row (`rollouts_in_flight_check`), so web processes and hosts share one count and two
-    starts at once count each other."""
+def preview_rate_check(*, user) -> None:
+    """Refuse (429, code "throttled") a start of rollouts past the user's GYMWRIGHT_PREVIEW_RATE, on every path that
+    starts them (the API, the form, Run gates, and a sandbox run of example answers: a version saved, an import,
+    "Grade again"). The starts are counted in the database, as the audit log's "started a preview" events (a run of
+    example answers graded again replaces its row, its event stays), in the transaction that holds the user's row
+    (`rollouts_in_flight_check`), so web processes and hosts share one count and two starts at once count each
+    other."""
     limit = preview_rate_parse(settings.PREVIEW_RATE)
     if limit is None:
         return
     starts, window_s = limit
     since = timezone.now() - timedelta(seconds=window_s)
     recent = list(
-        PreviewRun.objects.filter(created_by=user, created_at__gte=since)
+        AuditEvent.objects.filter(actor=user, verb=AuditEvent.Verb.PREVIEW, created_at__gte=since)
         .order_by("-created_at")
         .values_list("created_at", flat=True)[:starts]
     )
@@ -314,8 +316,9 @@ def _preview_rate_check(*, user) -> None:
     # Free again once the oldest of the last `starts` leaves the window.
     retry_after = max(1, math.ceil((recent[-1] - since).total_seconds()))
     raise DomainError(
-        f"You have started {starts} previews in the last {_period_words(window_s)}, the limit per "
-        f"user (GYMWRIGHT_PREVIEW_RATE: {settings.PREVIEW_RATE}); try again in {retry_after} s.",
+        f"You have started {starts} previews (or sandbox runs of example answers) in the last "
+        f"{_period_words(window_s)}, the limit per user (GYMWRIGHT_PREVIEW_RATE: {settings.PREVIEW_RATE}); "
+        f"try again in {retry_after} s.",
         code="throttled",
         http_status=429,
         extra={"retry_after_s": retry_after},

@@ -283,10 +283,10 @@ def test_the_harbor_layout_follows_file_roles(tmp_path):
     ],
 )
 def test_tar_headers_are_byte_for_byte_the_ones_tarfile_writes(arcname, size, mode, typeflag, linkname):
-    info = archive._tar_info(arcname)
+    info = archive.targz.tar_info(arcname)
     info.size, info.mode, info.type, info.linkname = size, mode, typeflag, linkname
     expected = info.tobuf(tarfile.GNU_FORMAT, tarfile.ENCODING, "surrogateescape")
-    assert archive._tar_header(arcname, size=size, mode=mode, typeflag=typeflag, linkname=linkname) == expected
+    assert archive.targz.tar_header(arcname, size=size, mode=mode, typeflag=typeflag, linkname=linkname) == expected
 
 
 @pytest.mark.parametrize(
@@ -317,17 +317,17 @@ def test_tar_headers_are_byte_for_byte_the_ones_tarfile_writes(arcname, size, mo
 )
 def test_indented_json_is_the_json_modules_text(value):
     # manifest.json and rubric.json must not change with the writer that makes them faster
-    assert archive._indented_json(value) == (
+    assert archive.manifest.indented_json(value) == (
         json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     ).encode("utf-8")
 
 
 def test_indented_json_leaves_what_is_not_plain_json_to_the_json_module():
-    assert archive._indented_json({1: "a", 2: "b"}) == b'{\n "1": "a",\n "2": "b"\n}\n'
+    assert archive.manifest.indented_json({1: "a", 2: "b"}) == b'{\n "1": "a",\n "2": "b"\n}\n'
     with pytest.raises(TypeError):
-        archive._indented_json({"a": object()})
+        archive.manifest.indented_json({"a": object()})
     with pytest.raises(TypeError):
-        archive._indented_json({1: "a", "b": 2})
+        archive.manifest.indented_json({1: "a", "b": 2})
 
 
 def test_the_manifest_and_rubric_files_are_the_json_modules_text(tmp_path):
@@ -351,7 +351,7 @@ def test_the_build_reports_progress_in_order_up_to_the_task_count(tmp_path):
     )
     assert seen == sorted(seen) and seen[-1] == 25 and seen[0] <= 1
     # writing the tasks, then compressing: the bar moves in both
-    assert any(value < 25 * archive.WRITE_SHARE for value in seen) and seen.count(25) < len(seen)
+    assert any(value < 25 * archive.targz.WRITE_SHARE for value in seen) and seen.count(25) < len(seen)
     # nothing but the archive is left in the scratch folder
     assert not any((tmp_path / "s").iterdir())
 
@@ -394,7 +394,9 @@ def test_crc32_combine_is_zlibs():
     rng = random.Random(7)
     for _ in range(200):
         first, second = os.urandom(rng.randint(0, 5000)), os.urandom(rng.randint(0, 5000))
-        assert archive.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(first + second)
+        assert archive.targz.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(
+            first + second
+        )
 
 
 def test_a_finished_build_leaves_no_renderer_behind(tmp_path):
@@ -475,9 +477,9 @@ def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, mo
         if index % 5 == 0:
             del doc["environment"]["tools"]
         rows.append(archive.parquet_row(doc, sha256="ab" * 32, info=info, split="train", index=index))
-    monkeypatch.setattr(archive, "PARQUET_BATCH", 100)
-    monkeypatch.setattr(archive, "PARQUET_BATCH_BYTES", 300_000)  # some batches cut by size, not count
-    writer = archive._SplitWriter(tmp_path / "ours.parquet")
+    monkeypatch.setattr(archive.parquet, "PARQUET_BATCH", 100)
+    monkeypatch.setattr(archive.parquet, "PARQUET_BATCH_BYTES", 300_000)  # some batches cut by size, not count
+    writer = archive.parquet.SplitWriter(tmp_path / "ours.parquet")
     batches, batch, size = [], [], 0
     for row in rows:
         writer.add(row)
@@ -489,7 +491,7 @@ def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, mo
     writer.close()
     batches.append(batch)
     assert len(batches) > len(rows) // 100 + 1  # the size cut happened
-    schema = archive._parquet_schema()
+    schema = archive.parquet.parquet_schema()
     with pq.ParquetWriter(tmp_path / "pyarrow.parquet", schema, compression="zstd") as reference:
         for batch in batches:
             if batch:
@@ -497,7 +499,7 @@ def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, mo
     assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "pyarrow.parquet").read_bytes()
     assert pq.read_table(tmp_path / "ours.parquet").to_pylist() == rows
 
-    empty = archive._SplitWriter(tmp_path / "empty.parquet")
+    empty = archive.parquet.SplitWriter(tmp_path / "empty.parquet")
     empty.close()
     with pq.ParquetWriter(tmp_path / "empty-pyarrow.parquet", schema, compression="zstd"):
         pass

@@ -378,7 +378,9 @@ def test_commands_run_by_the_harbor_verifiers_checks_do_not_see_the_judges_setti
         "SOMETHING_ELSE": "kept",
     }.items():
         monkeypatch.setenv(name, value)
-    spec = importlib.util.spec_from_file_location("harbor_grade_under_test", archive.BUNDLE_DIR / "harbor_grade.py")
+    spec = importlib.util.spec_from_file_location(
+        "harbor_grade_under_test", archive.info.BUNDLE_DIR / "harbor_grade.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     result = module.ContainerSandbox().exec("env")

@@ -11,6 +11,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from authoring import services as authoring_services
+from authoring.models import AuditEvent
 from gymwright.errors import DomainError
 from sandbox import services
 from tests.sandbox.factories import make_task
@@ -147,7 +148,9 @@ def test_the_start_rate_holds_on_every_path_that_starts_previews(
     # the count is the user's own, and the window's: starts older than the hour no longer count
     other = make_user(django_user_model, "bo", "author")
     assert services.preview_run_create(task_version=version, user=other, policy="nop", n=1)
-    PreviewRun.objects.filter(created_by=author).update(created_at=timezone.now() - timedelta(hours=1, seconds=1))
+    AuditEvent.objects.filter(actor=author, verb=AuditEvent.Verb.PREVIEW).update(
+        created_at=timezone.now() - timedelta(hours=1, seconds=1)
+    )  # each start is counted by its "started a preview" event
     assert api.post(previews_url(version), {"policy": "nop", "n": 1}, format="json").status_code == 201
 
 
