@@ -12,7 +12,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from authoring import permissions, selectors, services
+from accounts import permissions
+from authoring import selectors, services
 from authoring.diff import task_version_diff_json
 from authoring.models import Environment, slug_validator
 from grading.engine.models import MAX_TAGS, PROMPT_MAX_CHARS, TAG_MAX_CHARS, TITLE_MAX_CHARS

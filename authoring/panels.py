@@ -3,7 +3,7 @@ and Environments links for those who may read them, and the account link."""
 
 from __future__ import annotations
 
-from authoring import permissions
+from accounts import permissions
 
 
 def navigation(*, request, **_):

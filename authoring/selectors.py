@@ -6,9 +6,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
-from rest_framework.authtoken.models import Token
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from gymwright.errors import NotAllowed
 from gymwright.nul import NUL
@@ -493,7 +492,3 @@ def environment_tasks(*, environment: Environment, user, limit: int = 100) -> Qu
     if not permissions.reads_drafts(user):
         queryset = queryset.filter(approved_version__isnull=False)
     return queryset[:limit]
-
-
-def api_token_get(*, user) -> Token | None:
-    return Token.objects.filter(user=user).first()

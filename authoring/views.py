@@ -13,7 +13,10 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 
-from authoring import permissions, selectors, services
+from accounts import permissions
+from accounts import selectors as account_selectors
+from accounts import services as account_services
+from authoring import selectors, services
 from authoring.diff import task_version_diff
 from authoring.forms import EnvironmentForm, TaskForm
 from authoring.models import Task
@@ -546,11 +549,11 @@ def environment_edit(request, slug):
 
 @require_http_methods(["GET", "POST"])
 def account(request):
-    token = selectors.api_token_get(user=request.user)
+    token = account_selectors.api_token_get(user=request.user)
     new_key = None
     if request.method == "POST":
         replaced = token is not None
-        token = services.api_token_rotate(user=request.user)
+        token = account_services.api_token_rotate(user=request.user)
         new_key = token.key
         messages.success(
             request,

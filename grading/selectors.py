@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
-from authoring import permissions
+from accounts import permissions
 from authoring.selectors import task_version_before, task_version_check_readable
 from grading.engine import example_answers as engine_examples
 from grading.engine import flat_checks

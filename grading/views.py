@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from authoring import permissions
+from accounts import permissions
 from authoring.selectors import task_get_for_user, task_version_get_for_user
 from authoring.services import upload_too_large_error
 from grading import selectors, services

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "accounts",
     "authoring",
     "grading",
     "sandbox",
@@ -150,7 +151,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # Django's model backend and database sessions, each reading its row with a query compiled once per
 # process (gymwright.sql): the two queries every signed-in page makes (the user's with its roles).
-AUTHENTICATION_BACKENDS = ["authoring.auth.ModelBackend"]
+AUTHENTICATION_BACKENDS = ["accounts.auth.ModelBackend"]
 SESSION_ENGINE = "gymwright.sessions"
 
 LOGIN_URL = "login"
@@ -222,7 +223,7 @@ CONTENT_SECURITY_POLICY = env_str(
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "authoring.auth.TokenAuthentication",  # DRF's, reading the token, its user and roles in one query
+        "accounts.auth.TokenAuthentication",  # DRF's, reading the token, its user and roles in one query
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

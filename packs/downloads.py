@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpResponseNotModified
 
-from authoring import permissions
+from accounts import permissions
 from gymwright.errors import NotAllowed
 from packs.models import PackVersion
 

@@ -35,7 +35,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from authoring import permissions
+from accounts import permissions
 from authoring import services as authoring_services
 from authoring.models import SLUG_RULE, Blob, Environment, Task, TaskVersion, slug_validator
 from grading.engine import TASK_SCHEMA, content_sha256, validate_task

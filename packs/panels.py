@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from authoring import permissions
+from accounts import permissions
 
 
 def navigation(*, request, **_):

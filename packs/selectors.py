@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404
 
-from authoring import permissions
+from accounts import permissions
 from gymwright.errors import NotAllowed
 from packs import archive
 from packs.models import PackEntry, PackVersion, TaskPack

@@ -33,7 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 import gymwright
-from authoring import permissions
+from accounts import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record, blob_read
 from grading.engine.scoring import SCORING_RULE

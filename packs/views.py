@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import SLUG_RULE, Environment, slug_validator
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import RenderedOnceWhenUnbound, form_add_domain_error

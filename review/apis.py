@@ -15,7 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from authoring import permissions
+from accounts import permissions
 from authoring import selectors as authoring_selectors
 from gymwright.api import Pagination, iso_datetime, paginate, paginated, validated
 from gymwright.errors import DomainError, NotAllowed

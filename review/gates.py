@@ -114,7 +114,7 @@ def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.Exam
 
 
 def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
-    from grading.services import judge_config_for
+    from grading.endpoints import judge_config_for
 
     spec = task_version.spec
     issues = [f"{issue.pointer or '/'}: {issue.message}" for issue in validate_task(spec)]

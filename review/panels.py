@@ -8,7 +8,7 @@ from functools import cache
 
 from django.utils.safestring import mark_safe
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import Task
 from grading.engine import gates as engine_gates
 from gymwright.forms import rendered_once

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Exists, F, Func, OuterRef, Prefetch, QuerySet, Subquery
 from django.utils import timezone
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import Task, TaskVersion
 from authoring.selectors import approved_versions, task_filter
 from grading.engine import flat_checks

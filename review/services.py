@@ -14,7 +14,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record
 from grading.engine import flat_checks

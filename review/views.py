@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST, require_safe
 
-from authoring import permissions
+from accounts import permissions
 from authoring import selectors as authoring_selectors
 from authoring.diff import task_version_diff
 from authoring.prompt_html import prompt_html

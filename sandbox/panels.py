@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from authoring import permissions
+from accounts import permissions
 from sandbox import selectors
 from sandbox.forms import PreviewStartForm
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, QuerySet
 from django.http import Http404
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import Task, TaskVersion
 from authoring.selectors import approved_versions, task_check_for_user, task_version_check_readable
 from grading.engine import calibration, scoring

@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from authoring import permissions
+from accounts import permissions
 from authoring.models import AuditEvent, TaskVersion
 from grading.engine.text import storable_text
 from gymwright import jobs

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from authoring import permissions
+from accounts import permissions
 from authoring.selectors import task_get_for_user, task_version_get_for_user
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error

@@ -1,7 +1,7 @@
 from django import template
 from django.conf import settings
 
-from authoring import permissions
+from accounts import permissions
 from grading import selectors
 
 register = template.Library()

@@ -276,7 +276,7 @@ def test_an_environments_setup_script_and_dockerfile_are_saved_with_lf(author):
     ],
 )
 def test_a_task_document_is_serialised_once_for_both_of_its_hashes(document):
-    from authoring.services import _document_hashes
+    from authoring.services.documents import _document_hashes
     from grading.engine import canonical_json, content_sha256
 
     hashes = _document_hashes(document)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Apps added later (review decides, packs ship) join at the end of the line.
-LINE = ["gymwright", "authoring", "grading", "sandbox", "review", "packs"]
+LINE = ["gymwright", "accounts", "authoring", "grading", "sandbox", "review", "packs"]
 PURE_CORES = ("grading.engine", "sandbox.runtime")
 
 

@@ -14,7 +14,7 @@ from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from authoring.auth import ModelBackend
+from accounts.auth import ModelBackend
 from authoring.models import AuditEvent, Environment, Tag, Task
 from gymwright.sessions import SessionStore
 from gymwright.sql import Prepared

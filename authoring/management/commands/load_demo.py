@@ -1,10 +1,10 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from accounts.permissions import ADMIN, AUTHOR
 from authoring import services
 from authoring.demo import DEMO_ENVIRONMENT, DEMO_TASKS, demo_file_refs
 from authoring.models import Environment, Task
-from authoring.permissions import ADMIN, AUTHOR
 
 
 class Command(BaseCommand):

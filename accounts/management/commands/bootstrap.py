@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from authoring.permissions import ADMIN, AUTHOR, LAB, REVIEWER, ROLES
+from accounts.permissions import ADMIN, AUTHOR, LAB, REVIEWER, ROLES
 
 
 class Command(BaseCommand):

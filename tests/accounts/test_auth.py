@@ -1,4 +1,4 @@
-"""Who a request is (authoring.auth): the session's user and an API token's, each read with its roles in one query."""
+"""Who a request is (accounts.auth): the session's user and an API token's, each read with its roles in one query."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
-from authoring import permissions
-from authoring.auth import ModelBackend
+from accounts import permissions
+from accounts.auth import ModelBackend
 from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db

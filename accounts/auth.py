@@ -19,7 +19,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication as DrfTokenAuthentication
 from rest_framework.authtoken.models import Token
 
-from authoring import permissions
+from accounts import permissions
 from gymwright.sql import Prepared
 
 _user = Prepared(lambda pk: permissions.with_roles(get_user_model()._default_manager.filter(pk=pk)), pk=int)
