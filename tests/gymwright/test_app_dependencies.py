@@ -4,7 +4,8 @@ never to its right. The pure cores (grading.engine, sandbox.runtime) are librari
 The line holds in templates and settings too: a template of app X (templates/X/; the site's own templates are
 gymwright's) may only {% load %} tags, {% include %} or {% extends %} templates and {% url %} URL names of apps at or
 left of X, and an app's Python names only such URL names. An app that adds a panel to a page to its left registers
-it (gymwright.pages)."""
+it (gymwright.pages). Settings list every app in INSTALLED_APPS; beyond that they name only the bottom of the line
+(gymwright, accounts), the parts every page relies on."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ def test_the_checker_sees_an_import_against_the_line(tmp_path):
 # Templates, URL names and settings
 
 TEMPLATES = ROOT / "templates"
+BOTTOM = [app for app in LINE if app in ("gymwright", "accounts")]
 _TAG = re.compile(r"{%\s*(load|include|extends|url)\s+(.*?)\s*%}", re.S)
 _QUOTED = re.compile(r"""^["']([^"']+)["']""")
 
@@ -158,6 +160,26 @@ def test_python_names_only_the_urls_of_apps_to_its_left():
                     match = _URL_NAME.match(node.value)
                     if match and _placed_right(match.group(1), app):
                         problems.append(f"{path.relative_to(ROOT)}:{node.lineno} names the URL {node.value!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_settings_name_only_the_bottom_of_the_line():
+    """INSTALLED_APPS lists every app; every other setting (context processors, authentication, URLs) names only
+    gymwright or accounts, so a page of any app may rely on it."""
+    tree = ast.parse((ROOT / "gymwright" / "settings.py").read_text(encoding="utf-8"))
+    installed = {
+        id(node)
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == "INSTALLED_APPS" for target in statement.targets)
+        for node in ast.walk(statement.value)
+    }
+    problems = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in installed:
+            first = re.split(r"[.:]", node.value, maxsplit=1)[0]
+            if first != node.value and first in LINE and first not in BOTTOM:
+                problems.append(f"gymwright/settings.py:{node.lineno} names {node.value!r}")
     assert not problems, "\n".join(problems)
 
 
