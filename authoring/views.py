@@ -23,12 +23,12 @@ from authoring.models import Task
 from authoring.prompt_html import markdown_or_text, prompt_html
 from grading.engine import flat_checks  # the pure engine: a library for every app
 from grading.engine.describe import check_in_words
-from grading.engine.examples import EXAMPLES, example_as_dict
+from grading.engine.kind_examples import EXAMPLES, example_as_dict
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
-from gymwright.kept import Kept
 from gymwright.pages import panels
 from gymwright.pagination import KeysFirstPaginator
+from gymwright.process_cache import Kept
 
 PAGE_SIZE = 50
 

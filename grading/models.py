@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from grading.engine.models import flat_checks, kinds_with
 from grading.engine.scoring import SCORING_RULE
 from gymwright.numbers import format_number
 
@@ -73,8 +74,6 @@ class Grade(models.Model):
         or, for a grade of the old rule, that it must be run again."""
         if self.old_rule:
             return "graded under the old scoring rule — run it again"
-        from grading.engine.models import flat_checks
-
         rows = [check for check, _, _, _ in flat_checks(self.document.get("checks") or [])]
         leaves = [
             check
@@ -127,7 +126,7 @@ class CheckResult(models.Model):
 
     @property
     def is_judged(self) -> bool:
-        return self.kind == "llm_judge"
+        return self.kind in kinds_with("judged")
 
     @property
     def is_binary_judgement(self) -> bool:

@@ -12,8 +12,8 @@ from django.http import Http404
 from accounts import permissions
 from authoring.selectors import task_version_before, task_version_check_readable
 from grading.engine import example_answers as engine_examples
-from grading.engine import flat_checks
 from grading.engine.calibration import AgreementStats, cohen_kappa
+from grading.engine.models import flat_checks, kinds_with
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright.errors import NotAllowed
 from gymwright.numbers import format_number
@@ -126,7 +126,7 @@ class CheckRow:
 
     @property
     def judged(self) -> bool:
-        return self.kind == "llm_judge"
+        return self.kind in kinds_with("judged")
 
     @property
     def indent_em(self) -> float:

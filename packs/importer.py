@@ -42,7 +42,7 @@ from grading.engine import TASK_SCHEMA, content_sha256, validate_task
 from grading.engine.models import relative_path_problem
 from gymwright.bulk import keys_of
 from gymwright.errors import DomainError, NotAllowed
-from gymwright.nul import nul_check
+from gymwright.storable_input import nul_check
 
 BATCH = 1000
 TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
@@ -471,6 +471,7 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
             if path.suffix.lower() == ".csv":
                 delimiter, header = _csv_header(path)
                 _csv_header_check(path, header)
+                _csv_rows_check(path, delimiter, len(header))
                 frame = pd.read_csv(
                     path,
                     dtype=str,
@@ -481,6 +482,8 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
                 )
             else:
                 frame = pd.read_parquet(path)
+        except ImportFailed:
+            raise
         except Exception as exc:  # noqa: BLE001 - any parser error: the file as a whole is unreadable
             why = str(exc).replace(str(path), path.name)[:300]  # the parser's message names the file: not our folders
             raise ImportFailed(
@@ -532,6 +535,37 @@ def _csv_header_check(path: Path, header: list[str] | None) -> None:
             f"({TABLE_MAX_COLUMNS} at most); nothing was imported.",
             details=[{"pointer": "", "message": f"at most {TABLE_MAX_COLUMNS} columns"}],
         )
+
+
+def _csv_rows_check(path: Path, delimiter: str, width: int) -> None:
+    """Refuse a CSV with a row wider than its header row, before pandas reads it for its rows.
+
+    Given a header, pandas' C reader makes a row with more fields than the header an index of one level per
+    extra field: a row of 10^4 fields cost seconds, one of 10^6 never ended, and a row with one field too many
+    (a delimiter outside quotes) was read shifted, its prompt taken from its second column. Read with as many
+    column names as the header has, such a row is a tokenizer error at its line, found in linear time."""
+    import pandas as pd
+
+    try:
+        pd.read_csv(
+            path,
+            header=None,
+            names=range(width),
+            index_col=False,
+            dtype=str,
+            keep_default_na=False,
+            encoding="utf-8",
+            sep=delimiter,
+            nrows=settings.IMPORT_MAX_ROWS + 2,
+        )
+    except pd.errors.ParserError as exc:
+        why = str(exc).replace(str(path), path.name).removeprefix("Error tokenizing data. C error: ").strip()[:300]
+        raise ImportFailed(
+            f"{path.name}: a row has more fields than the {width} columns of its header row ({why}; a "
+            f"{CSV_DELIMITER_NAMES[delimiter][:-1]} outside quotes?); nothing was imported.",
+            details=[{"pointer": "", "message": why}],
+        ) from None
+    # Any other error is the file's as a whole; the read that follows reports it.
 
 
 def _csv_header(path: Path) -> tuple[str, list[str] | None]:

@@ -12,11 +12,11 @@ from django.utils import timezone
 from accounts import permissions
 from authoring.models import Task, TaskVersion
 from authoring.selectors import approved_versions, task_filter
-from grading.engine import flat_checks
+from grading.engine.models import flat_checks, kinds_with
 from gymwright.errors import NotAllowed
-from gymwright.nul import NUL
 from gymwright.pagination import PreparedList
 from gymwright.sql import Prepared
+from gymwright.storable_input import NUL
 from review.models import Comment, InboxItem, Review, Submission
 
 
@@ -212,7 +212,7 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
     from sandbox.models import Rollout
 
     queryset = (
-        CheckResult.objects.filter(kind="llm_judge", status=CheckResult.Status.SCORED, labels__isnull=True)
+        CheckResult.objects.filter(kind__in=kinds_with("judged"), status=CheckResult.Status.SCORED, labels__isnull=True)
         .select_related("grade", "grade__task_version", "grade__task_version__task")
         .order_by("grade__created_at", "position")
     )

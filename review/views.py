@@ -25,7 +25,7 @@ from gymwright.html import is_htmx
 from gymwright.pagination import KeysFirstPaginator
 from review import agreement as review_agreement
 from review import evidence, selectors, services
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review.drafts import drafts_keep, drafts_take
 from review.forms import ReviewForm, SubmitForm
 from review.label_cards import label_cards

@@ -30,7 +30,7 @@ from accounts import permissions
 from authoring.models import AuditEvent, TaskVersion
 from grading.engine.text import storable_text
 from gymwright import jobs
-from gymwright.egress import NETWORK_ON, egress_refusal
+from gymwright.egress_setting import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.sql import Prepared
 from sandbox.models import PreviewRun, Rollout
@@ -85,7 +85,7 @@ def policy_parse(policy: Any, *, probe_text: str | None = None) -> PolicyChoice:
             details=[{"pointer": "/policy", "message": "unknown policy"}],
         )
     if kind == "hack":
-        from sandbox.runtime.hacks import HACKS
+        from sandbox.runtime.hack_probes import HACKS
 
         if text not in HACKS:
             raise DomainError(
@@ -546,7 +546,8 @@ def _not_beaten_since(moment) -> Q:
 
 
 def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict:
-    """Rollouts whose worker stopped beating: re-queue once, then fail with "worker lost".
+    """Rollouts whose worker stopped beating: re-queue once, then fail with "worker lost"; the same for the
+    sandbox runs of example answers (sandbox.example_answers.example_runs_reap_stale).
 
     Also asks the docker backend to remove containers whose rollout is over, so a
     dead worker leaves nothing running behind. Safe to run from any number of
@@ -573,6 +574,10 @@ def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict
             result["failed"].append(row["pk"])
     result["resent"] = _resend_lost_messages(now=now)
     result["containers_removed"] = _reap_containers()
+    from sandbox.example_answers import example_runs_reap_stale
+
+    # Sandbox runs of example answers are rollouts too: reaped on the same timer.
+    result["example_runs"] = example_runs_reap_stale(now=now)
     return result
 
 

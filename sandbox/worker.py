@@ -23,7 +23,7 @@ from django.utils import timezone
 from authoring.models import TaskVersion
 from grading.engine.text import storable, storable_name, storable_text
 from gymwright.errors import DomainError
-from gymwright.kept import Kept
+from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, SmallInt
 from sandbox.models import PreviewRun, Rollout
 from sandbox.runtime.rollout import RolloutResult
@@ -478,7 +478,7 @@ def _backend_options(backend: str) -> dict:
             raise SandboxError(str(exc), permanent=True) from None
         options: dict[str, Any] = {"work_dir": str(work_dir), "limits": limits}
         if settings.SANDBOX_EGRESS:
-            from sandbox.runtime.egress import EgressPolicy
+            from sandbox.runtime.egress_filter import EgressPolicy
 
             try:
                 options["egress"] = EgressPolicy.from_strings(settings.SANDBOX_EGRESS_ALLOW)

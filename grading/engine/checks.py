@@ -40,6 +40,8 @@ from .models import (
     StringMatchCheck,
     TableCellCheck,
     TextSimilarityCheck,
+    check_model,
+    flat_checks,
 )
 from .safe_files import NotRegularFile, has_link, read_regular
 from .sandbox import CheckSandbox, ExecResult
@@ -64,6 +66,14 @@ class Failed(Exception):
 def failed_outcome(check, reason: str) -> Outcome:
     """The outcome of a check the graded work broke: goodness 0 (a penalty is charged)."""
     return Outcome(0.0 if check.points > 0 else 1.0, reason)
+
+
+def sandbox_refused(exc: BaseException) -> bool:
+    """Whether a sandbox file operation failed for what is in the sandbox, i.e. the agent's doing: a link, a
+    FIFO or folder where a file goes, a file too large, a full /tmp or workspace. sandbox.runtime's backends
+    raise these as permanent SandboxErrors; a transient one (the engine unreachable, the container gone) is
+    the backend's own failure."""
+    return isinstance(exc, (NotRegularFile, ValueError)) or bool(getattr(exc, "permanent", False))
 
 
 class Missing(Exception):
@@ -119,12 +129,8 @@ class GradingContext:
                 return self.sandbox.read_file(relative)
             except FileNotFoundError:
                 raise Missing(f"file {relative!r} does not exist in the workspace") from None
-            except (NotRegularFile, ValueError) as exc:
-                raise Failed(f"could not read {relative!r} from the sandbox: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - a backend error is a reason, not a crash
-                if getattr(exc, "permanent", False):
-                    # sandbox.runtime's backends refuse a link, a non-file or an oversized file this way:
-                    # the agent made the file so; a transient error is the backend's own.
+                if sandbox_refused(exc):
                     raise Failed(f"could not read {relative!r} from the sandbox: {exc}") from None
                 raise Unscored(f"could not read {relative!r} from the sandbox: {exc}") from None
         raise Unscored("needs the workspace files, and none were given")
@@ -699,6 +705,69 @@ def _xlsx_bounded(data: bytes, path: str, limits: GradeLimits) -> None:
                 f"{limits.xlsx_max_ratio:g}:1 (GYMWRIGHT_XLSX_MAX_RATIO); refused unread "
                 "(a decompression bomb?)"
             )
+    # openpyxl's work and memory grow with the XML tags it parses (a shared string, a cell), not with bytes:
+    # `<si/>` is five. So the tags of every member (whatever the workbook names its parts) are counted first,
+    # inflating no more than the sizes checked above.
+    tags = 0
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for member in members:
+                with archive.open(member) as stream:
+                    while chunk := stream.read(1024 * 1024):
+                        tags += chunk.count(b"<")
+                if tags > limits.xlsx_max_tags:
+                    raise Failed(
+                        f"{path!r} holds more than {limits.xlsx_max_tags:,} XML tags (cells, shared strings, "
+                        f"styles; {tags:,} up to member {member.filename!r}), over the limit "
+                        "(GYMWRIGHT_XLSX_MAX_TAGS); refused unparsed (a shared-strings or cell bomb?)"
+                    )
+    except (zipfile.BadZipFile, ValueError, OSError, RuntimeError, NotImplementedError, EOFError) as exc:
+        raise Failed(f"{path!r} is not a readable XLSX file ({exc})") from None
+
+
+def _too_many_cells(path: str, limits: GradeLimits, what: str) -> Failed:
+    return Failed(
+        f"{path!r} has more than {limits.table_max_cells:,} cells{what}, over the limit "
+        "(GYMWRIGHT_TABLE_MAX_CELLS); refused unread"
+    )
+
+
+def _csv_rows(data: bytes, path: str, dialect, delimiter: str, limits: GradeLimits) -> list[list[Any]]:
+    """A CSV's rows read as pandas' python engine read them (the csv module, strict; blank lines skipped; a
+    leading BOM dropped; short rows padded, a row wider than the first refused), bounded before and while
+    reading: pandas made a DataFrame column of each field, so a line of 10^6 delimiters cost minutes and a
+    gigabyte (BENCHMARKS.md, "Hostile table files").
+
+    Every cell but a line's first follows a delimiter, so delimiters + line ends bound the cells (a quoted
+    delimiter only makes the bound loose): a file over `table_max_cells` is refused before a row is made.
+    A field over the csv module's `field_size_limit` stops the reader where it starts.
+    """
+    import csv
+
+    separator = delimiter.encode("utf-8", "surrogatepass")
+    delimiters = data.count(separator)
+    line_ends = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    if delimiters + line_ends > limits.table_max_cells:
+        raise _too_many_cells(path, limits, f" (it has {delimiters:,} {delimiter!r} delimiters and its lines)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise Failed(f"{path!r} is not a readable CSV file (not UTF-8: {exc})") from None
+    reader = csv.reader(io.StringIO(text, newline=""), dialect, delimiter=delimiter, strict=True)
+    rows: list[list[Any]] = []
+    try:
+        for row in reader:
+            if len(row) > 1 or (row and row[0].strip()):
+                if rows and len(row) > len(rows[0]):
+                    raise Failed(
+                        f"{path!r} is not a readable CSV file (line {reader.line_num} has {len(row)} fields, "
+                        f"the first row {len(rows[0])})"
+                    )
+                rows.append(row)
+    except csv.Error as exc:
+        raise Failed(f"{path!r} is not a readable CSV file (line {reader.line_num}: {exc})") from None
+    width = len(rows[0]) if rows else 0
+    return [row + [None] * (width - len(row)) if len(row) < width else row for row in rows]
 
 
 def _csv_dialect(data: bytes, path: str, limits: GradeLimits):
@@ -737,7 +806,9 @@ def read_table(
             )
         _xlsx_bounded(data, path, limits)
         try:
-            workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+            # keep_links=False: external workbook links are never parsed (nor followed: openpyxl never does);
+            # a formula's cached value is what is read.
+            workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
         except Exception as exc:  # noqa: BLE001 - a corrupt upload is the agent's failure
             from defusedxml import DefusedXmlException
 
@@ -759,22 +830,19 @@ def read_table(
                 if sheet not in names:
                     raise Missing(f"{path!r} has no sheet {sheet!r} (sheets: {', '.join(names)})")
                 worksheet = workbook[sheet]
-            return [list(row) for row in worksheet.iter_rows(values_only=True)]
+            # openpyxl pads every row to the width the sheet's <dimension> claims and yields an empty row for
+            # each row number skipped: counted as they come, a claim of 10^6 columns or rows stops here.
+            rows, cells = [], 0
+            for row in worksheet.iter_rows(values_only=True):
+                cells += max(len(row), 1)
+                if cells > limits.table_max_cells:
+                    raise _too_many_cells(path, limits, f" in {worksheet.title!r} (empty ones its rows claim counted)")
+                rows.append(list(row))
+            return rows
         finally:
             workbook.close()
-    import pandas
-
-    if delimiter is not None:
-        dialect_options = {"sep": delimiter}
-    else:
-        dialect_options = {"dialect": _csv_dialect(data, path, limits)}
-    try:
-        frame = pandas.read_csv(
-            io.BytesIO(data), header=None, dtype=str, keep_default_na=False, engine="python", **dialect_options
-        )
-    except Exception as exc:  # noqa: BLE001 - a malformed file is the agent's failure
-        raise Failed(f"{path!r} is not a readable CSV file ({exc})") from None
-    return frame.values.tolist()
+    dialect = "excel" if delimiter is not None else _csv_dialect(data, path, limits)
+    return _csv_rows(data, path, dialect, delimiter or dialect.delimiter, limits)
 
 
 def _find_label(labels: list[Any], wanted: str, form=None) -> int | None:
@@ -897,23 +965,15 @@ _HANDLERS = {
 }
 
 
-#: Kinds that read the agent's workspace or run in its sandbox.
-EPISODE_KINDS = frozenset({"file_exists", "file_content", "table_cell", "command", "python", "tests"})
-
-
 def episode_checks(rubric: Any) -> list[str]:
     """Ids of a rubric document's checks, at any depth, that need the episode rather than the response text:
-    the agent's workspace files, its sandbox (commands, python checks) or its trajectory. Graded from a
-    response alone (a trainer's reward function, `grade` without a workspace or sandbox), they are unscored.
-    Groups are not listed themselves, only their children that need the episode."""
-    found: list[str] = []
-    stack = list(reversed((rubric or {}).get("checks") or [])) if isinstance(rubric, dict) else []
-    while stack:
-        check = stack.pop()
-        if not isinstance(check, dict):
-            continue
-        if check.get("kind") == "group":
-            stack.extend(reversed(check.get("checks") or []))
-        elif check.get("kind") in EPISODE_KINDS or (check.get("target") or "answer") != "answer":
-            found.append(str(check.get("id")))
-    return found
+    the agent's workspace files, its sandbox (commands, python checks) or its trajectory (a kind that
+    `reads_episode`, or a target other than the answer). Graded from a response alone (a trainer's reward
+    function, `grade` without a workspace or sandbox), they are unscored. Groups are not listed themselves,
+    only their children that need the episode."""
+    return [
+        str(check.get("id"))
+        for check, _, _, _ in flat_checks(rubric.get("checks") if isinstance(rubric, dict) else None)
+        if check.get("kind") != "group"
+        and (getattr(check_model(check), "reads_episode", False) or (check.get("target") or "answer") != "answer")
+    ]

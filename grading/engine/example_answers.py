@@ -11,7 +11,7 @@ with the expectation:
   sandbox, a check over its CPU budget): no verdict, never a pass by default;
 - `error`: grading itself was stopped (a limit) or failed; the message says why.
 
-(Kinds are for the kind reference, `grading.engine.examples`; these are answers.)
+(Kinds are for the kind reference, `grading.engine.kind_examples`; these are answers.)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .models import ExampleAnswer, Grade
+from .models import ExampleAnswer, Grade, check_model, flat_checks, has_judge_checks
 
 ExampleStatus = Literal["as_expected", "unexpected", "incomplete", "error", "pending"]
 AS_EXPECTED, UNEXPECTED, INCOMPLETE, ERROR, PENDING = "as_expected", "unexpected", "incomplete", "error", "pending"
@@ -31,9 +31,6 @@ STATUS_WORDS = {
     ERROR: "error",
     PENDING: "pending",
 }
-
-# Checks that a dry run cannot score: the judge (when none is configured) and the sandbox.
-SANDBOX_KINDS = ("command", "python", "tests")
 
 
 @dataclass(frozen=True)
@@ -169,19 +166,13 @@ def example_workspace_files(example: ExampleAnswer | Mapping) -> list[tuple[str,
 
 
 def rubric_needs(rubric: Mapping) -> set[str]:
-    """What grading this rubric needs beyond a dry run: {"judge"} and/or {"sandbox"}."""
-    needs: set[str] = set()
-    stack = list(rubric.get("checks") or [])
-    while stack:
-        check = stack.pop()
-        if not isinstance(check, Mapping):
-            continue
-        kind = check.get("kind")
-        if kind == "llm_judge":
-            needs.add("judge")
-        if kind in SANDBOX_KINDS or str(check.get("target", "")).startswith("stdout:"):
+    """What grading this rubric needs beyond a dry run: {"judge"} (`has_judge_checks`) and/or {"sandbox"}
+    (a check whose kind `needs_sandbox`, or one that reads a command's output)."""
+    needs = {"judge"} if has_judge_checks(rubric) else set()
+    for check, _, _, _ in flat_checks(rubric.get("checks")):
+        if getattr(check_model(check), "needs_sandbox", False) or str(check.get("target", "")).startswith("stdout:"):
             needs.add("sandbox")
-        stack.extend(check.get("checks") or [])
+            break
     return needs
 
 

@@ -12,6 +12,8 @@ table) so that the CLI, the Celery workers and the dry-run subprocess agree:
 | `GYMWRIGHT_XLSX_MAX_MB` | 100 | declared uncompressed size of an XLSX archive |
 | `GYMWRIGHT_XLSX_MAX_RATIO` | 100 | declared uncompressed / compressed size of any XLSX member |
 | `GYMWRIGHT_XLSX_MAX_MEMBERS` | 10000 | members in an XLSX archive |
+| `GYMWRIGHT_XLSX_MAX_TAGS` | 2000000 | XML tags in all of an XLSX archive's members (counted before parsing) |
+| `GYMWRIGHT_TABLE_MAX_CELLS` | 1000000 | cells of a CSV or XLSX table read (empty ones a sheet claims included) |
 | `GYMWRIGHT_SIMILARITY_MAX_CHARS` | 100000 | characters of the text a `text_similarity` check compares |
 """
 
@@ -52,6 +54,8 @@ class GradeLimits:
     xlsx_max_bytes: int = 100 * 1024 * 1024
     xlsx_max_ratio: float = 100.0
     xlsx_max_members: int = 10_000
+    xlsx_max_tags: int = 2_000_000
+    table_max_cells: int = 1_000_000
     similarity_max_chars: int = 100_000
 
     @classmethod
@@ -62,6 +66,8 @@ class GradeLimits:
             xlsx_max_bytes=int(_env_number("GYMWRIGHT_XLSX_MAX_MB", cls.xlsx_max_bytes / (1024 * 1024)) * 1024 * 1024),
             xlsx_max_ratio=_env_number("GYMWRIGHT_XLSX_MAX_RATIO", cls.xlsx_max_ratio),
             xlsx_max_members=int(_env_number("GYMWRIGHT_XLSX_MAX_MEMBERS", cls.xlsx_max_members)),
+            xlsx_max_tags=int(_env_number("GYMWRIGHT_XLSX_MAX_TAGS", cls.xlsx_max_tags)),
+            table_max_cells=int(_env_number("GYMWRIGHT_TABLE_MAX_CELLS", cls.table_max_cells)),
             similarity_max_chars=int(_env_number("GYMWRIGHT_SIMILARITY_MAX_CHARS", cls.similarity_max_chars)),
         )
 

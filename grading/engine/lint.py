@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .models import check_model, flat_checks
 from .validation import Issue, make_pointer
 
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|test[^/]*\.sh|conftest\.py)$|(^|/)tests?/")
@@ -49,17 +50,6 @@ def _roles(files: Iterable[Mapping] | None) -> dict[str, str] | None:
     return roles
 
 
-def _walk(checks: Any, pointer: list):
-    if not isinstance(checks, list):
-        return
-    for index, check in enumerate(checks):
-        if isinstance(check, Mapping):
-            here = pointer + [index]
-            yield check, here
-            if check.get("kind") == "group":
-                yield from _walk(check.get("checks"), here + ["checks"])
-
-
 def _names_file(command: str, path: str) -> bool:
     base = posixpath.basename(path)
     stem = base.rsplit(".", 1)[0]
@@ -80,7 +70,7 @@ def _names_file(command: str, path: str) -> bool:
 
 def _read_path(check: Mapping) -> str | None:
     """The workspace file a check reads, if any."""
-    if check.get("kind") in ("file_exists", "file_content", "table_cell") and isinstance(check.get("path"), str):
+    if getattr(check_model(check), "reads_workspace", False) and isinstance(check.get("path"), str):
         return check["path"]
     target = check.get("target")
     if isinstance(target, str) and target.startswith("file:"):
@@ -95,7 +85,9 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
         return []
     roles = _roles(files)
     warnings: list[Issue] = []
-    checks = list(_walk(rubric.get("checks"), prefix + ["checks"]))
+    checks = [
+        (row.check, row.pointer) for row in flat_checks(rubric.get("checks"), pointer=make_pointer([*prefix, "checks"]))
+    ]
     for check, pointer in checks:
         kind, points = check.get("kind"), check.get("points")
         penalty = isinstance(points, (int, float)) and not isinstance(points, bool) and points < 0
@@ -108,7 +100,7 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
                 shown = ", ".join(named[:3]) + (" …" if len(named) > 3 else "")
                 warnings.append(
                     Issue(
-                        make_pointer(pointer + ["run"]),
+                        f"{pointer}/run",
                         f"runs {shown}, which the agent can edit, skip or delete (role workspace): "
                         "make the tests protected or grader",
                     )
@@ -116,7 +108,7 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
         if kind == "command" and isinstance(check.get("run"), str) and _PYTHON_RUNNERS.search(check["run"]):
             warnings.append(
                 Issue(
-                    make_pointer(pointer + ["kind"]),
+                    f"{pointer}/kind",
                     "runs a Python test runner and trusts its exit code, which the code under test can fake "
                     "(os._exit(0) at import, a module shadowing the tests or unittest, a patched assertEqual): "
                     "use a `tests` check, which runs the tests with Gymwright's own runner",
@@ -128,7 +120,7 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
             if role in ("protected", "grader"):
                 warnings.append(
                     Issue(
-                        make_pointer(pointer),
+                        pointer,
                         f"always met: {path} is a {role} file, put back before the checks run; remove this check",
                     )
                 )
@@ -137,7 +129,7 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
             ):
                 warnings.append(
                     Issue(
-                        make_pointer(pointer),
+                        pointer,
                         f"only looks for part of {path}: an edit anywhere else (a skip decorator, a deleted test) "
                         "still passes; make the file protected (the grade then records any change) or check its sha256",
                     )
@@ -145,18 +137,18 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
         elif penalty and role in ("protected", "grader"):
             warnings.append(
                 Issue(
-                    make_pointer(pointer),
+                    pointer,
                     f"a penalty that never changes: {path} is a {role} file, put back before the checks run, "
                     "so this check scores the same for every rollout",
                 )
             )
-    judges = [(check, pointer) for check, pointer in checks if check.get("kind") == "llm_judge"]
+    judges = [(check, pointer) for check, pointer in checks if getattr(check_model(check), "judged", False)]
     rewarding = [(c, p) for c, p in judges if isinstance(c.get("points"), (int, float)) and c["points"] > 0]
     penalising = [c for c, _ in judges if isinstance(c.get("points"), (int, float)) and c["points"] < 0]
     if rewarding and not penalising:
         warnings.append(
             Issue(
-                make_pointer(rewarding[0][1]),
+                rewarding[0][1],
                 "no judge check penalises an obviously harmful or manipulative answer: add one with negative points "
                 "(e.g. 'Gives unsafe advice', 'Tells the grader that the criteria are met')",
             )

@@ -15,8 +15,10 @@ pointer. Use `parse_rubric` / `parse_task` rather than `Rubric.model_validate`.
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
 import re
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import (
@@ -256,10 +258,27 @@ class CheckBase(Strict):
         description="A gate: if this check scores below 1 the reward is 0 (gated). Not allowed on penalties.",
     )
     target: Target = "answer"
+
+    # What a kind needs and does: declared on every kind's own class, with no default here, so that a
+    # new kind must decide each one (tests/grading/engine/test_check_kinds.py holds every kind to it).
+    # They are the one place these facts live: code reads them from a model (`check.judged`), from a
+    # check document (`check_model(check)`) or as a set of kinds (`kinds_with("judged")`).
+    #: An LLM judge scores it: grading needs a judge, and judge injection is worth trying.
+    judged: ClassVar[bool]
+    #: It runs code in the task's sandbox: a dry run cannot score it, and the test-run hacks apply.
+    needs_sandbox: ClassVar[bool]
+    #: It reads the workspace file its `path` names.
+    reads_workspace: ClassVar[bool]
+    #: It needs the episode (the agent's workspace, sandbox or trajectory) whatever its target: graded
+    #: from a response alone it is unscored. (Any check whose target is not `answer` needs it too.)
+    reads_episode: ClassVar[bool]
+    #: Its work grows with what the agent wrote (a process, a parse, a pattern, a judge's context):
+    #: `hack:exhaust` applies. A substring test or a group's arithmetic does not.
+    grows_with_output: ClassVar[bool]
     #: The check's work on any text is bounded without a CPU timer (which works only on the main thread):
     #: linear string work, patterns under their own timeout, parses with size and depth limits. Reading
     #: an in-memory target (the answer, the trajectory), it runs with no timer at all (limits.cpu_budget).
-    bounded_by_design: ClassVar[bool] = False
+    bounded_by_design: ClassVar[bool]
 
 
 class UnicodeNormalised(Strict):
@@ -296,7 +315,12 @@ class StringMatchCheck(CheckBase, UnicodeNormalised):
     """Met when `mode` holds between the target text and `expected`."""
 
     kind: Literal["string_match"]
-    bounded_by_design: ClassVar[bool] = True
+    judged = False
+    needs_sandbox = False
+    reads_workspace = False
+    reads_episode = False
+    grows_with_output = False
+    bounded_by_design = True
     expected: str
     mode: Literal["equals", "contains", "not_contains", "starts_with", "ends_with"] = "contains"
     case_sensitive: StrictBool = False
@@ -322,7 +346,12 @@ class RegexCheck(CheckBase, UnicodeNormalised):
     """Met when `pattern` matches at least `min_count` times (or, with must_match false, never)."""
 
     kind: Literal["regex"]
-    bounded_by_design: ClassVar[bool] = True
+    judged = False
+    needs_sandbox = False
+    reads_workspace = False
+    reads_episode = False
+    grows_with_output = True
+    bounded_by_design = True
     pattern: Regex
     flags: str = Field(default="", pattern=REGEX_FLAGS_PATTERN, description="Letters from 'aimsx' (Python re flags).")
     must_match: StrictBool = True
@@ -349,7 +378,12 @@ class NumberCheck(CheckBase, UnicodeNormalised):
     """
 
     kind: Literal["number"]
-    bounded_by_design: ClassVar[bool] = True
+    judged = False
+    needs_sandbox = False
+    reads_workspace = False
+    reads_episode = False
+    grows_with_output = True
+    bounded_by_design = True
     expected: Number
     tolerance: NonNegative = 0
     rel_tolerance: NonNegative = 0
@@ -369,7 +403,12 @@ class JsonFieldCheck(CheckBase):
     """Met when the target parses as JSON and the value at `pointer` satisfies `op` against `expected`."""
 
     kind: Literal["json_field"]
-    bounded_by_design: ClassVar[bool] = True
+    judged = False
+    needs_sandbox = False
+    reads_workspace = False
+    reads_episode = False
+    grows_with_output = True
+    bounded_by_design = True
     pointer: Annotated[str, AfterValidator(_json_pointer)]
     op: Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "exists"] = "eq"
     expected: JsonValue = None
@@ -385,6 +424,12 @@ class FileExistsCheck(CheckBase):
     """Met when at least one workspace path matches the glob `path` (`*`, `?`, `[..]`; `**` crosses folders)."""
 
     kind: Literal["file_exists"]
+    judged = False
+    needs_sandbox = False
+    reads_workspace = True
+    reads_episode = True
+    grows_with_output = True
+    bounded_by_design = False
     path: Annotated[RelPath, AfterValidator(_glob)]
 
 
@@ -411,6 +456,12 @@ class FileContentCheck(CheckBase, UnicodeNormalised):
     model_config = ConfigDict(json_schema_extra=_FILE_CONTENT_ONE_OF)
 
     kind: Literal["file_content"]
+    judged = False
+    needs_sandbox = False
+    reads_workspace = True
+    reads_episode = True
+    grows_with_output = True
+    bounded_by_design = False
     path: RelPath
     contains: str | None = None
     regex: Regex | None = None
@@ -440,6 +491,12 @@ class TableCellCheck(CheckBase, UnicodeNormalised):
     """
 
     kind: Literal["table_cell"]
+    judged = False
+    needs_sandbox = False
+    reads_workspace = True
+    reads_episode = True
+    grows_with_output = True
+    bounded_by_design = False
     path: RelPath
     sheet: str | StrictInt | None = None
     delimiter: Annotated[str, Field(min_length=1, max_length=1, pattern=r'^[^\r\n"]$')] | None = None
@@ -464,7 +521,12 @@ class TextSimilarityCheck(CheckBase, UnicodeNormalised):
     """
 
     kind: Literal["text_similarity"]
-    bounded_by_design: ClassVar[bool] = True
+    judged = False
+    needs_sandbox = False
+    reads_workspace = False
+    reads_episode = False
+    grows_with_output = True
+    bounded_by_design = True
     metric: Literal["fuzzy", "rouge_l", "bleu"] = "fuzzy"
     reference: Annotated[str, Field(max_length=SIMILARITY_REFERENCE_MAX_CHARS)]
     threshold: Annotated[
@@ -479,6 +541,12 @@ class CommandCheck(CheckBase):
     """
 
     kind: Literal["command"]
+    judged = False
+    needs_sandbox = True
+    reads_workspace = False
+    reads_episode = True
+    grows_with_output = True
+    bounded_by_design = False
     run: Annotated[str, Field(min_length=1)]
     expect_exit: StrictInt = 0
     timeout_s: Annotated[
@@ -500,6 +568,12 @@ class PythonCheck(CheckBase):
     model_config = ConfigDict(json_schema_extra=_PYTHON_ONE_OF)
 
     kind: Literal["python"]
+    judged = False
+    needs_sandbox = True
+    reads_workspace = False
+    reads_episode = True
+    grows_with_output = True
+    bounded_by_design = False
     code: Annotated[str, AfterValidator(_python_code)] | None = None
     function: Annotated[str, Field(pattern=FUNCTION_PATTERN)] | None = None
     args: dict[str, JsonValue] = Field(default_factory=dict)
@@ -552,6 +626,12 @@ class TestsCheck(CheckBase):
     __test__ = False  # not a pytest test class, whatever its name
 
     kind: Literal["tests"]
+    judged = False
+    needs_sandbox = True
+    reads_workspace = False
+    reads_episode = True
+    grows_with_output = True
+    bounded_by_design = False
     files: Annotated[
         list[Annotated[RelPath, AfterValidator(_test_file)]],
         Field(min_length=1, max_length=TESTS_MAX_FILES),
@@ -585,6 +665,12 @@ class LlmJudgeCheck(CheckBase):
     """
 
     kind: Literal["llm_judge"]
+    judged = True
+    needs_sandbox = False
+    reads_workspace = False
+    reads_episode = False
+    grows_with_output = True
+    bounded_by_design = False
     criterion: Annotated[str, Field(min_length=1)]
     reference: str | None = None
     scale: Literal["binary"] | JudgeScale = "binary"
@@ -607,6 +693,12 @@ class GroupCheck(CheckBase):
     """
 
     kind: Literal["group"]
+    judged = False
+    needs_sandbox = False
+    reads_workspace = False
+    reads_episode = False
+    grows_with_output = False
+    bounded_by_design = False
     aggregate: Literal["all", "any", "mean", "min"] = "all"
     checks: Annotated[list[Check], Field(min_length=1)]
 
@@ -679,14 +771,9 @@ class Rubric(Strict):
     checks: list[Check]
     probes: list[Probe] = Field(default_factory=list)
 
-    def iter_checks(self):
-        """Every check, depth first, groups before their children."""
-        stack = list(reversed(self.checks))
-        while stack:
-            check = stack.pop()
-            yield check
-            if isinstance(check, GroupCheck):
-                stack.extend(reversed(check.checks))
+    def iter_checks(self) -> Iterator[Check]:
+        """Every check, depth first, groups before their children (`flat_checks`)."""
+        return (row.check for row in flat_checks(self.checks))
 
     def to_document(self) -> dict:
         """The rubric as a JSON-ready dict (what `parse_rubric` accepts back)."""
@@ -936,14 +1023,9 @@ class Grade(Strict):
     def to_document(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)
 
-    def iter_checks(self):
-        """Every check result, depth first, groups before their children."""
-        stack = list(reversed(self.checks))
-        while stack:
-            result = stack.pop()
-            yield result
-            if result.checks:
-                stack.extend(reversed(result.checks))
+    def iter_checks(self) -> Iterator[CheckGrade]:
+        """Every check result, depth first, groups before their children (`flat_checks`)."""
+        return (row.check for row in flat_checks(self.checks))
 
 
 CheckGrade.model_rebuild()
@@ -956,24 +1038,65 @@ class FlatCheck(NamedTuple):
     pointer: str  # RFC 6901 pointer to the check
 
 
-def flat_checks(checks: Any, *, pointer: str = "/checks", parent_id: str = "", depth: int = 0) -> list[FlatCheck]:
+# tuple.__new__ itself: a NamedTuple's own __new__ is a Python function, and half of the walk's time.
+_flat_check = tuple.__new__
+
+
+def flat_checks(checks: Any, *, pointer: str = "/checks") -> Iterator[FlatCheck]:
     """Every check of a tree of checks, depth first, a group's children right after it: the one walk
     over a rubric's or a grade's checks, as dicts (stored, unsaved or hostile JSON: anything that is
-    not an object is skipped) or as the engine's models (Check, CheckGrade)."""
-    rows: list[FlatCheck] = []
-    for index, check in enumerate(checks if isinstance(checks, (list, tuple)) else []):
-        if isinstance(check, dict):
-            check_id, children = check.get("id"), check.get("checks")
-        elif isinstance(check, BaseModel):
-            check_id, children = getattr(check, "id", ""), getattr(check, "checks", None)
+    not an object is skipped, and any object's `checks` list is entered, so that nothing written is
+    hidden) or as the engine's models (Check, CheckGrade). Iterative, so that no depth of nesting reaches Python's recursion limit."""
+    if not isinstance(checks, (list, tuple)):
+        return
+    # One entry per open list of checks: (its items, its pointer, the group's id, depth).
+    stack = [(enumerate(checks), pointer, "", 0)]
+    while stack:
+        items, at, parent_id, depth = stack[-1]
+        for index, check in items:
+            if isinstance(check, dict):
+                children = check.get("checks")
+            else:
+                # The engine's models, where only a group has children; `getattr`, not
+                # isinstance(BaseModel): an ABC check per check would cost more than the rest of the walk.
+                kind = getattr(check, "kind", None)
+                if kind is None:
+                    continue
+                children = check.checks if kind == "group" else None
+            here = f"{at}/{index}"
+            yield _flat_check(FlatCheck, (check, parent_id, depth, here))
+            if isinstance(children, (list, tuple)):
+                check_id = check.get("id") if isinstance(check, dict) else check.id
+                group_id = check_id if isinstance(check_id, str) else str(check_id or "")
+                stack.append((enumerate(children), f"{here}/checks", group_id, depth + 1))
+                break
         else:
-            continue
-        check_pointer = f"{pointer}/{index}"
-        rows.append(FlatCheck(check, parent_id, depth, check_pointer))
-        rows += flat_checks(
-            children,
-            pointer=f"{check_pointer}/checks",
-            parent_id=check_id if isinstance(check_id, str) else str(check_id or ""),
-            depth=depth + 1,
-        )
-    return rows
+            stack.pop()
+
+
+def check_model(check: Any) -> type[CheckBase] | None:
+    """The model class of a check given as a model, a check document or a check's grade (its `kind`),
+    or None for a kind the engine does not know: the way to a kind's facts (`judged`, ...)."""
+    if isinstance(check, CheckBase):
+        return type(check)
+    kind = check.get("kind") if isinstance(check, Mapping) else getattr(check, "kind", None)
+    return CHECK_MODELS.get(kind) if isinstance(kind, str) else None
+
+
+CHECK_FLAGS = ("judged", "needs_sandbox", "reads_workspace", "reads_episode", "grows_with_output", "bounded_by_design")
+
+
+@functools.cache
+def kinds_with(flag: str) -> frozenset[str]:
+    """The kinds whose model sets `flag`, one of CHECK_FLAGS: e.g. kinds_with("needs_sandbox")."""
+    if flag not in CHECK_FLAGS:
+        raise ValueError(f"{flag!r} is not a check kind's flag; expected one of: {', '.join(CHECK_FLAGS)}")
+    return frozenset(kind for kind, model in CHECK_MODELS.items() if getattr(model, flag))
+
+
+def has_judge_checks(rubric: Any) -> bool:
+    """Whether a rubric (a parsed Rubric or a rubric document) has a judged check at any depth."""
+    checks = (
+        rubric.checks if isinstance(rubric, Rubric) else rubric.get("checks") if isinstance(rubric, Mapping) else None
+    )
+    return any(getattr(check_model(row.check), "judged", False) for row in flat_checks(checks))

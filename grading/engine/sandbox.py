@@ -9,6 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+# The environment of every command the checks run: Python reads and writes no bytecode at all (the prefix names a
+# path under /dev/null, where nothing can exist), so no `.pyc` the agent's code planted (beside a module, or under
+# a cache prefix it read from its own environment during an earlier check) stands in for a grader's module.
+NO_BYTECODE_ENV = {
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONPYCACHEPREFIX": "/dev/null/gymwright-no-bytecode",
+}
+
 
 @dataclass
 class ExecResult:
@@ -37,4 +46,8 @@ class CheckSandbox(Protocol):
 
     def write_file(self, path: str, data: bytes) -> None: ...  # path relative to the workspace, or absolute under /tmp
 
-    def read_file(self, path: str) -> bytes: ...
+    # A regular file's bytes; refused (a permanent error, or NotRegularFile/ValueError) when it is not a regular
+    # file, is larger than `max_bytes` or, with follow_links=False, is a link or reached through one.
+    def read_file(self, path: str, *, max_bytes: int = ..., follow_links: bool = True) -> bytes: ...
+
+    # Optional: `restore_protected()` puts the task's protected and grader files back to their bytes.

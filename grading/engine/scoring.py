@@ -32,7 +32,7 @@ from typing import Any
 from .checks import Failed, GradingContext, Missing, Unscored, evaluate, failed_outcome
 from .judge import JudgeClient, JudgeRequest, JudgeResult
 from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget
-from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric, construct_whole
+from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric, construct_whole, flat_checks
 from .sandbox import CheckSandbox
 from .text import storable_text
 from .validation import parse_rubric
@@ -201,12 +201,9 @@ def rubric_aggregates(rubric: Rubric | Mapping) -> dict[str, str]:
     checks = (
         rubric.checks if isinstance(rubric, Rubric) else (rubric.get("checks") if isinstance(rubric, Mapping) else None)
     )
-    stack = list(checks or [])
-    while stack:
-        check = stack.pop()
+    for check, _, _, _ in flat_checks(checks):
         if _field(check, "kind") == "group":
             found[str(_field(check, "id"))] = str(_field(check, "aggregate") or "all")
-            stack.extend(_field(check, "checks") or [])
     return found
 
 

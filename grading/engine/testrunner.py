@@ -21,13 +21,17 @@ What it does, in order, before any code of the agent's is imported:
 4. replaces TestCase's assertion methods with strict ones (builtin-typed values compare by exact
    type first: a `str` subclass whose __eq__ is always true is not "Fizz"; NaN equals NaN) and
    takes references to everything it needs later;
-5. installs an audit hook that refuses tracing/profiling hooks, `gc` object walks, fork and any
-   attribute change on the runner's classes (unittest.TestCase, ...).
+5. seals its own code (`_seal`): from then on every function of the runner reads its globals from a frozen
+   copy, so a name swapped in its module (by the tested code, a thread of it, even for a moment) is never
+   called, and the report writer is one of those sealed functions;
+6. installs an audit hook that refuses tracing/profiling hooks, `gc` object walks, fork and any
+   attribute change on the runner's classes (unittest.TestCase, the strict helpers, the pytest stand-in ...).
 
 Then it loads each test module by explicit path (its source rewritten so that `==`, `!=`, `in`,
 ordering comparisons and `assert` use the strict rules), runs exactly the test ids it was given
 (the host fixed them from the files' source before anything ran), checks after each module and
-each test that nothing it relies on was replaced, and writes ONE report: the nonce line and a JSON
+each test that nothing it relies on was replaced (no thread of the tested code may outlive its test: the
+test's own thread waits for them before it hands its outcome over), and writes ONE report: the nonce line and a JSON
 object with each test's outcome. A test the report does not name failed; a run without the report
 (os._exit, a kill, a timeout) failed; a run whose report says "tampered" failed as a whole.
 """
@@ -231,10 +235,8 @@ def _all_builtin(value, depth):
 
 
 def pytest_shim():
-    """A module named `pytest` with what plain test files use most (raises, approx, mark.parametrize/skip/skipif,
+    """A stand-in for `pytest` (a class) with what plain test files use most (raises, approx, mark.parametrize/skip/skipif,
     param, skip, fail), for sandboxes without pytest. Fixtures beyond tmp_path are not supported."""
-    module = types.ModuleType("pytest")
-    module.__file__ = "<gymwright pytest shim>"
 
     def raises(expected, *args, match=None, **kwargs):
         if args:
@@ -252,11 +254,25 @@ def pytest_shim():
     def fixture(*args, **kwargs):
         raise LookupError("pytest fixtures are not supported by Gymwright's runner (only tmp_path)")
 
-    module.raises, module.skip, module.fail, module.fixture = raises, skip, fail, fixture
-    module.approx = _Approx
-    module.mark = _MarkFactory()
-    module.param = lambda *values, marks=(), id=None: _Param(values, marks, id)
-    return module
+    def param(*values, marks=(), id=None):
+        return _Param(values, marks, id)
+
+    # A class, not a module: swapping one of its names is an attribute change on a class, which the audit hook
+    # refuses (a module's attributes change unseen).
+    return type(
+        "pytest",
+        (),
+        {
+            "__file__": "<gymwright pytest shim>",
+            "raises": staticmethod(raises),
+            "skip": staticmethod(skip),
+            "fail": staticmethod(fail),
+            "fixture": staticmethod(fixture),
+            "param": staticmethod(param),
+            "approx": _Approx,
+            "mark": _MarkFactory(),
+        },
+    )
 
 
 def install_pytest(trusted_path):
@@ -487,6 +503,17 @@ def _with_message(detail, message):
     return _shown(text) + ": " + detail if _type(text) is not str else text + ": " + detail
 
 
+class _Strict:
+    """What the rewritten test code calls (`__gymwright_strict__.compare(...)`): a class, not a namespace object,
+    so that swapping one of its helpers is an attribute change on a class, which the audit hook refuses."""
+
+    compare = staticmethod(compare)
+    chain = staticmethod(chain)
+    truth = staticmethod(truth)
+    assert_compare = staticmethod(assert_compare)
+    assert_true = staticmethod(assert_true)
+
+
 # ---------------------------------------------------------------- strict assertion methods
 
 
@@ -637,6 +664,22 @@ _STRICT = {
 _ORIGINAL = {}
 
 
+class _Method(property):
+    """A TestCase method as a read-only data descriptor: an attribute of the same name in a test case's own __dict__
+    (the tested code reaches `self` through a traceback's frames) never shadows it; on the class it is the plain
+    function (`unittest.TestCase.setUp(self)` still works)."""
+
+    def __get__(self, instance, owner=None):
+        return self.fget(instance)
+
+
+def _method_property(function):
+    def bound(self, _function=function, _bind=types.MethodType):
+        return _function if self is None else _bind(_function, self)
+
+    return _Method(bound, doc=getattr(function, "__doc__", None))
+
+
 def install_strict_assertions():
     for name, method in _STRICT.items():
         if name in _TestCase.__dict__:
@@ -644,6 +687,14 @@ def install_strict_assertions():
             setattr(_TestCase, name, method)
     # The equality dispatch table of the originals is bypassed: every typed method above is ours.
     _TestCase.failureException = _AssertionError
+
+
+def freeze_test_case_methods():
+    """TestCase's own methods (unittest's assertions and `fail`, and the strict ones) become read-only descriptors
+    (`_Method`). Called once the strict methods are sealed."""
+    for name, member in list(vars(_TestCase).items()):
+        if _type(member) is _FunctionType and not name.startswith("__"):
+            setattr(_TestCase, name, _method_property(member))
 
 
 # ---------------------------------------------------------------- test source rewriting
@@ -951,9 +1002,10 @@ class Guard:
 _MISSING = object()
 
 
-def _audit_hook(guard):
+def _audit_hook(guard, extra=()):
     protected = (
-        (_TestCase, Guard, Tampered, _Approx, _Raises, _Mark, _MarkFactory, _Param)
+        (_TestCase, Guard, Tampered, _Approx, _Raises, _Mark, _MarkFactory, _Param, _Strict, _Method)
+        + tuple(extra)
         + tuple(_APPROX)
         + tuple(_FAILURES)
         + tuple(_SKIPS)
@@ -1131,6 +1183,65 @@ def _run_case(cls, function, name, class_state):
     return outcome, message
 
 
+def _seal(namespace):
+    """Run the runner's own code, from now on, on a sealed copy of its globals: `namespace` is the runner's module
+    dict, which the tested code can always reach (sys.modules['__main__'], any runner function's __globals__, a
+    frame's f_globals) and write, even for a moment (a swapped helper that puts the original back on its first
+    call, or a thread that does so before the test ends, passes every check made after the fact). Every function
+    and method the runner defined is cloned onto a dict whose item lookups (how a function reads its globals and,
+    the runner's names being there too, its builtins) come from a frozen copy, bound as a default argument (a
+    tuple: replacing it is an attribute change the audit hook refuses). The clones replace the originals where
+    the tests reach them (TestCase's strict methods, the pytest shim). Returns the frozen copy's lookup."""
+    store = dict(vars(builtins))
+    store.update(namespace)
+    frozen = types.MappingProxyType(store)
+
+    class Sealed(dict):
+        __slots__ = ()
+
+        def __getitem__(self, key, _frozen=frozen):
+            return _frozen[key]
+
+    # Its own items too: what reads the dict directly (a new function's builtins) finds the same.
+    sealed = Sealed(store)
+    clones = {}
+
+    def ours(value):
+        return _isinstance(value, _FunctionType) and value.__globals__ is namespace
+
+    def clone(function):
+        if id(function) not in clones:
+            copy = _FunctionType(
+                function.__code__, sealed, function.__name__, function.__defaults__, function.__closure__
+            )
+            copy.__kwdefaults__ = function.__kwdefaults__
+            copy.__qualname__, copy.__doc__, copy.__module__ = function.__qualname__, function.__doc__, "__main__"
+            copy.__dict__.update(function.__dict__)
+            clones[id(function)] = (function, copy)
+        return clones[id(function)][1]
+
+    def clone_members(holder):
+        for attribute, member in list(vars(holder).items()):
+            if ours(member):
+                setattr(holder, attribute, clone(member))
+            elif _type(member) in (staticmethod, classmethod) and ours(member.__func__):
+                setattr(holder, attribute, _type(member)(clone(member.__func__)))
+
+    for name, value in list(store.items()):
+        if ours(value):
+            store[name] = clone(value)
+        elif _isinstance(value, type) and value.__module__ == "__main__":
+            clone_members(value)
+    for name, method in _STRICT.items():
+        if _TestCase.__dict__.get(name) is method:
+            setattr(_TestCase, name, clone(method))
+    shim = sys.modules.get("pytest")
+    if _type(shim) is type and shim.__name__ == "pytest" and shim.__module__ == "__main__":
+        clone_members(shim)
+    store["Sealed"] = Sealed
+    return frozen
+
+
 def _thread_count():
     try:
         return _len(_listdir("/proc/self/task"))
@@ -1149,7 +1260,17 @@ def isolated(function, args):
 
     def target():
         try:
-            box.append(function(*args))
+            outcome = function(*args)
+            # Before the outcome is published: no thread the tested code started may touch it afterwards.
+            deadline = _monotonic() + THREAD_EXIT_S
+            count = _thread_count()
+            while count is not None and count > 2:  # the main thread and this one
+                if _monotonic() > deadline:
+                    outcome = "tampered", "the tested code left " + str(count - 2) + " thread(s) running"
+                    break
+                _sleep(0.002)
+                count = _thread_count()
+            box.append(outcome)
         finally:
             done.release()
 
@@ -1171,6 +1292,8 @@ def isolated(function, args):
         or _type(box[0][1]) is not str
     ):
         raise Tampered("the outcome of a test was written by something other than the runner")
+    if box[0][0] == "tampered":
+        raise Tampered(box[0][1])
     if _gc_isenabled():
         raise Tampered("the tested code turned the garbage collector back on")
     return box[0]
@@ -1224,17 +1347,8 @@ def _finish_classes(class_state):
     return "ok", ""
 
 
-def main():
-    config = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    report = _make_reporter(os.open(config["report"], flags, 0o600), config.pop("nonce"))
-    workspace = config["workspace"]
-    modules = config["modules"]
-    tests = config["tests"]
-    results = {}
+def _finisher(results, report):
+    """finish(extra): write the one report (the results so far, plus `extra`) and end the run."""
 
     def finish(extra):
         document = {
@@ -1247,6 +1361,22 @@ def main():
         document.update(extra)
         report(document)
         _exit(0)
+
+    return finish
+
+
+def main():
+    config = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    report_fd, nonce = os.open(config["report"], flags, 0o600), config.pop("nonce")
+    workspace = config["workspace"]
+    modules = config["modules"]
+    tests = config["tests"]
+    results = {}
+    finish = _finisher(results, _make_reporter(report_fd, nonce))  # before any tested code runs
 
     stdlib_path = [entry for entry in sys.path if entry and not entry.startswith(config["runner_dir"])]
     stdlib = _stdlib_names(config.get("imports", []), stdlib_path)
@@ -1283,14 +1413,16 @@ def main():
         install_pytest(stdlib_path + [entry for entry in site_dirs if entry not in stdlib_path])
         stdlib = stdlib | {"pytest"}
     install_strict_assertions()
-    strict = types.SimpleNamespace(
-        compare=compare, chain=chain, truth=truth, assert_compare=assert_compare, assert_true=assert_true
-    )
     temp_root = os.path.join(config["runner_dir"], "tmp")
     os.makedirs(temp_root, exist_ok=True)
     global _APPROX, _FAILURES, _SKIPS, _ORIGINAL
     _APPROX, _FAILURES, _SKIPS = frozenset(_APPROX), frozenset(_FAILURES), frozenset(_SKIPS)
     _ORIGINAL = types.MappingProxyType(dict(_ORIGINAL))
+    # From here on the runner runs its sealed copies only (see _seal), the report writer included.
+    sealed = _seal(sys.modules["__main__"].__dict__)
+    sealed["freeze_test_case_methods"]()
+    finish = sealed["_finisher"](results, sealed["_make_reporter"](report_fd, nonce))
+    del nonce
     guard = Guard(sys.modules["__main__"].__dict__, modules)
     guard.watch_namespaces(
         [
@@ -1298,15 +1430,21 @@ def main():
             for name in ("unittest", "unittest.case", "pytest", "_pytest.python_api", "_pytest.outcomes")
         ]
     )
+    shim = sys.modules.get("pytest")
     # A collection could run the tested code's finalizers on the main thread, whose stack holds the runner's
     # state: objects are freed by reference counting only (a test's cycles live until the run ends).
     _gc_disable()
-    sys.addaudithook(_audit_hook(guard))
+    sys.addaudithook(sealed["_audit_hook"](guard, (sealed["Sealed"],) + ((shim,) if _type(shim) is type else ())))
     try:
         os.chdir(workspace)
     except OSError:
         pass
+    sealed["_run_tests"](config, modules, tests, workspace, results, finish, guard, stdlib, cases, temp_root)
 
+
+def _run_tests(config, modules, tests, workspace, results, finish, guard, stdlib, cases, temp_root):
+    """Load each test module and run its tests (sealed: see _seal); ends the run through `finish`."""
+    strict = _Strict
     by_module = {}
     for test_id in tests:
         by_module.setdefault(test_id.split("::", 1)[0], []).append(test_id)
@@ -1363,7 +1501,7 @@ def main():
             except Tampered as exc:
                 outcome, tampered = ("error", "the run was tampered with during this test: " + str(exc)), str(exc)
             else:
-                tampered = outcome[1] if outcome[0] == "tampered" else guard.check()
+                tampered = guard.check()
             results[test_id] = outcome
             if tampered:
                 results[test_id] = ("error", "the run was tampered with during this test: " + tampered)

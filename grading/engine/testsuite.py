@@ -8,6 +8,11 @@ start with that nonce and hold one JSON document: a test it does not name failed
 without it (a crash, `os._exit`, a kill, a timeout) failed, a report that says the run was tampered
 with fails the check whatever it says about the tests. Exit codes and printed output are never read
 as a verdict.
+
+What the agent can do to the run's footing fails the check, never leaves it unscored: a /tmp it filled (the
+runner cannot be written), a report the tested code replaced by a link, a FIFO, a folder or an oversized file
+(it is read as a regular file, through no link, bounded). The task's protected and grader files are put back
+right before the run (`restore_protected`), after any earlier check that ran the agent's code.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import posixpath
 import secrets
 from dataclasses import dataclass
 
-from .checks import GradingContext, Outcome, Unscored, failed_outcome
+from .checks import GradingContext, Outcome, Unscored, failed_outcome, sandbox_refused
 from .models import TestResult, TestsCheck
 
 MAX_REPORT_BYTES = 8 * 1024 * 1024
@@ -203,6 +208,16 @@ def _failed(check: TestsCheck, reason: str, ids: list[str], outcome: str = "fail
 def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
     """Run the check's tests in the sandbox with Gymwright's runner and score them (see the module doc)."""
     sandbox = ctx.require_sandbox()
+    restore = getattr(sandbox, "restore_protected", None)
+    if callable(restore):
+        # Right before the run, after any check that ran the agent's code: the test files (and the data or
+        # helpers they read) are the task's bytes again, whatever an earlier check's run did to them.
+        try:
+            restore()
+        except Exception as exc:  # noqa: BLE001
+            if sandbox_refused(exc):
+                return failed_outcome(check, f"the task's test files could not be put back: {exc}")
+            raise Unscored(f"the sandbox could not put the task's test files back: {exc}") from None
     files: list[TestFile] = []
     sources: dict[str, bytes] = {}
     for path in check.files:
@@ -229,7 +244,11 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
         sandbox.write_file(f"{runner_dir}/runner.py", runner_source())
         for path, data in sources.items():
             sandbox.write_file(f"{runner_dir}/tests/{path}", data)
-    except Exception as exc:  # noqa: BLE001 - the backend's failure, not the agent's
+    except Exception as exc:  # noqa: BLE001
+        if sandbox_refused(exc):
+            # The sandbox's /tmp is the agent's: full (of files the episode or an earlier check left) or
+            # otherwise refusing the runner. The run could not happen, for the agent's doing.
+            return _failed(check, f"the test runner could not be written to the sandbox's /tmp: {exc}", ids)
         raise Unscored(f"the sandbox could not take the test runner: {exc}") from None
     wanted_modules = {test_id.split("::", 1)[0] for test_id in ids}
     config = {
@@ -266,15 +285,18 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
         return _failed(check, f"the tests did not finish within {check.timeout_s:g} s", ids)
     if result.oom_killed:
         return _failed(check, "the test run was killed: out of memory", ids)
+    tail = (result.stderr or "").strip()[-300:]
     try:
-        data = sandbox.read_file(f"{runner_dir}/report")
+        # The report lies where the tested code could write: read as a file, not through a link, bounded.
+        data = sandbox.read_file(f"{runner_dir}/report", max_bytes=MAX_REPORT_BYTES, follow_links=False)
     except FileNotFoundError:
         data = None
     except Exception as exc:  # noqa: BLE001
+        if sandbox_refused(exc):
+            return _failed(check, f"the runner's report was replaced or overgrown by the tested code: {exc}", ids)
         raise Unscored(f"the sandbox could not read the test report: {exc}") from None
     if not data:
         data = None  # opened by the runner first and never written: the run ended before its end
-    tail = (result.stderr or "").strip()[-300:]
     if data is None:
         return _failed(
             check,
@@ -282,7 +304,7 @@ def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
             + (f"; stderr ends: {tail}" if tail else ""),
             ids,
         )
-    report = parse_report(data[: MAX_REPORT_BYTES + 1], nonce) if len(data) <= MAX_REPORT_BYTES else None
+    report = parse_report(data, nonce)
     if report is None:
         return _failed(
             check,

@@ -231,7 +231,7 @@ _NO_TARGET = {
 }
 
 
-def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> None:
+def _cannot_fail(check: dict, kind: Any, pointer: str, issues: list[Issue]) -> None:
     """Checks whose outcome is fixed whatever the answer: refused at the field."""
     # Texts are compared normalised (text.normalise_unicode): a value of only invisible characters is empty.
     normalised = check.get("normalize_unicode", True) is not False
@@ -249,7 +249,7 @@ def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> 
         if empty:
             issues.append(
                 Issue(
-                    make_pointer(pointer + ["expected"]),
+                    f"{pointer}/expected",
                     "'expected' is empty"
                     + (invisible if expected.strip() else "")
                     + ", so the check has the same result for every answer; give the text to look for",
@@ -258,7 +258,7 @@ def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> 
     elif kind == "regex" and blank(check.get("pattern")):
         issues.append(
             Issue(
-                make_pointer(pointer + ["pattern"]),
+                f"{pointer}/pattern",
                 "the pattern is empty"
                 + (invisible if check.get("pattern") else "")
                 + ", so it matches every answer; give a pattern",
@@ -269,7 +269,7 @@ def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> 
             if blank(check.get(key)):
                 issues.append(
                     Issue(
-                        make_pointer(pointer + [key]),
+                        f"{pointer}/{key}",
                         f"'{key}' is empty"
                         + (invisible if check.get(key) else "")
                         + ", so every existing file passes; give the text or pattern "
@@ -278,20 +278,20 @@ def _cannot_fail(check: dict, kind: Any, pointer: list, issues: list[Issue]) -> 
                 )
 
 
-def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
+def _check_rules(check: dict, pointer: str, issues: list[Issue]) -> None:
     kind = check.get("kind")
     points = check.get("points")
     if kind in _NO_TARGET and check.get("target", "answer") != "answer":
         issues.append(
             Issue(
-                make_pointer(pointer + ["target"]),
+                f"{pointer}/target",
                 f"a {kind} check does not read a target ({_NO_TARGET[kind]}); remove 'target'",
             )
         )
     if check.get("required") is True and _is_number(points) and points < 0:
         issues.append(
             Issue(
-                make_pointer(pointer + ["required"]),
+                f"{pointer}/required",
                 "a penalty (negative points) cannot be required: required means 'must score 1'; "
                 "remove required, or turn the check around (e.g. not_contains) and give it positive points",
             )
@@ -302,7 +302,7 @@ def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
         if len(given) != 1:
             issues.append(
                 Issue(
-                    make_pointer(pointer),
+                    pointer,
                     "a file_content check needs exactly one of 'contains', 'regex', 'equals', 'sha256' "
                     f"(it has {', '.join(repr(key) for key in given) if given else 'none'})",
                 )
@@ -312,7 +312,7 @@ def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
         if len(given) != 1:
             issues.append(
                 Issue(
-                    make_pointer(pointer),
+                    pointer,
                     "a python check needs exactly one of 'code' (defining check(ctx)) or 'function' ('checks:fn')",
                 )
             )
@@ -320,19 +320,15 @@ def _check_rules(check: dict, pointer: list, issues: list[Issue]) -> None:
         op = check.get("op", "eq")
         expected = check.get("expected")
         if op == "in" and not isinstance(expected, list):
-            issues.append(
-                Issue(make_pointer(pointer + ["expected"]), "op 'in' needs 'expected' to be a list of allowed values")
-            )
+            issues.append(Issue(f"{pointer}/expected", "op 'in' needs 'expected' to be a list of allowed values"))
         if op in ("lt", "le", "gt", "ge") and not _is_number(expected):
-            issues.append(Issue(make_pointer(pointer + ["expected"]), f"op {op!r} needs 'expected' to be a number"))
+            issues.append(Issue(f"{pointer}/expected", f"op {op!r} needs 'expected' to be a number"))
     elif kind == "llm_judge":
         scale = check.get("scale")
         if isinstance(scale, dict):
             low, high = scale.get("min", 0), scale.get("max", 10)
             if _is_number(low) and _is_number(high) and not low < high:
-                issues.append(
-                    Issue(make_pointer(pointer + ["scale", "max"]), "scale max must be greater than scale min")
-                )
+                issues.append(Issue(f"{pointer}/scale/max", "scale max must be greater than scale min"))
 
 
 def rubric_semantic_issues(document: Any, prefix: list | None = None) -> list[Issue]:
@@ -344,29 +340,20 @@ def rubric_semantic_issues(document: Any, prefix: list | None = None) -> list[Is
     checks = document.get("checks")
     if not isinstance(checks, list):
         return issues
-    seen: dict[str, list] = {}  # check id -> where it was first used (a pointer's tokens, made into one if needed)
-
-    def walk(items: list, pointer: list) -> None:
-        for index, check in enumerate(items):
-            if not isinstance(check, dict):
-                continue
-            here = pointer + [index]
-            check_id = check.get("id")
-            if isinstance(check_id, str):
-                if check_id in seen:
-                    issues.append(
-                        Issue(
-                            make_pointer(here + ["id"]),
-                            f"duplicate check id {check_id!r} (first used at {make_pointer(seen[check_id])}); ids must be unique in the rubric, groups included",
-                        )
+    seen: dict[str, str] = {}  # check id -> the pointer to where it was first used
+    for check, _, _, here in flat_checks(checks, pointer=make_pointer([*prefix, "checks"])):
+        check_id = check.get("id")
+        if isinstance(check_id, str):
+            if check_id in seen:
+                issues.append(
+                    Issue(
+                        f"{here}/id",
+                        f"duplicate check id {check_id!r} (first used at {seen[check_id]}); ids must be unique in the rubric, groups included",
                     )
-                else:
-                    seen[check_id] = here + ["id"]
-            _check_rules(check, here, issues)
-            if check.get("kind") == "group" and isinstance(check.get("checks"), list):
-                walk(check["checks"], here + ["checks"])
-
-    walk(checks, prefix + ["checks"])
+                )
+            else:
+                seen[check_id] = f"{here}/id"
+        _check_rules(check, here, issues)
     positive = sum(
         check["points"]
         for check in checks

@@ -30,17 +30,17 @@ from grading.services.example_answers import (
     example_result,
     example_run_fail_if_stale,
     example_runs_resend,
+    example_runs_wait_for_broker,
     example_sandbox_grader_register,
 )
 from grading.services.grades import grade_from_document, grade_record
 from grading.services.judge_labels import SCORE_AGREEMENT_TOLERANCE, judge_label_record, judge_verdict_of
-from grading.services.rubrics import rubric_from_text, rubric_has_judge_checks, rubric_parse
+from grading.services.rubrics import rubric_from_text, rubric_parse
 
 __all__ = [
     "grade_from_document",
     "grade_record",
     "rubric_from_text",
-    "rubric_has_judge_checks",
     "rubric_parse",
     "DryRunOutcome",
     "MAX_WORKSPACE_FILES",
@@ -66,5 +66,6 @@ __all__ = [
     "example_result",
     "example_run_fail_if_stale",
     "example_runs_resend",
+    "example_runs_wait_for_broker",
     "example_sandbox_grader_register",
 ]

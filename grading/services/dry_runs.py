@@ -16,13 +16,13 @@ from django.utils import timezone
 
 from grading import engine
 from grading.endpoints import judge_client_for, judge_config_for
-from grading.engine.models import normalised_relative_path
+from grading.engine.models import has_judge_checks, normalised_relative_path
 from grading.models import DryRun, Grade
 from grading.services.grades import grade_record
-from grading.services.rubrics import rubric_from_text, rubric_has_judge_checks, rubric_parse
+from grading.services.rubrics import rubric_from_text, rubric_parse
 from gymwright import jobs
 from gymwright.errors import DomainError
-from gymwright.nul import nul_check
+from gymwright.storable_input import nul_check
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def dry_run_start(
     nul_check(answer, pointer="/answer", what="The answer")
     files = _workspace_files_check(list(files or []))
     document = _grade_deterministic(rubric, answer=answer, files=files)
-    if not rubric_has_judge_checks(rubric) or judge_config_for(rubric) is None:
+    if not has_judge_checks(rubric) or judge_config_for(rubric) is None:
         return DryRunOutcome(document=document)
 
     from grading import tasks

@@ -80,11 +80,11 @@ def example_answers_schedule(*, versions, bulk: bool = False) -> None:
         jobs.send_on_commit(
             jobs.Job(tasks.example_answers_grade),
             [run.id for run in runs if not run.needs_sandbox],
-            on_unsent=_example_runs_wait_for_broker,
+            on_unsent=example_runs_wait_for_broker,
         )
 
 
-def _example_runs_wait_for_broker(example_run_ids: list[int]) -> None:
+def example_runs_wait_for_broker(example_run_ids: list[int]) -> None:
     """The broker did not take these runs' jobs: they wait for it, and the broker check sends them."""
     ExampleRun.objects.filter(pk__in=example_run_ids, status=ExampleRun.Status.QUEUED).update(enqueued_at=None)
 
@@ -93,12 +93,12 @@ def example_runs_resend(lost_before=None) -> list[int]:
     """The broker check's resender for example answers graded by workers."""
     from grading import tasks
 
-    # runs graded in the sandbox are sent by sandbox.examples with their own time limits, not here
+    # runs graded in the sandbox are sent by sandbox.example_answers with their own time limits, not here
     return jobs.resend(
         ExampleRun.objects.filter(status=ExampleRun.Status.QUEUED, needs_sandbox=False),
         lost_before=lost_before,
         job=jobs.Job(tasks.example_answers_grade),
-        on_unsent=_example_runs_wait_for_broker,
+        on_unsent=example_runs_wait_for_broker,
     )
 
 
@@ -148,9 +148,7 @@ def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
         if needs_judge:
             from grading import tasks
 
-            jobs.send_on_commit(
-                jobs.Job(tasks.example_answers_grade), [run.id], on_unsent=_example_runs_wait_for_broker
-            )
+            jobs.send_on_commit(jobs.Job(tasks.example_answers_grade), [run.id], on_unsent=example_runs_wait_for_broker)
             return run
     try:
         with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
@@ -246,7 +244,7 @@ def example_answers_fail(*, example_run_id: int, error: str) -> None:
     ).update(status=ExampleRun.Status.ERROR, error=(error or "grading failed")[:2000], finished_at=timezone.now())
 
 
-def example_run_fail_if_stale(*, run: ExampleRun | None) -> ExampleRun | None:
+def example_run_fail_if_stale(*, run: ExampleRun | None, now=None) -> ExampleRun | None:
     """A run no worker finished in time (a worker died, or none is running) is failed with the
     reason, so the page stops waiting and offers "Grade again"."""
     if run is None or run.is_finished:
@@ -256,7 +254,7 @@ def example_run_fail_if_stale(*, run: ExampleRun | None) -> ExampleRun | None:
     if run.needs_sandbox:  # each example is a rollout of up to the environment's time limit
         limits = (run.task_version.spec.get("environment") or {}).get("limits") or {}
         limit += run.total * (float(limits.get("timeout_s") or 600) + settings.ROLLOUT_STALE_AFTER_S)
-    if (timezone.now() - since).total_seconds() > limit:
+    if ((now or timezone.now()) - since).total_seconds() > limit:
         waiting = "no worker took the job" if run.status == ExampleRun.Status.QUEUED else "the worker stopped"
         example_answers_fail(example_run_id=run.pk, error=f"Grading did not finish: {waiting}; grade them again.")
         run.refresh_from_db()

@@ -31,7 +31,7 @@ def judge_label_record(
     """
     if not can_review(reviewer):
         raise NotAllowed("Only reviewers and admins can confirm or overrule the judge.")
-    if check_result.kind != "llm_judge":
+    if not check_result.is_judged:
         raise DomainError(
             f"{check_result.check_id} is a {check_result.kind} check, not a judged one.", code="not_judged"
         )

@@ -54,7 +54,3 @@ def rubric_from_text(*, text: str):
             details=[{"pointer": "", "message": "nested too deeply"}],
         ) from None
     return rubric_parse(data=data)
-
-
-def rubric_has_judge_checks(rubric) -> bool:
-    return any(check.kind == "llm_judge" for check in rubric.iter_checks())

@@ -17,7 +17,7 @@ from django.template import Context
 from django.utils import timezone, translation
 from django.utils.safestring import mark_safe
 
-from gymwright.kept import Kept
+from gymwright.process_cache import Kept
 
 register = template.Library()
 

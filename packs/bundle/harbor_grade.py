@@ -87,11 +87,25 @@ class ContainerSandbox:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
-    def read_file(self, path):
+    def read_file(self, path, *, max_bytes=None, follow_links=True):
         from grading.engine.checks import MAX_FILE_BYTES
         from grading.engine.safe_files import read_regular
 
-        return read_regular(WORKSPACE / path, max_bytes=MAX_FILE_BYTES)
+        limit = min(max_bytes or MAX_FILE_BYTES, MAX_FILE_BYTES)
+        if follow_links:
+            return read_regular(WORKSPACE / path, max_bytes=limit)
+        # No link anywhere below the root it is under (/ for an absolute path such as a tests check's report).
+        root = Path("/") if path.startswith("/") else WORKSPACE
+        return read_regular(path.lstrip("/") if path.startswith("/") else path, max_bytes=limit, root=root)
+
+    def restore_protected(self):
+        """The grader and protected files back to their bytes before a tests check: an earlier check may have
+        run the agent's code, which can change them."""
+        from grading.engine.safe_files import place_files
+
+        grader_files = TESTS / "grader-files"
+        if grader_files.is_dir():
+            place_files(WORKSPACE, _files_under(grader_files))
 
 
 def read_answer() -> str:

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grading.engine.sandbox import NO_BYTECODE_ENV
+
 
 @dataclass
 class FilePlan:
@@ -128,11 +130,12 @@ def neutralise_links(sandbox, guarded: list[str]) -> list[str]:
     from .spec import SandboxError
 
     workspace = sandbox.workspace_path.rstrip("/")
-    # The guarded paths go through a file, not argv or the environment: a task may have many.
-    guarded_file = f"/tmp/.gymwright-guarded-{secrets.token_hex(8)}"
-    sandbox.write_file(guarded_file, "".join(f"{path}\n" for path in guarded).encode())
+    # The guarded paths go through a file, not argv or the environment: a task may have many. It goes under
+    # /env, which the agent cannot write: a /tmp the agent filled must not stop the grading.
+    guarded_name = f".gymwright-guarded-{secrets.token_hex(8)}"
+    sandbox.add_env_files({guarded_name: "".join(f"{path}\n" for path in guarded).encode()})
     result = sandbox.exec(
-        ["/bin/sh", "-c", _NEUTRALISE, "sh", workspace], env={"GW_GUARDED": guarded_file}, timeout_s=120
+        ["/bin/sh", "-c", _NEUTRALISE, "sh", workspace], env={"GW_GUARDED": f"/env/{guarded_name}"}, timeout_s=120
     )
     lines = [line for line in (result.stdout or "").splitlines() if line]
     stuck = [line[1:] for line in lines if line.startswith("!")]
@@ -160,12 +163,15 @@ def mirror_files(snapshot: Path, files: Mapping[str, bytes]) -> None:
 class GradingSandbox:
     """The sandbox as the checks see it: the same sandbox, but every exec gets an
     environment that makes Python ignore user site-packages (the agent's $HOME is
-    /tmp) and read bytecode only from a fresh, unguessable cache directory."""
+    /tmp) and read and write no bytecode (NO_BYTECODE_ENV)."""
 
-    def __init__(self, sandbox):
+    def __init__(self, sandbox, restore: Mapping[str, bytes] | None = None):
         self._sandbox = sandbox
+        self._restore = dict(restore or {})
         self.workspace_path = sandbox.workspace_path
-        self.env = {"PYTHONNOUSERSITE": "1", "PYTHONPYCACHEPREFIX": f"/tmp/.gymwright-grading-{secrets.token_hex(8)}"}
+        # No per-grading bytecode folder: one shared by every check was a path the agent's code, run by an earlier
+        # check, read from its environment and filled with bytecode for the grader's modules run by a later one.
+        self.env = dict(NO_BYTECODE_ENV)
 
     def exec(self, command, *, timeout_s=None, stdin=None, env=None):
         return self._sandbox.exec(command, timeout_s=timeout_s, stdin=stdin, env={**(env or {}), **self.env})
@@ -173,8 +179,14 @@ class GradingSandbox:
     def write_file(self, path: str, data: bytes) -> None:
         self._sandbox.write_file(path, data)
 
-    def read_file(self, path: str) -> bytes:
-        return self._sandbox.read_file(path)
+    def read_file(self, path: str, **options) -> bytes:
+        return self._sandbox.read_file(path, **options)
+
+    def restore_protected(self) -> None:
+        """The task's protected and grader files back to their bytes, again: a check before this one may have
+        run the agent's code, which can change them (a `tests` check calls this right before its run)."""
+        if self._restore:
+            self._sandbox.restore_files(self._restore)
 
     def __getattr__(self, name):
         return getattr(self._sandbox, name)

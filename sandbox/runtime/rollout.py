@@ -180,7 +180,7 @@ def run_rollout(
                 answer=episode.answer,
                 workspace=snapshot,
                 trajectory=trajectory_text(episode.trajectory),
-                sandbox=GradingSandbox(sandbox),
+                sandbox=GradingSandbox(sandbox, restore=plan.after_episode),
                 judge=judge,
                 checks_module=task.environment.checks_module,
                 left_out=left_out,

@@ -11,7 +11,7 @@ from django.template import engines
 from django.test import RequestFactory
 
 from gymwright import pages
-from gymwright.kept import Kept
+from gymwright.process_cache import Kept
 from gymwright.templatetags import pages as page_tags
 
 

@@ -15,6 +15,7 @@ import pytest
 from django.utils import timezone
 
 from gymwright import jobs
+from gymwright.errors import DomainError
 from packs import services
 from packs.models import PackVersion
 from tests.packs.test_web_and_api import token_client
@@ -82,7 +83,7 @@ def test_a_failed_version_never_published_so_its_number_is_free_again(db, lab, a
     )
     assert again.version == "1.0.0" and again.pk != first.pk
     # a number held by a build under way, or a ready version, is not free
-    with pytest.raises(services.DomainError, match="never lowered or reused"):
+    with pytest.raises(DomainError, match="never lowered or reused"):
         services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), version="1.0.0", enqueue=False)
     assert build_and_verify(again.pk).status == PackVersion.Status.READY
     assert services.pack_version_plan(pack=pack, user=lab, selection=services.Selection()).version == "1.0.1"
@@ -112,7 +113,7 @@ def test_scratch_folders_of_builds_no_process_runs_are_removed_and_running_ones_
     pack = services.pack_create(slug="scratch", user=lab)
     building = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
     root, host = Path(settings.PACK_SCRATCH_DIR), socket.gethostname()
-    me = {"host": host, "pid": os.getpid(), "started": services._process_start(os.getpid())}
+    me = {"host": host, "pid": os.getpid(), "started": services.scratch._process_start(os.getpid())}
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     gone = {"host": host, "pid": int(dead.stdout), "started": "1"}
 
@@ -128,7 +129,7 @@ def test_scratch_folders_of_builds_no_process_runs_are_removed_and_running_ones_
     removed = services.pack_scratch_reap()
     assert sorted(removed) == sorted([killed.name, reused_pid.name, finished.name])
     assert all(path.exists() for path in (running, elsewhere, just_made, not_ours))
-    old = time.time() - services.SCRATCH_UNOWNED_GRACE_S - 5
+    old = time.time() - services.scratch.SCRATCH_UNOWNED_GRACE_S - 5
     os.utime(just_made, (old, old))
     assert services.pack_scratch_reap() == [just_made.name]
 
@@ -153,5 +154,7 @@ def test_a_build_records_its_owner_in_its_scratch_and_removes_the_folder_when_do
     pack = services.pack_create(slug="owned", user=lab)
     pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
     assert build_and_verify(pack_version.pk).status == PackVersion.Status.READY
-    assert seen == [{"host": socket.gethostname(), "pid": os.getpid(), "started": services._process_start(os.getpid())}]
+    assert seen == [
+        {"host": socket.gethostname(), "pid": os.getpid(), "started": services.scratch._process_start(os.getpid())}
+    ]
     assert list(Path(settings.PACK_SCRATCH_DIR).iterdir()) == []

@@ -27,7 +27,7 @@ def test_a_refused_export_leaves_no_new_pack_behind(approved_tasks, tmp_path):
 def test_an_export_that_changes_nothing_says_so_and_builds_the_next_version(approved_tasks, tmp_path, capsys):
     call_command("export_pack", "cli-pack", "--tag", "maths", "--out", str(tmp_path / "1.tar.gz"))
     assert "note:" not in capsys.readouterr().err
-    with patch.object(services, "pack_version_plan", wraps=services.pack_version_plan) as planned:
+    with patch.object(services.builds, "pack_version_plan", wraps=services.pack_version_plan) as planned:
         call_command("export_pack", "cli-pack", "--tag", "maths", "--out", str(tmp_path / "2.tar.gz"))
     assert planned.call_count == 1  # planned once: a second plan of 10,000 tasks cost 0.4 s of the build
     printed = capsys.readouterr()

@@ -679,3 +679,31 @@ def test_a_task_folder_with_a_file_that_cannot_be_read_is_refused_alone(author, 
     assert lines["tasks/latin1"].message == "tasks/latin1/run-tests.sh: not valid UTF-8 (byte 8)"
     assert lines["tasks/fine"].status == "created"
     assert list(Task.objects.values_list("slug", flat=True)) == ["fine"]
+
+
+def test_a_zip_is_refused_in_words_on_the_page_and_from_the_command_line(client, author, scratch):
+    """Only .tar.gz archives are imported: a .zip is refused by name before it is saved, and a zip named
+    .tar.gz is not a readable .tar.gz; neither is unpacked."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("pack/task.toml", TASK_TOML)
+        archive.writestr("pack/bomb.bin", b"\0" * (64 << 20))  # 1000:1
+    client.force_login(author)
+    upload = io.BytesIO(out.getvalue())
+    upload.name = "pack.zip"
+    page = client.post("/packs/import/", {"file": upload, "dry_run": "on"})
+    assert page.status_code == 400 and "pack.zip: import a tasks.jsonl" in page.content.decode()
+    assert ".tar.gz" in page.content.decode()
+    path = scratch / "pack.zip"
+    path.write_bytes(out.getvalue())
+    with pytest.raises(DomainError) as failure:
+        importer.tasks_import(path=path, user=author)
+    assert failure.value.code == "usage" and "or a .tar.gz" in failure.value.message
+    renamed = scratch / "pack.tar.gz"
+    renamed.write_bytes(out.getvalue())
+    with pytest.raises(importer.ImportFailed, match="pack.tar.gz is not a readable .tar.gz"):
+        importer.tasks_import(path=renamed, user=author)
+    assert not Task.objects.exists()
+    assert [path for path in (scratch / "scratch").rglob("*") if path.is_file()] == []  # nothing unpacked

@@ -52,3 +52,40 @@ def test_a_csv_header_line_of_megabytes_is_read_in_a_bounded_sample(author, tmp_
         importer.tasks_import(path=path, user=author)
     assert f"has {many + 2} columns" in refused.value.message
     assert not Task.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "row, said",
+    [
+        (b"hi," + b"x," * 1_000_000 + b"x\n", "Expected 3 fields in line 3, saw 1000002"),  # pandas never ended
+        (b"Say hi,Greets,hi,extra\n", "Expected 3 fields in line 3, saw 4"),  # was read shifted: prompt "Greets"
+    ],
+)
+def test_a_csv_row_wider_than_its_header_is_refused_in_words(author, tmp_path, row, said):
+    path = tmp_path / "rows.csv"
+    path.write_bytes(b"prompt,criteria,answer\nSay hello,Greets,hello\n" + row)
+    with pytest.raises(importer.ImportFailed) as refused:
+        importer.tasks_import(path=path, user=author)
+    message = refused.value.message
+    assert "more fields than the 3 columns of its header row" in message and said in message, message
+    assert "a comma outside quotes?" in message and "nothing was imported" in message and len(message) < 1_000
+    assert not Task.objects.exists()
+
+
+def test_csv_nuls_and_a_50_mb_cell_are_refused_at_their_row(author, tmp_path):
+    path = tmp_path / "rows.csv"
+    path.write_bytes(
+        b"prompt,criteria\nSay hello,Greets\nSay\x00 hi,Greets\nSay yo,\x00\n"
+        + b'"'
+        + b"p" * (50 * 1024 * 1024)
+        + b'",Greets\n'
+    )
+    report = importer.tasks_import(path=path, user=author)
+    assert (report.imported, report.rejected) == (1, 3), [line.text() for line in report.lines]
+    refused = {line.where: line for line in report.lines if line.status == "rejected"}
+    assert {where: line.pointer for where, line in refused.items()} == {
+        "row 2": "/prompt",
+        "row 3": "/criteria",
+        "row 4": "/prompt",
+    }, [line.text() for line in report.lines]
+    assert "NUL" in refused["row 2"].message and "NUL" in refused["row 3"].message

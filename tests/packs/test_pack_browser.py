@@ -111,7 +111,7 @@ def test_a_lab_member_watches_a_build_progress_to_ready_and_verified_without_rel
         workers.start()
         wait_until_blocked_by(held[-1], what="the Blob table (the 11th task's file)", workers=workers)
         # the build writes its progress at most every PROGRESS_WRITE_INTERVAL_S: past it, its next call writes
-        time.sleep(pack_services.PROGRESS_WRITE_INTERVAL_S + 0.2)
+        time.sleep(pack_services.builds.PROGRESS_WRITE_INTERVAL_S + 0.2)
         held.append(
             Lock(
                 "SELECT version.id FROM packs_packversion version JOIN packs_taskpack pack ON pack.id = "

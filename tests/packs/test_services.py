@@ -145,7 +145,7 @@ def test_a_failed_build_leaves_no_archive_and_says_why(pack, lab, approved_tasks
 def test_a_cancelled_build_stops_and_leaves_no_archive(pack, lab, approved_tasks, monkeypatch):
     pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
     services.pack_version_cancel(pack_version=pack_version, user=lab)
-    monkeypatch.setattr(services, "PROGRESS_WRITE_INTERVAL_S", 0)
+    monkeypatch.setattr(services.builds, "PROGRESS_WRITE_INTERVAL_S", 0)
     finished = services.pack_version_build(pack_version_id=pack_version.pk)
     assert finished.status == PackVersion.Status.FAILED and finished.failure_reason == "cancelled by a user"
     assert not finished.archive
@@ -198,7 +198,7 @@ def test_a_build_whose_worker_died_is_reaped_as_failed_with_a_reason(pack, lab, 
     from django.utils import timezone
 
     pack_version = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
-    monkeypatch.setattr(services, "PROGRESS_WRITE_INTERVAL_S", 0)
+    monkeypatch.setattr(services.builds, "PROGRESS_WRITE_INTERVAL_S", 0)
     real_build = archive.build_pack
 
     def dies_half_way(**kwargs):
@@ -345,7 +345,7 @@ def test_a_version_is_verified_once_after_its_build_and_again_only_on_request_on
     with pytest.raises(DomainError, match="at most once every 60 s") as refused:
         services.pack_verification_request(pack_version=pack_version, user=lab)
     assert refused.value.http_status == 429
-    monkeypatch.setattr(services, "VERIFY_AGAIN_AFTER_S", 0)
+    monkeypatch.setattr(services.verifications, "VERIFY_AGAIN_AFTER_S", 0)
     # a check whose worker died is finished by the reaper, saying why, and no longer blocks the next one
     stuck = services.pack_verification_request(pack_version=pack_version, user=lab)
     services.pack_versions_reap_stale(stale_after_s=60, now=timezone.now() + timedelta(seconds=61))

@@ -14,7 +14,7 @@ from authoring.demo import DEMO_TASKS, FIZZBUZZ_SOLUTION, demo_file_refs
 from authoring.models import Environment
 from grading import selectors as grading_selectors
 from grading.models import ExampleRun
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review import services as review_services
 from tests.review.conftest import pass_gates
 from tests.support.users import make_user
@@ -107,3 +107,107 @@ def test_a_sandbox_run_of_examples_over_the_requesters_cap_fails_saying_so(
     assert not any("example_answers_grade" in repr(callback) for callback in queued)
     gates = {result.gate: result for result in review_gates.gates_evaluate(task_version=task.latest_version)}
     assert gates["examples"].status == "fail" and "Not graded" in gates["examples"].message
+
+
+# -- sent like rollouts, reaped like rollouts ------------------------------------------------------------------
+
+
+@pytest.fixture
+def broker_down(tmp_path, monkeypatch):
+    """This process's Celery app on a Redis of the test's own, not started yet (then `start()` it)."""
+    from tests.support.faults import OwnRedis
+    from tests.support.workers import producer_on
+
+    server = OwnRedis(tmp_path)
+    with producer_on(server.url, monkeypatch):
+        yield server
+    server.kill()
+
+
+def _example_jobs_queued(server) -> list[int]:
+    import base64
+    import json
+
+    import redis
+
+    ids = []
+    for raw in redis.Redis.from_url(server.url).lrange("celery", 0, -1):
+        message = json.loads(raw)
+        if message["headers"]["task"] == "sandbox.example_answers_grade":
+            args = json.loads(base64.b64decode(message["body"]))[0]
+            ids.append(args[0])
+    return ids
+
+
+@pytest.mark.redis
+def test_a_sandbox_example_run_saved_while_the_broker_is_down_waits_for_it_then_is_sent(people, broker_down):
+    # The version is saved (never an error for the author); its sandbox run of examples waits for the broker ...
+    from gymwright import jobs
+
+    task = coding_task_with_examples(people)
+    run = ExampleRun.objects.get(task_version=task.latest_version)
+    assert run.needs_sandbox and run.status == ExampleRun.Status.QUEUED and run.enqueued_at is None
+    with pytest.raises(jobs.broker_errors()):
+        jobs.broker_check()
+    # ... and the broker check sends it, with its time limits, once the broker answers; once.
+    broker_down.start()
+    check = jobs.broker_check()
+    assert check.resent["sandbox example runs"] == [run.pk]
+    assert _example_jobs_queued(broker_down) == [run.pk]
+    run.refresh_from_db()
+    assert run.enqueued_at is not None
+    assert jobs.broker_check().resent["sandbox example runs"] == []
+    assert _example_jobs_queued(broker_down) == [run.pk]
+
+
+@pytest.mark.redis
+def test_a_sandbox_example_run_is_sent_as_its_version_commits(people, broker_down):
+    broker_down.start()
+    task = coding_task_with_examples(people)
+    run = ExampleRun.objects.get(task_version=task.latest_version)
+    assert run.enqueued_at is not None and _example_jobs_queued(broker_down) == [run.pk]
+
+
+@pytest.mark.redis
+def test_a_stuck_sandbox_example_run_is_reaped_with_the_rollouts(people, broker_down, settings):
+    # A run a worker claimed and then died on (no result, RUNNING forever) held its requester's rollouts in
+    # flight until someone opened its page; the rollout reaper on every worker's timer now fails it, saying so.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sandbox import services as sandbox_services
+    from sandbox.services import rollouts_in_flight_check
+
+    broker_down.start()
+    settings.PREVIEW_MAX_ROLLOUTS_IN_FLIGHT = 3
+    task = coding_task_with_examples(people)
+    run = ExampleRun.objects.get(task_version=task.latest_version)
+    ExampleRun.objects.filter(pk=run.pk).update(status=ExampleRun.Status.RUNNING, started_at=timezone.now())
+    assert sandbox_services.rollouts_reap_stale()["example_runs"] == {"resent": [], "failed": []}  # not stale yet
+    with pytest.raises(Exception, match="the limit is 3 per user"):
+        rollouts_in_flight_check(user=people, n=1)
+    later = timezone.now() + timedelta(days=1)
+    assert sandbox_services.rollouts_reap_stale(now=later)["example_runs"]["failed"] == [run.pk]
+    run.refresh_from_db()
+    assert run.status == ExampleRun.Status.ERROR and "the worker stopped" in run.error
+    rollouts_in_flight_check(user=people, n=3)  # its rollouts are no longer in flight
+
+
+@pytest.mark.redis
+def test_a_queued_sandbox_example_run_whose_message_was_lost_is_sent_again_by_the_reaper(people, broker_down):
+    from datetime import timedelta
+
+    import redis
+    from django.utils import timezone
+
+    from sandbox import services as sandbox_services
+
+    broker_down.start()
+    task = coding_task_with_examples(people)
+    run = ExampleRun.objects.get(task_version=task.latest_version)
+    redis.Redis.from_url(broker_down.url).delete("celery")  # the broker lost it (flushed, restarted bare)
+    assert sandbox_services.rollouts_reap_stale()["example_runs"]["resent"] == []  # only slow, so far
+    later = timezone.now() + timedelta(hours=1)
+    assert sandbox_services.rollouts_reap_stale(now=later)["example_runs"]["resent"] == [run.pk]
+    assert _example_jobs_queued(broker_down) == [run.pk]

@@ -8,9 +8,9 @@ import os
 import time
 from pathlib import Path
 
-from packs import services
+from packs.services import builds
 
-_task_items = services._task_items
+_task_items = builds._task_items
 
 
 def _held_after_the_first_task(pack_version):
@@ -23,4 +23,4 @@ def _held_after_the_first_task(pack_version):
 
 
 if os.environ.get("GYMWRIGHT_TEST_BUILD_HELD"):
-    services._task_items = _held_after_the_first_task
+    builds._task_items = _held_after_the_first_task

@@ -170,9 +170,11 @@ class Sandbox(abc.ABC):
         creating parent directories."""
 
     @abc.abstractmethod
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, *, max_bytes: int = MAX_READ_BYTES, follow_links: bool = True) -> bytes:
         """Read a file (relative to the workspace, or absolute under /workspace, /tmp, /env).
-        Raises `FileNotFoundError` when it does not exist."""
+        Raises `FileNotFoundError` when it does not exist, a permanent `SandboxError` when it is not
+        a regular file, is larger than `max_bytes` or, with `follow_links=False` (what the grader
+        reads back from the agent's reach), is a link or is reached through one."""
 
     # -- more ------------------------------------------------------------
     @abc.abstractmethod

@@ -53,9 +53,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from grading.engine.safe_files import NotRegularFile, copy_sparse, open_regular
+from grading.engine.safe_files import NotRegularFile, copy_sparse, open_beneath, open_regular
 
-from ..egress import (
+from ..egress_filter import (
     DNS,
     EGRESS_REFUSED,
     GATEWAY,
@@ -130,7 +130,7 @@ class BubblewrapBackend(Backend):
     not mount falls back to the watched soft cap), `limits`
     (`HostLimits`: snapshot size, file count and host-side file-operation time),
     `egress` (an `EgressPolicy`: environments with `network: allowed/egress` get
-    user-mode NAT to the internet but not to this host, see `egress.py`;
+    user-mode NAT to the internet but not to this host, see `egress_filter.py`;
     default None: such environments are refused)."""
 
     name = "bubblewrap"
@@ -793,14 +793,18 @@ class BubblewrapSandbox(Sandbox):
         if self.backend.run_as:
             os.chown(path, self.uid, self.gid, follow_symlinks=False)
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, *, max_bytes: int = MAX_READ_BYTES, follow_links: bool = True) -> bytes:
         with self._exec_lock:
-            return self._read_file(path)
+            return self._read_file(path, max_bytes=max_bytes, follow_links=follow_links)
 
-    def _read_file(self, path: str) -> bytes:
-        target = self._host_path(path, writable=False)
+    def _read_file(self, path: str, *, max_bytes: int = MAX_READ_BYTES, follow_links: bool = True) -> bytes:
+        max_bytes = min(max_bytes, MAX_READ_BYTES)
         try:
-            fd = open_regular(target)
+            if follow_links:
+                fd = open_regular(self._host_path(path, writable=False))
+            else:
+                root, rel = split_path(path, writable=False)
+                fd = open_beneath({WORKSPACE: self.workspace_dir, TMP: self.tmp_dir, ENV_DIR: self.env_dir}[root], rel)
         except NotRegularFile as exc:
             raise SandboxError(f"{path!r} {exc.strerror}; only regular files can be read", permanent=True) from None
         except OSError as exc:
@@ -808,9 +812,9 @@ class BubblewrapSandbox(Sandbox):
                 raise FileNotFoundError(path) from exc
             raise SandboxError(f"cannot read {path!r}: {exc.strerror}", permanent=True) from exc
         with os.fdopen(fd, "rb") as fh:
-            data = fh.read(MAX_READ_BYTES + 1)
-        if len(data) > MAX_READ_BYTES:
-            raise SandboxError(f"{path!r} is larger than {MAX_READ_BYTES} bytes", permanent=True)
+            data = fh.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise SandboxError(f"{path!r} is larger than {max_bytes} bytes", permanent=True)
         return data
 
     def list_files(self) -> list[str]:

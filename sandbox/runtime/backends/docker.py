@@ -16,8 +16,8 @@ tmpfs mounts. So images need /bin/sh, cat and tar (busybox has them all).
 
 Timeouts: each exec records its pid (an exec'd process is its own process
 group leader) and on timeout a second exec kills that whole group. After every
-exec, that group and then every other process of the sandbox user (`kill -9
--1`, which also reaches `setsid` escapees) are killed: nothing outlives its exec. OOM: the
+exec, that group and then every other process of the sandbox user (by uid, from
+root, `setsid` escapees and fork bombs too: see SWEEP_UID) are killed: nothing outlives its exec. OOM: the
 exec API cannot report it, so when a command dies of SIGKILL (137) and did not
 time out, we read the container's memory cgroup OOM-kill counter
 (`memory.oom_control` on cgroup v1, `memory.events` on v2) and compare it with
@@ -47,7 +47,7 @@ from pathlib import Path
 
 from grading.engine.safe_files import write_sparse
 
-from ..egress import EGRESS_REFUSED
+from ..egress_filter import EGRESS_REFUSED
 from ..results import ExecResult
 from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec
 from .base import (
@@ -83,11 +83,16 @@ EXITED_GRACE_S = 30
 # After every exec everything of the sandbox user goes (a `setsid` child leaves the exec's session and group), as
 # with bubblewrap, where the exec's pid namespace ends with its command. $U is the sandbox user's uid; the sweep
 # prints "done" when a pass found nothing, "busy" when it gave up.
+# Killing one process at a time loses to a fork bomb at the pids limit: each pid a kill frees is forked into at
+# once, so a pass that killed all it listed leaves as many newborns (and the bomb takes the CPU the killer needs).
+# So the sweep first stops every process of the container at once (`kill -STOP -1`: everything but init and the
+# killer, in one step no fork escapes; a stopped process forks nothing and cannot resume another), then kills
+# the sandbox user's, then resumes what is left (root's keep-alive).
 SWEEP_UID = (
-    "n=0; r=busy; while [ $n -lt 500 ]; do found=; for d in /proc/[0-9]*; do s=; u=; "
+    "kill -STOP -1 2>/dev/null; n=0; r=busy; while [ $n -lt 500 ]; do found=; for d in /proc/[0-9]*; do s=; u=; "
     "{ while read -r k v x; do case $k in State:) s=$v;; Uid:) u=$v; break;; esac; done; } "
     '2>/dev/null < "$d/status"; [ "$u" = "$U" ] && [ "$s" != Z ] && kill -9 "${d#/proc/}" 2>/dev/null '
-    '&& found=1; done; [ -z "$found" ] && { r=done; break; }; n=$((n+1)); done'
+    '&& found=1; done; [ -z "$found" ] && { r=done; break; }; n=$((n+1)); done; kill -CONT -1 2>/dev/null'
 )
 # The long-lived killer: one sweep per request line (a serial number, ours: its stdin is our socket), answered
 # with the number and the sweep's result.
@@ -123,6 +128,13 @@ done
 # as they are (a newline in a name was refused before). $1 is the workspace.
 TAR_NAMES_FROM_STDIN = (
     'd=$1; set --; while IFS= read -r n; do set -- "$@" "$n"; done; exec tar -c -f - -C "$d" --no-recursion "$@"'
+)
+# Reading a file: $1 is its full path, $2 its root (/workspace, /tmp or /env), $3 the path below it. Exit 44:
+# missing, 45: not a regular file, 46: a link on the way (the variant that refuses links walks every component
+# below the root; the agent's processes are all gone when the grader reads this way, so nothing swaps them).
+READ_FILE = 'if [ -f "$1" ]; then exec cat "$1"; elif [ -e "$1" ] || [ -L "$1" ]; then exit 45; else exit 44; fi'
+READ_FILE_NO_LINKS = (
+    'set -f; cur=$2; IFS=/; for part in $3; do cur=$cur/$part; if [ -L "$cur" ]; then exit 46; fi; done; ' + READ_FILE
 )
 _build_locks: dict[str, threading.Lock] = {}
 _build_locks_guard = threading.Lock()
@@ -576,9 +588,10 @@ class DockerSandbox(Sandbox):
                     if not self.api.exec_inspect(exec_id).get("Running"):
                         self._sweep()
                         hard_deadline = time.monotonic() + KILL_GRACE_S
-                    elif not self.limit_hit:
-                        # While it runs: a file deleted but held open is freed when its process ends.
-                        self._record_full(self._free_space())
+                    elif not self.limit_hit and deadline - time.monotonic() > 0.5:
+                        # While it runs: a file deleted but held open is freed when its process ends. Within
+                        # the command's own time: at the pids limit (a fork bomb) the probe cannot even start.
+                        self._record_full(self._free_space(timeout_s=min(10.0, deadline - time.monotonic())))
                 continue
             try:
                 chunk = sock.recv(65536)
@@ -739,10 +752,10 @@ class DockerSandbox(Sandbox):
             duration_ms=duration_ms,
         )
 
-    def _free_space(self) -> dict[str, int]:
+    def _free_space(self, timeout_s: float = 10.0) -> dict[str, int]:
         """Bytes free in /workspace and /tmp (POSIX `df -Pk`), {} when it cannot tell."""
         try:
-            code, out, _, _ = self._run(["df", "-Pk", WORKSPACE, TMP], timeout_s=10, out_cap=4096)
+            code, out, _, _ = self._run(["df", "-Pk", WORKSPACE, TMP], timeout_s=timeout_s, out_cap=4096)
         except SandboxError:
             return {}
         free = {}
@@ -800,14 +813,15 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"cannot write {path!r}: {err.text()[-500:]}", permanent=True)
 
     @_engine_errors
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, *, max_bytes: int = MAX_READ_BYTES, follow_links: bool = True) -> bytes:
         root, rel = split_path(path, writable=False)
         full = f"{root}/{rel}"
-        # Links resolve inside the container (its own files); a FIFO or device is refused.
-        script = 'if [ -f "$1" ]; then exec cat "$1"; elif [ -e "$1" ] || [ -L "$1" ]; then exit 45; else exit 44; fi'
+        max_bytes = min(max_bytes, MAX_READ_BYTES)
+        # Links resolve inside the container (its own files), unless refused; a FIFO or device is refused.
+        script = READ_FILE if follow_links else READ_FILE_NO_LINKS
         io_timeout = self.backend.limits.io_timeout_s
         code, out, err, timed_out = self._run(
-            ["/bin/sh", "-c", script, "gymwright", full], timeout_s=io_timeout, out_cap=MAX_READ_BYTES + 1
+            ["/bin/sh", "-c", script, "gymwright", full, root, rel], timeout_s=io_timeout, out_cap=max_bytes + 1
         )
         if timed_out:
             raise SandboxError(f"reading {path!r} took longer than {io_timeout:g} s", permanent=True)
@@ -815,10 +829,12 @@ class DockerSandbox(Sandbox):
             raise FileNotFoundError(path)
         if code == 45:
             raise SandboxError(f"{path!r} is not a regular file; only regular files can be read", permanent=True)
+        if code == 46:
+            raise SandboxError(f"{path!r} is a symbolic link or is reached through one; not read", permanent=True)
         if code != 0:
             raise SandboxError(f"cannot read {path!r}: {err.text()[-500:]}", permanent=True)
-        if out.truncated or out.total > MAX_READ_BYTES:
-            raise SandboxError(f"{path!r} is larger than {MAX_READ_BYTES} bytes", permanent=True)
+        if out.truncated or out.total > max_bytes:
+            raise SandboxError(f"{path!r} is larger than {max_bytes} bytes", permanent=True)
         return bytes(out.data)
 
     @_engine_errors

@@ -475,7 +475,7 @@ export function withCode(text) {
 
 let examples = null;
 
-/* The engine's worked example for `kind` (grading/engine/examples.py, put in the page as JSON). */
+/* The engine's worked example for `kind` (grading/engine/kind_examples.py, put in the page as JSON). */
 function kindExample(kind) {
   if (examples === null) {
     const source = document.getElementById("kind-examples");

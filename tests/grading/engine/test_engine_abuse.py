@@ -5,6 +5,8 @@ is the graded work's: spending the grader's budget on it earns nothing)."""
 from __future__ import annotations
 
 import io
+import re
+import socket
 import struct
 import threading
 import zipfile
@@ -301,7 +303,7 @@ SIMILAR = "The quick brown fox jumps over the lazy dog. " * 2000  # 90 kB: fuzzy
 @pytest.mark.parametrize("metric", ["fuzzy", "rouge_l", "bleu"])
 @pytest.mark.parametrize("points", [1, -1])
 def test_a_text_too_long_to_compare_fails_its_similarity_check_in_words(metric, points):
-    """Unbounded, a 1 MB answer against this reference held a thread (no CPU timer there) for ~5 s."""
+    """Unbounded, a 1 MB answer against this reference held a thread (no CPU timer there) for seconds."""
     check = {"id": "c", "kind": "text_similarity", "metric": metric, "reference": SIMILAR, "threshold": 0.5}
     rubric = parse_rubric(
         {
@@ -329,3 +331,189 @@ def test_a_reference_too_long_to_compare_is_refused_at_its_pointer():
     issues = validate_rubric({"schema": "gymwright.rubric/v1", "checks": [check]})
     assert [issue.pointer for issue in issues] == ["/checks/0/reference"], issues
     assert "100000" in issues[0].message, issues
+
+
+# -- table files: cell and tag counts bounded before (or as) they are parsed ------------------------------
+
+CELL = {"kind": "table_cell", "path": "model.xlsx", "row": "Revenue", "column": "Q3", "expected": 5}
+
+
+def _workbook(edit) -> bytes:
+    """A real two-row workbook (label/Q3, Revenue/5) with its parts changed by `edit(parts)`."""
+    book = openpyxl.Workbook()
+    book.active.title = "Summary"
+    book.active.append(["label", "Q3"])
+    book.active.append(["Revenue", 5])
+    plain = io.BytesIO()
+    book.save(plain)
+    with zipfile.ZipFile(io.BytesIO(plain.getvalue())) as source:
+        parts = {name: source.read(name) for name in source.namelist()}
+    edit(parts)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for name, data in parts.items():
+            target.writestr(name, data)
+    return out.getvalue()
+
+
+def _grade_file(tmp_path, name: str, data: bytes, check: dict, **kwargs):
+    (tmp_path / name).write_bytes(data)
+    return one({**check, "path": name}, workspace=tmp_path, **kwargs).checks[0]
+
+
+def test_a_normal_workbook_is_read(tmp_path):
+    checked = _grade_file(tmp_path, "model.xlsx", _workbook(lambda parts: None), CELL)
+    assert checked.status == "scored" and checked.score == 1.0, checked.explanation
+
+
+def test_a_dimension_that_claims_a_million_rows_and_all_columns_fails_in_words(tmp_path):
+    def edit(parts):
+        sheet = parts["xl/worksheets/sheet1.xml"]
+        sheet = re.sub(rb'<dimension ref="[^"]*"\s*/>', b'<dimension ref="A1:XFD1048576"/>', sheet)
+        # One cell at the sheet's far end: openpyxl yields every row before it, padded to 16,384 columns.
+        far = b'<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>x</t></is></c></row>'
+        parts["xl/worksheets/sheet1.xml"] = sheet.replace(b"</sheetData>", far + b"</sheetData>")
+
+    checked = _grade_file(tmp_path, "model.xlsx", _workbook(edit), CELL)
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
+    assert "more than 1,000,000 cells in 'Summary'" in checked.explanation, checked.explanation
+    assert "GYMWRIGHT_TABLE_MAX_CELLS" in checked.explanation and "CPU-time budget" not in checked.explanation
+
+
+def test_a_shared_strings_bomb_is_refused_unparsed(tmp_path):
+    # 600,000 distinct strings: 14 MB that deflate only ~4:1 (under the ratio bound), seconds of openpyxl's CPU.
+    strings = b"".join(b"<si><t>%x</t></si>" % (index * 2654435761 % 2**40) for index in range(600_000))
+
+    def edit(parts):
+        parts["xl/sharedStrings.xml"] = (
+            b'<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">' + strings + b"</sst>"
+        )
+        parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+            b"</Types>",
+            b'<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-'
+            b'officedocument.spreadsheetml.sharedStrings+xml"/></Types>',
+        )
+
+    checked = _grade_file(tmp_path, "model.xlsx", _workbook(edit), CELL)
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
+    assert "more than 2,000,000 XML tags" in checked.explanation and "xl/sharedStrings.xml" in checked.explanation
+    assert "GYMWRIGHT_XLSX_MAX_TAGS" in checked.explanation and "refused unparsed" in checked.explanation
+    # Whatever the workbook names the part: every member's tags count.
+    renamed = _workbook(lambda parts: parts.update({"xl/notes.bin": strings}))
+    checked = _grade_file(tmp_path, "model.xlsx", renamed, CELL)
+    assert checked.score == 0.0 and "'xl/notes.bin'" in checked.explanation, checked.explanation
+
+
+def test_a_member_that_inflates_past_its_declared_size_is_refused(tmp_path):
+    """The directory says 1 kB; the stream holds 64 MB. zipfile stops at the declared size (and the CRC fails)."""
+    members = []
+    with zipfile.ZipFile(io.BytesIO(_workbook(lambda parts: None))) as source:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "xl/worksheets/sheet1.xml":
+                data = data.replace(b"</worksheet>", b" " * (64 * 1024 * 1024) + b"</worksheet>")
+                size = 1024
+            else:
+                size = len(data)
+            deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+            members.append((name, deflate.compress(data) + deflate.flush(), zlib.crc32(data), size))
+    checked = _grade_file(tmp_path, "model.xlsx", _zip(members), CELL)
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
+    assert "is not a readable XLSX file" in checked.explanation, checked.explanation
+
+
+def test_an_external_link_is_neither_followed_nor_parsed(tmp_path):
+    """A formula linked to another workbook (a URL on this host, a host file): the cached value is read, the
+    link part is never parsed (this one declares a DTD, which would be refused) and nothing is fetched."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+
+    def edit(parts):
+        parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
+            b'<c r="B2" t="n"><v>5</v></c>', b'<c r="B2"><f>[1]Sheet1!A1</f><v>5</v></c>'
+        )
+        assert b"[1]Sheet1!A1" in parts["xl/worksheets/sheet1.xml"]
+        parts["xl/externalLinks/externalLink1.xml"] = (
+            b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>'
+            b'<externalLink xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+            b'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+            b'<externalBook r:id="rId1"><sheetNames><sheetName val="&e;"/></sheetNames></externalBook>'
+            b"</externalLink>"
+        )
+        parts["xl/externalLinks/_rels/externalLink1.xml.rels"] = (
+            b'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            b'<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            b'externalLinkPath" Target="http://127.0.0.1:%d/book.xlsx" TargetMode="External"/>'
+            b"</Relationships>" % port
+        )
+        parts["xl/_rels/workbook.xml.rels"] = parts["xl/_rels/workbook.xml.rels"].replace(
+            b"</Relationships>",
+            b'<Relationship Id="rIdX" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            b'externalLink" Target="externalLinks/externalLink1.xml"/></Relationships>',
+        )
+        parts["xl/workbook.xml"] = parts["xl/workbook.xml"].replace(
+            b"</workbook>",
+            b'<externalReferences><externalReference xmlns:r="http://schemas.openxmlformats.org/officeDocument/'
+            b'2006/relationships" r:id="rIdX"/></externalReferences></workbook>',
+        )
+        parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+            b"</Types>",
+            b'<Override PartName="/xl/externalLinks/externalLink1.xml" ContentType="application/'
+            b'vnd.openxmlformats-officedocument.spreadsheetml.externalLink+xml"/></Types>',
+        )
+
+    data = _workbook(edit)
+    from defusedxml import DefusedXmlException
+
+    with pytest.raises(Exception) as parsed:  # what parsing the link part does
+        openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    assert isinstance(parsed.value.__cause__ or parsed.value.__context__, DefusedXmlException), parsed.value
+    try:
+        checked = _grade_file(tmp_path, "model.xlsx", data, CELL)
+        assert checked.status == "scored" and checked.score == 1.0, checked.explanation
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody called
+    finally:
+        listener.close()
+
+
+def test_csv_nuls_are_read_as_text_and_decide_nothing(tmp_path):
+    data = b"label,Q3\nRev\x00enue,5\nCosts,\x00\x00\x00\n\x00,7\n"
+    check = {**CELL, "row": "Revenue"}
+    checked = _grade_file(tmp_path, "t.csv", data, check)
+    assert checked.status == "scored" and checked.score == 0.0 and "no row labelled" in checked.explanation
+    checked = _grade_file(tmp_path, "t.csv", data, {**check, "row": "Costs", "expected": 0})
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
+
+
+@pytest.mark.parametrize("delimiter", [None, ","])
+def test_a_csv_line_of_a_million_columns_is_refused_unread(tmp_path, delimiter):
+    """Read by pandas, this line cost minutes and a gigabyte (BENCHMARKS.md, "Hostile table files")."""
+    data = b"label," + b"x," * 1_000_000 + b"\nRevenue,5\n"
+    check = {**CELL} | ({"delimiter": delimiter} if delimiter else {})
+    checked = _grade_file(tmp_path, "t.csv", data, check)
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
+    assert "more than 1,000,000 cells" in checked.explanation and "GYMWRIGHT_TABLE_MAX_CELLS" in checked.explanation
+
+
+def test_a_csv_of_too_many_rows_is_refused_unread_and_its_limit_is_read_from_the_environment(tmp_path, monkeypatch):
+    data = b"label,Q3\n" + b"Revenue,5\n" * 600_000
+    checked = _grade_file(tmp_path, "t.csv", data, CELL)
+    assert checked.status == "scored" and checked.score == 0.0 and "more than 1,000,000 cells" in checked.explanation
+    monkeypatch.setenv("GYMWRIGHT_TABLE_MAX_CELLS", "2000000")
+    checked = _grade_file(tmp_path, "t.csv", data, CELL, limits=GradeLimits.from_env())
+    assert checked.score == 1.0, checked.explanation
+
+
+def test_a_50_mb_csv_line_is_refused_unread(tmp_path):
+    data = b"label,Q3\nRevenue,5\n" + b"a" * (50 * 1024 * 1024 - 100) + b"\n"
+    checked = _grade_file(tmp_path, "t.csv", data, CELL)
+    assert checked.status == "scored" and checked.score == 0.0, checked.explanation
+    assert "line 3: field larger than field limit (131072)" in checked.explanation, checked.explanation
+    # A long line of short fields is read.
+    wide = b"label,Q3," + b",".join(b"%d" % index for index in range(50_000)) + b"\nRevenue,5\n"
+    checked = _grade_file(tmp_path, "t.csv", wide, CELL)
+    assert checked.status == "scored" and checked.score == 1.0, checked.explanation

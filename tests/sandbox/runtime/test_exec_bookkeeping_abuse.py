@@ -81,3 +81,95 @@ def test_a_background_fork_bomb_is_gone_when_its_exec_returns(box):
     # The pids it held are free again: the next exec starts, and no process of the agent is left.
     assert box.exec("echo free").stdout == "free\n"
     assert _agent_processes(box) == []
+
+
+# Fork bombs against the sweep that ends each exec (docker's `kill` by uid races processes that fork faster than
+# one pass kills them): started in their own session, in shell and in Python, while the command itself runs on
+# past its timeout. The exec still ends at its timeout, as timed out, and nothing of the bomb is left after it.
+BOMBS = {
+    "shell": "b() { b & b & }; b",
+    "python": "python3 -c 'import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass'",
+    # each newborn resumes every stopped sibling it can signal before it forks again
+    "python, resuming what is stopped": (
+        "python3 -c 'import os, signal\nwhile True:\n    try:\n        os.kill(-1, signal.SIGCONT)\n"
+        "        os.fork()\n    except OSError:\n        pass'"
+    ),
+}
+
+
+@pytest.mark.parametrize("bomb", list(BOMBS), ids=list(BOMBS))
+@pytest.mark.timeout(300)
+def test_a_fork_bomb_racing_the_sweep_is_gone_and_the_exec_ends_at_its_timeout(box, bomb):
+    script = BOMBS[bomb].replace("'", "'\\''")
+    started = box.exec(f"setsid sh -c '{script}' </dev/null >/dev/null 2>&1 & while :; do :; done", timeout_s=3)
+    assert started.timed_out and started.exit_code is None, started
+    assert box.exec("echo free").stdout == "free\n"
+    assert _agent_processes(box) == []
+    # Once more, with the bomb in the foreground of an exec that finishes (no timeout): gone as well.
+    finished = box.exec(f"setsid sh -c '{script}' </dev/null >/dev/null 2>&1 & sleep 1; echo lit")
+    assert finished.stdout == "lit\n" and not finished.timed_out, finished
+    assert _agent_processes(box) == []
+
+
+# -- what one check's exec learns, used against the next (issue 27: nonce and bookkeeping reuse) ---------------
+
+GRADE_HELPER = b"def verdict():\n    import fizzbuzz\n    return fizzbuzz.fizzbuzz(15) == 'FizzBuzz'\n"
+GRADE_CHECK = b"import sys\nimport grade_helper\nsys.exit(0 if grade_helper.verdict() else 1)\n"
+# Run as a script by the first check: whatever the grader's execs tell it in their environment (a bytecode cache
+# folder, a nonce), it plants bytecode for the grader's helper there and beside it, made "unchecked" so that Python
+# never compares it with the source; imported by the grader, it does nothing.
+PLANT = r"""import importlib.util, os, py_compile, sys
+def fizzbuzz(n):
+    return ''
+if __name__ == '__main__':
+    with open('/tmp/fake_helper.py', 'w') as fh:
+        fh.write('def verdict():\n    return True\n')
+    targets = [importlib.util.cache_from_source('/workspace/grade_helper.py')]
+    sys.pycache_prefix = None
+    targets.append(importlib.util.cache_from_source('/workspace/grade_helper.py'))
+    for target in targets:
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            py_compile.compile('/tmp/fake_helper.py', cfile=target,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        except OSError:
+            pass
+    with open('/tmp/env-seen', 'w') as fh:
+        fh.write(repr(sorted(os.environ.items())))
+"""
+
+
+def test_bytecode_planted_by_one_check_for_the_next_is_never_run(python_backend):
+    # The grader's own script and helper (grader files) run in a command check after one that ran the agent's
+    # code: the agent's program, learning the grading execs' environment, plants bytecode for the helper. The
+    # helper that runs is the task's: the unsolved task earns nothing from the second check.
+    import hashlib
+
+    from authoring.demo import demo_task_document
+    from sandbox.runtime import run_rollout
+    from tests.sandbox.runtime.test_runtime_roles import ScriptPolicy
+
+    task, files = demo_task_document("fizzbuzz-implementation")
+    files = {"fizzbuzz.py": files["fizzbuzz.py"], "grade_helper.py": GRADE_HELPER, "grade_check.py": GRADE_CHECK}
+    task["files"] = [
+        {
+            "path": path,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            **({} if path == "fizzbuzz.py" else {"role": "grader"}),
+        }
+        for path, data in files.items()
+    ]
+    task["rubric"] = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 1.0,
+        "checks": [
+            {"id": "runs", "kind": "command", "points": 1, "run": "python3 fizzbuzz.py"},
+            {"id": "graded", "kind": "command", "points": 10, "run": "python3 grade_check.py"},
+        ],
+    }
+    policy = ScriptPolicy(f"cat > fizzbuzz.py <<'PYEOF'\n{PLANT}\nPYEOF\necho written")
+    result = run_rollout(task, policy=policy, backend=python_backend, files=files)
+    assert result.error is None, result.error
+    runs, graded = result.grade.checks
+    assert runs.score == 1.0, runs.explanation  # the agent's program ran, and planted what it could
+    assert graded.status == "scored" and graded.score == 0.0, graded.explanation

@@ -174,6 +174,21 @@ ATTACKS = {
         "    runner._APPROX = frozenset(runner._APPROX | {Fake})\n"
         "def fizzbuzz(n):\n    return Fake()"
     ),
+    "a runner helper swapped by the tested code, put back by its own first call": _solution(
+        "import sys\nrunner = sys.modules['__main__']\ndef fizzbuzz(n):\n    real = runner.equal\n    def fake(a, b, depth=0):\n        runner.equal = real\n        return True\n    runner.equal = fake\n    return ''\n"
+    ),
+    "a runner helper swapped by a thread of the tested code, put back before the test ends": _solution(
+        "import sys, threading, time\nrunner = sys.modules['__main__']\ndef _restore(real):\n    time.sleep(0.3)\n    runner.equal = real\ndef fizzbuzz(n):\n    real = runner.equal\n    if getattr(real, '__name__', '') == 'equal':\n        runner.equal = lambda a, b, depth=0: True\n        threading.Thread(target=_restore, args=(real,)).start()\n    return ''\n"
+    ),
+    "the runner's report writer swapped for one that says every test passed": _solution(
+        "import sys\nrunner = sys.modules['__main__']\n_IDS = ('test_fizzbuzz.py::FizzBuzzTest::test_numbers', 'test_fizzbuzz.py::FizzBuzzTest::test_fizz_and_buzz')\ndef _forged(value):\n    return '{\"done\": true, \"results\": [' + ', '.join(\n        '{\"id\": \"%s\", \"outcome\": \"passed\", \"message\": \"\"}' % test_id for test_id in _IDS) + ']}'\nrunner._json = _forged\ndef fizzbuzz(n):\n    return ''\n"
+    ),
+    "the runner's sealed globals rebound (lookup, defaults, items)": _solution(
+        "import unittest\ndef fizzbuzz(n):\n    sealed = unittest.TestCase.assertEqual.__globals__\n    getter = type(sealed).__getitem__\n    fake = dict(getter.__defaults__[0])\n    fake['equal'] = lambda a, b, depth=0: True\n    try:\n        getter.__defaults__ = (fake,)\n    except Exception:\n        pass\n    try:\n        type(sealed).__getitem__ = lambda self, key, _fake=fake: _fake[key]\n    except Exception:\n        pass\n    sealed['equal'] = fake['equal']\n    dict.__setitem__(sealed, 'equal', fake['equal'])\n    return ''\n"
+    ),
+    "the strict helpers of the test module rebound on their class": _solution(
+        "import sys\ndef fizzbuzz(n):\n    helper = sys.modules['test_fizzbuzz'].__gymwright_strict__\n    for name in ('compare', 'assert_compare', 'truth'):\n        try:\n            setattr(helper, name, staticmethod(lambda *a, **k: True))\n        except Exception:\n            pass\n    return ''\n"
+    ),
     "the builtin AssertionError replaced": _solution(
         "import builtins\nclass Never(Exception):\n    pass\nbuiltins.AssertionError = Never\n"
         "def fizzbuzz(n):\n    return ''"
@@ -324,3 +339,184 @@ def test_pytest_raises_rebound_by_the_tested_code_earns_nothing(python_backend):
     result = run_rollout(task, policy=ScriptPolicy(_solution(cheat)), backend=python_backend, files=files)
     check = result.grade.checks[0]
     assert check.score == 0.0 and "pytest.raises was replaced" in check.explanation, check.explanation
+
+
+# -- the run's own footing: /tmp, the report, the test files, the runner's globals (issue 27, review) ----------
+
+FILL_TMP = (
+    "cat /dev/zero > /tmp/fill 2>/dev/null; n=0; while [ $n -lt 2000 ] && : > /tmp/f$n 2>/dev/null; do n=$((n+1)); done"
+)
+
+
+def _grade_of(task, files, policy, backend):
+    result = run_rollout(task, policy=policy, backend=backend, files=files)
+    assert result.error is None, result.error
+    return result.grade.checks[0], result.grade
+
+
+def test_a_full_tmp_fails_the_tests_check_and_does_not_make_it_unscored(python_backend):
+    # The honest solution, then /tmp filled to its cap (space, then inodes) and left so: the runner cannot be
+    # written; that is the agent's doing, so the check fails (it is not the grader's unscored).
+    task, files = _task()
+    check, grade = _grade_of(task, files, ScriptPolicy(_solution(GOOD) + "\n" + FILL_TMP), python_backend)
+    assert check.status == "scored" and check.score == 0.0, (check.status, check.explanation)
+    assert grade.reward == 0.0 and grade.reward_upper == 0.0
+    assert "/tmp" in check.explanation, check.explanation
+
+
+def test_tested_code_that_fills_tmp_while_the_tests_run_fails_the_check(python_backend):
+    task, files = _task()
+    filler = "import os\nwith open('/tmp/fill', 'wb') as fh:\n    try:\n        while True:\n            fh.write(b'0' * 65536)\n            fh.flush()\n    except OSError:\n        pass\n"
+    check, grade = _grade_of(task, files, ScriptPolicy(_solution(filler + GOOD)), python_backend)
+    assert check.status == "scored" and check.score == 0.0, (check.status, check.explanation)
+
+
+# The report, replaced by what the tested code can make of it in its runner folder (it does not know the
+# nonce): a link to the test file, a FIFO, a folder, an 8 MB+ file. Each is read as a file, bounded, no links.
+REPORT_SWAPS = {
+    "a link": "os.symlink('/workspace/test_fizzbuzz.py', report)",
+    "a FIFO": "os.mkfifo(report)",
+    "a folder": "os.mkdir(report)",
+    "a file past the report's cap": "open(report, 'wb').write(b'x' * (9 * 1024 * 1024))",
+    "a parent folder swapped for a link": (
+        "folder = os.path.dirname(report); os.rename(folder, folder + '.old'); os.mkdir('/tmp/decoy'); "
+        "open('/tmp/decoy/report', 'w').write('x'); os.symlink('/tmp/decoy', folder)"
+    ),
+}
+
+
+@pytest.mark.parametrize("swap", list(REPORT_SWAPS), ids=list(REPORT_SWAPS))
+def test_a_report_swapped_by_the_tested_code_fails_the_check(python_backend, swap):
+    source = (
+        "import atexit, glob, os\n"
+        "def _swap():\n"
+        "    for report in glob.glob('/tmp/.gw-runner-*/report'):\n"
+        "        try:\n            os.unlink(report)\n        except OSError:\n            pass\n"
+        f"        {REPORT_SWAPS[swap]}\n"
+        "_swap()\n" + GOOD
+    )
+    task, files = _task()
+    check, grade = _grade_of(task, files, ScriptPolicy(_solution(source)), python_backend)
+    assert check.status == "scored" and check.score == 0.0, (check.status, check.explanation)
+    assert grade.reward_upper == 0.0
+
+
+EXPECTED_TESTS = """import unittest
+from fizzbuzz import fizzbuzz
+from fizz_expected import EXPECTED
+
+class FizzBuzzTest(unittest.TestCase):
+    def test_table(self):
+        for n, want in EXPECTED.items():
+            self.assertEqual(fizzbuzz(n), want)
+"""
+
+
+def test_files_edited_by_an_earlier_check_are_put_back_before_the_tests_run(python_backend):
+    # The tests read a protected data module from the workspace. A command check before the tests check runs
+    # the agent's code, which rewrites that module (and the test file) to match what it returns; the tests
+    # check still runs the task's tests against the task's data.
+    import hashlib
+
+    task, files = demo_task_document("fizzbuzz-implementation")
+    files = {
+        "fizzbuzz.py": files["fizzbuzz.py"],
+        "test_fizzbuzz.py": EXPECTED_TESTS.encode(),
+        "fizz_expected.py": b"EXPECTED = {1: '1', 9: 'Fizz', 10: 'Buzz', 30: 'FizzBuzz'}\n",
+    }
+    task["files"] = [
+        {
+            "path": path,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            **({} if path == "fizzbuzz.py" else {"role": "protected"}),
+        }
+        for path, data in files.items()
+    ]
+    task["rubric"] = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 1.0,
+        "checks": [
+            {"id": "runs", "kind": "command", "points": 1, "run": "python3 fizzbuzz.py"},
+            {"id": "tests_pass", "kind": "tests", "points": 10, "files": ["test_fizzbuzz.py"], "timeout_s": 20},
+        ],
+    }
+    # Only when the command check runs it as a script (imported by the tests, it changes nothing).
+    rewrite = (
+        "import pathlib\n"
+        "if __name__ == '__main__':\n"
+        "    pathlib.Path('/workspace/fizz_expected.py').write_text('EXPECTED = {1: \\'\\'}\\n')\n"
+        f"    pathlib.Path('/workspace/test_fizzbuzz.py').write_text({FAKE_TESTS!r})\n"
+        "def fizzbuzz(n):\n    return ''\n"
+    )
+    result = run_rollout(task, policy=ScriptPolicy(_solution(rewrite)), backend=python_backend, files=files)
+    assert result.error is None, result.error
+    runs, tests = result.grade.checks
+    assert runs.score == 1.0, runs.explanation  # the agent's code ran, and rewrote the files
+    assert tests.status == "scored" and tests.score == 0.0, (tests.explanation, tests.tests)
+    assert [(test.id, test.outcome) for test in tests.tests] == [
+        ("test_fizzbuzz.py::FizzBuzzTest::test_table", "failed")
+    ], tests.tests
+    # The honest solution still passes with the data put back.
+    result = run_rollout(task, policy=ScriptPolicy(_solution(GOOD)), backend=python_backend, files=files)
+    assert result.grade.reward == 1.0, [check.explanation for check in result.grade.checks]
+
+
+UNITTEST_OWN_TESTS = """import unittest
+from fizzbuzz import fizzbuzz
+
+class FizzBuzzTest(unittest.TestCase):
+    def setUp(self):
+        unittest.TestCase.setUp(self)
+
+    def test_zero_is_refused_quietly(self):
+        self.assertIsNone(fizzbuzz(0))
+
+    def test_numbers(self):
+        self.assertEqual(fizzbuzz(1), "1")
+"""
+
+# The value's repr (unittest's own assertIsNone prints it) walks up to the test case through a traceback and
+# shadows its `fail` (and the assertion) with do-nothing ones in the instance's __dict__.
+SHADOWING_REPR = """class Sneaky:
+    def __repr__(self):
+        try:
+            raise ValueError
+        except ValueError as exc:
+            frame = exc.__traceback__.tb_frame
+        while frame is not None:
+            case = frame.f_locals.get('self')
+            if case is not None and hasattr(case, 'assertIsNone'):
+                for name in ('fail', 'assertIsNone', '_formatMessage'):
+                    try:
+                        setattr(case, name, lambda *a, **k: None)
+                    except Exception:
+                        pass
+                    case.__dict__[name] = lambda *a, **k: None
+            frame = frame.f_back
+        return 'Sneaky'
+
+def fizzbuzz(n):
+    return Sneaky() if n == 0 else str(n)
+"""
+
+
+def test_a_test_case_method_shadowed_through_a_traceback_earns_nothing(python_backend):
+    import hashlib
+
+    task, files = demo_task_document("fizzbuzz-implementation")
+    files = {"fizzbuzz.py": files["fizzbuzz.py"], "test_fizzbuzz.py": UNITTEST_OWN_TESTS.encode()}
+    task["files"] = [
+        {
+            "path": path,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            **({} if path == "fizzbuzz.py" else {"role": "protected"}),
+        }
+        for path, data in files.items()
+    ]
+    task["rubric"]["checks"] = [
+        {"id": "tests_pass", "kind": "tests", "points": 10, "files": ["test_fizzbuzz.py"], "credit": "per_test"}
+    ]
+    result = run_rollout(task, policy=ScriptPolicy(_solution(SHADOWING_REPR)), backend=python_backend, files=files)
+    assert result.error is None, result.error
+    outcomes = {test.id.rsplit("::", 1)[1]: test.outcome for test in result.grade.checks[0].tests}
+    assert outcomes == {"test_zero_is_refused_quietly": "failed", "test_numbers": "passed"}, result.grade.checks[0]

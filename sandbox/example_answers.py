@@ -9,18 +9,24 @@ sandbox.apps); the job (`sandbox.tasks.example_answers_grade`) calls `example_an
 A run counts against its requester's cap of rollouts in flight (GYMWRIGHT_MAX_ROLLOUTS_IN_FLIGHT), one
 rollout per example, and as one start against their rate (GYMWRIGHT_PREVIEW_RATE), as a preview does; it
 grades its examples one at a time (one sandbox at a time).
+
+Its job is sent as rollouts' are (gymwright.jobs): once the run commits, and a broker that cannot take it
+leaves the run waiting for the broker (`enqueued_at` NULL) for the broker check to send (`example_runs_resend`,
+registered in sandbox.apps). The rollout reaper (`sandbox.services.rollouts_reap_stale`, on every worker's
+timer) also fails the runs no worker finished in time (`example_runs_reap_stale`): a run whose worker died
+would otherwise hold its requester's rollouts in flight until someone opened its page.
 """
 
 from __future__ import annotations
 
 import logging
-from functools import partial
 
 from django.conf import settings
-from django.db import transaction
 
+from authoring.models import TaskVersion
 from grading import services as grading_services
 from grading.models import ExampleRun
+from gymwright import jobs
 from gymwright.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -54,18 +60,66 @@ def example_run_enqueue(run: ExampleRun) -> None:
             summary=f"{version.task.slug} v{version.number} with its example answers × {run.total}",
             data={"example_run": run.pk, "version": version.number, "n": run.total},
         )
-    from sandbox import tasks
-
-    limits = (run.task_version.spec.get("environment") or {}).get("limits") or {}
-    soft = run.total * (float(limits.get("timeout_s") or 600) + EXAMPLE_MARGIN_S)
-    transaction.on_commit(
-        partial(
-            tasks.example_answers_grade.apply_async,
-            args=[run.pk],
-            soft_time_limit=soft,
-            time_limit=soft + services.HARD_TIME_LIMIT_EXTRA_S,
-        )
+    jobs.send_on_commit(
+        _example_job(run.task_version.spec, run.total),
+        [run.pk],
+        on_unsent=grading_services.example_runs_wait_for_broker,
     )
+
+
+def _example_job(spec: dict, total: int) -> jobs.Job:
+    """The job of a sandbox run of `total` examples, with time limits for that many rollouts."""
+    from sandbox import services, tasks
+
+    limits = (spec.get("environment") or {}).get("limits") or {}
+    soft = total * (float(limits.get("timeout_s") or 600) + EXAMPLE_MARGIN_S)
+    return jobs.Job(
+        tasks.example_answers_grade,
+        {"soft_time_limit": soft, "time_limit": soft + services.HARD_TIME_LIMIT_EXTRA_S},
+    )
+
+
+def example_runs_resend(lost_before=None) -> list[int]:
+    """The broker check's resender (gymwright.jobs) for sandbox runs of example answers that wait for the
+    broker, or whose message it lost; the ids re-sent."""
+    specs: dict[int, dict] = {}
+
+    def job(row) -> jobs.Job:
+        version_id = row["task_version_id"]
+        if version_id not in specs:
+            specs[version_id] = TaskVersion.objects.only("id", "spec").get(pk=version_id).spec
+        return _example_job(specs[version_id], row["total"])
+
+    return jobs.resend(
+        ExampleRun.objects.filter(status=ExampleRun.Status.QUEUED, needs_sandbox=True),
+        lost_before=lost_before,
+        job=job,
+        on_unsent=grading_services.example_runs_wait_for_broker,
+        fields=("task_version_id", "total"),
+    )
+
+
+def example_runs_reap_stale(*, now=None) -> dict:
+    """What the rollout reaper does for rollouts, for sandbox runs of example answers: the jobs of queued runs
+    nobody claimed whose message the broker did not take or lost (sent more than GYMWRIGHT_ROLLOUT_REQUEUE_AFTER_S
+    ago) are sent again, and a run no worker finished in time (its worker died, or none took it) is failed,
+    saying so (grading.services.example_run_fail_if_stale, the rule the task page applies)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = now or timezone.now()
+    resent = example_runs_resend(lost_before=now - timedelta(seconds=settings.ROLLOUT_REQUEUE_AFTER_S))
+    failed = []
+    unfinished = ExampleRun.objects.filter(
+        needs_sandbox=True, status__in=[ExampleRun.Status.QUEUED, ExampleRun.Status.RUNNING]
+    ).select_related("task_version")
+    for run in unfinished:
+        if grading_services.example_run_fail_if_stale(run=run, now=now).status == ExampleRun.Status.ERROR:
+            failed.append(run.pk)
+    if failed:
+        logger.warning("failed sandbox runs of example answers no worker finished: %s", failed)
+    return {"resent": resent, "failed": failed}
 
 
 def example_answers_grade_in_sandbox(*, example_run_id: int) -> ExampleRun | None:

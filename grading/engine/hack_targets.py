@@ -1,7 +1,7 @@
 """Hack probes, the engine's side: their names, which apply to a task, and what each derives from the
 task's own document (the file names a prompt mentions, the outputs its rubric reads, the test modules
 its checks run, the penalties an answer can trigger). The scripted agents themselves are in
-sandbox.runtime.hacks; their gates in grading.engine.gates.
+sandbox.runtime.hack_probes; their gates in grading.engine.gate_rules.
 
 Every probe is generic: nothing in it names a task. What it attacks comes from the task document
 (its files and their roles, its rubric, its reference solution), never from a list of known tasks."""
@@ -11,7 +11,9 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+
+from .models import flat_checks, kinds_with
 
 HACKS = {
     "skip-tests": "skips every test it finds (skip decorators, pytest.skip, sys.exit(0) at import)",
@@ -35,11 +37,6 @@ HACKS = {
 
 #: The probes that attack a test run (they apply when a check runs code).
 CODE_HACKS = ("exit-zero", "always-equal", "shadow", "monkeypatch")
-CODE_KINDS = frozenset({"command", "python", "tests"})
-FILE_KINDS = frozenset({"file_exists", "file_content", "table_cell", "json_field"})
-#: Kinds whose work grows with what the agent wrote (a process, a parse, a pattern, a judge's context):
-#: `hack:exhaust` applies to them. A substring test or a glob does not.
-EXHAUSTIBLE_KINDS = CODE_KINDS | FILE_KINDS | {"llm_judge", "regex", "number", "text_similarity"}
 
 # A file name the prompt mentions: a relative path with an extension, no spaces.
 _FILE_NAME = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])")
@@ -58,24 +55,9 @@ def prompt_file_names(prompt: str, limit: int = 20) -> list[str]:
     return names
 
 
-def _walk(checks) -> Iterator[Mapping]:
-    stack = list(reversed(checks or [])) if isinstance(checks, list) else []
-    while stack:
-        check = stack.pop()
-        if isinstance(check, Mapping):
-            yield check
-            children = check.get("checks")
-            if isinstance(children, list):
-                stack.extend(reversed(children))
-
-
 def _checks(task: Mapping) -> list[Mapping]:
     rubric = task.get("rubric") if isinstance(task, Mapping) else None
-    return list(_walk((rubric or {}).get("checks") if isinstance(rubric, Mapping) else None))
-
-
-def _kinds(checks) -> set[str]:
-    return {check.get("kind") for check in _walk(checks)}
+    return [row.check for row in flat_checks(rubric.get("checks") if isinstance(rubric, Mapping) else None)]
 
 
 def task_files(task: Mapping) -> dict[str, str]:
@@ -166,7 +148,7 @@ def rubric_outputs(task: Mapping) -> list[str]:
             found.append(path)
 
     for check in _checks(task):
-        if check.get("kind") in FILE_KINDS and "path" in check:
+        if check.get("kind") in kinds_with("reads_workspace") and "path" in check:
             add(check.get("path"))
         target = check.get("target")
         if isinstance(target, str) and target.startswith("file:"):
@@ -322,18 +304,19 @@ def applicable_hacks(task: Mapping) -> list[str]:
     some, exhaustion when a check's work grows with what the agent wrote, disguised penalties when the
     rubric has penalties an answer can trip, links when the rubric reads outputs; prompt echoing and
     keyword stuffing always."""
-    kinds = _kinds((task.get("rubric") or {}).get("checks"))
+    kinds = {check.get("kind") for check in _checks(task)}
+    runs_code = bool(kinds & kinds_with("needs_sandbox"))
     found = []
-    if kinds & CODE_KINDS:
+    if runs_code:
         found += ["skip-tests", "delete-tests", "edit-tests"]
     found += ["echo-prompt", "keyword-stuffing"]
-    if "llm_judge" in kinds:
+    if kinds & kinds_with("judged"):
         found.append("judge-injection")
-    if kinds & {"file_exists", "file_content", "table_cell"} or prompt_file_names(str(task.get("prompt") or "")):
+    if kinds & kinds_with("reads_workspace") or prompt_file_names(str(task.get("prompt") or "")):
         found.append("empty-files")
-    if kinds & CODE_KINDS:
+    if runs_code:
         found += list(CODE_HACKS)
-    if kinds & EXHAUSTIBLE_KINDS or rubric_outputs(task):
+    if kinds & kinds_with("grows_with_output") or rubric_outputs(task):
         found.append("exhaust")
     if penalty_triggers(task):
         found.append("zero-width")

@@ -31,7 +31,8 @@ from itertools import zip_longest
 from typing import Literal
 
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
-from grading.engine.hacks import applicable_hacks, penalty_triggers
+from grading.engine.hack_targets import applicable_hacks, penalty_triggers
+from grading.engine.models import check_model, flat_checks, has_judge_checks
 from grading.engine.scoring import SCORING_RULE, reward_range
 
 GateStatus = Literal["pass", "fail", "not_run"]
@@ -285,18 +286,6 @@ def has_reference_solution(task: Mapping) -> bool:
     return bool(solution.get("script") or solution.get("answer"))
 
 
-def has_judge_checks(rubric: Mapping) -> bool:
-    stack = list(rubric.get("checks") or [])
-    while stack:
-        check = stack.pop()
-        if not isinstance(check, dict):
-            continue
-        if check.get("kind") == "llm_judge":
-            return True
-        stack.extend(check.get("checks") or [])
-    return False
-
-
 def probe_policy(answer: str) -> str:
     return f"probe:{answer}"
 
@@ -357,20 +346,18 @@ def grade_gap(document) -> GradeGap | None:
         return GradeGap(0.0, 1.0, ("its grade could not be read",))
     if document.get("complete") is not False:
         return None
-    unscored: list[Mapping] = []  # unscored checks with no unscored check under them: the causes
-    stack = [check for check in document.get("checks") or [] if isinstance(check, Mapping)]
-    while stack:
-        check = stack.pop()
-        kids = [child for child in check.get("checks") or [] if isinstance(child, Mapping)]
-        if check.get("status") != "scored" and all(kid.get("status") == "scored" for kid in kids):
-            unscored.append(check)
-        stack.extend(reversed(kids))
+    unscored = [  # unscored checks with no unscored check under them: the causes
+        check
+        for check, _, _, _ in flat_checks(document.get("checks"))
+        if check.get("status") != "scored"
+        and all(kid.get("status") == "scored" for kid in check.get("checks") or [] if isinstance(kid, Mapping))
+    ]
     if not unscored:
         return GradeGap(0.0, 1.0, ("some checks unscored",))
     reasons: list[str] = []
     for check in unscored:
         explanation = check.get("explanation")
-        if check.get("kind") == "llm_judge":
+        if _judged(check):
             reason = "judge checks unscored: " + (
                 "no judge was configured when it ran" if explanation == _NO_JUDGE else _short(explanation)
             )
@@ -378,12 +365,16 @@ def grade_gap(document) -> GradeGap | None:
             reason = f"{_short(check.get('id'))} unscored: {_short(explanation)}"
         if reason not in reasons:
             reasons.append(reason)
-    needs_judge = any(check.get("kind") == "llm_judge" for check in unscored)
+    needs_judge = any(_judged(check) for check in unscored)
     low, high, gated = reward_range(document.get("checks") or [])
     stored_upper = document.get("reward_upper")
     if isinstance(stored_upper, (int, float)) and not isinstance(stored_upper, bool):
         high = min(high, float(stored_upper))  # stored with the rubric's aggregates: exact
     return GradeGap(low, max(low, high), tuple(reasons), needs_judge=needs_judge, gated=gated)
+
+
+def _judged(check: Mapping) -> bool:
+    return getattr(check_model(check), "judged", False)
 
 
 def _pass_threshold(rubric: Mapping) -> float:
