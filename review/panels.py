@@ -10,9 +10,9 @@ from django.utils.safestring import mark_safe
 
 from accounts import permissions
 from authoring.models import Task
-from grading.engine import gates as engine_gates
+from grading.engine import gate_rules as engine_gates
 from gymwright.forms import rendered_once
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review import selectors, services
 from review.forms import ReviewForm, SubmitForm
 
