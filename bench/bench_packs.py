@@ -448,7 +448,9 @@ def main() -> None:
             f"  now / baseline: {imports['now'][0] / imports['baseline'][0]:.2f}x wall, "
             f"{imports['now'][1] / imports['baseline'][1]:.2f}x CPU"
         )
-    print(f"  queries: {queries_1k} for 1,000 rows, {queries_2k} for 2,000 (constant per {importer.BATCH}-row batch)")
+    print(
+        f"  queries: {queries_1k} for 1,000 rows, {queries_2k} for 2,000 (constant per {importer.store.BATCH}-row batch)"
+    )
     print(
         f"bulk API, {tasks_count} tasks in requests of 1,000: {bulk_s:.2f} s ({tasks_count / bulk_s:.0f} tasks/s; "
         "Label Studio: 10,000 in 3.2 s)"
