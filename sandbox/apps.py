@@ -20,3 +20,8 @@ class SandboxConfig(AppConfig):
         # for the broker or that it lost.
         jobs.resender_register("rollouts", rollouts_resend)
         jobs.resender_register("sandbox example runs", example_runs_resend)
+
+        from sandbox import panels
+
+        # The task page shows its previews through the panel sandbox registers.
+        panels.register()

@@ -32,7 +32,6 @@ from grading.engine.text import storable_text
 from gymwright import jobs
 from gymwright.egress_setting import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError, NotAllowed
-from gymwright.sql import Prepared
 from sandbox.models import PreviewRun, Rollout
 from sandbox.selectors import preview_run_summary
 
@@ -378,22 +377,18 @@ def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     return preview_run
 
 
-# After every claim and every finish: compiled once per process (gymwright.sql).
-_status_counts = Prepared(
-    lambda preview_run_id: (
+def _status_counts(*, preview_run_id: int) -> list[tuple[str, int]]:
+    """[(status, count)] of a run's rollouts: after every claim and every finish."""
+    return list(
         Rollout.objects.filter(preview_run_id=preview_run_id)
         .order_by()
         .values_list("status")
         .annotate(count=Count("id"))
-    ),
-    preview_run_id=int,
-)
-_claimed = Prepared(
-    lambda rollout_id: Rollout.objects.filter(pk=rollout_id).values_list(
-        "attempts", "preview_run_id", "preview_run__status"
-    ),
-    rollout_id=int,
-)
+    )
+
+
+def _claimed(*, rollout_id: int) -> list[tuple]:
+    return list(Rollout.objects.filter(pk=rollout_id).values_list("attempts", "preview_run_id", "preview_run__status"))
 
 
 def preview_run_refresh(*, preview_run_id: int, known_running: bool = False) -> None:
