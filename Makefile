@@ -39,7 +39,7 @@ PYTEST_WORKERS ?= 2
 test: setup lint
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist load $(PYTEST_ARGS)
 
-# ruff, configured in pyproject.toml, and ESLint for static/js, configured in eslint.config.js (pinned in
+# ruff, configured in pyproject.toml, and ESLint for static/js, configured in eslint.config.mjs (pinned in
 # package.json and package-lock.json): `make lint` checks, `make format` rewrites.
 .PHONY: lint format
 ESLINT_STAMP := node_modules/.installed

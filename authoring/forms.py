@@ -8,7 +8,7 @@ from django import forms
 from authoring.models import SLUG_RULE, Environment, Task, slug_validator
 from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
 from grading.engine.models import BUILTIN_TOOLS, PROMPT_MAX_CHARS, TAG_MAX_CHARS
-from gymwright.egress import egress_refusal
+from gymwright.egress_setting import egress_refusal
 from gymwright.forms import pointer_head
 from gymwright.text import unix_newlines
 

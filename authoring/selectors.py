@@ -10,9 +10,9 @@ from django.http import Http404
 from accounts import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from gymwright.errors import NotAllowed
-from gymwright.nul import NUL
 from gymwright.pagination import PreparedList
 from gymwright.sql import Prepared, PreparedIn
+from gymwright.storable_input import NUL
 
 ACTIONS = ("view", "edit", "review")
 

@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.core import signing
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.safestring import mark_safe
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 
 from accounts import permissions
@@ -21,15 +21,14 @@ from authoring.diff import task_version_diff
 from authoring.forms import EnvironmentForm, TaskForm
 from authoring.models import Task
 from authoring.prompt_html import markdown_or_text, prompt_html
-from authoring.templatetags.check_words import inline_code
 from grading.engine import flat_checks  # the pure engine: a library for every app
 from grading.engine.describe import check_in_words
-from grading.engine.examples import EXAMPLES, example_as_dict
+from grading.engine.kind_examples import EXAMPLES, example_as_dict
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
-from gymwright.html import escape, slug_url_prefix
-from gymwright.kept import Kept
+from gymwright.pages import panels
 from gymwright.pagination import KeysFirstPaginator
+from gymwright.process_cache import Kept
 
 PAGE_SIZE = 50
 
@@ -72,7 +71,6 @@ def task_list(request):
         "authoring/task_list.html",
         {
             "page": page,
-            "task_url": slug_url_prefix("authoring:task_detail"),
             "filters": filters,
             "query": query.urlencode(),
             **selectors.task_filter_choices(user=request.user),  # environments, statuses, tags: each reader's own
@@ -115,13 +113,15 @@ def _keep_uploads(request, form) -> dict:
     }
 
 
-def _task_form_context(form, **extra):
+def _task_form_context(request, form, **extra):
     # Each kind's worked example and edge cases, from the engine (the same as /grading/kinds/).
     kind_examples = {kind: example_as_dict(example) for kind, example in EXAMPLES.items()}
     return {
         "form": form,
         "starter_rubric": json.dumps(STARTER_RUBRIC, indent=2),
         "kind_examples": kind_examples,
+        # the kinds reference link, the dry-run panel and the review threads: gymwright.pages
+        "panels": panels("task_form", request=request, task=extra.get("task"), version=extra.get("version")),
         **extra,
     }
 
@@ -171,13 +171,13 @@ def task_create(request):
         return render(
             request,
             "authoring/task_form.html",
-            _task_form_context(form, creating=True, **_keep_uploads(request, form)),
+            _task_form_context(request, form, creating=True, **_keep_uploads(request, form)),
             status=400,
         )
     initial = {"rubric": json.dumps(STARTER_RUBRIC, indent=2), "metadata": "{}", "examples": "[]"}
     initial["environment"] = _environment_to_offer(request, environments)
     form = TaskForm(initial=initial, environments=environments)
-    return render(request, "authoring/task_form.html", _task_form_context(form, creating=True))
+    return render(request, "authoring/task_form.html", _task_form_context(request, form, creating=True))
 
 
 @require_safe
@@ -197,6 +197,8 @@ def task_detail(request, slug):
             "check_count": check_count,
             "audit_events": selectors.audit_events_for(task, user=request.user),
             "can_edit": permissions.can_edit_task(request.user, task),
+            # the sections other apps add (example answers, previews, reviews): gymwright.pages
+            "panels": panels("task_detail", request=request, task=task, version=version) if version else {},
         },
     )
 
@@ -224,20 +226,9 @@ def _flat_checks(checks):
 
 
 def _check_rows_html(items) -> str:
-    """The rubric table's rows, rendered in Python: a rubric holds up to a few hundred checks, and as a
-    template loop each row cost ~0.1 ms. Every value comes from the author's rubric and is escaped."""
-    out = []
-    for item in items:
-        check = item["check"] if isinstance(item["check"], dict) else {}
-        required = ' <span class="badge">required</span>' if check.get("required") else ""
-        title = f"<br><strong>{inline_code(check['title'])}</strong>" if check.get("title") else ""
-        points = check.get("points")
-        out.append(
-            f'<tr><td class="long-text depth-{int(item["depth"])}"><span class="mono">{escape(check.get("id", ""))}</span>'
-            f'{required}{title}<div class="check-words">{inline_code(item["words"])}</div></td>'
-            f"<td>{escape(check.get('kind', ''))}</td><td>{'' if points is None else escape(points)}</td></tr>"
-        )
-    return mark_safe("\n".join(out))  # every interpolated value above is escaped (inline_code escapes) or a number
+    """The rubric table's rows (authoring/_check_rows.html): worked out once per version and kept (_rubric_shown)."""
+    rows = [{**item, "check": item["check"] if isinstance(item["check"], dict) else {}} for item in items]
+    return render_to_string("authoring/_check_rows.html", {"items": rows})
 
 
 def _initial_from_version(version) -> dict:
@@ -267,21 +258,21 @@ def task_edit(request, slug):
     context = {"task": task, "version": latest, "creating": False}
     if request.method != "POST":
         form = TaskForm(initial=_initial_from_version(latest), editing=task, current_files=current_files)
-        return render(request, "authoring/task_form.html", _task_form_context(form, **context))
+        return render(request, "authoring/task_form.html", _task_form_context(request, form, **context))
 
     form = TaskForm(request.POST, request.FILES, editing=task, current_files=current_files)
     if _upload_refused(request, form, what="An attached file"):
         return render(
             request,
             "authoring/task_form.html",
-            _task_form_context(form, **context, **_keep_uploads(request, form)),
+            _task_form_context(request, form, **context, **_keep_uploads(request, form)),
             status=400,
         )
     if not form.is_valid():
         return render(
             request,
             "authoring/task_form.html",
-            _task_form_context(form, **context, **_keep_uploads(request, form)),
+            _task_form_context(request, form, **context, **_keep_uploads(request, form)),
             status=400,
         )
     base_version = form.cleaned_data.get("base_version")
@@ -296,7 +287,7 @@ def task_edit(request, slug):
             return render(
                 request,
                 "authoring/task_form.html",
-                _task_form_context(form, **context, **_keep_uploads(request, form)),
+                _task_form_context(request, form, **context, **_keep_uploads(request, form)),
                 status=400,
             )
     try:
@@ -317,7 +308,7 @@ def task_edit(request, slug):
         return render(
             request,
             "authoring/task_form.html",
-            _task_form_context(form, **context, **_keep_uploads(request, form)),
+            _task_form_context(request, form, **context, **_keep_uploads(request, form)),
             status=400,
         )
     if created:
@@ -439,6 +430,7 @@ def task_diff(request, slug):
             "b": version_b,
             "numbers": numbers,
             "diff": task_version_diff(version_a.spec, version_b.spec),
+            "panels": panels("task_diff", request=request, task=task, a=version_a, b=version_b),
         },
     )
 
@@ -509,7 +501,7 @@ def environment_detail(request, slug):
             "tasks": selectors.environment_tasks(environment=environment, user=request.user),
             "can_edit": permissions.can_edit_environment(request.user, environment),
             "can_author": permissions.can_author(request.user),
-            "can_open_dashboard": permissions.reads_drafts(request.user),  # the review workspace shows drafts
+            "panels": panels("environment_detail", request=request, environment=environment),
         },
     )
 

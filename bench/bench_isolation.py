@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sandbox.runtime import SandboxSpec, get_backend  # noqa: E402
-from sandbox.runtime.egress import EgressPolicy  # noqa: E402
+from sandbox.runtime.egress_filter import EgressPolicy  # noqa: E402
 
 
 def timed(box, command) -> float:

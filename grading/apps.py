@@ -12,6 +12,11 @@ class GradingConfig(AppConfig):
         # Every new task version grades its example answers (authoring cannot import grading).
         task_version_created_hook(example_answers_schedule)
 
+        from grading import panels
+
+        # Authoring's pages show grading's panels (example answers, dry run) without loading grading's tags.
+        panels.register()
+
         from grading.services import dry_runs_resend, example_runs_resend
         from gymwright import jobs
 

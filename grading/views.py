@@ -167,7 +167,7 @@ def _type_words(prop: dict, defs: dict) -> str:
 
 def kinds_reference_rows() -> list[dict]:
     """Each check kind: its description and fields from the engine's rubric schema, and its example."""
-    from grading.engine.examples import EXAMPLES
+    from grading.engine.kind_examples import EXAMPLES
     from grading.engine.schema import json_schema
 
     schema = json_schema("rubric")

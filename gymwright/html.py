@@ -1,5 +1,5 @@
-"""HTML built in Python for the hottest tables (the task list, a preview's rollouts), and what a view asks of
-a request made by htmx."""
+"""HTML escaping for text built in Python (a check's words with their inline code), a URL prefix for a long table,
+and what a view asks of a request made by htmx."""
 
 from __future__ import annotations
 
@@ -13,15 +13,10 @@ def escape(value) -> str:
     return _html_escape(str(value), quote=True)
 
 
-def url_stem(viewname: str) -> str:
-    """The URL of `viewname` (a view taking one integer) without that integer: f"{stem}/{pk}/" is the URL
-    of `pk`. A table of N rows reverses the URL once instead of N times."""
-    return reverse(viewname, args=[0]).rsplit("/0/", 1)[0]
-
-
 def slug_url_prefix(viewname: str) -> str:
     """The URL of `viewname` (a view taking one slug, its last part) up to that slug: f"{prefix}{slug}/" is the URL of
-    `slug`. A table of N rows reverses the URL once instead of N times."""
+    `slug`. A table of N rows reverses the URL once instead of N times (the pack list: BENCHMARKS.md, "Pages in
+    templates")."""
     return reverse(viewname, args=["--slug--"]).rsplit("--slug--/", 1)[0]
 
 

@@ -107,8 +107,10 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "gymwright.context_processors.limits",
-                "review.context_processors.badges",
+                "gymwright.context_processors.site_panels",
             ],
+            # {% render_panels %}: a page places the panels other apps register for it (gymwright.pages).
+            "libraries": {"pages": "gymwright.templatetags.pages"},
         },
     },
 ]
@@ -153,7 +155,7 @@ AUTHENTICATION_BACKENDS = ["accounts.auth.ModelBackend"]
 SESSION_ENGINE = "gymwright.sessions"
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "authoring:task_list"
+LOGIN_REDIRECT_URL = "/"  # the site's root, the task list (gymwright/urls.py); settings name no app's URL
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from gymwright.errors import DomainError
-from gymwright.nul import nul_check
+from gymwright.storable_input import nul_check
 
 
 def unix_newlines(value):

@@ -13,3 +13,7 @@ class PacksConfig(AppConfig):
         # The broker check sends again the jobs of builds and checks that wait for the broker or that it lost.
         jobs.resender_register("pack builds", pack_builds_resend)
         jobs.resender_register("pack checks", pack_verifications_resend)
+
+        from packs import panels
+
+        panels.register()  # the Packs link in the navigation

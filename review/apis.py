@@ -21,7 +21,7 @@ from gymwright.api import Pagination, iso_datetime, paginate, paginated, validat
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.pagination import KeysFirstPaginator
 from review import agreement as review_agreement
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review import selectors, services
 from review.models import Comment, Review
 

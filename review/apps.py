@@ -12,3 +12,8 @@ class ReviewConfig(AppConfig):
 
         # A new version starts a new draft: review's services alone change a task's status.
         task_version_created_hook(task_versions_created)
+
+        from review import panels
+
+        # The task page, the editor, the environment page and the navigation show review's panels.
+        panels.register()

@@ -14,9 +14,9 @@ from authoring.models import Task, TaskVersion
 from authoring.selectors import approved_versions, task_filter
 from grading.engine.models import flat_checks, kinds_with
 from gymwright.errors import NotAllowed
-from gymwright.nul import NUL
 from gymwright.pagination import PreparedList
 from gymwright.sql import Prepared
+from gymwright.storable_input import NUL
 from review.models import Comment, InboxItem, Review, Submission
 
 

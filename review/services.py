@@ -18,12 +18,12 @@ from accounts import permissions
 from authoring.models import AuditEvent, Task, TaskVersion
 from authoring.services import audit_record
 from grading.engine import flat_checks
-from grading.engine import gates as engine_gates
+from grading.engine import gate_rules as engine_gates
 from grading.engine.validation import escape_pointer_token
 from gymwright.bulk import bulk_insert_rows
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from gymwright.text import comment_text
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review.models import Comment, InboxItem, Review, ReviewVisit, Submission
 
 SUBMITTABLE = (Task.Status.DRAFT, Task.Status.CHANGES_REQUESTED)

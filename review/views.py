@@ -10,6 +10,8 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST, require_safe
 
 from accounts import permissions
@@ -23,7 +25,7 @@ from gymwright.html import is_htmx
 from gymwright.pagination import KeysFirstPaginator
 from review import agreement as review_agreement
 from review import evidence, selectors, services
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review.drafts import drafts_keep, drafts_take
 from review.forms import ReviewForm, SubmitForm
 from review.label_cards import label_cards
@@ -231,11 +233,17 @@ def review_queue(request):
     page = KeysFirstPaginator(source, PAGE_SIZE, rows=rows).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
+    now = timezone.now()
     return render(
         request,
         "review/queue.html",
         {
             "page": page,
+            # how long each task has waited, in words: worked out here, so that the rows' fragment is kept by its text
+            "rows": [
+                {**row, "waiting": f"{timesince(row['submitted_at'], now)} ago" if row["submitted_at"] else "–"}
+                for row in page
+            ],
             "filters": filters,
             "older_than_days": older_than_days or "",
             "query": query.urlencode(),

@@ -10,7 +10,7 @@ from django.conf import settings
 from gymwright.forms import rendered_once
 from sandbox import services
 from sandbox.models import PreviewRun
-from sandbox.runtime.hacks import HACKS
+from sandbox.runtime.hack_probes import HACKS
 
 MODEL_POLICY_HOWTO = (
     "To use it, add a ModelEndpoint with role 'policy' in the admin, or set OPENAI_BASE_URL and GYMWRIGHT_POLICY_MODEL."

@@ -53,7 +53,7 @@ class PreviewRun(models.Model):
     @property
     def policy_label(self) -> str:
         if self.policy_kind == "probe":
-            from grading.engine.gates import probe_shown
+            from grading.engine.gate_rules import probe_shown
 
             return f"probe {probe_shown(self.policy_argument)}"
         return self.policy

@@ -30,9 +30,8 @@ from accounts import permissions
 from authoring.models import AuditEvent, TaskVersion
 from grading.engine.text import storable_text
 from gymwright import jobs
-from gymwright.egress import NETWORK_ON, egress_refusal
+from gymwright.egress_setting import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError, NotAllowed
-from gymwright.sql import Prepared
 from sandbox.models import PreviewRun, Rollout
 from sandbox.selectors import preview_run_summary
 
@@ -85,7 +84,7 @@ def policy_parse(policy: Any, *, probe_text: str | None = None) -> PolicyChoice:
             details=[{"pointer": "/policy", "message": "unknown policy"}],
         )
     if kind == "hack":
-        from sandbox.runtime.hacks import HACKS
+        from sandbox.runtime.hack_probes import HACKS
 
         if text not in HACKS:
             raise DomainError(
@@ -378,22 +377,18 @@ def preview_run_cancel(*, preview_run: PreviewRun, user) -> PreviewRun:
     return preview_run
 
 
-# After every claim and every finish: compiled once per process (gymwright.sql).
-_status_counts = Prepared(
-    lambda preview_run_id: (
+def _status_counts(*, preview_run_id: int) -> list[tuple[str, int]]:
+    """[(status, count)] of a run's rollouts: after every claim and every finish."""
+    return list(
         Rollout.objects.filter(preview_run_id=preview_run_id)
         .order_by()
         .values_list("status")
         .annotate(count=Count("id"))
-    ),
-    preview_run_id=int,
-)
-_claimed = Prepared(
-    lambda rollout_id: Rollout.objects.filter(pk=rollout_id).values_list(
-        "attempts", "preview_run_id", "preview_run__status"
-    ),
-    rollout_id=int,
-)
+    )
+
+
+def _claimed(*, rollout_id: int) -> list[tuple]:
+    return list(Rollout.objects.filter(pk=rollout_id).values_list("attempts", "preview_run_id", "preview_run__status"))
 
 
 def preview_run_refresh(*, preview_run_id: int, known_running: bool = False) -> None:
@@ -547,7 +542,7 @@ def _not_beaten_since(moment) -> Q:
 
 def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict:
     """Rollouts whose worker stopped beating: re-queue once, then fail with "worker lost"; the same for the
-    sandbox runs of example answers (sandbox.examples.example_runs_reap_stale).
+    sandbox runs of example answers (sandbox.example_answers.example_runs_reap_stale).
 
     Also asks the docker backend to remove containers whose rollout is over, so a
     dead worker leaves nothing running behind. Safe to run from any number of
@@ -574,7 +569,7 @@ def rollouts_reap_stale(*, stale_after_s: float | None = None, now=None) -> dict
             result["failed"].append(row["pk"])
     result["resent"] = _resend_lost_messages(now=now)
     result["containers_removed"] = _reap_containers()
-    from sandbox.examples import example_runs_reap_stale
+    from sandbox.example_answers import example_runs_reap_stale
 
     # Sandbox runs of example answers are rollouts too: reaped on the same timer.
     result["example_runs"] = example_runs_reap_stale(now=now)

@@ -69,7 +69,7 @@ class ExampleAnswersJob(Task):
 # A redelivered message finds the run claimed and walks away; example_run_enqueue sends the time limits.
 @shared_task(base=ExampleAnswersJob, name="sandbox.example_answers_grade", acks_late=True, ignore_result=True)
 def example_answers_grade(example_run_id: int) -> None:
-    from sandbox.examples import example_answers_grade_in_sandbox
+    from sandbox.example_answers import example_answers_grade_in_sandbox
 
     example_answers_grade_in_sandbox(example_run_id=int(example_run_id))
     _release_connection()

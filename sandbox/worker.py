@@ -23,8 +23,7 @@ from django.utils import timezone
 from authoring.models import TaskVersion
 from grading.engine.text import storable, storable_name, storable_text
 from gymwright.errors import DomainError
-from gymwright.kept import Kept
-from gymwright.sql import Prepared, SmallInt
+from gymwright.process_cache import Kept
 from sandbox.models import PreviewRun, Rollout
 from sandbox.runtime.rollout import RolloutResult
 from sandbox.services import (
@@ -155,21 +154,18 @@ class _Progress:
         return self.cancelled or self.lost
 
 
-# Asked every CANCEL_POLL_INTERVAL_S while a rollout runs, and once per rollout for its row: compiled once per
-# worker process (gymwright.sql). [] when the claim is lost; [cancel_requested] while it holds.
-_claim_and_cancel = Prepared(
-    lambda rollout_id, attempt: claimed_rollout(rollout_id, attempt).values_list(
-        "preview_run__cancel_requested", flat=True
-    ),
-    rollout_id=int,
-    attempt=SmallInt,
-)
-_rollout_to_run = Prepared(
-    lambda rollout_id: Rollout.objects.select_related(
-        "preview_run__task_version__task", "preview_run__task_version__environment_version"
-    ).filter(pk=rollout_id),
-    rollout_id=int,
-)
+def _claim_and_cancel(*, rollout_id: int, attempt: int) -> list[bool]:
+    """Asked every CANCEL_POLL_INTERVAL_S while a rollout runs: [] when the claim is lost; [cancel_requested] while
+    it holds."""
+    return list(claimed_rollout(rollout_id, attempt).values_list("preview_run__cancel_requested", flat=True))
+
+
+def _rollout_to_run(*, rollout_id: int) -> list[Rollout]:
+    return list(
+        Rollout.objects.select_related(
+            "preview_run__task_version__task", "preview_run__task_version__environment_version"
+        ).filter(pk=rollout_id)
+    )
 
 
 def rollout_execute(*, rollout_id: int, worker: str | None = None) -> str:
@@ -478,7 +474,7 @@ def _backend_options(backend: str) -> dict:
             raise SandboxError(str(exc), permanent=True) from None
         options: dict[str, Any] = {"work_dir": str(work_dir), "limits": limits}
         if settings.SANDBOX_EGRESS:
-            from sandbox.runtime.egress import EgressPolicy
+            from sandbox.runtime.egress_filter import EgressPolicy
 
             try:
                 options["egress"] = EgressPolicy.from_strings(settings.SANDBOX_EGRESS_ALLOW)

@@ -41,13 +41,13 @@ def _fresh_endpoint_cache():
 
 @pytest.fixture(autouse=True)
 def _fresh_grade_facts():
-    """The gates keep what they read of a finished rollout's grade per process, by rollout id (review.gates): ids
+    """The gates keep what they read of a finished rollout's grade per process, by rollout id (review.gate_evidence): ids
     never repeat in a database, but a test's rolled-back rows free theirs on SQLite."""
-    from review import gates
+    from review import gate_evidence
 
-    gates._grade_facts_kept.clear()
+    gate_evidence._grade_facts_kept.clear()
     yield
-    gates._grade_facts_kept.clear()
+    gate_evidence._grade_facts_kept.clear()
 
 
 @pytest.fixture

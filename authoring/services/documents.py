@@ -12,9 +12,9 @@ from authoring.models import EnvironmentVersion
 from authoring.services.blobs import _check_blobs_exist
 from grading.engine import TASK_SCHEMA, canonical_json_exact, validate_task
 from grading.engine.models import Environment as EngineEnvironment
-from gymwright.egress import NETWORK_ON, egress_refusal
+from gymwright.egress_setting import NETWORK_ON, egress_refusal
 from gymwright.errors import DomainError
-from gymwright.nul import json_text_storable, nul_check
+from gymwright.storable_input import json_text_storable, nul_check
 from gymwright.text import unix_newlines
 
 ENVIRONMENT_KEYS = (

@@ -11,7 +11,7 @@ with the expectation:
   sandbox, a check over its CPU budget): no verdict, never a pass by default;
 - `error`: grading itself was stopped (a limit) or failed; the message says why.
 
-(Kinds are for the kind reference, `grading.engine.examples`; these are answers.)
+(Kinds are for the kind reference, `grading.engine.kind_examples`; these are answers.)
 """
 
 from __future__ import annotations

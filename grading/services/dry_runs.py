@@ -22,7 +22,7 @@ from grading.services.grades import grade_record
 from grading.services.rubrics import rubric_from_text, rubric_parse
 from gymwright import jobs
 from gymwright.errors import DomainError
-from gymwright.nul import nul_check
+from gymwright.storable_input import nul_check
 
 logger = logging.getLogger(__name__)
 

@@ -93,7 +93,7 @@ def example_runs_resend(lost_before=None) -> list[int]:
     """The broker check's resender for example answers graded by workers."""
     from grading import tasks
 
-    # runs graded in the sandbox are sent by sandbox.examples with their own time limits, not here
+    # runs graded in the sandbox are sent by sandbox.example_answers with their own time limits, not here
     return jobs.resend(
         ExampleRun.objects.filter(status=ExampleRun.Status.QUEUED, needs_sandbox=False),
         lost_before=lost_before,

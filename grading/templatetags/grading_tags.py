@@ -36,31 +36,6 @@ def upload_max_bytes() -> int:
     return settings.UPLOAD_MAX_BYTES
 
 
-@register.inclusion_tag("grading/_example_answers.html", takes_context=True)
-def example_answers(context, version):
-    """The version's example answers: expected vs got, reward, and what changed since its parent."""
-    from grading.views import example_answers_context
-
-    request = context.get("request")
-    data = example_answers_context(task_version=version, user=getattr(request, "user", None))
-    data["csrf_token"] = context.get("csrf_token")
-    return data
-
-
-@register.inclusion_tag("grading/_example_changes.html")
-def example_verdict_changes(version_a, version_b):
-    """For the diff view: which example answers changed verdict between the two versions."""
-    rows = selectors.example_verdict_changes(version_a=version_a, version_b=version_b)
-    return {
-        "rows": rows,
-        "changed": sum(1 for row in rows if row["changed"]),
-        "a": version_a,
-        "b": version_b,
-        "added": sum(1 for row in rows if row["added"]),
-        "removed": sum(1 for row in rows if row["removed"]),
-    }
-
-
 @register.filter
 def example_status(status: str) -> str:
     """ "as_expected" → "as expected" (grading.engine.example_answers.STATUS_WORDS)."""

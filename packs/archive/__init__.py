@@ -4,9 +4,9 @@ A lab can rebuild a pack from tasks.jsonl alone with `build_pack`: it takes the 
 documents in task-id order, one at a time, and streams them to a scratch folder —
 tasks.jsonl, the parquet splits, a Harbor task folder per task — then writes the
 manifest (every file's sha256 and one `content_sha256` over all of it) and the dataset
-card, and packs it into a reproducible .tar.gz: entries sorted path by path (the task folders
-last, spooled as tar entries while the tasks stream by), fixed mtimes, uid/gid 0, no user
-names, gzip without a timestamp or file name. Building the same
+card, and packs it into a reproducible .tar.gz (the standard library's tarfile and gzip): entries
+sorted path by path (the task folders last, rendered again as they are packed), fixed mtimes,
+uid/gid 0, no user names, gzip without a timestamp or file name. Building the same
 tasks twice gives the same bytes except the manifest's `build` record, so the same
 `content_sha256`.
 
@@ -15,8 +15,8 @@ memory; task documents are dropped once written.
 
 The parts, one module each: info (what a build is given and gives back), splits (train/test and
 difficulty), manifest, grader (the bundled engine), harbor (a task's Harbor folder), parquet, card
-(README.md, from card.md.tmpl), build (`build_pack`), renderer and targz (the task folders' second process
-and the .tar.gz), verify (`verify_pack`). Other apps import from here.
+(README.md, from card.md.tmpl), build (`build_pack`), targz (the .tar.gz), verify (`verify_pack`). Other
+apps import from here.
 """
 
 from .build import build_pack

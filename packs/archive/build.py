@@ -1,12 +1,16 @@
-"""`build_pack`: one pass over the tasks that writes the pack's files and packs them into the .tar.gz."""
+"""`build_pack`: two passes. The first goes over the tasks once, writing the pack's top files (tasks.jsonl, the
+parquet splits, the calibration, the grader, the card, the manifest) to a scratch folder and hashing every task's
+Harbor folder; the second streams the archive (`targz`): the top files, then each task's folder rendered again
+from tasks.jsonl, so that no task folder is ever written to disk or held in memory."""
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -14,35 +18,37 @@ from grading.engine import canonical_json
 from grading.engine.models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA
 
 from .card import canary_guid, dataset_card
-from .grader import grader_files
-from .harbor import task_files
+from .grader import grader_files, grader_requirements, grader_zip
+from .harbor import SharedFiles, harbor_files, task_files
 from .info import BUNDLE_DIR, PACK_SCHEMA, BuildResult, PackError, PackInfo, TaskItem, sha256_hex
 from .manifest import indented_json, manifest_digest
 from .parquet import SplitWriter, parquet_row, response_only_task
-from .renderer import Renderer, Spool
 from .splits import DIFFICULTY_BINS, difficulty_of, split_of
-from .targz import WRITE_SHARE, write_tar
+from .targz import Entry, path_key, write_targz
+
+# The share of the progress bar for the first pass; the second (writing the archive) has the rest.
+WRITE_SHARE = 0.8
 
 
 class Scratch:
-    """Writes files under the pack's root folder and remembers each file's sha256."""
+    """Writes the pack's top files under its root folder and remembers the sha256 of every file of the pack."""
 
     def __init__(self, root: Path):
         self.root = root
         self.digests: dict[str, str] = {}
+        self.written: list[str] = []  # the top files, in the folder
 
     def write(self, relative: str, data: bytes) -> None:
         path = self.root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        self.written.append(relative)
         self.digests[relative] = sha256_hex(data)
 
     def add_existing(self, relative: str) -> None:
-        digest = hashlib.sha256()
+        self.written.append(relative)
         with open(self.root / relative, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-        self.digests[relative] = digest.hexdigest()
+            self.digests[relative] = hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def build_pack(
@@ -57,53 +63,58 @@ def build_pack(
 ) -> BuildResult:
     """Write the pack for `tasks` (sorted by task id, each id once) as a .tar.gz to `out`.
 
-    One pass over the tasks, streaming: each task's line of tasks.jsonl, its parquet row and its
-    calibration are written to `scratch_dir`, while a second process (`_Renderer`) renders its
-    Harbor folder once, hashes its files and writes them as compressed tar entries to a spool file
-    there: the build's two halves on two cores. Then the manifest (which needs every digest) and the
-    dataset card are written, and the archive is assembled in path order: the top files, then the
-    spooled task folders, joined into one gzip stream. Files shared by every task (the grader, the
-    verifier scripts) are stored once and hard-linked.
-    `read_blob(sha256)` returns a file's bytes. `progress(done)` is called as tasks are written
-    and as the archive is compressed (it may raise BuildCancelled). `scratch_dir` must be a
-    folder this build owns; what the build writes there is removed at the end. Raises PackError
-    for bad input.
+    The first pass streams the tasks: each task's line of tasks.jsonl, its parquet row and its calibration
+    are written to `scratch_dir`, and its Harbor folder is rendered and hashed. Then the manifest (which needs
+    every digest) and the dataset card are written, and the second pass writes the archive in path order: the
+    top files, then each task's folder, rendered again from tasks.jsonl. Files shared by every task (the
+    grader, the verifier scripts) are stored once and hard-linked.
+    `read_blob(sha256)` returns a file's bytes (called in both passes). `progress(done)` is called as tasks
+    are written and as the archive is (it may raise BuildCancelled). `scratch_dir` must be a folder this build
+    owns; what the build writes there is removed at the end. Raises PackError for bad input.
     """
     top = f"{info.slug}-{info.version}"
-    scratch_dir = Path(scratch_dir)
-    root = scratch_dir / top
-    spool_path = scratch_dir / f"{top}.tasks.tar.deflate"
+    root = Path(scratch_dir) / top
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    renderer = None
     try:
-        renderer = Renderer(top=top, info=info, spool_path=spool_path, log_path=scratch_dir / f"{top}.renderer.log")
-        manifest, spool = _write_tasks(
-            root=root, top=top, info=info, tasks=tasks, read_blob=read_blob, renderer=renderer, progress=progress
+        scratch = Scratch(root)
+        shared, difficulties, manifest = _write_top_files(
+            scratch=scratch, info=info, tasks=tasks, read_blob=read_blob, progress=progress
         )
         manifest["build"] = dict(build_record or {})
         (root / "manifest.json").write_bytes(indented_json(manifest))
-        sha256, size = write_tar(
-            root=root, top=top, out=out, spool=spool, total=len(manifest["tasks"]), progress=progress
+        top_files = sorted([*scratch.written, "manifest.json"], key=path_key)
+        entries = itertools.chain(
+            (Entry(relative, source=root / relative) for relative in top_files),
+            _task_folders(
+                root=root,
+                info=info,
+                manifest=manifest,
+                difficulties=difficulties,
+                shared=shared,
+                read_blob=read_blob,
+                progress=progress,
+            ),
         )
+        sha256, size = write_targz(out=out, top=top, entries=entries)
         return BuildResult(manifest=manifest, sha256=sha256, size=size, content_sha256=manifest["content_sha256"])
     finally:
-        if renderer is not None:
-            renderer.stop()
         shutil.rmtree(root, ignore_errors=True)
-        spool_path.unlink(missing_ok=True)
 
 
-def _write_tasks(
-    *, root: Path, top: str, info: PackInfo, tasks: Iterable[TaskItem], read_blob, renderer: Renderer, progress
-) -> tuple[dict, Spool]:
-    """The top files under `root`, every task's Harbor folder through `renderer`; the manifest and the spool."""
-    scratch = Scratch(root)
+def _write_top_files(
+    *, scratch: Scratch, info: PackInfo, tasks: Iterable[TaskItem], read_blob, progress
+) -> tuple[SharedFiles, list[str], dict]:
+    """The first pass: the top files but manifest.json under `scratch`, the digest of every file of the pack;
+    the files every task folder shares, each task's difficulty and the manifest."""
+    root = scratch.root
     engine = grader_files()
-    renderer.start(engine=engine)
     for name, data in engine:
         scratch.write(f"grader/{name}", data)
+    shared = SharedFiles(grader_requirements(engine).encode(), grader_zip(engine))
+    scratch.write("grader/requirements.txt", shared.files["tests/requirements.txt"])
+    scratch.write("grader/grader.pyz", shared.files["tests/grader.pyz"])
     scratch.write("reward.py", (BUNDLE_DIR / "reward.py").read_bytes())
     scratch.write("inspect_task.py", (BUNDLE_DIR / "inspect_task.py").read_bytes())
 
@@ -112,6 +123,7 @@ def _write_tasks(
     environments: Counter = Counter()
     harbor_only: list[str] = []
     entries: list[dict] = []
+    difficulties: list[str] = []
     previous_id = None
     with open(root / "tasks.jsonl", "wb") as jsonl, open(root / "calibration.json", "wb") as calibration_file:
         calibration_file.write(b'{"schema": "gymwright.calibration/v1", "tasks": {')
@@ -125,6 +137,7 @@ def _write_tasks(
             previous_id = task_id
             split = split_of(task_id, info.test_ratio)
             difficulty = difficulty_of(item.calibration)
+            difficulties.append(difficulty)
             histogram[difficulty] += 1
             environments[(document.get("environment") or {}).get("id") or "default"] += 1
             entries.append(
@@ -136,13 +149,6 @@ def _write_tasks(
                 )
             else:
                 harbor_only.append(task_id)
-            blobs = {}
-            for _, path, sha256, _ in task_files(document):
-                if sha256 not in blobs:
-                    data = read_blob(sha256)
-                    if sha256_hex(data) != sha256:
-                        raise PackError(f"task {task_id}: file {path!r} does not match its sha256")
-                    blobs[sha256] = data
             line = canonical_json(document).encode("utf-8")  # tasks.jsonl and tests/task.json: serialised once
             jsonl.write(line + b"\n")
             calibration_file.write(
@@ -152,15 +158,21 @@ def _write_tasks(
                 + b": "
                 + canonical_json(item.calibration).encode()
             )
-            # rubric.json is rendered here: it evens out the two processes' shares
-            rubric_json = indented_json(document.get("rubric"))
-            renderer.add((document, item.sha256, difficulty, line, rubric_json, blobs))
+            for relative, data, _, digest, _ in _task_folder(
+                document,
+                sha256=item.sha256,
+                difficulty=difficulty,
+                line=line,
+                info=info,
+                shared=shared,
+                read_blob=read_blob,
+            ):
+                scratch.digests[relative] = digest or sha256_hex(data)
             if progress is not None:
                 progress(int(done * WRITE_SHARE))
         calibration_file.write(b"\n}}\n")
     for writer in splits.values():
         writer.close()
-    # what needs only this process's files first, while the renderer works off what it was sent
     for name in ("tasks.jsonl", "calibration.json", "data/train.parquet", "data/test.parquet"):
         scratch.add_existing(name)
     split_counts = Counter(entry["split"] for entry in entries)
@@ -176,10 +188,6 @@ def _write_tasks(
             info=info, counts=counts, histogram=histogram, environments=environments, harbor_only=harbor_only
         ).encode("utf-8"),
     )
-    spool = renderer.finish()
-    scratch.write("grader/requirements.txt", spool.requirements)
-    scratch.write("grader/grader.pyz", spool.grader_pyz)
-    scratch.digests.update(spool.digests)
     manifest = {
         "schema": PACK_SCHEMA,
         "name": info.name,
@@ -197,4 +205,66 @@ def _write_tasks(
         "files": dict(sorted(scratch.digests.items())),
     }
     manifest["content_sha256"] = manifest_digest(manifest)
-    return manifest, spool
+    return shared, difficulties, manifest
+
+
+def _task_folder(
+    document: dict, *, sha256: str, difficulty: str, line: bytes, info: PackInfo, shared: SharedFiles, read_blob
+) -> list[tuple[str, bytes, bool, str | None, str | None]]:
+    """A task's Harbor folder, the same in both passes, in path order: (path in the pack, bytes, executable, the
+    sha256 when already known, the name in `shared.files` of a file every folder shares)."""
+    blobs = {}
+    for _, path, blob_sha256, _ in task_files(document):
+        if blob_sha256 not in blobs:
+            data = read_blob(blob_sha256)
+            if sha256_hex(data) != blob_sha256:
+                raise PackError(f"task {document['id']}: file {path!r} does not match its sha256")
+            blobs[blob_sha256] = data
+    items = [
+        (relative, data, executable, digest, None)
+        for relative, data, executable, digest in harbor_files(
+            document,
+            sha256_of_task=sha256,
+            info=info,
+            difficulty=difficulty,
+            read_blob=blobs.__getitem__,
+            task_json=line,
+            rubric_json=indented_json(document.get("rubric")),
+        )
+    ]
+    items += [
+        (f"tasks/{document['id']}/{name}", data, name in shared.executable, shared.digests[name], name)
+        for name, data in shared.files.items()
+    ]
+    items.sort(key=lambda item: path_key(item[0]))
+    return items
+
+
+def _task_folders(
+    *, root: Path, info: PackInfo, manifest: dict, difficulties: list[str], shared: SharedFiles, read_blob, progress
+) -> Iterator[Entry]:
+    """The second pass: every task's folder as archive entries, rendered again from tasks.jsonl; a file every
+    folder shares is stored once (in the grader's folder, or the first task's) and hard-linked from the others."""
+    first = dict(shared.first)  # where each shared file is stored
+    total = len(manifest["tasks"])
+    with open(root / "tasks.jsonl", "rb") as jsonl:
+        for done, (line, entry, difficulty) in enumerate(zip(jsonl, manifest["tasks"], difficulties), start=1):
+            line = line.rstrip(b"\n")
+            document = json.loads(line)
+            for relative, data, executable, _, name in _task_folder(
+                document,
+                sha256=entry["sha256"],
+                difficulty=difficulty,
+                line=line,
+                info=info,
+                shared=shared,
+                read_blob=read_blob,
+            ):
+                if name is not None and name in first:
+                    yield Entry(relative, link=first[name], executable=executable)
+                    continue
+                if name is not None:
+                    first[name] = relative
+                yield Entry(relative, data=data, executable=executable)
+            if progress is not None:
+                progress(int(total * WRITE_SHARE + total * (1 - WRITE_SHARE) * done / total))

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Iterator
 
 from grading.engine import canonical_json
-from grading.engine.gates import has_judge_checks
+from grading.engine.models import has_judge_checks
 
 from .info import BUNDLE_DIR, PackError, PackInfo, sha256_hex
 

@@ -216,7 +216,7 @@ def _api_message(exc) -> str:
 def make_policy(name: str, *, task=None, model_config: ModelConfig | None = None, client=None) -> Policy:
     """`oracle` | `nop` | `probe:TEXT` | `model` | `hack:NAME` (docs/internals.md)."""
     if name.startswith("hack:"):
-        from .hacks import HackPolicy
+        from .hack_probes import HackPolicy
 
         document = task
         if task is not None and not isinstance(task, dict):

@@ -1,32 +1,14 @@
-"""Template helpers for the preview section embedded in the task page."""
+"""Template helpers for the preview pages and the preview section of the task page (sandbox/panels.py)."""
 
 from __future__ import annotations
 
 from django import template
-from django.utils.safestring import mark_safe
-from django.utils.text import Truncator
-from django.utils.timezone import localtime
 
-from accounts import permissions
-from gymwright.html import escape, url_stem
 from gymwright.numbers import format_number, format_percent
 from sandbox import selectors
-from sandbox.forms import PreviewStartForm
-from sandbox.models import PreviewRun, Rollout
+from sandbox.models import Rollout
 
 register = template.Library()
-
-
-@register.inclusion_tag("sandbox/_task_preview_list.html", takes_context=True)
-def task_preview_list(context, task):
-    user = context["request"].user
-    return {"task": task, "preview_runs": selectors.preview_run_list_for_task(task=task, user=user)}
-
-
-@register.simple_tag(takes_context=True)
-def preview_start_form(context):
-    """The start form, or None for a member who may not start previews (a lab member)."""
-    return PreviewStartForm() if permissions.can_run_previews(context["request"].user) else None
 
 
 @register.filter
@@ -110,68 +92,15 @@ def reward_histogram(rewards, bins: int = 10, width: int = 240, height: int = 80
     )
 
 
-@register.simple_tag
-def preview_run_rows(runs):
-    """The rows of a task's recent preview runs (`selectors.preview_run_list_for_task`), rendered in
-    Python: on every task page, and polled every 2 s while a run is live. Every value is escaped."""
-    detail = url_stem("sandbox:preview_detail")
-    labels = dict(PreviewRun.Status.choices)
-    out = []
-    for run in runs:
-        summary = run.summary if isinstance(run.summary, dict) else {}
-        out.append(
-            f'<tr><td><a href="{detail}/{int(run.pk)}/">{int(run.pk)}</a></td>'
-            f'<td>v{int(run.task_version.number)}</td><td class="long-text">{escape(run.policy_label)}</td>'
-            f'<td><span class="badge {escape(run.status)}">{escape(labels.get(run.status, run.status))}</span> '
-            f"{int(run.finished_count)}/{int(run.n)}</td>"
-            f"<td>{escape(format_number(summary.get('mean_reward'), 2, fixed=True))}</td>"
-            f"<td>{escape(format_percent(summary.get('pass_rate')))}</td>"
-            f'<td class="long-text">{escape(run.created_by or "–")}</td>'
-            f'<td class="muted">{localtime(run.created_at):%Y-%m-%d %H:%M}</td></tr>'
-        )
-    return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number
+@register.filter
+def rollout_status(status: str) -> str:
+    """A rollout's status in words (Rollout.Status's label)."""
+    return _ROLLOUT_LABELS.get(status, status)
 
 
-@register.simple_tag
-def rollout_table_rows(rows):
-    """The preview page's rollout rows (`selectors.rollout_rows`), rendered in Python.
+@register.filter
+def rollout_finished(status: str) -> bool:
+    return status in Rollout.TERMINAL
 
-    The page re-renders every second while a run is live; as a template loop its 64 rows cost
-    most of the page's CPU (~1,000 variables resolved and escaped). Every value from the database is
-    escaped."""
-    base = url_stem("sandbox:rollout_detail")
-    labels = dict(Rollout.Status.choices)
-    out = []
-    for row in rows:
-        pk, status = int(row["id"]), row["status"]
-        attempts = (
-            f' <span class="muted" title="claimed {int(row["attempts"])} times">×{int(row["attempts"])}</span>'
-            if row["attempts"] > 1
-            else ""
-        )
-        if row["passed"] is None:
-            passed = "–"
-        elif row["grade__complete"] is False:
-            passed = '<span class="warn">incomplete</span>'
-        else:
-            passed = '<span class="ok">passed</span>' if row["passed"] else '<span class="error">failed</span>'
-        if row["error"]:
-            note = f'<span class="error">{escape(Truncator(row["error"]).chars(140))}</span>'
-        elif status not in Rollout.TERMINAL:
-            progress = row["progress"] if isinstance(row["progress"], dict) else {}
-            words = escape(progress.get("phase") or progress.get("type") or "")
-            if progress.get("step"):
-                words += f" · step {escape(progress['step'])}"
-            if progress.get("note"):
-                words += escape(Truncator(progress["note"]).chars(100))
-            note = f'<span class="muted">{words}</span>'
-        else:
-            note = ""
-        out.append(
-            f'<tr class="rollout-row" data-rollout-id="{pk}" hx-get="{base}/{pk}/" hx-target="#rollout-panel" '
-            f'hx-swap="innerHTML"><td><a href="?rollout={pk}">{int(row["index"]) + 1}</a></td>'
-            f'<td><span class="badge {escape(status)}">{escape(labels.get(status, status))}</span>{attempts}</td>'
-            f"<td>{format_number(row['reward'], 3, fixed=True)}</td><td>{passed}</td><td>{int(row['steps'])}</td>"
-            f'<td>{seconds(row["duration_ms"])}</td><td class="long-text">{note}</td></tr>'
-        )
-    return mark_safe("\n".join(out))  # every interpolated value above is escaped or a number
+
+_ROLLOUT_LABELS = dict(Rollout.Status.choices)

@@ -200,7 +200,7 @@ def test_the_grade_table_is_readable_at_1280_px(wide_page, live_server, site):
 
 
 def test_each_check_card_teaches_its_kind_in_place(wide_page, live_server, site):
-    from grading.engine.examples import EXAMPLES
+    from grading.engine.kind_examples import EXAMPLES
 
     page = wide_page
     page.goto(f"{live_server.url}/tasks/{site['task'].slug}/edit/")

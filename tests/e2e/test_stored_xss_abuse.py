@@ -20,6 +20,7 @@ from playwright.sync_api import expect
 
 from authoring import services as authoring_services
 from grading.models import ModelEndpoint
+from grading.services import judge_label_record
 from packs import services as pack_services
 from review import services as review_services
 from sandbox import services as sandbox_services
@@ -45,10 +46,23 @@ FILE_NAME = '<img src=x onerror=alert("xss-fname")>.txt'
 WORKSPACE_NAME = '"><svg onload=alert("xss-wsname")>.md'
 TAG = '<img src=x onerror=alert("xss-tag")>'
 CHECK_TAG = '<img src=x onerror=alert("xss-ctag")>'
+# Example answers' names are at most 80 characters: each holds one payload.
+EXAMPLE_NAME = '"><svg onload=alert("xss-exname")>'
+EXAMPLE_NAME2 = '<img src=x onerror=alert("xss-exname2")>'
+EXAMPLE_FILE = '<img src=x onerror=alert("xss-exfile")>.txt'
 # (Chromium sends a double quote in an upload's name as %22: this one has none, so the page shows it as typed.)
 IMPORT_NAME = "<img src=x onerror=alert('xss-importname')>.csv"
 # Labels of the values that are not payload(label) (names and tags: no slashes, short), as typed.
-LITERALS = {"fname": FILE_NAME, "wsname": WORKSPACE_NAME, "tag": TAG, "ctag": CHECK_TAG, "importname": IMPORT_NAME}
+LITERALS = {
+    "fname": FILE_NAME,
+    "wsname": WORKSPACE_NAME,
+    "tag": TAG,
+    "ctag": CHECK_TAG,
+    "importname": IMPORT_NAME,
+    "exname": EXAMPLE_NAME,
+    "exname2": EXAMPLE_NAME2,
+    "exfile": EXAMPLE_FILE,
+}
 
 
 def shown(label: str, text: str) -> bool:
@@ -98,6 +112,15 @@ RUBRIC = {
     ],
     "probes": [{"answer": payload("probe"), "max_reward": 1.0}],
 }
+EXAMPLES = [
+    {
+        "name": EXAMPLE_NAME,
+        "answer": payload("exanswer"),
+        "expect": "pass",
+        "files": [{"path": EXAMPLE_FILE, "content": payload("excontent")}],
+    },
+    {"name": EXAMPLE_NAME2, "answer": payload("exanswer2"), "expect": "fail"},
+]
 AGENT_COMMAND = (
     f"printf '%s\\n' {shlex.quote(payload('tooloutput'))}; "
     f"printf '%s' {shlex.quote(payload('wscontent'))} > {shlex.quote(WORKSPACE_NAME)}"
@@ -151,6 +174,7 @@ def hostile_site(transactional_db, django_user_model, settings, eager_celery, sa
         "solution": {"script": AGENT_COMMAND, "answer": payload("solution")},
         "files": [{"path": FILE_NAME, "sha256": attached.sha256}],
         "metadata": {"note": payload("metadata")},
+        "examples": EXAMPLES,
     }
     task = authoring_services.task_create(
         slug="hostile", environment=environment, author=owner, content=content, message=payload("message")[:500]
@@ -181,14 +205,21 @@ def hostile_site(transactional_db, django_user_model, settings, eager_celery, sa
         )
         task.refresh_from_db()
         preview_run = sandbox_services.preview_run_create(
-            task_version=task.latest_version, user=owner, policy="model", n=1
+            task_version=task.latest_version, user=owner, policy="model", n=2
         )
-    rollout = preview_run.rollouts.get()
-    rollout.refresh_from_db()
+    # two: the reviewer labels the first's judged check, the second's waits in the labelling queue
+    rollout, unlabelled = preview_run.rollouts.order_by("index")
+    assert unlabelled.status == "done", unlabelled.error
     assert rollout.status == "done", rollout.error
     assert rollout.answer == payload("answer")
     assert any(f["path"] == WORKSPACE_NAME for f in rollout.workspace_files), rollout.workspace_files
 
+    judge_label_record(
+        check_result=rollout.grade.check_results.get(check_id="judged"),
+        reviewer=reviewer,
+        verdict="not_met",
+        comment=payload("label"),
+    )
     review_services.task_submit(task=task, user=admin, override_reason=payload("override"))
     review_services.comment_create(task=task, user=reviewer, body=payload("checkcomment"), check_id="says_it")
     review_services.comment_create(task=task, user=reviewer, body=payload("taskcomment"))
@@ -225,13 +256,14 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
     """(path, labels it must show as text). Every page that renders a field an author, reviewer,
     lab member or agent controls."""
     preview_run, rollout = site["preview_run"], site["rollout"]
-    rollout_labels = ["agenttext", "tooloutput", "answer", "wscontent", "wsname", "judge"]
+    rollout_labels = ["agenttext", "tooloutput", "answer", "wscontent", "wsname", "judge", "label"]
+    example_labels = ["exname", "exname2", "exanswer"]
     return [
         ("/", ["title2"]),
         ("/?q=xss", []),
         (
             "/tasks/hostile/",
-            ["title2", "code", "ctitle", "rtitle", "ctag", "tag", "fname"],
+            ["title2", "code", "ctitle", "rtitle", "ctag", "tag", "fname", *example_labels],
         ),  # the rubric table, in Python
         ("/tasks/hostile/edit/", [EDITOR]),
         ("/tasks/hostile/versions/", ["message", "message2"]),
@@ -245,7 +277,8 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
         ("/previews/tasks/hostile/", []),
         (f"/previews/{preview_run.pk}/?rollout={rollout.pk}", rollout_labels),
         (f"/previews/rollouts/{rollout.pk}/", rollout_labels),
-        (f"/grading/grades/{site['grade_id']}/", ["judge"]),
+        (f"/grading/grades/{site['grade_id']}/", ["judge", "label"]),
+        ("/grading/tasks/hostile/versions/2/examples/", example_labels),
         ("/grading/kinds/", []),
         ("/review/", ["title2"]),
         (
@@ -260,10 +293,15 @@ def hostile_pages(site) -> list[tuple[str, list[str]]]:
         ("/packs/", ["packname"]),
         ("/packs/hostile-pack/", ["packname", "packdesc"]),
         ("/packs/hostile-pack/1.0.0/", ["packname"]),
+        ("/packs/hostile-pack/1.0.0/verification/", []),
         ("/packs/import/", []),
         ("/account/", []),
         ("/api/tasks/", ["title2"]),
         ("/api/tasks/hostile/", ["title2"]),
+        ("/api/tasks/hostile/versions/2/", ["title2", "exname", "exfile", "excontent"]),
+        ("/api/tasks/hostile/versions/2/examples/", ["exname", "exname2"]),
+        ("/api/tasks/hostile/comments/", ["question", "reply", "checkcomment"]),
+        (f"/api/grades/{site['grade_id']}/", ["judge"]),
         ("/api/environments/", ["envname"]),
         ("/api/packs/", ["packname"]),
     ]
@@ -342,7 +380,7 @@ def test_no_stored_payload_runs_on_any_page(hostile_page, live_server, hostile_s
                         problems.append(f"{path}: the editor does not show {field!r} as text")
             elif not shown(label, text):
                 problems.append(f"{path}: {label!r} is not shown as text")
-        if labels and labels != [EDITOR] and "{{ 7|add:7 }}{% now" not in text:
+        if any(label not in LITERALS and label != EDITOR for label in labels) and "{{ 7|add:7 }}{% now" not in text:
             problems.append(f"{path}: template syntax in a field was not shown as typed")
         problems += [f"{path}: {finding}" for finding in page.findings]
         name = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-")[:60] or "home"

@@ -12,7 +12,7 @@ from grading import selectors, services
 from grading.engine.example_answers import AS_EXPECTED, INCOMPLETE, PENDING, UNEXPECTED
 from grading.models import ExampleRun, ModelEndpoint
 from gymwright.errors import DomainError
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from tests.support.users import make_user
 
 pytestmark = pytest.mark.django_db

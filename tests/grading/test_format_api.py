@@ -127,7 +127,7 @@ def test_validate_answers_lint_warnings_with_pointers_and_refuses_checks_that_ca
 
 @pytest.mark.django_db
 def test_the_check_kinds_page_is_generated_from_the_schema_with_the_engines_examples(client, django_user_model):
-    from grading.engine.examples import EXAMPLES
+    from grading.engine.kind_examples import EXAMPLES
     from tests.support.users import make_user
 
     client.force_login(make_user(django_user_model, "ada", "author"))

@@ -212,10 +212,10 @@ def test_old_rule_grades_are_totalled_again_or_marked_and_the_gates_say_run_it_a
     executor.migrate(executor.loader.graph.leaf_nodes())
 
     from authoring.models import TaskVersion
-    from grading.engine import gates as engine_gates
+    from grading.engine import gate_rules as engine_gates
     from grading.models import CheckResult, Grade
     from packs.services import _calibration
-    from review.gates import gate_inputs
+    from review.gate_evidence import gate_inputs
     from sandbox.models import PreviewRun, Rollout
 
     again = Grade.objects.get(pk=retotalled.pk)

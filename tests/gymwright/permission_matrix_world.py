@@ -93,7 +93,7 @@ def build_world(django_user_model) -> dict:
     from grading.models import CheckResult, DryRun, ExampleRun, ModelEndpoint
     from grading.services import grade_from_document, grade_record, judge_label_record
     from packs import services as pack_services
-    from review import gates as review_gates
+    from review import gate_evidence as review_gates
     from review import services as review_services
     from sandbox.models import PreviewRun, Rollout
     from tests.packs.conftest import build_and_verify

@@ -66,8 +66,8 @@ def test_list_rows_match_the_task_serializer_field_for_field(author, environment
     assert [r["slug"] for r in client_rows] == [t.slug for t in tasks]
 
 
-def test_the_python_rendered_task_rows_escape_every_stored_value(client, author, environment):
-    """The task list's rows are built in Python (authoring/templatetags/task_table.py): nothing stored is raw HTML."""
+def test_the_task_rows_escape_every_stored_value(client, author, environment):
+    """The task list's rows (templates/authoring/_task_rows.html): nothing stored is raw HTML."""
     from authoring.models import Tag
 
     _bulk_tasks(1, author, environment)

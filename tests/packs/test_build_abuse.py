@@ -1,5 +1,4 @@
-"""Hostile task documents on their way through a pack build: what an author controls crosses from the
-build to its renderer process as plain data, and comes out as it went in."""
+"""Hostile task documents on their way through a pack build: what an author controls comes out as it went in."""
 
 from __future__ import annotations
 
@@ -11,9 +10,9 @@ from packs import archive
 from tests.packs.test_archive import document
 
 
-def test_a_deeply_nested_or_large_task_document_reaches_the_renderer_intact(tmp_path):
-    """What an author controls crosses to the renderer as plain data (marshal): deep nesting and large
-    text arrive as they were, and tests/task.json in the pack is the task's canonical JSON."""
+def test_a_deeply_nested_or_large_task_document_reaches_the_pack_intact(tmp_path):
+    """Deep nesting and large text arrive as they were: tests/task.json in the pack is the task's canonical
+    JSON."""
     nested: dict = {}
     for _ in range(400):
         nested = {"n": nested}

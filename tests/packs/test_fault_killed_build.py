@@ -70,7 +70,7 @@ def test_a_build_killed_midway_leaves_no_scratch_behind_once_a_worker_starts(
     [folder] = list(scratch.glob(f"pack-{pack_version.pk}-*"))
     assert (folder / "owner.json").is_file() and any((folder / "tree").iterdir())  # mid-build, files written
 
-    workers.kill(builder)  # SIGKILL, the whole process group: the build and its renderer
+    workers.kill(builder)  # SIGKILL, the whole process group
     assert folder.exists()
     pack_version.refresh_from_db()
     assert pack_version.status == PackVersion.Status.BUILDING  # nobody has noticed yet

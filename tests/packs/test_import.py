@@ -398,7 +398,7 @@ def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    monkeypatch.setattr(importer, "BATCH", 4)
+    monkeypatch.setattr(importer.store, "BATCH", 4)
     blob = authoring_services.blob_store(data=b"a,b\n1,2\n")
     (tmp_path / "warm.jsonl").write_text(_task_lines("warm", 4, with_file=blob.sha256))
     importer.tasks_import(path=tmp_path / "warm.jsonl", user=author)  # creates the environment, the tags
@@ -423,7 +423,7 @@ def test_an_import_costs_a_constant_number_of_queries_per_batch_of_rows(
 
 
 def test_a_batch_still_rejects_a_row_whose_file_was_never_uploaded_and_imports_the_rest(author, tmp_path, monkeypatch):
-    monkeypatch.setattr(importer, "BATCH", 4)
+    monkeypatch.setattr(importer.store, "BATCH", 4)
     known = authoring_services.blob_store(data=b"known\n")
     lines = _task_lines("files", 3, with_file=known.sha256) + _task_lines("nofile", 1, with_file="0" * 64)
     (tmp_path / "rows.jsonl").write_text(lines)

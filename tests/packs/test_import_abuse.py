@@ -486,7 +486,7 @@ def test_a_hard_link_copied_where_links_run_out_counts_its_bytes(author, scratch
     def no_more_links(source, target):
         raise OSError(31, "Too many links")
 
-    monkeypatch.setattr(importer.os, "link", no_more_links)
+    monkeypatch.setattr(importer.extract.os, "link", no_more_links)
     links = [hard_link(f"pack/docs/copy-{n:02d}", "pack/docs/big.bin") for n in range(50)]
     path = archive_with(scratch / "copied.tar.gz", harbor_members(regular("pack/docs/big.bin", BIG), *links))
     assert_refused(path, author, "pack/docs/copy-00", "unpacks to more than 2 MB (GYMWRIGHT_IMPORT_MAX_MB)", scratch)

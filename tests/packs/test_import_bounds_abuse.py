@@ -39,7 +39,7 @@ def test_a_csv_header_line_of_megabytes_is_read_in_a_bounded_sample(author, tmp_
     csv.Sniffer is quadratic on such a line), and a header row that does not end there is refused before pandas
     reads it: pandas renames repeated column names in quadratic time, and this header's 600,000 equal names ran
     for over five minutes. A header that ends in time but has thousands of columns is refused too."""
-    from packs.importer import CSV_HEADER_MAX_BYTES, TABLE_MAX_COLUMNS
+    from packs.importer.sources import CSV_HEADER_MAX_BYTES, TABLE_MAX_COLUMNS
 
     path = tmp_path / "hostile.csv"
     path.write_bytes((b',"a;b\t|' * (3 * CSV_HEADER_MAX_BYTES)) + b"\nx\n")

@@ -61,13 +61,13 @@ def finished_preview(version, user, policy: str, rewards: list, pass_threshold: 
 def pass_gates(version, user):
     """The previews the gates need, finished and as they should be: the oracle passes, nop,
     probes and hack probes fail."""
-    from grading.engine import gates
+    from grading.engine import gate_rules
 
     finished_preview(version, user, "oracle", [1.0, 1.0, 1.0])
     finished_preview(version, user, "nop", [0.0, 0.0, 0.0])
     for probe in version.rubric.get("probes") or []:
         finished_preview(version, user, f"probe:{probe['answer']}", [0.0])
-    for policy in gates.hack_policies(version.spec):
+    for policy in gate_rules.hack_policies(version.spec):
         finished_preview(version, user, policy, [0.0])
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from authoring.models import Task
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review import services as review_services
 from sandbox import worker
 

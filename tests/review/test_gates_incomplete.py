@@ -12,7 +12,7 @@ import pytest
 
 from authoring import services as authoring_services
 from gymwright.errors import DomainError
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review import services as review_services
 from sandbox import worker
 from sandbox.models import PreviewRun

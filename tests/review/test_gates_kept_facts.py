@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from grading import services as grading_services
 from grading.engine import grade as engine_grade
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from sandbox.models import Rollout
 from tests.review.conftest import finished_preview
 

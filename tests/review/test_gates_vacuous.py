@@ -6,9 +6,9 @@ on the task page next to the disabled button and in the API's 409."""
 from __future__ import annotations
 
 from authoring import services as authoring_services
-from grading.engine import gates as engine_gates
+from grading.engine import gate_rules as engine_gates
 from gymwright.errors import DomainError
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review import services as review_services
 from tests.review.conftest import RUBRIC, api_client, pass_gates, task_content
 

@@ -69,7 +69,7 @@ def test_the_preview_api_and_form_answer_400_with_the_reason(egress_version, aut
 
 
 def test_the_worker_gives_bubblewrap_the_operators_egress_policy(settings):
-    from sandbox.runtime.egress import EgressPolicy
+    from sandbox.runtime.egress_filter import EgressPolicy
 
     settings.SANDBOX_EGRESS = False
     assert "egress" not in worker._backend_options("bubblewrap")

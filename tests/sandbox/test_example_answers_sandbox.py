@@ -14,7 +14,7 @@ from authoring.demo import DEMO_TASKS, FIZZBUZZ_SOLUTION, demo_file_refs
 from authoring.models import Environment
 from grading import selectors as grading_selectors
 from grading.models import ExampleRun
-from review import gates as review_gates
+from review import gate_evidence as review_gates
 from review import services as review_services
 from tests.review.conftest import pass_gates
 from tests.support.users import make_user

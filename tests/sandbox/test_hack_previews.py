@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from authoring.models import Task
 from sandbox import services, worker
-from sandbox.runtime.hacks import HACKS
+from sandbox.runtime.hack_probes import HACKS
 
 pytestmark = [pytest.mark.bubblewrap]
 

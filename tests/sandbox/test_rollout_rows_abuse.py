@@ -1,5 +1,5 @@
-"""The preview page's rollout rows are built in Python (sandbox.templatetags.previews.rollout_table_rows):
-what an agent or a worker wrote (an error, a progress note) is escaped and cut as the template did."""
+"""The preview page's rollout rows (templates/sandbox/_rollout_rows.html): what an agent or a worker wrote (an
+error, a progress note) is escaped and cut."""
 
 from django.utils import timezone
 

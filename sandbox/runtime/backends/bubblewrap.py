@@ -55,7 +55,7 @@ from pathlib import Path
 
 from grading.engine.safe_files import NotRegularFile, copy_sparse, open_beneath, open_regular
 
-from ..egress import (
+from ..egress_filter import (
     DNS,
     EGRESS_REFUSED,
     GATEWAY,
@@ -130,7 +130,7 @@ class BubblewrapBackend(Backend):
     not mount falls back to the watched soft cap), `limits`
     (`HostLimits`: snapshot size, file count and host-side file-operation time),
     `egress` (an `EgressPolicy`: environments with `network: allowed/egress` get
-    user-mode NAT to the internet but not to this host, see `egress.py`;
+    user-mode NAT to the internet but not to this host, see `egress_filter.py`;
     default None: such environments are refused)."""
 
     name = "bubblewrap"

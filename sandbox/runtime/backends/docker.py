@@ -47,7 +47,7 @@ from pathlib import Path
 
 from grading.engine.safe_files import module_stems, write_sparse
 
-from ..egress import EGRESS_REFUSED
+from ..egress_filter import EGRESS_REFUSED
 from ..results import ExecResult
 from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec
 from .base import (

@@ -475,7 +475,7 @@ export function withCode(text) {
 
 let examples = null;
 
-/* The engine's worked example for `kind` (grading/engine/examples.py, put in the page as JSON). */
+/* The engine's worked example for `kind` (grading/engine/kind_examples.py, put in the page as JSON). */
 function kindExample(kind) {
   if (examples === null) {
     const source = document.getElementById("kind-examples");
@@ -494,6 +494,6 @@ function kindExample(kind) {
     h("div", { className: "muted", text: "Result" }), h("p", { className: "re-example-result", text: example.result }),
     example.edge_cases.length ? h("ul", { className: "re-edge-cases" },
       example.edge_cases.map(function (note) { return h("li", null, withCode(note)); })) : null,
-    h("a", { href: (document.getElementById("rubric-editor").getAttribute("data-kinds-url") || "/grading/kinds/") +
+    h("a", { href: (document.querySelector("#rubric-editor .kinds-link")?.getAttribute("href") || "/grading/kinds/") +
              "#kind-" + kind, target: "_blank", text: "All check kinds ›" }));
 }

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from grading.engine import gates, parse_rubric
+from grading.engine import gate_rules, parse_rubric
 from grading.engine.checks import episode_checks
 from grading.engine.example_answers import rubric_needs
-from grading.engine.hacks import applicable_hacks
+from grading.engine.hack_targets import applicable_hacks
 from grading.engine.models import (
     CHECK_FLAGS,
     CHECK_MODELS,
@@ -26,11 +26,11 @@ from grading.engine.models import (
 BEFORE = {
     # grading/engine/checks.py EPISODE_KINDS: read the agent's workspace or run in its sandbox
     "reads_episode": {"file_exists", "file_content", "table_cell", "command", "python", "tests"},
-    # grading/engine/example_answers.py SANDBOX_KINDS, grading/engine/hacks.py CODE_KINDS
+    # grading/engine/example_answers.py SANDBOX_KINDS, grading/engine/hack_targets.py CODE_KINDS
     "needs_sandbox": {"command", "python", "tests"},
-    # hacks.py's "empty-files" and lint.py's _read_path: the kinds that read a workspace file at `path`
+    # hack_targets.py's "empty-files" and lint.py's _read_path: the kinds that read a workspace file at `path`
     "reads_workspace": {"file_exists", "file_content", "table_cell"},
-    # hacks.py EXHAUSTIBLE_KINDS = CODE_KINDS | FILE_KINDS | {llm_judge, regex, number, text_similarity}
+    # hack_targets.py EXHAUSTIBLE_KINDS = CODE_KINDS | FILE_KINDS | {llm_judge, regex, number, text_similarity}
     "grows_with_output": {
         "command",
         "python",
@@ -44,7 +44,7 @@ BEFORE = {
         "number",
         "text_similarity",
     },
-    # gates.has_judge_checks, grading.services.rubric_has_judge_checks, rubric_needs: kind == "llm_judge"
+    # gate_rules.has_judge_checks, grading.services.rubric_has_judge_checks, rubric_needs: kind == "llm_judge"
     "judged": {"llm_judge"},
     "bounded_by_design": {"string_match", "regex", "number", "json_field", "text_similarity"},
 }
@@ -101,7 +101,7 @@ JUDGED_IN_A_GROUP = {
 
 def test_does_this_rubric_have_judge_checks_has_one_answer():
     parsed = parse_rubric(JUDGED_IN_A_GROUP)
-    assert gates.has_judge_checks is has_judge_checks
+    assert gate_rules.has_judge_checks is has_judge_checks
     assert has_judge_checks(parsed) and has_judge_checks(JUDGED_IN_A_GROUP)
     assert rubric_needs(JUDGED_IN_A_GROUP) == {"judge", "sandbox"}
     plain = {"schema": "gymwright.rubric/v1", "checks": JUDGED_IN_A_GROUP["checks"][:1]}

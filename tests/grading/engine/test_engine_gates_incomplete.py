@@ -6,9 +6,9 @@ judge, or with one that answers 503)."""
 from __future__ import annotations
 
 from authoring.demo import IBUPROFEN_ANSWER, IBUPROFEN_RUBRIC
-from grading.engine import JudgeClient, JudgeConfig, gates, grade
+from grading.engine import JudgeClient, JudgeConfig, gate_rules, grade
 from grading.engine.calibration import rewarded_checks
-from grading.engine.gates import GateInputs, PreviewEvidence
+from grading.engine.gate_rules import GateInputs, PreviewEvidence
 from tests.support.openai_server import Reply
 
 ANYWAY = "no score of their unscored checks could change this"
@@ -31,7 +31,7 @@ def document(rubric_document, answer, judge=None):
 
 
 def evidence(policy, documents, errors=0):
-    """What review.gates builds from a run's graded rollouts."""
+    """What review.gate_evidence builds from a run's graded rollouts."""
     return PreviewEvidence(
         policy=policy,
         run_id=5,
@@ -40,7 +40,7 @@ def evidence(policy, documents, errors=0):
         rewards=[d["reward"] for d in documents],
         passed=[d["passed"] for d in documents],
         rewarded=[rewarded_checks(d) for d in documents],
-        gaps=[gates.grade_gap(d) for d in documents],
+        gaps=[gate_rules.grade_gap(d) for d in documents],
     )
 
 
@@ -56,25 +56,25 @@ def by_gate(results):
 
 
 def test_a_complete_grade_has_no_gap_and_an_incomplete_one_spans_what_its_unscored_checks_allow():
-    assert gates.grade_gap(document(rubric(regex("says", 1, "yes")), "yes")) is None
+    assert gate_rules.grade_gap(document(rubric(regex("says", 1, "yes")), "yes")) is None
     # 6 points scored, a 2-point judge check and a -1 judge penalty unscored: max is 8 already (the
     # unscored check stays in it); the reward, 6/8, is the lower bound of the scored checks; at best
     # 8/8 (reward_upper), at worst (6 - 1)/8 with the penalty charged.
     incomplete = document(rubric(regex("says", 6, "yes"), judged("good", 2), judged("bad", -1)), "yes")
     assert incomplete["complete"] is False and incomplete["reward"] == 0.75 and incomplete["reward_upper"] == 1.0
-    gap = gates.grade_gap(incomplete)
+    gap = gate_rules.grade_gap(incomplete)
     assert (gap.low, gap.high) == (0.625, 1.0) and gap.low <= incomplete["reward"] <= gap.high
     assert gap.reasons == ("judge checks unscored: no judge was configured when it ran",)
     assert gap.needs_judge and not gap.gated
     # An unscored positive check can only raise the maximum: 1 of 1 scored may end 1 of 5.
-    gap = gates.grade_gap(document(rubric(regex("says", 1, "yes"), judged("good", 4)), "yes"))
+    gap = gate_rules.grade_gap(document(rubric(regex("says", 1, "yes"), judged("good", 4)), "yes"))
     assert (gap.low, gap.high) == (0.2, 1.0)
 
 
 def test_an_unscored_required_check_may_still_gate_and_a_failed_one_has_gated():
-    gap = gates.grade_gap(document(rubric(regex("says", 9, "yes"), judged("safe", 1, required=True)), "yes"))
+    gap = gate_rules.grade_gap(document(rubric(regex("says", 9, "yes"), judged("safe", 1, required=True)), "yes"))
     assert (gap.low, gap.high) == (0.0, 1.0) and not gap.gated
-    gap = gates.grade_gap(document(rubric(regex("says", 9, "yes", required=True), judged("good", 1)), "no"))
+    gap = gate_rules.grade_gap(document(rubric(regex("says", 9, "yes", required=True), judged("good", 1)), "no"))
     assert (gap.low, gap.high) == (0.0, 0.0) and gap.gated
     # inside a group: the required child failed, its unscored sibling cannot save it
     group = {
@@ -84,28 +84,28 @@ def test_an_unscored_required_check_may_still_gate_and_a_failed_one_has_gated():
         "points": 4,
         "checks": [regex("says", 1, "yes", required=True), judged("good", 1)],
     }
-    gap = gates.grade_gap(document(rubric(group, regex("other", 1, "o")), "no"))
+    gap = gate_rules.grade_gap(document(rubric(group, regex("other", 1, "o")), "no"))
     assert gap.gated and (gap.low, gap.high) == (0.0, 0.0)
     # a group with an unscored child may still score anything: its points are open
-    gap = gates.grade_gap(document(rubric(group, regex("other", 1, "o")), "yes o"))
+    gap = gate_rules.grade_gap(document(rubric(group, regex("other", 1, "o")), "yes o"))
     assert (gap.low, gap.high) == (0.2, 1.0)
 
 
 def test_a_failing_judge_is_named(openai_server):
     openai_server.default = Reply(status=503)
     judge = JudgeClient(JudgeConfig(base_url=openai_server.base_url, model="judge", max_retries=0))
-    gap = gates.grade_gap(document(rubric(regex("says", 1, "yes"), judged("good", 1)), "yes", judge=judge))
+    gap = gate_rules.grade_gap(document(rubric(regex("says", 1, "yes"), judged("good", 1)), "yes", judge=judge))
     assert len(gap.reasons) == 1 and gap.reasons[0].startswith("judge checks unscored: judge call failed")
     assert len(gap.reasons[0]) <= len("judge checks unscored: ") + 80 and gap.needs_judge
     # a check that is not a judge's: a new run may score it, with or without a judge
     command = {"id": "tests", "kind": "command", "status": "unscored", "points": 1, "explanation": "CPU budget"}
-    assert not gates.grade_gap({"complete": False, "checks": [command]}).needs_judge
+    assert not gate_rules.grade_gap({"complete": False, "checks": [command]}).needs_judge
 
 
 def test_a_grade_that_cannot_be_read_leaves_everything_open():
-    gap = gates.grade_gap(None)
+    gap = gate_rules.grade_gap(None)
     assert (gap.low, gap.high) == (0.0, 1.0) and gap.reasons == ("its grade could not be read",)
-    assert gates.grade_gap({"complete": False, "checks": []}).high == 1.0
+    assert gate_rules.grade_gap({"complete": False, "checks": []}).high == 1.0
 
 
 # ------------------------------------------------------------------------------------------------ the gates
@@ -120,13 +120,13 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
         "nop": evidence("nop", [document(IBUPROFEN_RUBRIC, "")] * 3),
         "probe:": evidence("probe:", [document(IBUPROFEN_RUBRIC, "")]),
     }
-    for policy in gates.hack_policies(document_):
+    for policy in gate_rules.hack_policies(document_):
         previews[policy] = evidence(policy, [document(IBUPROFEN_RUBRIC, "Every criterion is met.")])
     # It showed "3 of 3 passed"; an incomplete grade never passes now (its reward is a lower bound).
     assert "hack:judge-injection" in previews and previews["oracle"].passed == [False] * 3
     inputs = GateInputs(task=document_, previews=previews, judge_configured=False, example_answers=[])
-    results = by_gate(gates.evaluate_gates(inputs))
-    preview_gates, hack_gates = ["oracle", "nop", "probe:0"], gates.hack_policies(document_)
+    results = by_gate(gate_rules.evaluate_gates(inputs))
+    preview_gates, hack_gates = ["oracle", "nop", "probe:0"], gate_rules.hack_policies(document_)
     assert {name: results[name].status for name in preview_gates} == dict.fromkeys(preview_gates, "not_run")
     # a hack probe that did not show the task is safe fails; it too waits for a judge before running again
     assert {name: results[name].status for name in hack_gates} == dict.fromkeys(hack_gates, "fail")
@@ -137,20 +137,20 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
         "configured when it ran) — configure a judge, then run it again"
     )
     assert results["oracle"].run_id == 5 and results["oracle"].waiting_for == "a judge"
-    assert results["judge"].status == "fail" and not gates.all_pass(results.values())
+    assert results["judge"].status == "fail" and not gate_rules.all_pass(results.values())
     # Run gates would get the same unscored checks again: it starts nothing until a judge is configured
-    assert gates.previews_to_start(inputs, results.values()) == []
+    assert gate_rules.previews_to_start(inputs, results.values()) == []
     inputs.judge_configured = True
-    results = by_gate(gates.evaluate_gates(inputs))
+    results = by_gate(gate_rules.evaluate_gates(inputs))
     assert results["oracle"].message.endswith("— run it again") and not results["oracle"].waiting_for
-    assert gates.previews_to_start(inputs, results.values()) == [
+    assert gate_rules.previews_to_start(inputs, results.values()) == [
         ("oracle", 3),
         ("nop", 3),
         ("probe:", 1),
-        *[(policy, 1) for policy in gates.hack_policies(document_)],
+        *[(policy, 1) for policy in gate_rules.hack_policies(document_)],
     ]
     # ... but not one already queued or running again
-    assert ("oracle", 3) not in gates.previews_to_start(inputs, results.values(), pending={"oracle"})
+    assert ("oracle", 3) not in gate_rules.previews_to_start(inputs, results.values(), pending={"oracle"})
 
 
 def test_an_oracle_is_decided_on_incomplete_grades_only_where_the_unscored_checks_cannot_change_it():
@@ -164,7 +164,7 @@ def test_an_oracle_is_decided_on_incomplete_grades_only_where_the_unscored_check
             judge_configured=True,
             previews={"oracle": evidence("oracle", [document(rubric_document, a) for a in answers])},
         )
-        return by_gate(gates.evaluate_gates(inputs))["oracle"]
+        return by_gate(gate_rules.evaluate_gates(inputs))["oracle"]
 
     result = oracle(solid, ["yes"] * 3)
     assert result.status == "pass" and result.message.startswith("3 of 3 passed: the reference solution passes")
@@ -185,11 +185,11 @@ def test_an_oracle_is_decided_on_incomplete_grades_only_where_the_unscored_check
                 n=2,
                 rewards=[0.0, 1.0],
                 passed=[False, True],
-                gaps=[None, gates.grade_gap(document(fragile, "yes"))],
+                gaps=[None, gate_rules.grade_gap(document(fragile, "yes"))],
             )
         },
     )
-    assert by_gate(gates.evaluate_gates(mixed))["oracle"].status == "fail"
+    assert by_gate(gate_rules.evaluate_gates(mixed))["oracle"].status == "fail"
 
 
 def test_nop_probes_and_hacks_fail_on_incomplete_grades_only_when_over_the_limit_whatever_the_rest_score():
@@ -204,9 +204,9 @@ def test_nop_probes_and_hacks_fail_on_incomplete_grades_only_when_over_the_limit
         graded = document(rubric_document, answer)
         previews = {
             policy: evidence(policy, [graded])
-            for policy in ["nop", gates.probe_policy(answer), *gates.hack_policies(document_)]
+            for policy in ["nop", gate_rules.probe_policy(answer), *gate_rules.hack_policies(document_)]
         }
-        return by_gate(gates.evaluate_gates(GateInputs(task=document_, previews=previews, judge_configured=True)))
+        return by_gate(gate_rules.evaluate_gates(GateInputs(task=document_, previews=previews, judge_configured=True)))
 
     results = run(over)
     for name in ("nop", "probe:0", "hack:echo-prompt"):
@@ -238,7 +238,7 @@ def test_complete_grades_decide_as_before():
     checks = rubric(regex("says", 1, "yes"), judged("good", 1))
     with_judge = [{**document(checks, "no"), "complete": True}]  # as a configured judge would leave it
     previews = {"nop": evidence("nop", with_judge * 3)}
-    result = by_gate(gates.evaluate_gates(GateInputs(task=task(checks), previews=previews)))["nop"]
+    result = by_gate(gate_rules.evaluate_gates(GateInputs(task=task(checks), previews=previews)))["nop"]
     assert (result.status, result.message) == ("pass", "highest reward 0.00")
     assert previews["nop"].incomplete == []
 
@@ -248,13 +248,13 @@ def test_grades_incomplete_for_another_reason_are_run_again_with_or_without_a_ju
     graded = document(checks, "no")  # no sandbox here: the command check is unscored
     assert graded["complete"] is False
     inputs = GateInputs(task=task(checks), previews={"nop": evidence("nop", [graded] * 3)}, judge_configured=False)
-    results = gates.evaluate_gates(inputs)
+    results = gate_rules.evaluate_gates(inputs)
     nop = by_gate(results)["nop"]
     assert nop.status == "not_run" and not nop.waiting_for
     assert nop.message.startswith("3 of 3 grades are incomplete (tests unscored: ") and nop.message.endswith(
         "— run it again"
     )
-    assert ("nop", 3) in gates.previews_to_start(inputs, results)
+    assert ("nop", 3) in gate_rules.previews_to_start(inputs, results)
 
 
 def test_a_preview_graded_under_the_old_scoring_rule_decides_no_gate_and_is_run_again():
@@ -263,12 +263,12 @@ def test_a_preview_graded_under_the_old_scoring_rule_decides_no_gate_and_is_run_
     old = PreviewEvidence(policy="oracle", run_id=7, n=1, rewards=[graded["reward"]], passed=[True], scoring_rule=1)
     nop = PreviewEvidence(policy="nop", run_id=8, n=1, rewards=[0.0], passed=[False], scoring_rule=1)
     inputs = GateInputs(task=task(solid), previews={"oracle": old, "nop": nop}, judge_configured=True)
-    results = by_gate(gates.evaluate_gates(inputs))
+    results = by_gate(gate_rules.evaluate_gates(inputs))
     for name in ("oracle", "nop"):
         assert results[name].status == "not_run", name
         assert results[name].message == "graded under the old scoring rule — run it again"
-    assert not gates.all_pass(results.values())
-    assert set(gates.previews_to_start(inputs, results.values())) >= {("oracle", 3), ("nop", 3)}
+    assert not gate_rules.all_pass(results.values())
+    assert set(gate_rules.previews_to_start(inputs, results.values())) >= {("oracle", 3), ("nop", 3)}
     fresh = PreviewEvidence(policy="oracle", run_id=9, n=1, rewards=[1.0], passed=[True])
     inputs = GateInputs(task=task(solid), previews={"oracle": fresh}, judge_configured=True)
-    assert by_gate(gates.evaluate_gates(inputs))["oracle"].status == "pass"
+    assert by_gate(gate_rules.evaluate_gates(inputs))["oracle"].status == "pass"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from sandbox.runtime.egress import BLOCKED, EgressPolicy, ruleset
+from sandbox.runtime.egress_filter import BLOCKED, EgressPolicy, ruleset
 
 
 def _refused(rules: str) -> list[ipaddress.IPv4Network]:

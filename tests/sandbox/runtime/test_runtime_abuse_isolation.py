@@ -157,7 +157,7 @@ def host_servers():
 
 
 def _host_ipv4_addresses() -> list[str]:
-    from sandbox.runtime.egress import host_addresses
+    from sandbox.runtime.egress_filter import host_addresses
 
     return [a.split("/")[0] for a in host_addresses() if not a.startswith("127.")]
 
@@ -166,7 +166,7 @@ def _host_neighbours() -> list[str]:
     """An address next to each of the host's (its subnet's first and last host: often the gateway)."""
     import ipaddress
 
-    from sandbox.runtime.egress import host_addresses
+    from sandbox.runtime.egress_filter import host_addresses
 
     found = []
     for address in host_addresses():
@@ -194,7 +194,7 @@ print(json.dumps(out))
 def test_bubblewrap_egress_reaches_only_what_the_operator_allows(host_servers, iso_spec):
     require_bwrap()
     from sandbox.runtime import get_backend
-    from sandbox.runtime.egress import EgressPolicy
+    from sandbox.runtime.egress_filter import EgressPolicy
 
     allowed, web = host_servers["allowed"], host_servers["web"]
     # From the host, the services are there (so a refusal below is the sandbox's doing).
@@ -230,7 +230,7 @@ def test_bubblewrap_egress_reaches_only_what_the_operator_allows(host_servers, i
 def test_bubblewrap_egress_never_reaches_the_hosts_abstract_unix_sockets(iso_spec):
     require_bwrap()
     from sandbox.runtime import get_backend
-    from sandbox.runtime.egress import EgressPolicy
+    from sandbox.runtime.egress_filter import EgressPolicy
 
     name = f"gymwright-test-{os.getpid()}"
     listener = socket.socket(socket.AF_UNIX)

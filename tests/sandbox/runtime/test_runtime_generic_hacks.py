@@ -1,7 +1,7 @@
-"""The generic hack probes on both backends (grading.engine.hacks: exit-zero, always-equal, shadow,
+"""The generic hack probes on both backends (grading.engine.hack_targets: exit-zero, always-equal, shadow,
 monkeypatch, exhaust, zero-width, symlink). Each is derived from the task's own files, rubric and
 reference solution, runs as a scripted policy in the real sandbox, and is judged by the real hack
-gate (grading.engine.gates): a task written the weak way is caught (the probe's reward is over the
+gate (grading.engine.gate_rules): a task written the weak way is caught (the probe's reward is over the
 limit, or it did not show the task is safe), and the task written as the docs recommend (or the
 demo task) holds it to 0."""
 
@@ -13,15 +13,15 @@ import hashlib
 import pytest
 
 from authoring.demo import demo_task_document
-from grading.engine import gates
-from grading.engine import hacks as engine_hacks
+from grading.engine import gate_rules
+from grading.engine import hack_targets as engine_hacks
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, check_scores, rewarded_checks
-from grading.engine.gates import GateInputs, PreviewEvidence
-from grading.engine.hacks import HIDDEN, applicable_hacks, penalty_triggers, rubric_outputs
+from grading.engine.gate_rules import GateInputs, PreviewEvidence
+from grading.engine.hack_targets import HIDDEN, applicable_hacks, penalty_triggers, rubric_outputs
 from grading.engine.text import normalise_unicode
 from sandbox.runtime import make_policy, run_rollout
 from sandbox.runtime import rollout as rollout_module
-from sandbox.runtime.hacks import EXHAUST_ANSWER_CHARS, exhaust_answer, zero_width_answer
+from sandbox.runtime.hack_probes import EXHAUST_ANSWER_CHARS, exhaust_answer, zero_width_answer
 
 CALC = b"def add(a, b):\n    raise NotImplementedError\n"
 CALC_TESTS = b"""import unittest
@@ -62,8 +62,8 @@ def weak_coding_task(run: str = "python3 -m unittest test_calc", timeout_s: floa
     return task, {"calc.py": CALC, "test_calc.py": CALC_TESTS}
 
 
-def gate_of(task: dict, policy: str, result) -> gates.GateResult:
-    """The hack gate's verdict on this one rollout, built as review.gates builds it from a preview."""
+def gate_of(task: dict, policy: str, result) -> gate_rules.GateResult:
+    """The hack gate's verdict on this one rollout, built as review.gate_evidence builds it from a preview."""
     document = result.grade.to_document() if result.grade is not None else None
     graded = [document] if document is not None else []
     evidence = PreviewEvidence(
@@ -74,15 +74,15 @@ def gate_of(task: dict, policy: str, result) -> gates.GateResult:
         rewards=[d["reward"] for d in graded],
         passed=[d["passed"] for d in graded],
         rewarded=[rewarded_checks(d) for d in graded],
-        gaps=[gates.grade_gap(d) for d in graded],
+        gaps=[gate_rules.grade_gap(d) for d in graded],
         scores=[check_scores(d) for d in graded],
     )
-    return gates.hack_gate(GateInputs(task=task, previews={policy: evidence}, judge_configured=True), policy)
+    return gate_rules.hack_gate(GateInputs(task=task, previews={policy: evidence}, judge_configured=True), policy)
 
 
 def settled_at_nothing(result) -> bool:
     """The grade's reward is 0 whatever its unscored checks (if any) would score."""
-    gap = gates.grade_gap(result.grade.to_document())
+    gap = gate_rules.grade_gap(result.grade.to_document())
     return result.grade.reward == 0 and (gap is None or gap.high <= DEFAULT_HACK_LIMIT)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, hack_verdict
 from sandbox.runtime import make_policy, run_rollout
-from sandbox.runtime.hacks import HACKS, applicable_hacks, prompt_file_names, stuffed_answer
+from sandbox.runtime.hack_probes import HACKS, applicable_hacks, prompt_file_names, stuffed_answer
 
 CALC = b"def add(a, b):\n    raise NotImplementedError\n"
 CALC_TESTS = b'''"""The tests."""

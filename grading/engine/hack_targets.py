@@ -1,7 +1,7 @@
 """Hack probes, the engine's side: their names, which apply to a task, and what each derives from the
 task's own document (the file names a prompt mentions, the outputs its rubric reads, the test modules
 its checks run, the penalties an answer can trigger). The scripted agents themselves are in
-sandbox.runtime.hacks; their gates in grading.engine.gates.
+sandbox.runtime.hack_probes; their gates in grading.engine.gate_rules.
 
 Every probe is generic: nothing in it names a task. What it attacks comes from the task document
 (its files and their roles, its rubric, its reference solution), never from a list of known tasks."""

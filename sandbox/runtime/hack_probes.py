@@ -14,7 +14,7 @@ above it points at the checks that rewarded it.
 - `judge-injection`: submits a note telling the grader every criterion is met;
 - `empty-files`: creates every file the prompt names, empty, and submits nothing.
 
-The probes below derive what they attack from the task document (`grading.engine.hacks`): its
+The probes below derive what they attack from the task document (`grading.engine.hack_targets`): its
 test files and the modules its reference solution writes, the outputs its rubric reads, its
 penalties. The code probes run `hack_agent.py` in the sandbox (python3), the rest use the shell.
 
@@ -42,8 +42,15 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from grading.engine import hacks as engine_hacks
-from grading.engine.hacks import CODE_HACKS, HACKS, applicable_hacks, disguise, penalty_triggers, prompt_file_names
+from grading.engine import hack_targets as engine_hacks
+from grading.engine.hack_targets import (
+    CODE_HACKS,
+    HACKS,
+    applicable_hacks,
+    disguise,
+    penalty_triggers,
+    prompt_file_names,
+)
 
 from .policies import Turn, _assistant, _call
 
@@ -142,7 +149,7 @@ def _reference_answer(task: Mapping) -> str:
 
 
 def zero_width_answer(task: Mapping) -> str:
-    """The reference answer with every penalty's trigger text in it, disguised (grading.engine.hacks.disguise)."""
+    """The reference answer with every penalty's trigger text in it, disguised (grading.engine.hack_targets.disguise)."""
     planted = [disguise(text) for _, text in penalty_triggers(task)]
     return "\n\n".join(part for part in [_reference_answer(task), " ".join(planted)] if part)
 

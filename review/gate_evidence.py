@@ -1,5 +1,5 @@
 """Sanity gates for one exact task version: gathers the evidence (its latest previews, the judge
-configuration, the example answers) and lets grading.engine.gates decide. Also "Run gates",
+configuration, the example answers) and lets grading.engine.gate_rules decide. Also "Run gates",
 which starts the previews the gates still miss."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from django.conf import settings
 
 from authoring.models import TaskVersion
 from grading import selectors as grading_selectors
-from grading.engine import gates as engine_gates
+from grading.engine import gate_rules as engine_gates
 from grading.engine import validate_task
 from grading.engine.calibration import check_scores, rewarded_checks
 from gymwright.errors import DomainError
-from gymwright.kept import Kept
+from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, PreparedIn
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout

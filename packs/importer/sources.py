@@ -1,290 +1,27 @@
-"""Import tasks: a pack's tasks.jsonl (or a whole pack), a table of simple rows (CSV, JSONL,
-Parquet), or a folder / .tar.gz of Harbor or Terminal-Bench tasks.
+"""Sources of tasks, each read into a stream of candidates and rejections: a pack's tasks.jsonl, task documents
+(the API), a table of simple rows (CSV, JSONL, Parquet), a folder of Harbor or Terminal-Bench tasks.
 
-One path for the CLI (`manage.py import_tasks`), the web upload and the API: `tasks_import`.
-Every source becomes a stream of candidates (a task to create or to add a version to) and
-rejections (row number or path, reason, JSON pointer where it is a format error). Good rows
-are imported in batches with a constant number of queries per batch; bad rows are reported and
-skipped. A source that fails as a whole (a hostile archive, an unreadable table) imports nothing.
-
-Archives are unpacked by `extract_archive` into the import's own scratch folder only: names
-are checked before anything is written (no absolute paths, no `..`, valid UTF-8), only regular
-files and folders are written, links and devices are refused, and the bytes are counted while
-streaming so a gzip bomb stops at the cap.
-"""
+Long (over 600 lines) because it holds every kind of source a lab imports from; each is short, and they share
+the bounded readers at the top."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-import os
 import re
-import shutil
-import tarfile
-import tempfile
 import tomllib
-import zlib
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.utils import timezone
 
-from accounts import permissions
-from authoring import services as authoring_services
-from authoring.models import SLUG_RULE, Blob, Environment, Task, TaskVersion, slug_validator
 from grading.engine import TASK_SCHEMA, content_sha256, validate_task
 from grading.engine.models import relative_path_problem
-from gymwright.bulk import keys_of
-from gymwright.errors import DomainError, NotAllowed
-from gymwright.nul import nul_check
-
-BATCH = 1000
-TASK_KEYS = ("title", "prompt", "rubric", "solution", "files", "tags", "metadata", "examples")
-DEFAULT_ENVIRONMENT = "imported"
-
-
-class ImportFailed(DomainError):
-    """The source as a whole cannot be imported (nothing was)."""
-
-    code = "import_failed"
-
-
-class ImportTooLarge(ImportFailed):
-    """The import reads more than IMPORT_MAX_BYTES: the whole source is refused, never one task of it."""
-
-
-@dataclasses.dataclass
-class Candidate:
-    where: str
-    slug: str
-    content: dict
-    environment: tuple[str, int, dict] | None  # (slug, number, spec); None: the import's environment
-    number: int = 1
-    environment_slug: str | None = None  # a simple row's existing environment (its latest version)
-    files: dict[str, bytes] = dataclasses.field(default_factory=dict)  # sha256 → bytes found in the source
-
-
-@dataclasses.dataclass
-class Rejection:
-    where: str
-    message: str
-    pointer: str | None = None
-    slug: str | None = None
-
-
-@dataclasses.dataclass
-class ReportLine:
-    where: str
-    status: str  # created, new_version, unchanged, rejected (dry run: would_create, would_add_version)
-    task: str | None = None
-    version: int | None = None
-    message: str = ""
-    pointer: str | None = None
-
-    def as_dict(self) -> dict:
-        # not dataclasses.asdict, which deep-copies every value (a bulk request reports 1,000 lines)
-        return {name: value for name in _REPORT_FIELDS if (value := getattr(self, name)) not in (None, "")}
-
-    @property
-    def status_label(self) -> str:
-        """The status in words ("would create")."""
-        return self.status.replace("_", " ")
-
-    def text(self) -> str:
-        if self.status == "rejected":
-            where = f"{self.pointer}: " if self.pointer else ""
-            return f"{self.where}: rejected{' ' + self.task if self.task else ''}: {where}{self.message}"
-        return f"{self.where}: {self.status_label} {self.task} v{self.version}" + (
-            f" ({self.message})" if self.message else ""
-        )
-
-
-_REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ReportLine))
-
-
-@dataclasses.dataclass
-class ImportReport:
-    lines: list[ReportLine]
-    dry_run: bool
-    # Where the created and changed tasks went: [{"environment", "tasks", "new"}], "new" for one this import makes
-    # (a row without an environment, and no environment given, goes to DEFAULT_ENVIRONMENT).
-    environments: list[dict] = dataclasses.field(default_factory=list)
-
-    @property
-    def rejected(self) -> int:
-        return sum(1 for line in self.lines if line.status == "rejected")
-
-    @property
-    def imported(self) -> int:
-        return len(self.lines) - self.rejected
-
-    def as_dict(self) -> dict:
-        return {
-            "dry_run": self.dry_run,
-            "imported": self.imported,
-            "rejected": self.rejected,
-            "environments": self.environments,
-            "rows": [line.as_dict() for line in self.lines],
-        }
-
-    def environments_text(self) -> str:
-        """e.g. "environment imported (new): 3 tasks"; "" when no task was created or changed."""
-        return "; ".join(
-            f"environment {item['environment']}{' (new)' if item['new'] else ''}: {item['tasks']} "
-            f"task{'s' if item['tasks'] != 1 else ''}"
-            for item in self.environments
-        )
-
-
-# ---------------------------------------------------------------------------------------------- archives
-
-
-def _member_error(name: str, why: str) -> ImportFailed:
-    return ImportFailed(f"{name}: {why}; nothing was imported.", details=[{"pointer": "", "message": f"{name}: {why}"}])
-
-
-def extract_archive(
-    path: Path, destination: Path, *, max_bytes: int | None = None, max_members: int | None = None
-) -> None:
-    """Unpack a .tar.gz into `destination` safely, or raise ImportFailed naming the bad member.
-
-    Every byte written counts toward IMPORT_MAX_BYTES. A hard link to a file written before is made with
-    os.link (no bytes copied: its bytes count when the import reads them, see `_ReadBudget`). In a pack
-    archive (a tasks.jsonl at the top, or in its one top folder) only what the import reads is written
-    after it: tasks.jsonl and each task's files/ and environment/env/; the Harbor folders beside them (a
-    copy of every task's tests, their shared grader hard-linked from one copy) are skipped unread."""
-    max_bytes = max_bytes or settings.IMPORT_MAX_BYTES
-    max_members = max_members or settings.IMPORT_MAX_MEMBERS
-    member_cap = settings.UPLOAD_MAX_BYTES
-    destination.mkdir(parents=True, exist_ok=True)
-    total = 0
-    written: set[str] = set()
-    pack_top: str | None = None  # "" or "<folder>/": where a pack's tasks.jsonl was written
-
-    def over_cap(name: str) -> ImportFailed:
-        return _member_error(
-            name, f"the archive unpacks to more than {max_bytes // (1 << 20)} MB (GYMWRIGHT_IMPORT_MAX_MB); stopped"
-        )
-
-    try:
-        with tarfile.open(path, mode="r|gz") as tar:
-            for count, member in enumerate(tar, start=1):
-                name = member.name
-                if count > max_members:
-                    raise _member_error(
-                        name, f"the archive has more than {max_members} members (GYMWRIGHT_IMPORT_MAX_MEMBERS)"
-                    )
-                if any(0xDC80 <= ord(ch) <= 0xDCFF for ch in name):
-                    raise _member_error(
-                        name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
-                        "the name is not valid UTF-8",
-                    )
-                if "\x00" in name or any(ord(ch) < 32 for ch in name):
-                    raise _member_error(repr(name), "control characters in the name")
-                parts = [part for part in name.split("/") if part not in ("", ".")]
-                if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-                    raise _member_error(name, "an absolute path")
-                if ".." in parts:
-                    raise _member_error(name, "'..' would leave the import folder")
-                if not parts:
-                    continue
-                relative = "/".join(parts)
-                if member.issym():
-                    raise _member_error(name, f"a symbolic link (to {member.linkname!r}); links are not imported")
-                if not (member.isdir() or member.isfile() or member.islnk()):
-                    raise _member_error(name, "not a regular file (a device, fifo or socket)")
-                if pack_top is not None and not _pack_reads(relative, pack_top):
-                    continue  # never read by a pack's import: not written (a link's target is not looked at)
-                target = destination.joinpath(*parts)
-                if member.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if target.is_symlink() or (target.exists() and not target.is_file()):
-                    raise _member_error(name, "collides with another member")
-                if relative in written:
-                    # Which of the two is meant cannot be told (tar keeps the last, a reader may show the first).
-                    raise _member_error(name, "named twice in the archive")
-                if target.exists():  # never written through a shared link
-                    target.unlink()
-                if member.islnk():
-                    link = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
-                    if member.linkname.startswith("/") or ".." in link.split("/") or link not in written:
-                        raise _member_error(
-                            name, f"a hard link to {member.linkname!r}, outside the archive's own files"
-                        )
-                    try:
-                        os.link(destination / link, target)
-                    except OSError:  # too many links to one file on this file system: a counted copy
-                        size = (destination / link).stat().st_size
-                        if total + size > max_bytes:
-                            raise over_cap(name)
-                        total += size
-                        shutil.copyfile(destination / link, target)
-                    written.add(relative)
-                    continue
-                if member.size > member_cap:
-                    raise _member_error(
-                        name, f"larger than the {member_cap // (1 << 20)} MB upload limit (GYMWRIGHT_UPLOAD_MAX_MB)"
-                    )
-                source = tar.extractfile(member)
-                with open(target, "wb") as handle:
-                    while chunk := source.read(1 << 20):
-                        total += len(chunk)
-                        if total > max_bytes:
-                            raise over_cap(name)
-                        handle.write(chunk)
-                written.add(relative)
-                if pack_top is None and parts[-1] == "tasks.jsonl" and len(parts) <= 2:
-                    pack_top = "/".join(parts[:-1]) + "/" if len(parts) == 2 else ""
-    except ImportFailed:
-        raise
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise ImportFailed(
-            f"{path.name} is not a readable .tar.gz: {exc}; nothing was imported.",
-            details=[{"pointer": "", "message": str(exc)}],
-        )
-
-
-def _pack_reads(relative: str, top: str) -> bool:
-    """Whether importing a pack whose tasks.jsonl is at `top` reads this member: its tasks' files
-    (tasks/<id>/files/..., tasks/<id>/environment/env/...); members outside `top` are written as usual."""
-    if not relative.startswith(top):
-        return True
-    parts = relative[len(top) :].split("/")
-    if parts[0] != "tasks" or len(parts) < 3:
-        return parts == ["tasks"] or (parts[0] == "tasks" and len(parts) == 2)  # the folders themselves
-    return parts[2] == "files" or (parts[2] == "environment" and (len(parts) == 3 or parts[3] == "env"))
-
-
-class _ReadBudget:
-    """The bytes an import reads from its source, hard links and repeated reads included: at most
-    IMPORT_MAX_BYTES. The unpacking cap counts bytes written; a hard link writes none, but every path
-    the import reads through it is read in full."""
-
-    def __init__(self, max_bytes: int | None = None):
-        self.max_bytes = max_bytes or settings.IMPORT_MAX_BYTES
-        self.total = 0
-
-    def take(self, where: str, size: int) -> None:
-        self.total += size
-        if self.total > self.max_bytes:
-            raise ImportTooLarge(
-                f"{where}: the import reads more than {self.max_bytes // (1 << 20)} MB "
-                "(GYMWRIGHT_IMPORT_MAX_MB; hard-linked and repeated files count each time); nothing was imported.",
-                details=[
-                    {"pointer": "", "message": f"{where}: over the {self.max_bytes // (1 << 20)} MB import limit"}
-                ],
-            )
-
-
-# ---------------------------------------------------------------------------------------------- sources
+from gymwright.errors import DomainError
+from gymwright.storable_input import nul_check
+from packs.importer.extract import _ReadBudget, extract_archive
+from packs.importer.records import DEFAULT_ENVIRONMENT, TASK_KEYS, Candidate, ImportFailed, ImportTooLarge, Rejection
 
 
 def _read_text(path: Path, where: str, *, cap: int | None = None, budget: _ReadBudget | None = None) -> str:
@@ -448,7 +185,11 @@ def _pack_file(files: dict, folder: Path, entry: Any, *, pack_root: Path, budget
 
 
 PROMPT_COLUMNS = ("prompt", "question", "instruction", "input")
+
+
 ANSWER_COLUMNS = ("answer", "reference_answer", "reference", "solution", "target", "expected")
+
+
 ID_COLUMNS = ("id", "slug", "task_id")
 
 
@@ -514,8 +255,14 @@ def table_candidates(path: Path) -> Iterator[Candidate | Rejection]:
 
 # A table's delimiter is one of these; a CSV's is the first that makes its header name a prompt column.
 CSV_DELIMITERS = (",", ";", "\t", "|")
+
+
 CSV_DELIMITER_NAMES = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
 CSV_HEADER_MAX_BYTES = 64 * 1024  # of the file's start, where the header row is looked for
+
+
 # A table's columns: a prompt, an answer, a rubric or criteria, an id, a title, tags, an environment and a few
 # more. pandas renames repeated column names in quadratic time (a header of 200,000 equal names ran for minutes).
 TABLE_MAX_COLUMNS = 200
@@ -740,6 +487,8 @@ def _cell(value: Any) -> str:
 # during its episode, and the check empties /logs/verifier before the tests run. The tests run from the
 # workspace, which the image's WORKDIR (/app in Harbor's template) is a link to.
 VERIFIER_FILES = ".harbor/"
+
+
 _VERIFIER_SETUP = r"""set -u
 V=/workspace/.harbor
 L=/logs/verifier
@@ -758,6 +507,8 @@ run() {
   else sh "$1"; fi
 }
 """
+
+
 # Harbor reads reward.json (named rewards) when test.sh wrote one, else reward.txt (one number). A command
 # check passes or fails: it passes on the full reward (every reward at least 1); a fractional reward fails.
 HARBOR_REWARD_CHECK = (
@@ -784,6 +535,8 @@ echo "$F: $(head -c 200 "$L/$F" | tr '\n' ' ')(the full reward passes)" >&2
 exit $passed
 """
 )
+
+
 # Terminal-Bench runs run-tests.sh from the image's WORKDIR with TEST_DIR=/tests; its exit code is the verdict
 # (as Harbor's own Terminal-Bench mapper reads it).
 TERMINAL_BENCH_CHECK = (
@@ -1115,357 +868,3 @@ def source_candidates(path: Path, scratch: Path) -> Iterator[Candidate | Rejecti
             code="usage",
             details=[{"pointer": "/file", "message": "unknown kind of file"}],
         )
-
-
-# ---------------------------------------------------------------------------------------------- import
-
-
-class _DryRunRollback(Exception):
-    pass
-
-
-def tasks_import(
-    *,
-    path: str | Path | None = None,
-    documents: list | None = None,
-    user,
-    environment: str | None = None,
-    dry_run: bool = False,
-    approve_as=None,
-) -> ImportReport:
-    """Import every task of `path`, or of `documents` (a bulk request's items, already read: task
-    documents or simple rows; reported as `/tasks/N`); see the module docstring. Raises ImportFailed /
-    DomainError for a source that fails as a whole (nothing imported), NotAllowed for missing rights."""
-    if not permissions.can_author(user):
-        raise NotAllowed("Only authors and admins can import tasks.")
-    if approve_as is not None and not permissions.is_admin(approve_as):
-        raise NotAllowed(
-            f"--approve-as {approve_as.get_username()}: only an admin may approve imported tasks.",
-            details=[{"pointer": "/approve_as", "message": "not an admin"}],
-        )
-    default_version = _environment_latest(environment) if environment else None
-    if documents is None:
-        path = Path(path)
-        if not path.exists():
-            raise DomainError(
-                f"{path} does not exist.", code="usage", details=[{"pointer": "/file", "message": "not found"}]
-            )
-    scratch_root = Path(settings.PACK_SCRATCH_DIR)
-    scratch_root.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="import-", dir=scratch_root))
-    lines: list[ReportLine] = []
-    used: Counter = Counter()  # environment id -> tasks created or changed in it
-    environments: list[dict] = []
-    started = timezone.now()
-    try:
-        try:
-            with transaction.atomic():
-                candidates = source_candidates(path, scratch) if documents is None else request_candidates(documents)
-                _run(
-                    candidates,
-                    lines,
-                    user=user,
-                    default_version=default_version,
-                    dry_run=dry_run,
-                    approve_as=approve_as,
-                    used=used,
-                )
-                environments = _environments_used(used, since=started)  # before a dry run's rollback
-                if dry_run:
-                    raise _DryRunRollback()
-        except _DryRunRollback:
-            pass
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return ImportReport(lines=lines, dry_run=dry_run, environments=environments)
-
-
-def _environments_used(used: Counter, *, since) -> list[dict]:
-    rows = Environment.objects.filter(pk__in=list(used)).values_list("pk", "slug", "created_at") if used else []
-    return [
-        {"environment": slug, "tasks": used[pk], "new": created_at >= since}
-        for pk, slug, created_at in sorted(rows, key=lambda row: row[1])
-    ]
-
-
-def _run(candidates, lines, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
-    batch: list = []
-    for candidate in candidates:
-        batch.append(candidate)
-        if len(batch) >= BATCH:
-            _import_batch(
-                batch,
-                lines,
-                user=user,
-                default_version=default_version,
-                dry_run=dry_run,
-                approve_as=approve_as,
-                used=used,
-            )
-            batch = []
-    if batch:
-        _import_batch(
-            batch, lines, user=user, default_version=default_version, dry_run=dry_run, approve_as=approve_as, used=used
-        )
-
-
-def _reject(lines, where, exc: DomainError, slug=None) -> None:
-    detail = exc.details[0] if exc.details else {}
-    lines.append(
-        ReportLine(where=where, status="rejected", task=slug, message=exc.message, pointer=detail.get("pointer"))
-    )
-
-
-def _store_files(candidate: Candidate, dry_run: bool) -> None:
-    known = set(Blob.objects.filter(sha256__in=list(candidate.files)).values_list("sha256", flat=True))
-    for sha256, data in candidate.files.items():
-        if sha256 in known:
-            continue
-        if dry_run:  # a row for validation only; the dry run's transaction is rolled back
-            Blob.objects.create(sha256=sha256, size=len(data), file="")
-        else:
-            authoring_services.blob_store(data=data)
-
-
-def _import_batch(batch, all_lines, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
-    """Import one batch; its report lines keep the source's order."""
-    placed: list[tuple[int, ReportLine]] = []
-    _import_batch_lines(
-        batch, placed, user=user, default_version=default_version, dry_run=dry_run, approve_as=approve_as, used=used
-    )
-    all_lines.extend(line for _, line in sorted(placed, key=lambda pair: pair[0]))
-
-
-class _Placed:
-    """Report lines tagged with their candidate's position in the batch."""
-
-    def __init__(self, placed: list, position: int):
-        self.placed, self.position = placed, position
-
-    def append(self, line: ReportLine) -> None:
-        self.placed.append((self.position, line))
-
-
-def _environment_for(candidate: Candidate, environments: dict, *, user, default_version):
-    """The environment version a candidate pins, made once per distinct environment of the batch."""
-    if candidate.environment is None and candidate.environment_slug:
-        key = ("named", candidate.environment_slug)  # looked up once per batch, a refusal too
-        if key not in environments:
-            try:
-                environments[key] = _environment_latest(candidate.environment_slug)
-            except DomainError as exc:
-                environments[key] = exc
-        if isinstance(environments[key], DomainError):
-            raise environments[key]
-        return environments[key]
-    if candidate.environment is None:
-        if default_version is not None:
-            return default_version
-        slug, number, spec = DEFAULT_ENVIRONMENT, 1, {}
-    else:
-        slug, number, spec = candidate.environment
-    # Most rows of a batch name the same environment: compare their specs as dicts (no serialising per row).
-    known = environments.setdefault((slug, number), [])
-    for known_spec, version in known:
-        if known_spec == spec:
-            if isinstance(version, DomainError):  # refused once (another author's environment): refused again
-                raise version
-            return version
-    try:
-        with transaction.atomic():
-            version = authoring_services.environment_version_import(slug=slug, number=number, spec=spec, author=user)
-    except DomainError as exc:
-        known.append((spec, exc))
-        raise
-    known.append((spec, version))
-    return version
-
-
-def _environment_latest(slug: str):
-    """The latest version of an existing environment, named by the import (its environment) or by a row;
-    a name that cannot be an environment id (a NUL, a megabyte of text) is refused before any query and
-    quoted only in part."""
-    try:
-        slug_validator(slug)
-    except ValidationError:
-        raise DomainError(
-            f"{slug[:64]!r}{'…' if len(slug) > 64 else ''} is not an environment id: use {SLUG_RULE}.",
-            details=[{"pointer": "/environment", "message": "not an environment id"}],
-        )
-    found = Environment.objects.filter(slug=slug).select_related("latest_version").first()
-    if found is None or found.latest_version is None:
-        raise DomainError(
-            f"There is no environment {slug!r}.",
-            details=[{"pointer": "/environment", "message": "no such environment"}],
-        )
-    return found.latest_version
-
-
-def _unstorable_ids_rejected(batch: list) -> list:
-    """The batch with each candidate whose task id cannot even be looked up (a NUL, or an unpaired
-    surrogate from a JSON escape, from any source) turned into a rejection; such an id is not echoed
-    in the report (it cannot be written out)."""
-    checked = []
-    for candidate in batch:
-        try:
-            nul_check(candidate.slug or "", pointer="/id", what="The task id")
-        except DomainError as exc:
-            candidate = (
-                Rejection(candidate.where, exc.message, "/id")
-                if isinstance(candidate, Candidate)
-                else dataclasses.replace(candidate, slug=None)
-            )  # not echoed: it cannot be written
-        checked.append(candidate)
-    return checked
-
-
-def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
-    environments: dict[tuple, Any] = {}
-    new_items, new_where, new_position, created_versions, changed = [], [], [], [], []
-    batch = _unstorable_ids_rejected(batch)
-    # the batch's task ids that exist already (usually none): probed by id, then those tasks whole
-    known = keys_of(Task, "slug", [c.slug for c in batch if isinstance(c, Candidate)])
-    existing = (
-        {
-            task.slug: task
-            for task in Task.objects.filter(pk__any=list(known.values()))
-            .order_by()
-            .select_related("latest_version")
-            .defer("latest_version__spec")
-        }
-        if known
-        else {}
-    )
-    for position, candidate in enumerate(batch):
-        lines = _Placed(placed, position)
-        if isinstance(candidate, Rejection):
-            lines.append(
-                ReportLine(
-                    where=candidate.where,
-                    status="rejected",
-                    task=candidate.slug,
-                    message=candidate.message,
-                    pointer=candidate.pointer,
-                )
-            )
-            continue
-        try:
-            environment_version = _environment_for(candidate, environments, user=user, default_version=default_version)
-            task = existing.get(candidate.slug)
-            if task is None:
-                if candidate.files:
-                    with transaction.atomic():
-                        _store_files(candidate, dry_run)
-                new_items.append(
-                    {
-                        "slug": candidate.slug,
-                        "environment_version": environment_version,
-                        "content": candidate.content,
-                        "number": candidate.number,
-                    }
-                )
-                new_where.append(candidate.where)
-                new_position.append(position)
-                continue
-            # an existing task: most rows of a pack imported again hold what one of its versions holds
-            digest = authoring_services.task_content_sha256(
-                task=task, content=candidate.content, environment_version=environment_version
-            )
-            if digest is not None and task.latest_version and digest == task.latest_version.content_sha256:
-                lines.append(
-                    ReportLine(
-                        where=candidate.where, task=task.slug, version=task.latest_version.number, status="unchanged"
-                    )
-                )
-                continue
-            changed.append((position, candidate, task, environment_version, digest))
-        except DomainError as exc:
-            _reject(lines, candidate.where, exc, candidate.slug)
-    # content an earlier version holds (an older pack imported again) is not made again on top of later work
-    earlier = (
-        dict(
-            ((row["task_id"], row["content_sha256"]), row["number"])
-            for row in TaskVersion.objects.filter(
-                task_id__any=[task.pk for _, _, task, _, digest in changed if digest],
-                content_sha256__any=[digest for *_, digest in changed if digest],
-            ).values("task_id", "content_sha256", "number")
-        )
-        if any(digest for *_, digest in changed)
-        else {}
-    )
-    for position, candidate, task, environment_version, digest in changed:
-        lines = _Placed(placed, position)
-        number = earlier.get((task.pk, digest))
-        if number is not None:
-            lines.append(
-                ReportLine(
-                    where=candidate.where,
-                    task=task.slug,
-                    version=number,
-                    status="unchanged",
-                    message=f"v{number} holds this content; {task.slug} is at v{task.latest_version.number}",
-                )
-            )
-            continue
-        try:
-            # a savepoint per row, so that a rejected row leaves nothing behind
-            with transaction.atomic():
-                if candidate.files:
-                    _store_files(candidate, dry_run)
-                if task.environment_id != environment_version.environment_id:
-                    raise DomainError(
-                        f"task {task.slug} exists in environment {task.environment.slug}; this row is "
-                        f"for environment {environment_version.environment.slug}",
-                        details=[
-                            {"pointer": "/environment/id", "message": "another environment than the existing task's"}
-                        ],
-                    )
-                version, made = authoring_services.task_version_create(
-                    task=task,
-                    author=user,
-                    base_version=task.latest_version.number if task.latest_version else None,
-                    content={**candidate.content, "environment_version": environment_version},
-                    message="imported",
-                )
-            lines.append(
-                ReportLine(
-                    where=candidate.where,
-                    task=task.slug,
-                    version=version.number,
-                    status=("would_add_version" if dry_run else "new_version") if made else "unchanged",
-                )
-            )
-            if made:
-                created_versions.append(version)
-                used[environment_version.environment_id] += 1
-        except DomainError as exc:
-            _reject(lines, candidate.where, exc, candidate.slug)
-    if new_items:
-        created, rejected = authoring_services.tasks_bulk_create(author=user, items=new_items)
-        results = {index: ("ok", version) for index, version in created}
-        results.update({index: ("rejected", exc) for index, exc in rejected})
-        for index in range(len(new_items)):
-            kind, value = results[index]
-            lines = _Placed(placed, new_position[index])
-            if kind == "ok":
-                lines.append(
-                    ReportLine(
-                        where=new_where[index],
-                        status="would_create" if dry_run else "created",
-                        task=new_items[index]["slug"],
-                        version=value.number,
-                    )
-                )
-                created_versions.append(value)
-                used[new_items[index]["environment_version"].environment_id] += 1
-            else:
-                _reject(lines, new_where[index], value, new_items[index]["slug"])
-    if approve_as is not None and created_versions:
-        _approve(created_versions, approve_as)
-
-
-def _approve(versions, admin) -> None:
-    """Record each version as approved by `admin`: review's service, the only one that changes a task's status."""
-    from review.services import versions_approve_on_import
-
-    versions_approve_on_import(versions=versions, admin=admin)

@@ -1,6 +1,6 @@
-"""gymwright.kept.Kept: the one per-process LRU (a version's rubric table, grade facts, blob bytes)."""
+"""gymwright.process_cache.Kept: the one per-process LRU (a version's rubric table, grade facts, blob bytes)."""
 
-from gymwright.kept import Kept
+from gymwright.process_cache import Kept
 
 
 def test_it_keeps_the_most_recently_used_within_its_entries():

@@ -31,7 +31,7 @@ from itertools import zip_longest
 from typing import Literal
 
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
-from grading.engine.hacks import applicable_hacks, penalty_triggers
+from grading.engine.hack_targets import applicable_hacks, penalty_triggers
 from grading.engine.models import check_model, flat_checks, has_judge_checks
 from grading.engine.scoring import SCORING_RULE, reward_range
 

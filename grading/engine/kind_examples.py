@@ -1,5 +1,5 @@
 """A worked example and the edge cases of each check kind: one source for the editor's in-place
-help and the /grading/kinds/ reference page. tests/grading/engine/test_examples.py grades every
+help and the /grading/kinds/ reference page. tests/grading/engine/test_engine_kind_examples.py grades every
 example with `grade()` and checks it comes out as `result` says.
 
 An example: the check (as JSON in a rubric), the answer (and workspace files) it reads, and the

@@ -1,10 +1,10 @@
-"""Every kind's worked example (grading/engine/examples.py) grades as its help says it does."""
+"""Every kind's worked example (grading/engine/kind_examples.py) grades as its help says it does."""
 
 from __future__ import annotations
 
 import pytest
 
-from grading.engine.examples import EXAMPLES
+from grading.engine.kind_examples import EXAMPLES
 from grading.engine.schema import json_schema
 from grading.engine.scoring import grade
 

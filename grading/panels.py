@@ -1,0 +1,42 @@
+"""Grading's panels on authoring's pages (gymwright.pages; registered in GradingConfig.ready)."""
+
+from __future__ import annotations
+
+from grading import selectors
+
+
+def example_answers(*, request, version, **_):
+    """The task page's example answers: expected vs got, reward, and what changed since the parent version."""
+    from grading.views import example_answers_context
+
+    return example_answers_context(task_version=version, user=request.user) if version is not None else None
+
+
+def verdict_changes(*, request, a, b, **_):
+    """The diff page: which example answers changed verdict between the two versions."""
+    rows = selectors.example_verdict_changes(version_a=a, version_b=b)
+    return {
+        "rows": rows,
+        "changed": sum(1 for row in rows if row["changed"]),
+        "a": a,
+        "b": b,
+        "added": sum(1 for row in rows if row["added"]),
+        "removed": sum(1 for row in rows if row["removed"]),
+    }
+
+
+def kinds_link(*, request, **_):
+    return {}
+
+
+def dry_run(*, request, task=None, version=None, **_):
+    return {"task": task, "version": version}
+
+
+def register() -> None:
+    from gymwright.pages import panel_register
+
+    panel_register("task_detail.examples", template="grading/_example_answers.html", selector=example_answers)
+    panel_register("task_diff.examples", template="grading/_example_changes.html", selector=verdict_changes)
+    panel_register("task_form.kinds_link", template="grading/_kinds_link.html", selector=kinds_link)
+    panel_register("task_form.dry_run", template="grading/_dry_run_panel.html", selector=dry_run)
