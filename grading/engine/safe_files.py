@@ -191,6 +191,51 @@ def _write_skipping_zeros(fd: int, chunk: bytes, position: int) -> int:
     return written
 
 
+# What CPython's path finder imports for `x` instead of an `x.py` in the same folder: a package folder `x/` (its
+# `__init__` with any suffix, source, bytecode or extension), or an extension module `x.<tag>.so`. A sourceless
+# `x.pyc` comes after the source, and bytecode caches are never read by the checks (NO_BYTECODE_ENV, pyrunner).
+SHADOW_PATTERNS = ("/__init__.*", ".*.so", ".so", ".pyd")  # after the module path; `x` as a link too
+
+
+def module_stems(paths) -> list[str]:
+    """The module paths (`a/b/helper` for `a/b/helper.py`) of the Python files among `paths` (relative)."""
+    return sorted({rel.strip("/")[:-3] for rel in paths if rel.endswith(".py") and rel.strip("/")[:-3]})
+
+
+def remove_module_shadows(root: str | os.PathLike, paths) -> list[str]:
+    """Remove, under `root`, whatever Python would import instead of one of the `.py` files among `paths` (see
+    SHADOW_PATTERNS): a grader's `helper.py` put back into a workspace must be the `helper` a check imports,
+    not the agent's `helper.cpython-311-x86_64-linux-gnu.so` or `helper/__init__.py` beside it. A link named
+    `helper` is removed itself, never followed. Call before the files are written (a restored file that
+    matches is written again after). Returns the relative paths removed. Nothing may run in `root` meanwhile."""
+    base = os.fspath(root)
+    removed = []
+    for stem in module_stems(paths):
+        folder, _, name = stem.rpartition("/")
+        if folder and has_link(base, folder):
+            continue  # place_files makes that folder a real (empty) one
+        parent = os.path.join(base, folder) if folder else base
+        try:
+            entries = os.listdir(parent)
+        except OSError:
+            continue
+        for entry in sorted(entries):
+            full = os.path.join(parent, entry)
+            if entry == name:
+                if os.path.islink(full):
+                    _remove_any(full)
+                    removed.append(os.path.relpath(full, base))
+                elif os.path.isdir(full):
+                    for inner in sorted(os.listdir(full)):
+                        if inner.startswith("__init__."):
+                            _remove_any(os.path.join(full, inner))
+                            removed.append(os.path.relpath(os.path.join(full, inner), base))
+            elif entry.startswith(name + ".") and entry.endswith((".so", ".pyd")):
+                _remove_any(full)
+                removed.append(os.path.relpath(full, base))
+    return removed
+
+
 def place_files(root: str | os.PathLike, files, *, on_create=None) -> dict[str, str]:
     """Put exactly these bytes at these relative paths under `root`, whatever an agent left
     there: a file, a symlink, a directory (removed with its contents, whatever its modes), or a

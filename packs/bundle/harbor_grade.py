@@ -101,11 +101,7 @@ class ContainerSandbox:
     def restore_protected(self):
         """The grader and protected files back to their bytes before a tests check: an earlier check may have
         run the agent's code, which can change them."""
-        from grading.engine.safe_files import place_files
-
-        grader_files = TESTS / "grader-files"
-        if grader_files.is_dir():
-            place_files(WORKSPACE, _files_under(grader_files))
+        restore_grader_files()
 
 
 def read_answer() -> str:
@@ -133,15 +129,23 @@ def _files_under(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def restore_grader_files() -> None:
+    """Grader files, and protected ones back to their bytes, whatever the agent put there (links, directories):
+    never written through a link; and nothing left beside a grader module that Python would import instead."""
+    from grading.engine.safe_files import place_files, remove_module_shadows
+
+    grader_files = TESTS / "grader-files"
+    if grader_files.is_dir():
+        files = _files_under(grader_files)
+        remove_module_shadows(WORKSPACE, files)
+        place_files(WORKSPACE, files)
+
+
 def main() -> int:
     from grading.engine.safe_files import place_files
 
     task = parse_task(json.loads((TESTS / "task.json").read_text(encoding="utf-8")))
-    grader_files = TESTS / "grader-files"
-    if grader_files.is_dir():
-        # Grader files, and protected ones back to their bytes, whatever the agent put there
-        # (links, directories): never written through a link.
-        place_files(WORKSPACE, _files_under(grader_files))
+    restore_grader_files()
     env_files = TESTS / "env-files"
     if env_files.is_dir():  # the verifier's image is not the agent's: the checks find /env as the agent had it
         ENV_DIR.mkdir(parents=True, exist_ok=True)

@@ -208,7 +208,9 @@ class Sandbox(abc.ABC):
         """Put exactly these bytes at these workspace paths, whatever is there
         now: a file, a link, a directory (removed with its contents), or a
         parent directory replaced by a link or a file (made a real directory
-        again). Call after `end_processes()`, so nothing races the writes.
+        again); and beside each restored `x.py`, nothing Python would import as `x` instead (an extension
+        module `x.*.so`, a package folder's `x/__init__.*`, a link `x`: safe_files.remove_module_shadows).
+        Call after `end_processes()`, so nothing races the writes.
         Returns, per path, what was found there first: "file", "missing",
         "link", "dir" or "other"."""
 

@@ -909,7 +909,7 @@ class BubblewrapSandbox(Sandbox):
             self._static_args = self._bwrap_args()
 
     def restore_files(self, files) -> dict[str, str]:
-        from grading.engine.safe_files import place_files
+        from grading.engine.safe_files import place_files, remove_module_shadows
 
         by_root: dict[str, dict[str, bytes]] = {}
         for path, data in files.items():
@@ -919,6 +919,7 @@ class BubblewrapSandbox(Sandbox):
         with self._exec_lock:
             for root, entries in by_root.items():
                 base = {WORKSPACE: self.workspace_dir, TMP: self.tmp_dir}[root]
+                remove_module_shadows(base, entries)
                 kinds = place_files(
                     base, {rel: data for rel, (_, data) in entries.items()}, on_create=lambda p: self._own(Path(p))
                 )

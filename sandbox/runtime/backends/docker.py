@@ -48,7 +48,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from grading.engine.safe_files import write_sparse
+from grading.engine.safe_files import module_stems, write_sparse
 
 from ..egress_filter import EGRESS_REFUSED
 from ..results import ExecResult
@@ -125,6 +125,22 @@ for rel; do
   elif [ -e "$cur" ]; then echo other; rm -f "$cur"
   else echo missing; fi
   if [ -e "$cur" ] || [ -L "$cur" ]; then echo "cannot clear $rel" >&2; exit 1; fi
+done
+"""
+# After CLEAR_PATHS (the restored files' folders are real ones now), before the files are written: what Python
+# would import instead of a restored `x.py` (grading/engine/safe_files.py, SHADOW_PATTERNS); $@ are the module
+# paths. A link named `x` is removed, never followed.
+REMOVE_SHADOWS = r"""for stem; do
+  p=/workspace/$stem
+  if [ -L "$p" ]; then rm -f "$p" || exit 1
+  elif [ -d "$p" ]; then
+    for f in "$p"/__init__.*; do
+      if [ -e "$f" ] || [ -L "$f" ]; then chmod -R u+rwx "$f" 2>/dev/null; rm -rf "$f" || exit 1; fi
+    done
+  fi
+  for f in "$p".*.so "$p".so "$p".pyd; do
+    if [ -e "$f" ] || [ -L "$f" ]; then chmod -R u+rwx "$f" 2>/dev/null; rm -rf "$f" || exit 1; fi
+  done
 done
 """
 # A snapshot's tar: the names (relative, "./"-prefixed, one a line) come on stdin as bytes; `read -r` keeps them
@@ -960,6 +976,11 @@ class DockerSandbox(Sandbox):
             code, out, err, _ = self._run(["/bin/sh", "-c", CLEAR_PATHS, "gymwright", *rels], timeout_s=120)
             if code != 0:
                 raise SandboxError(f"cannot restore the task's files: {err.text()[-500:]}")
+            stems = module_stems(rels)
+            if stems:
+                code, _, err, _ = self._run(["/bin/sh", "-c", REMOVE_SHADOWS, "gymwright", *stems], timeout_s=120)
+                if code != 0:
+                    raise SandboxError(f"cannot clear what shadows the task's modules: {err.text()[-500:]}")
             self._untar(entries)
         kinds = out.text().split()
         return {path: kinds[i] if i < len(kinds) else "missing" for i, path in enumerate(files)}

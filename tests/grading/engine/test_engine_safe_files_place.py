@@ -50,3 +50,39 @@ def test_it_replaces_links_directories_and_linked_parents_without_following_them
 def test_it_refuses_paths_that_leave_the_root(tmp_path):
     with pytest.raises(ValueError):
         place_files(tmp_path, {"../x": b""})
+
+
+def test_what_would_shadow_a_restored_module_is_removed_and_nothing_else(tmp_path, outside):
+    """remove_module_shadows (bubblewrap's restore_files, the Harbor verifier): the package folder's __init__
+    and extension modules beside a restored `x.py` go; a link named like one goes without being followed; the
+    agent's other modules and files stay."""
+    from grading.engine.safe_files import remove_module_shadows
+
+    root = tmp_path / "ws"
+    (root / "helper").mkdir(parents=True)
+    (root / "helper" / "__init__.py").write_bytes(b"VALUE = True\n")
+    (root / "helper" / "__init__.pyc").write_bytes(b"")
+    (root / "helper" / "data.txt").write_bytes(b"kept\n")
+    (root / "helper.cpython-311-x86_64-linux-gnu.so").write_bytes(b"elf")
+    (root / "helper.abi3.so").write_bytes(b"elf")
+    (root / "helpers.so").write_bytes(b"another module")
+    (root / "solution.cpython-311-x86_64-linux-gnu.so").write_bytes(b"the agent's own")
+    (root / "lib").mkdir()
+    os.symlink(outside, root / "lib" / "util")  # a package by a link: `outside` must keep its files
+    (outside / "__init__.py").write_bytes(b"host package\n")
+    removed = remove_module_shadows(root, {"helper.py": b"", "lib/util.py": b"", "notes.txt": b""})
+    assert sorted(removed) == [
+        "helper.abi3.so",
+        "helper.cpython-311-x86_64-linux-gnu.so",
+        "helper/__init__.py",
+        "helper/__init__.pyc",
+        "lib/util",
+    ]
+    assert sorted(os.listdir(root)) == ["helper", "helpers.so", "lib", "solution.cpython-311-x86_64-linux-gnu.so"]
+    assert os.listdir(root / "helper") == ["data.txt"] and os.listdir(root / "lib") == []
+    assert (outside / "__init__.py").read_bytes() == b"host package\n" and (outside / "t.py").exists()
+    # A folder on the way that is a link is not walked: place_files makes it a real one.
+    os.symlink(outside, root / "linked")
+    (outside / "mod.abi3.so").write_bytes(b"host file")
+    assert remove_module_shadows(root, {"linked/mod.py": b""}) == []
+    assert (outside / "mod.abi3.so").exists()
