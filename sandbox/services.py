@@ -11,6 +11,9 @@ redelivery after a crash or a re-queue by the reaper can never make two
 workers write the same rollout: the loser's UPDATE matches no row and it walks
 away. The worker process never runs task code itself; everything the agent
 or the solution does runs inside a `sandbox.runtime` backend.
+
+Long (over 600 lines) because the whole status machine is here, from the preview run that creates
+rollouts to the reaper that re-queues them: its conditional UPDATEs are only safe read together.
 """
 
 from __future__ import annotations

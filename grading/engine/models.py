@@ -10,6 +10,9 @@ field's own location. Rules across fields or checks (duplicate ids, one of
 `contains`/`regex`/`equals`/`sha256`, no positive points) live in
 `validation.py`, which also turns every error into an `Issue` with a JSON
 pointer. Use `parse_rubric` / `parse_task` rather than `Rubric.model_validate`.
+
+Long (over 600 lines) because it is the formats' one schema: every model of the three
+documents in one module, read side by side with docs/formats.md.
 """
 
 from __future__ import annotations

@@ -34,6 +34,9 @@ each test that nothing it relies on was replaced (no thread of the tested code m
 test's own thread waits for them before it hands its outcome over), and writes ONE report: the nonce line and a JSON
 object with each test's outcome. A test the report does not name failed; a run without the report
 (os._exit, a kill, a timeout) failed; a run whose report says "tampered" failed as a whole.
+
+Long (over 600 lines) because it is copied alone into the sandbox: it must be one self-contained,
+standard-library-only file, so nothing of it can live in another module.
 """
 
 import _thread

@@ -12,6 +12,9 @@ Two passes, both always run so an author sees every problem at once:
    pattern or `contains`).
 
 Warnings about rubrics that can be gamed are in `lint`.
+
+Long (over 600 lines) because every rule of pass 2 and every message of pass 1 is here, next to the
+pointer helpers they share; each rule is short.
 """
 
 from __future__ import annotations

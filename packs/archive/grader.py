@@ -9,10 +9,11 @@ from .info import ENGINE_DIR
 
 
 def grader_files() -> list[tuple[str, bytes]]:
-    """The grading engine's own source files, as they are on disk (the exact code that graded the previews)."""
+    """The grading engine's own source files, its subpackages' too, as they are on disk (the exact code
+    that graded the previews)."""
     files = [("grading/__init__.py", b'"""Gymwright\'s grading engine, bundled with a task pack."""\n')]
-    for path in sorted(ENGINE_DIR.glob("*.py")):
-        files.append((f"grading/engine/{path.name}", path.read_bytes()))
+    for path in sorted(ENGINE_DIR.rglob("*.py"), key=lambda path: path.relative_to(ENGINE_DIR).as_posix()):
+        files.append((f"grading/engine/{path.relative_to(ENGINE_DIR).as_posix()}", path.read_bytes()))
     return files
 
 

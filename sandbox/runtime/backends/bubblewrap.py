@@ -33,6 +33,9 @@ Inside, a seccomp filter close to Docker's default profile (`seccomp.py`)
 refuses mounts, new namespaces, keyrings, bpf and the like, and
 `--disable-userns` forbids nested user namespaces. bwrap's own arguments come
 from a file (`--args FD`), so no host path shows in /proc/*/cmdline inside.
+
+Long (over 600 lines) because the whole of this backend's isolation is kept in
+one file, so it can be audited in one read.
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ the last value seen; the container's `State.OOMKilled` is checked too.
 Every container carries labels `gymwright.sandbox=1`, `gymwright.owner=
 <host>:<pid>` and `gymwright.expires=<unix time>`; `reap_containers()` removes
 the ones left behind by a crashed worker.
+
+Long (over 600 lines) because the whole of this backend's isolation is kept in
+one file, so it can be audited in one read.
 """
 
 from __future__ import annotations
