@@ -35,6 +35,7 @@ def extract_archive(
     destination.mkdir(parents=True, exist_ok=True)
     total = 0
     written: set[str] = set()
+    folders: set[Path] = {destination}  # made (or found) as real folders: not asked of the file system again
     pack_top: str | None = None  # "" or "<folder>/": where a pack's tasks.jsonl was written
 
     def over_cap(name: str) -> ImportFailed:
@@ -45,6 +46,8 @@ def extract_archive(
     try:
         with tarfile.open(path, mode="r|gz") as tar:
             for count, member in enumerate(tar, start=1):
+                # Streamed: no member is looked up again, so tarfile need not keep 10^5 of them alive.
+                del tar.members[:]
                 name = member.name
                 if count > max_members:
                     raise _member_error(
@@ -73,16 +76,20 @@ def extract_archive(
                     continue  # never read by a pack's import: not written (a link's target is not looked at)
                 target = destination.joinpath(*parts)
                 if member.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
+                    if target not in folders:
+                        target.mkdir(parents=True, exist_ok=True)
+                        folders.add(target)
                     continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if target.is_symlink() or (target.exists() and not target.is_file()):
-                    raise _member_error(name, "collides with another member")
+                if target.parent not in folders:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    folders.add(target.parent)
                 if relative in written:
                     # Which of the two is meant cannot be told (tar keeps the last, a reader may show the first).
                     raise _member_error(name, "named twice in the archive")
-                if target.exists():  # never written through a shared link
-                    target.unlink()
+                # Nothing but a folder of another member can be there now (every file written is in `written`);
+                # the file is created exclusively below (never through a link), so one lstat says it.
+                if os.path.lexists(target):
+                    raise _member_error(name, "collides with another member")
                 if member.islnk():
                     link = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
                     if member.linkname.startswith("/") or ".." in link.split("/") or link not in written:
@@ -103,9 +110,9 @@ def extract_archive(
                     raise _member_error(
                         name, f"larger than the {member_cap // (1 << 20)} MB upload limit (GYMWRIGHT_UPLOAD_MAX_MB)"
                     )
-                source = tar.extractfile(member)
-                with open(target, "wb") as handle:
-                    while chunk := source.read(1 << 20):
+                source = tar.extractfile(member) if member.size else None
+                with open(target, "xb") as handle:
+                    while source is not None and (chunk := source.read(1 << 20)):
                         total += len(chunk)
                         if total > max_bytes:
                             raise over_cap(name)

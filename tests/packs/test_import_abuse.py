@@ -113,6 +113,21 @@ def test_too_many_members_are_refused(author, scratch, settings):
     assert_refused(path, author, "pack/f5", "more than 5 members", scratch)
 
 
+@pytest.mark.timeout(240)
+def test_a_hundred_thousand_members_are_unpacked_and_refused_in_words(author, scratch):
+    """10^5 members, under the default cap (a 10,000-task pack can have that many): streamed with a bounded
+    number of calls per member and no member list kept, then refused for what it lacks, not hung."""
+    from django.conf import settings
+
+    assert settings.IMPORT_MAX_MEMBERS >= 100_000
+    path = scratch / "many.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for i in range(100_000):
+            info = tarfile.TarInfo(f"pack/d{i % 100}/f{i}.txt")
+            tar.addfile(info, io.BytesIO(b""))
+    assert_refused(path, author, "many.tar.gz", "no tasks.jsonl, task.toml or task.yaml found", scratch)
+
+
 @pytest.mark.parametrize(
     "second",
     [
