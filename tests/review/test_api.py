@@ -180,3 +180,12 @@ def enqueued(monkeypatch):
     sent = []
     monkeypatch.setattr(rollout_run, "apply_async", lambda args=None, **options: sent.append(args[0]))
     return sent
+
+
+def test_submitting_a_task_already_in_review_answers_409_invalid_state(submitted, author):
+    response = api_client(author).post(url(submitted, 1, "submit"), {}, format="json")
+    body = response.json()["error"]
+    assert response.status_code == 409 and body["code"] == "invalid_state", body
+    assert "in review" in body["message"]
+    submitted.refresh_from_db()
+    assert submitted.status == Task.Status.IN_REVIEW
