@@ -18,6 +18,7 @@ from grading.engine import canonical_json
 from grading.engine.models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA
 
 from .card import canary_guid, dataset_card
+from .envdir import env_files, env_requirements
 from .grader import grader_files, grader_requirements, grader_zip
 from .harbor import SharedFiles, harbor_files, task_files
 from .info import BUNDLE_DIR, PACK_SCHEMA, BuildResult, PackError, PackInfo, TaskItem, sha256_hex
@@ -175,6 +176,11 @@ def _write_top_files(
         writer.close()
     for name in ("tasks.jsonl", "calibration.json", "data/train.parquet", "data/test.parquet"):
         scratch.add_existing(name)
+    if harbor_only:  # agentic tasks: the environment a trainer drives live (env/)
+        bundled_env = env_files()
+        for name, data in bundled_env:
+            scratch.write(name, data)
+        scratch.write("env/requirements.txt", env_requirements(engine, bundled_env).encode())
     split_counts = Counter(entry["split"] for entry in entries)
     counts = {
         "tasks": len(entries),
