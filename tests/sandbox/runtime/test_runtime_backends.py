@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from grading.engine.sandbox import CheckSandbox
@@ -136,11 +138,21 @@ def test_the_setup_script_runs_once_at_start(backend, spec):
         assert box.read_file("setup.log") == b"ran\n"
 
 
-def test_a_failing_setup_script_is_a_permanent_error_and_leaves_nothing_running(backend, spec):
+def test_a_failing_setup_script_is_a_permanent_error_and_leaves_nothing_running(backend, spec, monkeypatch):
+    from tests.sandbox.runtime.conftest import sandbox_is_gone
+    from tests.support.workers import processes_with
+
+    marker = f"gw-setup-{uuid.uuid4().hex[:10]}"
+    created, create = [], backend._create
+    monkeypatch.setattr(backend, "_create", lambda spec: created.append(create(spec)) or created[-1])  # a spy
     with pytest.raises(SandboxError) as info:
-        backend.start(spec.with_overrides(setup="echo broken >&2; exit 3"))
+        # the setup script leaves a process behind as it fails
+        backend.start(spec.with_overrides(setup=f"sh -c 'sleep 600' {marker} & echo broken >&2; exit 3"))
     assert info.value.permanent
     assert "broken" in str(info.value)
+    [box] = created
+    assert box.stopped and sandbox_is_gone(backend, box.id)
+    assert processes_with(marker) == []
 
 
 def test_stop_is_idempotent_and_a_stopped_sandbox_refuses_work(backend, spec):
