@@ -216,6 +216,8 @@ def review_page(request, slug):
             "review_form": ReviewForm(initial={"version": version.number}),
             "check_comment_prefix": CHECK_COMMENT_PREFIX,
             "undo_seconds": settings.REVIEW_UNDO_S,
+            "files_shown": authoring_selectors.task_version_files_shown(version=version, base=base),
+            "checks_module": (version.environment_version.spec or {}).get("checks_module") or "",
         },
     )
 
