@@ -299,3 +299,37 @@ def test_the_totals_of_a_stored_grade_gate_on_a_required_score_below_one():
     full = grade_totals(stored(1.0), pass_threshold=0.5)
     assert not full["gated"] and full["reward"] == 1.0 and full["passed"]
     assert reward_range(stored(1.0)) == (1.0, 1.0, False)
+
+
+def test_a_stored_grade_with_odd_fields_is_totalled_by_rule_not_by_crash():
+    # Stored grade documents are read back by the gates, packs and CLI: a field of the wrong type counts as absent.
+    from grading.engine.scoring import grade_totals
+
+    checks = [
+        {"id": "bool_score", "status": "scored", "score": True, "points": 2},  # a bool is not a score: 0
+        {"id": "text_points", "status": "scored", "score": 1.0, "points": "3"},  # nor text points: 0 points
+        {"id": "met", "status": "scored", "score": 1.0, "points": 2},
+    ]
+    totals = grade_totals(checks, pass_threshold=0.5)
+    assert (totals["earned"], totals["max"], totals["reward"]) == (2.0, 4.0, 0.5)
+
+
+def test_a_check_is_scored_only_with_status_scored_and_a_score():
+    from grading.engine.scoring import grade_totals
+
+    for odd in (
+        {"id": "x", "status": "scored", "score": None, "points": 1},
+        {"id": "x", "status": "unscored", "score": 1.0, "points": 1},
+    ):
+        totals = grade_totals([odd, {"id": "y", "status": "scored", "score": 1.0, "points": 1}], pass_threshold=0.5)
+        assert not totals["complete"] and totals["earned"] == 1.0 and totals["max"] == 2.0, odd
+        assert totals["reward"] == 0.5 and totals["reward_upper"] == 1.0 and not totals["passed"]
+
+
+def test_a_rubric_of_penalties_only_has_reward_zero_not_a_division_by_zero():
+    from grading.engine.scoring import grade_totals, reward_range
+
+    penalties = [{"id": "bad", "status": "scored", "score": 0.0, "points": -2}]
+    totals = grade_totals(penalties, pass_threshold=0.0)
+    assert (totals["max"], totals["reward"], totals["reward_upper"]) == (0.0, 0.0, 0.0)
+    assert reward_range(penalties) == (0.0, 0.0, False)
