@@ -140,7 +140,7 @@ def _totals(checks: list, aggregates: Mapping[str, str] | None) -> dict[str, Any
     earned = maximum = gain = loss = 0.0
     for check in checks:
         points = _number(_field(check, "points"))
-        if points > 0:  # pragma: no mutate - ">= 0" adds 0 points to max: the same totals
+        if points > 0:
             maximum += points
         if _scored(check):
             earned += points * _number(_field(check, "score"))

@@ -333,3 +333,9 @@ def test_a_rubric_of_penalties_only_has_reward_zero_not_a_division_by_zero():
     totals = grade_totals(penalties, pass_threshold=0.0)
     assert (totals["max"], totals["reward"], totals["reward_upper"]) == (0.0, 0.0, 0.0)
     assert reward_range(penalties) == (0.0, 0.0, False)
+
+
+def test_a_fractional_penalty_stays_out_of_max():
+    # earned = 2 - 0.5 = 1.5; max = 2 (penalties never count in max, however small) -> 0.75
+    result = run([contains("good", "x", 2), contains("bad", "y", -0.5)], "x y")
+    assert (result.earned, result.max, result.reward) == (1.5, 2.0, 0.75)
