@@ -151,7 +151,7 @@ def test_agreement_needs_exactly_one_scope(task, reviewer):
     assert api.get(f"/api/agreement/?task={task.slug}&environment=shell").status_code == 400
     assert api.get("/api/agreement/?task=nope").status_code == 404
     body = api.get(f"/api/agreement/?task={task.slug}").json()
-    assert body["overall"] == {"labels": 0, "agreed": 0, "rate": None, "kappa": None, "reword": False}
+    assert body["overall"] == {"labels": 0, "answers": 0, "agreed": 0, "rate": None, "kappa": None, "reword": False}
 
 
 def test_the_review_paths_are_in_the_openapi_schema(client, author):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from sandbox.runtime import make_policy, run_rollout
+from tests.sandbox.runtime.conftest import sandbox_is_gone
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -97,12 +98,6 @@ class ScriptedPolicy:
         return Turn(message={"role": "assistant", "content": None, "tool_calls": [call]})
 
 
-def _sandbox_is_gone(backend, sandbox_id: str) -> bool:
-    if backend.name == "docker":
-        return not backend.client.containers.list(all=True, filters={"label": f"gymwright.sandbox_id={sandbox_id}"})
-    return not any(entry.name.startswith(f"gw-{sandbox_id}-") for entry in backend.work_dir.iterdir())
-
-
 def test_a_rollout_that_fills_its_workspace_is_stopped_reported_and_graded(backend):
     task = load("capital")
     task["environment"]["limits"] = {"workspace_mb": 8, "tmp_mb": 8}
@@ -137,7 +132,7 @@ def test_cancelling_kills_a_running_command_and_removes_the_sandbox(backend):
     tool = next(step for step in result.trajectory if step.get("role") == "tool")
     assert "cancelled" in tool["content"] and not tool["exec"]["timed_out"] and tool["exec"]["exit_code"] is None
     sandbox_id = next(e["sandbox"] for e in events if e["type"] == "started")
-    assert _sandbox_is_gone(backend, sandbox_id)
+    assert sandbox_is_gone(backend, sandbox_id)
 
 
 def test_the_captured_workspace_stops_at_its_caps_and_says_so(tmp_path):
