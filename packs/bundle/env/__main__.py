@@ -4,11 +4,17 @@
         [--max-concurrent-envs 8] [--session-timeout 900] [--max-message-bytes 4194304] [--max-connections N]
 
 `python -m env tasks` lists the agentic task ids. See env/server.py for the endpoints and their bounds.
+
+    python -m env verl --out DIR [--backend bubblewrap|docker] [--image IMAGE]
+
+writes DIR/agent_loop.yaml (verl 0.9's agent loop entry `gymwright_agent`, env/verl_loop.py) and
+DIR/agentic.parquet (one row per agentic task, for data.train_files); needs pyarrow (verl's own dependency).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 
@@ -27,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024, help="request body / message cap")
     serve.add_argument("--max-connections", type=int, default=None, help="open connections (default 2×envs+16)")
     commands.add_parser("tasks", help="list the pack's agentic task ids")
+    verl = commands.add_parser("verl", help="write verl's agent loop config and the agentic tasks' dataset")
+    verl.add_argument("--out", required=True, help="folder for agent_loop.yaml and agentic.parquet")
+    verl.add_argument("--backend", choices=("bubblewrap", "docker"), default="bubblewrap")
+    verl.add_argument("--image", default=None)
     args = parser.parse_args(argv)
 
     if args.command == "tasks":
@@ -34,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n".join(agentic_task_ids()))
         return 0
+    if args.command == "verl":
+        return write_verl_files(args.out, backend=args.backend, image=args.image)
     try:
         from .server import ServeConfig
         from .server import serve as run
@@ -56,6 +68,53 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"python -m env serve: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def verl_rows() -> list[dict]:
+    """One verl dataset row per agentic task: the harness's system message and the task's prompt, the task id
+    in extra_info (GymwrightAgentLoop reads it), and `agent_name` choosing that loop."""
+    import json
+
+    from .environment import PACK_DIR, TaskEnvironment, _pack_tasks
+
+    manifest_path = PACK_DIR / "manifest.json"
+    name = (
+        json.loads(manifest_path.read_text()).get("name", PACK_DIR.name) if manifest_path.is_file() else PACK_DIR.name
+    )
+    system = TaskEnvironment(backend="bubblewrap").system_prompt
+    rows = []
+    for index, (task_id, document) in enumerate(sorted(_pack_tasks(str(PACK_DIR.resolve())).items())):
+        rows.append(
+            {
+                "data_source": f"gymwright/{name}",
+                "prompt": [{"role": "system", "content": system}, {"role": "user", "content": document["prompt"]}],
+                "ability": "agentic",
+                "reward_model": {"style": "environment", "ground_truth": task_id},
+                "extra_info": {"task_id": task_id, "index": index},
+                "agent_name": "gymwright_agent",
+            }
+        )
+    return rows
+
+
+def write_verl_files(out: str, *, backend: str, image: str | None) -> int:
+    from pathlib import Path
+
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        print("python -m env verl needs pyarrow (pip install pyarrow; verl's environment has it)", file=sys.stderr)
+        return 2
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = f"- name: gymwright_agent\n  _target_: env.verl_loop.GymwrightAgentLoop\n  backend: {backend}\n"
+    if image:
+        entry += f"  image: {json.dumps(image)}\n"
+    (folder / "agent_loop.yaml").write_text(entry)
+    pq.write_table(pa.Table.from_pylist(verl_rows()), folder / "agentic.parquet")
+    print(f"wrote {folder / 'agent_loop.yaml'} and {folder / 'agentic.parquet'}")
     return 0
 
 
