@@ -5,7 +5,11 @@ from tests.support.services import (
     sandbox_dir,  # noqa: F401 - bubblewrap sandboxes for web-app tests
 )
 from tests.support.users import admin, author, lab, nobody, other_author, reviewer  # noqa: F401 - one per role
-from tests.support.workers import celery_producer, redis_db  # noqa: F401 - fixtures for worker tests
+from tests.support.workers import (  # noqa: F401 - fixtures for worker tests
+    celery_producer,
+    own_redis_server,
+    redis_db,
+)
 
 
 @pytest.fixture(scope="session")
@@ -60,3 +64,26 @@ def eager_celery(settings):
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A redis-server of the test's own (tests.support.faults.OwnRedis), for tests that stop, restart or break it."""
+    from tests.support.faults import OwnRedis
+
+    server = OwnRedis(tmp_path)
+    server.start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def broker_down(tmp_path, monkeypatch):
+    """This process's Celery app on a Redis of the test's own, not started yet (then `start()` it)."""
+    from tests.support.faults import OwnRedis
+    from tests.support.workers import producer_on
+
+    server = OwnRedis(tmp_path)
+    with producer_on(server.url, monkeypatch):
+        yield server
+    server.kill()
