@@ -100,6 +100,11 @@ export const state = {
   serverWarnings: [],    // its lint warnings (not errors)
   serverSeq: 0,
   serverUnavailable: false,
+  // Text the server has not judged yet (typed, or sent and not answered): the status says "Checking…", never
+  // "Valid", until the server agrees, so that the page never calls valid what a save refuses (regex syntax
+  // is Python's, which the browser cannot check).
+  serverPending: false,
+  serverFailed: false,   // the last check could not reach the server: "Valid" says the server did not check it
   pageIssues: [],        // rendered by the server with the page; valid while the text is unchanged
   pageText: textarea ? textarea.value : ""
 };
