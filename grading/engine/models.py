@@ -790,6 +790,9 @@ class Rubric(Strict):
 
 
 FILE_ROLES = ("workspace", "protected", "grader")
+# An environment file may also be `build`: part of its Dockerfile's build context (what its COPY and ADD
+# read), sent to the image build and never put in /env (a Harbor task's environment/ folder).
+ENV_FILE_ROLES = (*FILE_ROLES, "build")
 
 
 class FileRef(Strict):
@@ -798,8 +801,9 @@ class FileRef(Strict):
     # Absent means "workspace", so that documents written before roles existed keep their bytes
     # (and their sha256): workspace, copied in and the agent may change it; protected, copied in
     # and restored to these bytes before any check runs; grader, copied in only after the episode.
-    role: Literal["workspace", "protected", "grader"] | None = Field(
-        default=None, description="workspace (default) | protected | grader; see the task format"
+    role: Literal["workspace", "protected", "grader", "build"] | None = Field(
+        default=None,
+        description="workspace (default) | protected | grader; an environment file may be build; see the task format",
     )
 
     @property

@@ -246,7 +246,32 @@ def _task_semantic_issues(document: Any) -> list[Issue]:
                     names.add(tool["name"])
     issues.extend(rubric_semantic_issues(document.get("rubric"), ["rubric"]))
     issues.extend(_tests_file_issues(document))
+    issues.extend(_build_file_issues(document))
     issues.extend(_example_issues(document.get("examples"), document.get("rubric")))
+    return issues
+
+
+def _build_file_issues(document: dict) -> list[Issue]:
+    """Role `build` (a Dockerfile's build context) is for environment files, with a Dockerfile to read them."""
+    issues: list[Issue] = []
+    for index, entry in enumerate(document.get("files") if isinstance(document.get("files"), list) else []):
+        if isinstance(entry, dict) and entry.get("role") == "build":
+            issues.append(
+                Issue(
+                    f"/files/{index}/role",
+                    "role build is for environment files (its Dockerfile's build context), not a task's files",
+                )
+            )
+    environment = document.get("environment") if isinstance(document.get("environment"), dict) else {}
+    if not environment.get("dockerfile"):
+        for index, entry in enumerate(environment.get("files") if isinstance(environment.get("files"), list) else []):
+            if isinstance(entry, dict) and entry.get("role") == "build":
+                issues.append(
+                    Issue(
+                        f"/environment/files/{index}/role",
+                        "role build sends the file to the Dockerfile's build, and this environment has no Dockerfile",
+                    )
+                )
     return issues
 
 
