@@ -35,14 +35,15 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
-os.environ.setdefault("GYMWRIGHT_DATA_DIR", "/tmp/gymwright-bench-packs")
+import run_scratch  # noqa: E402
+
+os.environ.setdefault("GYMWRIGHT_DATA_DIR", str(run_scratch.folder("packs")))
 
 TASKS = 10_000
 DOWNLOAD_MB = 200
@@ -195,9 +196,12 @@ def main() -> None:
     if connection.vendor != "postgresql":
         raise SystemExit("set DATABASE_URL to a PostgreSQL server (the figures are for PostgreSQL)")
     setup_test_environment()
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = "bench_packs"  # never the tests' database
+    # A database of this run's own (never the tests', never another run's), dropped at the end.
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = run_scratch.database_name(
+        "/" + settings.DATABASES["default"]["NAME"], "packs"
+    )
     runner = DiscoverRunner(verbosity=0, interactive=False)
-    work = Path(tempfile.mkdtemp(prefix="bench-packs-"))
+    work = run_scratch.folder("packs-work")
     old_config = runner.setup_databases()
     load_before = os.getloadavg()
     try:
