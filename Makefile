@@ -129,9 +129,10 @@ $(GRADER_VENV)/.installed: $(STAMP) packs/archive/grader.py $(wildcard grading/e
 # (tests/packs/test_trainers.py). torch 2.13.0 is the CPU build this machine keeps on disk; cachetools, fastapi
 # and uvicorn are imported by verl 0.9.1's trainer and agent loop, which its package does not require.
 TRAINERS_VENV := var/trainers-venv
-TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0 cachetools==8.0.2 fastapi==0.165.0 uvicorn==0.54.0
+# jmespath: TRL 1.16 parses tool calls (environment_factory) with transformers' legacy response_schema below 5.13.
+TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0 cachetools==8.0.2 fastapi==0.165.0 uvicorn==0.54.0 jmespath==1.0.1
 trainers-venv: $(TRAINERS_VENV)/.installed
-$(TRAINERS_VENV)/.installed: $(STAMP) packs/archive/grader.py
+$(TRAINERS_VENV)/.installed: $(STAMP) packs/archive/grader.py Makefile
 	@test -x $(TRAINERS_VENV)/bin/python || $(PYTHON) -m venv $(TRAINERS_VENV)
 	$(MAKE) -s --no-print-directory grader-requirements > $(TRAINERS_VENV)/requirements.txt
 	$(TRAINERS_VENV)/bin/pip install -q $(TRAINERS_PINS) -r $(TRAINERS_VENV)/requirements.txt

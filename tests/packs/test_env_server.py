@@ -244,3 +244,21 @@ def test_the_openenv_virtualenv_installs_the_requirements_a_pack_ships(pack_dir)
     assert done.stdout == shipped
     assert "openenv-core==0.3.0\n" in shipped
     assert {"env/server.py", "env/__main__.py"} <= set(json.loads((pack_dir / "manifest.json").read_text())["files"])
+
+
+def test_docker_backed_servers_serve_one_client_pool_as_on_n_hosts(pack_dir):
+    """docs/serving.md's N hosts, here two docker-backed servers on one engine, and a pool spread over them."""
+    from tests.support.images import python_image
+    from tests.support.services import require_docker
+
+    image = python_image(require_docker())
+    episodes = [
+        {"task_id": CODING_TASK["id"], "actions": ORACLE[CODING_TASK["id"]]},
+        {"task_id": CODING_TASK["id"], "actions": NOP},
+    ]
+    docker = ("--backend", "docker", "--image", image, "--max-concurrent-envs", "1")
+    with serving(pack_dir, *docker) as first, serving(pack_dir, *docker) as second:
+        seen = client("episodes", [first, second], episodes=episodes, concurrent=True)
+    assert [played["url"] for played in seen] == [first, second]  # one session each: both were needed
+    assert [played["steps"][-1]["reward"] for played in seen] == [1.0, 0.0]
+    assert seen[0]["steps"][-1]["observation"]["grade"]["complete"] is True
