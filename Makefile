@@ -65,6 +65,17 @@ BENCH_BROKER_URL   ?= redis://127.0.0.1:6379/14
 bench: setup labelstudio-venv
 	DATABASE_URL=$(BENCH_DATABASE_URL) CELERY_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/run_all.py $(BENCH_ARGS)
 
+# Mutation testing of the cores with cosmic-ray (docs/testing.md, "Mutation testing"): a documented subset of
+# grading/engine, sandbox/runtime, review/services and the pack verifier, one mutant at a time under nice, on a copy of
+# the work tree under var/mutate/. Slow: not part of `make test` or CI. MUTATE_ARGS="scoring --whole", "--list", ...
+COSMIC_RAY_STAMP := $(VENV)/.cosmic-ray-8.7.0
+$(COSMIC_RAY_STAMP): $(STAMP)
+	$(PY) -m pip install -q "cosmic-ray==8.7.0"
+	@touch $@
+.PHONY: mutate
+mutate: setup $(COSMIC_RAY_STAMP)
+	nice -n 19 $(PY) tools/mutate.py $(MUTATE_ARGS)
+
 # Label Studio, which bench_vs_labelstudio.py runs beside Gymwright (not a dependency of Gymwright).
 LABELSTUDIO_VENV := var/labelstudio-venv
 .PHONY: labelstudio-venv
