@@ -227,6 +227,24 @@ trainer.train()
 
 The reward TRL logs (`rewards/TaskEnvironment/mean`) is the grade of each rollout's sandbox. Tasks whose
 checks read the final answer need the model to call `submit`.
+
+OpenEnv (openenv-core, in env/requirements.txt): `python -m env serve --port 8000` serves the agentic tasks
+over OpenEnv's endpoints for its own client (`openenv.GenericEnvClient`): a `/ws` session is one sandbox,
+`reset(task_id=...)` answers the prompt and the task's tools, `step({{"tool": "bash", "arguments": {{...}}}})`
+a tool's output, and the step that ends the episode (`submit`, or the task's limits) is `done` with the
+grade's `reward`. `--max-concurrent-envs`, `--session-timeout` and `--max-message-bytes` bound it; it listens
+on 127.0.0.1 unless `--host` says otherwise. On N hosts: one `python -m env serve --host 0.0.0.0 --backend
+docker` per host behind a load balancer that passes WebSocket upgrades (a session is its connection).
+
+verl (0.9, multi-turn agent loop: the task's tools run in the trajectory's sandbox, the grade is its reward):
+
+```bash
+python -m env verl --out verl/      # verl/agent_loop.yaml and verl/agentic.parquet (needs pyarrow)
+PYTHONPATH=$PWD python -m verl.trainer.main_ppo data.train_files=$PWD/verl/agentic.parquet \\
+  data.val_files=$PWD/verl/agentic.parquet actor_rollout_ref.rollout.multi_turn.enable=True \\
+  actor_rollout_ref.rollout.agent.agent_loop_config_path=$PWD/verl/agent_loop.yaml \\
+  actor_rollout_ref.rollout.agent.default_agent_loop=gymwright_agent ...
+```
 """
 
 

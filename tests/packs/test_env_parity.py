@@ -1,7 +1,8 @@
 """Reward parity: one scripted trajectory (the oracle, nop and two hack probes) earns the same reward in
 every harness that grades a Gymwright task — the app's preview (a worker's rollout), the command line
 (`python -m sandbox.runtime rollout` on the pack's files), the pack's Harbor verifier (tests/test.sh on the
-workspace that trajectory leaves) and the pack's TaskEnvironment (env/). The tasks are made in the app,
+workspace that trajectory leaves), the pack's TaskEnvironment (env/) and its OpenEnv server
+(`python -m env serve`, driven by OpenEnv's own client). The tasks are made in the app,
 exported as a pack, and run from that pack.
 
 `HARNESSES` is the list compared: a harness is a function (world, task_id, policy) -> reward; another
@@ -188,11 +189,63 @@ def env_reward(world: World, task_id: str, policy: str) -> float:
     return play(world.cache["env"], make_policy(policy, task=world.document(task_id)), task_id)["reward"]
 
 
+class _Recording:
+    """The pack's TaskEnvironment, recording each tool call a policy makes (what an OpenEnv client sends)."""
+
+    def __init__(self, env):
+        self.env = env
+        self.actions: list[dict] = []
+
+    def __getattr__(self, name):
+        return getattr(self.env, name)
+
+    def call_tool(self, name, arguments=None):
+        parsed = json.loads(arguments or "{}") if isinstance(arguments, str) else dict(arguments or {})
+        self.actions.append({"tool": name, "arguments": parsed})
+        return self.env.call_tool(name, arguments)
+
+    def grade(self, answer=None):
+        if self.env.stop_reason is None:  # a final message instead of submit: OpenEnv's episode submits it
+            self.actions.append({"tool": "submit", "arguments": {"answer": answer or ""}})
+        return self.env.grade(answer=answer)
+
+
+def openenv_reward(world: World, task_id: str, policy: str) -> float:
+    """The pack's OpenEnv server (`python -m env serve`, from the pack, in the virtualenv of its
+    env/requirements.txt), driven by OpenEnv's own client with the tool calls each policy makes, each episode in
+    a sandbox of its own. The calls are recorded once for every (task, policy), by playing the policies against
+    the pack's environment, and the episodes then run over the server in one client session."""
+    if "openenv" not in world.cache:
+        import contextlib
+
+        from tests.packs.test_env_server import client, serving
+
+        recording = _Recording(load_env(world.pack_dir).TaskEnvironment(world.pack_dir))
+        episodes = []
+        try:
+            for each_task in TASKS:
+                for each_policy in POLICIES:
+                    recording.actions = []
+                    play(recording, make_policy(each_policy, task=world.document(each_task)), each_task)
+                    episodes.append({"task_id": each_task, "policy": each_policy, "actions": recording.actions})
+        finally:
+            recording.env.close()
+        with contextlib.ExitStack() as stack:
+            url = stack.enter_context(serving(world.pack_dir))
+            played = client("episodes", [url], episodes=episodes)
+        world.cache["openenv"] = {
+            (episode["task_id"], episode["policy"]): result["steps"][-1]["reward"]
+            for episode, result in zip(episodes, played)
+        }
+    return world.cache["openenv"][task_id, policy]
+
+
 HARNESSES: list[tuple[str, Callable[[World, str, str], float]]] = [
     ("preview", preview_reward),
     ("cli", cli_reward),
     ("harbor", harbor_reward),
     ("env", env_reward),
+    ("openenv", openenv_reward),
 ]
 
 
