@@ -657,3 +657,21 @@ def test_a_manifest_larger_than_64_mb_is_not_read_whole(tmp_path):
         tar.addfile(member, io.BytesIO(manifest))
     result = archive.verify_pack(path)
     assert not result.ok and result.problems == ["manifest.json: not a pack manifest"]
+
+
+def test_a_repacked_pack_with_folder_entries_and_a_48_mb_manifest_still_verifies(tmp_path):
+    # Another tar writes folder entries, and a big pack's manifest may pass 32 MB: neither is a problem.
+    build(tmp_path, "a.tar.gz", count=4)
+    with tarfile.open(tmp_path / "a.tar.gz") as source, tarfile.open(tmp_path / "b.tar.gz", "w:gz") as target:
+        for folder in ("demo-1.0.0", "demo-1.0.0/tasks"):
+            entry = tarfile.TarInfo(folder)
+            entry.type = tarfile.DIRTYPE
+            target.addfile(entry)
+        for member in source.getmembers():
+            data = source.extractfile(member).read() if member.isfile() else None
+            if member.name.endswith("/manifest.json"):
+                data = b"{" + b" " * (48 << 20) + data[1:]  # whitespace inside: the same JSON, read whole
+                member.size = len(data)
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+    result = archive.verify_pack(tmp_path / "b.tar.gz")
+    assert result.ok, result.problems
