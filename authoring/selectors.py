@@ -183,7 +183,7 @@ def task_version_get_for_user(*, slug: str, number: int, user) -> TaskVersion:
             "author", "environment_version", "environment_version__environment"
         ).get(task=task, number=number)
     except TaskVersion.DoesNotExist:
-        raise Http404(f"{slug} has no version {number}")
+        raise Http404(f"{slug} v{number} does not exist")
     task_version_check_readable(user=user, version=version, what=f"version {number} of {slug}")
     version.task = task
     return version

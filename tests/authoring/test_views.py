@@ -567,3 +567,13 @@ def test_a_diff_without_a_rubric_change_says_so_instead_of_an_empty_table(client
     page = client.get(f"/tasks/{task.slug}/diff/?a=2&b=3").content.decode()
     assert "1 check changed, 0 added, 0 removed." in page and 'class="check-diff-changed"' in page
     assert "No check changed." not in page
+
+
+def test_a_diff_against_a_version_that_does_not_exist_says_which(client, author, task):
+    client.force_login(author)
+    response = client.get(f"/tasks/{task.slug}/diff/?a=1&b=99")
+    page = response.content.decode()
+    assert response.status_code == 404
+    assert f"{task.slug} v99 does not exist." in page
+    response = client.get("/no/such/page/")
+    assert response.status_code == 404 and 'id="not-found-message"' not in response.content.decode()
