@@ -137,8 +137,11 @@ def _environment_to_offer(request, environments):
         found = environments.filter(slug=named).first()
         if found is not None:
             return found
+    # An import makes its tasks the author's newest ones: only a task whose latest version was saved by hand
+    # says where the author works.
     last = (
         Task.objects.filter(owner=request.user, environment__in=environments)
+        .exclude(latest_version__message=services.IMPORT_MESSAGE)
         .order_by("-updated_at")
         .select_related("environment")
         .first()

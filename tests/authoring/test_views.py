@@ -93,6 +93,11 @@ def test_the_new_task_form_offers_the_environment_the_author_works_in(client, au
     assert offered() in (None, "")  # two, and no task yet: the author chooses
     services.task_create(slug="in-shell", environment=environment, author=author, content=task_content())
     assert offered() == "shell"  # the one of the task this author last changed
+    imported = Environment.objects.get(slug="imported")
+    services.task_create(
+        slug="from-a-pack", environment=imported, author=author, content=task_content(), message=services.IMPORT_MESSAGE
+    )
+    assert offered() == "shell"  # an import's tasks are newer, but the author works in shell
     assert offered("/tasks/new/?environment=imported") == "imported"  # the environment page's New task here
     assert offered("/tasks/new/?environment=nowhere") == "shell"
     page = client.get("/environments/imported/").content.decode()
