@@ -62,7 +62,7 @@ def _upload_refused(request, form, *, what: str) -> bool:
 def task_list(request):
     filters = {key: request.GET.get(key, "").strip()[:100] for key in ("q", "environment", "status", "tag", "author")}
     queryset = selectors.task_list_page_source(user=request.user, **filters)
-    rows = partial(selectors.task_rows, user=request.user)
+    rows = partial(selectors.task_rows, user=request.user, approvers=True)
     page = KeysFirstPaginator(queryset, PAGE_SIZE, rows=rows).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
