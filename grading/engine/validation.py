@@ -95,6 +95,15 @@ def _cannot_fail(check: dict, kind: Any, pointer: str, issues: list[Issue]) -> N
             )
         )
     elif kind == "file_content":
+        if blank(check.get("not_contains")):
+            issues.append(
+                Issue(
+                    f"{pointer}/not_contains",
+                    "'not_contains' is empty"
+                    + (invisible if check.get("not_contains") else "")
+                    + ", which every file contains, so no file passes; give the text that must be absent",
+                )
+            )
         for key in ("contains", "regex"):
             if blank(check.get(key)):
                 issues.append(
@@ -128,12 +137,12 @@ def _check_rules(check: dict, pointer: str, issues: list[Issue]) -> None:
         )
     _cannot_fail(check, kind, pointer, issues)
     if kind == "file_content":
-        given = [key for key in ("contains", "regex", "equals", "sha256") if check.get(key) is not None]
+        given = [key for key in ("contains", "not_contains", "regex", "equals", "sha256") if check.get(key) is not None]
         if len(given) != 1:
             issues.append(
                 Issue(
                     pointer,
-                    "a file_content check needs exactly one of 'contains', 'regex', 'equals', 'sha256' "
+                    "a file_content check needs exactly one of 'contains', 'not_contains', 'regex', 'equals', 'sha256' "
                     f"(it has {', '.join(repr(key) for key in given) if given else 'none'})",
                 )
             )

@@ -380,6 +380,26 @@ def rows_candidates(rows: Iterable[tuple[str, Any]], *, stem: str) -> Iterator[C
         yield _row_candidate(where, row, first_where, stem=stem)
 
 
+def _with_reference(rubric: dict, answer: str) -> dict:
+    """The row's answer column as the reference answer of each judge check of its rubric that names none (as
+    criteria rows get it): a table's answer column was otherwise only the oracle's answer, never the judge's.
+    Anything not shaped like a rubric is left for validation to refuse."""
+
+    def walk(checks):
+        if not isinstance(checks, list):
+            return checks
+        out = []
+        for check in checks:
+            if isinstance(check, dict) and check.get("kind") == "llm_judge" and "reference" not in check:
+                check = {**check, "reference": answer}
+            elif isinstance(check, dict) and isinstance(check.get("checks"), list):
+                check = {**check, "checks": walk(check["checks"])}
+            out.append(check)
+        return out
+
+    return {**rubric, "checks": walk(rubric.get("checks"))} if "checks" in rubric else rubric
+
+
 def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: str) -> Candidate | Rejection:
     """A simple row: an object with a prompt, a reference answer, and a rubric (JSON) or criteria (text,
     one per line, or a list). A row without an id is named by its content (`<stem>-<10 hex digits>`):
@@ -415,6 +435,8 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
             )
     elif not isinstance(rubric, dict):
         rubric = None
+    if rubric is not None and answer:
+        rubric = _with_reference(rubric, answer)
     if rubric is None:
         criteria = row.get("criteria")
         lines = [_cell(item) for item in criteria] if isinstance(criteria, list) else _cell(criteria).splitlines()

@@ -21,7 +21,7 @@ export const KIND_FIELDS = {
   number: ["expected", "tolerance", "rel_tolerance", "extract", "normalize_unicode"],
   json_field: ["pointer", "op", "expected"],
   file_exists: ["path"],
-  file_content: ["path", "contains", "regex", "equals", "sha256", "normalize_unicode"],
+  file_content: ["path", "contains", "not_contains", "regex", "equals", "sha256", "normalize_unicode"],
   table_cell: ["path", "sheet", "row", "column", "expected", "tolerance", "normalize_unicode"],
   text_similarity: ["metric", "reference", "threshold", "normalize_unicode"],
   command: ["run", "expect_exit", "timeout_s"],
@@ -65,7 +65,7 @@ export const WIDE_KEYS = { criterion: 1, reference: 1, code: 1, equals: 1, conta
                   expected: 1, args: 1 };
 // Kinds that take exactly one of some keys (the engine checks it; RUBRIC.md says so).
 export const CHOICES = {
-  file_content: { label: "Match by", valueLabel: "Value", keys: ["contains", "regex", "equals", "sha256"] },
+  file_content: { label: "Match by", valueLabel: "Value", keys: ["contains", "not_contains", "regex", "equals", "sha256"] },
   python: { label: "Defined by", valueLabel: "Source", keys: ["code", "function"] }
 };
 export const STARTERS = {
