@@ -510,6 +510,8 @@ def _cell(value: Any) -> str:
 # during its episode, and the check empties /logs/verifier before the tests run. The tests run from the
 # workspace, which the image's WORKDIR (/app in Harbor's template) is a link to.
 VERIFIER_FILES = ".harbor/"
+# A Harbor task's solution/ files beside solve.sh, kept (as grader files) for the export.
+VERIFIER_SOLUTION = ".harbor/solution/"
 
 
 _VERIFIER_SETUP = r"""set -u
@@ -671,6 +673,12 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
     image = harbor.environment.get("docker_image")
     solve = folder / "solution" / "solve.sh"
     script = _read_text(solve, f"{where}/solution/solve.sh", budget=budget) if solve.is_file() else None
+    # the files solve.sh uses beside it (Harbor's /solution): grader files, never in the agent's sandbox, written
+    # back to solution/ by the export
+    solution_entries, solution_files = _folder_files(
+        folder / "solution", f"{VERIFIER_SOLUTION}", f"{where}/solution", budget, skip={"solve.sh"}
+    )
+    files.update(solution_files)
     test_entries, test_files = _folder_files(folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget)
     files.update(test_files)
     if not any(entry["path"] == f"{VERIFIER_FILES}tests/test.sh" for entry in test_entries):
@@ -690,7 +698,7 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
         slug=slug,
         number=1,
         files=files,
-        note=harbor.note(),
+        note=harbor.note(solution_files=len(solution_entries)),
         environment=(f"harbor-{slug}"[:64].strip("-"), 1, spec),
         content={
             "title": str((config.get("task") or {}).get("description") or slug)[:200],
@@ -709,7 +717,7 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
                 ],
             },
             "solution": {"script": script, "answer": None},
-            "files": _verifier_files(test_entries, files),
+            "files": _verifier_files(test_entries, files) + [{**entry, "role": "grader"} for entry in solution_entries],
             "tags": [str(k) for k in keywords if isinstance(k, str)][:20],
             "metadata": {**harbor.metadata(), "source": "harbor", "harbor_name": name or folder.name},
         },
