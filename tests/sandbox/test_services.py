@@ -585,12 +585,15 @@ def test_a_rollout_job_does_not_reap_the_worker_s_timer_does(
 
     timer = Timer()  # the worker's event-loop timer (kombu's), given as the consumer's
     try:
+        before = monotonic()
         tasks._reap_from_worker(sender=type("Consumer", (), {"timer": timer})())
+        after = monotonic()
         stale.refresh_from_db()
         assert stale.status == "queued"  # reaped once as the worker starts
         [entry] = [scheduled.entry for scheduled in timer.queue]
         assert entry.fun.__wrapped__ is tasks._reap_quietly  # and then again and again from the timer
-        assert tasks.reap_interval_s() - 60 < timer.queue[0].eta - monotonic() <= tasks.reap_interval_s()
+        # scheduled one interval after the moment it was set up (bracketed by the clock readings around it)
+        assert before + tasks.reap_interval_s() <= timer.queue[0].eta <= after + tasks.reap_interval_s()
         assert services.rollout_claim(rollout_id=stale.pk, worker="dead-again") == 2
         _age(stale.pk, 10_000)
         entry()  # the timer's turn comes
