@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -453,6 +455,78 @@ def task_version_file_blob(*, version, path: str):
 
     entry = next((f for f in version.spec.get("files") or [] if f.get("path") == path), None)
     return Blob.objects.filter(sha256=entry["sha256"]).first() if entry else None
+
+
+# A file shown inline on the review page: at most this many bytes of it (the rest is behind its link), so that
+# a large data file cannot make the page huge; a file that is not UTF-8 text is named, never shown.
+FILE_SHOWN_MAX_BYTES = 64 * 1024
+FILES_SHOWN_MAX = 40
+
+
+@dataclass
+class FileShown:
+    """One attached file of a version as a reviewer reads it: its text inline (bounded), and its lines against
+    the version compared with when it changed."""
+
+    path: str
+    role: str
+    sha256: str
+    status: str  # "added" | "changed" | "unchanged"
+    size: int | None = None
+    text: str | None = None  # None: binary, missing or over the cap (`note` says which)
+    note: str = ""
+    lines: list = field(default_factory=list)  # authoring.diff.LineDiff, for a changed text file
+
+
+def _file_text(blob, max_bytes: int) -> tuple[str | None, str]:
+    if blob is None:
+        return None, "the file's bytes are missing from storage"
+    with blob.file.open("rb") as handle:
+        head = handle.read(max_bytes + 1)
+    if b"\0" in head:
+        return None, f"binary, {blob.size} bytes"
+    try:
+        text = head[:max_bytes].decode("utf-8")
+    except UnicodeDecodeError as error:
+        if len(head) > max_bytes and error.start >= max_bytes - 3:  # a character cut at the cap
+            text = head[: error.start].decode("utf-8")
+        else:
+            return None, f"not UTF-8 text, {blob.size} bytes"
+    if len(head) > max_bytes:
+        return text, f"the first {max_bytes // 1024} KB of {blob.size} bytes; open the file for the rest"
+    return text, ""
+
+
+def task_version_files_shown(*, version, base=None, max_bytes: int = FILE_SHOWN_MAX_BYTES) -> list[FileShown]:
+    """The attached files of `version`, protected and grader files first, each with its text (bounded) and,
+    when it changed since `base`, its line diff: what a reviewer approves along with the rubric."""
+    from authoring.diff import line_diff
+    from authoring.models import Blob
+
+    files = [entry for entry in version.spec.get("files") or [] if isinstance(entry, dict) and entry.get("path")]
+    files.sort(key=lambda entry: (entry.get("role") not in ("protected", "grader"), entry["path"]))
+    files = files[:FILES_SHOWN_MAX]
+    before = {
+        entry.get("path"): entry.get("sha256")
+        for entry in ((base.spec.get("files") if base else None) or [])
+        if isinstance(entry, dict)
+    }
+    wanted = {entry.get("sha256") for entry in files} | {before.get(entry["path"]) for entry in files}
+    blobs = {blob.sha256: blob for blob in Blob.objects.filter(sha256__in=[sha for sha in wanted if sha])}
+    shown = []
+    for entry in files:
+        path, sha256 = entry["path"], entry.get("sha256") or ""
+        old = before.get(path) if base else None
+        status = "unchanged" if base is None or old == sha256 else ("changed" if old else "added")
+        blob = blobs.get(sha256)
+        text, note = _file_text(blob, max_bytes)
+        item = FileShown(path, entry.get("role") or "", sha256, status, blob.size if blob else None, text, note)
+        if status == "changed" and text is not None:
+            old_text, _ = _file_text(blobs.get(old), max_bytes)
+            if old_text is not None:
+                item.lines = line_diff(old_text, text)
+        shown.append(item)
+    return shown
 
 
 def task_version_numbers(*, task: Task, user) -> list[int]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
+from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 
 from accounts import permissions
@@ -435,44 +436,73 @@ def _judge_labels(*, task=None, task_version=None, environment=None, check_id: s
     return labels
 
 
-def _stats(rows: list[dict]) -> AgreementStats:
-    """Agreement over label rows: percent agreement over every label, kappa over met / not met ones."""
+def _document_answer_key(row: dict):
+    """What the judge read, as far as grading knows it: the answer a grade kept; else the label is its own
+    answer. (review.agreement knows rollouts too and passes its own key.)"""
+    answer = row.get("document_answer")
+    return ("answer", answer) if isinstance(answer, str) else ("alone", row["check_result_id"])
+
+
+def _stats(rows: list[dict], answer_key=_document_answer_key) -> AgreementStats:
+    """Agreement over label rows, one observation per distinct (check, answer, judge verdict, human verdict):
+    one verdict on a card of identical answers labels every copy, and must not count as many labels. Percent
+    agreement over every observation, kappa over met / not met ones; `answers` counts (check, answer) pairs."""
+    observations: dict[tuple, dict] = {}
+    answers = set()
+    for row in rows:
+        check = (row["check_result__grade__task_version__task__slug"], row["check_result__check_id"])
+        answer = answer_key(row)
+        answers.add((*check, answer))
+        judge_met = row["check_result__score"] >= 0.5
+        observations.setdefault((*check, answer, judge_met, row["verdict"], row["agrees"]), row)
+    distinct = list(observations.values())
     pairs = [
         (row["check_result__score"] >= 0.5, row["verdict"] == JudgeLabel.Verdict.MET)
-        for row in rows
+        for row in distinct
         if row["verdict"] in (JudgeLabel.Verdict.MET, JudgeLabel.Verdict.NOT_MET)
     ]
-    return AgreementStats(labels=len(rows), agreed=sum(1 for row in rows if row["agrees"]), kappa=cohen_kappa(pairs))
+    return AgreementStats(
+        labels=len(distinct),
+        agreed=sum(1 for row in distinct if row["agrees"]),
+        kappa=cohen_kappa(pairs),
+        answers=len(answers),
+    )
 
 
 _LABEL_FIELDS = (
     "verdict",
     "agrees",
+    "check_result_id",
     "check_result__score",
     "check_result__check_id",
+    "check_result__grade__rollout_id",
+    "check_result__grade__task_version_id",
     "check_result__grade__task_version__task__slug",
 )
 
 
+def judge_label_rows(*, task=None, task_version=None, environment=None, check_id: str | None = None) -> list[dict]:
+    """The label rows agreement is computed from, each with the answer its grade kept (`document_answer`)."""
+    return list(
+        _judge_labels(task=task, task_version=task_version, environment=environment, check_id=check_id)
+        .annotate(document_answer=KeyTextTransform("answer", "check_result__grade__document"))
+        .values(*_LABEL_FIELDS, "document_answer")
+        .order_by("check_result__grade__task_version__task__slug", "check_result__check_id", "id")
+    )
+
+
 def judge_agreement(*, task=None, task_version=None, environment=None, check_id: str | None = None) -> AgreementStats:
     """How often reviewers agree with the judge, and Cohen's kappa on binary (met / not met) verdicts."""
-    rows = list(
-        _judge_labels(task=task, task_version=task_version, environment=environment, check_id=check_id).values(
-            *_LABEL_FIELDS
-        )
-    )
-    return _stats(rows)
+    return _stats(judge_label_rows(task=task, task_version=task_version, environment=environment, check_id=check_id))
 
 
-def judge_agreement_summary(*, task=None, environment=None) -> dict:
+def judge_agreement_summary(*, task=None, environment=None, answer_keys=None) -> dict:
     """Agreement overall, per task and per (task, check), from one query:
     {"overall": AgreementStats, "tasks": {slug: AgreementStats},
-     "checks": [{"task": slug, "check_id": id, "stats": AgreementStats}]}."""
-    rows = list(
-        _judge_labels(task=task, environment=environment)
-        .values(*_LABEL_FIELDS)
-        .order_by("check_result__grade__task_version__task__slug", "check_result__check_id")
-    )
+     "checks": [{"task": slug, "check_id": id, "stats": AgreementStats}]}.
+    `answer_keys(rows)`, when given, returns the function that says which answer a label row is about."""
+    rows = judge_label_rows(task=task, environment=environment)
+    answer_key = answer_keys(rows) if answer_keys else _document_answer_key
     by_task: dict[str, list[dict]] = {}
     by_check: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
@@ -480,10 +510,10 @@ def judge_agreement_summary(*, task=None, environment=None) -> dict:
         by_task.setdefault(slug, []).append(row)
         by_check.setdefault((slug, row["check_result__check_id"]), []).append(row)
     return {
-        "overall": _stats(rows),
-        "tasks": {slug: _stats(task_rows) for slug, task_rows in by_task.items()},
+        "overall": _stats(rows, answer_key),
+        "tasks": {slug: _stats(task_rows, answer_key) for slug, task_rows in by_task.items()},
         "checks": [
-            {"task": slug, "check_id": check_id, "stats": _stats(check_rows)}
+            {"task": slug, "check_id": check_id, "stats": _stats(check_rows, answer_key)}
             for (slug, check_id), check_rows in by_check.items()
         ],
     }

@@ -186,6 +186,7 @@ MEDIA_URL = "media/"
 # Uploads: one cap for every file (attachments, environment data, workspace files for dry runs).
 UPLOAD_MAX_BYTES = env_int("GYMWRIGHT_UPLOAD_MAX_MB", 50) * 1024 * 1024
 REVIEW_COMMENT_MAX_CHARS = env_int("GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS", 10_000)  # one review comment or reply
+REVIEW_UNDO_S = max(1, env_int("GYMWRIGHT_REVIEW_UNDO_S", 5))  # the review page waits this long before sending
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # non-file form fields (a rubric JSON can be large)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_HANDLERS = [

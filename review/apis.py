@@ -170,11 +170,15 @@ class ResolveInput(serializers.Serializer):
 
 
 class AgreementStatsOutput(serializers.Serializer):
-    labels = serializers.IntegerField()
+    labels = serializers.IntegerField(
+        help_text="Distinct observations: one per (check, answer, judge verdict, human verdict); copies of one "
+        "answer labelled at once count once."
+    )
+    answers = serializers.IntegerField(help_text="Distinct (check, answer) pairs behind the numbers.")
     agreed = serializers.IntegerField()
     rate = serializers.FloatField(allow_null=True)
     kappa = serializers.FloatField(allow_null=True)
-    reword = serializers.BooleanField(help_text="κ < 0.6 or agreement < 80 % over at least 10 labels.")
+    reword = serializers.BooleanField(help_text="κ < 0.6 or agreement < 80 % over at least 10 distinct answers.")
 
 
 class AgreementCheckOutput(AgreementStatsOutput):
@@ -453,7 +457,7 @@ class AgreementApi(APIView):
         responses={200: AgreementOutput, **_errors(400, 404)},
         operation_id="agreement",
         tags=["review"],
-        description="Judge–human agreement (percent and Cohen's kappa, with the number of labels) "
+        description="Judge–human agreement (percent and Cohen's kappa, with the number of distinct answers) "
         "overall, per task and per check; `reword` flags a criterion to rewrite.",
     )
     def get(self, request):

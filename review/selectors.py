@@ -231,7 +231,7 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
         item.criterion = check.get("criterion") or item.title
         item.target = str(check.get("target") or "answer")
         rollout = rollouts.get(item.grade.rollout_id) or {}
-        item.graded_text = _graded_text(item.target, rollout, item.grade.document)
+        item.graded_text = graded_text(item.target, rollout, item.grade.document)
         item.judge_met = (item.score or 0) >= 0.5
     return items
 
@@ -245,7 +245,13 @@ def _find_check(rubric: dict, check_id: str) -> dict | None:
 GRADED_TEXT_MAX_CHARS = 20_000
 
 
-def _graded_text(target: str, rollout: dict, document: dict) -> str:
+def check_target(rubric: dict, check_id: str) -> str:
+    """What a check of `rubric` reads (its `target`, "answer" by default)."""
+    return str((_find_check(rubric, check_id) or {}).get("target") or "answer")
+
+
+def graded_text(target: str, rollout: dict, document: dict) -> str:
+    """The text a judged check read: the rollout's file or answer, else the answer its grade kept."""
     if target.startswith("file:"):
         path = target[5:]
         for entry in rollout.get("workspace_files") or []:

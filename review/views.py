@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import partial, wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
@@ -214,6 +215,9 @@ def review_page(request, slug):
             "can_comment": permissions.can_review(request.user) or permissions.can_edit_task(request.user, task),
             "review_form": ReviewForm(initial={"version": version.number}),
             "check_comment_prefix": CHECK_COMMENT_PREFIX,
+            "undo_seconds": settings.REVIEW_UNDO_S,
+            "files_shown": authoring_selectors.task_version_files_shown(version=version, base=base),
+            "checks_module": (version.environment_version.spec or {}).get("checks_module") or "",
         },
     )
 

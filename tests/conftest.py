@@ -5,7 +5,11 @@ from tests.support.services import (
     sandbox_dir,  # noqa: F401 - bubblewrap sandboxes for web-app tests
 )
 from tests.support.users import admin, author, lab, nobody, other_author, reviewer  # noqa: F401 - one per role
-from tests.support.workers import celery_producer, redis_db  # noqa: F401 - fixtures for worker tests
+from tests.support.workers import (  # noqa: F401 - fixtures for worker tests
+    celery_producer,
+    own_redis_server,
+    redis_db,
+)
 
 
 @pytest.fixture(scope="session")

@@ -152,17 +152,22 @@ def non_discriminating(
 
 @dataclass(frozen=True)
 class AgreementStats:
+    """`labels`: distinct observations (one per check, answer, judge verdict and human verdict: copies of one
+    answer labelled at once count once); `answers`: the distinct (check, answer) pairs behind them, which the
+    "enough labels to say" bar counts (None: every label is its own answer)."""
+
     labels: int
     agreed: int
     kappa: float | None
+    answers: int | None = None
 
     @property
     def rate(self) -> float | None:
         return self.agreed / self.labels if self.labels else None
 
     def needs_rewording(self, *, min_labels: int = 10, min_kappa: float = 0.6, min_rate: float = 0.8) -> bool:
-        """κ < 0.6 or agreement < 80 % over at least 10 labels: the criterion reads ambiguously."""
-        if self.labels < min_labels:
+        """κ < 0.6 or agreement < 80 % over at least 10 distinct answers: the criterion reads ambiguously."""
+        if (self.labels if self.answers is None else self.answers) < min_labels:
             return False
         return (self.kappa is not None and self.kappa < min_kappa) or (self.rate is not None and self.rate < min_rate)
 

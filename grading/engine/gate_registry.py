@@ -150,6 +150,11 @@ def register_gate(
     return gate
 
 
+def unregister_gate(name: str) -> Gate | None:
+    """Remove a gate added by `register_gate` (a plugin unloaded, a test's own gate); the removed gate, or None."""
+    return _REGISTRY.pop(name, None)
+
+
 def registered_gates() -> list[Gate]:
     return list(_REGISTRY.values())
 

@@ -31,7 +31,6 @@ from collections.abc import Mapping
 
 from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
 from grading.engine.gate_registry import (
-    _REGISTRY,
     FAIL,
     NOT_RUN,
     PASS,
@@ -50,6 +49,7 @@ from grading.engine.gate_registry import (
     register_gate,
     registered_gates,
     required_previews,
+    unregister_gate,
     what_to_do,
 )
 from grading.engine.hack_targets import applicable_hacks, penalty_triggers
@@ -86,9 +86,9 @@ __all__ = [
     "probe_shown",
     "register_gate",
     "registered_gates",
-    "_REGISTRY",
     "required_previews",
     "what_to_do",
+    "unregister_gate",
 ]
 
 #: A nop rollout (it does nothing) and each hack probe must score at most this reward, unless

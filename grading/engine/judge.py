@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from .judge_prompt import (
+    JudgeRequest,
     OffFormat,
     build_messages,
     parse_verdict,
@@ -158,19 +159,6 @@ class JudgeConfig:
         if name and name in self.models:
             return self.models[name]
         return self.model
-
-
-@dataclass(frozen=True)
-class JudgeRequest:
-    """One judged check: the criterion, the text under judgement, how to score, how many samples."""
-
-    criterion: str
-    text: str
-    reference: str | None = None
-    scale: tuple[float, float] | None = None  # None: binary
-    samples: int = 1
-    temperature: float = 0.0
-    model: str | None = None  # a rubric model name; see JudgeConfig.resolve_model
 
 
 @dataclass

@@ -6,10 +6,22 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    from .judge import JudgeRequest
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One judged check: the criterion, the text under judgement, how to score, how many samples."""
+
+    criterion: str
+    text: str
+    reference: str | None = None
+    scale: tuple[float, float] | None = None  # None: binary
+    samples: int = 1
+    temperature: float = 0.0
+    model: str | None = None  # a rubric model name; see JudgeConfig.resolve_model
+
 
 SYSTEM_PROMPT = (
     "You are a strict, impartial grader. You decide whether a piece of text meets one criterion. "

@@ -126,8 +126,10 @@ def python_check(check: PythonCheck, ctx: GradingContext) -> Outcome:
     a kill, no result line, an exception, a value that is not a score): the checked code is the agent's
     or reads the agent's work, so each of those fails the check. `Unscored` only for the grader's own
     failure: no sandbox, the sandbox backend failing, no checks module in the environment."""
-    sandbox = ctx.require_sandbox()
+    # The text first: a `stdout:` target runs a command (maybe the agent's code), and the task's files are put
+    # back after it, when the sandbox is taken for this check's own run.
     text = ctx.target_text(check.target)
+    sandbox = ctx.require_sandbox()
     payload = {
         "answer": ctx.answer,
         "text": text,

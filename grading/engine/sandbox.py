@@ -51,3 +51,4 @@ class CheckSandbox(Protocol):
     def read_file(self, path: str, *, max_bytes: int = ..., follow_links: bool = True) -> bytes: ...
 
     # Optional: `restore_protected()` puts the task's protected and grader files back to their bytes.
+    # Called before every run in the sandbox after the grade's first (GradingContext.require_sandbox).

@@ -12,7 +12,7 @@ as a verdict.
 What the agent can do to the run's footing fails the check, never leaves it unscored: a /tmp it filled (the
 runner cannot be written), a report the tested code replaced by a link, a FIFO, a folder or an oversized file
 (it is read as a regular file, through no link, bounded). The task's protected and grader files are put back
-right before the run (`restore_protected`), after any earlier check that ran the agent's code.
+right before the run, after any earlier check that ran the agent's code (`GradingContext.require_sandbox`).
 """
 
 from __future__ import annotations
@@ -207,17 +207,9 @@ def _failed(check: TestsCheck, reason: str, ids: list[str], outcome: str = "fail
 
 def tests_check(check: TestsCheck, ctx: GradingContext) -> Outcome:
     """Run the check's tests in the sandbox with Gymwright's runner and score them (see the module doc)."""
+    # The test files (and the data or helpers they read) are the task's bytes again, whatever an earlier check's
+    # run did to them (GradingContext.require_sandbox).
     sandbox = ctx.require_sandbox()
-    restore = getattr(sandbox, "restore_protected", None)
-    if callable(restore):
-        # Right before the run, after any check that ran the agent's code: the test files (and the data or
-        # helpers they read) are the task's bytes again, whatever an earlier check's run did to them.
-        try:
-            restore()
-        except Exception as exc:  # noqa: BLE001
-            if sandbox_refused(exc):
-                return failed_outcome(check, f"the task's test files could not be put back: {exc}")
-            raise Unscored(f"the sandbox could not put the task's test files back: {exc}") from None
     files: list[TestFile] = []
     sources: dict[str, bytes] = {}
     for path in check.files:

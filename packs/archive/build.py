@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from grading.engine import canonical_json
+from grading.engine import canonical_json, canonical_json_exact
 from grading.engine.models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA
 
 from .card import canary_guid, dataset_card
+from .envdir import env_files, env_requirements
 from .grader import grader_files, grader_requirements, grader_zip
 from .harbor import SharedFiles, harbor_files, task_files
 from .info import BUNDLE_DIR, PACK_SCHEMA, BuildResult, PackError, PackInfo, TaskItem, sha256_hex
@@ -128,7 +129,11 @@ def _write_top_files(
     with open(root / "tasks.jsonl", "wb") as jsonl, open(root / "calibration.json", "wb") as calibration_file:
         calibration_file.write(b'{"schema": "gymwright.calibration/v1", "tasks": {')
         for done, item in enumerate(tasks, start=1):
-            document = item.document
+            # Every file of a task is written from the one canonical document, as tasks.jsonl holds it: a
+            # rubric written with "pass_threshold": 1.0 was 1.0 in rubric.json but 1 in tasks.jsonl, so a pack
+            # rebuilt from its own tasks.jsonl changed rubric.json's bytes and content_sha256.
+            text, exact = canonical_json_exact(item.document)
+            document = item.document if exact else json.loads(text)
             task_id = document.get("id")
             if not isinstance(task_id, str) or not task_id:
                 raise PackError(f"task number {done} has no id")
@@ -149,7 +154,7 @@ def _write_top_files(
                 )
             else:
                 harbor_only.append(task_id)
-            line = canonical_json(document).encode("utf-8")  # tasks.jsonl and tests/task.json: serialised once
+            line = text.encode("utf-8")  # tasks.jsonl and tests/task.json: serialised once
             jsonl.write(line + b"\n")
             calibration_file.write(
                 (b"" if done == 1 else b",")
@@ -175,6 +180,11 @@ def _write_top_files(
         writer.close()
     for name in ("tasks.jsonl", "calibration.json", "data/train.parquet", "data/test.parquet"):
         scratch.add_existing(name)
+    if harbor_only:  # agentic tasks: the environment a trainer drives live (env/)
+        bundled_env = env_files()
+        for name, data in bundled_env:
+            scratch.write(name, data)
+        scratch.write("env/requirements.txt", env_requirements(engine, bundled_env).encode())
     split_counts = Counter(entry["split"] for entry in entries)
     counts = {
         "tasks": len(entries),

@@ -50,6 +50,15 @@ class ContainerSandbox:
     def exec(self, command, *, timeout_s=None, stdin=None, env=None):
         started = time.monotonic()
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        before = _pids()
+        try:
+            return self._run(argv, started, timeout_s=timeout_s, stdin=stdin, env=env)
+        finally:
+            # Nothing a check started outlives it (as in Gymwright's own sandboxes): a background process of the
+            # agent's code must not rewrite a grader file after it is put back, or the report of a later check.
+            _end_new_processes(before)
+
+    def _run(self, argv, started, *, timeout_s, stdin, env):
         try:
             base = {name: value for name, value in os.environ.items() if name not in JUDGE_ENV}
             done = subprocess.run(
@@ -99,9 +108,48 @@ class ContainerSandbox:
         return read_regular(path.lstrip("/") if path.startswith("/") else path, max_bytes=limit, root=root)
 
     def restore_protected(self):
-        """The grader and protected files back to their bytes before a tests check: an earlier check may have
-        run the agent's code, which can change them."""
+        """The grader and protected files back to their bytes before every check's run after the first: an
+        earlier check may have run the agent's code, which can change them (GradingContext.require_sandbox)."""
         restore_grader_files()
+
+
+def _pids() -> set[int]:
+    try:
+        return {int(name) for name in os.listdir("/proc") if name.isdigit()}
+    except OSError:
+        return set()
+
+
+def _zombie(pid: int) -> bool:
+    """Dead and waiting to be reaped (by init, which in a container may never do it): nothing left to end."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[:1] == [b"Z"]
+    except OSError:
+        return True  # gone
+
+
+def _end_new_processes(before: set[int], rounds: int = 50) -> None:
+    """Kill every process that started since `before` (this verifier's own ancestors and itself excepted): stop them
+    all first, so none forks a replacement between the listing and the kill, and list again until none is left."""
+    import signal
+
+    keep = set(before) | {os.getpid()}
+    for _ in range(rounds):
+        new = {pid for pid in _pids() - keep if not _zombie(pid)}
+        if not new:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in new:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        for pid in new:
+            try:
+                os.waitpid(pid, os.WNOHANG)  # our own children's zombies; others are init's to reap
+            except ChildProcessError:
+                pass
 
 
 def read_answer() -> str:

@@ -184,7 +184,8 @@ class GradingSandbox:
 
     def restore_protected(self) -> None:
         """The task's protected and grader files back to their bytes, again: a check before this one may have
-        run the agent's code, which can change them (a `tests` check calls this right before its run)."""
+        run the agent's code, which can change them (GradingContext.require_sandbox calls this before every run
+        in the sandbox after the first)."""
         if self._restore:
             self._sandbox.restore_files(self._restore)
 

@@ -18,7 +18,7 @@ from typing import Any
 from .backends.base import Backend
 from .harness import run_episode, trajectory_text
 from .policies import ModelConfig, Policy, make_policy
-from .roles import GradingSandbox, mirror_files, neutralise_links, plan_files, protected_states
+from .roles import FilePlan, GradingSandbox, mirror_files, neutralise_links, plan_files, protected_states
 from .spec import SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -102,8 +102,7 @@ def run_rollout(
     task's workspace files, as if the agent had written them: never at a grader path, and a protected
     path is still restored before the checks.
     """
-    from grading.engine import Task, grade, parse_task
-    from grading.engine.models import ProtectedFileState
+    from grading.engine import Task, parse_task
 
     started = time.monotonic()
     if not isinstance(task, Task):
@@ -156,42 +155,16 @@ def run_rollout(
         emit({"type": "grading"})
         grading_started = time.monotonic()
         try:
-            sandbox.end_processes()
-            # No link of the agent's leads a check outside the workspace or to the grader's files.
-            links_removed = neutralise_links(sandbox, list(plan.after_episode))
-            sandbox.open_verifier_paths()
-            # The agent's workspace as it left it (what the viewer shows) ...
-            snapshot = sandbox.snapshot(Path(work) / "workspace")
-            result.workspace_files, result.workspace_truncated = _capture(snapshot)
-            # ... then the task's own files back in place for the checks.
-            states = []
-            left_out = {entry["path"]: entry["reason"] for entry in sandbox.snapshot_left_out}
-            result.workspace_left_out = list(sandbox.snapshot_left_out)
-            if plan.after_episode:
-                found = sandbox.restore_files(plan.after_episode)
-                states = protected_states(found, snapshot, plan.protected)
-                mirror_files(snapshot, plan.after_episode)
-                for path in plan.after_episode:
-                    left_out.pop(path, None)  # restored into the snapshot: there after all
-            if plan.grader_env_files:
-                sandbox.add_env_files(plan.grader_env_files)
-            result.grade = grade(
-                task.rubric,
+            grade_episode(
+                task,
+                sandbox,
+                plan,
                 answer=episode.answer,
-                workspace=snapshot,
-                trajectory=trajectory_text(episode.trajectory),
-                sandbox=GradingSandbox(sandbox, restore=plan.after_episode),
+                trajectory=episode.trajectory,
                 judge=judge,
-                checks_module=task.environment.checks_module,
-                left_out=left_out,
+                work_dir=Path(work),
+                into=result,
             )
-            if states or links_removed:
-                result.grade = result.grade.model_copy(
-                    update={
-                        "protected_files": [ProtectedFileState(**state) for state in states],
-                        "links_removed": links_removed,
-                    }
-                )
         except SandboxError as exc:
             result.error, result.error_kind, result.retryable = exc.message, "grading", not exc.permanent
         except Exception as exc:  # a grader bug must not lose the episode
@@ -217,6 +190,70 @@ def run_rollout(
                 "passed": getattr(grade_obj, "passed", None),
             }
         )
+
+
+@dataclass
+class EpisodeGrade:
+    """What grading an episode's sandbox gave: the grade and the agent's workspace as it left it."""
+
+    grade: Any = None
+    workspace_files: dict[str, bytes] = field(default_factory=dict)
+    workspace_truncated: bool = False
+    workspace_left_out: list[dict] = field(default_factory=list)
+
+
+def grade_episode(
+    task, sandbox, plan: FilePlan, *, answer: str, trajectory: list[dict], judge, work_dir: Path, into=None
+):
+    """Grade an episode that has ended in `sandbox` (still running): every process the agent left is ended,
+    its links out of the workspace removed, the workspace snapshotted under `work_dir`, the task's protected
+    and grader files (`plan`, from `roles.plan_files`) put in place, then every check of the rubric runs
+    (command and python checks in this sandbox). The one grading step of every harness that drives a
+    sandbox: `run_rollout` (previews, the CLI) and a pack's `env.TaskEnvironment`. Raises SandboxError
+    when the sandbox fails (the grade is then not the work's). `into` (an EpisodeGrade, or a RolloutResult:
+    the same attributes) gets the workspace as soon as it is captured, the grade last; it is returned."""
+    from grading.engine import grade
+    from grading.engine.models import ProtectedFileState
+
+    sandbox.end_processes()
+    # No link of the agent's leads a check outside the workspace or to the grader's files.
+    links_removed = neutralise_links(sandbox, list(plan.after_episode))
+    sandbox.open_verifier_paths()
+    # The agent's workspace as it left it (what the viewer shows) ...
+    snapshot = sandbox.snapshot(Path(work_dir) / "workspace")
+    into = into if into is not None else EpisodeGrade()
+    into.workspace_files, into.workspace_truncated = _capture(snapshot)
+    # ... then the task's own files back in place for the checks.
+    states = []
+    left_out = {entry["path"]: entry["reason"] for entry in sandbox.snapshot_left_out}
+    into.workspace_left_out = list(sandbox.snapshot_left_out)
+    if plan.after_episode:
+        found = sandbox.restore_files(plan.after_episode)
+        states = protected_states(found, snapshot, plan.protected)
+        mirror_files(snapshot, plan.after_episode)
+        for path in plan.after_episode:
+            left_out.pop(path, None)  # restored into the snapshot: there after all
+    if plan.grader_env_files:
+        sandbox.add_env_files(plan.grader_env_files)
+    result = grade(
+        task.rubric,
+        answer=answer,
+        workspace=snapshot,
+        trajectory=trajectory_text(trajectory),
+        sandbox=GradingSandbox(sandbox, restore=plan.after_episode),
+        judge=judge,
+        checks_module=task.environment.checks_module,
+        left_out=left_out,
+    )
+    if states or links_removed:
+        result = result.model_copy(
+            update={
+                "protected_files": [ProtectedFileState(**state) for state in states],
+                "links_removed": links_removed,
+            }
+        )
+    into.grade = result
+    return into
 
 
 def _ms(since: float) -> int:

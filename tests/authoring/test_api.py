@@ -1,9 +1,12 @@
 import copy
+import hashlib
+from pathlib import Path
 
 import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from authoring.models import Blob
 from tests.authoring.conftest import RUBRIC, task_content
 
 
@@ -123,9 +126,20 @@ def test_blob_upload_refuses_traversal_and_oversize(api, settings):
 
     response = api.post("/api/blobs/", {"file": SimpleUploadedFile("ok.txt", b"hi")}, format="multipart")
     assert response.status_code == 201 and response.json()["size"] == 2
-    response = api.post("/api/blobs/", {"file": SimpleUploadedFile("../../etc/passwd", b"x")}, format="multipart")
-    # Django strips directory parts from upload names; what is left must still be a safe name.
-    assert response.status_code in (201, 400)
+    response = api.post(
+        "/api/blobs/", {"file": SimpleUploadedFile("../../etc/passwd", b"traversal")}, format="multipart"
+    )
+    # Django strips directory parts from upload names ("passwd" is left); and the name is never used for
+    # storage: a blob is stored under its sha256, inside MEDIA_ROOT.
+    assert response.status_code == 201, response.content
+    sha256 = hashlib.sha256(b"traversal").hexdigest()
+    assert response.json() == {"sha256": sha256, "size": 9}
+    stored = Blob.objects.get(sha256=sha256)
+    assert stored.file.name == f"blobs/{sha256[:2]}/{sha256}"
+    media = Path(settings.MEDIA_ROOT).resolve()
+    assert Path(stored.file.path).resolve().is_relative_to(media)
+    assert Path(stored.file.path).read_bytes() == b"traversal"
+    assert not any("passwd" in path.name for path in media.parent.rglob("*"))
     settings.UPLOAD_MAX_BYTES = 1024
     response = api.post("/api/blobs/", {"file": SimpleUploadedFile("big.bin", b"x" * 5000)}, format="multipart")
     assert response.status_code == 413 and response.json()["error"]["code"] == "upload_too_large"

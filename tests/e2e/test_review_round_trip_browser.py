@@ -89,8 +89,10 @@ def test_the_review_round_trip(browser, live_server, author, environment, django
     reader.keyboard.press("c")
     reader.keyboard.type("Worth 3 points: it is the whole answer.")
     reader.locator("#review-prompt").click()  # leave the box: keys act on the page again
+    reader.keyboard.press("r")  # opens the decision, the cursor in the task comment
+    expect(reader.locator("#task-comment")).to_be_focused()
     with reader.expect_navigation():
-        reader.keyboard.press("r")
+        reader.keyboard.press("Control+Enter")  # sent after the undo window
     expect(reader.locator(".messages")).to_contain_text("request changes on v1")
 
     # The author sees the comment at its check in the editor, fixes the check, saves, resolves.
@@ -114,8 +116,9 @@ def test_the_review_round_trip(browser, live_server, author, environment, django
     reader.goto(f"{live_server.url}/review/tasks/{task.slug}/")
     expect(reader.locator("#review-diff")).to_contain_text("Changes since v1")
     expect(reader.locator("#review-diff .check-diff-changed")).to_contain_text("says_42")
+    reader.keyboard.press("a")
     with reader.expect_navigation():
-        reader.keyboard.press("a")
+        reader.keyboard.press("Control+Enter")
     expect(reader.locator(".messages")).to_contain_text("approve on v2")
 
     task.refresh_from_db()

@@ -4,6 +4,8 @@ hot tables rendered once per content."""
 from __future__ import annotations
 
 import datetime
+import re
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -70,3 +72,51 @@ def test_a_kept_fragment_refuses_what_its_key_cannot_name():
     )
     with pytest.raises(TypeError, match="plain values, not User"):
         template.render({"values": [User(username="a")]})
+
+
+# What differs per user or per request: a kept fragment is shared by every user of the web process, so none of these
+# may be read in one, directly or through an included template.
+PER_REQUEST = ("request", "user", "perms", "csrf_token", "messages")
+
+
+def _kept_templates() -> set[str]:
+    from django.conf import settings
+
+    names = set()
+    for folder in settings.TEMPLATES[0]["DIRS"]:
+        for path in Path(folder).rglob("*.html"):
+            names.update(re.findall(r'{%\s*kept_fragment\s+"([^"]+)"', path.read_text(encoding="utf-8")))
+    return names
+
+
+def _source_with_includes(name: str, seen: set[str]) -> str:
+    from django.template.loader import get_template
+
+    if name in seen:
+        return ""
+    seen.add(name)
+    source = Path(get_template(name).origin.name).read_text(encoding="utf-8")
+    included = re.findall(r'{%\s*include\s+"([^"]+)"', source)
+    return source + "".join(_source_with_includes(child, seen) for child in included)
+
+
+def test_no_kept_fragment_reads_a_per_user_or_per_request_value():
+    names = _kept_templates()
+    assert {"authoring/_task_rows.html", "review/_queue_rows.html", "sandbox/_rollout_rows.html"} <= names
+    for name in sorted(names):
+        source = _source_with_includes(name, set())
+        code = " ".join(re.findall(r"{[{%](.*?)[}%]}", source, flags=re.S))
+        code = re.sub(r"\"[^\"]*\"|'[^']*'", "", code)  # a word in a string (a URL name) is not a variable
+        read = sorted(set(re.findall(r"\b(" + "|".join(PER_REQUEST) + r")\b", code)))
+        assert read == [], f"{name} reads {read}: kept fragments are shared by every user"
+
+
+def test_a_kept_fragment_never_sees_the_pages_user_request_or_csrf_token(monkeypatch, tmp_path, settings):
+    """Even a fragment that tried to read them gets nothing: it is rendered from the values passed to it alone."""
+    (tmp_path / "_peek.html").write_text("[{{ user.username }}|{{ request.path }}|{{ csrf_token }}|{{ n }}]")
+    settings.TEMPLATES = [{**settings.TEMPLATES[0], "DIRS": [tmp_path, *settings.TEMPLATES[0]["DIRS"]]}]
+    monkeypatch.setattr(page_tags, "_FRAGMENTS", Kept(entries=8))
+    template = engines["django"].from_string('{% load pages %}{% kept_fragment "_peek.html" n=1 %}')
+    request = RequestFactory().get("/secret-path/")
+    request.user = User(username="alice")
+    assert template.render({"csrf_token": "secret-token"}, request) == "[|||1]"

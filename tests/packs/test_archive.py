@@ -12,6 +12,7 @@ import pytest
 
 from grading.engine import content_sha256
 from packs import archive
+from tests.support.services import missing
 
 
 def document(index: int, *, prompt: str | None = None) -> dict:
@@ -199,6 +200,59 @@ def test_verify_accepts_a_good_pack_and_names_each_mismatch(tmp_path):
     assert moved.problems == ["demo-9.9.9/: the pack's folder, where its manifest names demo-1.0.0/"]
 
 
+def repack_with_manifest(source_path, target_path, edit) -> None:
+    """The pack at `source_path` with its manifest.json rewritten by `edit(manifest)`, every other member as it was."""
+    with tarfile.open(source_path) as source, tarfile.open(target_path, "w:gz") as target:
+        for member in source.getmembers():
+            data = source.extractfile(member).read() if member.isfile() else None
+            if member.name.endswith("/manifest.json"):
+                manifest = json.loads(data)
+                edit(manifest)
+                data = json.dumps(manifest).encode()
+                member.size = len(data)
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+
+
+def _drop_a_task(manifest):
+    manifest["tasks"].pop()
+
+
+def _move_a_task_to_test(manifest):
+    task = next(task for task in manifest["tasks"] if task["split"] == "train")
+    task["split"] = "test"
+
+
+def _rename_a_task(manifest):
+    manifest["tasks"][0]["id"] = "task-999"
+
+
+def _change_the_counts(manifest):
+    manifest["counts"]["tasks"] += 1
+
+
+def _change_the_name(manifest):
+    manifest["name"] = "Another pack"
+
+
+@pytest.mark.parametrize(
+    "edit", [_drop_a_task, _move_a_task_to_test, _rename_a_task, _change_the_counts, _change_the_name]
+)
+def test_the_manifest_digest_covers_the_task_list_and_every_other_field(tmp_path, edit):
+    build(tmp_path, "a.tar.gz")
+    repack_with_manifest(tmp_path / "a.tar.gz", tmp_path / "same.tar.gz", lambda manifest: None)
+    assert archive.verify_pack(tmp_path / "same.tar.gz").ok  # rewriting the JSON alone changes nothing
+    repack_with_manifest(tmp_path / "a.tar.gz", tmp_path / "edited.tar.gz", edit)
+    edited = archive.verify_pack(tmp_path / "edited.tar.gz")
+    assert not edited.ok
+    assert edited.problems == ["manifest.json: content_sha256 does not match the manifest's content"]
+
+
+def test_the_build_record_is_outside_the_manifest_digest(tmp_path):
+    build(tmp_path, "a.tar.gz")
+    repack_with_manifest(tmp_path / "a.tar.gz", tmp_path / "b.tar.gz", lambda m: m["build"].update(by="someone"))
+    assert archive.verify_pack(tmp_path / "b.tar.gz").ok
+
+
 def test_the_archive_writer_and_the_bundled_files_import_no_django():
     import subprocess
     import sys
@@ -382,8 +436,9 @@ def test_the_archive_is_one_gzip_member_any_gunzip_reads(tmp_path):
     assert gzip.decompress(raw) == tar_bytes and len(tar_bytes) % tarfile.RECORDSIZE == 0
     with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
         assert len(tar.getnames()) > 40 * 8
-    if shutil.which("gzip"):
-        assert subprocess.run(["gzip", "-t", str(tmp_path / "a.tar.gz")]).returncode == 0
+    if not shutil.which("gzip"):
+        missing("gzip", "apt-get install gzip")
+    assert subprocess.run(["gzip", "-t", str(tmp_path / "a.tar.gz")]).returncode == 0
 
 
 @pytest.mark.parametrize("at", [10, 190])  # writing the tasks; packing the archive (from 160 of 200)

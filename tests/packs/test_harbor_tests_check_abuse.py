@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
 import tarfile
 from pathlib import Path
 
@@ -15,8 +13,7 @@ import pytest
 from authoring.demo import FIZZBUZZ_STUB, FIZZBUZZ_TESTS
 from grading.engine import content_sha256, parse_task
 from packs import archive
-from tests.support.services import require_bwrap
-from tests.support.venvs import grader_python
+from tests.support.harbor_verifier import run_test_sh
 
 STUB, TESTS = FIZZBUZZ_STUB.encode(), FIZZBUZZ_TESTS.encode()
 BLOBS = {hashlib.sha256(data).hexdigest(): data for data in (STUB, TESTS)}
@@ -69,8 +66,11 @@ ATTACKS = {
 
 @pytest.fixture(scope="module")
 def task_dir(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("pack")
-    item = archive.TaskItem(parse_task(TASK).to_document() | TASK, content_sha256(TASK))
+    return _task_dir(tmp_path_factory.mktemp("pack"), TASK)
+
+
+def _task_dir(tmp: Path, task: dict) -> Path:
+    item = archive.TaskItem(parse_task(task).to_document() | task, content_sha256(task))
     archive.build_pack(
         out=tmp / "pack.tar.gz",
         info=archive.PackInfo(slug="fizz", name="F", version="1.0.0"),
@@ -80,67 +80,17 @@ def task_dir(tmp_path_factory) -> Path:
     )
     with tarfile.open(tmp / "pack.tar.gz") as tar:
         tar.extractall(tmp / "out", filter="data")
-    return tmp / "out" / "fizz-1.0.0" / "tasks" / "fizz-tests"
+    return tmp / "out" / "fizz-1.0.0" / "tasks" / task["id"]
 
 
 def _verify(task_dir: Path, tmp_path: Path, files: dict[str, bytes]) -> dict:
-    bwrap = require_bwrap()
-    venv = Path(grader_python()).parent.parent
-    base_python = Path(os.path.realpath(grader_python())).parents[1]
     workspace, logs = tmp_path / "ws", tmp_path / "logs"
     workspace.mkdir()
     logs.mkdir()
     for name, data in {"test_fizzbuzz.py": TESTS, **files}.items():
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_bytes(data)
-    command = [
-        bwrap,
-        "--unshare-all",
-        "--die-with-parent",
-        "--tmpfs",
-        "/tmp",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--ro-bind",
-        "/etc",
-        "/etc",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--ro-bind-try",
-        "/lib64",
-        "/lib64",
-        "--ro-bind",
-        str(base_python),
-        str(base_python),
-        "--ro-bind",
-        str(venv),
-        str(venv),
-        "--ro-bind",
-        str(task_dir / "tests"),
-        "/tests",
-        "--bind",
-        str(workspace),
-        "/workspace",
-        "--bind",
-        str(logs),
-        "/logs",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--setenv",
-        "PATH",
-        f"{venv}/bin:/usr/bin:/bin",
-        "--chdir",
-        "/workspace",
-        "/tests/test.sh",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    done = run_test_sh(task_dir, workspace, logs, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads((logs / "verifier" / "grade.json").read_text())
 
@@ -156,3 +106,42 @@ def test_an_attack_on_a_tests_check_earns_nothing_through_the_harbor_verifier(ta
     document = _verify(task_dir, tmp_path, ATTACKS[attack])
     check = document["checks"][0]
     assert check["status"] == "scored" and check["score"] == 0.0 and document["reward"] == 0.0, check["explanation"]
+
+
+# A grader's helper and the script a check runs with it; the agent's build script, run by a check before it, leaves
+# a process behind that keeps writing a helper of its own there, to outlast the helper's restoration.
+HELPER, CHECKER = b"VALUE = False\n", b"import sys, helper\nsys.exit(0 if helper.VALUE is True else 1)\n"
+BLOBS.update({hashlib.sha256(data).hexdigest(): data for data in (HELPER, CHECKER)})
+LINGERING_WRITER = (
+    b"echo 'VALUE = True' > /tmp/helper.py\n"
+    b"(while true; do cp /tmp/helper.py helper.py 2>/dev/null; done) >/dev/null 2>&1 &\n"
+    b"sleep 0.2\n"
+)
+
+
+def test_a_process_the_agents_build_leaves_running_does_not_outlive_its_check(tmp_path):
+    """Harbor's verifier runs every check in one container: what a check's command starts in the background is
+    ended when the command is, as in Gymwright's own sandboxes, so it cannot rewrite a grader file after it is put
+    back for a later check."""
+    task = {
+        **TASK,
+        "id": "helper-build",
+        "files": [
+            {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "role": "grader"}
+            for path, data in (("helper.py", HELPER), ("checker.py", CHECKER))
+        ],
+        "rubric": {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "build", "kind": "command", "points": 1, "run": "sh build.sh"},
+                *[{"id": f"checker{n}", "kind": "command", "points": 1, "run": "python3 checker.py"} for n in range(3)],
+            ],
+        },
+    }
+    (tmp_path / "pack").mkdir()
+    task_dir = _task_dir(tmp_path / "pack", task)
+    document = _verify(task_dir, tmp_path, {"build.sh": LINGERING_WRITER})
+    scores = {check["id"]: check["score"] for check in document["checks"]}
+    assert scores == {"build": 1.0, "checker0": 0.0, "checker1": 0.0, "checker2": 0.0}, [
+        check["explanation"] for check in document["checks"]
+    ]

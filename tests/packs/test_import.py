@@ -77,6 +77,55 @@ def test_a_pack_round_trips_through_a_fresh_database_to_the_same_pack(author, re
     assert second_files == first_files and len(first_files) > 6
 
 
+def test_a_rubric_with_integral_floats_rebuilds_from_its_tasks_jsonl_to_the_same_content_sha256(
+    author, reviewer, admin, lab, tmp_path
+):
+    """Every file of a task comes from the one canonical document: a rubric written with "pass_threshold": 1.0
+    was 1.0 in rubric.json and 1 in tasks.jsonl, and a pack rebuilt from its tasks.jsonl changed its bytes."""
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 1.0,
+        "checks": [
+            {"id": "says_42", "kind": "string_match", "points": 2.0, "mode": "contains", "expected": "42"},
+            {"id": "near_42", "kind": "number", "points": 1, "expected": 42.0, "tolerance": 0.5},
+        ],
+    }
+    make_approved(author=author, reviewer=reviewer, slug="floats", rubric=rubric)
+    assert TaskVersion.objects.get(task__slug="floats").spec["rubric"]["pass_threshold"] == 1.0
+    first_out = tmp_path / "first.tar.gz"
+    call_command("export_pack", "floats", "--out", str(first_out))
+    first = PackVersion.objects.get(pack__slug="floats")
+    with tarfile.open(first_out) as archive:
+        names = archive.getnames()
+        jsonl_name = next(name for name in names if name.endswith("/tasks.jsonl") or name == "tasks.jsonl")
+        rubric_name = next(name for name in names if name.endswith("tasks/floats/rubric.json"))
+        tasks_jsonl = archive.extractfile(jsonl_name).read()
+        first_rubric = archive.extractfile(rubric_name).read()
+    assert json.loads(first_rubric) == json.loads(tasks_jsonl)["rubric"]
+    assert b'"pass_threshold": 1,' in first_rubric and b"1.0" not in first_rubric
+    verify_pack(first_out)  # the manifest's digest of rubric.json is the digest of the bytes in the archive
+
+    # A fresh database: only the pack's tasks.jsonl is imported.
+    PackEntry.objects.all().delete(), PackVersion.objects.all().delete(), TaskPack.objects.all().delete()
+    Review.objects.all().delete()
+    Task.objects.update(latest_version=None, approved_version=None)
+    TaskVersion.objects.all().delete(), Task.objects.all().delete()
+    from authoring.models import EnvironmentVersion
+
+    Environment.objects.update(latest_version=None)
+    EnvironmentVersion.objects.all().delete(), Environment.objects.all().delete()
+    (tmp_path / "tasks.jsonl").write_bytes(tasks_jsonl)
+    call_command("import_tasks", str(tmp_path / "tasks.jsonl"), "--approve-as", admin.username)
+
+    second_out = tmp_path / "second.tar.gz"
+    call_command("export_pack", "floats", "--out", str(second_out))
+    second = PackVersion.objects.get(pack__slug="floats")
+    assert second.manifest["tasks"] == first.manifest["tasks"]
+    with tarfile.open(second_out) as archive:
+        assert archive.extractfile(rubric_name).read() == first_rubric
+    assert second.content_sha256 == first.content_sha256
+
+
 def test_example_answers_travel_in_the_pack_and_come_back_exactly(author, reviewer, admin, lab, tmp_path):
     from grading.models import ExampleRun
 

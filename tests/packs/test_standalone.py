@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import tarfile
 from pathlib import Path
@@ -14,8 +13,8 @@ import pytest
 
 from grading.engine import JudgeClient, JudgeConfig, content_sha256, grade, parse_task
 from packs import archive
+from tests.support.harbor_verifier import run_test_sh
 from tests.support.openai_server import OpenAIServer
-from tests.support.services import require_bwrap
 from tests.support.venvs import grader_python, harbor_bin
 
 GRADER_SCRIPT = b"#!/bin/sh\ngrep -q hello out.txt\n"
@@ -277,58 +276,7 @@ def test_every_exported_harbor_task_passes_harbor_lint(pack_dir):
 def harbor_verify(task_dir: Path, workspace: Path, logs: Path) -> tuple[dict, dict]:
     """Run a Harbor task's tests/test.sh as Harbor's verifier would, in a bubblewrap sandbox with `workspace`
     as /workspace and `logs` as /logs: (reward.json, grade.json), reward.json as Harbor parses it."""
-    bwrap = require_bwrap()
-    venv = Path(grader_python()).parent.parent
-    base_python = Path(os.path.realpath(grader_python())).parents[1]
-    # /tmp first: a checkout under /tmp (a CI clone) has its venv there, and a later tmpfs would hide it.
-    command = [
-        bwrap,
-        "--unshare-all",
-        "--die-with-parent",
-        "--tmpfs",
-        "/tmp",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--ro-bind",
-        "/etc",
-        "/etc",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--ro-bind-try",
-        "/lib64",
-        "/lib64",
-        "--ro-bind",
-        str(base_python),
-        str(base_python),
-        "--ro-bind",
-        str(venv),
-        str(venv),
-        "--ro-bind",
-        str(task_dir / "tests"),
-        "/tests",
-        "--bind",
-        str(workspace),
-        "/workspace",
-        "--bind",
-        str(logs),
-        "/logs",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--setenv",
-        "PATH",
-        f"{venv}/bin:/usr/bin:/bin",
-        "--chdir",
-        "/workspace",
-        "/tests/test.sh",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = run_test_sh(task_dir, workspace, logs)
     assert done.returncode == 0, done.stderr
     grade_document = json.loads((logs / "verifier" / "grade.json").read_text())
     rewards = json.loads((logs / "verifier" / "reward.json").read_text())

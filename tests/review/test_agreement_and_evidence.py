@@ -132,3 +132,57 @@ def test_open_threads_follow_their_check_to_new_versions_and_gone_checks_are_set
     assert "Keep this one." in card
     gone = page.split("Comments on checks that are gone", 1)[1]
     assert "Drop this check?" in gone
+
+
+def test_agreement_counts_each_distinct_answer_once_however_many_copies_were_labelled(judged_task, author, reviewer):
+    version = judged_task.latest_version
+    # Six distinct answers, each given by two rollouts: one verdict on a card labels both copies.
+    answers = [f"Six sevens make 42, way {n}." for n in range(6)]
+    run = finished_preview(version, author, "model", [0.5] * 12)
+    for rollout, answer in zip(run.rollouts.order_by("index"), answers * 2):
+        Rollout.objects.filter(pk=rollout.pk).update(answer=answer)
+        grade = judged_grade(version, author, met=True)
+        grade.rollout_id = rollout.pk
+        grade.save(update_fields=["rollout_id"])
+        judge_label_record(check_result=grade.check_results.get(check_id="clear"), reviewer=reviewer, verdict="not_met")
+
+    check = review_agreement.agreement_json(task=judged_task)["checks"][0]
+    # 12 label rows, 6 distinct (check, answer) pairs: every one a disagreement, but 6 < 10 is too few to say.
+    assert (check["labels"], check["answers"], check["agreed"]) == (6, 6, 0)
+    assert check["reword"] is False
+    overall = review_agreement.agreement_json(task=judged_task)["overall"]
+    assert (overall["labels"], overall["answers"]) == (6, 6)
+
+
+def test_a_second_reviewer_disagreeing_on_one_answer_is_a_second_observation_of_one_answer(
+    judged_task, author, reviewer, second_reviewer
+):
+    version = judged_task.latest_version
+    run = finished_preview(version, author, "model", [0.5, 0.5])
+    results = []
+    for rollout in run.rollouts.order_by("index"):
+        Rollout.objects.filter(pk=rollout.pk).update(answer="42.")
+        grade = judged_grade(version, author, met=True)
+        grade.rollout_id = rollout.pk
+        grade.save(update_fields=["rollout_id"])
+        results.append(grade.check_results.get(check_id="clear"))
+    for result in results:
+        judge_label_record(check_result=result, reviewer=reviewer, verdict="met")
+    judge_label_record(check_result=results[0], reviewer=second_reviewer, verdict="not_met")
+
+    check = review_agreement.agreement_json(task=judged_task)["checks"][0]
+    assert (check["labels"], check["answers"], check["agreed"]) == (2, 1, 1)
+
+
+def test_the_review_page_says_how_many_distinct_answers_back_kappa(client, submitted, author, reviewer):
+    version = submitted.latest_version
+    run = finished_preview(version, author, "model", [0.5] * 3)
+    for rollout in run.rollouts.order_by("index"):
+        Rollout.objects.filter(pk=rollout.pk).update(answer="same answer")
+        grade = judged_grade(version, author, met=True)
+        grade.rollout_id = rollout.pk
+        grade.save(update_fields=["rollout_id"])
+        judge_label_record(check_result=grade.check_results.get(check_id="clear"), reviewer=reviewer, verdict="met")
+    client.force_login(reviewer)
+    text = " ".join(client.get(f"/review/tasks/{submitted.slug}/").content.decode().split())
+    assert "1 distinct answer" in text and "3 labels" not in text

@@ -151,7 +151,7 @@ def test_agreement_needs_exactly_one_scope(task, reviewer):
     assert api.get(f"/api/agreement/?task={task.slug}&environment=shell").status_code == 400
     assert api.get("/api/agreement/?task=nope").status_code == 404
     body = api.get(f"/api/agreement/?task={task.slug}").json()
-    assert body["overall"] == {"labels": 0, "agreed": 0, "rate": None, "kappa": None, "reword": False}
+    assert body["overall"] == {"labels": 0, "answers": 0, "agreed": 0, "rate": None, "kappa": None, "reword": False}
 
 
 def test_the_review_paths_are_in_the_openapi_schema(client, author):
@@ -180,3 +180,12 @@ def enqueued(monkeypatch):
     sent = []
     monkeypatch.setattr(rollout_run, "apply_async", lambda args=None, **options: sent.append(args[0]))
     return sent
+
+
+def test_submitting_a_task_already_in_review_answers_409_invalid_state(submitted, author):
+    response = api_client(author).post(url(submitted, 1, "submit"), {}, format="json")
+    body = response.json()["error"]
+    assert response.status_code == 409 and body["code"] == "invalid_state", body
+    assert "in review" in body["message"]
+    submitted.refresh_from_db()
+    assert submitted.status == Task.Status.IN_REVIEW

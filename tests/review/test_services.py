@@ -276,3 +276,29 @@ def test_only_reviews_services_write_a_tasks_status():
     ]
     assert offenders == []
     assert write.search((root / "review" / "services.py").read_text())  # the pattern finds review's own writes
+
+
+def test_a_task_in_review_or_approved_cannot_be_submitted_again(submitted, author, reviewer):
+    for status in (Task.Status.IN_REVIEW, Task.Status.APPROVED):
+        if status == Task.Status.APPROVED:
+            services.review_create(task_version=submitted.latest_version, reviewer=reviewer, decision="approve")
+        submitted.refresh_from_db()
+        assert submitted.status == status
+        with pytest.raises(DomainError) as caught:
+            services.task_submit(task=submitted, user=author)
+        assert caught.value.code == "invalid_state" and caught.value.http_status == 409
+        assert submitted.slug in caught.value.message and "only a draft" in caught.value.message
+        submitted.refresh_from_db()
+        assert submitted.status == status  # unchanged: no second submission, no audit event
+        assert Submission.objects.filter(task_version__task=submitted).count() == 1
+        assert AuditEvent.objects.filter(verb="submit").count() == 1
+
+
+def test_a_task_with_changes_requested_can_be_submitted_again(submitted, author, reviewer):
+    services.review_create(
+        task_version=submitted.latest_version, reviewer=reviewer, decision="request_changes", comment="tighten it"
+    )
+    services.task_submit(task=submitted, user=author)
+    submitted.refresh_from_db()
+    assert submitted.status == Task.Status.IN_REVIEW
+    assert Submission.objects.filter(task_version__task=submitted).count() == 2

@@ -274,3 +274,62 @@ def test_a_refused_comment_from_the_comment_form_comes_back_in_its_box(client, s
     page = response.content.decode()
     assert "Comment not saved" in page and "longer than the 20 character limit" in page
     assert 'aria-label="Comment on says_42">\nWhy is 42.0 refused here, exactly?</textarea>' in page
+
+
+def test_the_review_page_shows_check_code_and_files_with_a_diff_of_what_changed(client, author, reviewer, environment):
+    """What a reviewer approves is on the page: a python check's code, protected and grader files as text, a
+    line diff for a file changed since the version compared with, and a binary file named, not shown."""
+    from authoring import services as authoring_services
+    from review import services
+    from tests.review.conftest import pass_gates, task_content
+
+    old_test = authoring_services.blob_store(data=b"def test_answer():\n    assert answer() == 42\n")
+    new_test = authoring_services.blob_store(data=b"def test_answer():\n    assert answer() == 41\n")
+    grader = authoring_services.blob_store(data=b"#!/bin/sh\necho <b>graded</b>\n")
+    binary = authoring_services.blob_store(data=b"\x89PNG\r\n\x1a\n\0\0")
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "pass_threshold": 0.5,
+        "checks": [
+            {"id": "says_42", "kind": "string_match", "points": 2, "mode": "contains", "expected": "42"},
+            {
+                "id": "by_code",
+                "kind": "python",
+                "points": 1,
+                "code": "def check(ctx):\n    return '42' in ctx.answer\n",
+            },
+        ],
+    }
+
+    def files(test_blob):
+        return [
+            {"path": "tests/test_answer.py", "sha256": test_blob.sha256, "role": "protected"},
+            {"path": "grade.sh", "sha256": grader.sha256, "role": "grader"},
+            {"path": "logo.png", "sha256": binary.sha256},
+        ]
+
+    task = authoring_services.task_create(
+        slug="coded", environment=environment, author=author, content=task_content(rubric=rubric, files=files(old_test))
+    )
+    pass_gates(task.latest_version, author)
+    services.task_submit(task=task, user=author)
+    services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
+    authoring_services.task_version_create(
+        task=task, author=author, base_version=1, content=task_content(rubric=rubric, files=files(new_test))
+    )
+    task.refresh_from_db()
+    pass_gates(task.latest_version, author)
+    services.task_submit(task=task, user=author)
+    client.force_login(reviewer)
+
+    page = client.get(f"/review/tasks/{task.slug}/").content.decode()
+
+    assert 'data-check-code="by_code"' in page and "return &#x27;42&#x27; in ctx.answer" in page
+    assert "echo &lt;b&gt;graded&lt;/b&gt;" in page and "<b>graded</b>" not in page  # text, escaped
+    changed = page.split('data-file="tests/test_answer.py"', 1)[1].split("</details>", 1)[0]
+    assert 'data-file-status="changed"' in page and "changed since v1" in changed
+    assert '<tr class="diff-del">' in changed and "assert answer() == 42" in changed
+    assert '<tr class="diff-add">' in changed and "assert answer() == 41" in changed
+    assert 'data-role="protected"' in changed
+    png = page.split('data-file="logo.png"', 1)[1].split("</details>", 1)[0]
+    assert "binary, 10 bytes" in png and "PNG" not in png

@@ -89,11 +89,18 @@ class OwnRedis:
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break  # e.g. the port was taken between unused_port() and now
             try:
-                redis.Redis.from_url(self.url, socket_connect_timeout=1).ping()
-                return
+                pid = redis.Redis.from_url(self.url, socket_connect_timeout=1).info("server")["process_id"]
             except redis.ConnectionError:
                 time.sleep(0.1)
+                continue
+            # Whatever answers on the port must be the server we started: never flush or kill another.
+            if pid != self.process.pid:
+                break
+            return
+        self.kill()
         pytest.fail(f"our redis-server on port {self.port} did not start")
 
     def kill(self) -> None:

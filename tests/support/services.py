@@ -46,17 +46,6 @@ def require_docker():
         missing("a Docker engine", f"apt-get install docker.io and start dockerd: {exc}")
 
 
-def require_redis() -> str:
-    url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-    try:
-        import redis
-
-        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
-    except Exception as exc:  # noqa: BLE001
-        missing("Redis", f"start redis-server on 127.0.0.1:6379 or set TEST_REDIS_URL: {exc}")
-    return url
-
-
 def require_postgres(why: str = "the test needs PostgreSQL") -> None:
     """The test database is PostgreSQL's (terminated backends, row locks, query plans...)."""
     from django.db import connection

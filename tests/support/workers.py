@@ -2,9 +2,10 @@
 
 One set of helpers for every test that needs a worker (previews, pack builds, faults, two hosts):
 `Workers` starts and kills `celery -A gymwright worker` processes, each in its own process group
-and with the settings a worker host would have; `PrivateRedis` claims a Redis database of the
-shared server for one test; `producer_on` points this process's Celery app (which enqueues after
-commit) at a broker. The fixtures `redis_db` and `celery_producer` are registered in tests/conftest.py.
+and with the settings a worker host would have; `PrivateRedis` gives one test an empty database of
+a redis-server this test session started itself (never the shared server: its databases are people's,
+`make bench`'s and other test runs'); `producer_on` points this process's Celery app (which enqueues
+after commit) at a broker. The fixtures `redis_db` and `celery_producer` are registered in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -20,48 +21,32 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import pytest
 
-from tests.support.services import missing, require_bwrap, require_redis
+from tests.support.services import missing, require_bwrap
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = Path(sys.executable).with_name("celery")
-LOCK_KEY = "gymwright-test:owner"
 
 
 class PrivateRedis:
-    """Claims a Redis database (14 down to 1; 0 and 15 are left to people and other tests) with an
-    owner key, purges it, and gives it back purged."""
+    """A database of a redis-server this test session started (`own_redis_server`), emptied before the
+    test and after it. Flushing it touches nobody else's keys: the server is ours alone."""
 
-    def __init__(self, base_url: str):
+    def __init__(self, url: str):
         import redis
 
-        self.token = uuid.uuid4().hex
-        parts = urlsplit(base_url)
-        for db in range(14, 0, -1):
-            url = urlunsplit((parts.scheme, parts.netloc, f"/{db}", "", ""))
-            client = redis.Redis.from_url(url)
-            if client.set(LOCK_KEY, self.token, nx=True, ex=1800):
-                self.url, self.client = url, client
-                self.purge()
-                return
-        missing(
-            "a free Redis database",
-            "every database 1-14 of the Redis server is in use by other test runs; "
-            "wait for them or delete a stale 'gymwright-test:owner' key",
-        )
+        self.url, self.client = url, redis.Redis.from_url(url)
+        self.purge()
 
     def purge(self) -> None:
-        for key in self.client.scan_iter(count=1000):
-            if key != LOCK_KEY.encode():
-                self.client.delete(key)
+        self.client.flushdb()
 
     def release(self) -> None:
         self.purge()
-        if self.client.get(LOCK_KEY) == self.token.encode():
-            self.client.delete(LOCK_KEY)
+        self.client.close()
 
 
 def test_database_url() -> str:
@@ -334,10 +319,21 @@ def producer_on(broker_url: str, monkeypatch, *, transport_options: dict | None 
         forget_connections()
 
 
+@pytest.fixture(scope="session")
+def own_redis_server(tmp_path_factory):
+    """A redis-server of this test process's own (each xdist worker has one), started the first time a test
+    needs a private Redis and stopped at the end of the session."""
+    from tests.support.faults import OwnRedis  # faults imports this module
+
+    server = OwnRedis(tmp_path_factory.mktemp("own-redis"))
+    server.start()
+    yield server
+    server.kill()
+
+
 @pytest.fixture
-def redis_db():
-    require_redis()
-    private = PrivateRedis(os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
+def redis_db(own_redis_server):
+    private = PrivateRedis(own_redis_server.url)
     yield private
     private.release()
 

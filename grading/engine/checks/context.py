@@ -67,6 +67,7 @@ class GradingContext:
     _text_cache: dict = field(default_factory=dict)
     _stdout_cache: dict = field(default_factory=dict)
     _file_text_cache: dict = field(default_factory=dict)
+    _sandbox_ran: bool = False  # a check has run something in the sandbox (require_sandbox)
 
     # ------------------------------------------------------------ files
 
@@ -120,8 +121,22 @@ class GradingContext:
     # ------------------------------------------------------------ sandbox
 
     def require_sandbox(self) -> CheckSandbox:
+        """The sandbox for a check that runs code in it, with the task's protected and grader files put back to
+        their bytes first whenever an earlier check ran something there: any run may have been the agent's code
+        (a `command` check running its script), which can rewrite a grader module or plant a shadow beside it
+        for a later check to import. The first run needs none: the files were put back after the episode."""
         if self.sandbox is None:
             raise Unscored("needs a sandbox to run in, and none was given")
+        if self._sandbox_ran:
+            restore = getattr(self.sandbox, "restore_protected", None)
+            if callable(restore):
+                try:
+                    restore()
+                except Exception as exc:  # noqa: BLE001
+                    if sandbox_refused(exc):
+                        raise Failed(f"the task's protected and grader files could not be put back: {exc}") from None
+                    raise Unscored(f"the sandbox could not put the task's files back: {exc}") from None
+        self._sandbox_ran = True
         return self.sandbox
 
     def run(self, command: str, timeout_s: float) -> ExecResult:

@@ -129,7 +129,7 @@ def test_a_registered_gate_is_evaluated_and_its_previews_are_requested():
         assert ("hack:empty", 2) in gate_rules.required_previews(task())
         assert by_gate(gate_rules.evaluate_gates(GateInputs(task=task())))["hack:empty"].status == "not_run"
     finally:
-        gate_rules._REGISTRY.pop("hack:empty", None)
+        gate_rules.unregister_gate("hack:empty")
 
 
 def test_every_applicable_hack_probe_must_stay_under_the_task_limit_and_a_failing_one_names_its_checks():

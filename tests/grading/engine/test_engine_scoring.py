@@ -269,3 +269,33 @@ def test_an_unmatched_penalty_awards_plain_zero_not_minus_zero():
     awarded = by_id(result)["unsafe"].awarded
     assert awarded == 0 and math.copysign(1.0, awarded) == 1.0
     assert '"awarded": -0' not in json.dumps(result.to_document())
+
+
+@pytest.mark.parametrize("answer", ["a", "b"])  # the required group scores 0.25 or 0.75: partial, not met
+def test_a_required_check_with_partial_credit_gates_the_reward(answer):
+    # Every other gating test scores its required check 0 or 1: "below 1" must gate, not only "0".
+    checks = [group("mean", contains("ca", "a", 1), contains("cb", "b", 3), required=True), contains("rest", "x", 4)]
+    result = run(checks, f"{answer} x")
+    assert 0.0 < by_id(result)["g"].score < 1.0
+    assert result.complete and result.gated and result.reward == result.reward_upper == 0.0 and not result.passed
+    assert result.earned > 0  # earned is still reported; the gate alone zeroes the reward
+    met = run(checks, "a b x")
+    assert by_id(met)["g"].score == 1.0 and not met.gated and met.reward == 1.0
+
+
+def test_the_totals_of_a_stored_grade_gate_on_a_required_score_below_one():
+    from grading.engine.scoring import grade_totals, reward_range
+
+    def stored(score):
+        return [
+            {"id": "judge", "status": "scored", "score": score, "points": 2, "required": True},
+            {"id": "rest", "status": "scored", "score": 1.0, "points": 2},
+        ]
+
+    partial = grade_totals(stored(0.5), pass_threshold=0.5)
+    assert partial["gated"] and partial["reward"] == partial["reward_upper"] == 0.0 and not partial["passed"]
+    assert reward_range(stored(0.5)) == (0.0, 0.0, True)
+    assert reward_range(stored(0.999))[2] is True
+    full = grade_totals(stored(1.0), pass_threshold=0.5)
+    assert not full["gated"] and full["reward"] == 1.0 and full["passed"]
+    assert reward_range(stored(1.0)) == (1.0, 1.0, False)

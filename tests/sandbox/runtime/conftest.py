@@ -42,6 +42,13 @@ def python_image(docker_client):
     return build(docker_client)
 
 
+def sandbox_is_gone(backend, sandbox_id: str) -> bool:
+    """No container (docker) or sandbox folder (bubblewrap) of `sandbox_id` is left."""
+    if backend.name == "docker":
+        return not backend.client.containers.list(all=True, filters={"label": f"gymwright.sandbox_id={sandbox_id}"})
+    return not any(entry.name.startswith(f"gw-{sandbox_id}-") for entry in backend.work_dir.iterdir())
+
+
 def make_backend(name: str, request):
     if name == "bubblewrap":
         require_bwrap()

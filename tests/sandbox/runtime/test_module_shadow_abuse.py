@@ -196,3 +196,19 @@ def test_the_agents_own_compiled_module_is_still_imported(python_backend, shadow
     result = _rollout(checks, script, python_backend, files={"other.py": b"X = 1\n"})
     assert "shadow True" in result.answer, result.answer
     assert _scores(result) == {"python": ("scored", 1.0)}, result.grade.checks[0].explanation
+
+
+def test_a_check_that_runs_the_agents_code_cannot_plant_for_the_checks_after_it(python_backend):
+    """The first check runs the agent's own build script (as a coding task's `make` would): the script rewrites the
+    grader's helper.py and plants a package beside it. Every later check runs with the grader's files put back
+    and the shadow gone, so none of them passes; the build check itself passes (its script exits 0)."""
+    plant = "\n".join([_write("helper/__init__.py", b"VALUE = True\n"), _write("helper.py", b"VALUE = True\n")])
+    script = "\n".join(
+        [_write("build.sh", plant.encode()), "sh build.sh", SHOW, "rm -r helper", _write("helper.py", HELPER.encode())]
+    )
+    build = {"id": "build", "kind": "command", "points": 1, "run": "sh build.sh"}
+    result = _rollout([build, *CHECKS], script, python_backend)
+    assert "shadow True" in result.answer, result.answer  # the script's plant works on a plain interpreter
+    assert _scores(result) == {"build": ("scored", 1.0), **ALL_ZERO}, [
+        (check.id, check.explanation) for check in result.grade.checks
+    ]

@@ -35,10 +35,8 @@ def assert_still_works(sandbox):
 
 def test_a_fork_bomb_hits_the_process_limit_and_is_killed(box, python_backend, abuse_spec):
     bomb = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)\n"
-    started = time.monotonic()
     result = box.exec(["python", "-c", bomb], timeout_s=3)
     assert result.timed_out and result.exit_code is None
-    assert time.monotonic() - started < 30
     assert_still_works(box)
     # Nothing of the bomb survives: the process table is back to normal.
     count = box.exec("ps -o comm | grep -c '^python' || true")
@@ -154,10 +152,10 @@ def test_filling_the_workspace_is_stopped_at_its_cap(box):
 
 
 def test_a_cpu_spinner_is_stopped_by_the_timeout(box):
-    started = time.monotonic()
     result = box.exec("while :; do :; done", timeout_s=1)
-    assert result.timed_out and time.monotonic() - started < 15
+    assert result.timed_out and result.exit_code is None
     assert_still_works(box)
+    assert "while :" not in box.exec("ps -o args 2>/dev/null || ps").stdout  # the spinner was killed
 
 
 # -- §2 the host disk: sparse files ----------------------------------------------------------
@@ -208,8 +206,9 @@ def test_a_snapshot_is_bounded_by_file_count(backend, tmp_path):
 def test_read_file_on_a_fifo_is_a_clear_error_and_never_blocks(box, tmp_path):
     from sandbox.runtime.tools import ToolRunner
 
+    # Opening a FIFO with no writer would block for ever (pytest-timeout's 300 s): each call must refuse it
+    # for what it is, before opening it.
     assert box.exec("mkfifo pipe /tmp/pipe2 && ln -s pipe linked").exit_code == 0
-    started = time.monotonic()
     for path in ("pipe", "/tmp/pipe2", "linked"):
         with pytest.raises(SandboxError) as caught:
             box.read_file(path)
@@ -225,7 +224,6 @@ def test_read_file_on_a_fifo_is_a_clear_error_and_never_blocks(box, tmp_path):
     snap = box.snapshot(tmp_path / "snap")
     assert sorted(p.name for p in snap.iterdir()) == ["keep.txt"]
     assert "pipe" not in box.list_files()
-    assert time.monotonic() - started < 15  # nothing waited for a writer (the tool limit is 30 s)
     assert_still_works(box)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import uuid
 
 import pytest
 
@@ -109,11 +109,9 @@ def test_snapshot_copies_the_workspace(sandbox, tmp_path):
 
 
 def test_a_timed_out_exec_is_killed_with_its_children_and_the_next_exec_works(sandbox):
-    started = time.monotonic()
     result = sandbox.exec("(sleep 60; echo late > late.txt) & sleep 60", timeout_s=1)
-    assert result.timed_out and result.exit_code is None
-    assert time.monotonic() - started < 15
-    assert 900 <= result.duration_ms < 15000
+    # The timeout is reported as such, and what the command started is gone (below), not merely waited out.
+    assert result.timed_out and result.exit_code is None and result.stdout == ""
     assert sandbox.exec("echo still here").stdout == "still here\n"
     assert "late.txt" not in sandbox.list_files()
     ps = sandbox.exec("ps -o args 2>/dev/null || ps")
@@ -140,11 +138,21 @@ def test_the_setup_script_runs_once_at_start(backend, spec):
         assert box.read_file("setup.log") == b"ran\n"
 
 
-def test_a_failing_setup_script_is_a_permanent_error_and_leaves_nothing_running(backend, spec):
+def test_a_failing_setup_script_is_a_permanent_error_and_leaves_nothing_running(backend, spec, monkeypatch):
+    from tests.sandbox.runtime.conftest import sandbox_is_gone
+    from tests.support.workers import processes_with
+
+    marker = f"gw-setup-{uuid.uuid4().hex[:10]}"
+    created, create = [], backend._create
+    monkeypatch.setattr(backend, "_create", lambda spec: created.append(create(spec)) or created[-1])  # a spy
     with pytest.raises(SandboxError) as info:
-        backend.start(spec.with_overrides(setup="echo broken >&2; exit 3"))
+        # the setup script leaves a process behind as it fails
+        backend.start(spec.with_overrides(setup=f"sh -c 'sleep 600' {marker} & echo broken >&2; exit 3"))
     assert info.value.permanent
     assert "broken" in str(info.value)
+    [box] = created
+    assert box.stopped and sandbox_is_gone(backend, box.id)
+    assert processes_with(marker) == []
 
 
 def test_stop_is_idempotent_and_a_stopped_sandbox_refuses_work(backend, spec):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from sandbox.runtime import make_policy, run_rollout
+from tests.sandbox.runtime.conftest import sandbox_is_gone
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -97,12 +98,6 @@ class ScriptedPolicy:
         return Turn(message={"role": "assistant", "content": None, "tool_calls": [call]})
 
 
-def _sandbox_is_gone(backend, sandbox_id: str) -> bool:
-    if backend.name == "docker":
-        return not backend.client.containers.list(all=True, filters={"label": f"gymwright.sandbox_id={sandbox_id}"})
-    return not any(entry.name.startswith(f"gw-{sandbox_id}-") for entry in backend.work_dir.iterdir())
-
-
 def test_a_rollout_that_fills_its_workspace_is_stopped_reported_and_graded(backend):
     task = load("capital")
     task["environment"]["limits"] = {"workspace_mb": 8, "tmp_mb": 8}
@@ -137,4 +132,42 @@ def test_cancelling_kills_a_running_command_and_removes_the_sandbox(backend):
     tool = next(step for step in result.trajectory if step.get("role") == "tool")
     assert "cancelled" in tool["content"] and not tool["exec"]["timed_out"] and tool["exec"]["exit_code"] is None
     sandbox_id = next(e["sandbox"] for e in events if e["type"] == "started")
-    assert _sandbox_is_gone(backend, sandbox_id)
+    assert sandbox_is_gone(backend, sandbox_id)
+
+
+def test_the_captured_workspace_stops_at_its_caps_and_says_so(tmp_path):
+    from sandbox.runtime.rollout import MAX_CAPTURED_FILE, MAX_CAPTURED_TOTAL, _capture
+
+    assert (MAX_CAPTURED_FILE, MAX_CAPTURED_TOTAL) == (1 << 20, 8 << 20)  # the figures this test is written for
+    (tmp_path / "a-small.txt").write_bytes(b"kept")
+    (tmp_path / "b-too-big.bin").write_bytes(b"x" * (MAX_CAPTURED_FILE + 1))
+    for n in range(9):  # nine files at the per-file cap: the ninth would pass the total
+        (tmp_path / f"c-{n}.bin").write_bytes(bytes([n]) * MAX_CAPTURED_FILE)
+    (tmp_path / "d-last.txt").write_bytes(b"fits after the skipped one")
+    (tmp_path / "e-link").symlink_to(tmp_path / "a-small.txt")
+    files, truncated = _capture(tmp_path)
+    assert truncated
+    assert "b-too-big.bin" not in files and "c-7.bin" not in files and "c-8.bin" not in files
+    assert [f"c-{n}.bin" for n in range(7)] == sorted(name for name in files if name.startswith("c-"))
+    assert files["a-small.txt"] == b"kept" and files["d-last.txt"] == b"fits after the skipped one"
+    assert "e-link" not in files
+    assert sum(len(data) for data in files.values()) <= MAX_CAPTURED_TOTAL
+    (tmp_path / "small").mkdir()
+    (tmp_path / "small" / "f.txt").write_bytes(b"x" * MAX_CAPTURED_FILE)
+    assert _capture(tmp_path / "small") == ({"f.txt": b"x" * MAX_CAPTURED_FILE}, False)  # at the cap: kept
+
+
+def test_a_rollout_reports_a_workspace_too_large_to_capture():
+    from sandbox.runtime import get_backend
+    from tests.support.services import require_bwrap
+
+    require_bwrap()
+    task = load("capital")
+    task["environment"]["limits"] = {"workspace_mb": 32, "tmp_mb": 8}
+    policy = ScriptedPolicy("for n in 0 1 2 3 4 5 6 7 8; do head -c 1048576 /dev/zero > big-$n.bin; done")
+    result = run_rollout(task, policy=policy, backend=get_backend("bubblewrap"))
+    assert result.error is None, result.error
+    assert result.workspace_truncated and result.to_dict()["workspace_truncated"] is True
+    assert sorted(result.workspace_files) == [f"big-{n}.bin" for n in range(8)]
+    small = run_rollout(task, policy=ScriptedPolicy("echo hi > small.txt"), backend=get_backend("bubblewrap"))
+    assert not small.workspace_truncated and small.workspace_files == {"small.txt": b"hi\n"}

@@ -1,0 +1,84 @@
+"""The tool runner's own bounds, on a real sandbox: each tool message is capped at `output_cap`
+characters whatever the backend kept, and says how much there was.
+
+The backend caps a command's output at the spec's `output_cap` bytes too, which hides the runner's cap
+whenever both are equal: these tests give the runner a smaller cap than the sandbox's, so only the
+runner's cap can bound the message."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.runtime import SandboxSpec, get_backend
+from sandbox.runtime.tools import ToolRunner, ToolSpec
+from tests.support.services import require_bwrap
+
+CAP = 200
+BODY = "".join(f"line {n:05d}\n" for n in range(1000))  # 11,000 characters
+
+
+@pytest.fixture(scope="module")
+def box():
+    require_bwrap()
+    spec = SandboxSpec(
+        memory_mb=256,
+        pids=64,
+        exec_timeout_s=30,
+        output_cap=65536,
+        workspace_mb=32,
+        tmp_mb=32,
+        tools=("bash", "read_file", "list_files", "submit"),
+    )
+    sandbox = get_backend("bubblewrap").start(
+        spec,
+        files={"big.txt": BODY.encode(), **{f"dir/file-{n:04d}.txt": b"x" for n in range(100)}},
+        env_files={"tools/echo.sh": b"#!/bin/sh\ncat big.txt\n"},
+    )
+    yield sandbox
+    sandbox.stop()
+
+
+def runner(box, **kwargs) -> ToolRunner:
+    return ToolRunner(box, box.spec, output_cap=CAP, **kwargs)
+
+
+def truncated(text: str, total: int) -> str:
+    return text[:CAP] + f"\n[truncated: {total} characters in all]"
+
+
+def test_read_file_returns_the_first_cap_characters_and_the_files_length(box):
+    outcome = runner(box).run("read_file", {"path": "big.txt"})
+    assert not outcome.is_error
+    assert outcome.content == truncated(BODY, len(BODY))
+
+
+def test_read_file_under_the_cap_is_returned_whole(box):
+    outcome = ToolRunner(box, box.spec, output_cap=len(BODY)).run("read_file", {"path": "big.txt"})
+    assert outcome.content == BODY
+
+
+def test_a_bash_message_is_capped_though_the_backend_kept_all_the_output(box):
+    outcome = runner(box).run("bash", {"command": "cat big.txt"})
+    assert outcome.exec["stdout_truncated"] is False  # the sandbox's own cap (64 KiB) did not apply
+    whole = f"exit code: 0\n[stdout]\n{BODY}"
+    assert outcome.content == whole[:CAP] + "\n[truncated: " + str(len(whole)) + " characters in all]"
+
+
+def test_list_files_is_capped(box):
+    outcome = runner(box).run("list_files", {})
+    listing = "\n".join(box.list_files())
+    assert len(listing) > CAP
+    assert outcome.content == truncated(listing, len(listing))
+
+
+def test_a_custom_tools_output_is_capped(box):
+    tool = ToolSpec("dump", "prints big.txt", {"type": "object", "properties": {}}, command="sh /env/tools/echo.sh")
+    outcome = runner(box, tools=[tool]).run("dump", {})
+    assert not outcome.is_error and outcome.exec["exit_code"] == 0
+    assert outcome.content == truncated(BODY, len(BODY))
+
+
+def test_the_runner_defaults_to_the_specs_cap():
+    spec = SandboxSpec(output_cap=1234)
+    assert ToolRunner(None, spec).output_cap == 1234
+    assert ToolRunner(None, spec, output_cap=99).output_cap == 99
