@@ -81,7 +81,7 @@ clean:
 # harbor 0.25.0 pins a certifi newer than the registry serves: install 0.24.0's deps, then 0.25.0 alone.
 HARBOR_PYTHON ?= $(shell command -v pyenv >/dev/null 2>&1 && echo $$(pyenv root)/versions/3.12.1/bin/python || command -v python3.12)
 HARBOR_VENV   := var/harbor-venv
-.PHONY: harbor-venv grader-venv inspect-venv trainers-venv
+.PHONY: harbor-venv grader-venv inspect-venv trainers-venv openenv-venv
 harbor-venv: $(HARBOR_VENV)/.installed
 $(HARBOR_VENV)/.installed:
 	@test -n "$(HARBOR_PYTHON)" || { echo "need Python 3.12 (pyenv or python3.12) for harbor"; exit 1; }
@@ -124,6 +124,22 @@ $(TRAINERS_VENV)/.installed: $(STAMP) packs/archive/grader.py
 	@test -x $(TRAINERS_VENV)/bin/python || $(PYTHON) -m venv $(TRAINERS_VENV)
 	$(MAKE) -s --no-print-directory grader-requirements > $(TRAINERS_VENV)/requirements.txt
 	$(TRAINERS_VENV)/bin/pip install -q $(TRAINERS_PINS) -r $(TRAINERS_VENV)/requirements.txt
+	@touch $@
+
+# What a pack's env/requirements.txt pins (the bundled grader's and runtime's imports, and openenv-core for
+# `python -m env serve`), which the OpenEnv virtualenv below installs.
+.PHONY: env-requirements
+env-requirements: $(STAMP)
+	@$(PY) -c "from packs.archive.envdir import env_files, env_requirements; from packs.archive.grader import grader_files; print(env_requirements(grader_files(), env_files()), end='')"
+
+# A clean virtualenv with only a pack's env/requirements.txt: `python -m env serve` and OpenEnv's own client
+# (openenv-core), as a lab runs them (tests/packs/test_env_server.py, bench/bench_env.py).
+OPENENV_VENV := var/openenv-venv
+openenv-venv: $(OPENENV_VENV)/.installed
+$(OPENENV_VENV)/.installed: $(STAMP) packs/archive/grader.py packs/archive/envdir.py
+	@test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)
+	$(MAKE) -s --no-print-directory env-requirements > $(OPENENV_VENV)/requirements.txt
+	$(OPENENV_VENV)/bin/pip install -q -r $(OPENENV_VENV)/requirements.txt
 	@touch $@
 
 # The rubric editor validates in the browser with the rubric schema compiled ahead of time (Ajv standalone

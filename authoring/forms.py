@@ -99,7 +99,28 @@ FILE_ROLE_CHOICES = [
 class FileRolesMixin:
     """The role select per attached file (`file_role_<index>`), shared by the task and environment forms."""
 
+    UPLOAD_ROLE_PREFIX = "upload_role:"  # + an attached file's name: its role, chosen as it is attached
+
+    def upload_roles(self) -> dict[str, str]:
+        """{file name: role} for the files this save attaches (the page's role select per chosen file, written by
+        static/js/file_roles.js), so that a task's v1 can protect its tests. An unknown role is a form error."""
+        roles = {}
+        allowed = {value for value, _ in FILE_ROLE_CHOICES}
+        for key in self.data.keys() if hasattr(self.data, "keys") else ():
+            if not key.startswith(self.UPLOAD_ROLE_PREFIX):
+                continue
+            role = self.data.get(key) or "workspace"
+            name = key[len(self.UPLOAD_ROLE_PREFIX) :]
+            if role not in allowed:
+                raise forms.ValidationError(
+                    f"{name}: the role {role[:40]!r} is not one of {', '.join(sorted(allowed))}."
+                )
+            roles[name] = role
+        return roles
+
     def _with_role(self, index: int, entry: dict) -> dict:
+        if f"file_role_{index}" not in self.fields:  # a file this save attaches: its role came with it
+            return entry
         role = self.cleaned_data.get(f"file_role_{index}") or None
         entry = {key: value for key, value in entry.items() if key != "role"}
         # An unset role means workspace: leaving it unset keeps older documents' bytes (and sha256).
@@ -183,6 +204,14 @@ class TaskForm(FileRolesMixin, forms.Form):
 
     def file_role_fields(self):
         return [self[name] for name in self.fields if name.startswith("file_role_")]
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            cleaned["upload_roles"] = self.upload_roles()
+        except forms.ValidationError as error:
+            self.add_error("files", error)
+        return cleaned
 
     def clean_title(self):
         title = self.cleaned_data["title"]

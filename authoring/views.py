@@ -18,7 +18,7 @@ from accounts import selectors as account_selectors
 from accounts import services as account_services
 from authoring import selectors, services
 from authoring.diff import task_version_diff
-from authoring.forms import EnvironmentForm, TaskForm
+from authoring.forms import FILE_ROLE_CHOICES, EnvironmentForm, TaskForm
 from authoring.models import Task
 from authoring.prompt_html import markdown_or_text, prompt_html
 from grading.engine import flat_checks  # the pure engine: a library for every app
@@ -119,6 +119,8 @@ def _task_form_context(request, form, **extra):
     return {
         "form": form,
         "starter_rubric": json.dumps(STARTER_RUBRIC, indent=2),
+        "file_role_choices": FILE_ROLE_CHOICES,
+        "upload_role_prefix": TaskForm.UPLOAD_ROLE_PREFIX,
         "kind_examples": kind_examples,
         # the kinds reference link, the dry-run panel and the review threads: gymwright.pages
         "panels": panels("task_form", request=request, task=extra.get("task"), version=extra.get("version")),
@@ -155,7 +157,11 @@ def task_create(request):
         form = TaskForm(request.POST, request.FILES, environments=environments)
         if not _upload_refused(request, form, what="An attached file") and form.is_valid():
             try:
-                files = services.files_with_uploads(files=_kept_uploads(request), uploads=form.cleaned_data["files"])
+                files = services.files_with_uploads(
+                    files=_kept_uploads(request),
+                    uploads=form.cleaned_data["files"],
+                    roles=form.cleaned_data.get("upload_roles"),
+                )
                 task = services.task_create(
                     slug=form.cleaned_data["slug"],
                     environment=form.cleaned_data["environment"],
@@ -292,7 +298,9 @@ def task_edit(request, slug):
             )
     try:
         content["files"] = services.files_with_uploads(
-            files=[*content["files"], *_kept_uploads(request)], uploads=form.cleaned_data["files"]
+            files=[*content["files"], *_kept_uploads(request)],
+            uploads=form.cleaned_data["files"],
+            roles=form.cleaned_data.get("upload_roles"),
         )
         version, created = services.task_version_create(
             task=task,

@@ -35,6 +35,7 @@ def _load() -> str:
 
 # The settings of the figures BENCHMARKS.md quotes (the scripts' own defaults are quicker, for trying a change).
 ARGUMENTS = {
+    "bench_env.py": ["--steps", "60", "--starts", "20", "--sessions", "64", "--session-steps", "10"],
     "bench_load.py": ["--keep-db"],
     "bench_packs.py": ["--builds", "3"],
     "bench_vs_labelstudio.py": ["--rounds", "3"],

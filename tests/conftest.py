@@ -64,3 +64,26 @@ def eager_celery(settings):
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A redis-server of the test's own (tests.support.faults.OwnRedis), for tests that stop, restart or break it."""
+    from tests.support.faults import OwnRedis
+
+    server = OwnRedis(tmp_path)
+    server.start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def broker_down(tmp_path, monkeypatch):
+    """This process's Celery app on a Redis of the test's own, not started yet (then `start()` it)."""
+    from tests.support.faults import OwnRedis
+    from tests.support.workers import producer_on
+
+    server = OwnRedis(tmp_path)
+    with producer_on(server.url, monkeypatch):
+        yield server
+    server.kill()

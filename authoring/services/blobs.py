@@ -76,13 +76,19 @@ def blob_read(*, sha256: str) -> bytes:
         return handle.read()
 
 
-def files_with_uploads(*, files: Iterable[dict], uploads: Iterable) -> list[dict]:
-    """The file list [{path, sha256}] with uploaded files added (same path → replaced)."""
+def files_with_uploads(*, files: Iterable[dict], uploads: Iterable, roles: dict[str, str] | None = None) -> list[dict]:
+    """The file list [{path, sha256}] with uploaded files added (same path → replaced); `roles`: {upload's
+    name: role} chosen as they were attached (workspace, the default, is left unsaid)."""
     by_path = {entry["path"]: entry for entry in files}
     for upload in uploads:
         path = safe_relative_path(upload.name, field="files")
         blob = blob_store(uploaded_file=upload)
-        by_path[path] = {"path": path, "sha256": blob.sha256}
+        role = (roles or {}).get(upload.name)
+        by_path[path] = {
+            "path": path,
+            "sha256": blob.sha256,
+            **({"role": role} if role and role != "workspace" else {}),
+        }
     return [by_path[path] for path in sorted(by_path)]
 
 

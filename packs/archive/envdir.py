@@ -11,6 +11,9 @@ from .info import BUNDLE_DIR
 
 RUNTIME_DIR = Path(__file__).resolve().parents[2] / "sandbox" / "runtime"
 ENV_BUNDLE_DIR = BUNDLE_DIR / "env"
+# `python -m env serve` (env/server.py) is built on openenv-core, which brings its server's own parts
+# (fastapi, uvicorn, websockets): pinned here, the version the server and its tests were made against.
+OPENENV_REQUIREMENT = "openenv-core==0.3.0"
 
 
 def _sources(root: Path) -> list[Path]:
@@ -33,5 +36,6 @@ def env_files() -> list[tuple[str, bytes]]:
 
 def env_requirements(engine: list[tuple[str, bytes]], files: list[tuple[str, bytes]]) -> str:
     """env/requirements.txt: every third-party distribution the bundled engine (`engine`, grader_files())
-    and env/ (`files`, env_files()) import, pinned to the versions installed here."""
-    return grader_requirements([*engine, *files])
+    and env/ (`files`, env_files()) import, pinned to the versions installed here, and openenv-core."""
+    pins = set(grader_requirements([*engine, *files]).splitlines()) | {OPENENV_REQUIREMENT}
+    return "".join(f"{pin}\n" for pin in sorted(pins))

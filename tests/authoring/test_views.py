@@ -51,6 +51,33 @@ def test_an_author_creates_a_task_in_the_browser_form(client, author, environmen
     assert Task.objects.get(slug="new-task").latest_version.spec["solution"]["answer"] == "42"
 
 
+def test_files_attached_with_a_role_keep_it_and_an_unknown_role_is_a_form_error(client, author, environment, task):
+    client.force_login(author)
+    data = {**form_data(), "slug": "with-roles", "environment": "shell"}
+    del data["base_version"]
+    upload = SimpleUploadedFile("test_it.py", b"import unittest\n")
+    response = client.post("/tasks/new/", {**data, "files": [upload], "upload_role:test_it.py": "owner"})
+    assert response.status_code == 400
+    assert (
+        "test_it.py: the role &#x27;owner&#x27; is not one of grader, protected, workspace."
+        in response.content.decode()
+    )
+    upload = SimpleUploadedFile("test_it.py", b"import unittest\n")
+    response = client.post("/tasks/new/", {**data, "files": [upload], "upload_role:test_it.py": "protected"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Task.objects.get(slug="with-roles").latest_version.spec["files"][0]["role"] == "protected"
+
+    # A file attached while editing takes its role too; the files already attached keep theirs.
+    edit = {**form_data(), "base_version": 1, "file_role_0": "protected"}
+    upload = SimpleUploadedFile("grade.sh", b"exit 0\n")
+    response = client.post("/tasks/with-roles/edit/", {**edit, "files": [upload], "upload_role:grade.sh": "grader"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    files = {f["path"]: f.get("role") for f in Task.objects.get(slug="with-roles").latest_version.spec["files"]}
+    assert files == {"test_it.py": "protected", "grade.sh": "grader"}
+    page = client.get("/tasks/with-roles/").content.decode()
+    assert 'data-role="grader">grader</span>' in page and 'data-role="protected">protected</span>' in page
+
+
 def test_the_new_task_form_offers_the_environment_the_author_works_in(client, author, environment):
     """An import makes an `imported` environment; the form must not then lose the one the author uses."""
 

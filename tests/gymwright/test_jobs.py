@@ -6,19 +6,10 @@ from __future__ import annotations
 import pytest
 
 from gymwright import jobs
-from tests.support.faults import OwnRedis
 from tests.support.openai_server import unused_port
 from tests.support.workers import producer_on
 
 pytestmark = [pytest.mark.redis]
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    server = OwnRedis(tmp_path)
-    server.start()
-    yield server
-    server.kill()
 
 
 @pytest.fixture

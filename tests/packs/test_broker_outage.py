@@ -19,17 +19,6 @@ from gymwright.errors import DomainError
 from packs import services
 from packs.models import PackVersion
 from tests.packs.test_web_and_api import token_client
-from tests.support.faults import OwnRedis
-from tests.support.workers import producer_on
-
-
-@pytest.fixture
-def broker_down(tmp_path, monkeypatch):
-    """This process's Celery app on a Redis of the test's own, not started yet (then `start()` it)."""
-    server = OwnRedis(tmp_path)
-    with producer_on(server.url, monkeypatch):
-        yield server
-    server.kill()
 
 
 @pytest.mark.redis

@@ -8,22 +8,12 @@ import pytest
 from gymwright import jobs
 from sandbox.models import Rollout
 from tests.support.faults import OwnRedis
-from tests.support.workers import producer_on
 
 pytestmark = [pytest.mark.redis]
 
 
 def previews_url(version):
     return f"/api/tasks/{version.task.slug}/versions/{version.number}/previews/"
-
-
-@pytest.fixture
-def broker_down(tmp_path, monkeypatch):
-    """This process's Celery app on a Redis of the test's own, not started yet (then `start()` it)."""
-    server = OwnRedis(tmp_path)
-    with producer_on(server.url, monkeypatch):
-        yield server
-    server.kill()
 
 
 def test_a_preview_started_while_the_broker_is_down_waits_for_it_then_is_sent(

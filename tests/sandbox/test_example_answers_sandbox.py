@@ -112,18 +112,6 @@ def test_a_sandbox_run_of_examples_over_the_requesters_cap_fails_saying_so(
 # -- sent like rollouts, reaped like rollouts ------------------------------------------------------------------
 
 
-@pytest.fixture
-def broker_down(tmp_path, monkeypatch):
-    """This process's Celery app on a Redis of the test's own, not started yet (then `start()` it)."""
-    from tests.support.faults import OwnRedis
-    from tests.support.workers import producer_on
-
-    server = OwnRedis(tmp_path)
-    with producer_on(server.url, monkeypatch):
-        yield server
-    server.kill()
-
-
 def _example_jobs_queued(server) -> list[int]:
     import base64
     import json

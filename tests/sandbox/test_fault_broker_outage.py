@@ -16,19 +16,10 @@ from packs.models import PackVersion
 from sandbox.models import PreviewRun, Rollout
 from tests.packs.conftest import make_approved
 from tests.sandbox.factories import make_task
-from tests.support.faults import OwnRedis
 from tests.support.users import make_user
 from tests.support.workers import producer_on, start_workers, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    server = OwnRedis(tmp_path)
-    server.start()
-    yield server
-    server.kill()
 
 
 @pytest.mark.timeout(90 + 240 + 60)

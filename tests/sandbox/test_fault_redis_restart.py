@@ -17,19 +17,10 @@ import pytest
 from sandbox import services
 from sandbox.models import PreviewRun, Rollout
 from tests.sandbox.factories import make_task
-from tests.support.faults import OwnRedis
 from tests.support.users import make_user
 from tests.support.workers import producer_on, start_workers, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.bubblewrap, pytest.mark.slow]
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    server = OwnRedis(tmp_path)
-    server.start()
-    yield server
-    server.kill()
 
 
 @pytest.mark.timeout(90 + 90 + 240 + 120)  # the worker's start, then the waits below, and two Redis starts

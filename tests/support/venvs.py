@@ -42,3 +42,8 @@ def inspect_bin() -> str:
 
 def trainers_python() -> str:
     return str(_make("trainers-venv", ROOT / "var/trainers-venv/.installed", "make trainers-venv") / "python")
+
+
+def openenv_python() -> str:
+    """The pack's env/requirements.txt (openenv-core among them) and OpenEnv's client: `python -m env serve`."""
+    return str(_make("openenv-venv", ROOT / "var/openenv-venv/.installed", "make openenv-venv") / "python")

@@ -1,0 +1,223 @@
+"""A pack's live environment (env/, issue 29). Prints a table; ratios are measured side by side in one run.
+
+    .venv/bin/python bench/bench_env.py [--steps 60] [--starts 20] [--sessions 64] [--session-steps 10]
+
+Builds a one-task pack (an agentic task: a file and a command check), unpacks it and imports its env/ as a lab
+does, then on bubblewrap:
+
+1. Per-step overhead: the environment's `bash("true")` (tool runner, trajectory, step accounting) against a
+   raw `exec("true")` in the same sandbox, interleaved call by call (target <= 1.2x).
+2. Sandbox start to first observation: `reset(task_id)` — a fresh sandbox with the task's files, the prompt
+   back (target <= 150 ms median).
+3. --sessions concurrent sessions on a thread pool as wide: each resets, runs --session-steps `bash` steps
+   and is graded; errors, steps per second and p50/p95 step latency.
+
+The load average is printed before and after: the figures of a run above load 2 are marked as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import os
+import statistics
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grading.engine import content_sha256, parse_task  # noqa: E402
+from packs import archive  # noqa: E402
+
+DATA = b"a,b\n1,2\n"
+TASK = {
+    "schema": "gymwright.task/v1",
+    "id": "bench-env",
+    "version": 1,
+    "title": "Copy the data",
+    "prompt": "Copy data.csv to out.csv, then submit done.",
+    "environment": {
+        "id": "bench",
+        "version": 1,
+        "tools": ["bash", "read_file", "write_file", "list_files", "submit"],
+        "limits": {"cpus": 1, "memory_mb": 256, "timeout_s": 600, "max_steps": 200},
+    },
+    "files": [{"path": "data.csv", "sha256": hashlib.sha256(DATA).hexdigest()}],
+    "solution": {"script": "cp data.csv out.csv", "answer": "done"},
+    "rubric": {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "out", "kind": "file_exists", "points": 1, "path": "out.csv"},
+            {"id": "same", "kind": "command", "points": 1, "run": "cmp data.csv out.csv", "timeout_s": 30},
+        ],
+    },
+}
+
+
+def load() -> str:
+    return " / ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def build_env_module(tmp: Path):
+    item = archive.TaskItem(parse_task(TASK).to_document() | TASK, content_sha256(TASK))
+    archive.build_pack(
+        out=tmp / "bench.tar.gz",
+        tasks=[item],
+        read_blob={hashlib.sha256(DATA).hexdigest(): DATA}.__getitem__,
+        scratch_dir=tmp / "scratch",
+        info=archive.PackInfo(slug="bench", name="bench", version="1.0.0", test_ratio=0.0),
+    )
+    with tarfile.open(tmp / "bench.tar.gz") as tar:
+        tar.extractall(tmp / "out", filter="data")
+    pack_dir = tmp / "out" / "bench-1.0.0"
+    spec = importlib.util.spec_from_file_location(
+        "bench_pack_env", pack_dir / "env" / "__init__.py", submodule_search_locations=[str(pack_dir / "env")]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_pack_env"] = module
+    spec.loader.exec_module(module)
+    return module, pack_dir
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def step_overhead(env, n: int) -> tuple[float, float]:
+    """Median ms of env.bash("true") and of a raw exec("true") in the same sandbox, interleaved."""
+    env.reset(task_id=TASK["id"])
+    sandbox = env._sandbox  # the episode's own sandbox: the raw baseline runs in it
+    for _ in range(3):
+        env.bash("true")
+        sandbox.exec("true", timeout_s=30)
+    stepped, raw = [], []
+    for _ in range(n):
+        started = time.perf_counter()
+        sandbox.exec("true", timeout_s=30)
+        raw.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        env.bash("true")
+        stepped.append((time.perf_counter() - started) * 1000)
+    env.close()
+    return statistics.median(stepped), statistics.median(raw)
+
+
+def first_observation(env, n: int) -> tuple[list[float], list[float]]:
+    """Per reset: ms to the prompt, and ms to the first tool result (reset + bash("true")): bubblewrap makes
+    the workspace at start and its namespaces at each exec, so the second is the honest "sandbox ready"."""
+    samples, ready = [], []
+    env.reset(task_id=TASK["id"])  # warm-up: the backend's first sandbox
+    for _ in range(n):
+        started = time.perf_counter()
+        prompt = env.reset(task_id=TASK["id"])
+        samples.append((time.perf_counter() - started) * 1000)
+        assert prompt == TASK["prompt"]
+        assert env.bash("true").startswith("exit code: 0")
+        ready.append((time.perf_counter() - started) * 1000)
+    env.close()
+    return samples, ready
+
+
+def concurrent_sessions(module, pack_dir: Path, backend, sessions: int, steps: int) -> dict:
+    latencies: list[float] = []
+    errors: list[str] = []
+    rewards: list[float] = []
+    lock = threading.Lock()
+    gate = threading.Barrier(sessions)
+
+    def session(index: int) -> None:
+        env = module.TaskEnvironment(pack_dir, backend=backend)
+        try:
+            env.reset(task_id=TASK["id"])
+            gate.wait(timeout=600)  # every session holds its sandbox before the steps start
+            mine = []
+            for step in range(steps):
+                started = time.perf_counter()
+                out = env.bash("cp data.csv out.csv" if step == steps - 1 else f"echo {index}-{step}")
+                mine.append((time.perf_counter() - started) * 1000)
+                if not out.startswith("exit code: 0"):
+                    raise RuntimeError(f"step {step}: {out[:200]}")
+            env.submit("done")
+            reward = env.grade()["reward"]
+            with lock:
+                latencies.extend(mine)
+                rewards.append(reward)
+        except Exception as exc:  # noqa: BLE001 - counted and shown: the point is that there are none
+            with lock:
+                errors.append(f"{type(exc).__name__}: {exc}"[:300])
+            try:
+                gate.abort()
+            except threading.BrokenBarrierError:
+                pass
+        finally:
+            env.close()
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=sessions) as pool:
+        list(pool.map(session, range(sessions)))
+    wall = time.perf_counter() - started
+    return {"latencies": latencies, "errors": errors, "rewards": rewards, "wall": wall}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--starts", type=int, default=20)
+    parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--session-steps", type=int, default=10)
+    args = parser.parse_args()
+    load_before = load()
+    with tempfile.TemporaryDirectory(prefix="bench-env-") as tmp:
+        module, pack_dir = build_env_module(Path(tmp))
+        from bench_pack_env.runtime.backends import get_backend
+
+        backend = get_backend("bubblewrap")
+        env = module.TaskEnvironment(pack_dir, backend=backend)
+        stepped, raw = step_overhead(env, args.steps)
+        starts, ready = first_observation(env, args.starts)
+        busy = concurrent_sessions(module, pack_dir, backend, args.sessions, args.session_steps)
+    load_after = load()
+    loaded = max(float(load_before.split(" / ")[0]), float(load_after.split(" / ")[0])) > 2
+    ratio = stepped / raw if raw else float("inf")
+    start_median = statistics.median(starts)
+    latencies = busy["latencies"]
+    steps_done = len(latencies)
+    print(f"load average before: {load_before}; after: {load_after} ({os.cpu_count()} cores)")
+    if loaded:
+        print("NOTE: run above load 2 (other work on this machine): the absolute times are inflated")
+    print()
+    print(f"{'measure':<58} {'value':>12} {'target':>10}")
+    print(f"{'env.bash(true) per step, median (bubblewrap)':<58} {stepped:>9.1f} ms")
+    print(f"{'raw exec(true) in the same sandbox, median':<58} {raw:>9.1f} ms")
+    verdict = "ok" if ratio <= 1.2 else "MISSED"
+    print(f"{'  ratio env / raw':<58} {ratio:>11.2f}x {'<= 1.2x':>10} {verdict}")
+    verdict = "ok" if start_median <= 150 else "MISSED"
+    print(f"{'sandbox start to first observation, median':<58} {start_median:>9.1f} ms {'<= 150 ms':>10} {verdict}")
+    print(f"{'  p95 / min over ' + str(len(starts)) + ' resets':<58} {pct(starts, 0.95):>6.1f} / {min(starts):.1f} ms")
+    print(f"{'sandbox start to first tool result (reset + bash true), median':<58} {statistics.median(ready):>9.1f} ms")
+    print(f"{'  p95':<58} {pct(ready, 0.95):>9.1f} ms")
+    print(
+        f"{str(args.sessions) + ' concurrent sessions x ' + str(args.session_steps) + ' steps: errors':<58} "
+        f"{len(busy['errors']):>12} {'0':>10} {'ok' if not busy['errors'] else 'MISSED'}"
+    )
+    if steps_done:
+        print(f"{'  steps per second (all sessions, wall incl. resets/grades)':<58} {steps_done / busy['wall']:>12.1f}")
+        print(f"{'  step latency p50 / p95':<58} {pct(latencies, 0.5):>6.1f} / {pct(latencies, 0.95):.1f} ms")
+        print(
+            f"{'  rewards (the last step does the task): all 1.0':<58} {str(all(r == 1.0 for r in busy['rewards'])):>12}"
+        )
+    for error in busy["errors"][:5]:
+        print(f"  error: {error}")
+    return 0 if not busy["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
