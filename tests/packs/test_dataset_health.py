@@ -19,6 +19,9 @@ from tests.packs.health_fixtures import fixtures, write_dataset
 from tests.support.services import require_docker
 
 VERIFIER_PROBES = ",".join(verifier.PROBES)
+# The whole set is checked in the module fixture's setup: ten tasks, about forty rollouts in sandboxes (five
+# minutes on two busy cores), counted against the first test that asks for it.
+pytestmark = pytest.mark.timeout(1800)
 
 
 def _run(path: Path, *args: str) -> tuple[int, str, dict]:
@@ -261,3 +264,32 @@ def test_the_import_command_and_page_link_the_health_report_and_a_dry_run_queues
     client.force_login(admin)  # an admin sees every report
     page = client.get(f"/packs/health/{check.pk}/").content.decode()
     assert "Waiting for a worker" in page and "No task checked yet." in page
+
+
+@pytest.mark.django_db
+def test_the_file_import_api_answers_the_health_report_of_harbor_tasks_and_none_for_a_table(author, tmp_path):
+    import io
+    import tarfile
+
+    from rest_framework.test import APIClient
+
+    from packs.models import DatasetCheck
+
+    api = APIClient()
+    api.force_authenticate(author)
+    root = write_dataset(tmp_path / "api", {"always-one": fixtures("busybox", "pytest")["always-one"]})
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        tar.add(root, arcname="api")
+    archive.seek(0)
+    archive.name = "api.tar.gz"
+    body = api.post("/api/imports/", {"file": archive}, format="multipart").json()
+    check = DatasetCheck.objects.get()
+    assert body["imported"] == 1 and body["health_report"] == f"http://testserver/packs/health/{check.pk}/", body
+    assert check.source == "api.tar.gz" and check.subjects == [
+        {"where": "api.tar.gz/api/always-one", "task_version": check.subjects[0]["task_version"]}
+    ]
+    table = io.BytesIO(b"prompt,answer,criteria\nSay hi,hi,Greets\n")
+    table.name = "rows.csv"
+    assert api.post("/api/imports/", {"file": table}, format="multipart").json()["health_report"] is None
+    assert DatasetCheck.objects.count() == 1

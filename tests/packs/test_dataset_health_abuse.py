@@ -14,6 +14,7 @@ from tests.packs.health_fixtures import REWARD, shell_dockerfile, write_dataset
 from tests.support.services import require_docker
 
 
+@pytest.mark.timeout(900)
 def test_a_task_that_hangs_is_stopped_at_its_budget_and_reported_not_runnable(tmp_path):
     from tests.support.images import busybox_image
 
