@@ -65,6 +65,17 @@ BENCH_BROKER_URL   ?= redis://127.0.0.1:6379/14
 bench: setup labelstudio-venv
 	DATABASE_URL=$(BENCH_DATABASE_URL) CELERY_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/run_all.py $(BENCH_ARGS)
 
+# Mutation testing of the cores with cosmic-ray (docs/testing.md, "Mutation testing"): a documented subset of
+# grading/engine, sandbox/runtime, review/services and the pack verifier, one mutant at a time under nice, on a copy of
+# the work tree under var/mutate/. Slow: not part of `make test` or CI. MUTATE_ARGS="scoring --whole", "--list", ...
+COSMIC_RAY_STAMP := $(VENV)/.cosmic-ray-8.7.0
+$(COSMIC_RAY_STAMP): $(STAMP)
+	$(PY) -m pip install -q "cosmic-ray==8.7.0"
+	@touch $@
+.PHONY: mutate
+mutate: setup $(COSMIC_RAY_STAMP)
+	nice -n 19 $(PY) tools/mutate.py $(MUTATE_ARGS)
+
 # Label Studio, which bench_vs_labelstudio.py runs beside Gymwright (not a dependency of Gymwright).
 LABELSTUDIO_VENV := var/labelstudio-venv
 .PHONY: labelstudio-venv
@@ -118,9 +129,10 @@ $(GRADER_VENV)/.installed: $(STAMP) packs/archive/grader.py $(wildcard grading/e
 # (tests/packs/test_trainers.py). torch 2.13.0 is the CPU build this machine keeps on disk; cachetools, fastapi
 # and uvicorn are imported by verl 0.9.1's trainer and agent loop, which its package does not require.
 TRAINERS_VENV := var/trainers-venv
-TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0 cachetools==8.0.2 fastapi==0.165.0 uvicorn==0.54.0
+# jmespath: TRL 1.16 parses tool calls (environment_factory) with transformers' legacy response_schema below 5.13.
+TRAINERS_PINS := torch==2.13.0 verl==0.9.1 trl==1.16.0 cachetools==8.0.2 fastapi==0.165.0 uvicorn==0.54.0 jmespath==1.0.1
 trainers-venv: $(TRAINERS_VENV)/.installed
-$(TRAINERS_VENV)/.installed: $(STAMP) packs/archive/grader.py
+$(TRAINERS_VENV)/.installed: $(STAMP) packs/archive/grader.py Makefile
 	@test -x $(TRAINERS_VENV)/bin/python || $(PYTHON) -m venv $(TRAINERS_VENV)
 	$(MAKE) -s --no-print-directory grader-requirements > $(TRAINERS_VENV)/requirements.txt
 	$(TRAINERS_VENV)/bin/pip install -q $(TRAINERS_PINS) -r $(TRAINERS_VENV)/requirements.txt

@@ -12,6 +12,10 @@ does, then on bubblewrap:
 3. --sessions concurrent sessions on a thread pool as wide: each resets, runs --session-steps `bash` steps
    and is graded; errors, steps per second and p50/p95 step latency.
 
+4. The same over OpenEnv (when `make openenv-venv` has made var/openenv-venv): `python -m env serve` from the
+   unpacked pack, OpenEnv's own client stepping `bash true` over the session's WebSocket, against raw execs
+   measured here in the same run.
+
 The load average is printed before and after: the figures of a run above load 2 are marked as such.
 """
 
@@ -167,6 +171,70 @@ def concurrent_sessions(module, pack_dir: Path, backend, sessions: int, steps: i
     return {"latencies": latencies, "errors": errors, "rewards": rewards, "wall": wall}
 
 
+def raw_exec_ms(backend, n: int) -> list[float]:
+    from bench_pack_env.runtime.spec import SandboxSpec
+
+    with backend.start(SandboxSpec(), files={}) as box:
+        for _ in range(3):
+            box.exec("true", timeout_s=30)
+        samples = []
+        for _ in range(n):
+            started = time.perf_counter()
+            box.exec("true", timeout_s=30)
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def over_openenv(pack_dir: Path, backend, steps: int, resets: int) -> dict | str:
+    """The server's figures, or why they were not measured."""
+    import json
+    import socket
+    import subprocess
+    import urllib.request
+
+    python = ROOT / "var" / "openenv-venv" / "bin" / "python"
+    if not python.exists():
+        return "not measured: var/openenv-venv is missing (make openenv-venv)"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [str(python), "-m", "env", "serve", "--port", str(port)],
+        cwd=pack_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if server.poll() is not None:
+                return f"not measured: the server exited ({server.stderr.read().decode()[-300:]})"
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    return "not measured: the server did not answer /health in 300 s"
+                time.sleep(0.5)
+        raw_before = raw_exec_ms(backend, steps // 2)
+        done = subprocess.run(
+            [str(python), str(ROOT / "bench" / "env_client.py"), url, TASK["id"], str(steps), str(resets)],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        raw_after = raw_exec_ms(backend, steps - steps // 2)
+        if done.returncode != 0:
+            return f"not measured: the client failed ({done.stderr[-300:]})"
+        seen = json.loads(done.stdout)
+        seen["raw"] = raw_before + raw_after
+        return seen
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=60)
@@ -184,6 +252,7 @@ def main() -> int:
         stepped, raw = step_overhead(env, args.steps)
         starts, ready = first_observation(env, args.starts)
         busy = concurrent_sessions(module, pack_dir, backend, args.sessions, args.session_steps)
+        served = over_openenv(pack_dir, backend, args.steps, args.starts)
     load_after = load()
     loaded = max(float(load_before.split(" / ")[0]), float(load_after.split(" / ")[0])) > 2
     ratio = stepped / raw if raw else float("inf")
@@ -213,6 +282,21 @@ def main() -> int:
         print(f"{'  step latency p50 / p95':<58} {pct(latencies, 0.5):>6.1f} / {pct(latencies, 0.95):.1f} ms")
         print(
             f"{'  rewards (the last step does the task): all 1.0':<58} {str(all(r == 1.0 for r in busy['rewards'])):>12}"
+        )
+    if isinstance(served, str):
+        print(f"OpenEnv server: {served}")
+    else:
+        server_step, server_raw = statistics.median(served["steps"]), statistics.median(served["raw"])
+        print(f"{'OpenEnv: step bash(true) over /ws, median':<58} {server_step:>9.1f} ms")
+        print(f"{'  raw exec(true), median (same run, around the client)':<58} {server_raw:>9.1f} ms")
+        print(f"{'  ratio server step / raw exec':<58} {server_step / server_raw:>11.2f}x")
+        print(
+            f"{'OpenEnv: reset to first observation, median / p95':<58} "
+            f"{statistics.median(served['first']):>6.1f} / {pct(served['first'], 0.95):.1f} ms"
+        )
+        print(
+            f"{'OpenEnv: reset to first tool result, median / p95':<58} "
+            f"{statistics.median(served['ready']):>6.1f} / {pct(served['ready'], 0.95):.1f} ms"
         )
     for error in busy["errors"][:5]:
         print(f"  error: {error}")

@@ -2,11 +2,12 @@
 50,000 graded rollouts, driven by N concurrent clients on loopback (issue 12).
 
 Run: .venv/bin/python bench/bench_load.py [--clients 20] [--duration 30] [--workers 4] [--urls NAME,...]
-     [--compare-conn-max-age] [--client raw|httpx] [--compare-clients] [--compare-search-index] [--keep-db]
+     [--compare-conn-max-age] [--client raw|httpx] [--compare-clients] [--compare-search-index] [--db NAME]
      [--baseline TREE]
 
-DATABASE_URL must name a PostgreSQL server (the script creates and drops its own database,
-`<name>_load`, unless --keep-db: then a second run reuses the seed). For every URL it prints p50, p95,
+DATABASE_URL must name a PostgreSQL server (the script creates and drops a database of this run's own,
+`<name>_load_<run>`; with --db NAME it uses that database, seeding it when empty, and keeps it: a second run,
+or bench_page_cpu.py --db NAME, reuses the seed). For every URL it prints p50, p95,
 requests per second, errors, and the CPU that the gunicorn workers and the PostgreSQL backends
 spent per request (read from /proc before and after), plus side-by-side ratios: each page
 against `/api/tasks/`, page 100 against page 1, and with --compare-conn-max-age persistent
@@ -40,6 +41,9 @@ from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import run_scratch  # noqa: E402
 
 TASKS = 10_000
 VERSIONS = 3
@@ -83,7 +87,7 @@ def _psql_admin(base: str):
 def _setup_django(url: str) -> None:
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
-    os.environ.setdefault("GYMWRIGHT_DATA_DIR", "/tmp/gymwright-bench-load")
+    os.environ.setdefault("GYMWRIGHT_DATA_DIR", str(run_scratch.folder("load")))
     import django
 
     django.setup()
@@ -132,7 +136,7 @@ def seed(url: str) -> dict:
                 cur.execute("VACUUM ANALYZE")
         elif packs < PACKS:
             raise SystemExit(
-                f"{connection.settings_dict['NAME']} holds {packs} of {PACKS} packs: drop it (or run without --keep-db)"
+                f"{connection.settings_dict['NAME']} holds {packs} of {PACKS} packs: drop it (or run without --db)"
             )
         token = Token.objects.get_or_create(user=user)[0]
         run = PreviewRun.objects.filter(n=RUN_SIZE).order_by("id").first()
@@ -145,7 +149,7 @@ def seed(url: str) -> dict:
             "rollout": rollout.pk,
         }
     if user is not None:
-        raise SystemExit(f"{connection.settings_dict['NAME']} holds an older seed: drop it (or run without --keep-db)")
+        raise SystemExit(f"{connection.settings_dict['NAME']} holds an older seed: drop it (or run without --db)")
 
     user = User.objects.create_user("bench", password=PASSWORD)
     for role in ("author", "reviewer", "admin"):
@@ -425,7 +429,7 @@ class Server:
         self.port = _free_port()
         self.database = urlparse(url).path.lstrip("/")
         self.base = f"http://127.0.0.1:{self.port}"
-        self.log = open(f"/tmp/gymwright-bench-gunicorn-{self.port}.log", "wb")
+        self.log = open(run_scratch.folder("gunicorn") / "gunicorn.log", "wb")
         env = {
             **os.environ,
             "DATABASE_URL": url,
@@ -434,10 +438,8 @@ class Server:
             "GUNICORN_BIND": f"127.0.0.1:{self.port}",
             "WEB_CONCURRENCY": str(workers),
             "GUNICORN_ACCESS_LOG": "/dev/null",
-            "STATIC_ROOT": "/tmp/gymwright-bench-load/static",
+            "STATIC_ROOT": str(run_scratch.folder("static")),  # each server (checkout) its own
         }
-        if root != ROOT:  # another checkout's static files: a folder of its own
-            env["STATIC_ROOT"] += "-" + hashlib.sha256(str(root).encode()).hexdigest()[:12]
         subprocess.run(
             [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=root, env=env, check=True
         )
@@ -711,9 +713,9 @@ def _drive_url(
 def _finish(args, base_url: str, name: str, results: dict) -> int:
     """The load average after, the seeded database dropped unless kept; 1 when any request failed."""
     print(f"load average after: {os.getloadavg()}")
-    if not args.keep_db:
+    if not args.db:
         with _psql_admin(base_url) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            run_scratch.drop_database(admin, name)
     return 1 if any(r["errors"] for r in results.values()) else 0
 
 
@@ -764,7 +766,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
     parser.add_argument("--urls", default="", help="comma-separated names to run (default: all)")
     parser.add_argument("--compare-conn-max-age", action="store_true")
-    parser.add_argument("--keep-db", action="store_true", help="keep (and reuse) the seeded database")
+    parser.add_argument(
+        "--db",
+        metavar="NAME",
+        help="use this database (seeded when empty) and keep it, instead of one of the run's own",
+    )
     parser.add_argument(
         "--client",
         choices=("raw", "httpx"),
@@ -789,14 +795,10 @@ def main() -> int:
     args = parser.parse_args()
 
     base_url = postgres_url()
-    name = urlparse(base_url).path.lstrip("/") + "_load"
+    name = args.db or run_scratch.database_name(base_url, "load")
     url = _db_url(base_url, name)
     with _psql_admin(base_url) as admin:
-        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        if exists and not args.keep_db:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-            exists = None
-        if not exists:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
             admin.execute(f'CREATE DATABASE "{name}"')
     ids = seed(url)
     from django.db import connections

@@ -9,7 +9,9 @@ load average:
   spent in SQL by statement kind;
 * `manage.py import_tasks --approve-as` of a 10,000-row JSONL: wall and CPU seconds (CPU is the
   steadier figure on a shared machine);
-* the bulk API: 10,000 tasks posted 1,000 per request (Label Studio's published rate: 3.2 s);
+* the bulk API in process (DRF's APIClient, no HTTP): 10,000 tasks posted 1,000 per request (the comparison with
+  Label Studio, both over HTTP side by side, is bench_vs_labelstudio.py's; a figure published from another
+  machine is no comparison);
 * `manage.py export_pack` of the 10,000 approved tasks under `/usr/bin/time -v` (median wall and
   CPU time of the builds, peak RSS), and its ratio to `tar czf` of the same files written plainly;
 * with --baseline, the same import and builds from another checkout (say, main before a change),
@@ -35,14 +37,15 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
-os.environ.setdefault("GYMWRIGHT_DATA_DIR", "/tmp/gymwright-bench-packs")
+import run_scratch  # noqa: E402
+
+os.environ.setdefault("GYMWRIGHT_DATA_DIR", str(run_scratch.folder("packs")))
 
 TASKS = 10_000
 DOWNLOAD_MB = 200
@@ -195,9 +198,12 @@ def main() -> None:
     if connection.vendor != "postgresql":
         raise SystemExit("set DATABASE_URL to a PostgreSQL server (the figures are for PostgreSQL)")
     setup_test_environment()
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = "bench_packs"  # never the tests' database
+    # A database of this run's own (never the tests', never another run's), dropped at the end.
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = run_scratch.database_name(
+        "/" + settings.DATABASES["default"]["NAME"], "packs"
+    )
     runner = DiscoverRunner(verbosity=0, interactive=False)
-    work = Path(tempfile.mkdtemp(prefix="bench-packs-"))
+    work = run_scratch.folder("packs-work")
     old_config = runner.setup_databases()
     load_before = os.getloadavg()
     try:
@@ -298,7 +304,7 @@ def main() -> None:
             timed_child(py_spy(None, profile_dir / "import.txt", argv), env)
             print(f"  import under py-spy -> {profile_dir / 'import.txt'}", flush=True)
 
-        # ---- bulk API: tasks_count tasks, 1,000 per request (as Label Studio's figure)
+        # ---- bulk API in process: tasks_count tasks, 1,000 per request
         from rest_framework.test import APIClient
 
         api = APIClient()
@@ -452,8 +458,8 @@ def main() -> None:
         f"  queries: {queries_1k} for 1,000 rows, {queries_2k} for 2,000 (constant per {importer.store.BATCH}-row batch)"
     )
     print(
-        f"bulk API, {tasks_count} tasks in requests of 1,000: {bulk_s:.2f} s ({tasks_count / bulk_s:.0f} tasks/s; "
-        "Label Studio: 10,000 in 3.2 s)"
+        f"bulk API in process, {tasks_count} tasks in requests of 1,000: {bulk_s:.2f} s ({tasks_count / bulk_s:.0f} "
+        "tasks/s; beside Label Studio over HTTP: bench_vs_labelstudio.py)"
     )
     tar_wall, tar_cpu = median(w for w, _ in tar_runs), median(c for _, c in tar_runs)
     print(

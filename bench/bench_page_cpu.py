@@ -2,7 +2,8 @@
 
 Run: DATABASE_URL=postgres://... .venv/bin/python bench/bench_page_cpu.py [--profile URL]
 
-Uses (and, if missing, makes) the `<name>_load` database of bench/bench_load.py: 10,000 tasks ×
+Seeds a database of this run's own as bench/bench_load.py does, or uses `--db NAME` (bench_load.py --db NAME's,
+seeded when empty, kept), and drops its own at the end: 10,000 tasks ×
 3 versions, 50,000 graded rollouts and 200 packs. For each URL it prints the CPU time of this process per
 request (time.process_time, min and median of 6 batches of 20 after 5 warm-up requests): steadier
 than wall time on a shared machine, and free of the network and of gunicorn. With --profile URL it
@@ -19,7 +20,6 @@ import pstats
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -30,13 +30,25 @@ import bench_load
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="")
+    parser.add_argument("--db", metavar="NAME", help="a bench_load.py seed to use (made when missing) and keep")
     args = parser.parse_args()
     base_url = bench_load.postgres_url()
-    name = urlparse(base_url).path.lstrip("/") + "_load"
+    name = args.db or bench_load.run_scratch.database_name(base_url, "load")
     with bench_load._psql_admin(base_url) as admin:
         if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
             admin.execute(f'CREATE DATABASE "{name}"')
-    ids = bench_load.seed(bench_load._db_url(base_url, name))  # reuses an existing seed
+    try:
+        return _measure(args, bench_load.seed(bench_load._db_url(base_url, name)))  # reuses an existing seed
+    finally:
+        if not args.db:
+            from django.db import connections
+
+            connections.close_all()
+            with bench_load._psql_admin(base_url) as admin:
+                bench_load.run_scratch.drop_database(admin, name)
+
+
+def _measure(args, ids: dict) -> int:
     from django.conf import settings
     from django.contrib.auth.models import User
     from django.test import Client

@@ -12,7 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
-os.environ.setdefault("GYMWRIGHT_DATA_DIR", "/tmp/gymwright-bench")
+import run_scratch
+
+os.environ.setdefault("GYMWRIGHT_DATA_DIR", str(run_scratch.folder("task-list")))
 
 import django
 
@@ -27,7 +29,11 @@ from django.test.utils import setup_test_environment  # noqa: E402
 def main() -> None:
     setup_test_environment()
     settings.ALLOWED_HOSTS = ["*"]
-    runner = DiscoverRunner(verbosity=0)
+    # A test database of this run's own (never the suite's `test_<name>`), dropped at the end.
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = run_scratch.database_name(
+        "/" + settings.DATABASES["default"]["NAME"], "tasklist"
+    )
+    runner = DiscoverRunner(verbosity=0, interactive=False)
     old_config = runner.setup_databases()
     try:
         from django.contrib.auth.models import Group, User

@@ -26,7 +26,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -34,6 +33,7 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+import run_scratch  # noqa: E402
 from bench_load import (  # noqa: E402
     Server,
     _children,
@@ -72,7 +72,7 @@ class LabelStudio:
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.token = secrets.token_hex(20)
-        self.data = Path(tempfile.mkdtemp(prefix="bench-labelstudio-"))
+        self.data = run_scratch.folder("labelstudio")
         self.log = open(self.data / "server.log", "wb")
         env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
         env.update({"LABEL_STUDIO_BASE_DATA_DIR": str(self.data), "DJANGO_DB": "sqlite"})
@@ -228,11 +228,10 @@ def main() -> int:
     ).stdout
     version = next((line.split(":", 1)[1].strip() for line in shown.splitlines() if line.startswith("Version")), "?")
     names = [
-        urlparse(base_url).path.lstrip("/") + suffix for suffix in ("_vsls", "_vsls_base")[: 1 + bool(args.baseline)]
+        run_scratch.database_name(base_url, purpose) for purpose in ("vsls", "vslsbase")[: 1 + bool(args.baseline)]
     ]
     with _psql_admin(base_url) as admin:
         for name in names:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             admin.execute(f'CREATE DATABASE "{name}"')
     load_before = os.getloadavg()
     started: list = []
@@ -263,7 +262,7 @@ def main() -> int:
             system.stop()
         with _psql_admin(base_url) as admin:
             for name in names:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                run_scratch.drop_database(admin, name)
     median = {
         label: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
         for label, runs in results.items()

@@ -1,6 +1,6 @@
 """Lean workers (issue 12): N oracle rollouts through the whole preview path against the ideal.
 
-    set -a; . /path/to/env; set +a   # DATABASE_URL (PostgreSQL: its `<name>_workers` database) and CELERY_BROKER_URL (Redis)
+    DATABASE_URL=postgres://...   # the server for a database of the run's own; the broker is a redis-server of its own
     .venv/bin/python bench/bench_workers.py [--rollouts 32] [--workers 2] [--rounds 2] [--task tiny|demo]
                                             [--profile FILE]
 
@@ -34,22 +34,22 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
 
 
-def _own_database() -> None:
-    """DATABASE_URL's server, in a database of this benchmark's own (`<name>_workers`, made when missing): the
-    workers and this process read DATABASE_URL, so it is set before Django starts."""
+def _own_database() -> tuple[str, str]:
+    """DATABASE_URL's server, in a database of this run's own (`<name>_workers_<run>`): the workers and this process
+    read DATABASE_URL, so it is set before Django starts. (The server's URL, the database's name.)"""
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         raise SystemExit("set DATABASE_URL to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/gymwright")
     sys.path.insert(0, str(ROOT / "bench"))
-    from urllib.parse import urlparse
 
+    import run_scratch
     from bench_load import _db_url, _psql_admin
 
-    name = urlparse(url).path.lstrip("/") + "_workers"
+    name = run_scratch.database_name(url, "workers")
     with _psql_admin(url) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
     os.environ["DATABASE_URL"] = _db_url(url, name)
+    return url, name
 
 
 _SPEC: dict | None = None
@@ -136,22 +136,30 @@ def main() -> int:
         help="record the worker's processes with py-spy during the measured rounds (collapsed stacks)",
     )
     args = parser.parse_args()
-    _own_database()
+    import run_scratch
+    from bench_load import _psql_admin
 
+    server, name = _own_database()
+    try:
+        # A Redis of the run's own: the benchmark empties its broker, and must never empty another's.
+        with run_scratch.redis_server() as broker_url:
+            os.environ["CELERY_BROKER_URL"] = broker_url
+            return _bench(args)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with _psql_admin(server) as admin:
+            run_scratch.drop_database(admin, name)
+
+
+def _bench(args) -> int:
     import django
 
     django.setup()
-    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    if not settings.CELERY_BROKER_URL.startswith("redis"):
-        print("set CELERY_BROKER_URL to a Redis database of your own (and DATABASE_URL to PostgreSQL)")
-        return 2
-    import redis
-
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    broker.flushdb()
     call_command("migrate", verbosity=0)
     from tests.sandbox.factories import make_task
 
@@ -270,7 +278,6 @@ def main() -> int:
             worker.wait(timeout=30)
         except subprocess.TimeoutExpired:
             worker.kill()
-        broker.flushdb()
         shutil.rmtree(work_dir, ignore_errors=True)
         task.delete()  # the bench user and environment stay, like any author's
 

@@ -204,6 +204,9 @@ PACK_BUILD_STALE_AFTER_S = env_int("GYMWRIGHT_PACK_BUILD_STALE_AFTER_S", 900)
 IMPORT_MAX_BYTES = env_int("GYMWRIGHT_IMPORT_MAX_MB", 512) * 1024 * 1024
 IMPORT_MAX_MEMBERS = env_int("GYMWRIGHT_IMPORT_MAX_MEMBERS", 200000)
 IMPORT_MAX_ROWS = env_int("GYMWRIGHT_IMPORT_MAX_ROWS", 100000)
+# A Harbor task's build context (environment/ beside its Dockerfile), carried with its environment.
+IMPORT_BUILD_CONTEXT_MAX_FILES = env_int("GYMWRIGHT_IMPORT_BUILD_CONTEXT_MAX_FILES", 2000)
+IMPORT_BUILD_CONTEXT_MAX_BYTES = env_int("GYMWRIGHT_IMPORT_BUILD_CONTEXT_MAX_MB", 256) * 1024 * 1024
 
 # Dry runs grade untrusted rubrics and files in a child process with these limits, never in the web process.
 DRY_RUN_CPU_S = env_int("GYMWRIGHT_DRY_RUN_CPU_S", 30)

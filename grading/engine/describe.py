@@ -72,6 +72,7 @@ def check_in_words(check: Mapping) -> str:
     if kind == "file_content":
         for key, verb in (
             ("contains", "contains"),
+            ("not_contains", "does not contain"),
             ("regex", "matches"),
             ("equals", "equals"),
             ("sha256", "has sha256"),

@@ -116,7 +116,7 @@ def lint_rubric(rubric: Any, files: Iterable[Mapping] | None = None, *, prefix: 
             )
         path = _read_path(check)
         role = roles.get(path) if roles is not None and path else None
-        if kind == "file_content" and (check.get("contains") is not None or check.get("regex") is not None):
+        if kind == "file_content" and any(check.get(key) is not None for key in ("contains", "not_contains", "regex")):
             if role in ("protected", "grader"):
                 warnings.append(
                     Issue(

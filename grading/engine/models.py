@@ -439,6 +439,7 @@ class FileExistsCheck(CheckBase):
 _FILE_CONTENT_ONE_OF = {
     "oneOf": [
         {"type": "object", "required": ["contains"], "properties": {"contains": {"type": "string"}}},
+        {"type": "object", "required": ["not_contains"], "properties": {"not_contains": {"type": "string"}}},
         {"type": "object", "required": ["regex"], "properties": {"regex": {"type": "string"}}},
         {"type": "object", "required": ["equals"], "properties": {"equals": {"type": "string"}}},
         {"type": "object", "required": ["sha256"], "properties": {"sha256": {"type": "string"}}},
@@ -453,7 +454,8 @@ _PYTHON_ONE_OF = {
 
 
 class FileContentCheck(CheckBase, UnicodeNormalised):
-    """Met when the workspace file at `path` contains / matches / equals / has the sha256 given (exactly one)."""
+    """Met when the workspace file at `path` contains / does not contain / matches / equals / has the sha256
+    given (exactly one). A missing file meets none of them: deleting a file never passes `not_contains`."""
 
     # Exactly one condition, for Ajv (a null one counts as absent, as in the engine).
     model_config = ConfigDict(json_schema_extra=_FILE_CONTENT_ONE_OF)
@@ -467,6 +469,7 @@ class FileContentCheck(CheckBase, UnicodeNormalised):
     bounded_by_design = False
     path: RelPath
     contains: str | None = None
+    not_contains: str | None = None
     regex: Regex | None = None
     equals: str | None = None
     sha256: Annotated[str, Field(pattern=SHA256_PATTERN)] | None = None
@@ -787,6 +790,9 @@ class Rubric(Strict):
 
 
 FILE_ROLES = ("workspace", "protected", "grader")
+# An environment file may also be `build`: part of its Dockerfile's build context (what its COPY and ADD
+# read), sent to the image build and never put in /env (a Harbor task's environment/ folder).
+ENV_FILE_ROLES = (*FILE_ROLES, "build")
 
 
 class FileRef(Strict):
@@ -795,8 +801,9 @@ class FileRef(Strict):
     # Absent means "workspace", so that documents written before roles existed keep their bytes
     # (and their sha256): workspace, copied in and the agent may change it; protected, copied in
     # and restored to these bytes before any check runs; grader, copied in only after the episode.
-    role: Literal["workspace", "protected", "grader"] | None = Field(
-        default=None, description="workspace (default) | protected | grader; see the task format"
+    role: Literal["workspace", "protected", "grader", "build"] | None = Field(
+        default=None,
+        description="workspace (default) | protected | grader; an environment file may be build; see the task format",
     )
 
     @property

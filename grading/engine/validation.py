@@ -95,6 +95,15 @@ def _cannot_fail(check: dict, kind: Any, pointer: str, issues: list[Issue]) -> N
             )
         )
     elif kind == "file_content":
+        if blank(check.get("not_contains")):
+            issues.append(
+                Issue(
+                    f"{pointer}/not_contains",
+                    "'not_contains' is empty"
+                    + (invisible if check.get("not_contains") else "")
+                    + ", which every file contains, so no file passes; give the text that must be absent",
+                )
+            )
         for key in ("contains", "regex"):
             if blank(check.get(key)):
                 issues.append(
@@ -128,12 +137,12 @@ def _check_rules(check: dict, pointer: str, issues: list[Issue]) -> None:
         )
     _cannot_fail(check, kind, pointer, issues)
     if kind == "file_content":
-        given = [key for key in ("contains", "regex", "equals", "sha256") if check.get(key) is not None]
+        given = [key for key in ("contains", "not_contains", "regex", "equals", "sha256") if check.get(key) is not None]
         if len(given) != 1:
             issues.append(
                 Issue(
                     pointer,
-                    "a file_content check needs exactly one of 'contains', 'regex', 'equals', 'sha256' "
+                    "a file_content check needs exactly one of 'contains', 'not_contains', 'regex', 'equals', 'sha256' "
                     f"(it has {', '.join(repr(key) for key in given) if given else 'none'})",
                 )
             )
@@ -237,7 +246,32 @@ def _task_semantic_issues(document: Any) -> list[Issue]:
                     names.add(tool["name"])
     issues.extend(rubric_semantic_issues(document.get("rubric"), ["rubric"]))
     issues.extend(_tests_file_issues(document))
+    issues.extend(_build_file_issues(document))
     issues.extend(_example_issues(document.get("examples"), document.get("rubric")))
+    return issues
+
+
+def _build_file_issues(document: dict) -> list[Issue]:
+    """Role `build` (a Dockerfile's build context) is for environment files, with a Dockerfile to read them."""
+    issues: list[Issue] = []
+    for index, entry in enumerate(document.get("files") if isinstance(document.get("files"), list) else []):
+        if isinstance(entry, dict) and entry.get("role") == "build":
+            issues.append(
+                Issue(
+                    f"/files/{index}/role",
+                    "role build is for environment files (its Dockerfile's build context), not a task's files",
+                )
+            )
+    environment = document.get("environment") if isinstance(document.get("environment"), dict) else {}
+    if not environment.get("dockerfile"):
+        for index, entry in enumerate(environment.get("files") if isinstance(environment.get("files"), list) else []):
+            if isinstance(entry, dict) and entry.get("role") == "build":
+                issues.append(
+                    Issue(
+                        f"/environment/files/{index}/role",
+                        "role build sends the file to the Dockerfile's build, and this environment has no Dockerfile",
+                    )
+                )
     return issues
 
 

@@ -20,7 +20,7 @@ from grading.engine.models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA
 from .card import canary_guid, dataset_card
 from .envdir import env_files, env_requirements
 from .grader import grader_files, grader_requirements, grader_zip
-from .harbor import SharedFiles, harbor_files, task_files
+from .harbor import SharedFiles, harbor_files, shared_file_path, task_files
 from .info import BUNDLE_DIR, PACK_SCHEMA, BuildResult, PackError, PackInfo, TaskItem, sha256_hex
 from .manifest import indented_json, manifest_digest
 from .parquet import SplitWriter, parquet_row, response_only_task
@@ -243,7 +243,13 @@ def _task_folder(
         )
     ]
     items += [
-        (f"tasks/{document['id']}/{name}", data, name in shared.executable, shared.digests[name], name)
+        (
+            f"tasks/{document['id']}/{shared_file_path(document, name)}",
+            data,
+            name in shared.executable,
+            shared.digests[name],
+            name,
+        )
         for name, data in shared.files.items()
     ]
     items.sort(key=lambda item: path_key(item[0]))

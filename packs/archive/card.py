@@ -189,6 +189,65 @@ Run the others as Harbor tasks (`tasks/<id>/`), whose verifier grades the whole 
 """
 
 
+def _env_note(harbor_only: list[str]) -> str:
+    """The card's section on env/ (packs with agentic tasks only)."""
+    if not harbor_only:
+        return ""
+    return f"""
+### Agentic tasks, live: `env/`
+
+{"The agentic task also trains" if len(harbor_only) == 1 else f"The {len(harbor_only)} agentic tasks also train"} live through `env/`: `TaskEnvironment` starts a
+sandbox (bubblewrap, or docker) with a task's files, offers its tools as typed methods (`bash`,
+`read_file`, `write_file`, `list_files`, `submit`, and each custom tool) and grades the episode in that
+sandbox with `grader/` (`grade()`: reward, reward_upper, complete, every check). Grader-only files
+enter the sandbox only for the grading; protected files are restored before it.
+`pip install -r env/requirements.txt` (bubblewrap needs `bwrap` on the host; docker a daemon).
+
+```python
+from env import TaskEnvironment
+env = TaskEnvironment()                      # backend="bubblewrap" | "docker"
+prompt = env.reset(task_id=env.tasks()[0])
+print(env.bash("ls"))
+print(env.grade()["reward"]); env.close()
+```
+
+TRL (1.16, GRPO, one environment per rollout, the reward owned by the environment's `get_reward`):
+
+```python
+import sys; sys.path.insert(0, ".")
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+from env import TaskEnvironment, agentic_task_ids
+ids = agentic_task_ids()
+train = Dataset.from_dict({{"prompt": [[{{"role": "user", "content": ""}}]] * len(ids), "task_id": ids}})
+trainer = GRPOTrainer(model="Qwen/Qwen3-0.6B", train_dataset=train, environment_factory=TaskEnvironment,
+                      args=GRPOConfig(output_dir="out", max_tool_calling_iterations=30))
+trainer.train()
+```
+
+The reward TRL logs (`rewards/TaskEnvironment/mean`) is the grade of each rollout's sandbox. Tasks whose
+checks read the final answer need the model to call `submit`.
+
+OpenEnv (openenv-core, in env/requirements.txt): `python -m env serve --port 8000` serves the agentic tasks
+over OpenEnv's endpoints for its own client (`openenv.GenericEnvClient`): a `/ws` session is one sandbox,
+`reset(task_id=...)` answers the prompt and the task's tools, `step({{"tool": "bash", "arguments": {{...}}}})`
+a tool's output, and the step that ends the episode (`submit`, or the task's limits) is `done` with the
+grade's `reward`. `--max-concurrent-envs`, `--session-timeout` and `--max-message-bytes` bound it; it listens
+on 127.0.0.1 unless `--host` says otherwise. On N hosts: one `python -m env serve --host 0.0.0.0 --backend
+docker` per host behind a load balancer that passes WebSocket upgrades (a session is its connection).
+
+verl (0.9, multi-turn agent loop: the task's tools run in the trajectory's sandbox, the grade is its reward):
+
+```bash
+python -m env verl --out verl/      # verl/agent_loop.yaml and verl/agentic.parquet (needs pyarrow)
+PYTHONPATH=$PWD python -m verl.trainer.main_ppo data.train_files=$PWD/verl/agentic.parquet \\
+  data.val_files=$PWD/verl/agentic.parquet actor_rollout_ref.rollout.multi_turn.enable=True \\
+  actor_rollout_ref.rollout.agent.agent_loop_config_path=$PWD/verl/agent_loop.yaml \\
+  actor_rollout_ref.rollout.agent.default_agent_loop=gymwright_agent ...
+```
+"""
+
+
 def dataset_card(
     *, info: PackInfo, counts: dict, histogram: Counter, environments: Counter, harbor_only: list[str] = ()
 ) -> str:
@@ -214,6 +273,7 @@ def dataset_card(
         "difficulty_rows": "\n".join(f"| {name} | {histogram.get(name, 0)} |" for name in DIFFICULTY_BINS),
         "task_schema": TASK_SCHEMA,
         "harbor_only_note": _harbor_only_note(counts, harbor_only),
+        "env_note": _env_note(harbor_only),
         "val": "test" if parquet["test"] else "train",  # verl refuses an empty validation set
         "inspect_split": (
             "            # the test split; -T split=all for every task"

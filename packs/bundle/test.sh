@@ -12,4 +12,6 @@ if [ -z "$PYTHON" ]; then
 fi
 # -I: no PYTHON* variable, user site or script folder changes the grader; no bytecode is read or written
 # (the checks' own Python gets the same from grade.py).
-exec "$PYTHON" -I -B -X pycache_prefix=/dev/null/gymwright-no-bytecode /tests/grade.py
+# grade.py beside this script: /tests, or /tests/gymwright beside the tests of a task that came in as Harbor.
+HERE="$(cd "$(dirname "$0")" && pwd)"
+exec "$PYTHON" -I -B -X pycache_prefix=/dev/null/gymwright-no-bytecode "$HERE/grade.py"

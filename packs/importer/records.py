@@ -31,6 +31,7 @@ class Candidate:
     number: int = 1
     environment_slug: str | None = None  # a simple row's existing environment (its latest version)
     files: dict[str, bytes] = dataclasses.field(default_factory=dict)  # sha256 → bytes found in the source
+    note: str = ""  # said on the task's report line (a setting this server runs otherwise than the source asks)
 
 
 @dataclasses.dataclass

@@ -21,6 +21,7 @@ from grading.engine.models import relative_path_problem
 from gymwright.errors import DomainError
 from gymwright.storable_input import nul_check
 from packs.importer.extract import _ReadBudget, extract_archive
+from packs.importer.harbor_config import HarborSettings, build_context_files
 from packs.importer.records import DEFAULT_ENVIRONMENT, TASK_KEYS, Candidate, ImportFailed, ImportTooLarge, Rejection
 
 
@@ -379,6 +380,26 @@ def rows_candidates(rows: Iterable[tuple[str, Any]], *, stem: str) -> Iterator[C
         yield _row_candidate(where, row, first_where, stem=stem)
 
 
+def _with_reference(rubric: dict, answer: str) -> dict:
+    """The row's answer column as the reference answer of each judge check of its rubric that names none (as
+    criteria rows get it): a table's answer column was otherwise only the oracle's answer, never the judge's.
+    Anything not shaped like a rubric is left for validation to refuse."""
+
+    def walk(checks):
+        if not isinstance(checks, list):
+            return checks
+        out = []
+        for check in checks:
+            if isinstance(check, dict) and check.get("kind") == "llm_judge" and "reference" not in check:
+                check = {**check, "reference": answer}
+            elif isinstance(check, dict) and isinstance(check.get("checks"), list):
+                check = {**check, "checks": walk(check["checks"])}
+            out.append(check)
+        return out
+
+    return {**rubric, "checks": walk(rubric.get("checks"))} if "checks" in rubric else rubric
+
+
 def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: str) -> Candidate | Rejection:
     """A simple row: an object with a prompt, a reference answer, and a rubric (JSON) or criteria (text,
     one per line, or a list). A row without an id is named by its content (`<stem>-<10 hex digits>`):
@@ -414,6 +435,8 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
             )
     elif not isinstance(rubric, dict):
         rubric = None
+    if rubric is not None and answer:
+        rubric = _with_reference(rubric, answer)
     if rubric is None:
         criteria = row.get("criteria")
         lines = [_cell(item) for item in criteria] if isinstance(criteria, list) else _cell(criteria).splitlines()
@@ -487,6 +510,8 @@ def _cell(value: Any) -> str:
 # during its episode, and the check empties /logs/verifier before the tests run. The tests run from the
 # workspace, which the image's WORKDIR (/app in Harbor's template) is a link to.
 VERIFIER_FILES = ".harbor/"
+# A Harbor task's solution/ files beside solve.sh, kept (as grader files) for the export.
+VERIFIER_SOLUTION = ".harbor/solution/"
 
 
 _VERIFIER_SETUP = r"""set -u
@@ -511,9 +536,12 @@ run() {
 
 # Harbor reads reward.json (named rewards) when test.sh wrote one, else reward.txt (one number). A command
 # check passes or fails: it passes on the full reward (every reward at least 1); a fractional reward fails.
-HARBOR_REWARD_CHECK = (
-    _VERIFIER_SETUP
-    + r"""run /tests/test.sh > "$L/test-stdout.txt" 2>&1
+def harbor_reward_check(exports: str = "") -> str:
+    """The verifier check of a Harbor task, with `exports` (shell lines: its [verifier.env]) before its tests."""
+    return _VERIFIER_SETUP + exports + _HARBOR_REWARD
+
+
+_HARBOR_REWARD = r"""run /tests/test.sh > "$L/test-stdout.txt" 2>&1
 tail -c 1500 "$L/test-stdout.txt" >&2
 NUM='^[+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$'
 if [ -f "$L/reward.json" ]; then
@@ -534,7 +562,9 @@ passed=$?
 echo "$F: $(head -c 200 "$L/$F" | tr '\n' ' ')(the full reward passes)" >&2
 exit $passed
 """
-)
+
+
+HARBOR_REWARD_CHECK = harbor_reward_check()
 
 
 # Terminal-Bench runs run-tests.sh from the image's WORKDIR with TEST_DIR=/tests; its exit code is the verdict
@@ -586,67 +616,36 @@ def _verifier_files(entries: list[dict], files: dict[str, bytes]) -> list[dict]:
     ]
 
 
-_CONTEXT_INSTRUCTION = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)
-
-
-def _context_copy_line(dockerfile: str) -> int | None:
-    """The line of the first COPY or ADD that reads the build context (not `--from=`, a URL or a heredoc)."""
-    logical, start = "", None
-    for number, line in enumerate(dockerfile.splitlines(), start=1):
-        if not logical and line.lstrip().startswith("#"):
-            continue
-        start = start or number
-        if line.rstrip().endswith("\\"):
-            logical += line.rstrip()[:-1] + " "
-            continue
-        logical, text, at = "", logical + line, start
-        start = None
-        match = _CONTEXT_INSTRUCTION.match(text)
-        if not match:
-            continue
-        words = match.group(2).split()
-        if any(word.lower().startswith("--from") for word in words if word.startswith("--")):
-            continue
-        sources = [word for word in words if not word.startswith("--")][:-1]
-        if any(not re.match(r"^(https?://|git@|<<)", source) for source in sources):
-            return at
-    return None
-
-
-def _build_context_rejection(
-    dockerfile: str | None, context: Path, label: str, *, known: set[str], slug: str
-) -> Rejection | None:
-    """A task whose Dockerfile copies files from its build context cannot build here: a Gymwright environment
-    is built from its Dockerfile alone (its files go to /env in the sandbox, not into the image)."""
-    line = _context_copy_line(dockerfile) if dockerfile else None
-    if line is None:
-        return None
-    extra = sorted(
-        path.relative_to(context).as_posix()
-        for path in context.rglob("*")
-        if (path.is_file() or path.is_symlink()) and path.relative_to(context).parts[0] not in known
-    )
-    if not extra:
-        return None
-    return Rejection(
-        f"{label}/{extra[0]}",
-        "build-context files are not supported: the Dockerfile's COPY/ADD on "
-        f"line {line} reads them, and an environment is built from its Dockerfile alone "
-        f"({len(extra)} file{'s' if len(extra) != 1 else ''} beside it)",
-        slug=slug,
-    )
+# A Terminal-Bench task's own files, beside its Dockerfile in its folder: the rest of the folder is the
+# Dockerfile's build context.
+TERMINAL_BENCH_OWN_FILES = {
+    "Dockerfile",
+    "task.yaml",
+    "solution.sh",
+    "solution.yaml",
+    "run-tests.sh",
+    "tests",
+    "docker-compose.yaml",
+    "docker-compose.yml",
+}
 
 
 def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate | Rejection:
-    """A Harbor task folder (task.toml, instruction.md, environment/, solution/, tests/)."""
+    """A Harbor task folder (task.toml, instruction.md, environment/, solution/, tests/); its settings and
+    build context are read as `harbor_config` says."""
     try:
-        config = tomllib.loads(_read_text(folder / "task.toml", f"{where}/task.toml", budget=budget))
+        # kept whole in the task's metadata (and written back on export): a settings file, not a data file
+        text = _read_text(folder / "task.toml", f"{where}/task.toml", cap=1 << 20, budget=budget)
+        config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return Rejection(f"{where}/task.toml", f"does not parse as TOML: {exc}")
     except ImportFailed as exc:
         return Rejection(f"{where}/task.toml", exc.message)
     name = (config.get("task") or {}).get("name") if isinstance(config.get("task"), dict) else None
     slug = _slugify((name if isinstance(name, str) else folder.name).split("/")[-1])
+    harbor = HarborSettings(config, text)
+    if (refusal := harbor.refusal()) is not None:
+        return Rejection(f"{where}/task.toml", refusal, "/environment/network", slug)
     try:
         instruction = _read_text(folder / "instruction.md", f"{where}/instruction.md", budget=budget)
     except ImportFailed as exc:
@@ -666,26 +665,43 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
         if dockerfile_path.is_file()
         else None
     )
-    refused = _build_context_rejection(
-        dockerfile, environment, f"{where}/environment", known={"Dockerfile", ".dockerignore"}, slug=slug
+    context_entries, files = (
+        build_context_files(environment, f"{where}/environment", budget, skip={"Dockerfile"})
+        if dockerfile is not None
+        else ([], {})
     )
-    if refused is not None:
-        return refused
+    image = harbor.environment.get("docker_image")
     solve = folder / "solution" / "solve.sh"
     script = _read_text(solve, f"{where}/solution/solve.sh", budget=budget) if solve.is_file() else None
-    test_entries, files = _folder_files(folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget)
+    # the files solve.sh uses beside it (Harbor's /solution): grader files, never in the agent's sandbox, written
+    # back to solution/ by the export
+    solution_entries, solution_files = _folder_files(
+        folder / "solution", f"{VERIFIER_SOLUTION}", f"{where}/solution", budget, skip={"solve.sh"}
+    )
+    files.update(solution_files)
+    test_entries, test_files = _folder_files(folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget)
+    files.update(test_files)
     if not any(entry["path"] == f"{VERIFIER_FILES}tests/test.sh" for entry in test_entries):
         return Rejection(f"{where}/tests/test.sh", "is missing: Harbor's verifier runs tests/test.sh", slug=slug)
-    timeout = int(float((config.get("verifier") or {}).get("timeout_sec") or 600))
     keywords = (config.get("task") or {}).get("keywords") or (config.get("metadata") or {}).get("tags") or []
+    spec: dict = {"dockerfile": dockerfile}
+    if dockerfile is None and isinstance(image, str) and image.strip():
+        spec["image"] = image.strip()
+    if context_entries:
+        spec["files"] = context_entries
+    if limits := harbor.limits():
+        spec["limits"] = limits
+    if harbor.network != "none":
+        spec["network"] = harbor.network
     return Candidate(
         where=where,
         slug=slug,
         number=1,
         files=files,
-        environment=(f"harbor-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}),
+        note=harbor.note(solution_files=len(solution_entries)),
+        environment=(f"harbor-{slug}"[:64].strip("-"), 1, spec),
         content={
-            "title": ((config.get("task") or {}).get("description") or slug)[:200],
+            "title": str((config.get("task") or {}).get("description") or slug)[:200],
             "prompt": instruction,
             "rubric": {
                 "schema": "gymwright.rubric/v1",
@@ -694,16 +710,16 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
                         "id": "tests_pass",
                         "kind": "command",
                         "points": 1,
-                        "run": HARBOR_REWARD_CHECK,
+                        "run": harbor_reward_check(harbor.verifier_exports()),
                         "expect_exit": 0,
-                        "timeout_s": max(1, min(timeout, 86400)),
+                        "timeout_s": harbor.verifier_timeout(),
                     }
                 ],
             },
             "solution": {"script": script, "answer": None},
-            "files": _verifier_files(test_entries, files),
+            "files": _verifier_files(test_entries, files) + [{**entry, "role": "grader"} for entry in solution_entries],
             "tags": [str(k) for k in keywords if isinstance(k, str)][:20],
-            "metadata": {"source": "harbor", "harbor_name": name or folder.name},
+            "metadata": {**harbor.metadata(), "source": "harbor", "harbor_name": name or folder.name},
         },
     )
 
@@ -731,25 +747,11 @@ def terminal_bench_candidate(folder: Path, where: str, budget: _ReadBudget) -> C
         if (folder / "Dockerfile").is_file()
         else None
     )
-    refused = _build_context_rejection(
-        dockerfile,
-        folder,
-        where,
-        slug=slug,
-        known={
-            "Dockerfile",
-            ".dockerignore",
-            "task.yaml",
-            "solution.sh",
-            "solution.yaml",
-            "run-tests.sh",
-            "tests",
-            "docker-compose.yaml",
-            "docker-compose.yml",
-        },
+    context_entries, context_files = (
+        build_context_files(folder, where, budget, skip=TERMINAL_BENCH_OWN_FILES)
+        if dockerfile is not None
+        else ([], {})
     )
-    if refused is not None:
-        return refused
     script = (
         _read_text(folder / "solution.sh", f"{where}/solution.sh", budget=budget)
         if (folder / "solution.sh").is_file()
@@ -763,6 +765,7 @@ def terminal_bench_candidate(folder: Path, where: str, budget: _ReadBudget) -> C
         folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget, skip={"run-tests.sh"}
     )
     data = _read_text(run_tests, f"{where}/run-tests.sh", budget=budget).encode("utf-8")
+    files.update(context_files)
     files[hashlib.sha256(data).hexdigest()] = data
     test_entries.append({"path": f"{VERIFIER_FILES}tests/run-tests.sh", "sha256": hashlib.sha256(data).hexdigest()})
     timeout = int(float(config.get("max_test_timeout_sec") or 600))
@@ -771,7 +774,11 @@ def terminal_bench_candidate(folder: Path, where: str, budget: _ReadBudget) -> C
         slug=slug,
         number=1,
         files=files,
-        environment=(f"tbench-{slug}"[:64].strip("-"), 1, {"dockerfile": dockerfile}),
+        environment=(
+            f"tbench-{slug}"[:64].strip("-"),
+            1,
+            {"dockerfile": dockerfile, **({"files": context_entries} if context_entries else {})},
+        ),
         content={
             "title": slug,
             "prompt": instruction,

@@ -228,7 +228,7 @@ def _unstorable_ids_rejected(batch: list) -> list:
 
 def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approve_as, used: Counter) -> None:
     environments: dict[tuple, Any] = {}
-    new_items, new_where, new_position, created_versions, changed = [], [], [], [], []
+    new_items, new_where, new_position, new_notes, created_versions, changed = [], [], [], [], [], []
     batch = _unstorable_ids_rejected(batch)
     # the batch's task ids that exist already (usually none): probed by id, then those tasks whole
     known = keys_of(Task, "slug", [c.slug for c in batch if isinstance(c, Candidate)])
@@ -257,6 +257,10 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
             )
             continue
         try:
+            if candidate.files and candidate.environment is not None and candidate.environment[2].get("files"):
+                # the environment's own files (a build context) are checked as uploaded when it is made
+                with transaction.atomic():
+                    _store_files(candidate, dry_run)
             environment_version = _environment_for(candidate, environments, user=user, default_version=default_version)
             task = existing.get(candidate.slug)
             if task is None:
@@ -273,6 +277,7 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                 )
                 new_where.append(candidate.where)
                 new_position.append(position)
+                new_notes.append(candidate.note)
                 continue
             # an existing task: most rows of a pack imported again hold what one of its versions holds
             digest = authoring_services.task_content_sha256(
@@ -332,7 +337,7 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                     author=user,
                     base_version=task.latest_version.number if task.latest_version else None,
                     content={**candidate.content, "environment_version": environment_version},
-                    message="imported",
+                    message=authoring_services.IMPORT_MESSAGE,
                 )
             lines.append(
                 ReportLine(
@@ -340,6 +345,7 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                     task=task.slug,
                     version=version.number,
                     status=("would_add_version" if dry_run else "new_version") if made else "unchanged",
+                    message=candidate.note if made else "",
                 )
             )
             if made:
@@ -361,6 +367,7 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                         status="would_create" if dry_run else "created",
                         task=new_items[index]["slug"],
                         version=value.number,
+                        message=new_notes[index],
                     )
                 )
                 created_versions.append(value)

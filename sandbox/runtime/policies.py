@@ -21,6 +21,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .scripts import script_command
+
 
 class PolicyError(Exception):
     """The policy could not produce a turn (the model API failed). Ends the rollout."""
@@ -73,16 +75,21 @@ class SubmitPolicy:
 
 
 class OraclePolicy:
+    """Runs the reference solution's script as written (its #! line, else bash: `scripts`), with the
+    task's solution environment (a Harbor task's [solution.env]), then submits its answer."""
+
     name = "oracle"
 
-    def __init__(self, script: str | None, answer: str | None):
+    def __init__(self, script: str | None, answer: str | None, env: dict[str, str] | None = None):
         self.script = script
         self.answer = answer
+        self.env = env or {}
 
     def next_turn(self, messages, tools, *, timeout_s=None) -> Turn:
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         if turns == 0 and self.script:
-            return Turn(_assistant(_call("bash", {"command": self.script})))
+            command = script_command(self.script, name="solution", env=self.env)
+            return Turn(_assistant(_call("bash", {"command": command})))
         answer = self.answer
         if answer is None:
             answer = _stdout_of_last_tool(messages) if self.script else ""
@@ -213,6 +220,19 @@ def _api_message(exc) -> str:
     return str(exc)[:500]
 
 
+def solution_env(metadata) -> dict[str, str]:
+    """The environment a Harbor task's reference solution runs with ([solution.env] of its task.toml, kept
+    in the task's metadata by the import): literal values only; a `${VAR}` template names a variable of the
+    host Harbor runs on, which a sandbox never reads."""
+    harbor = metadata.get("harbor") if isinstance(metadata, dict) else None
+    config = harbor.get("config") if isinstance(harbor, dict) else None
+    section = config.get("solution") if isinstance(config, dict) else None
+    env = section.get("env") if isinstance(section, dict) else None
+    if not isinstance(env, dict):
+        return {}
+    return {str(k): str(v) for k, v in env.items() if isinstance(v, (str, int, float)) and "${" not in str(v)}
+
+
 def make_policy(name: str, *, task=None, model_config: ModelConfig | None = None, client=None) -> Policy:
     """`oracle` | `nop` | `probe:TEXT` | `model` | `hack:NAME` (docs/internals.md)."""
     if name.startswith("hack:"):
@@ -230,13 +250,19 @@ def make_policy(name: str, *, task=None, model_config: ModelConfig | None = None
         solution = getattr(task, "solution", None) if task is not None else None
         if isinstance(task, dict):
             solution = task.get("solution")
-        if solution is None:
-            raise ValueError("the oracle policy needs a task with a solution")
         if isinstance(solution, dict):
             script, answer = solution.get("script"), solution.get("answer")
-        else:
+        elif solution is not None:
             script, answer = solution.script, solution.answer
-        return OraclePolicy(script, answer)
+        else:
+            script = answer = None
+        if not (script or answer):  # as a preview refuses it (sandbox.services.previews)
+            raise ValueError(
+                "this task has no reference solution (script or answer), so the oracle policy has nothing "
+                "to run; add one, or run another policy"
+            )
+        metadata = task.get("metadata") if isinstance(task, dict) else getattr(task, "metadata", None)
+        return OraclePolicy(script, answer, env=solution_env(metadata))
     if name == "model":
         return ModelPolicy(model_config or ModelConfig.from_env(), client=client)
     raise ValueError(f"unknown policy {name!r} (expected oracle, nop, probe:TEXT, model or hack:NAME)")

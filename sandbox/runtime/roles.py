@@ -8,6 +8,8 @@
 - `grader`: never in the sandbox during the episode; copied in at its path
   only after it, for the checks. Environment files with this role are added
   under /env the same way.
+- `build` (environment files only): the Dockerfile's build context, sent to
+  the image build (docker); never in /env.
 
 Before any of that, `neutralise_links` removes each symlink the agent left in
 the workspace that leads outside it, nowhere, or to (or above, or into) a
@@ -42,6 +44,7 @@ class FilePlan:
     protected: dict[str, bytes] = field(default_factory=dict)
     grader: dict[str, bytes] = field(default_factory=dict)
     grader_env_files: dict[str, bytes] = field(default_factory=dict)
+    build_files: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def after_episode(self) -> dict[str, bytes]:
@@ -67,6 +70,8 @@ def plan_files(task, files: Mapping[str, bytes], env_files: Mapping[str, bytes])
         # /env is read-only to the agent already: protected there means workspace.
         if env_roles.get(path) == "grader":
             plan.grader_env_files[path] = data
+        elif env_roles.get(path) == "build":
+            plan.build_files[path] = data
         else:
             plan.agent_env_files[path] = data
     return plan

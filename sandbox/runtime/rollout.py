@@ -19,7 +19,7 @@ from .backends.base import Backend
 from .harness import run_episode, trajectory_text
 from .policies import ModelConfig, Policy, make_policy
 from .roles import FilePlan, GradingSandbox, mirror_files, neutralise_links, plan_files, protected_states
-from .spec import SandboxError, SandboxSpec
+from .spec import NEEDS_DOCKER, SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,8 @@ def run_rollout(
     sandbox = None
     plan = plan_files(task, files or {}, env_files or {})
     plan.agent_files.update({path: data for path, data in (start_files or {}).items() if path not in plan.grader})
+    if plan.build_files and not spec.build_context:
+        spec = spec.with_overrides(build_context=tuple(sorted(plan.build_files.items())))
     work = tempfile.mkdtemp(prefix="gymwright-rollout-")
     try:
         try:
@@ -340,6 +342,13 @@ def rollout_from_cli(args) -> int:
         print(json.dumps({"error": exc.message, "error_kind": "sandbox", "retryable": not exc.permanent}))
         return 3
     spec = SandboxSpec.from_environment(task.environment, image=args.image)
+    if args.backend == "bubblewrap" and spec.dockerfile:
+        print(
+            f"note: this task {NEEDS_DOCKER}; on bubblewrap it runs on this host's own system: the "
+            "Dockerfile's steps are not run and its build context is not used (its WORKDIR is still the "
+            "workspace, and the setup script runs)",
+            file=sys.stderr,
+        )
     result = run_rollout(task, policy=policy, backend=backend, files=files, env_files=env_files, judge=judge, spec=spec)
     print(json.dumps(result.to_dict()))
     return 0 if result.error is None else 1

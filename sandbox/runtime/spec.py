@@ -16,6 +16,9 @@ from typing import Any, Literal
 from grading.engine.models import DEFAULT_TOOLS, Limits
 
 DEFAULT_OUTPUT_CAP = 64 * 1024
+# What a backend that builds no image (bubblewrap) says of an environment with a Dockerfile: the task page,
+# the preview form and the CLI say it in these words.
+NEEDS_DOCKER = "needs the docker backend (its Dockerfile builds the environment)"
 _FORMAT_LIMITS = Limits()  # the task format's defaults: what a task that sets no limit gets
 
 
@@ -49,6 +52,8 @@ class SandboxSpec:
     the writable /workspace and /tmp. `workdir` is the Dockerfile's work directory (its last
     WORKDIR, see `dockerfile_workdir`): a link to /workspace in the sandbox, so that a task written
     for that image (Harbor's and Terminal-Bench's /app) finds the agent's work where it expects it.
+    `build_context` holds the files the Dockerfile's COPY and ADD read ((path, bytes), environment
+    files with role `build`); they are part of the image's cache tag.
     """
 
     image: str | None = None
@@ -69,6 +74,7 @@ class SandboxSpec:
     custom_tools: tuple[dict, ...] = ()
     environment_id: str | None = None
     workdir: str | None = None
+    build_context: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
 
     def __post_init__(self):
         if self.network not in ("none", "allowed", "egress"):
@@ -119,8 +125,10 @@ class SandboxSpec:
         dockerfile = self.build_dockerfile()
         if not dockerfile:
             return None
-        digest = hashlib.sha256(dockerfile.encode()).hexdigest()[:32]
-        return f"gymwright-env:{digest}"
+        digest = hashlib.sha256(dockerfile.encode())
+        for path, data in sorted(self.build_context):
+            digest.update(b"\0" + path.encode() + b"\0" + hashlib.sha256(data).digest())
+        return f"gymwright-env:{digest.hexdigest()[:32]}"
 
     @classmethod
     def from_environment(cls, environment: Any, **overrides: Any) -> SandboxSpec:

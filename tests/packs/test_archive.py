@@ -238,7 +238,7 @@ def _change_the_name(manifest):
     "edit", [_drop_a_task, _move_a_task_to_test, _rename_a_task, _change_the_counts, _change_the_name]
 )
 def test_the_manifest_digest_covers_the_task_list_and_every_other_field(tmp_path, edit):
-    build(tmp_path, "a.tar.gz")
+    build(tmp_path, "a.tar.gz", count=4)
     repack_with_manifest(tmp_path / "a.tar.gz", tmp_path / "same.tar.gz", lambda manifest: None)
     assert archive.verify_pack(tmp_path / "same.tar.gz").ok  # rewriting the JSON alone changes nothing
     repack_with_manifest(tmp_path / "a.tar.gz", tmp_path / "edited.tar.gz", edit)
@@ -248,7 +248,7 @@ def test_the_manifest_digest_covers_the_task_list_and_every_other_field(tmp_path
 
 
 def test_the_build_record_is_outside_the_manifest_digest(tmp_path):
-    build(tmp_path, "a.tar.gz")
+    build(tmp_path, "a.tar.gz", count=4)
     repack_with_manifest(tmp_path / "a.tar.gz", tmp_path / "b.tar.gz", lambda m: m["build"].update(by="someone"))
     assert archive.verify_pack(tmp_path / "b.tar.gz").ok
 

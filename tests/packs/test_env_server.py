@@ -73,6 +73,30 @@ def _post(url: str, body: bytes) -> tuple[int, dict]:
         return exc.code, json.loads(exc.read() or b"{}")
 
 
+def _post_chunked(url: str, body: bytes) -> tuple[int, dict]:
+    """POST without a Content-Length (Transfer-Encoding: chunked), so only counting the body can bound it."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        connection.request(
+            "POST",
+            parts.path,
+            body=iter([body[i : i + 8192] for i in range(0, len(body), 8192)]),
+            headers={"Content-Type": "application/json"},
+            encode_chunked=True,
+        )
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"{}")
+    except (BrokenPipeError, ConnectionResetError):  # refused before the whole body was sent: ask again
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"{}")
+    finally:
+        connection.close()
+
+
 @contextlib.contextmanager
 def serving(pack_dir: Path, *args: str):
     """`python -m env serve` from inside the pack, in the pack's own virtualenv; its base URL once healthy."""
@@ -204,6 +228,7 @@ def test_one_session_too_many_is_refused_and_idle_sessions_are_reaped(pack_dir):
 def test_abuse_oversized_requests_mcp_routes_and_another_clients_session_are_refused(pack_dir):
     with serving(pack_dir, "--max-message-bytes", "65536") as url:
         too_big = _post(f"{url}/reset", json.dumps({"task_id": "x" * 70000}).encode())
+        too_big_chunked = _post_chunked(f"{url}/reset", json.dumps({"task_id": "x" * 70000}).encode())
         unknown = _post(f"{url}/reset", json.dumps({"task_id": "../../etc/passwd"}).encode())
         stateless_step = _post(
             f"{url}/step", json.dumps({"action": {"tool": "bash", "arguments": {"command": "id"}}}).encode()
@@ -220,6 +245,7 @@ def test_abuse_oversized_requests_mcp_routes_and_another_clients_session_are_ref
         )
         capacity = _get(f"{url}/capacity")[1]
     assert too_big[0] == 413 and "65536" in too_big[1]["detail"]
+    assert too_big_chunked[0] == 413 and "more than 65536 bytes" in too_big_chunked[1]["detail"]
     assert unknown[0] == 400 and "not an agentic task" in unknown[1]["detail"]
     assert stateless_step[0] == 400 and "/ws" in stateless_step[1]["detail"]
     assert mcp_http[0] in (404, 405)
@@ -244,3 +270,21 @@ def test_the_openenv_virtualenv_installs_the_requirements_a_pack_ships(pack_dir)
     assert done.stdout == shipped
     assert "openenv-core==0.3.0\n" in shipped
     assert {"env/server.py", "env/__main__.py"} <= set(json.loads((pack_dir / "manifest.json").read_text())["files"])
+
+
+def test_docker_backed_servers_serve_one_client_pool_as_on_n_hosts(pack_dir):
+    """docs/serving.md's N hosts, here two docker-backed servers on one engine, and a pool spread over them."""
+    from tests.support.images import python_image
+    from tests.support.services import require_docker
+
+    image = python_image(require_docker())
+    episodes = [
+        {"task_id": CODING_TASK["id"], "actions": ORACLE[CODING_TASK["id"]]},
+        {"task_id": CODING_TASK["id"], "actions": NOP},
+    ]
+    docker = ("--backend", "docker", "--image", image, "--max-concurrent-envs", "1")
+    with serving(pack_dir, *docker) as first, serving(pack_dir, *docker) as second:
+        seen = client("episodes", [first, second], episodes=episodes, concurrent=True)
+    assert [played["url"] for played in seen] == [first, second]  # one session each: both were needed
+    assert [played["steps"][-1]["reward"] for played in seen] == [1.0, 0.0]
+    assert seen[0]["steps"][-1]["observation"]["grade"]["complete"] is True

@@ -122,7 +122,10 @@ def test_each_part_of_an_environment_lands_where_harbors_agent_and_verifier_need
     assert (task / "environment" / "setup.sh").read_text() == SETUP
     dockerfile = (task / "environment" / "Dockerfile").read_text()
     assert dockerfile.startswith(DOCKERFILE) and "COPY setup.sh /tmp/gymwright-setup.sh\n" in dockerfile
-    assert dockerfile.index("COPY workspace/") < dockerfile.index("RUN /bin/sh /tmp/gymwright-setup.sh")
+    # run as written: no #! line, so bash where the image has it (as Harbor runs a task's scripts), else sh
+    assert dockerfile.index("COPY workspace/") < dockerfile.index(
+        "RUN if command -v bash >/dev/null 2>&1; then bash /tmp/gymwright-setup.sh; else sh /tmp/gymwright-setup.sh; fi"
+    )
     # the agent learns of the custom tool and how to call it
     instruction = (task / "instruction.md").read_text()
     assert (

@@ -26,9 +26,10 @@ def policy_and_judge(body: dict) -> str:
     return ANSWERS[text.strip()]
 
 
-def run_inspect(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> dict:
-    logs = tmp_path / "logs"
-    done = subprocess.run(
+def inspect_eval(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    """`inspect eval inspect_task.py` in the unpacked pack, as its card says, with only `env` added to a bare
+    environment; its log (JSON) under tmp_path/logs."""
+    return subprocess.run(
         [
             inspect_bin(),
             "eval",
@@ -38,7 +39,7 @@ def run_inspect(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> dict:
             "--log-format",
             "json",
             "--log-dir",
-            str(logs),
+            str(tmp_path / "logs"),
             "--display",
             "none",
             *args,
@@ -47,18 +48,24 @@ def run_inspect(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> dict:
         text=True,
         cwd=pack_dir,
         timeout=300,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "OPENAI_API_KEY": "test",
-            "GW_API_KEY": "test",
-            "GW_BASE_URL": env["OPENAI_BASE_URL"],
-            **env,
-        },
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GW_API_KEY": "test", **env},
+    )
+
+
+def run_inspect(pack_dir: Path, tmp_path: Path, env: dict, *args: str) -> dict:
+    done = inspect_eval(
+        pack_dir, tmp_path, {"OPENAI_API_KEY": "test", "GW_BASE_URL": env["OPENAI_BASE_URL"], **env}, *args
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    (log,) = logs.glob("*.json")
+    (log,) = (tmp_path / "logs").glob("*.json")
     return json.loads(log.read_text())
+
+
+def refused(pack_dir: Path, tmp_path: Path, task_ids: str) -> str:
+    """What `inspect eval` says when it refuses `task_ids` (it must end with an error); no model is reachable."""
+    done = inspect_eval(pack_dir, tmp_path, {"GW_BASE_URL": "http://127.0.0.1:9/v1"}, "-T", f"task_ids={task_ids}")
+    assert done.returncode != 0
+    return done.stdout + done.stderr
 
 
 def test_every_task_a_response_grades_is_a_sample_scored_by_the_packs_rubric(pack_dir, tmp_path):
@@ -78,33 +85,7 @@ def test_every_task_a_response_grades_is_a_sample_scored_by_the_packs_rubric(pac
 
 
 def test_a_task_that_needs_its_episode_is_refused_by_name_pointing_to_its_harbor_task(pack_dir, tmp_path):
-    done = subprocess.run(
-        [
-            inspect_bin(),
-            "eval",
-            "inspect_task.py",
-            "--model",
-            "openai-api/gw/policy",
-            "--display",
-            "none",
-            "--log-dir",
-            str(tmp_path / "logs"),
-            "-T",
-            f"task_ids=six-times-seven,{FILE_TASK['id']}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=pack_dir,
-        timeout=300,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "GW_API_KEY": "test",
-            "GW_BASE_URL": "http://127.0.0.1:9/v1",
-        },
-    )
-    said = done.stdout + done.stderr
-    assert done.returncode != 0
+    said = refused(pack_dir, tmp_path, f"six-times-seven,{FILE_TASK['id']}")
     assert (
         "write-hello: not graded from a response (checks has_out, grader_passes need the agent's workspace, "
         "sandbox or trajectory); run it as a Harbor task: tasks/write-hello/"
@@ -136,32 +117,7 @@ def test_with_a_judge_the_judge_checks_count_and_a_wrong_answer_scores_low(pack_
 
 
 def test_an_unknown_task_id_is_refused_with_its_name(pack_dir, tmp_path):
-    done = subprocess.run(
-        [
-            inspect_bin(),
-            "eval",
-            "inspect_task.py",
-            "--model",
-            "openai-api/gw/policy",
-            "--display",
-            "none",
-            "--log-dir",
-            str(tmp_path / "logs"),
-            "-T",
-            "task_ids=no-such-task",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=pack_dir,
-        timeout=300,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "GW_API_KEY": "test",
-            "GW_BASE_URL": "http://127.0.0.1:9/v1",
-        },
-    )
-    assert done.returncode != 0 and "not in this pack: no-such-task" in done.stdout + done.stderr
+    assert "not in this pack: no-such-task" in refused(pack_dir, tmp_path, "no-such-task")
 
 
 def test_an_empty_split_is_refused_saying_which_split_to_run(tmp_path):

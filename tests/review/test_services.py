@@ -302,3 +302,24 @@ def test_a_task_with_changes_requested_can_be_submitted_again(submitted, author,
     submitted.refresh_from_db()
     assert submitted.status == Task.Status.IN_REVIEW
     assert Submission.objects.filter(task_version__task=submitted).count() == 2
+
+
+def test_only_the_latest_version_can_be_submitted(task, author):
+    first = task.latest_version
+    authoring_services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="v2"))
+    pass_gates(task.latest_version, author)
+    with pytest.raises(ConflictError) as caught:
+        services.task_submit(task=task, user=author, task_version=first)
+    assert caught.value.code == "not_latest" and caught.value.extra == {"latest_version": 2}
+    task.refresh_from_db()
+    assert task.status == Task.Status.DRAFT and not Submission.objects.exists()
+    services.task_submit(task=task, user=author, task_version=task.latest_version)
+    assert Submission.objects.get().task_version.number == 2
+
+
+def test_an_override_reason_is_kept_only_when_it_overrode_a_failing_gate(task, admin, author):
+    pass_gates(task.latest_version, author)
+    submission = services.task_submit(task=task, user=admin, override_reason="just in case")
+    assert submission.override_reason == ""  # every gate passed: nothing was overridden
+    event = AuditEvent.objects.filter(verb="submit").get()
+    assert "overridden" not in event.summary and "override_reason" not in event.data

@@ -6,7 +6,6 @@ import pytest
 from rest_framework.test import APIClient
 
 from sandbox import services, worker
-from tests.sandbox.test_services import FakeResult
 
 
 def previews_url(version):
@@ -42,16 +41,19 @@ def test_bad_input_answers_in_the_error_envelope_with_a_pointer(api, version, pa
     assert error["message"] and pointer in [d["pointer"] for d in error["details"]]
 
 
-def test_a_rollout_answers_with_trajectory_and_grade(api, version, author, monkeypatch):
+def test_a_rollout_answers_with_trajectory_and_grade(sandbox_dir, api, version, author, monkeypatch):
     preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
-    worker.rollout_execute(rollout_id=rollout.pk)
+    run_in_sandbox, graded = worker._run_in_sandbox, []
+    monkeypatch.setattr(  # a spy: the engine's own grade document, as the real rollout returned it
+        worker, "_run_in_sandbox", lambda **kw: graded.append(run_in_sandbox(**kw)) or graded[-1]
+    )
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "done"  # a real bubblewrap rollout
     body = api.get(f"/api/rollouts/{rollout.pk}/").json()
     assert body["status"] == "done" and body["reward"] == 1.0 and body["passed"] is True
     assert body["trajectory"][2]["tool_calls"][0]["name"] == "bash" and body["answer"] == "42"
     assert body["grade"]["schema"] == "gymwright.grade/v1" and body["grade_id"] is not None
-    assert body["grade"] == FakeResult().grade.to_document()  # the engine's document, exactly (one stored copy)
+    assert body["grade"] == graded[0].grade.to_document()  # the engine's document, exactly (one stored copy)
     assert [c["check_id"] for c in body["checks"]] == ["says_42", "report_exists"]
     # One builder of check rows: the rollout's checks are the stored grade's check results, row for row.
     grade = api.get(f"/api/grades/{body['grade_id']}/").json()
@@ -60,15 +62,21 @@ def test_a_rollout_answers_with_trajectory_and_grade(api, version, author, monke
     assert summary["status"] == "done" and summary["summary"]["pass_rate"] == 1.0
 
 
-def test_a_rollout_cancelled_after_it_was_graded_keeps_its_grade(api, version, author, monkeypatch):
+def test_a_rollout_cancelled_after_it_was_graded_keeps_its_grade(sandbox_dir, api, version, author, monkeypatch):
     preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(
-        worker, "_run_in_sandbox", lambda **kw: FakeResult(error="cancelled while grading", error_kind="cancelled")
-    )
+    run_in_sandbox, graded = worker._run_in_sandbox, []
+
+    def cancelled_while_grading(**kwargs):  # fault injection: the cancel lands after the real rollout was graded
+        result = run_in_sandbox(**kwargs)
+        graded.append(result.grade.to_document())
+        result.error, result.error_kind = "cancelled while grading", "cancelled"
+        return result
+
+    monkeypatch.setattr(worker, "_run_in_sandbox", cancelled_while_grading)
     worker.rollout_execute(rollout_id=rollout.pk)
     body = api.get(f"/api/rollouts/{rollout.pk}/").json()
-    assert body["status"] == "cancelled" and body["grade"] == FakeResult().grade.to_document()
+    assert body["status"] == "cancelled" and body["grade"] == graded[0] and graded[0]["passed"] is True
     assert [c["check_id"] for c in body["checks"]] == ["says_42", "report_exists"]
 
 

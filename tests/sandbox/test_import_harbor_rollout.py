@@ -9,7 +9,11 @@ backends have a read-only root, so /logs/verifier and /tests could not be made, 
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
+import tarfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,7 @@ from grading.engine import parse_task
 from packs import importer
 from sandbox.runtime import get_backend, make_policy, run_rollout
 from sandbox.worker import task_files
+from tests.support.harbor_tasks import CONTEXT, write_word_tally
 from tests.support.services import require_bwrap, require_docker
 from tests.support.venvs import harbor_bin
 
@@ -157,3 +162,104 @@ def test_a_harbor_reward_passes_only_when_it_is_full(author, tmp_path, written, 
     importer.tasks_import(path=tmp_path / "harbor", user=author)
     result = rollout("rewarded", "nop", get_backend("bubblewrap"))
     assert result.grade.passed is passes, result.grade.checks[0].explanation
+
+
+# bash as written: dash (the host's /bin/sh, which bubblewrap runs) refused `set -o pipefail` ("Illegal option
+# -o pipefail"), so 15 of 15 real solutions failed; and a script without a #! line runs under bash, as in Harbor.
+PIPEFAIL_SOLVE = "#!/bin/bash\nset -euo pipefail\ntrue | true\nif [[ -d /app ]]; then echo hello > /app/out.txt; fi\n"
+# pipefail is in force, not ignored: the pipeline fails, so the script stops before it writes.
+PIPEFAIL_STOPS = "#!/bin/bash\nset -euo pipefail\nfalse | true\necho hello > /app/out.txt\n"
+NO_SHEBANG = "set -euo pipefail\n[[ -d /app ]] && echo hello > /app/out.txt\n"
+
+
+def test_a_harbor_tasks_scripts_run_as_written_on_both_backends(author, tmp_path, backend_and_dockerfile):
+    backend, dockerfile = backend_and_dockerfile
+    for name, solve in (("pipefail", PIPEFAIL_SOLVE), ("stops", PIPEFAIL_STOPS), ("no-shebang", NO_SHEBANG)):
+        harbor_task(tmp_path / "harbor", name, solve=solve, dockerfile=dockerfile)
+    report = importer.tasks_import(path=tmp_path / "harbor", user=author)
+    assert [line.status for line in report.lines] == ["created"] * 3, report.as_dict()
+    for name, passes in (("pipefail", True), ("stops", False), ("no-shebang", True)):
+        result = rollout(name, "oracle", backend)
+        assert result.grade.passed is passes, (name, result.trajectory[-3:], result.grade.checks[0].explanation)
+        assert ("out.txt" in result.workspace_files) is passes
+        assert "Illegal option" not in json.dumps(result.trajectory)
+
+
+def test_a_harbor_tasks_build_context_builds_and_its_settings_reach_its_scripts_on_docker(author, tmp_path):
+    """The word-tally task (tests/support/harbor_tasks.py), as real datasets' tasks are: its Dockerfile COPYs and
+    ADDs from its build context into its WORKDIR (/app) and elsewhere in the image; its solve.sh is #!/bin/bash
+    with `set -euo pipefail` and needs TALLY_LABEL from [solution.env]; its test.sh needs TALLY_MODE from
+    [verifier.env] and a checker the build put in the image. The oracle scores 1, the nop policy 0."""
+    from tests.support.images import busybox_bash_image
+
+    client = require_docker()
+    base = busybox_bash_image(client)
+    write_word_tally(tmp_path / "dataset", base=base)
+    report = importer.tasks_import(path=tmp_path / "dataset", user=author)
+    assert [line.status for line in report.lines] == ["created"], [line.text() for line in report.lines]
+    backend = get_backend("docker", client=client, default_image=base)
+
+    oracle = rollout("word-tally", "oracle", backend)
+    assert oracle.grade.passed and oracle.grade.reward == 1.0, oracle.grade.checks[0].explanation
+    assert oracle.workspace_files["summary.txt"] == b"words: 5\n"
+    assert oracle.workspace_files["words.txt"] == CONTEXT["data/words.txt"].encode()  # COPY into the WORKDIR
+    nop = rollout("word-tally", "nop", backend)
+    assert nop.grade.complete and nop.grade.reward == 0, nop.grade
+
+
+def test_the_exported_tests_run_in_the_tasks_own_image_as_harbor_runs_them(author, admin, tmp_path, settings):
+    """The re-export, run as Harbor runs a trial: the image built from the exported environment/ (its Dockerfile
+    and build context as they came), solution/ at /solution run with [solution.env], tests/ at /tests, and
+    tests/test.sh run from the WORKDIR with [verifier.env]; the reward it writes is 1, and 0 without the
+    solution."""
+    import docker.errors
+    from django.core.management import call_command
+
+    from tests.support.images import busybox_bash_image
+
+    client = require_docker()
+    base = busybox_bash_image(client)
+    settings.PACK_SCRATCH_DIR = tmp_path / "scratch"
+    write_word_tally(tmp_path / "dataset", base=base)
+    importer.tasks_import(path=tmp_path / "dataset", user=author, approve_as=admin)
+    call_command("export_pack", "harbor-run", "--out", str(tmp_path / "pack.tar.gz"))
+    with tarfile.open(tmp_path / "pack.tar.gz") as tar:
+        tar.extractall(tmp_path / "out", filter="data")
+    (pack,) = (tmp_path / "out").iterdir()
+    task = pack / "tasks" / "word-tally"
+    config = tomllib.loads((task / "task.toml").read_text())
+
+    image, _ = client.images.build(path=str(task / "environment"), rm=True, forcerm=True, network_mode="none")
+    try:
+        for solved, reward in ((True, "1"), (False, "0")):
+            container = client.containers.create(
+                image.id, ["sleep", "300"], network_disabled=True, labels={"gymwright.test-container": "1"}
+            )
+            try:
+                container.start()
+                container.put_archive("/", _tar_of({"tests": task / "tests", "solution": task / "solution"}))
+                if solved:
+                    done = container.exec_run(
+                        ["bash", "/solution/solve.sh"], environment=config["solution"]["env"], workdir="/app"
+                    )
+                    assert done.exit_code == 0, done.output
+                verifier_env = {k: v for k, v in config["verifier"]["env"].items() if "${" not in v}
+                done = container.exec_run(["bash", "/tests/test.sh"], environment=verifier_env, workdir="/app")
+                assert done.exit_code == 0, done.output
+                written = container.exec_run(["cat", "/logs/verifier/reward.txt"]).output.decode().strip()
+                assert written == reward, (solved, written)
+            finally:
+                container.remove(force=True)
+    finally:
+        try:
+            client.images.remove(image.id, force=True)
+        except docker.errors.APIError:
+            pass
+
+
+def _tar_of(folders: dict[str, Path]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, folder in folders.items():
+            tar.add(folder, arcname=name)
+    return buffer.getvalue()

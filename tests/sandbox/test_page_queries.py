@@ -3,18 +3,28 @@ of 64, the most a preview runs (issue 12, "Pages and API under load")."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from sandbox import services, worker
-from tests.sandbox.test_services import FakeResult
 
 
 @pytest.fixture
-def runs(version, author, monkeypatch):
-    """{2: a finished run of 2 graded rollouts, 64: one of 64}, each rollout run by the worker."""
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
+def runs(sandbox_dir, version, author, monkeypatch):
+    """{2: a finished run of 2 graded rollouts, 64: one of 64}, each rollout run by the worker. The sandbox's result is
+    recorded from one real bubblewrap rollout of the task and replayed for the other 65 (the same task version and
+    policy: the same result), so that 66 rollouts cost one sandbox."""
+    run_in_sandbox, recorded = worker._run_in_sandbox, []
+
+    def replayed(**kwargs):
+        if not recorded:
+            recorded.append(run_in_sandbox(**kwargs))
+        return copy.deepcopy(recorded[0])
+
+    monkeypatch.setattr(worker, "_run_in_sandbox", replayed)
     made = {}
     for n in (2, 64):
         preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=n)

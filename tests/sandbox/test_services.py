@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from datetime import timedelta
 
@@ -11,102 +10,13 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from authoring.models import AuditEvent
-from grading.engine import Grade
 from gymwright.errors import DomainError, NotAllowed
 from sandbox import services, worker
 from sandbox.models import PreviewRun, Rollout
-from sandbox.runtime.rollout import RolloutResult
 from tests.sandbox.factories import make_task
 
-GRADE_PASSED = {
-    "schema": "gymwright.grade/v1",
-    "reward": 1.0,
-    "reward_upper": 1.0,
-    "earned": 4,
-    "max": 4,
-    "passed": True,
-    "gated": False,
-    "complete": True,
-    "checks": [
-        {
-            "id": "says_42",
-            "kind": "string_match",
-            "status": "scored",
-            "score": 1.0,
-            "points": 3,
-            "awarded": 3,
-            "explanation": "contains '42'",
-        },
-        {
-            "id": "report_exists",
-            "kind": "file_exists",
-            "status": "scored",
-            "score": 1.0,
-            "points": 1,
-            "awarded": 1,
-            "explanation": "answer.txt exists",
-        },
-    ],
-}
-
-
-TRAJECTORY = [
-    {"role": "system", "content": "You are an agent working in a Linux sandbox."},
-    {"role": "user", "content": "What is six times seven?"},
-    {
-        "role": "assistant",
-        "step": 1,
-        "content": None,
-        "usage": None,
-        "duration_ms": 1,
-        "tool_calls": [{"id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}'}],
-    },
-    {
-        "role": "tool",
-        "step": 1,
-        "tool_call_id": "c1",
-        "name": "bash",
-        "arguments": '{"command": "echo 42 > answer.txt"}',
-        "content": "exit code 0",
-        "is_error": False,
-        "duration_ms": 12,
-        "exec": {"exit_code": 0, "timed_out": False, "oom_killed": False},
-    },
-    {
-        "role": "assistant",
-        "step": 2,
-        "content": None,
-        "usage": None,
-        "duration_ms": 1,
-        "tool_calls": [{"id": "c2", "name": "submit", "arguments": '{"answer": "42"}'}],
-    },
-    {
-        "role": "tool",
-        "step": 2,
-        "tool_call_id": "c2",
-        "name": "submit",
-        "arguments": '{"answer": "42"}',
-        "content": "submitted",
-        "is_error": False,
-        "duration_ms": 0,
-        "exec": None,
-    },
-]
-
-
-def FakeResult(**overrides) -> RolloutResult:  # noqa: N802 - reads as the result it stands for
-    """What the runtime returns for a passing two-step episode (without starting a sandbox)."""
-    values = {
-        "trajectory": copy.deepcopy(TRAJECTORY),
-        "answer": "42",
-        "grade": Grade.model_validate(GRADE_PASSED),
-        "workspace_files": {"answer.txt": b"42\n", "blob.bin": b"\x00\x01"},
-        "steps": 2,
-        "stop_reason": "submitted",
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0},
-    }
-    values.update(overrides)
-    return RolloutResult(**values)
+#: The oracle of this task writes a text file and a binary one: what the viewer shows as text, and what it does not.
+WITH_BINARY = "echo 42 > answer.txt; printf '\\000\\001' > blob.bin"
 
 
 def start(version, user, *, policy="oracle", n=2, enqueued=None, capture=None):
@@ -193,16 +103,16 @@ def test_a_rollout_claimed_twice_is_run_once(version, author, monkeypatch):
     rollout.refresh_from_db()
     assert rollout.status == "running" and rollout.worker == "w1" and rollout.attempts == 1
     calls = []
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: calls.append(kw) or FakeResult())
+    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: calls.append(kw))  # a spy: must not be called
     assert worker.rollout_execute(rollout_id=rollout.pk, worker="w3") == "skipped"
     assert calls == []
 
 
-def test_executing_a_rollout_stores_trajectory_files_and_the_grade(version, author, monkeypatch):
+def test_executing_a_rollout_stores_trajectory_files_and_the_grade(sandbox_dir, author):
+    version = make_task(author=author, script=WITH_BINARY).latest_version
     preview_run = start(version, author, n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
-    assert worker.rollout_execute(rollout_id=rollout.pk, worker="w1") == "done"
+    assert worker.rollout_execute(rollout_id=rollout.pk, worker="w1") == "done"  # a real bubblewrap rollout
     rollout.refresh_from_db()
     assert rollout.status == "done" and rollout.reward == 1.0 and rollout.passed is True
     assert rollout.answer == "42" and rollout.steps == 2 and rollout.duration_ms is not None
@@ -253,13 +163,19 @@ def test_a_transient_sandbox_failure_is_retried_once_then_reported(
     assert rollout.status == "error" and rollout.attempts == 2 and "unreachable" in rollout.error
 
 
-def test_an_error_in_the_result_without_a_grade_is_an_error(version, author, monkeypatch):
+def test_an_error_in_the_result_without_a_grade_is_an_error(sandbox_dir, author):
+    from authoring import services as authoring_services
+
+    authoring_services.environment_create(
+        slug="broken-setup", name="broken", author=author, spec={"network": "none", "setup": "echo no disk >&2; exit 2"}
+    )
+    version = make_task(author=author, environment_slug="broken-setup").latest_version
     preview_run = start(version, author, n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult(grade=None, error="setup failed: exit 2"))
-    assert worker.rollout_execute(rollout_id=rollout.pk) == "error"
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "error"  # the real sandbox's setup fails
     rollout.refresh_from_db()
-    assert rollout.status == "error" and rollout.error == "setup failed: exit 2" and rollout.grade is None
+    assert rollout.status == "error" and rollout.grade is None
+    assert "setup script" in rollout.error and "no disk" in rollout.error, rollout.error
 
 
 def _age(rollout_id, seconds):
@@ -292,17 +208,20 @@ def test_a_stale_rollout_is_requeued_once_then_failed_as_worker_lost(
     assert stale.status == "error" and stale.error.startswith("worker lost")
 
 
-def test_a_worker_whose_claim_was_reaped_cannot_overwrite_the_new_attempt(version, author, monkeypatch, enqueued):
+def test_a_worker_whose_claim_was_reaped_cannot_overwrite_the_new_attempt(
+    sandbox_dir, version, author, monkeypatch, enqueued
+):
     preview_run = start(version, author, n=1)
     rollout = preview_run.rollouts.get()
+    run_in_sandbox = worker._run_in_sandbox
 
-    def slow_then_reaped(**kwargs):
+    def reaped_while_running(**kwargs):  # fault injection: the reaper runs while the real rollout does
         _age(rollout.pk, 10_000)
         services.rollouts_reap_stale()  # another process decides this worker is dead
         assert services.rollout_claim(rollout_id=rollout.pk, worker="second") == 2
-        return FakeResult()
+        return run_in_sandbox(**kwargs)
 
-    monkeypatch.setattr(worker, "_run_in_sandbox", slow_then_reaped)
+    monkeypatch.setattr(worker, "_run_in_sandbox", reaped_while_running)
     assert worker.rollout_execute(rollout_id=rollout.pk, worker="first") == "lost"
     rollout.refresh_from_db()
     assert rollout.status == "running" and rollout.worker == "second" and rollout.grade is None
@@ -319,7 +238,7 @@ def test_the_reap_command_reports_what_it_did(version, author, capsys, enqueued)
     assert rollout.status == "queued"
 
 
-def test_cancel_stops_queued_rollouts_and_flags_running_ones(version, author, monkeypatch):
+def test_cancel_stops_queued_rollouts_and_flags_running_ones(sandbox_dir, version, author, monkeypatch):
     preview_run = start(version, author, n=3)
     first, second, third = preview_run.rollouts.order_by("index")
     attempt = services.rollout_claim(rollout_id=first.pk, worker="w")
@@ -333,12 +252,15 @@ def test_cancel_stops_queued_rollouts_and_flags_running_ones(version, author, mo
     # The running one stops at its next poll; the runtime returns what it has.
     Rollout.objects.filter(pk=first.pk).update(status="queued", attempts=0)  # run it through execute this time
 
-    def run(*, preview_run, progress):
-        assert progress.should_cancel()
-        return FakeResult(grade=None, error="cancelled")
-
-    monkeypatch.setattr(worker, "_run_in_sandbox", run)
-    assert worker.rollout_execute(rollout_id=first.pk) == "cancelled"
+    seen = []
+    run_in_sandbox = worker._run_in_sandbox
+    monkeypatch.setattr(
+        worker, "_run_in_sandbox", lambda **kw: seen.append(kw["progress"].should_cancel()) or run_in_sandbox(**kw)
+    )
+    assert worker.rollout_execute(rollout_id=first.pk) == "cancelled"  # the real rollout stops at its first poll
+    assert seen == [True]
+    first.refresh_from_db()
+    assert first.grade is None
     preview_run.refresh_from_db()
     assert preview_run.status == "cancelled" and preview_run.summary["counts"]["cancelled"] == 3
     assert services.rollout_claim(rollout_id=second.pk, worker="late") is None
@@ -428,6 +350,21 @@ def test_the_verdict_says_when_grades_left_unscored_checks_out():
     assert "1 of 2 grades are incomplete" in summary["verdict"]["message"]
     complete = services.preview_run_summary(policy_kind="oracle", rollouts=[rows[1]])
     assert complete["incomplete"] == 0 and complete["verdict"]["ok"] is True
+    # The verdict held on what was scored: pages show it without the colour of a miss to act on.
+    assert summary["verdict"]["band_ok"] is True
+    failing = [{**row, "reward": 0.0, "passed": False} for row in rows]
+    assert services.preview_run_summary(policy_kind="oracle", rollouts=failing)["verdict"]["band_ok"] is False
+
+
+def test_a_verdict_that_held_on_incomplete_grades_is_not_shown_as_an_error():
+    from django.template.loader import render_to_string
+
+    rows = [{"status": "done", "reward": 0.0, "passed": False, "grade__complete": False}] * 3
+    summary = services.preview_run_summary(policy_kind="nop", rollouts=rows)
+    run = {"pk": 1, "status": "done", "get_status_display": "Done", "summary": summary}
+    html = render_to_string("sandbox/_preview_progress.html", {"summary": summary, "progress": {}, "preview_run": run})
+    verdict = html.split('id="preview-verdict"', 1)[0].rsplit("<div", 1)[1]
+    assert 'class="muted"' in verdict and "error" not in verdict
 
 
 def test_reaping_removes_bubblewrap_sandboxes_whose_worker_died(db, settings, tmp_path):
@@ -560,10 +497,9 @@ def test_a_queued_rollout_whose_message_was_lost_is_sent_again(version, author, 
 
 
 def test_a_rollout_costs_a_fixed_number_of_queries_whatever_the_run_size(
-    version, author, monkeypatch, django_assert_max_num_queries
+    sandbox_dir, version, author, django_assert_max_num_queries
 ):
     """Lean workers: claim, load, store and the run's bookkeeping, not a scan of the run per rollout."""
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
     preview_run = start(version, author, n=40)
     first, *others = list(preview_run.rollouts.order_by("index"))
     worker.rollout_execute(rollout_id=first.pk, worker="w")
@@ -641,7 +577,7 @@ def test_a_run_s_rollouts_are_counted_by_status_in_sql_whatever_the_run_size(aut
 
 
 def test_a_rollout_job_does_not_reap_the_worker_s_timer_does(
-    version, author, monkeypatch, settings, eager_celery, enqueued
+    sandbox_dir, version, author, settings, eager_celery, enqueued
 ):
     """Lean workers: no sweep after each job (it cost every rollout a scan); a worker reaps when it starts and then on
     its own timer, every reap_interval_s()."""
@@ -652,7 +588,6 @@ def test_a_rollout_job_does_not_reap_the_worker_s_timer_does(
     from sandbox import tasks
 
     settings.ROLLOUT_STALE_AFTER_S, settings.ROLLOUT_REQUEUE_AFTER_S = 600, 900  # the timer's period: 300 s
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
     stale_run = start(version, author, n=1)
     stale = stale_run.rollouts.get()
     services.rollout_claim(rollout_id=stale.pk, worker="dead")
@@ -665,12 +600,15 @@ def test_a_rollout_job_does_not_reap_the_worker_s_timer_does(
 
     timer = Timer()  # the worker's event-loop timer (kombu's), given as the consumer's
     try:
+        before = monotonic()
         tasks._reap_from_worker(sender=type("Consumer", (), {"timer": timer})())
+        after = monotonic()
         stale.refresh_from_db()
         assert stale.status == "queued"  # reaped once as the worker starts
         [entry] = [scheduled.entry for scheduled in timer.queue]
         assert entry.fun.__wrapped__ is tasks._reap_quietly  # and then again and again from the timer
-        assert tasks.reap_interval_s() - 60 < timer.queue[0].eta - monotonic() <= tasks.reap_interval_s()
+        # scheduled one interval after the moment it was set up (bracketed by the clock readings around it)
+        assert before + tasks.reap_interval_s() <= timer.queue[0].eta <= after + tasks.reap_interval_s()
         assert services.rollout_claim(rollout_id=stale.pk, worker="dead-again") == 2
         _age(stale.pk, 10_000)
         entry()  # the timer's turn comes

@@ -7,7 +7,8 @@ from django.urls import reverse
 
 from sandbox import services, worker
 from sandbox.models import PreviewRun
-from tests.sandbox.test_services import FakeResult
+from tests.sandbox.factories import make_task
+from tests.sandbox.test_services import WITH_BINARY
 
 
 @pytest.fixture
@@ -61,26 +62,25 @@ def test_a_probe_preview_takes_its_text_from_the_form(client_author, version):
     assert PreviewRun.objects.get().policy == "probe:Thought process:"
 
 
-def test_the_progress_fragment_stops_polling_when_the_run_is_finished(client_author, version, author, monkeypatch):
+def test_the_progress_fragment_stops_polling_when_the_run_is_finished(sandbox_dir, client_author, version, author):
     preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
     url = reverse("sandbox:preview_progress", args=[preview_run.pk])
     assert 'hx-trigger="every 1s"' in client_author.get(url).content.decode()
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
-    worker.rollout_execute(rollout_id=preview_run.rollouts.get().pk)
+    assert worker.rollout_execute(rollout_id=preview_run.rollouts.get().pk) == "done"  # a real bubblewrap rollout
     html = client_author.get(url).content.decode()
     assert "hx-trigger" not in html and 'data-count="done">1<' in html
     assert "the reference solution passes" in html and "1.000" in html
 
 
-def test_a_rollout_shows_its_trajectory_beside_its_grade(client_author, version, author, monkeypatch):
+def test_a_rollout_shows_its_trajectory_beside_its_grade(sandbox_dir, client_author, author):
+    version = make_task(author=author, script=WITH_BINARY).latest_version
     preview_run = services.preview_run_create(task_version=version, user=author, policy="oracle", n=1)
     rollout = preview_run.rollouts.get()
-    monkeypatch.setattr(worker, "_run_in_sandbox", lambda **kw: FakeResult())
-    worker.rollout_execute(rollout_id=rollout.pk)
+    assert worker.rollout_execute(rollout_id=rollout.pk) == "done"  # a real bubblewrap rollout
     url = reverse("sandbox:rollout_detail", args=[rollout.pk])
     fragment = client_author.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in fragment and "<details" in fragment
-    assert "echo 42 &gt; answer.txt" in fragment and "exit code 0" in fragment  # a tool call's input and output
+    assert "echo 42 &gt; answer.txt" in fragment and "exit code: 0" in fragment  # a tool call's input and output
     assert 'data-check-id="says_42"' in fragment and "contains &#x27;42&#x27;" in fragment  # grade + explanation
     assert "answer.txt" in fragment and "Binary or too large" in fragment  # workspace files
     page = client_author.get(reverse("sandbox:preview_detail", args=[preview_run.pk]) + f"?rollout={rollout.pk}")
@@ -120,11 +120,11 @@ def test_anonymous_visitors_are_sent_to_log_in(client, version):
 def test_tool_results_are_shown_under_their_call():
     from sandbox.selectors import trajectory_steps
 
-    steps = trajectory_steps(FakeResult().trajectory)
+    steps = trajectory_steps(TRAJECTORY)
     assert [s["role"] for s in steps] == ["system", "user", "assistant", "assistant"]
     bash = steps[2]["calls"][0]
     assert bash["name"] == "bash" and '"command": "echo 42 > answer.txt"' in bash["input"]
-    assert bash["output"] == "exit code 0" and bash["exec"]["exit_code"] == 0
+    assert bash["output"] == "exit code: 0" and bash["exec"]["exit_code"] == 0
     orphan = trajectory_steps([{"role": "tool", "tool_call_id": "nope", "name": "bash", "content": "hi"}])
     assert orphan[0]["output"] == "hi"
 
@@ -209,3 +209,48 @@ def test_the_preview_form_says_when_bubblewrap_would_not_use_the_environments_im
     assert "Choose docker to preview it as it ships" in client_author.get(start_url(built)).content.decode()
     settings.SANDBOX_BACKEND, settings.SANDBOX_BACKENDS_ALLOWED = "docker", ["docker"]
     assert 'id="backend-image-note"' not in client_author.get(start_url(built)).content.decode()
+
+
+#: A two-step episode as the harness records it (the shape `trajectory_steps` reads).
+TRAJECTORY = [
+    {"role": "system", "content": "You are an agent working in a Linux sandbox."},
+    {"role": "user", "content": "What is six times seven?"},
+    {
+        "role": "assistant",
+        "step": 1,
+        "content": None,
+        "usage": None,
+        "duration_ms": 1,
+        "tool_calls": [{"id": "c1", "name": "bash", "arguments": '{"command": "echo 42 > answer.txt"}'}],
+    },
+    {
+        "role": "tool",
+        "step": 1,
+        "tool_call_id": "c1",
+        "name": "bash",
+        "arguments": '{"command": "echo 42 > answer.txt"}',
+        "content": "exit code: 0",
+        "is_error": False,
+        "duration_ms": 12,
+        "exec": {"exit_code": 0, "timed_out": False, "oom_killed": False},
+    },
+    {
+        "role": "assistant",
+        "step": 2,
+        "content": None,
+        "usage": None,
+        "duration_ms": 1,
+        "tool_calls": [{"id": "c2", "name": "submit", "arguments": '{"answer": "42"}'}],
+    },
+    {
+        "role": "tool",
+        "step": 2,
+        "tool_call_id": "c2",
+        "name": "submit",
+        "arguments": '{"answer": "42"}',
+        "content": "submitted",
+        "is_error": False,
+        "duration_ms": 0,
+        "exec": None,
+    },
+]

@@ -111,6 +111,18 @@ def busybox_image(client) -> str:
     )
 
 
+def busybox_bash_image(client) -> str:
+    """busybox with /bin/bash: busybox's sh (ash) under that name, which has `set -o pipefail`, `[[`, `$'...'`
+    and the rest a task's `#!/bin/bash` scripts commonly use; a real dataset's image has bash itself."""
+    base = busybox_image(client)
+    return _build(
+        client,
+        f"gymwright-test/busybox-bash:{base.rsplit(':', 1)[1]}",
+        {"bash": (b'#!/bin/sh\nexec /bin/sh "$@"\n', 0o755)},
+        f"FROM {base}\nCOPY bash /bin/bash\n",
+    )
+
+
 def _shared_libs(paths: list[Path]) -> set[Path]:
     libs: set[Path] = set()
     for path in paths:

@@ -68,13 +68,20 @@ def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
             digest == check.sha256,
             f"sha256 {'matches' if digest == check.sha256 else 'is ' + digest[:12] + '…, expected ' + check.sha256[:12] + '…'}",
         )
-    texts = _texts_read(check, ctx, text)  # a penalty's match: lookalike letters are read as Latin too
+    # Where finding the text lowers the reward (a penalty, or not_contains), lookalike letters are read as Latin
+    # too, so a confusable spelling does not dodge it.
+    texts = _texts_read(check, ctx, text, absence_wanted=check.not_contains is not None)
     if check.regex is not None:
         found, note = _search(check.compiled(), texts)
         return _binary(
             found is not None,
             f"matched {_short(found.group(0))}{note}" if found else f"{check.path!r} does not match the pattern",
         )
+    if check.not_contains is not None:
+        for candidate, text_note in texts:
+            if check.unicode_value("not_contains", lookalikes=bool(text_note)) in candidate:
+                return _binary(False, f"{check.path!r} contains {_short(check.not_contains)}{text_note}")
+        return _binary(True, f"{check.path!r} does not contain {_short(check.not_contains)}")
     key = "contains" if check.contains is not None else "equals"
     met, note = False, ""
     for candidate, text_note in texts:

@@ -277,8 +277,18 @@ class TaskEnvironment:
         task = parse_task(document)
         folder = self.pack_dir / "tasks" / task_id
         files = _read_files(folder / "files", task.files, task_id, "task")
-        env_files = _read_files(folder / "tests" / "env-files", task.environment.files, task_id, "environment")
+        # a Dockerfile's build context beside it (environment/); the rest of the environment's files where the
+        # verifier reads them (tests/gymwright/ beside the tests of a task that came in as Harbor)
+        build = [ref for ref in task.environment.files if ref.role == "build"]
+        others = [ref for ref in task.environment.files if ref.role != "build"]
+        env_folder = folder / "tests" / "env-files"
+        if not env_folder.is_dir() and (folder / "tests" / "gymwright" / "env-files").is_dir():
+            env_folder = folder / "tests" / "gymwright" / "env-files"
+        env_files = _read_files(env_folder, others, task_id, "environment")
+        context = _read_files(folder / "environment", build, task_id, "build context")
         spec = SandboxSpec.from_environment(task.environment, image=self._image)
+        if context:
+            spec = spec.with_overrides(build_context=tuple(sorted(context.items())))
         plan = plan_files(task, files, env_files)
         sandbox = self._backend.start(spec, files=plan.agent_files, env_files=plan.agent_env_files)
         self._sandbox = sandbox

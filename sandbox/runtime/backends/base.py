@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..results import ExecResult
+from ..scripts import script_command
 from ..spec import SandboxError, SandboxSpec
 
 WORKSPACE = "/workspace"
@@ -259,7 +260,8 @@ class Sandbox(abc.ABC):
         """Run the environment's setup script once; a failure is permanent."""
         if not self.spec.setup:
             return
-        result = self.exec(self.spec.setup, timeout_s=self.spec.setup_timeout_s)
+        # As written: its #! line, else bash (else sh), as a Harbor task's scripts run.
+        result = self.exec(script_command(self.spec.setup, name="setup"), timeout_s=self.spec.setup_timeout_s)
         if result.exit_code != 0:
             why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
             tail = (result.stderr or result.stdout)[-2000:]

@@ -280,40 +280,37 @@ class DockerBackend(Backend):
                     pass
                 except docker.errors.APIError as exc:
                     raise SandboxError(f"Docker engine error: {exc}") from exc
-                context = io.BytesIO()
-                with tarfile.open(fileobj=context, mode="w") as tar:
-                    data = spec.build_dockerfile().encode()
-                    info = tarfile.TarInfo("Dockerfile")
-                    info.size = len(data)
-                    tar.addfile(info, io.BytesIO(data))
-                context.seek(0)
-                memory = self.build_memory_mb * 1024 * 1024
-                cpuset = "0" if self.build_cpus == 1 else f"0-{self.build_cpus - 1}"
+                context = _build_context(spec)
                 try:
-                    # RUN steps are author code: limited like a sandbox, and offline
-                    # unless the operator names a network for builds.
-                    self.client.images.build(
-                        fileobj=context,
-                        custom_context=True,
-                        tag=tag,
-                        rm=True,
-                        forcerm=True,
-                        network_mode=self.build_network or "none",
-                        container_limits={"memory": memory, "memswap": memory, "cpusetcpus": cpuset},
-                        labels={LABEL: "1", "gymwright.dockerfile": tag},
-                    )
-                except docker.errors.BuildError as exc:
-                    tail = "".join(
-                        str(line.get("stream") or line.get("error") or "") for line in list(exc.build_log)[-20:]
-                    )
-                    limits = f"builds run with {self.build_memory_mb} MB, {self.build_cpus} CPU(s) and " + (
-                        f"network {self.build_network!r}" if self.build_network else "no network"
-                    )
-                    raise SandboxError(
-                        f"Dockerfile does not build ({limits}): {exc.msg}\n{tail}", permanent=True
-                    ) from exc
-                except docker.errors.APIError as exc:
-                    raise SandboxError(f"Docker build failed: {exc}") from exc
+                    memory = self.build_memory_mb * 1024 * 1024
+                    cpuset = "0" if self.build_cpus == 1 else f"0-{self.build_cpus - 1}"
+                    try:
+                        # RUN steps are author code: limited like a sandbox, and offline
+                        # unless the operator names a network for builds.
+                        self.client.images.build(
+                            fileobj=context,
+                            custom_context=True,
+                            tag=tag,
+                            rm=True,
+                            forcerm=True,
+                            network_mode=self.build_network or "none",
+                            container_limits={"memory": memory, "memswap": memory, "cpusetcpus": cpuset},
+                            labels={LABEL: "1", "gymwright.dockerfile": tag},
+                        )
+                    except docker.errors.BuildError as exc:
+                        tail = "".join(
+                            str(line.get("stream") or line.get("error") or "") for line in list(exc.build_log)[-20:]
+                        )
+                        limits = f"builds run with {self.build_memory_mb} MB, {self.build_cpus} CPU(s) and " + (
+                            f"network {self.build_network!r}" if self.build_network else "no network"
+                        )
+                        raise SandboxError(
+                            f"Dockerfile does not build ({limits}): {exc.msg}\n{tail}", permanent=True
+                        ) from exc
+                    except docker.errors.APIError as exc:
+                        raise SandboxError(f"Docker build failed: {exc}") from exc
+                finally:
+                    context.close()
                 return tag
         image = spec.image or self.default_image
         if not image:
@@ -430,6 +427,29 @@ def _safe_path(image: str, client) -> str:
         )
     ]
     return ":".join(kept) or DEFAULT_PATH
+
+
+def _build_context(spec: SandboxSpec):
+    """The build context sent to the engine: the Dockerfile and the environment's build files (its COPY and
+    ADD sources) as regular files, executable when they start with "#!" (a task's scripts; no mode is
+    stored with a file). Their paths passed the task format's path rules; a "Dockerfile" among them gives
+    way to the environment's own."""
+    context = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        data = spec.build_dockerfile().encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for path, data in sorted(spec.build_context):
+            parts = path.split("/")
+            if path == "Dockerfile" or path.startswith("/") or any(part in ("", ".", "..") for part in parts):
+                continue
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            info.mode = 0o755 if data[:2] == b"#!" else 0o644
+            tar.addfile(info, io.BytesIO(data))
+    context.seek(0)
+    return context
 
 
 def _build_lock(tag: str) -> threading.Lock:

@@ -4,7 +4,7 @@
 import { debounce } from "./util.js";
 import { anchorFor, root, state, textarea } from "./model.js";
 import { renderStructured, updateFrozen } from "./form_view.js";
-import { renderIssues, validateNow } from "./validation.js";
+import { renderIssues, renderStatus, validateNow } from "./validation.js";
 
 export function parseText(text) {
   try {
@@ -131,6 +131,9 @@ export function showView(view) {
 export function bindJsonView() {
   textarea.addEventListener("input", function () {
     textarea.classList.remove("has-error");
+    state.serverPending = true;  // nothing said about this text yet
+    state.serverSeq += 1;  // and nothing said about the text before it counts any more
+    renderStatus();
     rawChanged();
   });
   root.querySelectorAll("button[data-view]").forEach(function (button) {

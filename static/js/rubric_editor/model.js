@@ -21,7 +21,7 @@ export const KIND_FIELDS = {
   number: ["expected", "tolerance", "rel_tolerance", "extract", "normalize_unicode"],
   json_field: ["pointer", "op", "expected"],
   file_exists: ["path"],
-  file_content: ["path", "contains", "regex", "equals", "sha256", "normalize_unicode"],
+  file_content: ["path", "contains", "not_contains", "regex", "equals", "sha256", "normalize_unicode"],
   table_cell: ["path", "sheet", "row", "column", "expected", "tolerance", "normalize_unicode"],
   text_similarity: ["metric", "reference", "threshold", "normalize_unicode"],
   command: ["run", "expect_exit", "timeout_s"],
@@ -65,7 +65,7 @@ export const WIDE_KEYS = { criterion: 1, reference: 1, code: 1, equals: 1, conta
                   expected: 1, args: 1 };
 // Kinds that take exactly one of some keys (the engine checks it; RUBRIC.md says so).
 export const CHOICES = {
-  file_content: { label: "Match by", valueLabel: "Value", keys: ["contains", "regex", "equals", "sha256"] },
+  file_content: { label: "Match by", valueLabel: "Value", keys: ["contains", "not_contains", "regex", "equals", "sha256"] },
   python: { label: "Defined by", valueLabel: "Source", keys: ["code", "function"] }
 };
 export const STARTERS = {
@@ -100,6 +100,11 @@ export const state = {
   serverWarnings: [],    // its lint warnings (not errors)
   serverSeq: 0,
   serverUnavailable: false,
+  // Text the server has not judged yet (typed, or sent and not answered): the status says "Checking…", never
+  // "Valid", until the server agrees, so that the page never calls valid what a save refuses (regex syntax
+  // is Python's, which the browser cannot check).
+  serverPending: false,
+  serverFailed: false,   // the last check could not reach the server: "Valid" says the server did not check it
   pageIssues: [],        // rendered by the server with the page; valid while the text is unchanged
   pageText: textarea ? textarea.value : ""
 };

@@ -104,13 +104,25 @@ export function validateNow() {
   } else {
     state.schemaIssues = [];
   }
+  state.serverPending = !state.serverUnavailable && !state.parseError && state.rubric !== null;
+  state.serverSeq += 1;  // an answer still on its way is about text that has changed since: ignored
   renderIssues();
   serverValidate();
 }
 
 export const serverValidate = debounce(function () {
-  if (state.serverUnavailable || state.parseError || state.rubric === null) return;
+  if (state.serverUnavailable || state.parseError || state.rubric === null) {
+    state.serverPending = false;
+    renderStatus();
+    return;
+  }
   const seq = ++state.serverSeq;
+  function settle(failed) {
+    if (seq !== state.serverSeq) return;
+    state.serverPending = false;
+    state.serverFailed = failed;
+    renderIssues();
+  }
   const body = JSON.stringify({ rubric: state.rubric, files: fileRoles() });
   fetch(validateUrl, {
     method: "POST", credentials: "same-origin", body: body,
@@ -120,7 +132,10 @@ export const serverValidate = debounce(function () {
     if (!response.ok) return null;
     return response.json();
   }).then(function (data) {
-    if (!data || seq !== state.serverSeq) return; // an older answer for text that has changed since
+    if (seq !== state.serverSeq) return; // an older answer for text that has changed since
+    if (!data) { settle(true); return; }
+    state.serverPending = false;
+    state.serverFailed = false;
     state.serverIssues = (data.issues || []).map(function (i) {
       return { pointer: i.pointer || "", message: i.message, source: "server" };
     });
@@ -128,7 +143,7 @@ export const serverValidate = debounce(function () {
       return { pointer: w.pointer || "", message: w.message, source: "warning" };
     });
     renderIssues();
-  }).catch(function () { /* offline or server error: the save will validate anyway */ });
+  }).catch(function () { settle(true); /* offline or server error: the save will validate anyway */ });
 }, 500);
 
 /* The task's attached files with the roles chosen in the form (the lint warns about tests the
@@ -235,6 +250,7 @@ export function renderIssues() {
 }
 
 export function renderStatus(issues) {
+  issues = issues || currentIssues();
   statusLine.classList.remove("ok", "error");
   if (state.parseError) {
     statusLine.textContent = "JSON syntax error at " + state.parseError.where;
@@ -248,7 +264,7 @@ export function renderStatus(issues) {
     statusLine.classList.add("error");
     return;
   }
-  if (!state.validator && !state.schemaFailed && state.schema === null) {
+  if ((!state.validator && !state.schemaFailed && state.schema === null) || state.serverPending) {
     statusLine.textContent = "Checking…";
     return;
   }
@@ -262,7 +278,8 @@ export function renderStatus(issues) {
     return sum + (isObject(c) && typeof c.points === "number" && c.points > 0 ? c.points : 0);
   }, 0);
   statusLine.textContent = "Valid · " + plural(count, "check") + " · " + plural(Math.round(points * 1000) / 1000, "point") +
-    (state.validator ? "" : " (schema not loaded: only the server checks it)");
+    (state.validator ? "" : " (schema not loaded: only the server checks it)") +
+    (state.serverFailed || state.serverUnavailable ? " (the server did not check it: a save will)" : "");
   statusLine.classList.add("ok");
 }
 

@@ -1,90 +1,16 @@
-"""Fixtures for the pure engine's tests: no database, a local OpenAI-protocol server, a subprocess sandbox double."""
+"""Fixtures for the pure engine's tests: no database, a local OpenAI-protocol server, a real bubblewrap sandbox."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from grading.engine import ExecResult, JudgeClient, JudgeConfig
+from grading.engine import JudgeClient, JudgeConfig
+from sandbox.runtime import SandboxSpec, get_backend
+from sandbox.runtime.roles import GradingSandbox
 from tests.support.openai_server import OpenAIServer, openai_server  # noqa: F401 - the fixture
-
-
-class LocalProcessSandbox:
-    """TEST DOUBLE ONLY: implements CheckSandbox with plain subprocesses in a temp folder.
-
-    No isolation at all — it exists so the engine's command/python plumbing can be
-    tested without Docker or bubblewrap. The real sandboxes live in sandbox.runtime.
-    """
-
-    def __init__(self, workspace: Path):
-        self.workspace = Path(workspace)
-        self.workspace_path = str(self.workspace.resolve())
-        self.tmp_written: list[Path] = []
-        self.execs: list = []
-
-    def exec(self, command, *, timeout_s=None, stdin=None, env=None) -> ExecResult:
-        self.execs.append(command)
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            command,
-            shell=isinstance(command, str),
-            cwd=self.workspace,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,
-        )
-        try:
-            out, err = process.communicate(stdin or b"", timeout=timeout_s)
-            timed_out, code = False, process.returncode
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            out, err = process.communicate()
-            timed_out, code = True, None
-        return ExecResult(
-            exit_code=code,
-            stdout=out.decode("utf-8", "replace"),
-            stderr=err.decode("utf-8", "replace"),
-            stdout_truncated=False,
-            stderr_truncated=False,
-            timed_out=timed_out,
-            oom_killed=False,
-            duration_ms=int((time.perf_counter() - started) * 1000),
-        )
-
-    def _path(self, path: str) -> Path:
-        if path.startswith("/tmp/"):
-            return Path(path)
-        return self.workspace / path
-
-    def write_file(self, path: str, data: bytes) -> None:
-        target = self._path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        if path.startswith("/tmp/"):
-            self.tmp_written.append(target)
-
-    def read_file(self, path: str, *, max_bytes: int = 1 << 30, follow_links: bool = True) -> bytes:
-        from grading.engine.safe_files import read_regular
-
-        target = self._path(path)
-        if follow_links:
-            return read_regular(target.resolve(), max_bytes=max_bytes)
-        return read_regular(str(target.relative_to("/")), max_bytes=max_bytes, root="/")
-
-    def close(self) -> None:
-        for path in self.tmp_written:
-            path.unlink(missing_ok=True)
-            top = Path("/tmp") / path.relative_to("/tmp").parts[0]
-            if top.name.startswith(".gw-runner-"):  # a tests check's runner folder, with what the run made
-                shutil.rmtree(top, ignore_errors=True)
+from tests.support.services import require_bwrap
 
 
 @pytest.fixture
@@ -95,10 +21,15 @@ def workspace(tmp_path) -> Path:
 
 
 @pytest.fixture
-def local_sandbox(workspace):
-    sandbox = LocalProcessSandbox(workspace)
-    yield sandbox
-    sandbox.close()
+def check_sandbox():
+    """A real bubblewrap sandbox, as the checks of a rollout see it (`GradingSandbox`): the engine's command, python
+    and tests checks are tested where they run, not in a second implementation of the sandbox."""
+    require_bwrap()
+    box = get_backend("bubblewrap").start(
+        SandboxSpec(memory_mb=512, pids=128, exec_timeout_s=60, output_cap=65536, workspace_mb=32, tmp_mb=32)
+    )
+    yield GradingSandbox(box)
+    box.stop()
 
 
 @pytest.fixture

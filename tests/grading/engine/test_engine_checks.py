@@ -9,6 +9,7 @@ import openpyxl
 import pytest
 
 from grading.engine import grade, parse_rubric
+from grading.engine.describe import check_in_words
 
 
 def one(check: dict, *, answer: str = "", **kwargs):
@@ -176,6 +177,20 @@ def test_file_content_conditions(workspace):
     assert score({"kind": "file_content", "path": "a.txt", "equals": "hello"}, workspace=workspace) == 0.0
     assert score({"kind": "file_content", "path": "a.txt", "sha256": digest}, workspace=workspace) == 1.0
     assert score({"kind": "file_content", "path": "a.txt", "sha256": "0" * 64}, workspace=workspace) == 0.0
+
+
+def test_file_content_not_contains_mirrors_string_match_and_a_missing_file_never_passes(workspace):
+    (workspace / "a.txt").write_text("hello world\n")
+    check = {"kind": "file_content", "path": "a.txt", "not_contains": "TODO"}
+    result = one(check, workspace=workspace)
+    assert result.score == 1.0 and "does not contain" in result.explanation
+    (workspace / "a.txt").write_text("hello\n# TODO: the rest\n")
+    result = one(check, workspace=workspace)
+    assert result.score == 0.0 and "contains" in result.explanation
+    # Deleting the file is not a way to have no TODO in it.
+    result = one({**check, "path": "gone.txt"}, workspace=workspace)
+    assert result.status == "scored" and result.score == 0.0 and "does not exist" in result.explanation
+    assert check_in_words({**check, "id": "c", "points": 1}) == "file a.txt does not contain “TODO”"
 
 
 def test_a_missing_file_scores_zero_not_unscored(workspace):

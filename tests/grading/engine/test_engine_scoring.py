@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grading.engine import grade, parse_rubric
+from grading.engine.models import CheckGrade
 
 
 def contains(check_id: str, expected: str, points: float, **extra) -> dict:
@@ -299,3 +300,103 @@ def test_the_totals_of_a_stored_grade_gate_on_a_required_score_below_one():
     full = grade_totals(stored(1.0), pass_threshold=0.5)
     assert not full["gated"] and full["reward"] == 1.0 and full["passed"]
     assert reward_range(stored(1.0)) == (1.0, 1.0, False)
+
+
+def test_a_stored_grade_with_odd_fields_is_totalled_by_rule_not_by_crash():
+    # Stored grade documents are read back by the gates, packs and CLI: a field of the wrong type counts as absent.
+    from grading.engine.scoring import grade_totals
+
+    checks = [
+        {"id": "bool_score", "status": "scored", "score": True, "points": 2},  # a bool is not a score: 0
+        {"id": "text_points", "status": "scored", "score": 1.0, "points": "3"},  # nor text points: 0 points
+        {"id": "met", "status": "scored", "score": 1.0, "points": 2},
+    ]
+    totals = grade_totals(checks, pass_threshold=0.5)
+    assert (totals["earned"], totals["max"], totals["reward"]) == (2.0, 4.0, 0.5)
+
+
+def test_a_check_is_scored_only_with_status_scored_and_a_score():
+    from grading.engine.scoring import grade_totals
+
+    for odd in (
+        {"id": "x", "status": "scored", "score": None, "points": 1},
+        {"id": "x", "status": "unscored", "score": 1.0, "points": 1},
+    ):
+        totals = grade_totals([odd, {"id": "y", "status": "scored", "score": 1.0, "points": 1}], pass_threshold=0.5)
+        assert not totals["complete"] and totals["earned"] == 1.0 and totals["max"] == 2.0, odd
+        assert totals["reward"] == 0.5 and totals["reward_upper"] == 1.0 and not totals["passed"]
+
+
+def test_a_rubric_of_penalties_only_has_reward_zero_not_a_division_by_zero():
+    from grading.engine.scoring import grade_totals, reward_range
+
+    penalties = [{"id": "bad", "status": "scored", "score": 0.0, "points": -2}]
+    totals = grade_totals(penalties, pass_threshold=0.0)
+    assert (totals["max"], totals["reward"], totals["reward_upper"]) == (0.0, 0.0, 0.0)
+    assert reward_range(penalties) == (0.0, 0.0, False)
+
+
+def test_a_fractional_penalty_stays_out_of_max():
+    # earned = 2 - 0.5 = 1.5; max = 2 (penalties never count in max, however small) -> 0.75
+    result = run([contains("good", "x", 2), contains("bad", "y", -0.5)], "x y")
+    assert (result.earned, result.max, result.reward) == (1.5, 2.0, 0.75)
+
+
+def test_an_unscored_one_point_check_could_still_earn_its_point():
+    result = run([contains("a", "x", 1), judge("j", 1)], "x")
+    assert (result.reward, result.reward_upper) == (0.5, 1.0)
+
+
+def test_an_unscored_fractional_penalty_is_not_charged_in_the_upper_bound_but_is_in_the_lowest():
+    from grading.engine.scoring import reward_range
+
+    result = run([contains("a", "x", 2), judge("pen", -0.5)], "x")
+    assert (result.reward, result.reward_upper) == (1.0, 1.0)
+    lowest, highest, gated = reward_range(result.to_document()["checks"])
+    assert (lowest, highest, gated) == (0.75, 1.0, False)  # (2 - 0.5) / 2 at worst
+
+
+def test_an_unscored_penalty_group_is_charged_at_most_what_its_children_allow():
+    from grading.engine.scoring import reward_range
+
+    group = {
+        "id": "pen",
+        "status": "unscored",
+        "score": None,
+        "points": -2,
+        "checks": [
+            {"id": "a", "status": "scored", "score": 0.0, "points": 1},
+            {"id": "b", "status": "unscored", "score": None, "points": 1},
+        ],
+    }
+    checks = [{"id": "good", "status": "scored", "score": 1.0, "points": 4}, group]
+    # mean of (0, anything in [0, 1]): the group scores at most 0.5, so it charges at most 2 * 0.5 = 1 of 4
+    assert reward_range(checks, {"pen": "mean"}) == (0.75, 1.0, False)
+    assert reward_range(checks) == (0.5, 1.0, False)  # its aggregate unknown: anything up to its 2 points
+
+
+def test_a_groups_aggregate_is_none_while_its_unscored_children_could_change_it():
+    from grading.engine.scoring import aggregate
+
+    met = CheckGrade(id="m", kind="string_match", status="scored", score=1.0, points=1)
+    missed = CheckGrade(id="n", kind="string_match", status="scored", score=0.0, points=1)
+    open_ = CheckGrade(id="u", kind="llm_judge", status="unscored", score=None, points=1)
+    assert aggregate("all", [met, met]) == 1.0 and aggregate("all", [met, missed]) == 0.0
+    assert aggregate("all", [met, open_]) is None  # could go either way
+    assert aggregate("all", [missed, open_]) == 0.0  # decided despite the unscored child
+    assert aggregate("any", [met, open_]) == 1.0 and aggregate("mean", [met, open_]) is None
+
+
+def test_the_reward_is_clipped_to_one_even_for_a_stored_score_above_one():
+    from grading.engine.scoring import grade_totals
+
+    totals = grade_totals([{"id": "x", "status": "scored", "score": 1.5, "points": 2}], pass_threshold=0.5)
+    assert totals["earned"] == 3.0 and totals["reward"] == 1.0
+
+
+def test_grade_totals_takes_its_options_by_name():
+    from grading.engine.scoring import grade_totals
+
+    with pytest.raises(TypeError):
+        grade_totals([], 0.5)  # a threshold given by position is refused, not read as something else
+    assert grade_totals(checks=[], pass_threshold=0.5)["reward"] == 0.0

@@ -1,6 +1,6 @@
 """The `tests` check kind: its format rules, the ids read from source before anything runs, the report's
-strictness, and the runner's strict comparisons (run for real through the subprocess sandbox double; the
-sandboxed runs on both backends are in tests/sandbox/runtime/test_tests_check_abuse.py)."""
+strictness, and the runner's strict comparisons (run in a real bubblewrap sandbox, conftest.py's `check_sandbox`;
+the attacks on both backends are in tests/sandbox/runtime/test_tests_check_abuse.py)."""
 
 from __future__ import annotations
 
@@ -186,9 +186,9 @@ class TestGroup:
 """
 
 
-def _run(local_sandbox, workspace, runner: str, tests: str, *, credit="per_test"):
-    (workspace / "solution.py").write_text(SOLUTION)
-    (workspace / "test_strict.py").write_text(tests)
+def _run(check_sandbox, tmp_path, runner: str, tests: str, *, credit="per_test"):
+    check_sandbox.write_file("solution.py", SOLUTION.encode())
+    check_sandbox.write_file("test_strict.py", tests.encode())
     rubric = {
         "schema": "gymwright.rubric/v1",
         "checks": [
@@ -203,13 +203,14 @@ def _run(local_sandbox, workspace, runner: str, tests: str, *, credit="per_test"
             }
         ],
     }
-    result = grade(rubric, answer="", workspace=workspace, sandbox=local_sandbox).checks[0]
+    workspace = check_sandbox.snapshot(tmp_path / "workspace")  # as a rollout grades: the workspace as left
+    result = grade(rubric, answer="", workspace=workspace, sandbox=check_sandbox).checks[0]
     assert result.status == "scored", result.explanation
     return result, {test.id.rsplit("::", 1)[1]: (test.outcome, test.message) for test in result.tests}
 
 
-def test_builtin_values_compare_by_exact_type_and_by_rule(local_sandbox, workspace):
-    result, outcomes = _run(local_sandbox, workspace, "unittest", TESTS)
+def test_builtin_values_compare_by_exact_type_and_by_rule(check_sandbox, tmp_path):
+    result, outcomes = _run(check_sandbox, tmp_path, "unittest", TESTS)
     passed = {name for name, (outcome, _) in outcomes.items() if outcome == "passed"}
     assert passed == {"test_exact", "test_nan_equals_nan", "test_negative_zero_equals_zero"}, outcomes
     assert result.score == pytest.approx(3 / 9)
@@ -217,8 +218,8 @@ def test_builtin_values_compare_by_exact_type_and_by_rule(local_sandbox, workspa
     assert "decided by its own __bool__" in outcomes["test_truth_by_own_bool"][1]
 
 
-def test_pytest_style_plain_asserts_run_without_pytest(local_sandbox, workspace):
-    result, outcomes = _run(local_sandbox, workspace, "pytest", PYTEST_TESTS)
+def test_pytest_style_plain_asserts_run_without_pytest(check_sandbox, tmp_path):
+    result, outcomes = _run(check_sandbox, tmp_path, "pytest", PYTEST_TESTS)
     assert {name: outcome for name, (outcome, _) in outcomes.items()} == {
         "test_plain_assert": "passed",
         "test_plain_assert_with_subclass": "failed",
@@ -232,13 +233,13 @@ def test_pytest_style_plain_asserts_run_without_pytest(local_sandbox, workspace)
     assert "fixture 'monkeypatch' is not supported" in outcomes["test_unknown_fixture"][1]
 
 
-def test_credit_all_needs_every_test(local_sandbox, workspace):
-    result, _ = _run(local_sandbox, workspace, "unittest", TESTS, credit="all")
+def test_credit_all_needs_every_test(check_sandbox, tmp_path):
+    result, _ = _run(check_sandbox, tmp_path, "unittest", TESTS, credit="all")
     assert result.score == 0.0 and "3 of 9 test(s) passed" in result.explanation
 
 
-def test_select_names_unknown_tests_unscored(local_sandbox, workspace):
-    (workspace / "test_strict.py").write_text(TESTS)
+def test_select_names_unknown_tests_unscored(check_sandbox, tmp_path):
+    check_sandbox.write_file("test_strict.py", TESTS.encode())
     rubric = {
         "schema": "gymwright.rubric/v1",
         "checks": [
@@ -251,7 +252,8 @@ def test_select_names_unknown_tests_unscored(local_sandbox, workspace):
             }
         ],
     }
-    result = grade(rubric, answer="", workspace=workspace, sandbox=local_sandbox).checks[0]
+    workspace = check_sandbox.snapshot(tmp_path / "workspace")
+    result = grade(rubric, answer="", workspace=workspace, sandbox=check_sandbox).checks[0]
     assert result.status == "unscored" and "select names 'test_strict.py::T::nope'" in result.explanation
 
 
@@ -284,8 +286,8 @@ def test_skipped():
 """
 
 
-def test_pytest_features_work_with_the_runners_own_pytest(local_sandbox, workspace):
-    result, outcomes = _run(local_sandbox, workspace, "pytest", PYTEST_FEATURES)
+def test_pytest_features_work_with_the_runners_own_pytest(check_sandbox, tmp_path):
+    result, outcomes = _run(check_sandbox, tmp_path, "pytest", PYTEST_FEATURES)
     assert {name: outcome for name, (outcome, _) in outcomes.items()} == {
         "test_parametrized[0]": "passed",
         "test_parametrized[1]": "passed",

@@ -230,6 +230,15 @@ def test_it_needs_exactly_one_file_content_condition():
     assert "exactly one" in issues[0].message
 
 
+def test_file_content_not_contains_counts_as_its_one_condition_and_is_never_empty():
+    check = {"id": "c", "kind": "file_content", "points": 1, "path": "a.txt", "not_contains": "TODO"}
+    assert validate_rubric(rubric(check)) == []
+    issues = validate_rubric(rubric({**check, "contains": "x"}))
+    assert pointers(issues) == ["/checks/0"] and "'not_contains'" in issues[0].message
+    issues = validate_rubric(rubric({**check, "not_contains": "\u200b"}))
+    assert pointers(issues) == ["/checks/0/not_contains"] and "no file passes" in issues[0].message
+
+
 def test_it_needs_code_or_function_in_a_python_check():
     issues = validate_rubric(rubric(ok_check(), {"id": "p", "kind": "python", "points": 1}))
     assert pointers(issues) == ["/checks/1"]

@@ -97,6 +97,16 @@ def test_a_disguised_phrase_in_a_file_is_penalised_by_file_content(name, workspa
     assert [c.score for c in result.checks[1:]] == [1.0, 1.0]
 
 
+@pytest.mark.parametrize(
+    "name", ["zero-width space", "fullwidth", "soft hyphen", "right-to-left override", "Cyrillic lookalikes"]
+)
+def test_a_disguised_phrase_in_a_file_still_fails_file_content_not_contains(name, workspace):
+    (workspace / "log.txt").write_text(f"step 1: {DODGES[name]}\n", encoding="utf-8")
+    check = {"id": "clean", "kind": "file_content", "points": 2, "path": "log.txt", "not_contains": FORBIDDEN}
+    result = grade(rubric(check), answer="done", workspace=workspace)
+    assert [c.score for c in result.checks[1:]] == [0.0], name
+
+
 def test_normalize_unicode_false_compares_the_text_as_written():
     answer = f"done. {DODGES['zero-width space']}"
     checks = [

@@ -1,6 +1,6 @@
-"""verl 0.9's multi-turn rollout on a pack's env/, as docs/serving.md configures it: `python -m env verl` writes
-the agent loop entry and the agentic tasks' dataset; verl's `ppo_trainer` config is composed with the README's
-multi-turn overrides; verl's own RLHFDataset reads the rows; verl's agent loop registry loads the entry from the
+"""verl 0.9's multi-turn rollout on a pack's env/, as the pack's README configures it: `python -m env verl` writes
+the agent loop entry and the agentic tasks' dataset into the pack's verl/; verl's `ppo_trainer` config is
+composed with the overrides of the README's agent-loop `main_ppo` line ($PWD the pack); verl's own RLHFDataset reads the rows; verl's agent loop registry loads the entry from the
 YAML and `hydra.utils.instantiate`s it exactly as `AgentLoopWorker._run_agent_loop` does; each loop runs one
 trajectory against a scripted policy (no GPU, no inference server: the server manager's `generate` answers
 the tiny tokenizer's ids of the scripted assistant turns, hermes tool calls) and the pack's sandbox.
@@ -13,6 +13,8 @@ responses the model saw, the tools offered.
 
 import asyncio
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -32,21 +34,23 @@ sys.path.insert(0, str(pack))
 
 from env.__main__ import write_verl_files  # noqa: E402  the pack's own env/
 
-files = out.parent / "verl-files"
+# The pack card's commands: `python -m env verl --out verl/` from the pack, then its main_ppo overrides.
+files = pack / "verl"
 assert write_verl_files(str(files), backend="bubblewrap", image=None) == 0
-overrides = [
-    f"data.train_files={files}/agentic.parquet",
-    f"data.val_files={files}/agentic.parquet",
+card = (pack / "README.md").read_text(encoding="utf-8")
+command = re.search(r"python -m verl\.trainer\.main_ppo ([^`]*?agent_loop_config_path[^`]*?)\n```", card, re.S)
+assert command, "the pack's README has no main_ppo command for the agent loop"
+words = shlex.split(command.group(1).replace("\\\n", " ").replace("$PWD", str(pack)))
+overrides = [word for word in words if "=" in word] + [
+    # this test's tiny policy and lengths (a character-level tokenizer: one token per character)
     "data.max_prompt_length=4096",
     "data.filter_overlong_prompts=False",
     f"+data.cache_dir={out.parent}/verl-cache",
-    "actor_rollout_ref.rollout.multi_turn.enable=True",
     "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=4096",
-    f"actor_rollout_ref.rollout.agent.agent_loop_config_path={files}/agent_loop.yaml",
-    "actor_rollout_ref.rollout.agent.default_agent_loop=gymwright_agent",
     "actor_rollout_ref.rollout.prompt_length=4096",
     "actor_rollout_ref.rollout.response_length=8192",
 ]
+assert f"actor_rollout_ref.rollout.agent.agent_loop_config_path={files}/agent_loop.yaml" in overrides
 with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
     config = compose(config_name="ppo_trainer", overrides=overrides)
 tokenizer = tiny_policy.tokenizer()

@@ -126,3 +126,27 @@ def test_rollout_refuses_task_files_with_the_wrong_hash(bwrap, tmp_path):
 def test_reap_prints_what_it_removed(docker_client):
     proc = cli("reap")
     assert proc.returncode == 0 and "removed" in json.loads(proc.stdout)
+
+
+def test_the_oracle_on_a_task_without_a_solution_is_refused_as_the_web_refuses_it(bwrap, tmp_path):
+    """It ran and scored 0 (a preview refuses it: "no reference solution"), which read as a broken task."""
+    task = json.loads((FIXTURES / "capital.task.json").read_text())
+    task["solution"] = {"script": None, "answer": None}
+    (tmp_path / "task.json").write_text(json.dumps(task))
+    proc = cli("rollout", "--task", str(tmp_path / "task.json"), "--policy", "oracle")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "this task has no reference solution (script or answer), so the oracle policy has nothing to run" in (
+        proc.stderr
+    )
+
+
+def test_bubblewrap_says_a_dockerfile_needs_the_docker_backend(bwrap, tmp_path):
+    """bubblewrap builds no image: a task whose environment is a Dockerfile runs on the host's system there, and
+    the CLI says so in the words the task page and the preview form use (the rollout still runs)."""
+    task = json.loads((FIXTURES / "capital.task.json").read_text())
+    task["environment"] = {**task.get("environment", {}), "dockerfile": "FROM busybox\nWORKDIR /app\n"}
+    (tmp_path / "task.json").write_text(json.dumps(task))
+    proc = cli("rollout", "--task", str(tmp_path / "task.json"), "--policy", "oracle")
+    assert proc.returncode == 0, proc.stderr
+    assert "note: this task needs the docker backend (its Dockerfile builds the environment)" in proc.stderr
+    assert json.loads(proc.stdout)["grade"]["reward"] == 1.0

@@ -155,6 +155,13 @@ def test_the_captured_workspace_stops_at_its_caps_and_says_so(tmp_path):
     (tmp_path / "small").mkdir()
     (tmp_path / "small" / "f.txt").write_bytes(b"x" * MAX_CAPTURED_FILE)
     assert _capture(tmp_path / "small") == ({"f.txt": b"x" * MAX_CAPTURED_FILE}, False)  # at the cap: kept
+    (tmp_path / "full").mkdir()
+    for n in range(8):  # exactly the total cap ...
+        (tmp_path / "full" / f"{n}.bin").write_bytes(b"x" * MAX_CAPTURED_FILE)
+    assert _capture(tmp_path / "full")[1] is False
+    (tmp_path / "full" / "z.txt").write_bytes(b"!")  # ... and one byte past it
+    files, truncated = _capture(tmp_path / "full")
+    assert truncated and "z.txt" not in files and len(files) == 8
 
 
 def test_a_rollout_reports_a_workspace_too_large_to_capture():

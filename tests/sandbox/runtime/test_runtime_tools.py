@@ -82,3 +82,21 @@ def test_the_runner_defaults_to_the_specs_cap():
     spec = SandboxSpec(output_cap=1234)
     assert ToolRunner(None, spec).output_cap == 1234
     assert ToolRunner(None, spec, output_cap=99).output_cap == 99
+
+
+def test_a_commands_timeout_is_the_smallest_of_asked_allowed_and_left():
+    runner = ToolRunner(None, SandboxSpec(exec_timeout_s=30))
+    assert runner._timeout(None, None) == 30  # nothing asked: the environment's limit
+    assert runner._timeout(5, None) == 5  # asked for less: granted
+    assert runner._timeout(500, None) == 30  # asked for more: the limit
+    for odd in (0, -3, "7", None):
+        assert runner._timeout(odd, None) == 30
+    assert runner._timeout(5, 2.5) == 2.5  # the episode's time left is shorter
+    assert runner._timeout(None, 0.0) == 0.1  # none left: a last tenth of a second, never 0 (no timeout)
+
+
+def test_a_command_asking_for_more_time_than_allowed_is_killed_at_the_limit(box):
+    spec = SandboxSpec(exec_timeout_s=1, tools=("bash", "submit"))
+    outcome = ToolRunner(box, spec).run("bash", {"command": "sleep 20; echo late", "timeout_s": 600})
+    assert outcome.is_error and outcome.exec["timed_out"] and outcome.exec["exit_code"] is None
+    assert outcome.content.startswith("timed out (killed)") and "late" not in outcome.content
