@@ -62,7 +62,7 @@ def _upload_refused(request, form, *, what: str) -> bool:
 def task_list(request):
     filters = {key: request.GET.get(key, "").strip()[:100] for key in ("q", "environment", "status", "tag", "author")}
     queryset = selectors.task_list_page_source(user=request.user, **filters)
-    rows = partial(selectors.task_rows, user=request.user)
+    rows = partial(selectors.task_rows, user=request.user, approvers=True)
     page = KeysFirstPaginator(queryset, PAGE_SIZE, rows=rows).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -137,8 +137,11 @@ def _environment_to_offer(request, environments):
         found = environments.filter(slug=named).first()
         if found is not None:
             return found
+    # An import makes its tasks the author's newest ones: only a task whose latest version was saved by hand
+    # says where the author works.
     last = (
         Task.objects.filter(owner=request.user, environment__in=environments)
+        .exclude(latest_version__message=services.IMPORT_MESSAGE)
         .order_by("-updated_at")
         .select_related("environment")
         .first()

@@ -12,7 +12,8 @@ import sys
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import InterfaceError, OperationalError
-from django.http import HttpResponse, HttpResponseServerError, JsonResponse
+from django.http import Http404, HttpResponse, HttpResponseServerError, JsonResponse
+from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views import defaults
@@ -92,6 +93,13 @@ def page_not_found(request, exception):
             f"There is no API endpoint at {path}; the endpoints are listed at "
             f"{reverse('api-docs')} and {reverse('api-schema')}.",
             404,
+        )
+    # What was not found, when the code said it ("six-sevens v99 does not exist"); Django's own misses
+    # (no such URL) carry no sentence and keep the page's general words.
+    message = exception.args[0] if isinstance(exception, Http404) and exception.args else None
+    if isinstance(message, str) and message:
+        return render(
+            request, "404.html", {"request_path": request.path, "message": message[:300].rstrip(".")}, status=404
         )
     return defaults.page_not_found(request, exception)
 

@@ -302,6 +302,14 @@ SANDBOX_DOCKER_NETWORK = env_str("GYMWRIGHT_SANDBOX_DOCKER_NETWORK", "")
 SANDBOX_BUILD_MEMORY_MB = env_int("GYMWRIGHT_SANDBOX_BUILD_MEMORY_MB", 2048)
 SANDBOX_BUILD_CPUS = env_int("GYMWRIGHT_SANDBOX_BUILD_CPUS", 1)
 SANDBOX_BUILD_NETWORK = env_str("GYMWRIGHT_SANDBOX_BUILD_NETWORK", "")
+# A dataset's health check (`manage.py check_dataset`, the report an import of Harbor tasks starts): the time all
+# the rollouts of one task may take together (each one's agent and verifier time is cut to what is left), the
+# time of the whole run (the tasks past it are reported as not checked), and the size of the stored report.
+DATASET_CHECK_TASK_S = env_int("GYMWRIGHT_DATASET_CHECK_TASK_S", 900)
+DATASET_CHECK_TOTAL_S = env_int("GYMWRIGHT_DATASET_CHECK_TOTAL_S", 4 * 3600)
+DATASET_CHECK_REPORT_MAX_MB = env_int("GYMWRIGHT_DATASET_CHECK_REPORT_MAX_MB", 16)
+# The hack and verifier probes an import's health report runs (names without `hack:`); empty: every one that applies.
+DATASET_CHECK_PROBES = env_list("GYMWRIGHT_DATASET_CHECK_PROBES", "")
 # A RUNNING rollout whose heartbeat is older than this is stale (its worker died).
 ROLLOUT_STALE_AFTER_S = env_int("GYMWRIGHT_ROLLOUT_STALE_AFTER_S", 120)
 # A QUEUED rollout whose job message was sent this long ago and never claimed is sent again

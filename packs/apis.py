@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -207,6 +208,12 @@ REPORT = inline_serializer(
             help_text="where the created and changed tasks went",
         ),
         "rows": serializers.ListField(child=serializers.JSONField()),
+        "health_report": serializers.URLField(
+            required=False,
+            allow_null=True,
+            help_text="a file of Harbor or Terminal-Bench tasks: the page of their health report, which a worker "
+            "fills (the same URL + .json without the last slash reads it as JSON)",
+        ),
     },
 )
 
@@ -260,7 +267,9 @@ class ImportFileApi(APIView):
             environment=data.get("environment") or None,
             dry_run=data["dry_run"],
         )
-        return Response(report.as_dict())
+        check = services.dataset_check_start(report=report, user=request.user, source=data["file"].name)
+        health = request.build_absolute_uri(reverse("packs:dataset_check", args=[check.pk])) if check else None
+        return Response({**report.as_dict(), "health_report": health})
 
 
 class ImportBulkApi(APIView):

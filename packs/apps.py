@@ -13,6 +13,9 @@ class PacksConfig(AppConfig):
         # The broker check sends again the jobs of builds and checks that wait for the broker or that it lost.
         jobs.resender_register("pack builds", pack_builds_resend)
         jobs.resender_register("pack checks", pack_verifications_resend)
+        from packs.services.health import dataset_checks_resend
+
+        jobs.resender_register("dataset health checks", dataset_checks_resend)
 
         from packs import panels
 

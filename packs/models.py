@@ -193,3 +193,43 @@ class PackVerification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pack_version_id}: {self.status} ({'ok' if self.ok else 'failed' if self.ok is False else '-'})"
+
+
+class DatasetCheck(models.Model):
+    """A dataset's health report (packs.health): the gates of every task an import brought in, run in batch on the
+    docker backend by a worker; `document` is the report (gymwright.dataset-health/v1), written as each task is
+    checked, whole when the check is done."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    source = models.CharField(max_length=300)  # what was imported (a file or folder name)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # what to check, in the import's order: [{"where", "task_version"}] and the import's refusals [{"where",
+    # "slug", "message"}], which the report lists as not runnable here
+    subjects = models.JSONField(default=list, blank=True)
+    document = models.JSONField(null=True, blank=True)
+    checked = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # when its job was sent; NULL: the broker did not take it (down), it waits for the broker (gymwright.jobs)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.status}"
+
+    @property
+    def total(self) -> int:
+        return len(self.subjects or [])

@@ -93,3 +93,22 @@ def approved_tag_counts() -> list[tuple[str, int]]:
         .values_list("name", "approved_count")[:TAGS_SHOWN]
     )
     return [(name, count) for name, count in rows]
+
+
+def dataset_check_get_for_user(*, check_id: int, user):
+    """A dataset's health report, for the user who imported the dataset and for admins (404 for anyone else)."""
+    from accounts import permissions
+    from packs.models import DatasetCheck
+
+    check = DatasetCheck.objects.filter(pk=check_id).first()
+    if check is None or not (permissions.is_admin(user) or (user.is_authenticated and check.created_by_id == user.pk)):
+        raise Http404("No such health report.")
+    return check
+
+
+def dataset_check_rows(check) -> dict:
+    """What the report's page shows: counts, and one row per task in the import's order (those done so far)."""
+    document = check.document or {}
+    tasks = document.get("tasks") or []
+    counts = document.get("counts") or {"healthy": 0, "broken": 0, "not_runnable": 0}
+    return {"counts": counts, "tasks": tasks, "truncated": document.get("truncated", "")}

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from packs import services
+from packs.services import health
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,27 @@ def pack_verification_run_job(self, verification_id: int) -> None:
     services.pack_verification_run(verification_id=int(verification_id))
 
 
+DatasetCheckTask = _failing_its_row(
+    lambda row_id, reason: health.dataset_check_fail(check_id=row_id, reason=reason),
+    "check_id",
+    "the health check",
+)
+
+
+@shared_task(
+    bind=True,
+    base=DatasetCheckTask,
+    name="packs.dataset_check_run",
+    acks_late=True,
+    ignore_result=True,
+    # every task's budget plus the whole run's: the run itself stops taking tasks at DATASET_CHECK_TOTAL_S
+    soft_time_limit=settings.DATASET_CHECK_TOTAL_S + settings.DATASET_CHECK_TASK_S + 60,
+    time_limit=settings.DATASET_CHECK_TOTAL_S + settings.DATASET_CHECK_TASK_S + 120,
+)
+def dataset_check_run_job(self, check_id: int) -> None:
+    health.dataset_check_run(check_id=int(check_id))
+
+
 @shared_task(name="packs.pack_versions_reap_stale", ignore_result=True)
 def pack_versions_reap_stale() -> list[int]:
     return services.pack_versions_reap_stale()
@@ -87,6 +109,10 @@ def _reap_quietly() -> None:
         services.pack_versions_reap_stale()
     except Exception:  # reaping is best effort; the next tick retries
         logger.exception("reaping stale pack builds failed")
+    try:
+        health.dataset_checks_reap_stale()
+    except Exception:
+        logger.exception("reaping stale health checks failed")
     try:  # after the reap: the builds it failed leave their scratch folders to this host's next pass at most
         services.pack_scratch_reap()
     except Exception:

@@ -296,7 +296,7 @@ def task_import(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and "pending" in request.POST:
         return _import_pending(request)
     form = ImportForm(request.POST or None, request.FILES or None)
-    report = pending = None
+    report = pending = health_check = None
     if request.method == "POST" and form.is_valid():
         environment, dry_run = form.cleaned_data.get("environment") or None, form.cleaned_data["dry_run"]
         try:
@@ -307,6 +307,7 @@ def task_import(request: HttpRequest) -> HttpResponse:
             except BaseException:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
+            health_check = services.dataset_check_start(report=report, user=request.user, source=target.name)
             if dry_run:
                 pending = {
                     "token": signing.dumps(
@@ -328,7 +329,7 @@ def task_import(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "packs/import.html",
-        {"form": form, "report": report, "pending": pending},
+        {"form": form, "report": report, "pending": pending, "health_check": health_check},
         status=400 if request.method == "POST" and not form.is_valid() else 200,
     )
 
@@ -390,7 +391,8 @@ def _import_pending(request: HttpRequest) -> HttpResponse:
         return render(request, "packs/import.html", {"form": form}, status=exc.http_status)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return render(request, "packs/import.html", {"form": form, "report": report})
+    health_check = services.dataset_check_start(report=report, user=request.user, source=target.name)
+    return render(request, "packs/import.html", {"form": form, "report": report, "health_check": health_check})
 
 
 def import_upload(*, uploaded, user, environment: str | None, dry_run: bool) -> importer.ImportReport:
@@ -433,3 +435,24 @@ def _staged(uploaded, *, root: Path | None = None, prefix: str = "upload-") -> t
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return folder, target
+
+
+@require_GET
+def dataset_check_detail(request: HttpRequest, check_id: int) -> HttpResponse:
+    """A dataset's health report: one verdict per task (healthy, broken, not runnable here) with the reason and the
+    gates behind it; it reloads itself while the check runs."""
+    check = selectors.dataset_check_get_for_user(check_id=check_id, user=request.user)
+    return render(request, "packs/dataset_check.html", {"check": check, **selectors.dataset_check_rows(check)})
+
+
+@require_GET
+def dataset_check_json(request: HttpRequest, check_id: int) -> HttpResponse:
+    """The report as JSON (gymwright.dataset-health/v1, what `manage.py check_dataset --json` writes), as it stands."""
+    from django.http import JsonResponse
+
+    check = selectors.dataset_check_get_for_user(check_id=check_id, user=request.user)
+    document = check.document or {"schema": "gymwright.dataset-health/v1", "source": check.source, "tasks": []}
+    return JsonResponse(
+        {**document, "status": check.status, "error": check.error or None},
+        json_dumps_params={"ensure_ascii": False},
+    )

@@ -184,6 +184,9 @@ def preview_run_summary(*, policy_kind: str, rollouts: list[dict]) -> dict:
         incomplete = sum(1 for r in graded if r.get("grade__complete") is False)
         summary["incomplete"] = incomplete
         if incomplete:
+            # Not a miss to act on when the verdict held on what was scored: pages show it without alarm
+            # (the gates say whether it decides anything).
+            summary["verdict"]["band_ok"] = summary["verdict"]["ok"]
             summary["verdict"]["ok"] = False
             summary["verdict"]["message"] += (
                 f"; but {incomplete} of {len(graded)} grades are incomplete "

@@ -25,7 +25,7 @@ from authoring.services.documents import (
 )
 from authoring.services.environments import environment_create, environment_version_create
 from authoring.services.hooks import task_version_created_hook
-from authoring.services.imports import BULK_CHUNK, environment_version_import, tasks_bulk_create
+from authoring.services.imports import BULK_CHUNK, IMPORT_MESSAGE, environment_version_import, tasks_bulk_create
 from authoring.services.tasks import task_content_sha256, task_create, task_version_content, task_version_create
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "task_version_content",
     "task_version_create",
     "BULK_CHUNK",
+    "IMPORT_MESSAGE",
     "environment_version_import",
     "tasks_bulk_create",
 ]

@@ -26,6 +26,8 @@ from grading.engine import content_sha256
 from gymwright.bulk import Pipeline, bulk_insert_rows, ids_reserve, keys_of, saved_instances
 from gymwright.errors import DomainError, NotAllowed
 
+IMPORT_MESSAGE = "imported"  # the change note of every version an import makes (the New task form skips them)
+
 
 @transaction.atomic
 def environment_version_import(*, slug: str, number: int, spec: dict, author) -> EnvironmentVersion:
@@ -68,7 +70,7 @@ def environment_version_import(*, slug: str, number: int, spec: dict, author) ->
         sha256=sha256,
         author=author,
         parent=latest,
-        message="imported",
+        message=IMPORT_MESSAGE,
     )
     Environment.objects.filter(pk=environment.pk).update(latest_version=version)
     return version
@@ -80,7 +82,7 @@ BULK_CHUNK = 250
 
 
 @transaction.atomic
-def tasks_bulk_create(*, author, items: list[dict], message: str = "imported") -> tuple[list, list]:
+def tasks_bulk_create(*, author, items: list[dict], message: str = IMPORT_MESSAGE) -> tuple[list, list]:
     """Many new tasks in a constant number of queries (plus one per task that names files).
 
     Each item: {"slug", "environment_version", "content", "number" (optional, default 1)}.

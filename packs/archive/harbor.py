@@ -250,6 +250,7 @@ def harbor_files(
 # Gymwright's own grader beside them.
 HARBOR_TESTS = ".harbor/tests/"
 HARBOR_TESTS_LIST = ".harbor/tests.list"
+HARBOR_SOLUTION = ".harbor/solution/"
 GYMWRIGHT_TESTS = "tests/gymwright/"
 
 
@@ -369,13 +370,16 @@ def _harbor_origin_files(
                 has_env = True
             continue
         files.append((f"{base}/files/{path}", data, False, sha256))
+        if role in ("grader", "protected"):  # for Gymwright's grade, its verifier's tests among them
+            files.append((f"{base}/{GYMWRIGHT_TESTS}grader-files/{path}", data, False, sha256))
+        if path.startswith(HARBOR_SOLUTION):
+            files.append((f"{base}/solution/{path[len(HARBOR_SOLUTION) :]}", data, data[:2] == b"#!", sha256))
+            continue
         if path.startswith(HARBOR_TESTS):
             files.append((f"{base}/tests/{path[len(HARBOR_TESTS) :]}", data, data[:2] == b"#!", sha256))
             continue
         if path == HARBOR_TESTS_LIST:
             continue
-        if role in ("grader", "protected"):
-            files.append((f"{base}/{GYMWRIGHT_TESTS}grader-files/{path}", data, False, sha256))
         if role != "grader":
             files.append((f"{base}/environment/workspace/{path}", data, False, sha256))
             has_workspace = True

@@ -105,14 +105,25 @@ class HarborSettings:
             return f"needs network access ([environment] allow_internet = true in task.toml), and {why}"
         return None
 
-    def note(self) -> str:
+    def note(self, *, solution_files: int = 0) -> str:
         """What the report says of a task that runs here otherwise than Harbor would run it."""
+        notes = []
         if self.may_use_network and not self.needs_network and self.network == "none":
             written = "network_mode" in self.environment
             mode = self.environment.get("network_mode", "public")
             origin = "as written" if written else "Harbor's default"
-            return f"runs without network here: task.toml's network_mode is {mode!r} ({origin}), and {egress_refusal()}"
-        return ""
+            notes.append(
+                f"runs without network here: task.toml's network_mode is {mode!r} ({origin}), and {egress_refusal()}"
+            )
+        gpus = _number(self.environment.get("gpus"))
+        if gpus is not None:
+            notes.append(f"asks for {int(gpus)} GPU(s), which sandboxes here do not have (kept for the export)")
+        if solution_files:
+            notes.append(
+                f"solution/ has {solution_files} file(s) beside solve.sh: kept for the export, but the oracle here "
+                "runs solve.sh without them (Harbor puts them in /solution)"
+            )
+        return "; ".join(notes)
 
     def limits(self) -> dict:
         """The environment's limits, from [agent] and [environment], within the task format's bounds."""

@@ -380,6 +380,26 @@ def rows_candidates(rows: Iterable[tuple[str, Any]], *, stem: str) -> Iterator[C
         yield _row_candidate(where, row, first_where, stem=stem)
 
 
+def _with_reference(rubric: dict, answer: str) -> dict:
+    """The row's answer column as the reference answer of each judge check of its rubric that names none (as
+    criteria rows get it): a table's answer column was otherwise only the oracle's answer, never the judge's.
+    Anything not shaped like a rubric is left for validation to refuse."""
+
+    def walk(checks):
+        if not isinstance(checks, list):
+            return checks
+        out = []
+        for check in checks:
+            if isinstance(check, dict) and check.get("kind") == "llm_judge" and "reference" not in check:
+                check = {**check, "reference": answer}
+            elif isinstance(check, dict) and isinstance(check.get("checks"), list):
+                check = {**check, "checks": walk(check["checks"])}
+            out.append(check)
+        return out
+
+    return {**rubric, "checks": walk(rubric.get("checks"))} if "checks" in rubric else rubric
+
+
 def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: str) -> Candidate | Rejection:
     """A simple row: an object with a prompt, a reference answer, and a rubric (JSON) or criteria (text,
     one per line, or a list). A row without an id is named by its content (`<stem>-<10 hex digits>`):
@@ -415,6 +435,8 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
             )
     elif not isinstance(rubric, dict):
         rubric = None
+    if rubric is not None and answer:
+        rubric = _with_reference(rubric, answer)
     if rubric is None:
         criteria = row.get("criteria")
         lines = [_cell(item) for item in criteria] if isinstance(criteria, list) else _cell(criteria).splitlines()
@@ -488,6 +510,8 @@ def _cell(value: Any) -> str:
 # during its episode, and the check empties /logs/verifier before the tests run. The tests run from the
 # workspace, which the image's WORKDIR (/app in Harbor's template) is a link to.
 VERIFIER_FILES = ".harbor/"
+# A Harbor task's solution/ files beside solve.sh, kept (as grader files) for the export.
+VERIFIER_SOLUTION = ".harbor/solution/"
 
 
 _VERIFIER_SETUP = r"""set -u
@@ -649,6 +673,12 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
     image = harbor.environment.get("docker_image")
     solve = folder / "solution" / "solve.sh"
     script = _read_text(solve, f"{where}/solution/solve.sh", budget=budget) if solve.is_file() else None
+    # the files solve.sh uses beside it (Harbor's /solution): grader files, never in the agent's sandbox, written
+    # back to solution/ by the export
+    solution_entries, solution_files = _folder_files(
+        folder / "solution", f"{VERIFIER_SOLUTION}", f"{where}/solution", budget, skip={"solve.sh"}
+    )
+    files.update(solution_files)
     test_entries, test_files = _folder_files(folder / "tests", f"{VERIFIER_FILES}tests/", f"{where}/tests", budget)
     files.update(test_files)
     if not any(entry["path"] == f"{VERIFIER_FILES}tests/test.sh" for entry in test_entries):
@@ -668,7 +698,7 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
         slug=slug,
         number=1,
         files=files,
-        note=harbor.note(),
+        note=harbor.note(solution_files=len(solution_entries)),
         environment=(f"harbor-{slug}"[:64].strip("-"), 1, spec),
         content={
             "title": str((config.get("task") or {}).get("description") or slug)[:200],
@@ -687,7 +717,7 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
                 ],
             },
             "solution": {"script": script, "answer": None},
-            "files": _verifier_files(test_entries, files),
+            "files": _verifier_files(test_entries, files) + [{**entry, "role": "grader"} for entry in solution_entries],
             "tags": [str(k) for k in keywords if isinstance(k, str)][:20],
             "metadata": {**harbor.metadata(), "source": "harbor", "harbor_name": name or folder.name},
         },

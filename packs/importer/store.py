@@ -337,7 +337,7 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                     author=user,
                     base_version=task.latest_version.number if task.latest_version else None,
                     content={**candidate.content, "environment_version": environment_version},
-                    message="imported",
+                    message=authoring_services.IMPORT_MESSAGE,
                 )
             lines.append(
                 ReportLine(

@@ -19,6 +19,7 @@ from packs.services.builds import (
     pack_version_start,
     pack_versions_reap_stale,
 )
+from packs.services.health import dataset_check_fail, dataset_check_run, dataset_check_start
 from packs.services.packs import pack_create, pack_version_download_record
 from packs.services.plans import (
     BuildPlan,
@@ -44,6 +45,9 @@ __all__ = [
     "Selection",
     "UnchangedBuild",
     "_calibration",
+    "dataset_check_fail",
+    "dataset_check_run",
+    "dataset_check_start",
     "pack_builds_resend",
     "pack_changes",
     "pack_create",

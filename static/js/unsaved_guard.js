@@ -21,9 +21,95 @@
 
   function dirty() { return initial !== null && !leaving && snapshot() !== initial; }
 
+  // A draft of the unsaved edit, kept in this browser (localStorage) as it is typed, so that a reload or a
+  // crash loses nothing: the page offers it back when it opens. One per page and version edited; dropped
+  // when the form is sent or the draft is discarded. Attached files cannot be kept (a browser does not let a
+  // page refill a file input).
+  const base = form.querySelector("input[name=base_version]");
+  const draftKey = "gymwright:draft:" + location.pathname + ":" + (base ? base.value : "new");
+  let saveTimer = null;
+
+  function fields() {
+    const values = [];
+    new FormData(form).forEach(function (value, key) {
+      if (key === "csrfmiddlewaretoken" || key === "base_version" || value instanceof File) return;
+      values.push([key, value]);
+    });
+    return values;
+  }
+
+  function draftRead() {
+    try { return JSON.parse(localStorage.getItem(draftKey) || "null"); } catch { return null; }
+  }
+
+  function draftSave() {
+    saveTimer = null;
+    try {
+      if (dirty()) localStorage.setItem(draftKey, JSON.stringify({ at: Date.now(), fields: fields() }));
+      else localStorage.removeItem(draftKey);
+    } catch { /* storage full or off: the leave guard still asks */ }
+  }
+
+  function draftDrop() {
+    try { localStorage.removeItem(draftKey); } catch { /* nothing kept */ }
+  }
+
+  function draftRestore(draft) {
+    const byName = {};
+    draft.fields.forEach(function (pair) { (byName[pair[0]] = byName[pair[0]] || []).push(pair[1]); });
+    Array.prototype.forEach.call(form.elements, function (control) {
+      if (!control.name || !(control.name in byName) || control.type === "file" || control.type === "hidden") return;
+      if (control.type === "checkbox" || control.type === "radio") {
+        control.checked = byName[control.name].indexOf(control.value) !== -1;
+      } else {
+        control.value = byName[control.name][0];
+      }
+      // The rubric editor and the previews follow their boxes' input events.
+      control.dispatchEvent(new Event("input", { bubbles: true }));
+      control.dispatchEvent(new Event("change", { bubbles: true }));
+    });
+  }
+
+  function offerDraft() {
+    const draft = draftRead();
+    if (!draft || !Array.isArray(draft.fields)) return;
+    const current = JSON.stringify(fields());
+    if (JSON.stringify(draft.fields) === current) { draftDrop(); return; }
+    const bar = document.createElement("div");
+    bar.id = "draft-restore";
+    bar.className = "card warn";
+    bar.setAttribute("role", "status");
+    const when = new Date(draft.at).toLocaleString();
+    bar.append("This browser kept unsaved changes to this page from " + when + ". ");
+    const restore = document.createElement("button");
+    restore.type = "button";
+    restore.textContent = "Restore them";
+    const discard = document.createElement("button");
+    discard.type = "button";
+    discard.textContent = "Discard";
+    bar.append(restore, " ", discard);
+    const split = form.closest(".editor-split") || form;  // above the form and the panel beside it
+    split.parentNode.insertBefore(bar, split);
+    restore.addEventListener("click", function () { draftRestore(draft); bar.remove(); });
+    discard.addEventListener("click", function () { draftDrop(); bar.remove(); });
+  }
+
   // After every deferred and module script ran (the rubric editor may normalise the JSON once).
-  window.addEventListener("load", function () { initial = snapshot(); form.dataset.guardReady = "true"; });
-  form.addEventListener("submit", function () { leaving = true; });
+  window.addEventListener("load", function () {
+    initial = snapshot();
+    form.dataset.guardReady = "true";
+    offerDraft();
+  });
+  form.addEventListener("submit", function () { leaving = true; draftDrop(); });
+  form.addEventListener("input", function () {
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(draftSave, 400);
+  });
+  form.addEventListener("change", function () {
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(draftSave, 400);
+  });
+  window.addEventListener("pagehide", function () { if (saveTimer !== null) { clearTimeout(saveTimer); draftSave(); } });
 
   window.addEventListener("beforeunload", function (event) {
     if (!dirty()) return;

@@ -93,6 +93,11 @@ def test_the_new_task_form_offers_the_environment_the_author_works_in(client, au
     assert offered() in (None, "")  # two, and no task yet: the author chooses
     services.task_create(slug="in-shell", environment=environment, author=author, content=task_content())
     assert offered() == "shell"  # the one of the task this author last changed
+    imported = Environment.objects.get(slug="imported")
+    services.task_create(
+        slug="from-a-pack", environment=imported, author=author, content=task_content(), message=services.IMPORT_MESSAGE
+    )
+    assert offered() == "shell"  # an import's tasks are newer, but the author works in shell
     assert offered("/tasks/new/?environment=imported") == "imported"  # the environment page's New task here
     assert offered("/tasks/new/?environment=nowhere") == "shell"
     page = client.get("/environments/imported/").content.decode()
@@ -567,3 +572,13 @@ def test_a_diff_without_a_rubric_change_says_so_instead_of_an_empty_table(client
     page = client.get(f"/tasks/{task.slug}/diff/?a=2&b=3").content.decode()
     assert "1 check changed, 0 added, 0 removed." in page and 'class="check-diff-changed"' in page
     assert "No check changed." not in page
+
+
+def test_a_diff_against_a_version_that_does_not_exist_says_which(client, author, task):
+    client.force_login(author)
+    response = client.get(f"/tasks/{task.slug}/diff/?a=1&b=99")
+    page = response.content.decode()
+    assert response.status_code == 404
+    assert f"{task.slug} v99 does not exist." in page
+    response = client.get("/no/such/page/")
+    assert response.status_code == 404 and 'id="not-found-message"' not in response.content.decode()

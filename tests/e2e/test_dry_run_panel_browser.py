@@ -122,6 +122,22 @@ def test_the_panel_is_docked_beside_the_rubric_and_shows_its_shortcut(logged_in,
     expect(page.locator("[data-dry-run-result] [data-grade-summary]")).to_have_text("3 / 3 points, reward 1.00, passed")
 
 
+def test_at_1280_px_the_panel_is_beside_the_rubric_and_the_prompt_box_is_wide(logged_in, live_server, task):
+    page = logged_in
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/tasks/answer-42/edit/")
+    wait_for_editor(page)
+    rubric = page.locator("#rubric-editor").bounding_box()
+    panel = page.locator("#dry-run").bounding_box()
+    assert panel["x"] >= rubric["x"] + rubric["width"], "the panel is not beside the rubric"
+    assert panel["x"] + panel["width"] <= 1280, "the panel runs off the screen"
+    assert panel["y"] < 400, "the panel is not at the top of the page"
+    assert page.locator("#id_prompt").bounding_box()["width"] >= 350, "the prompt box is too narrow"
+    page.mouse.wheel(0, 3000)
+    expect(page.locator("#dry-run-answer")).to_be_in_viewport()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # no sideways scroll
+
+
 def test_the_docked_panel_shows_every_explanation_without_a_sideways_scroll(logged_in, live_server, task, settings):
     settings.OPENAI_BASE_URL = ""
     page = logged_in  # 1500 px wide: docked, 420 px

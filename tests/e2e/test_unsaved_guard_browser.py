@@ -79,3 +79,37 @@ def test_saving_does_not_ask(logged_in, live_server, task):
     page.click("#save-button")
     page.wait_for_url(f"{live_server.url}/tasks/{task.slug}/")
     assert seen == [] and task.versions.count() == 2
+
+
+def test_a_reload_mid_edit_offers_the_unsaved_draft_back(logged_in, live_server, task):
+    import json
+
+    from playwright.sync_api import expect
+
+    page = logged_in
+    page.on("dialog", lambda dialog: dialog.accept())  # "leave the page?" on reload: yes
+    open_editor(page, live_server, task)
+    page.fill("#id_title", "Guarded, renamed")
+    page.click("button[data-view=raw]")
+    rubric = json.loads(page.input_value("#rubric-json"))
+    rubric["pass_threshold"] = 0.9
+    page.fill("#rubric-json", json.dumps(rubric, indent=2))
+    page.wait_for_function(
+        "() => Object.keys(localStorage).some((key) => key.startsWith('gymwright:draft:')"
+        " && localStorage.getItem(key).includes('0.9'))"
+    )
+    page.reload()
+    wait_for_editor(page)
+    bar = page.locator("#draft-restore")
+    expect(bar).to_contain_text("This browser kept unsaved changes to this page")
+    assert page.input_value("#id_title") == "Guarded"  # nothing is put back unasked
+    bar.get_by_role("button", name="Restore them").click()
+    expect(bar).to_have_count(0)
+    assert page.input_value("#id_title") == "Guarded, renamed"
+    assert json.loads(page.input_value("#rubric-json"))["pass_threshold"] == 0.9
+    page.click("#save-button")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.slug}/")
+    assert task.versions.order_by("-number").first().spec["rubric"]["pass_threshold"] == 0.9
+    # Saved: the draft is gone, nothing is offered on the next visit.
+    open_editor(page, live_server, task)
+    expect(page.locator("#draft-restore")).to_have_count(0)

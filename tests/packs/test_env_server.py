@@ -73,6 +73,30 @@ def _post(url: str, body: bytes) -> tuple[int, dict]:
         return exc.code, json.loads(exc.read() or b"{}")
 
 
+def _post_chunked(url: str, body: bytes) -> tuple[int, dict]:
+    """POST without a Content-Length (Transfer-Encoding: chunked), so only counting the body can bound it."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        connection.request(
+            "POST",
+            parts.path,
+            body=iter([body[i : i + 8192] for i in range(0, len(body), 8192)]),
+            headers={"Content-Type": "application/json"},
+            encode_chunked=True,
+        )
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"{}")
+    except (BrokenPipeError, ConnectionResetError):  # refused before the whole body was sent: ask again
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"{}")
+    finally:
+        connection.close()
+
+
 @contextlib.contextmanager
 def serving(pack_dir: Path, *args: str):
     """`python -m env serve` from inside the pack, in the pack's own virtualenv; its base URL once healthy."""
@@ -204,6 +228,7 @@ def test_one_session_too_many_is_refused_and_idle_sessions_are_reaped(pack_dir):
 def test_abuse_oversized_requests_mcp_routes_and_another_clients_session_are_refused(pack_dir):
     with serving(pack_dir, "--max-message-bytes", "65536") as url:
         too_big = _post(f"{url}/reset", json.dumps({"task_id": "x" * 70000}).encode())
+        too_big_chunked = _post_chunked(f"{url}/reset", json.dumps({"task_id": "x" * 70000}).encode())
         unknown = _post(f"{url}/reset", json.dumps({"task_id": "../../etc/passwd"}).encode())
         stateless_step = _post(
             f"{url}/step", json.dumps({"action": {"tool": "bash", "arguments": {"command": "id"}}}).encode()
@@ -220,6 +245,7 @@ def test_abuse_oversized_requests_mcp_routes_and_another_clients_session_are_ref
         )
         capacity = _get(f"{url}/capacity")[1]
     assert too_big[0] == 413 and "65536" in too_big[1]["detail"]
+    assert too_big_chunked[0] == 413 and "more than 65536 bytes" in too_big_chunked[1]["detail"]
     assert unknown[0] == 400 and "not an agentic task" in unknown[1]["detail"]
     assert stateless_step[0] == 400 and "/ws" in stateless_step[1]["detail"]
     assert mcp_http[0] in (404, 405)

@@ -23,7 +23,16 @@ from django.core.management import call_command
 from authoring.models import Blob, Task
 from packs import importer
 from packs.archive.harbor import toml_with
-from tests.support.harbor_tasks import CONTEXT, DOCKERFILE, INSTRUCTION, SOLVE, TASK_TOML, TEST_SH, write_word_tally
+from tests.support.harbor_tasks import (
+    CONTEXT,
+    DOCKERFILE,
+    INSTRUCTION,
+    SOLUTION_NOTES,
+    SOLVE,
+    TASK_TOML,
+    TEST_SH,
+    write_word_tally,
+)
 from tests.support.venvs import harbor_bin
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +47,10 @@ def imported(author, admin, tmp_path, settings):
     harbor_init(tmp_path / "dataset", "from-init")
     report = importer.tasks_import(path=tmp_path / "dataset", user=author, approve_as=admin)
     assert [line.status for line in report.lines] == ["created"] * 2, [line.text() for line in report.lines]
+    assert report.lines[1].message == (  # word-tally
+        "solution/ has 1 file(s) beside solve.sh: kept for the export, but the oracle here runs solve.sh without "
+        "them (Harbor puts them in /solution)"
+    )
     return Task.objects.get(slug="word-tally").latest_version
 
 
@@ -122,12 +135,14 @@ def test_the_export_writes_the_task_back_as_it_came_with_gymwrights_grader_besid
     for path, text in CONTEXT.items():
         assert (task / "environment" / path).read_text() == text
     assert (task / "solution" / "solve.sh").read_text() == SOLVE and os.access(task / "solution" / "solve.sh", os.X_OK)
+    assert (task / "solution" / "NOTES.md").read_text() == SOLUTION_NOTES
     assert (task / "tests" / "test.sh").read_text() == TEST_SH and os.access(task / "tests" / "test.sh", os.X_OK)
     assert not (task / "tests" / "Dockerfile").exists()  # no separate python:3.12-slim verifier swapped in
     # Gymwright's grader, added beside the tests
     grader = task / "tests" / "gymwright"
     assert {"grade.py", "grader.pyz", "test.sh", "task.json"} <= {path.name for path in grader.iterdir()}
     assert json.loads((grader / "task.json").read_text())["id"] == "word-tally"
+    assert (grader / "grader-files" / ".harbor" / "tests" / "test.sh").read_text() == TEST_SH  # for its grade
     # Harbor reads the folder as the original: its own loader, the settings it runs the task with
     done = subprocess.run(
         [

@@ -234,6 +234,39 @@ def test_a_table_imports_its_good_rows_and_reports_each_bad_one_with_row_and_poi
     assert [line.status for line in again.lines[:2]] == ["unchanged", "unchanged"]
 
 
+def test_a_tables_answer_column_is_the_reference_answer_of_its_judge_checks(author, tmp_path):
+    rubric = {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {"id": "right", "kind": "llm_judge", "points": 2, "criterion": "Names the capital."},
+            {"id": "own", "kind": "llm_judge", "points": 1, "criterion": "Says why.", "reference": "It is."},
+            {"id": "says", "kind": "string_match", "points": 1, "expected": "Paris"},
+            {
+                "id": "both",
+                "kind": "group",
+                "points": 1,
+                "checks": [{"id": "inner", "kind": "llm_judge", "points": 1, "criterion": "Is brief."}],
+            },
+        ],
+    }
+    path = tmp_path / "rows.csv"
+    pd.DataFrame(
+        [
+            {"id": "capital", "prompt": "Capital of France?", "answer": "Paris", "rubric": json.dumps(rubric)},
+            {"id": "tides", "prompt": "Explain tides.", "answer": "The Moon pulls.", "criteria": "Mentions the Moon"},
+        ]
+    ).to_csv(path, index=False)
+    report = importer.tasks_import(path=path, user=author)
+    assert [line.status for line in report.lines] == ["created", "created"], report.as_dict()
+    spec = Task.objects.get(slug="capital").latest_version.spec
+    checks = {check["id"]: check for check in spec["rubric"]["checks"]}
+    assert spec["solution"]["answer"] == "Paris"
+    assert checks["right"]["reference"] == "Paris" and checks["own"]["reference"] == "It is."
+    assert "reference" not in checks["says"] and checks["both"]["checks"][0]["reference"] == "Paris"
+    tides = Task.objects.get(slug="tides").latest_version.spec
+    assert tides["rubric"]["checks"][0]["reference"] == "The Moon pulls."
+
+
 def test_jsonl_and_parquet_tables_import_the_same_way(author, tmp_path):
     frame = pd.DataFrame([{"prompt": f"Say hi {n}", "reference_answer": "hi", "criteria": "Greets"} for n in range(3)])
     frame.to_parquet(tmp_path / "greet.parquet")

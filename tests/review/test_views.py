@@ -60,6 +60,9 @@ def test_the_list_and_the_task_page_show_the_approved_version_beside_the_new_dra
     for url in ("/", f"/tasks/{submitted.slug}/"):
         page = client.get(url).content.decode()
         assert "approved · v2 draft" in " ".join(page.split()), url
+    # The list says who approved, not only who wrote the version (which read as if the author approved it).
+    row = " ".join(client.get("/").content.decode().split())
+    assert "· v1 approved by rita" in row and "· v2 written by alice" in row
 
 
 def test_the_review_page_shows_everything_needed_to_decide(client, submitted, author, reviewer):

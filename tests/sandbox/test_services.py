@@ -350,6 +350,21 @@ def test_the_verdict_says_when_grades_left_unscored_checks_out():
     assert "1 of 2 grades are incomplete" in summary["verdict"]["message"]
     complete = services.preview_run_summary(policy_kind="oracle", rollouts=[rows[1]])
     assert complete["incomplete"] == 0 and complete["verdict"]["ok"] is True
+    # The verdict held on what was scored: pages show it without the colour of a miss to act on.
+    assert summary["verdict"]["band_ok"] is True
+    failing = [{**row, "reward": 0.0, "passed": False} for row in rows]
+    assert services.preview_run_summary(policy_kind="oracle", rollouts=failing)["verdict"]["band_ok"] is False
+
+
+def test_a_verdict_that_held_on_incomplete_grades_is_not_shown_as_an_error():
+    from django.template.loader import render_to_string
+
+    rows = [{"status": "done", "reward": 0.0, "passed": False, "grade__complete": False}] * 3
+    summary = services.preview_run_summary(policy_kind="nop", rollouts=rows)
+    run = {"pk": 1, "status": "done", "get_status_display": "Done", "summary": summary}
+    html = render_to_string("sandbox/_preview_progress.html", {"summary": summary, "progress": {}, "preview_run": run})
+    verdict = html.split('id="preview-verdict"', 1)[0].rsplit("<div", 1)[1]
+    assert 'class="muted"' in verdict and "error" not in verdict
 
 
 def test_reaping_removes_bubblewrap_sandboxes_whose_worker_died(db, settings, tmp_path):

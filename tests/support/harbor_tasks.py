@@ -77,6 +77,9 @@ count=$(cat /app/words.txt | wc -w | tr -d ' ')
 echo "${TALLY_LABEL}: ${count}" > /app/summary.txt
 """
 
+# A file beside solve.sh (Harbor mounts solution/ at /solution), which the export must write back.
+SOLUTION_NOTES = "wc -w counts the words; TALLY_LABEL names them.\n"
+
 # TALLY_MODE comes from [verifier.env]; /opt/tally/tally-check.sh and /etc/tally.ini from the image's build.
 TEST_SH = """#!/bin/bash
 set -uo pipefail
@@ -100,6 +103,7 @@ def write_word_tally(root: Path, *, base: str, name: str = "word-tally", task_to
         "environment/Dockerfile": DOCKERFILE.format(base=base),
         **{f"environment/{path}": text for path, text in CONTEXT.items()},
         "solution/solve.sh": SOLVE,
+        "solution/NOTES.md": SOLUTION_NOTES,
         "tests/test.sh": TEST_SH,
     }
     for relative, text in files.items():

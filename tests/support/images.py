@@ -163,3 +163,25 @@ def python_image(client) -> str:
 def remove_test_images(client) -> None:
     for image in client.images.list(filters={"label": "gymwright.test-image=1"}):
         client.images.remove(image.id, force=True)
+
+
+PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
+
+
+def pytest_image(client) -> str:
+    """The python image with pytest (and what it imports) from this virtualenv's site-packages, pure Python, in
+    Debian's dist-packages, and /bin/bash as busybox sh (Harbor's scripts start with #!/bin/bash)."""
+    import pytest as _pytest_module
+
+    base = python_image(client)
+    site = Path(_pytest_module.__file__).resolve().parent.parent
+    files: dict = {"rootfs/bin/bash": (b'#!/bin/sh\nexec /bin/sh "$@"\n', 0o755)}
+    hasher = hashlib.sha256(base.encode())
+    for name in PYTEST_PACKAGES:
+        source = site / name
+        paths = [source] if source.is_file() else sorted(source.rglob("*.py")) if source.is_dir() else []
+        for path in paths:
+            relative = path.relative_to(site).as_posix()
+            files[f"rootfs/usr/lib/python3/dist-packages/{relative}"] = (path, 0o644)
+            hasher.update(relative.encode() + path.read_bytes())
+    return _build(client, f"gymwright-test/pytest:{hasher.hexdigest()[:16]}", files, f"FROM {base}\nCOPY rootfs/ /\n")

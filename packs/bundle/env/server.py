@@ -272,28 +272,33 @@ class _Bounds:
                 if length > self.max_bytes:
                     return await self._too_large(send, f"{length} bytes")
         seen = 0
-        started = False
+        started = refused = False
 
         async def bounded_receive():
-            nonlocal seen
+            # A body without a Content-Length (chunked) is counted as it arrives: past the limit the client gets
+            # the 413 at once and the app is told the client left (it then reads no more and sends nothing).
+            nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise _TooLarge
+                    if not started:
+                        refused = True
+                        await self._too_large(send, f"more than {self.max_bytes} bytes")
+                    return {"type": "http.disconnect"}
             return message
 
         async def tracking_send(message):
             nonlocal started
+            if refused:
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
-        try:
-            await self.app(scope, bounded_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._too_large(send, f"more than {self.max_bytes} bytes")
+        await self.app(scope, bounded_receive, tracking_send)
 
     async def _too_large(self, send, what: str):
         body = json.dumps(
@@ -328,10 +333,6 @@ class _Bounds:
             return message
 
         return filtered
-
-
-class _TooLarge(Exception):
-    pass
 
 
 # -- the app ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`manage.py import_tasks PATH [--dry-run] [--environment SLUG] [--approve-as USERNAME]`
+"""`manage.py import_tasks PATH [--dry-run] [--environment SLUG] [--approve-as USERNAME] [--no-health-check]`
 (docs/formats.md, "Command-line contract"). Exit 0 when everything was imported, 1 when anything was
 rejected (or the file failed as a whole), 2 for usage errors."""
 
@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import gc
 import sys
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from gymwright.commands import DatabaseCommand
 from gymwright.errors import DomainError, NotAllowed
@@ -34,6 +36,11 @@ class Command(DatabaseCommand):
         )
         parser.add_argument(
             "--as-user", help="the author of the imported tasks (default: the --approve-as admin, else the first admin)"
+        )
+        parser.add_argument(
+            "--no-health-check",
+            action="store_true",
+            help="queue no health report for imported Harbor / Terminal-Bench tasks",
         )
 
     def handle(self, *args, **options):
@@ -85,6 +92,16 @@ class Command(DatabaseCommand):
         self.stdout.write(summary)
         if report.environments:
             self.stdout.write(report.environments_text())
+        if not options["no_health_check"]:
+            from packs.services import dataset_check_start
+
+            check = dataset_check_start(report=report, user=author, source=Path(options["path"]).name)
+            if check is not None:
+                self.stdout.write(
+                    f"health report: {reverse('packs:dataset_check', args=[check.pk])} ({check.total} tasks, "
+                    "queued: a worker runs their gates on the docker backend; `manage.py check_dataset PATH` runs "
+                    "them here)"
+                )
         if report.rejected:
             sys.stdout.flush()
             raise CommandError(f"{report.rejected} rejected", returncode=1)

@@ -1,0 +1,54 @@
+"""The dataset health report against hostile tasks: bounded on the host (a task's time, the stored report's size),
+every task's code only in its sandbox."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from packs.services import health
+from tests.packs.health_fixtures import REWARD, shell_dockerfile, write_dataset
+from tests.support.services import require_docker
+
+
+@pytest.mark.timeout(900)
+def test_a_task_that_hangs_is_stopped_at_its_budget_and_reported_not_runnable(tmp_path):
+    from tests.support.images import busybox_image
+
+    shell = shell_dockerfile(busybox_image(require_docker()))
+    root = write_dataset(
+        tmp_path / "hostile",
+        {
+            "hangs": {
+                "instruction": "Wait.\n",
+                # the reference solution never ends, and floods its output while it runs
+                "solve": "#!/bin/bash\nwhile true; do echo flood; done\n",
+                "tests": {"test.sh": f"#!/bin/bash\nsleep 100000\necho 1 > {REWARD}\n"},
+                "dockerfile": shell,
+            }
+        },
+    )
+    out = StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command("check_dataset", str(root), "--task-timeout", "30", "--json", str(tmp_path / "r.json"), stdout=out)
+    assert raised.value.returncode == 1
+    [entry] = json.loads((tmp_path / "r.json").read_text())["tasks"]
+    assert entry["verdict"] == "not_runnable", entry
+    assert entry["reason"].startswith("its rollouts ran over the time a task may take here (30 s;"), entry
+    assert list(entry["rollouts"]) == ["oracle"]  # nothing else started once its budget was spent
+
+
+def test_a_stored_report_past_its_size_keeps_each_tasks_verdict_and_reason(settings):
+    settings.DATASET_CHECK_REPORT_MAX_MB = 1
+    entry = {"task": "t", "where": "d/t", "verdict": "broken", "reason": "r", "seconds": 1, "gates": []}
+    document = {
+        "schema": "gymwright.dataset-health/v1",
+        "tasks": [{**entry, "gates": [{"message": "x" * 1000}] * 20} for _ in range(100)],
+    }
+    bounded = health._bounded(document)
+    assert len(json.dumps(bounded)) < 1024 * 1024
+    assert bounded["tasks"][0] == {key: entry[key] for key in ("task", "where", "verdict", "reason", "seconds")}
+    assert bounded["truncated"] == "each task's gates, findings and rollouts were left out"
