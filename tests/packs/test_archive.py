@@ -675,3 +675,19 @@ def test_a_repacked_pack_with_folder_entries_and_a_48_mb_manifest_still_verifies
             target.addfile(member, io.BytesIO(data) if data is not None else None)
     result = archive.verify_pack(tmp_path / "b.tar.gz")
     assert result.ok, result.problems
+
+
+def test_verify_names_a_file_the_manifest_does_not_list_and_takes_exactly_max_bytes(tmp_path):
+    build(tmp_path, "a.tar.gz", count=4)
+    with tarfile.open(tmp_path / "a.tar.gz") as tar:
+        unpacked = sum(member.size for member in tar.getmembers() if member.isfile())
+    assert archive.verify_pack(tmp_path / "a.tar.gz", max_bytes=unpacked).ok  # at the cap: accepted
+    assert not archive.verify_pack(tmp_path / "a.tar.gz", max_bytes=unpacked - 1).ok
+    with tarfile.open(tmp_path / "a.tar.gz") as source, tarfile.open(tmp_path / "extra.tar.gz", "w:gz") as target:
+        for member in source.getmembers():
+            target.addfile(member, source.extractfile(member) if member.isfile() else None)
+        extra = tarfile.TarInfo("demo-1.0.0/tasks/smuggled.py")
+        extra.size = 5
+        target.addfile(extra, io.BytesIO(b"print"))
+    result = archive.verify_pack(tmp_path / "extra.tar.gz")
+    assert result.problems == ["tasks/smuggled.py: in the archive, not in the manifest"]
