@@ -634,3 +634,44 @@ def test_tasks_that_need_their_episode_are_harbor_tasks_only_not_parquet_rows(tm
     build(tmp_path, "all-text.tar.gz", count=3)
     with tarfile.open(tmp_path / "all-text.tar.gz") as tar:
         assert "Harbor tasks only" not in tar.extractfile("demo-1.0.0/README.md").read().decode()
+
+
+def test_verify_stops_at_max_bytes_with_one_problem_and_defaults_to_8_gib(tmp_path):
+    import inspect
+
+    assert inspect.signature(archive.verify_pack).parameters["max_bytes"].default == 8 << 30
+    build(tmp_path, "a.tar.gz", count=4)
+    stopped = archive.verify_pack(tmp_path / "a.tar.gz", max_bytes=100)
+    assert not stopped.ok
+    over = [problem for problem in stopped.problems if "unpacks to more than 100 bytes" in problem]
+    assert len(over) == 1 and over[0].endswith("; stopped")  # stopped at the first member past it, not each
+
+
+def test_a_manifest_larger_than_64_mb_is_not_read_whole(tmp_path):
+    # Valid JSON, but padded past the 64 MB kept of manifest.json: what is kept does not parse.
+    manifest = b'{"files": {},' + b" " * (64 << 20) + b'"slug": "demo", "version": "1.0.0"}'
+    path = tmp_path / "big.tar.gz"
+    with tarfile.open(path, "w:gz", compresslevel=1) as tar:
+        member = tarfile.TarInfo("demo-1.0.0/manifest.json")
+        member.size = len(manifest)
+        tar.addfile(member, io.BytesIO(manifest))
+    result = archive.verify_pack(path)
+    assert not result.ok and result.problems == ["manifest.json: not a pack manifest"]
+
+
+def test_a_repacked_pack_with_folder_entries_and_a_48_mb_manifest_still_verifies(tmp_path):
+    # Another tar writes folder entries, and a big pack's manifest may pass 32 MB: neither is a problem.
+    build(tmp_path, "a.tar.gz", count=4)
+    with tarfile.open(tmp_path / "a.tar.gz") as source, tarfile.open(tmp_path / "b.tar.gz", "w:gz") as target:
+        for folder in ("demo-1.0.0", "demo-1.0.0/tasks"):
+            entry = tarfile.TarInfo(folder)
+            entry.type = tarfile.DIRTYPE
+            target.addfile(entry)
+        for member in source.getmembers():
+            data = source.extractfile(member).read() if member.isfile() else None
+            if member.name.endswith("/manifest.json"):
+                data = b"{" + b" " * (48 << 20) + data[1:]  # whitespace inside: the same JSON, read whole
+                member.size = len(data)
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+    result = archive.verify_pack(tmp_path / "b.tar.gz")
+    assert result.ok, result.problems
