@@ -215,10 +215,14 @@ def _incomplete_note(evidence: PreviewEvidence) -> str:
     return f"{len(gaps)} of {evidence.graded} grades are incomplete" + (f" ({why})" if why else "")
 
 
-def _decided_anyway(evidence: PreviewEvidence) -> str:
-    """What a gate decided on incomplete grades adds to its message."""
+def _decided_anyway(evidence: PreviewEvidence, status: str) -> str:
+    """What a gate decided on incomplete grades adds to its message: a passing gate says it once, briefly
+    (there is nothing to act on); a failing one says why the grades were incomplete."""
     if not evidence.incomplete:
         return ""
+    if status == PASS:
+        count = len(evidence.incomplete)
+        return f" ({count} incomplete grade{'s' if count != 1 else ''}: their unscored checks could not change this)"
     return f"; {_incomplete_note(evidence)}, but no score of their unscored checks could change this"
 
 
@@ -329,13 +333,13 @@ def _gate_oracle(inputs: GateInputs) -> GateResult:
             + f": {verdict.message}"
         )
         return GateResult(
-            "oracle", title, FAIL, message + _decided_anyway(evidence), policy="oracle", run_id=evidence.run_id
+            "oracle", title, FAIL, message + _decided_anyway(evidence, FAIL), policy="oracle", run_id=evidence.run_id
         )
     if sure < graded:
         return _undecided("oracle", title, evidence, inputs)
     message = f"{graded} of {graded} passed: {band_verdict('oracle', 1.0).message}"
     return GateResult(
-        "oracle", title, PASS, message + _decided_anyway(evidence), policy="oracle", run_id=evidence.run_id
+        "oracle", title, PASS, message + _decided_anyway(evidence, PASS), policy="oracle", run_id=evidence.run_id
     )
 
 
@@ -356,7 +360,7 @@ def _gate_nop(inputs: GateInputs) -> GateResult:
     message = f"highest reward {_reward_words(evidence, status, reward)}" + (
         "" if status == PASS else f" > {limit:g}: the rubric rewards doing nothing"
     )
-    return GateResult("nop", title, status, message + _decided_anyway(evidence), policy="nop", run_id=evidence.run_id)
+    return GateResult("nop", title, status, message + _decided_anyway(evidence, status), policy="nop", run_id=evidence.run_id)
 
 
 def _gate_probes(inputs: GateInputs) -> list[GateResult]:
@@ -388,7 +392,7 @@ def _gate_probes(inputs: GateInputs) -> list[GateResult]:
                 f"probe:{index}",
                 title,
                 status,
-                message + _decided_anyway(evidence),
+                message + _decided_anyway(evidence, status),
                 policy=policy,
                 run_id=evidence.run_id,
             )
@@ -498,7 +502,7 @@ def hack_gate(inputs: GateInputs, policy: str) -> GateResult:
         )
     rewarded = evidence.rewarded[worst] if worst < len(evidence.rewarded) else ()
     message = hack_message(policy.split(":", 1)[1], reward, limit, rewarded)
-    return GateResult(policy, title, status, message + _decided_anyway(evidence), policy=policy, run_id=evidence.run_id)
+    return GateResult(policy, title, status, message + _decided_anyway(evidence, status), policy=policy, run_id=evidence.run_id)
 
 
 def _gate_examples(inputs: GateInputs) -> GateResult:

@@ -11,8 +11,6 @@ from grading.engine.calibration import rewarded_checks
 from grading.engine.gate_rules import GateInputs, PreviewEvidence
 from tests.support.openai_server import Reply
 
-ANYWAY = "no score of their unscored checks could change this"
-
 
 def rubric(*checks, threshold=0.7):
     return {"schema": "gymwright.rubric/v1", "pass_threshold": threshold, "checks": list(checks)}
@@ -168,7 +166,9 @@ def test_an_oracle_is_decided_on_incomplete_grades_only_where_the_unscored_check
 
     result = oracle(solid, ["yes"] * 3)
     assert result.status == "pass" and result.message.startswith("3 of 3 passed: the reference solution passes")
-    assert "3 of 3 grades are incomplete" in result.message and ANYWAY in result.message
+    # A passing gate says it once, briefly: nothing to act on.
+    assert result.message.endswith("(3 incomplete grades: their unscored checks could not change this)")
+    assert "grades are incomplete" not in result.message
     result = oracle(fragile, ["yes"] * 3)
     assert result.status == "not_run" and result.message.startswith("3 of 3 grades are incomplete")
     # A required check already failed: that rollout cannot pass, whatever the judge says.
@@ -216,7 +216,9 @@ def test_nop_probes_and_hacks_fail_on_incomplete_grades_only_when_over_the_limit
     assert "1 of 1 grades are incomplete" in results["hack:echo-prompt"].message
     results = run(under)
     assert results["nop"].status == "pass" and results["nop"].message.startswith("highest reward at most 0.09")
-    assert results["hack:keyword-stuffing"].status == "pass" and ANYWAY in results["probe:0"].message
+    assert results["hack:keyword-stuffing"].status == "pass" and results["probe:0"].message.endswith(
+        "(1 incomplete grade: their unscored checks could not change this)"
+    )
     for rubric_document in (open_, penalised):
         results = run(rubric_document)
         for name in ("nop", "probe:0"):
