@@ -360,7 +360,9 @@ def _gate_nop(inputs: GateInputs) -> GateResult:
     message = f"highest reward {_reward_words(evidence, status, reward)}" + (
         "" if status == PASS else f" > {limit:g}: the rubric rewards doing nothing"
     )
-    return GateResult("nop", title, status, message + _decided_anyway(evidence, status), policy="nop", run_id=evidence.run_id)
+    return GateResult(
+        "nop", title, status, message + _decided_anyway(evidence, status), policy="nop", run_id=evidence.run_id
+    )
 
 
 def _gate_probes(inputs: GateInputs) -> list[GateResult]:
@@ -502,7 +504,9 @@ def hack_gate(inputs: GateInputs, policy: str) -> GateResult:
         )
     rewarded = evidence.rewarded[worst] if worst < len(evidence.rewarded) else ()
     message = hack_message(policy.split(":", 1)[1], reward, limit, rewarded)
-    return GateResult(policy, title, status, message + _decided_anyway(evidence, status), policy=policy, run_id=evidence.run_id)
+    return GateResult(
+        policy, title, status, message + _decided_anyway(evidence, status), policy=policy, run_id=evidence.run_id
+    )
 
 
 def _gate_examples(inputs: GateInputs) -> GateResult:
