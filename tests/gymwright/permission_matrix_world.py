@@ -208,7 +208,12 @@ def build_world(django_user_model) -> dict:
     )
     assert (ready.version, ready.status, building.status) == ("1.0.0", "ready", "building")
 
+    from packs.models import DatasetCheck
+
+    # A dataset's health report: the importer's (the owner's here), and every admin's to read.
+    health = DatasetCheck.objects.create(source="matrix.tar.gz", status=DatasetCheck.Status.DONE, created_by=owner)
     values = {
+        "check_id": health.pk,
         "number": 2,
         "path": "notes.txt",
         **previews[2],

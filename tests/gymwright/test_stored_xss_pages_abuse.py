@@ -174,6 +174,35 @@ def build_world(django_user_model) -> dict:
     )
     pack_version = build_and_verify(pack_version.pk)
     assert pack_version.status == "ready", pack_version.failure_reason
+    # A dataset's health report: its source, folders, reasons, gate messages and findings come from the imported
+    # files (a dataset someone else wrote).
+    from packs.models import DatasetCheck
+
+    health = DatasetCheck.objects.create(
+        source=payload("dssource")[:300],
+        status=DatasetCheck.Status.DONE,
+        created_by=admin,
+        checked=1,
+        document={
+            "schema": "gymwright.dataset-health/v1",
+            "source": payload("dssource"),
+            "counts": {"healthy": 0, "broken": 1, "not_runnable": 0},
+            "tasks": [
+                {
+                    "task": TASK,
+                    "where": payload("dswhere"),
+                    "verdict": "broken",
+                    "reason": payload("dsreason"),
+                    "gates": [
+                        {"gate": "oracle", "title": "Oracle passes", "status": "fail", "message": payload("dsgate")}
+                    ],
+                    "findings": [{"check": "clock", "message": payload("dsfinding")}],
+                    "rollouts": {},
+                    "seconds": 1,
+                }
+            ],
+        },
+    )
     return {
         "admin": admin,
         "values": {
@@ -187,6 +216,7 @@ def build_world(django_user_model) -> dict:
             "version": pack_version.version,
             "name": "rubric",
             "dry_run_id": 0,
+            "check_id": health.pk,
         },
     }
 
@@ -209,6 +239,7 @@ SHOWN = {
     "packs:pack_list": ["packname"],
     "packs:pack_detail": ["packname", "packdesc", "tag"],
     "packs:pack_version": ["packname"],
+    "packs:dataset_check": ["dssource", "dswhere", "dsreason", "dsgate", "dsfinding"],
     "api-task-detail": ["tag"],
     "api-task-version": ["tag", "exname", "exfile", "excontent"],
     "api-task-comments": ["question", "reply"],
