@@ -250,7 +250,7 @@ def test_abuse_oversized_requests_mcp_routes_and_another_clients_session_are_ref
     assert stateless_step[0] == 400 and "/ws" in stateless_step[1]["detail"]
     assert mcp_http[0] in (404, 405)
     assert first[0] == 200 and first[1]["observation"]["content"] == FILE_TASK["prompt"]  # no sandbox needed
-    for refused in ("mcp_close", "mcp_create"):
+    for refused in ("mcp_close", "mcp_close_escaped", "mcp_create"):
         assert seen[refused]["type"] == "error" and "not served here" in seen[refused]["data"]["message"]
     assert seen["step_with_session_id"]["type"] == "error"  # an action has no session id to aim with
     assert seen["oversize"].get("code") == 1009 or "closed" in seen["oversize"]

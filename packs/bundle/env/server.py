@@ -323,10 +323,11 @@ class _Bounds:
                 text = message.get("text")
                 if text is None and message.get("bytes") is not None:
                     text = message["bytes"].decode("utf-8", errors="replace")
-                if text is not None and '"mcp"' in text:
+                if text is not None:
+                    # Parsed, not searched: JSON can spell the type in escapes ("\\u006dcp") that read as "mcp".
                     try:
                         parsed = json.loads(text)
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         parsed = None
                     if isinstance(parsed, dict) and parsed.get("type") == "mcp":
                         return {"type": "websocket.receive", "text": json.dumps({"type": self.MCP_REFUSED})}

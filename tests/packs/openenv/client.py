@@ -91,8 +91,8 @@ async def idle() -> dict:
             return {"ok": False, "error": str(exc)}
 
 
-async def raw(ws, message: dict) -> dict:
-    await ws.send(json.dumps(message))
+async def raw(ws, message: dict | str) -> dict:
+    await ws.send(message if isinstance(message, str) else json.dumps(message))
     return json.loads(await asyncio.wait_for(ws.recv(), 120))
 
 
@@ -110,6 +110,9 @@ async def abuse() -> dict:
                 "params": {"session_id": spec["victim_guess"]},
             }
             seen["mcp_close"] = await raw(attacker, {"type": "mcp", "data": close})
+            # the same message with its type spelled in JSON escapes: the same "mcp" once parsed
+            escaped = json.dumps({"type": "mcp", "data": close}).replace('"mcp"', '"\\u006dcp"')
+            seen["mcp_close_escaped"] = await raw(attacker, escaped)
             create = {"jsonrpc": "2.0", "id": 2, "method": "openenv/session/create", "params": {}}
             seen["mcp_create"] = await raw(attacker, {"type": "mcp", "data": create})
             seen["step_with_session_id"] = await raw(
