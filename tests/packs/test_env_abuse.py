@@ -5,6 +5,8 @@ and every code hack probe of the runtime. The coding task's reward stays 0 (calc
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from grading.engine.hack_targets import CODE_HACKS, applicable_hacks
@@ -111,3 +113,30 @@ def test_after_an_attack_the_same_environment_still_grades_real_work(env):
 def test_every_code_hack_probe_earns_nothing_through_the_environment(env, hack):
     grade = play(env, make_policy(f"hack:{hack}", task=CODING_TASK), "fix-add")
     assert grade["reward"] == 0.0, (hack, grade)
+
+
+# Custom tools whose parameter names Python reads as other names: `ſelf` (long s) is `self` once
+# NFKC-normalised, as Python normalises identifiers; `locals`, `k` and `v` are names a generated method's body
+# could use. Neither may break the pack's environment (its class is made once for every task) nor the calls.
+def echo_tool(name: str, parameters: tuple[str, ...]) -> dict:
+    return {
+        "name": name,
+        "description": "Echo the call's arguments.",
+        "parameters": {"type": "object", "properties": {p: {"type": "string"} for p in parameters}},
+        "command": "cat",
+    }
+
+
+def test_custom_tools_with_tricky_parameter_names_break_neither_the_pack_nor_their_calls(tmp_path):
+    require_bwrap()
+    tools = [echo_tool("echo_args", ("locals", "k", "v")), echo_tool("echo_odd", ("ſelf", "x"))]
+    task = CODING_TASK | {"id": "echo-names", "environment": CODING_TASK["environment"] | {"custom_tools": tools}}
+    pack_dir = build_pack_dir(tmp_path, (task,), slug="names")
+    environment = load_env(pack_dir).TaskEnvironment(pack_dir)
+    try:
+        environment.reset(task_id="echo-names")
+        assert json.loads(environment.echo_args(locals="l", k="a", v="b")) == {"locals": "l", "k": "a", "v": "b"}
+        assert json.loads(environment.echo_args(k="a")) == {"k": "a"}
+        assert json.loads(environment.call_tool("echo_odd", {"ſelf": "s"})) == {"ſelf": "s"}
+    finally:
+        environment.close()

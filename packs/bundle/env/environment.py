@@ -129,15 +129,21 @@ def _one_line(text: Any) -> str:
     return " ".join(str(text or "").split())
 
 
+def _python_name(name: Any) -> bool:
+    """`name` is a Python name as written: ASCII (Python reads other identifiers NFKC-normalised, so that
+    "ſelf" is `self`) and not a keyword."""
+    return isinstance(name, str) and name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+
+
 def _tool_method(name: str, description: str, parameters: dict):
     """A typed method calling the custom tool `name`, with a Google-style docstring (what TRL and
     transformers build the tool's schema from); None when its name or a parameter's is not a Python
-    identifier (the tool is then still reachable through `call_tool`)."""
+    name (the tool is then still reachable through `call_tool`)."""
     properties = parameters.get("properties") or {}
     if not isinstance(properties, dict):
         return None
     names = list(properties)
-    if not all(isinstance(n, str) and n.isidentifier() and not keyword.iskeyword(n) and n != "self" for n in names):
+    if not all(_python_name(n) and n != "self" for n in names):
         return None
     required = [n for n in (parameters.get("required") or []) if n in properties]
     ordered = required + [n for n in names if n not in required]
@@ -152,12 +158,14 @@ def _tool_method(name: str, description: str, parameters: dict):
         + [f"{n}: {annotation(n)}" for n in required]
         + [f"{n}: {annotation(n)} | None = None" for n in ordered if n not in required]
     )
+    # The arguments by name, not from locals(): a parameter may be called `locals`.
+    arguments = "{" + ", ".join(f"{n!r}: {n}" for n in ordered) + "}"
     source = (
         f"def {name}({signature}) -> str:\n"
-        f"    return self.call_tool({name!r}, {{k: v for k, v in locals().items() if k != 'self' and v is not None}})\n"
+        f"    return self.call_tool({name!r}, {{k: v for k, v in {arguments}.items() if v is not None}})\n"
     )
     namespace: dict = {}
-    # the names are checked above: Python identifiers only
+    # the names are checked above: ASCII Python names only
     exec(compile(source, f"<tool {name}>", "exec", dont_inherit=True), {}, namespace)
     method = namespace[name]
     lines = [_one_line(description) or f"The task's {name} tool.", ""]
@@ -186,7 +194,7 @@ def _with_custom_tools(cls: type, pack_dir: str) -> type:
         for document in _pack_tasks(pack_dir).values():
             for tool in (document.get("environment") or {}).get("custom_tools") or []:
                 name = tool.get("name")
-                if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+                if not _python_name(name):
                     continue
                 if name.startswith("_") or name in methods or hasattr(cls, name):
                     continue
