@@ -52,7 +52,7 @@ from grading.engine.safe_files import module_stems, write_sparse
 
 from ..egress_filter import EGRESS_REFUSED
 from ..results import ExecResult
-from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec
+from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec, dockerfile_remote_sources
 from .base import (
     CANCELLED_NOTE,
     ENV_DIR,
@@ -271,6 +271,16 @@ class DockerBackend(Backend):
         import docker.errors
 
         tag = spec.dockerfile_tag()
+        if tag and (remote := dockerfile_remote_sources(spec.dockerfile)):
+            # Not the build's network: the engine fetches an ADD's URL itself, on the host's (its loopback and
+            # the cloud's metadata address too), whatever network the RUN steps get.
+            line, source = remote[0]
+            raise SandboxError(
+                f"Dockerfile line {line}: ADD {source!r} is refused: the Docker engine would fetch it on this "
+                "host's network, outside the build's; COPY a file of the build context, or fetch it in a RUN step "
+                "(builds have the network GYMWRIGHT_SANDBOX_BUILD_NETWORK names, else none)",
+                permanent=True,
+            )
         if tag:
             with _build_lock(tag):
                 try:
