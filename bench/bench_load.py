@@ -30,7 +30,6 @@ import hashlib
 import os
 import re
 import resource
-import signal
 import socket
 import statistics
 import subprocess
@@ -473,8 +472,7 @@ class Server:
         return reaped + sum(_cpu_ticks(self.worker_pids()).values())
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=30)
+        run_scratch.stop(self.proc)
         self.log.close()
 
 

@@ -132,8 +132,7 @@ class LabelStudio:
         return f"/api/tasks?project={self.project}&page=1&page_size=50"
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
+        run_scratch.stop(self.proc)
         self.log.close()
 
 

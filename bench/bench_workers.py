@@ -31,7 +31,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gymwright.settings")
+
+import run_scratch  # noqa: E402
+from bench_load import _db_url, _psql_admin  # noqa: E402
 
 
 def _own_database() -> tuple[str, str]:
@@ -40,11 +44,6 @@ def _own_database() -> tuple[str, str]:
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         raise SystemExit("set DATABASE_URL to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/gymwright")
-    sys.path.insert(0, str(ROOT / "bench"))
-
-    import run_scratch
-    from bench_load import _db_url, _psql_admin
-
     name = run_scratch.database_name(url, "workers")
     with _psql_admin(url) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -136,9 +135,6 @@ def main() -> int:
         help="record the worker's processes with py-spy during the measured rounds (collapsed stacks)",
     )
     args = parser.parse_args()
-    import run_scratch
-    from bench_load import _psql_admin
-
     server, name = _own_database()
     try:
         # A Redis of the run's own: the benchmark empties its broker, and must never empty another's.
@@ -273,11 +269,7 @@ def _bench(args) -> int:
                 recorder.wait()
         load = os.getloadavg()
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        run_scratch.stop(worker)
         shutil.rmtree(work_dir, ignore_errors=True)
         task.delete()  # the bench user and environment stay, like any author's
 

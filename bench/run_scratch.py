@@ -45,6 +45,17 @@ def drop_database(admin, name: str) -> None:
     admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def stop(process: subprocess.Popen, timeout: float = 30) -> None:
+    """End a server or worker a benchmark started: SIGTERM, then SIGKILL if it has not exited within `timeout`, so a
+    hung one never outlives the run (or keeps its port, its database connections)."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @contextlib.contextmanager
 def redis_server():
     """A redis-server of this run's own on a free port (no persistence), its URL; stopped and removed at the end.
@@ -70,8 +81,4 @@ def redis_server():
             raise SystemExit(f"redis-server did not start on port {port}")
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process, timeout=10)

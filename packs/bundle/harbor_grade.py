@@ -110,7 +110,18 @@ class ContainerSandbox:
     def restore_protected(self):
         """The grader and protected files back to their bytes before every check's run after the first: an
         earlier check may have run the agent's code, which can change them (GradingContext.require_sandbox)."""
-        restore_grader_files()
+        try:
+            restore_grader_files()
+        except OSError as exc:
+            # The workspace refused the write (filled by the agent's code, or what it left there): the checks after
+            # fail on it, never unscored — an unscored penalty is not charged.
+            raise RestoreRefused(f"cannot restore the task's files: {exc}") from None
+
+
+class RestoreRefused(Exception):
+    """The workspace refused the grader's files: `permanent` (grading.engine.checks.sandbox_refused)."""
+
+    permanent = True
 
 
 def _pids() -> set[int]:

@@ -6,6 +6,7 @@ Pure data, no I/O. Backends read a `SandboxSpec`; they never look at a Task.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import posixpath
 import re
@@ -194,6 +195,50 @@ _WORKDIR_RESERVED = (
     "sys",
     "run",
 )
+
+
+_REMOTE_SOURCE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|git@)")
+_ESCAPE_DIRECTIVE = re.compile(r"^#\s*escape\s*=\s*(\S)\s*$", re.IGNORECASE)
+
+
+def dockerfile_remote_sources(dockerfile: str) -> list[tuple[int, str]]:
+    """(line, source) of each ADD source the Docker engine would fetch itself: a URL, a git address, or a
+    variable that may expand to one (ONBUILD ADD too). The engine fetches them on the host's network, outside
+    the build's network mode; a local file is COPY's (or ADD's without a variable)."""
+    escape, found = "\\", []
+    lines = dockerfile.splitlines()
+    for line in lines:
+        if not line.startswith("#") or (match := _ESCAPE_DIRECTIVE.match(line)) is None:
+            break
+        escape = match.group(1)
+    logical, start = "", None
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue  # a comment or an empty line, also inside a continued instruction
+        start = start or number
+        if stripped.endswith(escape):
+            logical += stripped[: -len(escape)] + " "
+            continue
+        text, at, logical, start = logical + stripped, start, "", None
+        words = text.split(None, 1)
+        if len(words) == 2 and words[0].upper() == "ONBUILD":
+            words = words[1].split(None, 1)
+        if len(words) != 2 or words[0].upper() != "ADD":
+            continue
+        rest = words[1].strip()
+        sources: list = []
+        if rest.startswith("["):
+            try:
+                sources = json.loads(rest)[:-1]
+            except (ValueError, TypeError):
+                sources = [rest]
+        else:
+            sources = [word for word in rest.split() if not word.startswith("--")][:-1]
+        for source in sources:
+            if not isinstance(source, str) or _REMOTE_SOURCE.match(source) or "$" in source:
+                found.append((at, str(source)))
+    return found
 
 
 def dockerfile_workdir(dockerfile: str) -> str | None:

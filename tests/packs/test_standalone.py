@@ -313,6 +313,51 @@ def test_harbor_test_sh_runs_the_bundled_grader_in_a_sandbox_and_writes_the_rewa
     assert rewards == {"reward": 0.0, "reward_upper": 0.0, "passed": 0, "complete": 1, "unscored": 0}
 
 
+def _harbor_grade_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "harbor_grade_under_test", archive.info.BUNDLE_DIR / "harbor_grade.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_workspace_that_refuses_the_grader_files_fails_the_checks_after_it(tmp_path, monkeypatch):
+    """Fault injection: the disk write of the grader's files fails (the agent's code filled the workspace). The
+    verifier's checks after it fail, penalties charged: unscored, a penalty would not be charged."""
+    import errno
+
+    from grading.engine import grade, parse_task
+
+    monkeypatch.setenv("GYMWRIGHT_WORKSPACE", str(tmp_path))
+    module = _harbor_grade_module()
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(module, "restore_grader_files", full)
+    rubric = parse_task(
+        {
+            "schema": "gymwright.task/v1",
+            "id": "t",
+            "prompt": "p",
+            "rubric": {
+                "schema": "gymwright.rubric/v1",
+                "checks": [
+                    {"id": "build", "kind": "command", "points": 1, "run": "true"},
+                    {"id": "tampered", "kind": "command", "points": -1, "run": "true"},
+                ],
+            },
+        }
+    ).rubric
+    document = grade(rubric, answer="", workspace=tmp_path, sandbox=module.ContainerSandbox()).to_document()
+    states = {check["id"]: (check["status"], check["score"]) for check in document["checks"]}
+    assert states == {"build": ("scored", 1.0), "tampered": ("scored", 1.0)}, document["checks"]
+    assert document["complete"] is True and document["reward"] == 0
+
+
 def test_commands_run_by_the_harbor_verifiers_checks_do_not_see_the_judges_settings(tmp_path, monkeypatch):
     """[verifier.env] gives the verifier the judge's key; the checks' commands (often the agent's own code,
     e.g. its tests) run without it, with the rest of the environment."""

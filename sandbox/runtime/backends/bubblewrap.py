@@ -919,10 +919,15 @@ class BubblewrapSandbox(Sandbox):
         with self._exec_lock:
             for root, entries in by_root.items():
                 base = {WORKSPACE: self.workspace_dir, TMP: self.tmp_dir}[root]
-                remove_module_shadows(base, entries)
-                kinds = place_files(
-                    base, {rel: data for rel, (_, data) in entries.items()}, on_create=lambda p: self._own(Path(p))
-                )
+                try:
+                    remove_module_shadows(base, entries)
+                    kinds = place_files(
+                        base, {rel: data for rel, (_, data) in entries.items()}, on_create=lambda p: self._own(Path(p))
+                    )
+                except OSError as exc:
+                    # The sandbox's own folders refused the write (its workspace full, what the agent left there):
+                    # a retry meets it again, and the checks fail on it (docker's _refused_by_sandbox, the same rule).
+                    raise SandboxError(f"cannot restore the task's files: {exc}", permanent=True) from None
                 found.update({path: kinds[rel] for rel, (path, _) in entries.items()})
         return {path: found[path] for path in files}
 

@@ -52,7 +52,7 @@ from grading.engine.safe_files import module_stems, write_sparse
 
 from ..egress_filter import EGRESS_REFUSED
 from ..results import ExecResult
-from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec
+from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec, dockerfile_remote_sources
 from .base import (
     CANCELLED_NOTE,
     ENV_DIR,
@@ -271,6 +271,16 @@ class DockerBackend(Backend):
         import docker.errors
 
         tag = spec.dockerfile_tag()
+        if tag and (remote := dockerfile_remote_sources(spec.dockerfile)):
+            # Not the build's network: the engine fetches an ADD's URL itself, on the host's (its loopback and
+            # the cloud's metadata address too), whatever network the RUN steps get.
+            line, source = remote[0]
+            raise SandboxError(
+                f"Dockerfile line {line}: ADD {source!r} is refused: the Docker engine would fetch it on this "
+                "host's network, outside the build's; COPY a file of the build context, or fetch it in a RUN step "
+                "(builds have the network GYMWRIGHT_SANDBOX_BUILD_NETWORK names, else none)",
+                permanent=True,
+            )
         if tag:
             with _build_lock(tag):
                 try:
@@ -819,7 +829,8 @@ class DockerSandbox(Sandbox):
         )
         if code != 0:
             raise SandboxError(
-                f"cannot write files into the sandbox (tar exit {code}): {err.text()[-500:]}", permanent=code == 127
+                f"cannot write files into the sandbox (tar exit {code}): {err.text()[-500:]}",
+                permanent=_refused_by_sandbox(code),
             )
 
     @_engine_errors
@@ -995,12 +1006,17 @@ class DockerSandbox(Sandbox):
         with self._exec_lock:
             code, out, err, _ = self._run(["/bin/sh", "-c", CLEAR_PATHS, "gymwright", *rels], timeout_s=120)
             if code != 0:
-                raise SandboxError(f"cannot restore the task's files: {err.text()[-500:]}")
+                raise SandboxError(
+                    f"cannot restore the task's files: {err.text()[-500:]}", permanent=_refused_by_sandbox(code)
+                )
             stems = module_stems(rels)
             if stems:
                 code, _, err, _ = self._run(["/bin/sh", "-c", REMOVE_SHADOWS, "gymwright", *stems], timeout_s=120)
                 if code != 0:
-                    raise SandboxError(f"cannot clear what shadows the task's modules: {err.text()[-500:]}")
+                    raise SandboxError(
+                        f"cannot clear what shadows the task's modules: {err.text()[-500:]}",
+                        permanent=_refused_by_sandbox(code),
+                    )
             self._untar(entries)
         kinds = out.text().split()
         return {path: kinds[i] if i < len(kinds) else "missing" for i, path in enumerate(files)}
@@ -1015,6 +1031,15 @@ class DockerSandbox(Sandbox):
             self.container.remove(force=True)
         except Exception as exc:  # noqa: BLE001 - the reaper is the safety net
             log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
+
+
+def _refused_by_sandbox(code: int | None) -> bool:
+    """Whether a file operation's exec (tar, the restore scripts) failed for what is in the sandbox: it exited with an
+    error of its own (a full workspace, a path the agent made a file or a folder, no tar in the image), which a retry
+    meets again. A kill (timeout, the container gone: no code, or 128 + a signal) is the engine's, transient. The
+    checks fail on a refusal and are unscored on the engine's failure (grading.engine.checks.sandbox_refused): an
+    unscored penalty is not charged, so the agent must never be able to make one."""
+    return code is not None and 0 < code < 128
 
 
 class _FileSink:

@@ -212,3 +212,24 @@ def test_a_check_that_runs_the_agents_code_cannot_plant_for_the_checks_after_it(
     assert _scores(result) == {"build": ("scored", 1.0), **ALL_ZERO}, [
         (check.id, check.explanation) for check in result.grade.checks
     ]
+
+
+def test_a_check_that_fills_the_workspace_cannot_leave_a_later_penalty_unscored(python_backend):
+    """The agent's build script (run by the first check) fills the workspace and deletes the grader's helper, so
+    the files cannot be put back before the next run. An unscored penalty is not charged (RUBRIC.md, "Scoring"):
+    what the agent's code did to the sandbox fails the checks after it instead, penalties charged."""
+    fill = b"rm -f helper.py checker.py\ncat /dev/zero > filler 2>/dev/null\ntrue\n"
+    script = "\n".join([_write("build.sh", fill), "echo ready"])
+    checks = [
+        {"id": "build", "kind": "command", "points": 1, "run": "sh build.sh"},
+        {"id": "tampered", "kind": "command", "points": -1, "run": "true"},  # met: charged
+        CHECKS[1],
+    ]
+    task, files = _task(checks)
+    task["environment"]["limits"] = {"max_steps": 3, "workspace_mb": 8}
+    result = run_rollout(task, policy=ScriptPolicy(script), backend=python_backend, files=files)
+    assert result.error is None, result.error
+    states = {check.id: (check.status, check.score) for check in result.grade.checks}
+    assert states["tampered"] == ("scored", 1.0), result.grade.checks[1].explanation
+    assert states["command"] == ("scored", 0.0), result.grade.checks[2].explanation
+    assert result.grade.complete is True and result.grade.reward == 0

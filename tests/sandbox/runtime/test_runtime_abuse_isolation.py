@@ -347,3 +347,57 @@ def test_dockerfile_builds_run_with_limits_and_no_network_unless_allowed(request
         assert found["NetworkMode"] == network.name and len(interfaces) == 2, (found, interfaces)
     else:
         assert found["NetworkMode"] == "none" and interfaces == ["lo"], (found, interfaces)
+
+
+@pytest.mark.parametrize(
+    "add",
+    [
+        "ADD {url} /fetched.txt",
+        "add --chown=0:0 {url} /fetched.txt",
+        'ADD ["{url}", "/fetched.txt"]',
+        "ARG SOURCE={url}\nADD ${{SOURCE}} /fetched.txt",
+        "ADD \\\n  {url} \\\n  /fetched.txt",
+    ],
+    ids=["plain", "flag", "json", "variable", "continued"],
+)
+def test_a_dockerfile_add_of_a_url_never_reaches_the_host(request, iso_spec, add):
+    """The engine itself fetches an ADD's URL, on the host's network and outside the build's network_mode:
+    `ADD http://127.0.0.1:...` read the host's own services into the image. Refused unless the operator
+    gives builds a network."""
+    import http.server
+
+    from sandbox.runtime import SandboxError, get_backend
+
+    client = request.getfixturevalue("docker_client")
+    image = request.getfixturevalue("busybox_image")
+    asked: list[str] = []
+
+    class Secret(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"host-only secret\n")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Secret)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/secret.txt"
+    spec = iso_spec.with_overrides(dockerfile=f"FROM {image}\n{add.format(url=url)}\nRUN cat /fetched.txt\n")
+    backend = get_backend("docker", client=client, default_image=image)
+    try:
+        with pytest.raises(SandboxError) as raised:
+            with backend.start(spec) as box:
+                box.exec("cat /fetched.txt")
+    finally:
+        server.shutdown()
+        server.server_close()
+        try:
+            client.images.remove(spec.dockerfile_tag(), force=True)
+        except Exception:  # noqa: BLE001 - not built: as it should be
+            pass
+    assert asked == [], asked
+    line = 3 if add.startswith("ARG") else 2  # the ADD's first line
+    assert raised.value.permanent and f"line {line}: ADD" in raised.value.message, raised.value
