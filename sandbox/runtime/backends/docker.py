@@ -101,6 +101,10 @@ SWEEP_UID = (
 # with the number and the sweep's result.
 KILLER = "U=$1; while read -r req; do " + SWEEP_UID + '; echo "$req $r"; done'
 KILLER_REPLY_S = 5.0
+# A killer that did not answer in time may still be mid-sweep (`kill -STOP -1`, then kill -9 of every process of
+# the sandbox user): left running beside its successor and the next exec, it stops and kills them. Its input closed,
+# it ends after the sweep at hand; this long is waited for that before anything else runs.
+KILLER_LATE_S = 60.0
 # docker-init, the keep-alive sleep and the killer: root's, out of the sandbox user's reach.
 CONTAINER_USER = "0:0"
 OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events 2>/dev/null"
@@ -593,7 +597,8 @@ class DockerSandbox(Sandbox):
                 raw.close()
             except Exception:  # noqa: BLE001
                 pass
-        code = self._exit_code(exec_id)
+        # The stream can end a moment before the engine records the exit code.
+        code = self._wait_exec(exec_id, 1.0)
         if track and not timed_out:
             # Background processes do not outlive their exec (as with bubblewrap,
             # where the pid namespace ends with the command).
@@ -659,15 +664,6 @@ class DockerSandbox(Sandbox):
                 pending = pending[8 + size :]
         return timed_out
 
-    def _exit_code(self, exec_id: str) -> int | None:
-        # The stream can end a moment before the engine records the exit code.
-        for _ in range(100):
-            info = self.api.exec_inspect(exec_id)
-            if not info.get("Running"):
-                return info.get("ExitCode")
-            time.sleep(0.01)
-        return None
-
     def _sweep(self, *, check_alive: bool = True) -> bool:
         """Kill every process of the sandbox user and wait until none is left (root's killer exec, by uid; see
         SWEEP_UID). True when a pass found none alive."""
@@ -687,7 +683,7 @@ class DockerSandbox(Sandbox):
                         return result
                 except OSError:
                     pass
-                self._close_killer()
+                self._close_killer(wait_s=KILLER_LATE_S)
         # No killer (it could not start, or did not answer): a one-off root exec does the same sweep.
         return self._quiet(
             ["/bin/sh", "-c", f'U=$1; {SWEEP_UID}; [ "$r" = done ]', "gymwright", self.backend.uid], user=CONTAINER_USER
@@ -726,9 +722,11 @@ class DockerSandbox(Sandbox):
         except Exception:  # noqa: BLE001
             return False
 
-    def _close_killer(self) -> None:
+    def _close_killer(self, *, wait_s: float = 0.0) -> None:
+        """Close the killer's input; with `wait_s`, wait (up to that long) until its exec has ended, so that a sweep
+        still under way cannot run beside the next exec."""
         if self._killer is not None:
-            raw, sock, _ = self._killer
+            raw, sock, exec_id = self._killer
             self._killer = None
             self._killer_buf = self._killer_lines = b""
             for thing in (sock, raw):
@@ -736,6 +734,25 @@ class DockerSandbox(Sandbox):
                     thing.close()
                 except Exception:  # noqa: BLE001
                     pass
+            if wait_s > 0:
+                self._wait_exec(exec_id, wait_s)
+
+    def _wait_exec(self, exec_id: str, timeout_s: float) -> int | None:
+        """Poll an exec until it has ended: its exit code, or None (still running after `timeout_s`, or gone)."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while True:
+            try:
+                info = self.api.exec_inspect(exec_id)
+            except Exception:  # noqa: BLE001 - the container is gone: nothing of it runs
+                return None
+            if not info.get("Running"):
+                return info.get("ExitCode")
+            if time.monotonic() >= deadline:
+                log.warning("sandbox %s: exec %s still running after %.0f s", self.id, exec_id[:12], timeout_s)
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
     def _quiet(self, argv: list[str], *, user: str | None = None) -> bool:
         """Run a housekeeping exec to its end; whether it exited 0."""
@@ -743,8 +760,9 @@ class DockerSandbox(Sandbox):
             exec_id = self.api.exec_create(
                 self.container.id, argv, stdout=False, stderr=False, user=user or self.backend.user
             )["Id"]
+            # With nothing attached exec_start returns at once, while the exec runs: its end is polled for.
             self.api.exec_start(exec_id, detach=False)
-            return self.api.exec_inspect(exec_id).get("ExitCode") == 0
+            return self._wait_exec(exec_id, 60.0) == 0
         except Exception as exc:  # noqa: BLE001 - best effort housekeeping
             log.debug("housekeeping exec %s failed: %s", argv, exc)
             return False

@@ -182,3 +182,29 @@ def test_agent_writable_directories_are_dropped_from_the_image_path(docker_backe
             assert probe.exit_code == 127 and "forged" not in probe.stdout
     finally:
         docker_client.images.remove(spec.dockerfile_tag(), force=True)
+
+
+def test_a_slow_killer_never_sweeps_beside_the_next_exec(docker_backend, monkeypatch):
+    """A killer that answers late (a loaded engine; here: no time at all to answer) is waited for before the next
+    exec: its sweep stops and kills every process of the sandbox user, and beside the next exec it killed that exec
+    (exit 137, no output) or the next killer's pass."""
+    from sandbox.runtime.backends import docker as docker_module
+
+    monkeypatch.setattr(docker_module, "KILLER_REPLY_S", 0.0)
+    with docker_backend.start(SandboxSpec()) as box:
+        for n in range(6):
+            result = box.exec(f"(sleep 5 &) ; echo run{n}")
+            assert (result.exit_code, result.stdout) == (0, f"run{n}\n"), result
+        box.end_processes()
+        assert "sleep 5" not in box.exec("ps -o args").stdout
+
+
+def test_the_one_off_sweep_waits_for_its_end(docker_backend):
+    """Without a killer, the one-off root sweep runs to its end before it answers: its exit code, not a read of an
+    exec still running (which always said "not stopped")."""
+    with docker_backend.start(SandboxSpec()) as box:
+        box._close_killer()
+        box._start_killer = lambda: None
+        box.exec("(sleep 30 &) ; (sleep 30 &)")
+        box.end_processes()
+        assert "sleep 30" not in box.exec("ps -o args").stdout
