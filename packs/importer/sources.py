@@ -581,12 +581,20 @@ exit $code
 )
 
 
+def _refuse_link(path: Path, where: str) -> None:
+    """ImportFailed for a folder of a task that is a link: rglob and every check of the files under it would
+    follow it, and the host's files there would become the task's (copied into its sandbox, stored)."""
+    if path.is_symlink():
+        raise ImportFailed(f"{where}: a symbolic link; links are not imported.")
+
+
 def _folder_files(
     root: Path, prefix: str, where: str, budget: _ReadBudget, *, skip: Iterable[str] = ()
 ) -> tuple[list[dict], dict[str, bytes]]:
     """Every regular file under `root` as a file entry at `prefix` + its path under `root`, with its bytes
     (read within `budget`); a link is refused. `where` names `root` in messages; `skip`: paths under it."""
     entries, files = [], {}
+    _refuse_link(root, where)
     if not root.is_dir():
         return entries, files
     for path in sorted(root.rglob("*")):
@@ -651,6 +659,8 @@ def harbor_candidate(folder: Path, where: str, budget: _ReadBudget) -> Candidate
     except ImportFailed as exc:
         return Rejection(f"{where}/instruction.md", exc.message, slug=slug)
     environment = folder / "environment"
+    for part in ("environment", "solution", "tests"):
+        _refuse_link(folder / part, f"{where}/{part}")
     for compose in ("docker-compose.yaml", "docker-compose.yml"):
         if (environment / compose).exists():
             return Rejection(
@@ -845,7 +855,7 @@ def folder_candidates(root: Path, label: str, budget: _ReadBudget | None = None)
                 first_where[candidate.slug] = where
         yield candidate
     if not found:
-        children = [path for path in root.iterdir() if path.is_dir()]
+        children = [path for path in root.iterdir() if path.is_dir() and not path.is_symlink()]
         if len(children) == 1 and not any(path.is_file() for path in root.iterdir()):
             yield from folder_candidates(children[0], f"{label}/{children[0].name}", budget)
             return

@@ -764,6 +764,57 @@ def test_a_task_folder_with_a_file_that_cannot_be_read_is_refused_alone(author, 
     assert list(Task.objects.values_list("slug", flat=True)) == ["fine"]
 
 
+def test_a_linked_folder_in_a_task_folder_is_not_read_through(author, scratch):
+    """A folder import (`import_tasks DIR`, `check_dataset DIR`: a dataset cloned from its author) whose tests/,
+    solution/ or environment/ is a link to a folder of the host: nothing is read through it (the host's files
+    would become the task's grader files, copied into its sandbox), the task is refused naming the link, and a
+    dataset folder whose one child is a link is not followed either."""
+    host = scratch / "host-secrets"
+    write_tree(
+        host,
+        {
+            "test.sh": "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+            "solve.sh": "echo hi\n",
+            "Dockerfile": "FROM alpine\nCOPY key /key\n",
+            "key/id_rsa": "PRIVATE KEY\n",
+        },
+    )
+    root = scratch / "tasks"
+
+    def harbor(name: str, *, tests: bool = True) -> dict:
+        toml = f'schema_version = "1.4"\n[task]\nname = "acme/{name}"\n'
+        return {**{k: v for k, v in HARBOR.items() if tests or not k.startswith("tests/")}, "task.toml": toml}
+
+    write_tree(root / "tests-linked", harbor("tests-linked", tests=False))
+    (root / "tests-linked/tests").symlink_to(host, target_is_directory=True)
+    write_tree(root / "solution-linked", harbor("solution-linked"))
+    (root / "solution-linked/solution").symlink_to(host, target_is_directory=True)
+    write_tree(root / "env-linked", harbor("env-linked"))
+    (root / "env-linked/environment").symlink_to(host, target_is_directory=True)
+    write_tree(root / "tb-linked", {"task.yaml": "instruction: Do it.\n", "run-tests.sh": "exit 0\n"})
+    (root / "tb-linked/tests").symlink_to(host, target_is_directory=True)
+    report = importer.tasks_import(path=root, user=author)
+    lines = {line.where: line for line in report.lines}
+    for name, link in [
+        ("tests-linked", "tests"),
+        ("solution-linked", "solution"),
+        ("env-linked", "environment"),
+        ("tb-linked", "tests"),
+    ]:
+        assert lines[f"tasks/{name}"].status == "rejected", (name, lines[f"tasks/{name}"])
+        assert lines[f"tasks/{name}"].message == f"tasks/{name}/{link}: a symbolic link; links are not imported"
+    assert not Task.objects.exists()
+    assert not Blob.objects.exists()
+
+    linked_root = scratch / "outer"
+    linked_root.mkdir()
+    write_tree(scratch / "elsewhere/task", HARBOR)
+    (linked_root / "dataset").symlink_to(scratch / "elsewhere", target_is_directory=True)
+    with pytest.raises(importer.ImportFailed, match="no tasks.jsonl, task.toml or task.yaml found"):
+        importer.tasks_import(path=linked_root, user=author)
+    assert not Task.objects.exists()
+
+
 def test_a_zip_is_refused_in_words_on_the_page_and_from_the_command_line(client, author, scratch):
     """Only .tar.gz archives are imported: a .zip is refused by name before it is saved, and a zip named
     .tar.gz is not a readable .tar.gz; neither is unpacked."""
