@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import time
 from dataclasses import dataclass, field
+
+from django.conf import settings
 
 from grading.engine import flat_checks  # the pure engine: a library for every app
 from grading.engine.describe import check_default
@@ -12,7 +15,7 @@ from grading.engine.describe import check_default
 
 @dataclass
 class LineDiff:
-    op: str  # "equal" | "delete" | "insert"
+    op: str  # "equal" | "delete" | "insert" | "note" (why the lines after it are shown whole)
     text: str
 
 
@@ -47,15 +50,96 @@ def _lines(text: str) -> list[str]:
     return (text or "").splitlines()
 
 
-def line_diff(a: str, b: str) -> list[LineDiff]:
+class DiffBudget:
+    """What one page may spend on its line diffs (`GYMWRIGHT_DIFF_BUDGET_S`, `GYMWRIGHT_DIFF_MAX_CELLS`): share one
+    across the diffs of a page, so that many files cannot add up to a stuck request."""
+
+    def __init__(self, *, seconds: float | None = None, max_cells: int | None = None):
+        self.seconds = settings.DIFF_BUDGET_S if seconds is None else seconds
+        self.deadline = time.monotonic() + self.seconds
+        self.max_cells = settings.DIFF_MAX_CELLS if max_cells is None else max_cells
+
+    def spent(self) -> bool:
+        return time.monotonic() > self.deadline
+
+
+class _BudgetSpent(Exception):
+    pass
+
+
+class _BoundedMatcher(difflib.SequenceMatcher):
+    """difflib's matcher that stops between two searches for a longest match once the budget's time is spent:
+    each search costs at most the line pairs compared (`max_cells`), while their number grows with repeated
+    lines (a file of one line repeated makes the whole diff cubic)."""
+
+    def __init__(self, a: list[str], b: list[str], budget: DiffBudget):
+        self._budget = budget
+        super().__init__(a=a, b=b, autojunk=False)
+
+    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
+        if self._budget.spent():
+            raise _BudgetSpent
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def _common_ends(a_lines: list[str], b_lines: list[str]) -> tuple[int, int]:
+    """How many lines the two texts share at their start, and then at their end."""
+    shortest = min(len(a_lines), len(b_lines))
+    head = 0
+    while head < shortest and a_lines[head] == b_lines[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and a_lines[-1 - tail] == b_lines[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
+def _compared(a_lines: list[str], b_lines: list[str], budget: DiffBudget) -> list[LineDiff]:
     out: list[LineDiff] = []
-    a_lines, b_lines = _lines(a), _lines(b)
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a_lines, b=b_lines, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _BoundedMatcher(a_lines, b_lines, budget).get_opcodes():
         if tag == "equal":
             out += [LineDiff("equal", line) for line in a_lines[i1:i2]]
         else:
             out += [LineDiff("delete", line) for line in a_lines[i1:i2]]
             out += [LineDiff("insert", line) for line in b_lines[j1:j2]]
+    return out
+
+
+def _whole(a_lines: list[str], b_lines: list[str], why: str) -> list[LineDiff]:
+    return [
+        LineDiff("note", f"{len(a_lines)} lines removed and {len(b_lines)} added, shown whole: {why}"),
+        *(LineDiff("delete", line) for line in a_lines),
+        *(LineDiff("insert", line) for line in b_lines),
+    ]
+
+
+def line_diff(a: str, b: str, *, budget: DiffBudget | None = None) -> list[LineDiff]:
+    """`a` to `b` line by line, bounded by `budget` (a fresh one when None). A text too long to compare whole
+    is compared without the lines both start and end with; what is still over the budget is shown whole
+    after a `note` line that says which limit it hit."""
+    budget = budget or DiffBudget()
+    a_lines, b_lines = _lines(a), _lines(b)
+    head = tail = 0
+    if len(a_lines) * len(b_lines) > budget.max_cells:
+        head, tail = _common_ends(a_lines, b_lines)
+    a_middle, b_middle = a_lines[head : len(a_lines) - tail], b_lines[head : len(b_lines) - tail]
+    out = [LineDiff("equal", line) for line in a_lines[:head]]
+    if len(a_middle) * len(b_middle) > budget.max_cells:
+        out += _whole(
+            a_middle,
+            b_middle,
+            f"comparing them is over {budget.max_cells:,} line pairs (GYMWRIGHT_DIFF_MAX_CELLS)",
+        )
+    else:
+        try:
+            out += _compared(a_middle, b_middle, budget)
+        except _BudgetSpent:
+            out += _whole(
+                a_middle,
+                b_middle,
+                f"this page's {budget.seconds:g} s for comparing texts was spent (GYMWRIGHT_DIFF_BUDGET_S)",
+            )
+    out += [LineDiff("equal", line) for line in a_lines[len(a_lines) - tail :]]
     return out
 
 
@@ -146,16 +230,17 @@ def _field_value(spec: dict, key: str):
     return value
 
 
-def task_version_diff(a_spec: dict, b_spec: dict) -> dict:
+def task_version_diff(a_spec: dict, b_spec: dict, *, budget: DiffBudget | None = None) -> dict:
     fields: list[FieldDiff] = []
+    budget = budget or DiffBudget()
     for key, label in TEXT_FIELDS:
         a_text, b_text = _pretty(a_spec.get(key) or ""), _pretty(b_spec.get(key) or "")
-        fields.append(FieldDiff(label, a_text != b_text, line_diff(a_text, b_text), key))
+        fields.append(FieldDiff(label, a_text != b_text, line_diff(a_text, b_text, budget=budget), key))
     for key, label in JSON_FIELDS:
         a_value, b_value = _field_value(a_spec, key), _field_value(b_spec, key)
         # A missing value is no lines at all, not a line "null".
         a_text, b_text = ("" if value is None else _pretty(value) for value in (a_value, b_value))
-        fields.append(FieldDiff(label, a_value != b_value, line_diff(a_text, b_text), key))
+        fields.append(FieldDiff(label, a_value != b_value, line_diff(a_text, b_text, budget=budget), key))
     checks, rubric_changes = rubric_diff(a_spec.get("rubric"), b_spec.get("rubric"))
     summary = {status: sum(1 for c in checks if c.status == status) for status in ("added", "removed", "changed")}
     return {"fields": fields, "checks": checks, "rubric_changes": rubric_changes, "summary": summary}

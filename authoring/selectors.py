@@ -526,10 +526,15 @@ def _file_text(blob, max_bytes: int) -> tuple[str | None, str]:
     return text, ""
 
 
-def task_version_files_shown(*, version, base=None, max_bytes: int = FILE_SHOWN_MAX_BYTES) -> list[FileShown]:
+def task_version_files_shown(
+    *, version, base=None, max_bytes: int = FILE_SHOWN_MAX_BYTES, budget=None
+) -> list[FileShown]:
     """The attached files of `version`, protected and grader files first, each with its text (bounded) and,
-    when it changed since `base`, its line diff: what a reviewer approves along with the rubric."""
-    from authoring.diff import line_diff
+    when it changed since `base`, its line diff (within `budget`, an authoring.diff.DiffBudget the page's
+    diffs share): what a reviewer approves along with the rubric."""
+    from authoring.diff import DiffBudget, line_diff
+
+    budget = budget or DiffBudget()
     from authoring.models import Blob
 
     files = [entry for entry in version.spec.get("files") or [] if isinstance(entry, dict) and entry.get("path")]
@@ -553,7 +558,7 @@ def task_version_files_shown(*, version, base=None, max_bytes: int = FILE_SHOWN_
         if status == "changed" and text is not None:
             old_text, _ = _file_text(blobs.get(old), max_bytes)
             if old_text is not None:
-                item.lines = line_diff(old_text, text)
+                item.lines = line_diff(old_text, text, budget=budget)
         shown.append(item)
     return shown
 

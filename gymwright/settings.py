@@ -187,6 +187,11 @@ MEDIA_URL = "media/"
 UPLOAD_MAX_BYTES = env_int("GYMWRIGHT_UPLOAD_MAX_MB", 50) * 1024 * 1024
 REVIEW_COMMENT_MAX_CHARS = env_int("GYMWRIGHT_REVIEW_COMMENT_MAX_CHARS", 10_000)  # one review comment or reply
 REVIEW_UNDO_S = max(1, env_int("GYMWRIGHT_REVIEW_UNDO_S", 5))  # the review page waits this long before sending
+# Line diffs (the compare page, the review page's files) are the author's text compared in the web process, and
+# difflib's worst case is cubic in repeated lines: one page's diffs get this many seconds, and one comparison at
+# most this many line pairs; past either, the rest of a diff is shown whole, saying which limit it hit.
+DIFF_BUDGET_S = float(env_str("GYMWRIGHT_DIFF_BUDGET_S", "2"))
+DIFF_MAX_CELLS = env_int("GYMWRIGHT_DIFF_MAX_CELLS", 1_000_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # non-file form fields (a rubric JSON can be large)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_HANDLERS = [

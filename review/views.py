@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from accounts import permissions
 from authoring import selectors as authoring_selectors
-from authoring.diff import task_version_diff
+from authoring.diff import DiffBudget, task_version_diff
 from authoring.prompt_html import prompt_html
 from grading.engine import flat_checks
 from grading.engine.describe import check_in_words
@@ -188,6 +188,7 @@ def review_page(request, slug):
     cards = _check_cards(version, grouped, agreement_by_check, flags["flags"])
     for card in cards:
         card["draft"] = drafts["checks"].get(card["id"], "")
+    diff_budget = DiffBudget()  # the version diff and the files' diffs share one page's time
     return render(
         request,
         "review/review_page.html",
@@ -201,7 +202,7 @@ def review_page(request, slug):
             "task_threads": grouped.get("", []),
             "outdated_threads": [thread for thread in threads if not thread.current],
             "base": base,
-            "diff": task_version_diff(base.spec, version.spec) if base else None,
+            "diff": task_version_diff(base.spec, version.spec, budget=diff_budget) if base else None,
             "previews": evidence.version_previews(task_version=version),
             "older_previews_version": evidence.older_previews_only(task_version=version),
             "gates": gate_results,
@@ -216,7 +217,7 @@ def review_page(request, slug):
             "review_form": ReviewForm(initial={"version": version.number}),
             "check_comment_prefix": CHECK_COMMENT_PREFIX,
             "undo_seconds": settings.REVIEW_UNDO_S,
-            "files_shown": authoring_selectors.task_version_files_shown(version=version, base=base),
+            "files_shown": authoring_selectors.task_version_files_shown(version=version, base=base, budget=diff_budget),
             "checks_module": (version.environment_version.spec or {}).get("checks_module") or "",
         },
     )

@@ -80,3 +80,19 @@ def test_the_task_page_links_each_attached_file(client, author, files_task):
     client.force_login(author)
     html = client.get("/tasks/with-files/").content.decode()
     assert f'href="{url("notes/readme.md")}"' in html and f'href="{url("chart.png")}"' in html
+
+
+def test_a_long_text_changed_in_one_line_is_diffed_in_its_middle_only(settings):
+    """Over the line pairs limit, the lines both texts start and end with are taken off first: a one-line edit
+    of a long file still shows as that one line, not as the whole file removed and added."""
+    from authoring.diff import line_diff
+
+    settings.DIFF_MAX_CELLS = 100
+    old = "\n".join(f"line {n}" for n in range(1000))
+    new = old.replace("line 500", "line five hundred")
+
+    lines = line_diff(old, new)
+
+    changed = [(line.op, line.text) for line in lines if line.op != "equal"]
+    assert changed == [("delete", "line 500"), ("insert", "line five hundred")]
+    assert len(lines) == 1001

@@ -55,3 +55,72 @@ def test_a_refused_post_too_large_to_keep_is_not_copied_into_the_session(client,
     assert response.status_code == 302
     assert SESSION_KEY not in client.session
     assert not Review.objects.exists() and not Comment.objects.exists()
+
+
+def _review_page_with_changed_file(client, author, reviewer, environment, old: bytes, new: bytes) -> str:
+    """The review page of v2 of a task whose attached file went from `old` to `new` since the approved v1."""
+    from authoring import services as authoring_services
+    from review import services
+    from tests.review.conftest import pass_gates, task_content
+
+    def files(data: bytes) -> list[dict]:
+        return [{"path": "data.txt", "sha256": authoring_services.blob_store(data=data).sha256}]
+
+    task = authoring_services.task_create(
+        slug="repeats", environment=environment, author=author, content=task_content(files=files(old))
+    )
+    pass_gates(task.latest_version, author)
+    services.task_submit(task=task, user=author)
+    services.review_create(task_version=task.latest_version, reviewer=reviewer, decision="approve")
+    authoring_services.task_version_create(
+        task=task, author=author, base_version=1, content=task_content(files=files(new))
+    )
+    client.force_login(reviewer)
+    response = client.get(f"/review/tasks/{task.slug}/")
+    assert response.status_code == 200
+    return response.content.decode().split('data-file="data.txt"', 1)[1].split("</details>", 1)[0]
+
+
+# One line repeated, against two lines alternating: difflib's matcher finds a longest match of one line at a
+# time, each search over every pair, so its work grows with the cube of the lines (600 lines: seconds; the
+# 64 KB the page shows of a file: hours of a web worker).
+REPEATED = b"x\n" * 600
+ALTERNATING = b"x\ny\n" * 300
+
+
+def test_a_file_diff_over_the_line_pairs_limit_is_shown_whole_and_says_so(
+    client, author, reviewer, environment, settings
+):
+    settings.DIFF_MAX_CELLS = 10_000
+    shown = _review_page_with_changed_file(client, author, reviewer, environment, REPEATED, ALTERNATING)
+    assert 'class="diff-note muted"' in shown and "GYMWRIGHT_DIFF_MAX_CELLS" in shown
+    # The first line is the same in both and stays a line of context; the rest is shown whole.
+    assert "599 lines removed and 599 added, shown whole" in shown
+    assert shown.count('<tr class="diff-add">') == 599 and shown.count('<tr class="diff-del">') == 599
+
+
+def test_a_file_diff_past_the_pages_time_is_shown_whole_and_says_so(client, author, reviewer, environment, settings):
+    settings.DIFF_BUDGET_S = 0
+    shown = _review_page_with_changed_file(client, author, reviewer, environment, REPEATED, ALTERNATING)
+    assert "GYMWRIGHT_DIFF_BUDGET_S" in shown and "600 lines removed and 600 added, shown whole" in shown
+
+
+@pytest.mark.timeout(120)
+def test_the_review_page_of_a_cubic_diff_at_the_files_shown_cap_still_answers_in_seconds(
+    client, author, reviewer, environment
+):
+    import time
+
+    from authoring.selectors import FILE_SHOWN_MAX_BYTES
+
+    start = time.monotonic()
+    shown = _review_page_with_changed_file(
+        client,
+        author,
+        reviewer,
+        environment,
+        b"x\n" * (FILE_SHOWN_MAX_BYTES // 2),
+        b"x\ny\n" * (FILE_SHOWN_MAX_BYTES // 4),
+    )
+    assert "shown whole" in shown
+    assert time.monotonic() - start < 30  # the default budget is 2 s; unbounded, this diff takes hours
