@@ -124,6 +124,15 @@ def dataset_check_run(*, check_id: int) -> DatasetCheck | None:
     )
     entries: list[dict] = []
     last = [0.0]
+    beat = [0.0]
+
+    def on_rollout(_what: str) -> None:
+        # a task may take longer than the reaper waits (its image built by its first rollout, then its budget)
+        if time.monotonic() - beat[0] >= HEARTBEAT_S:
+            beat[0] = time.monotonic()
+            DatasetCheck.objects.filter(pk=check_id, status=DatasetCheck.Status.RUNNING).update(
+                heartbeat_at=timezone.now()
+            )
 
     def on_entry(entry: dict) -> None:
         entries.append(entry)
@@ -136,7 +145,7 @@ def dataset_check_run(*, check_id: int) -> DatasetCheck | None:
             )
 
     backend = _docker_backend()
-    runner.check_subjects(_subjects(check), backend=backend, limits=limits, on_entry=on_entry)
+    runner.check_subjects(_subjects(check), backend=backend, limits=limits, on_entry=on_entry, on_rollout=on_rollout)
     DatasetCheck.objects.filter(pk=check_id, status=DatasetCheck.Status.RUNNING).update(
         status=DatasetCheck.Status.DONE,
         checked=len(entries),
@@ -165,8 +174,8 @@ def dataset_check_fail(*, check_id: int, reason: str) -> bool:
 
 
 def dataset_checks_reap_stale(*, now=None) -> int:
-    """Fail the checks whose worker died: running with no report for longer than a task may take (each task's
-    entry is a heartbeat), or queued and sent longer ago than that without a worker taking them."""
+    """Fail the checks whose worker died: running with no report for longer than a task may take (each rollout's
+    start and each task's entry is a heartbeat), or queued and sent longer ago than that without a worker taking them."""
     from datetime import timedelta
 
     cutoff = (now or timezone.now()) - timedelta(seconds=settings.DATASET_CHECK_TASK_S + 300)

@@ -77,3 +77,35 @@ def test_a_probe_setting_that_names_no_probe_fails_the_stored_report_with_the_re
     check.refresh_from_db()
     assert check.status == DatasetCheck.Status.FAILED and check.document is None
     assert "GYMWRIGHT_DATASET_CHECK_PROBES" in check.error and "'verifier-tamperr'" in check.error, check.error
+
+
+@pytest.mark.django_db
+def test_a_task_whose_rollouts_outlast_the_reapers_wait_is_not_reaped_while_they_run(settings, author, monkeypatch):
+    """The reaper fails a running check silent for longer than a task may take (+300 s). The check beat only when a
+    task's entry was done, and one task may take longer than that (its image built by its first rollout, then its
+    whole budget): a check still at work was failed as dead. Each rollout's start now beats."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from packs.models import DatasetCheck
+
+    clock = [timezone.now()]
+    monkeypatch.setattr(health.timezone, "now", lambda: clock[0])
+    check = DatasetCheck.objects.create(source="d", created_by=author, subjects=[])
+    reaped = []
+
+    def one_long_task(subjects, *, backend, limits, on_entry=None, on_rollout=None):
+        for policy in ("oracle", "nop", "hack:exit-zero"):
+            if on_rollout is not None:
+                on_rollout(f"t: {policy}")
+            clock[0] += timedelta(seconds=settings.DATASET_CHECK_TASK_S / 2)  # this rollout (and a build) runs
+            reaped.append(health.dataset_checks_reap_stale(now=clock[0]))
+        return []
+
+    monkeypatch.setattr(health.runner, "check_subjects", one_long_task)
+    monkeypatch.setattr(health, "_docker_backend", lambda: None)
+    monkeypatch.setattr(health, "HEARTBEAT_S", 0)
+    health.dataset_check_run(check_id=check.pk)
+    check.refresh_from_db()
+    assert reaped == [0, 0, 0] and check.status == DatasetCheck.Status.DONE, (reaped, check.error)
