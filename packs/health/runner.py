@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from grading.engine import TASK_SCHEMA, parse_task, validate_task
 from grading.engine import gate_rules as gates
 from grading.engine.calibration import check_scores, rewarded_checks
+from grading.engine.hack_targets import HACKS
 from packs.health import verifier
 from sandbox.runtime import SandboxError, SandboxSpec, make_policy, run_rollout
 from sandbox.runtime.policies import Turn, _assistant, _call
@@ -55,6 +56,19 @@ class HealthLimits:
     task_s: float = 900.0  # every rollout of one task together
     total_s: float = 4 * 3600.0  # the whole dataset
     hacks: frozenset[str] | None = None  # the probes to run (names without `hack:`); None: every applicable one
+
+
+def probe_names_problem(names: Iterable[str]) -> str | None:
+    """Why a choice of probes (names without `hack:`) cannot be run as asked: none named, or a name that is no
+    probe (a misspelt name would run nothing, and a task any probe would fool would come out healthy)."""
+    names = list(names)
+    known = sorted({*HACKS, *verifier.PROBES})
+    unknown = [name for name in names if name not in known]
+    if not names:
+        return f"names no probe; the probes are {', '.join(known)}"
+    if unknown:
+        return f"{', '.join(repr(name) for name in unknown)} is no probe; the probes are {', '.join(known)}"
+    return None
 
 
 class _Scripted:

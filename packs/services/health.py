@@ -115,6 +115,10 @@ def dataset_check_run(*, check_id: int) -> DatasetCheck | None:
         return None
     check = DatasetCheck.objects.get(pk=check_id)
     probes = frozenset(name.removeprefix("hack:") for name in settings.DATASET_CHECK_PROBES if name)
+    if probes and (problem := runner.probe_names_problem(probes)):
+        dataset_check_fail(check_id=check_id, reason=f"GYMWRIGHT_DATASET_CHECK_PROBES {problem}: nothing was checked")
+        check.refresh_from_db()
+        return check
     limits = runner.HealthLimits(
         task_s=settings.DATASET_CHECK_TASK_S, total_s=settings.DATASET_CHECK_TOTAL_S, hacks=probes or None
     )

@@ -52,3 +52,28 @@ def test_a_stored_report_past_its_size_keeps_each_tasks_verdict_and_reason(setti
     assert len(json.dumps(bounded)) < 1024 * 1024
     assert bounded["tasks"][0] == {key: entry[key] for key in ("task", "where", "verdict", "reason", "seconds")}
     assert bounded["truncated"] == "each task's gates, findings and rollouts were left out"
+
+
+@pytest.mark.parametrize("probes", ["verifier-tamperr", "hack:verifier-tamper,no-such-probe", " , "])
+def test_probe_names_that_name_no_probe_are_a_usage_error_not_a_healthy_report(tmp_path, probes):
+    """`--probes` with a misspelt name (or none) ran no probe at all, and a task whose verifier any of them would
+    have fooled came out healthy: it is a usage error, before anything is read or run."""
+    (tmp_path / "dataset").mkdir()
+    with pytest.raises(CommandError) as raised:
+        call_command("check_dataset", str(tmp_path / "dataset"), "--probes", probes, stdout=StringIO())
+    assert raised.value.returncode == 2
+    assert "--probes" in str(raised.value) and "verifier-tamper" in str(raised.value), str(raised.value)
+
+
+@pytest.mark.django_db
+def test_a_probe_setting_that_names_no_probe_fails_the_stored_report_with_the_reason(settings, author):
+    """GYMWRIGHT_DATASET_CHECK_PROBES misspelt: the import's health report fails naming the setting, instead of
+    running no probe and calling the tasks healthy."""
+    from packs.models import DatasetCheck
+
+    settings.DATASET_CHECK_PROBES = ["verifier-tamperr"]
+    check = DatasetCheck.objects.create(source="d", created_by=author, subjects=[{"where": "d/t", "task_version": 1}])
+    health.dataset_check_run(check_id=check.pk)
+    check.refresh_from_db()
+    assert check.status == DatasetCheck.Status.FAILED and check.document is None
+    assert "GYMWRIGHT_DATASET_CHECK_PROBES" in check.error and "'verifier-tamperr'" in check.error, check.error

@@ -58,6 +58,8 @@ class Command(BaseCommand):
             hacks = frozenset(
                 name.strip().removeprefix("hack:") for name in options["probes"].split(",") if name.strip()
             )
+            if problem := runner.probe_names_problem(hacks):
+                raise CommandError(f"--probes {problem}", returncode=2)
         limits = runner.HealthLimits(task_s=options["task_timeout"], total_s=options["time_limit"], hacks=hacks)
         backend = _docker_backend()
         with tempfile.TemporaryDirectory(prefix="gymwright-check-") as scratch:
