@@ -251,28 +251,34 @@ def _task_semantic_issues(document: Any) -> list[Issue]:
     return issues
 
 
+def _file_entries(holder: dict) -> list[tuple[int, dict]]:
+    """(index, entry) of the file entries that are objects in `holder["files"]`, none when it is not a list."""
+    files = holder.get("files")
+    return [
+        (index, entry)
+        for index, entry in enumerate(files if isinstance(files, list) else [])
+        if isinstance(entry, dict)
+    ]
+
+
 def _build_file_issues(document: dict) -> list[Issue]:
     """Role `build` (a Dockerfile's build context) is for environment files, with a Dockerfile to read them."""
-    issues: list[Issue] = []
-    for index, entry in enumerate(document.get("files") if isinstance(document.get("files"), list) else []):
-        if isinstance(entry, dict) and entry.get("role") == "build":
-            issues.append(
-                Issue(
-                    f"/files/{index}/role",
-                    "role build is for environment files (its Dockerfile's build context), not a task's files",
-                )
-            )
     environment = document.get("environment") if isinstance(document.get("environment"), dict) else {}
+    places = [("/files", document, "is for environment files (its Dockerfile's build context), not a task's files")]
     if not environment.get("dockerfile"):
-        for index, entry in enumerate(environment.get("files") if isinstance(environment.get("files"), list) else []):
-            if isinstance(entry, dict) and entry.get("role") == "build":
-                issues.append(
-                    Issue(
-                        f"/environment/files/{index}/role",
-                        "role build sends the file to the Dockerfile's build, and this environment has no Dockerfile",
-                    )
-                )
-    return issues
+        places.append(
+            (
+                "/environment/files",
+                environment,
+                "sends the file to the Dockerfile's build, and this environment has no Dockerfile",
+            )
+        )
+    return [
+        Issue(f"{pointer}/{index}/role", f"role build {why}")
+        for pointer, holder, why in places
+        for index, entry in _file_entries(holder)
+        if entry.get("role") == "build"
+    ]
 
 
 def _tests_file_issues(document: dict) -> list[Issue]:
@@ -281,10 +287,11 @@ def _tests_file_issues(document: dict) -> list[Issue]:
     rubric = document.get("rubric")
     if not isinstance(rubric, dict):
         return issues
-    roles = {}
-    for entry in document.get("files") if isinstance(document.get("files"), list) else []:
-        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-            roles[entry["path"]] = entry.get("role") or "workspace"
+    roles = {
+        entry["path"]: entry.get("role") or "workspace"
+        for _, entry in _file_entries(document)
+        if isinstance(entry.get("path"), str)
+    }
     for row in flat_checks(rubric.get("checks"), pointer="/rubric/checks"):
         check = row.check
         if not isinstance(check, dict) or check.get("kind") != "tests" or not isinstance(check.get("files"), list):

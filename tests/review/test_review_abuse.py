@@ -124,3 +124,27 @@ def test_the_review_page_of_a_cubic_diff_at_the_files_shown_cap_still_answers_in
     )
     assert "shown whole" in shown
     assert time.monotonic() - start < 30  # the default budget is 2 s; unbounded, this diff takes hours
+
+
+def test_files_past_the_shown_cap_are_still_named_on_the_review_page(client, author, reviewer, environment):
+    """The review page shows the text of the first FILES_SHOWN_MAX files; a task with more attached files must
+    not hide the rest from the reviewer who approves them (a changed file past the cap included)."""
+    from authoring import services as authoring_services
+    from authoring.selectors import FILES_SHOWN_MAX
+    from tests.review.conftest import task_content
+
+    files = [
+        {"path": f"data/{index:03}.txt", "sha256": authoring_services.blob_store(data=f"{index}\n".encode()).sha256}
+        for index in range(FILES_SHOWN_MAX + 2)
+    ]
+    task = authoring_services.task_create(
+        slug="many-files", environment=environment, author=author, content=task_content(files=files)
+    )
+    client.force_login(reviewer)
+
+    page = client.get(f"/review/tasks/{task.slug}/").content.decode()
+
+    assert page.count('class="file-shown"') == FILES_SHOWN_MAX + 2
+    last = page.split(f'data-file="data/{FILES_SHOWN_MAX + 1:03}.txt"', 1)[1].split("</details>", 1)[0]
+    assert f"the page shows the first {FILES_SHOWN_MAX} files" in last
+    assert f'data-file="data/{FILES_SHOWN_MAX - 1:03}.txt"' in page

@@ -348,6 +348,20 @@ def test_task_rubric_errors_are_under_rubric():
     assert pointers(validate_task(data)) == ["/rubric/checks/1/id", "/rubric/checks/2/pattern"]
 
 
+@pytest.mark.parametrize("dockerfile", [None, "FROM python:3.12-slim\nCOPY tools/ /opt/tools/\n"])
+def test_role_build_is_for_environment_files_with_a_dockerfile_to_read_them(dockerfile):
+    data = copy.deepcopy(TASK)
+    data["environment"]["dockerfile"] = dockerfile
+    data["files"][0]["role"] = "build"
+    data["environment"]["files"][0]["role"] = "build"
+    issues = validate_task(data)
+    expected = ["/files/0/role"] + (["/environment/files/0/role"] if dockerfile is None else [])
+    assert sorted(pointers(issues)) == sorted(expected)
+    assert "not a task's files" in issue_at(issues, "/files/0/role")
+    if dockerfile is None:
+        assert "has no Dockerfile" in issue_at(issues, "/environment/files/0/role")
+
+
 @pytest.mark.parametrize("where", [("files",), ("environment", "files")])
 def test_task_file_paths_must_be_relative(where):
     data = copy.deepcopy(TASK)
