@@ -206,13 +206,13 @@ def check_subject(
         truth["solution/solve.sh"] = solution.encode()
     truth = {path: data for path, data in truth.items() if len(data.strip()) >= 16}
 
+    # every preview the gates need (one rollout each), the nop also listing what the agent's image holds
     policies: list[tuple[str, object]] = []
-    if gates.has_reference_solution(document):
-        policies.append(("oracle", None))
-    policies.append(("nop", _Scripted("nop", [_survey_command(len(data) for data in truth.values())])))
-    for policy in gates.hack_policies(document):
-        if limits.hacks is None or policy.split(":", 1)[1] in limits.hacks:
-            policies.append((policy, None))
+    for policy_name, _ in gates.required_previews(document):
+        if policy_name == "nop":
+            policies.append(("nop", _Scripted("nop", [_survey_command(len(data) for data in truth.values())])))
+        elif not policy_name.startswith("hack:") or limits.hacks is None or policy_name[5:] in limits.hacks:
+            policies.append((policy_name, None))
     for plan in plans:
         policies.append((f"hack:{plan.name}", _Scripted(f"hack:{plan.name}", plan.commands, plan.answer)))
 

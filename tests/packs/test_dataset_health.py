@@ -154,6 +154,23 @@ def test_tasks_past_the_time_limit_are_reported_not_checked():
     assert entries[0]["reason"] == "not checked: the dataset's time limit (1e-09 s) ran out"
 
 
+def test_the_rubric_probes_run_and_one_the_rubric_rewards_is_broken():
+    """Every preview the gates need runs (gate_rules.required_previews), the rubric's own probes among them: they
+    were left out, and a task with probes was "not runnable here" for want of their previews, never broken."""
+    from sandbox.runtime import get_backend
+    from tests.support.services import require_bwrap
+
+    require_bwrap()
+    task = json.loads((Path(__file__).parents[1] / "sandbox/runtime/fixtures/capital.task.json").read_text())
+    task["rubric"]["probes"] = [{"answer": "It is Paris", "max_reward": 0}, {"answer": "", "max_reward": 0}]
+    subject = runner.Subject(where="d/capital", slug=task["id"], task=task)
+    limits = runner.HealthLimits(task_s=300, hacks=frozenset())
+    entry = runner.check_subject(subject, backend=get_backend("bubblewrap"), limits=limits)
+    assert entry["rollouts"]["probe:It is Paris"]["reward"] == 1.0, entry
+    assert entry["rollouts"]["probe:"]["reward"] == 0.0, entry
+    assert entry["verdict"] == "broken" and "the rubric rewards this probe" in entry["reason"], entry
+
+
 # ---------------------------------------------------------------------------------------------- the pure parts
 
 
