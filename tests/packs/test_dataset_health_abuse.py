@@ -65,6 +65,16 @@ def test_probe_names_that_name_no_probe_are_a_usage_error_not_a_healthy_report(t
     assert "--probes" in str(raised.value) and "verifier-tamper" in str(raised.value), str(raised.value)
 
 
+@pytest.mark.parametrize("limit", ["--task-timeout", "--time-limit"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_time_limit_that_is_no_finite_positive_number_is_a_usage_error(tmp_path, limit, value):
+    """`nan` passed the `<= 0` test, and every task then came out "the check itself failed" (exit 1)."""
+    (tmp_path / "dataset").mkdir()
+    with pytest.raises(CommandError) as raised:
+        call_command("check_dataset", str(tmp_path / "dataset"), limit, value, stdout=StringIO())
+    assert raised.value.returncode == 2 and "--task-timeout and --time-limit" in str(raised.value)
+
+
 @pytest.mark.django_db
 def test_a_probe_setting_that_names_no_probe_fails_the_stored_report_with_the_reason(settings, author):
     """GYMWRIGHT_DATASET_CHECK_PROBES misspelt: the import's health report fails naming the setting, instead of

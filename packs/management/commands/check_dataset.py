@@ -7,6 +7,7 @@ One line per task: healthy, broken or not runnable here, with the reason. Exit 0
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -51,8 +52,8 @@ class Command(BaseCommand):
         path = Path(options["path"])
         if not path.exists():
             raise CommandError(f"{path}: no such file or folder", returncode=2)
-        if options["task_timeout"] <= 0 or options["time_limit"] <= 0:
-            raise CommandError("--task-timeout and --time-limit must be positive", returncode=2)
+        if not all(math.isfinite(value) and value > 0 for value in (options["task_timeout"], options["time_limit"])):
+            raise CommandError("--task-timeout and --time-limit must be positive numbers of seconds", returncode=2)
         hacks = None
         if options["probes"] is not None:
             hacks = frozenset(
