@@ -67,6 +67,7 @@ class GradingContext:
     _text_cache: dict = field(default_factory=dict)
     _stdout_cache: dict = field(default_factory=dict)
     _file_text_cache: dict = field(default_factory=dict)
+    _odd_files: dict = field(default_factory=dict)  # path -> why its bytes are not plain UTF-8 text
     _sandbox_ran: bool = False  # a check has run something in the sandbox (require_sandbox)
 
     # ------------------------------------------------------------ files
@@ -176,11 +177,28 @@ class GradingContext:
         if target.startswith("file:"):
             path = target[5:]
             if path not in self._file_text_cache:
-                self._file_text_cache[path] = self.read_bytes(path).decode("utf-8", errors="replace")
+                data = self.read_bytes(path)
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = data.decode("utf-8", errors="replace")
+                    self._odd_files[path] = "is not UTF-8 text"
+                if "\x00" in text:
+                    self._odd_files.setdefault(path, "holds NUL bytes")
+                self._file_text_cache[path] = text
             return self._file_text_cache[path]
         if target.startswith("stdout:"):
             return self.stdout_of(target[7:])
         raise Unscored(f"unknown target {target!r}")
+
+    def odd_text(self, target: str) -> str | None:
+        """Why a `file:` target's bytes are not plain UTF-8 text (bytes that do not decode, NULs: UTF-16, or
+        letters spaced by NULs), or None. Such a file's text, read with replacements, cannot show that a phrase
+        is absent from it."""
+        if not target.startswith("file:"):
+            return None
+        self.target_text(target)
+        return self._odd_files.get(target[5:])
 
     def unicode_text(self, text: str) -> str:
         """`text` without format characters and in NFKC (`text.normalise_unicode`), computed once per grade."""

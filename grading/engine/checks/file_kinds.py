@@ -26,7 +26,7 @@ from .context import (
     _short,
     failed_outcome,
 )
-from .text_kinds import _is_number, _search, _texts_read
+from .text_kinds import _is_number, _search, _texts_read, odd_file_outcome
 
 
 def file_exists(check: FileExistsCheck, ctx: GradingContext) -> Outcome:
@@ -70,6 +70,9 @@ def file_content(check: FileContentCheck, ctx: GradingContext) -> Outcome:
         )
     # Where finding the text lowers the reward (a penalty, or not_contains), lookalike letters are read as Latin
     # too, so a confusable spelling does not dodge it.
+    odd = odd_file_outcome(check, ctx, f"file:{check.path}", absence_wanted=check.not_contains is not None)
+    if odd is not None:
+        return odd
     texts = _texts_read(check, ctx, text, absence_wanted=check.not_contains is not None)
     if check.regex is not None:
         found, note = _search(check.compiled(), texts)

@@ -36,6 +36,20 @@ def match_lowers_reward(check, *, absence_wanted: bool = False) -> bool:
     return check.normalize_unicode and (check.points < 0) != absence_wanted
 
 
+def odd_file_outcome(check, ctx: GradingContext, target: str, *, absence_wanted: bool = False) -> Outcome | None:
+    """Where finding the phrase lowers the reward, a target file that is not plain UTF-8 text (`odd_text`: UTF-16,
+    NULs between the letters, stray bytes) cannot show the phrase's absence, only hide it: the check goes against
+    the agent (a penalty is charged, an absence-wanted check fails). None where the file is plain text."""
+    if (check.points < 0) == absence_wanted:
+        return None
+    reason = ctx.odd_text(target)
+    if reason is None:
+        return None
+    return _binary(
+        check.points < 0, f"{target[5:]!r} {reason}: a phrase could hide in it, so it counts against the answer"
+    )
+
+
 _LOOKALIKE_NOTE = " (reading lookalike letters of other scripts as Latin)"
 
 
@@ -54,6 +68,9 @@ def string_match(check: StringMatchCheck, ctx: GradingContext) -> Outcome:
     fold_case, collapse_space = not check.case_sensitive, check.normalize_whitespace
     compared = ctx.compared_text(check)
     mode = check.mode
+    odd = odd_file_outcome(check, ctx, check.target, absence_wanted=mode == "not_contains")
+    if odd is not None:
+        return odd
     found = _found(
         mode, ctx.normalised(compared, fold_case=fold_case, collapse_space=collapse_space), check.expected_normalised()
     )
@@ -94,6 +111,9 @@ def _search(pattern, texts: list[tuple[str, str]]):
 def regex(check: RegexCheck, ctx: GradingContext) -> Outcome:
     pattern = check.compiled()
     texts = _texts_read(check, ctx, ctx.compared_text(check), absence_wanted=not check.must_match)
+    odd = odd_file_outcome(check, ctx, check.target, absence_wanted=not check.must_match)
+    if odd is not None:
+        return odd
     if not check.must_match:
         found, note = _search(pattern, texts)
         if found:
