@@ -25,8 +25,11 @@
   // crash loses nothing: the page offers it back when it opens. One per page and version edited; dropped
   // when the form is sent or the draft is discarded. Attached files cannot be kept (a browser does not let a
   // page refill a file input).
+  // The key names the signed-in user too: on a shared browser no one is offered another's draft (and signing
+  // out drops every draft: sign_out.js).
   const base = form.querySelector("input[name=base_version]");
-  const draftKey = "gymwright:draft:" + location.pathname + ":" + (base ? base.value : "new");
+  const draftKey = "gymwright:draft:" + (form.dataset.draftOwner || "") + ":" + location.pathname + ":" +
+    (base ? base.value : "new");
   let saveTimer = null;
 
   function fields() {
@@ -44,6 +47,7 @@
 
   function draftSave() {
     saveTimer = null;
+    if (document.documentElement.dataset.signingOut) return;  // sign_out.js dropped the drafts: keep none
     try {
       if (dirty()) localStorage.setItem(draftKey, JSON.stringify({ at: Date.now(), fields: fields() }));
       else localStorage.removeItem(draftKey);
@@ -102,6 +106,7 @@
   });
   form.addEventListener("submit", function () { leaving = true; draftDrop(); });
   form.addEventListener("input", function () {
+    delete document.documentElement.dataset.signingOut;  // still here (the leave prompt said stay): keep drafts
     clearTimeout(saveTimer);
     saveTimer = setTimeout(draftSave, 400);
   });

@@ -113,3 +113,23 @@ def test_a_reload_mid_edit_offers_the_unsaved_draft_back(logged_in, live_server,
     # Saved: the draft is gone, nothing is offered on the next visit.
     open_editor(page, live_server, task)
     expect(page.locator("#draft-restore")).to_have_count(0)
+
+
+def test_a_draft_is_the_signed_in_user_s_and_signing_out_drops_it(logged_in, live_server, task, author):
+    """On a shared browser nobody finds another's unsaved task text: the draft's key names its user, and
+    signing out (even with a draft save pending on the way out) leaves no draft in localStorage."""
+    page = logged_in
+    page.on("dialog", lambda dialog: dialog.accept())  # "leave the page?" on signing out: yes
+    open_editor(page, live_server, task)
+    page.fill("#id_title", "Guarded, unsaved secret")
+    page.wait_for_function(
+        "() => Object.keys(localStorage).some((key) => key.startsWith('gymwright:draft:')"
+        " && localStorage.getItem(key).includes('unsaved secret'))"
+    )
+    keys = page.evaluate("Object.keys(localStorage).filter((key) => key.startsWith('gymwright:draft:'))")
+    assert keys == [f"gymwright:draft:{author.pk}:/tasks/{task.slug}/edit/:{task.versions.get().number}"], keys
+    page.fill("#id_title", "Guarded, typed just before signing out")  # its save is still pending
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url(f"{live_server.url}/**")
+    page.goto(f"{live_server.url}/accounts/login/")
+    assert page.evaluate("Object.keys(localStorage).filter((key) => key.startsWith('gymwright:draft:'))") == []
