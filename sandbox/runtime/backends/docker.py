@@ -735,21 +735,22 @@ class DockerSandbox(Sandbox):
                 except Exception:  # noqa: BLE001
                     pass
             if wait_s > 0:
-                self._wait_exec(exec_id, wait_s)
+                try:
+                    if self._wait_exec(exec_id, wait_s) is None:
+                        log.warning("sandbox %s: the killer still runs after %.0f s", self.id, wait_s)
+                except Exception:  # noqa: BLE001 - the container or the engine is gone: nothing of it runs
+                    pass
 
     def _wait_exec(self, exec_id: str, timeout_s: float) -> int | None:
-        """Poll an exec until it has ended: its exit code, or None (still running after `timeout_s`, or gone)."""
+        """Poll an exec until it has ended: its exit code, or None (still running after `timeout_s`). The engine's
+        errors propagate (an engine gone away is said as such, not read as the command's failure)."""
         deadline = time.monotonic() + timeout_s
         delay = 0.01
         while True:
-            try:
-                info = self.api.exec_inspect(exec_id)
-            except Exception:  # noqa: BLE001 - the container is gone: nothing of it runs
-                return None
+            info = self.api.exec_inspect(exec_id)
             if not info.get("Running"):
                 return info.get("ExitCode")
             if time.monotonic() >= deadline:
-                log.warning("sandbox %s: exec %s still running after %.0f s", self.id, exec_id[:12], timeout_s)
                 return None
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
