@@ -138,12 +138,11 @@ def agent_and_judge(body):
 
 
 @pytest.fixture
-def hostile_site(transactional_db, django_user_model, settings, eager_celery, sandbox_dir):
-    """An author's task in review, a reviewer's comments, a judged model rollout, an approved task in
-    a built pack: every text field carries a payload. The pages are read by an admin (who reviews,
-    and has an author's reply in the inbox)."""
+def hostile_task(transactional_db, django_user_model):
+    """The hostile environment and an author's task of two versions, every text field a payload, and the admin
+    who reads the pages: what the editor, dry-run and import tests need (the whole site is built only for the
+    page walk, hostile_site)."""
     owner = make_user(django_user_model, "ada", "author")
-    reviewer = make_user(django_user_model, "rita", "reviewer")
     admin = make_user(django_user_model, "root", "admin", password=PASSWORD)
     environment = authoring_services.environment_create(
         slug="hostile-env",
@@ -190,6 +189,17 @@ def hostile_site(transactional_db, django_user_model, settings, eager_celery, sa
     authoring_services.task_version_create(
         task=task, author=owner, content=second, base_version=1, message=payload("message2")[:500]
     )
+    return {"task": task, "environment": environment, "content": content, "owner": owner, "admin": admin}
+
+
+@pytest.fixture
+def hostile_site(hostile_task, django_user_model, settings, eager_celery, sandbox_dir):
+    """`hostile_task` in review, a reviewer's comments, a judged model rollout, an approved task in a built pack:
+    every text field carries a payload. The pages are read by an admin (who reviews, and has an author's reply in
+    the inbox)."""
+    task, environment, content = hostile_task["task"], hostile_task["environment"], hostile_task["content"]
+    owner, admin = hostile_task["owner"], hostile_task["admin"]
+    reviewer = make_user(django_user_model, "rita", "reviewer")
     with OpenAIServer() as server:
         server.handler = agent_and_judge
         ModelEndpoint.objects.create(
@@ -330,7 +340,7 @@ VISIBLE_TEXT = """() => [document.body.textContent,
 
 
 @pytest.fixture(params=["csp-on", "csp-off"])
-def hostile_page(request, browser, live_server, hostile_site, settings):
+def hostile_page(request, browser, live_server, hostile_task, settings):
     if request.param == "csp-off":
         settings.CONTENT_SECURITY_POLICY = ""  # escaping alone must hold
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -388,7 +398,7 @@ def test_no_stored_payload_runs_on_any_page(hostile_page, live_server, hostile_s
     assert not problems, "\n".join(problems)
 
 
-def test_a_hostile_dry_run_answer_is_shown_as_text(hostile_page, live_server, hostile_site):
+def test_a_hostile_dry_run_answer_is_shown_as_text(hostile_page, live_server):
     """The dry-run panel swaps a server fragment in with innerHTML: the answer and the check
     explanations it echoes must arrive escaped."""
     page = hostile_page
@@ -405,7 +415,7 @@ def test_a_hostile_dry_run_answer_is_shown_as_text(hostile_page, live_server, ho
     page.screenshot(path=str(artifacts_dir() / f"xss-{page.csp}-dry-run.png"), full_page=True)
 
 
-def test_hostile_values_typed_in_the_editor_come_back_as_text(hostile_page, live_server, hostile_site):
+def test_hostile_values_typed_in_the_editor_come_back_as_text(hostile_page, live_server):
     """What the editor echoes as the author types: the live Markdown preview, the schema
     validator's errors (Ajv, in the browser) and the engine's (a server round trip)."""
     page = hostile_page
@@ -428,7 +438,7 @@ def test_hostile_values_typed_in_the_editor_come_back_as_text(hostile_page, live
     page.screenshot(path=str(artifacts_dir() / f"xss-{page.csp}-editor-typed.png"), full_page=True)
 
 
-def test_a_hostile_import_report_is_shown_as_text(hostile_page, live_server, hostile_site):
+def test_a_hostile_import_report_is_shown_as_text(hostile_page, live_server):
     """The import page echoes rejected rows (their values in the messages) and imported titles."""
     page = hostile_page
     rows = [
