@@ -259,6 +259,9 @@ export function renderStatus(issues) {
     return;
   }
   textarea.classList.remove("has-error");
+  // While the server has not judged this text, what it said of the text before is no verdict on this one: the
+  // status says "Checking…" (its markers stay until the answer replaces them).
+  if (state.serverPending) issues = issues.filter(function (issue) { return issue.source !== "server"; });
   if (issues.length) {
     statusLine.textContent = plural(issues.length, "error");
     statusLine.classList.add("error");
