@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from grading.engine.models import DEFAULT_TOOLS, Limits
+from grading.engine.sandbox import decode_output
 
 DEFAULT_OUTPUT_CAP = 64 * 1024
 # What a backend that builds no image (bubblewrap) says of an environment with a Dockerfile: the task page,
@@ -298,4 +299,8 @@ class CappedBuffer:
         return self.total > len(self.data)
 
     def text(self) -> str:
-        return bytes(self.data).decode("utf-8", errors="replace")
+        return self.decoded()[0]
+
+    def decoded(self) -> tuple[str, str | None]:
+        """The text and why its bytes are not plain UTF-8 text (`decode_output`), or None."""
+        return decode_output(bytes(self.data))
