@@ -131,7 +131,7 @@ QUIET_TASK = {
                 "id": "says_hello",
                 "kind": "command",
                 "points": 1,
-                "run": "/usr/bin/python3 -c 'import sys; sys.exit(open(\"out.txt\").read() != \"hello\\n\")'",
+                "run": '/usr/bin/python3 -c \'import sys; sys.exit(open("out.txt").read() != "hello\\n")\'',
                 "expect_exit": 0,
             },
             {
@@ -163,7 +163,10 @@ HOSTILE = [
 def pack_dir(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("abuse-pack")
     items = sorted(
-        (archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc)) for doc in (TEXT_TASK, AGENT_TASK, QUIET_TASK)),
+        (
+            archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc))
+            for doc in (TEXT_TASK, AGENT_TASK, QUIET_TASK)
+        ),
         key=lambda item: item.document["id"],
     )
     archive.build_pack(
