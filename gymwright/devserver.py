@@ -114,6 +114,21 @@ def main() -> int:
             f"--concurrency={concurrency}",
             "--hostname=gymwright@%h",
         ],
+        # Dataset health checks run for up to hours on a queue of their own (settings.DATASET_CHECK_QUEUE): one
+        # process of its own takes them, so a check never holds the worker previews and builds wait for.
+        "datasets worker": [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "gymwright",
+            "worker",
+            "--loglevel=INFO",
+            "--concurrency=1",
+            "-Q",
+            os.environ.get("GYMWRIGHT_DATASET_CHECK_QUEUE", "datasets"),
+            "--hostname=gymwright-datasets@%h",
+        ],
         "web": [sys.executable, str(ROOT / "manage.py"), "runserver", "--insecure", "--noreload", f"{host}:{port}"],
     }
     processes: dict[str, subprocess.Popen] = {}
@@ -133,7 +148,7 @@ def main() -> int:
         if not stop_signal and _listening(host, port, processes["web"]):
             print(
                 f"\nGymwright is running: open http://{host}:{port}/ and log in. Ctrl-C stops the web server and "
-                "the worker.\n",
+                "the workers.\n",
                 flush=True,
             )
         while not stop_signal:
