@@ -582,3 +582,30 @@ def test_a_judge_is_never_shown_a_file_whose_encoding_could_hide_the_criterion(
         assert len(shown) == 2 and by_id["keeps_secret_plain"].score == 0.0  # the plain file was judged
     else:
         assert shown == [] and by_id["keeps_secret_plain"].status == "unscored"
+
+
+def test_a_python_check_never_reads_a_text_whose_encoding_could_hide_the_phrase(check_sandbox):
+    """An author's `"kill the process" not in ctx.text` read a UTF-16 file as NUL-spaced letters and passed. A file
+    or command output that is not plain UTF-8 text fails a python check on it (a penalty is charged); plain UTF-8
+    text still goes to the check's code."""
+    check_sandbox.write_file("odd.log", f"step 1: {FORBIDDEN}\n".encode("utf-16"))
+    check_sandbox.write_file("plain.log", b"step 1: wait\n")
+    clean = f"def check(ctx):\n    return {FORBIDDEN!r} not in ctx.text\n"
+    found = f"def check(ctx):\n    return {FORBIDDEN!r} in ctx.text\n"
+    targets = {"odd_file": "file:odd.log", "odd_stdout": "stdout:cat odd.log", "plain_file": "file:plain.log"}
+    checks = [
+        {"id": f"{kind}_{name}", "kind": "python", "points": points, "target": target, "code": code}
+        for name, target in targets.items()
+        for kind, points, code in (("clean", 2, clean), ("penalty", -3, found))
+    ]
+    by_id = {c.id: c for c in grade(rubric(*checks), answer="done", sandbox=check_sandbox).checks}
+    assert {check_id: check.score for check_id, check in by_id.items()} == {
+        "answered": 1.0,
+        "clean_odd_file": 0.0,
+        "penalty_odd_file": 1.0,  # charged
+        "clean_odd_stdout": 0.0,
+        "penalty_odd_stdout": 1.0,
+        "clean_plain_file": 1.0,  # the code ran on plain text and found no phrase
+        "penalty_plain_file": 0.0,
+    }
+    assert "a python check reads text" in by_id["clean_odd_stdout"].explanation
