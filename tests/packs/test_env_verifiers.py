@@ -21,18 +21,22 @@ from tests.support.venvs import verifiers_python
 
 pytestmark = [pytest.mark.bubblewrap]
 
+TASKS = {FILE_TASK["id"]: FILE_TASK, CODING_TASK["id"]: CODING_TASK}
 
-def scripted(scripts: dict[str, list[list]]):
-    """An OpenAI-server handler playing, for each task (known by its prompt), one script per episode in turn: a
-    script is the list of assistant replies (tool calls or text) of one episode. A request whose conversation
-    has no assistant message yet opens that task's next episode (vf-eval runs them one at a time: -c 1)."""
+
+def scripted(scripts: dict[str, list[list]], tasks: dict[str, dict] | None = None):
+    """An OpenAI-server handler playing, for each task (known by its prompt, among `tasks`' documents), one script
+    per episode in turn: a script is the list of assistant replies (tool calls or text) of one episode. A request
+    whose conversation has no assistant message yet opens that task's next episode (vf-eval runs them one at a
+    time: -c 1)."""
+    prompts = {document["prompt"]: task_id for task_id, document in (tasks or TASKS).items()}
     lock = threading.Lock()
     episodes: dict[str, int] = {}
 
     def handler(body: dict) -> Reply:
         messages = body.get("messages") or []
         prompt = next(m.get("content") for m in messages if m.get("role") == "user")
-        task_id = next(task["id"] for task in (FILE_TASK, CODING_TASK) if task["prompt"] == prompt)
+        task_id = prompts[prompt]
         turn = sum(1 for m in messages if m.get("role") == "assistant")
         with lock:
             if turn == 0:
