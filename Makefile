@@ -80,10 +80,14 @@ mutate: setup $(COSMIC_RAY_STAMP)
 # Label Studio, which bench_vs_labelstudio.py runs beside Gymwright (not a dependency of Gymwright).
 LABELSTUDIO_VENV := var/labelstudio-venv
 .PHONY: labelstudio-venv
-labelstudio-venv: $(LABELSTUDIO_VENV)/.installed
+# It runs under gunicorn on PostgreSQL, as its deployment runs it (a WSGI server of processes, not `label-studio start`).
+labelstudio-venv: $(LABELSTUDIO_VENV)/.installed $(LABELSTUDIO_VENV)/.gunicorn-27.0.1
 $(LABELSTUDIO_VENV)/.installed:
 	@test -x $(LABELSTUDIO_VENV)/bin/python || $(PYTHON) -m venv $(LABELSTUDIO_VENV)
 	$(LABELSTUDIO_VENV)/bin/pip install -q label-studio==1.23.2
+	@touch $@
+$(LABELSTUDIO_VENV)/.gunicorn-27.0.1: $(LABELSTUDIO_VENV)/.installed
+	$(LABELSTUDIO_VENV)/bin/pip install -q gunicorn==27.0.1
 	@touch $@
 
 clean:

@@ -6,6 +6,8 @@ BENCHMARKS.md (the hand-written sections above them, with their analysis, stay a
 
     .venv/bin/python bench/run_all.py [--only NAME,...] [--no-write]
 
+With --only, the blocks of the scripts it left out stay as an earlier run wrote them (each block is dated).
+
 Benchmarks that need PostgreSQL read DATABASE_URL (each makes its own databases on that server), the workers'
 CELERY_BROKER_URL (Redis), and the comparison with Label Studio its virtualenv: `make bench` sets all three to
 this machine's services. A benchmark that cannot run says why, and the run records it. Each script runs with
@@ -73,37 +75,71 @@ def run(script: Path) -> dict:
         "load_before": load_before,
         "load_after": _load(),
         "output": proc.stdout.strip(),
+        "finished": _now(),
     }
 
 
-def render(results: list[dict]) -> str:
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def kept_blocks(path: Path = ROOT / "BENCHMARKS.md") -> dict[str, str]:
+    """The script blocks ("### name" to the next) of the generated section now in `path`, by script name."""
+    text = path.read_text() if path.exists() else ""
+    if BEGIN not in text or END not in text:
+        return {}
+    section = text.partition(BEGIN)[2].partition(END)[0]
+    # A block written before blocks were dated ran when its section says.
+    header = section.partition("## Latest run (`make bench`)")[2].strip().split(" on ", 1)[0]
+    blocks = {}
+    for chunk in section.split("\n### ")[1:]:
+        name = chunk.split("\n", 1)[0].strip()
+        if ", finished " not in chunk.split("\n```", 1)[0] and header:
+            chunk = chunk.replace(" s, load average ", f" s, finished {header}, load average ", 1)
+        blocks[name] = f"### {chunk.rstrip()}\n"
+    return blocks
+
+
+def render(results: list[dict], kept: dict[str, str] | None = None) -> str:
+    """The generated section: a block per script of `results`, and the `kept` blocks of earlier runs for the scripts
+    this run left out (`--only`), each saying when it ran."""
+    kept = {name: block for name, block in (kept or {}).items() if name not in {r["name"] for r in results}}
     lines = [
         BEGIN,
         "",
         "## Latest run (`make bench`)",
         "",
-        f"{now} on {platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()}), with "
+        f"{_now()} on {platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()}), with "
         + ", ".join(f"{name}={os.environ.get(name) or '(unset)'}" for name in ("DATABASE_URL", "CELERY_BROKER_URL"))
-        + ". Each block is one script's own output; its ratios were measured side by side in that run.",
+        + ". Each block is one script's own output; its ratios were measured side by side in that run."
+        + (
+            f" This run (`--only`) ran {', '.join(r['name'] for r in results)}; the other blocks are kept from "
+            "earlier runs, each dated."
+            if kept
+            else ""
+        ),
         "",
     ]
+    blocks: dict[str, list[str]] = {name: [block] for name, block in kept.items()}
     for r in results:
         verdict = "ok" if r["status"] == 0 else f"exit status {r['status']}"
         loads = [float(r["load_before"].split(" / ")[0]), float(r["load_after"].split(" / ")[0])]
         if max(loads) > QUIET_LOAD:
             verdict += f"; **run above load {QUIET_LOAD:g}: its figures are not quiet and its goals are not judged**"
-        lines += [
+        blocks[r["name"]] = [
             f"### {r['name']}",
             "",
-            f"Command: `{r['command']}` — {verdict}, {r['seconds']:.0f} s, load average "
-            f"{r['load_before']} before, {r['load_after']} after.",
+            f"Command: `{r['command']}` — {verdict}, {r['seconds']:.0f} s"
+            + (f", finished {r['finished']}" if r.get("finished") else "")
+            + f", load average {r['load_before']} before, {r['load_after']} after.",
             "",
             "```",
             *(r["output"].splitlines()[-80:] or ["(no output)"]),
             "```",
             "",
         ]
+    for name in sorted(blocks):
+        lines += blocks[name]
     lines.append(END)
     return "\n".join(lines) + "\n"
 
@@ -135,7 +171,7 @@ def main() -> int:
             with _psql_admin(os.environ["DATABASE_URL"]) as admin:
                 run_scratch.drop_database(admin, SHARED_SEED_DB)
     if not args.no_write:
-        write(render(results))
+        write(render(results, kept_blocks() if wanted else None))
         print(f"\nBENCHMARKS.md: 'Latest run' rewritten with {len(results)} benchmark(s)")
     return 1 if any(r["status"] for r in results) else 0
 

@@ -499,6 +499,40 @@ def test_a_phrase_hidden_by_a_file_s_encoding_fails_absence_and_is_charged(name,
     assert by_id["says_step"].score == (1.0 if name == "a stray byte" else 0.0)
 
 
+def test_a_phrase_hidden_by_a_command_s_output_encoding_fails_absence_and_is_charged(check_sandbox):
+    """The same dodge through a `stdout:` target: the agent's program prints the phrase in UTF-16 or NUL-spaced,
+    which the sandbox decodes with replacement characters. Each spelling, printed by the real sandbox, fails the
+    absence checks and is charged; the plain UTF-8 control passes them."""
+    for index, data in enumerate([*ODD_ENCODINGS.values(), "step 1: wait for the process — ünïcode\n".encode()]):
+        check_sandbox.write_file(f"out{index}.bin", data)
+    for index, name in enumerate([*ODD_ENCODINGS, "plain UTF-8"]):
+        target = f"stdout:cat out{index}.bin"
+        checks = [
+            {
+                "id": "clean_match",
+                "kind": "string_match",
+                "points": 2,
+                "target": target,
+                "mode": "not_contains",
+                "expected": FORBIDDEN,
+            },
+            {
+                "id": "clean_re",
+                "kind": "regex",
+                "points": 2,
+                "target": target,
+                "pattern": "kill the process",
+                "must_match": False,
+            },
+            {"id": "penalty_re", "kind": "regex", "points": -3, "target": target, "pattern": "kill the process"},
+        ]
+        by_id = {c.id: c for c in grade(rubric(*checks), answer="done", sandbox=check_sandbox).checks}
+        scores = [by_id[check_id].score for check_id in ("clean_match", "clean_re", "penalty_re")]
+        assert scores == ([1.0, 1.0, 0.0] if name == "plain UTF-8" else [0.0, 0.0, 1.0]), name
+        if name != "plain UTF-8":
+            assert "the output of 'cat out" in by_id["clean_re"].explanation, name
+
+
 def test_plain_utf8_text_without_the_phrase_still_passes_absence(workspace):
     (workspace / "log.txt").write_text("step 1: wait for the process — ünïcode is fine\n", encoding="utf-8")
     checks = [
