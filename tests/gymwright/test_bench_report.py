@@ -50,3 +50,16 @@ def test_a_run_of_some_scripts_keeps_the_other_scripts_blocks(tmp_path):
     # a block written before blocks were dated is dated by its section's header
     kept_a = text.partition("### bench_a.py")[2].partition("```")[0]
     assert ", finished 2" in kept_a and "UTC, load average" in kept_a
+
+
+def test_hand_written_sections_inside_the_markers_are_kept_above_them(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text("# Benchmarks\n")
+    run_all.write(run_all.render([_result("bench_a.py", "a first")]), path)
+    text = path.read_text().replace(run_all.BEGIN, run_all.BEGIN + "\n\n## Stray analysis\n\n### kept table\n", 1)
+    path.write_text(text)
+    assert list(run_all.kept_blocks(path)) == ["bench_a.py"]
+    run_all.write(run_all.render([_result("bench_b.py", "b")], run_all.kept_blocks(path)), path)
+    text = path.read_text()
+    assert text.index("## Stray analysis") < text.index(run_all.BEGIN)
+    assert "### kept table" in text and "a first" in text and "### b" in text
