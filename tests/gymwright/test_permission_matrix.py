@@ -136,6 +136,9 @@ api-task-versions                      POST          -         401    404    409
 api-task-versions                      POST          draft     401    404    201w   403    403    201w   404
 api-task-version                       GET,HEAD      -         401    404    200    200    200    200    404
 api-task-version                       GET,HEAD      v1        401    404    200    200    200    200    200
+#   ?as=healthbench: the version as a HealthBench row
+api-task-version-rubric                GET,HEAD      -         401    404    200    200    200    200    404
+api-task-version-rubric                GET,HEAD      v1        401    404    200    200    200    200    200
 #   ?a=1&b=2: v2 is no lab member's
 api-task-diff                          GET,HEAD      -         401    404    200    200    200    200    404
 #   a task's or an environment's file
@@ -369,7 +372,11 @@ BODIES = {
         },
     ),
 }
-QUERIES = {"api-agreement": f"?task={REVIEW}", "api-task-diff": "?a=1&b=2"}
+QUERIES = {
+    "api-agreement": f"?task={REVIEW}",
+    "api-task-diff": "?a=1&b=2",
+    "api-task-version-rubric": "?as=healthbench",
+}
 
 
 # --------------------------------------------------------------------------------------------- the table

@@ -210,3 +210,19 @@ def test_a_conversation_renders_reversibly_through_the_metadata():
     messages = HEALTHBENCH_ROWS[1]["prompt"]
     assert render_conversation(messages).count("**user:**") == 2
     assert render_conversation(messages[1:2]) == messages[1]["content"]
+
+
+def test_the_api_gives_a_versions_rubric_as_a_row_and_refuses_an_unknown_format(author, client, tmp_path):
+    importer.tasks_import(path=write_jsonl(tmp_path / "hb.jsonl", HEALTHBENCH_ROWS[1:2]), user=author)
+    client.force_login(author)
+    url = f"/api/tasks/{HEALTHBENCH_ROWS[1]['prompt_id']}/versions/1/rubric/"
+    answer = client.get(url, {"as": "healthbench"})
+    assert answer.status_code == 200 and answer.json() == {
+        "format": "healthbench",
+        "row": HEALTHBENCH_ROWS[1],
+        "left_out": [],
+    }
+    refused = client.get(url, {"as": "csv"})
+    assert refused.status_code == 400 and "?as=healthbench or ?as=rar" in refused.json()["error"]["message"], (
+        refused.json()
+    )
