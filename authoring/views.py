@@ -94,15 +94,19 @@ def _kept_uploads(request) -> list[dict]:
         return []
     if not isinstance(kept, dict) or kept.get("user") != request.user.pk:
         return []
-    return [{"path": entry["path"], "sha256": entry["sha256"]} for entry in kept.get("files") or []]
+    return [
+        {"path": entry["path"], "sha256": entry["sha256"], **({"role": entry["role"]} if entry.get("role") else {})}
+        for entry in kept.get("files") or []
+    ]
 
 
 def _keep_uploads(request, form) -> dict:
     """After a failed save: the files this try attached, stored, with those kept before; the form's context."""
     kept = _kept_uploads(request)
-    uploads = (getattr(form, "cleaned_data", None) or {}).get("files") or []
+    cleaned = getattr(form, "cleaned_data", None) or {}
+    uploads = cleaned.get("files") or []
     try:
-        kept = services.files_with_uploads(files=kept, uploads=uploads)
+        kept = services.files_with_uploads(files=kept, uploads=uploads, roles=cleaned.get("upload_roles"))
     except DomainError:
         pass  # a file the save refused (its name): the form says why; the others stay as they were
     if not kept:
@@ -339,18 +343,23 @@ def _conflict(request, *, task, form, content, base_version):
     retry_form = TaskForm(data, editing=task, current_files=list(latest.spec.get("files") or []))
     retry_form.is_valid()
     base = task.versions.filter(number=base_version).first() if base_version else None
+    # The task editor itself, pre-filled with the kept edit (files attached to this try kept too, with their roles),
+    # so the merge is made with the rubric editor and file roles, not in raw JSON.
     return render(
         request,
         "authoring/task_conflict.html",
-        {
-            "task": task,
-            "latest": latest,
-            "base": base,
-            "form": retry_form,
-            "theirs_diff": task_version_diff(base.spec if base else {}, latest.spec),
-            "mine_vs_latest": task_version_diff(latest.spec, mine_spec),
-            "starter_rubric": "",
-        },
+        _task_form_context(
+            request,
+            retry_form,
+            task=task,
+            version=latest,
+            creating=False,
+            latest=latest,
+            base=base,
+            theirs_diff=task_version_diff(base.spec if base else {}, latest.spec),
+            mine_vs_latest=task_version_diff(latest.spec, mine_spec),
+            **_keep_uploads(request, form),
+        ),
         status=409,
     )
 
