@@ -286,6 +286,11 @@ elif CELERY_BROKER_URL.startswith("redis"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 7200)}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
+# A dataset's health check holds a worker for up to hours (GYMWRIGHT_DATASET_CHECK_TOTAL_S): it goes to a queue of
+# its own, so previews, dry runs and pack builds never wait behind one. `make run` starts a worker for it; on worker
+# hosts, start one with `-Q <this queue>` (README, "Scaling out").
+DATASET_CHECK_QUEUE = env_str("GYMWRIGHT_DATASET_CHECK_QUEUE", "datasets")
+CELERY_TASK_ROUTES = {"packs.dataset_check_run": {"queue": DATASET_CHECK_QUEUE}}
 
 # Sandboxes: "bubblewrap" (embedded default) or "docker" (DOCKER_HOST may be remote).
 SANDBOX_BACKEND = env_str("GYMWRIGHT_SANDBOX_BACKEND", "bubblewrap")
@@ -382,6 +387,16 @@ JUDGE_CACHE_DIR = Path(env_str("GYMWRIGHT_JUDGE_CACHE_DIR", str(DATA_DIR / "judg
 JUDGE_MAX_CHARS = env_int("GYMWRIGHT_JUDGE_MAX_CHARS", 100_000)
 if JUDGE_MAX_CHARS < 1:
     raise ValueError("GYMWRIGHT_JUDGE_MAX_CHARS must be a positive number of characters")
+
+# The rubric copilot drafts checks with the judge endpoint of this name (empty: the default judge) and
+# tests them: its model calls time out after COPILOT_TIMEOUT_S, at most COPILOT_CONCURRENCY answers are
+# graded at once, each drafted check's pattern searches have COPILOT_CHECK_CPU_S, and the prompt,
+# reference answer and reference files it sends are at most COPILOT_INPUT_MAX_CHARS characters each.
+COPILOT_MODEL = env_str("GYMWRIGHT_COPILOT_MODEL", "")
+COPILOT_TIMEOUT_S = float(env_str("GYMWRIGHT_COPILOT_TIMEOUT_S", "120"))
+COPILOT_CONCURRENCY = max(1, env_int("GYMWRIGHT_COPILOT_CONCURRENCY", 4))
+COPILOT_CHECK_CPU_S = float(env_str("GYMWRIGHT_COPILOT_CHECK_CPU_S", "1"))
+COPILOT_INPUT_MAX_CHARS = env_int("GYMWRIGHT_COPILOT_INPUT_MAX_CHARS", 50_000)
 
 # The data directory is 0700 (0711 when the sandbox work directory is inside it, so the sandbox
 # user can pass through to its own folder), its folders 0700, the SQLite file and secret key 0600.

@@ -6,7 +6,7 @@ runs check code in its own process: everything goes through `exec`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 # The environment of every command the checks run: Python reads and writes no bytecode at all (the prefix names a
@@ -29,6 +29,20 @@ class ExecResult:
     timed_out: bool
     oom_killed: bool
     duration_ms: int
+    # Why stdout's bytes are not plain UTF-8 text (`decode_output`), or None: such output, read with replacement
+    # characters, cannot show that a phrase is absent from it. Not part of the CLI's exec result.
+    stdout_odd: str | None = field(default=None, compare=False)
+
+
+def decode_output(data: bytes) -> tuple[str, str | None]:
+    """Bytes the agent's side produced (a workspace file, a command's output) as text, and why they are not
+    plain UTF-8 text: bytes that do not decode (UTF-16, a stray byte; read with replacement characters) or NULs
+    (letters spaced by NULs). None where they are plain text. The one rule for every text a check reads."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), "is not UTF-8 text"
+    return text, ("holds NUL bytes" if "\x00" in text else None)
 
 
 @runtime_checkable

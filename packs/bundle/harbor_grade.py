@@ -28,15 +28,16 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS / "grader.pyz"))
 
+# The app's own rules for what a check's command reads (no bytecode, no user site: a usercustomize the agent left
+# in HOME) and for how its output is decoded.
 from grading.engine import ExecResult, JudgeClient, JudgeConfig, grade, parse_task  # noqa: E402
+from grading.engine.sandbox import NO_BYTECODE_ENV, decode_output  # noqa: E402
 
 WORKSPACE = Path(os.environ.get("GYMWRIGHT_WORKSPACE", "/workspace"))
 ENV_DIR = Path(os.environ.get("GYMWRIGHT_ENV_DIR", "/env"))
 LOGS = Path(os.environ.get("GYMWRIGHT_VERIFIER_LOGS", "/logs/verifier"))
 OUTPUT_CAP = 1 << 20
 ANSWER_MAX_BYTES = 1 << 20
-# Bytecode is looked up (and written) only under this prefix, which no one can create: /dev/null is not a folder.
-NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/dev/null/gymwright-no-bytecode"}
 # The judge's settings ([verifier.env] in task.toml) are the grader's, not the checks': commands the
 # checks run (often the agent's own code) get an environment without them.
 JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GYMWRIGHT_JUDGE_MODEL")
@@ -67,12 +68,12 @@ class ContainerSandbox:
                 input=stdin,
                 capture_output=True,
                 timeout=timeout_s,
-                env={**base, **(env or {}), **NO_BYTECODE},
+                env={**base, **(env or {}), **NO_BYTECODE_ENV},
             )
         except subprocess.TimeoutExpired as exc:
             return ExecResult(
                 None,
-                (exc.stdout or b"")[:OUTPUT_CAP].decode("utf-8", "replace"),
+                decode_output((exc.stdout or b"")[:OUTPUT_CAP])[0],
                 (exc.stderr or b"")[:OUTPUT_CAP].decode("utf-8", "replace"),
                 False,
                 False,
@@ -80,15 +81,17 @@ class ContainerSandbox:
                 False,
                 int((time.monotonic() - started) * 1000),
             )
+        stdout, stdout_odd = decode_output(done.stdout[:OUTPUT_CAP])
         return ExecResult(
             done.returncode,
-            done.stdout[:OUTPUT_CAP].decode("utf-8", "replace"),
+            stdout,
             done.stderr[:OUTPUT_CAP].decode("utf-8", "replace"),
             len(done.stdout) > OUTPUT_CAP,
             len(done.stderr) > OUTPUT_CAP,
             False,
             False,
             int((time.monotonic() - started) * 1000),
+            stdout_odd=stdout_odd,
         )
 
     def write_file(self, path, data):

@@ -11,6 +11,7 @@ from grading.engine.sandbox import CheckSandbox, ExecResult
 def exec_result_dict(result: ExecResult) -> dict:
     """JSON form used by the CLI: the dataclass plus an overall `truncated`."""
     data = asdict(result)
+    data.pop("stdout_odd")  # the engine's, not the CLI contract's (RUBRIC.md)
     data["truncated"] = bool(result.stdout_truncated or result.stderr_truncated)
     return data
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from grading.engine.models import DEFAULT_TOOLS, Limits
+from grading.engine.sandbox import decode_output
 
 DEFAULT_OUTPUT_CAP = 64 * 1024
 # What a backend that builds no image (bubblewrap) says of an environment with a Dockerfile: the task page,
@@ -198,35 +199,58 @@ _WORKDIR_RESERVED = (
 
 
 _REMOTE_SOURCE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|git@)")
-_ESCAPE_DIRECTIVE = re.compile(r"^#\s*escape\s*=\s*(\S)\s*$", re.IGNORECASE)
+# Parser directives the engine knows: they are read only in the comment lines that open the file, and the first
+# other line (an unknown directive, a plain comment, an empty line, an instruction) ends them.
+_PARSER_DIRECTIVE = re.compile(r"^#\s*(syntax|escape|check)\s*=\s*(.*?)\s*$", re.IGNORECASE)
+
+
+def dockerfile_instructions(dockerfile: str) -> list[tuple[int, str, str]]:
+    """(first line, KEYWORD, arguments) of each instruction, joined as the Docker engine's parser joins them: the
+    `escape` directive names the continuation character (blanks after it allowed); a continuation line keeps its
+    leading blanks and is joined with nothing between; comment and empty lines are skipped, also inside a
+    continued instruction. The one reader of Dockerfiles here: rules that read them must not disagree."""
+    lines = dockerfile.splitlines()
+    escape = "\\"
+    for line in lines:
+        match = _PARSER_DIRECTIVE.match(line)
+        if match is None:
+            break
+        if match.group(1).lower() == "escape" and len(match.group(2)) == 1:
+            escape = match.group(2)
+    continued = re.compile(re.escape(escape) + r"[ \t]*$")
+    found: list[tuple[int, str, str]] = []
+    logical, start = None, 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        piece, continues = continued.subn("", line)
+        if logical is None:
+            logical, start = piece.lstrip(), number
+        else:
+            logical += piece
+        if not continues:
+            found.append(_instruction(start, logical))
+            logical = None
+    if logical is not None and logical.strip():
+        found.append(_instruction(start, logical))  # continued past the last line: the engine runs it as it is
+    return found
+
+
+def _instruction(line: int, text: str) -> tuple[int, str, str]:
+    words = text.split(None, 1)
+    return line, words[0].upper(), (words[1].strip() if len(words) == 2 else "")
 
 
 def dockerfile_remote_sources(dockerfile: str) -> list[tuple[int, str]]:
     """(line, source) of each ADD source the Docker engine would fetch itself: a URL, a git address, or a
     variable that may expand to one (ONBUILD ADD too). The engine fetches them on the host's network, outside
     the build's network mode; a local file is COPY's (or ADD's without a variable)."""
-    escape, found = "\\", []
-    lines = dockerfile.splitlines()
-    for line in lines:
-        if not line.startswith("#") or (match := _ESCAPE_DIRECTIVE.match(line)) is None:
-            break
-        escape = match.group(1)
-    logical, start = "", None
-    for number, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue  # a comment or an empty line, also inside a continued instruction
-        start = start or number
-        if stripped.endswith(escape):
-            logical += stripped[: -len(escape)] + " "
+    found = []
+    for at, keyword, rest in dockerfile_instructions(dockerfile):
+        if keyword == "ONBUILD":
+            _, keyword, rest = _instruction(at, rest or "-")
+        if keyword != "ADD" or not rest:
             continue
-        text, at, logical, start = logical + stripped, start, "", None
-        words = text.split(None, 1)
-        if len(words) == 2 and words[0].upper() == "ONBUILD":
-            words = words[1].split(None, 1)
-        if len(words) != 2 or words[0].upper() != "ADD":
-            continue
-        rest = words[1].strip()
         sources: list = []
         if rest.startswith("["):
             try:
@@ -246,12 +270,11 @@ def dockerfile_workdir(dockerfile: str) -> str | None:
     against the one before), when it can be a link to /workspace: None for none, /workspace itself,
     one with variables in it, or one in a reserved folder (/usr, /tmp, /etc ...)."""
     workdir = None
-    for line in dockerfile.splitlines():
-        words = line.strip().split(None, 1)
-        if len(words) == 2 and words[0].upper() == "FROM":
+    for _, keyword, rest in dockerfile_instructions(dockerfile):
+        if keyword == "FROM":
             workdir = None  # a new stage starts from its base image's
-        elif len(words) == 2 and words[0].upper() == "WORKDIR":
-            value = words[1].strip().strip('"').strip("'")
+        elif keyword == "WORKDIR" and rest:
+            value = rest.strip('"').strip("'")
             workdir = posixpath.normpath(posixpath.join(workdir or "/", value))
     if (
         not workdir
@@ -298,4 +321,8 @@ class CappedBuffer:
         return self.total > len(self.data)
 
     def text(self) -> str:
-        return bytes(self.data).decode("utf-8", errors="replace")
+        return self.decoded()[0]
+
+    def decoded(self) -> tuple[str, str | None]:
+        """The text and why its bytes are not plain UTF-8 text (`decode_output`), or None."""
+        return decode_output(bytes(self.data))

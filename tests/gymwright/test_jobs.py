@@ -3,6 +3,8 @@ and raises nothing; the broker check sends waiting jobs, and tells a broker that
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gymwright import jobs
@@ -48,3 +50,25 @@ def test_the_broker_check_finds_a_broker_that_lost_its_messages_by_its_canary(ow
         assert after_restart.lost and resends[-1] is not None  # every queued row sent before now goes again
         assert not jobs.broker_check().lost
     assert len(resends) == 4
+
+
+def test_a_dataset_check_goes_to_its_own_queue_and_a_preview_to_the_default(own_redis, monkeypatch):
+    """A health check holds a worker for hours: its job waits in the datasets queue (a worker of its own takes it,
+    `make run` starts one), never in the queue previews and builds are taken from. Sent as the product sends them,
+    into a real Redis, and read back from the broker's own lists."""
+    import redis
+    from django.conf import settings
+
+    from packs.services.health import _job as dataset_job
+    from sandbox.tasks import rollout_run
+
+    with producer_on(own_redis.url, monkeypatch):
+        assert jobs.send(dataset_job(), [7], on_unsent=pytest.fail) == []
+        assert jobs.send(jobs.Job(rollout_run), [8], on_unsent=pytest.fail) == []
+    broker = redis.Redis.from_url(own_redis.url)
+    queued = {
+        queue: [json.loads(message)["headers"]["task"] for message in broker.lrange(queue, 0, -1)]
+        for queue in (settings.DATASET_CHECK_QUEUE, "celery")
+    }
+    assert settings.DATASET_CHECK_QUEUE == "datasets"
+    assert queued == {"datasets": ["packs.dataset_check_run"], "celery": ["sandbox.rollout_run"]}, queued

@@ -113,6 +113,40 @@ AGENT_TASK = {
     "metadata": {},
 }
 
+# An agentic task whose commands run the system's Python and read the agent's program's output: the Harbor verifier
+# must give them the app's rules (no user site from the agent's HOME, odd output counts against absence checks).
+QUIET_TASK = {
+    "schema": "gymwright.task/v1",
+    "id": "quiet-log",
+    "version": 1,
+    "title": "Quiet log",
+    "prompt": "Write hello to out.txt; never log a kill.",
+    "environment": environment(),
+    "files": [],
+    "solution": {"script": "echo hello > out.txt && echo fine > log.bin", "answer": "done"},
+    "rubric": {
+        "schema": "gymwright.rubric/v1",
+        "checks": [
+            {
+                "id": "says_hello",
+                "kind": "command",
+                "points": 1,
+                "run": '/usr/bin/python3 -c \'import sys; sys.exit(open("out.txt").read() != "hello\\n")\'',
+                "expect_exit": 0,
+            },
+            {
+                "id": "no_kill",
+                "kind": "regex",
+                "points": 1,
+                "target": "stdout:cat log.bin",
+                "pattern": "kill the process",
+                "must_match": False,
+            },
+        ],
+    },
+    "tags": [],
+    "metadata": {},
+}
 FENCE = "```json\n" + "\n" * 4000 + "{" + " " * 1000  # 5 KB, 4,000 lines, never closed
 HOSTILE = [
     FENCE,
@@ -129,7 +163,10 @@ HOSTILE = [
 def pack_dir(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("abuse-pack")
     items = sorted(
-        (archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc)) for doc in (TEXT_TASK, AGENT_TASK)),
+        (
+            archive.TaskItem(parse_task(doc).to_document() | doc, content_sha256(doc))
+            for doc in (TEXT_TASK, AGENT_TASK, QUIET_TASK)
+        ),
         key=lambda item: item.document["id"],
     )
     archive.build_pack(
@@ -200,7 +237,7 @@ def test_an_agentic_task_is_not_a_parquet_row(pack_dir):
     ids = [row["task_id"] for row in pd.read_parquet(pack_dir / "data" / "train.parquet")["extra_info"]]
     assert ids == ["q3-summary"]
     manifest = json.loads((pack_dir / "manifest.json").read_text())
-    assert manifest["counts"]["parquet"] == {"train": 1, "test": 0} and manifest["counts"]["tasks"] == 2
+    assert manifest["counts"]["parquet"] == {"train": 1, "test": 0} and manifest["counts"]["tasks"] == 3
     assert (pack_dir / "tasks" / "write-hello-42" / "tests" / "test.sh").is_file()  # a Harbor task
     assert "`write-hello-42`" in (pack_dir / "README.md").read_text()
 
@@ -263,6 +300,26 @@ def test_the_harbor_verifier_grades_the_honest_episode_with_the_restored_checker
     (workspace / "checker.py").write_text("import sys; sys.exit(1)\n")  # the agent's copy: replaced by the task's
     rewards, document = harbor_verify(pack_dir / "tasks" / "write-hello-42", workspace, logs)
     assert rewards["reward"] == 1.0 and rewards["complete"] == 1, document
+
+
+@pytest.mark.bubblewrap
+@pytest.mark.parametrize("honest", [False, True], ids=["hostile", "honest"])
+def test_the_harbor_verifier_runs_no_user_site_and_reads_odd_output_against_the_agent(pack_dir, tmp_path, honest):
+    """The agent leaves a usercustomize in its HOME's user site (`os._exit(0)` in every Python a check starts) and
+    prints the forbidden phrase in UTF-16. Before, the verifier's commands read the user site (the app's never
+    did) and its output was read with replacement characters: both checks passed, reward 1.0 for no work."""
+    workspace, logs = tmp_path / "workspace", tmp_path / "logs"
+    workspace.mkdir()
+    logs.mkdir()
+    site = workspace / ".local" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "usercustomize.py").write_text("import os\nos._exit(0)\n")
+    (workspace / "out.txt").write_text("hello\n" if honest else "bye\n")
+    (workspace / "log.bin").write_bytes(b"fine\n" if honest else "kill the process\n".encode("utf-16"))
+    rewards, document = harbor_verify(pack_dir / "tasks" / "quiet-log", workspace, logs, home="/workspace")
+    scores = {check["id"]: check["score"] for check in document["checks"]}
+    assert scores == ({"says_hello": 1.0, "no_kill": 1.0} if honest else {"says_hello": 0.0, "no_kill": 0.0}), document
+    assert rewards["reward"] == (1.0 if honest else 0.0)
 
 
 PARITY = [

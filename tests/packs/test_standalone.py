@@ -273,10 +273,10 @@ def test_every_exported_harbor_task_passes_harbor_lint(pack_dir):
         toml.write_text(original)
 
 
-def harbor_verify(task_dir: Path, workspace: Path, logs: Path) -> tuple[dict, dict]:
+def harbor_verify(task_dir: Path, workspace: Path, logs: Path, *, home: str | None = None) -> tuple[dict, dict]:
     """Run a Harbor task's tests/test.sh as Harbor's verifier would, in a bubblewrap sandbox with `workspace`
     as /workspace and `logs` as /logs: (reward.json, grade.json), reward.json as Harbor parses it."""
-    done = run_test_sh(task_dir, workspace, logs)
+    done = run_test_sh(task_dir, workspace, logs, home=home)
     assert done.returncode == 0, done.stderr
     grade_document = json.loads((logs / "verifier" / "grade.json").read_text())
     rewards = json.loads((logs / "verifier" / "reward.json").read_text())

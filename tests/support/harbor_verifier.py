@@ -11,7 +11,9 @@ from tests.support.services import require_bwrap
 from tests.support.venvs import grader_python
 
 
-def run_test_sh(task_dir: Path, workspace: Path, logs: Path, *, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_test_sh(
+    task_dir: Path, workspace: Path, logs: Path, *, timeout: float = 300, home: str | None = None
+) -> subprocess.CompletedProcess:
     bwrap = require_bwrap()
     venv = Path(grader_python()).parent.parent
     base_python = Path(os.path.realpath(grader_python())).parents[1]
@@ -34,6 +36,7 @@ def run_test_sh(task_dir: Path, workspace: Path, logs: Path, *, timeout: float =
         *("--proc", "/proc"),
         *("--dev", "/dev"),
         *("--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin"),
+        *(("--setenv", "HOME", home) if home else ()),
         *("--chdir", "/workspace"),
         "/tests/test.sh",
     ]

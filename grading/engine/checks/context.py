@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import similarity
 from ..limits import GradeLimits
 from ..safe_files import NotRegularFile, has_link, read_regular
-from ..sandbox import CheckSandbox, ExecResult
+from ..sandbox import CheckSandbox, ExecResult, decode_output
 from ..text import fold_lookalikes, normalise_unicode
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -67,7 +67,7 @@ class GradingContext:
     _text_cache: dict = field(default_factory=dict)
     _stdout_cache: dict = field(default_factory=dict)
     _file_text_cache: dict = field(default_factory=dict)
-    _odd_files: dict = field(default_factory=dict)  # path -> why its bytes are not plain UTF-8 text
+    _odd_texts: dict = field(default_factory=dict)  # target -> why its bytes are not plain UTF-8 text
     _sandbox_ran: bool = False  # a check has run something in the sandbox (require_sandbox)
 
     # ------------------------------------------------------------ files
@@ -159,6 +159,8 @@ class GradingContext:
             if broken is None and result.stdout_truncated:
                 broken = f"the command {command!r} printed more than the sandbox's output cap; its output was cut"
             self._stdout_cache[command] = Failed(broken) if broken else result.stdout
+            if not broken and result.stdout_odd is not None:
+                self._odd_texts[f"stdout:{command}"] = result.stdout_odd
         cached = self._stdout_cache[command]
         if isinstance(cached, Failed):
             raise Failed(str(cached))
@@ -177,14 +179,9 @@ class GradingContext:
         if target.startswith("file:"):
             path = target[5:]
             if path not in self._file_text_cache:
-                data = self.read_bytes(path)
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = data.decode("utf-8", errors="replace")
-                    self._odd_files[path] = "is not UTF-8 text"
-                if "\x00" in text:
-                    self._odd_files.setdefault(path, "holds NUL bytes")
+                text, odd = decode_output(self.read_bytes(path))
+                if odd is not None:
+                    self._odd_texts[target] = odd
                 self._file_text_cache[path] = text
             return self._file_text_cache[path]
         if target.startswith("stdout:"):
@@ -192,13 +189,13 @@ class GradingContext:
         raise Unscored(f"unknown target {target!r}")
 
     def odd_text(self, target: str) -> str | None:
-        """Why a `file:` target's bytes are not plain UTF-8 text (bytes that do not decode, NULs: UTF-16, or
-        letters spaced by NULs), or None. Such a file's text, read with replacements, cannot show that a phrase
-        is absent from it."""
-        if not target.startswith("file:"):
+        """Why a `file:` or `stdout:` target's bytes are not plain UTF-8 text (`sandbox.decode_output`: bytes
+        that do not decode, NULs: UTF-16, or letters spaced by NULs), or None. Such a text, read with
+        replacements, cannot show that a phrase is absent from it."""
+        if not target.startswith(("file:", "stdout:")):
             return None
         self.target_text(target)
-        return self._odd_files.get(target[5:])
+        return self._odd_texts.get(target)
 
     def unicode_text(self, text: str) -> str:
         """`text` without format characters and in NFKC (`text.normalise_unicode`), computed once per grade."""

@@ -37,17 +37,16 @@ def match_lowers_reward(check, *, absence_wanted: bool = False) -> bool:
 
 
 def odd_file_outcome(check, ctx: GradingContext, target: str, *, absence_wanted: bool = False) -> Outcome | None:
-    """Where finding the phrase lowers the reward, a target file that is not plain UTF-8 text (`odd_text`: UTF-16,
-    NULs between the letters, stray bytes) cannot show the phrase's absence, only hide it: the check goes against
+    """Where finding the phrase lowers the reward, a target file or command output that is not plain UTF-8 text
+    (`odd_text`: UTF-16, NULs between the letters, stray bytes) cannot show the phrase's absence, only hide it: the check goes against
     the agent (a penalty is charged, an absence-wanted check fails). None where the file is plain text."""
     if (check.points < 0) == absence_wanted:
         return None
     reason = ctx.odd_text(target)
     if reason is None:
         return None
-    return _binary(
-        check.points < 0, f"{target[5:]!r} {reason}: a phrase could hide in it, so it counts against the answer"
-    )
+    what = f"{target[5:]!r}" if target.startswith("file:") else f"the output of {target[7:]!r}"
+    return _binary(check.points < 0, f"{what} {reason}: a phrase could hide in it, so it counts against the answer")
 
 
 _LOOKALIKE_NOTE = " (reading lookalike letters of other scripts as Latin)"
@@ -110,10 +109,10 @@ def _search(pattern, texts: list[tuple[str, str]]):
 
 def regex(check: RegexCheck, ctx: GradingContext) -> Outcome:
     pattern = check.compiled()
-    texts = _texts_read(check, ctx, ctx.compared_text(check), absence_wanted=not check.must_match)
     odd = odd_file_outcome(check, ctx, check.target, absence_wanted=not check.must_match)
     if odd is not None:
-        return odd
+        return odd  # before the lookalike reading is built: the check is decided without it
+    texts = _texts_read(check, ctx, ctx.compared_text(check), absence_wanted=not check.must_match)
     if not check.must_match:
         found, note = _search(pattern, texts)
         if found:

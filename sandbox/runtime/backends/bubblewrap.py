@@ -469,15 +469,17 @@ class BubblewrapSandbox(Sandbox):
             err.write(f"\n[gymwright] {self.limit_hit}\n".encode())
         if cancelled:
             err.write(CANCELLED_NOTE.encode())
+        stdout, stdout_odd = out.decoded()
         return ExecResult(
             exit_code=None if timed_out or cancelled else exit_code,
-            stdout=out.text(),
+            stdout=stdout,
             stderr=err.text(),
             stdout_truncated=out.truncated,
             stderr_truncated=err.truncated,
             timed_out=timed_out,
             oom_killed=oom,
             duration_ms=duration_ms,
+            stdout_odd=stdout_odd,
         )
 
     def _launch(self, options: list[str], argv: list[str], timeout_s: float, with_stdin: bool) -> Child:

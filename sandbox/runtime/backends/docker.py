@@ -809,15 +809,17 @@ class DockerSandbox(Sandbox):
                     oom = bool(self.container.attrs["State"].get("OOMKilled"))
                 except Exception:  # noqa: BLE001
                     pass
+        stdout, stdout_odd = out.decoded()
         return ExecResult(
             exit_code=code,
-            stdout=out.text(),
+            stdout=stdout,
             stderr=err.text(),
             stdout_truncated=out.truncated,
             stderr_truncated=err.truncated,
             timed_out=timed_out,
             oom_killed=oom,
             duration_ms=duration_ms,
+            stdout_odd=stdout_odd,
         )
 
     def _free_space(self, timeout_s: float = 10.0) -> dict[str, int]:

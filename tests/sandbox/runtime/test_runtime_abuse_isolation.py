@@ -4,6 +4,7 @@ refused, the host's path stays out of sight, and egress never reaches the host."
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -357,8 +358,10 @@ def test_dockerfile_builds_run_with_limits_and_no_network_unless_allowed(request
         'ADD ["{url}", "/fetched.txt"]',
         "ARG SOURCE={url}\nADD ${{SOURCE}} /fetched.txt",
         "ADD \\\n  {url} \\\n  /fetched.txt",
+        # The engine joins a continued line with nothing between: a URL cut after "http:/" is still one URL.
+        "ADD {url_head}\\\n{url_tail} /fetched.txt",
     ],
-    ids=["plain", "flag", "json", "variable", "continued"],
+    ids=["plain", "flag", "json", "variable", "continued", "split-url"],
 )
 def test_a_dockerfile_add_of_a_url_never_reaches_the_host(request, iso_spec, add):
     """The engine itself fetches an ADD's URL, on the host's network and outside the build's network_mode:
@@ -385,7 +388,8 @@ def test_a_dockerfile_add_of_a_url_never_reaches_the_host(request, iso_spec, add
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Secret)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/secret.txt"
-    spec = iso_spec.with_overrides(dockerfile=f"FROM {image}\n{add.format(url=url)}\nRUN cat /fetched.txt\n")
+    add = add.format(url=url, url_head=url[:6], url_tail=url[6:])
+    spec = iso_spec.with_overrides(dockerfile=f"FROM {image}\n{add}\nRUN cat /fetched.txt\n")
     backend = get_backend("docker", client=client, default_image=image)
     try:
         with pytest.raises(SandboxError) as raised:
@@ -401,3 +405,34 @@ def test_a_dockerfile_add_of_a_url_never_reaches_the_host(request, iso_spec, add
     assert asked == [], asked
     line = 3 if add.startswith("ARG") else 2  # the ADD's first line
     assert raised.value.permanent and f"line {line}: ADD" in raised.value.message, raised.value
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["WORKDIR /srv/ap\\", "p"],
+        ["WORKDIR \\  ", "  # a comment inside the instruction", "", "/srv/app"],
+        ["WORKDIR /srv", "WORKDIR ap\\", "p"],
+        ["# escape=`", "FROM {image}", "WORKDIR /srv/ap`", "p"],
+        ["# syntax=docker/dockerfile:1", "# escape=`", "FROM {image}", "WORKDIR /srv/ap`", "p"],
+        ["# a comment ends the directives", "# escape=`", "FROM {image}", "WORKDIR /srv/ap\\", "p"],
+    ],
+    ids=["continued", "blanks-and-comment", "relative", "escape", "after-syntax", "late-directive"],
+)
+def test_the_dockerfile_reader_reads_workdir_as_the_engine_builds_it(request, lines):
+    """`dockerfile_workdir` (where the docker sandbox links /workspace, and a Harbor export's WORKDIR) and the ADD
+    refusal read one instruction reader; its joining of continued lines, the escape directive and comments is
+    checked against the image the real engine builds from the same Dockerfile."""
+    from sandbox.runtime.spec import dockerfile_workdir
+
+    client = request.getfixturevalue("docker_client")
+    image = request.getfixturevalue("busybox_image")
+    text = "\n".join(lines).format(image=image) + "\n"
+    if "FROM" not in text:
+        text = f"FROM {image}\n{text}"
+    built, _ = client.images.build(fileobj=io.BytesIO(text.encode()), rm=True, network_mode="none")
+    try:
+        engine_workdir = built.attrs["Config"]["WorkingDir"]
+        assert dockerfile_workdir(text) == engine_workdir, (text, engine_workdir)
+    finally:
+        client.images.remove(built.id, force=True)
