@@ -137,6 +137,9 @@ api-task-versions                      GET,HEAD      -         401    404    200
 #   the body edits v1: v2 is the latest (409)
 api-task-versions                      POST          -         401    404    409    403    403    409    403
 api-task-versions                      POST          draft     401    404    201w   403    403    201w   404
+#   only the task's editors may ask; the world's judge endpoint does not answer (a closed port): the model's
+#   failure is a gateway's 502, and nothing is saved
+api-task-rubric-draft                  POST          -         401    404    502    403    403    502    403
 api-task-version                       GET,HEAD      -         401    404    200    200    200    200    404
 api-task-version                       GET,HEAD      v1        401    404    200    200    200    200    200
 #   ?as=healthbench: the version as a HealthBench row
@@ -366,6 +369,7 @@ BODIES = {
     ),
     "api-blob-upload": (MULTIPART, lambda: {"file": _upload("notes.md", b"more notes\n")}),
     "rubric-validate": (JSON, lambda: {"rubric": RUBRIC}),
+    "api-task-rubric-draft": (JSON, lambda: {"count": 5}),
     "judge-label-create": (JSON, lambda: {"verdict": "agree"}),
     "api-task-version-previews": (JSON, lambda: {"policy": "oracle", "n": 1}),
     "api-task-version-reviews": (JSON, lambda: {"decision": "approve"}),
