@@ -39,6 +39,9 @@ class EnvironmentOutput(serializers.Serializer):
     owner = serializers.CharField(source="owner.username")
     latest_version = serializers.IntegerField(source="latest_version.number", allow_null=True)
     spec = serializers.JSONField(source="latest_version.spec")
+    judge_min_labels = serializers.IntegerField(help_text="distinct labelled answers a judged check needs")
+    judge_min_rate = serializers.FloatField(help_text="the TPR and TNR a judged check needs")
+    judge_unvalidated_blocks = serializers.BooleanField(help_text="a judged check not validated blocks submission")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
