@@ -661,3 +661,40 @@ def corrected_rewards(
         resamples,
         seed,
     )
+
+
+@dataclass(frozen=True)
+class JudgedCheckSpec:
+    """A binary judged check of a rubric (a scaled judge is labelled with scores, not met / not met, and has
+    no TPR / TNR): its points, and whether the reward is linear in its pass rate (top level, not required)."""
+
+    check_id: str
+    points: float
+    linear: bool
+
+
+def binary_judged_checks(rubric: Mapping | None) -> list[JudgedCheckSpec]:
+    """The binary judged checks of a rubric document, depth first."""
+    from .models import check_model, flat_checks
+
+    found = []
+    for row in flat_checks((rubric or {}).get("checks") if isinstance(rubric, Mapping) else None):
+        check = row.check
+        if not isinstance(check, Mapping) or not getattr(check_model(check), "judged", False):
+            continue
+        if check.get("scale", "binary") != "binary" or not isinstance(check.get("id"), str):
+            continue
+        points = check.get("points", 1)
+        points = float(points) if isinstance(points, (int, float)) and not isinstance(points, bool) else 0.0
+        found.append(JudgedCheckSpec(check["id"], points, row.depth == 0 and not check.get("required")))
+    return found
+
+
+def rubric_max_points(rubric: Mapping | None) -> float:
+    """Σ positive points of a rubric's top-level checks: the reward's denominator (RUBRIC.md, "Scoring")."""
+    total = 0.0
+    for check in (rubric or {}).get("checks") or [] if isinstance(rubric, Mapping) else []:
+        points = check.get("points") if isinstance(check, Mapping) else None
+        if isinstance(points, (int, float)) and not isinstance(points, bool) and points > 0:
+            total += points
+    return total

@@ -142,3 +142,50 @@ def test_rates_add_up_over_checks_for_an_environment():
     pooled = a + b
     assert (pooled.tp, pooled.fn, pooled.fp, pooled.tn, pooled.answers) == (19, 1, 2, 18, 40)
     assert isinstance(pooled, JudgeRates)
+
+
+JUDGED_TASK = {
+    "rubric": {
+        "checks": [
+            {"id": "clear", "kind": "llm_judge", "points": 2, "criterion": "Clear."},
+            {"id": "tone", "kind": "llm_judge", "points": 1, "criterion": "Kind.", "required": True},
+            {"id": "rated", "kind": "llm_judge", "points": 1, "criterion": "Good.", "scale": {"min": 0, "max": 10}},
+            {"id": "says", "kind": "regex", "points": 1, "pattern": "42"},
+        ]
+    }
+}
+
+
+def judge_gate(**inputs):
+    from grading.engine.gate_rules import GateInputs, evaluate_gates
+
+    results = evaluate_gates(GateInputs(task=JUDGED_TASK, **inputs))
+    return next(result for result in results if result.gate == "judge_validated")
+
+
+def test_the_binary_judged_checks_of_a_rubric_and_where_the_reward_is_linear_in_them():
+    specs = calibration.binary_judged_checks(JUDGED_TASK["rubric"])
+    assert [(s.check_id, s.points, s.linear) for s in specs] == [("clear", 2.0, True), ("tone", 1.0, False)]
+    assert calibration.rubric_max_points(JUDGED_TASK["rubric"]) == 5.0
+
+
+def test_a_judge_not_validated_is_a_warning_unless_the_environment_makes_it_blocking():
+    from grading.engine.gate_rules import all_pass, what_to_do
+
+    rule = JudgeValidationRule()
+    verdicts = {
+        "clear": calibration.judge_validation(calibration.judge_rates(known_judge_labels(25, 24, 25, 24)), rule),
+        "tone": calibration.judge_validation(calibration.judge_rates(known_judge_labels(25, 25, 5, 5)), rule),
+    }
+    warning = judge_gate(judge_validation=verdicts)
+    assert warning.status == "fail" and warning.blocking is False and warning.ok and all_pass([warning])
+    assert warning.message == "tone: judge not validated: 5 human-fail answers labelled, needs 25 of each (50 balanced)"
+    blocking = judge_gate(judge_validation=verdicts, judge_validation_blocks=True)
+    assert blocking.status == "fail" and not blocking.ok and "Label the judge" in what_to_do(blocking)
+    verdicts["tone"] = verdicts["clear"]
+    passing = judge_gate(judge_validation=verdicts, judge_validation_blocks=True)
+    assert passing.status == "pass" and passing.message == "all 2 judged checks validated by reviewers' labels"
+    unlabelled = judge_gate(judge_validation={}, judge_validation_blocks=True)
+    assert not unlabelled.ok and unlabelled.message.count("no labels yet") == 2
+    unknown = judge_gate(judge_validation=None, judge_validation_blocks=True)
+    assert unknown.status == "not_run" and unknown.ok
