@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from authoring.models import TaskVersion
+from authoring.models import Task, TaskVersion
 from grading import selectors as grading_selectors
 from grading.engine import gate_rules as engine_gates
 from grading.engine import validate_task
@@ -14,6 +14,7 @@ from grading.engine.calibration import check_scores, rewarded_checks
 from gymwright.errors import DomainError
 from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, PreparedIn
+from review.calibration import task_validation
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
 
@@ -118,12 +119,17 @@ def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
 
     spec = task_version.spec
     issues = [f"{issue.pointer or '/'}: {issue.message}" for issue in validate_task(spec)]
+    # Its own read, not task_version.task: that would cache a Task on the version that services then change
+    # (task_submit sets its status) and answer stale.
+    task = Task.objects.select_related("environment").get(pk=task_version.task_id)
     return engine_gates.GateInputs(
         task=spec,
         previews=preview_evidence(task_version=task_version),
         judge_configured=judge_config_for(spec.get("rubric") or {}, max_age_s=settings.ENDPOINT_CACHE_S) is not None,
         rubric_issues=issues,
         example_answers=_example_answer_results(task_version),
+        judge_validation=task_validation(task=task, rubric=spec.get("rubric") or {}),
+        judge_validation_blocks=task.environment.judge_unvalidated_blocks,
     )
 
 
