@@ -87,6 +87,8 @@ def preview_corrected(*, preview_run: PreviewRun, rates: dict[str, JudgeRates] |
 def preview_calibration_json(*, preview_run: PreviewRun) -> dict | None:
     """The preview's corrected figures with each check's rates and validation, for the page, the API and the pack."""
     version = preview_run.task_version
+    if not calibration.binary_judged_checks(version.spec.get("rubric") or {}):
+        return None
     rates = task_rates(task=version.task)
     corrected = preview_corrected(preview_run=preview_run, rates=rates)
     if corrected is None:
@@ -97,3 +99,44 @@ def preview_calibration_json(*, preview_run: PreviewRun) -> dict | None:
         check["judge"] = rates_json(rates.get(check["check_id"], JudgeRates()), rule)
     document["rule"] = rule_json(version.task.environment)
     return document
+
+
+def pack_judge_json(*, preview_run: PreviewRun) -> dict | None:
+    """A task's "judge" entry in a pack's calibration.json: per binary judged check its TPR and TNR (Wilson
+    intervals), label counts, whether labels validate it, and its pass rate in the preview raw and corrected; the
+    corrected mean reward. None when the rubric has no binary judged check."""
+    document = preview_calibration_json(preview_run=preview_run)
+    if document is None:
+        return None
+    checks = {}
+    for row in document["checks"]:
+        judge = row["judge"]
+        checks[row["check_id"]] = {
+            "tpr": judge["tpr"],
+            "tpr_ci95": judge["tpr_ci95"],
+            "tnr": judge["tnr"],
+            "tnr_ci95": judge["tnr_ci95"],
+            "kappa": judge["kappa"],
+            "labels": {
+                "answers": judge["answers"],
+                "met": judge["answers_met"],
+                "not_met": judge["answers_not_met"],
+                "contested": judge["contested"],
+            },
+            "validated": judge["validated"],
+            "n": row["n"],
+            "raw_pass_rate": row["raw_pass_rate"],
+            "raw_pass_rate_ci95": row["raw_pass_rate_ci95"],
+            "corrected_pass_rate": row["corrected_pass_rate"],
+            "corrected_pass_rate_ci95": row["corrected_pass_rate_ci95"],
+            "note": row["note"],
+        }
+    return {
+        "checks": checks,
+        "corrected_mean_reward": document["corrected_mean_reward"],
+        "corrected_mean_reward_ci95": document["corrected_mean_reward_ci95"],
+        "note": document["note"],
+        "method": document["method"],
+        "bootstrap": document["bootstrap"],
+        "rule": document["rule"],
+    }
