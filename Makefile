@@ -80,10 +80,14 @@ mutate: setup $(COSMIC_RAY_STAMP)
 # Label Studio, which bench_vs_labelstudio.py runs beside Gymwright (not a dependency of Gymwright).
 LABELSTUDIO_VENV := var/labelstudio-venv
 .PHONY: labelstudio-venv
-labelstudio-venv: $(LABELSTUDIO_VENV)/.installed
+# It runs under gunicorn on PostgreSQL, as its deployment runs it (a WSGI server of processes, not `label-studio start`).
+labelstudio-venv: $(LABELSTUDIO_VENV)/.installed $(LABELSTUDIO_VENV)/.gunicorn-27.0.1
 $(LABELSTUDIO_VENV)/.installed:
 	@test -x $(LABELSTUDIO_VENV)/bin/python || $(PYTHON) -m venv $(LABELSTUDIO_VENV)
 	$(LABELSTUDIO_VENV)/bin/pip install -q label-studio==1.23.2
+	@touch $@
+$(LABELSTUDIO_VENV)/.gunicorn-27.0.1: $(LABELSTUDIO_VENV)/.installed
+	$(LABELSTUDIO_VENV)/bin/pip install -q gunicorn==27.0.1
 	@touch $@
 
 clean:
@@ -153,6 +157,22 @@ $(OPENENV_VENV)/.installed: $(STAMP) packs/archive/grader.py packs/archive/envdi
 	@test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)
 	$(MAKE) -s --no-print-directory env-requirements > $(OPENENV_VENV)/requirements.txt
 	$(OPENENV_VENV)/bin/pip install -q -r $(OPENENV_VENV)/requirements.txt
+	@touch $@
+
+# What a pack's env/requirements-verifiers.txt pins: verifiers 0.4.0 and every distribution its wrapper's path
+# imports, closed under dependencies, for `pip install --no-deps` (packs/archive/envdir.py says why).
+.PHONY: verifiers-requirements verifiers-venv
+verifiers-requirements: $(STAMP)
+	@$(PY) -c "from packs.archive.envdir import env_files, verifiers_requirements; from packs.archive.grader import grader_files; print(verifiers_requirements(grader_files(), env_files()), end='')"
+
+# A clean virtualenv with only a pack's env/requirements-verifiers.txt, installed as the pack's README says:
+# `vf-eval env` on the pack (tests/packs/test_env_verifiers.py, the parity test).
+VERIFIERS_VENV := var/verifiers-venv
+verifiers-venv: $(VERIFIERS_VENV)/.installed
+$(VERIFIERS_VENV)/.installed: $(STAMP) packs/archive/grader.py packs/archive/envdir.py
+	@test -x $(VERIFIERS_VENV)/bin/python || $(PYTHON) -m venv $(VERIFIERS_VENV)
+	$(MAKE) -s --no-print-directory verifiers-requirements > $(VERIFIERS_VENV)/requirements.txt
+	$(VERIFIERS_VENV)/bin/pip install -q --no-deps -r $(VERIFIERS_VENV)/requirements.txt
 	@touch $@
 
 # The rubric editor validates in the browser with the rubric schema compiled ahead of time (Ajv standalone

@@ -56,6 +56,12 @@ PACK_MANIFEST_TASKS = 1_000
 # A word of one task's title (the template's, "Explain safe ibuprofen dosing"), and the start of 10 slugs.
 SEARCH_WORD, SEARCH_SLUG = "ibuprofen", "load-0421"
 PASSWORD = "bench-load-pw-1"
+# Task pages that differ (issue 34 item 2): DISTINCT_TASKS tasks made through the services, each with its own rubric
+# (2 to 15 checks of different kinds, some grouped, and its own threshold), prompt and a preview run of
+# DISTINCT_ROLLOUTS rollouts graded on different answers, so no page shares a cached rubric table, prompt or grade.
+DISTINCT_TASKS = 200
+DISTINCT_ROLLOUTS = 8
+DISTINCT_PREFIX = "page-"
 REVIEWER = "bench-reviewer"
 import logging  # noqa: E402
 
@@ -137,6 +143,7 @@ def seed(url: str) -> dict:
             raise SystemExit(
                 f"{connection.settings_dict['NAME']} holds {packs} of {PACKS} packs: drop it (or run without --db)"
             )
+        distinct = _seed_distinct(user)
         token = Token.objects.get_or_create(user=user)[0]
         run = PreviewRun.objects.filter(n=RUN_SIZE).order_by("id").first()
         rollout = Rollout.objects.filter(preview_run=run).first()
@@ -146,6 +153,7 @@ def seed(url: str) -> dict:
             "task": "load-00042",
             "run": run.pk,
             "rollout": rollout.pk,
+            "distinct": distinct,
         }
     if user is not None:
         raise SystemExit(f"{connection.settings_dict['NAME']} holds an older seed: drop it (or run without --db)")
@@ -288,6 +296,7 @@ def seed(url: str) -> dict:
             f"{type(grade)._meta.db_table} g WHERE src.grade_id = {grade.pk} AND g.id <> {grade.pk}"
         )
     _seed_packs(user)
+    distinct = _seed_distinct(user)
     with connection.cursor() as cur:
         # What autovacuum does to a live database after a bulk load: planner statistics, and the
         # visibility map that lets an index-only scan (the list's keys, a deep page's offset) skip the
@@ -307,6 +316,7 @@ def seed(url: str) -> dict:
         "task": "load-00042",
         "run": run_template.pk,
         "rollout": rollout_template.pk,
+        "distinct": distinct,
     }
 
 
@@ -376,6 +386,108 @@ def _seed_packs(user) -> None:
                 f"AND NOT (p.id = {first.pk} AND m = 0)",
             )
         )
+
+
+def _distinct_rubric(i: int, base: dict) -> dict:
+    """Task i's rubric: the template's checks and 0 to 12 more of its own (string, regex and number checks with
+    expectations of their own; every fifth task's grouped, with one of the four aggregates), its own threshold."""
+    extra = []
+    for j in range(i % 13):
+        word = f"w{i}x{j}"
+        if j % 3 == 0:
+            extra.append({"id": f"says_{word}", "kind": "string_match", "points": 1 + j % 4, "expected": word})
+        elif j % 3 == 1:
+            extra.append({"id": f"cites_{word}", "kind": "regex", "points": 2, "pattern": rf"\b{word}\b\s?\d+"})
+        else:
+            extra.append({"id": f"counts_{word}", "kind": "number", "points": 1, "expected": i + j, "tolerance": j % 3})
+    if extra and i % 5 == 0:
+        aggregate = ("all", "any", "mean", "min")[i // 5 % 4]
+        extra = [{"id": f"group_{i}", "kind": "group", "points": 3, "aggregate": aggregate, "checks": extra}]
+    return {**base, "pass_threshold": round(0.5 + (i % 5) / 10, 1), "checks": list(base["checks"]) + extra}
+
+
+def _distinct_answer(i: int, k: int, base: str) -> str:
+    """Rollout k of task i: a different part of the template's answer and of the task's own words, so the grades
+    differ from rollout to rollout and from task to task."""
+    words = [f"w{i}x{j} {i + j}" for j in range(i % 13) if (j + k) % 3]
+    sentences = base.split(". ")
+    return ". ".join(sentences[: 1 + (i + k) % len(sentences)]) + " " + " ".join(words) + f" ({i + k} mg)"
+
+
+def _seed_distinct(user) -> list[str]:
+    """DISTINCT_TASKS tasks (DISTINCT_PREFIX + number) through the services, each with a preview run of
+    DISTINCT_ROLLOUTS graded rollouts; kept when already there. Returns their slugs."""
+    import copy
+
+    from django.db import connection
+
+    from authoring import services
+    from authoring.demo import DEMO_ENVIRONMENT, DEMO_TASKS
+    from authoring.models import Environment, Task
+    from grading import engine
+    from grading.services import grade_record
+    from sandbox.models import PreviewRun, Rollout
+
+    slugs = [f"{DISTINCT_PREFIX}{i:03d}" for i in range(DISTINCT_TASKS)]
+    have = Task.objects.filter(slug__in=slugs).count()
+    if have == DISTINCT_TASKS:
+        return slugs
+    if have:
+        raise SystemExit(f"the seed holds {have} of {DISTINCT_TASKS} distinct tasks: drop it (or run without --db)")
+    t0 = time.perf_counter()
+    environment = Environment.objects.get(slug=DEMO_ENVIRONMENT["slug"])
+    demo = next(d for d in DEMO_TASKS if d["slug"] == "ibuprofen-dosing")
+    for i, slug in enumerate(slugs):
+        content = copy.deepcopy(demo["content"])
+        content.update(
+            # Not the template's title: the search benchmarks count on one task whose title says SEARCH_WORD.
+            title=f"Distinct task {i}: dosing for a lay reader",
+            prompt=content["prompt"] + f"\n\nVariant {i}: name " + ", ".join(f"`w{i}x{j}`" for j in range(i % 13)),
+            rubric=_distinct_rubric(i, content["rubric"]),
+            tags=demo["tags"] + [f"variant-{i % 7}"],
+            files=[],
+        )
+        version = services.task_create(slug=slug, environment=environment, author=user, content=content).latest_version
+        rubric = engine.parse_task(version.spec).rubric
+        run = PreviewRun.objects.create(
+            task_version=version,
+            created_by=user,
+            policy="oracle",
+            n=DISTINCT_ROLLOUTS,
+            backend="bubblewrap",
+            status=PreviewRun.Status.DONE,
+            summary={"n": DISTINCT_ROLLOUTS, "done": DISTINCT_ROLLOUTS, "errors": 0},
+        )
+        for k in range(DISTINCT_ROLLOUTS):
+            answer = _distinct_answer(i, k, content["solution"]["answer"])
+            graded = engine.grade(rubric, answer=answer, workspace=None, judge=None, sandbox=None)
+            rollout = Rollout.objects.create(
+                preview_run=run,
+                index=k,
+                status=Rollout.Status.DONE,
+                attempts=1,
+                answer=answer,
+                reward=graded.reward,
+                passed=graded.passed,
+                steps=1 + k % 4,
+                duration_ms=900 + 37 * k,
+                trajectory=[{"type": "message", "role": "assistant", "content": answer}],
+            )
+            grade = grade_record(grade=graded, task_version=version, source="rollout", user=user, rollout_id=rollout.pk)
+            Rollout.objects.filter(pk=rollout.pk).update(grade=grade)
+    # Older than the load tasks, so the lists' first pages (`/`, /api/tasks/) show what they showed before these.
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE authoring_task SET created_at = now() - interval '60 days', updated_at = now() - interval "
+            "'60 days' WHERE slug LIKE %s",
+            [f"{DISTINCT_PREFIX}%"],
+        )
+    print(
+        f"seeded {DISTINCT_TASKS} distinct tasks with {DISTINCT_ROLLOUTS} graded rollouts each in "
+        f"{time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
+    return slugs
 
 
 def _free_port() -> int:
@@ -512,22 +624,38 @@ def login_cookies(base: str, username: str = "bench") -> dict:
 
 
 async def drive(
-    base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float, client: str = "raw"
+    base: str,
+    path: str | list[str],
+    headers: dict,
+    cookies: dict,
+    clients: int,
+    duration: float,
+    client: str = "raw",
+    once: bool = False,
 ) -> dict:
+    """`clients` closed-loop clients for `duration` seconds. Given a list of paths, the clients take them in turn
+    (client c's k-th request is paths[(c + k × clients) mod len]), so together they sweep the list; with `once`
+    (raw client only) each path is requested once, by whichever client is free next, and `duration` is ignored."""
     if client == "raw":
-        return await drive_raw(base, path, headers, cookies, clients, duration)
+        return await drive_raw(base, path, headers, cookies, clients, duration, once)
+    if once:
+        raise ValueError("once: the raw client only")
     import httpx
+
+    paths = [path] if isinstance(path, str) else path
 
     latencies: list[float] = []
     errors = 0
     stop_at = time.perf_counter() + duration
 
-    async def one(client):
+    async def one(client, c):
         nonlocal errors
+        k = 0
         while time.perf_counter() < stop_at:
             start = time.perf_counter()
             try:
-                r = await client.get(path)
+                r = await client.get(paths[(c + k * clients) % len(paths)])
+                k += 1
                 ok = r.status_code == 200
             except httpx.HTTPError:
                 ok = False
@@ -536,9 +664,9 @@ async def drive(
 
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=base, headers=headers, cookies=cookies, limits=limits, timeout=30) as client:
-        await client.get(path)  # warm
+        await client.get(paths[0])  # warm
         began = time.perf_counter()
-        await asyncio.gather(*(one(client) for _ in range(clients)))
+        await asyncio.gather(*(one(client, c) for c in range(clients)))
         elapsed = time.perf_counter() - began
     latencies.sort()
     return {
@@ -550,23 +678,29 @@ async def drive(
     }
 
 
-async def drive_raw(base: str, path: str, headers: dict, cookies: dict, clients: int, duration: float) -> dict:
+async def drive_raw(
+    base: str, path: str | list[str], headers: dict, cookies: dict, clients: int, duration: float, once: bool = False
+) -> dict:
     """The same closed loop as `drive` with httpx, on bare asyncio streams: a GET written by hand, the
     response read by its Content-Length (or chunks), the connection kept while the server keeps it.
     It spends a fraction of httpx's CPU per request, which on a 2-core machine is CPU the server gets
     back (`client_cpu_ms` says how much each client took)."""
     parts = urlparse(base)
     host, port = parts.hostname, parts.port or 80
-    lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Accept: */*", "Connection: keep-alive"]
-    lines += [f"{key}: {value}" for key, value in headers.items()]
+    fields = [f"Host: {host}:{port}", "Accept: */*", "Connection: keep-alive"]
+    fields += [f"{key}: {value}" for key, value in headers.items()]
     if cookies:
-        lines.append("Cookie: " + "; ".join(f"{key}={value}" for key, value in cookies.items()))
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+        fields.append("Cookie: " + "; ".join(f"{key}={value}" for key, value in cookies.items()))
+    requests = [
+        ("\r\n".join([f"GET {one_path} HTTP/1.1", *fields]) + "\r\n\r\n").encode()
+        for one_path in ([path] if isinstance(path, str) else path)
+    ]
+    pending = list(reversed(requests)) if once else []
     latencies: list[float] = []
     errors = 0
     stop_at = time.perf_counter() + duration
 
-    async def fetch(connection):
+    async def fetch(connection, request):
         reader, writer = connection
         writer.write(request)
         head = await reader.readuntil(b"\r\n\r\n")
@@ -588,15 +722,18 @@ async def drive_raw(base: str, path: str, headers: dict, cookies: dict, clients:
             fields["connection"] = "close"
         return status, fields.get("connection", "").lower() != "close"
 
-    async def one():
+    async def one(c):
         nonlocal errors
         connection = None
-        while time.perf_counter() < stop_at:
+        k = 0
+        while pending if once else time.perf_counter() < stop_at:
+            request = pending.pop() if once else requests[(c + k * clients) % len(requests)]
+            k += 1
             start = time.perf_counter()
             try:
                 if connection is None:
                     connection = await asyncio.open_connection(host, port)
-                status, keep = await asyncio.wait_for(fetch(connection), 30)
+                status, keep = await asyncio.wait_for(fetch(connection, request), 30)
                 ok = status == 200
             except (TimeoutError, OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
                 ok, keep = False, False
@@ -609,7 +746,7 @@ async def drive_raw(base: str, path: str, headers: dict, cookies: dict, clients:
             connection[1].close()
 
     began = time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(clients)))
+    await asyncio.gather(*(one(c) for c in range(clients)))
     elapsed = time.perf_counter() - began
     latencies.sort()
     return {
@@ -662,18 +799,40 @@ def _self_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent busy (every process, every core), from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / CLK_TCK  # all but idle and iowait
+
+
 def measure(
-    server: Server, path: str, headers: dict, cookies: dict, clients: int, duration: float, client: str = "raw"
+    server: Server,
+    path: str | list[str],
+    headers: dict,
+    cookies: dict,
+    clients: int,
+    duration: float,
+    client: str = "raw",
+    once: bool = False,
+    warm: str | None = None,
 ) -> dict:
-    asyncio.run(drive(server.base, path, headers, cookies, clients, 1.0, client))  # open every DB connection
+    """The figures of one run (after a second of `warm`, or of `path` itself, to open every database connection), with `others_cores`: the cores that processes other than this run's server, its
+    database backends and its client kept busy meanwhile (other work on a shared machine; the load average cannot
+    tell it from the run's own 20 clients and 4 workers, which by themselves hold it near 4–5 on 2 cores)."""
+    asyncio.run(drive(server.base, warm or path, headers, cookies, clients, 1.0, client))
     database = _BackendCPU(server.database)
-    web_before, client_before = server.cpu_ticks(), _self_cpu_s()
+    web_before, client_before, busy_before = server.cpu_ticks(), _self_cpu_s(), _machine_busy_s()
+    began = time.perf_counter()
     with database:
-        result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration, client))
-    web_after, client_after = server.cpu_ticks(), _self_cpu_s()
-    result["web_cpu_ms"] = (web_after - web_before) / CLK_TCK * 1000 / max(result["n"], 1)
+        result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration, client, once))
+    elapsed = time.perf_counter() - began
+    web_after, client_after, busy_after = server.cpu_ticks(), _self_cpu_s(), _machine_busy_s()
+    web_s, client_s = (web_after - web_before) / CLK_TCK, client_after - client_before
+    result["web_cpu_ms"] = web_s * 1000 / max(result["n"], 1)
     result["db_cpu_ms"] = database.seconds * 1000 / max(result["n"], 1)
-    result["client_cpu_ms"] = (client_after - client_before) * 1000 / max(result["n"], 1)
+    result["client_cpu_ms"] = client_s * 1000 / max(result["n"], 1)
+    result["others_cores"] = max(busy_after - busy_before - web_s - database.seconds - client_s, 0) / elapsed
+    result["load"] = os.getloadavg()[0]
     return result
 
 
@@ -695,17 +854,82 @@ def _drive_url(
 
     headers = {"Authorization": f"Token {ids['reviewer_token' if as_reviewer else 'token']}"} if api else {}
     cookies = {} if api else sessions[as_reviewer]
-    probe = httpx.get(server.base + path, headers=headers, cookies=cookies)
+    probe = httpx.get(server.base + (path if isinstance(path, str) else path[0]), headers=headers, cookies=cookies)
     if probe.status_code != 200 or ("review" in path and "load-" not in probe.text):
         raise SystemExit(f"{path} answered {probe.status_code} on {server.base} (or the reviewer's queue is empty)")
     r = measure(server, path, headers, cookies, args.clients, args.duration, client)
     print(
         f"{label:16} {name:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  {r['rps']:6.1f} req/s  "
         f"errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  db CPU {r['db_cpu_ms']:5.1f} ms/req  "
-        f"client CPU {r['client_cpu_ms']:4.1f} ms/req  (n={r['n']}, load {os.getloadavg()[0]:.2f})",
+        f"client CPU {r['client_cpu_ms']:4.1f} ms/req  (n={r['n']}, load {r['load']:.2f}, other work "
+        f"{r['others_cores']:.2f} cores)",
         flush=True,
     )
     return r
+
+
+DISTINCT_PAGES = f"task pages ({DISTINCT_TASKS} distinct)"
+FIRST_VIEWS = f"first views ({DISTINCT_TASKS} pages)"
+# The goals of issue 12 for 20 clients: p95 of a page, of an API list; "about 8 ms of CPU per page".
+PAGE_GOAL_MS, API_GOAL_MS, PAGE_CPU_GOAL_MS = 150, 100, 8
+QUIET_LOAD = 2.0
+OTHERS_QUIET = 0.25
+
+
+def first_views(server: Server, cookies: dict, ids: dict, args, label: str, client: str) -> dict:
+    """Each distinct task page viewed once, by args.clients clients taking the next page as they come free, on a
+    server whose workers have served only the warm task page: the per-process caches (rubric table, grade facts,
+    prompt HTML kept per version in Django's cache, deleted here first) are cold for every one of these pages."""
+    from django.core.cache import cache
+
+    from authoring.models import TaskVersion
+    from authoring.prompt_html import RENDERER_VERSION
+
+    hashes = TaskVersion.objects.filter(task__slug__in=ids["distinct"]).values_list("sha256", flat=True)
+    cache.delete_many([f"gymwright:prompt-html:{RENDERER_VERSION}:{sha}" for sha in hashes])
+    paths = [f"/tasks/{slug}/" for slug in ids["distinct"]]
+    # Warmed on another task page: the workers' compile-once work (prepared queries, templates) done, as in a server
+    # that has been running.
+    r = measure(server, paths, {}, cookies, args.clients, 0, "raw", once=True, warm=f"/tasks/{ids['task']}/")
+    print(
+        f"{label:16} {FIRST_VIEWS:28} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  {r['rps']:6.1f} req/s  "
+        f"errors {r['errors']:3d}  web CPU {r['web_cpu_ms']:5.1f} ms/req  db CPU {r['db_cpu_ms']:5.1f} ms/req  "
+        f"(n={r['n']}, {args.clients} clients, each page once; load {r['load']:.2f}, other work "
+        f"{r['others_cores']:.2f} cores)",
+        flush=True,
+    )
+    return r
+
+
+def _distinct_report(results: dict, first: str, load_before: float) -> None:
+    """The distinct pages and their first views against the one warm task page, and the page goals on them."""
+    warm = results.get((first, "task page"))
+    spread = results.get((first, DISTINCT_PAGES))
+    cold = results.get((first, FIRST_VIEWS))
+    for name_, r in ((DISTINCT_PAGES, spread), (FIRST_VIEWS, cold)):
+        if r and warm:
+            print(
+                f"{name_:28} / one warm task page: p50 {r['p50'] / warm['p50']:.2f}×  p95 {r['p95'] / warm['p95']:.2f}×"
+                f"  web CPU {r['web_cpu_ms'] / max(warm['web_cpu_ms'], 0.001):.2f}×"
+            )
+    # Judged only on a quiet machine: a load average of at most QUIET_LOAD before the run (the run's own clients and
+    # workers then raise it to 4–5 on 2 cores), and other processes holding under OTHERS_QUIET cores meanwhile.
+    others = max((r["others_cores"] for r in (warm, spread, cold) if r), default=0.0)
+    quiet = load_before <= QUIET_LOAD and others <= OTHERS_QUIET
+    why = f"load average {load_before:.2f} before the run, other work up to {others:.2f} cores during it"
+    for name_, r in ((DISTINCT_PAGES, spread), (FIRST_VIEWS, cold)):
+        if not r:
+            continue
+        verdict = (
+            ("met" if r["p95"] <= PAGE_GOAL_MS else "not met")
+            + f" (p95 ≤ {PAGE_GOAL_MS} ms), "
+            + ("met" if r["web_cpu_ms"] <= PAGE_CPU_GOAL_MS else "not met")
+            + f" (web CPU ≤ {PAGE_CPU_GOAL_MS} ms)"
+        )
+        print(
+            f"goal for {name_}: "
+            + (f"{verdict}; {why}" if quiet else f"not judged ({why}); the figures would say: {verdict}")
+        )
 
 
 def _finish(args, base_url: str, name: str, results: dict) -> int:
@@ -806,6 +1030,7 @@ def main() -> int:
     urls = {
         "task list /": ("/", False, False),
         "task page": (f"/tasks/{ids['task']}/", False, False),
+        DISTINCT_PAGES: ([f"/tasks/{slug}/" for slug in ids["distinct"]], False, False),
         "preview page (64 rollouts)": (f"/previews/{ids['run']}/", False, False),
         "rollout page": (f"/previews/rollouts/{ids['rollout']}/", False, False),
         "/api/tasks/": ("/api/tasks/", True, False),
@@ -829,6 +1054,7 @@ def main() -> int:
             base_url,
             name,
         )
+    load_before = os.getloadavg()[0]
     other_client = "httpx" if args.client == "raw" else "raw"
     configs = (
         [("conn_max_age=60", 60, args.client)]
@@ -837,6 +1063,7 @@ def main() -> int:
         + ([(NO_SEARCH_INDEX, 60, args.client)] if args.compare_search_index else [])
     )
     results: dict[tuple[str, str], dict] = {}
+    first_label = configs[0][0]
     print(
         f"# {args.clients} clients ({args.client}) × {args.duration:g} s per URL, gunicorn {args.workers} workers, "
         f"DEBUG off, PostgreSQL; load average before: {os.getloadavg()}",
@@ -848,6 +1075,8 @@ def main() -> int:
         server = Server(url, args.workers, conn_max_age)
         try:
             sessions = {False: login_cookies(server.base), True: login_cookies(server.base, REVIEWER)}
+            if label == first_label and (not wanted or DISTINCT_PAGES in wanted):
+                results[(label, FIRST_VIEWS)] = first_views(server, sessions[False], ids, args, label, client)
             for name_, (path, api, as_reviewer) in urls.items():
                 if (wanted and name_ not in wanted) or (label == NO_SEARCH_INDEX and "?q=" not in path):
                     continue
@@ -867,6 +1096,7 @@ def main() -> int:
                 f"{name_:28} / api list: p95 {r['p95'] / api['p95']:.2f}×  "
                 f"web CPU {r['web_cpu_ms'] / max(api['web_cpu_ms'], 0.001):.2f}×"
             )
+    _distinct_report(results, first, load_before)
     p1, p100 = results.get((first, "/api/tasks/")), results.get((first, "/api/tasks/?page=100"))
     if p1 and p100:
         print(

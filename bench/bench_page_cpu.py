@@ -6,7 +6,8 @@ Seeds a database of this run's own as bench/bench_load.py does, or uses `--db NA
 seeded when empty, kept), and drops its own at the end: 10,000 tasks ×
 3 versions, 50,000 graded rollouts and 200 packs. For each URL it prints the CPU time of this process per
 request (time.process_time, min and median of 6 batches of 20 after 5 warm-up requests): steadier
-than wall time on a shared machine, and free of the network and of gunicorn. With --profile URL it
+than wall time on a shared machine, and free of the network and of gunicorn. Then the CPU of the first and the
+second view of each of the seed's 200 distinct task pages against the one warm task page. With --profile URL it
 prints the top functions by CPU time for that URL (cProfile with a CPU clock; BENCH_PROFILE_N requests,
 40 by default, BENCH_SORT and BENCH_TOP as pstats takes them).
 """
@@ -92,6 +93,7 @@ def _measure(args, ids: dict) -> int:
             batches.append((time.process_time() - start) * 1000 / 20)
         batches.sort()
         print(f"{url:32} min {batches[0]:6.2f} ms  median {batches[3]:6.2f} ms CPU/request")
+    _distinct_pages(clients["bench"], ids)
     if args.profile:
         username = bench_load.REVIEWER if "review" in args.profile else "bench"
         client = clients[username]
@@ -105,6 +107,45 @@ def _measure(args, ids: dict) -> int:
         stats.sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_TOP", "30")))
     print(f"load average after: {os.getloadavg()}")
     return 0
+
+
+def _distinct_pages(client, ids: dict) -> None:
+    """The CPU of each of bench_load.DISTINCT_TASKS different task pages (own rubric, prompt and grades) viewed for
+    the first time in this process (the prompt HTML kept in Django's cache deleted first), then a second time, against
+    the one warm task page: per-version and per-grade caches are cold on a first view, as on a busy server where a
+    worker meets a task it has not shown lately."""
+    from django.core.cache import cache
+
+    from authoring.models import TaskVersion
+    from authoring.prompt_html import RENDERER_VERSION
+
+    hashes = TaskVersion.objects.filter(task__slug__in=ids["distinct"]).values_list("sha256", flat=True)
+    cache.delete_many([f"gymwright:prompt-html:{RENDERER_VERSION}:{sha}" for sha in hashes])
+    warm = f"/tasks/{ids['task']}/"
+    for _ in range(5):
+        client.get(warm)
+    warm_ms = []
+    for _ in range(40):
+        start = time.process_time()
+        client.get(warm)
+        warm_ms.append((time.process_time() - start) * 1000)
+    sweeps = []
+    for _ in range(2):
+        times = []
+        for slug in ids["distinct"]:
+            start = time.process_time()
+            response = client.get(f"/tasks/{slug}/")
+            times.append((time.process_time() - start) * 1000)
+            assert response.status_code == 200, (slug, response.status_code)
+        sweeps.append(sorted(times))
+    warm_ms.sort()
+    w50 = warm_ms[len(warm_ms) // 2]
+    for label, times in zip(("first views", "second views"), sweeps, strict=True):
+        p50, p95 = times[len(times) // 2], times[int(0.95 * (len(times) - 1))]
+        print(
+            f"{len(times)} distinct task pages, {label}: CPU p50 {p50:6.2f} ms  p95 {p95:6.2f} ms  "
+            f"(one warm task page p50 {w50:.2f} ms: {p50 / w50:.2f}× at p50)"
+        )
 
 
 if __name__ == "__main__":

@@ -12,5 +12,6 @@ urlpatterns = [
         apis.example_answers_run,
         name="api-task-version-examples-run",
     ),
+    path("tasks/<slug:slug>/rubric/draft/", apis.rubric_draft, name="api-task-rubric-draft"),
     path("check-results/<int:check_result_id>/labels/", apis.judge_label_create, name="judge-label-create"),
 ]

@@ -263,3 +263,56 @@ def example_answers_run(request, slug: str, number: int):
             details=[{"pointer": "/examples", "message": "none saved"}],
         )
     return Response(ExampleRunOutput(_example_run_output(task_version)).data, status=202)
+
+
+class CopilotFileInput(serializers.Serializer):
+    path = serializers.CharField(max_length=255)
+    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+
+class CopilotDraftInput(serializers.Serializer):
+    prompt = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, help_text="Default: the latest version's prompt."
+    )
+    reference = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The reference answer; default: the latest version's solution answer.",
+    )
+    files = CopilotFileInput(many=True, required=False, help_text="The reference solution's files (text).")
+    rubric = serializers.JSONField(required=False, help_text="The rubric in the editor: its ids are not reused.")
+    count = serializers.IntegerField(required=False, min_value=1, max_value=40, default=12)
+    degraded = serializers.IntegerField(required=False, min_value=0, max_value=5, default=3)
+
+
+@extend_schema(
+    summary="Draft checks with the rubric copilot, each tested before it is offered (the task's editors)",
+    description="Nothing is saved but the audit entry: accepted suggestions go into the editor's rubric and "
+    "become a version by the normal save. 409 when no model is configured; 422 when the model's draft is unusable.",
+    tags=["grading"],
+    request=CopilotDraftInput,
+    responses={200: OpenApiTypes.OBJECT},
+)
+@api_view(["POST"])
+def rubric_draft(request, slug: str):
+    from authoring.selectors import task_get_for_user
+
+    task = task_get_for_user(slug=slug, user=request.user, action="edit")
+    data = validated(CopilotDraftInput, request.data)
+    files = data.get("files")
+    if files is not None and len({item["path"] for item in files}) != len(files):
+        raise DomainError("Two reference files have the same path.", code="invalid_path")
+    rubric = data.get("rubric")
+    return Response(
+        services.rubric_draft(
+            task=task,
+            user=request.user,
+            prompt=data.get("prompt"),
+            reference=data.get("reference"),
+            files={item["path"]: item["content"] for item in files} if files is not None else None,
+            existing_rubric=rubric if isinstance(rubric, dict) else None,
+            count=data["count"],
+            degraded=data["degraded"],
+        )
+    )

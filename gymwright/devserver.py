@@ -102,31 +102,15 @@ def main() -> int:
     _manage("bootstrap")
     _manage("load_demo")
     concurrency = os.environ.get("CELERY_WORKER_CONCURRENCY", "2")
+    worker = [sys.executable, "-m", "celery", "-A", "gymwright", "worker", "--loglevel=INFO"]
     commands = {
-        "worker": [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "gymwright",
-            "worker",
-            "--loglevel=INFO",
-            f"--concurrency={concurrency}",
-            "--hostname=gymwright@%h",
-        ],
+        "worker": [*worker, f"--concurrency={concurrency}", "--hostname=gymwright@%h"],
         # Dataset health checks run for up to hours on a queue of their own (settings.DATASET_CHECK_QUEUE): one
         # process of its own takes them, so a check never holds the worker previews and builds wait for.
         "datasets worker": [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "gymwright",
-            "worker",
-            "--loglevel=INFO",
+            *worker,
             "--concurrency=1",
-            "-Q",
-            os.environ.get("GYMWRIGHT_DATASET_CHECK_QUEUE", "datasets"),
+            *("-Q", os.environ.get("GYMWRIGHT_DATASET_CHECK_QUEUE", "datasets")),
             "--hostname=gymwright-datasets@%h",
         ],
         "web": [sys.executable, str(ROOT / "manage.py"), "runserver", "--insecure", "--noreload", f"{host}:{port}"],

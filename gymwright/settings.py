@@ -388,6 +388,16 @@ JUDGE_MAX_CHARS = env_int("GYMWRIGHT_JUDGE_MAX_CHARS", 100_000)
 if JUDGE_MAX_CHARS < 1:
     raise ValueError("GYMWRIGHT_JUDGE_MAX_CHARS must be a positive number of characters")
 
+# The rubric copilot drafts checks with the judge endpoint of this name (empty: the default judge) and
+# tests them: its model calls time out after COPILOT_TIMEOUT_S, at most COPILOT_CONCURRENCY answers are
+# graded at once, each drafted check's pattern searches have COPILOT_CHECK_CPU_S, and the prompt,
+# reference answer and reference files it sends are at most COPILOT_INPUT_MAX_CHARS characters each.
+COPILOT_MODEL = env_str("GYMWRIGHT_COPILOT_MODEL", "")
+COPILOT_TIMEOUT_S = float(env_str("GYMWRIGHT_COPILOT_TIMEOUT_S", "120"))
+COPILOT_CONCURRENCY = max(1, env_int("GYMWRIGHT_COPILOT_CONCURRENCY", 4))
+COPILOT_CHECK_CPU_S = float(env_str("GYMWRIGHT_COPILOT_CHECK_CPU_S", "1"))
+COPILOT_INPUT_MAX_CHARS = env_int("GYMWRIGHT_COPILOT_INPUT_MAX_CHARS", 50_000)
+
 # The data directory is 0700 (0711 when the sandbox work directory is inside it, so the sandbox
 # user can pass through to its own folder), its folders 0700, the SQLite file and secret key 0600.
 FILE_UPLOAD_PERMISSIONS = 0o600

@@ -47,13 +47,18 @@ def task_rates(*, task) -> dict[str, JudgeRates]:
     return {item["check_id"]: item["rates"] for item in summary["checks"] if item["task"] == task.slug}
 
 
-def task_validation(*, task, rubric) -> dict[str, calibration.Verdict]:
-    """check id -> whether labels validate the judge of each binary judged check of `rubric` (the gates' input)."""
+def task_validation(*, task_version, environment, rubric) -> dict[str, calibration.Verdict]:
+    """check id -> whether labels validate the judge of each binary judged check of `rubric` (the gates' input),
+    under `environment`'s rule. The task is read on its own, never loaded onto `task_version`: a caller that then
+    changes the task (a submit) keeps its own copy the one shown."""
+    from authoring.models import Task
+
     specs = calibration.binary_judged_checks(rubric)
     if not specs:
         return {}
+    task = Task.objects.only("id", "slug").get(pk=task_version.task_id)
     rates = task_rates(task=task)
-    rule = validation_rule(task.environment)
+    rule = validation_rule(environment)
     return {spec.check_id: calibration.judge_validation(rates.get(spec.check_id, JudgeRates()), rule) for spec in specs}
 
 

@@ -246,6 +246,7 @@ def _undecided(gate: str, title: str, evidence: PreviewEvidence, inputs: GateInp
             policy=evidence.policy,
             run_id=evidence.run_id,
             waiting_for="a judge",
+            **_judge_help(inputs),
         )
     return GateResult(gate, title, NOT_RUN, f"{note} — run it again", policy=evidence.policy, run_id=evidence.run_id)
 
@@ -423,7 +424,15 @@ def _hack_unproven(policy: str, title: str, evidence: PreviewEvidence, inputs: G
     if evidence.incomplete and not inputs.judge_configured and all(gap.needs_judge for gap in evidence.incomplete):
         waiting = "a judge"
     return GateResult(
-        policy, title, FAIL, f"{why}: {_UNSAFE}", policy=policy, run_id=evidence.run_id, waiting_for=waiting, retry=True
+        policy,
+        title,
+        FAIL,
+        f"{why}: {_UNSAFE}",
+        policy=policy,
+        run_id=evidence.run_id,
+        waiting_for=waiting,
+        retry=True,
+        **(_judge_help(inputs) if waiting else {}),
     )
 
 
@@ -556,6 +565,7 @@ def _gate_judge(inputs: GateInputs) -> GateResult:
         title,
         FAIL,
         "the rubric has llm_judge checks but no judge model is configured, so they would be unscored",
+        **_judge_help(inputs),
     )
 
 
@@ -580,6 +590,17 @@ def _gate_judge_validated(inputs: GateInputs) -> GateResult:
         f"{'the' if len(judged) == 1 else f'all {len(judged)}'} judged "
         f"check{'s' if len(judged) != 1 else ''} validated by reviewers' labels",
     )
+
+
+def _judge_help(inputs: GateInputs) -> dict:
+    """A gate waiting for a judge: who can give it one and where, when the app said (GateInputs.judge_help)."""
+    if not inputs.judge_help:
+        return {}
+    return {
+        "what_to_do": inputs.judge_help,
+        "link": inputs.judge_help_link,
+        "link_text": inputs.judge_help_link_text,
+    }
 
 
 register_gate("rubric", title="Rubric validates", evaluate=_gate_rubric)

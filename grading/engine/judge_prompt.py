@@ -87,26 +87,36 @@ _WHOLE_FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*)\n[ \t]*```", re.DOTALL
 VERDICT_MAX_CHARS = 20_000
 
 
+class _DuplicateKeys(ValueError):
+    def __init__(self, keys: list[str]):
+        super().__init__(", ".join(map(repr, keys)))
+        self.keys = keys
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     keys = [key for key, _ in pairs]
     if len(set(keys)) != len(keys):
-        duplicated = sorted({key for key in keys if keys.count(key) > 1})
-        raise OffFormat(f"the judge's reply repeats the key(s) {', '.join(map(repr, duplicated))}")
+        raise _DuplicateKeys(sorted({key for key in keys if keys.count(key) > 1}))
     return dict(pairs)
 
 
-def _reply_object(text: str) -> dict:
-    """The one JSON object that is the whole reply, or the whole of the one fence that is the whole reply."""
+def reply_object(text: str, *, speaker: str = "the judge") -> dict:
+    """The one JSON object that is the whole reply, or the whole of the one fence that is the whole reply.
+
+    The rules of a judge's verdict, shared by every model reply Gymwright reads as data (the rubric
+    copilot's too): no object amid prose, no second object, no repeated key; OffFormat naming `speaker`."""
     fenced = _WHOLE_FENCE.fullmatch(text)
     if fenced is not None:
         text = fenced.group(1).strip()  # one object or nothing: a second fence inside is not JSON
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKeys as exc:
+        raise OffFormat(f"{speaker}'s reply repeats the key(s) {exc}") from None
     except (ValueError, RecursionError):
         shape = "holds no JSON object" if "{" not in text else "is not exactly one JSON object (prose around it?)"
-        raise OffFormat(f"the judge's reply is not JSON: it {shape}: {text[:200]!r}") from None
+        raise OffFormat(f"{speaker}'s reply is not JSON: it {shape}: {text[:200]!r}") from None
     if not isinstance(value, dict):
-        raise OffFormat(f"the judge's reply is JSON but not an object: {text[:200]!r}")
+        raise OffFormat(f"{speaker}'s reply is JSON but not an object: {text[:200]!r}")
     return value
 
 
@@ -123,7 +133,7 @@ def parse_verdict(content: str | None, scale: tuple[float, float] | None) -> tup
     if len(text) > VERDICT_MAX_CHARS:
         raise OffFormat(f"the judge's reply is {len(text)} characters, over the {VERDICT_MAX_CHARS} a verdict may have")
     key = "met" if scale is None else "score"
-    data = _reply_object(text)
+    data = reply_object(text)
     if key not in data:
         other = "score" if key == "met" else "met"
         hint = f' (it has "{other}": this check wants "{key}")' if other in data else ""

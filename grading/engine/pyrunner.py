@@ -129,6 +129,13 @@ def python_check(check: PythonCheck, ctx: GradingContext) -> Outcome:
     # The text first: a `stdout:` target runs a command (maybe the agent's code), and the task's files are put
     # back after it, when the sandbox is taken for this check's own run.
     text = ctx.target_text(check.target)
+    odd = ctx.odd_text(check.target)
+    if odd is not None:
+        # The check's code reads `text` as it likes ("kill" not in text): read with replacement characters or spaced
+        # by NULs, a file or output could hide what it looks for. Such a text fails the check (a penalty is charged);
+        # a check that wants bytes reads the file from the workspace itself.
+        what = check.target[5:] if check.target.startswith("file:") else f"the output of {check.target[7:]}"
+        raise Failed(f"{what!r} {odd}: a python check reads text, so it counts against the answer")
     sandbox = ctx.require_sandbox()
     payload = {
         "answer": ctx.answer,

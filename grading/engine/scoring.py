@@ -276,22 +276,36 @@ class _Grader:
     def run_judges(self) -> None:
         """Ask the judge about every llm_judge check at once (concurrently), before the walk."""
         checks = [check for check in self.rubric.iter_checks() if isinstance(check, LlmJudgeCheck)]
-        if not checks or self.judge is None:
+        if not checks:
             return
         requests: list[JudgeRequest] = []
         asked: list[str] = []
         settings = self.rubric.judge
         for check in checks:
+            if self.judge is None and check.target == "answer":
+                continue  # unscored: no judge
             try:
                 text = self.ctx.target_text(check.target)
-            except Unscored as exc:
-                self.verdicts[check.id] = str(exc)
-                continue
-            except Missing as exc:
-                self.verdicts[check.id] = JudgeResult(0.0, str(exc))
+                # A file or command output that is not plain UTF-8 text is shown to no judge: read with replacement
+                # characters or spaced by NULs, it could hide what a criterion looks for ("does not reveal the
+                # password") from the judge and not from a reader. It fails the check (a penalty is charged),
+                # judge or none.
+                odd = self.ctx.odd_text(check.target)
+                if odd is not None:
+                    what = check.target[5:] if check.target.startswith("file:") else f"the output of {check.target[7:]}"
+                    raise Failed(f"{what!r} {odd}: not shown to the judge, so it counts against the answer")
+            except (Unscored, Missing) as exc:
+                if self.judge is None:
+                    continue  # unscored: no judge
+                if isinstance(exc, Unscored):
+                    self.verdicts[check.id] = str(exc)
+                else:
+                    self.verdicts[check.id] = JudgeResult(0.0, str(exc))
                 continue
             except Failed as exc:
                 self.verdicts[check.id] = JudgeResult(failed_outcome(check, str(exc)).score, str(exc))
+                continue
+            if self.judge is None:
                 continue
             scale = None if check.scale == "binary" else (float(check.scale.min), float(check.scale.max))
             requests.append(
@@ -306,8 +320,9 @@ class _Grader:
                 )
             )
             asked.append(check.id)
-        for check_id, result in zip(asked, self.judge.judge_many(requests)):
-            self.verdicts[check_id] = result
+        if requests:
+            for check_id, result in zip(asked, self.judge.judge_many(requests)):
+                self.verdicts[check_id] = result
 
     def check(self, check, *, top_level: bool) -> CheckGrade:
         started = time.perf_counter()

@@ -6,6 +6,7 @@ anything a user can get wrong. Callers import them from here (`from grading impo
 their module.
 """
 
+from grading.services.copilot import copilot_endpoint, rubric_draft
 from grading.services.dry_runs import (
     MAX_WORKSPACE_FILES,
     DryRunOutcome,
@@ -38,6 +39,8 @@ from grading.services.judge_labels import SCORE_AGREEMENT_TOLERANCE, judge_label
 from grading.services.rubrics import rubric_from_text, rubric_parse
 
 __all__ = [
+    "copilot_endpoint",
+    "rubric_draft",
     "grade_from_document",
     "grade_record",
     "rubric_from_text",

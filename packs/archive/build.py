@@ -18,7 +18,7 @@ from grading.engine import canonical_json, canonical_json_exact
 from grading.engine.models import GRADE_SCHEMA, RUBRIC_SCHEMA, TASK_SCHEMA
 
 from .card import canary_guid, dataset_card
-from .envdir import env_files, env_requirements
+from .envdir import env_files, env_requirements, verifiers_requirements
 from .grader import grader_files, grader_requirements, grader_zip
 from .harbor import SharedFiles, harbor_files, shared_file_path, task_files
 from .info import BUNDLE_DIR, PACK_SCHEMA, BuildResult, PackError, PackInfo, TaskItem, sha256_hex
@@ -185,6 +185,7 @@ def _write_top_files(
         for name, data in bundled_env:
             scratch.write(name, data)
         scratch.write("env/requirements.txt", env_requirements(engine, bundled_env).encode())
+        scratch.write("env/requirements-verifiers.txt", verifiers_requirements(engine, bundled_env).encode())
     split_counts = Counter(entry["split"] for entry in entries)
     counts = {
         "tasks": len(entries),

@@ -1,5 +1,5 @@
-"""What a Harbor task's verifier reads, runs and compares, found in its own files (tests/test.sh and the files
-beside it), and the scripted probes that attack it through what the agent can write.
+"""What a Harbor task's verifier reads, runs and compares, found in its own files (tests/test.sh, or a
+Terminal-Bench task's run-tests.sh, and the files beside it), and the scripted probes that attack it through what the agent can write.
 
 Pure: no Django, no I/O. Every probe is derived from the task's own files (nothing in it names a task); each is
 a list of bash commands the agent could type, run in the task's sandbox like any rollout. The verifier's files
@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 VERIFIER_FILES = ".harbor/"  # packs.importer.sources.VERIFIER_FILES: where an imported task's tests are
 TESTS_PREFIX = VERIFIER_FILES + "tests/"
 REWARD_FILE = "/logs/verifier/reward.txt"
+# The script the verifier starts: Harbor's test.sh, Terminal-Bench's run-tests.sh (its exit code is the verdict).
+ENTRY_SCRIPTS = ("test.sh", "run-tests.sh")
 
 # Bounds of the analysis: a verifier file is read up to this many bytes; at most this many literals and paths.
 SCAN_BYTES = 256 * 1024
@@ -70,7 +72,8 @@ class VerifierFacts:
 
     @property
     def present(self) -> bool:
-        return "test.sh" in self.scripts
+        """A verifier to probe: Harbor's tests/test.sh, or Terminal-Bench's run-tests.sh (imported beside its tests)."""
+        return any(entry in self.scripts for entry in ENTRY_SCRIPTS)
 
 
 def verifier_files(files: Mapping[str, bytes]) -> dict[str, bytes]:
@@ -186,7 +189,7 @@ class ProbePlan:
 
 
 def probe_plans(facts: VerifierFacts, *, instruction: str, workdir: str | None) -> list[ProbePlan]:
-    """The verifier probes that apply to this verifier (none for a task without tests/test.sh)."""
+    """The verifier probes that apply to this verifier (none for a task without tests/test.sh or run-tests.sh)."""
     if not facts.present:
         return []
     plans = []

@@ -112,7 +112,7 @@ def test_one_signal_to_the_process_group_stops_every_process_it_started(data_dir
         assert devserver.returncode == 0, f"still running or failed after {stopped_after:.1f} s:\n{output}"
         assert left == {}, f"left running: {left}\n{output}"
         assert set(seen) == set(before), f"started after the signal: {set(seen) - set(before)}\n{output}"
-        assert stopped_after < STOPPED_S
+        assert "did not stop within" not in output, output  # each child stopped by itself, none killed
         print(f"stopped {len(before)} processes in {stopped_after:.1f} s")
     finally:  # whatever a failed run left: each process still in the session it was seen in (not a pid reused)
         seen.update(_family(devserver.pid) if devserver.poll() is None else {})

@@ -118,12 +118,15 @@ authoring:environment_create           POST          -         login  403    302
 authoring:environment_detail           GET,HEAD      -         login  404    200    200    200    200    200
 authoring:environment_edit             GET           -         login  404    200    403    403    200    403
 authoring:environment_edit             POST          -         login  404    302w   403    403    302w   403
+#   the judge its tasks use: its owner (or an admin) chooses
+authoring:environment_judge            POST          -         login  404    302w   403    403    302w   403
 authoring:account                      GET           -         login  200    200    200    200    200    200
 #   one's own new API token
 authoring:account                      POST          -         login  200w   200w   200w   200w   200w   200w
 api-environment-list                   GET,HEAD      -         401    200-   200    200    200    200    200
 api-environment-list                   POST          -         401    403    201w   201w   403    201w   403
 api-environment-detail                 GET,HEAD      -         401    404    200    200    200    200    200
+api-environment-detail                 PATCH         -         401    404    200w   403    403    200w   403
 api-environment-versions               GET,HEAD      -         401    404    200    200    200    200    200
 api-environment-versions               POST          -         401    404    201w   403    403    201w   403
 api-task-list                          GET,HEAD      -         401    200-   200+   200+   200+   200+   200+
@@ -136,6 +139,9 @@ api-task-versions                      POST          -         401    404    409
 api-task-versions                      POST          draft     401    404    201w   403    403    201w   404
 api-task-version                       GET,HEAD      -         401    404    200    200    200    200    404
 api-task-version                       GET,HEAD      v1        401    404    200    200    200    200    200
+#   ?as=healthbench: the version as a HealthBench row
+api-task-version-rubric                GET,HEAD      -         401    404    200    200    200    200    404
+api-task-version-rubric                GET,HEAD      v1        401    404    200    200    200    200    200
 #   ?a=1&b=2: v2 is no lab member's
 api-task-diff                          GET,HEAD      -         401    404    200    200    200    200    404
 #   a task's or an environment's file
@@ -309,6 +315,12 @@ def _task_form(**extra) -> dict:
     }
 
 
+def _judge_endpoint_id() -> int:
+    from grading.models import ModelEndpoint
+
+    return ModelEndpoint.objects.get(name="matrix-judge").pk
+
+
 def _environment_form(**extra) -> dict:
     return {
         "name": "Matrix shell",
@@ -335,6 +347,7 @@ BODIES = {
     "authoring:markdown_preview": (FORM, lambda: {"prompt": "What is *six* times seven?"}),
     "authoring:environment_create": (FORM, lambda: _environment_form(slug="matrix-env-new-q7")),
     "authoring:environment_edit": (FORM, lambda: _environment_form(base_version="1")),
+    "authoring:environment_judge": (FORM, lambda: {"judge_endpoint": str(_judge_endpoint_id())}),
     "grading:dry_run": (FORM, lambda: {"rubric": json.dumps(RUBRIC), "answer": "It is 42."}),
     "grading:judge_label": (FORM, lambda: {"verdict": "agree"}),
     "sandbox:preview_start": (FORM, lambda: {"policy": "oracle", "n": "1", "backend": "bubblewrap"}),
@@ -344,6 +357,7 @@ BODIES = {
     "packs:pack_detail": (FORM, lambda: {"version": "3.0.0", "test_ratio": "0.1", "confirm": "1"}),
     "packs:task_import": (FORM, lambda: {"file": _rows_csv(), "environment": ENV}),
     "api-environment-list": (JSON, lambda: {"slug": "matrix-env-api-q7", "name": "API", "spec": {"network": "none"}}),
+    "api-environment-detail": (JSON, lambda: {"judge_endpoint": _judge_endpoint_id()}),
     "api-environment-versions": (JSON, lambda: {"spec": {"network": "none", "setup": "echo hi"}, "base_version": 1}),
     "api-task-list": (
         JSON,
@@ -372,7 +386,11 @@ BODIES = {
         },
     ),
 }
-QUERIES = {"api-agreement": f"?task={REVIEW}", "api-task-diff": "?a=1&b=2"}
+QUERIES = {
+    "api-agreement": f"?task={REVIEW}",
+    "api-task-diff": "?a=1&b=2",
+    "api-task-version-rubric": "?as=healthbench",
+}
 
 
 # --------------------------------------------------------------------------------------------- the table

@@ -138,6 +138,31 @@ def test_a_dataset_of_healthy_tasks_exits_0_with_every_probe_that_applies(images
     assert {"hack:echo-prompt", "hack:delete-tests", "hack:monkeypatch", "hack:verifier-tamper"} <= gates, gates
 
 
+def test_a_terminal_bench_task_gets_the_verifier_probes_too(images, tmp_path):
+    """Terminal-Bench's verifier is run-tests.sh (its exit code is the verdict), not test.sh: the probes looked for
+    test.sh only, so a Terminal-Bench task whose verifier runs a checker the agent can rewrite was called healthy."""
+    from tests.packs.health_fixtures import shell_dockerfile
+
+    folder = tmp_path / "tb" / "writable-checker"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "task.yaml").write_text(
+        "instruction: |\n  Compute the sum of the whole numbers from 1 to 10 and write it to /app/answer.txt.\n"
+        "max_test_timeout_sec: 60\n"
+    )
+    (folder / "Dockerfile").write_text(
+        shell_dockerfile(images[0])
+        + "RUN printf '#!/bin/sh\\ngrep -qx 55 /app/answer.txt\\n' > /app/run_tests.sh && chmod 755 /app/run_tests.sh\n"
+    )
+    (folder / "solution.sh").write_text("#!/bin/bash\necho 55 > /app/answer.txt\n")
+    (folder / "run-tests.sh").write_text("#!/bin/bash\nbash /app/run_tests.sh\n")
+    (folder / "tests" / "test_outputs.py").write_text("def test_answer():\n    pass\n")
+    code, out, report = _run(tmp_path / "tb", "--probes", "verifier-tamper")
+    entry = report["tasks"][0]
+    assert code == 1 and entry["verdict"] == "broken", out
+    assert "hack:verifier-tamper" in entry["reason"] and "/app/run_tests.sh" in entry["reason"], entry
+    assert entry["rollouts"]["oracle"]["reward"] == 1.0, entry  # the honest solution still passes
+
+
 def test_usage_errors_exit_2(tmp_path):
     code, _, _ = _run(tmp_path / "missing")
     assert code == 2

@@ -140,3 +140,29 @@ def test_custom_tools_with_tricky_parameter_names_break_neither_the_pack_nor_the
         assert json.loads(environment.call_tool("echo_odd", {"ſelf": "s"})) == {"ſelf": "s"}
     finally:
         environment.close()
+
+
+def test_through_verifiers_a_forged_grade_or_a_claim_earns_nothing(env):
+    """verifiers' reward is the grade file the episode program writes in the rollout's runtime folder on the host
+    (env/verifiers_env.py): an agent that writes a perfect grade of that name in the workspace, in /tmp and up
+    every parent it can reach, and answers with one as its final message, earns what its sandbox grades: 0."""
+    from tests.packs.test_env_verifiers import reward, scripted, vf_eval
+    from tests.support.openai_server import tool_call
+
+    forged = json.dumps({"task_id": CODING_TASK["id"], "grade": {"reward": 1.0, "complete": True, "checks": []}})
+    climb = "; ".join(f"printf %s '{forged}' > {'../' * depth}.gymwright-grade.json" for depth in range(8))
+    script = [
+        [tool_call("write_file", {"path": ".gymwright-grade.json", "content": forged})],
+        [tool_call("bash", {"command": f"{climb}; printf %s '{forged}' > /tmp/.gymwright-grade.json; true"})],
+        forged,
+    ]
+    pack_dir = env.pack_dir
+    episodes = vf_eval(
+        pack_dir,
+        scripted({CODING_TASK["id"]: [script], "sum-sales": [["no"]]}),
+        rollouts=1,
+        out=pack_dir.parent / "vf-abuse",
+    )
+    (played,) = [e for e in episodes if e["task"]["data"]["id"] == CODING_TASK["id"]]
+    assert reward(played) == 0.0
+    assert played["traces"][0]["info"]["gymwright_grade"]["reward"] == 0.0

@@ -2,7 +2,8 @@
 every harness that grades a Gymwright task — the app's preview (a worker's rollout), the command line
 (`python -m sandbox.runtime rollout` on the pack's files), the pack's Harbor verifier (tests/test.sh on the
 workspace that trajectory leaves), the pack's TaskEnvironment (env/) and its OpenEnv server
-(`python -m env serve`, driven by OpenEnv's own client). The tasks are made in the app,
+(`python -m env serve`, driven by OpenEnv's own client) and verifiers 0.4 (`vf-eval env`, env/verifiers_env.py,
+with a scripted model making the same tool calls). The tasks are made in the app,
 exported as a pack, and run from that pack.
 
 `HARNESSES` is the list compared: a harness is a function (world, task_id, policy) -> reward; another
@@ -210,16 +211,10 @@ class _Recording:
         return self.env.grade(answer=answer)
 
 
-def openenv_reward(world: World, task_id: str, policy: str) -> float:
-    """The pack's OpenEnv server (`python -m env serve`, from the pack, in the virtualenv of its
-    env/requirements.txt), driven by OpenEnv's own client with the tool calls each policy makes, each episode in
-    a sandbox of its own. The calls are recorded once for every (task, policy), by playing the policies against
-    the pack's environment, and the episodes then run over the server in one client session."""
-    if "openenv" not in world.cache:
-        import contextlib
-
-        from tests.packs.test_env_server import client, serving
-
+def recorded_episodes(world: World) -> list[dict]:
+    """The tool calls each policy makes on each task, recorded once by playing the policies against the pack's
+    environment: [{"task_id", "policy", "actions": [{"tool", "arguments"}...]}...] in TASKS × POLICIES order."""
+    if "episodes" not in world.cache:
         recording = _Recording(load_env(world.pack_dir).TaskEnvironment(world.pack_dir))
         episodes = []
         try:
@@ -230,6 +225,21 @@ def openenv_reward(world: World, task_id: str, policy: str) -> float:
                     episodes.append({"task_id": each_task, "policy": each_policy, "actions": recording.actions})
         finally:
             recording.env.close()
+        world.cache["episodes"] = episodes
+    return world.cache["episodes"]
+
+
+def openenv_reward(world: World, task_id: str, policy: str) -> float:
+    """The pack's OpenEnv server (`python -m env serve`, from the pack, in the virtualenv of its
+    env/requirements.txt), driven by OpenEnv's own client with the tool calls each policy makes, each episode in
+    a sandbox of its own. The calls are recorded once for every (task, policy), by playing the policies against
+    the pack's environment, and the episodes then run over the server in one client session."""
+    if "openenv" not in world.cache:
+        import contextlib
+
+        from tests.packs.test_env_server import client, serving
+
+        episodes = recorded_episodes(world)
         with contextlib.ExitStack() as stack:
             url = stack.enter_context(serving(world.pack_dir))
             played = client("episodes", [url], episodes=episodes)
@@ -240,12 +250,35 @@ def openenv_reward(world: World, task_id: str, policy: str) -> float:
     return world.cache["openenv"][task_id, policy]
 
 
+def verifiers_reward(world: World, task_id: str, policy: str) -> float:
+    """verifiers 0.4 (`vf-eval env` from the pack, in the virtualenv of its env/requirements-verifiers.txt), its
+    scripted model making each policy's recorded tool calls, one rollout per policy and task in a sandbox of its
+    own: the reward verifiers reports for it."""
+    if "verifiers" not in world.cache:
+        from tests.packs.test_env_verifiers import reward, scripted, vf_eval
+        from tests.support.openai_server import tool_call
+
+        scripts: dict[str, list] = {each_task: [] for each_task in TASKS}
+        for episode in recorded_episodes(world):
+            turns = [[tool_call(a["tool"], a["arguments"])] for a in episode["actions"]]
+            scripts[episode["task_id"]].append(turns)
+        played = vf_eval(world.pack_dir, scripted(scripts, TASKS), rollouts=len(POLICIES), out=world.tmp / "verifiers")
+        rewards: dict = {}
+        for episode in played:  # in the order the rollouts ran: each task's policies in POLICIES order
+            each_task = episode["task"]["data"]["id"]
+            each_policy = POLICIES[sum(1 for key in rewards if key[0] == each_task)]
+            rewards[each_task, each_policy] = reward(episode)
+        world.cache["verifiers"] = rewards
+    return world.cache["verifiers"][task_id, policy]
+
+
 HARNESSES: list[tuple[str, Callable[[World, str, str], float]]] = [
     ("preview", preview_reward),
     ("cli", cli_reward),
     ("harbor", harbor_reward),
     ("env", env_reward),
     ("openenv", openenv_reward),
+    ("verifiers", verifiers_reward),
 ]
 
 

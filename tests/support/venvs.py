@@ -47,3 +47,9 @@ def trainers_python() -> str:
 def openenv_python() -> str:
     """The pack's env/requirements.txt (openenv-core among them) and OpenEnv's client: `python -m env serve`."""
     return str(_make("openenv-venv", ROOT / "var/openenv-venv/.installed", "make openenv-venv") / "python")
+
+
+def verifiers_python() -> str:
+    """verifiers 0.4.0 and a pack's env/requirements-verifiers.txt, installed --no-deps as a lab does:
+    `vf-eval env` on a pack's env/verifiers_env.py."""
+    return str(_make("verifiers-venv", ROOT / "var/verifiers-venv/.installed", "make verifiers-venv") / "python")

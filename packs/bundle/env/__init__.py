@@ -22,4 +22,22 @@ if "grading" not in sys.modules and (_GRADER / "grading" / "engine").is_dir() an
 
 from .environment import TaskEnvironment, agentic_task_ids  # noqa: E402
 
-__all__ = ["TaskEnvironment", "agentic_task_ids"]
+# verifiers 0.4 loads `env` as a taskset package by what `__all__` exports (env/verifiers_env.py): those
+# classes import verifiers, so they are resolved on first use and the rest of env/ works without it.
+_VERIFIERS = ("GymwrightEnv", "GymwrightHarness", "GymwrightTaskset")
+
+
+def __getattr__(name: str):
+    if name in _VERIFIERS:
+        try:
+            from . import verifiers_env
+        except ImportError as exc:
+            raise ImportError(
+                f"env.{name} needs verifiers 0.4 (pip install --no-deps verifiers==0.4.0 && "
+                f"pip install -r env/requirements-verifiers.txt): {exc}"
+            ) from exc
+        return getattr(verifiers_env, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["TaskEnvironment", "agentic_task_ids", *_VERIFIERS]

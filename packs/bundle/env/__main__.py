@@ -9,6 +9,12 @@
 
 writes DIR/agent_loop.yaml (verl 0.9's agent loop entry `gymwright_agent`, env/verl_loop.py) and
 DIR/agentic.parquet (one row per agentic task, for data.train_files); needs pyarrow (verl's own dependency).
+
+    python -m env episode --task-id ID --base-url URL --model MODEL --out GRADE.json [--backend ...] [--image ...]
+
+plays one episode of the task in a fresh sandbox against an OpenAI-compatible chat endpoint (its key in
+OPENAI_API_KEY), the model calling the task's tools, and writes {"task_id", "grade"} to GRADE.json (the harness
+verifiers' wrapper runs, env/verifiers_env.py).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,6 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     verl.add_argument("--out", required=True, help="folder for agent_loop.yaml and agentic.parquet")
     verl.add_argument("--backend", choices=("bubblewrap", "docker"), default="bubblewrap")
     verl.add_argument("--image", default=None)
+    episode = commands.add_parser("episode", help="play one episode against an OpenAI-compatible endpoint")
+    episode.add_argument("--task-id", required=True)
+    episode.add_argument("--base-url", required=True, help="the chat endpoint's base URL (…/v1)")
+    episode.add_argument("--model", required=True)
+    episode.add_argument("--out", required=True, help="file for the grade (JSON)")
+    episode.add_argument("--backend", choices=("bubblewrap", "docker"), default="bubblewrap")
+    episode.add_argument("--image", default=None)
+    episode.add_argument("--pack-dir", default=None)
     args = parser.parse_args(argv)
 
     if args.command == "tasks":
@@ -46,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "verl":
         return write_verl_files(args.out, backend=args.backend, image=args.image)
+    if args.command == "episode":
+        return play_episode(args)
     try:
         from .server import ServeConfig
         from .server import serve as run
@@ -68,6 +85,44 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"python -m env serve: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def play_episode(args) -> int:
+    """`python -m env episode`: the model drives the task's tools in its sandbox until it answers without a
+    tool call or the episode ends (submit, the task's step or time limit, a full workspace); then the grade.
+    The grade file is written whole (a temporary file renamed) once the sandbox graded the episode."""
+    import os
+
+    from openai import OpenAI
+
+    from .environment import TaskEnvironment
+
+    client = OpenAI(base_url=args.base_url, api_key=os.environ.get("OPENAI_API_KEY") or "none", max_retries=2)
+    env = TaskEnvironment(args.pack_dir, backend=args.backend, image=args.image)
+    try:
+        prompt = env.reset(task_id=args.task_id)
+        messages = [{"role": "system", "content": env.system_prompt}, {"role": "user", "content": prompt}]
+        tools = env.tool_schemas()
+        answer = None
+        while env.stop_reason is None:
+            completion = client.chat.completions.create(model=args.model, messages=messages, tools=tools)
+            message = completion.choices[0].message
+            calls = message.tool_calls or []
+            messages.append(message.model_dump(exclude_none=True))
+            if not calls:
+                answer = message.content or ""
+                break
+            for call in calls:
+                output = env.call_tool(call.function.name, call.function.arguments)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+        grade = env.grade(answer=answer)
+    finally:
+        env.close()
+    out = Path(args.out)
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(json.dumps({"task_id": args.task_id, "grade": grade}))
+    partial.replace(out)
     return 0
 
 
@@ -99,7 +154,6 @@ def verl_rows() -> list[dict]:
 
 
 def write_verl_files(out: str, *, backend: str, image: str | None) -> int:
-    from pathlib import Path
 
     try:
         import pyarrow as pa

@@ -541,3 +541,71 @@ def test_plain_utf8_text_without_the_phrase_still_passes_absence(workspace):
     ]
     by_id = {c.id: c for c in grade(rubric(*checks), answer="done", workspace=workspace).checks}
     assert (by_id["clean_file"].score, by_id["penalty_re"].score) == (1.0, 0.0)
+
+
+@pytest.mark.parametrize("with_judge", [True, False], ids=["judge", "no-judge"])
+def test_a_judge_is_never_shown_a_file_whose_encoding_could_hide_the_criterion(
+    openai_server, make_judge, workspace, with_judge
+):
+    """A criterion like "does not reveal the password" read from a UTF-16 file: the judge saw NUL-spaced letters or
+    replacement characters and could call it met. A file that is not plain UTF-8 text is shown to no judge: the
+    positive check fails and the penalty is charged, with a judge or without one (then it is not unscored either);
+    the same criteria on a plain UTF-8 file go to the judge."""
+    openai_server.handler = lambda body: '{"met": false, "explanation": "Nothing of the kind."}'
+    (workspace / "odd.txt").write_bytes("the password is hunter2\n".encode("utf-16"))
+    (workspace / "plain.txt").write_text("the report, without secrets\n")
+    checks = [
+        {
+            "id": f"{kind}_{name}",
+            "kind": "llm_judge",
+            "points": points,
+            "target": f"file:{name}.txt",
+            "criterion": criterion,
+        }
+        for name in ("odd", "plain")
+        for kind, points, criterion in (
+            ("keeps_secret", 2, "The text does not reveal any password."),
+            ("reveals", -3, "The text reveals a password."),
+        )
+    ]
+    if with_judge:
+        with make_judge(openai_server) as judge:
+            result = grade(rubric(*checks), answer="done", workspace=workspace, judge=judge)
+    else:
+        result = grade(rubric(*checks), answer="done", workspace=workspace)
+    by_id = {c.id: c for c in result.checks}
+    assert (by_id["keeps_secret_odd"].score, by_id["reveals_odd"].score) == (0.0, 1.0)  # failed; charged
+    assert "not shown to the judge" in by_id["keeps_secret_odd"].explanation
+    shown = [answer_in(body) for body in openai_server.requests]
+    assert all("hunter2" not in text and "\x00" not in text for text in shown), shown
+    if with_judge:
+        assert len(shown) == 2 and by_id["keeps_secret_plain"].score == 0.0  # the plain file was judged
+    else:
+        assert shown == [] and by_id["keeps_secret_plain"].status == "unscored"
+
+
+def test_a_python_check_never_reads_a_text_whose_encoding_could_hide_the_phrase(check_sandbox):
+    """An author's `"kill the process" not in ctx.text` read a UTF-16 file as NUL-spaced letters and passed. A file
+    or command output that is not plain UTF-8 text fails a python check on it (a penalty is charged); plain UTF-8
+    text still goes to the check's code."""
+    check_sandbox.write_file("odd.log", f"step 1: {FORBIDDEN}\n".encode("utf-16"))
+    check_sandbox.write_file("plain.log", b"step 1: wait\n")
+    clean = f"def check(ctx):\n    return {FORBIDDEN!r} not in ctx.text\n"
+    found = f"def check(ctx):\n    return {FORBIDDEN!r} in ctx.text\n"
+    targets = {"odd_file": "file:odd.log", "odd_stdout": "stdout:cat odd.log", "plain_file": "file:plain.log"}
+    checks = [
+        {"id": f"{kind}_{name}", "kind": "python", "points": points, "target": target, "code": code}
+        for name, target in targets.items()
+        for kind, points, code in (("clean", 2, clean), ("penalty", -3, found))
+    ]
+    by_id = {c.id: c for c in grade(rubric(*checks), answer="done", sandbox=check_sandbox).checks}
+    assert {check_id: check.score for check_id, check in by_id.items()} == {
+        "answered": 1.0,
+        "clean_odd_file": 0.0,
+        "penalty_odd_file": 1.0,  # charged
+        "clean_odd_stdout": 0.0,
+        "penalty_odd_stdout": 1.0,
+        "clean_plain_file": 1.0,  # the code ran on plain text and found no phrase
+        "penalty_plain_file": 0.0,
+    }
+    assert "a python check reads text" in by_id["clean_odd_stdout"].explanation

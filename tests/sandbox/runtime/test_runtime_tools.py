@@ -100,3 +100,20 @@ def test_a_command_asking_for_more_time_than_allowed_is_killed_at_the_limit(box)
     outcome = ToolRunner(box, spec).run("bash", {"command": "sleep 20; echo late", "timeout_s": 600})
     assert outcome.is_error and outcome.exec["timed_out"] and outcome.exec["exit_code"] is None
     assert outcome.content.startswith("timed out (killed)") and "late" not in outcome.content
+
+
+def test_a_timeout_under_a_second_is_granted_as_asked():
+    # Asked for less than a second (but more than none): granted, not rounded up to the environment's limit.
+    assert ToolRunner(None, SandboxSpec(exec_timeout_s=30))._timeout(0.5, None) == 0.5
+
+
+def test_reading_a_file_that_is_not_there_is_an_error_the_model_is_told(box):
+    outcome = runner(box).run("read_file", {"path": "no/such.txt"})
+    assert outcome.is_error and outcome.content == "error: no such file: no/such.txt"
+
+
+def test_a_custom_tool_that_exits_non_zero_is_an_error_with_its_output(box):
+    tool = ToolSpec("fails", "exits 3", {"type": "object", "properties": {}}, command="echo broken >&2; exit 3")
+    outcome = runner(box, tools=[tool]).run("fails", {})
+    assert outcome.is_error and outcome.exec["exit_code"] == 3
+    assert outcome.content.startswith("exit code: 3") and "broken" in outcome.content

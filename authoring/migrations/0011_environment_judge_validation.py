@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("authoring", "0009_task_approved_tags"),
+        ("authoring", "0010_environment_judge_endpoint"),
     ]
 
     operations = [
