@@ -43,6 +43,9 @@ class EnvironmentOutput(serializers.Serializer):
         source="judge_endpoint_id", allow_null=True, help_text="The judge endpoint its owner chose; null: the default."
     )
     judge_endpoint_name = serializers.CharField(source="judge_endpoint.name", allow_null=True, default=None)
+    judge_min_labels = serializers.IntegerField(help_text="distinct labelled answers a judged check needs")
+    judge_min_rate = serializers.FloatField(help_text="the TPR and TNR a judged check needs")
+    judge_unvalidated_blocks = serializers.BooleanField(help_text="a judged check not validated blocks submission")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 

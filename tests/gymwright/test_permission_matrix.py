@@ -206,6 +206,9 @@ api-task-version-previews              POST          v1        401    404    201
 api-preview-detail                     GET,HEAD      -         401    404    200    200    200    200    404
 api-preview-detail                     GET,HEAD      v1        401    404    200    200    200    200    200
 api-preview-cancel                     POST          -         401    404    200w   200w   200w   200w   404
+#   whoever reads the preview; the world's rubric has no llm_judge check: nothing to correct (409)
+api-preview-calibration                GET,HEAD      -         401    404    409    409    409    409    404
+api-preview-calibration                GET,HEAD      v1        401    404    409    409    409    409    409
 api-preview-cancel                     POST          v1        401    404    200w   200w   200w   200w   403
 api-rollout-detail                     GET,HEAD      -         401    404    200    200    200    200    404
 api-rollout-detail                     GET,HEAD      v1        401    404    200    200    200    200    200
