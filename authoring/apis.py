@@ -337,35 +337,6 @@ class TaskVersionDetailApi(APIView):
         )
 
 
-class TaskVersionRubricExportApi(APIView):
-    """A version's rubric as a HealthBench or RaR row (`?as=healthbench|rar`), as `manage.py export_rubrics`
-    writes it (docs/formats.md, "HealthBench and RaR rubrics"), with the ids of the checks the format has
-    no place for."""
-
-    @extend_schema(
-        parameters=[OpenApiParameter("as", str, required=True, enum=["healthbench", "rar"])],
-        responses=inline_serializer(
-            "RubricExport",
-            fields={
-                "format": serializers.CharField(),
-                "row": serializers.DictField(),
-                "left_out": serializers.ListField(),
-            },
-        ),
-    )
-    def get(self, request, slug, number):
-        from packs.importer.rubric_formats import EXPORTERS
-
-        fmt = request.query_params.get("as", "")
-        if fmt not in EXPORTERS:
-            raise DomainError(
-                "Give ?as=healthbench or ?as=rar.", details=[{"pointer": "/as", "message": "healthbench or rar"}]
-            )
-        version = selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
-        row, left_out = EXPORTERS[fmt](version.spec, slug)
-        return Response({"format": fmt, "row": row, "left_out": left_out})
-
-
 class TaskDiffApi(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("a", int, required=True), OpenApiParameter("b", int, required=True)],
