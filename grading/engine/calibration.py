@@ -698,3 +698,121 @@ def rubric_max_points(rubric: Mapping | None) -> float:
         if isinstance(points, (int, float)) and not isinstance(points, bool) and points > 0:
             total += points
     return total
+
+
+# ---------------------------------------------------------------- blind human reward prediction
+#
+# Reviewers score a sample of rollouts without seeing their grade: pass / fail and 0-10. The rubric is trusted as
+# far as its reward ranks rollouts as humans do (Spearman's rank correlation), and every rollout it passes that
+# humans fail is a hack the probes missed.
+
+#: A task's reward is flagged when its rank correlation with blind human scores is below this ...
+DEFAULT_MIN_CORRELATION = 0.5
+#: ... over at least this many blind-scored rollouts (fewer: too little evidence to say anything).
+DEFAULT_MIN_BLIND_SCORED = 10
+#: The stratified sample: equal-width bins of reward over [0, 1], this many rollouts drawn from each.
+BLIND_BINS = 5
+BLIND_PER_BIN = 4
+BLIND_SEED = 20240607
+
+
+def stratified_sample(
+    items: Iterable[tuple[int, float]], *, bins: int = BLIND_BINS, per_bin: int = BLIND_PER_BIN, seed: int = BLIND_SEED
+) -> list[int]:
+    """Keys of a sample of (key, reward) items spread over the reward range: up to `per_bin` drawn (seeded) from
+    each of `bins` equal buckets of [0, 1] (1.0 in the last), so that rare low and high rewards are scored as
+    often as common ones. The sample is shuffled with the same seed: its order says nothing of the rewards."""
+    import random
+
+    if bins < 1 or per_bin < 1:
+        raise ValueError(f"bins and per_bin must be at least 1 (bins={bins}, per_bin={per_bin})")
+    buckets: list[list[int]] = [[] for _ in range(bins)]
+    for key, reward in sorted(items):
+        if reward is None:
+            continue
+        buckets[min(bins - 1, max(0, int(float(reward) * bins)))].append(key)
+    rng = random.Random(seed)
+    chosen = [key for bucket in buckets for key in (bucket if len(bucket) <= per_bin else rng.sample(bucket, per_bin))]
+    rng.shuffle(chosen)
+    return chosen
+
+
+def average_ranks(values: list[float]) -> list[float]:
+    """1-based ranks, ties sharing the mean of the ranks they span."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            ranks[order[position]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def spearman(pairs: Iterable[tuple[float, float]]) -> float | None:
+    """Spearman's rank correlation of (x, y) pairs: Pearson's r of their average ranks (ties handled). None when
+    it is undefined: fewer than 2 pairs, or either side takes a single value."""
+    pairs = list(pairs)
+    if len(pairs) < 2:
+        return None
+    rx = average_ranks([x for x, _ in pairs])
+    ry = average_ranks([y for _, y in pairs])
+    mean = (len(pairs) + 1) / 2
+    sxy = sum((a - mean) * (b - mean) for a, b in zip(rx, ry, strict=True))
+    sxx = sum((a - mean) ** 2 for a in rx)
+    syy = sum((b - mean) ** 2 for b in ry)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def spearman_interval(
+    pairs: Iterable[tuple[float, float]], *, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float] | None:
+    """A 95 % percentile bootstrap interval of Spearman's rho: `resamples` (bounded, seeded) draws of the pairs
+    with replacement. None when rho is undefined in more than MAX_UNDEFINED_SHARE of them (too few distinct
+    values) or there are fewer than 3 pairs."""
+    import random
+
+    pairs = list(pairs)
+    if len(pairs) < 3 or spearman(pairs) is None:
+        return None
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(resamples):
+        rho = spearman([pairs[rng.randrange(len(pairs))] for _ in pairs])
+        if rho is not None:
+            draws.append(rho)
+    return _percentile_interval(draws, resamples)
+
+
+@dataclass(frozen=True)
+class HumanPredictionRule:
+    """When a task's reward is flagged for disagreeing with blind human scores."""
+
+    min_correlation: float = DEFAULT_MIN_CORRELATION
+    min_scored: int = DEFAULT_MIN_BLIND_SCORED
+
+    def to_dict(self) -> dict:
+        return {"min_correlation": self.min_correlation, "min_scored": self.min_scored}
+
+
+def human_prediction_verdict(
+    rho: float | None, scored: int, rule: HumanPredictionRule = HumanPredictionRule()
+) -> Verdict:
+    """Whether the reward ranks rollouts as blind human scores do. Too few scored rollouts, or scores that do not
+    vary, are not a flag: there is nothing measured to warn about yet (the message says so)."""
+    if scored < rule.min_scored:
+        return Verdict(True, f"not measured yet: {scored} of {rule.min_scored} rollouts scored blind")
+    if rho is None:
+        return Verdict(True, f"not measured: over {scored} rollouts the reward or the human score never varies")
+    if rho < rule.min_correlation:
+        return Verdict(
+            False,
+            f"the reward ranks rollouts unlike blind human scores: Spearman {rho:.2f} over {scored} rollouts, "
+            f"below {rule.min_correlation:.2f}",
+        )
+    return Verdict(True, f"Spearman {rho:.2f} with blind human scores over {scored} rollouts")

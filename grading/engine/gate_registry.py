@@ -95,6 +95,9 @@ class GateInputs:
     # judged checks; None: nothing here gathers labels. Blocking only where the environment says so.
     judge_validation: Mapping[str, Verdict] | None = None
     judge_validation_blocks: bool = False
+    # Whether the task's reward ranks rollouts as reviewers' blind scores do (calibration.human_prediction_verdict);
+    # None: nothing here gathers blind scores. Only ever a warning.
+    human_prediction: Verdict | None = None
 
     @property
     def rubric(self) -> Mapping:
@@ -249,6 +252,8 @@ _WHAT_TO_DO = {
     "test files, exact file checks, penalties), then run the gates.",
     "examples": "Fix the rubric or the example answer (its expected verdict or files), then save a new version.",
     "judge": "Configure a judge endpoint (an admin adds one under Admin → Model endpoints), then run the gates.",
+    "human_prediction": "Open the blind-scoring figures: turn each rollout the rubric passes and humans fail into an "
+    "example answer expected to fail, then tighten the rubric until it fails them.",
     "judge_validated": "Label the judge's verdicts on these checks (Review, Label the judge) until each has enough "
     "answers of both classes; if a rate stays low, reword the criterion or change the judge.",
 }

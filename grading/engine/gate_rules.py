@@ -628,4 +628,15 @@ register_gate(
 )
 register_gate("examples", title="Example answers", evaluate=_gate_examples)
 register_gate("judge", title="Judge configured", evaluate=_gate_judge)
+
+
+def _gate_human_prediction(inputs: GateInputs) -> GateResult:
+    title = "Reward agrees with blind human scores"
+    if inputs.human_prediction is None:
+        return GateResult("human_prediction", title, PASS, "this installation gathers no blind human scores")
+    verdict = inputs.human_prediction
+    return GateResult("human_prediction", title, PASS if verdict.ok else FAIL, verdict.message, blocking=False)
+
+
 register_gate("judge_validated", title="Judge validated against labels", evaluate=_gate_judge_validated)
+register_gate("human_prediction", title="Reward agrees with blind human scores", evaluate=_gate_human_prediction)
