@@ -28,4 +28,17 @@ urlpatterns = [
         apis.PreviewCalibrationApi.as_view(),
         name="api-preview-calibration",
     ),
+    path("tasks/<slug:slug>/blind/", apis.BlindFiguresApi.as_view(), name="api-task-blind"),
+    path("tasks/<slug:slug>/blind/sample/", apis.BlindSampleApi.as_view(), name="api-task-blind-sample"),
+    path(
+        "tasks/<slug:slug>/blind/rollouts/<int:rollout_id>/score/",
+        apis.BlindScoreApi.as_view(),
+        name="api-task-blind-score",
+    ),
+    path(
+        "tasks/<slug:slug>/blind/hacks/<int:rollout_id>/example/",
+        apis.BlindHackExampleApi.as_view(),
+        name="api-task-blind-hack-example",
+    ),
+    path("environments/<slug:slug>/blind/", apis.EnvironmentBlindFiguresApi.as_view(), name="api-environment-blind"),
 ]

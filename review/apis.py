@@ -564,3 +564,159 @@ class PreviewCalibrationApi(APIView):
                 http_status=409,
             )
         return Response(document)
+
+
+# ---------------------------------------------------------------- blind human reward prediction (review.blind)
+
+BLIND_FIGURES = inline_serializer(
+    "BlindFigures",
+    fields={
+        "task": serializers.CharField(),
+        "scored": serializers.IntegerField(help_text="rollouts scored blind"),
+        "scores": serializers.IntegerField(help_text="blind scores (a rollout may have several reviewers')"),
+        "spearman": serializers.FloatField(allow_null=True, help_text="reward vs mean human score; null: undefined"),
+        "spearman_ci95": serializers.ListField(child=serializers.FloatField(), allow_null=True),
+        "flagged": serializers.BooleanField(),
+        "verdict": serializers.CharField(),
+        "rule": serializers.DictField(),
+        "sample": serializers.IntegerField(help_text="rollouts in the stratified sample"),
+        "hacks": serializers.ListField(child=serializers.DictField()),
+        "bootstrap": serializers.DictField(),
+    },
+)
+
+
+class BlindFiguresApi(APIView):
+    @extend_schema(
+        responses={200: BLIND_FIGURES, **_errors(403, 404)},
+        operation_id="blind_figures",
+        tags=["review"],
+        description="How the task's reward ranks rollouts against reviewers' blind scores: Spearman with a seeded "
+        "bootstrap interval, whether the environment's rule flags it, and `hacks`: rollouts the rubric passes that "
+        "most of their blind scorers fail (`example`: already an example answer).",
+    )
+    def get(self, request, slug: str):
+        from review import blind
+
+        selectors.review_workspace_check(user=request.user)
+        task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        return Response(blind.task_figures(task=task))
+
+
+class EnvironmentBlindFiguresApi(APIView):
+    @extend_schema(
+        responses={
+            200: inline_serializer("EnvironmentBlindFigures", fields={"environment": serializers.CharField()}),
+            **_errors(403, 404),
+        },
+        operation_id="environment_blind_figures",
+        tags=["review"],
+        description="The environment's blind-prediction figures pooled over its tasks' scored rollouts, and each "
+        "task's (scored, scores, spearman, spearman_ci95, flagged, verdict, hacks: a count).",
+    )
+    def get(self, request, slug: str):
+        from review import blind
+
+        selectors.review_workspace_check(user=request.user)
+        environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+        return Response(blind.environment_figures(environment=environment))
+
+
+class BlindSampleApi(APIView):
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "BlindSample",
+                fields={
+                    "to_score": serializers.ListField(child=serializers.IntegerField()),
+                    "scored": serializers.ListField(child=serializers.IntegerField()),
+                },
+            ),
+            **_errors(403, 404),
+        },
+        operation_id="blind_sample",
+        tags=["review"],
+        description="The task's stratified blind sample for you: rollout ids still to score (in order) and those "
+        "you scored. No reward: read a rollout's grade only after scoring it. 403 for the task's author.",
+    )
+    def get(self, request, slug: str):
+        from review import blind
+        from review.models import BlindScore
+
+        task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        blind.blind_check(task=task, user=request.user)
+        ids = blind.sample_ids(task=task)
+        done = set(
+            BlindScore.objects.filter(reviewer=request.user, rollout_id__in=ids).values_list("rollout_id", flat=True)
+        )
+        return Response({"to_score": [pk for pk in ids if pk not in done], "scored": [pk for pk in ids if pk in done]})
+
+
+class BlindScoreInput(serializers.Serializer):
+    passed = serializers.BooleanField()
+    score = serializers.IntegerField(min_value=0, max_value=10)
+
+
+class BlindScoreApi(APIView):
+    @extend_schema(
+        request=BlindScoreInput,
+        responses={
+            201: inline_serializer(
+                "BlindScoreRecorded",
+                fields={
+                    "rollout": serializers.IntegerField(),
+                    "passed": serializers.BooleanField(),
+                    "score": serializers.IntegerField(),
+                    "reward": serializers.FloatField(help_text="the rubric's reward, revealed once you scored"),
+                    "rubric_passed": serializers.BooleanField(allow_null=True),
+                },
+            ),
+            **_errors(400, 403, 404, 409),
+        },
+        operation_id="blind_score",
+        tags=["review"],
+        description="Score a rollout of the task blind (reviewers and admins; never the task's author): passed and "
+        "0-10. Once per reviewer and rollout: 409 for a second. The answer reveals the rubric's reward.",
+    )
+    def post(self, request, slug: str, rollout_id: int):
+        from review import blind
+
+        task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        blind.blind_check(task=task, user=request.user)
+        rollout = blind.rollout_for(task=task, rollout_id=rollout_id)
+        data = validated(BlindScoreInput, request.data)
+        score = blind.score_record(task=task, rollout=rollout, reviewer=request.user, **data)
+        return Response(
+            {
+                "rollout": rollout.pk,
+                "passed": score.passed,
+                "score": score.score,
+                "reward": rollout.reward,
+                "rubric_passed": rollout.passed,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class BlindHackExampleApi(APIView):
+    @extend_schema(
+        request=None,
+        responses={
+            201: inline_serializer(
+                "BlindHackExample", fields={"version": serializers.IntegerField(), "example": serializers.CharField()}
+            ),
+            **_errors(400, 403, 404, 409),
+        },
+        operation_id="blind_hack_example",
+        tags=["review"],
+        description="Turn a flagged hack (a rollout the rubric passes and blind scorers fail) into an example answer "
+        "expected to fail: a new version of the task (its author or an admin), audited. 409 when it already is one.",
+    )
+    def post(self, request, slug: str, rollout_id: int):
+        from review import blind
+
+        task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        version = blind.hack_to_example(task=task, rollout_id=rollout_id, user=request.user)
+        return Response(
+            {"version": version.number, "example": blind.example_name(rollout_id)}, status=status.HTTP_201_CREATED
+        )

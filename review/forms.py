@@ -33,3 +33,15 @@ class SubmitForm(_CommentLimit, forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         label="Admin override: why submit despite failing gates",
     )
+
+
+class BlindScoreForm(forms.Form):
+    """A reviewer's blind score of one rollout (review.blind)."""
+
+    passed = forms.TypedChoiceField(
+        choices=[("yes", "Passes"), ("no", "Fails")],
+        coerce=lambda value: value == "yes",
+        widget=forms.RadioSelect,
+        label="Would you pass this rollout?",
+    )
+    score = forms.IntegerField(min_value=0, max_value=10, label="Its quality, 0 (worthless) to 10 (perfect)")

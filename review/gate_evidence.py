@@ -15,6 +15,7 @@ from grading.engine.models import has_judge_checks
 from gymwright.errors import DomainError
 from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, PreparedIn
+from review import blind
 from review.calibration import task_validation
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
@@ -138,6 +139,7 @@ def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
         example_answers=_example_answer_results(task_version),
         judge_validation=task_validation(task_version=task_version, environment=environment, rubric=rubric),
         judge_validation_blocks=bool(getattr(environment, "judge_unvalidated_blocks", False)),
+        human_prediction=blind.gate_verdict(task_version=task_version),
     )
 
 

@@ -117,3 +117,40 @@ class ReviewVisit(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["task", "reviewer"], name="review_visit_one_per_reviewer")]
+
+
+class BlindScore(models.Model):
+    """A reviewer's score of one preview rollout made before they saw its grade: pass / fail and 0-10.
+
+    One per reviewer and rollout, never replaced: once a score is in, its reviewer has seen the grade, and a
+    second score would not be blind (review.blind)."""
+
+    rollout = models.ForeignKey("sandbox.Rollout", on_delete=models.CASCADE, related_name="+")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    passed = models.BooleanField()
+    score = models.PositiveSmallIntegerField(help_text="0 (worthless) to 10 (a perfect answer).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["rollout", "reviewer"], name="blind_score_one_per_reviewer"),
+            models.CheckConstraint(condition=models.Q(score__lte=10), name="blind_score_0_to_10"),
+        ]
+
+
+class BlindRule(models.Model):
+    """An environment's rule for flagging a task whose reward disagrees with blind human scores; without a row,
+    grading.engine.calibration's defaults (Spearman below 0.5 over at least 10 scored rollouts)."""
+
+    environment = models.OneToOneField("authoring.Environment", on_delete=models.CASCADE, related_name="+")
+    min_correlation = models.FloatField(default=0.5)
+    min_scored = models.PositiveIntegerField(default=10)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(min_correlation__gte=-1, min_correlation__lte=1, min_scored__gte=3),
+                name="blind_rule_in_range",
+            )
+        ]

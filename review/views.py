@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts import permissions
 from authoring import selectors as authoring_selectors
@@ -408,3 +408,94 @@ def environment_dashboard(request, slug):
             "agreement": review_agreement.agreement_json(environment=environment)["overall"],
         },
     )
+
+
+# ---------------------------------------------------------------- blind human reward prediction (review.blind)
+
+
+@require_safe
+@_review_workspace
+def blind_figures(request, slug):
+    """How the task's reward ranks rollouts against blind human scores, its hacks, and where to score next."""
+    from review import blind
+
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        blind.blind_check(task=task, user=request.user)
+        upcoming, refusal = blind.next_for(task=task, user=request.user), ""
+    except NotAllowed as exc:
+        upcoming, refusal = None, exc.message
+    return render(
+        request,
+        "review/blind_figures.html",
+        {
+            "task": task,
+            "figures": blind.task_figures(task=task),
+            "upcoming": upcoming,
+            "refusal": refusal,
+            "can_edit": permissions.can_edit_task(request.user, task),
+        },
+    )
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@_review_workspace
+def blind_score(request, slug, rollout_id):
+    """One rollout scored blind: its prompt, trajectory, answer and files without any of its grade until this
+    reviewer has scored it (POST); after that, the grade beside their score."""
+    from review import blind
+    from review.forms import BlindScoreForm
+    from sandbox.selectors import trajectory_steps
+
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        blind.blind_check(task=task, user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
+    rollout = blind.rollout_for(task=task, rollout_id=rollout_id)
+    mine = blind.scored_by(rollout=rollout, user=request.user)
+    form = BlindScoreForm(request.POST or None)
+    if request.method == "POST" and mine is None:
+        if form.is_valid():
+            try:
+                blind.score_record(task=task, rollout=rollout, reviewer=request.user, **form.cleaned_data)
+            except DomainError as exc:
+                messages.error(request, exc.message)
+            return redirect("review:blind_score", slug=slug, rollout_id=rollout_id)
+    elif request.method == "POST":
+        messages.info(request, "You already scored this rollout blind.")
+        return redirect("review:blind_score", slug=slug, rollout_id=rollout_id)
+    version = rollout.preview_run.task_version
+    context = {
+        "task": task,
+        "rollout": rollout,
+        "mine": mine,
+        "form": form,
+        "trajectory_steps": trajectory_steps(rollout.trajectory or []),
+    }
+    if mine is None:
+        context["prompt_html"] = prompt_html(version)
+    else:
+        context["upcoming"] = blind.next_for(task=task, user=request.user)
+    return render(request, "review/blind_score.html", context)
+
+
+@require_POST
+def blind_hack_example(request, slug, rollout_id):
+    """The one click that turns a flagged hack into an example answer expected to fail (a new version)."""
+    from review import blind
+
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        version = blind.hack_to_example(task=task, rollout_id=rollout_id, user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"Saved v{version.number}: rollout {rollout_id}'s answer is the example answer "
+            f"{blind.example_name(rollout_id)}, expected to fail.",
+        )
+    return redirect("review:blind_figures", slug=slug)

@@ -95,6 +95,7 @@ def build_world(django_user_model) -> dict:
     from packs import services as pack_services
     from review import gate_evidence as review_gates
     from review import services as review_services
+    from review.models import BlindRule
     from sandbox.models import PreviewRun, Rollout
     from tests.packs.conftest import build_and_verify
     from tests.review.conftest import pass_gates
@@ -176,6 +177,8 @@ def build_world(django_user_model) -> dict:
     judge_label_record(
         check_result=CheckResult.objects.get(pk=previews[1]["check_result_id"]), reviewer=reviewer, verdict="agree"
     )  # v1's; v2's judged check waits in the labelling queue
+
+    BlindRule.objects.create(environment=environment)  # the admin's pages of it name one
 
     draft = authoring_services.task_create(
         slug=DRAFT,

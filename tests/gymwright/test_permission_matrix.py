@@ -253,6 +253,17 @@ api-inbox                              GET,HEAD      -         401    200    200
 #   the owner has unread items
 api-inbox-read                         POST          -         401    200    200w   200    200    200    200
 api-agreement                          GET,HEAD      -         401    403    200    200    200    200    403
+#   blind human scores (review.blind): figures for the review workspace; scoring for reviewers but the task's
+#   author; the world's rollout is an oracle's, not in the blind pool (model previews only): 404 past the refusals
+review:blind_figures                   GET,HEAD      -         login  403    200    200    200    200    403
+review:blind_score                     GET,HEAD,POST -         login  403    403    403    404    404    403
+#   the world's rollout is no flagged hack: said on the figures page, nothing written
+review:blind_hack_example              POST          -         login  404    302=   403    403    302=   403
+api-task-blind                         GET,HEAD      -         401    403    200    200    200    200    403
+api-task-blind-sample                  GET,HEAD      -         401    404    403    403    200    200    403
+api-task-blind-score                   POST          -         401    404    403    403    404    404    403
+api-task-blind-hack-example            POST          -         401    404    400    403    403    400    403
+api-environment-blind                  GET,HEAD      -         401    403    200    200    200    200    403
 
 # ---------------------------------------------------------- packs: lab members and admins build, every member reads
 packs:pack_list                        GET           -         login  403    200    200    200    200    200
@@ -374,6 +385,8 @@ BODIES = {
     "rubric-validate": (JSON, lambda: {"rubric": RUBRIC}),
     "api-task-rubric-draft": (JSON, lambda: {"count": 5}),
     "judge-label-create": (JSON, lambda: {"verdict": "agree"}),
+    "api-task-blind-score": (JSON, lambda: {"passed": False, "score": 3}),
+    "review:blind_score": (FORM, lambda: {"passed": "no", "score": "3"}),
     "api-task-version-previews": (JSON, lambda: {"policy": "oracle", "n": 1}),
     "api-task-version-reviews": (JSON, lambda: {"decision": "approve"}),
     "api-task-comments": (JSON, lambda: {"body": "A new thought"}),

@@ -1,0 +1,344 @@
+"""Blind human reward prediction: reviewers score a stratified sample of a task's model-preview rollouts before
+they see the grade (pass / fail and 0-10), and the app measures how well the rubric's reward ranks rollouts as
+humans do (Spearman, with a seeded bootstrap interval) per task and per environment, and lists every rollout the
+rubric passes that humans fail (a hack the probes missed), which the task's editor can turn into an example
+answer expected to fail in one click (audited).
+
+Rules:
+- the sample is drawn from the finished, graded rollouts of the task's `model` previews, every version (as judge
+  labels are): nop, oracle, probe and hack runs say nothing of how a policy's answers are ranked;
+- the task's owner never scores its rollouts blind (they wrote the rubric: their score is no independent
+  prediction); reviewers and admins do, once per rollout: after scoring they have seen the grade;
+- per rollout the human score is the mean of its reviewers' 0-10, and humans fail it when most of its reviewers
+  did (an even split flags nothing);
+- the maths is grading.engine.calibration's (stratified_sample, spearman, spearman_interval,
+  human_prediction_verdict); an environment's BlindRule overrides the defaults (0.5 over 10 rollouts).
+"""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.http import Http404
+
+from accounts import permissions
+from authoring.models import AuditEvent, Task, TaskVersion
+from authoring.services import audit_record
+from authoring.services.tasks import task_version_content, task_version_create
+from grading.engine import calibration
+from grading.engine.models import Rubric
+from gymwright.errors import ConflictError, DomainError, NotAllowed
+from review.models import BlindRule, BlindScore
+from sandbox.models import PreviewRun, Rollout
+
+#: At most this many rollouts are read for one task's figures (the newest): bounds the page, the API and the pack.
+MAX_ROLLOUTS = 2000
+#: Example answers the task format allows (docs/formats.md, `examples`), and their bounds.
+MAX_EXAMPLES, MAX_EXAMPLE_FILES, MAX_EXAMPLE_FILE_BYTES, MAX_ANSWER_CHARS = 50, 20, 256 * 1024, 100_000
+EXAMPLE_PREFIX = "blind-hack-rollout-"
+
+
+def rule_for(environment) -> calibration.HumanPredictionRule:
+    row = BlindRule.objects.filter(environment=environment).first() if environment is not None else None
+    if row is None:
+        return calibration.HumanPredictionRule()
+    return calibration.HumanPredictionRule(min_correlation=row.min_correlation, min_scored=row.min_scored)
+
+
+def _candidates(*, tasks):
+    return Rollout.objects.filter(
+        preview_run__task_version__task__in=tasks,
+        preview_run__policy_kind="model",
+        preview_run__status__in=PreviewRun.FINISHED,
+        status=Rollout.Status.DONE,
+        reward__isnull=False,
+    )
+
+
+def sample_ids(*, task: Task) -> list[int]:
+    """The task's stratified blind sample (rollout ids, in the order to score them; seeded by the task)."""
+    items = list(_candidates(tasks=[task]).order_by("-id").values_list("id", "reward")[:MAX_ROLLOUTS])
+    return calibration.stratified_sample(items, seed=calibration.BLIND_SEED + task.pk)
+
+
+def blind_check(*, task: Task, user) -> None:
+    """NotAllowed unless `user` may score `task`'s rollouts blind."""
+    if not permissions.can_review(user):
+        raise NotAllowed("Only reviewers and admins score rollouts blind.")
+    if task.owner_id == user.id:
+        raise NotAllowed("You wrote this task: its rollouts are scored blind by other reviewers.")
+
+
+def next_for(*, task: Task, user) -> Rollout | None:
+    """The first rollout of the sample `user` has not scored yet, or None."""
+    ids = sample_ids(task=task)
+    done = set(BlindScore.objects.filter(reviewer=user, rollout_id__in=ids).values_list("rollout_id", flat=True))
+    todo = [pk for pk in ids if pk not in done]
+    return Rollout.objects.select_related("preview_run__task_version").get(pk=todo[0]) if todo else None
+
+
+def rollout_for(*, task: Task, rollout_id: int) -> Rollout:
+    """A finished model-preview rollout of `task` that can be scored blind; Http404 for any other."""
+    rollout = (
+        _candidates(tasks=[task]).select_related("preview_run__task_version", "grade").filter(pk=rollout_id).first()
+    )
+    if rollout is None:
+        raise Http404(f"No finished model-preview rollout {rollout_id} of {task.slug}")
+    return rollout
+
+
+def scored_by(*, rollout: Rollout, user) -> BlindScore | None:
+    return BlindScore.objects.filter(rollout=rollout, reviewer=user).first()
+
+
+def score_record(*, task: Task, rollout: Rollout, reviewer, passed, score) -> BlindScore:
+    """Record `reviewer`'s blind score of `rollout`; once only (ConflictError for a second)."""
+    blind_check(task=task, user=reviewer)
+    if not isinstance(passed, bool):
+        raise DomainError(
+            "Say whether the rollout passes: true or false.",
+            code="invalid",
+            details=[{"pointer": "/passed", "message": "true or false"}],
+        )
+    if isinstance(score, bool) or not isinstance(score, int) or not 0 <= score <= 10:
+        raise DomainError(
+            f"The score must be a whole number from 0 to 10, not {str(score)[:20]!r}.",
+            code="invalid",
+            details=[{"pointer": "/score", "message": "a whole number from 0 to 10"}],
+        )
+    try:
+        with transaction.atomic():
+            return BlindScore.objects.create(rollout=rollout, reviewer=reviewer, passed=passed, score=score)
+    except IntegrityError:
+        raise ConflictError(
+            f"You already scored rollout {rollout.pk} blind; a second score would not be blind.",
+            extra={"rollout": rollout.pk},
+        )
+
+
+# ---------------------------------------------------------------- the figures
+
+
+def _pass_threshold(spec: dict) -> float:
+    value = (spec.get("rubric") or {}).get("pass_threshold")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return float(Rubric.model_fields["pass_threshold"].default)
+
+
+def _rows(*, tasks) -> list[dict]:
+    """One row per blind-scored rollout of `tasks`: reward, threshold, the human mean score and pass votes."""
+    scores: dict[int, list[tuple[bool, int]]] = {}
+    for rollout_id, passed, score in BlindScore.objects.filter(
+        rollout__in=_candidates(tasks=tasks).order_by("-id").values("id")[:MAX_ROLLOUTS]
+    ).values_list("rollout_id", "passed", "score"):
+        scores.setdefault(rollout_id, []).append((passed, score))
+    rows = []
+    for rollout_id, reward, task_id, slug, version, spec_threshold in Rollout.objects.filter(
+        pk__in=list(scores)
+    ).values_list(
+        "id",
+        "reward",
+        "preview_run__task_version__task_id",
+        "preview_run__task_version__task__slug",
+        "preview_run__task_version__number",
+        "preview_run__task_version__spec__rubric__pass_threshold",
+    ):
+        votes = scores[rollout_id]
+        fails = sum(1 for passed, _ in votes if not passed)
+        threshold = _pass_threshold({"rubric": {"pass_threshold": spec_threshold}})
+        rows.append(
+            {
+                "rollout": rollout_id,
+                "task": slug,
+                "task_id": task_id,
+                "version": version,
+                "reward": reward,
+                "pass_threshold": threshold,
+                "human_score": sum(score for _, score in votes) / len(votes),
+                "human_pass": len(votes) - fails,
+                "human_fail": fails,
+                "scorers": len(votes),
+            }
+        )
+    rows.sort(key=lambda row: row["rollout"])
+    return rows
+
+
+def _figures(rows: list[dict], rule: calibration.HumanPredictionRule) -> dict:
+    pairs = [(row["reward"], row["human_score"]) for row in rows]
+    rho = calibration.spearman(pairs)
+    interval = calibration.spearman_interval(pairs)
+    verdict = calibration.human_prediction_verdict(rho, len(pairs), rule)
+    return {
+        "scored": len(pairs),
+        "scores": sum(row["scorers"] for row in rows),
+        "spearman": rho,
+        "spearman_ci95": list(interval) if interval else None,
+        "flagged": not verdict.ok,
+        "verdict": verdict.message,
+    }
+
+
+def hacks(rows: list[dict]) -> list[dict]:
+    """Rollouts the rubric passes (reward >= the pass threshold) that most of their blind scorers fail."""
+    return [row for row in rows if row["reward"] >= row["pass_threshold"] and row["human_fail"] * 2 > row["scorers"]]
+
+
+def task_figures(*, task: Task) -> dict:
+    """A task's blind-prediction figures: scored rollouts, Spearman (reward vs mean human score) and interval,
+    whether it is flagged under its environment's rule, and its hacks (each with whether it is an example yet)."""
+    rule = rule_for(task.environment)
+    rows = _rows(tasks=[task])
+    latest = task.latest_version
+    examples = {example.get("name") for example in (latest.spec.get("examples") or [])} if latest else set()
+    found = [{**row, "example": example_name(row["rollout"]) in examples} for row in hacks(rows)]
+    return {
+        "task": task.slug,
+        **_figures(rows, rule),
+        "rule": rule.to_dict(),
+        "sample": len(sample_ids(task=task)),
+        "hacks": [_public(row) for row in found],
+        "bootstrap": {"resamples": calibration.RESAMPLES, "seed": calibration.BOOTSTRAP_SEED},
+    }
+
+
+def environment_figures(*, environment) -> dict:
+    """Per task of `environment` with blind scores its figures, and the environment's, pooled over its rollouts."""
+    rule = rule_for(environment)
+    tasks = Task.objects.filter(environment=environment)
+    rows = _rows(tasks=tasks)
+    by_task: dict[str, list[dict]] = {}
+    for row in rows:
+        by_task.setdefault(row["task"], []).append(row)
+    return {
+        "environment": environment.slug,
+        **_figures(rows, rule),
+        "rule": rule.to_dict(),
+        "hacks": len(hacks(rows)),
+        "tasks": [
+            {"task": slug, **_figures(task_rows, rule), "hacks": len(hacks(task_rows))}
+            for slug, task_rows in sorted(by_task.items())
+        ],
+        "bootstrap": {"resamples": calibration.RESAMPLES, "seed": calibration.BOOTSTRAP_SEED},
+    }
+
+
+def _public(row: dict) -> dict:
+    return {key: value for key, value in row.items() if key != "task_id"}
+
+
+def gate_verdict(*, task_version) -> calibration.Verdict:
+    """The gates' input (one query when nothing was scored blind yet, which is most tasks)."""
+    rows = _rows(tasks=[task_version.task_id])
+    if not rows:
+        return calibration.Verdict(True, "not measured yet: no rollout scored blind")
+    environment_id = Task.objects.filter(pk=task_version.task_id).values_list("environment_id", flat=True).first()
+    row = BlindRule.objects.filter(environment_id=environment_id).first()
+    rule = (
+        calibration.HumanPredictionRule(min_correlation=row.min_correlation, min_scored=row.min_scored)
+        if row
+        else calibration.HumanPredictionRule()
+    )
+    pairs = [(row["reward"], row["human_score"]) for row in rows]
+    return calibration.human_prediction_verdict(calibration.spearman(pairs), len(pairs), rule)
+
+
+def pack_json(*, task: Task) -> dict | None:
+    """A task's "human_prediction" entry in a pack's calibration.json; None without blind scores."""
+    figures = task_figures(task=task)
+    if not figures["scored"]:
+        return None
+    return {
+        "scored": figures["scored"],
+        "scores": figures["scores"],
+        "spearman": figures["spearman"],
+        "spearman_ci95": figures["spearman_ci95"],
+        "flagged": figures["flagged"],
+        "verdict": figures["verdict"],
+        "hacks": len(figures["hacks"]),
+        "rule": figures["rule"],
+        "bootstrap": figures["bootstrap"],
+    }
+
+
+def scored_task_ids(*, version_ids) -> set[int]:
+    """Ids of the tasks of these task versions that have any blind score (a pack build's one look)."""
+    tasks = TaskVersion.objects.filter(pk__in=version_ids).values("task_id")
+    return set(
+        BlindScore.objects.filter(
+            rollout__preview_run__task_version__task_id__in=tasks, rollout__preview_run__policy_kind="model"
+        ).values_list("rollout__preview_run__task_version__task_id", flat=True)
+    )
+
+
+# ---------------------------------------------------------------- a hack becomes an example answer
+
+
+def example_name(rollout_id: int) -> str:
+    return f"{EXAMPLE_PREFIX}{rollout_id}"
+
+
+@transaction.atomic
+def hack_to_example(*, task: Task, rollout_id: int, user):
+    """Add the flagged rollout's answer (and its whole text workspace files, up to the format's bounds) to the
+    task's example answers, expected to fail, as a new version; audited. Only the task's editor (its owner, an
+    admin) may: it saves a version. Refused for a rollout that is not a flagged hack, or already an example."""
+    if not permissions.can_edit_task(user, task):
+        raise NotAllowed("Only the task's author or an admin can add example answers to it.")
+    row = next((row for row in hacks(_rows(tasks=[task])) if row["rollout"] == rollout_id), None)
+    if row is None:
+        raise DomainError(
+            f"Rollout {rollout_id} is not one the rubric passes and blind scorers fail.",
+            code="not_a_hack",
+            details=[{"pointer": "/rollout", "message": "not a flagged hack"}],
+        )
+    latest = task.latest_version
+    content = task_version_content(latest)
+    content["environment_version"] = latest.environment_version  # an example answer moves nothing else
+    examples = list(content.get("examples") or [])
+    name = example_name(rollout_id)
+    if any(example.get("name") == name for example in examples):
+        raise ConflictError(f"Rollout {rollout_id} is already the example answer {name}.", extra={"example": name})
+    if len(examples) >= MAX_EXAMPLES:
+        raise DomainError(
+            f"{task.slug} already has {MAX_EXAMPLES} example answers, the most a task may have: remove one first.",
+            code="invalid",
+            details=[{"pointer": "/examples", "message": f"at most {MAX_EXAMPLES}"}],
+        )
+    rollout = Rollout.objects.only("answer", "workspace_files").get(pk=rollout_id)
+    files, left_out = [], []
+    for entry in rollout.workspace_files or []:
+        content_text = entry.get("content") if isinstance(entry, dict) else None
+        path = entry.get("path") if isinstance(entry, dict) else None
+        whole = isinstance(content_text, str) and not entry.get("truncated") and not entry.get("left_out")
+        if (
+            whole
+            and isinstance(path, str)
+            and len(files) < MAX_EXAMPLE_FILES
+            and len(content_text.encode()) <= MAX_EXAMPLE_FILE_BYTES
+        ):
+            files.append({"path": path, "content": content_text})
+        else:
+            left_out.append(str(path)[:200])
+    example = {"name": name, "answer": (rollout.answer or "")[:MAX_ANSWER_CHARS], "expect": "fail"}
+    if files:
+        example["files"] = files
+    content["examples"] = [*examples, example]
+    message = f"example answer {name}: rollout {rollout_id} scored {row['reward']:.2f}, blind scorers fail it"
+    version, _ = task_version_create(
+        task=task, author=user, content=content, base_version=latest.number, message=message, _audit=False
+    )
+    audit_record(
+        actor=user,
+        verb=AuditEvent.Verb.NEW_VERSION,
+        target=task,
+        summary=f"{task.slug} v{version.number}: {message}",
+        data={
+            "version": version.number,
+            "sha256": version.sha256,
+            "from_rollout": rollout_id,
+            "blind_hack": True,
+            "files_left_out": left_out[:20],
+        },
+    )
+    return version
