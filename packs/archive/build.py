@@ -123,6 +123,7 @@ def _write_top_files(
     histogram: Counter = Counter()
     environments: Counter = Counter()
     harbor_only: list[str] = []
+    human_flagged: list[str] = []  # tasks whose reward blind human scores flag
     entries: list[dict] = []
     difficulties: list[str] = []
     previous_id = None
@@ -142,6 +143,8 @@ def _write_top_files(
             previous_id = task_id
             split = split_of(task_id, info.test_ratio)
             difficulty = difficulty_of(item.calibration)
+            if ((item.calibration or {}).get("human_prediction") or {}).get("flagged"):
+                human_flagged.append(task_id)
             difficulties.append(difficulty)
             histogram[difficulty] += 1
             environments[(document.get("environment") or {}).get("id") or "default"] += 1
@@ -196,7 +199,12 @@ def _write_top_files(
     scratch.write(
         "README.md",
         dataset_card(
-            info=info, counts=counts, histogram=histogram, environments=environments, harbor_only=harbor_only
+            info=info,
+            counts=counts,
+            histogram=histogram,
+            environments=environments,
+            harbor_only=harbor_only,
+            human_flagged=human_flagged,
         ).encode("utf-8"),
     )
     manifest = {

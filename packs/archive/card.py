@@ -248,8 +248,29 @@ PYTHONPATH=$PWD python -m verl.trainer.main_ppo data.train_files=$PWD/verl/agent
 """
 
 
+HUMAN_FLAGGED_SHOWN = 20
+
+
+def _human_flagged_note(flagged) -> str:
+    """The card's word on tasks whose reward ranks rollouts unlike reviewers' blind scores."""
+    if not flagged:
+        return "No task of this pack is flagged."
+    shown = ", ".join(f"`{task_id}`" for task_id in list(flagged)[:HUMAN_FLAGGED_SHOWN])
+    more = f" and {len(flagged) - HUMAN_FLAGGED_SHOWN} more" if len(flagged) > HUMAN_FLAGGED_SHOWN else ""
+    return (
+        f"**{len(flagged)} task{'s are' if len(flagged) != 1 else ' is'} flagged**: {shown}{more}. Its reward ranks "
+        "rollouts unlike people scoring them blind; train on it with care."
+    )
+
+
 def dataset_card(
-    *, info: PackInfo, counts: dict, histogram: Counter, environments: Counter, harbor_only: list[str] = ()
+    *,
+    info: PackInfo,
+    counts: dict,
+    histogram: Counter,
+    environments: Counter,
+    harbor_only: list[str] = (),
+    human_flagged: list[str] = (),
 ) -> str:
     parquet = counts["parquet"]
     low, high = DEFAULT_BAND
@@ -282,6 +303,7 @@ def dataset_card(
         ),
         "licence": info.licence,
         "canary": canary_guid(info.slug),
+        "human_flagged_note": _human_flagged_note(human_flagged),
     }
     template = string.Template(CARD_TEMPLATE.read_text(encoding="utf-8"))
     return card_front_matter(info=info, counts=counts) + "\n" + template.substitute(fields)
