@@ -14,10 +14,10 @@ from tests.review.conftest import finished_preview
 from tests.review.test_blind_scores import REWARDS, SPEARMAN, score_all
 
 
-def test_the_pack_carries_the_figures_and_its_card_flags_the_task(lab, author, reviewer, second_reviewer):
+def test_the_pack_carries_the_figures_and_its_card_flags_the_task(lab, author, reviewer, admin):
     task = make_approved(author=author, reviewer=reviewer, slug="blind-pack-task")
     run = finished_preview(task.latest_version, author, "model", REWARDS)
-    score_all(task, list(run.rollouts.order_by("index")), second_reviewer)
+    score_all(task, list(run.rollouts.order_by("index")), admin)
     pack = services.pack_create(slug="blind-pack", user=lab, licence="CC-BY-4.0")
     started = services.pack_version_start(pack=pack, user=lab, selection=services.Selection(), enqueue=False)
     pack_version = build_and_verify(started.pk)
