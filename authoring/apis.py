@@ -39,8 +39,21 @@ class EnvironmentOutput(serializers.Serializer):
     owner = serializers.CharField(source="owner.username")
     latest_version = serializers.IntegerField(source="latest_version.number", allow_null=True)
     spec = serializers.JSONField(source="latest_version.spec")
+    judge_endpoint = serializers.IntegerField(
+        source="judge_endpoint_id", allow_null=True, help_text="The judge endpoint its owner chose; null: the default."
+    )
+    judge_endpoint_name = serializers.CharField(source="judge_endpoint.name", allow_null=True, default=None)
+    judge_min_labels = serializers.IntegerField(help_text="distinct labelled answers a judged check needs")
+    judge_min_rate = serializers.FloatField(help_text="the TPR and TNR a judged check needs")
+    judge_unvalidated_blocks = serializers.BooleanField(help_text="a judged check not validated blocks submission")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+class EnvironmentJudgeInput(serializers.Serializer):
+    judge_endpoint = serializers.IntegerField(
+        allow_null=True, help_text="The id of a configured judge endpoint; null: the default judge."
+    )
 
 
 class EnvironmentVersionOutput(serializers.Serializer):
@@ -95,6 +108,16 @@ class EnvironmentDetailApi(APIView):
     @extend_schema(responses=EnvironmentOutput)
     def get(self, request, slug):
         return Response(EnvironmentOutput(selectors.environment_get_for_user(slug=slug, user=request.user)).data)
+
+    @extend_schema(request=EnvironmentJudgeInput, responses=EnvironmentOutput)
+    def patch(self, request, slug):
+        """Choose the judge endpoint the environment's tasks use (its owner or an admin)."""
+        environment = selectors.environment_get_for_user(slug=slug, user=request.user, action="edit")
+        data = _input(EnvironmentJudgeInput, request.data)
+        environment = services.environment_judge_set(
+            environment=environment, user=request.user, endpoint_id=data["judge_endpoint"]
+        )
+        return Response(EnvironmentOutput(environment).data)
 
 
 class EnvironmentVersionListApi(APIView):

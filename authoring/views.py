@@ -11,6 +11,7 @@ from django.core import signing
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 
 from accounts import permissions
@@ -18,7 +19,7 @@ from accounts import selectors as account_selectors
 from accounts import services as account_services
 from authoring import selectors, services
 from authoring.diff import task_version_diff
-from authoring.forms import FILE_ROLE_CHOICES, EnvironmentForm, TaskForm
+from authoring.forms import FILE_ROLE_CHOICES, EnvironmentForm, EnvironmentJudgeForm, TaskForm
 from authoring.models import Task
 from authoring.prompt_html import markdown_or_text, prompt_html
 from grading.engine import flat_checks  # the pure engine: a library for every app
@@ -94,15 +95,19 @@ def _kept_uploads(request) -> list[dict]:
         return []
     if not isinstance(kept, dict) or kept.get("user") != request.user.pk:
         return []
-    return [{"path": entry["path"], "sha256": entry["sha256"]} for entry in kept.get("files") or []]
+    return [
+        {"path": entry["path"], "sha256": entry["sha256"], **({"role": entry["role"]} if entry.get("role") else {})}
+        for entry in kept.get("files") or []
+    ]
 
 
 def _keep_uploads(request, form) -> dict:
     """After a failed save: the files this try attached, stored, with those kept before; the form's context."""
     kept = _kept_uploads(request)
-    uploads = (getattr(form, "cleaned_data", None) or {}).get("files") or []
+    cleaned = getattr(form, "cleaned_data", None) or {}
+    uploads = cleaned.get("files") or []
     try:
-        kept = services.files_with_uploads(files=kept, uploads=uploads)
+        kept = services.files_with_uploads(files=kept, uploads=uploads, roles=cleaned.get("upload_roles"))
     except DomainError:
         pass  # a file the save refused (its name): the form says why; the others stay as they were
     if not kept:
@@ -339,18 +344,23 @@ def _conflict(request, *, task, form, content, base_version):
     retry_form = TaskForm(data, editing=task, current_files=list(latest.spec.get("files") or []))
     retry_form.is_valid()
     base = task.versions.filter(number=base_version).first() if base_version else None
+    # The task editor itself, pre-filled with the kept edit (files attached to this try kept too, with their roles),
+    # so the merge is made with the rubric editor and file roles, not in raw JSON.
     return render(
         request,
         "authoring/task_conflict.html",
-        {
-            "task": task,
-            "latest": latest,
-            "base": base,
-            "form": retry_form,
-            "theirs_diff": task_version_diff(base.spec if base else {}, latest.spec),
-            "mine_vs_latest": task_version_diff(latest.spec, mine_spec),
-            "starter_rubric": "",
-        },
+        _task_form_context(
+            request,
+            retry_form,
+            task=task,
+            version=latest,
+            creating=False,
+            latest=latest,
+            base=base,
+            theirs_diff=task_version_diff(base.spec if base else {}, latest.spec),
+            mine_vs_latest=task_version_diff(latest.spec, mine_spec),
+            **_keep_uploads(request, form),
+        ),
         status=409,
     )
 
@@ -500,21 +510,58 @@ def environment_create(request):
 @require_safe
 def environment_detail(request, slug):
     environment = selectors.environment_get_for_user(slug=slug, user=request.user)
+    return _environment_page(request, environment)
+
+
+def _environment_page(request, environment, *, judge_form=None, status=200):
+    can_edit = permissions.can_edit_environment(request.user, environment)
+    if judge_form is None and can_edit:
+        judge_form = EnvironmentJudgeForm(initial={"judge_endpoint": environment.judge_endpoint_id})
     return render(
         request,
         "authoring/environment_detail.html",
         {
             "environment": environment,
+            "judge": selectors.environment_judge(environment=environment),
+            "judge_form": judge_form,
             "version": environment.latest_version,
             "spec_json": json.dumps(environment.latest_version.spec, indent=2) if environment.latest_version else "",
             "versions": selectors.environment_version_list(environment=environment),
             "audit_events": selectors.audit_events_for(environment),
             "tasks": selectors.environment_tasks(environment=environment, user=request.user),
-            "can_edit": permissions.can_edit_environment(request.user, environment),
+            "can_edit": can_edit,
             "can_author": permissions.can_author(request.user),
             "panels": panels("environment_detail", request=request, environment=environment),
         },
+        status=status,
     )
+
+
+@require_POST
+def environment_judge(request, slug):
+    """The environment's owner (or an admin) chooses the judge endpoint its tasks use."""
+    environment = selectors.environment_get_for_user(slug=slug, user=request.user)
+    if not permissions.can_edit_environment(request.user, environment):
+        owner = environment.owner.get_username() if environment.owner_id else "nobody"
+        return _forbidden(
+            request, NotAllowed(f"Only {owner}, the owner of {environment.slug}, or an admin can choose its judge.")
+        )
+    form = EnvironmentJudgeForm(request.POST)
+    if form.is_valid():
+        chosen = form.cleaned_data["judge_endpoint"]
+        try:
+            services.environment_judge_set(
+                environment=environment, user=request.user, endpoint_id=chosen.pk if chosen else None
+            )
+        except DomainError as exc:
+            form_add_domain_error(form, exc, field_for=lambda pointer: "judge_endpoint")
+        else:
+            messages.success(
+                request,
+                f"{environment.slug}'s tasks use {f'the judge {chosen.name}' if chosen else 'the default judge'}.",
+            )
+            return redirect(reverse("authoring:environment_detail", args=[slug]) + "#judge")
+    return _environment_page(request, environment, judge_form=form, status=400)
 
 
 @require_http_methods(["GET", "POST"])

@@ -26,22 +26,27 @@ class EndpointConfig:
     response_format: str = ModelEndpoint.ResponseFormat.AUTO
 
 
-def endpoint_config_for(role: str, name: str | None = None, *, max_age_s: float = 0) -> EndpointConfig | None:
+def endpoint_config_for(
+    role: str, name: str | None = None, *, chosen_id: int | None = None, max_age_s: float = 0
+) -> EndpointConfig | None:
     """See `_endpoint_config`; `max_age_s` > 0 answers from this process's cache when that fresh."""
-    return _cached(("endpoint", role, name), max_age_s, lambda: _endpoint_config(role, name))
+    return _cached(("endpoint", role, name, chosen_id), max_age_s, lambda: _endpoint_config(role, name, chosen_id))
 
 
-def _endpoint_config(role: str, name: str | None = None) -> EndpointConfig | None:
+def _endpoint_config(role: str, name: str | None = None, chosen_id: int | None = None) -> EndpointConfig | None:
     """The endpoint for `role` ("policy" or "judge"), or None when none is configured.
 
     A `name` picks an admin endpoint by name (a rubric's `judge.model`); an unknown
-    name falls back to the role's default. With no admin endpoint, OPENAI_BASE_URL
-    plus GYMWRIGHT_JUDGE_MODEL / GYMWRIGHT_POLICY_MODEL configure one.
+    name falls back to `chosen_id` (the endpoint an environment's owner chose), then to
+    the role's default. With no admin endpoint, OPENAI_BASE_URL plus
+    GYMWRIGHT_JUDGE_MODEL / GYMWRIGHT_POLICY_MODEL configure one.
     """
     queryset = ModelEndpoint.objects.filter(role=role)
     endpoint = None
     if name:
         endpoint = queryset.filter(name=name).first()
+    if endpoint is None and chosen_id is not None:
+        endpoint = queryset.filter(pk=chosen_id).first()
     if endpoint is None:
         endpoint = queryset.filter(is_default=True).first() or (queryset.first() if queryset.count() == 1 else None)
     if endpoint is not None:
@@ -102,16 +107,20 @@ def _rubric_judge_model(rubric: Any) -> str | None:
     return judge.get("model") if isinstance(judge, dict) else getattr(judge, "model", None)
 
 
-def judge_config_for(rubric: Any, *, max_age_s: float = 0):
-    """The engine's JudgeConfig for `rubric`'s judge model, or None when no judge endpoint is configured.
+def judge_config_for(rubric: Any, *, environment, max_age_s: float = 0):
+    """The engine's JudgeConfig for a task's judge checks, or None when no judge endpoint is configured.
 
-    `max_age_s` > 0 answers from this process's cache when it is that fresh (workers)."""
+    The one resolver every grading of a task uses (dry runs, previews, example answers, gates): the
+    rubric's `judge.model` when it names a judge endpoint, else the one `environment` (the task's;
+    None for a rubric of no task) chose, else the default judge. `max_age_s` > 0 answers from this
+    process's cache when it is that fresh (workers)."""
     rubric_model = _rubric_judge_model(rubric)
-    return _cached(("judge", rubric_model), max_age_s, lambda: _judge_config(rubric_model))
+    chosen_id = getattr(environment, "judge_endpoint_id", None)
+    return _cached(("judge", rubric_model, chosen_id), max_age_s, lambda: _judge_config(rubric_model, chosen_id))
 
 
-def _judge_config(rubric_model: str | None):
-    endpoint = endpoint_config_for("judge", name=rubric_model)
+def _judge_config(rubric_model: str | None, chosen_id: int | None = None):
+    endpoint = endpoint_config_for("judge", name=rubric_model, chosen_id=chosen_id)
     if endpoint is None:
         return None
     # A check may name another judge endpoint (`"model": "strict-judge"`): those served
@@ -145,7 +154,68 @@ def _judge_config(rubric_model: str | None):
     )
 
 
-def judge_client_for(rubric: Any, *, max_age_s: float = 0):
-    """A JudgeClient for `rubric`, or None when unconfigured (judge checks are then unscored, never faked)."""
-    config = judge_config_for(rubric, max_age_s=max_age_s)
+def judge_client_for(rubric: Any, *, environment, max_age_s: float = 0):
+    """A JudgeClient for `rubric` (see `judge_config_for`), or None when unconfigured (judge checks are then
+    unscored, never faked)."""
+    config = judge_config_for(rubric, environment=environment, max_age_s=max_age_s)
     return engine.JudgeClient(config) if config is not None else None
+
+
+def judge_environment_of(task_version) -> Any:
+    """The environment whose judge choice grades `task_version` (its task's), or None. A task the version does not
+    hold yet is not loaded onto it: a caller that changes the task (a submit) keeps its own copy the one shown."""
+    if task_version is None:
+        return None
+    from authoring.models import Environment, TaskVersion
+
+    if TaskVersion.task.is_cached(task_version):
+        return task_version.task.environment
+    return Environment.objects.filter(tasks__id=task_version.task_id).first()
+
+
+@dataclass(frozen=True)
+class JudgeHelp:
+    """Who can give a task's judge checks a judge, and where (the gate that fails for want of one says it)."""
+
+    text: str
+    link: str
+    link_text: str
+
+
+def judge_help(environment) -> JudgeHelp:
+    """When no judge resolves for `environment`'s tasks: if judge endpoints are configured, its owner (or an
+    admin) chooses one on the environment's page; if none is, the users who can add one in the admin, by name."""
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    names = list(ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE).values_list("name", flat=True)[:11])
+    if names and environment is not None:
+        shown = ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
+        owner = environment.owner.get_username() if environment.owner_id else "nobody"
+        return JudgeHelp(
+            text=f"{owner}, the owner of environment {environment.slug} (or an admin), can choose one of the "
+            f"configured judge endpoints ({shown}) for its tasks on the environment's page, then run the gates.",
+            link=reverse("authoring:environment_detail", args=[environment.slug]) + "#judge",
+            link_text=f"Choose the judge of {environment.slug}",
+        )
+    admins = list(
+        get_user_model()
+        .objects.with_perm("grading.add_modelendpoint", include_superusers=True)
+        .filter(is_active=True, is_staff=True)
+        .order_by("username")
+        .values_list("username", flat=True)[:11]
+    )
+    who = ", ".join(admins[:10]) + (", …" if len(admins) > 10 else "")
+    what = "No judge endpoint is configured" if not names else "This task's rubric has no environment to choose one"
+    if not admins:
+        return JudgeHelp(
+            text=f"{what}, and no user can add one: make an admin (manage.py createsuperuser), who adds one "
+            "(role Judge) under Admin → Model endpoints, then run the gates.",
+            link="",
+            link_text="",
+        )
+    return JudgeHelp(
+        text=f"{what}: an admin ({who}) can add one (role Judge) under Admin → Model endpoints, then run the gates.",
+        link=reverse("admin:grading_modelendpoint_add"),
+        link_text="Add a judge endpoint (admins)",
+    )

@@ -33,6 +33,11 @@ def dry_run(*, request, task=None, version=None, **_):
     return {"task": task, "version": version}
 
 
+def copilot(*, request, task=None, **_):
+    """The copilot drafts checks for a task that exists (its API is the task's)."""
+    return {"task": task} if task is not None else None
+
+
 def register() -> None:
     from gymwright.pages import panel_register
 
@@ -40,3 +45,4 @@ def register() -> None:
     panel_register("task_diff.examples", template="grading/_example_changes.html", selector=verdict_changes)
     panel_register("task_form.kinds_link", template="grading/_kinds_link.html", selector=kinds_link)
     panel_register("task_form.dry_run", template="grading/_dry_run_panel.html", selector=dry_run)
+    panel_register("task_form.copilot", template="grading/_copilot_panel.html", selector=copilot)

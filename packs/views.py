@@ -70,8 +70,8 @@ def _last_selection(pack) -> dict:
 
 class ImportForm(forms.Form):
     file = forms.FileField(
-        help_text="tasks.jsonl, a .csv/.jsonl/.parquet table, or a .tar.gz of a pack or of "
-        "Harbor / Terminal-Bench tasks"
+        help_text="tasks.jsonl, a .csv/.jsonl/.parquet table, a .jsonl of HealthBench or RaR rows, or a .tar.gz "
+        "of a pack or of Harbor / Terminal-Bench tasks"
     )
     environment = forms.CharField(required=False, help_text="environment (slug) for table rows")
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run (show what would be created)")

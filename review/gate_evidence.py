@@ -11,9 +11,11 @@ from grading import selectors as grading_selectors
 from grading.engine import gate_rules as engine_gates
 from grading.engine import validate_task
 from grading.engine.calibration import check_scores, rewarded_checks
+from grading.engine.models import has_judge_checks
 from gymwright.errors import DomainError
 from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, PreparedIn
+from review.calibration import task_validation
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
 
@@ -114,16 +116,28 @@ def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.Exam
 
 
 def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
-    from grading.endpoints import judge_config_for
+    from grading.endpoints import judge_config_for, judge_environment_of, judge_help
 
     spec = task_version.spec
     issues = [f"{issue.pointer or '/'}: {issue.message}" for issue in validate_task(spec)]
+    rubric = spec.get("rubric") or {}
+    environment = judge_environment_of(task_version)
+    judge_configured = (
+        judge_config_for(rubric, environment=environment, max_age_s=settings.ENDPOINT_CACHE_S) is not None
+    )
+    # who can give the judge checks a judge, and where: worked out only when the gates need it
+    helped = judge_help(environment) if not judge_configured and has_judge_checks(rubric) else None
     return engine_gates.GateInputs(
         task=spec,
         previews=preview_evidence(task_version=task_version),
-        judge_configured=judge_config_for(spec.get("rubric") or {}, max_age_s=settings.ENDPOINT_CACHE_S) is not None,
+        judge_configured=judge_configured,
+        judge_help=helped.text if helped else "",
+        judge_help_link=helped.link if helped else "",
+        judge_help_link_text=helped.link_text if helped else "",
         rubric_issues=issues,
         example_answers=_example_answer_results(task_version),
+        judge_validation=task_validation(task_version=task_version, environment=environment, rubric=rubric),
+        judge_validation_blocks=bool(getattr(environment, "judge_unvalidated_blocks", False)),
     )
 
 
@@ -158,7 +172,8 @@ def gates_run(*, task_version: TaskVersion, user) -> list[PreviewRun]:
         raise DomainError(
             f"Nothing to start: {', '.join(result.title for result in waiting)} "
             f"{'waits' if len(waiting) == 1 else 'wait'} for {waiting[0].waiting_for}. Their previews ran with "
-            "judge checks unscored and would again: configure a judge endpoint, then run the gates.",
+            "judge checks unscored and would again: "
+            + (waiting[0].what_to_do or "configure a judge endpoint, then run the gates."),
             code="gates_waiting",
             http_status=409,
             details=[{"pointer": f"/gates/{result.gate}", "message": result.message} for result in waiting],

@@ -124,7 +124,7 @@ def example_runs_reap_stale(*, now=None) -> dict:
 
 def example_answers_grade_in_sandbox(*, example_run_id: int) -> ExampleRun | None:
     """Grade a queued sandbox ExampleRun: each example as a rollout. None if another worker has it."""
-    from grading.endpoints import judge_client_for
+    from grading.endpoints import judge_client_for, judge_environment_of
     from grading.engine import parse_task
     from sandbox.runtime import SandboxError
     from sandbox.runtime.backends import get_backend
@@ -138,7 +138,11 @@ def example_answers_grade_in_sandbox(*, example_run_id: int) -> ExampleRun | Non
     version = run.task_version
     task = parse_task(version.spec)
     files, env_files = task_files(version)
-    judge = judge_client_for(version.rubric, max_age_s=settings.ENDPOINT_CACHE_S) if run.needs_judge else None
+    judge = (
+        judge_client_for(version.rubric, environment=judge_environment_of(version), max_age_s=settings.ENDPOINT_CACHE_S)
+        if run.needs_judge
+        else None
+    )
     try:
         backend = get_backend(settings.SANDBOX_BACKEND, **_backend_options(settings.SANDBOX_BACKEND))
     except SandboxError as exc:

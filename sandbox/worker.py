@@ -436,9 +436,11 @@ def _run_in_sandbox(*, preview_run: PreviewRun, progress: _Progress) -> RolloutR
         model_config=policy_model_config() if preview_run.policy_kind == "model" else None,
     )
     backend = get_backend(preview_run.backend, **_backend_options(preview_run.backend))
-    from grading.endpoints import judge_client_for
+    from grading.endpoints import judge_client_for, judge_environment_of
 
-    judge = judge_client_for(task_version.rubric, max_age_s=settings.ENDPOINT_CACHE_S)
+    judge = judge_client_for(
+        task_version.rubric, environment=judge_environment_of(task_version), max_age_s=settings.ENDPOINT_CACHE_S
+    )
     if not connection.in_atomic_block:
         # The worker is about to block for minutes; don't hold an idle connection meanwhile.
         close_old_connections()

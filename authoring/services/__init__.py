@@ -23,7 +23,7 @@ from authoring.services.documents import (
     environment_limits_check,
     environment_spec_validate,
 )
-from authoring.services.environments import environment_create, environment_version_create
+from authoring.services.environments import environment_create, environment_judge_set, environment_version_create
 from authoring.services.hooks import task_version_created_hook
 from authoring.services.imports import BULK_CHUNK, IMPORT_MESSAGE, environment_version_import, tasks_bulk_create
 from authoring.services.tasks import task_content_sha256, task_create, task_version_content, task_version_create
@@ -42,6 +42,7 @@ __all__ = [
     "environment_spec_validate",
     "task_version_created_hook",
     "environment_create",
+    "environment_judge_set",
     "environment_version_create",
     "task_content_sha256",
     "task_create",

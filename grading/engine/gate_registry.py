@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Literal
 
+from grading.engine.calibration import Verdict
 from grading.engine.scoring import SCORING_RULE
 
 GateStatus = Literal["pass", "fail", "not_run"]
@@ -83,8 +84,17 @@ class GateInputs:
     task: Mapping  # the gymwright.task/v1 document
     previews: Mapping[str, PreviewEvidence] = field(default_factory=dict)  # policy -> latest finished run
     judge_configured: bool = False
+    # With no judge configured: who can give the judge checks one, and where (the app's words and page), for the
+    # gates that wait for a judge; empty: the general advice.
+    judge_help: str = ""
+    judge_help_link: str = ""
+    judge_help_link_text: str = ""
     rubric_issues: list[str] = field(default_factory=list)  # "pointer: message" lines; empty = valid
     example_answers: list[ExampleAnswerResult] | None = None  # None: this installation cannot grade them
+    # check id -> whether reviewers' labels validate its judge (calibration.judge_validation), for the binary
+    # judged checks; None: nothing here gathers labels. Blocking only where the environment says so.
+    judge_validation: Mapping[str, Verdict] | None = None
+    judge_validation_blocks: bool = False
 
     @property
     def rubric(self) -> Mapping:
@@ -99,7 +109,9 @@ class GateResult:
     message: str
     policy: str | None = None  # the preview policy whose evidence decided it
     run_id: int | None = None  # that preview run
-    blocking: bool = True  # False only for a check this installation cannot make at all
+    # False for a check this installation cannot make at all, and for a warning (a judge not validated by labels,
+    # unless its environment makes that blocking): a failed non-blocking gate is shown and submits anyway.
+    blocking: bool = True
     # A gate whose preview cannot decide it yet ("a judge"): Run gates starts nothing for it.
     waiting_for: str = ""
     # A failed gate that a new run of its preview may decide (a hack probe whose run errored or was
@@ -107,6 +119,9 @@ class GateResult:
     retry: bool = False
     # What the author does next, in words (the task page shows it by the Submit button; the API returns it).
     what_to_do: str = ""
+    # Where that is done (a page of this app), and the link's words.
+    link: str = ""
+    link_text: str = ""
 
     @property
     def ok(self) -> bool:
@@ -122,6 +137,8 @@ class GateResult:
             "run_id": self.run_id,
             "blocking": self.blocking,
             "what_to_do": self.what_to_do or what_to_do(self),
+            "link": self.link,
+            "link_text": self.link_text,
         }
 
 
@@ -231,13 +248,16 @@ _WHAT_TO_DO = {
     "hack": "Make the checks named unreachable without doing the task (a `tests` check with grader or protected "
     "test files, exact file checks, penalties), then run the gates.",
     "examples": "Fix the rubric or the example answer (its expected verdict or files), then save a new version.",
-    "judge": "Configure a judge endpoint (an admin does it under Endpoints), then run the gates.",
+    "judge": "Configure a judge endpoint (an admin adds one under Admin → Model endpoints), then run the gates.",
+    "judge_validated": "Label the judge's verdicts on these checks (Review, Label the judge) until each has enough "
+    "answers of both classes; if a rate stays low, reword the criterion or change the judge.",
 }
 
 
 def blocking_reasons(results: Iterable[GateResult]) -> list[dict]:
     """The gates that keep a version from being submitted, each with its message and what to do:
-    [{"gate", "title", "status", "status_text", "message", "what_to_do"}] (status_text: "not run", not "not_run")."""
+    [{"gate", "title", "status", "status_text", "message", "what_to_do", "link", "link_text"}] (status_text:
+    "not run", not "not_run")."""
     return [
         {
             "gate": result.gate,
@@ -246,6 +266,8 @@ def blocking_reasons(results: Iterable[GateResult]) -> list[dict]:
             "status_text": result.status.replace("_", " "),
             "message": result.message,
             "what_to_do": what_to_do(result),
+            "link": result.link,
+            "link_text": result.link_text,
         }
         for result in results
         if not result.ok

@@ -206,7 +206,7 @@ def rubric_draft(
         *(core.AnswerCase(item.name, "degraded", frozenset(item.should_fail)) for item in examples),
     ]
     answers = [reference, "", prompt, *(item.answer for item in examples)]
-    verdicts = _test_checks(drafted, cases, answers, files)
+    verdicts = _test_checks(drafted, cases, answers, files, environment=task.environment if task is not None else None)
     suggestions = []
     for item, verdict in zip(drafted, verdicts):
         suggestions.append(
@@ -316,8 +316,11 @@ def _split_compounds(
     return out
 
 
-def _test_checks(drafted: list[core.Drafted], cases: list[core.AnswerCase], answers: list[str], files: dict[str, str]):
-    """Each drafted check's verdict: graded by the engine on every case, concurrently, bounded."""
+def _test_checks(
+    drafted: list[core.Drafted], cases: list[core.AnswerCase], answers: list[str], files: dict[str, str], *, environment
+):
+    """Each drafted check's verdict: graded by the engine on every case, concurrently, bounded; judge checks by the
+    judge the task's `environment` uses (grading.endpoints.judge_config_for)."""
     routes = [core.grading_route(item.check) for item in drafted]
     limits = dataclasses.replace(GradeLimits.from_env(), check_cpu_s=settings.COPILOT_CHECK_CPU_S)
     grades: list[dict[str, dict]] = [{} for _ in cases]
@@ -325,7 +328,11 @@ def _test_checks(drafted: list[core.Drafted], cases: list[core.AnswerCase], answ
     in_process = [item.check for item, route in zip(drafted, routes) if route in ("text", "judge")]
     if in_process:
         rubric = {"schema": "gymwright.rubric/v1", "checks": [dict(core._PLACEHOLDER), *in_process]}
-        judge = judge_client_for(rubric) if any(check["kind"] == "llm_judge" for check in in_process) else None
+        judge = (
+            judge_client_for(rubric, environment=environment)
+            if any(check["kind"] == "llm_judge" for check in in_process)
+            else None
+        )
 
         def grade_one(answer: str) -> dict[str, dict]:
             document = engine.grade(rubric, answer=answer, judge=judge, limits=limits).model_dump(

@@ -168,6 +168,11 @@ def _dry_run_process_limits():
     )
 
 
+def _judge_environment(task):
+    """The environment whose judge choice grades a dry run: its task's (none on New task: the default judge)."""
+    return task.environment if task is not None else None
+
+
 def dry_run_start(
     *, rubric_text: str, answer: str, files: list[WorkspaceFile] | None = None, user, task=None, task_version=None
 ) -> DryRunOutcome:
@@ -183,7 +188,7 @@ def dry_run_start(
     nul_check(answer, pointer="/answer", what="The answer")
     files = _workspace_files_check(list(files or []))
     document = _grade_deterministic(rubric, answer=answer, files=files)
-    if not has_judge_checks(rubric) or judge_config_for(rubric) is None:
+    if not has_judge_checks(rubric) or judge_config_for(rubric, environment=_judge_environment(task)) is None:
         return DryRunOutcome(document=document)
 
     from grading import tasks
@@ -232,9 +237,9 @@ def dry_run_grade(*, dry_run_id: int) -> DryRun | None:
     )
     if claimed != 1:
         return None  # already taken (a redelivered message) or gone
-    dry_run = DryRun.objects.select_related("task_version", "created_by").get(id=dry_run_id)
+    dry_run = DryRun.objects.select_related("task_version", "created_by", "task__environment").get(id=dry_run_id)
     rubric = rubric_parse(data=dry_run.rubric)
-    judge = judge_client_for(rubric)
+    judge = judge_client_for(rubric, environment=_judge_environment(dry_run.task))
     with tempfile.TemporaryDirectory(prefix="gymwright-dry-run-") as tmp:
         workspace = None
         if dry_run.files:

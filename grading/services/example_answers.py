@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.permissions import can_review
 from grading import engine
-from grading.endpoints import judge_client_for, judge_config_for
+from grading.endpoints import judge_client_for, judge_config_for, judge_environment_of
 from grading.engine import example_answers as engine_examples
 from grading.models import ExampleRun
 from grading.services.dry_runs import _dry_run_process_limits, _dry_run_stale_after_s, _write_workspace
@@ -57,13 +57,16 @@ def example_answers_schedule(*, versions, bulk: bool = False) -> None:
     # An import's batch: new versions (no earlier runs), one INSERT for their runs, graded by workers;
     # the judge configuration comes from this process's cache, not a lookup per version.
     now = timezone.now()
+    environments = _environments_of(versions)
     runs = ExampleRun.objects.bulk_create(
         [
             ExampleRun(
                 task_version=version,
                 total=len(version.spec["examples"]),
                 enqueued_at=now,
-                needs_judge=_examples_need_judge(version.spec.get("rubric") or {}, max_age_s=60),
+                needs_judge=_examples_need_judge(
+                    version.spec.get("rubric") or {}, environment=environments.get(version.task_id), max_age_s=60
+                ),
                 needs_sandbox=_examples_need_sandbox(version.spec.get("rubric") or {}),
                 requested_by_id=version.author_id,
             )
@@ -102,9 +105,20 @@ def example_runs_resend(lost_before=None) -> list[int]:
     )
 
 
-def _examples_need_judge(rubric: dict, *, max_age_s: float = 0) -> bool:
+def _environments_of(versions) -> dict:
+    """{task id: its environment} for a batch of versions, in one query (whose judge each one's uses)."""
+    from authoring.models import Task
+
+    task_ids = {version.task_id for version in versions}
+    return {task.pk: task.environment for task in Task.objects.filter(pk__in=task_ids).select_related("environment")}
+
+
+def _examples_need_judge(rubric: dict, *, environment, max_age_s: float = 0) -> bool:
     """Whether a rubric's example answers go to a worker: it has judge checks and a judge is configured."""
-    return "judge" in engine_examples.rubric_needs(rubric) and judge_config_for(rubric, max_age_s=max_age_s) is not None
+    return (
+        "judge" in engine_examples.rubric_needs(rubric)
+        and judge_config_for(rubric, environment=environment, max_age_s=max_age_s) is not None
+    )
 
 
 def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
@@ -122,7 +136,7 @@ def example_answers_run(*, task_version, user=None) -> ExampleRun | None:
     if not examples:
         return None
     rubric = task_version.spec.get("rubric") or {}
-    needs_judge = _examples_need_judge(rubric)
+    needs_judge = _examples_need_judge(rubric, environment=judge_environment_of(task_version))
     with transaction.atomic():
         previous = ExampleRun.objects.select_for_update().filter(task_version=task_version).first()
         if previous is not None:
@@ -209,7 +223,13 @@ def example_answers_grade(*, example_run_id: int) -> ExampleRun | None:
     spec = run.task_version.spec
     examples = spec.get("examples") or []
     rubric = rubric_parse(data=spec.get("rubric"))
-    judge = judge_client_for(rubric, max_age_s=settings.ENDPOINT_CACHE_S) if run.needs_judge else None
+    judge = (
+        judge_client_for(
+            rubric, environment=judge_environment_of(run.task_version), max_age_s=settings.ENDPOINT_CACHE_S
+        )
+        if run.needs_judge
+        else None
+    )
     results = []
     if judge is None:
         # Deterministic: the dry run's path, every example in one bounded child process.

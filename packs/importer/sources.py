@@ -17,12 +17,14 @@ from typing import Any
 from django.conf import settings
 
 from grading.engine import TASK_SCHEMA, content_sha256, validate_task
-from grading.engine.models import relative_path_problem
+from grading.engine.models import MAX_TAGS, relative_path_problem
 from gymwright.errors import DomainError
 from gymwright.storable_input import nul_check
 from packs.importer.extract import _ReadBudget, extract_archive
 from packs.importer.harbor_config import HarborSettings, build_context_files
 from packs.importer.records import DEFAULT_ENVIRONMENT, TASK_KEYS, Candidate, ImportFailed, ImportTooLarge, Rejection
+from packs.importer.rubric_formats import CHECK_TAG_MAX_CHARS, Refused, format_candidate, points_value
+from packs.importer.rubric_formats import detect as rubric_format_of
 
 
 def _read_text(path: Path, where: str, *, cap: int | None = None, budget: _ReadBudget | None = None) -> str:
@@ -122,6 +124,8 @@ def request_candidates(items: list) -> Iterator[Candidate | Rejection]:
         where = f"/tasks/{index}"
         if isinstance(item, dict) and item.get("schema") == TASK_SCHEMA:
             yield _document_candidate(where, item, first_where)
+        elif fmt := rubric_format_of(item):
+            yield format_candidate(fmt, where, item, first_where, stem="task")
         else:
             yield _row_candidate(where, item, first_where, stem="task")
 
@@ -437,6 +441,15 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
         rubric = None
     if rubric is not None and answer:
         rubric = _with_reference(rubric, answer)
+    if rubric is not None:
+        for column in CRITERIA_COLUMNS:
+            if not _blank(row.get(column)):
+                return Rejection(
+                    where,
+                    f"the {column} column is for criteria; a rubric (JSON) gives its checks' own points and tags",
+                    f"/{column}",
+                    given or None,
+                )
     if rubric is None:
         criteria = row.get("criteria")
         lines = [_cell(item) for item in criteria] if isinstance(criteria, list) else _cell(criteria).splitlines()
@@ -448,13 +461,19 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
                 "/rubric",
                 given or None,
             )
+        try:
+            points = _per_criterion(row.get("points"), len(criteria), "points", _points_cell) or [1] * len(criteria)
+            tags_of = _per_criterion(row.get("criteria_tags"), len(criteria), "criteria_tags", _tags_cell)
+        except Refused as refusal:
+            return Rejection(where, refusal.message, refusal.pointer, given or None)
         checks = [
             {
                 "id": f"criterion_{number}",
                 "kind": "llm_judge",
-                "points": 1,
+                "points": points[number - 1],
                 "criterion": criterion,
                 **({"reference": answer} if answer else {}),
+                **({"tags": tags_of[number - 1]} if tags_of and tags_of[number - 1] else {}),
             }
             for number, criterion in enumerate(criteria, 1)
         ]
@@ -494,6 +513,76 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
         )
     first_where[slug] = where
     return Candidate(where=where, slug=slug, environment=None, content=content, environment_slug=environment)
+
+
+# A table row's columns for the checks its criteria become: `points` (one number for every criterion, or one
+# per criterion, a line each as the criteria are written; a list in a JSONL row) and `criteria_tags` (likewise:
+# a line of comma-separated tags for every criterion, or one line per criterion). The `tags` column stays the
+# task's own tags.
+CRITERIA_COLUMNS = ("points", "criteria_tags")
+POINTS_CELL_MAX_CHARS = 40
+
+
+def _blank(value: Any) -> bool:
+    return (
+        value is None or (isinstance(value, float) and value != value) or (isinstance(value, str) and not value.strip())
+    )
+
+
+def _per_criterion(value: Any, count: int, column: str, parse) -> list | None:
+    """One value per criterion from a `points` / `criteria_tags` cell (CRITERIA_COLUMNS), parsed by
+    `parse(text_or_value, pointer)`; None for an empty cell. Refused (naming the column and the line) when
+    the values are neither one nor one per criterion, or one does not parse."""
+    if _blank(value):
+        return None
+    if isinstance(value, list):
+        values = value
+    elif isinstance(value, str):
+        values = [line.strip() for line in value.splitlines() if line.strip()]
+    else:
+        values = [value]  # a number in a Parquet or JSONL row
+    if len(values) not in (1, count):
+        raise Refused(
+            f"/{column}",
+            f"the {column} column has {len(values)} values for {count} criteria: give one for all, or one per "
+            "criterion (a line each)",
+        )
+    parsed = [parse(item, f"/{column}", f"{column} value {number}") for number, item in enumerate(values, 1)]
+    return parsed * count if len(parsed) == 1 else parsed
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _points_cell(value: Any, pointer: str, what: str) -> int | float:
+    import numbers
+
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > POINTS_CELL_MAX_CHARS:
+            raise Refused(pointer, f"{what} is not a number (longer than {POINTS_CELL_MAX_CHARS} characters)")
+        try:
+            value = int(text) if _INTEGER.fullmatch(text) else float(text)
+        except ValueError:
+            raise Refused(pointer, f"{what}: {text!r} is not a number") from None
+    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = int(value)  # a Parquet column's numpy integer
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = float(value)
+    try:
+        return points_value(value, pointer)
+    except Refused as refusal:
+        raise Refused(pointer, f"{what}: {refusal.message}") from None
+
+
+def _tags_cell(value: Any, pointer: str, what: str) -> list[str]:
+    items = value if isinstance(value, list) else _cell(value).split(",")
+    if not all(isinstance(item, str) for item in items):
+        raise Refused(pointer, f"{what}: tags must be text")
+    tags = [item.strip() for item in items if item.strip()]
+    if len(tags) > MAX_TAGS or any(len(tag) > CHECK_TAG_MAX_CHARS for tag in tags):
+        raise Refused(pointer, f"{what}: at most {MAX_TAGS} tags of at most {CHECK_TAG_MAX_CHARS} characters")
+    return list(dict.fromkeys(tags))
 
 
 def _cell(value: Any) -> str:
@@ -862,6 +951,37 @@ def folder_candidates(root: Path, label: str, budget: _ReadBudget | None = None)
         raise ImportFailed(f"{label}: no tasks.jsonl, task.toml or task.yaml found; nothing was imported.")
 
 
+# Lines a JSONL file's kind is looked for in: its first JSON object says it (a malformed first line is then
+# rejected at its line, in the file's own format, not read as a table's row).
+JSONL_KIND_LINES = 20
+
+
+def _jsonl_kind(path: Path) -> str | None:
+    """What a .jsonl file holds, by the fields of its first JSON object among its first JSONL_KIND_LINES
+    non-blank lines: TASK_SCHEMA (task documents), a rubric format's name (HealthBench or RaR rows), or
+    None (a table's rows)."""
+    with open(path, "rb") as handle:
+        lines = (line for line in handle if line.strip())
+        for _, line in zip(range(JSONL_KIND_LINES), lines):
+            try:
+                row = json.loads(line.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(row, dict):
+                return TASK_SCHEMA if row.get("schema") == TASK_SCHEMA else rubric_format_of(row)
+    return None
+
+
+def rubric_rows_candidates(path: Path, fmt: str) -> Iterator[Candidate | Rejection]:
+    """A JSONL file of HealthBench or RaR rows (packs.importer.rubric_formats), each at its line."""
+    if path.stat().st_size > settings.IMPORT_MAX_BYTES:
+        raise ImportFailed(f"{path.name} is larger than the import limit (GYMWRIGHT_IMPORT_MAX_MB).")
+    stem = _slugify(path.stem)[:50]
+    first_where: dict[str, str] = {}
+    for where, row in _json_lines(path):
+        yield row if isinstance(row, Rejection) else format_candidate(fmt, where, row, first_where, stem=stem)
+
+
 def source_candidates(path: Path, scratch: Path) -> Iterator[Candidate | Rejection]:
     name = path.name.lower()
     if path.is_dir():
@@ -870,13 +990,13 @@ def source_candidates(path: Path, scratch: Path) -> Iterator[Candidate | Rejecti
         extract_archive(path, scratch / "unpacked")
         yield from folder_candidates(scratch / "unpacked", path.name)
     elif name.endswith(".jsonl"):
-        with open(path, "rb") as handle:
-            first = next((line for line in handle if line.strip()), b"")
-        try:
-            is_tasks = json.loads(first.decode("utf-8", "replace")).get("schema") == TASK_SCHEMA
-        except (ValueError, AttributeError):
-            is_tasks = False
-        yield from (tasks_jsonl_candidates(path, pack_root=path.parent) if is_tasks else table_candidates(path))
+        kind = _jsonl_kind(path)
+        if kind == TASK_SCHEMA:
+            yield from tasks_jsonl_candidates(path, pack_root=path.parent)
+        elif kind is not None:
+            yield from rubric_rows_candidates(path, kind)
+        else:
+            yield from table_candidates(path)
     elif name.endswith((".csv", ".parquet")):
         yield from table_candidates(path)
     else:

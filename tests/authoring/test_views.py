@@ -1,3 +1,4 @@
+import hashlib
 import json
 import re
 
@@ -157,6 +158,25 @@ def test_a_stale_edit_shows_the_conflict_and_keeps_what_was_typed(client, author
     response = client.post(f"/tasks/{task.slug}/edit/", form_data(version=2, title="Mine", prompt="My careful prompt"))
     assert response.status_code == 302
     assert task.versions.get(number=3).spec["prompt"] == "My careful prompt"
+
+
+def test_a_stale_edit_keeps_its_attached_files_and_their_roles_for_the_next_save(client, author, task):
+    """The conflict page is the task editor: a file attached to the refused save is kept, with the role chosen
+    for it, and saving the kept edit attaches it."""
+    client.force_login(author)
+    services.task_version_create(task=task, author=author, base_version=1, content=task_content(title="Theirs"))
+    upload = SimpleUploadedFile("grade.sh", b"exit 0\n")
+    data = {**form_data(version=1, title="Mine"), "files": [upload], "upload_role:grade.sh": "grader"}
+    response = client.post(f"/tasks/{task.slug}/edit/", data)
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert 'id="rubric-editor"' in html and "<code>grade.sh</code>" in html  # the editor, and the file kept
+    token = re.search(r'name="kept_files" value="([^"]+)"', html).group(1)
+    response = client.post(f"/tasks/{task.slug}/edit/", {**form_data(version=2, title="Mine"), "kept_files": token})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert task.versions.get(number=3).spec["files"] == [
+        {"path": "grade.sh", "sha256": hashlib.sha256(b"exit 0\n").hexdigest(), "role": "grader"}
+    ]
 
 
 def test_a_stale_edit_without_example_answers_shows_no_example_change(client, author, task):

@@ -252,3 +252,10 @@ def test_input_over_its_bounds_is_refused_before_the_model_is_asked(author, task
     response = draft(author, files=[{"path": "../etc/passwd", "content": "x"}])
     assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_path"
     assert script.seen == {}
+
+
+def test_the_edit_page_offers_the_copilot_to_the_tasks_editor(author, task, client):
+    client.force_login(author)
+    page = client.get("/tasks/rope-length/edit/").content.decode()
+    assert 'data-draft-url="/api/tasks/rope-length/rubric/draft/"' in page
+    assert "js/rubric_editor/copilot.js" in page

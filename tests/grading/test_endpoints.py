@@ -21,11 +21,11 @@ def test_a_worker_reads_endpoint_configuration_once_per_cache_period(django_asse
         api_key_env="",
         response_format="json_object",
     )
-    first = endpoints.judge_config_for(RUBRIC, max_age_s=30)
+    first = endpoints.judge_config_for(RUBRIC, environment=None, max_age_s=30)
     assert (first.model, first.response_format) == ("strict-model", "json_object")
     endpoints.endpoint_config_for("policy", max_age_s=30)
     with django_assert_num_queries(0):
-        assert endpoints.judge_config_for(RUBRIC, max_age_s=30) == first
+        assert endpoints.judge_config_for(RUBRIC, environment=None, max_age_s=30) == first
         endpoints.endpoint_config_for("policy", max_age_s=30)
 
 
@@ -33,12 +33,14 @@ def test_without_a_cache_period_every_call_reads_the_rows():
     ModelEndpoint.objects.create(
         name="strict-judge", role="judge", base_url="http://127.0.0.1:1/v1", model="strict-model", api_key_env=""
     )
-    endpoints.judge_config_for(RUBRIC, max_age_s=30)
+    endpoints.judge_config_for(RUBRIC, environment=None, max_age_s=30)
     ModelEndpoint.objects.filter(name="strict-judge").update(model="newer-model")
-    assert endpoints.judge_config_for(RUBRIC).model == "newer-model"  # the web app never caches
-    assert endpoints.judge_config_for(RUBRIC, max_age_s=30).model == "strict-model"  # a worker, within the period
+    assert endpoints.judge_config_for(RUBRIC, environment=None).model == "newer-model"  # the web app never caches
+    assert (
+        endpoints.judge_config_for(RUBRIC, environment=None, max_age_s=30).model == "strict-model"
+    )  # a worker, within the period
     endpoints.cache_clear()
-    assert endpoints.judge_config_for(RUBRIC, max_age_s=30).model == "newer-model"
+    assert endpoints.judge_config_for(RUBRIC, environment=None, max_age_s=30).model == "newer-model"
 
 
 def test_the_apps_judge_client_fails_an_answer_over_its_length_limit(settings):
@@ -59,7 +61,7 @@ def test_the_apps_judge_client_fails_an_answer_over_its_length_limit(settings):
         ModelEndpoint.objects.create(
             name="strict-judge", role="judge", base_url=server.base_url, model="m", api_key_env=""
         )
-        with endpoints.judge_client_for(rubric) as judge:
+        with endpoints.judge_client_for(rubric, environment=None) as judge:
             assert judge.config.max_text_chars == 300
             result = grade(rubric, answer="The dose: 4000 mg a day." + " " * 300, judge=judge)
         calls = server.calls

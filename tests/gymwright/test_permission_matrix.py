@@ -118,12 +118,15 @@ authoring:environment_create           POST          -         login  403    302
 authoring:environment_detail           GET,HEAD      -         login  404    200    200    200    200    200
 authoring:environment_edit             GET           -         login  404    200    403    403    200    403
 authoring:environment_edit             POST          -         login  404    302w   403    403    302w   403
+#   the judge its tasks use: its owner (or an admin) chooses
+authoring:environment_judge            POST          -         login  404    302w   403    403    302w   403
 authoring:account                      GET           -         login  200    200    200    200    200    200
 #   one's own new API token
 authoring:account                      POST          -         login  200w   200w   200w   200w   200w   200w
 api-environment-list                   GET,HEAD      -         401    200-   200    200    200    200    200
 api-environment-list                   POST          -         401    403    201w   201w   403    201w   403
 api-environment-detail                 GET,HEAD      -         401    404    200    200    200    200    200
+api-environment-detail                 PATCH         -         401    404    200w   403    403    200w   403
 api-environment-versions               GET,HEAD      -         401    404    200    200    200    200    200
 api-environment-versions               POST          -         401    404    201w   403    403    201w   403
 api-task-list                          GET,HEAD      -         401    200-   200+   200+   200+   200+   200+
@@ -134,8 +137,14 @@ api-task-versions                      GET,HEAD      -         401    404    200
 #   the body edits v1: v2 is the latest (409)
 api-task-versions                      POST          -         401    404    409    403    403    409    403
 api-task-versions                      POST          draft     401    404    201w   403    403    201w   404
+#   only the task's editors may ask; the world's judge endpoint does not answer (a closed port): the model's
+#   failure is a gateway's 502, and nothing is saved
+api-task-rubric-draft                  POST          -         401    404    502    403    403    502    403
 api-task-version                       GET,HEAD      -         401    404    200    200    200    200    404
 api-task-version                       GET,HEAD      v1        401    404    200    200    200    200    200
+#   ?as=healthbench: the version as a HealthBench row
+api-task-version-rubric                GET,HEAD      -         401    404    200    200    200    200    404
+api-task-version-rubric                GET,HEAD      v1        401    404    200    200    200    200    200
 #   ?a=1&b=2: v2 is no lab member's
 api-task-diff                          GET,HEAD      -         401    404    200    200    200    200    404
 #   a task's or an environment's file
@@ -197,6 +206,9 @@ api-task-version-previews              POST          v1        401    404    201
 api-preview-detail                     GET,HEAD      -         401    404    200    200    200    200    404
 api-preview-detail                     GET,HEAD      v1        401    404    200    200    200    200    200
 api-preview-cancel                     POST          -         401    404    200w   200w   200w   200w   404
+#   whoever reads the preview; the world's rubric has no llm_judge check: nothing to correct (409)
+api-preview-calibration                GET,HEAD      -         401    404    409    409    409    409    404
+api-preview-calibration                GET,HEAD      v1        401    404    409    409    409    409    409
 api-preview-cancel                     POST          v1        401    404    200w   200w   200w   200w   403
 api-rollout-detail                     GET,HEAD      -         401    404    200    200    200    200    404
 api-rollout-detail                     GET,HEAD      v1        401    404    200    200    200    200    200
@@ -306,6 +318,12 @@ def _task_form(**extra) -> dict:
     }
 
 
+def _judge_endpoint_id() -> int:
+    from grading.models import ModelEndpoint
+
+    return ModelEndpoint.objects.get(name="matrix-judge").pk
+
+
 def _environment_form(**extra) -> dict:
     return {
         "name": "Matrix shell",
@@ -332,6 +350,7 @@ BODIES = {
     "authoring:markdown_preview": (FORM, lambda: {"prompt": "What is *six* times seven?"}),
     "authoring:environment_create": (FORM, lambda: _environment_form(slug="matrix-env-new-q7")),
     "authoring:environment_edit": (FORM, lambda: _environment_form(base_version="1")),
+    "authoring:environment_judge": (FORM, lambda: {"judge_endpoint": str(_judge_endpoint_id())}),
     "grading:dry_run": (FORM, lambda: {"rubric": json.dumps(RUBRIC), "answer": "It is 42."}),
     "grading:judge_label": (FORM, lambda: {"verdict": "agree"}),
     "sandbox:preview_start": (FORM, lambda: {"policy": "oracle", "n": "1", "backend": "bubblewrap"}),
@@ -341,6 +360,7 @@ BODIES = {
     "packs:pack_detail": (FORM, lambda: {"version": "3.0.0", "test_ratio": "0.1", "confirm": "1"}),
     "packs:task_import": (FORM, lambda: {"file": _rows_csv(), "environment": ENV}),
     "api-environment-list": (JSON, lambda: {"slug": "matrix-env-api-q7", "name": "API", "spec": {"network": "none"}}),
+    "api-environment-detail": (JSON, lambda: {"judge_endpoint": _judge_endpoint_id()}),
     "api-environment-versions": (JSON, lambda: {"spec": {"network": "none", "setup": "echo hi"}, "base_version": 1}),
     "api-task-list": (
         JSON,
@@ -352,6 +372,7 @@ BODIES = {
     ),
     "api-blob-upload": (MULTIPART, lambda: {"file": _upload("notes.md", b"more notes\n")}),
     "rubric-validate": (JSON, lambda: {"rubric": RUBRIC}),
+    "api-task-rubric-draft": (JSON, lambda: {"count": 5}),
     "judge-label-create": (JSON, lambda: {"verdict": "agree"}),
     "api-task-version-previews": (JSON, lambda: {"policy": "oracle", "n": 1}),
     "api-task-version-reviews": (JSON, lambda: {"decision": "approve"}),
@@ -369,7 +390,11 @@ BODIES = {
         },
     ),
 }
-QUERIES = {"api-agreement": f"?task={REVIEW}", "api-task-diff": "?a=1&b=2"}
+QUERIES = {
+    "api-agreement": f"?task={REVIEW}",
+    "api-task-diff": "?a=1&b=2",
+    "api-task-version-rubric": "?as=healthbench",
+}
 
 
 # --------------------------------------------------------------------------------------------- the table

@@ -86,7 +86,12 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
         "1 of 1 grades are incomplete (judge checks unscored: no judge was configured when it ran), and their "
         "unscored checks could lift it above 0.1: did not show the task is safe"
     )
-    assert gates["hack:judge-injection"].to_dict()["what_to_do"] == "Configure a judge, then click Run gates."
+    # what to do says who can give it a judge: here no judge endpoint, and no user who could add one
+    no_judge = (
+        "No judge endpoint is configured, and no user can add one: make an admin (manage.py createsuperuser), who "
+        "adds one (role Judge) under Admin → Model endpoints, then run the gates."
+    )
+    assert gates["hack:judge-injection"].to_dict()["what_to_do"] == no_judge
     assert gates["oracle"].message == (
         "3 of 3 grades are incomplete (judge checks unscored: no judge was configured "
         "when it ran) — configure a judge, then run it again"
@@ -95,14 +100,14 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     page = client.get(f"/tasks/{task.slug}/").content.decode()
     assert 'data-gate="oracle" data-status="not_run"' in page
     assert 'data-gate="hack:judge-injection" data-status="fail"' in page
-    assert 'id="submit-blocked"' in page and "Configure a judge, then click Run gates." in page
+    assert 'id="submit-blocked"' in page and no_judge in page
     with pytest.raises(DomainError, match="until every gate passes"):
         review_services.task_submit(task=task, user=author)
     # Running them again would leave the same checks unscored: Run gates says what it waits for.
     with pytest.raises(DomainError, match="wait for a judge") as caught:
         review_gates.gates_run(task_version=version, user=author)
     assert caught.value.code == "gates_waiting" and "/gates/oracle" in [d["pointer"] for d in caught.value.details]
-    assert "configure a judge endpoint" in client.post(f"/tasks/{task.slug}/gates/run/", follow=True).content.decode()
+    assert no_judge in client.post(f"/tasks/{task.slug}/gates/run/", follow=True).content.decode()
     assert PreviewRun.objects.filter(task_version=version).count() == 7
 
     with OpenAIServer(handler=judge) as server:
@@ -141,6 +146,9 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
         assert server.calls > 0
 
     gates = gates_of(version)
+    # no reviewer has labelled the judge yet: a warning, which does not block (review.calibration)
+    warning = gates.pop("judge_validated")
+    assert (warning.status, warning.blocking) == ("fail", False)
     assert {name: gates[name].status for name in gates} == dict.fromkeys(gates, "pass"), {
         name: gates[name].message for name in gates
     }
@@ -148,4 +156,6 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     assert gates["hack:judge-injection"].message == "hack:judge-injection scores 0.00, within its limit of 0.10"
     assert gates["probe:0"].message == "highest reward 0.50"
     submission = review_services.task_submit(task=task, user=author)
-    assert submission.override_reason == "" and all(gate["status"] == "pass" for gate in submission.gates)
+    assert submission.override_reason == "" and all(
+        gate["status"] == "pass" or not gate["blocking"] for gate in submission.gates
+    )
