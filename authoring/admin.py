@@ -15,7 +15,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Environment)
 class EnvironmentAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "owner", "latest_version", "updated_at")
+    list_display = ("slug", "name", "owner", "latest_version", "judge_unvalidated_blocks", "updated_at")
     search_fields = ("slug", "name")
     list_select_related = ("owner", "latest_version")
     raw_id_fields = ("owner", "latest_version")

@@ -12,11 +12,6 @@ urlpatterns = [
     path("tasks/<slug:slug>/", apis.TaskDetailApi.as_view(), name="api-task-detail"),
     path("tasks/<slug:slug>/versions/", apis.TaskVersionListApi.as_view(), name="api-task-versions"),
     path("tasks/<slug:slug>/versions/<int:number>/", apis.TaskVersionDetailApi.as_view(), name="api-task-version"),
-    path(
-        "tasks/<slug:slug>/versions/<int:number>/rubric/",
-        apis.TaskVersionRubricExportApi.as_view(),
-        name="api-task-version-rubric",
-    ),
     path("tasks/<slug:slug>/diff/", apis.TaskDiffApi.as_view(), name="api-task-diff"),
     path("blobs/", apis.BlobUploadApi.as_view(), name="api-blob-upload"),
 ]

@@ -39,6 +39,9 @@ class EnvironmentOutput(serializers.Serializer):
     owner = serializers.CharField(source="owner.username")
     latest_version = serializers.IntegerField(source="latest_version.number", allow_null=True)
     spec = serializers.JSONField(source="latest_version.spec")
+    judge_min_labels = serializers.IntegerField(help_text="distinct labelled answers a judged check needs")
+    judge_min_rate = serializers.FloatField(help_text="the TPR and TNR a judged check needs")
+    judge_unvalidated_blocks = serializers.BooleanField(help_text="a judged check not validated blocks submission")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -346,35 +349,6 @@ class TaskVersionDetailApi(APIView):
         return Response(
             TaskVersionOutput(selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)).data
         )
-
-
-class TaskVersionRubricExportApi(APIView):
-    """A version's rubric as a HealthBench or RaR row (`?as=healthbench|rar`), as `manage.py export_rubrics`
-    writes it (docs/formats.md, "HealthBench and RaR rubrics"), with the ids of the checks the format has
-    no place for."""
-
-    @extend_schema(
-        parameters=[OpenApiParameter("as", str, required=True, enum=["healthbench", "rar"])],
-        responses=inline_serializer(
-            "RubricExport",
-            fields={
-                "format": serializers.CharField(),
-                "row": serializers.DictField(),
-                "left_out": serializers.ListField(),
-            },
-        ),
-    )
-    def get(self, request, slug, number):
-        from packs.importer.rubric_formats import EXPORTERS
-
-        fmt = request.query_params.get("as", "")
-        if fmt not in EXPORTERS:
-            raise DomainError(
-                "Give ?as=healthbench or ?as=rar.", details=[{"pointer": "/as", "message": "healthbench or rar"}]
-            )
-        version = selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
-        row, left_out = EXPORTERS[fmt](version.spec, slug)
-        return Response({"format": fmt, "row": row, "left_out": left_out})
 
 
 class TaskDiffApi(APIView):

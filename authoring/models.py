@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from grading.engine.models import TAG_MAX_CHARS, TITLE_MAX_CHARS
@@ -81,11 +81,27 @@ class Environment(models.Model):
     latest_version = models.ForeignKey(
         "EnvironmentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # When a judged check of this environment's tasks counts as validated (grading.engine.calibration): this
+    # many distinct labelled answers, half of each class, both TPR and TNR at least the rate. The gates warn
+    # about a check that is not, and block only where `judge_unvalidated_blocks` says so.
+    judge_min_labels = models.PositiveIntegerField(
+        default=50, validators=[MinValueValidator(2), MaxValueValidator(100_000)]
+    )
+    judge_min_rate = models.FloatField(default=0.85, validators=[MinValueValidator(0.5), MaxValueValidator(1.0)])
+    judge_unvalidated_blocks = models.BooleanField(
+        default=False, help_text="A judged check that is not validated blocks submission (else it is a warning)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(judge_min_rate__gte=0.5, judge_min_rate__lte=1.0, judge_min_labels__gte=2),
+                name="environment_judge_validation_in_range",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.slug

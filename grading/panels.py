@@ -45,6 +45,11 @@ def environment_judge(*, request, environment, judge_form=None, **_):
     return {"environment": environment, "judge": judge, "judge_form": judge_form}
 
 
+def copilot(*, request, task=None, **_):
+    """The copilot drafts checks for a task that exists (its API is the task's)."""
+    return {"task": task} if task is not None else None
+
+
 def register() -> None:
     from gymwright.pages import panel_register
 
@@ -53,3 +58,4 @@ def register() -> None:
     panel_register("task_form.kinds_link", template="grading/_kinds_link.html", selector=kinds_link)
     panel_register("task_form.dry_run", template="grading/_dry_run_panel.html", selector=dry_run)
     panel_register("environment_detail.judge", template="grading/_environment_judge.html", selector=environment_judge)
+    panel_register("task_form.copilot", template="grading/_copilot_panel.html", selector=copilot)

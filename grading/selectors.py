@@ -13,7 +13,7 @@ from django.http import Http404
 from accounts import permissions
 from authoring.selectors import task_version_before, task_version_check_readable
 from grading.engine import example_answers as engine_examples
-from grading.engine.calibration import AgreementStats, cohen_kappa
+from grading.engine.calibration import AgreementStats, JudgeRates, cohen_kappa, judge_rates
 from grading.engine.models import flat_checks, kinds_with
 from grading.models import CheckResult, DryRun, ExampleRun, Grade, JudgeLabel
 from gymwright.errors import NotAllowed
@@ -471,6 +471,7 @@ def _stats(rows: list[dict], answer_key=_document_answer_key) -> AgreementStats:
 
 _LABEL_FIELDS = (
     "verdict",
+    "reviewer_id",
     "agrees",
     "check_result_id",
     "check_result__score",
@@ -497,9 +498,10 @@ def judge_agreement(*, task=None, task_version=None, environment=None, check_id:
 
 
 def judge_agreement_summary(*, task=None, environment=None, answer_keys=None) -> dict:
-    """Agreement overall, per task and per (task, check), from one query:
-    {"overall": AgreementStats, "tasks": {slug: AgreementStats},
-     "checks": [{"task": slug, "check_id": id, "stats": AgreementStats}]}.
+    """Agreement and judge rates overall, per task and per (task, check), from one query:
+    {"overall": AgreementStats, "overall_rates": JudgeRates, "tasks": {slug: AgreementStats},
+     "task_rates": {slug: JudgeRates}, "checks": [{"task": slug, "check_id": id, "stats": AgreementStats,
+     "rates": JudgeRates}]}. Pooled rates are the sums of the checks' counts.
     `answer_keys(rows)`, when given, returns the function that says which answer a label row is about."""
     rows = judge_label_rows(task=task, environment=environment)
     answer_key = answer_keys(rows) if answer_keys else _document_answer_key
@@ -509,14 +511,40 @@ def judge_agreement_summary(*, task=None, environment=None, answer_keys=None) ->
         slug = row["check_result__grade__task_version__task__slug"]
         by_task.setdefault(slug, []).append(row)
         by_check.setdefault((slug, row["check_result__check_id"]), []).append(row)
+    checks = [
+        {
+            "task": slug,
+            "check_id": check_id,
+            "stats": _stats(check_rows, answer_key),
+            "rates": _rates(check_rows, answer_key),
+        }
+        for (slug, check_id), check_rows in by_check.items()
+    ]
+    task_rates: dict[str, JudgeRates] = {}
+    for item in checks:
+        task_rates[item["task"]] = task_rates.get(item["task"], JudgeRates()) + item["rates"]
     return {
         "overall": _stats(rows, answer_key),
+        "overall_rates": sum((item["rates"] for item in checks), JudgeRates()),
         "tasks": {slug: _stats(task_rows, answer_key) for slug, task_rows in by_task.items()},
-        "checks": [
-            {"task": slug, "check_id": check_id, "stats": _stats(check_rows, answer_key)}
-            for (slug, check_id), check_rows in by_check.items()
-        ],
+        "task_rates": task_rates,
+        "checks": checks,
     }
+
+
+def _rates(rows: list[dict], answer_key=_document_answer_key) -> JudgeRates:
+    """TPR / TNR counts of ONE check's label rows (grading.engine.calibration.judge_rates: one observation per
+    distinct answer and judge verdict, the reviewers' majority as the truth), over met / not met verdicts."""
+    return judge_rates(
+        (
+            answer_key(row),
+            row["check_result__score"] >= 0.5,
+            row["reviewer_id"],
+            row["verdict"] == JudgeLabel.Verdict.MET,
+        )
+        for row in rows
+        if row["verdict"] in (JudgeLabel.Verdict.MET, JudgeLabel.Verdict.NOT_MET)
+    )
 
 
 # ---------------------------------------------------------------- example answers

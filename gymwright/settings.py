@@ -287,10 +287,9 @@ elif CELERY_BROKER_URL.startswith("redis"):
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 # A dataset's health check holds a worker for up to hours (GYMWRIGHT_DATASET_CHECK_TOTAL_S): it goes to a queue of
-# its own, so previews, dry runs and pack builds never wait behind one. `make run` starts a worker for it; on worker
-# hosts, start one with `-Q <this queue>` (README, "Scaling out").
+# its own (packs.tasks names it on the job), so previews, dry runs and pack builds never wait behind one. `make run`
+# starts a worker for it; on worker hosts, start one with `-Q <this queue>` (README, "Scaling out").
 DATASET_CHECK_QUEUE = env_str("GYMWRIGHT_DATASET_CHECK_QUEUE", "datasets")
-CELERY_TASK_ROUTES = {"packs.dataset_check_run": {"queue": DATASET_CHECK_QUEUE}}
 
 # Sandboxes: "bubblewrap" (embedded default) or "docker" (DOCKER_HOST may be remote).
 SANDBOX_BACKEND = env_str("GYMWRIGHT_SANDBOX_BACKEND", "bubblewrap")

@@ -13,4 +13,10 @@ urlpatterns = [
     ),
     path("imports/", apis.ImportFileApi.as_view(), name="api-import-file"),
     path("imports/bulk/", apis.ImportBulkApi.as_view(), name="api-import-bulk"),
+    # A version's rubric in another format: packs holds the formats (packs.importer.rubric_formats).
+    path(
+        "tasks/<slug:slug>/versions/<int:number>/rubric/",
+        apis.TaskVersionRubricExportApi.as_view(),
+        name="api-task-version-rubric",
+    ),
 ]

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from authoring import selectors as authoring_selectors
 from authoring.models import slug_validator
 from gymwright.api import paginate as _paginate
 from gymwright.api import paginated
 from gymwright.api import validated as _input
 from gymwright.errors import DomainError
 from packs import downloads, importer, selectors, services
+from packs.importer.rubric_formats import EXPORTERS
 from packs.views import import_upload, pack_version_verification_state
 
 
@@ -292,3 +294,30 @@ class ImportBulkApi(APIView):
             dry_run=data["dry_run"],
         )
         return Response(report.as_dict())
+
+
+class TaskVersionRubricExportApi(APIView):
+    """A version's rubric as a HealthBench or RaR row (`?as=healthbench|rar`), as `manage.py export_rubrics`
+    writes it (docs/formats.md, "HealthBench and RaR rubrics"), with the ids of the checks the format has
+    no place for."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("as", str, required=True, enum=["healthbench", "rar"])],
+        responses=inline_serializer(
+            "RubricExport",
+            fields={
+                "format": serializers.CharField(),
+                "row": serializers.DictField(),
+                "left_out": serializers.ListField(),
+            },
+        ),
+    )
+    def get(self, request, slug, number):
+        fmt = request.query_params.get("as", "")
+        if fmt not in EXPORTERS:
+            raise DomainError(
+                "Give ?as=healthbench or ?as=rar.", details=[{"pointer": "/as", "message": "healthbench or rar"}]
+            )
+        version = authoring_selectors.task_version_get_for_user(slug=slug, number=number, user=request.user)
+        row, left_out = EXPORTERS[fmt](version.spec, slug)
+        return Response({"format": fmt, "row": row, "left_out": left_out})

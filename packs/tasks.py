@@ -87,6 +87,7 @@ DatasetCheckTask = _failing_its_row(
     bind=True,
     base=DatasetCheckTask,
     name="packs.dataset_check_run",
+    queue=settings.DATASET_CHECK_QUEUE,  # a check holds its worker for hours: a queue and worker of its own
     acks_late=True,
     ignore_result=True,
     # every task's budget plus the whole run's: the run itself stops taking tasks at DATASET_CHECK_TOTAL_S

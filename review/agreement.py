@@ -28,7 +28,7 @@ def stats_json(stats: AgreementStats) -> dict:
     }
 
 
-def _answer_keys(rows: list[dict]):
+def answer_keys(rows: list[dict]):
     """The key of the text each label row's judge read: a digest of it when it is known (a rollout's answer
     or file, or the answer a grade kept), else the label's own check result (never grouped)."""
     version_ids = {row["check_result__grade__task_version_id"] for row in rows}
@@ -64,12 +64,27 @@ def _answer_keys(rows: list[dict]):
 
 
 def agreement_json(*, task=None, environment=None) -> dict:
-    summary = judge_agreement_summary(task=task, environment=environment, answer_keys=_answer_keys)
+    """Agreement and, under "calibration", the judge's TPR / TNR (review.calibration) overall, per task and per
+    check; "rule" is the environment's rule for a validated judge."""
+    from review.calibration import rates_json, rule_json, validation_rule
+
+    summary = judge_agreement_summary(task=task, environment=environment, answer_keys=answer_keys)
+    scope = environment if environment is not None else getattr(task, "environment", None)
+    rule = validation_rule(scope)
     return {
-        "overall": stats_json(summary["overall"]),
-        "tasks": {slug: stats_json(stats) for slug, stats in summary["tasks"].items()},
+        "overall": {**stats_json(summary["overall"]), "calibration": rates_json(summary["overall_rates"], rule)},
+        "tasks": {
+            slug: {**stats_json(stats), "calibration": rates_json(summary["task_rates"][slug], rule)}
+            for slug, stats in summary["tasks"].items()
+        },
         "checks": [
-            {"task": item["task"], "check_id": item["check_id"], **stats_json(item["stats"])}
+            {
+                "task": item["task"],
+                "check_id": item["check_id"],
+                **stats_json(item["stats"]),
+                "calibration": rates_json(item["rates"], rule),
+            }
             for item in summary["checks"]
         ],
+        "rule": rule_json(scope),
     }

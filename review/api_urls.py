@@ -23,4 +23,9 @@ urlpatterns = [
     path("inbox/", apis.InboxApi.as_view(), name="api-inbox"),
     path("inbox/read/", apis.InboxReadApi.as_view(), name="api-inbox-read"),
     path("agreement/", apis.AgreementApi.as_view(), name="api-agreement"),
+    path(
+        "previews/<int:preview_run_id>/calibration/",
+        apis.PreviewCalibrationApi.as_view(),
+        name="api-preview-calibration",
+    ),
 ]

@@ -181,15 +181,72 @@ class AgreementStatsOutput(serializers.Serializer):
     reword = serializers.BooleanField(help_text="κ < 0.6 or agreement < 80 % over at least 10 distinct answers.")
 
 
-class AgreementCheckOutput(AgreementStatsOutput):
+class JudgeRatesOutput(serializers.Serializer):
+    """A judge against reviewers' labels (grading.engine.calibration.JudgeRates), human verdict as the truth."""
+
+    tp = serializers.IntegerField(help_text="judge met, humans met")
+    fn = serializers.IntegerField(help_text="judge not met, humans met")
+    fp = serializers.IntegerField(help_text="judge met, humans not met")
+    tn = serializers.IntegerField(help_text="judge not met, humans not met")
+    answers = serializers.IntegerField(help_text="distinct labelled answers with a majority verdict")
+    answers_met = serializers.IntegerField()
+    answers_not_met = serializers.IntegerField()
+    contested = serializers.IntegerField(help_text="answers whose reviewers split evenly: left out")
+    tpr = serializers.FloatField(allow_null=True, help_text="judge met among answers humans call met")
+    tpr_ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="Wilson 95 %")
+    tnr = serializers.FloatField(allow_null=True, help_text="judge not met among answers humans call not met")
+    tnr_ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="Wilson 95 %")
+    kappa = serializers.FloatField(allow_null=True)
+    f1_met = serializers.FloatField(allow_null=True)
+    f1_not_met = serializers.FloatField(allow_null=True)
+    macro_f1 = serializers.FloatField(allow_null=True, help_text="mean of the two F1s (HealthBench)")
+    validated = serializers.BooleanField()
+    validation = serializers.CharField(help_text="why it is validated or not, in words")
+
+
+class ValidationRuleOutput(serializers.Serializer):
+    min_labels = serializers.IntegerField()
+    min_per_class = serializers.IntegerField()
+    min_rate = serializers.FloatField()
+    blocking = serializers.BooleanField(help_text="a judge not validated blocks submission (else a warning)")
+
+
+class AgreementScopeOutput(AgreementStatsOutput):
+    calibration = JudgeRatesOutput()
+
+
+class AgreementCheckOutput(AgreementScopeOutput):
     task = serializers.CharField()
     check_id = serializers.CharField()
 
 
 class AgreementOutput(serializers.Serializer):
-    overall = AgreementStatsOutput()
-    tasks = serializers.DictField(child=AgreementStatsOutput())
+    overall = AgreementScopeOutput()
+    tasks = serializers.DictField(child=AgreementScopeOutput())
     checks = AgreementCheckOutput(many=True)
+    rule = ValidationRuleOutput()
+
+
+class CorrectedCheckOutput(serializers.Serializer):
+    check_id = serializers.CharField()
+    n = serializers.IntegerField(help_text="rollouts that scored the check")
+    raw_pass_rate = serializers.FloatField(allow_null=True)
+    raw_pass_rate_ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    corrected_pass_rate = serializers.FloatField(allow_null=True, help_text="Rogan–Gladen, clipped to [0, 1]")
+    corrected_pass_rate_ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    note = serializers.CharField(help_text="why a figure is missing")
+    judge = JudgeRatesOutput()
+
+
+class PreviewCalibrationOutput(serializers.Serializer):
+    checks = CorrectedCheckOutput(many=True)
+    mean_reward = serializers.FloatField(allow_null=True)
+    corrected_mean_reward = serializers.FloatField(allow_null=True)
+    corrected_mean_reward_ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    note = serializers.CharField()
+    method = serializers.CharField()
+    bootstrap = serializers.DictField(child=serializers.IntegerField())
+    rule = ValidationRuleOutput()
 
 
 # --------------------------------------------------------------------------------------------- views
@@ -458,7 +515,8 @@ class AgreementApi(APIView):
         operation_id="agreement",
         tags=["review"],
         description="Judge–human agreement (percent and Cohen's kappa, with the number of distinct answers) "
-        "overall, per task and per check; `reword` flags a criterion to rewrite.",
+        "overall, per task and per check; `reword` flags a criterion to rewrite. `calibration`: the judge's TPR "
+        "and TNR with Wilson intervals, F1 and whether labels validate it under `rule`, the environment's rule.",
     )
     def get(self, request):
         selectors.review_workspace_check(user=request.user)
@@ -476,3 +534,33 @@ class AgreementApi(APIView):
                 "environment": authoring_selectors.environment_get_for_user(slug=environment_slug, user=request.user)
             }
         return Response(review_agreement.agreement_json(**scope))
+
+
+class PreviewCalibrationApi(APIView):
+    @extend_schema(
+        responses={200: PreviewCalibrationOutput, **_errors(404, 409)},
+        operation_id="preview_calibration",
+        tags=["review"],
+        description="A finished preview's judged pass rates, raw and corrected by each judge's TPR / TNR "
+        "(Rogan–Gladen), with seeded bootstrap intervals, and the mean reward corrected by them. 409 while "
+        "the preview runs or when its rubric has no binary judged check.",
+    )
+    def get(self, request, preview_run_id: int):
+        from review.calibration import preview_calibration_json
+        from sandbox import selectors as sandbox_selectors
+
+        preview_run = sandbox_selectors.preview_run_get_for_user(preview_run_id=preview_run_id, user=request.user)
+        if not preview_run.is_finished:
+            raise DomainError(
+                f"Preview {preview_run.pk} is {preview_run.status}: its corrected rates come when it finishes.",
+                code="preview_running",
+                http_status=409,
+            )
+        document = preview_calibration_json(preview_run=preview_run)
+        if document is None:
+            raise DomainError(
+                f"Preview {preview_run.pk}'s rubric has no binary llm_judge check: nothing to correct.",
+                code="no_judged_checks",
+                http_status=409,
+            )
+        return Response(document)

@@ -15,6 +15,7 @@ from grading.engine.models import has_judge_checks
 from gymwright.errors import DomainError
 from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, PreparedIn
+from review.calibration import task_validation
 from sandbox import services as sandbox_services
 from sandbox.models import PreviewRun, Rollout
 
@@ -135,6 +136,8 @@ def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
         judge_help_link_text=helped.link_text if helped else "",
         rubric_issues=issues,
         example_answers=_example_answer_results(task_version),
+        judge_validation=task_validation(task_version=task_version, environment=environment, rubric=rubric),
+        judge_validation_blocks=bool(getattr(environment, "judge_unvalidated_blocks", False)),
     )
 
 

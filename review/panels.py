@@ -94,8 +94,25 @@ def navigation(*, request, **_):
     }
 
 
+def preview_calibration(*, request, preview_run, **_):
+    """A finished preview's judged pass rates, raw and corrected by reviewers' labels (review.calibration)."""
+    from review.calibration import preview_calibration_json
+
+    if not preview_run.is_finished:
+        return None
+    calibration = preview_calibration_json(preview_run=preview_run)
+    if calibration is None:
+        return None
+    task = preview_run.task_version.task
+    return {"calibration": calibration, "task": task, "environment": permissions.can_review(request.user)}
+
+
 def register() -> None:
     from gymwright.pages import panel_register
+
+    panel_register(
+        "preview_detail.calibration", template="review/_preview_calibration.html", selector=preview_calibration
+    )
 
     panel_register("task_detail.reviews", template="review/_task_reviews.html", selector=task_reviews)
     panel_register("task_form.threads", template="review/_editor_threads.html", selector=editor_threads)

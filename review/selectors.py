@@ -205,22 +205,52 @@ def diff_base(*, task: Task, version: TaskVersion, seen: TaskVersion | None) -> 
     return TaskVersion.objects.filter(pk=earlier).first() if earlier else None
 
 
+#: The labelling queue ranks this many times a page of the oldest unlabelled judgements (split votes first): a
+#: bounded read, however many wait.
+LABEL_WINDOW_PAGES = 10
+
+
 def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> list:
-    """Scored llm_judge check results that no human has labelled, oldest first, each with
-    `criterion` (from its version's rubric), `graded_text` (what the judge read) and `judge_met`."""
+    """Scored llm_judge check results that no human has labelled, those that teach the most first, each with
+    `criterion` (from its version's rubric), `graded_text` (what the judge read), `judge_met`, `split` (the judge's
+    samples disagreed) and `wanted` (its judge verdict is the class its check has fewer human labels of).
+
+    Order: split votes first (the judge itself was unsure: a label there says the most about it), then the
+    verdicts of the class each check lacks labels of (the judge's verdict stands in for the human's, unknown
+    yet), so that checks gather the balanced labels validation needs (review.calibration), then the oldest.
+    Ranked within a window of the oldest LABEL_WINDOW_PAGES × `limit`, split votes first."""
+    from django.db.models import BooleanField, Case, Q, TextField, Value, When
+    from django.db.models.functions import Cast
+
     from grading.models import CheckResult
     from sandbox.models import Rollout
 
     queryset = (
         CheckResult.objects.filter(kind__in=kinds_with("judged"), status=CheckResult.Status.SCORED, labels__isnull=True)
         .select_related("grade", "grade__task_version", "grade__task_version__task")
-        .order_by("grade__created_at", "position")
+        # votes as JSON text: booleans from a binary judge, numbers from a scaled one (never "true"/"false")
+        .annotate(votes_text=Cast("votes", output_field=TextField()))
+        .annotate(
+            split=Case(
+                When(Q(votes_text__contains="true") & Q(votes_text__contains="false"), then=Value(True)),
+                default=Value(False),
+                output_field=BooleanField(),
+            )
+        )
+        .order_by("-split", "grade__created_at", "position")
     )
     if task is not None:
         queryset = queryset.filter(grade__task_version__task=task)
     if environment is not None:
         queryset = queryset.filter(grade__task_version__task__environment=environment)
-    items = list(queryset[:limit])
+    items = list(queryset[: limit * LABEL_WINDOW_PAGES])
+    labelled = _labelled_classes(task=task, environment=environment) if items else {}
+    for item in items:
+        item.split = bool(item.split)
+        item.judge_met = (item.score or 0) >= 0.5
+        have_met, have_not_met = labelled.get((item.grade.task_version.task.slug, item.check_id), (0, 0))
+        item.wanted = have_met != have_not_met and item.judge_met == (have_met < have_not_met)
+    items = sorted(items, key=lambda item: (not item.split, not item.wanted))[:limit]
     rollout_ids = {item.grade.rollout_id for item in items if item.grade.rollout_id}
     rollouts = {
         row["id"]: row for row in Rollout.objects.filter(pk__in=rollout_ids).values("id", "answer", "workspace_files")
@@ -232,8 +262,17 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
         item.target = str(check.get("target") or "answer")
         rollout = rollouts.get(item.grade.rollout_id) or {}
         item.graded_text = graded_text(item.target, rollout, item.grade.document)
-        item.judge_met = (item.score or 0) >= 0.5
     return items
+
+
+def _labelled_classes(*, task=None, environment=None) -> dict[tuple[str, str], tuple[int, int]]:
+    """(task slug, check id) -> (answers humans call met, answers they call not met) so far."""
+    from review.calibration import task_rates_summary
+
+    return {
+        key: (rates.answers_met, rates.answers_not_met)
+        for key, rates in task_rates_summary(task=task, environment=environment).items()
+    }
 
 
 def _find_check(rubric: dict, check_id: str) -> dict | None:

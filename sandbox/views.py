@@ -13,6 +13,7 @@ from authoring.selectors import task_get_for_user, task_version_get_for_user
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import form_add_domain_error
 from gymwright.html import is_htmx
+from gymwright.pages import panels
 from sandbox import selectors, services
 from sandbox.forms import PreviewStartForm
 from sandbox.models import PreviewRun
@@ -70,6 +71,7 @@ def _detail_context(request: HttpRequest, preview_run: PreviewRun) -> dict:
 def preview_detail(request: HttpRequest, preview_run_id: int) -> HttpResponse:
     preview_run = selectors.preview_run_get_for_user(preview_run_id=preview_run_id, user=request.user)
     context = _detail_context(request, preview_run)
+    context["panels"] = panels("preview_detail", request=request, preview_run=preview_run)
     selected = request.GET.get("rollout")
     if selected and selected.isdigit():
         row = next((r for r in context["rollouts"] if r["id"] == int(selected)), None)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Literal
 
+from grading.engine.calibration import Verdict
 from grading.engine.scoring import SCORING_RULE
 
 GateStatus = Literal["pass", "fail", "not_run"]
@@ -90,6 +91,10 @@ class GateInputs:
     judge_help_link_text: str = ""
     rubric_issues: list[str] = field(default_factory=list)  # "pointer: message" lines; empty = valid
     example_answers: list[ExampleAnswerResult] | None = None  # None: this installation cannot grade them
+    # check id -> whether reviewers' labels validate its judge (calibration.judge_validation), for the binary
+    # judged checks; None: nothing here gathers labels. Blocking only where the environment says so.
+    judge_validation: Mapping[str, Verdict] | None = None
+    judge_validation_blocks: bool = False
 
     @property
     def rubric(self) -> Mapping:
@@ -104,7 +109,9 @@ class GateResult:
     message: str
     policy: str | None = None  # the preview policy whose evidence decided it
     run_id: int | None = None  # that preview run
-    blocking: bool = True  # False only for a check this installation cannot make at all
+    # False for a check this installation cannot make at all, and for a warning (a judge not validated by labels,
+    # unless its environment makes that blocking): a failed non-blocking gate is shown and submits anyway.
+    blocking: bool = True
     # A gate whose preview cannot decide it yet ("a judge"): Run gates starts nothing for it.
     waiting_for: str = ""
     # A failed gate that a new run of its preview may decide (a hack probe whose run errored or was
@@ -242,6 +249,8 @@ _WHAT_TO_DO = {
     "test files, exact file checks, penalties), then run the gates.",
     "examples": "Fix the rubric or the example answer (its expected verdict or files), then save a new version.",
     "judge": "Configure a judge endpoint (an admin adds one under Admin → Model endpoints), then run the gates.",
+    "judge_validated": "Label the judge's verdicts on these checks (Review, Label the judge) until each has enough "
+    "answers of both classes; if a rate stays low, reword the criterion or change the judge.",
 }
 
 

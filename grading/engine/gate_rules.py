@@ -29,7 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from grading.engine.calibration import DEFAULT_HACK_LIMIT, band_verdict, hack_limit, hack_message
+from grading.engine.calibration import (
+    DEFAULT_HACK_LIMIT,
+    Verdict,
+    band_verdict,
+    binary_judged_checks,
+    hack_limit,
+    hack_message,
+)
 from grading.engine.gate_registry import (
     FAIL,
     NOT_RUN,
@@ -562,6 +569,29 @@ def _gate_judge(inputs: GateInputs) -> GateResult:
     )
 
 
+def _gate_judge_validated(inputs: GateInputs) -> GateResult:
+    title = "Judge validated against labels"
+    judged = [spec.check_id for spec in binary_judged_checks(inputs.rubric)]
+    if not judged:
+        return GateResult("judge_validated", title, PASS, "no binary llm_judge checks")
+    if inputs.judge_validation is None:
+        return GateResult(
+            "judge_validated", title, NOT_RUN, "this installation does not gather reviewers' labels", blocking=False
+        )
+    missing = Verdict(False, "judge not validated: no labels yet")
+    verdicts = {check_id: inputs.judge_validation.get(check_id, missing) for check_id in judged}
+    short = [f"{check_id}: {verdict.message}" for check_id, verdict in verdicts.items() if not verdict.ok]
+    if short:
+        return GateResult("judge_validated", title, FAIL, "; ".join(short[:5]), blocking=inputs.judge_validation_blocks)
+    return GateResult(
+        "judge_validated",
+        title,
+        PASS,
+        f"{'the' if len(judged) == 1 else f'all {len(judged)}'} judged "
+        f"check{'s' if len(judged) != 1 else ''} validated by reviewers' labels",
+    )
+
+
 def _judge_help(inputs: GateInputs) -> dict:
     """A gate waiting for a judge: who can give it one and where, when the app said (GateInputs.judge_help)."""
     if not inputs.judge_help:
@@ -598,3 +628,4 @@ register_gate(
 )
 register_gate("examples", title="Example answers", evaluate=_gate_examples)
 register_gate("judge", title="Judge configured", evaluate=_gate_judge)
+register_gate("judge_validated", title="Judge validated against labels", evaluate=_gate_judge_validated)

@@ -24,6 +24,7 @@ import gymwright
 from accounts import permissions
 from authoring.models import AuditEvent, TaskVersion
 from authoring.services import audit_record, blob_read
+from grading.engine.calibration import binary_judged_checks
 from grading.engine.scoring import SCORING_RULE
 from gymwright import jobs
 from gymwright.bulk import bulk_insert_rows
@@ -33,6 +34,7 @@ from packs.models import PackEntry, PackVerification, PackVersion, TaskPack
 from packs.services.plans import Selection, UnchangedBuild, pack_version_plan
 from packs.services.scratch import scratch_own, scratch_root
 from packs.services.verifications import verification_enqueue, verifications_reap_stale
+from review.calibration import pack_judge_json
 from sandbox.models import PreviewRun
 
 logger = logging.getLogger(__name__)
@@ -154,16 +156,33 @@ def _task_items(pack_version: PackVersion) -> Iterator[archive.TaskItem]:
         chunk = ids[start : start + CHUNK]
         versions = {row[0]: row for row in TaskVersion.objects.filter(pk__in=chunk).values_list("pk", "spec", "sha256")}
         previews: dict[int, dict | None] = {}
+        judged_runs: dict[int, int] = {}  # version id -> its model preview, where the rubric has judged checks
         for run in (
             PreviewRun.objects.filter(task_version_id__in=chunk, status=PreviewRun.Status.DONE, policy_kind="model")
             .order_by("task_version_id", "-created_at", "-id")
-            .values("task_version_id", "summary", "policy")
+            .values("task_version_id", "summary", "policy", "id")
         ):
             if run["task_version_id"] not in previews:
                 previews[run["task_version_id"]] = _calibration(run["summary"], run["policy"])
+                if previews[run["task_version_id"]] is not None and binary_judged_checks(
+                    versions[run["task_version_id"]][1].get("rubric")
+                ):
+                    judged_runs[run["task_version_id"]] = run["id"]
+        if judged_runs:
+            _add_judge_calibration(previews, judged_runs)
         for pk in chunk:
             _, spec, sha256 = versions[pk]
             yield archive.TaskItem(document=spec, sha256=sha256, calibration=previews.get(pk))
+
+
+def _add_judge_calibration(previews: dict[int, dict | None], judged_runs: dict[int, int]) -> None:
+    """Each judged task's calibration gains "judge": its judges' TPR / TNR from reviewers' labels and its preview's
+    pass rates corrected by them (review.calibration), as the preview page shows them."""
+    runs = PreviewRun.objects.select_related("task_version__task__environment").filter(pk__in=judged_runs.values())
+    for run in runs:
+        judge = pack_judge_json(preview_run=run)
+        if judge is not None:
+            previews[run.task_version_id] = {**previews[run.task_version_id], "judge": judge}
 
 
 def pack_info(pack_version: PackVersion) -> archive.PackInfo:

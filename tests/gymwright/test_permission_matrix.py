@@ -135,6 +135,9 @@ api-task-versions                      GET,HEAD      -         401    404    200
 #   the body edits v1: v2 is the latest (409)
 api-task-versions                      POST          -         401    404    409    403    403    409    403
 api-task-versions                      POST          draft     401    404    201w   403    403    201w   404
+#   only the task's editors may ask; the world's judge endpoint does not answer (a closed port): the model's
+#   failure is a gateway's 502, and nothing is saved
+api-task-rubric-draft                  POST          -         401    404    502    403    403    502    403
 api-task-version                       GET,HEAD      -         401    404    200    200    200    200    404
 api-task-version                       GET,HEAD      v1        401    404    200    200    200    200    200
 #   ?as=healthbench: the version as a HealthBench row
@@ -203,6 +206,9 @@ api-task-version-previews              POST          v1        401    404    201
 api-preview-detail                     GET,HEAD      -         401    404    200    200    200    200    404
 api-preview-detail                     GET,HEAD      v1        401    404    200    200    200    200    200
 api-preview-cancel                     POST          -         401    404    200w   200w   200w   200w   404
+#   whoever reads the preview; the world's rubric has no llm_judge check: nothing to correct (409)
+api-preview-calibration                GET,HEAD      -         401    404    409    409    409    409    404
+api-preview-calibration                GET,HEAD      v1        401    404    409    409    409    409    409
 api-preview-cancel                     POST          v1        401    404    200w   200w   200w   200w   403
 api-rollout-detail                     GET,HEAD      -         401    404    200    200    200    200    404
 api-rollout-detail                     GET,HEAD      v1        401    404    200    200    200    200    200
@@ -366,6 +372,7 @@ BODIES = {
     ),
     "api-blob-upload": (MULTIPART, lambda: {"file": _upload("notes.md", b"more notes\n")}),
     "rubric-validate": (JSON, lambda: {"rubric": RUBRIC}),
+    "api-task-rubric-draft": (JSON, lambda: {"count": 5}),
     "judge-label-create": (JSON, lambda: {"verdict": "agree"}),
     "api-task-version-previews": (JSON, lambda: {"policy": "oracle", "n": 1}),
     "api-task-version-reviews": (JSON, lambda: {"decision": "approve"}),

@@ -151,7 +151,15 @@ def test_agreement_needs_exactly_one_scope(task, reviewer):
     assert api.get(f"/api/agreement/?task={task.slug}&environment=shell").status_code == 400
     assert api.get("/api/agreement/?task=nope").status_code == 404
     body = api.get(f"/api/agreement/?task={task.slug}").json()
+    calibration = body["overall"].pop("calibration")
     assert body["overall"] == {"labels": 0, "answers": 0, "agreed": 0, "rate": None, "kappa": None, "reword": False}
+    assert (calibration["answers"], calibration["tpr"], calibration["tnr"], calibration["validated"]) == (
+        0,
+        None,
+        None,
+        False,
+    )
+    assert body["rule"] == {"min_labels": 50, "min_per_class": 25, "min_rate": 0.85, "blocking": False}
 
 
 def test_the_review_paths_are_in_the_openapi_schema(client, author):
@@ -167,6 +175,7 @@ def test_the_review_paths_are_in_the_openapi_schema(client, author):
         "/api/tasks/{slug}/comments/",
         "/api/tasks/{slug}/comments/{comment_id}/resolve/",
         "/api/agreement/",
+        "/api/previews/{preview_run_id}/calibration/",
     ):
         assert path in schema["paths"], path
     submit = schema["paths"]["/api/tasks/{slug}/versions/{number}/submit/"]["post"]["responses"]

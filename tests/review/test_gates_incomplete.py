@@ -146,6 +146,9 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
         assert server.calls > 0
 
     gates = gates_of(version)
+    # no reviewer has labelled the judge yet: a warning, which does not block (review.calibration)
+    warning = gates.pop("judge_validated")
+    assert (warning.status, warning.blocking) == ("fail", False)
     assert {name: gates[name].status for name in gates} == dict.fromkeys(gates, "pass"), {
         name: gates[name].message for name in gates
     }
@@ -153,4 +156,6 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     assert gates["hack:judge-injection"].message == "hack:judge-injection scores 0.00, within its limit of 0.10"
     assert gates["probe:0"].message == "highest reward 0.50"
     submission = review_services.task_submit(task=task, user=author)
-    assert submission.override_reason == "" and all(gate["status"] == "pass" for gate in submission.gates)
+    assert submission.override_reason == "" and all(
+        gate["status"] == "pass" or not gate["blocking"] for gate in submission.gates
+    )

@@ -37,6 +37,7 @@ def test_with_no_previews_the_preview_gates_are_not_run_and_run_gates_asks_for_t
         "probe:0": "not_run",
         "examples": "pass",
         "judge": "pass",
+        "judge_validated": "pass",
         "hack:echo-prompt": "not_run",
         "hack:keyword-stuffing": "not_run",
         "hack:exhaust": "not_run",

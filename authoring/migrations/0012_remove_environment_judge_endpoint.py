@@ -6,7 +6,7 @@ class Migration(migrations.Migration):
     on this column first, then it goes."""
 
     dependencies = [
-        ("authoring", "0010_environment_judge_endpoint"),
+        ("authoring", "0011_environment_judge_validation"),
         ("grading", "0007_environment_judge"),
     ]
 
