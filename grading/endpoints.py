@@ -165,6 +165,9 @@ def _judge_config(rubric_model: str | None, chosen_id: int | None = None):
         max_text_chars=settings.JUDGE_MAX_CHARS,
         cache_dir=str(settings.JUDGE_CACHE_DIR) if settings.JUDGE_CACHE_DIR else None,
         models=models,
+        # a judge panel's members must be configured judge endpoints: an author cannot name any model the
+        # provider sells on the admin's key
+        models_only=True,
         response_format=endpoint.response_format,
         **extra,
     )
