@@ -40,13 +40,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 import run_scratch  # noqa: E402
 from bench_load import (  # noqa: E402
     CLK_TCK,
+    OTHERS_QUIET,
+    QUIET_LOAD,
     Server,
     _BackendCPU,
     _children,
     _cpu_ticks,
     _db_url,
     _free_port,
+    _machine_busy_s,
     _psql_admin,
+    _self_cpu_s,
     drive,
     postgres_url,
 )
@@ -258,18 +262,20 @@ def bulk(system, tasks: list[dict], clients: int) -> dict:
 
             await asyncio.gather(*(one() for _ in range(clients)))
 
-    web = system.cpu_ticks()
+    web, own, busy = system.cpu_ticks(), _self_cpu_s(), _machine_busy_s()
     with _BackendCPU(system.database) as database:
         started = time.perf_counter()
         asyncio.run(run())
         wall = time.perf_counter() - started
+    cpu = (system.cpu_ticks() - web) / CLK_TCK + database.seconds
     times.sort()
     return {
         "wall": wall,
         "p50": statistics.median(times) * 1000,
         "p95": times[int(0.95 * (len(times) - 1))] * 1000,
-        "cpu": (system.cpu_ticks() - web) / CLK_TCK + database.seconds,
+        "cpu": cpu,
         "load": _load1(),
+        "others_cores": max(_machine_busy_s() - busy - cpu - (_self_cpu_s() - own), 0) / wall,
     }
 
 
@@ -277,13 +283,16 @@ def list_load(system, clients: int, seconds: float) -> dict:
     """The task-list API (a page of 50) under `clients` closed-loop clients for `seconds` (bench_load.py's client):
     p50, p95, requests/s, errors, and the server's CPU per request (web and database)."""
     asyncio.run(drive(system.base, system.list_path(), system.headers, {}, clients, 1.0))  # warm every worker
-    web = system.cpu_ticks()
+    web, own, busy, started = system.cpu_ticks(), _self_cpu_s(), _machine_busy_s(), time.perf_counter()
     with _BackendCPU(system.database) as database:
         result = asyncio.run(drive(system.base, system.list_path(), system.headers, {}, clients, seconds))
     n = max(result["n"], 1)
-    result["web_cpu_ms"] = (system.cpu_ticks() - web) / CLK_TCK * 1000 / n
+    web_s = (system.cpu_ticks() - web) / CLK_TCK
+    result["web_cpu_ms"] = web_s * 1000 / n
     result["db_cpu_ms"] = database.seconds * 1000 / n
     result["load"] = _load1()
+    spent = _machine_busy_s() - busy - web_s - database.seconds - (_self_cpu_s() - own)
+    result["others_cores"] = max(spent, 0) / (time.perf_counter() - started)
     return result
 
 
@@ -343,7 +352,8 @@ def main() -> int:
                 seq[label].append(r)
                 print(
                     f"  round {round_ + 1} {label}, 1 client: {args.tasks} tasks in {r['wall']:.2f} s "
-                    f"({args.tasks / r['wall']:.0f} tasks/s), server CPU {r['cpu']:.2f} s, load {r['load']:.2f}",
+                    f"({args.tasks / r['wall']:.0f} tasks/s), server CPU {r['cpu']:.2f} s, load {r['load']:.2f}, "
+                    f"other work {r['others_cores']:.2f} cores",
                     flush=True,
                 )
             for label in _order(systems, round_ + 1):
@@ -353,7 +363,8 @@ def main() -> int:
                 print(
                     f"  round {round_ + 1} {label}, {args.clients} clients: {concurrent_tasks} tasks in "
                     f"{r['wall']:.2f} s ({concurrent_tasks / r['wall']:.0f} tasks/s), a request p50 {r['p50']:.0f} "
-                    f"p95 {r['p95']:.0f} ms, server CPU {r['cpu']:.2f} s, load {r['load']:.2f}",
+                    f"p95 {r['p95']:.0f} ms, server CPU {r['cpu']:.2f} s, load {r['load']:.2f}, other work "
+                    f"{r['others_cores']:.2f} cores",
                     flush=True,
                 )
         for position, clients in enumerate((1, args.clients)):
@@ -362,7 +373,7 @@ def main() -> int:
                 print(
                     f"  task list API, {label}, {clients} client(s): p50 {r['p50']:.1f} ms p95 {r['p95']:.1f} ms, "
                     f"{r['rps']:.1f} req/s, errors {r['errors']}, web CPU {r['web_cpu_ms']:.1f} ms/req, db CPU "
-                    f"{r['db_cpu_ms']:.1f} ms/req (n={r['n']}, load {r['load']:.2f})",
+                    f"{r['db_cpu_ms']:.1f} ms/req (n={r['n']}, load {r['load']:.2f}, other work {r['others_cores']:.2f} cores)",
                     flush=True,
                 )
     finally:
@@ -379,9 +390,14 @@ def main() -> int:
         f"(`make serve`'s config, DEBUG off), PostgreSQL. Imports in requests of {PER_REQUEST}, median of "
         f"{args.rounds} round(s); task list {args.list_seconds:g} s per run."
     )
+    # As bench_load.py judges: quiet when the load average was at most 2 before the run (its own clients and servers
+    # then raise it) and other processes held under a quarter of a core during every measurement.
+    busy = max(r["others_cores"] for r in [*lists.values()] + [r for v in (*seq.values(), *conc.values()) for r in v])
+    quiet = load_before[0] <= QUIET_LOAD and busy <= OTHERS_QUIET
     print(
         f"# load average before {load_before[0]:.2f}, during {min(loads[1:]):.2f}–{max(loads[1:]):.2f}, after "
-        f"{os.getloadavg()[0]:.2f}" + (" — ABOVE 2: not a quiet run, no goal judged on it" if max(loads) > 2 else "")
+        f"{os.getloadavg()[0]:.2f}; other work up to {busy:.2f} cores during the measurements"
+        + ("" if quiet else " — NOT A QUIET RUN: no goal judged on it")
     )
 
     def med(runs: list[dict], key: str) -> float:

@@ -55,6 +55,20 @@ Contract
   makes no calls.
 * Models: the client calls `config.model`, unless the check (or the rubric's
   judge settings) names a model that `config.models` maps to a real one.
+* Panels: a request with a `panel` (the rubric's `judge.panel`, for a check that names no `model`)
+  is asked of every member, each with its own `samples`, and `combine_panel` makes one verdict of
+  theirs. A member name maps through `config.models`; an unmapped one is called as a model id at
+  `base_url`, unless `config.models_only` (the app: only configured judge endpoints), when that
+  member gives no verdict. Binary: met when more than half of the WHOLE panel says met (a tie is
+  not met); a member with no verdict (its calls failed, it is not configured) is a missing vote,
+  and the check is scored only when no way the missing votes could fall changes the verdict,
+  else it is unscored: so no answer gains by making a member fail. Scale: the mean of the
+  members' normalised scores; any missing member leaves it unscored (it could move the mean).
+  A member that found the text too long for its context fails the check, as a sample does.
+  `JudgeResult.panel` records each member's verdict and the disagreement: binary, the share of
+  the members that voted who are in the minority; scale, the spread of their normalised scores.
+  Each check is judged in a request of its own (one criterion per request), so the order of a
+  rubric's criteria cannot sway a verdict.
 * Concurrency: at most `config.concurrency` calls in flight, in a thread pool
   (works whether or not the caller runs an event loop).
 
@@ -70,7 +84,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +141,9 @@ class JudgeConfig:
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     # How many times an off-format reply is asked again before the check is unscored.
     off_format_retries: int = 1
+    # True: a judge panel's member must be a name in `models` (the app: configured judge endpoints only);
+    # False: an unmapped member name is called as a model id at base_url (the CLI, a pack's grader).
+    models_only: bool = False
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> JudgeConfig | None:
@@ -160,6 +177,13 @@ class JudgeConfig:
             return self.models[name]
         return self.model
 
+    def panel_model(self, name: str) -> str | None:
+        """The real model id of a judge panel member: mapped by `models`, else the name itself, or None
+        when `models_only` (it is then no configured judge: that member gives no verdict)."""
+        if name in self.models:
+            return self.models[name]
+        return None if self.models_only else name
+
 
 @dataclass
 class JudgeResult:
@@ -174,6 +198,8 @@ class JudgeResult:
     cache_hits: int = 0
     duration_ms: int = 0
     failed: bool = False
+    # A panel's verdicts: {"models", "verdicts", "disagreement"} (models.PanelVerdicts); None for one judge.
+    panel: dict | None = None
 
 
 # ---------------------------------------------------------------- structured output
@@ -413,7 +439,7 @@ class JudgeClient:
 
     def _sample(self, request: JudgeRequest, index: int, grade_deadline: float | None = None) -> _Sample:
         started = time.perf_counter()
-        model = self.config.resolve_model(request.model)
+        model = request.model_id or self.config.resolve_model(request.model)
         messages = build_messages(request)
         key = cache_key(model, messages, request.temperature, index, self.config.max_tokens)
         sample = _Sample()
@@ -494,6 +520,8 @@ class JudgeClient:
         """Judge every request (all samples concurrently, at most `concurrency` in flight), in order.
 
         A request whose text is over `max_text_chars` is not sent: its result is `failed`."""
+        if any(request.panel for request in requests):
+            return self._judge_panels(requests)
         limit_chars = self.config.max_text_chars
         results: dict[int, JudgeResult] = {
             position: JudgeResult(None, too_long_reason(len(request.text), limit_chars), failed=True)
@@ -529,6 +557,37 @@ class JudgeClient:
         """Judge one request."""
         return self.judge_many([request])[0]
 
+    def _judge_panels(self, requests: list[JudgeRequest]) -> list[JudgeResult]:
+        """`judge_many` with panels: each panel request becomes one request per member (all judged together,
+        under one grade deadline), then `combine_panel` makes each panel's verdict of its members'."""
+        flat: list[JudgeRequest] = []
+        plan: list[list[int | str] | int] = []  # per request: its flat index, or per member a flat index or why not
+        for request in requests:
+            if not request.panel:
+                plan.append(len(flat))
+                flat.append(request)
+                continue
+            members: list[int | str] = []
+            for name in request.panel:
+                model_id = self.config.panel_model(name)
+                if model_id is None:
+                    members.append(
+                        f"{name!r} is not a judge endpoint configured at {self.config.base_url} (judge.panel)"
+                    )
+                    continue
+                members.append(len(flat))
+                flat.append(replace(request, panel=(), model=name, model_id=model_id))
+            plan.append(members)
+        judged = self.judge_many(flat) if flat else []
+        out: list[JudgeResult] = []
+        for request, entry in zip(requests, plan):
+            if isinstance(entry, int):
+                out.append(judged[entry])
+                continue
+            members_results = [judged[item] if isinstance(item, int) else JudgeResult(None, item) for item in entry]
+            out.append(combine_panel(request, members_results))
+        return out
+
 
 def combine(request: JudgeRequest, samples: list[_Sample]) -> JudgeResult:
     """Votes → one result (majority for binary, tie = not met; mean normalised score for a scale)."""
@@ -557,3 +616,81 @@ def combine(request: JudgeRequest, samples: list[_Sample]) -> JudgeResult:
         f"mean score {mean:g} of {low:g}..{high:g}; " if len(votes) > 1 else f"score {mean:g} of {low:g}..{high:g}; "
     )
     return JudgeResult(score, prefix + first, votes, calls, hits, duration)
+
+
+def combine_panel(request: JudgeRequest, members: list[JudgeResult]) -> JudgeResult:
+    """A judge panel's members' results (in `request.panel`'s order) → one result; see the module docstring.
+
+    A member's result is unscored (score None) when it gave no verdict: a missing vote. The check is scored
+    only when the missing votes cannot change the verdict, however they would fall."""
+    names = list(request.panel)
+    calls = sum(member.calls for member in members)
+    hits = sum(member.cache_hits for member in members)
+    duration = max((member.duration_ms for member in members), default=0)
+    failed = next((member for member in members if member.failed), None)
+    if failed is not None:  # the graded text's own length: the check fails, whatever the others said
+        verdicts = [None if member.failed else _member_verdict(request, member) for member in members]
+        panel = {"models": names, "verdicts": verdicts, "disagreement": None}
+        return JudgeResult(None, failed.explanation, [], calls, hits, duration, failed=True, panel=panel)
+    verdicts = [_member_verdict(request, member) for member in members]
+    cast = [verdict for verdict in verdicts if verdict is not None]
+    missing = [(name, member) for name, member in zip(names, members) if member.score is None]
+    whole, absent = len(members), len(missing)
+    if request.scale is None:
+        yes = sum(1 for verdict in cast if verdict)
+        no = len(cast) - yes
+        disagreement = min(yes, no) / len(cast) if cast else None
+        at_least, at_most = yes * 2 > whole, (yes + absent) * 2 > whole  # the missing all say not met / all met
+        tally = f"panel {yes} met, {no} not met" + (f", {absent} no verdict" if absent else "") + f" of {whole}"
+    else:
+        disagreement = (max(cast) - min(cast)) if cast else None
+        at_least = at_most = None
+        tally = f"panel mean of {len(cast)} of {whole} members"
+    panel = {"models": names, "verdicts": verdicts, "disagreement": disagreement}
+    # the members' verdicts as votes: met for binary, each member's mean score on the scale for a scale
+    votes = (
+        cast if request.scale is None else [request.scale[0] + v * (request.scale[1] - request.scale[0]) for v in cast]
+    )
+    if missing and (request.scale is not None or at_least != at_most):
+        reasons = "; ".join(f"{name}: {member.explanation}" for name, member in missing[:3])
+        return JudgeResult(
+            None,
+            f"{tally}: the {absent} missing vote{'s' if absent != 1 else ''} could change the verdict, so it is "
+            f"unscored ({reasons})",
+            votes,
+            calls,
+            hits,
+            duration,
+            panel=panel,
+        )
+    if request.scale is None:
+        met = bool(at_least)
+        agreeing = next(
+            (
+                member.explanation
+                for member, verdict in zip(members, verdicts)
+                if verdict is not None and verdict == met
+            ),
+            "",
+        )
+        note = f" (the missing vote{'s' if absent != 1 else ''} could not change it)" if absent else ""
+        return JudgeResult(1.0 if met else 0.0, f"{tally}{note}; {agreeing}", votes, calls, hits, duration, panel=panel)
+    low, high = request.scale
+    score = sum(cast) / len(cast)
+    first = members[0].explanation
+    return JudgeResult(
+        score,
+        f"{tally}: {low + score * (high - low):g} of {low:g}..{high:g}; {first}",
+        votes,
+        calls,
+        hits,
+        duration,
+        panel=panel,
+    )
+
+
+def _member_verdict(request: JudgeRequest, member: JudgeResult) -> bool | float | None:
+    """A panel member's own verdict: met (binary), its normalised score in [0, 1] (scale), or None."""
+    if member.score is None or member.failed:
+        return None
+    return member.score >= 1.0 if request.scale is None else member.score

@@ -21,6 +21,11 @@ class JudgeRequest:
     samples: int = 1
     temperature: float = 0.0
     model: str | None = None  # a rubric model name; see JudgeConfig.resolve_model
+    # A judge panel's model names (the rubric's judge.panel): each member is asked, and the verdicts combined
+    # (judge.combine_panel); empty: one judge, `model`.
+    panel: tuple[str, ...] = ()
+    # The real model id, already resolved (a panel member's): called as is, never mapped again.
+    model_id: str | None = None
 
 
 SYSTEM_PROMPT = (

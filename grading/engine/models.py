@@ -749,12 +749,30 @@ GroupCheck.model_rebuild()
 # ---------------------------------------------------------------- rubric
 
 
+#: The most judge models a panel may name (each is asked every sample of every judged check it grades).
+PANEL_MAX = 7
+PANEL_NAME_MAX = 200
+
+
 class JudgeSettings(Strict):
     model: str | None = Field(default=None, description="A judge model name the grading caller maps to a real model.")
     samples: Annotated[StrictInt, Field(ge=1, le=25)] = 1
     temperature: Annotated[
         StrictInt | StrictFloat, Field(ge=0, le=2), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 2})
     ] = 0
+    # Several judge models, each named like `model`: every judged check that names no `model` of its own is
+    # asked of each member, and its verdict is theirs combined (grading.engine.judge.combine_panel).
+    panel: (
+        Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=PANEL_NAME_MAX)]],
+            Field(min_length=2, max_length=PANEL_MAX),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="2 to 7 distinct judge model names: a judged check's verdict is their majority (binary; a tie is "
+        "not met) or their mean (scales), each member's own verdict from its `samples`",
+    )
 
 
 class Probe(Strict):
@@ -971,6 +989,20 @@ def construct_whole(cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
     return model
 
 
+class PanelVerdicts(Strict):
+    """How each member of a judge panel voted on one check, in the rubric's order."""
+
+    models: list[str]
+    verdicts: list[StrictBool | StrictInt | StrictFloat | None] = Field(
+        description="per member: met (binary) or its score normalised to [0, 1] (scales); null when it gave no verdict"
+    )
+    disagreement: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None,
+        description="binary: the share of the members that voted who are in the minority; scales: the spread "
+        "(highest − lowest) of the members' normalised scores; null when no member voted",
+    )
+
+
 class CheckGrade(Strict):
     """The result of one check. `awarded` is points × score for scored top-level checks,
     null for unscored checks and for children of a group (they count through the group)."""
@@ -986,6 +1018,8 @@ class CheckGrade(Strict):
     votes: list[StrictBool | StrictInt | StrictFloat] | None = None
     duration_ms: int = 0
     checks: list[CheckGrade] | None = None
+    # A judged check graded by a panel of judge models (the rubric's judge.panel).
+    panel: PanelVerdicts | None = None
     # A `tests` check's per-test results, in the order run (bounded: TestResult).
     tests: list[TestResult] | None = None
 

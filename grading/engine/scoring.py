@@ -32,7 +32,16 @@ from typing import Any
 from .checks import Failed, GradingContext, Missing, Unscored, evaluate, failed_outcome
 from .judge import JudgeClient, JudgeRequest, JudgeResult
 from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget
-from .models import CheckGrade, Grade, GroupCheck, LlmJudgeCheck, Rubric, construct_whole, flat_checks
+from .models import (
+    CheckGrade,
+    Grade,
+    GroupCheck,
+    LlmJudgeCheck,
+    PanelVerdicts,
+    Rubric,
+    construct_whole,
+    flat_checks,
+)
 from .sandbox import CheckSandbox
 from .text import storable_text
 from .validation import parse_rubric
@@ -317,6 +326,8 @@ class _Grader:
                     samples=check.samples or settings.samples,
                     temperature=float(settings.temperature),
                     model=check.model or settings.model,
+                    # a check that names its own model is judged by it alone
+                    panel=tuple(settings.panel or ()) if check.model is None else (),
                 )
             )
             asked.append(check.id)
@@ -328,6 +339,7 @@ class _Grader:
         started = time.perf_counter()
         children = None
         votes = None
+        panel = None
         tests = None
         duration_ms = None
         try:
@@ -352,6 +364,7 @@ class _Grader:
                 if isinstance(verdict, str):
                     raise Unscored(verdict)
                 votes = verdict.votes or None
+                panel = verdict.panel
                 duration_ms = verdict.duration_ms
                 if verdict.failed:  # the answer itself could not be judged (too long): it fails, closed
                     failed = failed_outcome(check, verdict.explanation)
@@ -405,6 +418,7 @@ class _Grader:
                 "duration_ms": duration_ms,
                 "checks": children,
                 "tests": tests,
+                "panel": None if panel is None else PanelVerdicts.model_construct(**panel),
             },
         )
 

@@ -176,6 +176,21 @@ def rubric_semantic_issues(document: Any, prefix: list | None = None) -> list[Is
     issues: list[Issue] = []
     if not isinstance(document, dict):
         return issues
+    judge = document.get("judge")
+    panel = judge.get("panel") if isinstance(judge, dict) else None
+    if isinstance(panel, list):
+        named: dict[str, int] = {}
+        for index, name in enumerate(panel):
+            if isinstance(name, str) and name in named:
+                issues.append(
+                    Issue(
+                        make_pointer([*prefix, "judge", "panel", index]),
+                        f"judge model {name!r} is named twice in the panel (first at {named[name]}): "
+                        "each member votes once",
+                    )
+                )
+            elif isinstance(name, str):
+                named[name] = index
     checks = document.get("checks")
     if not isinstance(checks, list):
         return issues
