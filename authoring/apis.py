@@ -39,21 +39,29 @@ class EnvironmentOutput(serializers.Serializer):
     owner = serializers.CharField(source="owner.username")
     latest_version = serializers.IntegerField(source="latest_version.number", allow_null=True)
     spec = serializers.JSONField(source="latest_version.spec")
-    judge_endpoint = serializers.IntegerField(
-        source="judge_endpoint_id", allow_null=True, help_text="The judge endpoint its owner chose; null: the default."
-    )
-    judge_endpoint_name = serializers.CharField(source="judge_endpoint.name", allow_null=True, default=None)
     judge_min_labels = serializers.IntegerField(help_text="distinct labelled answers a judged check needs")
     judge_min_rate = serializers.FloatField(help_text="the TPR and TNR a judged check needs")
     judge_unvalidated_blocks = serializers.BooleanField(help_text="a judged check not validated blocks submission")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
+    def get_fields(self):
+        """With the fields apps to the right keep (services.EnvironmentField: grading's judge_endpoint)."""
+        fields = super().get_fields()
+        for extra in services.environment_fields():
+            fields.update(extra.output_fields())
+        return fields
 
-class EnvironmentJudgeInput(serializers.Serializer):
-    judge_endpoint = serializers.IntegerField(
-        allow_null=True, help_text="The id of a configured judge endpoint; null: the default judge."
-    )
+
+class EnvironmentFieldsInput(serializers.Serializer):
+    """The environment fields apps to the right keep (services.EnvironmentField: grading's judge_endpoint), each
+    optional: a PATCH changes the ones it names."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for extra in services.environment_fields():
+            fields[extra.name] = extra.input_field()
+        return fields
 
 
 class EnvironmentVersionOutput(serializers.Serializer):
@@ -81,9 +89,10 @@ class EnvironmentVersionInput(serializers.Serializer):
 class EnvironmentListApi(APIView):
     @extend_schema(responses=paginated(EnvironmentOutput), operation_id="environments_list")
     def get(self, request):
-        return _paginate(
-            request, self, selectors.environment_list(user=request.user).order_by("slug"), EnvironmentOutput
+        environments = selectors.environment_list(user=request.user).select_related(
+            *services.environment_fields_related()
         )
+        return _paginate(request, self, environments.order_by("slug"), EnvironmentOutput)
 
     @extend_schema(request=EnvironmentCreateInput, responses={201: EnvironmentOutput})
     def post(self, request):
@@ -107,15 +116,20 @@ class EnvironmentListApi(APIView):
 class EnvironmentDetailApi(APIView):
     @extend_schema(responses=EnvironmentOutput)
     def get(self, request, slug):
-        return Response(EnvironmentOutput(selectors.environment_get_for_user(slug=slug, user=request.user)).data)
+        environment = selectors.environment_get_for_user(
+            slug=slug, user=request.user, related=services.environment_fields_related()
+        )
+        return Response(EnvironmentOutput(environment).data)
 
-    @extend_schema(request=EnvironmentJudgeInput, responses=EnvironmentOutput)
+    @extend_schema(request=EnvironmentFieldsInput, responses=EnvironmentOutput)
     def patch(self, request, slug):
-        """Choose the judge endpoint the environment's tasks use (its owner or an admin)."""
+        """Change the environment's settings that are no content (its owner or an admin): judge_endpoint, the judge
+        endpoint its tasks use. No new version."""
         environment = selectors.environment_get_for_user(slug=slug, user=request.user, action="edit")
-        data = _input(EnvironmentJudgeInput, request.data)
-        environment = services.environment_judge_set(
-            environment=environment, user=request.user, endpoint_id=data["judge_endpoint"]
+        data = _input(EnvironmentFieldsInput, request.data)
+        services.environment_fields_write(environment=environment, user=request.user, data=data)
+        environment = selectors.environment_get_for_user(
+            slug=slug, user=request.user, related=services.environment_fields_related()
         )
         return Response(EnvironmentOutput(environment).data)
 

@@ -370,23 +370,3 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
         """The field a JSON pointer into the environment spec belongs to: "/limits/cpus" → cpus."""
         parts = pointer.split("/")
         return parts[2] if len(parts) > 2 and parts[1] == "limits" else pointer_head(pointer)
-
-
-class EnvironmentJudgeForm(forms.Form):
-    """The judge endpoint an environment's tasks use, among those an admin configured (empty: the default)."""
-
-    judge_endpoint = forms.ModelChoiceField(
-        queryset=None,
-        required=False,
-        label="Judge endpoint",
-        empty_label="The default judge",
-        error_messages={"invalid_choice": "That is not one of the configured judge endpoints; choose one listed."},
-    )
-
-    def __init__(self, *args, **kwargs):
-        from grading.models import ModelEndpoint
-
-        super().__init__(*args, **kwargs)
-        self.fields["judge_endpoint"].queryset = ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE).order_by(
-            "name"
-        )

@@ -81,17 +81,6 @@ class Environment(models.Model):
     latest_version = models.ForeignKey(
         "EnvironmentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # The judge endpoint its tasks' judge checks use, chosen by its owner among those an admin configured (a rubric's
-    # own judge.model wins when it names one; none chosen: the default judge). Not part of a version: which endpoints
-    # exist is this installation's, not the environment's content.
-    judge_endpoint = models.ForeignKey(
-        "grading.ModelEndpoint",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        limit_choices_to={"role": "judge"},
-    )
     # When a judged check of this environment's tasks counts as validated (grading.engine.calibration): this
     # many distinct labelled answers, half of each class, both TPR and TNR at least the rate. The gates warn
     # about a check that is not, and block only where `judge_unvalidated_blocks` says so.

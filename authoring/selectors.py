@@ -189,11 +189,12 @@ def task_version_get_for_user(*, slug: str, number: int, user) -> TaskVersion:
     return version
 
 
-def environment_get_for_user(*, slug: str, user, action: str = "view") -> Environment:
+def environment_get_for_user(*, slug: str, user, action: str = "view", related: tuple[str, ...] = ()) -> Environment:
+    """`related`: more select_related paths (the API's environment fields, services.EnvironmentField)."""
     if NUL in slug:  # no slug has one, and PostgreSQL refuses it even in a lookup
         raise Http404(f"No environment {slug!r}")
     try:
-        environment = Environment.objects.select_related("owner", "latest_version", "judge_endpoint").get(slug=slug)
+        environment = Environment.objects.select_related("owner", "latest_version", *related).get(slug=slug)
     except Environment.DoesNotExist:
         raise Http404(f"No environment {slug!r}")
     _check(user, environment, action)
@@ -203,7 +204,7 @@ def environment_get_for_user(*, slug: str, user, action: str = "view") -> Enviro
 def environment_list(*, user) -> QuerySet[Environment]:
     if not permissions.can_view(user):
         return Environment.objects.none()
-    return Environment.objects.select_related("owner", "latest_version", "latest_version__author", "judge_endpoint")
+    return Environment.objects.select_related("owner", "latest_version", "latest_version__author")
 
 
 def environment_version_list(*, environment: Environment) -> QuerySet[EnvironmentVersion]:
@@ -604,17 +605,3 @@ def environment_tasks(*, environment: Environment, user, limit: int = 100) -> Qu
     if not permissions.reads_drafts(user):
         queryset = queryset.filter(approved_version__isnull=False)
     return queryset[:limit]
-
-
-def environment_judge(*, environment: Environment) -> dict:
-    """What judges the judge checks of `environment`'s tasks whose rubric names no judge endpoint: {"chosen": the
-    endpoint its owner chose or None, "used": the endpoint's name or None (none configured), "help": who can
-    give them one and where (grading.endpoints.JudgeHelp) when none is used}."""
-    from grading.endpoints import endpoint_config_for, judge_help
-
-    used = endpoint_config_for("judge", chosen_id=environment.judge_endpoint_id)
-    return {
-        "chosen": environment.judge_endpoint,
-        "used": used.name if used is not None else None,
-        "help": judge_help(environment) if used is None else None,
-    }

@@ -19,6 +19,5 @@ urlpatterns = [
     path("environments/new/", views.environment_create, name="environment_create"),
     path("environments/<slug:slug>/", views.environment_detail, name="environment_detail"),
     path("environments/<slug:slug>/edit/", views.environment_edit, name="environment_edit"),
-    path("environments/<slug:slug>/judge/", views.environment_judge, name="environment_judge"),
     path("account/", views.account, name="account"),
 ]

@@ -11,7 +11,6 @@ from django.core import signing
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 
 from accounts import permissions
@@ -19,7 +18,7 @@ from accounts import selectors as account_selectors
 from accounts import services as account_services
 from authoring import selectors, services
 from authoring.diff import task_version_diff
-from authoring.forms import FILE_ROLE_CHOICES, EnvironmentForm, EnvironmentJudgeForm, TaskForm
+from authoring.forms import FILE_ROLE_CHOICES, EnvironmentForm, TaskForm
 from authoring.models import Task
 from authoring.prompt_html import markdown_or_text, prompt_html
 from grading.engine import flat_checks  # the pure engine: a library for every app
@@ -510,58 +509,28 @@ def environment_create(request):
 @require_safe
 def environment_detail(request, slug):
     environment = selectors.environment_get_for_user(slug=slug, user=request.user)
-    return _environment_page(request, environment)
+    return environment_page(request, environment)
 
 
-def _environment_page(request, environment, *, judge_form=None, status=200):
-    can_edit = permissions.can_edit_environment(request.user, environment)
-    if judge_form is None and can_edit:
-        judge_form = EnvironmentJudgeForm(initial={"judge_endpoint": environment.judge_endpoint_id})
+def environment_page(request, environment, *, status: int = 200, **panel_data):
+    """The environment's page. An app to the right whose panel's form on it was refused (grading's judge) answers
+    with this page again, its bound form passed to its panel's selector in `panel_data`."""
     return render(
         request,
         "authoring/environment_detail.html",
         {
             "environment": environment,
-            "judge": selectors.environment_judge(environment=environment),
-            "judge_form": judge_form,
             "version": environment.latest_version,
             "spec_json": json.dumps(environment.latest_version.spec, indent=2) if environment.latest_version else "",
             "versions": selectors.environment_version_list(environment=environment),
             "audit_events": selectors.audit_events_for(environment),
             "tasks": selectors.environment_tasks(environment=environment, user=request.user),
-            "can_edit": can_edit,
+            "can_edit": permissions.can_edit_environment(request.user, environment),
             "can_author": permissions.can_author(request.user),
-            "panels": panels("environment_detail", request=request, environment=environment),
+            "panels": panels("environment_detail", request=request, environment=environment, **panel_data),
         },
         status=status,
     )
-
-
-@require_POST
-def environment_judge(request, slug):
-    """The environment's owner (or an admin) chooses the judge endpoint its tasks use."""
-    environment = selectors.environment_get_for_user(slug=slug, user=request.user)
-    if not permissions.can_edit_environment(request.user, environment):
-        owner = environment.owner.get_username() if environment.owner_id else "nobody"
-        return _forbidden(
-            request, NotAllowed(f"Only {owner}, the owner of {environment.slug}, or an admin can choose its judge.")
-        )
-    form = EnvironmentJudgeForm(request.POST)
-    if form.is_valid():
-        chosen = form.cleaned_data["judge_endpoint"]
-        try:
-            services.environment_judge_set(
-                environment=environment, user=request.user, endpoint_id=chosen.pk if chosen else None
-            )
-        except DomainError as exc:
-            form_add_domain_error(form, exc, field_for=lambda pointer: "judge_endpoint")
-        else:
-            messages.success(
-                request,
-                f"{environment.slug}'s tasks use {f'the judge {chosen.name}' if chosen else 'the default judge'}.",
-            )
-            return redirect(reverse("authoring:environment_detail", args=[slug]) + "#judge")
-    return _environment_page(request, environment, judge_form=form, status=400)
 
 
 @require_http_methods(["GET", "POST"])

@@ -316,3 +316,44 @@ def rubric_draft(request, slug: str):
             degraded=data["degraded"],
         )
     )
+
+
+# --------------------------------------------------------------------------------------------- environment judge
+
+
+def _judge_endpoint_input() -> serializers.Field:
+    return serializers.IntegerField(
+        required=False, allow_null=True, help_text="The id of a configured judge endpoint; null: the default judge."
+    )
+
+
+def _judge_endpoint_output() -> dict[str, serializers.Field]:
+    # No choice (no EnvironmentJudge row) or an endpoint since deleted: null, the default judge.
+    return {
+        "judge_endpoint": serializers.IntegerField(
+            source="judge_choice.endpoint_id",
+            allow_null=True,
+            default=None,
+            help_text="The judge endpoint its owner chose; null: the default.",
+        ),
+        "judge_endpoint_name": serializers.CharField(
+            source="judge_choice.endpoint.name", allow_null=True, default=None
+        ),
+    }
+
+
+def _judge_endpoint_write(*, environment, user, value) -> None:
+    services.environment_judge_set(environment=environment, user=user, endpoint_id=value)
+
+
+def environment_judge_field():
+    """`judge_endpoint` of GET and PATCH /api/environments/<slug>/ (authoring's API; registered in ready())."""
+    from authoring.services import EnvironmentField
+
+    return EnvironmentField(
+        name="judge_endpoint",
+        input_field=_judge_endpoint_input,
+        output_fields=_judge_endpoint_output,
+        related=("judge_choice__endpoint",),
+        write=_judge_endpoint_write,
+    )

@@ -14,8 +14,15 @@ class GradingConfig(AppConfig):
 
         from grading import panels
 
-        # Authoring's pages show grading's panels (example answers, dry run) without loading grading's tags.
+        # Authoring's pages show grading's panels (example answers, dry run, an environment's judge) without loading
+        # grading's tags.
         panels.register()
+
+        from authoring.services import environment_field_register
+        from grading.apis import environment_judge_field
+
+        # The environment API shows and sets the environment's judge (grading's data) without importing grading.
+        environment_field_register(environment_judge_field())
 
         from grading.services import dry_runs_resend, example_runs_resend
         from gymwright import jobs

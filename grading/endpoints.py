@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 
 from grading import engine
-from grading.models import ModelEndpoint
+from grading.models import EnvironmentJudge, ModelEndpoint
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ def _endpoint_config(role: str, name: str | None = None, chosen_id: int | None =
     """The endpoint for `role` ("policy" or "judge"), or None when none is configured.
 
     A `name` picks an admin endpoint by name (a rubric's `judge.model`); an unknown
-    name falls back to `chosen_id` (the endpoint an environment's owner chose), then to
-    the role's default. With no admin endpoint, OPENAI_BASE_URL plus
+    name falls back to `chosen_id` (the endpoint an environment's owner chose,
+    `environment_judge_id`), then to the role's default. With no admin endpoint, OPENAI_BASE_URL plus
     GYMWRIGHT_JUDGE_MODEL / GYMWRIGHT_POLICY_MODEL configure one.
     """
     queryset = ModelEndpoint.objects.filter(role=role)
@@ -115,8 +116,23 @@ def judge_config_for(rubric: Any, *, environment, max_age_s: float = 0):
     None for a rubric of no task) chose, else the default judge. `max_age_s` > 0 answers from this
     process's cache when it is that fresh (workers)."""
     rubric_model = _rubric_judge_model(rubric)
-    chosen_id = getattr(environment, "judge_endpoint_id", None)
+    chosen_id = environment_judge_id(environment)
     return _cached(("judge", rubric_model, chosen_id), max_age_s, lambda: _judge_config(rubric_model, chosen_id))
+
+
+def environment_judge_id(environment) -> int | None:
+    """The id of the judge endpoint `environment`'s owner chose (grading.EnvironmentJudge), or None. Read afresh, one
+    query (none when the caller loaded it with select_related("judge_choice")): a choice counts at once in every
+    process, as when it was a column of the environment; what the cache keeps is the chosen endpoint's configuration,
+    by its id, like every endpoint's."""
+    if environment is None or getattr(environment, "pk", None) is None:
+        return None
+    if type(environment).judge_choice.is_cached(environment):
+        try:
+            return environment.judge_choice.endpoint_id
+        except ObjectDoesNotExist:  # loaded: no choice
+            return None
+    return EnvironmentJudge.objects.filter(environment_id=environment.pk).values_list("endpoint_id", flat=True).first()
 
 
 def _judge_config(rubric_model: str | None, chosen_id: int | None = None):
@@ -173,7 +189,8 @@ def judge_environment_of(task_version) -> Any:
 
     if TaskVersion.task.is_cached(task_version):
         return task_version.task.environment
-    return Environment.objects.filter(tasks__id=task_version.task_id).first()
+    # its judge choice with it: judge_config_for asks for no more
+    return Environment.objects.select_related("judge_choice").filter(tasks__id=task_version.task_id).first()
 
 
 @dataclass(frozen=True)

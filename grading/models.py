@@ -312,3 +312,26 @@ class ModelEndpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role}: {self.model})"
+
+
+class EnvironmentJudge(models.Model):
+    """The judge endpoint an environment's tasks' judge checks use, chosen by its owner (or an admin) among those an
+    admin configured. A rubric's own judge.model wins when it names one; no row: the default judge. Grading's data,
+    not the environment's: which endpoints exist is this installation's, not part of an environment version."""
+
+    environment = models.OneToOneField(
+        "authoring.Environment", on_delete=models.CASCADE, primary_key=True, related_name="judge_choice"
+    )
+    # An endpoint an admin deletes falls back to the default judge, as no choice does (the endpoint's own deletion
+    # is the admin's call; the environments that chose it are not a reason to refuse it).
+    endpoint = models.ForeignKey(
+        ModelEndpoint,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="environment_judges",
+        limit_choices_to={"role": ModelEndpoint.Role.JUDGE},
+    )
+
+    def __str__(self) -> str:
+        return f"{self.environment_id}: {self.endpoint.name if self.endpoint_id else 'the default judge'}"

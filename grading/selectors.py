@@ -625,3 +625,20 @@ def example_verdict_changes(*, version_a, version_b) -> list[dict]:
     return engine_examples.verdict_changes(
         example_verdicts(task_version=version_a), example_verdicts(task_version=version_b)
     )
+
+
+def environment_judge(*, environment) -> dict:
+    """What judges the judge checks of `environment`'s tasks whose rubric names no judge endpoint: {"chosen": the
+    endpoint its owner chose or None, "used": the endpoint's name or None (none configured), "help": who can
+    give them one and where (grading.endpoints.JudgeHelp) when none is used}."""
+    from grading.endpoints import endpoint_config_for, judge_help
+    from grading.models import ModelEndpoint
+
+    chosen = ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE, environment_judges__environment=environment)
+    chosen = chosen.first()
+    used = endpoint_config_for("judge", chosen_id=chosen.pk if chosen is not None else None)
+    return {
+        "chosen": chosen,
+        "used": used.name if used is not None else None,
+        "help": judge_help(environment) if used is None else None,
+    }

@@ -13,4 +13,5 @@ urlpatterns = [
         "tasks/<slug:slug>/versions/<int:number>/examples/run/", views.example_answers_run, name="example_answers_run"
     ),
     path("check-results/<int:check_result_id>/label/", views.judge_label_create, name="judge_label"),
+    path("environments/<slug:slug>/judge/", views.environment_judge, name="environment_judge"),
 ]

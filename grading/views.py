@@ -245,3 +245,37 @@ def example_answers_run(request: HttpRequest, slug: str, number: int) -> HttpRes
     except DomainError as error:
         messages.error(request, error.message)
     return redirect(reverse("authoring:task_detail", args=[slug]) + "#examples")
+
+
+@require_POST
+def environment_judge(request: HttpRequest, slug: str) -> HttpResponse:
+    """The environment's owner (or an admin) chooses the judge endpoint its tasks use (the environment page's Judge
+    panel posts here); a refused choice answers the environment's page again with the form's error."""
+    from django.contrib import messages
+
+    from authoring.selectors import environment_get_for_user
+    from authoring.views import environment_page
+    from grading.forms import EnvironmentJudgeForm
+    from gymwright.forms import form_add_domain_error
+
+    environment = environment_get_for_user(slug=slug, user=request.user)
+    if not permissions.can_edit_environment(request.user, environment):
+        owner = environment.owner.get_username() if environment.owner_id else "nobody"
+        message = f"Only {owner}, the owner of {environment.slug}, or an admin can choose its judge."
+        return render(request, "authoring/forbidden.html", {"message": message}, status=403)
+    form = EnvironmentJudgeForm(request.POST)
+    if form.is_valid():
+        chosen = form.cleaned_data["judge_endpoint"]
+        try:
+            services.environment_judge_set(
+                environment=environment, user=request.user, endpoint_id=chosen.pk if chosen else None
+            )
+        except DomainError as exc:
+            form_add_domain_error(form, exc, field_for=lambda pointer: "judge_endpoint")
+        else:
+            messages.success(
+                request,
+                f"{environment.slug}'s tasks use {f'the judge {chosen.name}' if chosen else 'the default judge'}.",
+            )
+            return redirect(reverse("authoring:environment_detail", args=[slug]) + "#judge")
+    return environment_page(request, environment, status=400, judge_form=form)

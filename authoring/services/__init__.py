@@ -1,6 +1,6 @@
 """Writes. Every change to authoring data goes through one of these functions, one module per thing:
 audit, blobs, documents (building and checking what a version stores), environments, tasks, imports (many
-tasks at once) and hooks (what other apps do with every new task version).
+tasks at once) and hooks (what other apps do with every new task version, the environment fields they keep).
 
 Versions are append-only: `task_version_create` and `environment_version_create` are the only code paths
 that make content (with `tasks_bulk_create` for imports), and they never update a version row. Saving on
@@ -23,8 +23,15 @@ from authoring.services.documents import (
     environment_limits_check,
     environment_spec_validate,
 )
-from authoring.services.environments import environment_create, environment_judge_set, environment_version_create
-from authoring.services.hooks import task_version_created_hook
+from authoring.services.environments import environment_create, environment_version_create
+from authoring.services.hooks import (
+    EnvironmentField,
+    environment_field_register,
+    environment_fields,
+    environment_fields_related,
+    environment_fields_write,
+    task_version_created_hook,
+)
 from authoring.services.imports import BULK_CHUNK, IMPORT_MESSAGE, environment_version_import, tasks_bulk_create
 from authoring.services.tasks import task_content_sha256, task_create, task_version_content, task_version_create
 
@@ -41,8 +48,12 @@ __all__ = [
     "environment_limits_check",
     "environment_spec_validate",
     "task_version_created_hook",
+    "EnvironmentField",
+    "environment_field_register",
+    "environment_fields",
+    "environment_fields_related",
+    "environment_fields_write",
     "environment_create",
-    "environment_judge_set",
     "environment_version_create",
     "task_content_sha256",
     "task_create",

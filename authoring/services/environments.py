@@ -10,7 +10,7 @@ from authoring.models import AuditEvent, Environment, EnvironmentVersion
 from authoring.services.audit import audit_record
 from authoring.services.documents import environment_spec_validate
 from grading.engine import content_sha256
-from gymwright.errors import ConflictError, DomainError, NotAllowed
+from gymwright.errors import ConflictError, NotAllowed
 
 
 def _not_yours(target, what: str, *, pointer: str = "/id") -> NotAllowed:
@@ -85,33 +85,3 @@ def environment_version_create(
             data={"version": number},
         )
     return version, True
-
-
-@transaction.atomic
-def environment_judge_set(*, environment: Environment, user, endpoint_id: int | None) -> Environment:
-    """Choose the judge endpoint `environment`'s tasks use (None: the default judge), among the judge endpoints an
-    admin configured; only its owner or an admin may. Audited. The choice is no content: no new version."""
-    from grading.models import ModelEndpoint
-
-    if not permissions.can_edit_environment(user, environment):
-        raise _not_yours(environment, "environment", pointer="/judge_endpoint")
-    endpoint = None
-    if endpoint_id is not None:
-        endpoint = ModelEndpoint.objects.filter(pk=endpoint_id).first()
-        if endpoint is None or endpoint.role != ModelEndpoint.Role.JUDGE:
-            raise DomainError(
-                f"Judge endpoint: there is no endpoint {endpoint_id}."
-                if endpoint is None
-                else f"Judge endpoint: {endpoint.name!r} is a {endpoint.role} endpoint, not a judge endpoint.",
-                details=[{"pointer": "/judge_endpoint", "message": "not one of the configured judge endpoints"}],
-            )
-    Environment.objects.filter(pk=environment.pk).update(judge_endpoint=endpoint, updated_at=timezone.now())
-    environment.judge_endpoint = endpoint
-    audit_record(
-        actor=user,
-        verb=AuditEvent.Verb.JUDGE,
-        target=environment,
-        summary=f"judge {endpoint.name}" if endpoint is not None else "the default judge",
-        data={"judge_endpoint": endpoint.name if endpoint is not None else None},
-    )
-    return environment

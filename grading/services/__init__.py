@@ -1,5 +1,6 @@
 """Writes for grading, one module per thing: grades (storing a Grade and its checks), rubrics (parsing the
-editor's), dry runs, judge labels (reviewers on the judge), example answers (the rubric's own tests).
+editor's), dry runs, judge labels (reviewers on the judge), example answers (the rubric's own tests), environment
+judges (the judge endpoint an environment's owner chose).
 
 Every function is keyword-only, validates its input and raises DomainError (never a bare exception) for
 anything a user can get wrong. Callers import them from here (`from grading import services`) or from
@@ -20,6 +21,7 @@ from grading.services.dry_runs import (
     size_text,
     workspace_path_check,
 )
+from grading.services.environment_judges import environment_judge_set
 from grading.services.example_answers import (
     example_answers_claim,
     example_answers_fail,
@@ -39,6 +41,7 @@ from grading.services.judge_labels import SCORE_AGREEMENT_TOLERANCE, judge_label
 from grading.services.rubrics import rubric_from_text, rubric_parse
 
 __all__ = [
+    "environment_judge_set",
     "copilot_endpoint",
     "rubric_draft",
     "grade_from_document",

@@ -1,6 +1,8 @@
 """An environment's owner chooses which configured judge endpoint its tasks' judge checks use: one resolver for dry
 runs, example answers and gates (a rubric's judge.model first, then the environment's choice, then the default); the
-gate that fails for want of a judge says who can give it one, and where."""
+gate that fails for want of a judge says who can give it one, and where. The choice is grading's data
+(grading.EnvironmentJudge), shown and made on the environment's page through grading's panel and in authoring's
+API through an environment field grading registers."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from authoring import services as authoring_services
-from authoring.models import AuditEvent, Environment, TaskVersion
+from authoring.models import AuditEvent, TaskVersion
 from grading import endpoints
 from grading import services as grading_services
-from grading.models import ModelEndpoint
+from grading.models import EnvironmentJudge, ModelEndpoint
 from review import gate_evidence
 from tests.support.openai_server import OpenAIServer
 
@@ -60,6 +62,12 @@ def judge(name, base_url="http://127.0.0.1:1/v1", **fields):
     )
 
 
+def chosen(environment):
+    """The judge endpoint `environment`'s owner chose, or None (the default judge)."""
+    choice = EnvironmentJudge.objects.filter(environment=environment).first()
+    return choice.endpoint if choice else None
+
+
 def gate(task, name="judge"):
     version = TaskVersion.objects.get(pk=task.latest_version_id)  # read afresh, as a page does
     results = gate_evidence.gates_evaluate(task_version=version)
@@ -69,7 +77,7 @@ def gate(task, name="judge"):
 def test_the_rubric_s_judge_then_the_environment_s_choice_then_the_default(environment):
     strict, lenient = judge("strict"), judge("lenient")
     assert endpoints.judge_config_for(JUDGED, environment=environment) is None  # two, none the default
-    environment.judge_endpoint = lenient
+    EnvironmentJudge.objects.create(environment=environment, endpoint=lenient)
     assert endpoints.judge_config_for(JUDGED, environment=environment).model == "lenient-model"
     named = {**JUDGED, "judge": {"model": "strict"}}
     assert endpoints.judge_config_for(named, environment=environment).model == "strict-model"  # the rubric's wins
@@ -78,6 +86,8 @@ def test_the_rubric_s_judge_then_the_environment_s_choice_then_the_default(envir
     ModelEndpoint.objects.filter(pk=strict.pk).update(is_default=True)
     assert endpoints.judge_config_for(JUDGED, environment=environment).model == "lenient-model"  # chosen beats default
     assert endpoints.judge_config_for(JUDGED, environment=None).model == "strict-model"
+    lenient.delete()  # an admin deletes the chosen endpoint: the environment's tasks fall back to the default
+    assert endpoints.judge_config_for(JUDGED, environment=environment).model == "strict-model"
 
 
 def test_the_judge_gate_names_the_owner_and_where_to_choose_then_passes_once_chosen(client, author, task):
@@ -93,7 +103,7 @@ def test_the_judge_gate_names_the_owner_and_where_to_choose_then_passes_once_cho
     assert 'href="/environments/shell/#judge" data-gate-link>Choose the judge of shell</a>' in page
 
     lenient = ModelEndpoint.objects.get(name="lenient")
-    response = client.post("/environments/shell/judge/", {"judge_endpoint": lenient.pk})
+    response = client.post("/grading/environments/shell/judge/", {"judge_endpoint": lenient.pk})
     assert response.status_code == 302 and response["Location"] == "/environments/shell/#judge"
     assert gate(task).status == "pass"
     event = AuditEvent.objects.filter(verb=AuditEvent.Verb.JUDGE).get()
@@ -117,24 +127,25 @@ def test_only_the_owner_or_an_admin_chooses_and_bad_choices_are_form_errors(
     policy = ModelEndpoint.objects.create(name="agent", role="policy", base_url="http://127.0.0.1:1/v1", model="m")
     for user in (other_author, reviewer):
         client.force_login(user)
-        response = client.post("/environments/shell/judge/", {"judge_endpoint": lenient.pk})
+        response = client.post("/grading/environments/shell/judge/", {"judge_endpoint": lenient.pk})
         assert response.status_code == 403
         assert "Only alice, the owner of shell, or an admin can choose its judge." in response.content.decode()
         page = client.get("/environments/shell/").content.decode()
         assert 'id="judge-form"' not in page and "Only alice, its owner, or an admin can choose its judge." in page
-    assert Environment.objects.get(pk=environment.pk).judge_endpoint is None
+    assert chosen(environment) is None
 
     client.force_login(admin)
     for bad in (policy.pk, 999_999, "abc"):
-        response = client.post("/environments/shell/judge/", {"judge_endpoint": bad})
+        response = client.post("/grading/environments/shell/judge/", {"judge_endpoint": bad})
         assert response.status_code == 400
         html = response.content.decode()
         assert 'data-field="judge_endpoint">That is not one of the configured judge endpoints' in html
-    assert Environment.objects.get(pk=environment.pk).judge_endpoint is None
-    assert client.post("/environments/shell/judge/", {"judge_endpoint": strict.pk}).status_code == 302
-    assert Environment.objects.get(pk=environment.pk).judge_endpoint == strict
-    assert client.post("/environments/shell/judge/", {"judge_endpoint": ""}).status_code == 302  # back to the default
-    assert Environment.objects.get(pk=environment.pk).judge_endpoint is None
+    assert chosen(environment) is None
+    assert client.post("/grading/environments/shell/judge/", {"judge_endpoint": strict.pk}).status_code == 302
+    assert chosen(environment) == strict
+    # empty: back to the default
+    assert client.post("/grading/environments/shell/judge/", {"judge_endpoint": ""}).status_code == 302
+    assert chosen(environment) is None
 
 
 def test_the_api_chooses_with_the_same_rules(task, environment, author, other_author):
@@ -153,6 +164,11 @@ def test_the_api_chooses_with_the_same_rules(task, environment, author, other_au
     assert response.status_code == 200
     assert (response.json()["judge_endpoint"], response.json()["judge_endpoint_name"]) == (lenient.pk, "lenient")
     assert api.get("/api/environments/").json()["results"][0]["judge_endpoint_name"] == "lenient"
+    assert chosen(environment) == lenient and api.get("/api/environments/shell/").json()["judge_endpoint"] == lenient.pk
+    response = api.patch("/api/environments/shell/", {"judge": lenient.pk}, format="json")  # a field it does not keep
+    assert response.status_code == 400 and response.json()["error"]["details"][0]["pointer"] == "/judge"
+    response = api.patch("/api/environments/shell/", {"judge_endpoint": None}, format="json")  # back to the default
+    assert response.status_code == 200 and response.json()["judge_endpoint"] is None and chosen(environment) is None
 
 
 def test_dry_runs_and_example_answers_ask_the_environment_s_judge(task, environment, author):
@@ -164,7 +180,7 @@ def test_dry_runs_and_example_answers_ask_the_environment_s_judge(task, environm
 
     with OpenAIServer(handler=reply) as server:
         judge("strict", base_url=server.base_url), judge("lenient", base_url=server.base_url)
-        authoring_services.environment_judge_set(
+        grading_services.environment_judge_set(
             environment=environment, user=author, endpoint_id=ModelEndpoint.objects.get(name="lenient").pk
         )
         task.refresh_from_db()

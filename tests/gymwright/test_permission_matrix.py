@@ -118,8 +118,6 @@ authoring:environment_create           POST          -         login  403    302
 authoring:environment_detail           GET,HEAD      -         login  404    200    200    200    200    200
 authoring:environment_edit             GET           -         login  404    200    403    403    200    403
 authoring:environment_edit             POST          -         login  404    302w   403    403    302w   403
-#   the judge its tasks use: its owner (or an admin) chooses
-authoring:environment_judge            POST          -         login  404    302w   403    403    302w   403
 authoring:account                      GET           -         login  200    200    200    200    200    200
 #   one's own new API token
 authoring:account                      POST          -         login  200w   200w   200w   200w   200w   200w
@@ -167,6 +165,8 @@ grading:example_answers                GET           v1        login  404    200
 grading:example_answers_run            POST          -         login  404    302w   403    302w   302w   404
 #   v1 has none: nothing to grade
 grading:example_answers_run            POST          v1        login  404    302=   403    302=   302=   403
+#   the judge an environment's tasks use: its owner (or an admin) chooses
+grading:environment_judge              POST          -         login  404    302w   403    403    302w   403
 grading:judge_label                    POST          -         login  404    403    403    200w   200w   404
 grading:judge_label                    POST          v1        login  404    403    403    200w   200w   403
 #   a validator: no data, no write
@@ -350,9 +350,9 @@ BODIES = {
     "authoring:markdown_preview": (FORM, lambda: {"prompt": "What is *six* times seven?"}),
     "authoring:environment_create": (FORM, lambda: _environment_form(slug="matrix-env-new-q7")),
     "authoring:environment_edit": (FORM, lambda: _environment_form(base_version="1")),
-    "authoring:environment_judge": (FORM, lambda: {"judge_endpoint": str(_judge_endpoint_id())}),
     "grading:dry_run": (FORM, lambda: {"rubric": json.dumps(RUBRIC), "answer": "It is 42."}),
     "grading:judge_label": (FORM, lambda: {"verdict": "agree"}),
+    "grading:environment_judge": (FORM, lambda: {"judge_endpoint": str(_judge_endpoint_id())}),
     "sandbox:preview_start": (FORM, lambda: {"policy": "oracle", "n": "1", "backend": "bubblewrap"}),
     "review:task_review": (FORM, lambda: {"decision": "approve", "version": "2"}),
     "review:comment_create": (FORM, lambda: {"body": "A new thought", "check_id": ""}),

@@ -659,8 +659,8 @@ def test_a_manifest_larger_than_64_mb_is_not_read_whole(tmp_path):
     assert not result.ok and result.problems == ["manifest.json: not a pack manifest"]
 
 
-def test_a_repacked_pack_with_folder_entries_and_a_48_mb_manifest_still_verifies(tmp_path):
-    # Another tar writes folder entries, and a big pack's manifest may pass 32 MB: neither is a problem.
+def test_a_repacked_pack_with_folder_entries_and_a_64_mb_manifest_still_verifies(tmp_path):
+    # Another tar writes folder entries, and a big pack's manifest may reach the 64 MB kept: neither is a problem.
     build(tmp_path, "a.tar.gz", count=4)
     with tarfile.open(tmp_path / "a.tar.gz") as source, tarfile.open(tmp_path / "b.tar.gz", "w:gz") as target:
         for folder in ("demo-1.0.0", "demo-1.0.0/tasks"):
@@ -670,7 +670,8 @@ def test_a_repacked_pack_with_folder_entries_and_a_48_mb_manifest_still_verifies
         for member in source.getmembers():
             data = source.extractfile(member).read() if member.isfile() else None
             if member.name.endswith("/manifest.json"):
-                data = b"{" + b" " * (48 << 20) + data[1:]  # whitespace inside: the same JSON, read whole
+                # whitespace inside: the same JSON, read whole at one chunk under the 64 MB kept
+                data = b"{" + b" " * ((64 << 20) - (1 << 20) - len(data)) + data[1:]
                 member.size = len(data)
             target.addfile(member, io.BytesIO(data) if data is not None else None)
     result = archive.verify_pack(tmp_path / "b.tar.gz")
@@ -691,3 +692,36 @@ def test_verify_names_a_file_the_manifest_does_not_list_and_takes_exactly_max_by
         target.addfile(extra, io.BytesIO(b"print"))
     result = archive.verify_pack(tmp_path / "extra.tar.gz")
     assert result.problems == ["tasks/smuggled.py: in the archive, not in the manifest"]
+
+
+def test_verify_walks_past_a_bad_member_and_a_hard_link_to_name_every_problem(tmp_path):
+    """A member outside the pack (`..` inside its name) or a hard link does not end the walk: a file changed after
+    them is still named. And a pack whose every member is absolute is outside itself, first member included."""
+    build(tmp_path, "a.tar.gz", count=4)
+    with tarfile.open(tmp_path / "a.tar.gz") as source:
+        members = source.getmembers()
+        payload = {m.name: source.extractfile(m).read() for m in members if m.isfile()}
+    targets = {member.linkname for member in members if member.islnk()}
+    assert targets, "the pack has hard links"
+    changed = next(m for m in members if m.isfile() and m.name not in targets and not m.name.endswith("manifest.json"))
+    with tarfile.open(tmp_path / "bad.tar.gz", "w:gz") as target:
+        escape = tarfile.TarInfo("demo-1.0.0/../escaped.txt")
+        escape.size = 3
+        target.addfile(escape, io.BytesIO(b"out"))
+        for member in [*(m for m in members if m.name != changed.name), changed]:  # the changed file after the links
+            data = payload.get(member.name)
+            if member.name == changed.name:
+                data = b"changed after a hard link"
+                member.size = len(data)
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+    problems = archive.verify_pack(tmp_path / "bad.tar.gz").problems
+    relative = changed.name.split("/", 1)[1]
+    assert "demo-1.0.0/../escaped.txt: outside the pack folder" in problems, problems
+    assert any(problem.startswith(f"{relative}: sha256") for problem in problems), problems
+    with tarfile.open(tmp_path / "absolute.tar.gz", "w:gz") as target:
+        for member in members:
+            data = payload.get(member.name)
+            member.name = "/" + member.name
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+    absolute = archive.verify_pack(tmp_path / "absolute.tar.gz")
+    assert not absolute.ok and f"{members[0].name}: outside the pack folder" in absolute.problems  # renamed above
