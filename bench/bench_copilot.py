@@ -130,6 +130,55 @@ def task_twenty():
     )
 
 
+# Hand-written rubrics (what an expert would write) and example answers for the agreement figure: each answer is
+# graded by the hand-written rubric and by the drafted one (its pre-selected checks), and the verdicts compared.
+HANDWRITTEN = {
+    "capital": {
+        "checks": [
+            {"id": "h_canberra", "kind": "string_match", "points": 3, "expected": "Canberra"},
+            {"id": "h_year", "kind": "regex", "points": 2, "pattern": r"\b1913\b"},
+            {"id": "h_not_sydney", "kind": "string_match", "points": -2, "expected": "Sydney is the capital"},
+        ],
+        "answers": [
+            "The capital of Australia is Canberra, which became the capital in 1913.",
+            "Canberra has been Australia's capital since 1913.",
+            "The capital of Australia is Canberra.",
+            "The capital of Australia is Sydney, since 1901.",
+            "Australia's capital? Melbourne, from 1913.",
+            "",
+            "What is the capital of Australia?",
+        ],
+    },
+    "json-sum": {
+        "checks": [
+            {"id": "h_total", "kind": "json_field", "points": 3, "pointer": "/total", "expected": 5},
+            {"id": "h_object", "kind": "regex", "points": 1, "pattern": r"^\s*\{[\s\S]*\}\s*$"},
+        ],
+        "answers": ['{"total": 5}', '{"total": 6}', "The total is 5.", '{"sum": 5}', '{"total": 5, "note": "2+3"}', ""],
+    },
+}
+
+
+def _agreement(task_name: str, suggestions: list[dict], judge) -> tuple[int, int]:
+    """(answers both rubrics pass or both fail, answers) at pass threshold 0.5, the drafted rubric being the
+    pre-selected suggestions with the points the copilot gave them."""
+    from grading.engine import grade
+
+    hand = HANDWRITTEN[task_name]
+    drafted = [s["check"] for s in suggestions if s["preselected"]]
+    rubrics = [
+        {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": hand["checks"]},
+        {"schema": "gymwright.rubric/v1", "pass_threshold": 0.5, "checks": drafted},
+    ]
+    agree = 0
+    for answer in hand["answers"]:
+        verdicts = [grade(rubric, answer=answer, judge=judge).reward >= 0.5 for rubric in rubrics]
+        agree += verdicts[0] == verdicts[1]
+        if verdicts[0] != verdicts[1]:
+            print(f"            disagree on {answer!r}: hand-written {'passes' if verdicts[0] else 'fails'} it")
+    return agree, len(hand["answers"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=0.3, help="seconds the model takes per request")
@@ -161,6 +210,7 @@ def main() -> int:
         }
         drafted = survived = 0
         timings = {}
+        agreements: dict[str, tuple[int, int]] = {}
         for name, (prompt, reference, script) in tasks.items():
             task = authoring_services.task_create(
                 slug=f"bench-{name}",
@@ -208,7 +258,22 @@ def main() -> int:
                         )
                         for mark in marks[:6]:
                             print(f"            marked: {mark}")
+                        if name in HANDWRITTEN:
+                            from grading.endpoints import judge_client_for
+
+                            judge = judge_client_for({}, environment=environment)
+                            try:
+                                agree, total = _agreement(name, result["suggestions"], judge)
+                            finally:
+                                judge.close()
+                            agreements[name] = (agree, total)
+                            print(f"            agrees with the hand-written rubric on {agree} of {total} answers")
         print(f"survived overall: {survived} / {drafted} = {survived / drafted:.0%}")
+        agree, total = (sum(pair[i] for pair in agreements.values()) for i in (0, 1))
+        print(
+            f"agreement with hand-written rubrics (pass/fail at 0.5, pre-selected drafted checks): {agree} / {total} "
+            f"answers = {agree / total:.0%} (scripted drafts: this checks the pipeline, not a real model's quality)"
+        )
         fast, fast_calls, fast_checks = timings[("twenty", "concurrent")]
         slow, slow_calls, _ = timings[("twenty", "one at a time")]
         print(
@@ -218,7 +283,13 @@ def main() -> int:
         )
         print(
             json.dumps(
-                {"survived": survived, "drafted": drafted, "draft_20_s": round(fast, 2), "sequential_s": round(slow, 2)}
+                {
+                    "survived": survived,
+                    "drafted": drafted,
+                    "agreement": [agree, total],
+                    "draft_20_s": round(fast, 2),
+                    "sequential_s": round(slow, 2),
+                }
             )
         )
     finally:

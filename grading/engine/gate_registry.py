@@ -98,6 +98,10 @@ class GateInputs:
     # Whether the task's reward ranks rollouts as reviewers' blind scores do (calibration.human_prediction_verdict);
     # None: nothing here gathers blind scores. Only ever a warning.
     human_prediction: Verdict | None = None
+    # The model ids the task's judge checks call (its judge, the models its checks name, its panel's members;
+    # empty: no judge configured) and the policy endpoint's model id ("": none): the self-preference warning.
+    judge_models: tuple[str, ...] = ()
+    policy_model: str = ""
 
     @property
     def rubric(self) -> Mapping:
@@ -254,6 +258,8 @@ _WHAT_TO_DO = {
     "judge": "Configure a judge endpoint (an admin adds one under Admin → Model endpoints), then run the gates.",
     "human_prediction": "Open the blind-scoring figures: turn each rollout the rubric passes and humans fail into an "
     "example answer expected to fail, then tighten the rubric until it fails them.",
+    "bias": "Make the judged criteria say that length and restatement earn nothing (or add a penalty check for "
+    "padding), or have the task judged by another judge or a judge panel (judge.panel), then run the gates.",
     "judge_validated": "Label the judge's verdicts on these checks (Review, Label the judge) until each has enough "
     "answers of both classes; if a rate stays low, reword the criterion or change the judge.",
 }
