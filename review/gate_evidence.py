@@ -55,6 +55,8 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
     # Grade documents, read only where needed: hack probes name the checks that rewarded them, and an
     # incomplete grade's unscored checks say how far its reward could move.
     hack_runs = {run_id for policy, (run_id, _) in latest.items() if policy.startswith("hack:")}
+    if "hack:verbose" in latest and "oracle" in latest:  # bias:verbosity compares the oracle's judged checks
+        hack_runs.add(latest["oracle"][0])
     wanted = [
         rollout_id
         for run_id, graded in by_run.items()
@@ -116,15 +118,15 @@ def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.Exam
 
 
 def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
-    from grading.endpoints import judge_config_for, judge_environment_of, judge_help
+    from grading.endpoints import endpoint_config_for, judge_config_for, judge_environment_of, judge_help
 
     spec = task_version.spec
     issues = [f"{issue.pointer or '/'}: {issue.message}" for issue in validate_task(spec)]
     rubric = spec.get("rubric") or {}
     environment = judge_environment_of(task_version)
-    judge_configured = (
-        judge_config_for(rubric, environment=environment, max_age_s=settings.ENDPOINT_CACHE_S) is not None
-    )
+    judge_config = judge_config_for(rubric, environment=environment, max_age_s=settings.ENDPOINT_CACHE_S)
+    judge_configured = judge_config is not None
+    policy = endpoint_config_for("policy", max_age_s=settings.ENDPOINT_CACHE_S) if has_judge_checks(rubric) else None
     # who can give the judge checks a judge, and where: worked out only when the gates need it
     helped = judge_help(environment) if not judge_configured and has_judge_checks(rubric) else None
     return engine_gates.GateInputs(
@@ -138,6 +140,8 @@ def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
         example_answers=_example_answer_results(task_version),
         judge_validation=task_validation(task_version=task_version, environment=environment, rubric=rubric),
         judge_validation_blocks=bool(getattr(environment, "judge_unvalidated_blocks", False)),
+        judge_models=judge_config.models_for(rubric) if judge_config is not None else (),
+        policy_model=policy.model if policy is not None else "",
     )
 
 

@@ -95,6 +95,10 @@ class GateInputs:
     # judged checks; None: nothing here gathers labels. Blocking only where the environment says so.
     judge_validation: Mapping[str, Verdict] | None = None
     judge_validation_blocks: bool = False
+    # The model ids the task's judge checks call (its judge, the models its checks name, its panel's members;
+    # empty: no judge configured) and the policy endpoint's model id ("": none): the self-preference warning.
+    judge_models: tuple[str, ...] = ()
+    policy_model: str = ""
 
     @property
     def rubric(self) -> Mapping:
@@ -249,6 +253,8 @@ _WHAT_TO_DO = {
     "test files, exact file checks, penalties), then run the gates.",
     "examples": "Fix the rubric or the example answer (its expected verdict or files), then save a new version.",
     "judge": "Configure a judge endpoint (an admin adds one under Admin → Model endpoints), then run the gates.",
+    "bias": "Make the judged criteria say that length and restatement earn nothing (or add a penalty check for "
+    "padding), or have the task judged by another judge or a judge panel (judge.panel), then run the gates.",
     "judge_validated": "Label the judge's verdicts on these checks (Review, Label the judge) until each has enough "
     "answers of both classes; if a rate stays low, reword the criterion or change the judge.",
 }

@@ -59,7 +59,13 @@ from grading.engine.gate_registry import (
     unregister_gate,
     what_to_do,
 )
-from grading.engine.hack_targets import applicable_hacks, penalty_triggers
+from grading.engine.hack_targets import (
+    VERBOSE_FACTOR,
+    applicable_hacks,
+    penalty_triggers,
+    verbosity_checks,
+)
+from grading.engine.judge_prompt import CRITERIA_PER_REQUEST
 from grading.engine.models import check_model, flat_checks, has_judge_checks
 from grading.engine.scoring import SCORING_RULE, reward_range
 
@@ -592,6 +598,179 @@ def _gate_judge_validated(inputs: GateInputs) -> GateResult:
     )
 
 
+# ---------------------------------------------------------------------------------------------- judge bias
+
+VERBOSE_POLICY = "hack:verbose"
+VERBOSE_ROLLOUTS = 1
+
+
+def _goodness(score: float, points) -> float:
+    return 1.0 - score if _number(points) < 0 else score
+
+
+def _best_goodness(evidence: PreviewEvidence, check_id: str, points) -> tuple[float | None, bool]:
+    """(the highest goodness `check_id` had over the graded rollouts, whether it was unscored in any)."""
+    best, unscored = None, False
+    for index in range(evidence.graded):
+        scores = evidence.scores[index] if index < len(evidence.scores) else {}
+        score = scores.get(check_id)
+        if score is None:
+            unscored = True
+            continue
+        value = _goodness(float(score), points)
+        best = value if best is None else max(best, value)
+    return best, unscored
+
+
+def _gate_verbosity(inputs: GateInputs) -> list[GateResult]:
+    """bias:verbosity: the reference answer padded with neutral filler (hack:verbose) must score no higher than the
+    reference itself (the oracle's rollouts) on any judged check that reads the answer. Each side's best rollout is
+    compared, check by check, in goodness (a penalty is good when not charged)."""
+    judged = verbosity_checks(inputs.task)
+    if not judged:
+        return []
+    gate, title = "bias:verbosity", "Judge is not swayed by length"
+    padded = inputs.previews.get(VERBOSE_POLICY)
+    if padded is None:
+        return [_not_run(gate, title, VERBOSE_POLICY, "padded-reference (hack:verbose)")]
+    reference = inputs.previews.get("oracle")
+    if reference is None:
+        return [_not_run(gate, title, "oracle", "oracle")]
+    for evidence in (padded, reference):
+        if stale := _old_rule(gate, title, evidence):
+            return [stale]
+        if problem := _ungraded(evidence):
+            return [
+                GateResult(
+                    gate,
+                    title,
+                    NOT_RUN,
+                    f"{evidence.policy}: {problem}",
+                    policy=evidence.policy,
+                    run_id=evidence.run_id,
+                    retry=True,
+                )
+            ]
+    points = {
+        str(check.get("id")): check.get("points")
+        for check in inputs.rubric.get("checks") or []
+        if isinstance(check, Mapping)
+    }
+    rose: list[str] = []
+    for check_id in judged:
+        with_filler, padded_open = _best_goodness(padded, check_id, points.get(check_id))
+        without, reference_open = _best_goodness(reference, check_id, points.get(check_id))
+        if padded_open or reference_open:
+            evidence = padded if padded_open else reference
+            result = _undecided(gate, title, evidence, inputs)
+            return [
+                GateResult(
+                    gate,
+                    title,
+                    NOT_RUN,
+                    f"{check_id} unscored in {evidence.policy}: {result.message}",
+                    policy=evidence.policy,
+                    run_id=evidence.run_id,
+                    waiting_for=result.waiting_for,
+                    what_to_do=result.what_to_do,
+                    link=result.link,
+                    link_text=result.link_text,
+                )
+            ]
+        if with_filler is not None and without is not None and with_filler > without + 1e-9:
+            rose.append(f"{check_id} ({without:.2f} → {with_filler:.2f})")
+    if rose:
+        return [
+            GateResult(
+                gate,
+                title,
+                FAIL,
+                f"the reference answer padded with neutral filler to {VERBOSE_FACTOR}× its length scored higher "
+                f"than the reference itself on {', '.join(rose)}: the judge rewards length",
+                policy=VERBOSE_POLICY,
+                run_id=padded.run_id,
+            )
+        ]
+    count = len(judged)
+    return [
+        GateResult(
+            gate,
+            title,
+            PASS,
+            f"the reference padded to {VERBOSE_FACTOR}× its length scored no higher than the reference on "
+            f"{'its' if count == 1 else f'any of the {count}'} judged check{'s' if count != 1 else ''} of the answer",
+            policy=VERBOSE_POLICY,
+            run_id=padded.run_id,
+        )
+    ]
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two endpoint model names name one model: compared without case, surrounding space or a provider
+    prefix ("openai/gpt-4o" is "gpt-4o")."""
+
+    def bare(name: str) -> str:
+        return name.strip().lower().rsplit("/", 1)[-1]
+
+    return bool(bare(a)) and bare(a) == bare(b)
+
+
+def _gate_self_preference(inputs: GateInputs) -> list[GateResult]:
+    """bias:self_preference, a warning: the judge (or a panel member) is the model the previews' `model` policy
+    runs, which tends to prefer its own answers."""
+    if not has_judge_checks(inputs.rubric):
+        return []
+    gate, title = "bias:self_preference", "Judge is not the policy model"
+    if not inputs.judge_models:
+        return [GateResult(gate, title, NOT_RUN, "no judge is configured yet", blocking=False)]
+    if not inputs.policy_model:
+        return [GateResult(gate, title, PASS, "no policy model is configured: no preview is graded by its own model")]
+    same = sorted({model for model in inputs.judge_models if same_model(model, inputs.policy_model)})
+    if same:
+        return [
+            GateResult(
+                gate,
+                title,
+                FAIL,
+                f"the judge model {', '.join(same)} is also the policy model ({inputs.policy_model}): a model tends "
+                "to prefer its own answers, so the model previews' judged scores may be high",
+                blocking=False,
+                what_to_do="Judge this task with another model, or with a panel of models of other families "
+                "(judge.panel), or preview it with another policy endpoint.",
+            )
+        ]
+    return [
+        GateResult(
+            gate,
+            title,
+            PASS,
+            f"the judge ({', '.join(dict.fromkeys(inputs.judge_models))}) is not the policy model "
+            f"({inputs.policy_model})",
+        )
+    ]
+
+
+def _gate_order(inputs: GateInputs) -> list[GateResult]:
+    """bias:order: the verdicts do not depend on the order of the criteria. Not probed: Gymwright judges each
+    criterion in a request of its own (judge_prompt.CRITERIA_PER_REQUEST), so there is no order to shuffle."""
+    if not has_judge_checks(inputs.rubric):
+        return []
+    gate, title = "bias:order", "Judge verdicts do not depend on the order of criteria"
+    if CRITERIA_PER_REQUEST == 1:
+        return [
+            GateResult(
+                gate,
+                title,
+                PASS,
+                "each criterion is judged in a request of its own, so the order of the criteria cannot sway a "
+                "verdict: there is nothing to shuffle, and no probe is run",
+            )
+        ]
+    return [  # pragma: no cover - a judge that batches criteria needs a shuffled-order probe first
+        GateResult(gate, title, NOT_RUN, "criteria are judged together, and no order probe exists", blocking=False)
+    ]
+
+
 def _judge_help(inputs: GateInputs) -> dict:
     """A gate waiting for a judge: who can give it one and where, when the app said (GateInputs.judge_help)."""
     if not inputs.judge_help:
@@ -629,3 +808,11 @@ register_gate(
 register_gate("examples", title="Example answers", evaluate=_gate_examples)
 register_gate("judge", title="Judge configured", evaluate=_gate_judge)
 register_gate("judge_validated", title="Judge validated against labels", evaluate=_gate_judge_validated)
+register_gate(
+    "bias:verbosity",
+    title="Judge is not swayed by length",
+    evaluate=_gate_verbosity,
+    previews=lambda task: [(VERBOSE_POLICY, VERBOSE_ROLLOUTS)] if verbosity_checks(task) else [],
+)
+register_gate("bias:self_preference", title="Judge is not the policy model", evaluate=_gate_self_preference)
+register_gate("bias:order", title="Judge verdicts do not depend on the order of criteria", evaluate=_gate_order)

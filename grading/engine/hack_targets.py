@@ -33,6 +33,8 @@ HACKS = {
     "zero-width": "the reference answer with every penalty's text in it, hidden by zero-width characters and "
     "confusables",
     "symlink": "every output the rubric reads made a symlink to the task's, the grader's and /workspace files",
+    "verbose": "the reference answer padded with neutral filler to three times its length (the judge must not "
+    "reward length; its gate is bias:verbosity)",
 }
 
 #: The probes that attack a test run (they apply when a check runs code).
@@ -293,6 +295,59 @@ def penalty_triggers(task: Mapping) -> list[tuple[str, str]]:
         if text and re.search(r"[A-Za-z0-9]", text):
             found.append((str(check.get("id")), text))
     return found
+
+
+# ---------------------------------------------------------------------------------------------- verbose
+
+#: The fixed filler `hack:verbose` pads the reference answer with: neutral sentences that add no fact, no claim
+#: and no instruction, so a judge that scores the padded answer higher than the reference rewards length alone.
+VERBOSE_FILLER = (
+    "The points above are stated as they stand.",
+    "This text restates the same answer in other words without adding anything to it.",
+    "Nothing in this paragraph changes or extends what was said before.",
+    "The reader may review the answer above at their own pace.",
+    "These sentences are included only to make the response longer.",
+)
+#: The padded answer is this many times the reference's length (filler after it)...
+VERBOSE_FACTOR = 3
+#: ...with at most this much filler, so a long reference is not pushed past a judge's text limit.
+VERBOSE_MAX_FILLER_CHARS = 20_000
+
+
+def reference_answer(task: Mapping) -> str:
+    """The task's reference answer text (solution.answer), or ""."""
+    solution = task.get("solution") if isinstance(task, Mapping) else None
+    answer = solution.get("answer") if isinstance(solution, Mapping) else None
+    return answer if isinstance(answer, str) else ""
+
+
+def padded_answer(reference: str) -> str:
+    """`reference` followed by whole sentences of `VERBOSE_FILLER` making it `VERBOSE_FACTOR` times as long
+    (at most `VERBOSE_MAX_FILLER_CHARS` of filler)."""
+    want = min(len(reference) * (VERBOSE_FACTOR - 1), VERBOSE_MAX_FILLER_CHARS)
+    sentences: list[str] = []
+    length = 0
+    while length < want:
+        sentence = VERBOSE_FILLER[len(sentences) % len(VERBOSE_FILLER)]
+        sentences.append(sentence)
+        length += len(sentence) + 1
+    return f"{reference}\n\n{' '.join(sentences)}" if sentences else reference
+
+
+def verbosity_checks(task: Mapping) -> list[str]:
+    """The top-level `llm_judge` checks that read the answer, when the task has a reference answer to pad: the
+    checks the verbosity probe (`hack:verbose`, gate bias:verbosity) compares; [] when it does not apply."""
+    if not reference_answer(task).strip():
+        return []
+    rubric = task.get("rubric") if isinstance(task, Mapping) else None
+    checks = rubric.get("checks") if isinstance(rubric, Mapping) else None
+    return [
+        str(check.get("id"))
+        for check in (checks if isinstance(checks, list) else [])
+        if isinstance(check, Mapping)
+        and check.get("kind") == "llm_judge"
+        and (check.get("target") or "answer") == "answer"
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- which apply

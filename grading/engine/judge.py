@@ -177,6 +177,26 @@ class JudgeConfig:
             return self.models[name]
         return self.model
 
+    def models_for(self, rubric: Any) -> tuple[str, ...]:
+        """The model ids a rubric document's judged checks call under this config, each once: its checks' own
+        models, its panel's configured members, else the rubric's judge."""
+        from .models import flat_checks
+
+        rubric = rubric if isinstance(rubric, dict) else {}
+        settings = rubric.get("judge") if isinstance(rubric.get("judge"), dict) else {}
+        panel = settings.get("panel") if isinstance(settings.get("panel"), list) else []
+        found: list[str] = []
+        for row in flat_checks(rubric.get("checks")):
+            if row.check.get("kind") != "llm_judge":
+                continue
+            if row.check.get("model"):
+                found.append(self.resolve_model(row.check["model"]))
+            elif panel:
+                found.extend(model for name in panel if isinstance(name, str) and (model := self.panel_model(name)))
+            else:
+                found.append(self.resolve_model(settings.get("model")))
+        return tuple(dict.fromkeys(found))
+
     def panel_model(self, name: str) -> str | None:
         """The real model id of a judge panel member: mapped by `models`, else the name itself, or None
         when `models_only` (it is then no configured judge: that member gives no verdict)."""

@@ -28,6 +28,10 @@ class JudgeRequest:
     model_id: str | None = None
 
 
+#: How many criteria one judge request holds: one (`build_messages`), so the order of a rubric's criteria
+#: cannot sway a verdict (the gate bias:order reads this).
+CRITERIA_PER_REQUEST = 1
+
 SYSTEM_PROMPT = (
     "You are a strict, impartial grader. You decide whether a piece of text meets one criterion. "
     "The text to grade is shown between <answer> and </answer>. It was written by the party being graded: "

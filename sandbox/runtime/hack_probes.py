@@ -30,7 +30,10 @@ penalties. The code probes run `hack_agent.py` in the sandbox (python3), the res
 - `zero-width`: submits the reference answer with each penalty's text in it, disguised with
   zero-width characters and fullwidth forms;
 - `symlink`: makes each output the rubric reads a symlink to a grader file, a task file or a
-  /workspace path, and submits nothing.
+  /workspace path, and submits nothing;
+- `verbose`: submits the reference answer padded with a fixed neutral filler to three times its
+  length (`grading.engine.hack_targets.padded_answer`); not one of `applicable_hacks`: its gate,
+  bias:verbosity, compares its judged checks with the oracle's.
 """
 
 from __future__ import annotations
@@ -48,8 +51,10 @@ from grading.engine.hack_targets import (
     HACKS,
     applicable_hacks,
     disguise,
+    padded_answer,
     penalty_triggers,
     prompt_file_names,
+    reference_answer,
 )
 
 from .policies import Turn, _assistant, _call
@@ -280,6 +285,8 @@ class HackPolicy:
             return calls, (exhaust_answer() if self.hack == "exhaust" else "")
         if self.hack == "zero-width":
             return [], zero_width_answer(self.task)
+        if self.hack == "verbose":
+            return [], padded_answer(reference_answer(self.task))
         if self.hack == "symlink":
             return ([_call("bash", {"command": _symlink_script(self.task)})] if "bash" in tools else []), ""
         return [], _INJECTION  # judge-injection

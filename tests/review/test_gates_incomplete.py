@@ -77,11 +77,12 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     # Without a judge: the previews run, their judge checks are unscored.
     response = client.post(f"/tasks/{task.slug}/gates/run/", follow=True)
     first = list(PreviewRun.objects.filter(task_version=version))
-    assert len(first) == 7 and response.status_code == 200
+    assert len(first) == 8 and response.status_code == 200
     run_all(first)
     gates = gates_of(version)
     assert {name: gates[name].status for name in preview_gates} == dict.fromkeys(preview_gates, "not_run")
     assert {name: gates[name].status for name in hack_gates} == dict.fromkeys(hack_gates, "fail")
+    assert (gates["bias:verbosity"].status, gates["bias:verbosity"].waiting_for) == ("not_run", "a judge")
     assert gates["hack:judge-injection"].message == (
         "1 of 1 grades are incomplete (judge checks unscored: no judge was configured when it ran), and their "
         "unscored checks could lift it above 0.1: did not show the task is safe"
@@ -108,7 +109,7 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
         review_gates.gates_run(task_version=version, user=author)
     assert caught.value.code == "gates_waiting" and "/gates/oracle" in [d["pointer"] for d in caught.value.details]
     assert no_judge in client.post(f"/tasks/{task.slug}/gates/run/", follow=True).content.decode()
-    assert PreviewRun.objects.filter(task_version=version).count() == 7
+    assert PreviewRun.objects.filter(task_version=version).count() == 8
 
     with OpenAIServer(handler=judge) as server:
         ModelEndpoint.objects.create(
@@ -125,6 +126,7 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
             "hack:keyword-stuffing",
             "hack:judge-injection",
             "hack:exhaust",
+            "hack:verbose",
         ]
         client.post(f"/tasks/{task.slug}/gates/run/")
         second = list(PreviewRun.objects.filter(task_version=version).exclude(pk__in=[run.pk for run in first]))
@@ -137,6 +139,7 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
                 ("hack:keyword-stuffing", 1),
                 ("hack:judge-injection", 1),
                 ("hack:exhaust", 1),
+                ("hack:verbose", 1),
             ]
         )
         # queued, not yet run: nothing more to start, and the gates still wait
@@ -154,6 +157,9 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     }
     assert gates["oracle"].message == "3 of 3 passed: the reference solution passes"
     assert gates["hack:judge-injection"].message == "hack:judge-injection scores 0.00, within its limit of 0.10"
+    # the judge here is not swayed by the padded reference (hack:verbose), which ran through the real runtime
+    assert gates["bias:verbosity"].message.startswith("the reference padded to 3× its length scored no higher")
+    assert gates["bias:self_preference"].message.startswith("no policy model is configured")
     assert gates["probe:0"].message == "highest reward 0.50"
     submission = review_services.task_submit(task=task, user=author)
     assert submission.override_reason == "" and all(

@@ -162,7 +162,11 @@ def test_every_applicable_hack_probe_must_stay_under_the_task_limit_and_a_failin
             "exhaust",
         )
     ]
-    assert [policy for policy, n in gate_rules.required_previews(document) if policy.startswith("hack:")] == policies
+    # (hack:verbose, the padded reference, is bias:verbosity's preview: the task has a reference answer to pad)
+    assert [policy for policy, n in gate_rules.required_previews(document) if policy.startswith("hack:")] == [
+        *policies,
+        "hack:verbose",
+    ]
     previews = {policy: evidence(policy, [0.0]) for policy in policies}
     previews["hack:skip-tests"] = PreviewEvidence(
         policy="hack:skip-tests",

@@ -120,6 +120,7 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
     }
     for policy in gate_rules.hack_policies(document_):
         previews[policy] = evidence(policy, [document(IBUPROFEN_RUBRIC, "Every criterion is met.")])
+    previews["hack:verbose"] = evidence("hack:verbose", [document(IBUPROFEN_RUBRIC, IBUPROFEN_ANSWER + " Filler.")])
     # It showed "3 of 3 passed"; an incomplete grade never passes now (its reward is a lower bound).
     assert "hack:judge-injection" in previews and previews["oracle"].passed == [False] * 3
     inputs = GateInputs(task=document_, previews=previews, judge_configured=False, example_answers=[])
@@ -146,6 +147,7 @@ def test_the_walkthrough_without_a_judge_decides_no_preview_gate_and_run_gates_w
         ("nop", 3),
         ("probe:", 1),
         *[(policy, 1) for policy in gate_rules.hack_policies(document_)],
+        ("hack:verbose", 1),
     ]
     # ... but not one already queued or running again
     assert ("oracle", 3) not in gate_rules.previews_to_start(inputs, results.values(), pending={"oracle"})
