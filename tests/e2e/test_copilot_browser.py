@@ -1,4 +1,5 @@
-"""The rubric copilot in the task editor: accept one suggestion, edit another, save a new version."""
+"""The rubric copilot in the task editor: accept one suggestion, edit another, keep one degraded answer as an
+example answer expected to fail, save a new version."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from authoring import services
 from grading.models import ModelEndpoint
 from tests.e2e.conftest import wait_for_editor
-from tests.support.copilot_model import PROMPT, REFERENCE, rope_script
+from tests.support.copilot_model import DEGRADED_REPLY, PROMPT, REFERENCE, rope_script
 from tests.support.openai_server import OpenAIServer
 
 
@@ -58,6 +59,13 @@ def test_the_author_accepts_one_suggestion_edits_another_and_saves(watched, live
         rows["says_meters"].query_selector(".copilot-check").fill(json.dumps(edited))
         page.click("#copilot-add")
         assert "2 checks added" in page.text_content("#copilot-status")
+        # the degraded answers the checks were tested on: keep the first as an example answer expected to fail
+        examples = page.query_selector_all("#copilot-example-list li.copilot-example")
+        assert len(examples) == len(DEGRADED_REPLY["answers"]) >= 2
+        for row in examples[1:]:
+            row.query_selector(".copilot-example-accept").click()
+        page.click("#copilot-add-examples")
+        assert "1 answers added" in page.text_content("#copilot-status")
         assert task.versions.count() == 1  # nothing saved before the author saves
         page.click("#save-button")
         page.wait_for_url(f"{live_server.url}/tasks/{task.slug}/")
@@ -66,3 +74,6 @@ def test_the_author_accepts_one_suggestion_edits_another_and_saves(watched, live
     ids = [check["id"] for check in version.spec["rubric"]["checks"]]
     assert ids == ["mentions_rope", "length_42", "says_42_meters"]
     assert version.spec["rubric"]["checks"][2] == edited
+    kept = DEGRADED_REPLY["answers"][0]
+    saved = [(e["name"], e["answer"], e["expect"]) for e in version.spec["examples"]]
+    assert saved == [(f"copilot: {kept['name']}", kept["answer"], "fail")]

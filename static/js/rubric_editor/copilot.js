@@ -53,6 +53,52 @@ function renderSuggestion(list, item, index) {
   list.append(li);
 }
 
+function renderExample(list, example, index) {
+  const li = el("li", null, "copilot-example");
+  const box = el("input");
+  box.type = "checkbox";
+  box.id = "copilot-example-" + index;
+  box.className = "copilot-example-accept";
+  box.checked = true;
+  const label = el("label", example.name + (example.flaw ? " (" + example.flaw + ")" : ""));
+  label.htmlFor = box.id;
+  li.append(box, " ", label, el("pre", example.answer));
+  li.exampleAnswer = { name: example.name, answer: example.answer, expect: "fail" };
+  list.append(li);
+}
+
+/* Ticked degraded answers go into the form's example answers (a JSON list), named apart from those there. */
+function addExamples(list, status) {
+  const box = document.getElementById("examples-json");
+  if (!box) return;
+  let examples;
+  try { examples = JSON.parse(box.value.trim() || "[]"); } catch {
+    status.textContent = "The example answers' JSON does not parse; fix it before adding answers.";
+    return;
+  }
+  if (!Array.isArray(examples)) {
+    status.textContent = "The example answers must be a JSON list; fix it before adding answers.";
+    return;
+  }
+  const names = new Set(examples.map(function (e) { return e && e.name; }));
+  let added = 0;
+  Array.from(list.querySelectorAll("li.copilot-example")).forEach(function (row) {
+    if (!row.querySelector(".copilot-example-accept").checked) return;
+    const example = Object.assign({}, row.exampleAnswer);
+    let name = example.name, n = 2;
+    while (names.has(name)) { name = example.name + " (" + n + ")"; n += 1; }
+    example.name = name;
+    names.add(name);
+    examples.push(example);
+    row.remove();
+    added += 1;
+  });
+  box.value = JSON.stringify(examples, null, 2);
+  box.dispatchEvent(new Event("input", { bubbles: true }));
+  status.textContent = added + " answers added to the example answers: save the task to keep them.";
+  list.parentElement.hidden = list.children.length === 0;
+}
+
 function start() {
   const button = panel.querySelector("#copilot-draft");
   const addButton = panel.querySelector("#copilot-add");
@@ -60,6 +106,8 @@ function start() {
   const list = panel.querySelector("#copilot-suggestions");
   const rubricText = document.getElementById("rubric-json");
   const form = document.getElementById("task-form");
+  const exampleList = panel.querySelector("#copilot-example-list");
+  panel.querySelector("#copilot-add-examples").addEventListener("click", function () { addExamples(exampleList, status); });
 
   button.addEventListener("click", function () {
     const csrf = form.querySelector("input[name=csrfmiddlewaretoken]");
@@ -74,6 +122,8 @@ function start() {
     button.disabled = true;
     status.textContent = "Drafting and testing checks…";
     list.replaceChildren();
+    exampleList.replaceChildren();
+    exampleList.parentElement.hidden = true;
     addButton.hidden = true;
     fetch(panel.dataset.draftUrl, {
       method: "POST",
@@ -93,6 +143,8 @@ function start() {
       status.textContent = data.suggestions.length + " checks drafted with " + data.model + ", " + data.survived +
         " passed their tests and are ticked. Untick to drop; edit the JSON to change one.";
       addButton.hidden = data.suggestions.length === 0;
+      (data.examples || []).forEach(function (example, index) { renderExample(exampleList, example, index); });
+      exampleList.parentElement.hidden = exampleList.children.length === 0;
     }).catch(function () {
       status.textContent = "The copilot did not answer; try again.";
     }).then(function () { button.disabled = false; });
