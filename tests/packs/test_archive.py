@@ -670,8 +670,8 @@ def test_a_repacked_pack_with_folder_entries_and_a_64_mb_manifest_still_verifies
         for member in source.getmembers():
             data = source.extractfile(member).read() if member.isfile() else None
             if member.name.endswith("/manifest.json"):
-                # whitespace inside: the same JSON, read whole at one chunk under the 64 MB kept
-                data = b"{" + b" " * ((64 << 20) - (1 << 20) - len(data)) + data[1:]
+                # whitespace inside: the same JSON, read whole at half a chunk under the 64 MB kept
+                data = b"{" + b" " * ((64 << 20) - (1 << 19) - len(data)) + data[1:]
                 member.size = len(data)
             target.addfile(member, io.BytesIO(data) if data is not None else None)
     result = archive.verify_pack(tmp_path / "b.tar.gz")
@@ -695,8 +695,8 @@ def test_verify_names_a_file_the_manifest_does_not_list_and_takes_exactly_max_by
 
 
 def test_verify_walks_past_a_bad_member_and_a_hard_link_to_name_every_problem(tmp_path):
-    """A member outside the pack (`..` inside its name) or a hard link does not end the walk: a file changed after
-    them is still named. And a pack whose every member is absolute is outside itself, first member included."""
+    """A member outside the pack (`..` inside its name), a symlink or a hard link does not end the walk: a file changed
+    after them is still named. And a pack whose every member is absolute is outside itself, first member included."""
     build(tmp_path, "a.tar.gz", count=4)
     with tarfile.open(tmp_path / "a.tar.gz") as source:
         members = source.getmembers()
@@ -708,6 +708,9 @@ def test_verify_walks_past_a_bad_member_and_a_hard_link_to_name_every_problem(tm
         escape = tarfile.TarInfo("demo-1.0.0/../escaped.txt")
         escape.size = 3
         target.addfile(escape, io.BytesIO(b"out"))
+        link = tarfile.TarInfo("demo-1.0.0/tasks/link.md")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        target.addfile(link)
         for member in [*(m for m in members if m.name != changed.name), changed]:  # the changed file after the links
             data = payload.get(member.name)
             if member.name == changed.name:
@@ -717,6 +720,7 @@ def test_verify_walks_past_a_bad_member_and_a_hard_link_to_name_every_problem(tm
     problems = archive.verify_pack(tmp_path / "bad.tar.gz").problems
     relative = changed.name.split("/", 1)[1]
     assert "demo-1.0.0/../escaped.txt: outside the pack folder" in problems, problems
+    assert "demo-1.0.0/tasks/link.md: not a regular file (symlink, device or fifo)" in problems, problems
     assert any(problem.startswith(f"{relative}: sha256") for problem in problems), problems
     with tarfile.open(tmp_path / "absolute.tar.gz", "w:gz") as target:
         for member in members:
