@@ -84,12 +84,18 @@ class Environment(models.Model):
     # When a judged check of this environment's tasks counts as validated (grading.engine.calibration): this
     # many distinct labelled answers, half of each class, both TPR and TNR at least the rate. The gates warn
     # about a check that is not, and block only where `judge_unvalidated_blocks` says so.
+    # Defaults in the database too (db_default): a row written without these columns (an older migration state's
+    # model, a raw INSERT) gets them instead of failing NOT NULL.
     judge_min_labels = models.PositiveIntegerField(
-        default=50, validators=[MinValueValidator(2), MaxValueValidator(100_000)]
+        default=50, db_default=50, validators=[MinValueValidator(2), MaxValueValidator(100_000)]
     )
-    judge_min_rate = models.FloatField(default=0.85, validators=[MinValueValidator(0.5), MaxValueValidator(1.0)])
+    judge_min_rate = models.FloatField(
+        default=0.85, db_default=0.85, validators=[MinValueValidator(0.5), MaxValueValidator(1.0)]
+    )
     judge_unvalidated_blocks = models.BooleanField(
-        default=False, help_text="A judged check that is not validated blocks submission (else it is a warning)."
+        default=False,
+        db_default=False,
+        help_text="A judged check that is not validated blocks submission (else it is a warning).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
