@@ -258,4 +258,4 @@ def test_the_edit_page_offers_the_copilot_to_the_tasks_editor(author, task, clie
     client.force_login(author)
     page = client.get("/tasks/rope-length/edit/").content.decode()
     assert 'data-draft-url="/api/tasks/rope-length/rubric/draft/"' in page
-    assert "js/rubric_editor/copilot.js" in page
+    assert "js/copilot.js" in page

@@ -90,7 +90,8 @@ def test_the_rubric_editor_s_modules_import_each_other_by_their_hashed_names(gun
         sign_in(client, username="gina", password=PASSWORD)
         page = client.get("/tasks/new/")
         entries = re.findall(r'<script type="module" src="([^"]+)"', page.text)
-        # The editor's one entry, beside the page's own small modules (file roles, the error summary).
+        # The editor's one entry, beside the page's own small modules (file roles, the error summary, the copilot's
+        # panel on a saved task's form).
         assert (
             [url for url in entries if "/rubric_editor/" in url]
             == [url for url in entries if "/rubric_editor/main." in url]
