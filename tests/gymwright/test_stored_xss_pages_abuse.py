@@ -145,8 +145,8 @@ def build_world(django_user_model) -> dict:
     run = PreviewRun.objects.create(
         task_version=version,
         created_by=owner,
-        policy="oracle",
-        policy_kind="oracle",
+        policy="model",  # a model's rollout: the blind scoring page shows it too
+        policy_kind="model",
         n=1,
         backend="bubblewrap",
         status=PreviewRun.Status.DONE,
@@ -236,6 +236,7 @@ SHOWN = {
     "review:inbox": ["reply"],
     "sandbox:preview_detail": ["answer", "judge"],
     "sandbox:rollout_detail": ["answer", "judge"],
+    "review:blind_score": ["answer"],
     "packs:pack_list": ["packname"],
     "packs:pack_detail": ["packname", "packdesc", "tag"],
     "packs:pack_version": ["packname"],
@@ -262,6 +263,7 @@ def fill(name: str, template: str, values: dict) -> str:
 QUERIES = {
     "api-agreement": f"?task={TASK}",
     "api-task-diff": "?a=1&b=1",
+    "api-task-version-rubric": "?as=healthbench",  # the hostile criteria, exported
     "authoring:task_diff": "?a=1&b=1",
     "sandbox:preview_detail": "?rollout={rollout_id}",
 }
