@@ -61,7 +61,8 @@ def readme_section() -> str:
 
 def readme_worker_command(name: str, concurrency: int) -> list[str]:
     """Step 6's command line, as written, with its node name and concurrency filled in."""
-    [command] = re.findall(r"`(\.venv/bin/celery [^`]+)`", readme_section())
+    # Step 6 also names the datasets queue's worker (`-n datasets1@%h -Q datasets`): the rollout worker is worker1.
+    [command] = [c for c in re.findall(r"`(\.venv/bin/celery [^`]+)`", readme_section()) if "worker1@%h" in c]
     argv = shlex.split(command)
     assert argv.count("worker1@%h") == 1 and argv.count("--concurrency=N") == 1, argv
     return [
