@@ -163,7 +163,9 @@ def _claim_and_cancel(*, rollout_id: int, attempt: int) -> list[bool]:
 def _rollout_to_run(*, rollout_id: int) -> list[Rollout]:
     return list(
         Rollout.objects.select_related(
-            "preview_run__task_version__task", "preview_run__task_version__environment_version"
+            # the task's environment with its judge choice: the grade's judge resolves without a query of its own
+            "preview_run__task_version__task__environment__judge_choice",
+            "preview_run__task_version__environment_version",
         ).filter(pk=rollout_id)
     )
 
