@@ -57,7 +57,10 @@ def example_answers_schedule(*, versions, bulk: bool = False) -> None:
     # An import's batch: new versions (no earlier runs), one INSERT for their runs, graded by workers;
     # the judge configuration comes from this process's cache, not a lookup per version.
     now = timezone.now()
-    environments = _environments_of(versions)
+    # whose judge grades them: looked up only for the versions whose examples a judge grades (none in most imports)
+    environments = _environments_of(
+        [v for v in versions if v.spec.get("examples") and "judge" in engine_examples.rubric_needs(v.rubric)]
+    )
     runs = ExampleRun.objects.bulk_create(
         [
             ExampleRun(
@@ -110,7 +113,10 @@ def _environments_of(versions) -> dict:
     from authoring.models import Task
 
     task_ids = {version.task_id for version in versions}
-    return {task.pk: task.environment for task in Task.objects.filter(pk__in=task_ids).select_related("environment")}
+    if not task_ids:
+        return {}
+    tasks = Task.objects.filter(pk__in=task_ids).select_related("environment__judge_choice")
+    return {task.pk: task.environment for task in tasks}
 
 
 def _examples_need_judge(rubric: dict, *, environment, max_age_s: float = 0) -> bool:
