@@ -32,12 +32,14 @@ SCRATCH_UNOWNED_GRACE_S = 60  # a folder made a moment ago may not have its owne
 
 def _process_start(pid: int) -> str | None:
     """When process `pid` started (clock ticks since boot, /proc/PID/stat's 22nd field), or None when there is no
-    such process: a pid and its start time name one process, a reused pid is another one."""
+    such process: a pid and its start time name one process, a reused pid is another one. A zombie (a killed
+    build's process its dead parent never waited for, until init does) is no process: it builds nothing."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rpartition(")")[2].split()[19]
+    fields = stat.rpartition(")")[2].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def scratch_own(scratch: Path) -> None:

@@ -105,18 +105,27 @@ def test_scratch_folders_of_builds_no_process_runs_are_removed_and_running_ones_
     me = {"host": host, "pid": os.getpid(), "started": services.scratch._process_start(os.getpid())}
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     gone = {"host": host, "pid": int(dead.stdout), "started": "1"}
+    # A killed build's process that its killed parent never waited for: a zombie until init reaps it. It builds
+    # nothing, though /proc still shows it with its start time.
+    zombie_process = subprocess.Popen([sys.executable, "-c", "pass"])
+    while Path(f"/proc/{zombie_process.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+        time.sleep(0.01)
+    zombie_start = Path(f"/proc/{zombie_process.pid}/stat").read_text().rpartition(")")[2].split()[19]
+    zombie = {"host": host, "pid": zombie_process.pid, "started": zombie_start}
 
     running = _scratch(root, building.pk, owner=me)  # this process builds in it
     killed = _scratch(root, building.pk, owner=gone)  # its worker was killed: the version is still building
     reused_pid = _scratch(root, building.pk, owner={**me, "started": "0"})  # the pid now names another process
     elsewhere = _scratch(root, building.pk, owner={**me, "host": "another-host"})  # that host's to judge
     just_made = _scratch(root, building.pk, owner=None)  # its owner.json is being written
+    zombie_owned = _scratch(root, building.pk, owner=zombie)
     finished = _scratch(root, 999999, owner=me)  # no such building version
     not_ours = root / "import-7"
     not_ours.mkdir()
 
     removed = services.pack_scratch_reap()
-    assert sorted(removed) == sorted([killed.name, reused_pid.name, finished.name])
+    zombie_process.wait()
+    assert sorted(removed) == sorted([killed.name, reused_pid.name, finished.name, zombie_owned.name])
     assert all(path.exists() for path in (running, elsewhere, just_made, not_ours))
     old = time.time() - services.scratch.SCRATCH_UNOWNED_GRACE_S - 5
     os.utime(just_made, (old, old))
