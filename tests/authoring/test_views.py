@@ -432,9 +432,11 @@ def test_the_task_page_query_count_is_pinned_for_each_kind_of_reader(
             versions_approve_on_import(versions=[version], admin=admin)
     # session, user with its roles, the task (joined rows), tags, activity, the nav's unread inbox count; the example
     # answers' run, the version before and its run; previews, their rollout counts, the gates' previews, the
-    # examples gate's run, the latest submission, reviews. A lab member's version is the approved one (its
-    # environment version and author are read on their own), and the activity keeps the versions they may read.
-    for user, count in ((author, 15), (lab, 18)):
+    # examples gate's run, the latest submission, reviews; for the gates also the environment's judge choice
+    # (grading.EnvironmentJudge) and the blind scores of the task's rollouts (review.blind, the human prediction
+    # gate). A lab member's version is the approved one (its environment version and author are read on their own),
+    # and the activity keeps the versions they may read.
+    for user, count in ((author, 17), (lab, 20)):
         client.force_login(user)
         client.get("/tasks/pinned/")
         with django_assert_num_queries(count):
