@@ -325,14 +325,12 @@ def _test_checks(
     limits = dataclasses.replace(GradeLimits.from_env(), check_cpu_s=settings.COPILOT_CHECK_CPU_S)
     grades: list[dict[str, dict]] = [{} for _ in cases]
 
-    in_process = [item.check for item, route in zip(drafted, routes) if route in ("text", "judge")]
-    if in_process:
-        rubric = {"schema": "gymwright.rubric/v1", "checks": [dict(core._PLACEHOLDER), *in_process]}
-        judge = (
-            judge_client_for(rubric, environment=environment)
-            if any(check["kind"] == "llm_judge" for check in in_process)
-            else None
-        )
+    # Only the judge checks are graded here (their work is the judge's HTTP calls); every check the engine
+    # itself evaluates runs in the dry run's bounded child, as an author's rubric does in a dry run.
+    judged = [item.check for item, route in zip(drafted, routes) if route == "judge"]
+    if judged:
+        rubric = {"schema": "gymwright.rubric/v1", "checks": [dict(core._PLACEHOLDER), *judged]}
+        judge = judge_client_for(rubric, environment=environment)
 
         def grade_one(answer: str) -> dict[str, dict]:
             document = engine.grade(rubric, answer=answer, judge=judge, limits=limits).model_dump(
@@ -348,9 +346,9 @@ def _test_checks(
             if judge is not None:
                 judge.close()
 
-    file_checks = [item.check for item, route in zip(drafted, routes) if route == "files"]
-    if file_checks:
-        _grade_file_checks(file_checks, answers, files, limits, grades)
+    deterministic = [item.check for item, route in zip(drafted, routes) if route in ("text", "files")]
+    if deterministic:
+        _grade_in_child(deterministic, answers, files, limits, grades)
 
     return [
         core.check_verdict(
@@ -360,9 +358,10 @@ def _test_checks(
     ]
 
 
-def _grade_file_checks(checks: list[dict], answers: list[str], files: dict[str, str], limits, grades) -> None:
-    """Checks that read files, graded in the bounded child process: the reference answer with the reference
-    files in its workspace, every other answer with an empty workspace."""
+def _grade_in_child(checks: list[dict], answers: list[str], files: dict[str, str], limits, grades) -> None:
+    """The checks the engine evaluates (text and files), graded in the dry run's bounded child process (its CPU,
+    memory and wall-time limits, `_dry_run_process_limits`): the reference answer with the reference files in
+    its workspace, every other answer with an empty workspace."""
     from grading.engine.isolated import GradeStopped, grade_many_in_subprocess
     from grading.services.dry_runs import _dry_run_process_limits, _write_workspace
 

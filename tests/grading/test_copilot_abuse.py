@@ -1,0 +1,61 @@
+"""Abuse suite for the rubric copilot: the model's reply decides the drafted checks (patterns, paths) and the
+author decides what the model reads, so every drafted check is graded under the dry run's bounded child
+process, never in the web process, and a hostile draft is stopped and reported, never a 500."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.grading.test_copilot import by_id, draft, model, script, task  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+CATASTROPHIC = r"(a+)+$"
+EVIL = "a" * 5000 + "!"
+
+
+def hostile_draft(count: int) -> dict:
+    checks = [
+        {"weight": "essential", "check": {"id": f"evil_{n}", "kind": "regex", "pattern": CATASTROPHIC}}
+        for n in range(count)
+    ]
+    checks.append({"weight": "optional", "check": {"id": "polite", "kind": "llm_judge", "criterion": "Is polite"}})
+    return {"checks": checks}
+
+
+def test_drafted_patterns_are_graded_outside_the_web_process(author, task, model, script, settings, monkeypatch):
+    # A spy on the engine's check evaluation in this (the web) process: a child process's calls never reach it.
+    from grading.engine import scoring
+
+    evaluated_here, evaluate = [], scoring.evaluate
+    monkeypatch.setattr(scoring, "evaluate", lambda *a, **kw: evaluated_here.append(a[0]) or evaluate(*a, **kw))
+    settings.COPILOT_CHECK_CPU_S = 0.2
+    script.replies["draft"] = json.dumps(hostile_draft(3))
+    script.replies["degrade"] = json.dumps({"answers": [{"name": "aaa", "answer": EVIL, "should_fail": ["evil_0"]}]})
+    response = draft(author)
+    assert response.status_code == 200, response.content
+    checks = by_id(response.json())
+    for n in range(3):  # each pattern was graded on the attack, and stopped at its budget ...
+        attack = next(r for r in checks[f"evil_{n}"]["results"] if r["answer"] == "aaa")
+        assert attack["got"] == "not met" and "budget" in attack["explanation"], attack
+    # ... in another process: only the judge's checks (and the grader's placeholder) were evaluated here
+    assert {check.kind for check in evaluated_here} <= {"llm_judge", "string_match"}
+    assert not [check.id for check in evaluated_here if check.kind != "llm_judge" and check.id != "copilot_placeholder"]
+    assert checks["polite"]["results"], "the judge check was graded"
+
+
+def test_a_draft_over_the_dry_runs_cpu_limit_is_stopped_and_reported(author, task, model, script, settings):
+    # Each pattern may take longer than the whole child may: the dry run's process limit stops the batch.
+    settings.COPILOT_CHECK_CPU_S = 30
+    settings.DRY_RUN_CPU_S = 2
+    script.replies["draft"] = json.dumps(hostile_draft(2))
+    script.replies["degrade"] = json.dumps({"answers": [{"name": "aaa", "answer": EVIL, "should_fail": ["evil_0"]}]})
+    response = draft(author)
+    assert response.status_code == 200, response.content
+    checks = by_id(response.json())
+    for n in range(2):
+        check = checks[f"evil_{n}"]
+        assert check["status"] == "untested" and not check["preselected"], check
+        assert "GYMWRIGHT_DRY_RUN_CPU_S" in check["problems"][0], check["problems"]
