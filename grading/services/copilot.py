@@ -65,9 +65,17 @@ class _Model:
     def chat(self, messages: list[dict], *, what: str) -> dict:
         import openai
 
-        params: dict[str, Any] = {"model": self.endpoint.model, "messages": messages, "temperature": 0}
-        if isinstance(self.endpoint.params.get("max_tokens"), int):
-            params["max_tokens"] = self.endpoint.params["max_tokens"]
+        # Always a bound on the reply's length, so a model led on by the author's text cannot write (nor the SDK
+        # read) more than the copilot would parse; the endpoint's own max_tokens when it is lower.
+        params: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": settings.COPILOT_MAX_TOKENS,
+        }
+        own = self.endpoint.params.get("max_tokens")
+        if isinstance(own, int) and not isinstance(own, bool) and 0 < own < settings.COPILOT_MAX_TOKENS:
+            params["max_tokens"] = own
         while True:
             if self.json_mode:
                 params["response_format"] = {"type": "json_object"}

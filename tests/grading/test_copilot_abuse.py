@@ -8,7 +8,9 @@ import json
 
 import pytest
 
+from grading.models import ModelEndpoint
 from tests.grading.test_copilot import by_id, draft, model, script, task  # noqa: F401
+from tests.support.copilot_model import JUDGE, request_kind
 
 pytestmark = pytest.mark.django_db
 
@@ -59,3 +61,23 @@ def test_a_draft_over_the_dry_runs_cpu_limit_is_stopped_and_reported(author, tas
         check = checks[f"evil_{n}"]
         assert check["status"] == "untested" and not check["preselected"], check
         assert "GYMWRIGHT_DRY_RUN_CPU_S" in check["problems"][0], check["problems"]
+
+
+def test_every_reply_the_copilot_asks_for_has_a_length_bound(author, task, model, script, settings):
+    # A model led on by the prompt or reference could write without end: each request bounds the reply, the
+    # endpoint's lower max_tokens kept, a higher one cut to the copilot's.
+    settings.COPILOT_MAX_TOKENS = 3000
+    response = draft(author)
+    assert response.status_code == 200, response.content
+    asked = [body for body in model.requests if request_kind(body) != JUDGE]
+    assert len(asked) == 3  # the draft, one split, the degraded answers
+    assert {body.get("max_tokens") for body in asked} == {3000}
+
+    for own, sent in ((1000, 1000), (50_000, 3000)):
+        endpoint = ModelEndpoint.objects.get(name="judge")
+        endpoint.default_params = {"max_tokens": own}
+        endpoint.save()
+        model.requests.clear()
+        assert draft(author).status_code == 200
+        asked = [body for body in model.requests if request_kind(body) != JUDGE]
+        assert asked and {body.get("max_tokens") for body in asked} == {sent}, own
