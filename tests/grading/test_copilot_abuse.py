@@ -8,9 +8,11 @@ import json
 
 import pytest
 
+from authoring.models import AuditEvent
 from grading.models import ModelEndpoint
 from tests.grading.test_copilot import by_id, draft, model, script, task  # noqa: F401
 from tests.support.copilot_model import JUDGE, request_kind
+from tests.support.openai_server import Reply
 
 pytestmark = pytest.mark.django_db
 
@@ -81,3 +83,29 @@ def test_every_reply_the_copilot_asks_for_has_a_length_bound(author, task, model
         assert draft(author).status_code == 200
         asked = [body for body in model.requests if request_kind(body) != JUDGE]
         assert asked and {body.get("max_tokens") for body in asked} == {sent}, own
+
+
+def test_a_model_that_never_answers_the_draft_is_given_up_at_the_deadline(author, task, model, script, settings):
+    # The draft runs in the web request: past the deadline gunicorn would kill the worker mid-draft.
+    settings.COPILOT_TIMEOUT_S = 5
+    settings.COPILOT_DEADLINE_S = 1
+    script.replies["draft"] = lambda body: Reply(hang=True)
+    response = draft(author)
+    assert response.status_code == 504, response.content
+    error = response.json()["error"]
+    assert error["code"] == "copilot_deadline" and "GYMWRIGHT_COPILOT_DEADLINE_S" in error["message"]
+    assert not AuditEvent.objects.filter(verb="rubric_drafted").exists()
+
+
+def test_checks_the_deadline_leaves_no_time_to_test_are_untested_never_passed(author, task, model, script, settings):
+    settings.COPILOT_TIMEOUT_S = 5
+    settings.COPILOT_DEADLINE_S = 1.5
+    script.replies["degrade"] = lambda body: Reply(hang=True)
+    response = draft(author)
+    assert response.status_code == 200, response.content
+    data = response.json()
+    assert any("GYMWRIGHT_COPILOT_DEADLINE_S" in warning for warning in data["warnings"]), data["warnings"]
+    assert data["suggestions"] and data["survived"] == 0
+    for item in data["suggestions"]:
+        assert item["status"] in ("untested", "needs_sandbox") and not item["preselected"], item
+        assert "GYMWRIGHT_COPILOT_DEADLINE_S" in " ".join(item["problems"]), item
