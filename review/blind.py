@@ -37,21 +37,34 @@ MAX_EXAMPLES, MAX_EXAMPLE_FILES, MAX_EXAMPLE_FILE_BYTES, MAX_ANSWER_CHARS = 50, 
 EXAMPLE_PREFIX = "blind-hack-rollout-"
 
 
+def _rules(environment_ids) -> dict[int, calibration.HumanPredictionRule]:
+    """environment id -> its BlindRule, for those of `environment_ids` that have one (the defaults for the rest)."""
+    return {
+        row.environment_id: calibration.HumanPredictionRule(
+            min_correlation=row.min_correlation, min_scored=row.min_scored
+        )
+        for row in BlindRule.objects.filter(environment_id__in=list(environment_ids))
+    }
+
+
 def rule_for(environment) -> calibration.HumanPredictionRule:
-    row = BlindRule.objects.filter(environment=environment).first() if environment is not None else None
-    if row is None:
+    if environment is None:
         return calibration.HumanPredictionRule()
-    return calibration.HumanPredictionRule(min_correlation=row.min_correlation, min_scored=row.min_scored)
+    return _rules([environment.pk]).get(environment.pk, calibration.HumanPredictionRule())
+
+
+def _candidate_filter(prefix: str = "") -> dict:
+    """The blind pool's conditions on a rollout (reached through `prefix`): a finished, graded model preview's."""
+    return {
+        f"{prefix}preview_run__policy_kind": "model",
+        f"{prefix}preview_run__status__in": PreviewRun.FINISHED,
+        f"{prefix}status": Rollout.Status.DONE,
+        f"{prefix}reward__isnull": False,
+    }
 
 
 def _candidates(*, tasks):
-    return Rollout.objects.filter(
-        preview_run__task_version__task__in=tasks,
-        preview_run__policy_kind="model",
-        preview_run__status__in=PreviewRun.FINISHED,
-        status=Rollout.Status.DONE,
-        reward__isnull=False,
-    )
+    return Rollout.objects.filter(preview_run__task_version__task__in=tasks, **_candidate_filter())
 
 
 def sample_ids(*, task: Task) -> list[int]:
@@ -125,35 +138,70 @@ def _pass_threshold(spec: dict) -> float:
     return float(Rubric.model_fields["pass_threshold"].default)
 
 
-def _rows(*, tasks) -> list[dict]:
-    """One row per blind-scored rollout of `tasks`: reward, threshold, the human mean score and pass votes."""
+def _cutoffs(*, tasks, per_task: bool) -> dict[int | None, int]:
+    """The id of the MAX_ROLLOUTS-th newest candidate rollout (older ones are not read), per task with `per_task`
+    (key: task id), else over all `tasks` (key: None); nothing for fewer candidates."""
+    from django.db.models import F, Window
+    from django.db.models.functions import RowNumber
+
+    if not per_task:
+        ids = list(
+            _candidates(tasks=tasks).order_by("-id").values_list("id", flat=True)[MAX_ROLLOUTS - 1 : MAX_ROLLOUTS]
+        )
+        return {None: ids[0]} if ids else {}
+    task = F("preview_run__task_version__task_id")
+    return dict(
+        _candidates(tasks=tasks)
+        .annotate(task=task, rank=Window(RowNumber(), partition_by=task, order_by=F("id").desc()))
+        .filter(rank=MAX_ROLLOUTS)
+        .values_list("task", "id")
+    )
+
+
+def _rows(*, tasks, per_task: bool = False) -> list[dict]:
+    """One row per blind-scored rollout of `tasks` among the newest MAX_ROLLOUTS candidates (of each task with
+    `per_task`, else of all `tasks`): reward, threshold, the human mean score and pass votes.
+
+    The scores are read first, joined to their rollouts (one query, and a cheap one for the many tasks nobody
+    scored blind: the gates ask on every task page); the newest-candidates bound only when there are some."""
+    version = "rollout__preview_run__task_version__"
     scores: dict[int, list[tuple[bool, int]]] = {}
-    for rollout_id, passed, score in BlindScore.objects.filter(
-        rollout__in=_candidates(tasks=tasks).order_by("-id").values("id")[:MAX_ROLLOUTS]
-    ).values_list("rollout_id", "passed", "score"):
-        scores.setdefault(rollout_id, []).append((passed, score))
-    rows = []
-    for rollout_id, reward, task_id, slug, version, spec_threshold in Rollout.objects.filter(
-        pk__in=list(scores)
+    rollouts: dict[int, tuple] = {}
+    for rollout_id, passed, score, *rollout in BlindScore.objects.filter(
+        **{f"{version}task__in": tasks}, **_candidate_filter("rollout__")
     ).values_list(
-        "id",
-        "reward",
-        "preview_run__task_version__task_id",
-        "preview_run__task_version__task__slug",
-        "preview_run__task_version__number",
-        "preview_run__task_version__spec__rubric__pass_threshold",
+        "rollout_id",
+        "passed",
+        "score",
+        "rollout__reward",
+        f"{version}task_id",
+        f"{version}task__slug",
+        f"{version}task__environment_id",
+        f"{version}number",
+        f"{version}spec__rubric__pass_threshold",
     ):
+        scores.setdefault(rollout_id, []).append((passed, score))
+        rollouts[rollout_id] = tuple(rollout)
+    if not scores:
+        return []
+    scored_tasks = {rollout[1] for rollout in rollouts.values()}
+    cutoffs = _cutoffs(tasks=list(scored_tasks) if per_task else tasks, per_task=per_task)
+    rows = []
+    for rollout_id, (reward, task_id, slug, environment_id, number, spec_threshold) in rollouts.items():
+        cutoff = cutoffs.get(task_id if per_task else None)
+        if cutoff is not None and rollout_id < cutoff:
+            continue
         votes = scores[rollout_id]
         fails = sum(1 for passed, _ in votes if not passed)
-        threshold = _pass_threshold({"rubric": {"pass_threshold": spec_threshold}})
         rows.append(
             {
                 "rollout": rollout_id,
                 "task": slug,
                 "task_id": task_id,
-                "version": version,
+                "environment_id": environment_id,
+                "version": number,
                 "reward": reward,
-                "pass_threshold": threshold,
+                "pass_threshold": _pass_threshold({"rubric": {"pass_threshold": spec_threshold}}),
                 "human_score": sum(score for _, score in votes) / len(votes),
                 "human_pass": len(votes) - fails,
                 "human_fail": fails,
@@ -224,21 +272,16 @@ def environment_figures(*, environment) -> dict:
 
 
 def _public(row: dict) -> dict:
-    return {key: value for key, value in row.items() if key != "task_id"}
+    return {key: value for key, value in row.items() if key not in ("task_id", "environment_id")}
 
 
 def gate_verdict(*, task_version) -> calibration.Verdict:
-    """The gates' input (one query when nothing was scored blind yet, which is most tasks)."""
+    """The gates' input (one cheap query when nothing was scored blind yet, which is most tasks)."""
     rows = _rows(tasks=[task_version.task_id])
     if not rows:
         return calibration.Verdict(True, "not measured yet: no rollout scored blind")
-    environment_id = Task.objects.filter(pk=task_version.task_id).values_list("environment_id", flat=True).first()
-    row = BlindRule.objects.filter(environment_id=environment_id).first()
-    rule = (
-        calibration.HumanPredictionRule(min_correlation=row.min_correlation, min_scored=row.min_scored)
-        if row
-        else calibration.HumanPredictionRule()
-    )
+    environment_id = rows[0]["environment_id"]
+    rule = _rules([environment_id]).get(environment_id, calibration.HumanPredictionRule())
     pairs = [(row["reward"], row["human_score"]) for row in rows]
     return calibration.human_prediction_verdict(calibration.spearman(pairs), len(pairs), rule)
 
