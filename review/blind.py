@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404
 
 from accounts import permissions
-from authoring.models import AuditEvent, Task, TaskVersion
+from authoring.models import AuditEvent, Task
 from authoring.services import audit_record
 from authoring.services.tasks import task_version_content, task_version_create
 from grading.engine import calibration
@@ -286,32 +286,24 @@ def gate_verdict(*, task_version) -> calibration.Verdict:
     return calibration.human_prediction_verdict(calibration.spearman(pairs), len(pairs), rule)
 
 
-def pack_json(*, task: Task) -> dict | None:
-    """A task's "human_prediction" entry in a pack's calibration.json; None without blind scores."""
-    figures = task_figures(task=task)
-    if not figures["scored"]:
-        return None
-    return {
-        "scored": figures["scored"],
-        "scores": figures["scores"],
-        "spearman": figures["spearman"],
-        "spearman_ci95": figures["spearman_ci95"],
-        "flagged": figures["flagged"],
-        "verdict": figures["verdict"],
-        "hacks": len(figures["hacks"]),
-        "rule": figures["rule"],
-        "bootstrap": figures["bootstrap"],
-    }
-
-
-def scored_task_ids(*, version_ids) -> set[int]:
-    """Ids of the tasks of these task versions that have any blind score (a pack build's one look)."""
-    tasks = TaskVersion.objects.filter(pk__in=version_ids).values("task_id")
-    return set(
-        BlindScore.objects.filter(
-            rollout__preview_run__task_version__task_id__in=tasks, rollout__preview_run__policy_kind="model"
-        ).values_list("rollout__preview_run__task_version__task_id", flat=True)
-    )
+def pack_entries(*, task_ids) -> dict[int, dict]:
+    """task id -> its "human_prediction" entry in a pack's calibration.json, for those of `task_ids` with blind
+    scores: task_figures' figures but the sample's, for all the tasks at once (a few queries, whatever their
+    number: a pack may hold 10,000 tasks)."""
+    by_task: dict[int, list[dict]] = {}
+    for row in _rows(tasks=list(task_ids), per_task=True):
+        by_task.setdefault(row["task_id"], []).append(row)
+    rules = _rules({rows[0]["environment_id"] for rows in by_task.values()}) if by_task else {}
+    entries = {}
+    for task_id, rows in by_task.items():
+        rule = rules.get(rows[0]["environment_id"], calibration.HumanPredictionRule())
+        entries[task_id] = {
+            **_figures(rows, rule),
+            "hacks": len(hacks(rows)),
+            "rule": rule.to_dict(),
+            "bootstrap": {"resamples": calibration.RESAMPLES, "seed": calibration.BOOTSTRAP_SEED},
+        }
+    return entries
 
 
 # ---------------------------------------------------------------- a hack becomes an example answer
