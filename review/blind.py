@@ -19,21 +19,28 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.http import Http404
+from pydantic import ValidationError
 
 from accounts import permissions
 from authoring.models import AuditEvent, Task
 from authoring.services import audit_record
 from authoring.services.tasks import task_version_content, task_version_create
 from grading.engine import calibration
-from grading.engine.models import Rubric
+from grading.engine.models import (
+    EXAMPLE_ANSWER_MAX_CHARS,
+    EXAMPLE_FILES_MAX_CHARS,
+    EXAMPLE_MAX_FILES,
+    MAX_EXAMPLES,
+    ExampleFile,
+    Rubric,
+)
+from grading.engine.text import storable_text
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from review.models import BlindRule, BlindScore
 from sandbox.models import PreviewRun, Rollout
 
 #: At most this many rollouts are read for one task's figures (the newest): bounds the page, the API and the pack.
 MAX_ROLLOUTS = 2000
-#: Example answers the task format allows (docs/formats.md, `examples`), and their bounds.
-MAX_EXAMPLES, MAX_EXAMPLE_FILES, MAX_EXAMPLE_FILE_BYTES, MAX_ANSWER_CHARS = 50, 20, 256 * 1024, 100_000
 EXAMPLE_PREFIX = "blind-hack-rollout-"
 
 
@@ -313,6 +320,38 @@ def example_name(rollout_id: int) -> str:
     return f"{EXAMPLE_PREFIX}{rollout_id}"
 
 
+def _example_files(workspace_files) -> tuple[list[dict], list[str]]:
+    """(example files, what was left out and why) from a rollout's workspace listing, which its agent wrote: each
+    whole text file the task format's ExampleFile takes (a workspace-relative path, bounded content), while the
+    example stays within EXAMPLE_MAX_FILES files and EXAMPLE_FILES_MAX_CHARS characters; not a file whose name was
+    not UTF-8 (its listed name is not its name)."""
+    files: list[dict] = []
+    left_out: list[str] = []
+    total = 0
+    for entry in workspace_files if isinstance(workspace_files, list) else []:
+        if not isinstance(entry, dict):
+            left_out.append("(not a file entry)")
+            continue
+        path, content = entry.get("path"), entry.get("content")
+        shown = storable_text(str(path))[:200]
+        if entry.get("raw_name_b64") or entry.get("left_out") or entry.get("truncated") or not isinstance(content, str):
+            left_out.append(f"{shown}: not a whole text file with a UTF-8 name")
+            continue
+        try:
+            file = ExampleFile.model_validate({"path": path, "content": storable_text(content)})
+        except ValidationError as exc:
+            left_out.append(f"{shown}: {exc.errors()[0]['msg'][:200]}")
+            continue
+        if len(files) >= EXAMPLE_MAX_FILES or total + len(file.content) > EXAMPLE_FILES_MAX_CHARS:
+            left_out.append(
+                f"{shown}: past an example's {EXAMPLE_MAX_FILES} files or {EXAMPLE_FILES_MAX_CHARS} characters"
+            )
+            continue
+        files.append({"path": file.path, "content": file.content})
+        total += len(file.content)
+    return files, left_out
+
+
 @transaction.atomic
 def hack_to_example(*, task: Task, rollout_id: int, user):
     """Add the flagged rollout's answer (and its whole text workspace files, up to the format's bounds) to the
@@ -341,21 +380,9 @@ def hack_to_example(*, task: Task, rollout_id: int, user):
             details=[{"pointer": "/examples", "message": f"at most {MAX_EXAMPLES}"}],
         )
     rollout = Rollout.objects.only("answer", "workspace_files").get(pk=rollout_id)
-    files, left_out = [], []
-    for entry in rollout.workspace_files or []:
-        content_text = entry.get("content") if isinstance(entry, dict) else None
-        path = entry.get("path") if isinstance(entry, dict) else None
-        whole = isinstance(content_text, str) and not entry.get("truncated") and not entry.get("left_out")
-        if (
-            whole
-            and isinstance(path, str)
-            and len(files) < MAX_EXAMPLE_FILES
-            and len(content_text.encode()) <= MAX_EXAMPLE_FILE_BYTES
-        ):
-            files.append({"path": path, "content": content_text})
-        else:
-            left_out.append(str(path)[:200])
-    example = {"name": name, "answer": (rollout.answer or "")[:MAX_ANSWER_CHARS], "expect": "fail"}
+    files, left_out = _example_files(rollout.workspace_files)
+    answer = storable_text(rollout.answer or "")[:EXAMPLE_ANSWER_MAX_CHARS]
+    example = {"name": name, "answer": answer, "expect": "fail"}
     if files:
         example["files"] = files
     content["examples"] = [*examples, example]
