@@ -159,3 +159,52 @@ def test_the_api_scores_once_reveals_the_reward_after_and_refuses_the_author(rou
     assert api_client(lab).post(url, {"passed": True, "score": 9}, format="json").status_code == 404
     figures = api.get(f"/api/tasks/{task.slug}/blind/").json()
     assert figures["scored"] == 1 and figures["spearman"] is None and figures["flagged"] is False
+
+
+def test_the_figures_count_each_tasks_newest_rollouts_and_the_gate_asks_once(
+    author, reviewer, task, environment, monkeypatch, django_assert_num_queries
+):
+    """The gates ask on every task page: one query when nothing was scored blind. The newest-rollouts bound holds
+    per task in a task's figures and over the environment in its figures."""
+    from authoring import services as authoring_services
+    from tests.authoring.conftest import task_content
+
+    with django_assert_num_queries(1):
+        assert blind.gate_verdict(task_version=task.latest_version).message.startswith("not measured yet")
+    monkeypatch.setattr(blind, "MAX_ROLLOUTS", 3)
+    other = authoring_services.task_create(
+        slug="six-times-eight", environment=environment, author=author, content=task_content()
+    )
+    oldest, *_, newest = finished_preview(
+        task.latest_version, author, "model", [0.1, 0.2, 0.3, 0.4, 0.5]
+    ).rollouts.all()
+    *_, other_newest = finished_preview(other.latest_version, author, "model", [0.1, 0.2, 0.3, 0.4]).rollouts.all()
+    for scored in (oldest, newest, other_newest):
+        blind.score_record(task=task, rollout=scored, reviewer=reviewer, passed=True, score=5)
+    assert blind.task_figures(task=task)["scored"] == 1  # the oldest is not among the task's newest 3
+    assert blind.gate_verdict(task_version=task.latest_version).message == (
+        "not measured yet: 1 of 10 rollouts scored blind"
+    )
+    assert blind.environment_figures(environment=environment)["scored"] == 1  # the environment's newest 3
+
+
+def test_a_packs_figures_count_each_tasks_own_newest_rollouts(author, reviewer, task, environment, monkeypatch):
+    """A pack reads the blind figures of a chunk of tasks at once (review.blind.pack_entries): each task keeps
+    its own newest rollouts, another task's newer ones push none of its out."""
+    from authoring import services as authoring_services
+    from tests.authoring.conftest import task_content
+
+    monkeypatch.setattr(blind, "MAX_ROLLOUTS", 3)
+    other = authoring_services.task_create(
+        slug="six-times-eight", environment=environment, author=author, content=task_content()
+    )
+    oldest, *_, newest = finished_preview(
+        task.latest_version, author, "model", [0.1, 0.2, 0.3, 0.4, 0.5]
+    ).rollouts.all()
+    *_, other_newest = finished_preview(other.latest_version, author, "model", [0.1, 0.2, 0.3, 0.4]).rollouts.all()
+    for scored in (oldest, newest, other_newest):
+        blind.score_record(task=task, rollout=scored, reviewer=reviewer, passed=True, score=5)
+    entries = blind.pack_entries(task_ids=[task.pk, other.pk])
+    assert (entries[task.pk]["scored"], entries[other.pk]["scored"]) == (1, 1)
+    assert entries[task.pk]["rule"] == {"min_correlation": 0.5, "min_scored": 10} and entries[task.pk]["hacks"] == 0
+    assert blind.pack_entries(task_ids=[]) == {}
