@@ -144,3 +144,11 @@ def test_a_lone_surrogate_in_the_authors_input_is_refused_with_its_field(author,
     assert response.status_code == 400, response.content
     assert response.json()["error"]["details"][0]["pointer"] == f"/{field}"
     assert script.seen == {}
+
+
+def test_two_reference_files_that_are_one_path_are_refused_not_merged(author, task, model, script):
+    files = [{"path": "out/report.txt", "content": "42"}, {"path": "out/./report.txt", "content": "48"}]
+    response = draft(author, files=files)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_path", response.content
+    assert "'out/report.txt'" in response.json()["error"]["message"]
+    assert script.seen == {}
