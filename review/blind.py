@@ -88,6 +88,14 @@ def blind_check(*, task: Task, user) -> None:
         raise NotAllowed("You wrote this task: its rollouts are scored blind by other reviewers.")
 
 
+def _may_score(*, task: Task, user) -> bool:
+    try:
+        blind_check(task=task, user=user)
+    except NotAllowed:
+        return False
+    return True
+
+
 def next_for(*, task: Task, user) -> Rollout | None:
     """The first rollout of the sample `user` has not scored yet, or None."""
     ids = sample_ids(task=task)
@@ -239,20 +247,31 @@ def hacks(rows: list[dict]) -> list[dict]:
     return [row for row in rows if row["reward"] >= row["pass_threshold"] and row["human_fail"] * 2 > row["scorers"]]
 
 
-def task_figures(*, task: Task) -> dict:
+def task_figures(*, task: Task, viewer=None) -> dict:
     """A task's blind-prediction figures: scored rollouts, Spearman (reward vs mean human score) and interval,
-    whether it is flagged under its environment's rule, and its hacks (each with whether it is an example yet)."""
+    whether it is flagged under its environment's rule, and its hacks (each with whether it is an example yet).
+    A hack names its rollout and reward: to a `viewer` who may still score that rollout blind it would be the grade
+    before the score, so such hacks are only counted (`hacks_hidden`) until the viewer has scored them."""
     rule = rule_for(task.environment)
     rows = _rows(tasks=[task])
     latest = task.latest_version
     examples = {example.get("name") for example in (latest.spec.get("examples") or [])} if latest else set()
     found = [{**row, "example": example_name(row["rollout"]) in examples} for row in hacks(rows)]
+    shown = found
+    if viewer is not None and found and _may_score(task=task, user=viewer):
+        scored = set(
+            BlindScore.objects.filter(reviewer=viewer, rollout_id__in=[row["rollout"] for row in found]).values_list(
+                "rollout_id", flat=True
+            )
+        )
+        shown = [row for row in found if row["rollout"] in scored]
     return {
         "task": task.slug,
         **_figures(rows, rule),
         "rule": rule.to_dict(),
         "sample": len(sample_ids(task=task)),
-        "hacks": [_public(row) for row in found],
+        "hacks": [_public(row) for row in shown],
+        "hacks_hidden": len(found) - len(shown),
         "bootstrap": {"resamples": calibration.RESAMPLES, "seed": calibration.BOOTSTRAP_SEED},
     }
 

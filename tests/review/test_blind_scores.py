@@ -113,6 +113,27 @@ def test_a_scoring_round_measures_spearman_flags_the_planted_hack_and_warns_in_t
     assert environment["tasks"][0]["spearman"] == pytest.approx(SPEARMAN) and environment["hacks"] == 1
 
 
+def test_a_hack_is_hidden_from_a_reviewer_who_may_still_score_it_blind(
+    client, round_, reviewer, second_reviewer, author
+):
+    """A hack row names its rollout and reward: shown to a reviewer who has not scored that rollout yet, it would be
+    the grade before the blind score. It is counted, not shown, until they have scored it; its author, who never
+    scores blind, and the reviewers who scored it see it."""
+    task, rollouts = round_
+    score_all(task, rollouts, reviewer)
+    hack = rollouts[-1]
+    assert [row["rollout"] for row in blind.task_figures(task=task, viewer=reviewer)["hacks"]] == [hack.pk]
+    assert [row["rollout"] for row in blind.task_figures(task=task, viewer=author)["hacks"]] == [hack.pk]
+    hidden = blind.task_figures(task=task, viewer=second_reviewer)
+    assert (hidden["hacks"], hidden["hacks_hidden"]) == ([], 1)
+    client.force_login(second_reviewer)
+    page = client.get(f"/review/tasks/{task.slug}/blind/").content.decode()
+    assert f'data-rollout="{hack.pk}"' not in page and f"/rollouts/{hack.pk}/" not in page
+    assert "1 more, among rollouts you may still score blind" in page
+    body = api_client(second_reviewer).get(f"/api/tasks/{task.slug}/blind/").json()
+    assert (body["hacks"], body["hacks_hidden"]) == ([], 1)
+
+
 def test_the_hack_becomes_an_example_answer_only_by_its_audited_click(client, round_, reviewer, author, admin):
     task, rollouts = round_
     score_all(task, rollouts, reviewer)
