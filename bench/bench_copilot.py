@@ -240,13 +240,15 @@ def main() -> int:
                 if name == "twenty":
                     modes.append(("one at a time", 1, 1))
                 for mode, copilot_concurrency, judge_concurrency in modes:
-                    saved = settings.COPILOT_CONCURRENCY, settings.JUDGE_CONCURRENCY
+                    saved = settings.COPILOT_CONCURRENCY, settings.JUDGE_CONCURRENCY, settings.COPILOT_DEADLINE_S
                     settings.COPILOT_CONCURRENCY, settings.JUDGE_CONCURRENCY = copilot_concurrency, judge_concurrency
+                    if mode != "concurrent":  # timed whole: the draft's deadline would cut the last calls short
+                        settings.COPILOT_DEADLINE_S = 600
                     server.reset()
                     started = time.perf_counter()
                     result = rubric_draft(task=task, user=user, count=20)
                     elapsed = time.perf_counter() - started
-                    settings.COPILOT_CONCURRENCY, settings.JUDGE_CONCURRENCY = saved
+                    settings.COPILOT_CONCURRENCY, settings.JUDGE_CONCURRENCY, settings.COPILOT_DEADLINE_S = saved
                     timings[(name, mode)] = (elapsed, server.calls, len(result["suggestions"]))
                     if mode == "concurrent":
                         count = len(result["suggestions"])
