@@ -29,6 +29,9 @@ SPEAKER = "the copilot model"
 # A reply longer than this is not parsed: 40 checks with rationales are a few tens of kB.
 REPLY_MAX_CHARS = 200_000
 MAX_CHECKS = 40
+# Items of a draft's list read at all: each refused one is reported (and audited), so a reply of thousands of
+# tiny items must not become thousands of refusals.
+MAX_ITEMS_READ = 2 * MAX_CHECKS
 MAX_DEGRADED = 5
 DEGRADED_MAX_CHARS = 20_000
 RATIONALE_MAX_CHARS = 300
@@ -224,7 +227,7 @@ def parse_draft(data: Mapping, *, taken_ids: set[str] | None = None) -> DraftPar
         raise CopilotReplyError(f'{SPEAKER}\'s draft has no "checks" list')
     result = DraftParse()
     taken = set(taken_ids or ())
-    for index, item in enumerate(items):
+    for index, item in enumerate(items[:MAX_ITEMS_READ]):
         if len(result.checks) >= MAX_CHECKS:
             result.refused.append(
                 {
@@ -239,6 +242,15 @@ def parse_draft(data: Mapping, *, taken_ids: set[str] | None = None) -> DraftPar
         except ValueError as exc:
             pointer, _, message = str(exc).partition("|")
             result.refused.append({"index": index, "pointer": f"/checks/{index}{pointer}", "message": message})
+    if len(items) > MAX_ITEMS_READ:
+        result.refused.append(
+            {
+                "index": MAX_ITEMS_READ,
+                "pointer": f"/checks/{MAX_ITEMS_READ}",
+                "message": f"{len(items) - MAX_ITEMS_READ:,} more items not read: a draft is read to its "
+                f"{MAX_ITEMS_READ}th item and has at most {MAX_CHECKS} checks",
+            }
+        )
     return result
 
 

@@ -152,3 +152,15 @@ def test_two_reference_files_that_are_one_path_are_refused_not_merged(author, ta
     assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_path", response.content
     assert "'out/report.txt'" in response.json()["error"]["message"]
     assert script.seen == {}
+
+
+def test_a_draft_of_thousands_of_items_is_read_to_a_bound_not_refused_item_by_item(author, task, model, script):
+    # 20,000 tiny items fit in a reply: each refusal is in the response and the audit entry, so they are bounded.
+    good = {"weight": "essential", "check": {"id": "says_42", "kind": "string_match", "expected": "42"}}
+    script.replies["draft"] = json.dumps({"checks": [good, *([0] * 20_000)]})
+    response = draft(author)
+    assert response.status_code == 200, response.content[:300]
+    refused = response.json()["refused"]
+    assert len(refused) <= 2 * 40 + 1, len(refused)
+    assert "19,921 more items not read" in refused[-1]["message"]
+    assert len(AuditEvent.objects.get(verb="rubric_drafted").data["refused"]) == len(refused)
