@@ -207,6 +207,8 @@ _ESCAPES = ("\\", "`")
 # The blanks the engine's parser trims before a line (Go's unicode.IsSpace); Python's str.strip() also trims
 # U+001C..U+001F, which the engine keeps: a line that starts with one of them is no comment there.
 _ENGINE_BLANKS = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+# The longest Dockerfile read: a real one is a few kilobytes; one past this is refused by the docker backend.
+DOCKERFILE_MAX_CHARS = 1024 * 1024
 
 
 def _continuation(escape: str) -> re.Pattern:
@@ -306,6 +308,8 @@ def dockerfile_workdir(dockerfile: str) -> str | None:
     against the one before), when it can be a link to /workspace: None for none, /workspace itself,
     one with variables in it, or one in a reserved folder (/usr, /tmp, /etc ...)."""
     workdir = None
+    if len(dockerfile) > DOCKERFILE_MAX_CHARS:
+        return None  # not read: the docker backend refuses to build it
     for _, keyword, rest in dockerfile_instructions(dockerfile):
         if keyword == "FROM":
             workdir = None  # a new stage starts from its base image's

@@ -462,3 +462,25 @@ def test_the_dockerfile_reader_reads_workdir_as_the_engine_builds_it(request, li
         assert dockerfile_workdir(text) == engine_workdir, (text, engine_workdir)
     finally:
         client.images.remove(built.id, force=True)
+
+
+def test_a_huge_dockerfile_is_refused_before_the_host_reads_it(request, iso_spec):
+    """An author's Dockerfile is read on the host (its ADD sources, its WORKDIR) before any build: 10 MB of a
+    million continued lines is refused by its size, with a message saying so, and gets no /workspace link;
+    one under the bound of as many lines is read as the engine reads it."""
+    from sandbox.runtime import SandboxError, get_backend
+    from sandbox.runtime.spec import DOCKERFILE_MAX_CHARS, dockerfile_instructions, dockerfile_workdir
+
+    client = request.getfixturevalue("docker_client")
+    image = request.getfixturevalue("busybox_image")
+    huge = f"FROM {image}\nWORKDIR /srv/app\nRUN true \\\n" + "        \\\n" * 1_000_000 + "  && true\n"
+    assert len(huge) > 10_000_000
+    assert dockerfile_workdir(huge) is None
+    backend = get_backend("docker", client=client, default_image=image)
+    with pytest.raises(SandboxError) as raised:
+        backend.resolve_image(iso_spec.with_overrides(dockerfile=huge))
+    assert raised.value.permanent and "over the" in raised.value.message, raised.value
+    lines = (DOCKERFILE_MAX_CHARS - 100) // 3
+    big = "FROM x\nRUN a \\\n" + "b\\\n" * lines + "ADD http://example.invalid/x /x\n"
+    assert [keyword for _, keyword, _ in dockerfile_instructions(big)] == ["FROM", "RUN"]
+    assert dockerfile_workdir(big + "WORKDIR /srv/app\n") == "/srv/app"
