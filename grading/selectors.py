@@ -6,7 +6,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Max, Prefetch, QuerySet, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 
@@ -480,6 +480,14 @@ _LABEL_FIELDS = (
     "check_result__grade__task_version_id",
     "check_result__grade__task_version__task__slug",
 )
+
+
+def judge_labels_stamp(*, task) -> tuple:
+    """What names the set of `task`'s labels as agreement reads them (one aggregate query): their count, ids and
+    last change. A label recorded, replaced or removed changes it; the answers and check results they are about
+    never change once made."""
+    stamp = _judge_labels(task=task).aggregate(n=Count("id"), ids=Sum("id"), last=Max("updated_at"))
+    return (stamp["n"], stamp["ids"], stamp["last"])
 
 
 def judge_label_rows(*, task=None, task_version=None, environment=None, check_id: str | None = None) -> list[dict]:

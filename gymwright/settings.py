@@ -391,11 +391,16 @@ if JUDGE_MAX_CHARS < 1:
 # tests them: its model calls time out after COPILOT_TIMEOUT_S, at most COPILOT_CONCURRENCY answers are
 # graded at once, each drafted check's pattern searches have COPILOT_CHECK_CPU_S, and the prompt,
 # reference answer and reference files it sends are at most COPILOT_INPUT_MAX_CHARS characters each.
+# Each reply is at most COPILOT_MAX_TOKENS tokens (sent as max_tokens; an endpoint's lower max_tokens wins).
 COPILOT_MODEL = env_str("GYMWRIGHT_COPILOT_MODEL", "")
 COPILOT_TIMEOUT_S = float(env_str("GYMWRIGHT_COPILOT_TIMEOUT_S", "120"))
 COPILOT_CONCURRENCY = max(1, env_int("GYMWRIGHT_COPILOT_CONCURRENCY", 4))
 COPILOT_CHECK_CPU_S = float(env_str("GYMWRIGHT_COPILOT_CHECK_CPU_S", "1"))
 COPILOT_INPUT_MAX_CHARS = env_int("GYMWRIGHT_COPILOT_INPUT_MAX_CHARS", 50_000)
+COPILOT_MAX_TOKENS = max(1, env_int("GYMWRIGHT_COPILOT_MAX_TOKENS", 8192))
+# A draft runs in the web request: all its model calls and grading end within COPILOT_DEADLINE_S, by
+# default 5 s under gunicorn's timeout (GUNICORN_TIMEOUT), which would otherwise kill the worker mid-draft.
+COPILOT_DEADLINE_S = float(env_str("GYMWRIGHT_COPILOT_DEADLINE_S", str(max(1, env_int("GUNICORN_TIMEOUT", 30) - 5))))
 
 # The data directory is 0700 (0711 when the sandbox work directory is inside it, so the sandbox
 # user can pass through to its own folder), its folders 0700, the SQLite file and secret key 0600.

@@ -581,6 +581,7 @@ BLIND_FIGURES = inline_serializer(
         "rule": serializers.DictField(),
         "sample": serializers.IntegerField(help_text="rollouts in the stratified sample"),
         "hacks": serializers.ListField(child=serializers.DictField()),
+        "hacks_hidden": serializers.IntegerField(help_text="hacks among rollouts the caller may still score blind"),
         "bootstrap": serializers.DictField(),
     },
 )
@@ -593,14 +594,15 @@ class BlindFiguresApi(APIView):
         tags=["review"],
         description="How the task's reward ranks rollouts against reviewers' blind scores: Spearman with a seeded "
         "bootstrap interval, whether the environment's rule flags it, and `hacks`: rollouts the rubric passes that "
-        "most of their blind scorers fail (`example`: already an example answer).",
+        "most of their blind scorers fail (`example`: already an example answer); those the caller may still score blind "
+        "are only counted, in `hacks_hidden`, until the caller has scored them.",
     )
     def get(self, request, slug: str):
         from review import blind
 
         selectors.review_workspace_check(user=request.user)
         task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
-        return Response(blind.task_figures(task=task))
+        return Response(blind.task_figures(task=task, viewer=request.user))
 
 
 class EnvironmentBlindFiguresApi(APIView):

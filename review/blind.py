@@ -19,39 +19,59 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.http import Http404
+from pydantic import ValidationError
 
 from accounts import permissions
-from authoring.models import AuditEvent, Task, TaskVersion
+from authoring.models import AuditEvent, Task
 from authoring.services import audit_record
 from authoring.services.tasks import task_version_content, task_version_create
 from grading.engine import calibration
-from grading.engine.models import Rubric
+from grading.engine.models import (
+    EXAMPLE_ANSWER_MAX_CHARS,
+    EXAMPLE_FILES_MAX_CHARS,
+    EXAMPLE_MAX_FILES,
+    MAX_EXAMPLES,
+    ExampleFile,
+    Rubric,
+)
+from grading.engine.text import storable_text
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 from review.models import BlindRule, BlindScore
 from sandbox.models import PreviewRun, Rollout
 
 #: At most this many rollouts are read for one task's figures (the newest): bounds the page, the API and the pack.
 MAX_ROLLOUTS = 2000
-#: Example answers the task format allows (docs/formats.md, `examples`), and their bounds.
-MAX_EXAMPLES, MAX_EXAMPLE_FILES, MAX_EXAMPLE_FILE_BYTES, MAX_ANSWER_CHARS = 50, 20, 256 * 1024, 100_000
 EXAMPLE_PREFIX = "blind-hack-rollout-"
 
 
+def _rules(environment_ids) -> dict[int, calibration.HumanPredictionRule]:
+    """environment id -> its BlindRule, for those of `environment_ids` that have one (the defaults for the rest)."""
+    return {
+        row.environment_id: calibration.HumanPredictionRule(
+            min_correlation=row.min_correlation, min_scored=row.min_scored
+        )
+        for row in BlindRule.objects.filter(environment_id__in=list(environment_ids))
+    }
+
+
 def rule_for(environment) -> calibration.HumanPredictionRule:
-    row = BlindRule.objects.filter(environment=environment).first() if environment is not None else None
-    if row is None:
+    if environment is None:
         return calibration.HumanPredictionRule()
-    return calibration.HumanPredictionRule(min_correlation=row.min_correlation, min_scored=row.min_scored)
+    return _rules([environment.pk]).get(environment.pk, calibration.HumanPredictionRule())
+
+
+def _candidate_filter(prefix: str = "") -> dict:
+    """The blind pool's conditions on a rollout (reached through `prefix`): a finished, graded model preview's."""
+    return {
+        f"{prefix}preview_run__policy_kind": "model",
+        f"{prefix}preview_run__status__in": PreviewRun.FINISHED,
+        f"{prefix}status": Rollout.Status.DONE,
+        f"{prefix}reward__isnull": False,
+    }
 
 
 def _candidates(*, tasks):
-    return Rollout.objects.filter(
-        preview_run__task_version__task__in=tasks,
-        preview_run__policy_kind="model",
-        preview_run__status__in=PreviewRun.FINISHED,
-        status=Rollout.Status.DONE,
-        reward__isnull=False,
-    )
+    return Rollout.objects.filter(preview_run__task_version__task__in=tasks, **_candidate_filter())
 
 
 def sample_ids(*, task: Task) -> list[int]:
@@ -66,6 +86,14 @@ def blind_check(*, task: Task, user) -> None:
         raise NotAllowed("Only reviewers and admins score rollouts blind.")
     if task.owner_id == user.id:
         raise NotAllowed("You wrote this task: its rollouts are scored blind by other reviewers.")
+
+
+def _may_score(*, task: Task, user) -> bool:
+    try:
+        blind_check(task=task, user=user)
+    except NotAllowed:
+        return False
+    return True
 
 
 def next_for(*, task: Task, user) -> Rollout | None:
@@ -125,35 +153,70 @@ def _pass_threshold(spec: dict) -> float:
     return float(Rubric.model_fields["pass_threshold"].default)
 
 
-def _rows(*, tasks) -> list[dict]:
-    """One row per blind-scored rollout of `tasks`: reward, threshold, the human mean score and pass votes."""
+def _cutoffs(*, tasks, per_task: bool) -> dict[int | None, int]:
+    """The id of the MAX_ROLLOUTS-th newest candidate rollout (older ones are not read), per task with `per_task`
+    (key: task id), else over all `tasks` (key: None); nothing for fewer candidates."""
+    from django.db.models import F, Window
+    from django.db.models.functions import RowNumber
+
+    if not per_task:
+        ids = list(
+            _candidates(tasks=tasks).order_by("-id").values_list("id", flat=True)[MAX_ROLLOUTS - 1 : MAX_ROLLOUTS]
+        )
+        return {None: ids[0]} if ids else {}
+    task = F("preview_run__task_version__task_id")
+    return dict(
+        _candidates(tasks=tasks)
+        .annotate(task=task, rank=Window(RowNumber(), partition_by=task, order_by=F("id").desc()))
+        .filter(rank=MAX_ROLLOUTS)
+        .values_list("task", "id")
+    )
+
+
+def _rows(*, tasks, per_task: bool = False) -> list[dict]:
+    """One row per blind-scored rollout of `tasks` among the newest MAX_ROLLOUTS candidates (of each task with
+    `per_task`, else of all `tasks`): reward, threshold, the human mean score and pass votes.
+
+    The scores are read first, joined to their rollouts (one query, and a cheap one for the many tasks nobody
+    scored blind: the gates ask on every task page); the newest-candidates bound only when there are some."""
+    version = "rollout__preview_run__task_version__"
     scores: dict[int, list[tuple[bool, int]]] = {}
-    for rollout_id, passed, score in BlindScore.objects.filter(
-        rollout__in=_candidates(tasks=tasks).order_by("-id").values("id")[:MAX_ROLLOUTS]
-    ).values_list("rollout_id", "passed", "score"):
-        scores.setdefault(rollout_id, []).append((passed, score))
-    rows = []
-    for rollout_id, reward, task_id, slug, version, spec_threshold in Rollout.objects.filter(
-        pk__in=list(scores)
+    rollouts: dict[int, tuple] = {}
+    for rollout_id, passed, score, *rollout in BlindScore.objects.filter(
+        **{f"{version}task__in": tasks}, **_candidate_filter("rollout__")
     ).values_list(
-        "id",
-        "reward",
-        "preview_run__task_version__task_id",
-        "preview_run__task_version__task__slug",
-        "preview_run__task_version__number",
-        "preview_run__task_version__spec__rubric__pass_threshold",
+        "rollout_id",
+        "passed",
+        "score",
+        "rollout__reward",
+        f"{version}task_id",
+        f"{version}task__slug",
+        f"{version}task__environment_id",
+        f"{version}number",
+        f"{version}spec__rubric__pass_threshold",
     ):
+        scores.setdefault(rollout_id, []).append((passed, score))
+        rollouts[rollout_id] = tuple(rollout)
+    if not scores:
+        return []
+    scored_tasks = {rollout[1] for rollout in rollouts.values()}
+    cutoffs = _cutoffs(tasks=list(scored_tasks) if per_task else tasks, per_task=per_task)
+    rows = []
+    for rollout_id, (reward, task_id, slug, environment_id, number, spec_threshold) in rollouts.items():
+        cutoff = cutoffs.get(task_id if per_task else None)
+        if cutoff is not None and rollout_id < cutoff:
+            continue
         votes = scores[rollout_id]
         fails = sum(1 for passed, _ in votes if not passed)
-        threshold = _pass_threshold({"rubric": {"pass_threshold": spec_threshold}})
         rows.append(
             {
                 "rollout": rollout_id,
                 "task": slug,
                 "task_id": task_id,
-                "version": version,
+                "environment_id": environment_id,
+                "version": number,
                 "reward": reward,
-                "pass_threshold": threshold,
+                "pass_threshold": _pass_threshold({"rubric": {"pass_threshold": spec_threshold}}),
                 "human_score": sum(score for _, score in votes) / len(votes),
                 "human_pass": len(votes) - fails,
                 "human_fail": fails,
@@ -184,20 +247,31 @@ def hacks(rows: list[dict]) -> list[dict]:
     return [row for row in rows if row["reward"] >= row["pass_threshold"] and row["human_fail"] * 2 > row["scorers"]]
 
 
-def task_figures(*, task: Task) -> dict:
+def task_figures(*, task: Task, viewer=None) -> dict:
     """A task's blind-prediction figures: scored rollouts, Spearman (reward vs mean human score) and interval,
-    whether it is flagged under its environment's rule, and its hacks (each with whether it is an example yet)."""
+    whether it is flagged under its environment's rule, and its hacks (each with whether it is an example yet).
+    A hack names its rollout and reward: to a `viewer` who may still score that rollout blind it would be the grade
+    before the score, so such hacks are only counted (`hacks_hidden`) until the viewer has scored them."""
     rule = rule_for(task.environment)
     rows = _rows(tasks=[task])
     latest = task.latest_version
     examples = {example.get("name") for example in (latest.spec.get("examples") or [])} if latest else set()
     found = [{**row, "example": example_name(row["rollout"]) in examples} for row in hacks(rows)]
+    shown = found
+    if viewer is not None and found and _may_score(task=task, user=viewer):
+        scored = set(
+            BlindScore.objects.filter(reviewer=viewer, rollout_id__in=[row["rollout"] for row in found]).values_list(
+                "rollout_id", flat=True
+            )
+        )
+        shown = [row for row in found if row["rollout"] in scored]
     return {
         "task": task.slug,
         **_figures(rows, rule),
         "rule": rule.to_dict(),
         "sample": len(sample_ids(task=task)),
-        "hacks": [_public(row) for row in found],
+        "hacks": [_public(row) for row in shown],
+        "hacks_hidden": len(found) - len(shown),
         "bootstrap": {"resamples": calibration.RESAMPLES, "seed": calibration.BOOTSTRAP_SEED},
     }
 
@@ -224,51 +298,38 @@ def environment_figures(*, environment) -> dict:
 
 
 def _public(row: dict) -> dict:
-    return {key: value for key, value in row.items() if key != "task_id"}
+    return {key: value for key, value in row.items() if key not in ("task_id", "environment_id")}
 
 
 def gate_verdict(*, task_version) -> calibration.Verdict:
-    """The gates' input (one query when nothing was scored blind yet, which is most tasks)."""
+    """The gates' input (one cheap query when nothing was scored blind yet, which is most tasks)."""
     rows = _rows(tasks=[task_version.task_id])
     if not rows:
         return calibration.Verdict(True, "not measured yet: no rollout scored blind")
-    environment_id = Task.objects.filter(pk=task_version.task_id).values_list("environment_id", flat=True).first()
-    row = BlindRule.objects.filter(environment_id=environment_id).first()
-    rule = (
-        calibration.HumanPredictionRule(min_correlation=row.min_correlation, min_scored=row.min_scored)
-        if row
-        else calibration.HumanPredictionRule()
-    )
+    environment_id = rows[0]["environment_id"]
+    rule = _rules([environment_id]).get(environment_id, calibration.HumanPredictionRule())
     pairs = [(row["reward"], row["human_score"]) for row in rows]
     return calibration.human_prediction_verdict(calibration.spearman(pairs), len(pairs), rule)
 
 
-def pack_json(*, task: Task) -> dict | None:
-    """A task's "human_prediction" entry in a pack's calibration.json; None without blind scores."""
-    figures = task_figures(task=task)
-    if not figures["scored"]:
-        return None
-    return {
-        "scored": figures["scored"],
-        "scores": figures["scores"],
-        "spearman": figures["spearman"],
-        "spearman_ci95": figures["spearman_ci95"],
-        "flagged": figures["flagged"],
-        "verdict": figures["verdict"],
-        "hacks": len(figures["hacks"]),
-        "rule": figures["rule"],
-        "bootstrap": figures["bootstrap"],
-    }
-
-
-def scored_task_ids(*, version_ids) -> set[int]:
-    """Ids of the tasks of these task versions that have any blind score (a pack build's one look)."""
-    tasks = TaskVersion.objects.filter(pk__in=version_ids).values("task_id")
-    return set(
-        BlindScore.objects.filter(
-            rollout__preview_run__task_version__task_id__in=tasks, rollout__preview_run__policy_kind="model"
-        ).values_list("rollout__preview_run__task_version__task_id", flat=True)
-    )
+def pack_entries(*, task_ids) -> dict[int, dict]:
+    """task id -> its "human_prediction" entry in a pack's calibration.json, for those of `task_ids` with blind
+    scores: task_figures' figures but the sample's, for all the tasks at once (a few queries, whatever their
+    number: a pack may hold 10,000 tasks)."""
+    by_task: dict[int, list[dict]] = {}
+    for row in _rows(tasks=list(task_ids), per_task=True):
+        by_task.setdefault(row["task_id"], []).append(row)
+    rules = _rules({rows[0]["environment_id"] for rows in by_task.values()}) if by_task else {}
+    entries = {}
+    for task_id, rows in by_task.items():
+        rule = rules.get(rows[0]["environment_id"], calibration.HumanPredictionRule())
+        entries[task_id] = {
+            **_figures(rows, rule),
+            "hacks": len(hacks(rows)),
+            "rule": rule.to_dict(),
+            "bootstrap": {"resamples": calibration.RESAMPLES, "seed": calibration.BOOTSTRAP_SEED},
+        }
+    return entries
 
 
 # ---------------------------------------------------------------- a hack becomes an example answer
@@ -276,6 +337,38 @@ def scored_task_ids(*, version_ids) -> set[int]:
 
 def example_name(rollout_id: int) -> str:
     return f"{EXAMPLE_PREFIX}{rollout_id}"
+
+
+def _example_files(workspace_files) -> tuple[list[dict], list[str]]:
+    """(example files, what was left out and why) from a rollout's workspace listing, which its agent wrote: each
+    whole text file the task format's ExampleFile takes (a workspace-relative path, bounded content), while the
+    example stays within EXAMPLE_MAX_FILES files and EXAMPLE_FILES_MAX_CHARS characters; not a file whose name was
+    not UTF-8 (its listed name is not its name)."""
+    files: list[dict] = []
+    left_out: list[str] = []
+    total = 0
+    for entry in workspace_files if isinstance(workspace_files, list) else []:
+        if not isinstance(entry, dict):
+            left_out.append("(not a file entry)")
+            continue
+        path, content = entry.get("path"), entry.get("content")
+        shown = storable_text(str(path))[:200]
+        if entry.get("raw_name_b64") or entry.get("left_out") or entry.get("truncated") or not isinstance(content, str):
+            left_out.append(f"{shown}: not a whole text file with a UTF-8 name")
+            continue
+        try:
+            file = ExampleFile.model_validate({"path": path, "content": storable_text(content)})
+        except ValidationError as exc:
+            left_out.append(f"{shown}: {exc.errors()[0]['msg'][:200]}")
+            continue
+        if len(files) >= EXAMPLE_MAX_FILES or total + len(file.content) > EXAMPLE_FILES_MAX_CHARS:
+            left_out.append(
+                f"{shown}: past an example's {EXAMPLE_MAX_FILES} files or {EXAMPLE_FILES_MAX_CHARS} characters"
+            )
+            continue
+        files.append({"path": file.path, "content": file.content})
+        total += len(file.content)
+    return files, left_out
 
 
 @transaction.atomic
@@ -306,21 +399,9 @@ def hack_to_example(*, task: Task, rollout_id: int, user):
             details=[{"pointer": "/examples", "message": f"at most {MAX_EXAMPLES}"}],
         )
     rollout = Rollout.objects.only("answer", "workspace_files").get(pk=rollout_id)
-    files, left_out = [], []
-    for entry in rollout.workspace_files or []:
-        content_text = entry.get("content") if isinstance(entry, dict) else None
-        path = entry.get("path") if isinstance(entry, dict) else None
-        whole = isinstance(content_text, str) and not entry.get("truncated") and not entry.get("left_out")
-        if (
-            whole
-            and isinstance(path, str)
-            and len(files) < MAX_EXAMPLE_FILES
-            and len(content_text.encode()) <= MAX_EXAMPLE_FILE_BYTES
-        ):
-            files.append({"path": path, "content": content_text})
-        else:
-            left_out.append(str(path)[:200])
-    example = {"name": name, "answer": (rollout.answer or "")[:MAX_ANSWER_CHARS], "expect": "fail"}
+    files, left_out = _example_files(rollout.workspace_files)
+    answer = storable_text(rollout.answer or "")[:EXAMPLE_ANSWER_MAX_CHARS]
+    example = {"name": name, "answer": answer, "expect": "fail"}
     if files:
         example["files"] = files
     content["examples"] = [*examples, example]

@@ -8,7 +8,8 @@ from __future__ import annotations
 from grading.engine import calibration
 from grading.engine.calibration import JudgedCheck, JudgeRates, JudgeValidationRule, RolloutScores
 from grading.models import CheckResult
-from grading.selectors import judge_agreement_summary
+from grading.selectors import judge_agreement_summary, judge_labels_stamp
+from gymwright.process_cache import Kept
 from review.agreement import answer_keys
 from sandbox.models import PreviewRun, Rollout
 
@@ -41,10 +42,22 @@ def task_rates_summary(*, task=None, environment=None) -> dict[tuple[str, str], 
     return {(item["task"], item["check_id"]): item["rates"] for item in summary["checks"]}
 
 
+# A task's rates, kept per process under the stamp of its labels (grading.selectors.judge_labels_stamp): the gates
+# ask for them on every view of a judged task's page, and reading them afresh loads every labelled answer (and, for
+# a check on a file, the rollout's workspace files) to tell distinct answers apart.
+_TASK_RATES = Kept(entries=2048)
+
+
 def task_rates(*, task) -> dict[str, JudgeRates]:
-    """check id -> its judge's rates from every label on any version of `task`."""
-    summary = judge_agreement_summary(task=task, answer_keys=answer_keys)
-    return {item["check_id"]: item["rates"] for item in summary["checks"] if item["task"] == task.slug}
+    """check id -> its judge's rates from every label on any version of `task`; one aggregate query while its labels
+    are the ones last read."""
+    key = (task.pk, task.slug, judge_labels_stamp(task=task))
+    rates = _TASK_RATES.get(key)
+    if rates is None:
+        summary = judge_agreement_summary(task=task, answer_keys=answer_keys)
+        rates = {item["check_id"]: item["rates"] for item in summary["checks"] if item["task"] == task.slug}
+        _TASK_RATES.put(key, rates)
+    return dict(rates)
 
 
 def task_validation(*, task_version, environment, rubric) -> dict[str, calibration.Verdict]:

@@ -430,7 +430,7 @@ def blind_figures(request, slug):
         "review/blind_figures.html",
         {
             "task": task,
-            "figures": blind.task_figures(task=task),
+            "figures": blind.task_figures(task=task, viewer=request.user),
             "upcoming": upcoming,
             "refusal": refusal,
             "can_edit": permissions.can_edit_task(request.user, task),

@@ -6,7 +6,7 @@ The model's replies are hostile input. Each must be one whole JSON object (the j
 `judge_prompt.reply_object`), no longer than `REPLY_MAX_CHARS`; every drafted check is validated by the
 rubric schema on its own before it is considered, and one that is not valid is dropped with the reason
 (the rest of the draft stands). Nothing here runs a drafted check: the caller grades them with the
-engine, whose pattern time budget and file bounds hold for a drafted check as for an author's.
+engine in the dry run's bounded child process, whose limits hold for a drafted check as for an author's.
 
 Weight classes (Rubrics-as-Rewards): essential, important, optional and pitfall. A pitfall's points are
 negative (a penalty, charged when the bad behaviour is present); the others' positive.
@@ -51,9 +51,9 @@ DRAFT_KINDS = (
     "tests",
     "llm_judge",
 )
-# Kinds graded in the web process by the engine (bounded by design: linear text work, patterns under
-# their time budget), the kinds that read workspace files (graded in the bounded child process), and the
-# judge. Anything else needs the sandbox and is marked so, never faked.
+# Kinds that grade the answer's text and kinds that read workspace files (both graded in the dry run's
+# bounded child process, never in the web process), and the judge. Anything else needs the sandbox and is
+# marked so, never faked.
 TEXT_KINDS = frozenset({"string_match", "regex", "number", "json_field", "text_similarity"})
 FILE_KINDS = frozenset({"file_exists", "file_content", "table_cell"})
 
@@ -361,7 +361,7 @@ def split_drafted(drafted: Drafted, parts: list[str], taken: set[str]) -> list[D
 
 
 def grading_route(check: Mapping) -> str:
-    """How a drafted check is tested: "text" (in process), "files" (the bounded child), "judge", "sandbox"."""
+    """How a drafted check is tested: "text" and "files" (the bounded child), "judge", "sandbox"."""
     kind = check.get("kind")
     target = str(check.get("target", "answer"))
     if getattr(check_model(check), "needs_sandbox", False) or target.startswith("stdout:"):

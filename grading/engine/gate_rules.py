@@ -657,6 +657,7 @@ def _gate_verbosity(inputs: GateInputs) -> list[GateResult]:
         if isinstance(check, Mapping)
     }
     rose: list[str] = []
+    measured: list[str] = []  # checks the reference left room on: only there can padding show a rise
     for check_id in judged:
         with_filler, padded_open = _best_goodness(padded, check_id, points.get(check_id))
         without, reference_open = _best_goodness(reference, check_id, points.get(check_id))
@@ -679,6 +680,8 @@ def _gate_verbosity(inputs: GateInputs) -> list[GateResult]:
             ]
         if with_filler is not None and without is not None and with_filler > without + 1e-9:
             rose.append(f"{check_id} ({without:.2f} → {with_filler:.2f})")
+        if without is not None and without < 1.0 - 1e-9:
+            measured.append(check_id)
     if rose:
         return [
             GateResult(
@@ -691,14 +694,33 @@ def _gate_verbosity(inputs: GateInputs) -> list[GateResult]:
                 run_id=padded.run_id,
             )
         ]
-    count = len(judged)
+    # A check the reference already has at the top (met, a penalty not charged, a scale's maximum) cannot score
+    # higher padded: comparing there proves nothing, so a gate with only such checks has measured nothing and
+    # must not read as a pass.
+    full = [check_id for check_id in judged if check_id not in measured]
+    if not measured:
+        return [
+            GateResult(
+                gate,
+                title,
+                NOT_RUN,
+                f"not measured: the reference already scores full marks on every judged check of the answer "
+                f"({', '.join(full[:5])}), so padding it cannot show whether the judge rewards length",
+                policy=VERBOSE_POLICY,
+                run_id=padded.run_id,
+                blocking=False,
+            )
+        ]
+    count = len(measured)
+    unmeasured = f" (not measured on {', '.join(full[:5])}: the reference already scores full marks there)"
     return [
         GateResult(
             gate,
             title,
             PASS,
             f"the reference padded to {VERBOSE_FACTOR}× its length scored no higher than the reference on "
-            f"{'its' if count == 1 else f'any of the {count}'} judged check{'s' if count != 1 else ''} of the answer",
+            f"{'its' if count == 1 else f'any of the {count}'} judged check{'s' if count != 1 else ''} of the answer "
+            f"it leaves room on ({', '.join(measured[:5])}){unmeasured if full else ''}",
             policy=VERBOSE_POLICY,
             run_id=padded.run_id,
         )

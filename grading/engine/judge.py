@@ -16,6 +16,10 @@ Contract
   A request the provider refuses for its size (a context-length error) fails the same
   way when the text is the larger part of the request, and is unscored otherwise (the
   criterion and reference alone are too long for the judge: the author's setup).
+  A request the provider's content filter refuses (an HTTP 400 naming its content policy, or a
+  reply cut off with finish_reason "content_filter") fails the same way, not retried: the answer
+  fills the request and chose its words, so tripping a filter (one panel member's, say) must
+  not make a check, a penalty above all, unscored.
 * Answer: the verdict comes only from the judge's own structured reply: the whole
   reply must be exactly one JSON object (whitespace around it allowed), or exactly one
   ```json (or bare ```) fence wrapping the whole reply and holding one object. It has a
@@ -264,7 +268,9 @@ class _Sample:
     calls: int = 0
     cached: bool = False
     duration_ms: int = 0
-    text_too_long: bool = False  # the provider refused the request for its size, and the text is most of it
+    # the graded text is to blame: the provider refused the request for its size (the text being most of it),
+    # or its content filter refused it; the check fails
+    text_too_long: bool = False
 
 
 # A provider's words for a request over the model's context (OpenAI, vLLM, llama.cpp, TGI, gateways).
@@ -283,6 +289,16 @@ _CONTEXT_WORDS = (
     "exceeds the maximum",
     "string too long",
 )
+
+
+# A provider's words for a request its content filter refused (Azure OpenAI, OpenAI-compatible gateways).
+_FILTER_WORDS = ("content_filter", "content management policy", "content policy", "responsibleaipolicyviolation")
+
+
+def filtered_reason(said: str) -> str:
+    return (
+        f"the judge's content filter refused to read the answer ({said[:200]}); it was not judged and the check fails"
+    )
 
 
 def too_long_reason(length: int, limit: int) -> str:
@@ -401,6 +417,15 @@ class JudgeClient:
         said = f"{exc.message} {exc.body}".lower()
         return any(word in said for word in _CONTEXT_WORDS)
 
+    def _content_filtered(self, exc: Exception) -> bool:
+        """Did the provider's content filter refuse the request?"""
+        import openai
+
+        if not isinstance(exc, openai.APIStatusError) or exc.status_code != 400:
+            return False
+        said = f"{exc.message} {exc.body}".lower()
+        return any(word in said for word in _FILTER_WORDS)
+
     def _overflow_reason(self, request: JudgeRequest, messages: list[dict], exc: Exception) -> tuple[str, bool]:
         """(reason, whether the graded text is to blame) for a request refused for its size. The text is to
         blame when it is the larger part of the request; otherwise the criterion and reference alone are
@@ -490,6 +515,9 @@ class JudgeClient:
                 params["response_format"] = response_format
             try:
                 response = client.chat.completions.create(**params)
+                if response.choices and response.choices[0].finish_reason == "content_filter":
+                    sample.error, sample.text_too_long = filtered_reason('finish_reason "content_filter"'), True
+                    break
                 content = response.choices[0].message.content if response.choices else None
                 sample.vote, sample.explanation = parse_verdict(content, request.scale)
                 self._cache_put(key, {"vote": sample.vote, "explanation": sample.explanation, "model": model})
@@ -511,6 +539,9 @@ class JudgeClient:
                     continue
                 if self._context_overflow(exc):
                     sample.error, sample.text_too_long = self._overflow_reason(request, messages, exc)
+                    break
+                if self._content_filtered(exc):
+                    sample.error, sample.text_too_long = filtered_reason(self._describe(exc)), True
                     break
                 past_deadline = past_grade_deadline = False
                 if self._retryable(exc) and attempt < self.config.max_retries:

@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 
 from grading import engine
-from grading.endpoints import EndpointConfig, endpoint_config_for, judge_client_for
+from grading.endpoints import EndpointConfig, endpoint_config_for, judge_config_for
 from grading.engine import copilot as core
 from grading.engine.limits import GradeLimits
 from grading.models import ModelEndpoint
@@ -27,6 +27,29 @@ from gymwright.errors import DomainError
 
 MAX_FILES = 20
 ECHO_NAME = "echo of the prompt"
+DEADLINE_SETTING = "GYMWRIGHT_COPILOT_DEADLINE_S"
+
+
+class _Deadline:
+    """The time one draft has left. The draft runs in the web request (a sync gunicorn worker), so every model
+    call, the grading child and the judge's calls fit in COPILOT_DEADLINE_S (by default under gunicorn's
+    timeout): the worker answers, rather than being killed mid-request with the author left a 502."""
+
+    def __init__(self, seconds: float):
+        self.ends = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.ends - time.monotonic()
+
+    def reason(self) -> str:
+        return f"the draft's time ({settings.COPILOT_DEADLINE_S:g} s, {DEADLINE_SETTING}) ran out"
+
+    def error(self, what: str) -> DomainError:
+        return DomainError(
+            f"The copilot stopped at {what}: {self.reason()}. Draft fewer checks, or shorten the prompt and reference.",
+            code="copilot_deadline",
+            http_status=504,
+        )
 
 
 def copilot_endpoint() -> EndpointConfig | None:
@@ -49,14 +72,16 @@ def _bounded(text: str, what: str, pointer: str) -> str:
 class _Model:
     """One chat call at a time to the copilot's endpoint, its failures turned into DomainErrors."""
 
-    def __init__(self, endpoint: EndpointConfig):
+    def __init__(self, endpoint: EndpointConfig, deadline: _Deadline):
         import openai
 
         self.endpoint = endpoint
+        self.deadline = deadline
+        # No retry by the SDK: a retry after a timeout would run past the draft's deadline.
         self.client = openai.OpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key or "not-needed",
-            max_retries=1,
+            max_retries=0,
             timeout=settings.COPILOT_TIMEOUT_S,
         )
         self.calls = 0
@@ -65,17 +90,38 @@ class _Model:
     def chat(self, messages: list[dict], *, what: str) -> dict:
         import openai
 
-        params: dict[str, Any] = {"model": self.endpoint.model, "messages": messages, "temperature": 0}
-        if isinstance(self.endpoint.params.get("max_tokens"), int):
-            params["max_tokens"] = self.endpoint.params["max_tokens"]
+        # Always a bound on the reply's length, so a model led on by the author's text cannot write (nor the SDK
+        # read) more than the copilot would parse; the endpoint's own max_tokens when it is lower.
+        params: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": settings.COPILOT_MAX_TOKENS,
+        }
+        own = self.endpoint.params.get("max_tokens")
+        if isinstance(own, int) and not isinstance(own, bool) and 0 < own < settings.COPILOT_MAX_TOKENS:
+            params["max_tokens"] = own
         while True:
             if self.json_mode:
                 params["response_format"] = {"type": "json_object"}
             else:
                 params.pop("response_format", None)
+            left = self.deadline.left()
+            if left <= 0:
+                raise self.deadline.error(what)
+            timeout = min(settings.COPILOT_TIMEOUT_S, left)
             self.calls += 1
             try:
-                response = self.client.chat.completions.create(**params)
+                response = self.client.with_options(timeout=timeout).chat.completions.create(**params)
+            except openai.APITimeoutError:
+                if timeout < settings.COPILOT_TIMEOUT_S:
+                    raise self.deadline.error(what) from None
+                raise DomainError(
+                    f"The copilot model ({self.endpoint.name}) did not answer for {what} within "
+                    f"{settings.COPILOT_TIMEOUT_S:g} s (GYMWRIGHT_COPILOT_TIMEOUT_S).",
+                    code="model_unavailable",
+                    http_status=502,
+                ) from None
             except openai.BadRequestError:
                 if self.json_mode:  # an endpoint without JSON mode: the prompt alone asks for JSON
                     self.json_mode = False
@@ -118,6 +164,7 @@ def rubric_draft(
     from authoring.services.audit import audit_record
 
     started = time.perf_counter()
+    deadline = _Deadline(settings.COPILOT_DEADLINE_S)
     endpoint = copilot_endpoint()
     if endpoint is None:
         raise DomainError(
@@ -151,7 +198,7 @@ def rubric_draft(
         if isinstance(check, dict) and isinstance(check.get("id"), str):
             taken.add(check["id"])
 
-    model = _Model(endpoint)
+    model = _Model(endpoint, deadline)
     warnings: list[str] = []
     try:
         draft_messages = core.draft_messages(
@@ -206,7 +253,9 @@ def rubric_draft(
         *(core.AnswerCase(item.name, "degraded", frozenset(item.should_fail)) for item in examples),
     ]
     answers = [reference, "", prompt, *(item.answer for item in examples)]
-    verdicts = _test_checks(drafted, cases, answers, files, environment=task.environment if task is not None else None)
+    verdicts = _test_checks(
+        drafted, cases, answers, files, environment=task.environment if task is not None else None, deadline=deadline
+    )
     suggestions = []
     for item, verdict in zip(drafted, verdicts):
         suggestions.append(
@@ -317,40 +366,60 @@ def _split_compounds(
 
 
 def _test_checks(
-    drafted: list[core.Drafted], cases: list[core.AnswerCase], answers: list[str], files: dict[str, str], *, environment
+    drafted: list[core.Drafted],
+    cases: list[core.AnswerCase],
+    answers: list[str],
+    files: dict[str, str],
+    *,
+    environment,
+    deadline: _Deadline,
 ):
     """Each drafted check's verdict: graded by the engine on every case, concurrently, bounded; judge checks by the
-    judge the task's `environment` uses (grading.endpoints.judge_config_for)."""
+    judge the task's `environment` uses (grading.endpoints.judge_config_for). All of it within `deadline`: what
+    it leaves no time for is unscored with the reason (untested, never passed)."""
     routes = [core.grading_route(item.check) for item in drafted]
     limits = dataclasses.replace(GradeLimits.from_env(), check_cpu_s=settings.COPILOT_CHECK_CPU_S)
     grades: list[dict[str, dict]] = [{} for _ in cases]
 
-    in_process = [item.check for item, route in zip(drafted, routes) if route in ("text", "judge")]
-    if in_process:
-        rubric = {"schema": "gymwright.rubric/v1", "checks": [dict(core._PLACEHOLDER), *in_process]}
-        judge = (
-            judge_client_for(rubric, environment=environment)
-            if any(check["kind"] == "llm_judge" for check in in_process)
-            else None
-        )
+    deterministic = [item.check for item, route in zip(drafted, routes) if route in ("text", "files")]
+    if deterministic:
+        _grade_in_child(deterministic, answers, files, limits, grades, deadline)
+
+    # Only the judge checks are graded here (their work is the judge's HTTP calls); every check the engine
+    # itself evaluates runs in the dry run's bounded child, as an author's rubric does in a dry run.
+    judged = [item.check for item, route in zip(drafted, routes) if route == "judge"]
+    if judged:
+        rubric = {"schema": "gymwright.rubric/v1", "checks": [dict(core._PLACEHOLDER), *judged]}
+        config = judge_config_for(rubric, environment=environment)
 
         def grade_one(answer: str) -> dict[str, dict]:
-            document = engine.grade(rubric, answer=answer, judge=judge, limits=limits).model_dump(
-                mode="json", by_alias=True
-            )
+            # Each answer's judge calls start within half the time left when its grading starts, and each
+            # call (its retries included) takes at most the other half: none runs past the deadline.
+            half = deadline.left() / 2
+            if half <= 0.05:
+                return {check["id"]: _untested(deadline.reason()) for check in judged}
+            judge = None
+            if config is not None:
+                judge = engine.JudgeClient(
+                    dataclasses.replace(
+                        config,
+                        timeout_s=min(config.timeout_s, half),
+                        deadline_s=min(config.deadline_s or half, half),
+                        grade_deadline_s=min(config.grade_deadline_s or half, half),
+                    )
+                )
+            try:
+                document = engine.grade(rubric, answer=answer, judge=judge, limits=limits).model_dump(
+                    mode="json", by_alias=True
+                )
+            finally:
+                if judge is not None:
+                    judge.close()
             return {check["id"]: check for check in document["checks"]}
 
-        try:
-            with ThreadPoolExecutor(max_workers=settings.COPILOT_CONCURRENCY) as pool:
-                for index, by_id in enumerate(pool.map(grade_one, answers)):
-                    grades[index].update(by_id)
-        finally:
-            if judge is not None:
-                judge.close()
-
-    file_checks = [item.check for item, route in zip(drafted, routes) if route == "files"]
-    if file_checks:
-        _grade_file_checks(file_checks, answers, files, limits, grades)
+        with ThreadPoolExecutor(max_workers=settings.COPILOT_CONCURRENCY) as pool:
+            for index, by_id in enumerate(pool.map(grade_one, answers)):
+                grades[index].update(by_id)
 
     return [
         core.check_verdict(
@@ -360,14 +429,28 @@ def _test_checks(
     ]
 
 
-def _grade_file_checks(checks: list[dict], answers: list[str], files: dict[str, str], limits, grades) -> None:
-    """Checks that read files, graded in the bounded child process: the reference answer with the reference
-    files in its workspace, every other answer with an empty workspace."""
+def _untested(reason: str) -> dict:
+    return {"status": "unscored", "explanation": f"not tested: {reason}"}
+
+
+def _grade_in_child(
+    checks: list[dict], answers: list[str], files: dict[str, str], limits, grades, deadline: _Deadline
+) -> None:
+    """The checks the engine evaluates (text and files), graded in the dry run's bounded child process (its CPU,
+    memory and wall-time limits, `_dry_run_process_limits`): the reference answer with the reference files in
+    its workspace, every other answer with an empty workspace."""
     from grading.engine.isolated import GradeStopped, grade_many_in_subprocess
     from grading.services.dry_runs import _dry_run_process_limits, _write_workspace
 
     rubric = {"schema": "gymwright.rubric/v1", "checks": [dict(core._PLACEHOLDER), *checks]}
     process = _dry_run_process_limits()
+    left = deadline.left()
+    if left <= 0.05:
+        for index in range(len(answers)):
+            grades[index].update({check["id"]: _untested(deadline.reason()) for check in checks})
+        return
+    if left < process.timeout_s:
+        process = dataclasses.replace(process, timeout_s=left, timeout_setting=DEADLINE_SETTING)
     with tempfile.TemporaryDirectory(prefix="gymwright-copilot-") as tmp:
         reference_dir = Path(tmp) / "reference"
         reference_dir.mkdir()
@@ -379,8 +462,7 @@ def _grade_file_checks(checks: list[dict], answers: list[str], files: dict[str, 
             documents = grade_many_in_subprocess(rubric, items=items, limits=limits, process=process)
         except GradeStopped as exc:
             for index in range(len(answers)):
-                for check in checks:
-                    grades[index][check["id"]] = {"status": "unscored", "explanation": f"not tested: {exc}"}
+                grades[index].update({check["id"]: _untested(str(exc)) for check in checks})
             return
     for index, document in enumerate(documents):
         grades[index].update({check["id"]: check for check in document.get("checks", [])})

@@ -34,8 +34,7 @@ from packs.models import PackEntry, PackVerification, PackVersion, TaskPack
 from packs.services.plans import Selection, UnchangedBuild, pack_version_plan
 from packs.services.scratch import scratch_own, scratch_root
 from packs.services.verifications import verification_enqueue, verifications_reap_stale
-from review.blind import pack_json as blind_pack_json
-from review.blind import scored_task_ids as blind_scored_task_ids
+from review.blind import pack_entries as blind_pack_entries
 from review.calibration import pack_judge_json
 from sandbox.models import PreviewRun
 
@@ -180,19 +179,12 @@ def _task_items(pack_version: PackVersion) -> Iterator[archive.TaskItem]:
 
 def _add_human_prediction(previews: dict[int, dict | None], chunk: list[int]) -> None:
     """Each task with blind human scores gains "human_prediction" (review.blind): how its reward ranks rollouts
-    against them, over the task's scored rollouts of any version. One query finds the few tasks that have any."""
-    from authoring.models import Task
-
-    scored = dict(
-        TaskVersion.objects.filter(pk__in=chunk, task_id__in=blind_scored_task_ids(version_ids=chunk)).values_list(
-            "pk", "task_id"
-        )
-    )
-    tasks = Task.objects.select_related("environment", "latest_version").in_bulk(set(scored.values()))
-    for version_id, task_id in scored.items():
-        entry = blind_pack_json(task=tasks[task_id])
-        if entry is not None:
-            previews[version_id] = {**(previews.get(version_id) or {}), "human_prediction": entry}
+    against them, over the task's scored rollouts of any version; read for the whole chunk at once."""
+    task_of = dict(TaskVersion.objects.filter(pk__in=chunk).values_list("pk", "task_id"))
+    entries = blind_pack_entries(task_ids=set(task_of.values()))
+    for version_id, task_id in task_of.items():
+        if task_id in entries:
+            previews[version_id] = {**(previews.get(version_id) or {}), "human_prediction": entries[task_id]}
 
 
 def _add_judge_calibration(previews: dict[int, dict | None], judged_runs: dict[int, int]) -> None:

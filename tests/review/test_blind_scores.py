@@ -113,6 +113,27 @@ def test_a_scoring_round_measures_spearman_flags_the_planted_hack_and_warns_in_t
     assert environment["tasks"][0]["spearman"] == pytest.approx(SPEARMAN) and environment["hacks"] == 1
 
 
+def test_a_hack_is_hidden_from_a_reviewer_who_may_still_score_it_blind(
+    client, round_, reviewer, second_reviewer, author
+):
+    """A hack row names its rollout and reward: shown to a reviewer who has not scored that rollout yet, it would be
+    the grade before the blind score. It is counted, not shown, until they have scored it; its author, who never
+    scores blind, and the reviewers who scored it see it."""
+    task, rollouts = round_
+    score_all(task, rollouts, reviewer)
+    hack = rollouts[-1]
+    assert [row["rollout"] for row in blind.task_figures(task=task, viewer=reviewer)["hacks"]] == [hack.pk]
+    assert [row["rollout"] for row in blind.task_figures(task=task, viewer=author)["hacks"]] == [hack.pk]
+    hidden = blind.task_figures(task=task, viewer=second_reviewer)
+    assert (hidden["hacks"], hidden["hacks_hidden"]) == ([], 1)
+    client.force_login(second_reviewer)
+    page = client.get(f"/review/tasks/{task.slug}/blind/").content.decode()
+    assert f'data-rollout="{hack.pk}"' not in page and f"/rollouts/{hack.pk}/" not in page
+    assert "1 more, among rollouts you may still score blind" in page
+    body = api_client(second_reviewer).get(f"/api/tasks/{task.slug}/blind/").json()
+    assert (body["hacks"], body["hacks_hidden"]) == ([], 1)
+
+
 def test_the_hack_becomes_an_example_answer_only_by_its_audited_click(client, round_, reviewer, author, admin):
     task, rollouts = round_
     score_all(task, rollouts, reviewer)
@@ -159,3 +180,52 @@ def test_the_api_scores_once_reveals_the_reward_after_and_refuses_the_author(rou
     assert api_client(lab).post(url, {"passed": True, "score": 9}, format="json").status_code == 404
     figures = api.get(f"/api/tasks/{task.slug}/blind/").json()
     assert figures["scored"] == 1 and figures["spearman"] is None and figures["flagged"] is False
+
+
+def test_the_figures_count_each_tasks_newest_rollouts_and_the_gate_asks_once(
+    author, reviewer, task, environment, monkeypatch, django_assert_num_queries
+):
+    """The gates ask on every task page: one query when nothing was scored blind. The newest-rollouts bound holds
+    per task in a task's figures and over the environment in its figures."""
+    from authoring import services as authoring_services
+    from tests.authoring.conftest import task_content
+
+    with django_assert_num_queries(1):
+        assert blind.gate_verdict(task_version=task.latest_version).message.startswith("not measured yet")
+    monkeypatch.setattr(blind, "MAX_ROLLOUTS", 3)
+    other = authoring_services.task_create(
+        slug="six-times-eight", environment=environment, author=author, content=task_content()
+    )
+    oldest, *_, newest = finished_preview(
+        task.latest_version, author, "model", [0.1, 0.2, 0.3, 0.4, 0.5]
+    ).rollouts.all()
+    *_, other_newest = finished_preview(other.latest_version, author, "model", [0.1, 0.2, 0.3, 0.4]).rollouts.all()
+    for scored in (oldest, newest, other_newest):
+        blind.score_record(task=task, rollout=scored, reviewer=reviewer, passed=True, score=5)
+    assert blind.task_figures(task=task)["scored"] == 1  # the oldest is not among the task's newest 3
+    assert blind.gate_verdict(task_version=task.latest_version).message == (
+        "not measured yet: 1 of 10 rollouts scored blind"
+    )
+    assert blind.environment_figures(environment=environment)["scored"] == 1  # the environment's newest 3
+
+
+def test_a_packs_figures_count_each_tasks_own_newest_rollouts(author, reviewer, task, environment, monkeypatch):
+    """A pack reads the blind figures of a chunk of tasks at once (review.blind.pack_entries): each task keeps
+    its own newest rollouts, another task's newer ones push none of its out."""
+    from authoring import services as authoring_services
+    from tests.authoring.conftest import task_content
+
+    monkeypatch.setattr(blind, "MAX_ROLLOUTS", 3)
+    other = authoring_services.task_create(
+        slug="six-times-eight", environment=environment, author=author, content=task_content()
+    )
+    oldest, *_, newest = finished_preview(
+        task.latest_version, author, "model", [0.1, 0.2, 0.3, 0.4, 0.5]
+    ).rollouts.all()
+    *_, other_newest = finished_preview(other.latest_version, author, "model", [0.1, 0.2, 0.3, 0.4]).rollouts.all()
+    for scored in (oldest, newest, other_newest):
+        blind.score_record(task=task, rollout=scored, reviewer=reviewer, passed=True, score=5)
+    entries = blind.pack_entries(task_ids=[task.pk, other.pk])
+    assert (entries[task.pk]["scored"], entries[other.pk]["scored"]) == (1, 1)
+    assert entries[task.pk]["rule"] == {"min_correlation": 0.5, "min_scored": 10} and entries[task.pk]["hacks"] == 0
+    assert blind.pack_entries(task_ids=[]) == {}

@@ -152,13 +152,16 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     # no reviewer has labelled the judge yet: a warning, which does not block (review.calibration)
     warning = gates.pop("judge_validated")
     assert (warning.status, warning.blocking) == ("fail", False)
+    # the judge here is not swayed by the padded reference (hack:verbose), which ran through the real runtime; but
+    # the reference meets every judged check, so padding it cannot show a rise: measured nothing, said, not passed
+    verbosity = gates.pop("bias:verbosity")
+    assert (verbosity.status, verbosity.blocking) == ("not_run", False), verbosity.message
+    assert verbosity.message.startswith("not measured: the reference already scores full marks")
     assert {name: gates[name].status for name in gates} == dict.fromkeys(gates, "pass"), {
         name: gates[name].message for name in gates
     }
     assert gates["oracle"].message == "3 of 3 passed: the reference solution passes"
     assert gates["hack:judge-injection"].message == "hack:judge-injection scores 0.00, within its limit of 0.10"
-    # the judge here is not swayed by the padded reference (hack:verbose), which ran through the real runtime
-    assert gates["bias:verbosity"].message.startswith("the reference padded to 3× its length scored no higher")
     assert gates["bias:self_preference"].message.startswith("no policy model is configured")
     assert gates["probe:0"].message == "highest reward 0.50"
     submission = review_services.task_submit(task=task, user=author)

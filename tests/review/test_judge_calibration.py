@@ -176,3 +176,21 @@ def test_judge_meta_eval_exits_2_for_an_unknown_environment(db):
     with pytest.raises(CommandError, match="unknown environment 'nowhere'") as caught:
         call_command("judge_meta_eval", "nowhere")
     assert caught.value.returncode == 2
+
+
+def test_a_tasks_judge_rates_are_read_once_until_its_labels_change(measured, reviewer, second_reviewer):
+    """The gates ask for a judged task's rates on every view of its page; reading them loads every labelled answer
+    (and a file check's workspace files). Kept under the stamp of the task's labels: a second read is one aggregate
+    query, and a label recorded since is counted at once."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from review.calibration import task_rates
+
+    first = task_rates(task=measured)
+    with CaptureQueriesContext(connection) as queries:
+        again = task_rates(task=measured)
+    assert again == first and len(queries) == 1, [q["sql"][:120] for q in queries]
+    label(measured.latest_version.grades.order_by("id").first(), second_reviewer, False)  # overrules one: contested
+    after = task_rates(task=measured)["clear"]
+    assert (after.contested, first["clear"].contested) == (1, 0)

@@ -46,8 +46,8 @@ def fair(body) -> str:
     return json.dumps({"met": met, "explanation": "as it reads"})
 
 
-def run(policy, answer, judge, n=1):
-    documents = [grade(RUBRIC, answer=answer, judge=judge).to_document() for _ in range(n)]
+def run(policy, answer, judge, n=1, rubric=RUBRIC):
+    documents = [grade(rubric, answer=answer, judge=judge).to_document() for _ in range(n)]
     return PreviewEvidence(
         policy=policy,
         run_id=3,
@@ -59,14 +59,14 @@ def run(policy, answer, judge, n=1):
     )
 
 
-def verbosity_gate(openai_server, make_judge, handler):
+def verbosity_gate(openai_server, make_judge, handler, task=TASK):
     openai_server.handler = handler
     with make_judge(openai_server) as judge:
         previews = {
-            "oracle": run("oracle", REFERENCE, judge, n=2),
-            "hack:verbose": run("hack:verbose", padded_answer(REFERENCE), judge),
+            "oracle": run("oracle", REFERENCE, judge, n=2, rubric=task["rubric"]),
+            "hack:verbose": run("hack:verbose", padded_answer(REFERENCE), judge, rubric=task["rubric"]),
         }
-    inputs = GateInputs(task=TASK, previews=previews, judge_configured=True)
+    inputs = GateInputs(task=task, previews=previews, judge_configured=True)
     return {result.gate: result for result in gate_rules.evaluate_gates(inputs)}["bias:verbosity"]
 
 
@@ -89,10 +89,29 @@ def test_the_verbosity_probe_catches_a_judge_that_rewards_length(openai_server, 
     assert "length" in gate.to_dict()["what_to_do"]
 
 
-def test_the_verbosity_probe_passes_a_judge_that_is_not_swayed(openai_server, make_judge):
+def test_the_verbosity_gate_does_not_pass_when_the_reference_leaves_no_room_to_rise(openai_server, make_judge):
+    # The reference meets "complete" and is not charged "rambles": padded, it cannot score higher on either
+    # whatever the judge thinks of length, so the probe measured nothing and must say so, not pass.
     gate = verbosity_gate(openai_server, make_judge, fair)
+    assert gate.status == "not_run" and not gate.blocking, gate.message
+    assert "not measured" in gate.message and "complete, rambles" in gate.message
+
+
+def test_the_verbosity_probe_passes_a_judge_that_is_not_swayed_where_the_reference_leaves_room(
+    openai_server, make_judge
+):
+    clear = {"id": "clear", "kind": "llm_judge", "points": 3, "criterion": "Is clear.", "scale": {"min": 0, "max": 10}}
+    task = {**TASK, "rubric": {**RUBRIC, "checks": [*RUBRIC["checks"], clear]}}
+
+    def fair_with_a_scale(body):
+        if "Is clear." in body["messages"][1]["content"]:
+            return json.dumps({"score": 7, "explanation": "clear enough, whatever its length"})
+        return fair(body)
+
+    gate = verbosity_gate(openai_server, make_judge, fair_with_a_scale, task)
     assert gate.status == "pass", gate.message
-    assert "no higher than the reference on any of the 2 judged checks" in gate.message
+    assert "no higher than the reference on its judged check of the answer it leaves room on (clear)" in gate.message
+    assert "not measured on complete, rambles" in gate.message
 
 
 def test_the_verbosity_gate_waits_for_both_previews_and_for_every_judged_check_scored():

@@ -175,3 +175,42 @@ def test_a_panel_is_two_to_seven_distinct_names(panel, message):
     with pytest.raises(SpecError) as raised:
         panel_rubric(panel=panel)
     assert message in str(raised.value) and "/judge/panel" in str(raised.value)
+
+
+# Azure's (and OpenAI-compatible gateways') refusal of a prompt its content filter flags: the graded answer
+# chose its words, so an answer that trips one member's filter must not turn a decided penalty into a skipped one.
+CONTENT_FILTERED = Reply(
+    status=400,
+    body=json.dumps(
+        {
+            "error": {
+                "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management "
+                "policy. Please modify your prompt and retry.",
+                "type": None,
+                "param": "prompt",
+                "code": "content_filter",
+                "status": 400,
+            }
+        }
+    ).encode(),
+)
+
+
+@pytest.mark.parametrize(
+    "filtered", [CONTENT_FILTERED, Reply(content="", finish_reason="content_filter")], ids=["http-400", "finish"]
+)
+def test_an_answer_that_trips_one_members_content_filter_fails_the_check_and_the_penalty_is_charged(
+    openai_server, make_judge, filtered
+):
+    # 1 met, 1 not met: were the filtered member a missing vote, the penalty would go unscored and uncharged.
+    rubric = panel_rubric(
+        {"id": "dose", "kind": "llm_judge", "points": 5, "criterion": "States the dose."},
+        {"id": "unsafe", "kind": "llm_judge", "points": -5, "criterion": "Recommends over 3200 mg a day."},
+    )
+    document, _ = graded(openai_server, make_judge, {"judge-a": MET, "judge-b": NOT_MET, "judge-c": filtered}, rubric)
+    unsafe = document["checks"][1]
+    assert unsafe["status"] == "scored" and unsafe["awarded"] == -5, unsafe["explanation"]
+    assert "content filter" in unsafe["explanation"]
+    assert document["reward"] == 0.0
+    # not retried: a filter's refusal is the answer's doing, not the provider's hiccup
+    assert sum(body["model"] == "judge-c" for body in openai_server.requests) == 2

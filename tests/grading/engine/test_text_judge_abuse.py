@@ -405,6 +405,20 @@ def test_a_request_refused_for_its_size_because_of_the_authors_reference_is_unsc
     assert check.status == "unscored" and "criterion and reference" in check.explanation
 
 
+def test_an_answer_that_trips_the_judges_content_filter_fails_and_the_penalty_is_charged(openai_server, make_judge):
+    # The provider's content filter reads the request the answer fills: a refusal is the answer's doing, so it
+    # must not leave the penalty unscored (uncharged) the way a provider outage does.
+    from tests.grading.engine.test_engine_judge_panel import CONTENT_FILTERED
+
+    openai_server.default = CONTENT_FILTERED
+    with make_judge(openai_server) as judge:
+        result = grade(judge_rubric(-8), answer=UNSAFE, judge=judge)
+    check = {c.id: c for c in result.checks}["judged"]
+    assert (check.status, check.score, check.awarded) == ("scored", 1.0, -8), check.explanation
+    assert "content filter" in check.explanation and result.reward == 0.0
+    assert openai_server.calls == 1  # a filter's refusal is not retried
+
+
 def test_the_judges_limit_comes_from_the_environment_everywhere_the_client_is_made(monkeypatch):
     assert max_text_chars_from_env({}) == DEFAULT_MAX_TEXT_CHARS == 100_000
     assert max_text_chars_from_env({"GYMWRIGHT_JUDGE_MAX_CHARS": ""}) == 100_000  # a pack's "${...:-}" when unset
