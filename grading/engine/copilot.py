@@ -3,7 +3,7 @@ check's test results become a verdict. No Django, no network: `grading.services.
 model and the grader and hands the replies and grades here.
 
 The model's replies are hostile input. Each must be one whole JSON object (the judge's rules:
-`judge_prompt.reply_object`), no longer than `REPLY_MAX_CHARS`; every drafted check is validated by the
+`judge_prompt.reply_object`), no longer than `REPLY_MAX_CHARS`, its unstorable characters escaped (`text.storable`); every drafted check is validated by the
 rubric schema on its own before it is considered, and one that is not valid is dropped with the reason
 (the rest of the draft stands). Nothing here runs a drafted check: the caller grades them with the
 engine in the dry run's bounded child process, whose limits hold for a drafted check as for an author's.
@@ -22,6 +22,7 @@ from typing import Any
 
 from .judge_prompt import OffFormat, delimited, reply_object
 from .models import check_model
+from .text import storable
 from .validation import validate_rubric
 
 SPEAKER = "the copilot model"
@@ -163,9 +164,12 @@ def reply_data(content: str | None, *, what: str) -> dict:
             f"{SPEAKER}'s reply for {what} is {len(text):,} characters, over the {REPLY_MAX_CHARS:,} it may have"
         )
     try:
-        return reply_object(text, speaker=SPEAKER)
+        data = reply_object(text, speaker=SPEAKER)
     except OffFormat as exc:
         raise CopilotReplyError(f"{exc} (for {what})") from None
+    # JSON may carry a NUL or a lone surrogate, which neither the audit entry (jsonb), the grading child's
+    # input (UTF-8) nor the response can hold: each is written as its escape, here where the reply comes in.
+    return storable(data)
 
 
 @dataclass

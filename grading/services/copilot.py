@@ -307,18 +307,19 @@ def rubric_draft(
 
 
 def _files_check(files: dict) -> dict[str, str]:
-    from grading.engine.models import normalised_relative_path
+    from grading.services.dry_runs import workspace_path_check
 
     if len(files) > MAX_FILES:
         raise DomainError(f"Too many reference files ({len(files)}); at most {MAX_FILES}.", code="too_many_files")
     out, total = {}, 0
     for path, content in files.items():
-        try:
-            clean = normalised_relative_path(str(path))
-        except ValueError as exc:
+        clean = workspace_path_check(str(path))  # the dry run's workspace: the one set of path rules
+        if clean in out:  # 'a/./b' and 'a/b': one file, not the last one silently
             raise DomainError(
-                f"Reference file {exc}.", code="invalid_path", details=[{"pointer": "/files", "message": str(exc)}]
-            ) from None
+                f"Two reference files have the path {clean!r}.",
+                code="invalid_path",
+                details=[{"pointer": "/files", "message": f"{path!r} is {clean!r} again"}],
+            )
         if not isinstance(content, str):
             raise DomainError(
                 f"Reference file {clean!r} is not text.",

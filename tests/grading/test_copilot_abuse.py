@@ -10,7 +10,7 @@ import pytest
 
 from authoring.models import AuditEvent
 from grading.models import ModelEndpoint
-from tests.grading.test_copilot import by_id, draft, model, script, task  # noqa: F401
+from tests.grading.test_copilot import by_id, client_for, draft, model, script, task  # noqa: F401
 from tests.support.copilot_model import JUDGE, request_kind
 from tests.support.openai_server import Reply
 
@@ -109,3 +109,46 @@ def test_checks_the_deadline_leaves_no_time_to_test_are_untested_never_passed(au
     for item in data["suggestions"]:
         assert item["status"] in ("untested", "needs_sandbox") and not item["preselected"], item
         assert "GYMWRIGHT_COPILOT_DEADLINE_S" in " ".join(item["problems"]), item
+
+
+def test_nul_characters_and_lone_surrogates_in_the_models_reply_are_never_a_server_error(author, task, model, script):
+    # PostgreSQL's jsonb refuses U+0000 and UTF-8 a lone surrogate: the reply's are escaped where it comes in.
+    script.replies["draft"] = json.dumps(
+        {
+            "checks": [
+                {
+                    "weight": "essential",
+                    "rationale": "nul\u0000",
+                    "check": {"id": "n", "kind": "string_match", "expected": "42\u0000\ud800"},
+                },
+                {"weight": "essential", "check": {"id": "says_42", "kind": "string_match", "expected": "42"}},
+            ]
+        }
+    )
+    script.replies["degrade"] = json.dumps(
+        {"answers": [{"name": "x\u0000", "flaw": "f\ud800", "answer": "4\u00002", "should_fail": ["says_42"]}]}
+    )
+    response = draft(author)
+    assert response.status_code == 200, response.content
+    checks = by_id(response.json())
+    assert checks["n"]["check"]["expected"] == "42\\u0000\\ud800" and checks["n"]["rationale"] == "nul\\u0000"
+    assert response.json()["examples"][0]["answer"] == "4\\u00002"
+    assert AuditEvent.objects.filter(verb="rubric_drafted").count() == 1
+
+
+@pytest.mark.parametrize("field", ["prompt", "reference"])
+def test_a_lone_surrogate_in_the_authors_input_is_refused_with_its_field(author, task, model, script, field):
+    # JSON text with the escape (a client library would refuse to encode the character itself)
+    body = '{"%s": "Step 1 \\ud800"}' % field
+    response = client_for(author).post("/api/tasks/rope-length/rubric/draft/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["details"][0]["pointer"] == f"/{field}"
+    assert script.seen == {}
+
+
+def test_two_reference_files_that_are_one_path_are_refused_not_merged(author, task, model, script):
+    files = [{"path": "out/report.txt", "content": "42"}, {"path": "out/./report.txt", "content": "48"}]
+    response = draft(author, files=files)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_path", response.content
+    assert "'out/report.txt'" in response.json()["error"]["message"]
+    assert script.seen == {}
