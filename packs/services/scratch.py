@@ -35,11 +35,13 @@ def _process_start(pid: int) -> str | None:
     such process: a pid and its start time name one process, a reused pid is another one. A zombie (a killed
     build's process its dead parent never waited for, until init does) is no process: it builds nothing."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    fields = stat.rpartition(")")[2].split()
-    return None if fields[0] in ("Z", "X") else fields[19]
+    # Bytes: the name in parentheses is the process's own choice (/proc/self/comm), not always UTF-8; it may hold
+    # ')' and blanks, so the fields are those after its last ')'.
+    fields = stat.rpartition(b")")[2].split()
+    return None if fields[0] in (b"Z", b"X") else fields[19].decode("ascii")
 
 
 def scratch_own(scratch: Path) -> None:

@@ -199,40 +199,65 @@ _WORKDIR_RESERVED = (
 
 
 _REMOTE_SOURCE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|git@)")
-# Parser directives the engine knows: they are read only in the comment lines that open the file, and the first
-# other line (an unknown directive, a plain comment, an empty line, an instruction) ends them.
-_PARSER_DIRECTIVE = re.compile(r"^#\s*(syntax|escape|check)\s*=\s*(.*?)\s*$", re.IGNORECASE)
+# Parser directives the engine knows: they are read only in the comment lines that open the file (leading blanks
+# allowed), and the first other line (an unknown directive, a plain comment, an empty line, an instruction) ends
+# them. The engine accepts no escape character but these two (any other fails the build).
+_PARSER_DIRECTIVE = re.compile(r"#[ \t]*(syntax|escape|check)[ \t]*=[ \t]*(.*?)[ \t]*\Z", re.IGNORECASE)
+_ESCAPES = ("\\", "`")
+# The blanks the engine's parser trims before a line (Go's unicode.IsSpace); Python's str.strip() also trims
+# U+001C..U+001F, which the engine keeps: a line that starts with one of them is no comment there.
+_ENGINE_BLANKS = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+# The longest Dockerfile read: a real one is a few kilobytes; one past this is refused by the docker backend.
+DOCKERFILE_MAX_CHARS = 1024 * 1024
 
 
-def dockerfile_instructions(dockerfile: str) -> list[tuple[int, str, str]]:
-    """(first line, KEYWORD, arguments) of each instruction, joined as the Docker engine's parser joins them: the
-    `escape` directive names the continuation character (blanks after it allowed); a continuation line keeps its
-    leading blanks and is joined with nothing between; comment and empty lines are skipped, also inside a
-    continued instruction. The one reader of Dockerfiles here: rules that read them must not disagree."""
-    lines = dockerfile.splitlines()
-    escape = "\\"
-    for line in lines:
-        match = _PARSER_DIRECTIVE.match(line)
-        if match is None:
-            break
-        if match.group(1).lower() == "escape" and len(match.group(2)) == 1:
-            escape = match.group(2)
-    continued = re.compile(re.escape(escape) + r"[ \t]*$")
+def _continuation(escape: str) -> re.Pattern:
+    # The engine's rule: the escape character (blanks after it allowed) continues the line, unless it is itself
+    # escaped (`RUN echo \\` ends there); a line that is only the escape character continues too.
+    e = re.escape(escape)
+    return re.compile(rf"([^{e}]){e}[ \t]*\Z|^{e}[ \t]*\Z")
+
+
+def dockerfile_instructions(dockerfile: str, *, escape: str | None = None) -> list[tuple[int, str, str]]:
+    """(first line, KEYWORD, arguments) of each instruction, joined as the Docker engine's parser joins them: lines
+    end at a line feed only (a carriage return before it dropped), a byte order mark opens the file unseen, the
+    `escape` directive names the continuation character (the `escape` argument overrides it), a continuation line
+    keeps its leading blanks and is joined with nothing between, comment and empty lines are skipped, also inside a
+    continued instruction. The one reader of Dockerfiles here: rules that read them must not disagree.
+    Heredoc bodies are read as instructions, as engines without BuildKit read them."""
+    lines = [line.rstrip("\r\n") for line in dockerfile.removeprefix("\ufeff").split("\n")]
+    if escape is None:
+        escape = "\\"
+        for line in lines:
+            match = _PARSER_DIRECTIVE.match(line.lstrip(_ENGINE_BLANKS))
+            if match is None:
+                break
+            if match.group(1).lower() == "escape" and match.group(2) in _ESCAPES:
+                escape = match.group(2)
+    continued = _continuation(escape)
     found: list[tuple[int, str, str]] = []
-    logical, start = None, 0
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
+    index = 0
+    while index < len(lines):
+        line = lines[index].lstrip(_ENGINE_BLANKS)
+        index += 1
+        start = index
+        if line.startswith("#"):
+            continue  # a comment (or a directive)
+        logical, continues = continued.subn(r"\1", line)
+        if not continues and not logical:
             continue
-        piece, continues = continued.subn("", line)
-        if logical is None:
-            logical, start = piece.lstrip(), number
-        else:
-            logical += piece
-        if not continues:
-            found.append(_instruction(start, logical))
-            logical = None
-    if logical is not None and logical.strip():
-        found.append(_instruction(start, logical))  # continued past the last line: the engine runs it as it is
+        pieces = [logical]
+        while continues and index < len(lines):
+            line = lines[index]
+            index += 1
+            stripped = line.lstrip(_ENGINE_BLANKS)
+            if not stripped or stripped.startswith("#"):
+                continue  # a comment or an empty line inside a continued instruction
+            piece, continues = continued.subn(r"\1", line)
+            pieces.append(piece)
+        text = "".join(pieces)
+        if text.strip(_ENGINE_BLANKS):
+            found.append(_instruction(start, text))  # continued past the last line: the engine runs it as it is
     return found
 
 
@@ -244,9 +269,22 @@ def _instruction(line: int, text: str) -> tuple[int, str, str]:
 def dockerfile_remote_sources(dockerfile: str) -> list[tuple[int, str]]:
     """(line, source) of each ADD source the Docker engine would fetch itself: a URL, a git address, or a
     variable that may expand to one (ONBUILD ADD too). The engine fetches them on the host's network, outside
-    the build's network mode; a local file is COPY's (or ADD's without a variable)."""
+    the build's network mode; a local file is COPY's (or ADD's without a variable).
+
+    Read with each escape character the engine accepts, whatever the directives say: engines differ in the
+    directives they know (before BuildKit's `check`, a `# check=` line ends them and the `escape` after it is a
+    comment), and an ADD one reading joins to the line before is its own instruction in the other."""
+    found: list[tuple[int, str]] = []
+    for escape in _ESCAPES:
+        for item in _remote_sources(dockerfile_instructions(dockerfile, escape=escape)):
+            if item not in found:
+                found.append(item)
+    return sorted(found)
+
+
+def _remote_sources(instructions: list[tuple[int, str, str]]) -> list[tuple[int, str]]:
     found = []
-    for at, keyword, rest in dockerfile_instructions(dockerfile):
+    for at, keyword, rest in instructions:
         if keyword == "ONBUILD":
             _, keyword, rest = _instruction(at, rest or "-")
         if keyword != "ADD" or not rest:
@@ -270,6 +308,8 @@ def dockerfile_workdir(dockerfile: str) -> str | None:
     against the one before), when it can be a link to /workspace: None for none, /workspace itself,
     one with variables in it, or one in a reserved folder (/usr, /tmp, /etc ...)."""
     workdir = None
+    if len(dockerfile) > DOCKERFILE_MAX_CHARS:
+        return None  # not read: the docker backend refuses to build it
     for _, keyword, rest in dockerfile_instructions(dockerfile):
         if keyword == "FROM":
             workdir = None  # a new stage starts from its base image's

@@ -166,3 +166,47 @@ def test_through_verifiers_a_forged_grade_or_a_claim_earns_nothing(env):
     (played,) = [e for e in episodes if e["task"]["data"]["id"] == CODING_TASK["id"]]
     assert reward(played) == 0.0
     assert played["traces"][0]["info"]["gymwright_grade"]["reward"] == 0.0
+
+
+def test_the_verifiers_reward_reads_its_grade_file_only_as_a_bounded_regular_file(env, tmp_path):
+    """env/verifiers_env.py reads the grade the episode program left in the rollout's runtime folder on the host:
+    a link there (to a perfect grade elsewhere), a FIFO (a read that would never end) or a file past the size bound
+    is no grade, and earns 0, each read through grading.engine.safe_files like every file the host reads."""
+    import os
+    import subprocess
+
+    from tests.support.venvs import verifiers_python
+
+    forged = json.dumps({"task_id": CODING_TASK["id"], "grade": {"reward": 1.0, "complete": True, "checks": []}})
+    (tmp_path / "elsewhere.json").write_text(forged)
+    folders = {kind: tmp_path / kind for kind in ("link", "fifo", "huge", "plain")}
+    for folder in folders.values():
+        folder.mkdir()
+    (folders["link"] / ".gymwright-grade.json").symlink_to(tmp_path / "elsewhere.json")
+    os.mkfifo(folders["fifo"] / ".gymwright-grade.json")
+    (folders["huge"] / ".gymwright-grade.json").write_text(forged[:-1] + ", " + '"x": "' + "x" * (5 << 20) + '"}')
+    (folders["plain"] / ".gymwright-grade.json").write_text(forged)
+    script = (
+        "import asyncio, json, sys\n"
+        "from verifiers.v1.runtimes.subprocess import SubprocessConfig, SubprocessRuntime\n"
+        "from env.verifiers_env import read_grade\n"
+        "out = {}\n"
+        "for kind, folder in json.loads(sys.argv[1]).items():\n"
+        "    runtime = SubprocessRuntime(SubprocessConfig())\n"
+        "    runtime.workdir = __import__('pathlib').Path(folder)\n"
+        "    document, error = asyncio.run(read_grade(runtime, sys.argv[2]))\n"
+        "    out[kind] = [document and document['reward'], error]\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run(
+        [verifiers_python(), "-c", script, json.dumps({k: str(v) for k, v in folders.items()}), CODING_TASK["id"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(env.pack_dir), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    read = json.loads(done.stdout.splitlines()[-1])
+    assert read["plain"] == [1.0, ""]  # the check itself: a regular file of the task is read
+    for kind in ("link", "fifo", "huge"):
+        assert read[kind][0] is None and read[kind][1].startswith("no grade"), (kind, read[kind])

@@ -34,6 +34,8 @@ from typing import Literal
 import verifiers.v1 as vf
 from verifiers.v1.runtimes import SubprocessConfig
 
+from grading.engine.safe_files import read_regular
+
 from .environment import PACK_DIR, _pack_tasks
 
 GRADE_FILE = ".gymwright-grade.json"
@@ -125,12 +127,16 @@ class GymwrightEnv(vf.Env[GymwrightEnvConfig]):
 
 async def read_grade(runtime, task_id: str | None) -> tuple[dict | None, str]:
     """The grade document the episode program left in the runtime, and '' — or None and why not."""
+    # The subprocess runtime's folder on the host (GymwrightHarness.setup refuses any other runtime), read as the
+    # host reads every file it did not write itself: a regular file, no link, not past the bound.
     try:
-        raw = await runtime.read(GRADE_FILE)
-    except Exception as exc:  # noqa: BLE001 - no grade file: the episode never finished
-        return None, f"no grade: the episode program wrote none ({type(exc).__name__})"
-    if len(raw) > MAX_GRADE_BYTES:
+        raw = read_regular(GRADE_FILE, max_bytes=MAX_GRADE_BYTES, root=runtime.workdir)
+    except FileNotFoundError:
+        return None, "no grade: the episode program wrote none"
+    except ValueError:
         return None, f"no grade: {GRADE_FILE} is over {MAX_GRADE_BYTES} bytes"
+    except OSError as exc:
+        return None, f"no grade: {GRADE_FILE} could not be read ({exc.strerror or type(exc).__name__})"
     try:
         document = json.loads(raw)
     except ValueError:

@@ -52,7 +52,14 @@ from grading.engine.safe_files import module_stems, write_sparse
 
 from ..egress_filter import EGRESS_REFUSED
 from ..results import ExecResult
-from ..spec import WORKDIR_COPY, CappedBuffer, SandboxError, SandboxSpec, dockerfile_remote_sources
+from ..spec import (
+    DOCKERFILE_MAX_CHARS,
+    WORKDIR_COPY,
+    CappedBuffer,
+    SandboxError,
+    SandboxSpec,
+    dockerfile_remote_sources,
+)
 from .base import (
     CANCELLED_NOTE,
     ENV_DIR,
@@ -275,6 +282,13 @@ class DockerBackend(Backend):
         import docker.errors
 
         tag = spec.dockerfile_tag()
+        if tag and len(spec.dockerfile) > DOCKERFILE_MAX_CHARS:
+            # read on this host before any build (the ADD rule below): its size is the author's choice
+            raise SandboxError(
+                f"the Dockerfile is {len(spec.dockerfile):,} characters, over the {DOCKERFILE_MAX_CHARS:,} this host "
+                "reads; keep it short and COPY the rest from the build context",
+                permanent=True,
+            )
         if tag and (remote := dockerfile_remote_sources(spec.dockerfile)):
             # Not the build's network: the engine fetches an ADD's URL itself, on the host's (its loopback and
             # the cloud's metadata address too), whatever network the RUN steps get.

@@ -360,8 +360,14 @@ def test_dockerfile_builds_run_with_limits_and_no_network_unless_allowed(request
         "ADD \\\n  {url} \\\n  /fetched.txt",
         # The engine joins a continued line with nothing between: a URL cut after "http:/" is still one URL.
         "ADD {url_head}\\\n{url_tail} /fetched.txt",
+        # Lines the engine ends where a reader of Python's rules would continue them into the ADD: an escaped
+        # escape character, a form feed after it (Python splits lines there, the engine only at line feeds), and a
+        # "comment" led by U+001C (a blank to Python, not to the engine: the line is part of the RUN and ends it).
+        "RUN echo \\\\\nADD {url} /fetched.txt",
+        "RUN echo \\\x0c\nADD {url} /fetched.txt",
+        "RUN echo \\\n\x1c# more\nADD {url} /fetched.txt",
     ],
-    ids=["plain", "flag", "json", "variable", "continued", "split-url"],
+    ids=["plain", "flag", "json", "variable", "continued", "split-url", "escaped-escape", "form-feed", "not-a-comment"],
 )
 def test_a_dockerfile_add_of_a_url_never_reaches_the_host(request, iso_spec, add):
     """The engine itself fetches an ADD's URL, on the host's network and outside the build's network_mode:
@@ -403,7 +409,8 @@ def test_a_dockerfile_add_of_a_url_never_reaches_the_host(request, iso_spec, add
         except Exception:  # noqa: BLE001 - not built: as it should be
             pass
     assert asked == [], asked
-    line = 3 if add.startswith("ARG") else 2  # the ADD's first line
+    # the ADD's first line
+    line = 1 + next(n for n, text in enumerate(add.split("\n"), 1) if text.upper().startswith("ADD"))
     assert raised.value.permanent and f"line {line}: ADD" in raised.value.message, raised.value
 
 
@@ -416,8 +423,27 @@ def test_a_dockerfile_add_of_a_url_never_reaches_the_host(request, iso_spec, add
         ["# escape=`", "FROM {image}", "WORKDIR /srv/ap`", "p"],
         ["# syntax=docker/dockerfile:1", "# escape=`", "FROM {image}", "WORKDIR /srv/ap`", "p"],
         ["# a comment ends the directives", "# escape=`", "FROM {image}", "WORKDIR /srv/ap\\", "p"],
+        ["WORKDIR /srv/ap\\\r", "p\r"],
+        ["WORKDIR /srv\\\\", "WORKDIR /app"],
+        ["WORKDIR /srv \\\x0c", "WORKDIR /app"],
+        ["WORKDIR /srv \\", "\x1c# not a comment to the engine", "WORKDIR /app"],
+        ["  # escape=`", "FROM {image}", "WORKDIR /srv \\", "WORKDIR /app"],
+        ["\ufeff# escape=`", "FROM {image}", "WORKDIR /srv \\", "WORKDIR /app"],
     ],
-    ids=["continued", "blanks-and-comment", "relative", "escape", "after-syntax", "late-directive"],
+    ids=[
+        "continued",
+        "blanks-and-comment",
+        "relative",
+        "escape",
+        "after-syntax",
+        "late-directive",
+        "crlf",
+        "escaped-escape",
+        "form-feed",
+        "not-a-comment",
+        "indented-directive",
+        "byte-order-mark",
+    ],
 )
 def test_the_dockerfile_reader_reads_workdir_as_the_engine_builds_it(request, lines):
     """`dockerfile_workdir` (where the docker sandbox links /workspace, and a Harbor export's WORKDIR) and the ADD
@@ -436,3 +462,25 @@ def test_the_dockerfile_reader_reads_workdir_as_the_engine_builds_it(request, li
         assert dockerfile_workdir(text) == engine_workdir, (text, engine_workdir)
     finally:
         client.images.remove(built.id, force=True)
+
+
+def test_a_huge_dockerfile_is_refused_before_the_host_reads_it(request, iso_spec):
+    """An author's Dockerfile is read on the host (its ADD sources, its WORKDIR) before any build: 10 MB of a
+    million continued lines is refused by its size, with a message saying so, and gets no /workspace link;
+    one under the bound of as many lines is read as the engine reads it."""
+    from sandbox.runtime import SandboxError, get_backend
+    from sandbox.runtime.spec import DOCKERFILE_MAX_CHARS, dockerfile_instructions, dockerfile_workdir
+
+    client = request.getfixturevalue("docker_client")
+    image = request.getfixturevalue("busybox_image")
+    huge = f"FROM {image}\nWORKDIR /srv/app\nRUN true \\\n" + "        \\\n" * 1_000_000 + "  && true\n"
+    assert len(huge) > 10_000_000
+    assert dockerfile_workdir(huge) is None
+    backend = get_backend("docker", client=client, default_image=image)
+    with pytest.raises(SandboxError) as raised:
+        backend.resolve_image(iso_spec.with_overrides(dockerfile=huge))
+    assert raised.value.permanent and "over the" in raised.value.message, raised.value
+    lines = (DOCKERFILE_MAX_CHARS - 100) // 3
+    big = "FROM x\nRUN a \\\n" + "b\\\n" * lines + "ADD http://example.invalid/x /x\n"
+    assert [keyword for _, keyword, _ in dockerfile_instructions(big)] == ["FROM", "RUN"]
+    assert dockerfile_workdir(big + "WORKDIR /srv/app\n") == "/srv/app"
