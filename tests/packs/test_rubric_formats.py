@@ -226,3 +226,21 @@ def test_the_api_gives_a_versions_rubric_as_a_row_and_refuses_an_unknown_format(
     assert refused.status_code == 400 and "?as=healthbench or ?as=rar" in refused.json()["error"]["message"], (
         refused.json()
     )
+
+
+def test_an_approved_export_selects_by_the_approved_versions_tags(author, reviewer, tmp_path):
+    from authoring import services as authoring_services
+    from tests.packs.conftest import make_approved
+
+    make_approved(author=author, reviewer=reviewer, slug="six-times-seven")  # approved with the tag "maths"
+    task = Task.objects.get(slug="six-times-seven")
+    spec = task.latest_version.spec
+    content = {k: spec[k] for k in ("title", "prompt", "rubric", "solution", "files", "tags", "metadata")}
+    authoring_services.task_version_create(
+        task=task, author=author, content={**content, "tags": ["draft-only"]}, base_version=task.latest_version.number
+    )
+    approved = export("rar", tmp_path, "--approved", "--tag", "maths")
+    assert [row["question"] for row in approved] == ["What is six times seven? (six-times-seven)"]
+    assert [row["question"] for row in export("rar", tmp_path, "--tag", "draft-only")] == [approved[0]["question"]]
+    with pytest.raises(CommandError):
+        export("rar", tmp_path, "--approved", "--tag", "draft-only")  # not a tag of the approved version

@@ -1,8 +1,8 @@
 """`manage.py export_rubrics --format healthbench|rar [--task SLUG]... [--tag T]... [--environment E]
 [--approved] [--out FILE]` (docs/formats.md, "HealthBench and RaR rubrics"): one JSONL row per task, its
-latest version (or, with --approved, the version a reviewer approved), in task-id order. Exit 0, or 1 when
-no task matches; a check the format has no place for (any kind but llm_judge) is left out and named on
-stderr."""
+latest version (or, with --approved, the version a reviewer approved, and --tag its tags), in task-id order.
+Exit 0, or 1 when no task matches; a check the format has no place for (any kind but llm_judge) is left out
+and named on stderr."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import json
 from django.core.management.base import CommandError
 
 from authoring.models import Task
+from authoring.selectors import task_filter
 from gymwright.commands import DatabaseCommand
 from packs.importer.rubric_formats import EXPORTERS, FORMATS
 
@@ -31,12 +32,13 @@ class Command(DatabaseCommand):
         tasks = Task.objects.exclude(status=Task.Status.ARCHIVED).order_by("slug")
         if options["task"]:
             tasks = tasks.filter(slug__in=options["task"])
+        # The task list's filters: with --approved a tag is one of the approved version's, as a lab member sees it.
+        tasks = task_filter(tasks, environment=options["environment"] or "")
         for tag in options["tag"]:
-            tasks = tasks.filter(tags__name=tag)
-        if options["environment"]:
-            tasks = tasks.filter(environment__slug=options["environment"])
+            tasks = task_filter(tasks, tag=tag, approved=options["approved"])
         field = "approved_version" if options["approved"] else "latest_version"
-        tasks = tasks.filter(**{f"{field}__isnull": False}).select_related(field).distinct()
+        # A tag name is unique: each tag's join matches a task at most once, so no DISTINCT over the versions' specs.
+        tasks = tasks.filter(**{f"{field}__isnull": False}).select_related(field)
         if options["task"]:
             missing = sorted(set(options["task"]) - set(tasks.values_list("slug", flat=True)))
             if missing:
