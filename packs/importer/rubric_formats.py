@@ -64,6 +64,24 @@ class Refused(Exception):
         self.pointer, self.message = pointer, message
 
 
+# A row's reference answer is copied into each of its judge checks (the judge reads a check's own `reference`):
+# bounded in all, so a long answer times many criteria cannot make a task document hundreds of times its row (a
+# 426 kB RaR row made a 200 MB task). Copies of one string cost nothing in memory until the document is written.
+REFERENCE_COPIES_MAX_CHARS = 4_000_000
+
+
+def reference_copies_check(answer: str | None, copies: int, pointer: str) -> None:
+    """Refused when `answer`, copied into `copies` judge checks, would pass REFERENCE_COPIES_MAX_CHARS."""
+    total = len(answer or "") * copies
+    if copies > 1 and total > REFERENCE_COPIES_MAX_CHARS:
+        raise Refused(
+            pointer,
+            f"the reference answer ({len(answer):,} characters) would be copied into each of {copies} judge checks "
+            f"({total:,} characters in all; at most {REFERENCE_COPIES_MAX_CHARS:,}): shorten it, or give fewer "
+            "criteria per task",
+        )
+
+
 def detect(row: Any) -> str | None:
     """The rubric format a JSON row is in, by its fields: HEALTHBENCH (a `rubrics` list), RAR (a `rubric`
     list), or None (a task document or a table's row)."""
@@ -278,6 +296,7 @@ def _rar(row: dict) -> tuple[dict, Any]:
         checks.append(check)
         if extra := _extras(item, ("title", "description", "weight"), at):
             items_kept[check_id] = extra
+    reference_copies_check(answer, len(checks), "/reference_answer")
     kept: dict = {"row": _extras(row, (prompt_key, "rubric", "reference_answer"), "")}
     if prompt_key != "question":
         kept["prompt_key"] = prompt_key

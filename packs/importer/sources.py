@@ -23,7 +23,13 @@ from gymwright.storable_input import nul_check
 from packs.importer.extract import _ReadBudget, extract_archive
 from packs.importer.harbor_config import HarborSettings, build_context_files
 from packs.importer.records import DEFAULT_ENVIRONMENT, TASK_KEYS, Candidate, ImportFailed, ImportTooLarge, Rejection
-from packs.importer.rubric_formats import CHECK_TAG_MAX_CHARS, Refused, format_candidate, points_value
+from packs.importer.rubric_formats import (
+    CHECK_TAG_MAX_CHARS,
+    Refused,
+    format_candidate,
+    points_value,
+    reference_copies_check,
+)
 from packs.importer.rubric_formats import detect as rubric_format_of
 
 
@@ -384,24 +390,32 @@ def rows_candidates(rows: Iterable[tuple[str, Any]], *, stem: str) -> Iterator[C
         yield _row_candidate(where, row, first_where, stem=stem)
 
 
-def _with_reference(rubric: dict, answer: str) -> dict:
+def _with_reference(rubric: dict, answer: str, pointer: str) -> dict:
     """The row's answer column as the reference answer of each judge check of its rubric that names none (as
     criteria rows get it): a table's answer column was otherwise only the oracle's answer, never the judge's.
-    Anything not shaped like a rubric is left for validation to refuse."""
+    Anything not shaped like a rubric is left for validation to refuse; Refused when the copies pass their bound
+    (rubric_formats.reference_copies_check)."""
+    copies = 0
 
     def walk(checks):
+        nonlocal copies
         if not isinstance(checks, list):
             return checks
         out = []
         for check in checks:
             if isinstance(check, dict) and check.get("kind") == "llm_judge" and "reference" not in check:
                 check = {**check, "reference": answer}
+                copies += 1
             elif isinstance(check, dict) and isinstance(check.get("checks"), list):
                 check = {**check, "checks": walk(check["checks"])}
             out.append(check)
         return out
 
-    return {**rubric, "checks": walk(rubric.get("checks"))} if "checks" in rubric else rubric
+    if "checks" not in rubric:
+        return rubric
+    walked = {**rubric, "checks": walk(rubric.get("checks"))}
+    reference_copies_check(answer, copies, pointer)
+    return walked
 
 
 def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: str) -> Candidate | Rejection:
@@ -440,7 +454,10 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
     elif not isinstance(rubric, dict):
         rubric = None
     if rubric is not None and answer:
-        rubric = _with_reference(rubric, answer)
+        try:
+            rubric = _with_reference(rubric, answer, f"/{answer_column}")
+        except Refused as refusal:
+            return Rejection(where, refusal.message, refusal.pointer, given or None)
     if rubric is not None:
         for column in CRITERIA_COLUMNS:
             if not _blank(row.get(column)):
@@ -462,6 +479,7 @@ def _row_candidate(where: str, row: Any, first_where: dict[str, str], *, stem: s
                 given or None,
             )
         try:
+            reference_copies_check(answer, len(criteria), f"/{answer_column}")
             points = _per_criterion(row.get("points"), len(criteria), "points", _points_cell) or [1] * len(criteria)
             tags_of = _per_criterion(row.get("criteria_tags"), len(criteria), "criteria_tags", _tags_cell)
         except Refused as refusal:

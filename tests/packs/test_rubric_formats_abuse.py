@@ -216,3 +216,38 @@ def test_a_jsonl_rows_points_may_be_a_list_and_a_number_is_checked_as_in_a_csv(a
     listed = Task.objects.get(slug="listed").latest_version.spec["rubric"]["checks"]
     assert [(c["points"], c["tags"]) for c in listed] == [(3, ["x"]), (-1, ["y", "z"])]
     assert "not a boolean" in report.lines[1].message and report.lines[2].pointer == "/points"
+
+
+def test_a_reference_answer_copied_into_many_judge_checks_is_refused_past_its_bound(author, scratch):
+    """A row's reference answer goes into each of its judge checks: a 400,000-character answer over 500 criteria made
+    one 426 kB RaR row a 200 MB task. Past REFERENCE_COPIES_MAX_CHARS in all, each shape is refused at its
+    answer's pointer, and the same row with a short answer imports."""
+    from packs.importer.rubric_formats import REFERENCE_COPIES_MAX_CHARS
+
+    long = "r" * 400_000
+    many = 500
+    assert len(long) * many > REFERENCE_COPIES_MAX_CHARS >= len(long) * 10
+    criteria = [{"title": f"t{n}", "description": f"criterion {n}", "weight": 1} for n in range(many)]
+    rar = scratch / "rar.jsonl"
+    rar.write_text(
+        json.dumps({"question": "q", "reference_answer": long, "rubric": criteria})
+        + "\n"
+        + json.dumps({"question": "q2", "reference_answer": "short", "rubric": criteria})
+        + "\n"
+    )
+    judged = {"checks": [{"id": f"j{n}", "kind": "llm_judge", "points": 1, "criterion": f"c{n}"} for n in range(many)]}
+    rows = scratch / "rows.jsonl"
+    rows.write_text(
+        json.dumps({"id": "rubric-row", "prompt": "p", "answer": long, "rubric": json.dumps(judged)})
+        + "\n"
+        + json.dumps({"id": "criteria-row", "prompt": "p", "answer": long, "criteria": [f"c{n}" for n in range(many)]})
+        + "\n"
+    )
+    for path, pointer in ((rar, "/reference_answer"), (rows, "/answer")):
+        report = importer.tasks_import(path=path, user=author)
+        refused = [line for line in report.lines if line.status == "rejected"]
+        assert refused and all(line.pointer == pointer for line in refused), report.as_dict()
+        assert all("would be copied into each of 500 judge checks" in line.message for line in refused)
+    statuses = [line.status for line in importer.tasks_import(path=rar, user=author).lines]
+    assert statuses == ["rejected", "unchanged"]  # the short answer's row imported the first time
+    assert len(refused) == 2
