@@ -33,10 +33,10 @@ def _processes() -> dict[int, tuple[int, int, str]]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                stat = (entry / "stat").read_text()
+                stat = (entry / "stat").read_bytes()  # a process names itself as it likes: bytes, not text
             except OSError:
                 continue  # it exited meanwhile
-            fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+            fields = stat[stat.rindex(b")") + 2 :].decode("ascii").split()  # after "pid (comm) "
             found[int(entry.name)] = (int(fields[1]), int(fields[3]), fields[0])
     return found
 

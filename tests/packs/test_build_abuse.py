@@ -63,4 +63,5 @@ def test_a_process_named_with_odd_bytes_does_not_stop_the_scratch_reaper(tmp_pat
         assert scratch._scratch_orphaned(folder, building=True, now=time.time()) is False
     finally:
         child.kill()
+        child.wait()  # no zombie named with odd bytes left for the rest of the run's /proc readers
         child.wait()
