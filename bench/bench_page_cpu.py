@@ -10,6 +10,11 @@ than wall time on a shared machine, and free of the network and of gunicorn. The
 second view of each of the seed's 200 distinct task pages against the one warm task page. With --profile URL it
 prints the top functions by CPU time for that URL (cProfile with a CPU clock; BENCH_PROFILE_N requests,
 40 by default, BENCH_SORT and BENCH_TOP as pstats takes them).
+
+With --baseline TREE (another checkout, e.g. `git worktree add --detach /tmp/base COMMIT` or `git archive`) each
+checkout runs in a process of its own (bench/page_cpu_worker.py) on a seed of its own schema (this run's database
+and `<it>_base`, both kept with --db), and the URLs are timed alternating between the two, --rounds times
+(which goes first alternating): CPU per request and queries per request side by side, with now / baseline.
 """
 
 from __future__ import annotations
@@ -32,7 +37,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="")
     parser.add_argument("--db", metavar="NAME", help="a bench_load.py seed to use (made when missing) and keep")
+    parser.add_argument("--baseline", metavar="TREE", help="another checkout timed beside this one")
+    parser.add_argument("--rounds", type=int, default=4, help="with --baseline: timings per URL and checkout")
     args = parser.parse_args()
+    if args.baseline:
+        return side_by_side(args)
     base_url = bench_load.postgres_url()
     name = args.db or bench_load.run_scratch.database_name(base_url, "load")
     with bench_load._psql_admin(base_url) as admin:
@@ -106,6 +115,83 @@ def _measure(args, ids: dict) -> int:
         stats = pstats.Stats(profile)
         stats.sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_TOP", "30")))
     print(f"load average after: {os.getloadavg()}")
+    return 0
+
+
+def side_by_side(args) -> int:
+    """This checkout and args.baseline, each in a worker process on its own seed, alternating URL by URL."""
+    import json
+    import statistics
+    import subprocess
+
+    base_url = bench_load.postgres_url()
+    here = Path(__file__).resolve().parent.parent
+    name = args.db or bench_load.run_scratch.database_name(base_url, "load")
+    names = {"now": name, "baseline": f"{name}_base"}
+    with bench_load._psql_admin(base_url) as admin:
+        for db in names.values():
+            if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone():
+                admin.execute(f'CREATE DATABASE "{db}"')
+    trees = {"now": here, "baseline": Path(args.baseline).resolve()}
+    workers = {}
+    try:
+        for label, tree in trees.items():
+            python = tree / ".venv" / "bin" / "python"
+            workers[label] = subprocess.Popen(
+                [
+                    str(python if python.exists() else sys.executable),
+                    str(here / "bench" / "page_cpu_worker.py"),
+                    str(tree),
+                    bench_load._db_url(base_url, names[label]),
+                ],
+                cwd=tree,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "DEBUG": "0"},
+            )
+        ids = {label: json.loads(w.stdout.readline()) for label, w in workers.items()}
+
+        def ask(label: str, url: str, n: int = 20) -> dict:
+            workers[label].stdin.write(json.dumps({"url": url, "n": n}) + "\n")
+            workers[label].stdin.flush()
+            return json.loads(workers[label].stdout.readline())
+
+        pages = {
+            "/": lambda i: "/",
+            "task page": lambda i: f"/tasks/{i['task']}/",
+            "preview page (64 rollouts)": lambda i: f"/previews/{i['run']}/",
+            "rollout page": lambda i: f"/previews/rollouts/{i['rollout']}/",
+            "/review/": lambda i: "/review/",
+            "/packs/": lambda i: "/packs/",
+            "/api/tasks/": lambda i: "/api/tasks/",
+        }
+        print(
+            f"# CPU per request in process, {args.rounds} rounds of 20 per URL and checkout, alternating; "
+            f"baseline {trees['baseline']}; load average before {os.getloadavg()}"
+        )
+        print(f"{'page':28} {'now ms':>8} {'base ms':>8} {'now/base':>8}   queries now / base")
+        for label, url_of in pages.items():
+            times = {"now": [], "baseline": []}
+            queries = {}
+            for r in range(args.rounds):
+                for side in ("now", "baseline") if r % 2 == 0 else ("baseline", "now"):
+                    answer = ask(side, url_of(ids[side]))
+                    if answer["status"] != 200:
+                        raise SystemExit(f"{side} {url_of(ids[side])}: {answer['status']}")
+                    times[side].append(answer["ms"])
+                    queries[side] = answer["queries"]
+            now, base = statistics.median(times["now"]), statistics.median(times["baseline"])
+            print(f"{label:28} {now:8.2f} {base:8.2f} {now / base:7.2f}×   {queries['now']} / {queries['baseline']}")
+        print(f"load average after: {os.getloadavg()}")
+    finally:
+        for w in workers.values():
+            w.stdin.close()
+            w.wait(timeout=60)
+        if not args.db:
+            with bench_load._psql_admin(base_url) as admin:
+                for db in names.values():
+                    bench_load.run_scratch.drop_database(admin, db)
     return 0
 
 
