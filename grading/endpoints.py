@@ -14,6 +14,7 @@ from django.core.exceptions import ObjectDoesNotExist
 
 from grading import engine
 from grading.models import EnvironmentJudge, ModelEndpoint
+from gymwright.sql import Prepared
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,18 @@ def environment_judge_id(environment) -> int | None:
             return environment.judge_choice.endpoint_id
         except ObjectDoesNotExist:  # loaded: no choice
             return None
-    return EnvironmentJudge.objects.filter(environment_id=environment.pk).values_list("endpoint_id", flat=True).first()
+    chosen = _environment_judge(environment_id=environment.pk)
+    return chosen[0] if chosen else None
+
+
+# compiled once per process (gymwright.sql): the task page's gates ask on every view (at most one row: the
+# environment is the choice's key)
+_environment_judge = Prepared(
+    lambda environment_id: EnvironmentJudge.objects.filter(environment_id=environment_id).values_list(
+        "endpoint_id", flat=True
+    ),
+    environment_id=int,
+)
 
 
 def _judge_config(rubric_model: str | None, chosen_id: int | None = None):
@@ -202,9 +214,17 @@ class JudgeHelp:
     link_text: str
 
 
-def judge_help(environment) -> JudgeHelp:
+def judge_help(environment, *, max_age_s: float = 0) -> JudgeHelp:
     """When no judge resolves for `environment`'s tasks: if judge endpoints are configured, its owner (or an
-    admin) chooses one on the environment's page; if none is, the users who can add one in the admin, by name."""
+    admin) chooses one on the environment's page; if none is, the users who can add one in the admin, by name.
+    `max_age_s` > 0 answers from this process's cache when that fresh, as the endpoints' configuration is (the
+    task page's gates ask on every view of a task whose judge checks have no judge: two queries, one of them the
+    admins' permissions, which cost more to compile than to run)."""
+    key = (environment.pk, environment.slug, environment.owner_id) if environment is not None else None
+    return _cached(("judge-help", key), max_age_s, lambda: _judge_help(environment))
+
+
+def _judge_help(environment) -> JudgeHelp:
     from django.contrib.auth import get_user_model
     from django.urls import reverse
 

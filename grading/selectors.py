@@ -486,8 +486,24 @@ def judge_labels_stamp(*, task) -> tuple:
     """What names the set of `task`'s labels as agreement reads them (one aggregate query): their count, ids and
     last change. A label recorded, replaced or removed changes it; the answers and check results they are about
     never change once made."""
-    stamp = _judge_labels(task=task).aggregate(n=Count("id"), ids=Sum("id"), last=Max("updated_at"))
-    return (stamp["n"], stamp["ids"], stamp["last"])
+    return tuple(_labels_stamp(task_id=task.pk)[0])
+
+
+def _labels_stamp_query(task_id):
+    # the aggregate of every label of the task as one row (no GROUP BY), as .aggregate() reads it
+    queryset = (
+        _judge_labels()
+        .filter(check_result__grade__task_version__task_id=task_id)
+        .order_by()
+        .annotate(n=Count("id"), ids=Sum("id"), last=Max("updated_at"))
+        .values_list("n", "ids", "last")
+    )
+    queryset.query.group_by = None
+    return queryset
+
+
+# compiled once per process (gymwright.sql): the task page's gates and the preview page read it on every view
+_labels_stamp = Prepared(_labels_stamp_query, task_id=int)
 
 
 def judge_label_rows(*, task=None, task_version=None, environment=None, check_id: str | None = None) -> list[dict]:

@@ -36,6 +36,7 @@ from grading.engine.models import (
 )
 from grading.engine.text import storable_text
 from gymwright.errors import ConflictError, DomainError, NotAllowed
+from gymwright.sql import Prepared
 from review.models import BlindRule, BlindScore
 from sandbox.models import PreviewRun, Rollout
 
@@ -173,28 +174,43 @@ def _cutoffs(*, tasks, per_task: bool) -> dict[int | None, int]:
     )
 
 
+_VERSION = "rollout__preview_run__task_version__"
+
+
+def _scores(**where):
+    """Blind scores of candidate rollouts (those of `where`), each with what a row shows of its rollout."""
+    return BlindScore.objects.filter(**where, **_candidate_filter("rollout__")).values_list(
+        "rollout_id",
+        "passed",
+        "score",
+        "rollout__reward",
+        f"{_VERSION}task_id",
+        f"{_VERSION}task__slug",
+        f"{_VERSION}task__environment_id",
+        f"{_VERSION}number",
+        f"{_VERSION}spec__rubric__pass_threshold",
+    )
+
+
+# One task's (the gates ask on every view of a task page): compiled once per process (gymwright.sql)
+_one_task_scores = Prepared(lambda task_id: _scores(**{f"{_VERSION}task_id": task_id}), task_id=int)
+
+
 def _rows(*, tasks, per_task: bool = False) -> list[dict]:
     """One row per blind-scored rollout of `tasks` among the newest MAX_ROLLOUTS candidates (of each task with
     `per_task`, else of all `tasks`): reward, threshold, the human mean score and pass votes.
 
     The scores are read first, joined to their rollouts (one query, and a cheap one for the many tasks nobody
     scored blind: the gates ask on every task page); the newest-candidates bound only when there are some."""
-    version = "rollout__preview_run__task_version__"
     scores: dict[int, list[tuple[bool, int]]] = {}
     rollouts: dict[int, tuple] = {}
-    for rollout_id, passed, score, *rollout in BlindScore.objects.filter(
-        **{f"{version}task__in": tasks}, **_candidate_filter("rollout__")
-    ).values_list(
-        "rollout_id",
-        "passed",
-        "score",
-        "rollout__reward",
-        f"{version}task_id",
-        f"{version}task__slug",
-        f"{version}task__environment_id",
-        f"{version}number",
-        f"{version}spec__rubric__pass_threshold",
-    ):
+    one = tasks[0] if isinstance(tasks, (list, tuple)) and len(tasks) == 1 else None
+    found = (
+        _one_task_scores(task_id=getattr(one, "pk", one))
+        if one is not None
+        else _scores(**{f"{_VERSION}task__in": tasks})
+    )
+    for rollout_id, passed, score, *rollout in found:
         scores.setdefault(rollout_id, []).append((passed, score))
         rollouts[rollout_id] = tuple(rollout)
     if not scores:

@@ -5,11 +5,13 @@ them. The maths is grading.engine.calibration's; the label rows and the answers 
 
 from __future__ import annotations
 
+from authoring.models import Task
 from grading.engine import calibration
 from grading.engine.calibration import JudgedCheck, JudgeRates, JudgeValidationRule, RolloutScores
 from grading.models import CheckResult
 from grading.selectors import judge_agreement_summary, judge_labels_stamp
 from gymwright.process_cache import Kept
+from gymwright.sql import Prepared
 from review.agreement import answer_keys
 from sandbox.models import PreviewRun, Rollout
 
@@ -60,16 +62,21 @@ def task_rates(*, task) -> dict[str, JudgeRates]:
     return dict(rates)
 
 
+# compiled once per process (gymwright.sql): the gates ask on every view of a judged task's page
+_task_id_slug = Prepared(lambda task_id: Task.objects.filter(pk=task_id).only("id", "slug"), task_id=int)
+
+
 def task_validation(*, task_version, environment, rubric) -> dict[str, calibration.Verdict]:
     """check id -> whether labels validate the judge of each binary judged check of `rubric` (the gates' input),
     under `environment`'s rule. The task is read on its own, never loaded onto `task_version`: a caller that then
     changes the task (a submit) keeps its own copy the one shown."""
-    from authoring.models import Task
-
     specs = calibration.binary_judged_checks(rubric)
     if not specs:
         return {}
-    task = Task.objects.only("id", "slug").get(pk=task_version.task_id)
+    found = _task_id_slug(task_id=task_version.task_id)
+    if not found:
+        raise Task.DoesNotExist
+    task = found[0]
     rates = task_rates(task=task)
     rule = validation_rule(environment)
     return {spec.check_id: calibration.judge_validation(rates.get(spec.check_id, JudgeRates()), rule) for spec in specs}

@@ -118,18 +118,38 @@ def _example_answer_results(task_version: TaskVersion) -> list[engine_gates.Exam
     ]
 
 
+def _rubric_issues(task_version: TaskVersion) -> tuple[str, ...]:
+    """What is wrong with the version's document (the rubric gate's input). A version never changes, so a process
+    keeps them by its id and hash: the gates ask on every view of the task page, and validating a document costs
+    ~0.4 ms."""
+    key = (task_version.pk, task_version.sha256)
+    issues = _version_issues.get(key)
+    if issues is None:
+        issues = tuple(f"{issue.pointer or '/'}: {issue.message}" for issue in validate_task(task_version.spec))
+        if task_version.pk is not None:
+            _version_issues.put(key, issues)
+    return issues
+
+
+_version_issues = Kept(entries=2048)
+
+
 def gate_inputs(*, task_version: TaskVersion) -> engine_gates.GateInputs:
     from grading.endpoints import endpoint_config_for, judge_config_for, judge_environment_of, judge_help
 
     spec = task_version.spec
-    issues = [f"{issue.pointer or '/'}: {issue.message}" for issue in validate_task(spec)]
+    issues = list(_rubric_issues(task_version))
     rubric = spec.get("rubric") or {}
     environment = judge_environment_of(task_version)
     judge_config = judge_config_for(rubric, environment=environment, max_age_s=settings.ENDPOINT_CACHE_S)
     judge_configured = judge_config is not None
     policy = endpoint_config_for("policy", max_age_s=settings.ENDPOINT_CACHE_S) if has_judge_checks(rubric) else None
     # who can give the judge checks a judge, and where: worked out only when the gates need it
-    helped = judge_help(environment) if not judge_configured and has_judge_checks(rubric) else None
+    helped = (
+        judge_help(environment, max_age_s=settings.ENDPOINT_CACHE_S)
+        if not judge_configured and has_judge_checks(rubric)
+        else None
+    )
     return engine_gates.GateInputs(
         task=spec,
         previews=preview_evidence(task_version=task_version),
