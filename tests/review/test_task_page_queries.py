@@ -122,3 +122,29 @@ def test_a_versions_document_is_validated_once_per_process_for_its_gates(client,
     pages = [client.get(f"/tasks/{task.slug}/").content.decode() for _ in range(2)]
     assert len(calls) == 1
     assert 'data-gate="rubric" data-status="pass"' in pages[1]
+
+
+def test_the_gates_table_is_rendered_once_per_content(monkeypatch):
+    """The gates' table (review/_gate_rows.html) is kept per content, as the preview page's rows are: the same gates
+    read back, a changed gate rendered anew, and what differs per request (the Run gates form) stays outside."""
+    from django.template.loader import render_to_string
+    from django.test import RequestFactory
+
+    from grading.engine.gate_registry import GateResult
+    from gymwright.process_cache import Kept
+    from gymwright.templatetags import pages as page_tags
+
+    monkeypatch.setattr(page_tags, "_FRAGMENTS", Kept(entries=8))
+    request = RequestFactory().get("/")
+
+    def page(status: str) -> str:
+        gates = [
+            GateResult(gate="rubric", title="Rubric valid", status="pass", message="<ok>"),
+            GateResult(gate="oracle", title="Oracle", status=status, message="3 of 3", run_id=7, link="/x"),
+        ]
+        return render_to_string("review/_gates.html", {"gates": gates, "task": None}, request)
+
+    first = page("fail")
+    assert page("fail") == first and len(page_tags._FRAGMENTS) == 1
+    assert 'data-gate="oracle" data-status="fail"' in first and "&lt;ok&gt;" in first and "/previews/7/" in first
+    assert 'data-gate="oracle" data-status="pass"' in page("pass") and len(page_tags._FRAGMENTS) == 2
