@@ -11,7 +11,7 @@ from grading.engine.calibration import JudgedCheck, JudgeRates, JudgeValidationR
 from grading.models import CheckResult
 from grading.selectors import judge_agreement_summary, judge_labels_stamp
 from gymwright.process_cache import Kept
-from gymwright.sql import Prepared
+from gymwright.sql import Prepared, PreparedIn
 from review.agreement import answer_keys
 from sandbox.models import PreviewRun, Rollout
 
@@ -82,37 +82,65 @@ def task_validation(*, task_version, environment, rubric) -> dict[str, calibrati
     return {spec.check_id: calibration.judge_validation(rates.get(spec.check_id, JudgeRates()), rule) for spec in specs}
 
 
+def _judged(version) -> tuple[tuple, float]:
+    """(the binary judged checks of `version`'s rubric, the rubric's max points). A version never changes, so a
+    process keeps them by its id and hash: the preview page asks on every view, and reading them loads and decodes
+    the version's whole document (the run's query defers it)."""
+    key = (version.pk, version.sha256)
+    kept = _JUDGED.get(key)
+    if kept is None:
+        rubric = version.spec.get("rubric") or {}
+        specs = tuple(calibration.binary_judged_checks(rubric))
+        kept = (specs, calibration.rubric_max_points(rubric) if specs else 0)
+        _JUDGED.put(key, kept)
+    return kept
+
+
+_JUDGED = Kept(entries=2048)
+
+# A run's graded rollouts, and their judged checks' results: compiled once per process (gymwright.sql).
+_graded = Prepared(
+    lambda preview_run_id: Rollout.objects.filter(
+        preview_run_id=preview_run_id, status=Rollout.Status.DONE, reward__isnull=False, grade__isnull=False
+    ).values_list("grade_id", "reward"),
+    preview_run_id=int,
+)
+_graded_results = PreparedIn(
+    lambda check_ids, preview_run_id: CheckResult.objects.filter(
+        grade_id__in=_graded._build(preview_run_id).values("grade_id"), check_id__in=check_ids
+    ).values_list("grade_id", "check_id", "status", "score"),
+    "check_ids",
+    item=str,
+    preview_run_id=int,
+)
+
+
 def preview_corrected(*, preview_run: PreviewRun, rates: dict[str, JudgeRates] | None = None):
     """The preview's judged pass rates and mean reward corrected by the judges' TPR / TNR (CorrectedRewards), over
     its graded rollouts; None when its rubric has no binary judged check."""
     version = preview_run.task_version
-    rubric = version.spec.get("rubric") or {}
-    specs = calibration.binary_judged_checks(rubric)
+    specs, max_points = _judged(version)
     if not specs:
         return None
     if rates is None:
         rates = task_rates(task=version.task)
-    graded = list(
-        Rollout.objects.filter(
-            preview_run=preview_run, status=Rollout.Status.DONE, reward__isnull=False, grade__isnull=False
-        ).values_list("grade_id", "reward")
-    )
+    graded = _graded(preview_run_id=preview_run.pk)
     scores: dict[int, dict[str, float | None]] = {grade_id: {} for grade_id, _ in graded}
-    for grade_id, check_id, status, score in CheckResult.objects.filter(
-        grade_id__in=list(scores), check_id__in=[spec.check_id for spec in specs]
-    ).values_list("grade_id", "check_id", "status", "score"):
+    for grade_id, check_id, status, score in _graded_results(
+        check_ids=[spec.check_id for spec in specs], preview_run_id=preview_run.pk
+    ):
         scores[grade_id][check_id] = score if status == CheckResult.Status.SCORED else None
     return calibration.corrected_rewards(
         [RolloutScores(reward, scores[grade_id]) for grade_id, reward in graded],
         [JudgedCheck(spec.check_id, spec.points, spec.linear, rates.get(spec.check_id)) for spec in specs],
-        max_points=calibration.rubric_max_points(rubric),
+        max_points=max_points,
     )
 
 
 def preview_calibration_json(*, preview_run: PreviewRun) -> dict | None:
     """The preview's corrected figures with each check's rates and validation, for the page, the API and the pack."""
     version = preview_run.task_version
-    if not calibration.binary_judged_checks(version.spec.get("rubric") or {}):
+    if not _judged(version)[0]:
         return None
     rates = task_rates(task=version.task)
     corrected = preview_corrected(preview_run=preview_run, rates=rates)

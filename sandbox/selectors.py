@@ -20,10 +20,13 @@ ROLLOUT_HEAVY_FIELDS = ("trajectory", "workspace_files", "grade__document")
 
 
 # The pages poll it every second while a run is live: the version's whole document is not read (it is loaded if
-# something asks for it), and the task comes with the run, not from a second query. Compiled once per process.
+# something asks for it), and the task and its environment (the judge calibration's rule) come with the run, not
+# from more queries. Compiled once per process.
 _preview_run = Prepared(
     lambda preview_run_id: (
-        PreviewRun.objects.select_related("task_version", "task_version__task", "created_by")
+        PreviewRun.objects.select_related(
+            "task_version", "task_version__task", "task_version__task__environment", "created_by"
+        )
         .defer("task_version__spec")
         .filter(pk=preview_run_id)
     ),

@@ -56,16 +56,18 @@ def _urls(preview_run) -> dict[str, tuple[str, dict]]:
 
 
 # Each: the session and the user with its roles (the API: the same, by session), then
-# - preview page: the run with its version and task, its rollouts' rows, the nav's counts, and the version's rubric
-#   (its spec, deferred by the run's query) for the judge calibration panel (review.panels.preview_calibration);
+# - preview page: the run with its version, task and environment, its rollouts' rows, the nav's counts; the judge
+#   calibration panel (review.panels.preview_calibration) reads the version's rubric (its spec, deferred by the run's
+#   query) once per process (review.calibration._judged): not on this second view, and for this rubric of no judged
+#   check nothing more;
 # - a rollout open on it: and that rollout (with its grade), its check results, their judge labels;
 # - live fragment (polled every second while the run is live): as the page, nav counts too (the context processor);
 # - rollout page and fragment: the rollout with its run, version, task and grade, the nav's counts, its check
 #   results, their judge labels;
 # - API run: the run, its rollouts; API rollout: the rollout, its check results, their judge labels.
 PINNED = {
-    "preview page": 6,
-    "preview page, a rollout open": 9,
+    "preview page": 5,
+    "preview page, a rollout open": 8,
     "live fragment": 4,
     "rollout page": 6,
     "rollout fragment": 5,
