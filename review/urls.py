@@ -16,6 +16,11 @@ urlpatterns = [
         views.blind_hack_example,
         name="blind_hack_example",
     ),
+    path(
+        "review/tasks/<slug:slug>/blind/hacks/<int:rollout_id>/probe/",
+        views.blind_hack_probe,
+        name="blind_hack_probe",
+    ),
     path("inbox/", views.inbox, name="inbox"),
     path("tasks/<slug:slug>/submit/", views.task_submit, name="task_submit"),
     path("tasks/<slug:slug>/review/", views.task_review, name="task_review"),

@@ -499,3 +499,25 @@ def blind_hack_example(request, slug, rollout_id):
             f"{blind.example_name(rollout_id)}, expected to fail.",
         )
     return redirect("review:blind_figures", slug=slug)
+
+
+@require_POST
+def blind_hack_probe(request, slug, rollout_id):
+    """The one click that turns a flagged hack into a rubric probe scoring below the pass threshold (a new version)."""
+    from review import blind
+
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        version = blind.hack_to_probe(task=task, rollout_id=rollout_id, user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        probe = version.spec["rubric"]["probes"][-1]
+        messages.success(
+            request,
+            f"Saved v{version.number}: rollout {rollout_id}'s answer is a probe that must score at most "
+            f"{probe['max_reward']:g}. Run the gates to see the rubric fail it until you fix the rubric.",
+        )
+    return redirect("review:blind_figures", slug=slug)

@@ -259,10 +259,12 @@ review:blind_figures                   GET,HEAD      -         login  403    200
 review:blind_score                     GET,HEAD,POST -         login  403    403    403    404    404    403
 #   the world's rollout is no flagged hack: said on the figures page, nothing written
 review:blind_hack_example              POST          -         login  404    302=   403    403    302=   403
+review:blind_hack_probe                POST          -         login  404    302=   403    403    302=   403
 api-task-blind                         GET,HEAD      -         401    403    200    200    200    200    403
 api-task-blind-sample                  GET,HEAD      -         401    404    403    403    200    200    403
 api-task-blind-score                   POST          -         401    404    403    403    404    404    403
 api-task-blind-hack-example            POST          -         401    404    400    403    403    400    403
+api-task-blind-hack-probe              POST          -         401    404    400    403    403    400    403
 api-environment-blind                  GET,HEAD      -         401    403    200    200    200    200    403
 
 # ---------------------------------------------------------- packs: lab members and admins build, every member reads
