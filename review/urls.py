@@ -9,6 +9,7 @@ urlpatterns = [
     path("review/labels/", views.label_queue, name="label_queue"),
     path("review/environments/<slug:slug>/", views.environment_dashboard, name="environment_dashboard"),
     path("review/environments/<slug:slug>/agreement/", views.agreement_page, name="agreement"),
+    path("environments/<slug:slug>/calibration/", views.environment_calibration, name="environment_calibration"),
     path("review/tasks/<slug:slug>/blind/", views.blind_figures, name="blind_figures"),
     path("review/tasks/<slug:slug>/blind/<int:rollout_id>/", views.blind_score, name="blind_score"),
     path(
