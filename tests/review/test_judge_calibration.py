@@ -203,9 +203,7 @@ def wilson_by_hand(successes: int, n: int, z: float = 1.96) -> tuple[float, floa
     return centre - half, centre + half
 
 
-def test_the_environment_dashboard_shows_each_checks_rates_validation_and_corrected_pass_rate(
-    client, measured, author
-):
+def test_the_environment_dashboard_shows_each_checks_rates_validation_and_corrected_pass_rate(client, measured, author):
     assert [round(bound, 4) for bound in wilson_by_hand(9, 10)] == [0.5958, 0.9821]  # TPR 9/10: 60 %–98 %
     assert [round(bound, 4) for bound in wilson_by_hand(8, 10)] == [0.4902, 0.9433]  # TNR 8/10: 49 %–94 %
     client.force_login(author)
