@@ -54,8 +54,19 @@ class EnvironmentOutput(serializers.Serializer):
 
 
 class EnvironmentFieldsInput(serializers.Serializer):
-    """The environment fields apps to the right keep (services.EnvironmentField: grading's judge_endpoint), each
-    optional: a PATCH changes the ones it names."""
+    """The environment's calibration settings, and the environment fields apps to the right keep
+    (services.EnvironmentField: grading's judge_endpoint, review's blind rule), each optional: a PATCH changes the
+    ones it names. Their bounds are the services' (a bad value: 400 at its pointer)."""
+
+    judge_min_labels = serializers.IntegerField(
+        required=False, help_text="distinct labelled answers a judged check needs to be validated (2 to 100000)"
+    )
+    judge_min_rate = serializers.FloatField(
+        required=False, help_text="the TPR and TNR a validated judged check needs (0.5 to 1)"
+    )
+    judge_unvalidated_blocks = serializers.BooleanField(
+        required=False, help_text="a judged check not validated blocks submission (else the gates warn)"
+    )
 
     def get_fields(self):
         fields = super().get_fields()
@@ -124,10 +135,16 @@ class EnvironmentDetailApi(APIView):
     @extend_schema(request=EnvironmentFieldsInput, responses=EnvironmentOutput)
     def patch(self, request, slug):
         """Change the environment's settings that are no content (its owner or an admin): judge_endpoint, the judge
-        endpoint its tasks use. No new version."""
+        endpoint its tasks use; when its judged checks count as validated (judge_min_labels, judge_min_rate) and
+        whether one that is not blocks (judge_unvalidated_blocks); the blind rule (blind_min_correlation,
+        blind_min_scored). All or none; each change audited; no new version."""
         environment = selectors.environment_get_for_user(slug=slug, user=request.user, action="edit")
-        data = _input(EnvironmentFieldsInput, request.data)
-        services.environment_fields_write(environment=environment, user=request.user, data=data)
+        data = dict(_input(EnvironmentFieldsInput, request.data))
+        calibration = {name: data.pop(name) for name in services.CALIBRATION_FIELDS if name in data}
+        with transaction.atomic():
+            if calibration:
+                services.environment_calibration_set(environment=environment, user=request.user, **calibration)
+            services.environment_fields_write(environment=environment, user=request.user, data=data)
         environment = selectors.environment_get_for_user(
             slug=slug, user=request.user, related=services.environment_fields_related()
         )

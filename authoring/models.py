@@ -257,6 +257,7 @@ class AuditEvent(models.Model):
         DOWNLOAD = "download", "downloaded"
         IMPORT = "import", "imported"
         JUDGE = "judge", "chose the judge"
+        CALIBRATION = "calibration", "changed the calibration rules"
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     verb = models.CharField(max_length=20, choices=Verb.choices)

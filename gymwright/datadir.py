@@ -14,7 +14,7 @@ from pathlib import Path
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
-# The bubblewrap sandbox drops to uid 65534 before bwrap binds its workspace, so that user must be
+# The bubblewrap sandbox drops to a uid of its own before bwrap binds its workspace, so that user must be
 # able to pass through (not list, not read) every folder above the sandbox work directory.
 TRAVERSE_ONLY_DIR = 0o711
 

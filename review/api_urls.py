@@ -40,5 +40,10 @@ urlpatterns = [
         apis.BlindHackExampleApi.as_view(),
         name="api-task-blind-hack-example",
     ),
+    path(
+        "tasks/<slug:slug>/blind/hacks/<int:rollout_id>/probe/",
+        apis.BlindHackProbeApi.as_view(),
+        name="api-task-blind-hack-probe",
+    ),
     path("environments/<slug:slug>/blind/", apis.EnvironmentBlindFiguresApi.as_view(), name="api-environment-blind"),
 ]

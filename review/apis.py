@@ -594,7 +594,8 @@ class BlindFiguresApi(APIView):
         tags=["review"],
         description="How the task's reward ranks rollouts against reviewers' blind scores: Spearman with a seeded "
         "bootstrap interval, whether the environment's rule flags it, and `hacks`: rollouts the rubric passes that "
-        "most of their blind scorers fail (`example`: already an example answer); those the caller may still score blind "
+        "most of their blind scorers fail (`example`: already an example answer; `probe`: its answer already a probe); "
+        "those the caller may still score blind "
         "are only counted, in `hacks_hidden`, until the caller has scored them.",
     )
     def get(self, request, slug: str):
@@ -721,4 +722,37 @@ class BlindHackExampleApi(APIView):
         version = blind.hack_to_example(task=task, rollout_id=rollout_id, user=request.user)
         return Response(
             {"version": version.number, "example": blind.example_name(rollout_id)}, status=status.HTTP_201_CREATED
+        )
+
+
+class BlindHackProbeApi(APIView):
+    @extend_schema(
+        request=None,
+        responses={
+            201: inline_serializer(
+                "BlindHackProbe",
+                fields={
+                    "version": serializers.IntegerField(),
+                    "probe": inline_serializer(
+                        "BlindHackProbeEntry",
+                        fields={"answer": serializers.CharField(), "max_reward": serializers.FloatField()},
+                    ),
+                },
+            ),
+            **_errors(400, 403, 404, 409),
+        },
+        operation_id="blind_hack_probe",
+        tags=["review"],
+        description="Turn a flagged hack (a rollout the rubric passes and blind scorers fail) into a rubric probe: "
+        "its final answer, with max_reward the largest hundredth below both the task's pass threshold and the hack's "
+        "reward (so the gates fail it until the rubric is fixed). A new version of the task (its author or an admin), "
+        "audited. 409 when its answer already is a probe; 400 for an answer longer than a probe runs.",
+    )
+    def post(self, request, slug: str, rollout_id: int):
+        from review import blind
+
+        task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+        version = blind.hack_to_probe(task=task, rollout_id=rollout_id, user=request.user)
+        return Response(
+            {"version": version.number, "probe": version.spec["rubric"]["probes"][-1]}, status=status.HTTP_201_CREATED
         )

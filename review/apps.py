@@ -17,3 +17,8 @@ class ReviewConfig(AppConfig):
 
         # The task page, the editor, the environment page and the navigation show review's panels.
         panels.register()
+
+        from review import environment_settings
+
+        # The environment API shows and sets the environment's blind rule (review's data) without importing review.
+        environment_settings.register()

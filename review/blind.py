@@ -2,7 +2,7 @@
 they see the grade (pass / fail and 0-10), and the app measures how well the rubric's reward ranks rollouts as
 humans do (Spearman, with a seeded bootstrap interval) per task and per environment, and lists every rollout the
 rubric passes that humans fail (a hack the probes missed), which the task's editor can turn into an example
-answer expected to fail in one click (audited).
+answer expected to fail, or into a probe scoring below the pass threshold, in one click each (audited).
 
 Rules:
 - the sample is drawn from the finished, graded rollouts of the task's `model` previews, every version (as judge
@@ -16,6 +16,8 @@ Rules:
 """
 
 from __future__ import annotations
+
+from decimal import ROUND_CEILING, Decimal
 
 from django.db import IntegrityError, transaction
 from django.http import Http404
@@ -265,14 +267,29 @@ def hacks(rows: list[dict]) -> list[dict]:
 
 def task_figures(*, task: Task, viewer=None) -> dict:
     """A task's blind-prediction figures: scored rollouts, Spearman (reward vs mean human score) and interval,
-    whether it is flagged under its environment's rule, and its hacks (each with whether it is an example yet).
+    whether it is flagged under its environment's rule, and its hacks (each with whether it is an example answer
+    yet, and whether its answer is a probe).
     A hack names its rollout and reward: to a `viewer` who may still score that rollout blind it would be the grade
     before the score, so such hacks are only counted (`hacks_hidden`) until the viewer has scored them."""
     rule = rule_for(task.environment)
     rows = _rows(tasks=[task])
     latest = task.latest_version
     examples = {example.get("name") for example in (latest.spec.get("examples") or [])} if latest else set()
-    found = [{**row, "example": example_name(row["rollout"]) in examples} for row in hacks(rows)]
+    probes = {
+        probe.get("answer")
+        for probe in ((latest.spec.get("rubric") or {}).get("probes") or [] if latest else [])
+        if isinstance(probe, dict)
+    }
+    found = hacks(rows)
+    answers = dict(Rollout.objects.filter(pk__in=[row["rollout"] for row in found]).values_list("id", "answer"))
+    found = [
+        {
+            **row,
+            "example": example_name(row["rollout"]) in examples,
+            "probe": _probe_answer(answers.get(row["rollout"])) in probes,
+        }
+        for row in found
+    ]
     shown = found
     if viewer is not None and found and _may_score(task=task, user=viewer):
         scored = set(
@@ -387,13 +404,12 @@ def _example_files(workspace_files) -> tuple[list[dict], list[str]]:
     return files, left_out
 
 
-@transaction.atomic
-def hack_to_example(*, task: Task, rollout_id: int, user):
-    """Add the flagged rollout's answer (and its whole text workspace files, up to the format's bounds) to the
-    task's example answers, expected to fail, as a new version; audited. Only the task's editor (its owner, an
-    admin) may: it saves a version. Refused for a rollout that is not a flagged hack, or already an example."""
+def _flagged_hack(*, task: Task, rollout_id: int, user, what: str) -> dict:
+    """The figures' row of `task`'s flagged hack `rollout_id`, if `user` may turn it into `what` (the task's editor:
+    its owner, an admin; it saves a version); NotAllowed, or DomainError for a rollout that is no flagged hack of
+    `task` (another task's rollout is none)."""
     if not permissions.can_edit_task(user, task):
-        raise NotAllowed("Only the task's author or an admin can add example answers to it.")
+        raise NotAllowed(f"Only the task's author or an admin can add {what} to it.")
     row = next((row for row in hacks(_rows(tasks=[task])) if row["rollout"] == rollout_id), None)
     if row is None:
         raise DomainError(
@@ -401,6 +417,36 @@ def hack_to_example(*, task: Task, rollout_id: int, user):
             code="not_a_hack",
             details=[{"pointer": "/rollout", "message": "not a flagged hack"}],
         )
+    return row
+
+
+def _hack_version_save(*, task: Task, latest, content: dict, user, rollout_id: int, message: str, data: dict):
+    """Save `content` as `task`'s next version (from `latest`), audited as made from blind hack `rollout_id`."""
+    version, _ = task_version_create(
+        task=task, author=user, content=content, base_version=latest.number, message=message, _audit=False
+    )
+    audit_record(
+        actor=user,
+        verb=AuditEvent.Verb.NEW_VERSION,
+        target=task,
+        summary=f"{task.slug} v{version.number}: {message}"[:300],
+        data={
+            "version": version.number,
+            "sha256": version.sha256,
+            "from_rollout": rollout_id,
+            "blind_hack": True,
+            **data,
+        },
+    )
+    return version
+
+
+@transaction.atomic
+def hack_to_example(*, task: Task, rollout_id: int, user):
+    """Add the flagged rollout's answer (and its whole text workspace files, up to the format's bounds) to the
+    task's example answers, expected to fail, as a new version; audited. Only the task's editor (its owner, an
+    admin) may: it saves a version. Refused for a rollout that is not a flagged hack, or already an example."""
+    row = _flagged_hack(task=task, rollout_id=rollout_id, user=user, what="example answers")
     latest = task.latest_version
     content = task_version_content(latest)
     content["environment_version"] = latest.environment_version  # an example answer moves nothing else
@@ -422,20 +468,82 @@ def hack_to_example(*, task: Task, rollout_id: int, user):
         example["files"] = files
     content["examples"] = [*examples, example]
     message = f"example answer {name}: rollout {rollout_id} scored {row['reward']:.2f}, blind scorers fail it"
-    version, _ = task_version_create(
-        task=task, author=user, content=content, base_version=latest.number, message=message, _audit=False
+    return _hack_version_save(
+        task=task,
+        latest=latest,
+        content=content,
+        user=user,
+        rollout_id=rollout_id,
+        message=message,
+        data={"files_left_out": left_out[:20]},
     )
-    audit_record(
-        actor=user,
-        verb=AuditEvent.Verb.NEW_VERSION,
-        target=task,
-        summary=f"{task.slug} v{version.number}: {message}",
-        data={
-            "version": version.number,
-            "sha256": version.sha256,
-            "from_rollout": rollout_id,
-            "blind_hack": True,
-            "files_left_out": left_out[:20],
-        },
+
+
+# ---------------------------------------------------------------- a hack becomes a probe
+
+_HUNDREDTH = Decimal("0.01")
+
+
+def probe_max_reward(*, pass_threshold: float, reward: float) -> float | None:
+    """A blind hack's probe's max_reward: the largest hundredth strictly below both the task's pass threshold and
+    the reward the rubric gave the hack (None when that is below 0: a threshold of 0 passes every answer).
+
+    Below the reward: the rubric that rewarded this exact hack fails its probe's gate (the gate fails a probe
+    scoring above its max_reward). Below the pass threshold: once the gate passes, the hack no longer passes the
+    task. Hundredths, so that the rubric reads as an author would write it."""
+    limit = Decimal(repr(min(float(pass_threshold), float(reward))))
+    value = limit.quantize(_HUNDREDTH, rounding=ROUND_CEILING) - _HUNDREDTH
+    return None if value < 0 else float(value)
+
+
+def _probe_answer(answer: str | None) -> str:
+    return storable_text(answer or "")
+
+
+@transaction.atomic
+def hack_to_probe(*, task: Task, rollout_id: int, user):
+    """Add the flagged rollout's final answer to the task's rubric probes, with `probe_max_reward` (below the task's
+    pass threshold and the hack's reward), as a new version; audited. The rules of hack_to_example: the task's
+    editor only, a flagged hack of this task only. Refused when its answer is already a probe, or longer than a
+    probe runs (sandbox PROBE_TEXT_MAX: make it an example answer instead), or when no reward is below the task's
+    pass threshold. A probe answers with text only: the hack's workspace files go with its example answer."""
+    from sandbox.services import PROBE_TEXT_MAX
+
+    row = _flagged_hack(task=task, rollout_id=rollout_id, user=user, what="probes")
+    latest = task.latest_version
+    content = task_version_content(latest)
+    content["environment_version"] = latest.environment_version  # a probe moves nothing else
+    rubric = dict(content.get("rubric") or {})
+    probes = list(rubric.get("probes") or [])
+    answer = _probe_answer(Rollout.objects.only("answer").get(pk=rollout_id).answer)
+    if len(answer) > PROBE_TEXT_MAX:
+        raise DomainError(
+            f"Rollout {rollout_id}'s answer is {len(answer)} characters; a probe answers at most {PROBE_TEXT_MAX}. "
+            "Make it an example answer expected to fail instead.",
+            code="invalid",
+            details=[{"pointer": "/answer", "message": f"at most {PROBE_TEXT_MAX} characters"}],
+        )
+    if any(isinstance(probe, dict) and probe.get("answer") == answer for probe in probes):
+        raise ConflictError(
+            f"Rollout {rollout_id}'s answer is already a probe of {task.slug}.", extra={"rollout": rollout_id}
+        )
+    threshold = _pass_threshold(latest.spec)
+    limit = probe_max_reward(pass_threshold=threshold, reward=row["reward"])
+    if limit is None:
+        raise DomainError(
+            f"{task.slug} passes every answer (pass threshold {threshold:g}): no probe's max_reward is below it.",
+            code="invalid",
+            details=[{"pointer": "/rubric/pass_threshold", "message": "no reward is below it"}],
+        )
+    rubric["probes"] = [*probes, {"answer": answer, "max_reward": limit}]
+    content["rubric"] = rubric
+    message = f"probe from rollout {rollout_id} (scored {row['reward']:.2f}, blind scorers fail it): at most {limit:g}"
+    return _hack_version_save(
+        task=task,
+        latest=latest,
+        content=content,
+        user=user,
+        rollout_id=rollout_id,
+        message=message,
+        data={"probe": {"index": len(probes), "max_reward": limit}},
     )
-    return version

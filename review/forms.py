@@ -45,3 +45,29 @@ class BlindScoreForm(forms.Form):
         label="Would you pass this rollout?",
     )
     score = forms.IntegerField(min_value=0, max_value=10, label="Its quality, 0 (worthless) to 10 (perfect)")
+
+
+class EnvironmentCalibrationForm(forms.Form):
+    """An environment's calibration settings (review.environment_settings); the bounds are the services'."""
+
+    judge_min_labels = forms.IntegerField(label="Labelled answers a judged check needs")
+    judge_min_rate = forms.FloatField(
+        label="TPR and TNR a judged check needs", widget=forms.NumberInput({"step": "any"})
+    )
+    judge_unvalidated_blocks = forms.BooleanField(
+        required=False, label="A judged check not validated blocks submission (else the gates warn)"
+    )
+    blind_min_correlation = forms.FloatField(
+        label="Spearman below which a task is flagged", widget=forms.NumberInput({"step": "any"})
+    )
+    blind_min_scored = forms.IntegerField(label="Rollouts scored blind before a task is judged")
+
+    @classmethod
+    def initial_from(cls, *, environment, blind_rule) -> dict:
+        return {
+            "judge_min_labels": environment.judge_min_labels,
+            "judge_min_rate": environment.judge_min_rate,
+            "judge_unvalidated_blocks": environment.judge_unvalidated_blocks,
+            "blind_min_correlation": blind_rule.min_correlation,
+            "blind_min_scored": blind_rule.min_scored,
+        }

@@ -7,6 +7,7 @@ The task's status lives on authoring.Task; only review.services changes it
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 
@@ -143,9 +144,10 @@ class BlindRule(models.Model):
     """An environment's rule for flagging a task whose reward disagrees with blind human scores; without a row,
     grading.engine.calibration's defaults (Spearman below 0.5 over at least 10 scored rollouts)."""
 
-    environment = models.OneToOneField("authoring.Environment", on_delete=models.CASCADE, related_name="+")
-    min_correlation = models.FloatField(default=0.5)
-    min_scored = models.PositiveIntegerField(default=10)
+    environment = models.OneToOneField("authoring.Environment", on_delete=models.CASCADE, related_name="blind_rule")
+    # Set by the environment's owner (review.environment_settings.blind_rule_set) or in the admin.
+    min_correlation = models.FloatField(default=0.5, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)])
+    min_scored = models.PositiveIntegerField(default=10, validators=[MinValueValidator(3), MaxValueValidator(100_000)])
 
     class Meta:
         constraints = [

@@ -107,6 +107,21 @@ def preview_calibration(*, request, preview_run, **_):
     return {"calibration": calibration, "task": task, "environment": permissions.can_review(request.user)}
 
 
+def environment_calibration(*, request, environment, calibration_form=None, **_):
+    """The environment page's Calibration: when its judged checks count as validated, whether one that is not
+    blocks, and the blind rule; its owner (or an admin) changes them. `calibration_form`: a refused change's bound
+    form (review.views.environment_calibration)."""
+    from review import blind
+    from review.forms import EnvironmentCalibrationForm
+
+    rule = blind.rule_for(environment)
+    if calibration_form is None and permissions.can_edit_environment(request.user, environment):
+        calibration_form = EnvironmentCalibrationForm(
+            initial=EnvironmentCalibrationForm.initial_from(environment=environment, blind_rule=rule)
+        )
+    return {"environment": environment, "blind_rule": rule, "calibration_form": calibration_form}
+
+
 def register() -> None:
     from gymwright.pages import panel_register
 
@@ -120,3 +135,8 @@ def register() -> None:
         "environment_detail.actions", template="review/_environment_links.html", selector=environment_dashboard_link
     )
     panel_register("base.nav", template="review/_nav.html", selector=navigation)
+    panel_register(
+        "environment_detail.calibration",
+        template="review/_environment_calibration.html",
+        selector=environment_calibration,
+    )

@@ -398,14 +398,18 @@ def agreement_page(request, slug):
 @require_safe
 @_review_workspace
 def environment_dashboard(request, slug):
+    from review.calibration import environment_calibration_json
+
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+    agreement = review_agreement.agreement_json(environment=environment)
     return render(
         request,
         "review/dashboard.html",
         {
             "environment": environment,
             **selectors.environment_dashboard(environment=environment),
-            "agreement": review_agreement.agreement_json(environment=environment)["overall"],
+            "agreement": agreement["overall"],
+            "calibration": environment_calibration_json(environment=environment, agreement=agreement),
         },
     )
 
@@ -499,3 +503,56 @@ def blind_hack_example(request, slug, rollout_id):
             f"{blind.example_name(rollout_id)}, expected to fail.",
         )
     return redirect("review:blind_figures", slug=slug)
+
+
+@require_POST
+def blind_hack_probe(request, slug, rollout_id):
+    """The one click that turns a flagged hack into a rubric probe scoring below the pass threshold (a new version)."""
+    from review import blind
+
+    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
+    try:
+        version = blind.hack_to_probe(task=task, rollout_id=rollout_id, user=request.user)
+    except NotAllowed as exc:
+        return _forbidden(request, exc)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        probe = version.spec["rubric"]["probes"][-1]
+        messages.success(
+            request,
+            f"Saved v{version.number}: rollout {rollout_id}'s answer is a probe that must score at most "
+            f"{probe['max_reward']:g}. Run the gates to see the rubric fail it until you fix the rubric.",
+        )
+    return redirect("review:blind_figures", slug=slug)
+
+
+@require_POST
+def environment_calibration(request, slug):
+    """The environment's owner (or an admin) changes its calibration settings (the environment page's Calibration
+    panel posts here); a refused change answers the environment's page again with the form's errors."""
+    from authoring.views import environment_page
+    from gymwright.forms import form_add_domain_error
+    from review import environment_settings
+    from review.forms import EnvironmentCalibrationForm
+
+    environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+    if not permissions.can_edit_environment(request.user, environment):
+        owner = environment.owner.get_username() if environment.owner_id else "nobody"
+        return _forbidden(
+            request,
+            NotAllowed(f"Only {owner}, the owner of {environment.slug}, or an admin can change its calibration."),
+        )
+    form = EnvironmentCalibrationForm(request.POST)
+    if form.is_valid():
+        try:
+            environment_settings.environment_settings_set(
+                environment=environment, user=request.user, values=form.cleaned_data
+            )
+        except DomainError as exc:
+            environment.refresh_from_db()
+            form_add_domain_error(form, exc)
+        else:
+            messages.success(request, f"{environment.slug}'s calibration settings are saved.")
+            return redirect(reverse("authoring:environment_detail", args=[slug]) + "#calibration")
+    return environment_page(request, environment, status=400, calibration_form=form)

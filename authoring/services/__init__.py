@@ -23,7 +23,12 @@ from authoring.services.documents import (
     environment_limits_check,
     environment_spec_validate,
 )
-from authoring.services.environments import environment_create, environment_version_create
+from authoring.services.environments import (
+    CALIBRATION_FIELDS,
+    environment_calibration_set,
+    environment_create,
+    environment_version_create,
+)
 from authoring.services.hooks import (
     EnvironmentField,
     environment_field_register,
@@ -48,7 +53,9 @@ __all__ = [
     "environment_limits_check",
     "environment_spec_validate",
     "task_version_created_hook",
+    "CALIBRATION_FIELDS",
     "EnvironmentField",
+    "environment_calibration_set",
     "environment_field_register",
     "environment_fields",
     "environment_fields_related",

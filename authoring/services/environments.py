@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -10,7 +13,7 @@ from authoring.models import AuditEvent, Environment, EnvironmentVersion
 from authoring.services.audit import audit_record
 from authoring.services.documents import environment_spec_validate
 from grading.engine import content_sha256
-from gymwright.errors import ConflictError, NotAllowed
+from gymwright.errors import ConflictError, DomainError, NotAllowed
 
 
 def _not_yours(target, what: str, *, pointer: str = "/id") -> NotAllowed:
@@ -85,3 +88,82 @@ def environment_version_create(
             data={"version": number},
         )
     return version, True
+
+
+#: The environment's own calibration settings (when a judged check of its tasks counts as validated, and whether
+#: one that is not blocks submission), each with the words that name it: the names are the API's fields and the
+#: errors' pointers.
+CALIBRATION_FIELDS = {
+    "judge_min_labels": "Labelled answers a judged check needs",
+    "judge_min_rate": "TPR and TNR a judged check needs",
+    "judge_unvalidated_blocks": "A judged check not validated blocks submission",
+}
+_CALIBRATION_KINDS = {
+    "judge_min_labels": "a whole number",
+    "judge_min_rate": "a number",
+    "judge_unvalidated_blocks": "true or false",
+}
+
+
+def _calibration_invalid(name: str, message: str) -> DomainError:
+    return DomainError(f"{CALIBRATION_FIELDS[name]}: {message}.", details=[{"pointer": f"/{name}", "message": message}])
+
+
+def _calibration_value_ok(name: str, value) -> bool:
+    if name == "judge_unvalidated_blocks":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if name == "judge_min_labels":
+        return isinstance(value, int)
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+@transaction.atomic
+def environment_calibration_set(
+    *,
+    environment: Environment,
+    user,
+    judge_min_labels: int | None = None,
+    judge_min_rate: float | None = None,
+    judge_unvalidated_blocks: bool | None = None,
+) -> Environment:
+    """Change when `environment`'s judged checks count as validated (None: unchanged); only its owner or an admin
+    may. Bounds are the model's validators; a bad value is a DomainError at its field's pointer. Audited on the
+    environment when anything changed; no new version (a rule, not content)."""
+    if not permissions.can_edit_environment(user, environment):
+        raise _not_yours(environment, "environment", pointer="/judge_min_labels")
+    values = {
+        "judge_min_labels": judge_min_labels,
+        "judge_min_rate": judge_min_rate,
+        "judge_unvalidated_blocks": judge_unvalidated_blocks,
+    }
+    changes = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if not _calibration_value_ok(name, value):
+            raise _calibration_invalid(name, f"must be {_CALIBRATION_KINDS[name]}")
+        old = getattr(environment, name)
+        if value != old:
+            changes[name] = [old, value]
+            setattr(environment, name, value)
+    if not changes:
+        return environment
+    try:
+        environment.full_clean(exclude=["latest_version", "owner", "slug", "name", "description"])
+    except ValidationError as exc:
+        environment.refresh_from_db(fields=list(CALIBRATION_FIELDS))
+        errors = exc.message_dict
+        name = next((field for field in CALIBRATION_FIELDS if field in errors), next(iter(changes)))
+        message = next(iter(errors.get(name) or [m for ms in errors.values() for m in ms]), "out of range")
+        raise _calibration_invalid(name, message.rstrip(".").lower())
+    environment.save(update_fields=[*changes, "updated_at"])
+    audit_record(
+        actor=user,
+        verb=AuditEvent.Verb.CALIBRATION,
+        target=environment,
+        summary="calibration: " + ", ".join(f"{name} {old} → {new}" for name, (old, new) in changes.items()),
+        data={"calibration": changes},
+    )
+    return environment

@@ -255,14 +255,18 @@ api-inbox-read                         POST          -         401    200    200
 api-agreement                          GET,HEAD      -         401    403    200    200    200    200    403
 #   blind human scores (review.blind): figures for the review workspace; scoring for reviewers but the task's
 #   author; the world's rollout is an oracle's, not in the blind pool (model previews only): 404 past the refusals
+#   an environment's calibration settings: its owner's (and admins')
+review:environment_calibration         POST          -         login  404    302w   403    403    302w   403
 review:blind_figures                   GET,HEAD      -         login  403    200    200    200    200    403
 review:blind_score                     GET,HEAD,POST -         login  403    403    403    404    404    403
 #   the world's rollout is no flagged hack: said on the figures page, nothing written
 review:blind_hack_example              POST          -         login  404    302=   403    403    302=   403
+review:blind_hack_probe                POST          -         login  404    302=   403    403    302=   403
 api-task-blind                         GET,HEAD      -         401    403    200    200    200    200    403
 api-task-blind-sample                  GET,HEAD      -         401    404    403    403    200    200    403
 api-task-blind-score                   POST          -         401    404    403    403    404    404    403
 api-task-blind-hack-example            POST          -         401    404    400    403    403    400    403
+api-task-blind-hack-probe              POST          -         401    404    400    403    403    400    403
 api-environment-blind                  GET,HEAD      -         401    403    200    200    200    200    403
 
 # ---------------------------------------------------------- packs: lab members and admins build, every member reads
@@ -364,6 +368,15 @@ BODIES = {
     "grading:dry_run": (FORM, lambda: {"rubric": json.dumps(RUBRIC), "answer": "It is 42."}),
     "grading:judge_label": (FORM, lambda: {"verdict": "agree"}),
     "grading:environment_judge": (FORM, lambda: {"judge_endpoint": str(_judge_endpoint_id())}),
+    "review:environment_calibration": (
+        FORM,
+        lambda: {
+            "judge_min_labels": "20",
+            "judge_min_rate": "0.9",
+            "blind_min_correlation": "0.4",
+            "blind_min_scored": "5",
+        },
+    ),
     "sandbox:preview_start": (FORM, lambda: {"policy": "oracle", "n": "1", "backend": "bubblewrap"}),
     "review:task_review": (FORM, lambda: {"decision": "approve", "version": "2"}),
     "review:comment_create": (FORM, lambda: {"body": "A new thought", "check_id": ""}),

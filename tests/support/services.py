@@ -28,7 +28,13 @@ def require_bwrap() -> str:
     path = shutil.which("bwrap")
     if not path:
         missing("bubblewrap", "apt-get install bubblewrap")
-    probe = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True)
+    from sandbox.runtime.backends.bubblewrap import root_entry_args
+
+    # The probe binds what a sandbox binds (/usr and its links). A recursive bind of "/" took in every
+    # other test's sandbox tmpfs, and one unmounted between bwrap's bind and its read-only remount
+    # failed the probe (EINVAL, CI 2026-11-27) on a host where bubblewrap works.
+    argv = [path, "--ro-bind", "/usr", "/usr", *root_entry_args(), "--unshare-all", "/usr/bin/true"]
+    probe = subprocess.run(argv, capture_output=True)
     if probe.returncode != 0:
         missing("bubblewrap namespaces", probe.stderr.decode(errors="replace").strip())
     return path

@@ -17,13 +17,15 @@ different interpreter can be made visible with `ro_binds` (it is bound at
 the same path, e.g. a pyenv prefix, whose rpath is absolute).
 
 Limits: memory (memory cgroup, or RLIMIT_AS without one), processes (pids
-cgroup; RLIMIT_NPROC only when the sandbox user is not shared), CPU (cpu
+cgroup, or RLIMIT_NPROC without one), CPU (cpu
 cgroup quota for `cpus`, RLIMIT_CPU per process), a single file's size
 (RLIMIT_FSIZE = the workspace cap) and the workspace's total size (watched
 during the exec and checked after it; by default, when the worker may mount, a
-size-limited tmpfs: a hard cap). When the worker runs as root the
-sandbox runs as uid/gid 65534 (setpriv before bwrap), so a process that got
-out of its namespaces would still be `nobody`.
+size-limited tmpfs: a hard cap). When the worker runs as root each
+sandbox runs as a uid/gid of its own (setpriv before bwrap; from a range no
+host account uses, see `sandbox_uid`), so a process that got out of its
+namespaces would own nothing and could signal no other sandbox, and
+RLIMIT_NPROC, which counts every process of a uid, counts this sandbox's alone.
 
 Processes do not outlive their exec: the pid namespace dies with the
 command's bwrap, so a background `server &` (even a `setsid` one) is gone
@@ -111,6 +113,11 @@ ETC_ENTRIES = (
     "profile",
 )
 ROOT_ENTRIES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# Each sandbox's own uid and gid, drawn from [BASE, BASE + SPAN): far above the ids distributions hand out
+# (users, subordinate ranges from 100000) and below systemd's container range (2147352576 and up).
+SANDBOX_UID_BASE = 2_000_000_000
+SANDBOX_UID_SPAN = 1 << 24
+PER_SANDBOX = "per-sandbox"
 WATCH_INTERVAL_S = 0.5
 
 
@@ -121,8 +128,9 @@ def default_work_dir() -> Path:
 class BubblewrapBackend(Backend):
     """Options: `work_dir` (where sandbox directories live; default
     $GYMWRIGHT_SANDBOX_DIR or /tmp/gymwright-sandboxes; must be traversable by
-    the sandbox user), `run_as` ((uid, gid) to drop to when the worker is root;
-    default (65534, 65534); None keeps the worker's uid), `bwrap` (path),
+    the sandbox user), `run_as` (what to drop to when the worker is root:
+    PER_SANDBOX, the default, a uid and gid of each sandbox's own; or one
+    (uid, gid) all sandboxes share; None keeps the worker's uid), `bwrap` (path),
     `python` (interpreter linked as `python`/`python3` in the sandbox),
     `ro_binds` (extra host paths shown read-only at the same place),
     `use_cgroups` (default True), `use_spawner` (fork execs from a per-sandbox
@@ -142,7 +150,7 @@ class BubblewrapBackend(Backend):
         self,
         *,
         work_dir: str | Path | None = None,
-        run_as: tuple[int, int] | None = (65534, 65534),
+        run_as: tuple[int, int] | str | None = PER_SANDBOX,
         bwrap: str | None = None,
         python: str | None = None,
         ro_binds: Sequence[str] = (),
@@ -218,7 +226,10 @@ class BubblewrapSandbox(Sandbox):
         self.tmp_dir = self.root / "tmp"
         self.env_dir = self.root / "env"
         self.etc_dir = self.root / "etc"
-        uid, gid = backend.run_as or (os.getuid(), os.getgid())
+        if backend.run_as == PER_SANDBOX:
+            uid = gid = sandbox_uid(self.id)
+        else:
+            uid, gid = backend.run_as or (os.getuid(), os.getgid())
         self.uid, self.gid = uid, gid
         for path, mode in (
             (self.workspace_dir, 0o755),
@@ -257,9 +268,11 @@ class BubblewrapSandbox(Sandbox):
         self.seccomp_file = self.root / "seccomp.bpf"
         _write_private(self.seccomp_file, _seccomp_program())
         # Without a pids cgroup, RLIMIT_NPROC is the fallback. It counts every
-        # process of the (host) user: for the shared sandbox uid that is all
-        # sandboxes together; for a worker that is not root, its own processes
-        # too, so the limit is what the user runs now plus the sandbox's share.
+        # process of the (host) user: a uid of the sandbox's own counts this
+        # sandbox alone; a uid all sandboxes share (run_as=(uid, gid)) counts
+        # them together, so one sandbox's processes could keep the next from
+        # starting; for a worker that is not root, its own processes too, so
+        # the limit is what the user runs now plus the sandbox's share.
         # Root ignores RLIMIT_NPROC, hence no limit when running as root.
         self._nproc_limit = None
         if not self.cgroups.has_pids and self.uid != 0:
@@ -336,12 +349,7 @@ class BubblewrapSandbox(Sandbox):
             "/usr",
             "/usr",
         ]
-        for name in ROOT_ENTRIES:
-            host = Path("/") / name
-            if host.is_symlink():
-                args += ["--symlink", os.readlink(host), f"/{name}"]
-            elif host.is_dir():
-                args += ["--ro-bind", str(host), f"/{name}"]
+        args += root_entry_args()
         for name in ETC_ENTRIES:
             if os.path.lexists(f"/etc/{name}"):
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -566,8 +574,7 @@ class BubblewrapSandbox(Sandbox):
     def _setpriv_args(self) -> list[str]:
         if not self.backend.run_as:
             return []
-        uid, gid = self.backend.run_as
-        return [self.backend.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+        return [self.backend.setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
 
     # The spawner: a shell started once per sandbox, already inside its
     # cgroups, that forks every exec's bwrap. Moving a new process into a
@@ -1013,6 +1020,25 @@ def _libc():
     import ctypes.util
 
     return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def sandbox_uid(sandbox_id: str) -> int:
+    """The uid (and gid) of sandbox `sandbox_id` (12 random hex digits): two live sandboxes share one only
+    by a 1-in-16-million chance, and then merely share a process count, as every sandbox did before."""
+    return SANDBOX_UID_BASE + int(sandbox_id, 16) % SANDBOX_UID_SPAN
+
+
+def root_entry_args() -> list[str]:
+    """bwrap arguments for /bin, /lib and the like as the host has them: links into /usr (merged /usr) or
+    read-only binds. Never a bind of "/" itself: that would take in every other sandbox's mounts."""
+    args: list[str] = []
+    for name in ROOT_ENTRIES:
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), f"/{name}"]
+    return args
 
 
 def _mount_tmpfs(path: Path, options: str) -> str | None:

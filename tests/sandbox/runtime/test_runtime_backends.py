@@ -225,6 +225,74 @@ def test_bubblewrap_without_cgroups_falls_back_to_rlimits_and_direct_starts(spec
             assert "fork" in forks.stderr.lower()
 
 
+def test_without_cgroups_one_sandbox_s_processes_never_keep_another_from_starting(spec):
+    """RLIMIT_NPROC counts every process of a uid. When all bubblewrap sandboxes ran as 65534, one rollout
+    holding its whole process budget made the next sandbox fail to start (EAGAIN; in CI, beside the fork
+    tests): an agent could fail the other rollouts of its group, which raises its own GRPO advantage. Each
+    sandbox now has a uid of its own."""
+    import threading
+
+    from sandbox.runtime import get_backend
+    from tests.support.services import require_bwrap, require_root
+
+    require_bwrap()
+    require_root("dropping to a sandbox's own uid")
+    backend = get_backend("bubblewrap", use_cgroups=False, use_spawner=False, tmpfs_caps=False)
+    small = spec.with_overrides(pids=16)
+    with backend.start(small) as hog, backend.start(small) as other:
+        assert hog.uid != other.uid and min(hog.uid, other.uid) >= 2_000_000_000
+        assert other.exec("id -u").stdout == f"{other.uid}\n"
+        holding = threading.Event()
+        result = {}
+
+        def fill():
+            # Fork until the cap refuses, say so, then hold every process for a while.
+            result["hog"] = hog.exec(["python3", "-c", HOG], timeout_s=8)
+
+        thread = threading.Thread(target=fill)
+        thread.start()
+        try:
+            for _ in range(100):
+                if len(_pids_of(hog.uid)) >= 15:
+                    holding.set()
+                    break
+                threading.Event().wait(0.05)
+            assert holding.is_set(), "the hog never filled its process budget"
+            assert other.exec("echo ok").stdout == "ok\n"
+        finally:
+            thread.join()
+        assert result["hog"].timed_out
+
+
+HOG = """
+import os, time
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(20)
+        os._exit(0)
+print("full", flush=True)
+time.sleep(20)
+"""
+
+
+def _pids_of(uid: int) -> list[int]:
+    import os
+
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    pids.append(int(entry.name))
+            except FileNotFoundError:
+                pass
+    return pids
+
+
 def test_a_killed_bubblewrap_spawner_is_replaced(spec):
     from sandbox.runtime import get_backend
     from tests.support.services import missing, require_bwrap
