@@ -112,3 +112,22 @@ def test_the_pack_list_costs_the_same_queries_for_one_pack_as_for_thirty_and_rea
     # inbox count. API: the token with its user and roles, count, the page's keys, those packs.
     with django_assert_num_queries(5 if url == "/packs/" else 4):
         client.get(url, **extra)
+
+
+def test_a_page_of_packs_is_rendered_once_per_content(client, lab, monkeypatch):
+    """The list's rows are kept per content (packs/_pack_rows.html through kept_fragment): the same page is read back,
+    a pack whose latest version changed is shown anew, and the rows are escaped as the template escapes them."""
+    from gymwright.process_cache import Kept
+    from gymwright.templatetags import pages as page_tags
+
+    monkeypatch.setattr(page_tags, "_FRAGMENTS", Kept(entries=8))
+    make_packs(2)
+    TaskPack.objects.create(slug="odd", name="<b>odd</b>")
+    client.force_login(lab)
+    first = client.get("/packs/")
+    assert _listed(client.get("/packs/")) == _listed(first) and len(page_tags._FRAGMENTS) == 1
+    assert "&lt;b&gt;odd&lt;/b&gt;" in first.content.decode()
+    PackVersion.objects.create(
+        pack=TaskPack.objects.get(slug="pack-001"), version="1.3.0", major=1, minor=3, patch=0, manifest={}
+    )
+    assert ("pack-001", "1.3.0 Building") in _listed(client.get("/packs/")) and len(page_tags._FRAGMENTS) == 2
