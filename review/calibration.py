@@ -5,6 +5,8 @@ them. The maths is grading.engine.calibration's; the label rows and the answers 
 
 from __future__ import annotations
 
+from django.db.models import F
+
 from grading.engine import calibration
 from grading.engine.calibration import JudgedCheck, JudgeRates, JudgeValidationRule, RolloutScores
 from grading.models import CheckResult
@@ -157,4 +159,42 @@ def pack_judge_json(*, preview_run: PreviewRun) -> dict | None:
         "method": document["method"],
         "bootstrap": document["bootstrap"],
         "rule": document["rule"],
+    }
+
+
+#: The environment dashboard corrects the pass rates of at most this many tasks' latest model previews (each one a
+#: bootstrap over its rollouts and labels); the agreement page lists every check's rates.
+DASHBOARD_CORRECTED_TASKS = 20
+
+
+def environment_calibration_json(*, environment, agreement: dict) -> dict:
+    """The environment dashboard's judge calibration: from `agreement` (agreement_json of `environment`) each
+    labelled check's TPR / TNR with their intervals and whether labels validate it, beside its pass rate in the
+    latest finished model preview of its task's latest version, raw and corrected (for the first
+    DASHBOARD_CORRECTED_TASKS tasks with labels)."""
+    slugs = list(dict.fromkeys(row["task"] for row in agreement["checks"]))[:DASHBOARD_CORRECTED_TASKS]
+    latest = {}
+    for run in (
+        PreviewRun.objects.filter(
+            task_version__task__environment=environment,
+            task_version__task__slug__in=slugs,
+            task_version_id=F("task_version__task__latest_version_id"),
+            policy_kind="model",
+            status__in=PreviewRun.FINISHED,
+        )
+        .select_related("task_version__task__environment")
+        .order_by("task_version__task__slug", "-created_at", "-id")
+    ):
+        latest.setdefault(run.task_version.task.slug, run)
+    corrected = {}
+    for slug, run in latest.items():
+        document = preview_calibration_json(preview_run=run)
+        for row in (document or {}).get("checks", []):
+            corrected[(slug, row["check_id"])] = {**row, "preview": run.pk}
+    checks = [{**row, "preview": corrected.get((row["task"], row["check_id"]))} for row in agreement["checks"]]
+    return {
+        "overall": agreement["overall"]["calibration"],
+        "checks": checks,
+        "validated": sum(1 for row in checks if row["calibration"]["validated"]),
+        "rule": agreement["rule"],
     }

@@ -398,14 +398,18 @@ def agreement_page(request, slug):
 @require_safe
 @_review_workspace
 def environment_dashboard(request, slug):
+    from review.calibration import environment_calibration_json
+
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+    agreement = review_agreement.agreement_json(environment=environment)
     return render(
         request,
         "review/dashboard.html",
         {
             "environment": environment,
             **selectors.environment_dashboard(environment=environment),
-            "agreement": review_agreement.agreement_json(environment=environment)["overall"],
+            "agreement": agreement["overall"],
+            "calibration": environment_calibration_json(environment=environment, agreement=agreement),
         },
     )
 

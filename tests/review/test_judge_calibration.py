@@ -194,3 +194,29 @@ def test_a_tasks_judge_rates_are_read_once_until_its_labels_change(measured, rev
     label(measured.latest_version.grades.order_by("id").first(), second_reviewer, False)  # overrules one: contested
     after = task_rates(task=measured)["clear"]
     assert (after.contested, first["clear"].contested) == (1, 0)
+
+
+def wilson_by_hand(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def test_the_environment_dashboard_shows_each_checks_rates_validation_and_corrected_pass_rate(client, measured, author):
+    assert [round(bound, 4) for bound in wilson_by_hand(9, 10)] == [0.5958, 0.9821]  # TPR 9/10: 60 %–98 %
+    assert [round(bound, 4) for bound in wilson_by_hand(8, 10)] == [0.4902, 0.9433]  # TNR 8/10: 49 %–94 %
+    client.force_login(author)
+    page = " ".join(client.get("/review/environments/shell/").content.decode().split())
+    assert 'id="judge-calibration"' in page and "no model preview of its latest version" in page
+    version = measured.latest_version
+    run = finished_preview(version, author, "model", [1.0] * 5 + [0.5] * 5)
+    for rollout, met in zip(run.rollouts.order_by("index"), [True] * 5 + [False] * 5, strict=True):
+        Rollout.objects.filter(pk=rollout.pk).update(grade=grade(version, author, met))
+    page = " ".join(client.get("/review/environments/shell/").content.decode().split())
+    row = page.split('data-check="judged/clear">', 1)[1].split("</tr>", 1)[0]
+    assert '<td data-figure="tpr">90.0 % <span class="muted">(60 %–98 %)</span>' in row
+    assert '<td data-figure="tnr">80.0 % <span class="muted">(49 %–94 %)</span>' in row
+    assert "not validated" in row and "TNR 0.80 below 0.85" in row
+    assert f'href="/previews/{run.pk}/">50.0 %</a>' in row and "<strong>42.9 %</strong>" in row  # 3/7 beside 1/2
+    assert "0 of 1 labelled check validated" in page
