@@ -22,7 +22,7 @@ class EndpointConfig:
     name: str
     base_url: str
     model: str
-    api_key: str
+    api_key: str = field(repr=False)
     params: dict = field(default_factory=dict)
     source: str = "admin"  # "admin" or "environment"
     response_format: str = ModelEndpoint.ResponseFormat.AUTO
@@ -52,14 +52,7 @@ def _endpoint_config(role: str, name: str | None = None, chosen_id: int | None =
     if endpoint is None:
         endpoint = queryset.filter(is_default=True).first() or (queryset.first() if queryset.count() == 1 else None)
     if endpoint is not None:
-        return EndpointConfig(
-            name=endpoint.name,
-            base_url=endpoint.base_url,
-            model=endpoint.model,
-            api_key=os.environ.get(endpoint.api_key_env or "OPENAI_API_KEY", ""),
-            params=dict(endpoint.default_params or {}),
-            response_format=endpoint.response_format,
-        )
+        return _endpoint_row_config(endpoint)
     model = settings.JUDGE_MODEL if role == ModelEndpoint.Role.JUDGE else settings.POLICY_MODEL
     if settings.OPENAI_BASE_URL and model:
         return EndpointConfig(
@@ -70,6 +63,18 @@ def _endpoint_config(role: str, name: str | None = None, chosen_id: int | None =
             source="environment",
         )
     return None
+
+
+def _endpoint_row_config(endpoint: ModelEndpoint) -> EndpointConfig:
+    """An admin endpoint's configuration, its API key read from the environment variable it names."""
+    return EndpointConfig(
+        name=endpoint.name,
+        base_url=endpoint.base_url,
+        model=endpoint.model,
+        api_key=os.environ.get(endpoint.api_key_env or "OPENAI_API_KEY", ""),
+        params=dict(endpoint.default_params or {}),
+        response_format=endpoint.response_format,
+    )
 
 
 # Workers and pages read endpoint configuration through this cache (max_age_s > 0): one lookup per
@@ -147,22 +152,34 @@ _environment_judge = Prepared(
 )
 
 
+def _judge_endpoint(endpoint: EndpointConfig) -> engine.JudgeEndpoint:
+    """The engine's view of a judge endpoint: its address, model, key, response_format mode and max_tokens (its
+    default_params' whole number, else the engine's default)."""
+    max_tokens = endpoint.params.get("max_tokens")
+    extra = {"max_tokens": max_tokens} if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else {}
+    return engine.JudgeEndpoint(
+        base_url=endpoint.base_url,
+        model=endpoint.model,
+        api_key=endpoint.api_key,
+        response_format=endpoint.response_format,
+        **extra,
+    )
+
+
 def _judge_config(rubric_model: str | None, chosen_id: int | None = None):
     endpoint = endpoint_config_for("judge", name=rubric_model, chosen_id=chosen_id)
     if endpoint is None:
         return None
-    # A check may name another judge endpoint (`"model": "strict-judge"`): those served
-    # from the same base URL map to their model ids; any other name uses the default.
-    models = dict(
-        ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE, base_url=endpoint.base_url).values_list(
-            "name", "model"
-        )
-    )
+    # A check or a judge panel may name any configured judge endpoint (`"model": "strict-judge"`,
+    # `"panel": ["strict-judge", "other-provider"]`): each is called at its own address, with its own key,
+    # response_format mode and max_tokens; any other name uses the default (a panel member: no verdict).
+    endpoints = {
+        row.name: _judge_endpoint(_endpoint_row_config(row))
+        for row in ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE)
+    }
+    default = _judge_endpoint(endpoint)
     if rubric_model:
-        models[rubric_model] = endpoint.model
-    extra = {}
-    if isinstance(endpoint.params.get("max_tokens"), int):
-        extra["max_tokens"] = endpoint.params["max_tokens"]
+        endpoints[rubric_model] = default
     # One cache directory for every worker (settings.JUDGE_CACHE_DIR, shared storage
     # when workers run on several hosts): the same question is asked of the model once.
     return engine.JudgeConfig(
@@ -176,12 +193,12 @@ def _judge_config(rubric_model: str | None, chosen_id: int | None = None):
         grade_deadline_s=settings.JUDGE_GRADE_DEADLINE_S,
         max_text_chars=settings.JUDGE_MAX_CHARS,
         cache_dir=str(settings.JUDGE_CACHE_DIR) if settings.JUDGE_CACHE_DIR else None,
-        models=models,
+        endpoints=endpoints,
         # a judge panel's members must be configured judge endpoints: an author cannot name any model the
         # provider sells on the admin's key
         models_only=True,
-        response_format=endpoint.response_format,
-        **extra,
+        response_format=default.response_format,
+        max_tokens=default.max_tokens,
     )
 
 

@@ -102,7 +102,7 @@ def environment_settings_set(*, environment: Environment, user, values: dict) ->
 # ---------------------------------------------------------------- the environment API's blind rule fields
 
 
-class _BlindRuleValue(serializers.Field):
+class _BlindRuleValue:
     """One of the environment's blind rule's values; the default without a rule (read through `blind_rule`)."""
 
     def __init__(self, *, field: str, default_value, **kwargs):
@@ -117,6 +117,14 @@ class _BlindRuleValue(serializers.Field):
         return getattr(rule, self.rule_field)
 
 
+class _BlindRuleNumber(_BlindRuleValue, serializers.FloatField):
+    pass
+
+
+class _BlindRuleCount(_BlindRuleValue, serializers.IntegerField):
+    pass
+
+
 def _blind_field(name: str):
     from authoring.services import EnvironmentField
 
@@ -129,7 +137,8 @@ def _blind_field(name: str):
         return serializers.FloatField(required=False, help_text=f"{words} (-1 to 1)")
 
     def output_fields():
-        return {name: _BlindRuleValue(field=field, default_value=defaults[field], help_text=words)}
+        kind = _BlindRuleCount if name == "blind_min_scored" else _BlindRuleNumber
+        return {name: kind(field=field, default_value=defaults[field], help_text=words)}
 
     def write(*, environment, user, value):
         blind_rule_set(environment=environment, user=user, **{field: value})

@@ -5,7 +5,7 @@ Django or the Django apps. See docs/internals.md for the contract and
 docs/formats.md for the formats.
 """
 
-from .judge import JudgeClient, JudgeConfig, JudgeRequest, JudgeResult
+from .judge import JudgeClient, JudgeConfig, JudgeEndpoint, JudgeRequest, JudgeResult
 from .models import (
     CHECK_KINDS,
     GRADE_SCHEMA,
@@ -38,6 +38,7 @@ __all__ = [
     "Issue",
     "JudgeClient",
     "JudgeConfig",
+    "JudgeEndpoint",
     "JudgeRequest",
     "JudgeResult",
     "Rubric",

@@ -33,7 +33,7 @@ Contract
   supports it. "auto" (the default) sends a strict JSON schema, and when the
   endpoint answers HTTP 400 naming that parameter falls back to `{"type": "json_object"}`, then
   to no `response_format`; the fallback is remembered per endpoint (base URL
-  and model) for the life of the process. "json_schema", "json_object" and
+  and model) for the life of the process. Each endpoint has its own mode (`JudgeEndpoint`). "json_schema", "json_object" and
   "none" pin one mode with no fallback.
 * Votes: with `samples` > 1 each sample is its own call. Binary: met when more
   than half the votes say met (a tie is NOT met). Scale: the mean of the
@@ -54,16 +54,19 @@ Contract
   after the retries, or any other API error, makes the check unscored with the reason:
   the grader's own failure, never a silent 0 or 1.
 * Cache: a successful parsed verdict is stored under the sha256 of the
-  canonical JSON of {model, messages, temperature, sample index}, in memory and,
-  with `cache_dir`, as one JSON file per key. Re-grading an unchanged answer
-  makes no calls.
-* Models: the client calls `config.model`, unless the check (or the rubric's
-  judge settings) names a model that `config.models` maps to a real one.
+  canonical JSON of {base URL, model, messages, temperature, sample index, max_tokens}, in memory
+  and, with `cache_dir`, as one JSON file per key (two providers serving one model name are two
+  judges). Re-grading an unchanged answer makes no calls.
+* Endpoints: the client calls `config.model` at `config.base_url`, unless the check (or the
+  rubric's judge settings) names a judge that `config.endpoints` maps to an endpoint of its own
+  (its own base URL, API key, response_format mode and max_tokens: a `JudgeEndpoint`), or that
+  `config.models` maps to another model id at `config.base_url` (`endpoints` wins when both do).
+  One OpenAI client per distinct (base URL, API key), made on first use.
 * Panels: a request with a `panel` (the rubric's `judge.panel`, for a check that names no `model`)
-  is asked of every member, each with its own `samples`, and `combine_panel` makes one verdict of
-  theirs. A member name maps through `config.models`; an unmapped one is called as a model id at
-  `base_url`, unless `config.models_only` (the app: only configured judge endpoints), when that
-  member gives no verdict. Binary: met when more than half of the WHOLE panel says met (a tie is
+  is asked of every member, each at its own endpoint with its own `samples`, and `combine_panel`
+  makes one verdict of theirs. A member name maps through `config.endpoints`, then `config.models`;
+  an unmapped one is called as a model id at `base_url`, unless `config.models_only` (the app:
+  only configured judge endpoints), when that member gives no verdict. Binary: met when more than half of the WHOLE panel says met (a tie is
   not met); a member with no verdict (its calls failed, it is not configured) is a missing vote,
   and the check is scored only when no way the missing votes could fall changes the verdict,
   else it is unscored: so no answer gains by making a member fail. Scale: the mean of the
@@ -121,13 +124,39 @@ def max_text_chars_from_env(environ: dict[str, str] | None = None) -> int:
     return value
 
 
-@dataclass
-class JudgeConfig:
-    """Where and how to call the judge. `models` maps rubric model names to real model ids."""
+@dataclass(frozen=True)
+class JudgeEndpoint:
+    """One judge endpoint: where a named judge is called, with what key, and how it is asked for its verdict.
+
+    The API key is never shown (not in repr) and never part of a cache key or a stored verdict."""
 
     base_url: str
     model: str
-    api_key: str = ""
+    api_key: str = field(default="", repr=False)
+    response_format: str = "auto"  # one of RESPONSE_FORMATS
+    max_tokens: int | None = 512
+
+    def __post_init__(self) -> None:
+        if self.response_format not in RESPONSE_FORMATS:
+            raise ValueError(
+                f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, not {self.response_format!r}"
+            )
+
+
+@dataclass
+class JudgeConfig:
+    """Where and how to call the judge.
+
+    `base_url`, `model`, `api_key`, `response_format` and `max_tokens` are the default judge's endpoint.
+    A rubric's judge name (a check's `model`, a `judge.panel` member) resolves through `endpoints` first
+    (name → `JudgeEndpoint`: a judge at its own address, key, response_format mode and max_tokens; the app
+    lists every configured judge endpoint here), then `models` (name → a model id served at `base_url` with the
+    default's key and settings: the CLI's and a pack's same-address mapping). An unnamed or unmapped check
+    uses the default; an unmapped panel member is called as a model id at `base_url` unless `models_only`."""
+
+    base_url: str
+    model: str
+    api_key: str = field(default="", repr=False)
     concurrency: int = 16
     timeout_s: float = 60
     max_retries: int = 4
@@ -139,13 +168,16 @@ class JudgeConfig:
     # Total time all the judge calls of one grade (one judge_many) may start within (None: no cap).
     grade_deadline_s: float | None = 300.0
     models: dict[str, str] = field(default_factory=dict)
+    # Judge names served at endpoints of their own (see the class docstring); wins over `models`.
+    endpoints: dict[str, JudgeEndpoint] = field(default_factory=dict)
     max_tokens: int | None = 512
     response_format: str = "auto"  # one of RESPONSE_FORMATS
     # A text longer than this is not sent: the check fails (GYMWRIGHT_JUDGE_MAX_CHARS; see the module docstring).
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     # How many times an off-format reply is asked again before the check is unscored.
     off_format_retries: int = 1
-    # True: a judge panel's member must be a name in `models` (the app: configured judge endpoints only);
+    # True: a judge panel's member must be a name in `endpoints` or `models` (the app: configured judge endpoints
+    # only);
     # False: an unmapped member name is called as a model id at base_url (the CLI, a pack's grader).
     models_only: bool = False
 
@@ -175,11 +207,27 @@ class JudgeConfig:
         ):
             raise ValueError(f"off_format_retries must be a whole number ≥ 0, not {self.off_format_retries!r}")
 
+    def default_endpoint(self, model: str | None = None) -> JudgeEndpoint:
+        """The default judge's endpoint (calling `model` there instead, when given)."""
+        return JudgeEndpoint(
+            base_url=self.base_url,
+            model=model or self.model,
+            api_key=self.api_key,
+            response_format=self.response_format,
+            max_tokens=self.max_tokens,
+        )
+
+    def endpoint_for(self, name: str | None) -> JudgeEndpoint:
+        """The endpoint a rubric/check model name is called at (the default when unnamed or unmapped)."""
+        if name and name in self.endpoints:
+            return self.endpoints[name]
+        if name and name in self.models:
+            return self.default_endpoint(self.models[name])
+        return self.default_endpoint()
+
     def resolve_model(self, name: str | None) -> str:
         """The real model id for a rubric/check model name (the default when unnamed or unmapped)."""
-        if name and name in self.models:
-            return self.models[name]
-        return self.model
+        return self.endpoint_for(name).model
 
     def models_for(self, rubric: Any) -> tuple[str, ...]:
         """The model ids a rubric document's judged checks call under this config, each once: its checks' own
@@ -201,12 +249,18 @@ class JudgeConfig:
                 found.append(self.resolve_model(settings.get("model")))
         return tuple(dict.fromkeys(found))
 
+    def panel_endpoint(self, name: str) -> JudgeEndpoint | None:
+        """The endpoint of a judge panel member: mapped by `endpoints` or `models`, else the name itself as a
+        model id at `base_url`, or None when `models_only` (it is then no configured judge: that member gives
+        no verdict)."""
+        if name in self.endpoints or name in self.models:
+            return self.endpoint_for(name)
+        return None if self.models_only else self.default_endpoint(name)
+
     def panel_model(self, name: str) -> str | None:
-        """The real model id of a judge panel member: mapped by `models`, else the name itself, or None
-        when `models_only` (it is then no configured judge: that member gives no verdict)."""
-        if name in self.models:
-            return self.models[name]
-        return None if self.models_only else name
+        """The real model id of a judge panel member (see `panel_endpoint`), or None."""
+        endpoint = self.panel_endpoint(name)
+        return endpoint.model if endpoint is not None else None
 
 
 @dataclass
@@ -246,9 +300,13 @@ _FORMAT_WORDS = (
 )
 
 
-def cache_key(model: str, messages: list[dict], temperature: float, sample: int, max_tokens: int | None) -> str:
-    """sha256 of the canonical JSON of everything that determines a judge call."""
+def cache_key(
+    base_url: str, model: str, messages: list[dict], temperature: float, sample: int, max_tokens: int | None
+) -> str:
+    """sha256 of the canonical JSON of everything that determines a judge call: the endpoint's address with its
+    model (one model name at two providers is two judges), never its API key."""
     body = {
+        "base_url": base_url,
         "model": model,
         "messages": messages,
         "temperature": temperature,
@@ -317,30 +375,35 @@ class JudgeClient:
         self.cache_hits = 0
         self._cache: dict[str, dict] = {}
         self._lock = threading.Lock()
-        self._client = None
+        # one OpenAI client per (base URL, API key), made on first use; kept in memory only
+        self._clients: dict[tuple[str, str], Any] = {}
         self._cache_dir = Path(config.cache_dir) if config.cache_dir else None
 
     # ------------------------------------------------------------ plumbing
 
-    def _openai(self):
+    def _openai(self, endpoint: JudgeEndpoint | None = None):
+        """The OpenAI client of `endpoint`'s (base URL, API key) (the default judge's when None), made once."""
+        endpoint = endpoint or self.config.default_endpoint()
+        key = (endpoint.base_url, endpoint.api_key)
         with self._lock:
-            if self._client is None:
+            client = self._clients.get(key)
+            if client is None:
                 import openai
 
-                self._client = openai.OpenAI(
-                    base_url=self.config.base_url,
-                    api_key=self.config.api_key or "not-needed",
+                client = self._clients[key] = openai.OpenAI(
+                    base_url=endpoint.base_url,
+                    api_key=endpoint.api_key or "not-needed",
                     max_retries=0,
                     timeout=self.config.timeout_s,
                 )
-            return self._client
+            return client
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
+        """Close the HTTP connection pools."""
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
 
     def __enter__(self) -> JudgeClient:
         return self
@@ -395,13 +458,13 @@ class JudgeClient:
                 pass  # an HTTP date: keep the exponential delay
         return min(self.config.backoff_max_s, delay)
 
-    def _describe(self, exc: Exception) -> str:
+    def _describe(self, exc: Exception, endpoint: JudgeEndpoint | None = None) -> str:
         import openai
 
         if isinstance(exc, openai.APITimeoutError):
             return f"timed out after {self.config.timeout_s:g} s"
         if isinstance(exc, openai.APIConnectionError):
-            return f"could not connect to {self.config.base_url}"
+            return f"could not connect to {(endpoint or self.config).base_url}"
         if isinstance(exc, openai.APIStatusError):
             return f"HTTP {exc.status_code}: {str(exc.message)[:200]}"
         return f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -426,13 +489,15 @@ class JudgeClient:
         said = f"{exc.message} {exc.body}".lower()
         return any(word in said for word in _FILTER_WORDS)
 
-    def _overflow_reason(self, request: JudgeRequest, messages: list[dict], exc: Exception) -> tuple[str, bool]:
+    def _overflow_reason(
+        self, request: JudgeRequest, messages: list[dict], exc: Exception, endpoint: JudgeEndpoint | None = None
+    ) -> tuple[str, bool]:
         """(reason, whether the graded text is to blame) for a request refused for its size. The text is to
         blame when it is the larger part of the request; otherwise the criterion and reference alone are
         too long for this judge (the author's setup: unscored)."""
         total = sum(len(message["content"]) for message in messages)
         text = len(request.text)
-        said = self._describe(exc)
+        said = self._describe(exc, endpoint)
         if text > total - text:
             return (
                 f"the answer ({text:,} characters) is too long for the judge's context: the provider refused "
@@ -445,17 +510,17 @@ class JudgeClient:
             False,
         )
 
-    def _format_mode(self, model: str) -> str:
-        if self.config.response_format != "auto":
-            return self.config.response_format
+    def _format_mode(self, endpoint: JudgeEndpoint) -> str:
+        if endpoint.response_format != "auto":
+            return endpoint.response_format
         with _settled_lock:
-            return _settled_formats.get((self.config.base_url, model), _AUTO_ORDER[0])
+            return _settled_formats.get((endpoint.base_url, endpoint.model), _AUTO_ORDER[0])
 
-    def _format_fallback(self, model: str, mode: str, exc: Exception) -> str | None:
+    def _format_fallback(self, endpoint: JudgeEndpoint, mode: str, exc: Exception) -> str | None:
         """The next mode to try when the endpoint answered 400 to `mode`'s response_format (auto only)."""
         import openai
 
-        if self.config.response_format != "auto" or mode == "none":
+        if endpoint.response_format != "auto" or mode == "none":
             return None
         if not (isinstance(exc, openai.APIStatusError) and exc.status_code == 400):
             return None
@@ -466,7 +531,7 @@ class JudgeClient:
             return None
         fallback = _AUTO_ORDER[_AUTO_ORDER.index(mode) + 1]
         with _settled_lock:
-            key = (self.config.base_url, model)
+            key = (endpoint.base_url, endpoint.model)
             settled = _settled_formats.get(key, _AUTO_ORDER[0])
             if _AUTO_ORDER.index(settled) < _AUTO_ORDER.index(fallback):
                 _settled_formats[key] = fallback
@@ -482,11 +547,25 @@ class JudgeClient:
             f"deadline (grade_deadline_s) before this one could start"
         )
 
-    def _sample(self, request: JudgeRequest, index: int, grade_deadline: float | None = None) -> _Sample:
+    def _endpoint(self, request: JudgeRequest) -> JudgeEndpoint:
+        """Where `request` is called: its resolved model id at the default judge's address, else its model name's
+        endpoint (see `JudgeConfig.endpoint_for`)."""
+        if request.model_id:
+            return self.config.default_endpoint(request.model_id)
+        return self.config.endpoint_for(request.model)
+
+    def _sample(
+        self,
+        request: JudgeRequest,
+        index: int,
+        grade_deadline: float | None = None,
+        endpoint: JudgeEndpoint | None = None,
+    ) -> _Sample:
         started = time.perf_counter()
-        model = request.model_id or self.config.resolve_model(request.model)
+        endpoint = endpoint or self._endpoint(request)
+        model = endpoint.model
         messages = build_messages(request)
-        key = cache_key(model, messages, request.temperature, index, self.config.max_tokens)
+        key = cache_key(endpoint.base_url, model, messages, request.temperature, index, endpoint.max_tokens)
         sample = _Sample()
         cached = self._cache_get(key)
         if cached is not None:
@@ -494,11 +573,11 @@ class JudgeClient:
                 self.cache_hits += 1
             sample.vote, sample.explanation, sample.cached = cached["vote"], cached["explanation"], True
             return sample
-        client = self._openai()
+        client = self._openai(endpoint)
         params: dict[str, Any] = {"model": model, "messages": messages, "temperature": request.temperature}
-        if self.config.max_tokens:
-            params["max_tokens"] = self.config.max_tokens
-        mode = self._format_mode(model)
+        if endpoint.max_tokens:
+            params["max_tokens"] = endpoint.max_tokens
+        mode = self._format_mode(endpoint)
         attempt = 0
         off_format = 0
         if self._over_grade_deadline(grade_deadline):
@@ -533,15 +612,15 @@ class JudgeClient:
                 )
                 break
             except Exception as exc:  # noqa: BLE001 - every API failure becomes a reason
-                fallback = self._format_fallback(model, mode, exc)
+                fallback = self._format_fallback(endpoint, mode, exc)
                 if fallback is not None:
                     mode = fallback
                     continue
                 if self._context_overflow(exc):
-                    sample.error, sample.text_too_long = self._overflow_reason(request, messages, exc)
+                    sample.error, sample.text_too_long = self._overflow_reason(request, messages, exc, endpoint)
                     break
                 if self._content_filtered(exc):
-                    sample.error, sample.text_too_long = filtered_reason(self._describe(exc)), True
+                    sample.error, sample.text_too_long = filtered_reason(self._describe(exc, endpoint)), True
                     break
                 past_deadline = past_grade_deadline = False
                 if self._retryable(exc) and attempt < self.config.max_retries:
@@ -560,7 +639,7 @@ class JudgeClient:
                     tries += f" (no more retries within the judge's {self.config.deadline_s:g} s deadline)"
                 if past_grade_deadline:
                     tries += f" (no more retries within the grade's {self.config.grade_deadline_s:g} s judge deadline)"
-                sample.error = f"judge call failed{tries}: {self._describe(exc)}"
+                sample.error = f"judge call failed{tries}: {self._describe(exc, endpoint)}"
                 break
         sample.duration_ms = int((time.perf_counter() - started) * 1000)
         return sample
@@ -573,6 +652,10 @@ class JudgeClient:
         A request whose text is over `max_text_chars` is not sent: its result is `failed`."""
         if any(request.panel for request in requests):
             return self._judge_panels(requests)
+        return self._judge_flat(requests, [self._endpoint(request) for request in requests])
+
+    def _judge_flat(self, requests: list[JudgeRequest], endpoints: list[JudgeEndpoint]) -> list[JudgeResult]:
+        """`judge_many` of requests with no panel, each called at its endpoint (`endpoints`, in order)."""
         limit_chars = self.config.max_text_chars
         results: dict[int, JudgeResult] = {
             position: JudgeResult(None, too_long_reason(len(request.text), limit_chars), failed=True)
@@ -587,15 +670,23 @@ class JudgeClient:
         ]
         if not jobs:
             return [results[position] for position in range(len(requests))]
-        self._openai()  # the SDK's import and set-up are not judge time: the grade's deadline starts after them
+        # the SDK's import and the clients' set-up are not judge time: the grade's deadline starts after them
+        for endpoint in dict.fromkeys(endpoints[position] for position, _ in jobs):
+            self._openai(endpoint)
         limit = self.config.grade_deadline_s
         grade_deadline = None if limit is None else time.perf_counter() + limit
         workers = max(1, min(self.config.concurrency, len(jobs)))
         if workers == 1:
-            samples = [self._sample(requests[position], index, grade_deadline) for position, index in jobs]
+            samples = [
+                self._sample(requests[position], index, grade_deadline, endpoints[position]) for position, index in jobs
+            ]
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
-                samples = list(pool.map(lambda job: self._sample(requests[job[0]], job[1], grade_deadline), jobs))
+                samples = list(
+                    pool.map(
+                        lambda job: self._sample(requests[job[0]], job[1], grade_deadline, endpoints[job[0]]), jobs
+                    )
+                )
         grouped: dict[int, list[_Sample]] = {}
         for (position, _), sample in zip(jobs, samples):
             grouped.setdefault(position, []).append(sample)
@@ -612,24 +703,25 @@ class JudgeClient:
         """`judge_many` with panels: each panel request becomes one request per member (all judged together,
         under one grade deadline), then `combine_panel` makes each panel's verdict of its members'."""
         flat: list[JudgeRequest] = []
+        endpoints: list[JudgeEndpoint] = []
         plan: list[list[int | str] | int] = []  # per request: its flat index, or per member a flat index or why not
         for request in requests:
             if not request.panel:
                 plan.append(len(flat))
                 flat.append(request)
+                endpoints.append(self._endpoint(request))
                 continue
             members: list[int | str] = []
             for name in request.panel:
-                model_id = self.config.panel_model(name)
-                if model_id is None:
-                    members.append(
-                        f"{name!r} is not a judge endpoint configured at {self.config.base_url} (judge.panel)"
-                    )
+                endpoint = self.config.panel_endpoint(name)
+                if endpoint is None:
+                    members.append(f"{name!r} is not a judge endpoint configured for this grader (judge.panel)")
                     continue
                 members.append(len(flat))
-                flat.append(replace(request, panel=(), model=name, model_id=model_id))
+                flat.append(replace(request, panel=(), model=name, model_id=endpoint.model))
+                endpoints.append(endpoint)
             plan.append(members)
-        judged = self.judge_many(flat) if flat else []
+        judged = self._judge_flat(flat, endpoints) if flat else []
         out: list[JudgeResult] = []
         for request, entry in zip(requests, plan):
             if isinstance(entry, int):

@@ -24,7 +24,8 @@ class JudgeRequest:
     # A judge panel's model names (the rubric's judge.panel): each member is asked, and the verdicts combined
     # (judge.combine_panel); empty: one judge, `model`.
     panel: tuple[str, ...] = ()
-    # The real model id, already resolved (a panel member's): called as is, never mapped again.
+    # The real model id, already resolved: called as is at the default judge's address, never mapped again (a panel
+    # member's records its endpoint's; the client calls it at that endpoint).
     model_id: str | None = None
 
 

@@ -151,3 +151,15 @@ def test_the_api_shows_and_sets_them(environment, author, admin):
     )
     listed = api.get("/api/environments/").json()["results"][0]
     assert (listed["blind_min_correlation"], listed["blind_min_scored"]) == (0.3, 4)
+
+
+def test_the_api_schema_documents_their_types(db):
+    from drf_spectacular.generators import SchemaGenerator
+
+    schemas = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+    output, patch = (
+        schemas["EnvironmentOutput"]["properties"],
+        schemas["PatchedEnvironmentFieldsInputRequest"]["properties"],
+    )
+    assert (output["blind_min_correlation"]["type"], output["blind_min_scored"]["type"]) == ("number", "integer")
+    assert (patch["judge_min_rate"]["type"], patch["judge_unvalidated_blocks"]["type"]) == ("number", "boolean")

@@ -28,7 +28,9 @@ HTTP 500s and timeouts.
 
 `delay` on the server applies to every reply that does not set its own.
 `calls` counts requests received; `requests` records every request body
-(parsed JSON) in arrival order.
+(parsed JSON) in arrival order, and `api_keys` the bearer token each came with.
+With `api_key`, a request with any other token is answered HTTP 401, as a
+provider answers a wrong key (still counted and recorded).
 """
 
 from __future__ import annotations
@@ -93,8 +95,11 @@ class OpenAIServer:
         handler: Callable[[dict], Any] | None = None,
         default: Any = None,
         delay: float = 0.0,
+        api_key: str | None = None,
     ):
         self._queue: deque = deque(replies or [])
+        self.api_key = api_key
+        self.api_keys: list[str] = []
         self.handler = handler
         self.default = default
         self.delay = delay
@@ -118,6 +123,7 @@ class OpenAIServer:
         """Forget recorded requests and counters (the queue is kept)."""
         with self._lock:
             self.requests.clear()
+            self.api_keys.clear()
             self.calls = 0
             self.max_in_flight = 0
 
@@ -213,12 +219,23 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._send(400, b'{"error": {"message": "request body is not JSON"}}')
             return
+        authorization = self.headers.get("Authorization") or ""
+        token = authorization[len("Bearer ") :] if authorization.startswith("Bearer ") else ""
         with owner._lock:
             owner.calls += 1
             owner.requests.append(body)
+            owner.api_keys.append(token)
             owner.in_flight += 1
             owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
         try:
+            if owner.api_key is not None and token != owner.api_key:
+                error = {
+                    "message": "Incorrect API key provided",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+                self._send(401, json.dumps({"error": error}).encode())
+                return
             reply = owner._next_reply(body)
             if reply.hang:
                 self.close_connection = True

@@ -9,9 +9,10 @@ import json
 import jsonschema
 import pytest
 
-from grading.engine import SpecError, grade, parse_rubric
+from grading.engine import JudgeClient, JudgeConfig, SpecError, grade, parse_rubric
+from grading.engine.judge import JudgeEndpoint
 from grading.engine.schema import json_schema
-from tests.support.openai_server import Reply
+from tests.support.openai_server import OpenAIServer, Reply, unused_port
 
 MET = '{"met": true, "explanation": "it says so"}'
 NOT_MET = '{"met": false, "explanation": "it does not"}'
@@ -214,3 +215,155 @@ def test_an_answer_that_trips_one_members_content_filter_fails_the_check_and_the
     assert document["reward"] == 0.0
     # not retried: a filter's refusal is the answer's doing, not the provider's hiccup
     assert sum(body["model"] == "judge-c" for body in openai_server.requests) == 2
+
+
+# ---------------------------------------------------------------- members at endpoints of their own
+
+KEYS = {"judge-a": "key-a", "judge-b": "key-b", "judge-c": "key-c"}
+
+
+@pytest.fixture
+def three_providers():
+    """Three OpenAI-protocol servers, each a provider of its own: its own address, and its own API key checked."""
+    servers = {name: OpenAIServer(api_key=key).start() for name, key in KEYS.items()}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+def member_endpoints(servers, **changes) -> dict[str, JudgeEndpoint]:
+    return {
+        name: JudgeEndpoint(
+            base_url=server.base_url, model=f"{name}-model", api_key=KEYS[name], **changes.get(name, {})
+        )
+        for name, server in servers.items()
+    }
+
+
+def panel_judge(endpoints, tmp_path=None, **overrides) -> JudgeClient:
+    # the default judge is at an address nothing serves: a member called there would give no verdict
+    options = {
+        "base_url": f"http://127.0.0.1:{unused_port()}/v1",
+        "model": "house-judge",
+        "api_key": "house-key",
+        "timeout_s": 2,
+        "max_retries": 2,
+        "backoff_s": 0.01,
+        "backoff_max_s": 0.05,
+        "endpoints": endpoints,
+        "models_only": True,
+    }
+    options.update(overrides)
+    return JudgeClient(JudgeConfig(**options))
+
+
+def test_a_panel_of_three_providers_calls_each_member_at_its_own_address_with_its_own_key(three_providers):
+    servers = three_providers
+    servers["judge-a"].default, servers["judge-b"].default, servers["judge-c"].default = MET, MET, NOT_MET
+    endpoints = member_endpoints(
+        servers,
+        **{"judge-b": {"response_format": "json_object", "max_tokens": 64}, "judge-c": {"response_format": "none"}},
+    )
+    with panel_judge(endpoints) as judge:
+        result = grade(panel_rubric(), answer="Take 200-400 mg every 4-6 h.", judge=judge)
+        assert len(judge._clients) == 3  # one client per (address, key), the default judge's never made
+    check = result.to_document()["checks"][0]
+    assert check["status"] == "scored" and check["score"] == 1.0 and result.complete
+    assert check["panel"] == {
+        "models": ["judge-a", "judge-b", "judge-c"],
+        "verdicts": [True, True, False],
+        "disagreement": pytest.approx(1 / 3),
+    }
+    for name, server in servers.items():
+        # each provider received its own member's request only, with its own key
+        assert [body["model"] for body in server.requests] == [f"{name}-model"]
+        assert server.api_keys == [KEYS[name]]
+    # each asked in its own response_format mode, with its own max_tokens
+    a, b, c = (servers[name].requests[0] for name in ("judge-a", "judge-b", "judge-c"))
+    assert a["response_format"]["type"] == "json_schema" and a["max_tokens"] == 512
+    assert b["response_format"] == {"type": "json_object"} and b["max_tokens"] == 64
+    assert "response_format" not in c
+    assert not any(key in repr(judge.config) for key in (*KEYS.values(), "house-key"))
+
+
+def test_a_member_whose_provider_is_down_is_a_missing_vote_never_a_pass(three_providers):
+    servers = three_providers
+    endpoints = member_endpoints(servers)
+    down = f"http://127.0.0.1:{unused_port()}/v1"
+    endpoints["judge-c"] = JudgeEndpoint(base_url=down, model="judge-c-model", api_key="key-c")
+    # 1 met, 1 not met, the third's provider down: the missing vote decides, so unscored (the tie is not a pass)
+    servers["judge-a"].default, servers["judge-b"].default = MET, NOT_MET
+    with panel_judge(endpoints) as judge:
+        result = grade(panel_rubric(), answer="Take 200-400 mg every 4-6 h.", judge=judge)
+    check = result.to_document()["checks"][0]
+    assert check["status"] == "unscored" and check["awarded"] is None
+    assert "could change the verdict" in check["explanation"] and f"could not connect to {down}" in check["explanation"]
+    assert check["panel"]["verdicts"] == [True, False, None]
+    assert result.reward == 0.0 and not result.passed and not result.complete
+    # 2 met and the third down: it cannot change the verdict, so the check is scored
+    servers["judge-b"].default = MET
+    with panel_judge(endpoints) as judge:
+        result = grade(panel_rubric(), answer="Take 200-400 mg every 4-6 h.", judge=judge)
+    check = result.to_document()["checks"][0]
+    assert check["status"] == "scored" and check["score"] == 1.0 and "could not change it" in check["explanation"]
+    assert servers["judge-a"].api_keys == ["key-a", "key-a"] and servers["judge-c"].calls == 0
+
+
+def test_a_wrong_key_at_a_members_provider_is_that_members_failure_not_a_verdict(three_providers):
+    servers = three_providers
+    for server in servers.values():
+        server.default = MET
+    endpoints = member_endpoints(servers)
+    endpoints["judge-b"] = JudgeEndpoint(base_url=servers["judge-b"].base_url, model="judge-b-model", api_key="stale")
+    with panel_judge(endpoints) as judge:
+        result = grade(panel_rubric(), answer="Take 200-400 mg every 4-6 h.", judge=judge)
+    check = result.to_document()["checks"][0]
+    assert check["panel"]["verdicts"] == [True, None, True] and check["score"] == 1.0
+    assert servers["judge-b"].api_keys == ["stale"] and "stale" not in check["explanation"]
+
+
+def test_the_verdict_cache_keeps_apart_one_model_name_at_two_addresses(three_providers, tmp_path):
+    servers = three_providers
+    servers["judge-a"].default, servers["judge-b"].default = MET, NOT_MET
+    # two providers serving a model of the same name: two judges, whose verdicts must not be shared
+    endpoints = {
+        name: JudgeEndpoint(base_url=servers[name].base_url, model="same-model", api_key=KEYS[name])
+        for name in ("judge-a", "judge-b")
+    }
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "by_a", "kind": "llm_judge", "points": 1, "criterion": "States the dose.", "model": "judge-a"},
+                {"id": "by_b", "kind": "llm_judge", "points": 1, "criterion": "States the dose.", "model": "judge-b"},
+            ],
+        }
+    )
+    for _ in range(2):  # the second time from the shared cache directory, by a new client: no calls
+        with panel_judge(endpoints, cache_dir=tmp_path / "verdicts", concurrency=1) as judge:
+            result = grade(rubric, answer="Take 200-400 mg every 4-6 h.", judge=judge)
+        assert [(check.id, check.score) for check in result.checks] == [("by_a", 1.0), ("by_b", 0.0)]
+    assert judge.calls == 0 and judge.cache_hits == 2
+    assert (servers["judge-a"].calls, servers["judge-b"].calls) == (1, 1)
+    assert servers["judge-a"].api_keys == ["key-a"] and servers["judge-b"].api_keys == ["key-b"]
+    for entry in (tmp_path / "verdicts").iterdir():  # the keys are nowhere in the stored verdicts
+        assert not any(key in entry.read_text() for key in KEYS.values())
+
+
+def test_endpoints_win_over_same_address_models_and_models_keep_the_defaults_settings(openai_server):
+    config = JudgeConfig(
+        base_url=openai_server.base_url,
+        model="house",
+        api_key="house-key",
+        response_format="json_object",
+        max_tokens=99,
+        models={"a": "gpt-a", "b": "gpt-b"},
+        endpoints={"b": JudgeEndpoint(base_url="http://elsewhere/v1", model="other-b", api_key="b-key")},
+    )
+    assert config.endpoint_for("a") == JudgeEndpoint(openai_server.base_url, "gpt-a", "house-key", "json_object", 99)
+    assert config.endpoint_for("b").base_url == "http://elsewhere/v1" and config.resolve_model("b") == "other-b"
+    assert config.endpoint_for("nobody").model == "house" and config.panel_model("nobody") == "nobody"
+    config.models_only = True
+    assert config.panel_endpoint("nobody") is None and config.panel_model("b") == "other-b"
+    with pytest.raises(ValueError, match="response_format"):
+        JudgeEndpoint(base_url="http://x/v1", model="m", response_format="yaml")
