@@ -7,6 +7,7 @@ from django.http import Http404
 
 from accounts import permissions
 from gymwright.errors import NotAllowed
+from gymwright.sql import Prepared
 from packs import archive
 from packs.models import PackEntry, PackVersion, TaskPack
 
@@ -19,10 +20,42 @@ def pack_list_for_user(*, user, with_latest_version: bool = False) -> QuerySet[T
         raise NotAllowed("You need a role to see task packs.")
     if not with_latest_version:
         return TaskPack.objects.all()
+    return _packs_with_latest()
+
+
+def _packs_with_latest():
     highest = PackVersion.objects.filter(pack_id=OuterRef("pk")).order_by("-major", "-minor", "-patch", "-id")
     return TaskPack.objects.annotate(
         latest_version=Subquery(highest.values("version")[:1]), latest_status=Subquery(highest.values("status")[:1])
     )
+
+
+# The pack list page's count and page of rows: compiled once per process (gymwright.sql); paging the queryset
+# compiled both on every view, which cost more CPU than running them.
+_PAGE_FIELDS = ("slug", "name", "licence", "latest_version", "latest_status")
+_pack_count = Prepared(lambda: TaskPack.objects.all(), count=True)
+_pack_page = Prepared(lambda: _packs_with_latest().values_list(*_PAGE_FIELDS), sliced=True)
+
+
+class PackListPage:
+    """The pack list for a Paginator, by slug: its count and a page of rows (dicts of _PAGE_FIELDS: each pack's
+    highest version's number and status, None for a pack with none) from the prepared queries."""
+
+    def count(self) -> int:
+        return _pack_count()
+
+    def __getitem__(self, bounds: slice) -> list[dict]:
+        if bounds.stop <= bounds.start:
+            return []
+        rows = _pack_page(offset=bounds.start, limit=bounds.stop - bounds.start)
+        return [dict(zip(_PAGE_FIELDS, row, strict=True)) for row in rows]
+
+
+def pack_list_page_source(*, user) -> PackListPage:
+    """What the pack list page pages through (`pack_list_for_user` with_latest_version's packs, as rows)."""
+    if not permissions.can_view(user):
+        raise NotAllowed("You need a role to see task packs.")
+    return PackListPage()
 
 
 def pack_get_for_user(*, slug: str, user) -> TaskPack:

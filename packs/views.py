@@ -11,6 +11,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core import signing
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -20,7 +21,6 @@ from authoring.models import SLUG_RULE, Environment, slug_validator
 from gymwright.errors import DomainError, NotAllowed
 from gymwright.forms import RenderedOnceWhenUnbound, form_add_domain_error
 from gymwright.html import slug_url_prefix
-from gymwright.pagination import KeysFirstPaginator
 from packs import downloads, importer, selectors, services
 from packs.models import PackVerification, PackVersion
 
@@ -82,7 +82,7 @@ PAGE_SIZE = 50
 
 @require_http_methods(["GET", "POST"])
 def pack_list(request: HttpRequest) -> HttpResponse:
-    packs = selectors.pack_list_for_user(user=request.user, with_latest_version=True)
+    packs = selectors.pack_list_page_source(user=request.user)
     form = PackCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -93,7 +93,7 @@ def pack_list(request: HttpRequest) -> HttpResponse:
             form_add_domain_error(form, exc)
         else:
             return redirect("packs:pack_detail", slug=pack.slug)
-    page = KeysFirstPaginator(packs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(packs, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         "packs/pack_list.html",
@@ -101,16 +101,7 @@ def pack_list(request: HttpRequest) -> HttpResponse:
             "page": page,
             # the rows as plain values: their HTML is kept per content (kept_fragment), a template loop over a page of
             # 50 packs cost more than the rest of the page
-            "rows": [
-                {
-                    "slug": pack.slug,
-                    "name": pack.name,
-                    "latest_version": pack.latest_version,
-                    "latest_status": pack.latest_status,
-                    "licence": pack.licence,
-                }
-                for pack in page
-            ],
+            "rows": list(page),
             "form": form,
             "pack_url": slug_url_prefix("packs:pack_detail"),
             "status_labels": {value: str(label) for value, label in PackVersion.Status.choices},

@@ -131,3 +131,21 @@ def test_a_page_of_packs_is_rendered_once_per_content(client, lab, monkeypatch):
         pack=TaskPack.objects.get(slug="pack-001"), version="1.3.0", major=1, minor=3, patch=0, manifest={}
     )
     assert ("pack-001", "1.3.0 Building") in _listed(client.get("/packs/")) and len(page_tags._FRAGMENTS) == 2
+
+
+def test_a_second_view_of_the_pack_list_compiles_no_query(client, lab, monkeypatch):
+    """Every query of the page (its count and page of packs, the session, the user, the navigation's counts) is
+    compiled once per process (gymwright.sql): compiling them through the ORM on every view cost more CPU than
+    running them. The page shows the same packs."""
+    from django.db.models.sql.compiler import SQLCompiler
+
+    make_packs(3)
+    client.force_login(lab)
+    first = _listed(client.get("/packs/?page=1"))
+    compiled = []
+    as_sql = SQLCompiler.as_sql
+    monkeypatch.setattr(
+        SQLCompiler, "as_sql", lambda self, *a, **k: compiled.append(self.query) or as_sql(self, *a, **k)
+    )
+    assert _listed(client.get("/packs/?page=1")) == first == [(f"pack-00{i}", "1.2.0 Ready") for i in range(3)]
+    assert compiled == []
