@@ -3,6 +3,7 @@ and the one factory of judge clients that dry runs and previews share."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -15,6 +16,8 @@ from django.core.exceptions import ObjectDoesNotExist
 from grading import engine
 from grading.models import EnvironmentJudge, ModelEndpoint
 from gymwright.sql import Prepared
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -173,10 +176,14 @@ def _judge_config(rubric_model: str | None, chosen_id: int | None = None):
     # A check or a judge panel may name any configured judge endpoint (`"model": "strict-judge"`,
     # `"panel": ["strict-judge", "other-provider"]`): each is called at its own address, with its own key,
     # response_format mode and max_tokens; any other name uses the default (a panel member: no verdict).
-    endpoints = {
-        row.name: _judge_endpoint(_endpoint_row_config(row))
-        for row in ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE)
-    }
+    endpoints = {}
+    for row in ModelEndpoint.objects.filter(role=ModelEndpoint.Role.JUDGE):
+        try:
+            endpoints[row.name] = _judge_endpoint(_endpoint_row_config(row))
+        except ValueError as exc:
+            # A row the admin form would refuse (written straight to the database): it serves no judge, and a
+            # panel naming it is missing that vote; every other rubric's judge still works.
+            log.warning("judge endpoint %r is left out: %s", row.name, exc)
     default = _judge_endpoint(endpoint)
     if rubric_model:
         endpoints[rubric_model] = default

@@ -141,3 +141,16 @@ def test_a_judge_panel_calls_each_configured_endpoint_at_its_own_provider_with_i
     finally:
         for server in servers.values():
             server.stop()
+
+
+def test_one_broken_judge_row_leaves_the_others_working():
+    """A judge row the admin form would refuse (here a response_format written straight to the database) is left
+    out: it used to stop the judge config of every rubric from being built."""
+    for name in ("strict-judge", "broken-judge"):
+        ModelEndpoint.objects.create(
+            name=name, role="judge", base_url=f"http://127.0.0.1:1/{name}", model=f"{name}-model", api_key_env=""
+        )
+    ModelEndpoint.objects.filter(name="broken-judge").update(response_format="no-such-mode")
+    config = endpoints.judge_config_for(RUBRIC, environment=None)
+    assert config.model == "strict-judge-model"
+    assert "broken-judge" not in config.endpoints and "strict-judge" in config.endpoints
