@@ -309,25 +309,57 @@ def task_figures(*, task: Task, viewer=None) -> dict:
     }
 
 
-def environment_figures(*, environment) -> dict:
-    """Per task of `environment` with blind scores its figures, and the environment's, pooled over its rollouts."""
+def environment_figures(*, environment, viewer=None) -> dict:
+    """Per task of `environment` with blind scores its figures, and the environment's, pooled over its rollouts.
+    Hacks are counted, never named. With a `viewer` (the dashboard), each task also says how many of its hacks are
+    among the rollouts that viewer may still score blind (`hacks_hidden`, as task_figures hides them): a few
+    queries whatever the number of tasks."""
     rule = rule_for(environment)
     tasks = Task.objects.filter(environment=environment)
     rows = _rows(tasks=tasks)
     by_task: dict[str, list[dict]] = {}
     for row in rows:
         by_task.setdefault(row["task"], []).append(row)
+    hidden = _hidden_hacks(hacks(rows), viewer=viewer) if viewer is not None else None
+    task_entries = []
+    for slug, task_rows in sorted(by_task.items()):
+        entry = {"task": slug, **_figures(task_rows, rule), "hacks": len(hacks(task_rows))}
+        if hidden is not None:
+            entry["hacks_hidden"] = hidden.get(slug, 0)
+        task_entries.append(entry)
     return {
         "environment": environment.slug,
         **_figures(rows, rule),
         "rule": rule.to_dict(),
         "hacks": len(hacks(rows)),
-        "tasks": [
-            {"task": slug, **_figures(task_rows, rule), "hacks": len(hacks(task_rows))}
-            for slug, task_rows in sorted(by_task.items())
-        ],
+        "tasks": task_entries,
         "bootstrap": {"resamples": calibration.RESAMPLES, "seed": calibration.BOOTSTRAP_SEED},
     }
+
+
+def _hidden_hacks(found: list[dict], *, viewer) -> dict[str, int]:
+    """task slug -> how many of the hacks `found` (rows of several tasks) `viewer` may still score blind: the rule
+    of task_figures' `hacks_hidden`, for every task at once (two queries at most)."""
+    if not found or not permissions.can_review(viewer):
+        return {}
+    owners = dict(Task.objects.filter(pk__in={row["task_id"] for row in found}).values_list("pk", "owner_id"))
+    scorable = [
+        row
+        for row in found
+        if _may_score(task=Task(pk=row["task_id"], owner_id=owners.get(row["task_id"])), user=viewer)
+    ]
+    if not scorable:
+        return {}
+    scored = set(
+        BlindScore.objects.filter(reviewer=viewer, rollout_id__in=[row["rollout"] for row in scorable]).values_list(
+            "rollout_id", flat=True
+        )
+    )
+    hidden: dict[str, int] = {}
+    for row in scorable:
+        if row["rollout"] not in scored:
+            hidden[row["task"]] = hidden.get(row["task"], 0) + 1
+    return hidden
 
 
 def _public(row: dict) -> dict:

@@ -398,6 +398,7 @@ def agreement_page(request, slug):
 @require_safe
 @_review_workspace
 def environment_dashboard(request, slug):
+    from review import blind
     from review.calibration import environment_calibration_json
 
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
@@ -410,6 +411,7 @@ def environment_dashboard(request, slug):
             **selectors.environment_dashboard(environment=environment),
             "agreement": agreement["overall"],
             "calibration": environment_calibration_json(environment=environment, agreement=agreement),
+            "blind": blind.environment_figures(environment=environment, viewer=request.user),
         },
     )
 

@@ -155,3 +155,40 @@ def test_the_owner_changes_the_calibration_settings_and_the_judge_gate_follows(p
     page.goto(f"{live_server.url}/tasks/judged/")
     expect(gate).to_contain_text("clear: judge not validated: TPR 0.90, TNR 0.80 below 0.95")
     expect(gate).not_to_contain_text("(not blocking)")
+
+
+def test_the_dashboard_shows_each_tasks_blind_spearman_flag_and_hacks(page, live_server, author, reviewer, environment):
+    def scored(slug, rewards, human):
+        task = services.task_create(
+            slug=slug,
+            environment=environment,
+            author=author,
+            content={"title": slug, "prompt": "What is six times seven?", "rubric": RUBRIC,
+                     "solution": {"answer": "42"}},
+        )  # fmt: skip
+        rollouts = list(finished_preview(task.latest_version, author, "model", rewards).rollouts.order_by("index"))
+        for rollout, score in zip(rollouts, human, strict=True):
+            blind.score_record(task=task, rollout=rollout, reviewer=reviewer, passed=score >= 5, score=score)
+        return task, rollouts
+
+    # by hand: rewards 0.0 ... 0.9 rank 1..10; humans swap each pair (ranks 2, 1, 4, 3, ...): every d = ±1,
+    # Σd² = 10, Spearman = 1 - 6·10 / (10·(100 - 1)) = 0.9394, above the default 0.5: not flagged; humans pass every
+    # rollout the rubric passes (reward 0.5 up, human 5 up): no hack.
+    agrees, _ = scored("agrees", [i / 10 for i in range(10)], [1, 0, 3, 2, 6, 5, 8, 7, 10, 9])
+    # tests/review/test_blind_scores.py's round: Spearman 38.5 / √(82.5·82) = 0.468, and a planted hack (reward 1.0)
+    _, rollouts = scored("hacked", [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0], [1, 0, 2, 4, 3, 5, 6, 8, 7, 0])
+    low, high = blind.task_figures(task=agrees)["spearman_ci95"]
+
+    sign_in(page, live_server.url, reviewer.username)
+    page.goto(f"{live_server.url}/review/environments/shell/")
+    row = page.locator('#blind-table tr[data-task="agrees"]')
+    expect(row.locator('[data-figure="scored"]')).to_have_text("10 (10 scores)")
+    expect(row.locator('[data-figure="spearman"]')).to_have_text(f"0.94 ({low:.2f} to {high:.2f})")
+    expect(row.locator('[data-figure="flagged"] .badge')).to_have_count(0)
+    expect(row.locator('[data-figure="hacks"]')).to_have_text("0")
+    row = page.locator('#blind-table tr[data-task="hacked"]')
+    expect(row.locator('[data-figure="spearman"]')).to_contain_text("0.47")
+    expect(row.locator('[data-figure="flagged"] .badge')).to_have_text("flagged")
+    expect(page.locator("#blind-rule")).to_contain_text("Spearman below 0.50 over at least 10 rollouts scored blind")
+    row.locator('[data-figure="hacks"] a').click()
+    expect(page.locator(f'#blind-hacks tr[data-rollout="{rollouts[-1].pk}"]')).to_contain_text("1.00")
