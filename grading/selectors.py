@@ -478,6 +478,8 @@ _LABEL_FIELDS = (
     "check_result__check_id",
     "check_result__grade__rollout_id",
     "check_result__grade__task_version_id",
+    "check_result__grade__task_version__sha256",
+    "check_result__grade__task_version__task_id",
     "check_result__grade__task_version__task__slug",
 )
 
@@ -521,13 +523,16 @@ def judge_agreement(*, task=None, task_version=None, environment=None, check_id:
     return _stats(judge_label_rows(task=task, task_version=task_version, environment=environment, check_id=check_id))
 
 
-def judge_agreement_summary(*, task=None, environment=None, answer_keys=None) -> dict:
+def judge_agreement_summary(*, task=None, environment=None, answer_keys=None, rows: list[dict] | None = None) -> dict:
     """Agreement and judge rates overall, per task and per (task, check), from one query:
     {"overall": AgreementStats, "overall_rates": JudgeRates, "tasks": {slug: AgreementStats},
      "task_rates": {slug: JudgeRates}, "checks": [{"task": slug, "check_id": id, "stats": AgreementStats,
      "rates": JudgeRates}]}. Pooled rates are the sums of the checks' counts.
-    `answer_keys(rows)`, when given, returns the function that says which answer a label row is about."""
-    rows = judge_label_rows(task=task, environment=environment)
+    `answer_keys(rows)`, when given, returns the function that says which answer a label row is about; `rows`, when
+    given, are the label rows to count (judge_label_rows of `task` or `environment`, some left out), read by the
+    caller."""
+    if rows is None:
+        rows = judge_label_rows(task=task, environment=environment)
     answer_key = answer_keys(rows) if answer_keys else _document_answer_key
     by_task: dict[str, list[dict]] = {}
     by_check: dict[tuple[str, str], list[dict]] = {}
@@ -540,7 +545,7 @@ def judge_agreement_summary(*, task=None, environment=None, answer_keys=None) ->
             "task": slug,
             "check_id": check_id,
             "stats": _stats(check_rows, answer_key),
-            "rates": _rates(check_rows, answer_key),
+            "rates": judge_check_rates(check_rows, answer_key),
         }
         for (slug, check_id), check_rows in by_check.items()
     ]
@@ -556,7 +561,7 @@ def judge_agreement_summary(*, task=None, environment=None, answer_keys=None) ->
     }
 
 
-def _rates(rows: list[dict], answer_key=_document_answer_key) -> JudgeRates:
+def judge_check_rates(rows: list[dict], answer_key=_document_answer_key) -> JudgeRates:
     """TPR / TNR counts of ONE check's label rows (grading.engine.calibration.judge_rates: one observation per
     distinct answer and judge verdict, the reviewers' majority as the truth), over met / not met verdicts."""
     return judge_rates(

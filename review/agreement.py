@@ -12,7 +12,7 @@ import hashlib
 
 from authoring.models import TaskVersion
 from grading.engine.calibration import AgreementStats
-from grading.selectors import judge_agreement_summary
+from grading.selectors import judge_agreement_summary, judge_label_rows
 from review.selectors import check_target, graded_text
 from sandbox.models import Rollout
 
@@ -65,10 +65,13 @@ def answer_keys(rows: list[dict]):
 
 def agreement_json(*, task=None, environment=None) -> dict:
     """Agreement and, under "calibration", the judge's TPR / TNR (review.calibration) overall, per task and per
-    check; "rule" is the environment's rule for a validated judge."""
-    from review.calibration import rates_json, rule_json, validation_rule
+    check; "rule" is the environment's rule for a validated judge. Each check counts the labels on the judge question
+    its task's latest version asks (review.calibration.current_label_rows); "left_out" says how many labels of an
+    earlier question (or of a check that version no longer has) were not counted, per check and in all."""
+    from review.calibration import current_label_rows, rates_json, rule_json, validation_rule
 
-    summary = judge_agreement_summary(task=task, environment=environment, answer_keys=answer_keys)
+    counted, left_out = current_label_rows(judge_label_rows(task=task, environment=environment))
+    summary = judge_agreement_summary(rows=counted, answer_keys=answer_keys)
     scope = environment if environment is not None else getattr(task, "environment", None)
     rule = validation_rule(scope)
     return {
@@ -83,8 +86,16 @@ def agreement_json(*, task=None, environment=None) -> dict:
                 "check_id": item["check_id"],
                 **stats_json(item["stats"]),
                 "calibration": rates_json(item["rates"], rule),
+                "left_out": left_out.get((item["task"], item["check_id"]), 0),
             }
             for item in summary["checks"]
         ],
+        "left_out": {
+            "labels": sum(left_out.values()),
+            "checks": [
+                {"task": slug, "check_id": check_id, "labels": count}
+                for (slug, check_id), count in sorted(left_out.items())
+            ],
+        },
         "rule": rule_json(scope),
     }

@@ -218,12 +218,31 @@ class AgreementScopeOutput(AgreementStatsOutput):
 class AgreementCheckOutput(AgreementScopeOutput):
     task = serializers.CharField()
     check_id = serializers.CharField()
+    left_out = serializers.IntegerField(
+        help_text="labels of this check on an earlier judge question (criterion, reference, scale or model), not "
+        "counted"
+    )
+
+
+class LeftOutCheckOutput(serializers.Serializer):
+    task = serializers.CharField()
+    check_id = serializers.CharField()
+    labels = serializers.IntegerField()
+
+
+class LeftOutOutput(serializers.Serializer):
+    labels = serializers.IntegerField(help_text="labels not counted, in all")
+    checks = LeftOutCheckOutput(many=True)
 
 
 class AgreementOutput(serializers.Serializer):
     overall = AgreementScopeOutput()
     tasks = serializers.DictField(child=AgreementScopeOutput())
     checks = AgreementCheckOutput(many=True)
+    left_out = LeftOutOutput(
+        help_text="labels on a judge question other than the one the task's latest version asks of the check "
+        "(an earlier criterion, or a check it no longer has): counted nowhere here"
+    )
     rule = ValidationRuleOutput()
 
 
@@ -516,7 +535,9 @@ class AgreementApi(APIView):
         tags=["review"],
         description="Judge–human agreement (percent and Cohen's kappa, with the number of distinct answers) "
         "overall, per task and per check; `reword` flags a criterion to rewrite. `calibration`: the judge's TPR "
-        "and TNR with Wilson intervals, F1 and whether labels validate it under `rule`, the environment's rule.",
+        "and TNR with Wilson intervals, F1 and whether labels validate it under `rule`, the environment's rule. "
+        "Each check counts the labels on the judge question its task's latest version asks; `left_out` counts the "
+        "others.",
     )
     def get(self, request):
         selectors.review_workspace_check(user=request.user)

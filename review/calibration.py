@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from django.db.models import F
 
-from authoring.models import Task
+from authoring.models import Task, TaskVersion
 from grading.engine import calibration
 from grading.engine.calibration import JudgedCheck, JudgeRates, JudgeValidationRule, RolloutScores
 from grading.models import CheckResult
-from grading.selectors import judge_agreement_summary, judge_labels_stamp
+from grading.selectors import judge_agreement_summary, judge_check_rates, judge_label_rows, judge_labels_stamp
 from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, PreparedIn
 from review.agreement import answer_keys
@@ -41,27 +41,120 @@ def rates_json(rates: JudgeRates, rule: JudgeValidationRule) -> dict:
 
 
 def task_rates_summary(*, task=None, environment=None) -> dict[tuple[str, str], JudgeRates]:
-    """(task slug, check id) -> its judge's rates, for a task or every task of an environment."""
-    summary = judge_agreement_summary(task=task, environment=environment, answer_keys=answer_keys)
+    """(task slug, check id) -> its judge's rates, for a task or every task of an environment, from the labels on
+    the judge question of each check on its task's latest version (current_label_rows)."""
+    counted, _ = current_label_rows(judge_label_rows(task=task, environment=environment))
+    summary = judge_agreement_summary(rows=counted, answer_keys=answer_keys)
     return {(item["task"], item["check_id"]): item["rates"] for item in summary["checks"]}
 
 
-# A task's rates, kept per process under the stamp of its labels (grading.selectors.judge_labels_stamp): the gates
-# ask for them on every view of a judged task's page, and reading them afresh loads every labelled answer (and, for
-# a check on a file, the rollout's workspace files) to tell distinct answers apart.
+# ---------------------------------------------------------------- which labels count: the judge question
+#
+# A label is a reviewer's verdict on what one judge question (a check's criterion, reference, scale and named model:
+# grading.engine.calibration.judge_identities) made of one answer. A check keeps its id when its author rewrites its
+# criterion; its old labels never judged the new question, and counting them would validate a judge nobody checked.
+# So a check's labels count for a version only where the labelled version asked the same question.
+
+
+def version_identities(version, *, rubric=None) -> dict[str, str]:
+    """check id -> judge identity of each judged check of `version` (kept with _judged's facts by id and hash)."""
+    return _judged(version, rubric=rubric)[2]
+
+
+def _identities_of(versions: dict[int, str]) -> dict[int, dict[str, str]]:
+    """version id -> its judge identities, for `versions` ({id: sha256}); those no process kept yet read in one
+    query."""
+    found, missing = {}, []
+    for pk, sha256 in versions.items():
+        kept = _JUDGED.get((pk, sha256))
+        if kept is None:
+            missing.append(pk)
+        else:
+            found[pk] = kept[2]
+    if missing:
+        for pk, sha256, rubric in TaskVersion.objects.filter(pk__in=missing).values_list(
+            "pk", "sha256", "spec__rubric"
+        ):
+            found[pk] = _judged_put((pk, sha256), rubric)[2]
+    return found
+
+
+def _row_identity(row: dict, identities: dict[int, dict[str, str]]) -> str | None:
+    return identities.get(row["check_result__grade__task_version_id"], {}).get(row["check_result__check_id"])
+
+
+def _labelled_identities(rows: list[dict]) -> dict[int, dict[str, str]]:
+    return _identities_of(
+        {row["check_result__grade__task_version_id"]: row["check_result__grade__task_version__sha256"] for row in rows}
+    )
+
+
+def current_label_rows(rows: list[dict]) -> tuple[list[dict], dict[tuple[str, str], int]]:
+    """(the label rows (grading.selectors.judge_label_rows) that count: those of a check on a version whose judge
+    question for it is the one its task's latest version asks; (task slug, check id) -> how many were left out,
+    labels of an earlier question or of a check the latest version no longer has). Two queries at most, whatever
+    the number of tasks."""
+    if not rows:
+        return [], {}
+    latest = {
+        task_id: (version_id, sha256)
+        for task_id, version_id, sha256 in Task.objects.filter(
+            pk__in={row["check_result__grade__task_version__task_id"] for row in rows}
+        ).values_list("pk", "latest_version_id", "latest_version__sha256")
+    }
+    versions = {
+        row["check_result__grade__task_version_id"]: row["check_result__grade__task_version__sha256"] for row in rows
+    }
+    versions.update({version_id: sha256 for version_id, sha256 in latest.values() if version_id is not None})
+    identities = _identities_of(versions)
+    counted, left_out = [], {}
+    for row in rows:
+        current_id = latest.get(row["check_result__grade__task_version__task_id"], (None, None))[0]
+        current = identities.get(current_id, {}).get(row["check_result__check_id"])
+        if current is not None and _row_identity(row, identities) == current:
+            counted.append(row)
+        else:
+            key = (row["check_result__grade__task_version__task__slug"], row["check_result__check_id"])
+            left_out[key] = left_out.get(key, 0) + 1
+    return counted, left_out
+
+
+# A task's rates per (check id, judge identity), kept per process under the stamp of its labels
+# (grading.selectors.judge_labels_stamp): the gates ask for them on every view of a judged task's page, and reading
+# them afresh loads every labelled answer (and, for a check on a file, the rollout's workspace files) to tell distinct
+# answers apart. A label's identity is its version's, which never changes: the stamp names them too.
 _TASK_RATES = Kept(entries=2048)
 
 
-def task_rates(*, task) -> dict[str, JudgeRates]:
-    """check id -> its judge's rates from every label on any version of `task`; one aggregate query while its labels
-    are the ones last read."""
+def _task_identity_rates(task) -> dict[tuple[str, str], JudgeRates]:
     key = (task.pk, task.slug, judge_labels_stamp(task=task))
     rates = _TASK_RATES.get(key)
     if rates is None:
-        summary = judge_agreement_summary(task=task, answer_keys=answer_keys)
-        rates = {item["check_id"]: item["rates"] for item in summary["checks"] if item["task"] == task.slug}
+        rows = judge_label_rows(task=task)
+        identities = _labelled_identities(rows)
+        answer_key = answer_keys(rows)
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for row in rows:
+            identity = _row_identity(row, identities)
+            if identity is not None:
+                groups.setdefault((row["check_result__check_id"], identity), []).append(row)
+        rates = {group: judge_check_rates(group_rows, answer_key) for group, group_rows in groups.items()}
         _TASK_RATES.put(key, rates)
-    return dict(rates)
+    return rates
+
+
+def task_rates(*, task, version=None, rubric=None) -> dict[str, JudgeRates]:
+    """check id -> its judge's rates from the labels on any version of `task` that asks the judge the same question
+    for that check as `version` (default: the task's latest; `rubric`: its rubric, when the caller has it); one
+    aggregate query while its labels are the ones last read."""
+    if version is None:
+        version = task.latest_version
+    by_identity = _task_identity_rates(task)
+    return {
+        check_id: by_identity[(check_id, identity)]
+        for check_id, identity in version_identities(version, rubric=rubric).items()
+        if (check_id, identity) in by_identity
+    }
 
 
 # compiled once per process (gymwright.sql): the gates ask on every view of a judged task's page
@@ -79,22 +172,34 @@ def task_validation(*, task_version, environment, rubric) -> dict[str, calibrati
     if not found:
         raise Task.DoesNotExist
     task = found[0]
-    rates = task_rates(task=task)
+    rates = task_rates(task=task, version=task_version, rubric=rubric)
     rule = validation_rule(environment)
     return {spec.check_id: calibration.judge_validation(rates.get(spec.check_id, JudgeRates()), rule) for spec in specs}
 
 
-def _judged(version) -> tuple[tuple, float]:
-    """(the binary judged checks of `version`'s rubric, the rubric's max points). A version never changes, so a
-    process keeps them by its id and hash: the preview page asks on every view, and reading them loads and decodes
-    the version's whole document (the run's query defers it)."""
+def _judged(version, *, rubric=None) -> tuple[tuple, float, dict[str, str]]:
+    """(the binary judged checks of `version`'s rubric, the rubric's max points, its judge identities). A version
+    never changes, so a process keeps them by its id and hash: the preview page asks on every view, and reading them
+    loads and decodes the version's whole document (the run's query defers it). `rubric`: the version's, when the
+    caller has it."""
     key = (version.pk, version.sha256)
-    kept = _JUDGED.get(key)
+    kept = _JUDGED.get(key) if version.pk is not None else None
     if kept is None:
-        rubric = version.spec.get("rubric") or {}
-        specs = tuple(calibration.binary_judged_checks(rubric))
-        kept = (specs, calibration.rubric_max_points(rubric) if specs else 0)
-        _JUDGED.put(key, kept)
+        if rubric is None:
+            rubric = version.spec.get("rubric")
+        kept = _judged_put(key, rubric) if version.pk is not None else _judged_facts(rubric)
+    return kept
+
+
+def _judged_facts(rubric) -> tuple[tuple, float, dict[str, str]]:
+    rubric = rubric if isinstance(rubric, dict) else {}
+    specs = tuple(calibration.binary_judged_checks(rubric))
+    return (specs, calibration.rubric_max_points(rubric) if specs else 0, calibration.judge_identities(rubric))
+
+
+def _judged_put(key, rubric) -> tuple[tuple, float, dict[str, str]]:
+    kept = _judged_facts(rubric)
+    _JUDGED.put(key, kept)
     return kept
 
 
@@ -121,11 +226,11 @@ def preview_corrected(*, preview_run: PreviewRun, rates: dict[str, JudgeRates] |
     """The preview's judged pass rates and mean reward corrected by the judges' TPR / TNR (CorrectedRewards), over
     its graded rollouts; None when its rubric has no binary judged check."""
     version = preview_run.task_version
-    specs, max_points = _judged(version)
+    specs, max_points, _ = _judged(version)
     if not specs:
         return None
     if rates is None:
-        rates = task_rates(task=version.task)
+        rates = task_rates(task=version.task, version=version)
     graded = _graded(preview_run_id=preview_run.pk)
     scores: dict[int, dict[str, float | None]] = {grade_id: {} for grade_id, _ in graded}
     for grade_id, check_id, status, score in _graded_results(
@@ -144,7 +249,7 @@ def preview_calibration_json(*, preview_run: PreviewRun) -> dict | None:
     version = preview_run.task_version
     if not _judged(version)[0]:
         return None
-    rates = task_rates(task=version.task)
+    rates = task_rates(task=version.task, version=version)
     corrected = preview_corrected(preview_run=preview_run, rates=rates)
     if corrected is None:
         return None
@@ -231,5 +336,6 @@ def environment_calibration_json(*, environment, agreement: dict) -> dict:
         "overall": agreement["overall"]["calibration"],
         "checks": checks,
         "validated": sum(1 for row in checks if row["calibration"]["validated"]),
+        "left_out": agreement["left_out"],
         "rule": agreement["rule"],
     }

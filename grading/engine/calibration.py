@@ -690,6 +690,39 @@ def binary_judged_checks(rubric: Mapping | None) -> list[JudgedCheckSpec]:
     return found
 
 
+#: What makes two versions' judged checks of one id the same judge question: a label on one counts for the other
+#: only when these agree (what the judge is asked, on what scale, of which model when the check names one).
+JUDGE_IDENTITY_FIELDS = ("kind", "criterion", "reference", "scale", "model")
+
+
+def judge_identities(rubric: Mapping | None) -> dict[str, str]:
+    """check id -> the sha256 of its judge question, for every judged check of a rubric document (any depth, any
+    scale). Labels of a check count towards its judge's rates only on versions where this is the same: a criterion
+    rewritten under the same id is a new question, which its old labels never judged."""
+    import hashlib
+    import json
+
+    from .models import check_model, flat_checks
+
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    for row in flat_checks((rubric or {}).get("checks") if isinstance(rubric, Mapping) else None):
+        check = row.check
+        if not isinstance(check, Mapping) or not isinstance(check.get("id"), str):
+            continue
+        if check["id"] in seen:  # an id used twice names no one question: its labels count nowhere
+            found.pop(check["id"], None)
+            continue
+        seen.add(check["id"])
+        if not getattr(check_model(check), "judged", False):
+            continue
+        question = {name: check.get(name) for name in JUDGE_IDENTITY_FIELDS}
+        question["scale"] = question["scale"] if question["scale"] is not None else "binary"
+        text = json.dumps(question, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        found[check["id"]] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return found
+
+
 def rubric_max_points(rubric: Mapping | None) -> float:
     """Σ positive points of a rubric's top-level checks: the reward's denominator (RUBRIC.md, "Scoring")."""
     total = 0.0

@@ -174,8 +174,9 @@ def test_a_second_reviewer_disagreeing_on_one_answer_is_a_second_observation_of_
     assert (check["labels"], check["answers"], check["agreed"]) == (2, 1, 1)
 
 
-def test_the_review_page_says_how_many_distinct_answers_back_kappa(client, submitted, author, reviewer):
-    version = submitted.latest_version
+def test_the_review_page_says_how_many_distinct_answers_back_kappa(client, judged_task, author, reviewer):
+    # a judged task: labels count only on a check its version has (review.calibration.current_label_rows)
+    version = judged_task.latest_version
     run = finished_preview(version, author, "model", [0.5] * 3)
     for rollout in run.rollouts.order_by("index"):
         Rollout.objects.filter(pk=rollout.pk).update(answer="same answer")
@@ -184,5 +185,5 @@ def test_the_review_page_says_how_many_distinct_answers_back_kappa(client, submi
         grade.save(update_fields=["rollout_id"])
         judge_label_record(check_result=grade.check_results.get(check_id="clear"), reviewer=reviewer, verdict="met")
     client.force_login(reviewer)
-    text = " ".join(client.get(f"/review/tasks/{submitted.slug}/").content.decode().split())
+    text = " ".join(client.get(f"/review/tasks/{judged_task.slug}/").content.decode().split())
     assert "1 distinct answer" in text and "3 labels" not in text
