@@ -653,7 +653,7 @@ class DockerSandbox(Sandbox):
                 if not timed_out and exec_id and track and hard_deadline is None and time.monotonic() >= next_check:
                     quiet_check = min(quiet_check * 2, 2.0)
                     next_check = time.monotonic() + quiet_check
-                    if not self.api.exec_inspect(exec_id).get("Running"):
+                    if _ended(self.api.exec_inspect(exec_id)):
                         self._sweep()
                         hard_deadline = time.monotonic() + KILL_GRACE_S
                     elif not self.limit_hit and deadline - time.monotonic() > 0.5:
@@ -732,7 +732,7 @@ class DockerSandbox(Sandbox):
 
     def _killer_alive(self) -> bool:
         try:
-            return bool(self.api.exec_inspect(self._killer[2]).get("Running"))
+            return not _ended(self.api.exec_inspect(self._killer[2]))
         except Exception:  # noqa: BLE001
             return False
 
@@ -762,7 +762,7 @@ class DockerSandbox(Sandbox):
         delay = 0.01
         while True:
             info = self.api.exec_inspect(exec_id)
-            if not info.get("Running"):
+            if _ended(info):
                 return info.get("ExitCode")
             if time.monotonic() >= deadline:
                 return None
@@ -1220,3 +1220,11 @@ def _docker_ts(raw: str) -> float | None:
         return datetime.fromisoformat(base + "+00:00").timestamp()
     except ValueError:
         return None
+
+
+def _ended(info: dict) -> bool:
+    """Whether an exec (the engine's inspect of it) has run and ended. Not running is not enough: the engine
+    answers the attach before it marks the exec started, so on a busy host an exec not yet started reads as not
+    running, with no exit code. Taken for "ended", that swept the sandbox user's processes as the command began
+    (an `echo ok` then printed nothing)."""
+    return not info.get("Running") and info.get("ExitCode") is not None

@@ -184,6 +184,26 @@ def test_the_sandbox_cannot_kill_our_helper_and_timeouts_still_work(docker_backe
         assert result.timed_out and "sleep 30" not in box.exec("ps -o args").stdout
 
 
+def test_an_exec_the_engine_has_not_started_yet_is_not_taken_for_ended(docker_backend, monkeypatch):
+    """The engine answers an exec's attach before it marks the exec started: on a busy host the first inspect
+    says not running, with no exit code. Read as "ended", the backend swept the sandbox user's processes while
+    the command began, and an `echo ok` after a timed-out exec printed nothing (CI, under load). Here the engine's
+    inspect reports that not-yet-started state for each exec's first 0.4 s, as a busy engine does."""
+    with docker_backend.start(SandboxSpec()) as box:
+        real = box.api.exec_inspect
+        first_seen: dict[str, float] = {}
+
+        def slow_to_start(exec_id):
+            info = real(exec_id)
+            if time.monotonic() - first_seen.setdefault(exec_id, time.monotonic()) < 0.4:
+                return {**info, "Running": False, "ExitCode": None}
+            return info
+
+        monkeypatch.setattr(box.api, "exec_inspect", slow_to_start)
+        result = box.exec("sleep 0.6; echo ok")
+        assert (result.exit_code, result.stdout) == (0, "ok\n")
+
+
 def test_agent_writable_directories_are_dropped_from_the_image_path(docker_backend, docker_client, busybox_image):
     # An image whose PATH puts the workspace and /tmp first: a program the agent writes there
     # would stand in for `python3` in a check. The sandbox gets the PATH without them.
