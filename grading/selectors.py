@@ -476,6 +476,8 @@ _LABEL_FIELDS = (
     "check_result_id",
     "check_result__score",
     "check_result__check_id",
+    "check_result__grade_id",
+    "check_result__grade__source",
     "check_result__grade__rollout_id",
     "check_result__grade__task_version_id",
     "check_result__grade__task_version__sha256",

@@ -10,7 +10,7 @@ from django.db.models import F
 from authoring.models import Task, TaskVersion
 from grading.engine import calibration
 from grading.engine.calibration import JudgedCheck, JudgeRates, JudgeValidationRule, RolloutScores
-from grading.models import CheckResult
+from grading.models import CheckResult, DryRun, Grade
 from grading.selectors import judge_agreement_summary, judge_check_rates, judge_label_rows, judge_labels_stamp
 from gymwright.process_cache import Kept
 from gymwright.sql import Prepared, PreparedIn
@@ -79,21 +79,36 @@ def _identities_of(versions: dict[int, str]) -> dict[int, dict[str, str]]:
     return found
 
 
-def _row_identity(row: dict, identities: dict[int, dict[str, str]]) -> str | None:
-    return identities.get(row["check_result__grade__task_version_id"], {}).get(row["check_result__check_id"])
+def _labelled_identities(rows: list[dict], versions: dict[int, str] | None = None):
+    """(version id -> its judge identities, for the labelled versions and `versions` ({id: sha256}); the function
+    that says which judge question a label row's verdict answered). A dry run's grade belongs to the version its
+    editor sat on, but its judge was asked the rubric as it was in the editor, unsaved (grading.models.DryRun.rubric):
+    its labels answer that rubric's question."""
+    wanted = {
+        row["check_result__grade__task_version_id"]: row["check_result__grade__task_version__sha256"] for row in rows
+    }
+    wanted.update(versions or {})
+    identities = _identities_of(wanted)
+    dry_run_grades = {
+        row["check_result__grade_id"] for row in rows if row["check_result__grade__source"] == Grade.Source.DRY_RUN
+    }
+    dry_runs: dict[int, dict[str, str]] = {}
+    if dry_run_grades:
+        for grade_id, rubric in DryRun.objects.filter(grade_id__in=dry_run_grades).values_list("grade_id", "rubric"):
+            dry_runs[grade_id] = calibration.judge_identities(rubric)
 
+    def identity_of(row: dict) -> str | None:
+        if row["check_result__grade__source"] == Grade.Source.DRY_RUN:
+            return dry_runs.get(row["check_result__grade_id"], {}).get(row["check_result__check_id"])
+        return identities.get(row["check_result__grade__task_version_id"], {}).get(row["check_result__check_id"])
 
-def _labelled_identities(rows: list[dict]) -> dict[int, dict[str, str]]:
-    return _identities_of(
-        {row["check_result__grade__task_version_id"]: row["check_result__grade__task_version__sha256"] for row in rows}
-    )
+    return identities, identity_of
 
 
 def current_label_rows(rows: list[dict]) -> tuple[list[dict], dict[tuple[str, str], int]]:
-    """(the label rows (grading.selectors.judge_label_rows) that count: those of a check on a version whose judge
-    question for it is the one its task's latest version asks; (task slug, check id) -> how many were left out,
-    labels of an earlier question or of a check the latest version no longer has). Two queries at most, whatever
-    the number of tasks."""
+    """(the label rows (grading.selectors.judge_label_rows) that count: those whose judge was asked the question its
+    task's latest version asks of that check; (task slug, check id) -> how many were left out, labels of an earlier
+    question or of a check the latest version no longer has). A few queries, whatever the number of tasks."""
     if not rows:
         return [], {}
     latest = {
@@ -102,16 +117,14 @@ def current_label_rows(rows: list[dict]) -> tuple[list[dict], dict[tuple[str, st
             pk__in={row["check_result__grade__task_version__task_id"] for row in rows}
         ).values_list("pk", "latest_version_id", "latest_version__sha256")
     }
-    versions = {
-        row["check_result__grade__task_version_id"]: row["check_result__grade__task_version__sha256"] for row in rows
-    }
-    versions.update({version_id: sha256 for version_id, sha256 in latest.values() if version_id is not None})
-    identities = _identities_of(versions)
+    identities, identity_of = _labelled_identities(
+        rows, {version_id: sha256 for version_id, sha256 in latest.values() if version_id is not None}
+    )
     counted, left_out = [], {}
     for row in rows:
         current_id = latest.get(row["check_result__grade__task_version__task_id"], (None, None))[0]
         current = identities.get(current_id, {}).get(row["check_result__check_id"])
-        if current is not None and _row_identity(row, identities) == current:
+        if current is not None and identity_of(row) == current:
             counted.append(row)
         else:
             key = (row["check_result__grade__task_version__task__slug"], row["check_result__check_id"])
@@ -122,7 +135,8 @@ def current_label_rows(rows: list[dict]) -> tuple[list[dict], dict[tuple[str, st
 # A task's rates per (check id, judge identity), kept per process under the stamp of its labels
 # (grading.selectors.judge_labels_stamp): the gates ask for them on every view of a judged task's page, and reading
 # them afresh loads every labelled answer (and, for a check on a file, the rollout's workspace files) to tell distinct
-# answers apart. A label's identity is its version's, which never changes: the stamp names them too.
+# answers apart. A label's identity is its version's (or its dry run's rubric's), which never changes: the stamp
+# names them too.
 _TASK_RATES = Kept(entries=2048)
 
 
@@ -131,11 +145,11 @@ def _task_identity_rates(task) -> dict[tuple[str, str], JudgeRates]:
     rates = _TASK_RATES.get(key)
     if rates is None:
         rows = judge_label_rows(task=task)
-        identities = _labelled_identities(rows)
+        _, identity_of = _labelled_identities(rows)
         answer_key = answer_keys(rows)
         groups: dict[tuple[str, str], list[dict]] = {}
         for row in rows:
-            identity = _row_identity(row, identities)
+            identity = identity_of(row)
             if identity is not None:
                 groups.setdefault((row["check_result__check_id"], identity), []).append(row)
         rates = {group: judge_check_rates(group_rows, answer_key) for group, group_rows in groups.items()}

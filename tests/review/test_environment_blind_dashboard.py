@@ -21,8 +21,10 @@ def _row(page: str, slug: str) -> str:
     return page.split(f'<tr data-task="{slug}">', 1)[1].split("</tr>", 1)[0]
 
 
-def _scored_task(slug, environment, author, reviewer, rewards=REWARDS, human=HUMAN):
-    task = authoring_services.task_create(slug=slug, environment=environment, author=author, content=task_content())
+def _scored_task(slug, environment, author, reviewer, rewards=REWARDS, human=HUMAN, content=None):
+    task = authoring_services.task_create(
+        slug=slug, environment=environment, author=author, content=content or task_content()
+    )
     rollouts = list(finished_preview(task.latest_version, author, "model", rewards).rollouts.order_by("index"))
     for rollout, score in zip(rollouts, human, strict=True):
         blind.score_record(task=task, rollout=rollout, reviewer=reviewer, passed=score >= 5, score=score)
@@ -69,13 +71,28 @@ def test_a_reviewer_who_may_still_score_a_hack_is_told_only_how_many(
 
 
 def test_the_dashboard_queries_stay_flat_in_the_number_of_tasks(client, author, reviewer, second_reviewer, environment):
+    """Each task scored blind, and its judge labelled on two versions' questions (the labels of the earlier one left
+    out): blind figures, hidden hacks and the labels that count are read for all the tasks at once."""
+    from tests.review.test_agreement_and_evidence import JUDGED_RUBRIC
+    from tests.review.test_judge_calibration import grade, label
+
+    reworded = {**JUDGED_RUBRIC, "checks": [{**JUDGED_RUBRIC["checks"][0], "criterion": "Says 42."}]}
+
     def count(n: int) -> int:
         for index in range(n - len(environment.tasks.all())):
-            _scored_task(f"blind-{n}-{index}", environment, author, reviewer)
+            task, _ = _scored_task(
+                f"blind-{n}-{index}", environment, author, reviewer, content=task_content(rubric=JUDGED_RUBRIC)
+            )
+            label(grade(task.latest_version, author, met=True), reviewer, True)
+            v2, _ = authoring_services.task_version_create(
+                task=task, author=author, content=task_content(rubric=reworded), base_version=1
+            )
+            label(grade(v2, author, met=False), reviewer, False)
         client.force_login(second_reviewer)  # may still score every hack: the hidden count is read too
         with CaptureQueriesContext(connection) as queries:
             page = _page(client)
         assert page.count("<tr data-task=") == n and page.count("1 among rollouts you may still score blind") == n
+        assert page.count("(1 label on an earlier criterion not counted)") == n
         return len(queries)
 
     assert count(2) == count(4)

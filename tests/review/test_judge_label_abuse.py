@@ -55,3 +55,38 @@ def test_a_rubric_that_names_one_judged_check_id_twice_gives_it_no_question():
     rubric["checks"].append({**rubric["checks"][0], "criterion": "Anything else."})
     assert judge_identities(rubric) == {}
     assert judge_identities({"checks": "not a list"}) == {} and judge_identities(None) == {}
+
+
+def test_labels_on_a_dry_run_answer_the_editors_question_not_the_versions(author, reviewer, environment):
+    """A dry run's grade belongs to the version its editor sat on, but its judge was asked the rubric in the editor,
+    unsaved. Labels on dry runs of an easy criterion count for that criterion, never for the version's own."""
+    from grading.models import DryRun, Grade
+    from grading.services import grade_from_document, grade_record
+    from review.calibration import task_rates
+
+    environment.judge_min_labels = 10
+    environment.judge_min_rate = 0.8
+    environment.save()
+    task = authoring_services.task_create(
+        slug="dodge", environment=environment, author=author, content=task_content(rubric=JUDGED_RUBRIC)
+    )
+    v1 = task.latest_version
+    easy = copy.deepcopy(JUDGED_RUBRIC)
+    easy["checks"][0]["criterion"] = "The answer contains the digits 4 and 2."
+
+    def dry_run(rubric, met):
+        graded = grade(v1, author, met=met)  # a rollout-shaped grade document, re-recorded as a dry run's
+        document = graded.document
+        graded.delete()
+        dry = grade_record(grade=grade_from_document(document), task_version=v1, source="dry_run", user=author)
+        DryRun.objects.create(task=task, task_version=v1, rubric=rubric, grade=dry, created_by=author)
+        assert dry.source == Grade.Source.DRY_RUN
+        label(dry, reviewer, met)
+
+    for met in [True] * 10 + [False] * 10:
+        dry_run(easy, met)
+    assert task_rates(task=task, version=v1) == {}
+    gate = {result.gate: result for result in review_gates.gates_evaluate(task_version=v1)}["judge_validated"]
+    assert gate.status == "fail"
+    dry_run(JUDGED_RUBRIC, True)  # a dry run of the version's own question counts for it
+    assert task_rates(task=task, version=v1)["clear"].answers == 1
