@@ -143,14 +143,58 @@ def _zombie(pid: int) -> bool:
         return True  # gone
 
 
+# prctl(2): orphans of this process's descendants are re-parented to it, not to init.
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this verifier the reaper of its descendants' orphans: a check's daemon that double-forked or called
+    setsid stays this process's descendant, so `_end_new_processes` finds it. False where Linux refuses."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rpartition(b")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid in _pids():
+        parent = _ppid(pid)
+        if parent is not None:
+            children.setdefault(parent, []).append(pid)
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
 def _end_new_processes(before: set[int], rounds: int = 50) -> None:
-    """Kill every process that started since `before` (this verifier's own ancestors and itself excepted): stop them
-    all first, so none forks a replacement between the listing and the kill, and list again until none is left."""
+    """Kill every descendant of this verifier that started since `before`: stop them all first, so none forks a
+    replacement between the listing and the kill, and list again until none is left. Descendants only: every
+    process that merely started meanwhile was killed before, which outside a container of its own (a verifier run
+    on a host) stopped and killed the host's processes, a database's backends among them."""
     import signal
 
-    keep = set(before) | {os.getpid()}
+    me = os.getpid()
     for _ in range(rounds):
-        new = {pid for pid in _pids() - keep if not _zombie(pid)}
+        mine = _descendants(me) - before
+        new = {pid for pid in mine if not _zombie(pid)}
+        for pid in mine - new:
+            _reap(pid)
         if not new:
             return
         for sig in (signal.SIGSTOP, signal.SIGKILL):
@@ -160,10 +204,14 @@ def _end_new_processes(before: set[int], rounds: int = 50) -> None:
                 except (ProcessLookupError, PermissionError):
                     pass
         for pid in new:
-            try:
-                os.waitpid(pid, os.WNOHANG)  # our own children's zombies; others are init's to reap
-            except ChildProcessError:
-                pass
+            _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)  # our children's zombies (orphans are ours too, as their subreaper)
+    except ChildProcessError:
+        pass
 
 
 def read_answer() -> str:
@@ -206,6 +254,7 @@ def restore_grader_files() -> None:
 def main() -> int:
     from grading.engine.safe_files import place_files
 
+    become_subreaper()  # before any check runs: what they start stays ours to end
     task = parse_task(json.loads((TESTS / "task.json").read_text(encoding="utf-8")))
     restore_grader_files()
     env_files = TESTS / "env-files"

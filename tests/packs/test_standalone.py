@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -401,3 +404,57 @@ def test_reward_py_grades_one_answer_from_the_command_line_into_a_pipe(pack_dir)
     assert [(c["id"], c["status"], c["score"]) for c in printed["checks"]] == [
         (c["id"], c["status"], c["score"]) for c in expected["checks"]
     ]
+
+
+def test_the_harbor_verifier_ends_only_processes_of_its_own_checks(tmp_path, monkeypatch):
+    """After each check's command the verifier ends what the command left running. It ended every process that had
+    started on the machine meanwhile: run outside a container of its own (here, beside this test), it stopped and
+    killed the host's processes (a PostgreSQL backend of another test: the database restarted). A process started
+    beside the check lives on; one the check started, even a daemon that called setsid, does not (the verifier is
+    its subreaper), and the verifier reaps it."""
+    import threading
+
+    monkeypatch.setenv("GYMWRIGHT_WORKSPACE", str(tmp_path))
+    marker = f"300.{os.getpid()}{time.monotonic_ns() % 10**6:06d}"  # this run's daemon, no other's
+    script = tmp_path / "verifier.py"
+    script.write_text(
+        "import importlib.util, os, sys, time\n"
+        f"spec = importlib.util.spec_from_file_location('hg', {str(archive.info.BUNDLE_DIR / 'harbor_grade.py')!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "assert module.become_subreaper()\n"
+        f"result = module.ContainerSandbox().exec('(setsid sleep {marker} >/dev/null 2>&1 &); sleep 1.5; echo ran')\n"
+        "print(result.stdout.strip(), flush=True)\n"
+        "def cmdline(pid):\n"
+        "    try:\n"
+        "        return open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+        "    except OSError:\n"
+        "        return b''\n"
+        f"left = [pid for pid in module._pids() if b'{marker}' in cmdline(pid) and not module._zombie(pid)]\n"
+        "print('left', len(left), flush=True)\n"
+    )
+    neighbours = []
+    stop = threading.Event()
+
+    def start_neighbours():
+        # processes this test starts while the check runs: not the verifier's
+        while not stop.is_set() and len(neighbours) < 40:
+            neighbours.append(subprocess.Popen(["sleep", "30"]))
+            time.sleep(0.03)
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "GYMWRIGHT_WORKSPACE": str(tmp_path)}
+    verifier = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    thread = threading.Thread(target=start_neighbours)
+    thread.start()
+    try:
+        out, _ = verifier.communicate(timeout=120)
+    finally:
+        stop.set()
+        thread.join()
+    try:
+        assert out.split("\n")[:2] == ["ran", "left 0"], out
+        assert neighbours and all(process.poll() is None for process in neighbours), [p.poll() for p in neighbours]
+    finally:
+        for process in neighbours:
+            process.kill()
+            process.wait()
