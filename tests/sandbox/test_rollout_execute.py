@@ -228,7 +228,7 @@ def test_a_docker_preview_runs_in_a_container_and_leaves_none_behind(author, set
 
 
 def test_a_judge_rubric_calls_the_same_models_in_a_dry_run_and_in_a_preview(sandbox_dir, author, settings):
-    """One judge client factory: the rubric's judge and a check's own judge endpoint, with the
+    """One judge client factory: the rubric's judge and a check's own judge endpoint, each with its own
     endpoint's max_tokens, are called the same way whether an author dry-runs or previews."""
     from grading import services as grading_services
 
@@ -259,7 +259,12 @@ def test_a_judge_rubric_calls_the_same_models_in_a_dry_run_and_in_a_preview(sand
             default_params={"max_tokens": 77},
         )
         ModelEndpoint.objects.create(
-            name="second-judge", role="judge", base_url=server.base_url, model="second-model", api_key_env=""
+            name="second-judge",
+            role="judge",
+            base_url=server.base_url,
+            model="second-model",
+            api_key_env="",
+            default_params={"max_tokens": 33},
         )
 
         outcome = grading_services.dry_run_start(
@@ -275,7 +280,7 @@ def test_a_judge_rubric_calls_the_same_models_in_a_dry_run_and_in_a_preview(sand
         rollout = preview_run.rollouts.get()
         assert worker.rollout_execute(rollout_id=rollout.pk) == "done"
         preview_calls = sorted((r["model"], r.get("max_tokens")) for r in server.requests)
-    assert dry_run_calls == [("second-model", 77), ("strict-model", 77)]
+    assert dry_run_calls == [("second-model", 33), ("strict-model", 77)]
     assert preview_calls == dry_run_calls
     rollout.refresh_from_db()
     assert rollout.grade.document["complete"] is True and rollout.passed is True
