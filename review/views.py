@@ -486,25 +486,36 @@ def blind_score(request, slug, rollout_id):
     return render(request, "review/blind_score.html", context)
 
 
-@require_POST
-def blind_hack_example(request, slug, rollout_id):
-    """The one click that turns a flagged hack into an example answer expected to fail (a new version)."""
-    from review import blind
-
+def _blind_hack_turn(request, slug, rollout_id, *, make, said):
+    """A flagged hack made into something the rubric must fail (`make`: review.blind's hack_to_example or
+    hack_to_probe, a new version); `said(version)` is the message; refusals are said on the figures page."""
     task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
     try:
-        version = blind.hack_to_example(task=task, rollout_id=rollout_id, user=request.user)
+        version = make(task=task, rollout_id=rollout_id, user=request.user)
     except NotAllowed as exc:
         return _forbidden(request, exc)
     except DomainError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(
-            request,
-            f"Saved v{version.number}: rollout {rollout_id}'s answer is the example answer "
-            f"{blind.example_name(rollout_id)}, expected to fail.",
-        )
+        messages.success(request, said(version))
     return redirect("review:blind_figures", slug=slug)
+
+
+@require_POST
+def blind_hack_example(request, slug, rollout_id):
+    """The one click that turns a flagged hack into an example answer expected to fail (a new version)."""
+    from review import blind
+
+    return _blind_hack_turn(
+        request,
+        slug,
+        rollout_id,
+        make=blind.hack_to_example,
+        said=lambda version: (
+            f"Saved v{version.number}: rollout {rollout_id}'s answer is the example answer "
+            f"{blind.example_name(rollout_id)}, expected to fail."
+        ),
+    )
 
 
 @require_POST
@@ -512,21 +523,17 @@ def blind_hack_probe(request, slug, rollout_id):
     """The one click that turns a flagged hack into a rubric probe scoring below the pass threshold (a new version)."""
     from review import blind
 
-    task = authoring_selectors.task_get_for_user(slug=slug, user=request.user)
-    try:
-        version = blind.hack_to_probe(task=task, rollout_id=rollout_id, user=request.user)
-    except NotAllowed as exc:
-        return _forbidden(request, exc)
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    else:
-        probe = version.spec["rubric"]["probes"][-1]
-        messages.success(
-            request,
+    return _blind_hack_turn(
+        request,
+        slug,
+        rollout_id,
+        make=blind.hack_to_probe,
+        said=lambda version: (
             f"Saved v{version.number}: rollout {rollout_id}'s answer is a probe that must score at most "
-            f"{probe['max_reward']:g}. Run the gates to see the rubric fail it until you fix the rubric.",
-        )
-    return redirect("review:blind_figures", slug=slug)
+            f"{version.spec['rubric']['probes'][-1]['max_reward']:g}. Run the gates to see the rubric fail it until "
+            "you fix the rubric."
+        ),
+    )
 
 
 @require_POST
