@@ -6,17 +6,13 @@ the API's and the error's pointer; each change is audited on the environment."""
 
 from __future__ import annotations
 
-import math
-
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from rest_framework import serializers
 
 from accounts import permissions
 from authoring.models import AuditEvent, Environment
-from authoring.services import audit_record, environment_calibration_set
+from authoring.services import audit_record, environment_calibration_set, not_yours, settings_apply
 from grading.engine import calibration
-from gymwright.errors import DomainError, NotAllowed
 from review.models import BlindRule
 
 #: API field -> (BlindRule field, the words that name it).
@@ -26,10 +22,6 @@ BLIND_FIELDS = {
 }
 
 
-def _invalid(name: str, message: str) -> DomainError:
-    return DomainError(f"{BLIND_FIELDS[name][1]}: {message}.", details=[{"pointer": f"/{name}", "message": message}])
-
-
 @transaction.atomic
 def blind_rule_set(
     *, environment: Environment, user, min_correlation: float | None = None, min_scored: int | None = None
@@ -37,41 +29,24 @@ def blind_rule_set(
     """Change `environment`'s blind rule (None: unchanged; the defaults until a row exists); its owner or an admin.
     A bad value is a DomainError at its API field's pointer. Audited when anything changed."""
     if not permissions.can_edit_environment(user, environment):
-        owner = environment.owner.get_username() if environment.owner_id else "nobody"
-        raise NotAllowed(
-            f"environment {environment.slug} belongs to {owner}: only its owner or an admin can change it.",
-            details=[{"pointer": "/blind_min_correlation", "message": "another author's environment"}],
-        )
-    if min_correlation is not None and (
-        isinstance(min_correlation, bool)
-        or not isinstance(min_correlation, (int, float))
-        or not math.isfinite(min_correlation)
-    ):
-        raise _invalid("blind_min_correlation", "must be a number")
-    if min_scored is not None and (isinstance(min_scored, bool) or not isinstance(min_scored, int)):
-        raise _invalid("blind_min_scored", "must be a whole number")
+        raise not_yours(environment, "environment", pointer="/blind_min_correlation")
     rule = BlindRule.objects.select_for_update().filter(environment=environment).first()
     if rule is None:
         defaults = calibration.HumanPredictionRule()
         rule = BlindRule(
             environment=environment, min_correlation=defaults.min_correlation, min_scored=defaults.min_scored
         )
-    changes = {}
-    for name, value in (("blind_min_correlation", min_correlation), ("blind_min_scored", min_scored)):
-        field = BLIND_FIELDS[name][0]
-        if value is not None and value != getattr(rule, field):
-            changes[name] = [getattr(rule, field), value]
-            setattr(rule, field, value)
+    changes = settings_apply(
+        rule,
+        {
+            "blind_min_correlation": ("min_correlation", "number", min_correlation),
+            "blind_min_scored": ("min_scored", "whole", min_scored),
+        },
+        words={name: words for name, (_, words) in BLIND_FIELDS.items()},
+        exclude=["environment"],
+    )
     if not changes:
         return rule
-    try:
-        rule.full_clean(exclude=["environment"])
-    except ValidationError as exc:
-        errors = exc.message_dict
-        name = next((api for api, (field, _) in BLIND_FIELDS.items() if field in errors), next(iter(changes)))
-        field = BLIND_FIELDS[name][0]
-        message = next(iter(errors.get(field) or [m for ms in errors.values() for m in ms]), "out of range")
-        raise _invalid(name, message.rstrip(".").lower())
     rule.save()
     audit_record(
         actor=user,

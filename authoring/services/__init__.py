@@ -28,6 +28,8 @@ from authoring.services.environments import (
     environment_calibration_set,
     environment_create,
     environment_version_create,
+    not_yours,
+    settings_apply,
 )
 from authoring.services.hooks import (
     EnvironmentField,
@@ -56,6 +58,8 @@ __all__ = [
     "CALIBRATION_FIELDS",
     "EnvironmentField",
     "environment_calibration_set",
+    "not_yours",
+    "settings_apply",
     "environment_field_register",
     "environment_fields",
     "environment_fields_related",

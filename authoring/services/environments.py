@@ -16,7 +16,7 @@ from grading.engine import content_sha256
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 
 
-def _not_yours(target, what: str, *, pointer: str = "/id") -> NotAllowed:
+def not_yours(target, what: str, *, pointer: str = "/id") -> NotAllowed:
     """The refusal of a new version of someone else's task or environment (the web pages and the API
     check first; an import, which names tasks and environments by id, meets it here)."""
     owner = target.owner.get_username() if target.owner_id else "nobody"
@@ -59,7 +59,7 @@ def environment_version_create(
     if latest is not None and latest.sha256 == sha256:
         return latest, False
     if latest is not None and not permissions.can_edit_environment(author, environment):
-        raise _not_yours(environment, "environment")
+        raise not_yours(environment, "environment")
     number = (latest.number if latest else 0) + 1
     try:
         with transaction.atomic():
@@ -98,25 +98,52 @@ CALIBRATION_FIELDS = {
     "judge_min_rate": "TPR and TNR a judged check needs",
     "judge_unvalidated_blocks": "A judged check not validated blocks submission",
 }
-_CALIBRATION_KINDS = {
-    "judge_min_labels": "a whole number",
-    "judge_min_rate": "a number",
-    "judge_unvalidated_blocks": "true or false",
-}
+_CALIBRATION_KINDS = {"judge_min_labels": "whole", "judge_min_rate": "number", "judge_unvalidated_blocks": "bool"}
+_KIND_WORDS = {"whole": "a whole number", "number": "a number", "bool": "true or false"}
 
 
-def _calibration_invalid(name: str, message: str) -> DomainError:
-    return DomainError(f"{CALIBRATION_FIELDS[name]}: {message}.", details=[{"pointer": f"/{name}", "message": message}])
-
-
-def _calibration_value_ok(name: str, value) -> bool:
-    if name == "judge_unvalidated_blocks":
+def _kind_ok(kind: str, value) -> bool:
+    if kind == "bool":
         return isinstance(value, bool)
     if isinstance(value, bool):
         return False
-    if name == "judge_min_labels":
+    if kind == "whole":
         return isinstance(value, int)
     return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def settings_apply(obj, values: dict[str, tuple[str, str, object]], *, words: dict[str, str], exclude) -> dict:
+    """Set settings on a model instance `obj`, each named by its API field: {name: (model field, kind, value)}
+    with kind "whole", "number" or "bool" and value None for unchanged; bounded by the model's validators
+    (full_clean, `exclude` left out). The changes {name: [old, new]}; or a DomainError at the first bad one's
+    pointer (/name), its message led by `words[name]`, with `obj` as it was."""
+
+    def invalid(name: str, message: str) -> DomainError:
+        return DomainError(f"{words[name]}: {message}.", details=[{"pointer": f"/{name}", "message": message}])
+
+    changes = {}
+    for name, (field, kind, value) in values.items():
+        if value is None:
+            continue
+        if not _kind_ok(kind, value):
+            raise invalid(name, f"must be {_KIND_WORDS[kind]}")
+        old = getattr(obj, field)
+        if value != old:
+            changes[name] = [old, value]
+    for name, (_old, new) in changes.items():
+        setattr(obj, values[name][0], new)
+    if not changes:
+        return changes
+    try:
+        obj.full_clean(exclude=exclude)
+    except ValidationError as exc:
+        for name, (old, _new) in changes.items():
+            setattr(obj, values[name][0], old)
+        errors = exc.message_dict
+        name = next((api for api, (field, _, _) in values.items() if field in errors), next(iter(changes)))
+        messages = errors.get(values[name][0]) or [message for found in errors.values() for message in found]
+        raise invalid(name, next(iter(messages), "out of range").rstrip(".").lower()) from None
+    return changes
 
 
 @transaction.atomic
@@ -132,32 +159,20 @@ def environment_calibration_set(
     may. Bounds are the model's validators; a bad value is a DomainError at its field's pointer. Audited on the
     environment when anything changed; no new version (a rule, not content)."""
     if not permissions.can_edit_environment(user, environment):
-        raise _not_yours(environment, "environment", pointer="/judge_min_labels")
-    values = {
+        raise not_yours(environment, "environment", pointer="/judge_min_labels")
+    given = {
         "judge_min_labels": judge_min_labels,
         "judge_min_rate": judge_min_rate,
         "judge_unvalidated_blocks": judge_unvalidated_blocks,
     }
-    changes = {}
-    for name, value in values.items():
-        if value is None:
-            continue
-        if not _calibration_value_ok(name, value):
-            raise _calibration_invalid(name, f"must be {_CALIBRATION_KINDS[name]}")
-        old = getattr(environment, name)
-        if value != old:
-            changes[name] = [old, value]
-            setattr(environment, name, value)
+    changes = settings_apply(
+        environment,
+        {name: (name, _CALIBRATION_KINDS[name], value) for name, value in given.items()},
+        words=CALIBRATION_FIELDS,
+        exclude=["latest_version", "owner", "slug", "name", "description"],
+    )
     if not changes:
         return environment
-    try:
-        environment.full_clean(exclude=["latest_version", "owner", "slug", "name", "description"])
-    except ValidationError as exc:
-        environment.refresh_from_db(fields=list(CALIBRATION_FIELDS))
-        errors = exc.message_dict
-        name = next((field for field in CALIBRATION_FIELDS if field in errors), next(iter(changes)))
-        message = next(iter(errors.get(name) or [m for ms in errors.values() for m in ms]), "out of range")
-        raise _calibration_invalid(name, message.rstrip(".").lower())
     environment.save(update_fields=[*changes, "updated_at"])
     audit_record(
         actor=user,

@@ -20,7 +20,7 @@ from authoring.models import (
 from authoring.services.audit import audit_record
 from authoring.services.blobs import _known_blobs
 from authoring.services.documents import _build_task_document, environment_spec_validate
-from authoring.services.environments import _not_yours
+from authoring.services.environments import not_yours
 from authoring.services.hooks import _versions_created
 from grading.engine import content_sha256
 from gymwright.bulk import Pipeline, bulk_insert_rows, ids_reserve, keys_of, saved_instances
@@ -61,7 +61,7 @@ def environment_version_import(*, slug: str, number: int, spec: dict, author) ->
         if same is not None:
             return same
         if not permissions.can_edit_environment(author, environment):
-            raise _not_yours(environment, "environment", pointer="/environment")
+            raise not_yours(environment, "environment", pointer="/environment")
     latest = environment.latest_version
     version = EnvironmentVersion.objects.create(
         environment=environment,

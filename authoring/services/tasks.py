@@ -10,7 +10,7 @@ from accounts import permissions
 from authoring.models import AuditEvent, Environment, EnvironmentVersion, Tag, Task, TaskVersion
 from authoring.services.audit import audit_record
 from authoring.services.documents import CONTENT_KEYS, _build_task_document
-from authoring.services.environments import _not_yours
+from authoring.services.environments import not_yours
 from authoring.services.hooks import _versions_created
 from gymwright.errors import ConflictError, DomainError, NotAllowed
 
@@ -98,7 +98,7 @@ def task_version_create(
     if latest is not None and latest.content_sha256 == hashes.content_sha256:
         return latest, False
     if latest is not None and not permissions.can_edit_task(author, task):
-        raise _not_yours(task, "task")
+        raise not_yours(task, "task")
     try:
         with transaction.atomic():
             version = TaskVersion.objects.create(
