@@ -108,3 +108,34 @@ def test_a_rubrics_newlines_are_normalised_without_a_reference_cycle(cycles_kept
     made = _rubric_unix_newlines(rubric)
     assert made["checks"][1]["checks"][0]["criterion"] == "Shows\nworking."
     assert _unreachable() == []
+
+
+def test_the_bulk_api_imports_with_the_collector_paused_and_turns_it_back_on(author, monkeypatch):
+    from rest_framework.test import APIClient
+
+    from packs import apis
+
+    seen = []
+    real = importer.tasks_import
+
+    def tasks_import(**kwargs):
+        seen.append(gc.isenabled())
+        return real(**kwargs)
+
+    monkeypatch.setattr(apis.importer, "tasks_import", tasks_import)
+    api = APIClient()
+    api.force_authenticate(author)
+    assert gc.isenabled()
+    response = api.post("/api/imports/bulk/", {"tasks": _documents("paused", 2)}, format="json")
+    assert response.status_code == 200 and response.json()["imported"] == 2, response.content[:500]
+    assert seen == [False] and gc.isenabled()
+    # an error inside (a refused environment name) turns it back on too
+    response = api.post("/api/imports/bulk/", {"tasks": _documents("x", 1), "environment": "No Such"}, format="json")
+    assert response.status_code == 400 and gc.isenabled()
+    # a request that found it off leaves it off
+    gc.disable()
+    try:
+        api.post("/api/imports/bulk/", {"tasks": _documents("off", 1)}, format="json")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
