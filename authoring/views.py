@@ -219,8 +219,9 @@ def task_detail(request, slug):
 def _rubric_shown(version) -> tuple[str, str, int]:
     """The task page's rubric: its indented JSON (Python's encoder writes indented JSON in Python, ~1 ms for a
     small rubric), its table's rows and its number of checks. A version never changes, so a process keeps those of
-    the last few versions it showed, by the version's hash (up to 64 KB of JSON each; a larger one is worked out
-    each time)."""
+    the versions it showed, by the version's hash: up to 32 MB in all (a team's working set of task pages, not only
+    the last few: a 64-entry list missed on most of 200 distinct pages spread over the workers), a rubric over 1 MB
+    worked out each time."""
     kept = _RUBRICS_SHOWN.get(version.sha256)
     if kept is not None:
         return kept
@@ -230,7 +231,9 @@ def _rubric_shown(version) -> tuple[str, str, int]:
     return shown
 
 
-_RUBRICS_SHOWN = Kept(entries=64, max_value=65_536, size=lambda shown: len(shown[0]) + len(shown[1]))
+_RUBRICS_SHOWN = Kept(
+    entries=4096, max_size=32 * 1024 * 1024, max_value=1024 * 1024, size=lambda shown: len(shown[0]) + len(shown[1])
+)
 
 
 def _flat_checks(checks):

@@ -4,6 +4,10 @@
     50 runs, against a baseline measured in the same run — a bare loop doing the
     same string/regex/number/similarity operations with no engine around them.
     Target: ≤ 20 ms median.
+(c) a training loop's case: a ~2 KB answer against 10 checks (string_match, regex, number, fuzzy
+    text_similarity; one a penalty), where the literal prefilter skips little: median CPU per grade over
+    batches, against the same bare loop. Goal (the integrity issue's): within 3× of the loop. The pack's own
+    `compute_score` (task document read and all) on the same kind of case is bench_reward_fn.py's.
 (b) 100 llm_judge checks against the local OpenAI-protocol test server answering
     after 300 ms, judge concurrency 16: wall time (target ≤ 3 s) against the
     ideal 100/16 × 0.3 s, then a re-grade of the same answer (target: 0 calls).
@@ -162,6 +166,77 @@ def bench_deterministic(runs: int) -> list[tuple[str, str]]:
     ]
 
 
+def make_small_rubric() -> dict:
+    """10 checks a training loop's rubric has: 3 string_match (one a penalty), 3 regex, 2 number, 2 text_similarity."""
+    checks = [
+        {"id": "s0", "kind": "string_match", "points": 2, "expected": "revenue"},
+        {"id": "s1", "kind": "string_match", "points": 1, "mode": "not_contains", "expected": "absent1"},
+        {"id": "s2", "kind": "string_match", "points": -1, "expected": "as an ai"},
+        {"id": "r0", "kind": "regex", "points": 1, "pattern": r"\bcost\s+\w+\b", "flags": "i"},
+        {"id": "r1", "kind": "regex", "points": 1, "pattern": r"\b(?:margin|growth)\b"},
+        {"id": "r2", "kind": "regex", "points": 1, "pattern": r"total: \d,\d{3}"},
+        {
+            "id": "n0",
+            "kind": "number",
+            "points": 2,
+            "expected": 1234.5,
+            "tolerance": 0.5,
+            "extract": r"Final revenue: ([\d,.]+)",
+        },
+        {"id": "n1", "kind": "number", "points": 1, "expected": 25, "tolerance": 0.5, "extract": r"Margin (\d+)%"},
+        {
+            "id": "t0",
+            "kind": "text_similarity",
+            "points": 1,
+            "metric": "fuzzy",
+            "reference": "revenue grew in the third quarter while cost and margin held",
+            "threshold": 0.05,
+        },
+        {
+            "id": "t1",
+            "kind": "text_similarity",
+            "points": 1,
+            "metric": "rouge_l",
+            "reference": "revenue grew in the third quarter while cost and margin held",
+            "threshold": 0.05,
+        },
+    ]
+    return {"schema": "gymwright.rubric/v1", "checks": checks}
+
+
+def bench_small(batches: int = 15, per_batch: int = 200) -> list[tuple[str, str]]:
+    answer = make_answer(2_000, seed=11)
+    answer = answer[:1900] + "\nFinal revenue: 1,234.5 (Q3). Margin 25%.\n"
+    rubric = parse_rubric(make_small_rubric())
+    grade(rubric, answer=answer)
+    baseline(rubric, answer)
+
+    def per_call_cpu_us(function) -> float:
+        times = []
+        for _ in range(batches):
+            started = time.process_time()
+            for _ in range(per_batch):
+                function()
+            times.append((time.process_time() - started) * 1e6 / per_batch)
+        return statistics.median(times)
+
+    # alternating, so a change in the machine's load falls on both
+    engine, loop = [], []
+    for _ in range(3):
+        engine.append(per_call_cpu_us(lambda: grade(rubric, answer=answer)))
+        loop.append(per_call_cpu_us(lambda: baseline(rubric, answer)))
+    engine_us, loop_us = statistics.median(engine), statistics.median(loop)
+    result = grade(rubric, answer=answer)
+    ratio = engine_us / loop_us
+    return [
+        ("(c) checks in rubric / answer size", f"10 / {len(answer.encode())} bytes"),
+        ("(c) engine grade, CPU per call", f"{engine_us:.0f} µs"),
+        ("(c) bare-loop baseline, CPU per call", f"{loop_us:.0f} µs"),
+        ("(c) engine / baseline", f"{ratio:.2f}× CPU (goal ≤ 3×: {'met' if ratio <= 3 else 'not met'})"),
+        ("(c) reward (sanity)", f"{result.reward:.3f}, complete={result.complete}"),
+    ]
+
+
 def _serve(delay_s: float, connection) -> None:
     """Child process: the test server (so its threads do not share the engine's GIL, as a real server would not)."""
     from tests.support.openai_server import OpenAIServer
@@ -226,7 +301,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = parser.parse_args()
-    rows = bench_deterministic(args.runs) + bench_judge(100, 0.3, 16)
+    rows = bench_deterministic(args.runs) + bench_small() + bench_judge(100, 0.3, 16)
     width = max(len(name) for name, _ in rows)
     print(f"{'measure'.ljust(width)}  result")
     print(f"{'-' * width}  {'-' * 40}")

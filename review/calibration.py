@@ -141,7 +141,10 @@ _TASK_RATES = Kept(entries=2048)
 
 
 def _task_identity_rates(task) -> dict[tuple[str, str], JudgeRates]:
-    key = (task.pk, task.slug, judge_labels_stamp(task=task))
+    stamp = judge_labels_stamp(task=task)
+    if not stamp[0]:  # no label (the stamp counts the rows read below): nothing to read, nor to keep per task
+        return {}
+    key = (task.pk, task.slug, stamp)
     rates = _TASK_RATES.get(key)
     if rates is None:
         rows = judge_label_rows(task=task)

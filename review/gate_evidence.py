@@ -90,7 +90,13 @@ def preview_evidence(*, task_version: TaskVersion) -> dict[str, engine_gates.Pre
 # grades' documents cost half of its CPU.
 GRADE_FACTS_KEPT = 20_000
 _grade_facts_kept = Kept(entries=GRADE_FACTS_KEPT)
-_NO_FACTS = (engine_gates.grade_gap(None), (), {})  # a rollout whose grade is gone: its reward is open, nothing named
+_NO_FACTS = (engine_gates.grade_gap(None), (), {})
+# compiled once per process and list length (gymwright.sql): a first view of a task page reads its runs' grades
+_grade_documents = PreparedIn(
+    lambda ids: Rollout.objects.filter(id__in=ids, grade__isnull=False).values_list("id", "grade__document"),
+    "ids",
+    item=int,
+)  # a rollout whose grade is gone: its reward is open, nothing named
 
 
 def _grade_facts(rollout_ids: list[int]) -> dict[int, tuple]:
@@ -99,9 +105,7 @@ def _grade_facts(rollout_ids: list[int]) -> dict[int, tuple]:
     }
     missing = [rollout_id for rollout_id in rollout_ids if rollout_id not in found]
     if missing:
-        for rollout_id, document in Rollout.objects.filter(id__in=missing, grade__isnull=False).values_list(
-            "id", "grade__document"
-        ):
+        for rollout_id, document in _grade_documents(ids=missing):
             found[rollout_id] = (engine_gates.grade_gap(document), rewarded_checks(document), check_scores(document))
             _grade_facts_kept.put(rollout_id, found[rollout_id])
     return found

@@ -604,3 +604,26 @@ def test_a_diff_against_a_version_that_does_not_exist_says_which(client, author,
     assert f"{task.slug} v99 does not exist." in page
     response = client.get("/no/such/page/")
     assert response.status_code == 404 and 'id="not-found-message"' not in response.content.decode()
+
+
+def test_a_process_keeps_the_rubric_of_a_teams_working_set_of_task_pages(monkeypatch):
+    """Spread over the web processes, a team views hundreds of task pages: each process kept the rubric table of
+    the last 64 only, so on 200 distinct pages most views worked it out again."""
+    from types import SimpleNamespace
+
+    from authoring import views
+
+    monkeypatch.setattr(views, "_RUBRICS_SHOWN", type(views._RUBRICS_SHOWN)(**vars_of(views._RUBRICS_SHOWN)))
+    versions = [
+        SimpleNamespace(sha256=f"{i:064x}", rubric={**RUBRIC, "checks": [{**RUBRIC["checks"][0], "id": f"c{i}"}]})
+        for i in range(300)
+    ]
+    shown = [views._rubric_shown(version) for version in versions]
+    monkeypatch.setattr(views, "_check_rows_html", lambda items: pytest.fail("worked out again"))
+    assert [views._rubric_shown(version) for version in versions] == shown
+    assert all(f"c{i}" in shown[i][0] and f"c{i}" in shown[i][1] for i in (0, 299))
+
+
+def vars_of(kept) -> dict:
+    """The limits a process cache was made with (gymwright.process_cache.Kept)."""
+    return {"entries": kept.entries, "max_size": kept.max_size, "max_value": kept.max_value, "size": kept.size}

@@ -63,3 +63,66 @@ def test_hand_written_sections_inside_the_markers_are_kept_above_them(tmp_path):
     text = path.read_text()
     assert text.index("## Stray analysis") < text.index(run_all.BEGIN)
     assert "### kept table" in text and "a first" in text and "### b" in text
+
+
+def test_a_script_s_own_load_does_not_mark_it_but_other_work_or_a_busy_start_does(tmp_path):
+    # bench_load.py's own clients raise the load after it to ~5: quiet all the same when nothing else ran.
+    own = {**_result("bench_a.py", "a"), "load_after": "5.28 / 4.86 / 5.92", "load_peak": 5.3, "others_cores": 0.03}
+    others = {**_result("bench_b.py", "b"), "others_cores": 0.9}
+    busy = {**_result("bench_c.py", "c"), "load_before": "2.50 / 1.00 / 1.00", "others_cores": 0.0}
+    unknown = _result("bench_d.py", "d")  # no other-work figure: never called quiet
+    text = run_all.render([own, others, busy, unknown])
+    blocks = {chunk.split("\n", 1)[0]: chunk for chunk in text.split("### ")[1:]}
+    assert "not a quiet run" not in blocks["bench_a.py"] and "up to 5.30 during" in blocks["bench_a.py"]
+    assert "other work 0.03 cores" in blocks["bench_a.py"]
+    for name in ("bench_b.py", "bench_c.py", "bench_d.py"):
+        assert "not a quiet run" in blocks[name], name
+
+
+other_spec = importlib.util.spec_from_file_location("other_work", ROOT / "bench" / "other_work.py")
+other_work = importlib.util.module_from_spec(other_spec)
+other_spec.loader.exec_module(other_work)
+
+BURN = "import time\nwhile time.process_time() < 1.2: pass\n"
+
+
+def test_other_work_counts_processes_outside_the_run_and_not_its_own_or_its_services():
+    import subprocess
+    import sys
+    import time
+
+    with other_work.OtherWork() as other:
+        own = subprocess.Popen([sys.executable, "-c", BURN])
+        # An orphan (its parent exits at once): no longer under this process, as another program's work would be.
+        spawner = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', {BURN!r}]).pid)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        orphan = int(spawner.stdout)
+        own.wait()
+        while Path(f"/proc/{orphan}").exists() and b") Z" not in Path(f"/proc/{orphan}/stat").read_bytes():
+            time.sleep(0.05)
+    assert own.pid not in other.by_pid
+    # Seen from its first reading on: all but the work after the last reading (at most INTERVAL_S) is counted.
+    assert other.by_pid.get(orphan, 0) >= 1.2 - other_work.INTERVAL_S - 0.1
+
+
+def test_services_and_container_processes_are_the_run_s_own():
+    table = {
+        10: (1, "bash", 0),  # another program
+        20: (1, "postgres", 0),
+        21: (20, "postgres", 0),  # a backend
+        30: (1, "containerd-shim", 0),
+        31: (30, "python3", 0),  # a container's process
+        40: (1, "run_all", 0),
+        41: (40, "gunicorn", 0),
+        42: (41, "gunicorn", 0),
+    }
+    memo = {}
+    assert [pid for pid in table if not other_work._ours(pid, table, 40, memo)] == [10]

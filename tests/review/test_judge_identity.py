@@ -135,3 +135,20 @@ def test_a_tasks_rates_for_two_versions_are_read_once_until_its_labels_change(
         assert calibration.task_rates(task=lenient, version=v2) == {}
     with django_assert_num_queries(1):
         assert calibration.task_rates(task=lenient, version=v1)["clear"].answers == 20
+
+
+def test_a_judged_task_with_no_labels_reads_no_label_rows(author, environment, django_assert_num_queries):
+    """The gates ask for a judged task's rates on every view of its page; with no label the labels' stamp (one
+    aggregate) says so, and no label rows, answers or identities are read, kept or not: a first view of each of a
+    team's task pages paid for three more queries and their decoding."""
+    task = authoring_services.task_create(
+        slug="judged-unlabelled", environment=environment, author=author, content=task_content(rubric=JUDGED_RUBRIC)
+    )
+    calibration._TASK_RATES._items.clear()
+    calibration._JUDGED._items.clear()
+    with django_assert_num_queries(1):  # the stamp
+        assert calibration.task_rates(task=task, version=task.latest_version) == {}
+    verdicts = calibration.task_validation(
+        task_version=task.latest_version, environment=environment, rubric=task.latest_version.spec["rubric"]
+    )
+    assert verdicts and all(not verdict.ok and "label" in verdict.message for verdict in verdicts.values())

@@ -400,3 +400,31 @@ def test_grade_totals_takes_its_options_by_name():
     with pytest.raises(TypeError):
         grade_totals([], 0.5)  # a threshold given by position is refused, not read as something else
     assert grade_totals(checks=[], pass_threshold=0.5)["reward"] == 0.0
+
+
+def test_a_grade_is_built_without_inspecting_default_factories(monkeypatch):
+    """pydantic's model_construct inspects the signature of each default_factory left to it, on every call: two
+    left to it were half the CPU of grading a 2 KB answer against 10 checks (a training loop's case,
+    bench/bench_engine.py (c)). The engine gives every such field itself."""
+    from pydantic._internal import _typing_extra
+
+    from grading.engine.models import Grade
+
+    factories = {name for name, field in Grade.model_fields.items() if field.default_factory is not None}
+    assert factories >= {"protected_files", "links_removed"}
+    rubric = parse_rubric(
+        {
+            "schema": "gymwright.rubric/v1",
+            "checks": [
+                {"id": "a", "kind": "string_match", "points": 1, "expected": "x"},
+                {"id": "b", "kind": "regex", "points": 1, "pattern": "y+"},
+            ],
+        }
+    )
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a default factory's signature was inspected")
+
+    monkeypatch.setattr(_typing_extra, "signature", refused)  # what pydantic inspects a default factory with
+    result = grade(rubric, answer="x yy")
+    assert result.reward == 1.0 and result.links_removed == [] and result.protected_files == []

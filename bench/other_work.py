@@ -1,0 +1,115 @@
+"""The cores that work other than a benchmark's own kept busy while it ran.
+
+The load average cannot tell a benchmark's own load from other work: bench_load.py's 20 clients and 4 workers hold
+it near 4–5 on 2 cores by themselves. So run_all.py reads every process's CPU time from /proc twice a second and
+counts what processes outside the benchmark used: not the benchmark's own (descendants of the process given) and
+not the services it drives (PostgreSQL, Redis, RabbitMQ, the Docker engine and its containers), whose work on a
+quiet machine is the benchmark's. A process born and ended between two readings is not seen (at most half a
+second of its work): the figure is a lower bound of other work, and a quiet machine is one where it stays under
+OTHERS_QUIET.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+# comm names (the kernel's 15 characters) of the services benchmarks drive, and of the parents of their containers.
+SERVICES = ("postgres", "redis-server", "beam.smp", "epmd", "erl_child_setup", "dockerd", "containerd")
+CONTAINER_PARENTS = ("containerd-shim", "containerd-shi")
+OTHERS_QUIET = 0.25
+INTERVAL_S = 0.5
+
+
+def _processes() -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent pid, comm, user + system ticks), for every process now."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry.name}/stat").read_bytes()
+        except OSError:  # ended meanwhile
+            continue
+        # comm is in parentheses and may hold spaces or parentheses: the fields after it follow the last ")".
+        head, _, rest = raw.rpartition(b")")
+        comm = head.partition(b"(")[2].decode(errors="replace")
+        fields = rest.split()
+        found[int(entry.name)] = (int(fields[1]), comm, int(fields[11]) + int(fields[12]))
+    return found
+
+
+def _ours(pid: int, processes: dict, root: int, memo: dict) -> bool:
+    """`pid` is `root`'s descendant, a service, or a process under a container's shim."""
+    chain = []
+    while pid not in memo:
+        if pid == root:
+            memo[pid] = True
+            break
+        info = processes.get(pid)
+        if info is None or pid <= 1:
+            memo[pid] = False
+            break
+        if info[1] in SERVICES or info[1].startswith(CONTAINER_PARENTS):
+            memo[pid] = True
+            break
+        chain.append(pid)
+        pid = info[0]
+    verdict = memo[pid]
+    for seen in chain:
+        memo[seen] = verdict
+    return verdict
+
+
+class OtherWork:
+    """`with OtherWork(root) as other:` … `other.cores`: the mean cores other processes kept busy over the block."""
+
+    def __init__(self, root: int | None = None):
+        self.root = root if root is not None else os.getpid()
+        self.seconds = 0.0
+        self.cores = 0.0
+        self.peak_load = os.getloadavg()[0]  # the 1-minute load average, highest reading (own work included)
+        self._last: dict[int, int] = {}
+        self.by_pid: dict[int, float] = {}  # seconds of each other process seen (what `seconds` sums)
+        self._stop = threading.Event()
+
+    def _read(self, first: bool = False) -> None:
+        processes = _processes()
+        memo: dict[int, bool] = {}
+        ticks = 0
+        last = {}
+        for pid, (_, _, cpu) in processes.items():
+            if _ours(pid, processes, self.root, memo):
+                continue
+            last[pid] = cpu
+            # One seen before: its work since; one born since the last reading: all of its work (it began inside).
+            used = max(cpu - self._last[pid] if pid in self._last else (0 if first else cpu), 0)
+            if used:
+                self.by_pid[pid] = self.by_pid.get(pid, 0.0) + used / CLK_TCK
+                ticks += used
+        self._last = last
+        self.seconds += ticks / CLK_TCK
+        self.peak_load = max(self.peak_load, os.getloadavg()[0])
+
+    def __enter__(self):
+        import time
+
+        self._began = time.monotonic()
+        self._read(first=True)
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self._stop.wait(INTERVAL_S):
+            self._read()
+
+    def __exit__(self, *exc) -> None:
+        import time
+
+        self._stop.set()
+        self._thread.join()
+        self._read()
+        self.cores = self.seconds / max(time.monotonic() - self._began, 1e-9)
