@@ -184,16 +184,18 @@ _RUBRIC_TEXT_KEYS = ("criterion", "reference", "code", "run", "title")
 def _rubric_unix_newlines(rubric):
     if not isinstance(rubric, dict) or not isinstance(rubric.get("checks"), list):
         return rubric
+    return {**rubric, "checks": [_check_unix_newlines(check) for check in rubric["checks"]]}
 
-    def check_text(check):
-        if not isinstance(check, dict):
-            return check
-        check = {key: unix_newlines(value) if key in _RUBRIC_TEXT_KEYS else value for key, value in check.items()}
-        if isinstance(check.get("checks"), list):
-            check["checks"] = [check_text(child) for child in check["checks"]]
+
+# Module-level, not a closure in _rubric_unix_newlines: a recursive closure holds itself through its cell, a
+# reference cycle per call that only the cyclic garbage collector frees (an import calls it once per task).
+def _check_unix_newlines(check):
+    if not isinstance(check, dict):
         return check
-
-    return {**rubric, "checks": [check_text(check) for check in rubric["checks"]]}
+    check = {key: unix_newlines(value) if key in _RUBRIC_TEXT_KEYS else value for key, value in check.items()}
+    if isinstance(check.get("checks"), list):
+        check["checks"] = [_check_unix_newlines(child) for child in check["checks"]]
+    return check
 
 
 def _task_content_defaults(content: dict) -> dict:

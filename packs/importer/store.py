@@ -376,6 +376,17 @@ def _import_batch_lines(batch, placed, *, user, default_version, dry_run, approv
                 _reject(lines, new_where[index], value, new_items[index]["slug"])
     if approve_as is not None and created_versions:
         _approve(created_versions, approve_as)
+    # A new version and its task hold each other (tasks_bulk_create caches version.task and
+    # task.latest_version, which the approval reads): a reference cycle per task, and the version
+    # holds its whole document. Unlinked once the batch is done, so that the batch's tasks and
+    # documents are freed by reference counting when nothing uses them, instead of waiting for the
+    # cyclic garbage collector to walk them all (a full collection per few requests of 1,000 tasks).
+    for version in created_versions:
+        if _VERSION_TASK.is_cached(version):
+            _VERSION_TASK.delete_cached_value(version)
+
+
+_VERSION_TASK = TaskVersion._meta.get_field("task")
 
 
 def _approve(versions, admin) -> None:
