@@ -62,10 +62,27 @@ ARGUMENTS = {
 }
 
 
+# Before each script, wait up to this long for the 1-minute load average to fall to QUIET_LOAD: a script that drives the
+# machine hard (bench_env.py's 64 sessions take it to ~8) would otherwise leave the next ones starting on its tail,
+# marked not quiet for load they did not meet. The 1-minute figure decays by e every minute (8 → 2 in ~85 s).
+SETTLE_S = 240.0
+
+
+def settle(limit_s: float = SETTLE_S) -> float:
+    """Seconds waited (at most `limit_s`) for the 1-minute load average to reach QUIET_LOAD."""
+    began = time.monotonic()
+    while os.getloadavg()[0] > QUIET_LOAD and time.monotonic() - began < limit_s:
+        time.sleep(5)
+    return time.monotonic() - began
+
+
 def run(script: Path) -> dict:
     command = [sys.executable, str(script.relative_to(ROOT)), *ARGUMENTS.get(script.name, [])]
     if script.name in SHARED_SEED:
         command += ["--db", SHARED_SEED_DB]
+    waited = settle()
+    if waited >= 5:
+        print(f"(waited {waited:.0f} s for the load average to settle)", flush=True)
     load_before = _load()
     started = time.perf_counter()
     print(f"\n=== {script.name} (load {load_before}) ===", flush=True)

@@ -126,3 +126,14 @@ def test_services_and_container_processes_are_the_run_s_own():
     }
     memo = {}
     assert [pid for pid in table if not other_work._ours(pid, table, 40, memo)] == [10]
+
+
+def test_each_script_waits_for_the_load_a_previous_one_left_to_settle(monkeypatch):
+    readings = iter([8.0, 5.0, 1.5])
+    monkeypatch.setattr(run_all.os, "getloadavg", lambda: (next(readings), 0.0, 0.0))
+    slept = []
+    monkeypatch.setattr(run_all.time, "sleep", slept.append)
+    run_all.settle(limit_s=60)
+    assert len(slept) == 2  # until the third reading, the first at or under QUIET_LOAD
+    monkeypatch.setattr(run_all.os, "getloadavg", lambda: (9.0, 0.0, 0.0))
+    assert run_all.settle(limit_s=0.01) >= 0.01  # never waits for ever
