@@ -200,8 +200,10 @@ def main() -> int:
             f"| {threads} | {ours:,.0f} ({ours_cpu:,.0f}) | {theirs:,.0f} ({theirs_cpu:,.0f}) | {ratio:.2f}× "
             f"({ratio_cpu:.2f}×) | {'yes' if ratio_cpu <= 3 else 'no'} |"
         )
+    print(f"goal (loop / compute_score ≤ 3× on CPU, every thread count): {'met' if worst <= 3 else 'not met'}")
     print(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    return 0 if worst <= 3 else 1
+    # A goal not met is a finding the block reports, not a failed run (make bench fails only on a broken script).
+    return 0
 
 
 if __name__ == "__main__":
