@@ -218,8 +218,10 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
     Order: split votes first (the judge itself was unsure: a label there says the most about it), then the
     verdicts of the class each check lacks labels of (the judge's verdict stands in for the human's, unknown
     yet), so that checks gather the balanced labels validation needs (review.calibration), then the oldest.
-    Ranked within a window of the oldest LABEL_WINDOW_PAGES × `limit`, split votes first."""
-    from django.db.models import BooleanField, Case, Q, TextField, Value, When
+    Ranked within a window of the oldest LABEL_WINDOW_PAGES × `limit`, the latest versions' first, then split votes.
+    Only verdicts whose label would count for the gate: those judged under the question (criterion, reference, scale,
+    model) the task's latest version asks of that check; an earlier criterion's are not offered at all."""
+    from django.db.models import BooleanField, Case, F, Q, TextField, Value, When
     from django.db.models.functions import Cast
 
     from grading.models import CheckResult
@@ -243,7 +245,16 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
         queryset = queryset.filter(grade__task_version__task=task)
     if environment is not None:
         queryset = queryset.filter(grade__task_version__task__environment=environment)
-    items = list(queryset[: limit * LABEL_WINDOW_PAGES])
+    # The latest version's own verdicts fill the window first: an older version's count only where it asked the same
+    # judge question, and those of an earlier criterion are dropped below, so they must not crowd out ones that count.
+    queryset = queryset.annotate(
+        earlier_version=Case(
+            When(grade__task_version_id=F("grade__task_version__task__latest_version_id"), then=Value(False)),
+            default=Value(True),
+            output_field=BooleanField(),
+        )
+    ).order_by("earlier_version", "-split", "grade__created_at", "position")
+    items = _counting_for_the_gate(list(queryset[: limit * LABEL_WINDOW_PAGES]))
     labelled = _labelled_classes(task=task, environment=environment) if items else {}
     for item in items:
         item.split = bool(item.split)
@@ -263,6 +274,33 @@ def unlabelled_judgements(*, task=None, environment=None, limit: int = 50) -> li
         rollout = rollouts.get(item.grade.rollout_id) or {}
         item.graded_text = graded_text(item.target, rollout, item.grade.document)
     return items
+
+
+def _counting_for_the_gate(items: list) -> list:
+    """`items` (CheckResults with grade, version and task loaded) whose judge was asked the question its task's latest
+    version asks of that check (review.calibration.current_label_rows): only a label on those counts for the
+    judge_validated gate and the rates; one of an earlier criterion (or of a check the latest version dropped) would
+    be a reviewer's effort spent on a question nobody asks any more. A few queries, whatever the number of items."""
+    from review.calibration import current_label_rows
+
+    if not items:
+        return []
+    rows = [
+        {
+            "item": index,
+            "check_result__check_id": item.check_id,
+            "check_result__grade_id": item.grade_id,
+            "check_result__grade__source": item.grade.source,
+            "check_result__grade__task_version_id": item.grade.task_version_id,
+            "check_result__grade__task_version__sha256": item.grade.task_version.sha256,
+            "check_result__grade__task_version__task_id": item.grade.task_version.task_id,
+            "check_result__grade__task_version__task__slug": item.grade.task_version.task.slug,
+        }
+        for index, item in enumerate(items)
+        if item.grade.task_version_id is not None  # a grade of no version: no task, no gate its label could count for
+    ]
+    counted, _ = current_label_rows(rows)
+    return [items[row["item"]] for row in counted]
 
 
 def _labelled_classes(*, task=None, environment=None) -> dict[tuple[str, str], tuple[int, int]]:

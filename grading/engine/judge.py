@@ -548,10 +548,14 @@ class JudgeClient:
         )
 
     def _endpoint(self, request: JudgeRequest) -> JudgeEndpoint:
-        """Where `request` is called: its resolved model id at the default judge's address, else its model name's
-        endpoint (see `JudgeConfig.endpoint_for`)."""
+        """Where `request` is called: its model name's endpoint (see `JudgeConfig.endpoint_for`). A request with a
+        resolved `model_id` is a panel member's and must come with its endpoint (`_judge_panels` passes it): calling
+        that id at the default judge's address would silently ask another server, so it is refused."""
         if request.model_id:
-            return self.config.default_endpoint(request.model_id)
+            raise ValueError(
+                f"judge request has a resolved model_id {request.model_id!r} but no endpoint: pass the endpoint it "
+                "was resolved at (only judge panel members carry a model_id)"
+            )
         return self.config.endpoint_for(request.model)
 
     def _sample(

@@ -24,8 +24,8 @@ class JudgeRequest:
     # A judge panel's model names (the rubric's judge.panel): each member is asked, and the verdicts combined
     # (judge.combine_panel); empty: one judge, `model`.
     panel: tuple[str, ...] = ()
-    # The real model id, already resolved: called as is at the default judge's address, never mapped again (a panel
-    # member's records its endpoint's; the client calls it at that endpoint).
+    # The real model id, already resolved (a panel member's: its endpoint's model). Only with that endpoint: the
+    # client refuses a request carrying a model_id without one, rather than calling it at the default address.
     model_id: str | None = None
 
 

@@ -152,3 +152,25 @@ def test_a_judged_task_with_no_labels_reads_no_label_rows(author, environment, d
         task_version=task.latest_version, environment=environment, rubric=task.latest_version.spec["rubric"]
     )
     assert verdicts and all(not verdict.ok and "label" in verdict.message for verdict in verdicts.values())
+
+
+def test_the_label_queue_offers_only_verdicts_whose_label_would_count_for_the_gate(lenient, author, reviewer, client):
+    """A verdict judged under an earlier criterion is not offered: its label would count for that old question only.
+    A version that asks the same question (an edit elsewhere in the rubric) still offers its verdicts."""
+    from review import selectors
+
+    v1 = lenient.latest_version
+    old = grade(v1, author, True)
+    v2 = edited(lenient, author, lambda checks: checks["says_42"].update(expected="forty-two"))
+    same_question = grade(v2, author, False)
+    assert {item.grade_id for item in selectors.unlabelled_judgements(task=lenient)} == {old.pk, same_question.pk}
+    v3 = edited(lenient, author, reworded)
+    current = grade(v3, author, True)
+    assert [item.grade_id for item in selectors.unlabelled_judgements(task=lenient)] == [current.pk]
+    assert [item.grade_id for item in selectors.unlabelled_judgements(environment=lenient.environment)] == [current.pk]
+    client.force_login(reviewer)
+    page = client.get(f"/review/labels/?task={lenient.slug}").content.decode()
+    assert (
+        page.count("data-label-item=") == 1
+        and f'data-label-item="{current.check_results.get(check_id="clear").pk}"' in page
+    )

@@ -367,3 +367,14 @@ def test_endpoints_win_over_same_address_models_and_models_keep_the_defaults_set
     assert config.panel_endpoint("nobody") is None and config.panel_model("b") == "other-b"
     with pytest.raises(ValueError, match="response_format"):
         JudgeEndpoint(base_url="http://x/v1", model="m", response_format="yaml")
+
+
+def test_a_request_with_a_resolved_model_id_but_no_endpoint_is_refused_not_sent_to_the_default_address():
+    from grading.engine.judge import JudgeRequest
+
+    # Only panel members carry a model_id, always with their endpoint; one built elsewhere must not silently
+    # call that model id at the default judge's address.
+    client = JudgeClient(JudgeConfig(base_url=f"http://127.0.0.1:{unused_port()}/v1", model="default-judge"))
+    request = JudgeRequest(criterion="States the dose.", text="200 mg", model_id="other-provider-model")
+    with pytest.raises(ValueError, match="model_id 'other-provider-model' but no endpoint"):
+        client.judge(request)
