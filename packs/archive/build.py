@@ -1,13 +1,15 @@
 """`build_pack`: two passes. The first goes over the tasks once, writing the pack's top files (tasks.jsonl, the
-parquet splits, the calibration, the grader, the card, the manifest) to a scratch folder and hashing every task's
-Harbor folder; the second streams the archive (`targz`): the top files, then each task's folder rendered again
-from tasks.jsonl, so that no task folder is ever written to disk or held in memory."""
+parquet splits, the calibration, the grader, the card, the manifest) to a scratch folder, rendering and hashing
+every task's Harbor folder and spilling what it rendered to one scratch file (a task's own files, named by their
+sha256, are not copied there); the second streams the archive (`targz`): the top files, then each task's folder
+as the spill file has it, so that no task folder is rendered twice, held in memory or written as files."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
 import json
+import marshal
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -67,48 +69,45 @@ def build_pack(
     The first pass streams the tasks: each task's line of tasks.jsonl, its parquet row and its calibration
     are written to `scratch_dir`, and its Harbor folder is rendered and hashed. Then the manifest (which needs
     every digest) and the dataset card are written, and the second pass writes the archive in path order: the
-    top files, then each task's folder, rendered again from tasks.jsonl. Files shared by every task (the
-    grader, the verifier scripts) are stored once and hard-linked.
+    top files, then each task's folder as the first pass rendered it (spilled to one file under
+    `scratch_dir`). Files shared by every task (the grader, the verifier scripts) are stored once and hard-linked.
     `read_blob(sha256)` returns a file's bytes (called in both passes). `progress(done)` is called as tasks
     are written and as the archive is (it may raise BuildCancelled). `scratch_dir` must be a folder this build
     owns; what the build writes there is removed at the end. Raises PackError for bad input.
     """
     top = f"{info.slug}-{info.version}"
     root = Path(scratch_dir) / top
+    folders = Path(scratch_dir) / f"{top}.folders"  # the spill file, beside the tree (never in the archive)
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
     try:
         scratch = Scratch(root)
-        shared, difficulties, manifest = _write_top_files(
-            scratch=scratch, info=info, tasks=tasks, read_blob=read_blob, progress=progress
-        )
+        with open(folders, "wb") as spill:
+            shared, manifest = _write_top_files(
+                scratch=scratch, info=info, tasks=tasks, read_blob=read_blob, progress=progress, spill=spill
+            )
         manifest["build"] = dict(build_record or {})
         (root / "manifest.json").write_bytes(indented_json(manifest))
         top_files = sorted([*scratch.written, "manifest.json"], key=path_key)
         entries = itertools.chain(
             (Entry(relative, source=root / relative) for relative in top_files),
             _task_folders(
-                root=root,
-                info=info,
-                manifest=manifest,
-                difficulties=difficulties,
-                shared=shared,
-                read_blob=read_blob,
-                progress=progress,
+                folders=folders, total=len(manifest["tasks"]), shared=shared, read_blob=read_blob, progress=progress
             ),
         )
         sha256, size = write_targz(out=out, top=top, entries=entries)
         return BuildResult(manifest=manifest, sha256=sha256, size=size, content_sha256=manifest["content_sha256"])
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        folders.unlink(missing_ok=True)
 
 
 def _write_top_files(
-    *, scratch: Scratch, info: PackInfo, tasks: Iterable[TaskItem], read_blob, progress
-) -> tuple[SharedFiles, list[str], dict]:
-    """The first pass: the top files but manifest.json under `scratch`, the digest of every file of the pack;
-    the files every task folder shares, each task's difficulty and the manifest."""
+    *, scratch: Scratch, info: PackInfo, tasks: Iterable[TaskItem], read_blob, progress, spill: BinaryIO
+) -> tuple[SharedFiles, dict]:
+    """The first pass: the top files but manifest.json under `scratch`, the digest of every file of the pack,
+    each task's folder in `spill` (`_spill_folder`); the files every task folder shares and the manifest."""
     root = scratch.root
     engine = grader_files()
     for name, data in engine:
@@ -125,7 +124,6 @@ def _write_top_files(
     harbor_only: list[str] = []
     human_flagged: list[str] = []  # tasks whose reward blind human scores flag
     entries: list[dict] = []
-    difficulties: list[str] = []
     previous_id = None
     with open(root / "tasks.jsonl", "wb") as jsonl, open(root / "calibration.json", "wb") as calibration_file:
         calibration_file.write(b'{"schema": "gymwright.calibration/v1", "tasks": {')
@@ -145,7 +143,6 @@ def _write_top_files(
             difficulty = difficulty_of(item.calibration)
             if ((item.calibration or {}).get("human_prediction") or {}).get("flagged"):
                 human_flagged.append(task_id)
-            difficulties.append(difficulty)
             histogram[difficulty] += 1
             environments[(document.get("environment") or {}).get("id") or "default"] += 1
             entries.append(
@@ -166,7 +163,7 @@ def _write_top_files(
                 + b": "
                 + canonical_json(item.calibration).encode()
             )
-            for relative, data, _, digest, _ in _task_folder(
+            folder = _task_folder(
                 document,
                 sha256=item.sha256,
                 difficulty=difficulty,
@@ -174,8 +171,10 @@ def _write_top_files(
                 info=info,
                 shared=shared,
                 read_blob=read_blob,
-            ):
+            )
+            for relative, data, _, digest, _ in folder:
                 scratch.digests[relative] = digest or sha256_hex(data)
+            _spill_folder(spill, document["id"], folder)
             if progress is not None:
                 progress(int(done * WRITE_SHARE))
         calibration_file.write(b"\n}}\n")
@@ -224,7 +223,7 @@ def _write_top_files(
         "files": dict(sorted(scratch.digests.items())),
     }
     manifest["content_sha256"] = manifest_digest(manifest)
-    return shared, difficulties, manifest
+    return shared, manifest
 
 
 def _task_folder(
@@ -265,31 +264,43 @@ def _task_folder(
     return items
 
 
-def _task_folders(
-    *, root: Path, info: PackInfo, manifest: dict, difficulties: list[str], shared: SharedFiles, read_blob, progress
-) -> Iterator[Entry]:
-    """The second pass: every task's folder as archive entries, rendered again from tasks.jsonl; a file every
-    folder shares is stored once (in the grader's folder, or the first task's) and hard-linked from the others."""
+def _spill_folder(spill: BinaryIO, task_id: str, folder: list[tuple[str, bytes, bool, str | None, str | None]]) -> None:
+    """A task's folder as the second pass writes it, appended to `spill` (one marshal record a task): the
+    bytes of what was rendered; of a task's own file only its sha256 (read again, and checked again, when
+    the archive is written); of a file every folder shares only its name in `shared.files`."""
+    record = []
+    for relative, data, executable, digest, name in folder:
+        if name is not None:
+            record.append((relative, None, executable, None, name))
+        elif digest is not None:  # a task's or environment's file, as stored: its bytes stay in the blob store
+            record.append((relative, None, executable, digest, None))
+        else:
+            record.append((relative, data, executable, None, None))
+    marshal.dump((task_id, record), spill)
+
+
+def _task_folders(*, folders: Path, total: int, shared: SharedFiles, read_blob, progress) -> Iterator[Entry]:
+    """The second pass: every task's folder as archive entries, as the first pass rendered it (`folders`, the
+    spill file); a file every folder shares is stored once (in the grader's folder, or the first task's) and
+    hard-linked from the others."""
     first = dict(shared.first)  # where each shared file is stored
-    total = len(manifest["tasks"])
-    with open(root / "tasks.jsonl", "rb") as jsonl:
-        for done, (line, entry, difficulty) in enumerate(zip(jsonl, manifest["tasks"], difficulties), start=1):
-            line = line.rstrip(b"\n")
-            document = json.loads(line)
-            for relative, data, executable, _, name in _task_folder(
-                document,
-                sha256=entry["sha256"],
-                difficulty=difficulty,
-                line=line,
-                info=info,
-                shared=shared,
-                read_blob=read_blob,
-            ):
+    with open(folders, "rb") as spill:
+        for done in range(1, total + 1):
+            task_id, record = marshal.load(spill)
+            blobs: dict[str, bytes] = {}  # a file a folder holds twice (workspace and tests) is read once
+            for relative, data, executable, digest, name in record:
                 if name is not None and name in first:
                     yield Entry(relative, link=first[name], executable=executable)
                     continue
                 if name is not None:
                     first[name] = relative
+                    data = shared.files[name]
+                elif digest is not None:
+                    if digest not in blobs:
+                        blobs[digest] = read_blob(digest)
+                        if sha256_hex(blobs[digest]) != digest:
+                            raise PackError(f"task {task_id}: file {relative!r} does not match its sha256")
+                    data = blobs[digest]
                 yield Entry(relative, data=data, executable=executable)
             if progress is not None:
                 progress(int(total * WRITE_SHARE + total * (1 - WRITE_SHARE) * done / total))

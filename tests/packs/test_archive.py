@@ -459,6 +459,37 @@ def test_a_cancelled_build_leaves_nothing_in_its_scratch_folder(tmp_path, at):
     assert not any((tmp_path / "s").iterdir())
 
 
+def test_a_file_changed_in_the_store_while_the_archive_is_written_fails_the_build(tmp_path):
+    """The second pass writes a task's own files from the store again (the spill file keeps only their sha256)
+    and checks them again: bytes that changed since the first pass hashed them are refused, not packed."""
+    import hashlib
+
+    data = b"workspace bytes"
+    sha = hashlib.sha256(data).hexdigest()
+    docs = []
+    for index in range(10):
+        doc = document(index)
+        doc["files"] = [{"path": "w.txt", "sha256": sha}]
+        docs.append(doc)
+    packing = []
+
+    def progress(done):
+        if done > 10 * archive.build.WRITE_SHARE:  # the second pass has written a task folder
+            packing.append(done)
+
+    with pytest.raises(archive.PackError, match="does not match its sha256"):
+        archive.build_pack(
+            out=tmp_path / "p.tar.gz",
+            info=archive.PackInfo(slug="demo", name="Demo", version="1.0.0"),
+            tasks=[archive.TaskItem(doc, content_sha256(doc), None) for doc in docs],
+            read_blob=lambda sha256: b"changed" if packing else data,
+            scratch_dir=tmp_path / "s",
+            progress=progress,
+        )
+    assert packing  # it failed in the second pass
+    assert not any((tmp_path / "s").iterdir())
+
+
 def test_parquet_batches_are_the_bytes_pyarrow_writes_from_the_rows(tmp_path, monkeypatch):
     """The split writer hands pyarrow JSON lines: the files must be the ones `Table.from_pylist` gives,
     awkward text, empty and missing lists, a batch cut by size and an empty split included."""
