@@ -30,7 +30,7 @@ def grader_requirements(files: list[tuple[str, bytes]]) -> str:
     for name, data in files:
         if not name.endswith(".py"):
             continue
-        for node in ast.walk(ast.parse(data.decode("utf-8"))):
+        for node in _statements(ast.parse(data.decode("utf-8"))):
             if isinstance(node, ast.Import):
                 modules.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -41,6 +41,19 @@ def grader_requirements(files: list[tuple[str, bytes]]) -> str:
         for name in distributions.get(module, []):
             pins.add(f"{name.lower()}=={importlib.metadata.version(name)}")
     return "".join(f"{pin}\n" for pin in sorted(pins))
+
+
+def _statements(tree):
+    """Every statement of a parsed module, nested ones too: an import is a statement, so the expressions
+    (most of the tree, which `ast.walk` visits node by node) need not be walked."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, field, None)
+            if type(children) is list:
+                stack.extend(children)
 
 
 def grader_zip(files: list[tuple[str, bytes]]) -> bytes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from json.encoder import encode_basestring as _json_string  # ensure_ascii=False's string encoder (C)
 
 from grading.engine import canonical_json
 from grading.engine.models import has_judge_checks
@@ -16,7 +17,11 @@ from .info import BUNDLE_DIR, PackError, PackInfo, sha256_hex
 
 
 def _toml_string(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    # A JSON string is a valid TOML basic string. For a str, json.dumps(value, ensure_ascii=False) is the C
+    # string encoder's text, without a JSONEncoder made per call (nine a task.toml).
+    if type(value) is str:
+        return _json_string(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _toml_list(values: Iterable[str]) -> str:
