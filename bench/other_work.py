@@ -19,6 +19,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # comm names (the kernel's 15 characters) of the services benchmarks drive, and of the parents of their containers.
 SERVICES = ("postgres", "redis-server", "beam.smp", "epmd", "erl_child_setup", "dockerd", "containerd")
 CONTAINER_PARENTS = ("containerd-shim", "containerd-shi")
+# A benchmark's figures are quiet when the 1-minute load average was at most QUIET_LOAD before it and other work
+# stayed under OTHERS_QUIET cores while it ran (the load during a run is its own: bench_load.py holds it near 4–5).
+QUIET_LOAD = 2.0
 OTHERS_QUIET = 0.25
 INTERVAL_S = 0.5
 
@@ -73,6 +76,7 @@ class OtherWork:
         self.peak_load = os.getloadavg()[0]  # the 1-minute load average, highest reading (own work included)
         self._last: dict[int, int] = {}
         self.by_pid: dict[int, float] = {}  # seconds of each other process seen (what `seconds` sums)
+        self.names: dict[int, str] = {}  # their comm names
         self._stop = threading.Event()
 
     def _read(self, first: bool = False) -> None:
@@ -80,7 +84,7 @@ class OtherWork:
         memo: dict[int, bool] = {}
         ticks = 0
         last = {}
-        for pid, (_, _, cpu) in processes.items():
+        for pid, (_, comm, cpu) in processes.items():
             if _ours(pid, processes, self.root, memo):
                 continue
             last[pid] = cpu
@@ -88,6 +92,7 @@ class OtherWork:
             used = max(cpu - self._last[pid] if pid in self._last else (0 if first else cpu), 0)
             if used:
                 self.by_pid[pid] = self.by_pid.get(pid, 0.0) + used / CLK_TCK
+                self.names[pid] = comm
                 ticks += used
         self._last = last
         self.seconds += ticks / CLK_TCK
@@ -113,3 +118,11 @@ class OtherWork:
         self._thread.join()
         self._read()
         self.cores = self.seconds / max(time.monotonic() - self._began, 1e-9)
+
+    def heaviest(self, count: int = 3) -> str:
+        """The other processes that worked most, as "name pid: seconds", heaviest first: who to look for when a
+        run is marked not quiet (a kernel thread, another session's test suite)."""
+        top = sorted(self.by_pid.items(), key=lambda item: -item[1])[:count]
+        return ", ".join(
+            f"{self.names.get(pid, '?')} {pid}: {seconds:.1f} s" for pid, seconds in top if seconds >= 0.05
+        )

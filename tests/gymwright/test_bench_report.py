@@ -68,7 +68,7 @@ def test_hand_written_sections_inside_the_markers_are_kept_above_them(tmp_path):
 def test_a_script_s_own_load_does_not_mark_it_but_other_work_or_a_busy_start_does(tmp_path):
     # bench_load.py's own clients raise the load after it to ~5: quiet all the same when nothing else ran.
     own = {**_result("bench_a.py", "a"), "load_after": "5.28 / 4.86 / 5.92", "load_peak": 5.3, "others_cores": 0.03}
-    others = {**_result("bench_b.py", "b"), "others_cores": 0.9}
+    others = {**_result("bench_b.py", "b"), "others_cores": 0.9, "others_heaviest": "pytest 4242: 27.0 s"}
     busy = {**_result("bench_c.py", "c"), "load_before": "2.50 / 1.00 / 1.00", "others_cores": 0.0}
     unknown = _result("bench_d.py", "d")  # no other-work figure: never called quiet
     text = run_all.render([own, others, busy, unknown])
@@ -77,6 +77,7 @@ def test_a_script_s_own_load_does_not_mark_it_but_other_work_or_a_busy_start_doe
     assert "other work 0.03 cores" in blocks["bench_a.py"]
     for name in ("bench_b.py", "bench_c.py", "bench_d.py"):
         assert "not a quiet run" in blocks[name], name
+    assert "other work 0.90 cores (pytest 4242: 27.0 s)." in blocks["bench_b.py"]
 
 
 other_spec = importlib.util.spec_from_file_location("other_work", ROOT / "bench" / "other_work.py")
@@ -111,6 +112,9 @@ def test_other_work_counts_processes_outside_the_run_and_not_its_own_or_its_serv
     assert own.pid not in other.by_pid
     # Seen from its first reading on: all but the work after the last reading (at most INTERVAL_S) is counted.
     assert other.by_pid.get(orphan, 0) >= 1.2 - other_work.INTERVAL_S - 0.1
+    # ... and named among the heaviest, for the block of a run marked not quiet to say who it was.
+    named = other.heaviest(count=len(other.by_pid))
+    assert f"{Path(sys.executable).name[:15]} {orphan}: " in named and f" {own.pid}: " not in named, named
 
 
 def test_services_and_container_processes_are_the_run_s_own():
