@@ -11,8 +11,11 @@ OTHERS_QUIET.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
+import time
 from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -126,3 +129,19 @@ class OtherWork:
         return ", ".join(
             f"{self.names.get(pid, '?')} {pid}: {seconds:.1f} s" for pid, seconds in top if seconds >= 0.05
         )
+
+
+def machine_reference_ms(rounds: int = 5) -> float:
+    """CPU milliseconds of a fixed pure-Python workload (JSON, sorting, hashing: the kind of work the app's requests
+    do), the best of `rounds`. The same code takes longer on a slower machine or a slower boot of this one, which the
+    load average cannot tell: a figure from another day compares with today's through the reference of its run."""
+    rows = [{"id": i, "slug": f"task-{i:05d}", "score": i / 7, "tags": ["a", "b"]} for i in range(20_000)]
+    best = float("inf")
+    for _ in range(rounds):
+        began = time.process_time()
+        text = json.dumps(rows)
+        parsed = json.loads(text)
+        parsed.sort(key=lambda row: (-row["score"], row["slug"]))
+        hashlib.sha256(text.encode() * 8).hexdigest()
+        best = min(best, time.process_time() - began)
+    return best * 1000

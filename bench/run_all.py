@@ -34,7 +34,7 @@ LATEST = "## Latest run (`make bench`)"
 
 sys.path.insert(0, str(HERE))
 import run_scratch  # noqa: E402
-from other_work import OTHERS_QUIET, QUIET_LOAD, OtherWork  # noqa: E402
+from other_work import OTHERS_QUIET, QUIET_LOAD, OtherWork, machine_reference_ms  # noqa: E402
 
 # One run id for every script of this run (run_scratch names its databases and folders by it).
 os.environ[run_scratch.RUN_ENV] = run_scratch.RUN
@@ -82,9 +82,10 @@ def run(script: Path) -> dict:
     waited = settle()
     if waited >= 5:
         print(f"(waited {waited:.0f} s for the load average to settle)", flush=True)
+    reference = machine_reference_ms()
     load_before = _load()
     started = time.perf_counter()
-    print(f"\n=== {script.name} (load {load_before}) ===", flush=True)
+    print(f"\n=== {script.name} (load {load_before}, machine reference {reference:.0f} ms) ===", flush=True)
     with OtherWork() as other:
         proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sys.stdout.write(proc.stdout)
@@ -94,6 +95,7 @@ def run(script: Path) -> dict:
         "status": proc.returncode,
         "seconds": time.perf_counter() - started,
         "load_before": load_before,
+        "reference_ms": reference,
         "load_after": _load(),
         "load_peak": other.peak_load,
         "others_cores": other.cores,
@@ -161,6 +163,7 @@ def render(results: list[dict], kept: dict[str, str] | None = None) -> str:
             + f", load average {r['load_before']} before, up to {r.get('load_peak', 0):.2f} during (its own work "
             + f"included), {r['load_after']} after; other work {r.get('others_cores', float('nan')):.2f} cores"
             + (f" ({r['others_heaviest']})" if r.get("others_heaviest") else "")
+            + (f"; machine reference {r['reference_ms']:.0f} ms (bench/other_work.py)" if r.get("reference_ms") else "")
             + ".",
             "",
             "```",
