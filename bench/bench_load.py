@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import run_scratch  # noqa: E402
+from other_work import OTHERS_QUIET, QUIET_LOAD, OtherWork  # noqa: E402
 
 TASKS = 10_000
 VERSIONS = 3
@@ -799,12 +800,6 @@ def _self_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _machine_busy_s() -> float:
-    """CPU seconds the whole machine has spent busy (every process, every core), from /proc/stat."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return (sum(fields) - fields[3] - fields[4]) / CLK_TCK  # all but idle and iowait
-
-
 def measure(
     server: Server,
     path: str | list[str],
@@ -816,22 +811,20 @@ def measure(
     once: bool = False,
     warm: str | None = None,
 ) -> dict:
-    """The figures of one run (after a second of `warm`, or of `path` itself, to open every database connection), with `others_cores`: the cores that processes other than this run's server, its
-    database backends and its client kept busy meanwhile (other work on a shared machine; the load average cannot
-    tell it from the run's own 20 clients and 4 workers, which by themselves hold it near 4–5 on 2 cores)."""
+    """The figures of one run (after a second of `warm`, or of `path` itself, to open every database connection), with `others_cores`: the cores that processes other than this run's own (its server and client,
+    the services it drives) kept busy meanwhile (bench/other_work.py; the load average cannot tell other work from
+    the run's own 20 clients and 4 workers, which by themselves hold it near 4–5 on 2 cores)."""
     asyncio.run(drive(server.base, warm or path, headers, cookies, clients, 1.0, client))
     database = _BackendCPU(server.database)
-    web_before, client_before, busy_before = server.cpu_ticks(), _self_cpu_s(), _machine_busy_s()
-    began = time.perf_counter()
-    with database:
+    web_before, client_before = server.cpu_ticks(), _self_cpu_s()
+    with database, OtherWork() as other:
         result = asyncio.run(drive(server.base, path, headers, cookies, clients, duration, client, once))
-    elapsed = time.perf_counter() - began
-    web_after, client_after, busy_after = server.cpu_ticks(), _self_cpu_s(), _machine_busy_s()
+    web_after, client_after = server.cpu_ticks(), _self_cpu_s()
     web_s, client_s = (web_after - web_before) / CLK_TCK, client_after - client_before
     result["web_cpu_ms"] = web_s * 1000 / max(result["n"], 1)
     result["db_cpu_ms"] = database.seconds * 1000 / max(result["n"], 1)
     result["client_cpu_ms"] = client_s * 1000 / max(result["n"], 1)
-    result["others_cores"] = max(busy_after - busy_before - web_s - database.seconds - client_s, 0) / elapsed
+    result["others_cores"] = other.cores
     result["load"] = os.getloadavg()[0]
     return result
 
@@ -872,8 +865,6 @@ DISTINCT_PAGES = f"task pages ({DISTINCT_TASKS} distinct)"
 FIRST_VIEWS = f"first views ({DISTINCT_TASKS} pages)"
 # The goals of issue 12 for 20 clients: p95 of a page, of an API list; "about 8 ms of CPU per page".
 PAGE_GOAL_MS, API_GOAL_MS, PAGE_CPU_GOAL_MS = 150, 100, 8
-QUIET_LOAD = 2.0
-OTHERS_QUIET = 0.25
 
 
 def first_views(server: Server, cookies: dict, ids: dict, args, label: str, client: str) -> dict:

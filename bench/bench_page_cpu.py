@@ -9,7 +9,7 @@ request (time.process_time, min and median of 6 batches of 20 after 5 warm-up re
 than wall time on a shared machine, and free of the network and of gunicorn. Then the CPU of the first and the
 second view of each of the seed's 200 distinct task pages against the one warm task page. With --profile URL it
 prints the top functions by CPU time for that URL (cProfile with a CPU clock; BENCH_PROFILE_N requests,
-40 by default, BENCH_SORT and BENCH_TOP as pstats takes them).
+40 by default, BENCH_SORT and BENCH_TOP as pstats takes them; BENCH_CALLERS a pattern whose callers to print).
 
 With --baseline TREE (another checkout, e.g. `git worktree add --detach /tmp/base COMMIT` or `git archive`) each
 checkout runs in a process of its own (bench/page_cpu_worker.py) on a seed of its own schema (this run's database
@@ -114,6 +114,8 @@ def _measure(args, ids: dict) -> int:
         profile.disable()
         stats = pstats.Stats(profile)
         stats.sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_TOP", "30")))
+        if os.environ.get("BENCH_CALLERS"):  # who calls these functions (a pstats pattern, e.g. "functional.py:249")
+            stats.print_callers(os.environ["BENCH_CALLERS"])
     print(f"load average after: {os.getloadavg()}")
     return 0
 

@@ -40,21 +40,18 @@ sys.path.insert(0, str(ROOT / "bench"))
 import run_scratch  # noqa: E402
 from bench_load import (  # noqa: E402
     CLK_TCK,
-    OTHERS_QUIET,
-    QUIET_LOAD,
     Server,
     _BackendCPU,
     _children,
     _cpu_ticks,
     _db_url,
     _free_port,
-    _machine_busy_s,
     _psql_admin,
-    _self_cpu_s,
     drive,
     postgres_url,
 )
 from bench_packs import rows  # noqa: E402
+from other_work import OTHERS_QUIET, QUIET_LOAD, OtherWork  # noqa: E402
 
 PER_REQUEST = 1000
 LABEL_CONFIG = (
@@ -262,8 +259,8 @@ def bulk(system, tasks: list[dict], clients: int) -> dict:
 
             await asyncio.gather(*(one() for _ in range(clients)))
 
-    web, own, busy = system.cpu_ticks(), _self_cpu_s(), _machine_busy_s()
-    with _BackendCPU(system.database) as database:
+    web = system.cpu_ticks()
+    with _BackendCPU(system.database) as database, OtherWork() as other:
         started = time.perf_counter()
         asyncio.run(run())
         wall = time.perf_counter() - started
@@ -275,7 +272,7 @@ def bulk(system, tasks: list[dict], clients: int) -> dict:
         "p95": times[int(0.95 * (len(times) - 1))] * 1000,
         "cpu": cpu,
         "load": _load1(),
-        "others_cores": max(_machine_busy_s() - busy - cpu - (_self_cpu_s() - own), 0) / wall,
+        "others_cores": other.cores,
     }
 
 
@@ -283,16 +280,15 @@ def list_load(system, clients: int, seconds: float) -> dict:
     """The task-list API (a page of 50) under `clients` closed-loop clients for `seconds` (bench_load.py's client):
     p50, p95, requests/s, errors, and the server's CPU per request (web and database)."""
     asyncio.run(drive(system.base, system.list_path(), system.headers, {}, clients, 1.0))  # warm every worker
-    web, own, busy, started = system.cpu_ticks(), _self_cpu_s(), _machine_busy_s(), time.perf_counter()
-    with _BackendCPU(system.database) as database:
+    web = system.cpu_ticks()
+    with _BackendCPU(system.database) as database, OtherWork() as other:
         result = asyncio.run(drive(system.base, system.list_path(), system.headers, {}, clients, seconds))
     n = max(result["n"], 1)
     web_s = (system.cpu_ticks() - web) / CLK_TCK
     result["web_cpu_ms"] = web_s * 1000 / n
     result["db_cpu_ms"] = database.seconds * 1000 / n
     result["load"] = _load1()
-    spent = _machine_busy_s() - busy - web_s - database.seconds - (_self_cpu_s() - own)
-    result["others_cores"] = max(spent, 0) / (time.perf_counter() - started)
+    result["others_cores"] = other.cores
     return result
 
 

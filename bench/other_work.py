@@ -11,14 +11,20 @@ OTHERS_QUIET.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
+import time
 from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # comm names (the kernel's 15 characters) of the services benchmarks drive, and of the parents of their containers.
 SERVICES = ("postgres", "redis-server", "beam.smp", "epmd", "erl_child_setup", "dockerd", "containerd")
 CONTAINER_PARENTS = ("containerd-shim", "containerd-shi")
+# A benchmark's figures are quiet when the 1-minute load average was at most QUIET_LOAD before it and other work
+# stayed under OTHERS_QUIET cores while it ran (the load during a run is its own: bench_load.py holds it near 4–5).
+QUIET_LOAD = 2.0
 OTHERS_QUIET = 0.25
 INTERVAL_S = 0.5
 
@@ -73,6 +79,7 @@ class OtherWork:
         self.peak_load = os.getloadavg()[0]  # the 1-minute load average, highest reading (own work included)
         self._last: dict[int, int] = {}
         self.by_pid: dict[int, float] = {}  # seconds of each other process seen (what `seconds` sums)
+        self.names: dict[int, str] = {}  # their comm names
         self._stop = threading.Event()
 
     def _read(self, first: bool = False) -> None:
@@ -80,7 +87,7 @@ class OtherWork:
         memo: dict[int, bool] = {}
         ticks = 0
         last = {}
-        for pid, (_, _, cpu) in processes.items():
+        for pid, (_, comm, cpu) in processes.items():
             if _ours(pid, processes, self.root, memo):
                 continue
             last[pid] = cpu
@@ -88,6 +95,7 @@ class OtherWork:
             used = max(cpu - self._last[pid] if pid in self._last else (0 if first else cpu), 0)
             if used:
                 self.by_pid[pid] = self.by_pid.get(pid, 0.0) + used / CLK_TCK
+                self.names[pid] = comm
                 ticks += used
         self._last = last
         self.seconds += ticks / CLK_TCK
@@ -113,3 +121,27 @@ class OtherWork:
         self._thread.join()
         self._read()
         self.cores = self.seconds / max(time.monotonic() - self._began, 1e-9)
+
+    def heaviest(self, count: int = 3) -> str:
+        """The other processes that worked most, as "name pid: seconds", heaviest first: who to look for when a
+        run is marked not quiet (a kernel thread, another session's test suite)."""
+        top = sorted(self.by_pid.items(), key=lambda item: -item[1])[:count]
+        return ", ".join(
+            f"{self.names.get(pid, '?')} {pid}: {seconds:.1f} s" for pid, seconds in top if seconds >= 0.05
+        )
+
+
+def machine_reference_ms(rounds: int = 5) -> float:
+    """CPU milliseconds of a fixed pure-Python workload (JSON, sorting, hashing: the kind of work the app's requests
+    do), the best of `rounds`. The same code takes longer on a slower machine or a slower boot of this one, which the
+    load average cannot tell: a figure from another day compares with today's through the reference of its run."""
+    rows = [{"id": i, "slug": f"task-{i:05d}", "score": i / 7, "tags": ["a", "b"]} for i in range(20_000)]
+    best = float("inf")
+    for _ in range(rounds):
+        began = time.process_time()
+        text = json.dumps(rows)
+        parsed = json.loads(text)
+        parsed.sort(key=lambda row: (-row["score"], row["slug"]))
+        hashlib.sha256(text.encode() * 8).hexdigest()
+        best = min(best, time.process_time() - began)
+    return best * 1000

@@ -34,7 +34,7 @@ LATEST = "## Latest run (`make bench`)"
 
 sys.path.insert(0, str(HERE))
 import run_scratch  # noqa: E402
-from other_work import OTHERS_QUIET, OtherWork  # noqa: E402
+from other_work import OTHERS_QUIET, QUIET_LOAD, OtherWork, machine_reference_ms  # noqa: E402
 
 # One run id for every script of this run (run_scratch names its databases and folders by it).
 os.environ[run_scratch.RUN_ENV] = run_scratch.RUN
@@ -46,7 +46,6 @@ SHARED_SEED_DB = run_scratch.database_name(os.environ.get("DATABASE_URL", ""), "
 # (bench/other_work.py: not the script's own, not the services it drives) kept under OTHERS_QUIET cores busy while
 # it ran; otherwise its block is marked and its goals are not judged. The load during and after a script is
 # recorded but does not decide: a script's own clients and servers raise it (bench_load.py holds it near 4–5).
-QUIET_LOAD = 2.0
 
 
 def _load() -> str:
@@ -83,9 +82,10 @@ def run(script: Path) -> dict:
     waited = settle()
     if waited >= 5:
         print(f"(waited {waited:.0f} s for the load average to settle)", flush=True)
+    reference = machine_reference_ms()
     load_before = _load()
     started = time.perf_counter()
-    print(f"\n=== {script.name} (load {load_before}) ===", flush=True)
+    print(f"\n=== {script.name} (load {load_before}, machine reference {reference:.0f} ms) ===", flush=True)
     with OtherWork() as other:
         proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sys.stdout.write(proc.stdout)
@@ -95,9 +95,11 @@ def run(script: Path) -> dict:
         "status": proc.returncode,
         "seconds": time.perf_counter() - started,
         "load_before": load_before,
+        "reference_ms": reference,
         "load_after": _load(),
         "load_peak": other.peak_load,
         "others_cores": other.cores,
+        "others_heaviest": other.heaviest(),
         "output": proc.stdout.strip(),
         "finished": _now(),
     }
@@ -159,7 +161,10 @@ def render(results: list[dict], kept: dict[str, str] | None = None) -> str:
             f"Command: `{r['command']}` — {verdict}, {r['seconds']:.0f} s"
             + (f", finished {r['finished']}" if r.get("finished") else "")
             + f", load average {r['load_before']} before, up to {r.get('load_peak', 0):.2f} during (its own work "
-            + f"included), {r['load_after']} after; other work {r.get('others_cores', float('nan')):.2f} cores.",
+            + f"included), {r['load_after']} after; other work {r.get('others_cores', float('nan')):.2f} cores"
+            + (f" ({r['others_heaviest']})" if r.get("others_heaviest") else "")
+            + (f"; machine reference {r['reference_ms']:.0f} ms (bench/other_work.py)" if r.get("reference_ms") else "")
+            + ".",
             "",
             "```",
             *(r["output"].splitlines()[-80:] or ["(no output)"]),

@@ -254,11 +254,26 @@ def preview_corrected(*, preview_run: PreviewRun, rates: dict[str, JudgeRates] |
         check_ids=[spec.check_id for spec in specs], preview_run_id=preview_run.pk
     ):
         scores[grade_id][check_id] = score if status == CheckResult.Status.SCORED else None
-    return calibration.corrected_rewards(
-        [RolloutScores(reward, scores[grade_id]) for grade_id, reward in graded],
-        [JudgedCheck(spec.check_id, spec.points, spec.linear, rates.get(spec.check_id)) for spec in specs],
-        max_points=max_points,
+    rows = [RolloutScores(reward, scores[grade_id]) for grade_id, reward in graded]
+    checks = [JudgedCheck(spec.check_id, spec.points, spec.linear, rates.get(spec.check_id)) for spec in specs]
+    # Keyed on everything the correction reads (each rollout's reward and scores, each check's points and rates), so
+    # a kept one is never stale: an overrule, a new grade or a new label makes another key.
+    key = (
+        tuple((row.reward, tuple(sorted(row.scores.items()))) for row in rows),
+        tuple(checks),
+        max_points,
     )
+    corrected = _CORRECTED.get(key)
+    if corrected is None:
+        corrected = calibration.corrected_rewards(rows, checks, max_points=max_points)
+        _CORRECTED.put(key, corrected)
+    return corrected
+
+
+# The bootstrap of a preview's correction (RESAMPLES draws: ~27 ms for 64 rollouts and 2 judged checks) kept per
+# process: the environment dashboard corrects up to DASHBOARD_CORRECTED_TASKS previews on every view, and a preview's
+# page, its API and a pack build each ask again.
+_CORRECTED = Kept(entries=512)
 
 
 def preview_calibration_json(*, preview_run: PreviewRun) -> dict | None:

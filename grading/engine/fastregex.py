@@ -8,6 +8,11 @@ check fails with the reason, instead of holding a worker for hours. google-re2 w
 the alternative: linear time, but it rejects backreferences and lookarounds that
 published rubrics may use, which would change the format's meaning.
 
+Searches keep the GIL (`concurrent=False`), as `re` does: `regex` gives it up for every search of a `str`
+by default, and a trainer grading from a thread pool paid for each hand-over (with 8 threads a 10-check
+grade took twice the CPU of one thread: bench/bench_reward_fn.py). The cost is that a search running
+to its timeout holds up the process's other threads for that long (at most the check's budget).
+
 `compile_pattern(pattern, flags)` is the only constructor; `validate_pattern` is
 the schema's check that a pattern compiles. Searches also use a literal
 prefilter, so a pattern that cannot match costs a `str.find`.
@@ -185,20 +190,20 @@ class Searcher:
         if haystack is not None:
             # Try the match only where the prefix occurs; after a few dozen tries, let the engine scan.
             for _ in range(_ANCHORED_TRIES):
-                found = self.pattern.match(text, start, timeout=_left(deadline))
+                found = self.pattern.match(text, start, timeout=_left(deadline), concurrent=False)
                 if found is not None:
                     return found
                 start = haystack.find(self.prefix, start + 1)
                 if start < 0:
                     return None
-        return self.pattern.search(text, start, timeout=_left(deadline))
+        return self.pattern.search(text, start, timeout=_left(deadline), concurrent=False)
 
     def finditer(self, text: str) -> Iterator:
         start, _ = self._start(text)
         if start < 0:
             return
         try:
-            yield from self.pattern.finditer(text, start, timeout=pattern_timeout_s())
+            yield from self.pattern.finditer(text, start, timeout=pattern_timeout_s(), concurrent=False)
         except TimeoutError:
             raise _timed_out(self) from None
 

@@ -294,6 +294,9 @@ class UnicodeNormalised(Strict):
         "check's expected values and pattern before comparing (docs/formats.md, 'Text normalisation').",
     )
 
+    # The values these checks compute once per rubric are read from `__pydantic_private__` itself, not as
+    # `self._x`: pydantic serves a private attribute through its `__getattr__`, a miss of the instance's
+    # dict that cost a tenth of a 10-check grade (bench/bench_reward_fn.py).
     _unicode_values: dict = PrivateAttr(default_factory=dict)
 
     def unicode_form(self, value: str) -> str:
@@ -303,10 +306,11 @@ class UnicodeNormalised(Strict):
     def unicode_value(self, name: str, *, lookalikes: bool = False) -> str:
         """This check's string field `name`, normalised as the text it is compared with is (with lookalike
         letters read as Latin if `lookalikes`; computed once)."""
-        value = self._unicode_values.get((name, lookalikes))
+        kept = self.__pydantic_private__["_unicode_values"]  # not self._x: see UnicodeNormalised
+        value = kept.get((name, lookalikes))
         if value is None:
             value = self.unicode_form(getattr(self, name))
-            value = self._unicode_values[(name, lookalikes)] = fold_lookalikes(value) if lookalikes else value
+            value = kept[(name, lookalikes)] = fold_lookalikes(value) if lookalikes else value
         return value
 
     def pattern_form(self, value: str) -> str:
@@ -335,13 +339,14 @@ class StringMatchCheck(CheckBase, UnicodeNormalised):
     def expected_normalised(self, *, lookalikes: bool = False) -> str:
         """`expected` normalised (with lookalike letters read as Latin if `lookalikes`), case-folded and/or
         whitespace-collapsed as the options say (computed once)."""
-        value = self._expected.get(lookalikes)
+        kept = self.__pydantic_private__["_expected"]  # not self._x: see UnicodeNormalised
+        value = kept.get(lookalikes)
         if value is None:
             value = self.unicode_form(self.expected)
             if lookalikes:
                 value = fold_lookalikes(value)
             value = value if self.case_sensitive else value.casefold()
-            value = self._expected[lookalikes] = " ".join(value.split()) if self.normalize_whitespace else value
+            value = kept[lookalikes] = " ".join(value.split()) if self.normalize_whitespace else value
         return value
 
 
@@ -363,9 +368,10 @@ class RegexCheck(CheckBase, UnicodeNormalised):
 
     def compiled(self) -> Searcher:
         """The pattern, compiled once at parse time (with its literal prefilter)."""
-        if self._compiled is None:
-            self._compiled = compile_pattern(self.pattern_form(self.pattern), self.flags)
-        return self._compiled
+        private = self.__pydantic_private__  # not self._x: see UnicodeNormalised
+        if private["_compiled"] is None:
+            private["_compiled"] = compile_pattern(self.pattern_form(self.pattern), self.flags)
+        return private["_compiled"]
 
     def model_post_init(self, __context: Any) -> None:
         self.compiled()
@@ -394,9 +400,10 @@ class NumberCheck(CheckBase, UnicodeNormalised):
     _compiled: Searcher | None = PrivateAttr(default=None)
 
     def compiled_extract(self) -> Searcher | None:
-        if self.extract is not None and self._compiled is None:
-            self._compiled = compile_pattern(self.pattern_form(self.extract))
-        return self._compiled
+        private = self.__pydantic_private__  # not self._x: see UnicodeNormalised
+        if self.extract is not None and private["_compiled"] is None:
+            private["_compiled"] = compile_pattern(self.pattern_form(self.extract))
+        return private["_compiled"]
 
     def model_post_init(self, __context: Any) -> None:
         self.compiled_extract()
@@ -476,9 +483,10 @@ class FileContentCheck(CheckBase, UnicodeNormalised):
     _compiled: Searcher | None = PrivateAttr(default=None)
 
     def compiled(self) -> Searcher | None:
-        if self.regex is not None and self._compiled is None:
-            self._compiled = compile_pattern(self.pattern_form(self.regex))
-        return self._compiled
+        private = self.__pydantic_private__  # not self._x: see UnicodeNormalised
+        if self.regex is not None and private["_compiled"] is None:
+            private["_compiled"] = compile_pattern(self.pattern_form(self.regex))
+        return private["_compiled"]
 
     def model_post_init(self, __context: Any) -> None:
         self.compiled()
@@ -794,10 +802,18 @@ class Rubric(Strict):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     checks: list[Check]
     probes: list[Probe] = Field(default_factory=list)
+    _judge_checks: tuple | None = PrivateAttr(default=None)
 
     def iter_checks(self) -> Iterator[Check]:
         """Every check, depth first, groups before their children (`flat_checks`)."""
         return (row.check for row in flat_checks(self.checks))
+
+    def judge_checks(self) -> tuple[LlmJudgeCheck, ...]:
+        """The llm_judge checks, depth first (found once: every grade asks, and a parsed rubric is not changed)."""
+        private = self.__pydantic_private__  # not self._x: see UnicodeNormalised
+        if private["_judge_checks"] is None:
+            private["_judge_checks"] = tuple(check for check in self.iter_checks() if isinstance(check, LlmJudgeCheck))
+        return private["_judge_checks"]
 
     def to_document(self) -> dict:
         """The rubric as a JSON-ready dict (what `parse_rubric` accepts back)."""
@@ -975,11 +991,19 @@ class TestResult(Strict):
     message: str = ""
 
 
+#: Each class `construct_whole` has built: its fields' names, or {None} (no dict's keys) if it needs model_construct.
+_WHOLE_FIELDS: dict[type, frozenset] = {}
+
+
 def construct_whole(cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
     """`cls.model_construct(**values)` when `values` names every field of `cls` exactly (the engine's own
     results): the same object without pydantic's walk over the fields on each call, which was a quarter of
     a 10-check grade's CPU time (bench/bench_reward_fn.py). Anything else goes through model_construct."""
-    if values.keys() != cls.model_fields.keys() or cls.__pydantic_post_init__ is not None or cls.__private_attributes__:
+    fields = _WHOLE_FIELDS.get(cls)
+    if fields is None:
+        plain = cls.__pydantic_post_init__ is None and not cls.__private_attributes__
+        fields = _WHOLE_FIELDS[cls] = frozenset(cls.model_fields) if plain else frozenset({None})
+    if values.keys() != fields:
         return cls.model_construct(**values)
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", values)

@@ -31,7 +31,7 @@ from typing import Any
 
 from .checks import Failed, GradingContext, Missing, Unscored, evaluate, failed_outcome
 from .judge import JudgeClient, JudgeRequest, JudgeResult
-from .limits import BudgetExceeded, GradeLimits, cpu_budget, pattern_budget
+from .limits import BudgetExceeded, GradeLimits, PatternBudget, cpu_budget
 from .models import (
     CheckGrade,
     Grade,
@@ -132,32 +132,39 @@ def aggregate(kind: str, children: list[CheckGrade]) -> float | None:
     return low if low == high else None
 
 
-def _walk(checks: list):
-    stack = list(checks)
-    while stack:
-        check = stack.pop()
-        yield check
-        stack.extend(_children(check))
+def _facts(check: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """(status, score, points, required, checks) of a check result, read in one go."""
+    if type(check) is CheckGrade:
+        return check.status, check.score, check.points, check.required, check.checks
+    return tuple(_field(check, name) for name in ("status", "score", "points", "required", "checks"))
 
 
 def _totals(checks: list, aggregates: Mapping[str, str] | None) -> dict[str, Any]:
-    checks = [check for check in checks if isinstance(check, (Mapping, CheckGrade))]
     complete = True
     gated = gated_upper = False
-    for check in _walk(checks):
-        if not _scored(check):
-            complete = False
-            if _field(check, "required"):
-                gated = True
-        elif _field(check, "required") and _number(_field(check, "score")) < 1.0:
-            gated = gated_upper = True
     earned = maximum = gain = loss = 0.0
-    for check in checks:
-        points = _number(_field(check, "points"))
+    # Every result, depth first, each one's fields read once (a grade is totalled on every response a trainer
+    # scores); the top-level ones, in their order, also add up the points.
+    stack = [(check, True) for check in reversed(checks) if isinstance(check, (Mapping, CheckGrade))]
+    while stack:
+        check, top_level = stack.pop()
+        status, score, points, required, children = _facts(check)
+        scored = status == "scored" and score is not None
+        if not scored:
+            complete = False
+            if required:
+                gated = True
+        elif required and _number(score) < 1.0:
+            gated = gated_upper = True
+        if children:
+            stack.extend((child, False) for child in children if isinstance(child, (Mapping, CheckGrade)))
+        if not top_level:
+            continue
+        points = _number(points)
         if points > 0:
             maximum += points
-        if _scored(check):
-            earned += points * _number(_field(check, "score"))
+        if scored:
+            earned += points * _number(score)
         else:
             low, high = _score_bounds(check, aggregates)
             if points > 0:
@@ -292,7 +299,7 @@ class _Grader:
 
     def run_judges(self) -> None:
         """Ask the judge about every llm_judge check at once (concurrently), before the walk."""
-        checks = [check for check in self.rubric.iter_checks() if isinstance(check, LlmJudgeCheck)]
+        checks = self.rubric.judge_checks()
         if not checks:
             return
         requests: list[JudgeRequest] = []
@@ -387,7 +394,7 @@ class _Grader:
                 # on the main thread, and costs two system calls a check): its patterns keep their timeout.
                 in_memory = check.bounded_by_design and check.target in ("answer", "trajectory")
                 try:
-                    with (pattern_budget if in_memory else cpu_budget)(budget):
+                    with (PatternBudget if in_memory else cpu_budget)(budget):
                         outcome = evaluate(check, self.ctx)
                 except BudgetExceeded as exc:
                     # The input the check reads is the graded work's: spending the budget on it fails it.

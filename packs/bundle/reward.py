@@ -36,10 +36,12 @@ PACK_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PACK_DIR / "grader"))
 
 from grading.engine import JudgeClient, JudgeConfig, grade, parse_task  # noqa: E402
+from grading.engine.limits import GradeLimits  # noqa: E402
 
 _tasks: dict[str, dict] | None = None
 _parsed: dict = {}  # task id -> the parsed task (rubric patterns compiled once, not per response)
 _judge: JudgeClient | None = None
+_limits: GradeLimits | None = None
 _judge_loaded = False
 _lock = threading.Lock()
 _warned = False
@@ -59,14 +61,18 @@ def _task_documents() -> dict[str, dict]:
         return _tasks
 
 
-def _judge_client() -> JudgeClient | None:
-    global _judge, _judge_loaded
-    with _lock:
-        if not _judge_loaded:
-            config = JudgeConfig.from_env()
-            _judge = JudgeClient(config) if config is not None else None
-            _judge_loaded = True
-        return _judge
+def _from_env() -> tuple[JudgeClient | None, GradeLimits]:
+    """The judge and the grading limits, read from the environment on the first call (not on every response:
+    a trainer calls this tens of thousands of times, from a thread pool)."""
+    global _judge, _limits, _judge_loaded
+    if not _judge_loaded:
+        with _lock:
+            if not _judge_loaded:
+                config = JudgeConfig.from_env()
+                _judge = JudgeClient(config) if config is not None else None
+                _limits = GradeLimits.from_env()
+                _judge_loaded = True
+    return _judge, _limits
 
 
 def _task(task_id: str):
@@ -88,7 +94,10 @@ def grade_response(task_id: str, response: str) -> dict:
     task = _task(task_id)
     if not isinstance(response, str):
         response = "" if response is None else str(response)
-    result = grade(task.rubric, answer=response, judge=_judge_client(), checks_module=task.environment.checks_module)
+    judge, limits = _from_env()
+    result = grade(
+        task.rubric, answer=response, judge=judge, checks_module=task.environment.checks_module, limits=limits
+    )
     return result.to_document()
 
 

@@ -67,16 +67,23 @@ def test_hand_written_sections_inside_the_markers_are_kept_above_them(tmp_path):
 
 def test_a_script_s_own_load_does_not_mark_it_but_other_work_or_a_busy_start_does(tmp_path):
     # bench_load.py's own clients raise the load after it to ~5: quiet all the same when nothing else ran.
-    own = {**_result("bench_a.py", "a"), "load_after": "5.28 / 4.86 / 5.92", "load_peak": 5.3, "others_cores": 0.03}
-    others = {**_result("bench_b.py", "b"), "others_cores": 0.9}
+    own = {
+        **_result("bench_a.py", "a"),
+        "load_after": "5.28 / 4.86 / 5.92",
+        "load_peak": 5.3,
+        "others_cores": 0.03,
+        "reference_ms": 41.6,
+    }
+    others = {**_result("bench_b.py", "b"), "others_cores": 0.9, "others_heaviest": "pytest 4242: 27.0 s"}
     busy = {**_result("bench_c.py", "c"), "load_before": "2.50 / 1.00 / 1.00", "others_cores": 0.0}
     unknown = _result("bench_d.py", "d")  # no other-work figure: never called quiet
     text = run_all.render([own, others, busy, unknown])
     blocks = {chunk.split("\n", 1)[0]: chunk for chunk in text.split("### ")[1:]}
     assert "not a quiet run" not in blocks["bench_a.py"] and "up to 5.30 during" in blocks["bench_a.py"]
-    assert "other work 0.03 cores" in blocks["bench_a.py"]
+    assert "other work 0.03 cores; machine reference 42 ms (bench/other_work.py)." in blocks["bench_a.py"]
     for name in ("bench_b.py", "bench_c.py", "bench_d.py"):
         assert "not a quiet run" in blocks[name], name
+    assert "other work 0.90 cores (pytest 4242: 27.0 s)." in blocks["bench_b.py"]
 
 
 other_spec = importlib.util.spec_from_file_location("other_work", ROOT / "bench" / "other_work.py")
@@ -111,6 +118,9 @@ def test_other_work_counts_processes_outside_the_run_and_not_its_own_or_its_serv
     assert own.pid not in other.by_pid
     # Seen from its first reading on: all but the work after the last reading (at most INTERVAL_S) is counted.
     assert other.by_pid.get(orphan, 0) >= 1.2 - other_work.INTERVAL_S - 0.1
+    # ... and named among the heaviest, for the block of a run marked not quiet to say who it was.
+    named = other.heaviest(count=len(other.by_pid))
+    assert f"{Path(sys.executable).name[:15]} {orphan}: " in named and f" {own.pid}: " not in named, named
 
 
 def test_services_and_container_processes_are_the_run_s_own():
@@ -137,3 +147,11 @@ def test_each_script_waits_for_the_load_a_previous_one_left_to_settle(monkeypatc
     assert len(slept) == 2  # until the third reading, the first at or under QUIET_LOAD
     monkeypatch.setattr(run_all.os, "getloadavg", lambda: (9.0, 0.0, 0.0))
     assert run_all.settle(limit_s=0.01) >= 0.01  # never waits for ever
+
+
+def test_the_machine_reference_is_the_best_cpu_time_of_its_rounds(monkeypatch):
+    """What lets figures of two days compare: the same fixed work timed in CPU (not wall) time, the best round kept
+    (a round slowed by a neighbour's burst is not the machine's speed)."""
+    readings = iter([0.0, 0.090, 1.0, 1.045, 2.0, 2.060])
+    monkeypatch.setattr(other_work.time, "process_time", lambda: next(readings))
+    assert round(other_work.machine_reference_ms(rounds=3), 6) == 45.0

@@ -231,6 +231,37 @@ def test_any_response_gets_a_float_score_from_a_thread_pool(pack_dir):
     assert "not JSON" in {c["id"]: c for c in seen["grades"][0]["checks"]}["json_total"]["explanation"]
 
 
+LIMITED = """
+import json, os, sys
+import reward
+answer = sys.stdin.read()
+first = reward.grade_response("q3-summary", answer)
+os.environ["GYMWRIGHT_SIMILARITY_MAX_CHARS"] = "1000000"  # read once, on the first call: not this one
+second = reward.grade_response("q3-summary", answer)
+print(json.dumps([{c["id"]: c for c in g["checks"]}["close_to_key"] for g in (first, second)]))
+sys.stdout.flush(); os._exit(0)
+"""
+
+
+def test_the_reward_function_takes_its_limits_from_the_environment_it_starts_in(pack_dir):
+    """The grading limits are read from the trainer's environment once (not on each of its tens of thousands of
+    calls): a lab that lowers GYMWRIGHT_SIMILARITY_MAX_CHARS has longer responses fail the check, every call."""
+    answer = TEXT_TASK["solution"]["answer"] + " padding" * 40
+    done = subprocess.run(
+        [grader_python(), "-I", "-c", f"import sys; sys.path.insert(0, {str(pack_dir)!r})\n" + LIMITED],
+        input=answer,
+        capture_output=True,
+        text=True,
+        cwd=pack_dir.parent,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(pack_dir), "GYMWRIGHT_SIMILARITY_MAX_CHARS": "100"},
+        timeout=600,
+    )  # a hang guard only
+    assert done.returncode == 0, done.stderr[-3000:]
+    for check in json.loads(done.stdout):
+        assert check["status"] == "scored" and check["score"] == 0.0, check
+        assert "over the limit of 100 for text_similarity" in check["explanation"], check
+
+
 def test_an_agentic_task_is_not_a_parquet_row(pack_dir):
     import pandas as pd
 

@@ -220,3 +220,28 @@ def test_the_environment_dashboard_shows_each_checks_rates_validation_and_correc
     assert "not validated" in row and "TNR 0.80 below 0.85" in row
     assert f'href="/previews/{run.pk}/">50.0 %</a>' in row and "<strong>42.9 %</strong>" in row  # 3/7 beside 1/2
     assert "0 of 1 labelled check validated" in page
+
+
+def test_a_previews_correction_is_bootstrapped_once_until_what_it_reads_changes(
+    measured, author, second_reviewer, monkeypatch
+):
+    """The environment dashboard corrects up to 20 previews on every view (400 bootstrap draws each); kept per
+    process on everything the correction reads, a second view draws none, and a new label draws again."""
+    from grading.engine import calibration as engine_calibration
+    from review import calibration as review_calibration
+
+    version = measured.latest_version
+    run = finished_preview(version, author, "model", [1.0] * 5 + [0.5] * 5)
+    for rollout, met in zip(run.rollouts.order_by("index"), [True] * 5 + [False] * 5, strict=True):
+        Rollout.objects.filter(pk=rollout.pk).update(grade=grade(version, author, met))
+    review_calibration._CORRECTED._items.clear()
+    bootstraps = []
+    real = engine_calibration.corrected_rewards
+    monkeypatch.setattr(
+        engine_calibration, "corrected_rewards", lambda *a, **kw: bootstraps.append(1) or real(*a, **kw)
+    )
+    first = review_calibration.preview_calibration_json(preview_run=run)
+    assert review_calibration.preview_calibration_json(preview_run=run) == first and len(bootstraps) == 1
+    label(version.grades.order_by("id").first(), second_reviewer, False)  # the rates change: corrected again
+    after = review_calibration.preview_calibration_json(preview_run=run)
+    assert len(bootstraps) == 2 and after["checks"][0]["judge"]["contested"] == 1

@@ -174,3 +174,27 @@ def test_the_label_queue_offers_only_verdicts_whose_label_would_count_for_the_ga
         page.count("data-label-item=") == 1
         and f'data-label-item="{current.check_results.get(check_id="clear").pk}"' in page
     )
+
+
+def test_the_label_queue_reads_as_many_queries_for_many_verdicts_as_for_one(lenient, author):
+    """The queue is read on every view of the label page: which verdicts count for the gate (their judge's question),
+    the classes labelled so far and the graded texts are each read for the whole page at once, never per verdict."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from review import selectors
+
+    def queue() -> tuple[int, int]:
+        calibration._TASK_RATES._items.clear()  # each reading as a first view of the page: nothing kept
+        calibration._JUDGED._items.clear()
+        with CaptureQueriesContext(connection) as queries:
+            items = selectors.unlabelled_judgements(task=lenient)
+        return len(items), len(queries)
+
+    grade(lenient.latest_version, author, True)
+    one, few = queue()
+    for index in range(6):
+        grade(lenient.latest_version, author, index % 2 == 0, votes=[True, False] if index == 0 else None)
+    many, more = queue()
+    assert one == 1 and many == 7
+    assert more == few, (few, more)

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from grading.engine import JudgeClient, JudgeConfig, grade, parse_rubric
-from grading.engine.limits import BudgetExceeded, cpu_budget
+from grading.engine.limits import BudgetExceeded, PatternBudget, cpu_budget, pattern_timeout_s
 from grading.engine.models import CheckBase
 from tests.support.openai_server import OpenAIServer
 
@@ -138,3 +138,14 @@ def test_the_cpu_budget_never_stops_an_import_halfway(tmp_path, monkeypatch):
     with ThreadPoolExecutor(1) as pool:
         assert pool.submit(importlib.import_module, module).result(timeout=60).IMPORTED_WHOLE is True
     del sys.modules[module]
+
+
+def test_a_check_gives_back_the_pattern_budget_it_ran_under_even_when_it_raises():
+    outer = pattern_timeout_s()
+    with pytest.raises(RuntimeError), PatternBudget(0.25):
+        assert pattern_timeout_s() == 0.25
+        with PatternBudget(0.125):
+            assert pattern_timeout_s() == 0.125
+        assert pattern_timeout_s() == 0.25
+        raise RuntimeError("the check's surprise")
+    assert pattern_timeout_s() == outer
