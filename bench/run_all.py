@@ -88,14 +88,17 @@ def run(script: Path) -> dict:
     print(f"\n=== {script.name} (load {load_before}, machine reference {reference:.0f} ms) ===", flush=True)
     with OtherWork() as other:
         proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seconds = time.perf_counter() - started
+    reference_after = machine_reference_ms()
     sys.stdout.write(proc.stdout)
     return {
         "name": script.name,
         "command": " ".join([".venv/bin/python", *command[1:]]),
         "status": proc.returncode,
-        "seconds": time.perf_counter() - started,
+        "seconds": seconds,
         "load_before": load_before,
         "reference_ms": reference,
+        "reference_after_ms": reference_after,
         "load_after": _load(),
         "load_peak": other.peak_load,
         "others_cores": other.cores,
@@ -163,7 +166,12 @@ def render(results: list[dict], kept: dict[str, str] | None = None) -> str:
             + f", load average {r['load_before']} before, up to {r.get('load_peak', 0):.2f} during (its own work "
             + f"included), {r['load_after']} after; other work {r.get('others_cores', float('nan')):.2f} cores"
             + (f" ({r['others_heaviest']})" if r.get("others_heaviest") else "")
-            + (f"; machine reference {r['reference_ms']:.0f} ms (bench/other_work.py)" if r.get("reference_ms") else "")
+            + (
+                f"; machine reference {r['reference_ms']:.0f} ms before, {r['reference_after_ms']:.0f} ms after "
+                "(bench/other_work.py)"
+                if r.get("reference_ms") and r.get("reference_after_ms")
+                else ""
+            )
             + ".",
             "",
             "```",

@@ -73,6 +73,7 @@ def test_a_script_s_own_load_does_not_mark_it_but_other_work_or_a_busy_start_doe
         "load_peak": 5.3,
         "others_cores": 0.03,
         "reference_ms": 41.6,
+        "reference_after_ms": 63.2,
     }
     others = {**_result("bench_b.py", "b"), "others_cores": 0.9, "others_heaviest": "pytest 4242: 27.0 s"}
     busy = {**_result("bench_c.py", "c"), "load_before": "2.50 / 1.00 / 1.00", "others_cores": 0.0}
@@ -80,7 +81,10 @@ def test_a_script_s_own_load_does_not_mark_it_but_other_work_or_a_busy_start_doe
     text = run_all.render([own, others, busy, unknown])
     blocks = {chunk.split("\n", 1)[0]: chunk for chunk in text.split("### ")[1:]}
     assert "not a quiet run" not in blocks["bench_a.py"] and "up to 5.30 during" in blocks["bench_a.py"]
-    assert "other work 0.03 cores; machine reference 42 ms (bench/other_work.py)." in blocks["bench_a.py"]
+    assert (
+        "other work 0.03 cores; machine reference 42 ms before, 63 ms after (bench/other_work.py)."
+        in blocks["bench_a.py"]
+    )
     for name in ("bench_b.py", "bench_c.py", "bench_d.py"):
         assert "not a quiet run" in blocks[name], name
     assert "other work 0.90 cores (pytest 4242: 27.0 s)." in blocks["bench_b.py"]
