@@ -123,11 +123,17 @@ class OtherWork:
         self.cores = self.seconds / max(time.monotonic() - self._began, 1e-9)
 
     def heaviest(self, count: int = 3) -> str:
-        """The other processes that worked most, as "name pid: seconds", heaviest first: who to look for when a
-        run is marked not quiet (a kernel thread, another session's test suite)."""
-        top = sorted(self.by_pid.items(), key=lambda item: -item[1])[:count]
+        """The names of the other processes that worked most, as "name ×processes: seconds", heaviest first: who
+        to look for when a run is marked not quiet (a kernel thread, another session's test suite, many short
+        processes of one program)."""
+        by_name: dict[str, list[float]] = {}
+        for pid, seconds in self.by_pid.items():
+            by_name.setdefault(self.names.get(pid, "?"), []).append(seconds)
+        top = sorted(by_name.items(), key=lambda item: -sum(item[1]))[:count]
         return ", ".join(
-            f"{self.names.get(pid, '?')} {pid}: {seconds:.1f} s" for pid, seconds in top if seconds >= 0.05
+            f"{name} ×{len(times)}: {sum(times):.1f} s" if len(times) > 1 else f"{name}: {sum(times):.1f} s"
+            for name, times in top
+            if sum(times) >= 0.05
         )
 
 

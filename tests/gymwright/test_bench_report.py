@@ -75,7 +75,7 @@ def test_a_script_s_own_load_does_not_mark_it_but_other_work_or_a_busy_start_doe
         "reference_ms": 41.6,
         "reference_after_ms": 63.2,
     }
-    others = {**_result("bench_b.py", "b"), "others_cores": 0.9, "others_heaviest": "pytest 4242: 27.0 s"}
+    others = {**_result("bench_b.py", "b"), "others_cores": 0.9, "others_heaviest": "pytest: 27.0 s"}
     busy = {**_result("bench_c.py", "c"), "load_before": "2.50 / 1.00 / 1.00", "others_cores": 0.0}
     unknown = _result("bench_d.py", "d")  # no other-work figure: never called quiet
     text = run_all.render([own, others, busy, unknown])
@@ -87,7 +87,7 @@ def test_a_script_s_own_load_does_not_mark_it_but_other_work_or_a_busy_start_doe
     )
     for name in ("bench_b.py", "bench_c.py", "bench_d.py"):
         assert "not a quiet run" in blocks[name], name
-    assert "other work 0.90 cores (pytest 4242: 27.0 s)." in blocks["bench_b.py"]
+    assert "other work 0.90 cores (pytest: 27.0 s)." in blocks["bench_b.py"]
 
 
 other_spec = importlib.util.spec_from_file_location("other_work", ROOT / "bench" / "other_work.py")
@@ -123,8 +123,14 @@ def test_other_work_counts_processes_outside_the_run_and_not_its_own_or_its_serv
     # Seen from its first reading on: all but the work after the last reading (at most INTERVAL_S) is counted.
     assert other.by_pid.get(orphan, 0) >= 1.2 - other_work.INTERVAL_S - 0.1
     # ... and named among the heaviest, for the block of a run marked not quiet to say who it was.
-    named = other.heaviest(count=len(other.by_pid))
-    assert f"{Path(sys.executable).name[:15]} {orphan}: " in named and f" {own.pid}: " not in named, named
+    assert other.names[orphan] == Path(sys.executable).name[:15] and other.heaviest(count=len(other.by_pid))
+
+
+def test_the_heaviest_other_work_is_summed_by_program():
+    other = other_work.OtherWork()
+    other.by_pid = {10: 0.5, 11: 0.5, 12: 0.25, 13: 0.01, 20: 1.5, 30: 0.02}
+    other.names = {10: "bwrap", 11: "bwrap", 12: "bwrap", 13: "bwrap", 20: "pytest", 30: "kworker/0:1"}
+    assert other.heaviest() == "pytest: 1.5 s, bwrap ×4: 1.3 s"  # a program under 0.05 s is not named
 
 
 def test_services_and_container_processes_are_the_run_s_own():
