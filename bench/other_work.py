@@ -29,8 +29,8 @@ OTHERS_QUIET = 0.25
 INTERVAL_S = 0.5
 
 
-def _processes() -> dict[int, tuple[int, str, int]]:
-    """pid -> (parent pid, comm, user + system ticks), for every process now."""
+def _processes() -> dict[int, tuple[int, str, int, int]]:
+    """pid -> (parent pid, comm, user + system ticks, start time in ticks since boot), for every process now."""
     found = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -43,7 +43,7 @@ def _processes() -> dict[int, tuple[int, str, int]]:
         head, _, rest = raw.rpartition(b")")
         comm = head.partition(b"(")[2].decode(errors="replace")
         fields = rest.split()
-        found[int(entry.name)] = (int(fields[1]), comm, int(fields[11]) + int(fields[12]))
+        found[int(entry.name)] = (int(fields[1]), comm, int(fields[11]) + int(fields[12]), int(fields[19]))
     return found
 
 
@@ -80,6 +80,10 @@ class OtherWork:
         self._last: dict[int, int] = {}
         self.by_pid: dict[int, float] = {}  # seconds of each other process seen (what `seconds` sums)
         self.names: dict[int, str] = {}  # their comm names
+        # Every process once seen as the run's own, by (pid, start time): one whose parent ends first (a sandbox's
+        # bwrap outliving its spawner) is reparented out of the run's tree, and would otherwise be counted as other
+        # work, its whole life's CPU at once (bench_env.py's 746 bwraps: 10.8 s of "other work").
+        self._own: set[tuple[int, int]] = set()
         self._stop = threading.Event()
 
     def _read(self, first: bool = False) -> None:
@@ -87,8 +91,11 @@ class OtherWork:
         memo: dict[int, bool] = {}
         ticks = 0
         last = {}
-        for pid, (_, comm, cpu) in processes.items():
+        for pid, (_, comm, cpu, start) in processes.items():
+            if (pid, start) in self._own:
+                continue
             if _ours(pid, processes, self.root, memo):
+                self._own.add((pid, start))
                 continue
             last[pid] = cpu
             # One seen before: its work since; one born since the last reading: all of its work (it began inside).

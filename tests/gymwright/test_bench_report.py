@@ -102,28 +102,29 @@ def test_other_work_counts_processes_outside_the_run_and_not_its_own_or_its_serv
     import sys
     import time
 
-    with other_work.OtherWork() as other:
-        own = subprocess.Popen([sys.executable, "-c", BURN])
-        # An orphan (its parent exits at once): no longer under this process, as another program's work would be.
-        spawner = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                f"import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', {BURN!r}]).pid)",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        orphan = int(spawner.stdout)
-        own.wait()
-        while Path(f"/proc/{orphan}").exists() and b") Z" not in Path(f"/proc/{orphan}/stat").read_bytes():
+    # The run: it starts a child that outlives it (as a sandbox's bwrap outlives its spawner), which is then
+    # reparented out of the run's tree and must stay the run's own.
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys, time\nprint(subprocess.Popen([sys.executable, '-c', {BURN!r}]).pid, flush=True)\n"
+            "time.sleep(0.8)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    with other_work.OtherWork(root=run.pid) as other:
+        outliving = int(run.stdout.readline())
+        elsewhere = subprocess.Popen([sys.executable, "-c", BURN])  # not under the run: another program's work
+        run.wait()
+        elsewhere.wait()
+        while Path(f"/proc/{outliving}").exists() and b") Z" not in Path(f"/proc/{outliving}/stat").read_bytes():
             time.sleep(0.05)
-    assert own.pid not in other.by_pid
+    assert run.pid not in other.by_pid and outliving not in other.by_pid, other.heaviest(count=10)
     # Seen from its first reading on: all but the work after the last reading (at most INTERVAL_S) is counted.
-    assert other.by_pid.get(orphan, 0) >= 1.2 - other_work.INTERVAL_S - 0.1
-    # ... and named among the heaviest, for the block of a run marked not quiet to say who it was.
-    assert other.names[orphan] == Path(sys.executable).name[:15] and other.heaviest(count=len(other.by_pid))
+    assert other.by_pid.get(elsewhere.pid, 0) >= 1.2 - other_work.INTERVAL_S - 0.1
+    assert other.names[elsewhere.pid] == Path(sys.executable).name[:15]
 
 
 def test_the_heaviest_other_work_is_summed_by_program():
