@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import run_scratch  # noqa: E402
-from other_work import OTHERS_QUIET, QUIET_LOAD, OtherWork  # noqa: E402
+from other_work import OTHERS_QUIET, QUIET_LOAD, OtherWork, cpu_ticks, proc_stat  # noqa: E402
 
 TASKS = 10_000
 VERSIONS = 3
@@ -504,15 +504,13 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _cpu_ticks(pids: list[int]) -> dict[int, int]:
-    ticks = {}
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks[pid] = int(fields[11]) + int(fields[12])  # utime, stime
-        except (OSError, IndexError):
-            pass
-    return ticks
+def gunicorn_ticks(master: int) -> int:
+    """CPU ticks of a gunicorn's workers so far: the live ones', plus those of workers that exited (recycled after
+    max_requests), which the kernel adds to the master's cutime/cstime when the master reaps them. The master's own
+    time is not counted: it serves no request."""
+    stat = proc_stat(master)
+    reaped = int(stat[1][13]) + int(stat[1][14]) if stat is not None else 0
+    return reaped + sum(cpu_ticks(_children(master)).values())
 
 
 def _cpu_spent(before: dict[int, int], after: dict[int, int]) -> float:
@@ -577,12 +575,8 @@ class Server:
         return _children(self.proc.pid)
 
     def cpu_ticks(self) -> int:
-        """CPU ticks of every gunicorn worker so far: the live ones', plus those of workers that exited
-        (recycled after max_requests), which the kernel adds to the master's cutime/cstime when the
-        master reaps them. The master's own time is not counted: it serves no request."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        reaped = int(fields[13]) + int(fields[14])  # cutime, cstime
-        return reaped + sum(_cpu_ticks(self.worker_pids()).values())
+        """CPU ticks of every gunicorn worker so far (`gunicorn_ticks`)."""
+        return gunicorn_ticks(self.proc.pid)
 
     def stop(self) -> None:
         run_scratch.stop(self.proc)
@@ -770,7 +764,7 @@ class _BackendCPU:
         self._stop = None
 
     def _read(self) -> None:
-        for pid, ticks in _cpu_ticks(_postgres_pids(self.database)).items():
+        for pid, ticks in cpu_ticks(_postgres_pids(self.database)).items():
             self.first.setdefault(pid, ticks if self._stop is None else 0)
             self.last[pid] = ticks
 

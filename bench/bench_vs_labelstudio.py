@@ -42,12 +42,11 @@ from bench_load import (  # noqa: E402
     CLK_TCK,
     Server,
     _BackendCPU,
-    _children,
-    _cpu_ticks,
     _db_url,
     _free_port,
     _psql_admin,
     drive,
+    gunicorn_ticks,
     postgres_url,
 )
 from bench_packs import rows  # noqa: E402
@@ -161,7 +160,7 @@ class LabelStudio:
         self.project = project.json()["id"]
 
     def cpu_ticks(self) -> int:
-        return _gunicorn_ticks(self.proc.pid)
+        return gunicorn_ticks(self.proc.pid)
 
     def import_request(self, chunk: list[dict]) -> tuple[str, bytes]:
         tasks = [
@@ -222,12 +221,6 @@ class Gymwright:
 
     def stop(self) -> None:
         self.server.stop()
-
-
-def _gunicorn_ticks(master: int) -> int:
-    """CPU ticks of a gunicorn's workers so far, those it reaped too (its cutime and cstime), not the master's own."""
-    fields = Path(f"/proc/{master}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[13]) + int(fields[14]) + sum(_cpu_ticks(_children(master)).values())
 
 
 def _load1() -> float:

@@ -29,20 +29,39 @@ OTHERS_QUIET = 0.25
 INTERVAL_S = 0.5
 
 
+def proc_stat(pid: int | str) -> tuple[str, list[bytes]] | None:
+    """(comm, the fields after it) of /proc/<pid>/stat, None once the process is gone. The fields count from the
+    state: [1] the parent pid, [11] + [12] user + system ticks, [13] + [14] those of the children it reaped,
+    [19] the start time in ticks since boot."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # comm is in parentheses and may hold spaces or parentheses: the fields after it follow the last ")".
+    head, _, rest = raw.rpartition(b")")
+    return head.partition(b"(")[2].decode(errors="replace"), rest.split()
+
+
+def cpu_ticks(pids) -> dict[int, int]:
+    """pid -> user + system ticks so far, of those of `pids` still running."""
+    found = {}
+    for pid in pids:
+        stat = proc_stat(pid)
+        if stat is not None:
+            found[pid] = int(stat[1][11]) + int(stat[1][12])
+    return found
+
+
 def _processes() -> dict[int, tuple[int, str, int, int]]:
     """pid -> (parent pid, comm, user + system ticks, start time in ticks since boot), for every process now."""
     found = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            raw = Path(f"/proc/{entry.name}/stat").read_bytes()
-        except OSError:  # ended meanwhile
+        stat = proc_stat(entry.name)
+        if stat is None:  # ended meanwhile
             continue
-        # comm is in parentheses and may hold spaces or parentheses: the fields after it follow the last ")".
-        head, _, rest = raw.rpartition(b")")
-        comm = head.partition(b"(")[2].decode(errors="replace")
-        fields = rest.split()
+        comm, fields = stat
         found[int(entry.name)] = (int(fields[1]), comm, int(fields[11]) + int(fields[12]), int(fields[19]))
     return found
 

@@ -166,3 +166,19 @@ def test_the_machine_reference_is_the_best_cpu_time_of_its_rounds(monkeypatch):
     readings = iter([0.0, 0.090, 1.0, 1.045, 2.0, 2.060])
     monkeypatch.setattr(other_work.time, "process_time", lambda: next(readings))
     assert round(other_work.machine_reference_ms(rounds=3), 6) == 45.0
+
+
+def test_the_process_table_reads_a_name_with_spaces_and_parentheses():
+    """Every benchmark reads /proc/<pid>/stat through other_work.proc_stat: the fields after a comm that holds
+    ") " (which any program may name itself) are still the right ones."""
+    import os
+
+    comm = Path("/proc/self/comm")
+    before = comm.read_text().strip()
+    comm.write_text("a ) b (c)")
+    try:
+        name, fields = other_work.proc_stat(os.getpid())
+    finally:
+        comm.write_text(before)
+    assert name == "a ) b (c)" and int(fields[1]) == os.getppid()
+    assert other_work.cpu_ticks([os.getpid()])[os.getpid()] > 0 and other_work.proc_stat(2**22 + 1) is None
