@@ -13,6 +13,39 @@ from tests.support.workers import (  # noqa: F401 - fixtures for worker tests
 
 
 @pytest.fixture(scope="session")
+def docker_client():
+    """The Docker engine, for the tests that start containers; none of this process's outlives the session."""
+    import docker
+
+    from sandbox.runtime.backends.docker import OWNER_LABEL, owner_id
+    from tests.support.services import require_docker
+
+    client = require_docker()
+    yield client
+    # The low-level listing: the SDK's containers.list() inspects each container it lists, and
+    # one another xdist worker removes in between fails the whole listing (CI 2026-11-27).
+    for row in client.api.containers(all=True, filters={"label": f"{OWNER_LABEL}={owner_id()}"}):
+        try:
+            client.api.remove_container(row["Id"], force=True)
+        except docker.errors.NotFound:
+            pass
+
+
+@pytest.fixture(scope="session")
+def busybox_image(docker_client):
+    from tests.support.images import busybox_image as build
+
+    return build(docker_client)
+
+
+@pytest.fixture(scope="session")
+def python_image(docker_client):
+    from tests.support.images import python_image as build
+
+    return build(docker_client)
+
+
+@pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     """Tests close each connection after each request, as DB_CONN_MAX_AGE=0 would.
 

@@ -33,32 +33,6 @@ def python_backend(request):
     return backend
 
 
-@pytest.fixture(scope="session")
-def docker_client():
-    from tests.support.services import require_docker
-
-    client = require_docker()
-    yield client
-    owner = f"{os.uname().nodename}:{os.getpid()}"
-    for container in client.containers.list(all=True, filters={"label": "gymwright.sandbox=1"}):
-        if container.labels.get("gymwright.owner") == owner:
-            container.remove(force=True)
-
-
-@pytest.fixture(scope="session")
-def busybox_image(docker_client):
-    from tests.support.images import busybox_image as build
-
-    return build(docker_client)
-
-
-@pytest.fixture(scope="session")
-def python_image(docker_client):
-    from tests.support.images import python_image as build
-
-    return build(docker_client)
-
-
 def by_id(result):
     return {check.id: check for check in result.iter_checks()}
 

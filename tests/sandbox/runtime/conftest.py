@@ -1,45 +1,18 @@
 """Backends for the sandbox tests: the same suite runs on bubblewrap and docker.
 
 Docker tests use images built locally (tests/support/images.py); nothing is
-pulled. Every container a test starts is removed at the end of the session
-even if a test forgot to stop its sandbox.
+pulled. The `docker_client` fixture (tests/conftest.py) removes every container
+of the test process at the end of the session, even one a test forgot to stop.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from sandbox.runtime import SandboxSpec, get_backend
-from tests.support.services import require_bwrap, require_docker
+from tests.support.services import require_bwrap
 
 BACKENDS = ["bubblewrap", "docker"]
-
-
-@pytest.fixture(scope="session")
-def docker_client():
-    client = require_docker()
-    yield client
-    # Safety net: no container of this test process may outlive the session.
-    owner = f"{os.uname().nodename}:{os.getpid()}"
-    for container in client.containers.list(all=True, filters={"label": "gymwright.sandbox=1"}):
-        if container.labels.get("gymwright.owner") == owner:
-            container.remove(force=True)
-
-
-@pytest.fixture(scope="session")
-def busybox_image(docker_client):
-    from tests.support.images import busybox_image as build
-
-    return build(docker_client)
-
-
-@pytest.fixture(scope="session")
-def python_image(docker_client):
-    from tests.support.images import python_image as build
-
-    return build(docker_client)
 
 
 def sandbox_is_gone(backend, sandbox_id: str) -> bool:
