@@ -124,6 +124,9 @@ class GateResult:
     # A failed gate that a new run of its preview may decide (a hack probe whose run errored or was
     # graded incompletely): Run gates starts that preview again.
     retry: bool = False
+    # A gate left not_run that a new run of its preview would leave the same (the padded reference measured
+    # nothing because the reference already scores full marks): Run gates starts nothing for it.
+    settled: bool = False
     # What the author does next, in words (the task page shows it by the Submit button; the API returns it).
     what_to_do: str = ""
     # Where that is done (a page of this app), and the link's words.
@@ -211,12 +214,15 @@ def previews_to_start(
 ) -> list[tuple[str, int]]:
     """What "Run gates" starts: each preview the gates need that has no finished run (`inputs.previews`)
     and each whose latest run left its gate not_run (incomplete grades), unless that gate waits for
-    something a new run would not have (no judge configured yet); never a policy in `pending` (a run
-    of it is queued or running)."""
+    something a new run would not have (no judge configured yet) or a new run would leave it the same
+    (`settled`); never a policy in `pending` (a run of it is queued or running)."""
     undecided = {
         result.policy
         for result in results
-        if (result.status == NOT_RUN or result.retry) and result.policy and not result.waiting_for
+        if (result.status == NOT_RUN or result.retry)
+        and result.policy
+        and not result.waiting_for
+        and not result.settled
     }
     pending = set(pending)
     return [

@@ -709,6 +709,7 @@ def _gate_verbosity(inputs: GateInputs) -> list[GateResult]:
                 policy=VERBOSE_POLICY,
                 run_id=padded.run_id,
                 blocking=False,
+                settled=True,
             )
         ]
     count = len(measured)

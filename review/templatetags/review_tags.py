@@ -71,5 +71,7 @@ def bar_chart(pairs, width: int = 360, row: int = 22):
 @register.filter
 def previews_missing(gates) -> bool:
     """Whether a gate waits for a preview that has not run, or ran with incomplete grades (what Run gates
-    would start); not one that waits for something else first (a judge)."""
-    return any(gate.status == "not_run" and gate.policy and not gate.waiting_for for gate in gates or [])
+    would start); not one that waits for something else first (a judge), nor one a new run would leave the same."""
+    return any(
+        gate.status == "not_run" and gate.policy and not gate.waiting_for and not gate.settled for gate in gates or []
+    )

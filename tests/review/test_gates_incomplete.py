@@ -157,6 +157,9 @@ def test_previews_graded_without_a_judge_open_no_gate_until_run_again_with_one(s
     verbosity = gates.pop("bias:verbosity")
     assert (verbosity.status, verbosity.blocking) == ("not_run", False), verbosity.message
     assert verbosity.message.startswith("not measured: the reference already scores full marks")
+    # a new padded run would measure nothing again: Run gates has nothing left to start
+    assert review_gates.gates_missing_previews(task_version=version) == []
+    assert "every preview the gates need has run on v1" in client.get(f"/tasks/{task.slug}/").content.decode()
     assert {name: gates[name].status for name in gates} == dict.fromkeys(gates, "pass"), {
         name: gates[name].message for name in gates
     }

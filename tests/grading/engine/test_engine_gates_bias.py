@@ -59,14 +59,18 @@ def run(policy, answer, judge, n=1, rubric=RUBRIC):
     )
 
 
-def verbosity_gate(openai_server, make_judge, handler, task=TASK):
+def verbosity_inputs(openai_server, make_judge, handler, task=TASK) -> GateInputs:
     openai_server.handler = handler
     with make_judge(openai_server) as judge:
         previews = {
             "oracle": run("oracle", REFERENCE, judge, n=2, rubric=task["rubric"]),
             "hack:verbose": run("hack:verbose", padded_answer(REFERENCE), judge, rubric=task["rubric"]),
         }
-    inputs = GateInputs(task=task, previews=previews, judge_configured=True)
+    return GateInputs(task=task, previews=previews, judge_configured=True)
+
+
+def verbosity_gate(openai_server, make_judge, handler, task=TASK):
+    inputs = verbosity_inputs(openai_server, make_judge, handler, task)
     return {result.gate: result for result in gate_rules.evaluate_gates(inputs)}["bias:verbosity"]
 
 
@@ -95,6 +99,16 @@ def test_the_verbosity_gate_does_not_pass_when_the_reference_leaves_no_room_to_r
     gate = verbosity_gate(openai_server, make_judge, fair)
     assert gate.status == "not_run" and not gate.blocking, gate.message
     assert "not measured" in gate.message and "complete, rambles" in gate.message
+
+
+def test_run_gates_does_not_start_the_padded_reference_again_when_it_measured_nothing(openai_server, make_judge):
+    # Padding the same reference again cannot make room on checks the reference already maxes out: a new
+    # hack:verbose run would come back "not measured" too, so Run gates must not offer it (it did, on every click).
+    inputs = verbosity_inputs(openai_server, make_judge, fair)
+    results = gate_rules.evaluate_gates(inputs)
+    assert {result.gate: result for result in results}["bias:verbosity"].status == "not_run"
+    to_start = [policy for policy, _ in gate_rules.previews_to_start(inputs, results)]
+    assert "nop" in to_start and "hack:verbose" not in to_start, to_start
 
 
 def test_the_verbosity_probe_passes_a_judge_that_is_not_swayed_where_the_reference_leaves_room(
