@@ -210,6 +210,7 @@ def review_page(request, slug):
             "can_run_gates": permissions.can_run_previews(request.user),
             "submission": selectors.latest_submission(task_version=version),
             "agreement": agreement,
+            "can_review": permissions.can_review(request.user),
             "reviews": selectors.reviews_of(task=task, user=request.user),
             "in_review": task.status == task.Status.IN_REVIEW,
             "can_decide": can_decide and task.status == task.Status.IN_REVIEW,
@@ -391,7 +392,11 @@ def agreement_page(request, slug):
     return render(
         request,
         "review/agreement.html",
-        {"environment": environment, "agreement": review_agreement.agreement_json(environment=environment)},
+        {
+            "environment": environment,
+            "agreement": review_agreement.agreement_json(environment=environment),
+            "can_review": permissions.can_review(request.user),
+        },
     )
 
 
@@ -412,6 +417,7 @@ def environment_dashboard(request, slug):
             "agreement": agreement["overall"],
             "calibration": environment_calibration_json(environment=environment, agreement=agreement),
             "blind": blind.environment_figures(environment=environment, viewer=request.user),
+            "can_review": permissions.can_review(request.user),
         },
     )
 

@@ -165,6 +165,25 @@ def test_label_queue_agreement_page_and_dashboard_render(client, submitted, revi
     assert client.get("/review/environments/shell/agreement/").status_code == 200
 
 
+@pytest.mark.parametrize("who", ["author", "reviewer"])
+def test_the_review_workspace_links_only_to_pages_the_viewer_may_open(client, submitted, who, request):
+    # An author opens the environment's dashboard, its agreement page and a task's review page, but has no review
+    # queue or label queue: a link to them answered 403 (found walking the app as the demo author).
+    import html
+    import re
+
+    client.force_login(request.getfixturevalue(who))
+    for page in (
+        "/review/environments/shell/",
+        "/review/environments/shell/agreement/",
+        f"/review/tasks/{submitted.slug}/",
+    ):
+        body = client.get(page).content.decode()
+        links = {html.unescape(href) for href in re.findall(r'href="(/review/[^"]*)"', body)}
+        refused = [href for href in sorted(links) if client.get(href).status_code == 403]
+        assert not refused, f"{who} on {page}: links to pages that refuse them: {refused}"
+
+
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
