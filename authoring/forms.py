@@ -4,6 +4,7 @@ import json
 import math
 
 from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS
 
 from authoring.models import SLUG_RULE, Environment, Task, slug_validator
 from authoring.services import DEFAULT_ENVIRONMENT_SPEC as DEFAULTS
@@ -201,6 +202,10 @@ class TaskForm(FileRolesMixin, forms.Form):
                 label=f"Role of {entry['path']}",
                 widget=forms.Select(attrs={"data-file-path": entry["path"]}),
             )
+
+    def fields_to_fix(self) -> int:
+        """How many fields hold an error: the error summary's headline (its own sentence on top is not a field)."""
+        return sum(1 for name in self.errors if name != NON_FIELD_ERRORS)
 
     def file_role_fields(self):
         return [self[name] for name in self.fields if name.startswith("file_role_")]

@@ -136,3 +136,21 @@ def test_a_tag_longer_than_the_tag_table_takes_is_refused_at_the_field(client, a
     assert response.status_code == 400
     assert response.context["form"].errors["tags"] == [f"A tag is at most 64 characters: {'x' * 64}… has 65."]
     assert task.versions.count() == 1
+
+
+def test_a_refused_save_counts_the_fields_to_fix_not_the_summary_line(client, author, task):
+    # Two problems in the rubric alone: one field to fix. The summary's own sentence on top ("Invalid task: ...")
+    # is not a field, yet the headline counted it ("2 fields to fix" over a single Rubric field).
+    import json
+    import re
+
+    client.force_login(author)
+    data = edit_page_data(client, task.slug)
+    rubric = json.loads(data["rubric"])
+    rubric["checks"][0]["points"] = "5"
+    rubric["checks"][1]["pattern"] = 7
+    data["rubric"] = json.dumps(rubric)
+    page = client.post(f"/tasks/{task.slug}/edit/", data).content.decode()
+    headline = re.search(r"<strong>No new version was saved: ([^<]*)</strong>", page).group(1)
+    assert headline == "1 field to fix."
+    assert page.count('data-field="rubric"') == 2  # each problem, at the field
