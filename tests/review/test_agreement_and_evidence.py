@@ -104,6 +104,16 @@ def test_the_label_queue_lists_judged_checks_without_a_label(client, judged_task
     assert "js/labels.js" in page and "<script>" not in page
 
 
+def test_the_label_queue_says_when_the_judged_answer_was_empty(client, judged_task, author, reviewer):
+    # A nop or empty-answer probe's judged check showed "The answer" over nothing: a reviewer could not tell a blank
+    # answer from a page that failed to load it.
+    judged_grade(judged_task.latest_version, author, True)  # graded with no answer kept
+    client.force_login(reviewer)
+    page = client.get("/review/labels/?environment=shell").content.decode()
+    assert page.count("data-label-item=") == 1 and '<pre class="graded-text"></pre>' not in page
+    assert "The answer was empty." in page
+
+
 def test_a_check_met_in_every_rollout_is_flagged_on_the_review_page(client, submitted, judged_task, author, reviewer):
     version = judged_task.latest_version
     run = finished_preview(version, author, "model", [1.0] * 4 + [0.5] * 4)
