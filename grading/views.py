@@ -11,7 +11,7 @@ import json
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import permissions
 from authoring.selectors import task_get_for_user, task_version_get_for_user
@@ -247,10 +247,11 @@ def example_answers_run(request: HttpRequest, slug: str, number: int) -> HttpRes
     return redirect(reverse("authoring:task_detail", args=[slug]) + "#examples")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def environment_judge(request: HttpRequest, slug: str) -> HttpResponse:
     """The environment's owner (or an admin) chooses the judge endpoint its tasks use (the environment page's Judge
-    panel posts here); a refused choice answers the environment's page again with the form's error."""
+    panel posts here); a refused choice answers the environment's page again with the form's error. A GET (that
+    page reloaded, or gone back to) opens the panel on the environment's page."""
     from django.contrib import messages
 
     from authoring.selectors import environment_get_for_user
@@ -259,6 +260,8 @@ def environment_judge(request: HttpRequest, slug: str) -> HttpResponse:
     from gymwright.forms import form_add_domain_error
 
     environment = environment_get_for_user(slug=slug, user=request.user)
+    if request.method == "GET":
+        return redirect(reverse("authoring:environment_detail", args=[environment.slug]) + "#judge")
     if not permissions.can_edit_environment(request.user, environment):
         owner = environment.owner.get_username() if environment.owner_id else "nobody"
         message = f"Only {owner}, the owner of {environment.slug}, or an admin can choose its judge."

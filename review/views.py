@@ -542,16 +542,19 @@ def blind_hack_probe(request, slug, rollout_id):
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def environment_calibration(request, slug):
     """The environment's owner (or an admin) changes its calibration settings (the environment page's Calibration
-    panel posts here); a refused change answers the environment's page again with the form's errors."""
+    panel posts here); a refused change answers the environment's page again with the form's errors. A GET (that
+    page reloaded, or gone back to) opens the panel on the environment's page."""
     from authoring.views import environment_page
     from gymwright.forms import form_add_domain_error
     from review import environment_settings
     from review.forms import EnvironmentCalibrationForm
 
     environment = authoring_selectors.environment_get_for_user(slug=slug, user=request.user)
+    if request.method == "GET":
+        return redirect(reverse("authoring:environment_detail", args=[environment.slug]) + "#calibration")
     if not permissions.can_edit_environment(request.user, environment):
         owner = environment.owner.get_username() if environment.owner_id else "nobody"
         return _forbidden(

@@ -148,6 +148,15 @@ def test_only_the_owner_or_an_admin_chooses_and_bad_choices_are_form_errors(
     assert chosen(environment) is None
 
 
+def test_the_address_a_refused_choice_leaves_in_the_browser_opens_the_judge_panel(client, environment, author):
+    # A refused choice answers the environment's page at the form's own address: a GET of it (a reload, Back) was an
+    # empty 405.
+    client.force_login(author)
+    assert client.post("/grading/environments/shell/judge/", {"judge_endpoint": "abc"}).status_code == 400
+    response = client.get("/grading/environments/shell/judge/")
+    assert (response.status_code, response["Location"]) == (302, "/environments/shell/#judge")
+
+
 def test_the_api_chooses_with_the_same_rules(task, environment, author, other_author):
     lenient = judge("lenient")
     policy = ModelEndpoint.objects.create(name="agent", role="policy", base_url="http://127.0.0.1:1/v1", model="m")

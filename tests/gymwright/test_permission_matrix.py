@@ -166,6 +166,8 @@ grading:example_answers_run            POST          -         login  404    302
 #   v1 has none: nothing to grade
 grading:example_answers_run            POST          v1        login  404    302=   403    302=   302=   403
 #   the judge an environment's tasks use: its owner (or an admin) chooses
+#   a GET (the refused form's page reloaded) opens the environment's page at the panel
+grading:environment_judge              GET           -         login  404    302    302    302    302    302
 grading:environment_judge              POST          -         login  404    302w   403    403    302w   403
 grading:judge_label                    POST          -         login  404    403    403    200w   200w   404
 grading:judge_label                    POST          v1        login  404    403    403    200w   200w   403
@@ -256,6 +258,8 @@ api-agreement                          GET,HEAD      -         401    403    200
 #   blind human scores (review.blind): figures for the review workspace; scoring for reviewers but the task's
 #   author; the world's rollout is an oracle's, not in the blind pool (model previews only): 404 past the refusals
 #   an environment's calibration settings: its owner's (and admins')
+#   a GET (the refused form's page reloaded) opens the environment's page at the panel
+review:environment_calibration         GET           -         login  404    302    302    302    302    302
 review:environment_calibration         POST          -         login  404    302w   403    403    302w   403
 review:blind_figures                   GET,HEAD      -         login  403    200    200    200    200    403
 review:blind_score                     GET,HEAD,POST -         login  403    403    403    404    404    403

@@ -80,6 +80,15 @@ def test_only_the_owner_and_an_admin_change_them(client, environment, other_auth
     assert BlindRule.objects.get().min_scored == 5
 
 
+def test_the_address_a_refused_change_leaves_in_the_browser_opens_the_calibration_panel(client, environment, author):
+    # A refused change answers the environment's page at the form's own address; reloading it, or coming back to it,
+    # asked for it with a GET, which answered an empty 405 (the browser's "This page isn't working").
+    client.force_login(author)
+    assert client.post("/environments/shell/calibration/", {**GOOD, "judge_min_rate": "1.5"}).status_code == 400
+    response = client.get("/environments/shell/calibration/")
+    assert (response.status_code, response["Location"]) == (302, "/environments/shell/#calibration")
+
+
 @pytest.mark.parametrize(
     ("field", "value", "words"),
     [
