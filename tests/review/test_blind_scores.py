@@ -52,6 +52,16 @@ def score_all(task, rollouts, reviewer):
         blind.score_record(task=task, rollout=rollout, reviewer=reviewer, passed=human >= 5, score=human)
 
 
+def test_with_no_model_rollout_to_score_the_blind_page_says_so_not_that_all_are_scored(client, author, reviewer, task):
+    # Only oracle and nop previews: the sample is empty. The page told a reviewer "You have scored every rollout of the
+    # sample", as if the work were done, when there was nothing to score until a model preview runs.
+    finished_preview(task.latest_version, author, "oracle", [1.0])
+    client.force_login(reviewer)
+    page = client.get(f"/review/tasks/{task.slug}/blind/").content.decode()
+    assert "You have scored every rollout" not in page
+    assert "No rollout to score yet" in page and "model" in page
+
+
 def test_the_blind_page_hides_the_grade_until_the_reviewer_has_scored(client, author, reviewer, task):
     version = task.latest_version
     run = finished_preview(version, author, "model", [0.667])
