@@ -169,6 +169,17 @@ def test_a_reviewer_sees_the_overrule_form_only_on_scored_judge_checks(client, r
     assert f"/grading/check-results/{judged(grade).pk}/label/" in body
 
 
+def test_the_overrule_button_offers_only_the_verdict_the_judge_did_not_give(client, reviewer, grade):
+    # The judge said met: "Overrule: met" beside "Agree" was the same answer under another name (it records an
+    # agreeing label), so a reviewer could not tell which to press.
+    client.force_login(reviewer)
+
+    body = client.get(f"/grading/grades/{grade.pk}/").content.decode()
+
+    assert 'name="verdict" value="not_met">Overrule: not met' in body
+    assert 'name="verdict" value="met"' not in body
+
+
 def test_an_author_cannot_label_a_judge_verdict(client, author, grade):
     client.force_login(author)
 
