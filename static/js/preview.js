@@ -44,8 +44,13 @@
     if (row) {
       selectedId = row.dataset.rolloutId;
       markSelected();
-      // The row's link works without JavaScript; with htmx the panel loads in place.
-      if (window.htmx && event.target.closest("a")) event.preventDefault();
+      // The row's link works without JavaScript; with htmx the panel loads in place, and the address names the
+      // rollout shown (replaced, not pushed), so a reload or a shared address opens the same one.
+      const link = row.querySelector("a[href]");
+      if (window.htmx && link) {
+        if (event.target.closest("a")) event.preventDefault();
+        history.replaceState(history.state, "", link.getAttribute("href"));
+      }
     }
   });
 
