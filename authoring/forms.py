@@ -344,6 +344,47 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
             "base_version": environment.latest_version.number,
         }
 
+    def clean(self):
+        """What a save would refuse in the spec itself (a custom tool, the checks module, this server's ceilings,
+        the network) is said in the same answer as the fields' own errors, not one round of them after another:
+        the spec is checked here with each field in error at its default, and a problem is shown only at a field
+        not in error already. The save checks the whole spec again."""
+        from authoring.services import environment_limits_check, environment_spec_validate
+        from gymwright.errors import DomainError
+        from gymwright.forms import form_add_domain_error
+
+        cleaned = super().clean()
+        data = {**self.initial_values(), **cleaned}
+        if not isinstance(data.get("custom_tools"), list):
+            data["custom_tools"] = []
+        spec = self.spec(current_files=[], data=data)
+        refused = []
+        try:  # the ceilings first: the spec's own check stops at its first kind of problem
+            environment_limits_check(spec)
+        except DomainError as exc:
+            refused.append(exc)
+            spec["limits"] = dict(DEFAULTS["limits"])
+        try:
+            environment_spec_validate(spec)
+        except DomainError as exc:
+            refused.append(exc)
+        for exc in refused:
+            kept = [d for d in exc.details if self.field_for(str(d.get("pointer") or "")) not in self.errors]
+            if kept or not exc.details:
+                form_add_domain_error(
+                    self, DomainError(exc.message, code=exc.code, details=kept), field_for=self.field_for
+                )
+        return cleaned
+
+    def initial_values(self) -> dict:
+        """Each field's default, as `spec` reads cleaned values."""
+        return {
+            "network": DEFAULTS["network"],
+            **DEFAULTS["limits"],
+            "tools": list(DEFAULTS["tools"]),
+            "custom_tools": [],
+        }
+
     def clean_custom_tools(self):
         text = (self.cleaned_data.get("custom_tools") or "").strip() or "[]"
         value = parse_json_field(text, label="Custom tools")
@@ -351,8 +392,8 @@ class EnvironmentForm(FileRolesMixin, forms.Form):
             raise forms.ValidationError("Custom tools must be a JSON list.")
         return value
 
-    def spec(self, *, current_files: list[dict]) -> dict:
-        data = self.cleaned_data
+    def spec(self, *, current_files: list[dict], data: dict | None = None) -> dict:
+        data = self.cleaned_data if data is None else data
         return {
             "image": data.get("image") or None,
             "dockerfile": data.get("dockerfile") or None,

@@ -26,7 +26,7 @@ def form_add_domain_error(
 
     - The only problem of the error, at a field: the error's own sentence, under that field, and nowhere else
       ("Version 0.1.0 is lower than the proposed 0.2.0; ..." under Version, not "/version: lower than the
-      proposal" there and the sentence again on top).
+      proposal" there and the sentence again on top); a pointer in that sentence is left out.
     - One of several problems: the error's sentence on top, and the problem's message under its field as a
       sentence (the item of a list named: "Item 3: not approved.").
     - Inside a field that holds a JSON document (the form's `json_fields`: a rubric, metadata, example answers)
@@ -42,7 +42,10 @@ def form_add_domain_error(
         if field in form.fields:
             placed.append((field, pointer, str(detail.get("message", ""))))
     if len(exc.details) == 1 and len(placed) == 1 and placed[0][0] not in json_fields:
-        form.add_error(placed[0][0], exc.message)
+        field, pointer, _ = placed[0]
+        # The field says where: a sentence that names the pointer too ("Limits over the server's ceilings:
+        # /limits/memory_mb: memory_mb 8192 MB is over ...") reads without it.
+        form.add_error(field, exc.message.replace(f"{pointer}: ", ""))
         return
     form.add_error(None, exc.message)
     for field, pointer, message in placed:

@@ -627,3 +627,35 @@ def test_a_process_keeps_the_rubric_of_a_teams_working_set_of_task_pages(monkeyp
 def vars_of(kept) -> dict:
     """The limits a process cache was made with (gymwright.process_cache.Kept)."""
     return {"entries": kept.entries, "max_size": kept.max_size, "max_value": kept.max_value, "size": kept.size}
+
+
+def test_a_refused_environment_says_every_problem_in_one_answer_and_no_pointer_at_a_field(client, author, settings):
+    # The fields' bounds, the custom tools, the checks module and this server's ceilings came in three rounds,
+    # each after another submit; a ceiling's sentence under Memory read "...: /limits/memory_mb: memory_mb ...".
+    settings.SANDBOX_MAX_MEMORY_MB = 4096
+    client.force_login(author)
+    data = {
+        "slug": "py",
+        "name": "Python",
+        "network": "none",
+        "cpus": "0",  # under the field's bound
+        "memory_mb": "8192",  # within the field's bound, over this server's ceiling
+        "timeout_s": "60",
+        "max_steps": "10",
+        "tools": ["bash", "submit"],
+        "custom_tools": '[{"name": "x"}]',  # a tool with no command
+    }
+    response = client.post("/environments/new/", data)
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert set(errors) >= {"cpus", "memory_mb", "custom_tools"}, errors
+    assert errors["memory_mb"] == [
+        "Limits over the server's ceilings: memory_mb 8192 MB is over this server's ceiling of 4096 MB "
+        "(GYMWRIGHT_MAX_MEMORY_MB)"
+    ]
+    assert not Environment.objects.filter(slug="py").exists()
+    # A field in error is not blamed twice: its own bound, not the spec's check of the default put in its place.
+    assert len(errors["cpus"]) == 1
+    # Fixed, it saves.
+    data.update({"cpus": "1", "memory_mb": "512", "custom_tools": "[]"})
+    assert client.post("/environments/new/", data).status_code == 302
