@@ -4,9 +4,8 @@ and the address stayed the preview's own, so a reload, or the address sent to a 
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 
-from sandbox.models import PreviewRun, Rollout
+from tests.review.conftest import finished_preview
 from tests.sandbox.factories import make_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -15,20 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def preview(author):
     task = make_task(author=author)
-    run = PreviewRun.objects.create(
-        task_version=task.latest_version,
-        created_by=author,
-        policy="oracle",
-        policy_kind="oracle",
-        n=3,
-        backend="bubblewrap",
-        status=PreviewRun.Status.DONE,
-        finished_at=timezone.now(),
-    )
-    Rollout.objects.bulk_create(
-        [Rollout(preview_run=run, index=i, status=Rollout.Status.DONE, reward=1.0, passed=True) for i in range(3)]
-    )
-    return run
+    return finished_preview(task.latest_version, author, "oracle", [1.0, 1.0, 1.0])
 
 
 def test_a_clicked_rollout_is_in_the_address_and_a_reload_shows_it_again(watched, live_server, preview):

@@ -5,9 +5,8 @@ empty box with a "0" label at 1280, 1400 and 1920 px. Measured in Chromium, not 
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 
-from sandbox.models import PreviewRun, Rollout
+from tests.review.conftest import finished_preview
 from tests.sandbox.factories import make_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -27,20 +26,7 @@ MEASURE = """(box) => {
 @pytest.fixture
 def oracle_preview(author):
     task = make_task(author=author)
-    run = PreviewRun.objects.create(
-        task_version=task.latest_version,
-        created_by=author,
-        policy="oracle",
-        policy_kind="oracle",
-        n=4,
-        backend="bubblewrap",
-        status=PreviewRun.Status.DONE,
-        finished_at=timezone.now(),
-    )
-    Rollout.objects.bulk_create(
-        [Rollout(preview_run=run, index=i, status=Rollout.Status.DONE, reward=1.0, passed=True) for i in range(4)]
-    )
-    return run
+    return finished_preview(task.latest_version, author, "oracle", [1.0, 1.0, 1.0, 1.0])
 
 
 def assert_inside(measured: dict) -> None:
